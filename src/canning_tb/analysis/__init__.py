@@ -1,0 +1,1 @@
+"""Pure functions: EventTable -> Digest. Knows nothing of TensorBoard, HTTP or torch."""

@@ -1,0 +1,256 @@
+"""The one columnar shape every reader produces and every analysis consumes.
+
+An `EventTable` holds one window of one rank: duration events as parallel numpy
+columns (never one Python object per event), memory records as a second set of
+columns, interned strings, and the window's metadata. Units are fixed here, once:
+time in integer nanoseconds (absolute, as the profiler clock gave them), sizes in
+bytes. Readers convert; nothing downstream converts again.
+"""
+from __future__ import annotations
+
+import enum
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+NONE = -1  # "absent" in every integer column (ids, correlation, device, stream, bytes)
+
+
+class Kind(enum.IntEnum):
+    """What an event is, independent of which profiler wrote it."""
+
+    OTHER = 0
+    CPU_OP = 1  # aten / c10d / torch_npu operators on the host ("cpu_op", 2021 "Operator")
+    USER_ANNOTATION = 2  # record_function ranges, ProfilerStep#N, DataLoader ranges
+    PYTHON_FUNCTION = 3  # python_function (with_stack / with_modules)
+    RUNTIME = 4  # cuda_runtime / cuda_driver / 2021 "Runtime" / AscendCL / CANN API
+    KERNEL = 5  # device compute: GPU kernels, NPU AI Core / AI Vector / AI CPU / MIX tasks
+    MEMCPY = 6  # device copies (gpu_memcpy, NPU MEMCPY tasks)
+    MEMSET = 7
+    GPU_USER_ANNOTATION = 8  # record_function ranges projected on the device
+    COMM_KERNEL = 9  # device-side communication: NCCL/RCCL kernels, HCCL tasks (hcom_*)
+
+
+_COMM_KERNEL_RE = re.compile(r"^(nccl|ncclDevKernel|ncclKernel|rccl|hcom_|hccl|Hccl)", re.I)
+
+
+def is_comm_kernel_name(name: str) -> bool:
+    """Device events that are collectives rather than compute (shared by all readers)."""
+    return bool(_COMM_KERNEL_RE.match(name)) or "ncclKernel" in name or "ncclDevKernel" in name
+
+
+# Column name -> dtype. All columns of a table have the same length.
+EVENT_COLUMNS: dict[str, Any] = {
+    "ts": np.int64,  # start, ns
+    "dur": np.int64,  # duration, ns, >= 0
+    "kind": np.uint8,  # Kind
+    "name": np.int32,  # string id
+    "cat": np.int32,  # string id of the raw category as written in the file
+    "pid": np.int64,
+    "tid": np.int64,
+    "device": np.int32,  # device index for device events, NONE on the host
+    "stream": np.int64,  # device stream / NPU stream, NONE on the host
+    "correlation": np.int64,  # runtime launch <-> device event (same value on both)
+    "external_id": np.int64,  # host op <-> its runtime launches and device events
+    "shapes": np.int32,  # string id of the input shapes, e.g. "[[32, 3, 224, 224], []]"
+    "stack": np.int32,  # string id of the call stack "file(line): func;file(line): func"
+    "core": np.int32,  # string id: NPU accelerator core (AI_CORE, AI_VECTOR_CORE, AI_CPU, MIX_AIC, ...)
+    "blocks": np.int64,  # NPU block dim / GPU blocks (grid product), NONE if unknown
+    "bytes": np.int64,  # bytes moved by a collective or copy, NONE if unknown
+    "group": np.int32,  # string id of the communication group, NONE if none
+}
+
+MEMORY_COLUMNS: dict[str, Any] = {
+    "ts": np.int64,  # ns
+    "device": np.int32,  # string id: "CPU", "cuda:0", "npu:0"
+    "bytes": np.int64,  # signed change (+alloc, -free); 0 for a pure sample
+    "addr": np.int64,  # block address, NONE if unknown
+    "allocated": np.int64,  # total allocated after this record, NONE if unknown
+    "reserved": np.int64,  # total reserved after this record, NONE if unknown
+    "active": np.int64,  # total active (NPU), NONE if unknown
+    "component": np.int32,  # string id: Ascend component (PTA, GE, APP, PTA+GE, WORKSPACE); NONE otherwise
+    "op": np.int32,  # string id of the operator that made the record, when the file says so
+}
+
+
+class Strings:
+    """Interned strings: columns hold ids into `values`."""
+
+    def __init__(self, values: list[str] | None = None):
+        self.values: list[str] = list(values or [])
+        self._ids: dict[str, int] = {v: i for i, v in enumerate(self.values)}
+
+    def id(self, s: str | None) -> int:
+        if s is None:
+            return NONE
+        i = self._ids.get(s)
+        if i is None:
+            i = len(self.values)
+            self.values.append(s)
+            self._ids[s] = i
+        return i
+
+    def find(self, s: str) -> int:
+        """The id of s, or NONE when s never occurs (no interning)."""
+        return self._ids.get(s, NONE)
+
+    def __getitem__(self, i: int) -> str | None:
+        return None if i < 0 else self.values[i]
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+
+@dataclass
+class Problem:
+    """Something wrong in the input: which file, what, and whether results are still sound."""
+
+    file: str
+    message: str
+    severity: str = "error"  # "error": this part is missing; "warning": read, but be careful
+
+    def __str__(self) -> str:
+        return f"{self.file}: {self.message}"
+
+
+class InputError(Exception):
+    """A file that cannot be read at all; the message names the file and the problem."""
+
+    def __init__(self, file: str, message: str):
+        super().__init__(f"{file}: {message}")
+        self.file = file
+        self.problem = message
+
+
+@dataclass
+class Meta:
+    """What the window is, beside its events."""
+
+    format: str = ""  # "kineto" | "ascend" | "canning"
+    rank: int = 0
+    world_size: int = 1
+    local_rank: int = NONE
+    host: str = ""
+    pid: int = NONE
+    worker: str = ""
+    # devices: [{"kind": "cuda"|"npu"|"cpu", "index": 0, "name": ..., "memory": bytes, "compute_capability": "8.0", ...}]
+    devices: list[dict] = field(default_factory=list)
+    environment: dict[str, str] = field(default_factory=dict)  # versions, profiler settings, world size ...
+    source_files: list[str] = field(default_factory=list)
+    process_names: dict[int, str] = field(default_factory=dict)  # pid -> name
+    thread_names: dict[str, str] = field(default_factory=dict)  # "pid:tid" -> name
+    start_ns: int = NONE  # profiling window, when the file says so
+    end_ns: int = NONE
+
+
+def _empty(columns: dict[str, Any]) -> dict[str, np.ndarray]:
+    return {k: np.zeros(0, dtype=t) for k, t in columns.items()}
+
+
+@dataclass
+class EventTable:
+    events: dict[str, np.ndarray] = field(default_factory=lambda: _empty(EVENT_COLUMNS))
+    memory: dict[str, np.ndarray] = field(default_factory=lambda: _empty(MEMORY_COLUMNS))
+    strings: Strings = field(default_factory=Strings)
+    meta: Meta = field(default_factory=Meta)
+    problems: list[Problem] = field(default_factory=list)
+    # Pre-aggregated tables some formats carry and a trace cannot give (Ascend step_trace_time.csv,
+    # communication.json, communication_matrix.json, npu_module_mem.csv, op_statistic.csv ...),
+    # already in ns / bytes. Keys are documented in the reader that fills them.
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.events["ts"])
+
+    def name(self, row: int) -> str | None:
+        return self.strings[int(self.events["name"][row])]
+
+    def check(self) -> None:
+        """Columns are complete, equally long and correctly typed (readers call this last)."""
+        for cols, spec in ((self.events, EVENT_COLUMNS), (self.memory, MEMORY_COLUMNS)):
+            n = None
+            for k, t in spec.items():
+                a = cols.get(k)
+                if a is None or a.dtype != np.dtype(t):
+                    raise AssertionError(f"column {k}: missing or not {np.dtype(t)}")
+                if n is None:
+                    n = len(a)
+                elif len(a) != n:
+                    raise AssertionError(f"column {k}: length {len(a)} != {n}")
+
+    # -- cache form: one .npz of columns plus one JSON of everything else ----------------------
+    def save(self, path_prefix: str) -> None:
+        """Write `<prefix>.npz` and `<prefix>.json` atomically (timeline and digest caches)."""
+        arrays = {f"e_{k}": v for k, v in self.events.items()}
+        arrays.update({f"m_{k}": v for k, v in self.memory.items()})
+        tmp = f"{path_prefix}.npz.tmp{os.getpid()}"
+        with open(tmp, "wb") as f:
+            np.savez(f, **arrays)
+        os.replace(tmp, path_prefix + ".npz")
+        side = {
+            "strings": self.strings.values,
+            "meta": self.meta.__dict__,
+            "problems": [p.__dict__ for p in self.problems],
+            "extras": self.extras,
+        }
+        tmp = f"{path_prefix}.json.tmp{os.getpid()}"
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(side, f, default=_jsonable)
+        os.replace(tmp, path_prefix + ".json")
+
+    @classmethod
+    def load(cls, path_prefix: str) -> "EventTable":
+        with open(path_prefix + ".json", encoding="utf-8") as f:
+            side = json.load(f)
+        with np.load(path_prefix + ".npz") as z:
+            events = {k: z[f"e_{k}"] for k in EVENT_COLUMNS}
+            memory = {k: z[f"m_{k}"] for k in MEMORY_COLUMNS}
+        meta = Meta(**side["meta"])
+        meta.process_names = {int(k): v for k, v in meta.process_names.items()}
+        return cls(events=events, memory=memory, strings=Strings(side["strings"]), meta=meta,
+                   problems=[Problem(**p) for p in side["problems"]], extras=side["extras"])
+
+
+def _jsonable(o: Any) -> Any:
+    if isinstance(o, np.integer):
+        return int(o)
+    if isinstance(o, np.floating):
+        return float(o)
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    raise TypeError(f"not JSON serialisable: {type(o).__name__}")
+
+
+class ColumnBuilder:
+    """Appends rows into typed column lists, then freezes them into numpy arrays.
+
+    Readers that walk records one at a time use this; readers that already have arrays
+    (CSV via numpy, SQLite) may build the columns directly.
+    """
+
+    def __init__(self, spec: dict[str, Any]):
+        self.spec = spec
+        self.cols: dict[str, list] = {k: [] for k in spec}
+        zero = ("ts", "dur", "kind") if spec is EVENT_COLUMNS else ("ts", "bytes")
+        self.defaults = {k: (0 if k in zero else NONE) for k in spec}
+
+    def add(self, **values: Any) -> None:
+        for k, col in self.cols.items():
+            col.append(values.get(k, self.defaults[k]))
+
+    def __len__(self) -> int:
+        return len(self.cols["ts"])
+
+    def freeze(self) -> dict[str, np.ndarray]:
+        return {k: np.asarray(v, dtype=self.spec[k]) if v else np.zeros(0, dtype=self.spec[k])
+                for k, v in self.cols.items()}
+
+
+def sort_by_time(cols: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Readers hand over rows ordered by start time (stable)."""
+    order = np.argsort(cols["ts"], kind="stable")
+    return {k: v[order] for k, v in cols.items()}

@@ -1,0 +1,26 @@
+"""Shared test settings: where the real fixtures are, and the browser to drive."""
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+# CI clones the repo into a folder with shared/ beside it, as the developers have it.
+FIXTURES = Path(os.environ.get("CANNING_FIXTURES", REPO.parent / "shared" / "fixtures"))
+
+CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")  # Debian's package, never `playwright install`
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
+
+
+def fixture_path(*parts: str) -> Path:
+    """A real fixture; skips with a clear message when ../shared/fixtures is absent (CI has it)."""
+    p = FIXTURES.joinpath(*parts)
+    if not p.exists():
+        pytest.skip(f"fixture {p} not present (expected ../shared/fixtures beside the repo)")
+    return p
+
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args(browser_type_launch_args):  # pytest-playwright hook
+    return {**browser_type_launch_args, "executable_path": CHROMIUM, "args": CHROMIUM_ARGS}
