@@ -1,0 +1,55 @@
+# The two commands: `make demo` and `make test`. Both install what they need on a fresh
+# machine (Debian, Python >= 3.10, Node >= 18): a venv in .venv, the frontend bundle, and
+# Debian's chromium for the browser tests.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+PORT   ?= 6006
+TORCH  ?= torch==2.13.0
+BUNDLE := src/canning_tb/plugin/static/index.js
+
+.PHONY: setup venv frontend chromium test test-fast demo bench proto clean
+
+setup: venv frontend
+
+# pip installs only when pyproject.toml changed since the last install
+venv: $(VENV)/.installed
+$(VENV)/.installed: pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q "$(TORCH)" grpcio-tools
+	CANNING_SKIP_FRONTEND=1 $(BIN)/python -m pip install -q -e ".[test]"
+	touch $@
+
+frontend: $(BUNDLE)
+$(BUNDLE): $(wildcard frontend/src/*) frontend/package.json frontend/package-lock.json
+	cd frontend && npm ci --no-audit --no-fund && npm run build
+
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  echo "installing Debian's chromium for the browser tests"; \
+	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; }
+
+test: setup chromium
+	$(BIN)/python -m pytest -q -ra
+
+test-fast: setup
+	$(BIN)/python -m pytest -q -m "not browser and not slow"
+
+demo: setup
+	rm -rf log/demo
+	$(BIN)/python -m torch.distributed.run --standalone --nproc_per_node=2 examples/train_ddp.py log/demo
+	@echo
+	@echo "TensorBoard with the canning profiler tab: http://127.0.0.1:$(PORT)/#canning"
+	@echo "(report in the terminal: $(BIN)/canning-prof --mode=view --input=log/demo)"
+	$(BIN)/tensorboard --logdir log --host 127.0.0.1 --port $(PORT)
+
+bench: setup
+	bash benchmarks/run.sh
+
+# regenerate the digest schema's Python module after editing digest.proto
+proto:
+	cd src/canning_tb/analysis && ../../../$(BIN)/python -m grpc_tools.protoc -I. --python_out=. digest.proto
+
+clean:
+	rm -rf $(VENV) frontend/node_modules $(BUNDLE) build dist log

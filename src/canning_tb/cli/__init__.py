@@ -1,0 +1,1 @@
+"""canning-prof: profile a script, print a report, compare two runs."""

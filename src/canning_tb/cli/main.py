@@ -1,0 +1,76 @@
+"""canning-prof: the command line.
+
+  canning-prof --mode=performance --output=./prof_results python train.py [args...]
+  canning-prof --mode=view --input=PATH [--format=text|json]
+  canning-prof --mode=compare --base=PATH --input=PATH [--format=text|json]
+
+`view` prints the report of every window under PATH (a trace file, an *_ascend_pt folder, a
+run folder with many ranks, or a whole logdir). `--format=json` is the stable,
+machine-readable face of the analysis: see docs/cli-json.md.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+JSON_SCHEMA = "canning-prof/1"
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="canning-prof",
+        description="Profile a PyTorch script, or report on profiles already written.",
+        epilog="examples:\n"
+               "  canning-prof --mode=performance --output=./prof_results python train.py --epochs 1\n"
+               "  canning-prof --mode=view --input=./prof_results\n"
+               "  canning-prof --mode=view --input=./log/run1 --format=json > report.json\n"
+               "  canning-prof --mode=compare --base=./log/baseline --input=./log/candidate",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--mode", choices=["performance", "view", "compare"], required=True,
+                   help="performance: run a script under the profiler; view: print a report; "
+                        "compare: compare two runs")
+    p.add_argument("--output", default="./prof_results", help="performance: where windows are written")
+    p.add_argument("--input", help="view/compare: a trace file, an *_ascend_pt folder, a run folder or a logdir")
+    p.add_argument("--base", help="compare: the baseline (same kinds of PATH as --input)")
+    p.add_argument("--format", choices=["text", "json"], default="text", help="view/compare output format")
+    p.add_argument("--top", type=int, default=15, help="rows per table in the text report")
+    p.add_argument("--cache-dir", default=None, help="where digests are cached when the data folder is read-only")
+    p.add_argument("--wait", type=int, default=0, help="performance: steps skipped before each window")
+    p.add_argument("--warmup", type=int, default=1, help="performance: warm-up steps before each window")
+    p.add_argument("--active", type=int, default=3, help="performance: steps recorded per window")
+    p.add_argument("--repeat", type=int, default=1, help="performance: number of windows (0: until the end)")
+    p.add_argument("--activities", default="auto", help="performance: cpu,cuda,npu or auto")
+    p.add_argument("command", nargs=argparse.REMAINDER, help="performance: python SCRIPT [ARGS...]")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        if args.mode == "performance":
+            from .perf import run_script
+            return run_script(args)
+        if args.mode == "view":
+            if not args.input:
+                raise SystemExit("canning-prof: --mode=view needs --input=PATH")
+            from .view import view
+            return view(args)
+        if not (args.input and args.base):
+            raise SystemExit("canning-prof: --mode=compare needs --base=PATH and --input=PATH")
+        from .compare import compare
+        return compare(args)
+    except FileNotFoundError as e:
+        print(f"canning-prof: {e}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # `canning-prof ... | head`
+        return 0
+
+
+def dump_json(obj) -> None:
+    json.dump(obj, sys.stdout, indent=1, allow_nan=False)
+    sys.stdout.write("\n")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,47 @@
+"""Turn a --input PATH (trace file, *_ascend_pt folder, run folder or logdir) into windows."""
+from __future__ import annotations
+
+import os
+
+from canning_tb.store import Store, Window
+
+
+class Target:
+    """One window to report on, with the store that can digest it."""
+
+    def __init__(self, store: Store, run: str, worker: str, window: Window):
+        self.store, self.run, self.worker, self.window = store, run, worker, window
+
+    @property
+    def title(self) -> str:
+        run = "" if self.run == "." else f"{self.run} / "
+        return f"{run}{self.worker} / {self.window.label}"
+
+    def digest(self):
+        return self.store.digest(self.run, self.worker, self.window.id)
+
+
+def targets_for(path: str, cache_dir: str | None = None) -> list[Target]:
+    """Every window PATH holds; raises FileNotFoundError when it holds none."""
+    path = os.path.abspath(path)
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"{path}: no such file or folder")
+    if os.path.isfile(path) or path.rstrip("/").endswith(("_ascend_pt", "_ascend_ms")):
+        # a single window: discovery of its parent folder classifies it; keep only that one
+        parent = os.path.dirname(path.rstrip("/"))
+        store = Store(parent, cache_dir=cache_dir, recursive=False,
+                      select=lambda w: path in (w.path, *w.files))
+        out = [Target(store, run, wk.name, w) for run in store.runs() for wk in store.workers(run)
+               for w in store.windows(run, wk.name)]
+        if not out:
+            raise FileNotFoundError(f"{path}: not a profile (expected *.pt.trace.json[.gz], *.canning.json, "
+                                    "a Chrome trace .json[.gz] or a *_ascend_pt folder)")
+        return out
+    store = Store(path, cache_dir=cache_dir)
+    out = [Target(store, run, wk.name, w) for run in store.runs() for wk in store.workers(run)
+           for w in store.windows(run, wk.name)]
+    if not out:
+        raise FileNotFoundError(f"{path}: no profiles found (looked for *.canning.json, *.pt.trace.json[.gz], "
+                                "Chrome trace .json[.gz] files and *_ascend_pt folders)")
+    return out
+

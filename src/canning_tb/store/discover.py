@@ -1,0 +1,202 @@
+"""Find runs, workers (ranks) and windows under a logdir, for all three formats.
+
+A run is any folder under the logdir that directly holds profiles:
+- our handler's windows: `<worker>.<window>.canning.json` (the manifest is written last,
+  so its presence means the window is complete); the files it names belong to it;
+- plain torch.profiler output: `<worker>[.<timestamp>].pt.trace.json[.gz]`;
+- torch_npu output folders: `<worker>[_<timestamp>]_ascend_pt/` (also `_ascend_ms`).
+Names starting with "." and temporary files are never windows (atomic writers use them).
+"""
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import re
+import zlib
+from functools import lru_cache
+from dataclasses import dataclass, field
+
+MANIFEST_RE = re.compile(r"^(?P<worker>.+)\.(?P<window>\d+)\.canning\.json$")
+KINETO_RE = re.compile(r"^(?P<worker>.*?)(?:\.(?P<span>\d+))?\.pt\.trace\.json(?:\.gz)?$")
+ASCEND_RE = re.compile(r"^(?P<worker>.*?)(?:_(?P<span>\d+(?:\.\d+)?))?_ascend_(?:pt|ms)$")
+GENERIC_JSON_RE = re.compile(r"^(?P<worker>.+?)\.json(?:\.gz)?$")  # HTA-style names: rank-0.json.gz
+RANK_RE = re.compile(r"(?:^|[^a-z])rank[_-]?(\d+)", re.I)
+_SKIP_DIRS = {".canning", "node_modules", "__pycache__", "ASCEND_PROFILER_OUTPUT", "FRAMEWORK", "logs"}
+
+
+@dataclass(frozen=True)
+class Window:
+    id: str  # unique within its worker; sorts in time order through `order`
+    label: str
+    format: str  # "canning" | "kineto" | "ascend"
+    path: str  # manifest file, trace file or *_ascend_pt folder
+    files: tuple[str, ...]  # every file that makes up the window (for cache keys)
+    order: tuple = ()
+    status: str = "ready"  # "ready" | "incomplete"
+    rank: int = -1
+    steps: tuple[int, ...] = ()
+
+
+@dataclass
+class Worker:
+    name: str
+    rank: int = -1
+    windows: list[Window] = field(default_factory=list)
+
+
+@dataclass
+class Run:
+    name: str
+    path: str
+    workers: dict[str, Worker] = field(default_factory=dict)
+
+
+def _rank_from_name(name: str) -> int:
+    m = RANK_RE.search(name)
+    return int(m.group(1)) if m else -1
+
+
+def _manifest_window(folder: str, fname: str, m: re.Match) -> Window | None:
+    path = os.path.join(folder, fname)
+    try:
+        with open(path, encoding="utf-8") as f:
+            man = json.load(f)
+        names = [x["name"] for x in man.get("files", []) if isinstance(x, dict) and "name" in x]
+    except (OSError, ValueError, TypeError, KeyError):
+        # A manifest we cannot read still marks a window; the reader reports the problem.
+        man, names = {}, []
+    files = [path] + [os.path.join(folder, n) for n in names if os.path.basename(n) == n]
+    steps = tuple(int(s) for s in man.get("steps", []) if isinstance(s, int)) if isinstance(man, dict) else ()
+    rank = man.get("rank", -1) if isinstance(man, dict) else -1
+    idx = int(m.group("window"))
+    label = f"window {idx}" + (f" (steps {steps[0]}-{steps[-1]})" if steps else "")
+    return Window(id=m.group("window"), label=label, format="canning", path=path, files=tuple(files),
+                  order=(idx,), rank=rank if isinstance(rank, int) else -1, steps=steps)
+
+
+def _ascend_files(folder: str) -> tuple[tuple[str, ...], str]:
+    out = os.path.join(folder, "ASCEND_PROFILER_OUTPUT")
+    files = []
+    for sub in (folder, out):
+        try:
+            for e in os.scandir(sub):
+                if e.is_file() and not e.name.startswith("."):
+                    files.append(e.path)
+        except OSError:
+            pass
+    status = "ready" if os.path.isdir(out) else "incomplete"
+    return tuple(sorted(files)), status
+
+
+def scan_folder(folder: str, dirs: list[str], fnames: list[str]) -> dict[str, list[Window]]:
+    """Windows held directly in one folder, by worker name."""
+    found: dict[str, list[Window]] = {}
+    claimed: set[str] = set()
+    for fn in fnames:
+        m = MANIFEST_RE.match(fn)
+        if m and not fn.startswith("."):
+            w = _manifest_window(folder, fn, m)
+            found.setdefault(m.group("worker"), []).append(w)
+            claimed.update(w.files)
+    for fn in fnames:
+        m = KINETO_RE.match(fn)
+        path = os.path.join(folder, fn)
+        if not m or fn.startswith(".") or path in claimed:
+            continue
+        worker, span = m.group("worker"), m.group("span")
+        found.setdefault(worker, []).append(Window(
+            id=span or "default", label="", format="kineto", path=path, files=(path,),
+            order=(int(span) if span else 0, fn), rank=_rank_from_name(worker)))
+    for fn in fnames:
+        m = GENERIC_JSON_RE.match(fn)
+        path = os.path.join(folder, fn)
+        if (not m or fn.startswith(".") or path in claimed or KINETO_RE.match(fn) or MANIFEST_RE.match(fn)
+                or not _looks_like_trace(path)):
+            continue
+        worker = m.group("worker")
+        found.setdefault(worker, []).append(Window(
+            id="default", label="", format="kineto", path=path, files=(path,), order=(0, fn),
+            rank=_rank_from_name(worker)))
+    for d in dirs:
+        m = ASCEND_RE.match(d)
+        if not m or d.startswith("."):
+            continue
+        path = os.path.join(folder, d)
+        files, status = _ascend_files(path)
+        worker, span = m.group("worker"), m.group("span")
+        rank = _ascend_rank(files)
+        if worker == "":
+            worker = f"rank{rank}" if rank >= 0 else d
+        found.setdefault(worker, []).append(Window(
+            id=span or "default", label="", format="ascend", path=path, files=files,
+            order=(float(span) if span else 0.0, d), status=status,
+            rank=rank if rank >= 0 else _rank_from_name(worker)))
+    for worker, wins in found.items():
+        wins.sort(key=lambda w: w.order)
+        seen: set[str] = set()
+        for i, w in enumerate(wins):
+            # Two files of one worker can share an id ("default"); keep ids unique.
+            wid = w.id if w.id not in seen else f"{w.id}-{i}"
+            seen.add(wid)
+            label = w.label or f"window {i + 1}" + ("" if w.id == "default" else f" ({w.id})")
+            wins[i] = Window(**{**w.__dict__, "id": wid, "label": label})
+    return found
+
+
+def _looks_like_trace(path: str) -> bool:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return False
+    return _sniff(path, st.st_size, st.st_mtime_ns)
+
+
+@lru_cache(maxsize=4096)
+def _sniff(path: str, size: int, mtime_ns: int) -> bool:
+    """A Chrome trace from a profiler names traceEvents (or schemaVersion) near its start."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(65536)
+        if head[:2] == b"\x1f\x8b":
+            head = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(head, 65536)
+    except (OSError, zlib.error, gzip.BadGzipFile):
+        return False
+    return b'"traceEvents"' in head or b'"schemaVersion"' in head
+
+
+def _ascend_rank(files: tuple[str, ...]) -> int:
+    for f in files:
+        m = re.match(r"^profiler_info_(\d+)\.json$", os.path.basename(f))
+        if m:
+            return int(m.group(1))
+    return -1
+
+
+def discover(logdir: str, recursive: bool = True, select=None) -> dict[str, Run]:
+    """Every run under logdir, keyed by its path relative to logdir ("." for logdir itself).
+
+    `recursive=False` looks at logdir alone; `select(window) -> bool` keeps only some windows.
+    """
+    runs: dict[str, Run] = {}
+    if not logdir or not os.path.isdir(logdir):
+        return runs
+    for folder, dirs, fnames in os.walk(logdir):
+        found = scan_folder(folder, dirs, fnames)
+        if select is not None:
+            found = {k: kept for k, v in found.items() if (kept := [w for w in v if select(w)])}
+        if not recursive:
+            dirs.clear()
+        # never descend into hidden folders, caches or the inside of an *_ascend_pt folder
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in _SKIP_DIRS
+                         and not ASCEND_RE.match(d) and not d.startswith("PROF_"))
+        if not found:
+            continue
+        name = os.path.relpath(folder, logdir).replace(os.sep, "/")
+        run = Run(name=name, path=folder)
+        for wname in sorted(found):
+            wins = found[wname]
+            rank = next((w.rank for w in wins if w.rank >= 0), -1)
+            run.workers[wname] = Worker(name=wname, rank=rank, windows=wins)
+        runs[name] = run
+    return runs

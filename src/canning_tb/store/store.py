@@ -1,0 +1,243 @@
+"""logdir -> runs -> workers (ranks) -> windows, each window's digest computed once and cached.
+
+The store is the only place that turns a discovered window into data: it dispatches to the
+reader of the window's format, builds the digest, and keeps both in the cache. Ids that come
+from outside (HTTP requests, the command line) are only ever looked up in what discovery found.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections import OrderedDict
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from typing import Callable, Iterable
+
+from . import cache
+from .discover import Run, Window, Worker, discover
+
+log = logging.getLogger("canning_tb.store")
+
+SOURCE_DIGEST_SUFFIX = ".digest.pb"  # written beside a manifest by the handler (digest=True)
+
+
+def read_window(window: Window):
+    """The EventTable of one window, by its format (readers are imported on first use)."""
+    if window.format == "kineto":
+        from canning_tb.ingest.kineto import read_kineto
+        return read_kineto(window.path)
+    if window.format == "canning":
+        from canning_tb.ingest.window import read_canning_window
+        return read_canning_window(window.path)
+    if window.format == "ascend":
+        from canning_tb.ingest.ascend import read_ascend
+        return read_ascend(window.path)
+    raise ValueError(f"unknown window format {window.format!r}")
+
+
+def digest_of(window: Window, worker: str = ""):
+    """Read and analyse one window (pure; runs in worker processes too)."""
+    from canning_tb.analysis.build import build_digest
+    d = build_digest(read_window(window))
+    if worker and not d.window.worker:
+        d.window.worker = worker
+    return d
+
+
+def _schema() -> int:
+    from canning_tb.analysis.build import SCHEMA_VERSION
+    return SCHEMA_VERSION
+
+
+def source_digest_path(window: Window) -> str | None:
+    if window.format != "canning":
+        return None
+    return window.path[: -len(".canning.json")] + SOURCE_DIGEST_SUFFIX
+
+
+def _compute_into_cache(window: Window, worker: str, cache_path: str) -> tuple[str, str] | None:
+    """Worker-process job: digest one window into the cache. Returns (file, problem) or None."""
+    from canning_tb.ingest.table import InputError
+    try:
+        d = digest_of(window, worker)
+    except InputError as e:
+        return (e.file, e.problem)
+    cache.write_atomic(cache_path, d.SerializeToString())
+    return None
+
+
+class Store:
+    def __init__(self, logdir: str, cache_dir: str | None = None, max_workers: int | None = None,
+                 memory_items: int = 64, recursive: bool = True, select=None):
+        self.logdir = logdir
+        self._recursive, self._select = recursive, select
+        self.cache_dir = cache_dir
+        self.max_workers = max_workers or max(1, min(os.cpu_count() or 1, 8))
+        self._lock = threading.RLock()
+        self._runs: dict[str, Run] = {}
+        self._digests: OrderedDict[str, object] = OrderedDict()  # key -> Digest, LRU
+        self._errors: dict[str, tuple[str, str]] = {}  # key -> (file, problem) of unreadable windows
+        self._memory_items = memory_items
+        self._progress: dict[str, tuple[int, int]] = {}
+        self.refresh()
+
+    # -- discovery -------------------------------------------------------------------------
+    def refresh(self) -> None:
+        runs = discover(self.logdir, self._recursive, self._select)
+        with self._lock:
+            self._runs = runs
+
+    def runs(self) -> list[str]:
+        with self._lock:
+            return sorted(self._runs)
+
+    def run(self, run: str) -> Run:
+        with self._lock:
+            return self._runs[run]
+
+    def workers(self, run: str) -> list[Worker]:
+        return sorted(self.run(run).workers.values(), key=lambda w: (w.rank < 0, w.rank, w.name))
+
+    def windows(self, run: str, worker: str) -> list[Window]:
+        return list(self.run(run).workers[worker].windows)
+
+    def window(self, run: str, worker: str, window_id: str) -> Window:
+        for w in self.windows(run, worker):
+            if w.id == window_id:
+                return w
+        raise KeyError(window_id)
+
+    # -- data ----------------------------------------------------------------------------------
+    def _key(self, run: str, window: Window) -> tuple[str, str]:
+        key = cache.window_key(window, _schema())
+        folder = cache.cache_dir_for(self.run(run).path, self.cache_dir)
+        return key, os.path.join(folder, key + SOURCE_DIGEST_SUFFIX)
+
+    def digest(self, run: str, worker: str, window_id: str):
+        """The digest of one window: from memory, the handler's own, the cache, or computed now."""
+        from canning_tb.analysis import digest_pb2
+        from canning_tb.ingest.table import InputError
+        window = self.window(run, worker, window_id)
+        key, path = self._key(run, window)
+        with self._lock:
+            if key in self._digests:
+                self._digests.move_to_end(key)
+                return self._digests[key]
+            if key in self._errors:
+                raise InputError(*self._errors[key])
+        d = self._load_cached(window, path, digest_pb2)
+        if d is None:
+            try:
+                d = digest_of(window, worker)
+            except InputError as e:
+                with self._lock:
+                    self._errors[key] = (e.file, e.problem)
+                raise
+            try:
+                cache.write_atomic(path, d.SerializeToString())
+            except OSError as e:  # a cache we cannot write only costs time
+                log.warning("canning: cannot write cache %s: %s", path, e)
+        with self._lock:
+            self._digests[key] = d
+            while len(self._digests) > self._memory_items:
+                self._digests.popitem(last=False)
+        return d
+
+    def _load_cached(self, window: Window, path: str, digest_pb2):
+        from canning_tb.analysis.build import SCHEMA_VERSION
+        candidates = [path]
+        src = source_digest_path(window)
+        if src and os.path.exists(src):
+            # the handler's digest is only as new as the window it describes
+            newest = max((os.stat(f).st_mtime_ns for f in window.files if os.path.exists(f)), default=0)
+            if os.stat(src).st_mtime_ns >= newest:
+                candidates.insert(0, src)
+        for p in candidates:
+            try:
+                with open(p, "rb") as f:
+                    d = digest_pb2.Digest.FromString(f.read())
+            except (OSError, ValueError, Exception):  # protobuf raises DecodeError; a bad entry is just recomputed
+                continue
+            if d.schema_version == SCHEMA_VERSION:
+                return d
+        return None
+
+    def table(self, run: str, worker: str, window_id: str):
+        """The columnar events of one window (cached as .npz beside the digest)."""
+        from canning_tb.ingest.table import EventTable
+        window = self.window(run, worker, window_id)
+        key, path = self._key(run, window)
+        prefix = path[: -len(SOURCE_DIGEST_SUFFIX)] + ".events"
+        try:
+            return EventTable.load(prefix)
+        except (OSError, ValueError, KeyError):
+            pass
+        t = read_window(window)
+        try:
+            os.makedirs(os.path.dirname(prefix), exist_ok=True)
+            t.save(prefix)
+        except OSError as e:
+            log.warning("canning: cannot write cache %s: %s", prefix, e)
+        return t
+
+    def error(self, run: str, worker: str, window_id: str) -> str | None:
+        """The known input error of a window ("file: problem"), without reading it again."""
+        window = self.window(run, worker, window_id)
+        key, _ = self._key(run, window)
+        with self._lock:
+            err = self._errors.get(key)
+        return f"{err[0]}: {err[1]}" if err else None
+
+    # -- many windows at once --------------------------------------------------------------------
+    def prefetch(self, items: Iterable[tuple[str, str, str]],
+                 progress: Callable[[int, int], None] | None = None) -> dict[tuple[str, str, str], str]:
+        """Digest many windows in parallel processes (bounded by the cores) into the cache.
+
+        Returns {(run, worker, window): error} for the windows that could not be read.
+        """
+        import multiprocessing as mp
+        todo = []
+        for run, worker, wid in items:
+            window = self.window(run, worker, wid)
+            key, path = self._key(run, window)
+            if key in self._digests or os.path.exists(path):
+                continue
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            todo.append(((run, worker, wid), window, path))
+        errors: dict[tuple[str, str, str], str] = {}
+        keys = {ident: self._key(ident[0], w)[0] for ident, w, _ in todo}
+
+        def failed(ident, err):
+            with self._lock:
+                self._errors[keys[ident]] = err
+            errors[ident] = f"{err[0]}: {err[1]}"
+
+        total, done = len(todo), 0
+        if progress:
+            progress(0, total)
+        if not todo:
+            return errors
+        if len(todo) == 1 or self.max_workers == 1:
+            for ident, window, path in todo:
+                err = _compute_into_cache(window, ident[1], path)
+                if err:
+                    failed(ident, err)
+                done += 1
+                if progress:
+                    progress(done, total)
+            return errors
+        workers = min(self.max_workers, len(todo))
+        with ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn")) as pool:
+            futures = {pool.submit(_compute_into_cache, w, ident[1], p): ident for ident, w, p in todo}
+            for fut in as_completed(futures):
+                ident = futures[fut]
+                try:
+                    err = fut.result()
+                except Exception as e:  # a crash in one window must not stop the others
+                    err = (ident[2], f"{type(e).__name__}: {e}")
+                if err:
+                    failed(ident, err)
+                done += 1
+                if progress:
+                    progress(done, total)
+        return errors
