@@ -1,0 +1,98 @@
+"""Discovery and caching on real fixtures (expected layout read independently with os.listdir)."""
+import gzip
+import json
+import os
+import shutil
+import time
+
+import pytest
+
+from canning_tb.store import Store, discover
+from canning_tb.store.cache import cache_dir_for
+
+from conftest import fixture_path
+
+
+def test_discovers_every_format_with_ranks():
+    root = fixture_path()
+    runs = discover(str(root))
+    # independent: one run per folder that directly holds *_ascend_pt folders / trace files
+    ascend_runs = {os.path.relpath(os.path.join(root, "ascend", d), root)
+                   for d in os.listdir(root / "ascend")}
+    assert ascend_runs <= set(runs)
+    lvl1 = runs["ascend/level1"]
+    assert sorted(w.rank for w in lvl1.workers.values()) == [0, 1]
+    kin = runs["kineto/resnet50_v100"]
+    files = sorted(f for f in os.listdir(root / "kineto/resnet50_v100") if ".pt.trace.json" in f)
+    assert [w.path for w in kin.workers["worker0"].windows] == [str(root / "kineto/resnet50_v100" / f) for f in files]
+    dlrm = runs["param/dlrm_8ranks"]
+    assert len(dlrm.workers) == len([f for f in os.listdir(root / "param/dlrm_8ranks") if "trace" in f])
+    # HTA-style names without .pt.trace are recognised by content
+    assert "hta/df_index_resolver" in runs
+
+
+def test_handler_windows_claim_their_trace(tmp_path):
+    (tmp_path / "run").mkdir()
+    trace = tmp_path / "run" / "rank0.h.1.000001.pt.trace.json.gz"
+    with gzip.open(trace, "wt") as f:
+        json.dump({"traceEvents": []}, f)
+    man = tmp_path / "run" / "rank0.h.1.000001.canning.json"
+    man.write_text(json.dumps({"rank": 0, "files": [{"name": trace.name, "bytes": trace.stat().st_size}],
+                               "steps": [3, 4]}))
+    (tmp_path / "run" / ".rank0.h.1.000002.pt.trace.json.gz.tmp").write_text("partial")
+    runs = discover(str(tmp_path))
+    wins = [w for wk in runs["run"].workers.values() for w in wk.windows]
+    assert [(w.format, w.steps) for w in wins] == [("canning", (3, 4))]
+    assert str(trace) in wins[0].files
+
+
+def test_unknown_ids_are_lookups_not_paths(tmp_path):
+    store = Store(str(fixture_path("kineto")), cache_dir=str(tmp_path))
+    with pytest.raises(KeyError):
+        store.workers("../../etc")
+    with pytest.raises(KeyError):
+        store.window("resnet50_v100", "worker0", "../../../etc/passwd")
+
+
+def test_read_only_run_caches_elsewhere(tmp_path, monkeypatch):
+    src = fixture_path("hta", "cpu_only")
+    run = tmp_path / "logdir" / "cpu"
+    shutil.copytree(src, run)
+    os.chmod(run, 0o555)
+    monkeypatch.setenv("CANNING_CACHE_DIR", str(tmp_path / "usercache"))
+    try:
+        assert cache_dir_for(str(run)).startswith(str(tmp_path / "usercache"))
+        os.chmod(run, 0o755)
+        assert cache_dir_for(str(run)) == str(run / ".canning")
+    finally:
+        os.chmod(run, 0o755)
+
+
+def test_second_open_comes_from_cache(tmp_path):
+    run = tmp_path / "logdir" / "r"
+    shutil.copytree(fixture_path("hta", "df_index_resolver"), run)
+    store = Store(str(tmp_path / "logdir"))
+    (worker,) = store.workers("r")
+    (win,) = store.windows("r", worker.name)
+    d1 = store.digest("r", worker.name, win.id)
+    assert os.listdir(run / ".canning"), "digest cached beside the data"
+    fresh = Store(str(tmp_path / "logdir"))
+    t0 = time.perf_counter()
+    d2 = fresh.digest("r", worker.name, win.id)
+    assert time.perf_counter() - t0 < 5  # generous: a cached read, not a re-parse (benchmarks measure speed)
+    assert d2 == d1
+
+
+def test_changed_file_is_read_again(tmp_path):
+    run = tmp_path / "logdir" / "r"
+    shutil.copytree(fixture_path("hta", "cpu_only"), run)
+    store = Store(str(tmp_path / "logdir"))
+    (worker,) = store.workers("r")
+    (win,) = store.windows("r", worker.name)
+    store.digest("r", worker.name, win.id)
+    trace = next(p for p in run.iterdir() if p.name.endswith(".gz"))
+    trace.write_bytes(b"not gzip")
+    from canning_tb.ingest.table import InputError
+    with pytest.raises(InputError) as e:
+        Store(str(tmp_path / "logdir")).digest("r", worker.name, win.id)
+    assert trace.name in str(e.value)
