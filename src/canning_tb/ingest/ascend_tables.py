@@ -1,0 +1,311 @@
+"""Per-file readers of the text export (CSV and JSON summaries) of a torch_npu folder.
+
+Each function takes a path, the name to report in Problems and the Problems list, and returns
+plain Python values already in ns / bytes (see ``ascend.py`` for the extras keys). Units:
+- CSV times: µs strings -> ns exactly; JSON/analysis.db times: ms or µs floats -> ns rounded.
+- memory CSVs: MB is MiB (bytes / 1024², as torch_npu writes it) -> bytes; operator_memory Size(KB) x 1024.
+- communication files: "Transit Size(MB)" is decimal MB = 10^6 bytes (checked on the fixtures: the
+  packet sizes of communication.json, e.g. 2.064384 MB, are exactly the byte sizes 2064384 that the
+  SQLite export's COMMUNICATION_TASK_INFO holds; 1024² would not give an integer); Bandwidth(GB/s) is
+  MB/ms = 10^9 bytes/s and is kept as written.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from .ascend_csv import (CsvFile, device_index, device_name, kb_to_bytes, mb_to_bytes, ms_to_ns, norm_shapes,
+                         norm_stack, read_csv, to_float, to_int, us_float_to_ns, us_to_ns)
+from .table import NONE, Kind, Problem, is_comm_kernel_name
+
+MB_DECIMAL = 1_000_000
+
+
+def _load_json(path: str, display: str, problems: list[Problem]) -> Any:
+    try:
+        with open(path, "rb") as f:
+            return json.loads(f.read().decode("utf-8-sig"))
+    except (OSError, ValueError) as e:
+        problems.append(Problem(display, f"not valid JSON (truncated or still being written?): {e}"))
+        return None
+
+
+# -- kernel_details.csv ---------------------------------------------------------------------------
+def read_kernel_details(path: str, display: str, problems: list[Problem], device_hint: int) -> list[dict] | None:
+    """Rows of kernel_details.csv as event rows (KERNEL / COMM_KERNEL); None if unreadable."""
+    f = read_csv(path, display, problems)
+    if f is None:
+        return None
+    need = [("Name",), ("Start Time(us)", "Task Start Time(us)"), ("Duration(us)", "Task Duration(us)")]
+    missing = [n[0] for n in need if not f.has(*n)]
+    if missing:
+        problems.append(Problem(display, f"missing column(s) {', '.join(missing)}"))
+        return None
+    g_name = f.getter("Name", "Op Name")
+    g_type = f.getter("Type", "OP Type")
+    g_core = f.getter("Accelerator Core", "Task Type")
+    g_ts = f.getter("Start Time(us)", "Task Start Time(us)")
+    g_dur = f.getter("Duration(us)", "Task Duration(us)")
+    g_blk = f.getter("Block Dim", "Block Num")
+    g_dev = f.getter("Device_id", "Device ID", "Device Id")
+    g_stream = f.getter("Stream ID", "Stream Id")
+    g_shapes = f.getter("Input Shapes")
+    out = []
+    bad_ts = 0
+    for r in f.rows:
+        ts = us_to_ns(g_ts(r))
+        if ts is None:
+            bad_ts += 1
+            continue
+        dur = us_to_ns(g_dur(r)) or 0
+        name = (g_name(r) or "").strip()
+        typ = (g_type(r) or "").strip()
+        core = (g_core(r) or "").strip()
+        comm = core.upper() in ("HCCL", "COMMUNICATION") or is_comm_kernel_name(name) or typ.startswith("hcom")
+        dev = device_index(g_dev(r)) if f.has("Device_id", "Device ID", "Device Id") else NONE
+        if dev == NONE:
+            dev = device_hint
+        stream = to_int(g_stream(r))
+        row = {"ts": ts, "dur": max(dur, 0), "name": name, "cat": "kernel_details",
+               "kind": int(Kind.COMM_KERNEL if comm else Kind.KERNEL), "device": dev,
+               "stream": NONE if stream is None else stream,
+               "core": core or None, "blocks": to_int(g_blk(r)), "op_type": typ or None}
+        sh = norm_shapes(g_shapes(r))
+        if sh is not None:
+            row["shapes"] = sh
+        if row["blocks"] is None:
+            del row["blocks"]
+        out.append(row)
+    if bad_ts:
+        problems.append(Problem(display, f"{bad_ts} row(s) without a start time skipped", "warning"))
+    return out
+
+
+# -- memory_record.csv -> memory columns ---------------------------------------------------------
+def read_memory_record(path: str, display: str, problems: list[Problem]) -> list[tuple] | None:
+    """(ts, device, allocated, reserved, active, component) per row, bytes; None if unreadable."""
+    f = read_csv(path, display, problems)
+    if f is None:
+        return None
+    if not f.has("Timestamp(us)"):
+        problems.append(Problem(display, "missing column Timestamp(us)"))
+        return None
+    g_c, g_ts = f.getter("Component"), f.getter("Timestamp(us)")
+    g_a, g_r, g_ac = f.getter("Total Allocated(MB)"), f.getter("Total Reserved(MB)"), f.getter("Total Active(MB)")
+    g_d = f.getter("Device Type", "Device")
+    out = []
+    for r in f.rows:
+        ts = us_to_ns(g_ts(r))
+        if ts is None:
+            continue
+        out.append((ts, device_name(g_d(r)), mb_to_bytes(g_a(r)), mb_to_bytes(g_r(r)), mb_to_bytes(g_ac(r)),
+                    (g_c(r) or "").strip() or None))
+    return out
+
+
+def read_operator_memory(path: str, display: str, problems: list[Problem]) -> list[dict] | None:
+    f = read_csv(path, display, problems)
+    if f is None:
+        return None
+    g_n, g_s = f.getter("Name"), f.getter("Size(KB)")
+    g_a, g_f = f.getter("Allocation Time(us)"), f.getter("Release Time(us)")
+    g_d = f.getter("Device Type", "Device")
+    out = []
+    for r in f.rows:
+        rel = us_to_ns(g_f(r))
+        alloc = us_to_ns(g_a(r))
+        out.append({"name": g_n(r) or "", "bytes": kb_to_bytes(g_s(r)) if kb_to_bytes(g_s(r)) is not None else NONE,
+                    "alloc_ns": NONE if alloc is None else alloc, "free_ns": -1 if rel is None else rel,
+                    "device": device_name(g_d(r))})
+    return out
+
+
+def read_npu_module_mem(path: str, display: str, problems: list[Problem]) -> list[dict] | None:
+    f = read_csv(path, display, problems)
+    if f is None:
+        return None
+    g_c, g_t = f.getter("Component"), f.getter("Timestamp(us)")
+    g_r, g_d = f.getter("Total Reserved(MB)"), f.getter("Device", "Device Type")
+    out = []
+    for r in f.rows:
+        ts = us_to_ns(g_t(r))
+        res = mb_to_bytes(g_r(r))
+        out.append({"component": g_c(r) or "", "ts_ns": NONE if ts is None else ts,
+                    "reserved_bytes": NONE if res is None else res, "device": device_name(g_d(r))})
+    return out
+
+
+# -- step_trace_time.csv ------------------------------------------------------------------------------
+STEP_FIELDS = [("computing_ns", "Computing"), ("communication_not_overlapped_ns", "Communication(Not Overlapped)"),
+               ("overlapped_ns", "Overlapped"), ("communication_ns", "Communication"), ("free_ns", "Free"),
+               ("stage_ns", "Stage"), ("bubble_ns", "Bubble"),
+               ("communication_not_overlapped_exclude_receive_ns", "Communication(Not Overlapped and Exclude Receive)"),
+               ("preparing_ns", "Preparing")]
+
+
+def _step_value(v: Any) -> int | None:
+    s = str(v).strip() if v is not None else ""
+    if s.lower().startswith("step"):
+        s = s[4:]
+    return to_int(s) if s else None
+
+
+def read_step_trace(path: str, display: str, problems: list[Problem]) -> list[dict] | None:
+    f = read_csv(path, display, problems)
+    if f is None:
+        return None
+    g_step = f.getter("Step")
+    getters = [(k, f.getter(c)) for k, c in STEP_FIELDS]
+    out = []
+    for r in f.rows:
+        d: dict[str, Any] = {"step": _step_value(g_step(r))}
+        for k, g in getters:
+            d[k] = us_to_ns(g(r))
+        out.append(d)
+    return out
+
+
+# -- op_statistic.csv / operator_details.csv ------------------------------------------------------------
+def read_op_statistic(path: str, display: str, problems: list[Problem]) -> list[dict] | None:
+    f = read_csv(path, display, problems)
+    if f is None:
+        return None
+    g = {k: f.getter(*c) for k, c in {"op_type": ("OP Type", "Op Type"), "core_type": ("Core Type",),
+                                         "count": ("Count",), "total": ("Total Time(us)",), "min": ("Min Time(us)",),
+                                         "avg": ("Avg Time(us)",), "max": ("Max Time(us)",)}.items()}
+    out = []
+    for r in f.rows:
+        out.append({"op_type": g["op_type"](r) or "", "core_type": g["core_type"](r) or "",
+                    "count": to_int(g["count"](r)), "total_ns": us_to_ns(g["total"](r)),
+                    "min_ns": us_to_ns(g["min"](r)), "avg_ns": us_to_ns(g["avg"](r)), "max_ns": us_to_ns(g["max"](r))})
+    return out
+
+
+def read_operator_details(path: str, display: str, problems: list[Problem]) -> list[dict] | None:
+    f = read_csv(path, display, problems)
+    if f is None:
+        return None
+    cols = {"host_self_ns": "Host Self Duration(us)", "host_total_ns": "Host Total Duration(us)",
+            "device_self_ns": "Device Self Duration(us)", "device_total_ns": "Device Total Duration(us)"}
+    g = {k: f.getter(c) for k, c in cols.items()}
+    g_n, g_s, g_c = f.getter("Name"), f.getter("Input Shapes"), f.getter("Call Stack")
+    out = []
+    for r in f.rows:
+        d = {"name": g_n(r) or "", "input_shapes": norm_shapes(g_s(r)), "call_stack": norm_stack(g_c(r))}
+        for k, gg in g.items():
+            d[k] = us_to_ns(gg(r))
+        out.append(d)
+    return out
+
+
+# -- communication.json / communication_matrix.json ---------------------------------------------------
+def split_op_group(key: str) -> tuple[str, str | None]:
+    if "@" in key:
+        op, grp = key.rsplit("@", 1)
+        return op, grp
+    return key, None
+
+
+def _bandwidth(info: dict) -> dict:
+    out = {}
+    for transport, b in (info or {}).items():
+        if not isinstance(b, dict):
+            continue
+        size = to_float(b.get("Transit Size(MB)"))
+        dist = {}
+        for pk, v in (b.get("Size Distribution") or {}).items():
+            pkb = to_float(pk)
+            if pkb is None or not isinstance(v, (list, tuple)) or len(v) < 2:
+                continue
+            dist[str(int(round(pkb * MB_DECIMAL)))] = [to_int(v[0]), ms_to_ns(v[1])]
+        out[transport] = {"size_bytes": None if size is None else int(round(size * MB_DECIMAL)),
+                          "time_ns": ms_to_ns(b.get("Transit Time(ms)")),
+                          "bandwidth_gbps": to_float(b.get("Bandwidth(GB/s)")),
+                          "large_packet_ratio": to_float(b.get("Large Packet Ratio")),
+                          "size_distribution": dist}
+    return out
+
+
+def comm_op_record(group: str | None, t: dict, bw: dict) -> dict:
+    return {"group": group, "elapse_ns": ms_to_ns(t.get("Elapse Time(ms)")),
+            "transit_ns": ms_to_ns(t.get("Transit Time(ms)")), "wait_ns": ms_to_ns(t.get("Wait Time(ms)")),
+            "synchronization_ns": ms_to_ns(t.get("Synchronization Time(ms)")),
+            "idle_ns": ms_to_ns(t.get("Idle Time(ms)")), "start_ns": us_float_to_ns(t.get("Start Timestamp(us)")),
+            "bandwidth": bw}
+
+
+def read_communication(path: str, display: str, problems: list[Problem]) -> dict | None:
+    d = _load_json(path, display, problems)
+    if d is None:
+        return None
+    if not isinstance(d, dict):
+        problems.append(Problem(display, "expected a JSON object"))
+        return None
+    out: dict[str, dict] = {}
+    for step, kinds in d.items():
+        if not isinstance(kinds, dict):
+            continue
+        sd = out.setdefault(str(step), {})
+        for kind, ops in kinds.items():
+            if not isinstance(ops, dict):
+                continue
+            kd = sd.setdefault(kind, {})
+            for key, info in ops.items():
+                if not isinstance(info, dict):
+                    continue
+                op, grp = split_op_group(key)
+                kd[op] = comm_op_record(grp, info.get("Communication Time Info") or {},
+                                        _bandwidth(info.get("Communication Bandwidth Info") or {}))
+    return out
+
+
+def read_communication_matrix(path: str, display: str, problems: list[Problem]) -> list[dict] | None:
+    d = _load_json(path, display, problems)
+    if d is None:
+        return None
+    if not isinstance(d, dict):
+        problems.append(Problem(display, "expected a JSON object"))
+        return None
+    out = []
+    for step, kinds in d.items():
+        for kind, ops in (kinds or {}).items():
+            for key, links in (ops or {}).items():
+                link_name, grp = split_op_group(key)
+                for sd, v in (links or {}).items():
+                    src, _, dst = str(sd).partition("-")
+                    out.append(matrix_row(step, kind, grp, src, dst, v.get("Transport Type"),
+                                          v.get("Transit Size(MB)"), v.get("Transit Time(ms)"),
+                                          v.get("Bandwidth(GB/s)"), v.get("Op Name"), link_name))
+    return out
+
+
+def matrix_row(step, kind, group, src, dst, transport, size_mb, time_ms, bw, op, link) -> dict:
+    size = to_float(size_mb)
+    return {"step": _step_value(step), "kind": kind, "group": group, "src": to_int(src), "dst": to_int(dst),
+            "transport": transport, "bytes": None if size is None else int(round(size * MB_DECIMAL)),
+            "time_ns": ms_to_ns(time_ms), "bandwidth_gbps": to_float(bw), "op": op, "link": link}
+
+
+def comm_groups_of(comm: dict | None) -> dict[str, str]:
+    """op name -> group name, from extras['communication']."""
+    out: dict[str, str] = {}
+    for kinds in (comm or {}).values():
+        for ops in kinds.values():
+            for op, rec in ops.items():
+                if rec.get("group"):
+                    out[op] = rec["group"]
+    return out
+
+
+def read_json_dict(path: str, display: str, problems: list[Problem]) -> dict | None:
+    d = _load_json(path, display, problems)
+    if d is not None and not isinstance(d, dict):
+        problems.append(Problem(display, "expected a JSON object"))
+        return None
+    return d
+
+
+__all__ = ["read_kernel_details", "read_memory_record", "read_operator_memory", "read_npu_module_mem",
+           "read_step_trace", "read_op_statistic", "read_operator_details", "read_communication",
+           "read_communication_matrix", "comm_groups_of", "read_json_dict", "CsvFile", "norm_stack",
+           "device_index"]
