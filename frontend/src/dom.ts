@@ -1,0 +1,36 @@
+// Tiny DOM helpers. Text from traces and file names only ever goes through textContent /
+// attributes: never innerHTML.
+
+type Attrs = Record<string, string | number | boolean | undefined>;
+type Child = Node | string | null | undefined | false;
+
+export function h<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  attrs: Attrs = {},
+  ...children: Child[]
+): HTMLElementTagNameMap[K] {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (v === undefined || v === false) continue;
+    if (k === "class") el.className = String(v);
+    else if (k === "text") el.textContent = String(v);
+    else el.setAttribute(k, v === true ? "" : String(v));
+  }
+  for (const c of children) {
+    if (c === null || c === undefined || c === false) continue;
+    el.append(typeof c === "string" ? document.createTextNode(c) : c);
+  }
+  return el;
+}
+
+export function clear(el: Element): void {
+  while (el.firstChild) el.removeChild(el.firstChild);
+}
+
+export function option(value: string, label: string, selected = false): HTMLOptionElement {
+  const o = document.createElement("option");
+  o.value = value;
+  o.textContent = label;
+  o.selected = selected;
+  return o;
+}

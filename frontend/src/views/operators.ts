@@ -1,0 +1,329 @@
+// Operators view: one table of the window's operators (from the digest's ops_by_name /
+// ops_by_shape / ops_by_stack), sortable, searchable, with a chart of the top N and CSV export.
+import { ApiError, getJSON, windowParams } from "../api";
+import { Chart, type Item } from "../chart";
+import { clear, h, option } from "../dom";
+import { int, us } from "../format";
+import { showError, showLoading, type ViewDef, type ViewHost } from "./view";
+
+interface OpRow {
+  name: string;
+  input_shapes: string;
+  call_stack: string;
+  calls: number;
+  host_self_ns: number;
+  host_total_ns: number;
+  device_self_ns: number;
+  device_total_ns: number;
+}
+
+interface Problem {
+  file: string;
+  message: string;
+  severity: string;
+}
+
+interface OperatorsResponse {
+  group_by: GroupBy;
+  has_device: boolean;
+  has_stacks: boolean;
+  rows: OpRow[];
+  problems: Problem[];
+}
+
+type GroupBy = "name" | "shape" | "stack";
+type Key = "name" | "input_shapes" | "call_stack" | "calls" | "host_self_ns" | "host_total_ns" | "device_self_ns" | "device_total_ns";
+
+interface Column {
+  key: Key;
+  label: string;
+  numeric: boolean;
+  tip: string;
+  fmt: (r: OpRow) => string;
+}
+
+const COLUMNS: Record<Key, Column> = {
+  name: { key: "name", label: "Name", numeric: false, tip: "Operator name", fmt: (r) => r.name },
+  input_shapes: { key: "input_shapes", label: "Input Shapes", numeric: false, tip: "Shapes of the inputs (record_shapes=True)", fmt: (r) => r.input_shapes },
+  call_stack: { key: "call_stack", label: "Call Stack", numeric: false, tip: "Python call stack (with_stack=True)", fmt: (r) => r.call_stack },
+  calls: { key: "calls", label: "Calls", numeric: true, tip: "Number of calls in the window", fmt: (r) => int(r.calls) },
+  host_self_ns: { key: "host_self_ns", label: "Host Self (µs)", numeric: true, tip: "Time on the host in the operator itself, children excluded", fmt: (r) => us(r.host_self_ns) },
+  host_total_ns: { key: "host_total_ns", label: "Host Total (µs)", numeric: true, tip: "Time on the host in the operator and its children", fmt: (r) => us(r.host_total_ns) },
+  device_self_ns: { key: "device_self_ns", label: "Device Self (µs)", numeric: true, tip: "Device time of the kernels the operator launched itself", fmt: (r) => us(r.device_self_ns) },
+  device_total_ns: { key: "device_total_ns", label: "Device Total (µs)", numeric: true, tip: "Device time of the kernels launched by the operator and its children", fmt: (r) => us(r.device_total_ns) },
+};
+
+const GROUP_LABELS: Record<GroupBy, string> = { name: "Operator", shape: "Operator + input shapes", stack: "Operator + call stack" };
+const MAX_ROWS = 2000;
+
+// Choices survive switching windows and tabs.
+const prefs = {
+  groupBy: "name" as GroupBy,
+  search: "",
+  topN: 10,
+  chart: "bar" as "bar" | "pie",
+  sortKey: "" as Key | "",
+  sortDesc: true,
+};
+
+function columnsFor(data: OperatorsResponse): Column[] {
+  const cols: Column[] = [COLUMNS.name];
+  if (data.group_by === "shape") cols.push(COLUMNS.input_shapes);
+  if (data.group_by === "stack") cols.push(COLUMNS.call_stack);
+  cols.push(COLUMNS.calls, COLUMNS.host_self_ns, COLUMNS.host_total_ns);
+  if (data.has_device) cols.push(COLUMNS.device_self_ns, COLUMNS.device_total_ns);
+  return cols;
+}
+
+function csvCell(v: string | number): string {
+  const s = String(v);
+  return /[",\n\r]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
+}
+
+function toCSV(cols: Column[], rows: OpRow[]): string {
+  const head = cols.map((c) => csvCell(c.label)).join(",");
+  const body = rows.map((r) =>
+    cols
+      .map((c) => {
+        const v = r[c.key];
+        if (typeof v === "number") return c.key === "calls" || v < 0 ? String(v < 0 ? "" : v) : String(v / 1000);
+        return csvCell(v);
+      })
+      .join(","),
+  );
+  return [head, ...body].join("\r\n") + "\r\n";
+}
+
+function download(name: string, text: string): void {
+  const url = URL.createObjectURL(new Blob([text], { type: "text/csv;charset=utf-8" }));
+  const a = h("a", { href: url, download: name, style: "display:none" });
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 10_000);
+}
+
+function safeName(s: string): string {
+  return s.replace(/[^A-Za-z0-9._-]+/g, "_").slice(0, 60);
+}
+
+class OperatorsPanel {
+  private data!: OperatorsResponse;
+  private cols: Column[] = [];
+  private chart: Chart | null = null;
+  private table = h("table", { id: "op-table", class: "data-table" });
+  private count = h("span", { id: "op-count", class: "muted" });
+  private chartTitle = h("h3", { id: "op-chart-title", class: "section-title" });
+  private chartEl = h("div", { id: "op-chart", class: "chart" });
+  private groupSel = h("select", { id: "op-group", "aria-label": "Group by" });
+
+  constructor(private host: ViewHost) {
+    host.signal.addEventListener("abort", () => this.chart?.dispose());
+  }
+
+  async load(): Promise<void> {
+    const host = this.host;
+    showLoading(host, "Computing the operator statistics of this window… (the first open of a big trace takes a while)");
+    try {
+      const data = await getJSON<OperatorsResponse>("operators", { ...windowParams(host.sel), group_by: prefs.groupBy }, host.signal);
+      if (host.signal.aborted) return;
+      this.data = data;
+    } catch (e) {
+      if (host.signal.aborted || (e as Error).name === "AbortError") return;
+      showError(host, e instanceof ApiError ? e.message : String(e));
+      return;
+    }
+    this.build();
+  }
+
+  private build(): void {
+    const host = this.host;
+    const data = this.data;
+    this.cols = columnsFor(data);
+    if (!prefs.sortKey || !this.cols.some((c) => c.key === prefs.sortKey)) {
+      prefs.sortKey = data.has_device ? "device_self_ns" : "host_self_ns";
+      prefs.sortDesc = true;
+    }
+    clear(host.el);
+
+    // toolbar
+    clear(this.groupSel);
+    const groups: GroupBy[] = data.has_stacks || prefs.groupBy === "stack" ? ["name", "shape", "stack"] : ["name", "shape"];
+    for (const g of groups) this.groupSel.append(option(g, GROUP_LABELS[g], g === prefs.groupBy));
+    this.groupSel.onchange = () => {
+      prefs.groupBy = this.groupSel.value as GroupBy;
+      void this.load();
+    };
+    const search = h("input", {
+      id: "op-search",
+      type: "search",
+      placeholder: "Search operators by name",
+      "aria-label": "Search operators by name",
+      value: prefs.search,
+    });
+    search.value = prefs.search;
+    search.oninput = () => {
+      prefs.search = search.value;
+      this.refresh();
+    };
+    const topN = h("input", { id: "op-topn", type: "number", min: 1, max: 50, value: prefs.topN, "aria-label": "Top N" });
+    topN.oninput = () => {
+      const n = Math.round(Number(topN.value));
+      if (Number.isFinite(n) && n >= 1) {
+        prefs.topN = Math.min(50, n);
+        this.drawChart(this.visibleRows());
+      }
+    };
+    const chartSel = h("select", { id: "op-chart-type", "aria-label": "Chart type" });
+    chartSel.append(option("bar", "Bar", prefs.chart === "bar"), option("pie", "Pie", prefs.chart === "pie"));
+    chartSel.onchange = () => {
+      prefs.chart = chartSel.value as "bar" | "pie";
+      this.drawChart(this.visibleRows());
+    };
+    const csv = h("button", { id: "op-csv", type: "button", class: "button", title: "Download the rows shown as CSV (µs)" }, "Download CSV");
+    csv.onclick = () => {
+      const s = host.sel;
+      download(`operators-${safeName(s.run)}-${safeName(s.worker)}-${safeName(s.window)}-${prefs.groupBy}.csv`, toCSV(this.cols, this.visibleRows()));
+    };
+
+    const toolbar = h(
+      "div",
+      { class: "toolbar" },
+      h("label", {}, "Group by ", this.groupSel),
+      h("label", { class: "grow" }, search),
+      h("label", {}, "Top ", topN),
+      h("label", {}, "Chart ", chartSel),
+      csv,
+    );
+
+    const problems = data.problems.length
+      ? h(
+          "ul",
+          { class: "problems", id: "op-problems" },
+          ...data.problems.map((p) => h("li", { class: p.severity, text: `${p.file ? `${p.file}: ` : ""}${p.message}` })),
+        )
+      : null;
+
+    this.chartEl = h("div", { id: "op-chart", class: "chart" });
+    host.el.append(
+      toolbar,
+      problems ?? "",
+      h("section", { class: "card" }, this.chartTitle, this.chartEl),
+      h("section", { class: "card" }, h("div", { class: "table-head" }, h("h3", { class: "section-title", text: "Operators" }), this.count), h("div", { class: "table-wrap" }, this.table)),
+    );
+    this.chart?.dispose();
+    this.chart = new Chart(this.chartEl);
+    this.refresh();
+    host.setState("loaded");
+  }
+
+  private visibleRows(): OpRow[] {
+    const q = prefs.search.trim().toLowerCase();
+    const rows = q ? this.data.rows.filter((r) => r.name.toLowerCase().includes(q)) : this.data.rows.slice();
+    const key = prefs.sortKey as Key;
+    const dir = prefs.sortDesc ? -1 : 1;
+    rows.sort((a, b) => {
+      const x = a[key];
+      const y = b[key];
+      const c = typeof x === "number" && typeof y === "number" ? x - y : String(x).localeCompare(String(y));
+      return c !== 0 ? c * dir : a.name.localeCompare(b.name);
+    });
+    return rows;
+  }
+
+  private refresh(): void {
+    const rows = this.visibleRows();
+    this.drawTable(rows);
+    this.drawChart(rows);
+    const total = this.data.rows.length;
+    this.count.textContent =
+      rows.length === total ? `${int(total)} operators` : `${int(rows.length)} of ${int(total)} operators match “${prefs.search.trim()}”`;
+  }
+
+  private metric(): Column {
+    const c = COLUMNS[prefs.sortKey as Key];
+    if (c && c.numeric) return c;
+    return this.data.has_device ? COLUMNS.device_self_ns : COLUMNS.host_self_ns;
+  }
+
+  private drawChart(rows: OpRow[]): void {
+    if (!this.chart) return;
+    const m = this.metric();
+    const top = rows
+      .filter((r) => (r[m.key] as number) > 0)
+      .sort((a, b) => (b[m.key] as number) - (a[m.key] as number))
+      .slice(0, prefs.topN);
+    const items: Item[] = top.map((r) => ({
+      label: this.data.group_by === "shape" && r.input_shapes ? `${r.name} ${r.input_shapes}` : r.name,
+      value: m.key === "calls" ? r.calls : (r[m.key] as number) / 1000,
+      text: m.fmt(r),
+    }));
+    this.chartTitle.textContent = `Top ${prefs.topN} operators by ${m.label}`;
+    this.chartEl.dataset.items = String(items.length);
+    this.chart.show(prefs.chart, items, m.label);
+  }
+
+  private drawTable(rows: OpRow[]): void {
+    const thead = h("thead");
+    const tr = h("tr");
+    for (const c of this.cols) {
+      const sorted = prefs.sortKey === c.key;
+      const th = h(
+        "th",
+        {
+          "data-key": c.key,
+          class: `${c.numeric ? "num" : ""} sortable${sorted ? " sorted" : ""}`,
+          title: `${c.tip}. Click to sort.`,
+          "aria-sort": sorted ? (prefs.sortDesc ? "descending" : "ascending") : "none",
+          tabindex: 0,
+        },
+        c.label,
+        h("span", { class: "sort-mark", text: sorted ? (prefs.sortDesc ? " ▼" : " ▲") : "" }),
+      );
+      const onSort = () => {
+        if (prefs.sortKey === c.key) prefs.sortDesc = !prefs.sortDesc;
+        else {
+          prefs.sortKey = c.key;
+          prefs.sortDesc = c.numeric; // numbers: largest first; text: A-Z
+        }
+        this.refresh();
+      };
+      th.onclick = onSort;
+      th.onkeydown = (ev) => {
+        if (ev.key === "Enter" || ev.key === " ") {
+          ev.preventDefault();
+          onSort();
+        }
+      };
+      tr.append(th);
+    }
+    thead.append(tr);
+    const tbody = h("tbody");
+    const frag = document.createDocumentFragment();
+    for (const r of rows.slice(0, MAX_ROWS)) {
+      const row = h("tr");
+      for (const c of this.cols) {
+        const td = h("td", { class: c.numeric ? "num" : c.key === "name" ? "name" : "text" }, c.fmt(r));
+        if (!c.numeric) td.title = c.fmt(r);
+        row.append(td);
+      }
+      frag.append(row);
+    }
+    if (!rows.length) {
+      frag.append(h("tr", { class: "no-rows" }, h("td", { colspan: this.cols.length, text: this.data.rows.length ? "No operator matches the search." : "This window has no operators." })));
+    } else if (rows.length > MAX_ROWS) {
+      frag.append(h("tr", { class: "no-rows" }, h("td", { colspan: this.cols.length, text: `Showing the first ${int(MAX_ROWS)} of ${int(rows.length)} rows: refine the search, or download the CSV for all.` })));
+    }
+    tbody.append(frag);
+    clear(this.table);
+    this.table.append(thead, tbody);
+  }
+}
+
+export const operatorsView: ViewDef = {
+  id: "operators",
+  title: "Operators",
+  mount(host) {
+    void new OperatorsPanel(host).load();
+  },
+};

@@ -1,0 +1,44 @@
+"""Build hook: the wheel must hold the frontend bundle (src/canning_tb/plugin/static/index.js),
+which is built, not committed. Everything else is in pyproject.toml.
+
+`pip install .` / `pip wheel .` run `npm ci && npm run build` in frontend/ when the bundle is
+missing (CANNING_REBUILD_FRONTEND=1 forces a rebuild). By hand: cd frontend && npm ci && npm run build
+"""
+import os
+import shutil
+import subprocess
+
+from setuptools import setup
+from setuptools.command.build_py import build_py
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FRONTEND = os.path.join(HERE, "frontend")
+BUNDLE = os.path.join(HERE, "src", "canning_tb", "plugin", "static", "index.js")
+
+
+def build_frontend():
+    if os.path.exists(BUNDLE) and os.environ.get("CANNING_REBUILD_FRONTEND") != "1":
+        return
+    if not os.path.isdir(FRONTEND):
+        raise SystemExit(f"canning-tb: the frontend bundle {BUNDLE} is missing and there is no frontend/ folder to build it from")
+    npm = shutil.which("npm")
+    if npm is None:
+        raise SystemExit(
+            "canning-tb: building the TensorBoard plugin's frontend needs Node.js >= 18 and npm on PATH "
+            "(https://nodejs.org). Install them, or build the bundle first: cd frontend && npm ci && npm run build")
+    install = "ci" if os.path.exists(os.path.join(FRONTEND, "package-lock.json")) else "install"
+    for cmd in ([npm, install, "--no-audit", "--no-fund"], [npm, "run", "build"]):
+        print("canning-tb:", " ".join(cmd), "in", FRONTEND, flush=True)
+        subprocess.run(cmd, cwd=FRONTEND, check=True)
+    if not os.path.exists(BUNDLE):
+        raise SystemExit(f"canning-tb: npm run build did not write {BUNDLE}")
+
+
+class BuildPyWithFrontend(build_py):
+    def run(self):
+        build_frontend()
+        self.__dict__.pop("data_files", None)  # recompute package data: the bundle may be new
+        super().run()
+
+
+setup(cmdclass={"build_py": BuildPyWithFrontend})

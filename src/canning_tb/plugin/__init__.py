@@ -1,0 +1,1 @@
+"""TensorBoard plugin of canning-tb: routes only; the entry point is loader.CanningLoader."""

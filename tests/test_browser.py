@@ -1,0 +1,151 @@
+"""The plugin in a real TensorBoard (torch hidden), driven by real Chromium through Playwright.
+
+Expected operators come from an independent reading of the raw trace (test_plugin_routes).
+"""
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import expect
+
+from conftest import fixture_path
+from test_plugin_routes import (HTA_WINDOW, RESNET_WINDOW, build_logdir, independent_host_self,
+                                start_tensorboard, stop_tensorboard)
+
+pytestmark = pytest.mark.browser
+
+REPO = Path(__file__).resolve().parents[1]
+SHOT = Path(os.environ.get("CANNING_SCREENSHOT", REPO / "docs" / "screenshots" / "operators.png"))
+FRAME = 'iframe[src*="plugin_entry.html?name=canning"]'
+T = 60_000  # ms: the first open of a window computes its digest
+
+
+@pytest.fixture(scope="module")
+def good_logdir(tmp_path_factory):
+    """resnet/ and hta/ only: every view loads without an error."""
+    root = tmp_path_factory.mktemp("browser_logdir")
+    for run in ("resnet", "hta"):
+        (root / run).mkdir()
+    for f in sorted(fixture_path("kineto", "resnet50_v100").iterdir()):
+        shutil.copy(f, root / "resnet" / f.name)
+    shutil.copy(fixture_path("hta", "df_index_resolver", "df_index_resolver.json.gz"),
+                root / "hta" / f"rank1.{HTA_WINDOW}.pt.trace.json.gz")
+    return root
+
+
+@pytest.fixture(scope="module")
+def tensorboard_url(good_logdir, tmp_path_factory):
+    proc, url, log = start_tensorboard(good_logdir, tmp_path_factory.mktemp("tb") / "tb.log")
+    yield url
+    stop_tensorboard(proc, log)
+
+
+@pytest.fixture
+def errors(page):
+    errs = []
+    page.on("console", lambda m: m.type == "error" and errs.append(m.text))
+    page.on("pageerror", lambda e: errs.append(str(e)))
+    return errs
+
+
+def open_plugin(page, url):
+    page.set_viewport_size({"width": 1400, "height": 900})
+    page.goto(f"{url}/#canning")
+    frame = page.frame_locator(FRAME)
+    expect(frame.locator("#canning-root")).to_be_visible(timeout=T)
+    return frame
+
+
+def test_operators_view(page, tensorboard_url, good_logdir, errors):
+    truth = independent_host_self(good_logdir / "resnet" / f"worker0.{RESNET_WINDOW}.pt.trace.json.gz")
+    ranked = [n for n, _ in sorted(truth.items(), key=lambda kv: -kv[1][1]) if not n.startswith("ProfilerStep#")]
+
+    f = open_plugin(page, tensorboard_url)
+    expect(page.get_by_text("Canning Profiler").first).to_be_visible()  # the tab
+    expect(f.locator("#run-select option")).to_have_count(2, timeout=T)
+    f.locator("#run-select").select_option("resnet")
+    f.locator("#worker-select").select_option("worker0")
+    expect(f.locator("#window-select option")).to_have_count(2)
+    f.locator("#window-select").select_option(RESNET_WINDOW)
+    expect(f.locator("#tab-operators")).to_have_attribute("aria-selected", "true")
+    root = f.locator("#canning-root")
+    expect(root).to_have_attribute("data-state", "loaded", timeout=T)
+
+    table = f.locator("#op-table")
+    headers = table.locator("thead th")
+    expect(headers).to_have_text(["Name", "Calls", "Host Self (µs)", "Host Total (µs)", "Device Self (µs) ▼",
+                                  "Device Total (µs)"])
+    # sort by host self time: the heaviest operators of the raw trace come first
+    table.locator('th[data-key="host_self_ns"]').click()
+    expect(table.locator('th[data-key="host_self_ns"]')).to_have_attribute("aria-sort", "descending")
+    names = table.locator("tbody tr td.name")
+    for i, name in enumerate(ranked[:4]):
+        expect(names.nth(i)).to_have_text(name)
+    first = table.locator("tbody tr").first.locator("td")
+    calls, self_us = truth[ranked[0]]
+    expect(first.nth(1)).to_have_text(f"{calls:,}")
+    expect(first.nth(2)).to_have_text(f"{self_us:,.1f}")
+    expect(f.locator("#op-chart-title")).to_have_text("Top 10 operators by Host Self (µs)")
+    expect(f.locator("#op-chart")).to_have_attribute("data-items", "10")
+    SHOT.parent.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOT))
+
+    # search filters by name, case-insensitively
+    total = names.count()
+    f.locator("#op-search").fill("CONV")
+    expected = sorted((n for n in truth if "conv" in n.lower()), key=lambda n: -truth[n][1])
+    expect(names).not_to_have_count(total)
+    shown = names.all_inner_texts()
+    assert shown and all("conv" in n.lower() for n in shown), shown
+    assert set(shown) <= set(truth)
+    assert shown[0] == expected[0]
+    expect(f.locator("#op-count")).to_contain_text(f"{len(shown)} of {total} operators")
+    f.locator("#op-search").fill("")
+    expect(names).to_have_count(total)
+
+    # group by name + input shapes adds the shapes column
+    f.locator("#op-group").select_option("shape")
+    expect(table.locator('th[data-key="input_shapes"]')).to_be_visible(timeout=T)
+    expect(root).to_have_attribute("data-state", "loaded")
+    f.locator("#op-group").select_option("name")
+    expect(table.locator('th[data-key="input_shapes"]')).to_have_count(0, timeout=T)
+
+    # the views not built yet explain themselves
+    f.locator("#tab-memory").click()
+    expect(root).to_have_attribute("data-state", "empty")
+    expect(f.locator("#view-empty")).to_contain_text("Memory")
+    f.locator("#tab-operators").click()
+    expect(root).to_have_attribute("data-state", "loaded", timeout=T)
+    assert not errors, errors
+
+
+def test_bad_trace_shows_its_error(page, tmp_path, errors):
+    logdir = build_logdir(tmp_path / "logdir")
+    proc, url, log = start_tensorboard(logdir, tmp_path / "tb.log")
+    try:
+        f = open_plugin(page, url)
+        expect(f.locator("#run-select option")).to_have_count(3, timeout=T)
+        f.locator("#run-select").select_option("broken")
+        root = f.locator("#canning-root")
+        expect(root).to_have_attribute("data-state", "error", timeout=T)
+        expect(f.locator("#view-error")).to_contain_text("broken/worker0.1.pt.trace.json.gz: ")
+        f.locator("#run-select").select_option("resnet")  # the other runs still work
+        expect(root).to_have_attribute("data-state", "loaded", timeout=T)
+        expect(f.locator("#op-table tbody tr").first).to_be_visible()
+    finally:
+        stop_tensorboard(proc, log)
+    # the only console errors are the browser's notes of the 422 answer
+    assert all("422" in e for e in errors), errors
+
+
+def test_empty_logdir_says_why(page, tmp_path, errors):
+    proc, url, log = start_tensorboard(tmp_path, tmp_path / "tb.log")
+    try:
+        f = open_plugin(page, url)
+        expect(f.locator("#canning-root")).to_have_attribute("data-state", "empty", timeout=T)
+        expect(f.locator("#view-empty")).to_contain_text("No profiles found under the logdir")
+        expect(f.locator("#view-empty")).to_contain_text("tensorboard_trace_handler")
+    finally:
+        stop_tensorboard(proc, log)
+    assert not errors, errors

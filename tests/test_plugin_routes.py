@@ -1,0 +1,442 @@
+"""The TensorBoard plugin's routes, through werkzeug's test Client and TensorBoard's own router,
+on real profiles (shared fixtures and a real torch.profiler run) read by the real Store.
+
+Expected numbers come from an independent reading of the raw trace (json + a nesting loop),
+never from the code under test.
+"""
+import collections
+import gzip
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from tensorboard.backend import application
+from tensorboard.plugins import base_plugin
+from werkzeug.test import Client
+
+from conftest import fixture_path
+
+REPO = Path(__file__).resolve().parents[1]
+SRC = REPO / "src"
+if str(SRC) not in sys.path:  # the package may not be installed in the test venv
+    sys.path.insert(0, str(SRC))
+
+from canning_tb.plugin.loader import CanningLoader, normalize_logdir  # noqa: E402
+from canning_tb.plugin.plugin import CanningPlugin  # noqa: E402
+
+RESNET_WINDOW = "1623143089861"
+HTA_WINDOW = "1669783687"
+
+
+# -- independent reading of a Kineto trace ----------------------------------------------------------
+
+
+def independent_host_self(path):
+    """{op name: (calls, host self µs)} by nesting the host ranges of each thread.
+
+    Operators are `cpu_op` (2021: `Operator`) events; record_function ranges (`user_annotation`)
+    nest with them (they are children that take self time away) but are not operators.
+    """
+    opener = gzip.open if str(path).endswith(".gz") else open
+    with opener(path, "rt") as f:
+        events = json.load(f)["traceEvents"]
+    threads = collections.defaultdict(list)
+    for e in events:
+        if e.get("ph") == "X" and e.get("cat") in ("Operator", "cpu_op", "user_annotation"):
+            threads[(e["pid"], e["tid"])].append(e)
+    self_us, calls = collections.Counter(), collections.Counter()
+    for evs in threads.values():
+        evs.sort(key=lambda e: (e["ts"], -e["dur"]))
+        stack = []  # [end, event, time of direct children]
+        for e in evs:
+            while stack and stack[-1][0] <= e["ts"]:
+                _, ev, ch = stack.pop()
+                self_us[ev["name"]] += ev["dur"] - ch
+            if stack:
+                stack[-1][2] += e["dur"]
+            stack.append([e["ts"] + e["dur"], e, 0])
+            calls[e["name"]] += 1
+        for _, ev, ch in stack:
+            self_us[ev["name"]] += ev["dur"] - ch
+    ops = {e["name"] for evs in threads.values() for e in evs if e["cat"] != "user_annotation"}
+    return {n: (calls[n], self_us[n]) for n in ops}
+
+
+# -- logdirs -----------------------------------------------------------------------------------------
+
+
+def build_logdir(root: Path) -> Path:
+    """resnet/ (2021 Kineto, two windows), hta/ (rank 1 of 2), broken/ (a truncated trace)."""
+    resnet = root / "resnet"
+    resnet.mkdir(parents=True)
+    for f in sorted(fixture_path("kineto", "resnet50_v100").iterdir()):
+        shutil.copy(f, resnet / f.name)
+    hta = root / "hta"
+    hta.mkdir()
+    shutil.copy(fixture_path("hta", "df_index_resolver", "df_index_resolver.json.gz"),
+                hta / f"rank1.{HTA_WINDOW}.pt.trace.json.gz")
+    broken = root / "broken"
+    broken.mkdir()
+    good = (resnet / f"worker0.{RESNET_WINDOW}.pt.trace.json.gz").read_bytes()
+    (broken / "worker0.1.pt.trace.json.gz").write_bytes(gzip.compress(gzip.decompress(good)[:5000]))
+    return root
+
+
+@pytest.fixture(scope="module")
+def logdir(tmp_path_factory):
+    return build_logdir(tmp_path_factory.mktemp("logdir"))
+
+
+def make_plugin(logdir, **kw):
+    kw.setdefault("refresh_interval", 0.0)
+    p = CanningPlugin(base_plugin.TBContext(logdir=str(logdir)), **kw)
+    assert p._discovery.wait_first(60)
+    return p
+
+
+@pytest.fixture(scope="module")
+def plugin(logdir):
+    return make_plugin(logdir)
+
+
+@pytest.fixture(scope="module")
+def client(plugin):
+    return Client(application.TensorBoardWSGI([plugin]))
+
+
+def get(client, route, **params):
+    resp = client.get(f"/data/plugin/canning/{route}", query_string=params)
+    assert resp.headers["Content-Type"].startswith("application/json"), resp.headers
+    return resp.status_code, json.loads(resp.get_data())
+
+
+def window_params(run, worker, window):
+    return {"run": run, "worker": worker, "window": window}
+
+
+# -- TensorBoard integration -------------------------------------------------------------------------
+
+
+def test_listing_js_and_entry_through_tensorboard(client):
+    listing = json.loads(client.get("/data/plugins_listing").get_data())
+    entry = listing["canning"]
+    assert entry["enabled"] is True
+    assert entry["tab_name"] == "Canning Profiler"
+    assert entry["loading_mechanism"] == {"type": "IFRAME", "module_path": "/data/plugin/canning/index.js"}
+    js = client.get("/data/plugin/canning/index.js")
+    assert js.status_code == 200 and js.mimetype == "text/javascript"
+    assert js.headers["X-Content-Type-Options"] == "nosniff"
+    assert b"render" in js.get_data()
+    page = client.get("/data/plugin_entry.html?name=canning")
+    assert b'<base href="plugin/canning/" />' in page.get_data()
+
+
+def test_loader_builds_plugin(logdir):
+    p = CanningLoader().load(base_plugin.TBContext(logdir=str(logdir)))
+    assert isinstance(p, CanningPlugin) and p.plugin_name == "canning"
+    assert p._discovery.wait_first(60) and p.is_active()
+
+
+def test_apps_answer_directly(plugin):
+    """The route apps work without TensorBoard's router too."""
+    resp = Client(plugin.get_plugin_apps()["/runs"]).get("/runs")
+    assert resp.status_code == 200
+    assert {r["name"] for r in json.loads(resp.get_data())["runs"]} == {"resnet", "hta", "broken"}
+
+
+def test_runs_lists_workers_and_windows(client):
+    code, body = get(client, "runs")
+    assert code == 200 and body["loading"] in (True, False) and body["error"] is None
+    runs = {r["name"]: r for r in body["runs"]}
+    assert set(runs) == {"broken", "hta", "resnet"}
+    (w,) = runs["resnet"]["workers"]
+    assert w["name"] == "worker0"
+    assert [x["id"] for x in w["windows"]] == ["1623143089861", "1623143566756"]
+    assert all(x["format"] == "kineto" and x["status"] == "ready" for x in w["windows"])
+    assert w["windows"][0]["files"] == [f"worker0.{RESNET_WINDOW}.pt.trace.json.gz"]  # names, not paths
+    (h,) = runs["hta"]["workers"]
+    assert h["name"] == "rank1" and h["rank"] == 1
+
+
+# -- operators ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("run,worker,window,trace", [
+    ("resnet", "worker0", RESNET_WINDOW, f"worker0.{RESNET_WINDOW}.pt.trace.json.gz"),
+    ("hta", "rank1", HTA_WINDOW, f"rank1.{HTA_WINDOW}.pt.trace.json.gz"),
+])
+def test_operators_match_an_independent_reading(client, logdir, run, worker, window, trace):
+    code, body = get(client, "operators", **window_params(run, worker, window), group_by="name")
+    assert code == 200, body
+    assert body["group_by"] == "name" and body["has_device"] is True  # both are GPU traces
+    rows = sorted(body["rows"], key=lambda r: -r["host_self_ns"])
+    truth = independent_host_self(logdir / run / trace)
+    ranked = [n for n, _ in sorted(truth.items(), key=lambda kv: -kv[1][1]) if not n.startswith("ProfilerStep#")]
+    for r in rows[:5]:
+        assert isinstance(r["calls"], int) and isinstance(r["host_self_ns"], int)
+        assert r["name"] in ranked[:10], (r["name"], ranked[:10])
+        calls, self_us = truth[r["name"]]
+        assert r["calls"] == calls
+        assert r["host_self_ns"] == self_us * 1000
+        assert r["host_total_ns"] >= r["host_self_ns"]
+    # the heaviest host operators of the raw trace are the first rows
+    assert [r["name"] for r in rows[:4]] == ranked[:4]
+
+
+def test_operators_group_by_shape_and_stack(client):
+    p = window_params("resnet", "worker0", RESNET_WINDOW)
+    _, by_name = get(client, "operators", **p)  # group_by defaults to name
+    code, by_shape = get(client, "operators", **p, group_by="shape")
+    assert code == 200 and by_shape["group_by"] == "shape"
+    assert len(by_shape["rows"]) > len(by_name["rows"])
+    assert any(r["input_shapes"] for r in by_shape["rows"])
+    # grouping only splits rows: calls per name add up to the same totals
+    calls = collections.Counter()
+    for r in by_shape["rows"]:
+        calls[r["name"]] += r["calls"]
+    assert calls == collections.Counter({r["name"]: r["calls"] for r in by_name["rows"]})
+    code, by_stack = get(client, "operators", **p, group_by="stack")
+    assert code == 200 and by_stack["has_stacks"] is True
+    assert any(r["call_stack"] for r in by_stack["rows"])
+    code, err = get(client, "operators", **p, group_by="nonsense")
+    assert code == 400 and "group_by" in err["error"]
+
+
+def test_other_sections_are_json_with_relative_times(client):
+    p = window_params("resnet", "worker0", RESNET_WINDOW)
+    code, ov = get(client, "overview", **p)
+    assert code == 200, ov
+    dur = ov["info"]["duration_ns"]
+    assert dur > 0 and ov["steps"]
+    for s in ov["steps"]:
+        assert 0 <= s["start_ns"] <= dur and isinstance(s["dur_ns"], int)
+    code, k = get(client, "kernels", **p)
+    assert code == 200 and k["kernels_by_name"] and all(isinstance(x["total_ns"], int) for x in k["kernels_by_name"])
+    code, m = get(client, "memory", **p)
+    assert code == 200 and isinstance(m["devices"], list)
+    for dev in m["devices"]:
+        assert all(-1 <= t <= dur + 1 for t in dev["curve_ts_ns"])
+    code, c = get(client, "communication", **get_hta())
+    assert code == 200 and isinstance(c["communication"]["collectives"], list)
+
+
+def get_hta():
+    return window_params("hta", "rank1", HTA_WINDOW)
+
+
+# -- errors ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("params", [
+    {"run": "nope", "worker": "worker0", "window": RESNET_WINDOW},
+    {"run": "resnet", "worker": "nope", "window": RESNET_WINDOW},
+    {"run": "resnet", "worker": "worker0", "window": "42"},
+    {"run": "../../etc", "worker": "passwd", "window": "1"},
+    {"run": "resnet", "worker": "../../../etc/passwd", "window": RESNET_WINDOW},
+    {"run": "resnet", "worker": "worker0", "window": "../worker0.1623143089861.pt.trace.json.gz"},
+    {"run": "/etc", "worker": "worker0", "window": RESNET_WINDOW},
+])
+@pytest.mark.parametrize("route", ["operators", "overview", "memory"])
+def test_unknown_ids_are_404(client, params, route):
+    code, body = get(client, route, **params)
+    assert code == 404 and "unknown" in body["error"]
+
+
+@pytest.mark.parametrize("params", [{}, {"run": "resnet"}, {"run": "resnet", "worker": "worker0"},
+                                    {"worker": "worker0", "window": RESNET_WINDOW}])
+def test_missing_params_are_400(client, params):
+    code, body = get(client, "operators", **params)
+    assert code == 400 and "missing parameter" in body["error"]
+
+
+def test_corrupt_trace_names_the_file_and_others_still_work(client):
+    code, body = get(client, "operators", run="broken", worker="worker0", window="1")
+    assert code == 422
+    assert body["error"].startswith("broken/worker0.1.pt.trace.json.gz: "), body
+    assert len(body["error"]) > len("broken/worker0.1.pt.trace.json.gz: ")
+    code, again = get(client, "overview", run="broken", worker="worker0", window="1")
+    assert code == 422 and again["error"] == body["error"]
+    code, ok = get(client, "operators", **window_params("resnet", "worker0", RESNET_WINDOW))
+    assert code == 200 and ok["rows"]
+    code, runs = get(client, "runs")
+    assert code == 200 and len(runs["runs"]) == 3
+
+
+# -- discovery ---------------------------------------------------------------------------------------
+
+
+def test_new_runs_appear_while_running(tmp_path):
+    p = make_plugin(tmp_path)
+    c = Client(application.TensorBoardWSGI([p]))
+    assert get(c, "runs")[1]["runs"] == []
+    assert p.is_active() is False
+    listing = json.loads(c.get("/data/plugins_listing").get_data())
+    assert listing["canning"]["enabled"] is False
+    run = tmp_path / "later"
+    run.mkdir()
+    shutil.copy(fixture_path("kineto", "resnet50_v100", f"worker0.{RESNET_WINDOW}.pt.trace.json.gz"), run)
+    deadline = time.monotonic() + 30
+    while True:
+        body = get(c, "runs")[1]
+        if body["runs"]:
+            break
+        assert time.monotonic() < deadline, body
+        p._discovery._thread.join(5)  # a scan runs in the background; wait for it, then ask again
+    assert body["runs"][0]["name"] == "later"
+    assert p.is_active() is True
+
+
+def test_is_active_cheap_and_safe_without_logdir(tmp_path):
+    assert make_plugin(tmp_path / "missing").is_active() is False
+    p = CanningPlugin(base_plugin.TBContext(logdir=None))
+    assert p.is_active() is False
+    code, body = get(Client(application.TensorBoardWSGI([p])), "runs")
+    assert code == 200 and body["runs"] == [] and body["loading"] is False
+
+
+def test_is_active_does_not_wait_for_a_slow_scan(tmp_path):
+    import threading
+
+    release = threading.Event()
+
+    class SlowStore:
+        def __init__(self, logdir):
+            release.wait(30)
+
+    p = CanningPlugin(base_plugin.TBContext(logdir=str(tmp_path)), store_factory=SlowStore)
+    t0 = time.monotonic()
+    assert p.is_active() is True  # still looking: the tab shows and says so
+    code, body = get(Client(application.TensorBoardWSGI([p])), "runs")
+    assert code == 200 and body["loading"] is True and body["runs"] == []
+    assert time.monotonic() - t0 < 10
+    release.set()
+
+
+def test_logdir_normalisation(tmp_path, monkeypatch):
+    class Flags:
+        logdir_spec = f"first:{tmp_path}/a,second:/elsewhere"
+
+    assert normalize_logdir("", Flags()) == f"{tmp_path}/a"
+    Flags.logdir_spec = str(tmp_path / "b")
+    assert normalize_logdir("", Flags()) == str(tmp_path / "b")
+    assert normalize_logdir("~/x") == os.path.join(os.path.expanduser("~"), "x")
+    monkeypatch.chdir(tmp_path)
+    assert normalize_logdir("rel/log") == str(tmp_path / "rel" / "log")
+    assert normalize_logdir("s3://bucket/log") == "s3://bucket/log"
+    assert normalize_logdir("", None) is None
+
+
+# -- a logdir written by our own handler, from a real torch.profiler run -------------------------------
+
+
+def test_handler_written_logdir(tmp_path, monkeypatch):
+    torch = pytest.importorskip("torch")
+    try:
+        from canning import profiling_suite as ps
+    except ImportError as e:  # pragma: no cover - while the handler is being built
+        pytest.skip(f"canning.profiling_suite not importable: {e}")
+    for var in ("RANK", "WORLD_SIZE", "LOCAL_RANK"):
+        monkeypatch.delenv(var, raising=False)
+    net = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 4))
+    run = tmp_path / "log" / "mlp"
+    sched = ps.schedule(wait=1, warmup=1, active=2, repeat=1)
+    with ps.Profile(activities=[ps.ProfilerActivity.CPU], schedule=sched, record_shapes=True,
+                    on_trace_ready=ps.tensorboard_trace_handler(str(run), worker_name="w0")) as prof:
+        for _ in range(5):
+            net(torch.randn(16, 32)).sum().backward()
+            prof.step()
+    p = make_plugin(tmp_path / "log")
+    c = Client(application.TensorBoardWSGI([p]))
+    assert json.loads(c.get("/data/plugins_listing").get_data())["canning"]["enabled"] is True
+    _, runs = get(c, "runs")
+    (r,) = runs["runs"]
+    assert r["name"] == "mlp"
+    (w,) = r["workers"]
+    assert w["name"] == "w0"
+    (win,) = w["windows"]
+    assert win["format"] == "canning" and win["status"] == "ready"
+    code, body = get(c, "operators", run="mlp", worker="w0", window=win["id"])
+    assert code == 200, body
+    assert body["has_device"] is False  # CPU only: no device columns
+    trace = next(f for f in os.listdir(run) if f.endswith(".pt.trace.json.gz"))
+    truth = independent_host_self(run / trace)
+    rows = {r["name"]: r for r in body["rows"]}
+    for name in ("aten::addmm", "aten::linear", "aten::relu"):
+        assert rows[name]["calls"] == truth[name][0]
+    heaviest = max(rows.values(), key=lambda r: r["host_self_ns"])
+    assert heaviest["name"] in [n for n, _ in sorted(truth.items(), key=lambda kv: -kv[1][1])[:6]]
+
+
+# -- TensorBoard itself, in a process that cannot import torch ------------------------------------------
+
+LAUNCHER = r"""
+import sys
+sys.modules["torch"] = None  # any `import torch` now raises ImportError
+sys.modules["torch_npu"] = None
+from importlib.metadata import entry_points
+from tensorboard import default, program
+plugins = default.get_plugins()
+if not any(ep.name == "canning" for ep in entry_points().select(group="tensorboard_plugins")):
+    from canning_tb.plugin.loader import CanningLoader  # not pip-installed: add it by hand
+    plugins.append(CanningLoader)
+tb = program.TensorBoard(plugins=plugins)
+tb.configure(argv=[None] + sys.argv[1:])
+sys.exit(tb.main())
+"""
+
+
+def start_tensorboard(logdir, log_path):
+    """TensorBoard on a free port (--port 0), torch hidden; returns (proc, url, log file)."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")])}
+    log = open(log_path, "wb")
+    proc = subprocess.Popen([sys.executable, "-c", LAUNCHER, "--logdir", str(logdir), "--host", "127.0.0.1",
+                             "--port", "0"], stdout=log, stderr=subprocess.STDOUT, env=env)
+    deadline = time.monotonic() + 60
+    while True:
+        text = Path(log_path).read_text(errors="replace")
+        m = re.search(r"TensorBoard \S+ at (http://127\.0\.0\.1:\d+)/", text)
+        if m:
+            return proc, m.group(1), log
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            log.close()
+            raise RuntimeError(f"tensorboard did not start:\n{text}")
+        time.sleep(0.1)
+
+
+def stop_tensorboard(proc, log):
+    proc.terminate()
+    try:
+        proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    log.close()
+
+
+def fetch_json(url):
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    with opener.open(url, timeout=60) as r:
+        return json.load(r)
+
+
+def test_tensorboard_without_torch_lists_and_serves_the_plugin(logdir, tmp_path):
+    proc, url, log = start_tensorboard(logdir, tmp_path / "tb.log")
+    try:
+        entry = fetch_json(url + "/data/plugins_listing")["canning"]
+        assert entry["enabled"] is True and entry["tab_name"] == "Canning Profiler"
+        runs = fetch_json(url + "/data/plugin/canning/runs")
+        assert {r["name"] for r in runs["runs"]} == {"broken", "hta", "resnet"}
+        ops = fetch_json(url + f"/data/plugin/canning/operators?run=resnet&worker=worker0&window={RESNET_WINDOW}")
+        assert ops["rows"]
+    finally:
+        stop_tensorboard(proc, log)
+    text = (tmp_path / "tb.log").read_text(errors="replace")
+    assert "Failed to load plugin" not in text and "Traceback" not in text, text
