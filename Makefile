@@ -10,6 +10,9 @@ BUNDLE := src/canning_tb/plugin/static/index.js
 
 .PHONY: setup venv frontend chromium test test-fast demo bench proto clean
 
+# .venv-peers: HTA and msprof-analyze, the peer tools our numbers are checked against
+include peers.mk
+
 setup: venv frontend
 
 # pip installs only when pyproject.toml changed since the last install
@@ -30,7 +33,7 @@ chromium:
 	  echo "installing Debian's chromium for the browser tests"; \
 	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; }
 
-test: setup chromium
+test: setup chromium peers
 	$(BIN)/python -m pytest -q -ra
 
 test-fast: setup
@@ -51,5 +54,5 @@ bench: setup
 proto:
 	cd src/canning_tb/analysis && ../../../$(BIN)/python -m grpc_tools.protoc -I. --python_out=. digest.proto
 
-clean:
+clean: clean-peers
 	rm -rf $(VENV) frontend/node_modules $(BUNDLE) build dist log

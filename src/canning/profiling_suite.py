@@ -1,0 +1,14 @@
+"""The public collection API: `from canning import profiling_suite as ps`.
+
+    with ps.Profile(activities=[ps.ProfilerActivity.CPU], schedule=ps.schedule(wait=1, warmup=1, active=2),
+                    on_trace_ready=ps.tensorboard_trace_handler("./log")) as prof:
+        for batch in loader:
+            train_step(batch)
+            prof.step()
+
+torch (and torch_npu, when NPU is asked for) is imported only when a profile is built.
+"""
+from canning_tb.collect import Profile, ProfilerActivity, profile, schedule, start, stop
+from canning_tb.handler import tensorboard_trace_handler
+
+__all__ = ["Profile", "profile", "start", "stop", "ProfilerActivity", "schedule", "tensorboard_trace_handler"]

@@ -1,0 +1,102 @@
+"""Choose and configure the profiler backend: torch.profiler, or torch_npu.profiler when NPU is asked for.
+
+torch and torch_npu are imported here, lazily, so that importing canning never pulls them in.
+"""
+import inspect
+import logging
+import warnings
+from dataclasses import dataclass, field
+
+from .activity import ProfilerActivity, normalize
+from .schedule import Schedule
+
+log = logging.getLogger(__name__)
+
+NPU_HELP = ("NPU profiling needs torch_npu, and torch_npu needs the Ascend CANN toolkit. Install the torch_npu "
+            "release that matches your torch version (pip install torch-npu==<your torch version>), install the CANN "
+            "toolkit for your Ascend driver, and load it in the shell before starting Python: "
+            "`source /usr/local/Ascend/ascend-toolkit/set_env.sh` (or <CANN install dir>/set_env.sh). "
+            "Pass start_on_cpu=True to profile the CPU side only instead of failing.")
+
+
+class NpuUnavailableError(ImportError):
+    """NPU was requested but torch_npu cannot be imported here."""
+
+
+@dataclass
+class Backend:
+    name: str                      # "torch" or "torch_npu"
+    module: object                 # torch.profiler or torch_npu.profiler
+    activities: list               # our ProfilerActivity values actually profiled
+    kwargs: dict = field(default_factory=dict)  # ready for module.profile(**kwargs), on_trace_ready excluded
+
+    def new_profile(self, on_trace_ready):
+        return self.module.profile(on_trace_ready=on_trace_ready, **self.kwargs)
+
+
+def _import_torch_npu():
+    try:
+        import torch  # noqa: F401  torch_npu patches torch, which must come first
+        import torch_npu  # noqa: F401
+        import torch_npu.profiler as npu_profiler
+    except Exception as e:  # ImportError, or OSError/RuntimeError when CANN libraries are missing
+        raise NpuUnavailableError(f"ProfilerActivity.NPU was requested but torch_npu cannot be imported "
+                                  f"({type(e).__name__}: {e}). {NPU_HELP}") from e
+    return npu_profiler
+
+
+def _accepted_keywords(profile_cls) -> set:
+    params = inspect.signature(profile_cls.__init__).parameters
+    if any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        return set()  # takes **kwargs: cannot tell, forward everything
+    return {n for n in params if n != "self"}
+
+
+def _adapt_schedule(sched, name, module):
+    if not isinstance(sched, Schedule):
+        return sched  # a backend's own schedule or any callable: passed through untouched
+    if name == "torch_npu":
+        accepted = set(inspect.signature(module.schedule).parameters)
+        return module.schedule(**{k: v for k, v in sched.as_dict().items() if k in accepted})
+    actions = module.ProfilerAction
+
+    def torch_schedule(step: int):  # torch compares with its own enum
+        return actions[sched.action(step)]
+    torch_schedule.canning_schedule = sched
+    return torch_schedule
+
+
+def resolve(activities=None, *, start_on_cpu=False, schedule=None, **kwargs) -> Backend:
+    """Pick the backend for these activities and filter kwargs to what it accepts (warning for the rest)."""
+    import torch
+    acts = normalize(activities) if activities is not None else None
+    if acts is not None and ProfilerActivity.NPU in acts:
+        try:
+            module, name = _import_torch_npu(), "torch_npu"
+        except NpuUnavailableError as e:
+            if not start_on_cpu:
+                raise
+            warnings.warn(f"{e} Profiling the CPU only (start_on_cpu=True).", RuntimeWarning, stacklevel=4)
+            acts = [a for a in acts if a is not ProfilerActivity.NPU] or [ProfilerActivity.CPU]
+            module, name = torch.profiler, "torch"
+    else:
+        import torch.profiler as module
+        name = "torch"
+    if acts is None:  # torch's default: CPU plus CUDA when present
+        acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if torch.cuda.is_available() else [])
+    if ProfilerActivity.CUDA in acts and (name != "torch" or not torch.cuda.is_available()):
+        why = "with the NPU backend" if name != "torch" else "because CUDA is not available here"
+        warnings.warn(f"ProfilerActivity.CUDA was requested but is ignored {why}; profiling "
+                      f"{'CPU and NPU' if name != 'torch' else 'the CPU only'}.", RuntimeWarning, stacklevel=4)
+        acts = [a for a in acts if a is not ProfilerActivity.CUDA] or [ProfilerActivity.CPU]
+    native = [getattr(module.ProfilerActivity, a.name) for a in acts]
+    kwargs = {"activities": native, "schedule": _adapt_schedule(schedule, name, module), **kwargs}
+    if kwargs["schedule"] is None:
+        del kwargs["schedule"]  # torch_npu's signature may reject an explicit None in old versions
+    accepted = _accepted_keywords(module.profile)
+    if accepted:
+        for k in [k for k in kwargs if k not in accepted]:
+            warnings.warn(f"{name}.profiler.profile does not accept the keyword {k!r} in this version; "
+                          f"it is ignored.", RuntimeWarning, stacklevel=4)
+            del kwargs[k]
+    return Backend(name=name, module=module, activities=acts, kwargs=kwargs)

@@ -1,0 +1,172 @@
+"""The on_trace_ready callback: one window of one rank -> files in the run folder, atomically.
+
+File names (window token = 13-digit Unix ms of this handler's first window in this process, then the
+5-digit zero-padded window index, so names sort in window order, also across restarts):
+    <worker>.<ms><index>.pt.trace.json.gz   Chrome trace (Kineto), gzip ('.json' when use_gzip=False)
+    <worker>.<ms><index>.canning.json       the manifest, written LAST: its presence means the window is complete
+    events.out.tfevents.*                   per-window scalars (TensorBoard's own append-only format)
+On NPU, torch_npu writes <worker>_<pid>_<ts>_ascend_pt/ itself and we add the manifest next to it.
+Temp files start with '.' and end with '.tmp'; readers skip them.
+"""
+import logging
+import os
+import socket
+import subprocess
+import sys
+import time
+
+from canning_tb.collect.schedule import recorded_steps
+
+from . import files, identity, npu
+from .scalars import ScalarWriter
+
+log = logging.getLogger(__name__)
+FORMAT_VERSION = 1
+_SETTINGS = ("record_shapes", "profile_memory", "with_stack", "with_flops", "with_modules")
+
+
+class TraceHandler:
+    def __init__(self, dir_name, worker_name=None, use_gzip=True, digest=False, *, npu_handler_factory=None):
+        self.dir_name = os.fspath(dir_name)
+        self.worker_name = worker_name
+        self.use_gzip = use_gzip
+        self.digest = digest
+        self.window = 0                      # index of the next window
+        self._token_ms = None
+        self._failing = set()                # what is failing now: one warning per streak of errors
+        self._static = None                  # devices and versions, computed once
+        self._scalars = None
+        self._npu_factory = npu_handler_factory or npu.torch_npu_handler
+        self._npu_fn = None
+        self._children = []
+        if "torch_npu" in sys.modules:       # torch_npu fixes its output path when the handler is made
+            self._make_npu_handler()
+
+    # Profile.start() calls this before it builds the backend profiler.
+    def canning_prepare(self, prof):
+        if npu.is_npu(prof) and self._npu_fn is None:
+            self._make_npu_handler()
+
+    def __call__(self, prof):
+        t_call = time.time_ns()
+        self._reap()
+        index = self.window
+        self.window += 1
+        try:
+            manifest = self._write_window(prof, index, t_call)
+        except Exception as e:  # disk full, read-only, path under a file...: training goes on
+            self._warn(e)
+            return
+        self._failing.discard("window")
+        self._write_scalars(manifest)
+        if self.digest:
+            self._start_digest(os.path.join(self.dir_name, manifest["manifest"]))
+
+    # --- one window --------------------------------------------------------------------------------
+    def _write_window(self, prof, index, t_call):
+        rank, world, local = identity.dist_info()
+        worker = self.worker_name or identity.default_worker(rank)
+        if self._token_ms is None:
+            self._token_ms = t_call // 1_000_000
+        stem = f"{worker}.{self._token_ms:013d}{index:05d}"
+        os.makedirs(self.dir_name, exist_ok=True)
+        if npu.is_npu(prof):
+            kind, entries, events = "ascend_pt", self._npu_window(prof, worker), None
+        else:
+            kind, (entries, events) = "kineto", self._kineto_window(prof, stem)
+        steps = recorded_steps(getattr(prof, "schedule", None), int(getattr(prof, "step_num", 0) or 0))
+        times = prof.step_times_ns(steps) if hasattr(prof, "step_times_ns") else {}
+        if self._static is None:
+            self._static = {"devices": identity.devices(), "versions": identity.versions()}
+        manifest = {
+            "format_version": FORMAT_VERSION, "kind": kind, "worker": worker, "window": index,
+            "rank": rank, "world_size": world, "local_rank": local, "host": socket.gethostname(), "pid": os.getpid(),
+            "steps": steps,
+            "step_times_ns": [[s, *times[s]] for s in steps if s in times],  # [step, begin, end], wall clock
+            "wall_start_ns": min((b for b, _ in times.values()), default=None),
+            "wall_end_ns": max((e for _, e in times.values()), default=t_call),
+            **self._static,
+            "settings": _settings(prof),
+            "trace_events": events,
+            "files": entries,
+            "manifest": f"{stem}.canning.json",
+        }
+        files.publish_json(manifest, os.path.join(self.dir_name, manifest["manifest"]))
+        return manifest
+
+    def _kineto_window(self, prof, stem):
+        name = f"{stem}.pt.trace.json" + (".gz" if self.use_gzip else "")
+        dst = os.path.join(self.dir_name, name)
+        raw = files.tmp_name(self.dir_name, f"{stem}.pt.trace.json")
+        try:
+            prof.export_chrome_trace(raw)
+            events = files.publish_gzip(raw, dst) if self.use_gzip else files.publish_plain(raw, dst)
+        finally:
+            if os.path.exists(raw):
+                os.remove(raw)
+        return [{"name": name, "bytes": os.path.getsize(dst)}], events
+
+    def _npu_window(self, prof, worker):
+        if self._npu_fn is None:
+            self._make_npu_handler(worker)
+        before = npu.ascend_folders(self.dir_name)
+        self._npu_fn(npu.backend_profiler(prof))
+        folder = npu.new_folder(before, npu.ascend_folders(self.dir_name))
+        if folder is None:
+            raise OSError(f"torch_npu's handler wrote no *_ascend_pt folder into {self.dir_name}")
+        return [{"name": folder, "bytes": files.tree_bytes(os.path.join(self.dir_name, folder)), "kind": "ascend_pt"}]
+
+    def _make_npu_handler(self, worker=None):
+        try:
+            if worker is None:
+                worker = self.worker_name or identity.default_worker(identity.dist_info()[0])
+            self._npu_fn = self._npu_factory(self.dir_name, worker)
+        except Exception as e:
+            log.debug("torch_npu handler not created yet: %s", e)
+
+    # --- side outputs ------------------------------------------------------------------------------
+    def _write_scalars(self, manifest):
+        times = [(e - b) / 1e6 for _s, b, e in manifest["step_times_ns"]]
+        values = {"step_time_ms": sum(times) / len(times) if times else None,
+                  "trace_events": manifest["trace_events"],
+                  "trace_bytes": sum(f["bytes"] for f in manifest["files"])}
+        step = manifest["steps"][-1] if manifest["steps"] else manifest["window"]
+        try:
+            if self._scalars is None:
+                self._scalars = ScalarWriter(self.dir_name, manifest["rank"], manifest["world_size"])
+            self._scalars.write(step, values, manifest["wall_end_ns"] / 1e9)
+            self._failing.discard("scalars")
+        except Exception as e:
+            self._warn(e, what="scalars")
+
+    def _start_digest(self, manifest_path):
+        src_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (src_root, env.get("PYTHONPATH")) if p)
+        try:
+            self._children.append(subprocess.Popen(
+                [sys.executable, "-m", "canning_tb.handler.digest_worker", manifest_path], env=env,
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, start_new_session=True))
+        except OSError as e:
+            log.warning("canning: could not start the background digest for %s: %s", manifest_path, e)
+
+    def _reap(self):
+        self._children = [c for c in self._children if c.poll() is None]  # no zombies left behind
+
+    def _warn(self, e, what="window"):
+        if what in self._failing:
+            log.debug("canning: %s %d not written to %s: %s", what, self.window - 1, self.dir_name, e)
+            return
+        self._failing.add(what)
+        logging.warning("canning: could not write profiler %s %d into %r (%s: %s); training continues, "
+                        "later windows will retry", what, self.window - 1, self.dir_name, type(e).__name__, e)
+
+
+def _settings(prof) -> dict:
+    s = getattr(prof, "settings", None)
+    if isinstance(s, dict):
+        return dict(s)
+    sched = getattr(prof, "schedule", None)  # a raw torch.profiler.profile
+    return {"activities": sorted(getattr(a, "name", str(a)) for a in getattr(prof, "activities", []) or []),
+            "schedule": getattr(sched, "__qualname__", repr(sched)) if sched is not None else None,
+            **{k: bool(getattr(prof, k, False)) for k in _SETTINGS}}

@@ -1,0 +1,192 @@
+"""The on_trace_ready handler on the real torch.profiler (CPU), and the NPU path with a fake profiler."""
+import gzip
+import json
+import logging
+import os
+import re
+import socket
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+if str(SRC) not in sys.path:  # the package may not be installed in the test venv
+    sys.path.insert(0, str(SRC))
+
+torch = pytest.importorskip("torch")
+from canning import profiling_suite as ps  # noqa: E402
+from canning_tb.handler import TraceHandler, digest_worker  # noqa: E402
+
+TRACE_RE = re.compile(r"^(?P<worker>.+?)\.(?P<window>\d+)\.pt\.trace\.json(\.gz)?$")
+NET = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 4))
+
+
+def train(handler, windows=2, wait=1, warmup=1, active=2, steps=None, **kw):
+    sched = ps.schedule(wait=wait, warmup=warmup, active=active, repeat=windows)
+    with ps.Profile(activities=[ps.ProfilerActivity.CPU], schedule=sched, on_trace_ready=handler, **kw) as prof:
+        for _ in range(steps or windows * (wait + warmup + active) + 1):
+            NET(torch.randn(16, 32)).sum().backward()
+            prof.step()
+    return prof
+
+
+@pytest.fixture(autouse=True)
+def single_process_env(monkeypatch):
+    for var in ("RANK", "WORLD_SIZE", "LOCAL_RANK"):
+        monkeypatch.delenv(var, raising=False)
+
+
+def listing(d):
+    return sorted(n for n in os.listdir(d) if not n.startswith("."))
+
+
+def test_files_per_window_and_manifest(tmp_path):
+    run = tmp_path / "run"
+    train(ps.tensorboard_trace_handler(str(run)), windows=3, record_shapes=True, profile_memory=True)
+    names = listing(run)
+    traces = [n for n in names if TRACE_RE.match(n)]
+    manifests = [n for n in names if n.endswith(".canning.json")]
+    assert len(traces) == 3 and len(manifests) == 3  # one per window of the schedule (repeat=3)
+    assert not [n for n in os.listdir(run) if n.endswith(".tmp")]
+    for i, (t, m) in enumerate(zip(traces, manifests)):
+        g = TRACE_RE.match(t)
+        assert g["worker"] == f"rank0.{socket.gethostname()}.{os.getpid()}"
+        assert m == f"{g['worker']}.{g['window']}.canning.json"
+        man = json.loads((run / m).read_text())
+        trace = json.loads(gzip.decompress((run / t).read_bytes()))
+        steps = sorted(int(e["name"].split("#")[1]) for e in trace["traceEvents"]
+                       if e.get("name", "").startswith("ProfilerStep#"))
+        assert man["format_version"] == 1 and man["window"] == i
+        assert (man["rank"], man["world_size"], man["local_rank"]) == (0, 1, 0)
+        assert man["pid"] == os.getpid() and man["host"] == socket.gethostname()
+        assert man["steps"] == steps == [4 * i + 2, 4 * i + 3]
+        assert man["files"] == [{"name": t, "bytes": (run / t).stat().st_size}]
+        assert man["trace_events"] == len(trace["traceEvents"])
+        assert man["wall_start_ns"] < man["wall_end_ns"] and len(man["step_times_ns"]) == 2
+        assert man["versions"]["torch"] == torch.__version__
+        assert man["devices"][0]["kind"] == "cpu"
+        assert man["settings"]["record_shapes"] and man["settings"]["profile_memory"]
+        assert man["settings"]["activities"] == ["CPU"] and "active=2" in man["settings"]["schedule"]
+    # scalars: readable by TensorBoard, x = last profiled step of each window
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    ea = EventAccumulator(str(run))
+    ea.Reload()
+    st = ea.Scalars("canning/step_time_ms")
+    assert [s.step for s in st] == [3, 7, 11] and all(s.value > 0 for s in st)
+
+
+def test_plain_json_custom_worker_and_raw_torch_profile(tmp_path):
+    h = ps.tensorboard_trace_handler(str(tmp_path), worker_name="w.x", use_gzip=False)
+    sched = torch.profiler.schedule(wait=0, warmup=1, active=1, repeat=2)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], schedule=sched,
+                                on_trace_ready=h) as prof:
+        for _ in range(5):
+            NET(torch.randn(4, 32)).sum()
+            prof.step()
+    traces = [n for n in listing(tmp_path) if TRACE_RE.match(n)]
+    assert len(traces) == 2 and all(n.endswith(".pt.trace.json") and TRACE_RE.match(n)["worker"] == "w.x"
+                                    for n in traces)
+    mans = [json.loads((tmp_path / n).read_text()) for n in listing(tmp_path) if n.endswith(".canning.json")]
+    assert [m["steps"] for m in mans] == [[1], [3]]
+    assert "traceEvents" in json.loads((tmp_path / traces[0]).read_text())
+
+
+def test_atomic_publication_seen_by_a_poller(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    stop, problems, seen = threading.Event(), [], set()
+
+    def poll():
+        while not stop.is_set():
+            names = os.listdir(run)
+            for n in names:
+                if n.startswith(".") or n.endswith(".tmp") or n in seen or n.startswith("events."):
+                    continue
+                try:
+                    if n.endswith(".gz"):
+                        assert "traceEvents" in json.loads(gzip.decompress((run / n).read_bytes()))
+                    elif n.endswith(".canning.json"):
+                        man = json.loads((run / n).read_text())
+                        for f in man["files"]:  # the trace was there before its manifest
+                            assert f["name"] in names, f"{n} visible before {f['name']}"
+                    seen.add(n)
+                except Exception as e:  # noqa: BLE001  any failure here is a torn or early file
+                    problems.append(f"{n}: {type(e).__name__}: {e}")
+
+    t = threading.Thread(target=poll, daemon=True)
+    t.start()
+    try:
+        train(ps.tensorboard_trace_handler(str(run)), windows=4, wait=0, record_shapes=True)
+    finally:
+        stop.set()
+        t.join()
+    assert not problems, problems
+    assert len([n for n in seen if n.endswith(".canning.json")]) == 4
+
+
+def test_unwritable_directory_warns_once_and_later_windows_retry(tmp_path, caplog):
+    blocker = tmp_path / "afile"
+    blocker.write_text("a file where the run folder's parent should be")  # fails even for root
+    run = blocker / "run"
+    h = ps.tensorboard_trace_handler(str(run))
+    with caplog.at_level(logging.WARNING):
+        prof = train(h, windows=3, wait=0, warmup=1, active=1)
+    assert prof.step_num == 7  # training went on through every window
+    warns = [r for r in caplog.records if r.levelno == logging.WARNING and "canning" in r.getMessage()]
+    assert len(warns) == 1 and str(run) in warns[0].getMessage()
+    blocker.unlink()  # the disk is writable again: the next window is written
+    caplog.clear()
+    train(h, windows=1, wait=0)
+    assert len([n for n in listing(run) if n.endswith(".canning.json")]) == 1
+    assert json.loads((run / [n for n in listing(run) if n.endswith(".canning.json")][0]).read_text())["window"] == 3  # windows 0-2 failed
+
+
+def test_digest_in_background_never_blocks(tmp_path):
+    h = TraceHandler(str(tmp_path), digest=True)
+    train(h, windows=1)
+    assert len(h._children) == 1
+    assert h._children[0].wait(timeout=90) == 0  # exits quietly even when the digest cannot be built
+    assert digest_worker.main([str(tmp_path / "missing.canning.json")]) == 0
+    try:
+        import canning_tb.store.source_digest  # noqa: F401  another part; when present the digest must appear
+    except ImportError:
+        return
+    assert [n for n in listing(tmp_path) if n.endswith(".digest.pb")], listing(tmp_path)
+
+
+class FakeNpuProfile:
+    """A FAKE torch_npu profiler: the real one needs Ascend hardware and the CANN toolkit, absent here."""
+    backend = "torch_npu"
+    step_num = 8  # as torch leaves it on_trace_ready after the window of steps 6 and 7
+    schedule = ps.schedule(wait=1, warmup=1, active=2)
+    settings = {"activities": ["CPU", "NPU"], "schedule": repr(schedule), "record_shapes": True}
+
+    def __init__(self):
+        self.profiler = object()  # what torch_npu's own handler would receive
+
+
+def test_npu_window_drives_torch_npu_handler_and_adds_manifest(tmp_path):
+    calls = []
+
+    def fake_factory(dir_name, worker):
+        def fake_torch_npu_handler(inner):  # writes what torch_npu writes: <worker>_<pid>_<ts>_ascend_pt/
+            calls.append((dir_name, worker, inner))
+            out = Path(dir_name) / f"{worker}_{os.getpid()}_2026092007521102{len(calls)}_ascend_pt"
+            (out / "ASCEND_PROFILER_OUTPUT").mkdir(parents=True)
+            (out / "ASCEND_PROFILER_OUTPUT" / "trace_view.json").write_text("[]")
+        return fake_torch_npu_handler
+
+    (tmp_path / "old_1_20200101000000000_ascend_pt").mkdir()  # an older folder must not be picked
+    h = TraceHandler(str(tmp_path), worker_name="rank0", npu_handler_factory=fake_factory)
+    prof = FakeNpuProfile()
+    h.canning_prepare(prof)
+    h(prof)
+    h(prof)
+    assert len(calls) == 2 and calls[0][1] == "rank0" and calls[0][2] is prof.profiler
+    mans = [json.loads((tmp_path / n).read_text()) for n in listing(tmp_path) if n.endswith(".canning.json")]
+    assert [m["window"] for m in mans] == [0, 1] and all(m["kind"] == "ascend_pt" for m in mans)
+    assert [m["files"][0]["name"] for m in mans] == [f"rank0_{os.getpid()}_20260920075211021_ascend_pt",
+                                                    f"rank0_{os.getpid()}_20260920075211022_ascend_pt"]
+    assert mans[0]["files"][0]["bytes"] == 2 and mans[0]["steps"] == [6, 7]

@@ -1,0 +1,56 @@
+"""A real 2-process torch.distributed (gloo, CPU) run of examples/train_ddp.py with our handler."""
+import gzip
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+TRACE_RE = re.compile(r"^(?P<worker>.+?)\.(?P<window>\d+)\.pt\.trace\.json(\.gz)?$")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.slow
+def test_two_ranks_write_their_windows(tmp_path):
+    pytest.importorskip("torch.distributed")
+    logdir = tmp_path / "demo"
+    port, world = free_port(), 2
+    # What torchrun does, without its launcher process: one process per rank, env:// rendezvous.
+    procs = []
+    for rank in range(world):
+        env = {**os.environ, "RANK": str(rank), "LOCAL_RANK": str(rank), "WORLD_SIZE": str(world),
+               "LOCAL_WORLD_SIZE": str(world), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
+               "PYTHONPATH": str(REPO / "src")}
+        procs.append(subprocess.Popen([sys.executable, str(REPO / "examples" / "train_ddp.py"), str(logdir), "10"],
+                                      env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+    outs = [p.communicate(timeout=120)[0] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs
+    assert "done" in outs[0]
+    names = sorted(os.listdir(logdir))
+    assert not [n for n in names if n.startswith(".") or n.endswith(".tmp")]
+    pids = {}
+    for rank in range(world):
+        traces = [n for n in names if TRACE_RE.match(n) and n.startswith(f"rank{rank}.")]
+        mans = [n for n in names if n.endswith(".canning.json") and n.startswith(f"rank{rank}.")]
+        assert len(traces) == 2 and len(mans) == 2  # schedule(wait=1, warmup=1, active=2, repeat=2)
+        for i, (t, m) in enumerate(zip(traces, mans)):
+            man = json.loads((logdir / m).read_text())
+            assert (man["rank"], man["world_size"], man["local_rank"], man["window"]) == (rank, world, rank, i)
+            assert man["steps"] == [4 * i + 2, 4 * i + 3]
+            assert m == TRACE_RE.match(t)["worker"] + "." + TRACE_RE.match(t)["window"] + ".canning.json"
+            trace = json.loads(gzip.decompress((logdir / t).read_bytes()))
+            assert trace["distributedInfo"]["rank"] == rank  # Kineto's own record agrees with the manifest
+            assert any(e.get("name", "").startswith("ProfilerStep#") for e in trace["traceEvents"])
+            pids[rank] = man["pid"]
+    assert pids[0] != pids[1]
+    assert len([n for n in names if n.startswith("events.out.tfevents.")]) == 2
