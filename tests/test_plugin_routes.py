@@ -440,3 +440,30 @@ def test_tensorboard_without_torch_lists_and_serves_the_plugin(logdir, tmp_path)
         stop_tensorboard(proc, log)
     text = (tmp_path / "tb.log").read_text(errors="replace")
     assert "Failed to load plugin" not in text and "Traceback" not in text, text
+
+
+# -- cross-rank (/cluster) ---------------------------------------------------------------------------
+
+
+def test_cluster_compares_the_ranks_of_a_run(tmp_path):
+    """Two Ascend ranks with HCCL all-reduces: both ranks, links from communication_matrix.json."""
+    shutil.copytree(fixture_path("ascend", "level1"), tmp_path / "ascend")
+    client = Client(application.TensorBoardWSGI([make_plugin(tmp_path)]))
+    code, body = get(client, "cluster", run="ascend", worker="rank0", window="default")
+    assert code == 200, body
+    assert [r["rank"] for r in body["ranks"]] == [0, 1]
+    assert {w["worker"] for w in body["workers"]} == {"rank0", "rank1"} and body["problems"] == []
+    raw_links = json.loads((tmp_path / "ascend" / "rank0_ascend_pt" / "ASCEND_PROFILER_OUTPUT"
+                            / "communication_matrix.json").read_text())
+    assert raw_links and body["matrix_source"] == "links" and body["matrix"]
+    assert {s["metric"] for s in body["slow_ranks"]} == {"computing", "communication", "free"}
+    assert all(s["slowest_rank"] in (0, 1) for s in body["slow_ranks"])
+    assert body["collectives"] and body["collectives"][0]["kind"] == "AllReduce"
+    code, same = get(client, "cluster", run="ascend", window_index="0")
+    assert code == 200 and same["ranks"] == body["ranks"]
+    assert get(client, "cluster")[0] == 400
+    assert get(client, "cluster", run="ascend")[0] == 400
+    assert get(client, "cluster", run="nope", window_index="0")[0] == 404
+    assert get(client, "cluster", run="ascend", worker="rank0", window="9")[0] == 404
+    assert get(client, "cluster", run="ascend", window_index="x")[0] == 400
+    assert get(client, "cluster", run="ascend", window_index="5")[0] == 404

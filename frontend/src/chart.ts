@@ -1,15 +1,24 @@
 // ECharts, bundled (tree-shaken): works with the network cut. Tooltips are built as DOM
 // elements with textContent, so operator names are never parsed as HTML.
 import * as echarts from "echarts/core";
-import { BarChart, PieChart } from "echarts/charts";
-import { GridComponent, TooltipComponent } from "echarts/components";
+import { BarChart, HeatmapChart, LineChart, PieChart } from "echarts/charts";
+import {
+  DataZoomComponent,
+  GridComponent,
+  LegendComponent,
+  MarkLineComponent,
+  MarkPointComponent,
+  TooltipComponent,
+  VisualMapComponent,
+} from "echarts/components";
 import { CanvasRenderer } from "echarts/renderers";
 import { h } from "./dom";
 
-echarts.use([BarChart, PieChart, GridComponent, TooltipComponent, CanvasRenderer]);
+echarts.use([BarChart, PieChart, LineChart, HeatmapChart, GridComponent, TooltipComponent, LegendComponent, DataZoomComponent,
+  MarkPointComponent, MarkLineComponent, VisualMapComponent, CanvasRenderer]);
 
 export const ACCENT = "#f57c00";
-const PALETTE = ["#f57c00", "#1976d2", "#388e3c", "#7b1fa2", "#c2185b", "#0097a7", "#fbc02d", "#5d4037", "#455a64", "#e64a19",
+export const PALETTE = ["#f57c00", "#1976d2", "#388e3c", "#7b1fa2", "#c2185b", "#0097a7", "#fbc02d", "#5d4037", "#455a64", "#e64a19",
   "#303f9f", "#689f38", "#8e24aa", "#00796b", "#ffa000", "#616161"];
 
 export interface Item {
@@ -18,7 +27,7 @@ export interface Item {
   text: string; // formatted value for the tooltip
 }
 
-function tooltipElement(title: string, value: string, share?: number): HTMLElement {
+export function tooltipElement(title: string, value: string, share?: number): HTMLElement {
   return h(
     "div",
     { class: "chart-tip" },
@@ -96,4 +105,32 @@ export class Chart {
       );
     }
   }
+}
+
+/** A bare ECharts instance that follows its element's size, for views that build their own option.
+ * Tooltip formatters must return DOM (tipLines) so trace strings are never parsed as HTML. */
+export class RawChart {
+  readonly chart: echarts.ECharts;
+  private observer: ResizeObserver;
+
+  constructor(el: HTMLElement) {
+    this.chart = echarts.init(el, undefined, { renderer: "canvas" });
+    this.observer = new ResizeObserver(() => this.chart.resize());
+    this.observer.observe(el);
+  }
+
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  set(option: any): void {
+    this.chart.setOption({ animation: false, color: PALETTE, ...option }, true);
+  }
+
+  dispose(): void {
+    this.observer.disconnect();
+    this.chart.dispose();
+  }
+}
+
+/** A tooltip as DOM: a bold first line, then one text line each. */
+export function tipLines(title: string, lines: string[]): HTMLElement {
+  return h("div", { class: "chart-tip" }, h("div", { class: "chart-tip-name", text: title }), ...lines.map((l) => h("div", { text: l })));
 }

@@ -8,6 +8,8 @@ Routes (under /data/plugin/canning/):
   /kernels         |  ?run=&worker=&window= (+ group_by=name|shape|stack on /operators)
   /memory          |
   /communication   /
+  /cluster         the cross-rank analysis (analysis/cluster.py) of the windows at the same
+                   position in every worker of ?run= (the position of ?worker=&window=, or ?window_index=)
 Integers stay numbers; times are integer nanoseconds relative to the window start (fields end
 in `_ns`; -1 stays -1 = absent). Errors are JSON `{"error": ...}`: 400 missing parameter,
 404 unknown run/worker/window, 422 unreadable input ("<file>: <problem>"), 503 still discovering.
@@ -205,6 +207,7 @@ class CanningPlugin(base_plugin.TBPlugin):
             "/kernels": self._section(self._kernels),
             "/memory": self._section(self._memory),
             "/communication": self._section(self._communication),
+            "/cluster": self._serve_cluster,
         }
 
     def is_active(self) -> bool:
@@ -287,18 +290,29 @@ class CanningPlugin(base_plugin.TBPlugin):
                 raise KeyError(window)
         except KeyError:
             raise _HTTPError(404, f"unknown run/worker/window: {run!r} / {worker!r} / {window!r}") from None
+        return run, worker, window, self._digest(store, run, worker, window)
+
+    def _store(self):
+        d = self._discovery
+        if d.store is None:
+            d.kick()
+            d.wait_first(5.0)
+            if d.store is None:
+                raise _HTTPError(503, d.error or "still discovering the profiles under the logdir", loading=True)
+        return d.store
+
+    def _digest(self, store, run, worker, window):
         key = (run, worker, window)
         with self._locks_lock:
             lock = self._digest_locks.setdefault(key, threading.Lock())
         InputError = _input_error_class()
         with lock:  # one computation per window, however many requests ask for it
             try:
-                digest = store.digest(run, worker, window)
+                return store.digest(run, worker, window)
             except KeyError:
                 raise _HTTPError(404, f"unknown run/worker/window: {run!r} / {worker!r} / {window!r}") from None
             except InputError as e:
                 raise _HTTPError(422, self._error_text(e), file=self._short(e.file)) from None
-        return run, worker, window, digest
 
     def _short(self, path: str) -> str:
         if self._logdir and path and os.path.isabs(path):
@@ -383,3 +397,64 @@ class CanningPlugin(base_plugin.TBPlugin):
         for c in comm["calls"]:
             c["start_ns"] = _rel(c["start_ns"], t0)
         return {**self._head(run, worker, window, digest), "communication": comm}
+
+    # cross-rank ------------------------------------------------------------------------------
+    @wrappers.Request.application
+    def _serve_cluster(self, request):
+        try:
+            body, code = self._cluster(request), 200
+        except _HTTPError as e:
+            body, code = e.body, e.code
+        except Exception as e:
+            log.exception("canning: %s failed", request.path)
+            body, code = {"error": f"internal error: {type(e).__name__}: {e}"}, 500
+        return http_util.Respond(request, body, "application/json", code=code)
+
+    def _cluster(self, request):
+        """analyse_ranks over the window at the same position of every worker of the run.
+        Windows that cannot be read are left out and listed in `problems`."""
+        from canning_tb.analysis.cluster import analyse_ranks
+
+        args = request.args
+        run = args.get("run")
+        if not run:
+            raise _HTTPError(400, "missing parameter: run")
+        store = self._store()
+        try:
+            if run not in store.runs():
+                raise KeyError(run)
+            workers = store.workers(run)
+        except KeyError:
+            raise _HTTPError(404, f"unknown run: {run!r}") from None
+        if args.get("window_index") not in (None, ""):
+            try:
+                index = int(args["window_index"])
+            except ValueError:
+                raise _HTTPError(400, f"window_index must be an integer, not {args['window_index']!r}") from None
+        elif args.get("worker") and args.get("window"):
+            ids = None
+            for w in workers:
+                if w.name == args["worker"]:
+                    ids = [x.id for x in store.windows(run, w.name)]
+            if ids is None or args["window"] not in ids:
+                raise _HTTPError(404, f"unknown run/worker/window: {run!r} / {args['worker']!r} / {args['window']!r}")
+            index = ids.index(args["window"])
+        else:
+            raise _HTTPError(400, "missing parameter: window_index (or worker and window)")
+        members, digests, problems = [], [], []
+        for w in workers:
+            wins = store.windows(run, w.name)
+            if not 0 <= index < len(wins):
+                continue
+            win = wins[index]
+            try:
+                d = self._digest(store, run, w.name, win.id)
+            except _HTTPError as e:
+                problems.append({"worker": w.name, "window": win.id, "message": e.body["error"]})
+                continue
+            members.append({"worker": w.name, "rank": w.rank, "window": win.id, "digest_rank": int(d.window.rank)})
+            digests.append(d)
+        if not digests:
+            raise _HTTPError(404, f"no readable window at position {index} in run {run!r}", problems=problems)
+        result = analyse_ranks(digests)
+        return {"run": run, "window_index": index, "workers": members, "problems": problems, **result}

@@ -1,0 +1,175 @@
+// Pieces shared by the Overview, Kernels, Memory and Communication views: a sortable table,
+// CSV export, the problems list, key/value tables and the fetch-with-states wrapper.
+import { ApiError, getJSON } from "../api";
+import { clear, h } from "../dom";
+import { int } from "../format";
+import { showError, type ViewHost } from "./view";
+
+export interface Problem {
+  file: string;
+  message: string;
+  severity: string;
+}
+
+export interface Col<T> {
+  key: string;
+  label: string;
+  num?: boolean;
+  tip?: string;
+  /** the value sorted on and written to CSV */
+  value: (r: T) => number | string;
+  /** the text shown (defaults to the value) */
+  fmt?: (r: T) => string;
+  cls?: string;
+}
+
+/** Fetch a route; on failure show the error in the view and return null (also when aborted). */
+export async function fetchOr<T>(host: ViewHost, route: string, params: Record<string, string>): Promise<T | null> {
+  try {
+    const data = await getJSON<T>(route, params, host.signal);
+    return host.signal.aborted ? null : data;
+  } catch (e) {
+    if (host.signal.aborted || (e as Error).name === "AbortError") return null;
+    showError(host, e instanceof ApiError ? e.message : String(e));
+    return null;
+  }
+}
+
+export function errorText(e: unknown): string {
+  return e instanceof ApiError ? e.message : String(e);
+}
+
+export function problemsList(problems: Problem[], id: string): HTMLElement | null {
+  if (!problems.length) return null;
+  return h("ul", { class: "problems", id }, ...problems.map((p) => h("li", { class: p.severity, text: `${p.file ? `${p.file}: ` : ""}${p.message}` })));
+}
+
+export function card(title: string, ...children: (Node | string | null)[]): HTMLElement {
+  return h("section", { class: "card" }, h("h3", { class: "section-title", text: title }), ...children.filter((c): c is Node | string => c !== null));
+}
+
+/** A two-column table of label / value pairs. */
+export function kvTable(id: string, rows: [string, string, string?][], head: [string, string] = ["Metric", "Value"]): HTMLTableElement {
+  const t = h("table", { id, class: "data-table kv" });
+  t.append(h("thead", {}, h("tr", {}, h("th", { text: head[0] }), h("th", { class: "num", text: head[1] }))));
+  const body = h("tbody");
+  for (const [k, v, tip] of rows) {
+    const tr = h("tr", {}, h("th", { scope: "row", text: k, title: tip }), h("td", { class: "num", text: v }));
+    body.append(tr);
+  }
+  t.append(body);
+  return t;
+}
+
+function csvCell(v: string | number): string {
+  const s = String(v);
+  return /[",\n\r]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
+}
+
+export function downloadCSV(name: string, head: string[], rows: (string | number)[][]): void {
+  const text = [head, ...rows].map((r) => r.map(csvCell).join(",")).join("\r\n") + "\r\n";
+  const url = URL.createObjectURL(new Blob([text], { type: "text/csv;charset=utf-8" }));
+  const a = h("a", { href: url, download: name, style: "display:none" });
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 10_000);
+}
+
+export function safeName(s: string): string {
+  return s.replace(/[^A-Za-z0-9._-]+/g, "_").slice(0, 60);
+}
+
+/** A table sorted by clicking its headers; shows at most `max` rows. */
+export class SortTable<T> {
+  readonly el: HTMLTableElement;
+  private rows: T[] = [];
+  constructor(
+    id: string,
+    private cols: Col<T>[],
+    public sortKey: string,
+    public desc = true,
+    private emptyText = "No rows.",
+    private max = 2000,
+  ) {
+    this.el = h("table", { id, class: "data-table" });
+  }
+
+  setColumns(cols: Col<T>[]): void {
+    this.cols = cols;
+    if (!cols.some((c) => c.key === this.sortKey)) this.sortKey = cols[0].key;
+  }
+
+  setRows(rows: T[], emptyText?: string): void {
+    this.rows = rows;
+    if (emptyText !== undefined) this.emptyText = emptyText;
+    this.render();
+  }
+
+  sorted(): T[] {
+    const col = this.cols.find((c) => c.key === this.sortKey) ?? this.cols[0];
+    const dir = this.desc ? -1 : 1;
+    return this.rows.slice().sort((a, b) => {
+      const x = col.value(a);
+      const y = col.value(b);
+      const c = typeof x === "number" && typeof y === "number" ? x - y : String(x).localeCompare(String(y));
+      return c * dir;
+    });
+  }
+
+  csv(): [string[], (string | number)[][]] {
+    return [this.cols.map((c) => c.label), this.sorted().map((r) => this.cols.map((c) => c.value(r)))];
+  }
+
+  render(): void {
+    const tr = h("tr");
+    for (const c of this.cols) {
+      const on = c.key === this.sortKey;
+      const th = h(
+        "th",
+        {
+          "data-key": c.key,
+          class: `${c.num ? "num" : ""} sortable${on ? " sorted" : ""}`,
+          title: `${c.tip ?? c.label}. Click to sort.`,
+          "aria-sort": on ? (this.desc ? "descending" : "ascending") : "none",
+          tabindex: 0,
+        },
+        c.label,
+        h("span", { class: "sort-mark", text: on ? (this.desc ? " ▼" : " ▲") : "" }),
+      );
+      const sort = () => {
+        if (this.sortKey === c.key) this.desc = !this.desc;
+        else {
+          this.sortKey = c.key;
+          this.desc = !!c.num;
+        }
+        this.render();
+      };
+      th.onclick = sort;
+      th.onkeydown = (ev) => {
+        if (ev.key === "Enter" || ev.key === " ") {
+          ev.preventDefault();
+          sort();
+        }
+      };
+      tr.append(th);
+    }
+    const body = h("tbody");
+    const rows = this.sorted();
+    for (const r of rows.slice(0, this.max)) {
+      const row = h("tr");
+      for (const c of this.cols) {
+        const text = c.fmt ? c.fmt(r) : String(c.value(r));
+        const td = h("td", { class: c.cls ?? (c.num ? "num" : "text"), text });
+        if (!c.num) td.title = text;
+        row.append(td);
+      }
+      body.append(row);
+    }
+    if (!rows.length) body.append(h("tr", { class: "no-rows" }, h("td", { colspan: this.cols.length, text: this.emptyText })));
+    else if (rows.length > this.max)
+      body.append(h("tr", { class: "no-rows" }, h("td", { colspan: this.cols.length, text: `Showing the first ${int(this.max)} of ${int(rows.length)} rows.` })));
+    clear(this.el);
+    this.el.append(h("thead", {}, tr), body);
+  }
+}

@@ -1,0 +1,188 @@
+"""The Overview, Kernels, Memory and Communication views in a real TensorBoard, driven by real
+Chromium, checked against an independent reading of the raw fixture files (json / csv here,
+never the analysis code). Saves docs/screenshots/{overview,kernels,memory,communication}.png.
+"""
+import collections
+import gzip
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import expect
+
+from conftest import fixture_path
+from test_plugin_routes import RESNET_WINDOW, start_tensorboard, stop_tensorboard
+
+pytestmark = pytest.mark.browser
+
+REPO = Path(__file__).resolve().parents[1]
+SHOTS = Path(os.environ.get("CANNING_SCREENSHOTS", REPO / "docs" / "screenshots"))
+FRAME = 'iframe[src*="plugin_entry.html?name=canning"]'
+T = 60_000
+RESNET_TRACE = f"worker0.{RESNET_WINDOW}.pt.trace.json.gz"
+
+
+@pytest.fixture(scope="module")
+def logdir(tmp_path_factory):
+    root = tmp_path_factory.mktemp("views_logdir")
+    (root / "resnet").mkdir()
+    for f in sorted(fixture_path("kineto", "resnet50_v100").iterdir()):
+        shutil.copy(f, root / "resnet" / f.name)
+    shutil.copytree(fixture_path("ascend", "level1"), root / "ascend")
+    return root
+
+
+@pytest.fixture(scope="module")
+def url(logdir, tmp_path_factory):
+    proc, u, log = start_tensorboard(logdir, tmp_path_factory.mktemp("tb") / "tb.log")
+    yield u
+    stop_tensorboard(proc, log)
+
+
+@pytest.fixture(scope="module")
+def raw(logdir):
+    with gzip.open(logdir / "resnet" / RESNET_TRACE, "rt") as f:
+        return json.load(f)["traceEvents"]
+
+
+@pytest.fixture
+def errors(page):
+    errs = []
+    page.on("console", lambda m: m.type == "error" and errs.append(m.text))
+    page.on("pageerror", lambda e: errs.append(str(e)))
+    return errs
+
+
+def open_view(page, url, run, worker, window, view):
+    page.set_viewport_size({"width": 1400, "height": 900})
+    page.goto(f"{url}/#canning")
+    f = page.frame_locator(FRAME)
+    expect(f.locator("#run-select option")).to_have_count(2, timeout=T)
+    f.locator("#run-select").select_option(run)
+    f.locator("#worker-select").select_option(worker)
+    f.locator("#window-select").select_option(window)
+    f.locator(f"#tab-{view}").click()
+    expect(f.locator(f"#tab-{view}")).to_have_attribute("aria-selected", "true")
+    expect(f.locator("#view")).to_have_attribute("data-view", view)
+    return f
+
+
+def loaded(f):
+    expect(f.locator("#canning-root")).to_have_attribute("data-state", "loaded", timeout=T)
+
+
+def shot(page, name):
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"{name}.png"))
+
+
+def test_overview(page, url, raw, errors):
+    steps = [e for e in raw if e.get("ph") == "X" and e.get("name", "").startswith("ProfilerStep#")]
+    f = open_view(page, url, "resnet", "worker0", RESNET_WINDOW, "overview")
+    loaded(f)
+    expect(f.locator("#ov-steps-chart")).to_have_attribute("data-steps", str(len(steps)))
+    perf = f.locator("#ov-perf")
+    expect(perf.locator("tr", has_text="Steps").locator("td")).to_have_text(str(len(steps)))
+    expect(perf).to_contain_text("Total step time (ms)")
+    expect(perf).to_contain_text("Memory peak, cuda:0")
+    expect(f.locator("#ov-avg thead th")).to_have_text(["Category", "Time (ms)", "Share (%)"])
+    expect(f.locator("#ov-avg tbody tr")).to_have_count(10)  # 9 categories + the step
+    expect(f.locator("#ov-suggestions li").first).to_be_visible()
+    expect(f.locator("#ov-devices")).to_contain_text("Tesla V100")
+    shot(page, "overview")
+    assert not errors, errors
+
+
+def test_kernels(page, url, raw, errors):
+    total = collections.Counter()
+    calls = collections.Counter()
+    for e in raw:
+        if e.get("cat") in ("Kernel", "kernel") and e.get("ph") == "X":
+            total[e["name"]] += e["dur"]
+            calls[e["name"]] += 1
+    (top, top_us), = total.most_common(1)
+    f = open_view(page, url, "resnet", "worker0", RESNET_WINDOW, "kernels")
+    loaded(f)
+    table = f.locator("#kernel-table")
+    expect(table.locator("thead th")).to_have_text(
+        ["Name", "Calls", "Total (µs) ▼", "Mean (µs)", "Min (µs)", "Max (µs)", "Device time (%)", "Tensor Cores", "Mean Blocks"])
+    first = table.locator("tbody tr").first.locator("td")
+    expect(first.nth(0)).to_have_text(top)
+    expect(first.nth(1)).to_have_text(f"{calls[top]:,}")
+    expect(first.nth(2)).to_have_text(f"{top_us:,.1f}")
+    expect(first.nth(6)).to_have_text(f"{100 * top_us / sum(total.values()):.1f}")
+    expect(f.locator("#kernel-count")).to_have_text(f"{len(total)} kernels")
+    expect(f.locator("#kernel-top-chart")).to_have_attribute("data-items", "10")
+    shot(page, "kernels")
+    f.locator("#kernel-search").fill("GEMM")
+    shown = table.locator("tbody td.name").all_inner_texts()
+    assert shown and all("gemm" in n.lower() for n in shown)
+    f.locator("#kernel-search").fill("")
+    f.locator("#kernel-group").select_option("op")
+    expect(table.locator('th[data-key="op_name"]')).to_be_visible()
+    # Ascend: accelerator cores instead of Tensor Cores
+    f.locator("#run-select").select_option("ascend")
+    loaded(f)
+    expect(table.locator('th[data-key="core"]')).to_be_visible()
+    expect(f.locator("#kernel-core-chart")).not_to_have_attribute("data-items", "0")
+    assert not errors, errors
+
+
+def test_memory(page, url, raw, errors):
+    # peak allocated on cuda:0 = the highest running sum of the [memory] events' Bytes (2021 Kineto
+    # has no "Total Allocated")
+    cur = peak = 0
+    for e in sorted((e for e in raw if e.get("name") == "[memory]"), key=lambda e: e["ts"]):
+        if e["args"].get("Device Type") == 1:
+            cur += e["args"]["Bytes"]
+            peak = max(peak, cur)
+    f = open_view(page, url, "resnet", "worker0", RESNET_WINDOW, "memory")
+    loaded(f)
+    expect(f.locator("#mem-device")).to_have_value("cuda:0")
+    summary = f.locator("#mem-summary")
+    expect(summary.locator("tr", has_text="Peak allocated (MB)").locator("td")).to_have_text(f"{peak / 2**20:,.1f}")
+    expect(summary.locator("tr", has_text="Capacity (MB)").locator("td")).not_to_have_text("unknown")
+    expect(f.locator("#mem-window-ops tbody tr").first).to_be_visible()
+    # Ascend rank 0: allocation events follow the zoomed range
+    f.locator("#run-select").select_option("ascend")
+    loaded(f)
+    expect(f.locator("#mem-device")).to_have_value("npu:0")
+    count = f.locator("#mem-event-count")
+    expect(count).to_contain_text(" events")
+    n_all = int(count.inner_text().split(" of ")[1].split()[0].replace(",", ""))
+    assert n_all > 0
+    expect(f.locator("#mem-components tbody tr").first).to_be_visible()
+    box = f.locator("#mem-chart").bounding_box()
+    page.mouse.move(box["x"] + box["width"] * 0.3, box["y"] + box["height"] * 0.5)
+    for _ in range(4):
+        page.mouse.wheel(0, -400)
+    expect(f.locator("#mem-range")).to_contain_text("Range", timeout=10_000)
+    shown = int(count.inner_text().split(" of ")[0].replace(",", ""))
+    assert shown < n_all
+    expect(f.locator("#mem-events tbody tr")).to_have_count(max(shown, 1))
+    shot(page, "memory")
+    assert not errors, errors
+
+
+def test_communication(page, url, logdir, errors):
+    ranks = sorted(int(p.stem.rsplit("_", 1)[1]) for p in logdir.glob("ascend/*_ascend_pt/profiler_info_*.json"))
+    assert ranks == [0, 1]
+    f = open_view(page, url, "ascend", "rank0", "default", "communication")
+    loaded(f)
+    expect(f.locator("#comm-ranks")).to_contain_text("Ranks: 0, 1")
+    expect(f.locator("#comm-rank-chart")).to_have_attribute("data-ranks", "2")
+    expect(f.locator("#comm-table tbody tr").first.locator("td").first).to_have_text("AllReduce")
+    expect(f.locator("#comm-table thead th")).to_contain_text(["Bandwidth (GB/s)"])
+    slow = f.locator("#comm-slow li")
+    expect(slow).to_have_count(3)
+    for i in range(3):
+        assert slow.nth(i).get_attribute("data-rank") in ("0", "1")
+    expect(f.locator("#comm-matrix")).to_be_visible()
+    shot(page, "communication")
+    # a single-GPU run explains why there is nothing to show
+    f.locator("#run-select").select_option("resnet")
+    expect(f.locator("#canning-root")).to_have_attribute("data-state", "empty", timeout=T)
+    expect(f.locator("#view-empty")).to_contain_text("No communication in this window")
+    assert not errors, errors
