@@ -1,5 +1,6 @@
 """Shared test settings: where the real fixtures are, and the browser to drive."""
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -7,6 +8,9 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 # CI clones the repo into a folder with shared/ beside it, as the developers have it.
 FIXTURES = Path(os.environ.get("CANNING_FIXTURES", REPO.parent / "shared" / "fixtures"))
+
+# Digests of read-only folders (the shared fixtures) go to the user cache: keep the tests' own.
+os.environ.setdefault("CANNING_CACHE_DIR", tempfile.mkdtemp(prefix="canning-test-cache-"))
 
 CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")  # Debian's package, never `playwright install`
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",

@@ -71,6 +71,7 @@ def test_read_only_run_caches_elsewhere(tmp_path, monkeypatch):
 def test_second_open_comes_from_cache(tmp_path):
     run = tmp_path / "logdir" / "r"
     shutil.copytree(fixture_path("hta", "df_index_resolver"), run)
+    os.chmod(run, 0o755)  # the shared fixtures are laid out read-only; this copy is ours
     store = Store(str(tmp_path / "logdir"))
     (worker,) = store.workers("r")
     (win,) = store.windows("r", worker.name)
