@@ -1,0 +1,184 @@
+"""Bytes in, JSON pieces out: file loading, repair of common damage, chunked array decoding.
+
+Memory is the constraint: the file is held once (a bytearray, filled in place even for .gz),
+the top-level object is decoded into zero-copy `msgspec.Raw` views, and a big array is decoded
+a few MB at a time so that only one chunk of Python objects is alive at once.
+"""
+from __future__ import annotations
+
+import os
+import re
+import zlib
+from typing import Any, Callable, Iterator
+
+import msgspec
+
+from .table import InputError, Problem
+
+CHUNK = 4 << 20  # bytes of array text decoded at once
+_READ = 1 << 20
+
+_BAD_TOKEN = re.compile(rb"([\[:,]\s*)(?:-?Infinity|NaN|nan|-?inf|N/A|undefined)(?=\s*[,\]}])")
+_CONTROL = bytes(range(32)).maketrans(bytes(range(32)), b" " * 32)
+_BYTE_AT = re.compile(r"\(byte (\d+)\)")
+
+
+def read_bytes(path: str) -> bytearray:
+    """The whole (decompressed) file; gzip is recognised by its magic bytes, not the name."""
+    try:
+        f = open(path, "rb")
+    except OSError as e:
+        raise InputError(path, f"cannot open: {e.strerror or e}") from None
+    with f:
+        size = os.fstat(f.fileno()).st_size
+        if size == 0:
+            raise InputError(path, "empty file")
+        if f.read(2) == b"\x1f\x8b":
+            f.seek(0)
+            return _gunzip(path, f.read())
+        f.seek(0)
+        buf = bytearray(size)
+        f.readinto(buf)
+        return buf
+
+
+def _gunzip(path: str, comp: bytes) -> bytearray:
+    # ISIZE (last 4 bytes) lets us fill a preallocated buffer: no 2x peak from joining pieces.
+    guess = int.from_bytes(comp[-4:], "little") if len(comp) >= 18 else 0
+    guess = min(guess, 64 * len(comp) + (1 << 20))  # a damaged trailer must not make us allocate GBs
+    out = bytearray(guess)
+    pos, start = 0, 0
+    while start < len(comp):
+        d = zlib.decompressobj(wbits=31)
+        try:
+            for i in range(start, len(comp), _READ):
+                piece = d.decompress(comp[i:i + _READ])
+                if piece:
+                    if pos + len(piece) > len(out):
+                        out.extend(b"\0" * (pos + len(piece) - len(out)))
+                    out[pos:pos + len(piece)] = piece
+                    pos += len(piece)
+                if d.eof:
+                    break
+            piece = d.flush()
+            if piece:
+                out[pos:pos] = piece
+                pos += len(piece)
+        except zlib.error as e:
+            raise InputError(path, f"corrupt gzip stream ({e})") from None
+        if not d.eof:
+            raise InputError(path, f"truncated gzip stream (ends after {pos} uncompressed bytes)")
+        rest = d.unused_data.lstrip(b"\0")  # another gzip member may follow
+        start = len(comp) - len(rest) if rest else len(comp)
+    del out[pos:]
+    if pos == 0:
+        raise InputError(path, "empty file (empty gzip stream)")
+    return out
+
+
+def _kind(buf: bytearray) -> str:
+    m = re.match(rb"\s*(.)", bytes(buf[:64]), re.S)
+    c = m.group(1) if m else b""
+    return {b"[": "a list", b'"': "a string", b"t": "a boolean", b"f": "a boolean",
+            b"n": "null", b"{": "an object"}.get(c, "a number")
+
+
+def decode_top(path: str, buf: bytearray, problems: list[Problem]) -> tuple[dict[str, msgspec.Raw], bytearray]:
+    """The top-level object as {key: Raw}; repairs NaN / N/A tokens and control characters."""
+    repaired: set[str] = set()
+    while True:
+        try:
+            top = msgspec.json.decode(buf, type=dict[str, msgspec.Raw])
+            return top, buf
+        except msgspec.ValidationError:
+            raise InputError(path, f"expected an object with traceEvents, got {_kind(buf)}") from None
+        except msgspec.DecodeError as e:
+            msg = str(e)
+            if "truncated" in msg:
+                raise InputError(path, f"not JSON: unexpected end at byte {len(buf)}") from None
+            m = _BYTE_AT.search(msg)
+            at = int(m.group(1)) if m else -1
+            bad = bytes(buf[at:at + 12]) if at >= 0 else b""
+            fix = None
+            if bad[:1] and bad[0] < 32 and "control" not in repaired:
+                fix = "control"
+                buf = bytearray(buf.translate(_CONTROL))
+                problems.append(Problem(path, "control characters inside strings replaced by spaces", "warning"))
+            elif at >= 0 and "tokens" not in repaired:
+                new, n = _BAD_TOKEN.subn(rb"\1null", buf)
+                if n:
+                    fix = "tokens"
+                    buf = bytearray(new)
+                    problems.append(Problem(path, f"{n} bare NaN/Infinity/N/A values read as null", "warning"))
+            if fix is None:
+                raise InputError(path, f"not JSON: {msg}") from None
+            repaired.add(fix)
+
+
+def value_span(buf: bytearray, key: bytes, raw: msgspec.Raw) -> tuple[int, int]:
+    """Where the value `raw` of top-level `key` lies in buf (Raw keeps no offset)."""
+    n = len(memoryview(raw))
+    head = bytes(memoryview(raw)[:64])
+    i = buf.find(b'"' + key + b'"')
+    while i >= 0:
+        j = i + len(key) + 2
+        m = re.match(rb"\s*:\s*", bytes(buf[j:j + 64]))
+        if m:
+            s = j + m.end()
+            tail = bytes(memoryview(raw)[-64:])
+            if buf[s:s + len(head)] == head and buf[s + n - len(tail):s + n] == tail:
+                return s, s + n
+        i = buf.find(b'"' + key + b'"', i + 1)
+    raise ValueError("value not found")
+
+
+def _next_cut(buf: bytearray, pos: int, end: int) -> int:
+    """Index of a ',' that looks like it separates two array elements ('},' then '{'), else end."""
+    while pos < end:
+        i = buf.find(b"},", pos, end)
+        if i < 0:
+            return end
+        j = i + 2
+        while j < end and buf[j] in b" \t\r\n":
+            j += 1
+        if j < end and buf[j] == 0x7B:  # '{'
+            return i + 1
+        pos = i + 2
+    return end
+
+
+def iter_chunks(buf: bytearray, start: int, end: int, decode: Callable[[bytes], Any],
+                on_utf8: Callable[[], None], chunk: int = CHUNK) -> Iterator[Any]:
+    """decode(b"[...]") over pieces of the array buf[start:end] ('[' at start, ']' at end-1).
+
+    A cut at a wrong place (inside a string or a nested object) always leaves the piece
+    unbalanced, so it fails to decode; the piece is then extended to the next cut. The array
+    as a whole was already validated by `decode_top`.
+    """
+    s, stop = start + 1, end - 1
+    view = memoryview(buf)
+    while s < stop:
+        e = _next_cut(buf, s + chunk, stop)
+        while True:
+            # decode in place: put brackets around the piece for a moment (no copy of the text)
+            before, after = buf[s - 1], buf[e]
+            buf[s - 1], buf[e] = 0x5B, 0x5D
+            try:  # decode() handles type errors itself; what comes here is syntax
+                out = decode(view[s - 1:e + 1])
+                break
+            except msgspec.DecodeError as err:
+                if "UTF-8" in str(err):
+                    piece = bytes(view[s - 1:e + 1]).decode("utf-8", "replace").encode("utf-8")
+                    try:
+                        out = decode(piece)
+                        on_utf8()
+                        break
+                    except msgspec.DecodeError:
+                        pass
+                if e >= stop:
+                    raise
+            finally:
+                buf[s - 1], buf[e] = before, after
+            e = _next_cut(buf, e + 1, stop)
+        yield out
+        s = e + 1
