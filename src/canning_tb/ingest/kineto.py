@@ -404,7 +404,9 @@ class _Reader:
             m.world_size = _int(dist.get("world_size"), 1)
         rank = _int(dist.get("rank"), None) if isinstance(dist, dict) else None
         if rank is None:
-            self.problems.append(Problem(self.path, "no rank in distributedInfo: assuming rank 0", "warning"))
+            # A trace without distributedInfo is a single process: rank 0 is a fact, not a guess.
+            if isinstance(dist, dict):
+                self.problems.append(Problem(self.path, "no rank in distributedInfo: assuming rank 0", "warning"))
             rank = 0
         m.rank = rank
         m.environment = env
