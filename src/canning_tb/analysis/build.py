@@ -1,0 +1,124 @@
+"""EventTable -> Digest: every section, from pure functions of the table."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from google.protobuf.descriptor import FieldDescriptor
+
+from ..ingest.table import EventTable
+from . import digest_pb2 as pb
+from .communication import communication_stats
+from .context import Context
+from .digest import SCHEMA_VERSION
+from .kernels import kernel_stats
+from .memory import memory_stats
+from .ops import op_stats
+from .rules import rule_hits
+from .steps import breakdowns
+
+_FIELDS = {"compute": "compute_ns", "overlapped": "overlapped_ns", "communication": "communication_ns",
+           "memcpy": "memcpy_ns", "memset": "memset_ns", "runtime": "runtime_ns", "dataloader": "dataloader_ns",
+           "host": "host_ns", "idle": "idle_ns"}
+
+
+def _window(d: pb.Digest, t: EventTable) -> None:
+    m = t.meta
+    w = d.window
+    w.format, w.rank, w.world_size = m.format or "", int(m.rank), int(m.world_size)
+    w.worker, w.host, w.pid = m.worker or "", m.host or "", int(m.pid)
+    ev = t.events
+    start = m.start_ns if m.start_ns not in (None, -1) else (int(ev["ts"].min()) if len(t) else -1)
+    end = m.end_ns if m.end_ns not in (None, -1) else (int((ev["ts"] + ev["dur"]).max()) if len(t) else -1)
+    w.start_ns, w.end_ns = int(start), int(end)
+    for dv in m.devices:
+        x = w.devices.add(kind=str(dv.get("kind", "")), index=int(dv.get("index", 0) or 0), name=str(dv.get("name", "") or ""),
+                          memory_bytes=int(dv.get("memory", -1) if dv.get("memory") is not None else -1),
+                          compute_capability=str(dv.get("compute_capability", "") or ""))
+        for k, v in dv.items():
+            if k not in ("kind", "index", "name", "memory", "compute_capability") and v is not None:
+                x.properties[str(k)] = str(v)
+    for k, v in (m.environment or {}).items():
+        w.environment[str(k)] = str(v)
+    w.source_files.extend(str(s) for s in m.source_files)
+
+
+def _steps(d: pb.Digest, t: EventTable):
+    nums, starts, durs, res = breakdowns(t)
+    for i in range(len(nums)):
+        s = d.steps.add(number=int(nums[i]), start_ns=int(starts[i]), dur_ns=int(durs[i]))
+        s.breakdown.total_ns = int(durs[i])
+        for c, f in _FIELDS.items():
+            setattr(s.breakdown, f, int(res[c][i]))
+    n = max(len(nums), 1)
+    a = d.average
+    a.total_ns = int(round(float(np.sum(durs)) / n))
+    used = 0
+    for c, f in _FIELDS.items():
+        if c == "idle":
+            continue
+        v = int(round(float(np.sum(res[c])) / n))
+        setattr(a, f, v)
+        used += v
+    a.idle_ns = max(a.total_ns - used, 0)
+    return nums, starts, starts + durs, res
+
+
+def _ascend_step_trace(d: pb.Digest, t: EventTable) -> None:
+    st = t.extras.get("step_trace")
+    if not isinstance(st, list) or not st:
+        return
+    for col in ("computing_ns", "communication_not_overlapped_ns", "overlapped_ns", "communication_ns", "free_ns",
+                "stage_ns", "bubble_ns", "preparing_ns"):
+        vals = [r.get(col) for r in st if isinstance(r, dict) and r.get(col) is not None]
+        if vals:
+            d.scalars[f"step_trace_{col}"] = float(np.mean(vals))
+
+
+def build_digest(table: EventTable) -> pb.Digest:
+    d = pb.Digest(schema_version=SCHEMA_VERSION)
+    _window(d, table)
+    ctx = Context(table)
+    nums, starts, ends, res = _steps(d, table)
+    by_name, by_shape, by_stack = op_stats(ctx)
+    d.ops_by_name.extend(by_name)
+    d.ops_by_shape.extend(by_shape)
+    d.ops_by_stack.extend(by_stack)
+    kn, ko, cores = kernel_stats(ctx)
+    d.kernels_by_name.extend(kn)
+    d.kernels_by_op.extend(ko)
+    d.cores.extend(cores)
+    d.memory.extend(memory_stats(ctx))
+    d.communication.CopyFrom(communication_stats(ctx, starts, ends, nums, res))
+    for p in table.problems:
+        d.problems.add(file=str(p.file), message=str(p.message), severity=str(p.severity))
+    _ascend_step_trace(d, table)
+    a = d.average
+    d.scalars["step_time_ms"] = a.total_ns / 1e6
+    d.scalars["steps"] = float(len(d.steps))
+    if a.total_ns:
+        for c, f in _FIELDS.items():
+            d.scalars[f"share_{c}"] = getattr(a, f) / a.total_ns
+    d.scalars["communication_not_overlapped_share"] = d.communication.not_overlapped_share
+    for m in d.memory:
+        if m.peak_allocated_bytes >= 0:
+            d.scalars[f"peak_memory_bytes/{m.device}"] = float(m.peak_allocated_bytes)
+    d.rule_hits.extend(rule_hits(d))
+    return d
+
+
+def digest_to_dict(msg) -> dict[str, Any]:
+    """JSON-friendly dict of a message: every field (defaults too), ints stay ints."""
+    out: dict[str, Any] = {}
+    for f in msg.DESCRIPTOR.fields:
+        v = getattr(msg, f.name)
+        if f.message_type is not None and f.message_type.GetOptions().map_entry:
+            vf = f.message_type.fields_by_name["value"]
+            out[f.name] = {k: (digest_to_dict(x) if vf.message_type is not None else x) for k, x in v.items()}
+        elif f.is_repeated if hasattr(f, "is_repeated") else f.label == FieldDescriptor.LABEL_REPEATED:
+            out[f.name] = [digest_to_dict(x) for x in v] if f.message_type is not None else list(v)
+        elif f.message_type is not None:
+            out[f.name] = digest_to_dict(v)
+        else:
+            out[f.name] = v
+    return out

@@ -1,0 +1,86 @@
+"""Work shared by several sections of the digest, computed once per table (lazily)."""
+from __future__ import annotations
+
+from functools import cached_property
+
+import numpy as np
+
+from ..ingest.table import NONE, EventTable, Kind
+from .common import DEVICE_KINDS, Nesting, join_on, kind_mask, nest, sum_up_tree
+
+
+class Context:
+    """Host nesting and kernel -> launching op attribution of one table.
+
+    Host nesting covers CPU_OP, USER_ANNOTATION and RUNTIME events on the host (device NONE).
+    A device event is attributed to the host op/annotation that launched it: the CPU_OP /
+    USER_ANNOTATION with the same `external_id` (Kineto gives kernels the id of the innermost op
+    active at launch; torch_npu's torch_to_npu flow the same); failing that, the innermost op
+    enclosing its RUNTIME launch (joined on `correlation`) on the launching thread.
+    """
+
+    def __init__(self, table: EventTable):
+        self.table = table
+        self.ev = table.events
+
+    @cached_property
+    def host(self) -> Nesting:
+        ev = self.ev
+        m = kind_mask(self.table, (Kind.CPU_OP, Kind.USER_ANNOTATION, Kind.RUNTIME)) & (ev["device"] == NONE)
+        return nest(self.table, np.flatnonzero(m))
+
+    @cached_property
+    def host_kind(self) -> np.ndarray:
+        return self.ev["kind"][self.host.rows]
+
+    @cached_property
+    def device_rows(self) -> np.ndarray:
+        return np.flatnonzero(kind_mask(self.table, DEVICE_KINDS))
+
+    @cached_property
+    def device_owner(self) -> np.ndarray:
+        """Per device row: position in host.rows of the launching op/annotation, or NONE."""
+        ev, h = self.ev, self.host
+        dev = self.device_rows
+        owner = np.full(len(dev), NONE, np.int64)
+        if len(dev) == 0 or len(h.rows) == 0:
+            return owner
+        hk = self.host_kind
+        op_pos = np.flatnonzero((hk != int(Kind.RUNTIME)) & (ev["external_id"][h.rows] != NONE))
+        hit = join_on(ev["external_id"][dev], ev["external_id"][h.rows[op_pos]])
+        ok = hit != NONE
+        owner[ok] = op_pos[hit[ok]]
+        todo = np.flatnonzero(~ok)
+        if len(todo):
+            rt_pos = np.flatnonzero((hk == int(Kind.RUNTIME)) & (ev["correlation"][h.rows] != NONE))
+            hit2 = join_on(ev["correlation"][dev[todo]], ev["correlation"][h.rows[rt_pos]])
+            ok2 = hit2 != NONE
+            par = np.full(len(todo), NONE, np.int64)
+            par[ok2] = h.parent[rt_pos[hit2[ok2]]]
+            # a launch nested in another runtime call (CANN API layers) is not an op
+            par[(par != NONE) & (hk[np.maximum(par, 0)] == int(Kind.RUNTIME))] = NONE
+            owner[todo] = par
+        return owner
+
+    @cached_property
+    def device_self(self) -> np.ndarray:
+        """Per host position: device time of the events it launched itself."""
+        out = np.zeros(len(self.host.rows), np.int64)
+        own = self.device_owner
+        ok = own != NONE
+        np.add.at(out, own[ok], self.ev["dur"][self.device_rows[ok]])
+        return out
+
+    @cached_property
+    def device_total(self) -> np.ndarray:
+        return sum_up_tree(self.device_self, self.host)
+
+    @cached_property
+    def host_self(self) -> np.ndarray:
+        """dur minus the durations of direct children (RUNTIME children not subtracted)."""
+        h = self.host
+        dur = self.ev["dur"][h.rows]
+        child = np.zeros(len(h.rows), np.int64)
+        sel = (h.parent != NONE) & (self.host_kind != int(Kind.RUNTIME))
+        np.add.at(child, h.parent[sel], dur[sel])
+        return np.maximum(dur - child, 0)

@@ -1,0 +1,122 @@
+"""Kernel statistics: by name, by name + launching op; per-core time.
+
+Kernels here are KERNEL and COMM_KERNEL events (device compute and device communication;
+memcpy/memset are not kernels). The launching op is the innermost host op/annotation that
+launched it (context.Context.device_owner); "" when unknown.
+
+Tensor Cores (GPU): a kernel uses them when its name contains one of TC_KERNEL_SUBSTRINGS
+(case-sensitive substrings of the cuBLAS / cuDNN / CUTLASS kernel naming: the mma shape codes
+884 / 1688 / 16816 / 8816, hmma/imma, xmma gemm/conv kernels, tf32 gemms, sm80+ cutlass
+tensorop kernels, flash attention). `cores` reports NPU time per accelerator core (the `core`
+column), and on GPU "Tensor Cores" / "Other" kernel time.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..ingest.table import NONE, Kind
+from . import digest_pb2 as pb
+from .common import group_rows, id_mask
+from .context import Context
+
+TC_KERNEL_SUBSTRINGS = (
+    "h884", "s884", "h1688", "s1688", "i8816", "16816", "884gemm", "1688gemm", "hmma", "imma", "HMMA",
+    "xmma_gemm", "xmma_implicit_gemm", "xmma_fprop", "xmma_dgrad", "xmma_wgrad", "gemm_tf32", "tf32gemm",
+    "_tensorop_", "tensorop", "wmma", "sm80_xmma", "sm90_xmma", "flash_fwd", "flash_bwd", "fmha",
+)
+
+
+def uses_tensor_cores(name: str) -> bool:
+    return any(s in name for s in TC_KERNEL_SUBSTRINGS)
+
+
+def _kernel_rows(ctx: Context) -> tuple[np.ndarray, np.ndarray]:
+    """(table rows, positions in ctx.device_rows) of the kernels."""
+    ev = ctx.ev
+    dev = ctx.device_rows
+    k = ev["kind"][dev]
+    sel = np.flatnonzero((k == int(Kind.KERNEL)) | (k == int(Kind.COMM_KERNEL)))
+    return dev[sel], sel
+
+
+def _group_stats(ctx: Context, rows: np.ndarray, keys: np.ndarray):
+    ev = ctx.ev
+    u, inv = group_rows(keys)
+    ng = len(u)
+    dur = ev["dur"][rows]
+    calls = np.bincount(inv, minlength=ng)
+    tot = np.bincount(inv, weights=dur, minlength=ng)
+    mn = np.full(ng, np.iinfo(np.int64).max, np.int64)
+    mx = np.full(ng, np.iinfo(np.int64).min, np.int64)
+    np.minimum.at(mn, inv, dur)
+    np.maximum.at(mx, inv, dur)
+    blocks = ev["blocks"][rows]
+    known = blocks != NONE
+    bsum = np.bincount(inv[known], weights=blocks[known], minlength=ng)
+    bcnt = np.bincount(inv[known], minlength=ng)
+    mean_blocks = np.where(bcnt > 0, bsum / np.maximum(bcnt, 1), -1.0)
+
+    def most(col):
+        # the most frequent value of col per group
+        v = col[rows].astype(np.int64)
+        uu, cinv = group_rows(np.stack([inv, v], axis=1))
+        cnt = np.bincount(cinv.reshape(-1))
+        order = np.lexsort((-cnt, uu[:, 0]))
+        g = uu[order, 0]
+        first = order[np.r_[True, g[1:] != g[:-1]]]
+        out = np.full(ng, NONE, np.int64)
+        out[uu[first, 0]] = uu[first, 1]
+        return out
+
+    return u, calls, tot, mn, mx, mean_blocks, most(ev["stream"]), most(ev["device"]), most(ev["core"])
+
+
+def kernel_stats(ctx: Context) -> tuple[list, list, list]:
+    """(kernels_by_name, kernels_by_op, cores), sorted by total time."""
+    t, ev = ctx.table, ctx.ev
+    rows, dpos = _kernel_rows(ctx)
+    if len(rows) == 0:
+        return [], [], []
+    name = ev["name"][rows].astype(np.int64)
+    owner = ctx.device_owner[dpos]
+    op_name = np.where(owner != NONE, ev["name"][ctx.host.rows[np.maximum(owner, 0)]], NONE).astype(np.int64)
+    comm = ev["kind"][rows] == int(Kind.COMM_KERNEL)
+
+    def build(keys, with_op):
+        u, calls, tot, mn, mx, mb, stream, device, core = _group_stats(ctx, rows, keys)
+        is_comm = np.zeros(len(u), bool)
+        _, inv = group_rows(keys)
+        np.logical_or.at(is_comm, inv.reshape(-1), comm)
+        out = []
+        for i in range(len(u)):
+            nm = t.strings[int(u[i, 0])] or ""
+            k = pb.KernelStat(name=nm, calls=int(calls[i]), total_ns=int(round(tot[i])), min_ns=int(mn[i]), max_ns=int(mx[i]),
+                              device=int(device[i]), stream=int(stream[i]), core=t.strings[int(core[i])] or "" if core[i] >= 0 else "",
+                              mean_blocks=float(mb[i]), tensor_cores=uses_tensor_cores(nm), communication=bool(is_comm[i]))
+            if with_op:
+                k.op_name = t.strings[int(u[i, 1])] or "" if u[i, 1] >= 0 else ""
+            out.append(k)
+        out.sort(key=lambda k: (-k.total_ns, k.name, k.op_name))
+        return out
+
+    by_name = build(name[:, None], False)
+    by_op = build(np.stack([name, op_name], axis=1), True)
+
+    cores = []
+    core_col = ev["core"][rows]
+    if (core_col != NONE).any():
+        u, inv = np.unique(core_col, return_inverse=True)
+        calls = np.bincount(inv.reshape(-1))
+        tot = np.bincount(inv.reshape(-1), weights=ev["dur"][rows])
+        for i in np.argsort(-tot, kind="stable"):
+            cores.append(pb.CoreStat(core=t.strings[int(u[i])] if u[i] >= 0 else "unknown", calls=int(calls[i]),
+                                     total_ns=int(round(tot[i]))))
+    elif (ctx.table.meta.format != "ascend" and (ev["kind"][rows] == int(Kind.KERNEL)).any()
+          and not any(str(dv.get("kind", "")).lower() in ("rocm", "npu") for dv in ctx.table.meta.devices)):
+        u = np.unique(name)
+        tc = np.array([uses_tensor_cores(t.strings[int(x)] or "") for x in u], dtype=bool)
+        tcmask = id_mask(name, u[tc], len(t.strings))
+        kern = ev["kind"][rows] == int(Kind.KERNEL)
+        for label, m in (("Tensor Cores", tcmask & kern), ("Other", ~tcmask & kern)):
+            cores.append(pb.CoreStat(core=label, calls=int(m.sum()), total_ns=int(ev["dur"][rows][m].sum())))
+    return by_name, by_op, cores

@@ -1,0 +1,340 @@
+"""Memory: curves, peaks, allocation events and per-op statistics per device.
+
+- Curve: the running totals of the records (Kineto `[memory]` records carry Total Allocated /
+  Total Reserved after the record). Ascend memory_record rows are per-component samples: the
+  curve uses the `PTA+GE` component when present, else `PTA`; records of other components
+  only feed `components`. Old Kineto records without running totals: the running sum of the
+  signed sizes, shifted so that the lowest point is 0 (what was held before the window is
+  unknown, so that curve and its peak are relative).
+- Downsampling: at most MAX_POINTS points; the records are cut in MAX_POINTS/2 - 1 buckets by
+  index and each keeps its minimum and maximum allocated point (plus the first and last point),
+  so every local extreme that matters, and the exact global peak, stay in the curve.
+- Allocation events: records with bytes > 0 paired with the next record of the same device and
+  address having bytes < 0 (the free). Frees without an allocation in the window give events
+  with alloc_ns = -1. Events are in time order; beyond MAX_EVENTS the largest are kept, largest
+  first (events_truncated set). The op of an allocation: the `op` column when the reader set it, else the
+  innermost CPU_OP enclosing the record's time on the busiest host thread that has one (memory
+  records carry no thread: a sound approximation for the usual single training thread).
+  Ascend: extras["operator_memory"] (operator_memory.csv) gives allocation events and op names.
+- Per-op statistics (names as torch-tb-profiler's Memory Statistics): allocations / bytes
+  (children included) and self ones, increase = net signed bytes while the op ran.
+"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from ..ingest.table import NONE, EventTable, Kind
+from . import digest_pb2 as pb
+from .common import id_mask, ids_matching, innermost_at, nest, sum_up_tree
+from .context import Context
+
+MAX_POINTS = 2000
+MAX_EVENTS = 10000
+EMPTY_CACHE_RE = re.compile(r"empty_cache", re.I)
+
+
+def downsample(values: np.ndarray, max_points: int = MAX_POINTS) -> np.ndarray:
+    """Indices to keep: min/max per bucket, first and last, the global maximum always kept."""
+    n = len(values)
+    if n <= max_points:
+        return np.arange(n)
+    nb = max(1, (max_points - 2) // 2)
+    edges = np.linspace(0, n, nb + 1).astype(np.int64)
+    idx = np.arange(n)
+    bucket = np.searchsorted(edges, idx, side="right") - 1
+    # argmax / argmin per bucket via lexsort
+    o_max = np.lexsort((-values, bucket))
+    o_min = np.lexsort((values, bucket))
+    first_in_bucket = np.r_[True, bucket[o_max][1:] != bucket[o_max][:-1]]
+    keep = np.concatenate([[0, n - 1, int(np.argmax(values))], o_max[first_in_bucket],
+                           o_min[np.r_[True, bucket[o_min][1:] != bucket[o_min][:-1]]]])
+    return np.unique(keep)
+
+
+def _device_capacity(table: EventTable, device: str) -> int:
+    m = re.match(r"([a-zA-Z]+):?(\d+)?", device or "")
+    if not m:
+        return -1
+    kind, idx = m.group(1).lower(), int(m.group(2) or 0)
+    for d in table.meta.devices:
+        if str(d.get("kind", "")).lower() == kind and int(d.get("index", 0)) == idx:
+            mem = d.get("memory", -1)
+            return int(mem) if mem is not None else -1
+    if kind in ("cuda", "npu", "gpu") and len(table.meta.devices) == 1:
+        mem = table.meta.devices[0].get("memory", -1)
+        return int(mem) if mem is not None else -1
+    return -1
+
+
+def _columns(extra) -> dict[str, np.ndarray] | None:
+    """Accept a dict of columns or a list of row dicts."""
+    if extra is None:
+        return None
+    if isinstance(extra, dict):
+        return {k: np.asarray(v) for k, v in extra.items()}
+    if isinstance(extra, list) and extra and isinstance(extra[0], dict):
+        keys = extra[0].keys()
+        return {k: np.asarray([r.get(k) for r in extra]) for k in keys}
+    return None
+
+
+def _pick(cols: dict, *names):
+    for n in names:
+        if n in cols:
+            return cols[n]
+    low = {k.lower(): k for k in cols}
+    for n in names:
+        if n.lower() in low:
+            return cols[low[n.lower()]]
+    return None
+
+
+def _num(a, default=-1) -> np.ndarray:
+    out = np.full(len(a), default, dtype=np.float64)
+    for i, v in enumerate(a):  # extras are small pre-aggregated tables
+        try:
+            if v is not None and v != "":
+                out[i] = float(v)
+        except (TypeError, ValueError):
+            pass
+    return out
+
+
+def memory_stats(ctx: Context) -> list:
+    t = ctx.table
+    mem = t.memory
+    ev = t.events
+    out = []
+    n_empty = int(id_mask(ev["name"][ev["kind"] == int(Kind.CPU_OP)], ids_matching(t, EMPTY_CACHE_RE), len(t.strings)).sum())
+    op_rows = np.flatnonzero((ev["kind"] == int(Kind.CPU_OP)) & (ev["device"] == NONE))
+    op_nest = None
+
+    devices = np.unique(mem["device"]) if len(mem["ts"]) else np.zeros(0, np.int32)
+    comp_col = mem["component"]
+    comp_names = {int(c): t.strings[int(c)] for c in np.unique(comp_col) if c >= 0}
+    for dev_id in devices:
+        dname = t.strings[int(dev_id)] or ""
+        dm = np.flatnonzero(mem["device"] == dev_id)
+        comps = comp_col[dm]
+        curve_rows = dm
+        if (comps != NONE).any():
+            want = None
+            for label in ("PTA+GE", "PTA"):
+                cid = [c for c, s in comp_names.items() if s == label]
+                if cid and (comps == cid[0]).any():
+                    want = cid[0]
+                    break
+            curve_rows = dm[comps == want] if want is not None else dm[comps == NONE]
+        curve_rows = curve_rows[np.argsort(mem["ts"][curve_rows], kind="stable")]
+        alloc = mem["allocated"][curve_rows]
+        known = alloc != NONE
+        derived = None
+        if not known.any() and (mem["bytes"][curve_rows] != 0).any():
+            # old Kineto records (no Total Allocated): running sum of the changes, shifted so the
+            # lowest point of the window is 0 (memory held before the window is unknown)
+            cs = np.cumsum(mem["bytes"][curve_rows])
+            derived = cs - min(int(cs.min()), 0)
+            known = np.ones(len(curve_rows), bool)
+        d = pb.DeviceMemory(device=dname, capacity_bytes=_device_capacity(t, dname), empty_cache_calls=n_empty)
+        d.peak_allocated_bytes = -1
+        d.peak_ts_ns = -1
+        d.peak_reserved_bytes = -1
+        cr = curve_rows[known]
+        if len(cr):
+            a = mem["allocated"][cr] if derived is None else derived
+            keep = downsample(a)
+            p = int(np.argmax(a))
+            d.peak_allocated_bytes = int(a[p])
+            d.peak_ts_ns = int(mem["ts"][cr[p]])
+            d.curve_ts_ns.extend(mem["ts"][cr[keep]].tolist())
+            d.curve_allocated_bytes.extend(a[keep].tolist())
+            d.curve_reserved_bytes.extend(mem["reserved"][cr[keep]].tolist())
+            act = mem["active"][cr[keep]]
+            if (act != NONE).any():
+                d.curve_active_bytes.extend(act.tolist())
+        res = mem["reserved"][curve_rows]
+        if (res != NONE).any():
+            d.peak_reserved_bytes = int(res[res != NONE].max())
+        # components (memory_record components on NPU)
+        for c in np.unique(comps[comps != NONE]):
+            rr = dm[comps == c]
+            ra, rs = mem["allocated"][rr], mem["reserved"][rr]
+            d.components.add(component=comp_names[int(c)],
+                             peak_reserved_bytes=int(rs.max()) if (rs != NONE).any() else -1,
+                             peak_allocated_bytes=int(ra.max()) if (ra != NONE).any() else -1)
+        # allocations and frees
+        b = mem["bytes"][dm]
+        d.allocations = int((b > 0).sum())
+        d.frees = int((b < 0).sum())
+        d.allocated_bytes = int(b[b > 0].sum())
+        rec = dm[b != 0]
+        if len(rec):
+            if op_nest is None:
+                op_nest = nest(t, op_rows)
+            inner = innermost_at(t, op_nest, mem["ts"][rec])
+            _events(d, t, rec, inner, op_nest)
+            _op_memory(d, t, rec, inner, op_nest)
+        out.append(d)
+    _ascend_extras(ctx, out, n_empty)
+    return out
+
+
+def _events(d, t: EventTable, rec: np.ndarray, inner: np.ndarray, op_nest) -> None:
+    mem = t.memory
+    b = mem["bytes"][rec]
+    addr = mem["addr"][rec]
+    ts = mem["ts"][rec]
+    opcol = mem["op"][rec]
+    inner_name = np.full(len(rec), NONE, np.int64)
+    has_op = inner != NONE
+    inner_name[has_op] = t.events["name"][op_nest.rows[inner[has_op]]]
+    opname = np.where(opcol != NONE, opcol, inner_name)
+    has = addr != NONE
+    idx = np.flatnonzero(has)
+    order = idx[np.lexsort((ts[idx], addr[idx]))]
+    a_s, b_s = addr[order], b[order]
+    nxt_same = np.r_[a_s[1:] == a_s[:-1], False]
+    prv_same = np.r_[False, a_s[1:] == a_s[:-1]]
+    is_alloc = b_s > 0
+    paired = is_alloc & nxt_same & np.r_[b_s[1:] < 0, False]
+    alloc_pos = order[is_alloc]
+    free_ts = np.full(len(order), -1, np.int64)
+    free_ts[paired] = ts[order[np.flatnonzero(paired) + 1]]
+    ev_op = opname[alloc_pos]
+    ev_bytes = b[alloc_pos]
+    ev_a = ts[alloc_pos]
+    ev_f = free_ts[is_alloc]
+    # frees whose allocation happened before the window
+    orphan = (b_s < 0) & ~(prv_same & np.r_[False, b_s[:-1] > 0])
+    op_o = opname[order[orphan]]
+    ev_op = np.r_[ev_op, op_o]
+    ev_bytes = np.r_[ev_bytes, -b_s[orphan]]
+    ev_a = np.r_[ev_a, np.full(int(orphan.sum()), -1, np.int64)]
+    ev_f = np.r_[ev_f, ts[order[orphan]]]
+    n = len(ev_bytes)
+    when = np.where(ev_a >= 0, ev_a, ev_f)
+    keep = np.lexsort((ev_bytes, when))  # by time
+    if n > MAX_EVENTS:  # the largest, largest first (as the schema says)
+        keep = np.lexsort((when, -ev_bytes))[:MAX_EVENTS]
+        d.events_truncated = True
+    for i in keep:
+        d.events.add(op=t.strings[int(ev_op[i])] or "" if ev_op[i] >= 0 else "", bytes=int(ev_bytes[i]),
+                     alloc_ns=int(ev_a[i]), free_ns=int(ev_f[i]))
+
+
+def _op_memory(d, t: EventTable, rec: np.ndarray, inner: np.ndarray, op_nest) -> None:
+    mem = t.memory
+    n = len(op_nest.rows)
+    if n == 0:
+        return
+    b = mem["bytes"][rec]
+    ok = inner != NONE
+    pos = inner[ok]
+    bb = b[ok]
+    self_alloc = np.zeros(n, np.int64)
+    self_bytes = np.zeros(n, np.int64)
+    self_inc = np.zeros(n, np.int64)
+    np.add.at(self_alloc, pos[bb > 0], 1)
+    np.add.at(self_bytes, pos[bb > 0], bb[bb > 0])
+    np.add.at(self_inc, pos, bb)
+    tot_alloc = sum_up_tree(self_alloc, op_nest)
+    tot_bytes = sum_up_tree(self_bytes, op_nest)
+    tot_inc = sum_up_tree(self_inc, op_nest)
+    names = t.events["name"][op_nest.rows]
+    touched = tot_alloc + np.abs(tot_inc) > 0
+    if not touched.any():
+        return
+    u, inv = np.unique(names[touched], return_inverse=True)
+    inv = inv.reshape(-1)
+    agg = [np.bincount(inv, weights=x[touched], minlength=len(u)).astype(np.int64)
+           for x in (tot_alloc, tot_bytes, self_alloc, self_bytes, tot_inc, self_inc)]
+    order = np.argsort(-agg[1], kind="stable")
+    for i in order:
+        d.ops.add(name=t.strings[int(u[i])] or "", allocations=int(agg[0][i]), allocated_bytes=int(agg[1][i]),
+                  self_allocations=int(agg[2][i]), self_allocated_bytes=int(agg[3][i]),
+                  increase_bytes=int(agg[4][i]), self_increase_bytes=int(agg[5][i]))
+
+
+def _ascend_extras(ctx: Context, out: list, n_empty: int) -> None:
+    """NPU: operator_memory.csv -> allocation events/stats; npu_module_mem.csv -> components."""
+    t = ctx.table
+    ex = t.extras
+    opm = _columns(ex.get("operator_memory"))
+    mods = _columns(ex.get("npu_module_mem"))
+    if opm is None and mods is None:
+        return
+
+    def dev_entry(name: str):
+        norm = (name or "").lower()
+        for d in out:
+            if d.device.lower() == norm:
+                return d
+        d = pb.DeviceMemory(device=name, capacity_bytes=_device_capacity(t, name), empty_cache_calls=n_empty,
+                            peak_allocated_bytes=-1, peak_ts_ns=-1, peak_reserved_bytes=-1)
+        out.append(d)
+        return d
+
+    default_dev = out[0].device if out else "npu:0"
+    if opm is not None:
+        names = _pick(opm, "name", "Name", "op")
+        size = _pick(opm, "bytes", "size_bytes", "size", "Size(KB)")
+        a_ts = _pick(opm, "alloc_ns", "allocation_ns", "allocation_time_ns", "alloc_ts", "Allocation Time(us)")
+        f_ts = _pick(opm, "free_ns", "release_ns", "release_time_ns", "free_ts", "Release Time(us)")
+        devs = _pick(opm, "device", "Device Type", "device_type")
+        if names is not None and size is not None:
+            n = len(names)
+            sz = _num(size, 0)
+            if "Size(KB)" in opm and size is opm["Size(KB)"]:
+                sz = sz * 1024
+            at = _num(a_ts) if a_ts is not None else np.full(n, -1.0)
+            ft = _num(f_ts) if f_ts is not None else np.full(n, -1.0)
+            dv = np.asarray([str(x) for x in devs]) if devs is not None else np.full(n, default_dev)
+            for dn in np.unique(dv):
+                sel = np.flatnonzero(dv == dn)
+                d = dev_entry(str(dn) if str(dn) else default_dev)
+                if d.allocations == 0:
+                    pos = sel[sz[sel] > 0]
+                    d.allocations = len(pos)
+                    d.frees = int((ft[pos] >= 0).sum())
+                    d.allocated_bytes = int(sz[pos].sum())
+                    d.events_truncated = len(pos) > MAX_EVENTS
+                    if d.events_truncated:  # the largest, largest first
+                        order = pos[np.lexsort((at[pos], -sz[pos]))][:MAX_EVENTS]
+                    else:
+                        order = pos[np.argsort(at[pos], kind="stable")]
+                    del d.events[:]
+                    for i in order:
+                        d.events.add(op=str(names[i]), bytes=int(sz[i]), alloc_ns=int(at[i]), free_ns=int(ft[i]))
+                if len(d.ops) == 0:
+                    nm = np.asarray([str(x) for x in names[sel]])
+                    uu, inv = np.unique(nm, return_inverse=True)
+                    inv = inv.reshape(-1)
+                    cnt = np.bincount(inv, weights=(sz[sel] > 0), minlength=len(uu)).astype(np.int64)
+                    byt = np.bincount(inv, weights=np.maximum(sz[sel], 0), minlength=len(uu)).astype(np.int64)
+                    freed = np.bincount(inv, weights=np.where(ft[sel] >= 0, sz[sel], 0), minlength=len(uu)).astype(np.int64)
+                    for i in np.argsort(-byt, kind="stable"):
+                        d.ops.add(name=str(uu[i]), allocations=int(cnt[i]), allocated_bytes=int(byt[i]),
+                                  self_allocations=int(cnt[i]), self_allocated_bytes=int(byt[i]),
+                                  increase_bytes=int(byt[i] - freed[i]), self_increase_bytes=int(byt[i] - freed[i]))
+    if mods is not None:
+        comp = _pick(mods, "component", "Component")
+        resv = _pick(mods, "reserved", "reserved_bytes", "total_reserved", "Total Reserved(MB)")
+        devs = _pick(mods, "device", "Device")
+        if comp is not None and resv is not None:
+            rv = _num(resv)
+            if "Total Reserved(MB)" in mods and resv is mods["Total Reserved(MB)"]:
+                rv = rv * 1024 * 1024
+            dv = np.asarray([str(x) for x in devs]) if devs is not None else np.full(len(comp), default_dev)
+            cn = np.asarray([str(x) for x in comp])
+            for dn in np.unique(dv):
+                d = dev_entry(str(dn))
+                have = {c.component for c in d.components}
+                sel = dv == dn
+                for c in np.unique(cn[sel]):
+                    if c in have:
+                        continue
+                    v = rv[sel & (cn == c)]
+                    d.components.add(component=str(c), peak_reserved_bytes=int(v.max()) if len(v) else -1,
+                                     peak_allocated_bytes=-1)

@@ -1,0 +1,186 @@
+"""Operator statistics: by name, by name + input shapes, by name + call stack.
+
+Rows: CPU_OP events on the host, ProfilerStep#N excluded.
+- host total = the event's duration; host self = total minus its direct children on the same
+  thread (CPU_OP / USER_ANNOTATION children; RUNTIME launches are not subtracted, as in
+  torch-tb-profiler); nesting from `common.nest` (sort-based, vectorised).
+- device self = duration of the device events (kernels, memcpy, memset, communication) whose
+  launching innermost op is this op (see `context.Context`); device total = self plus all
+  descendants' device self.
+- call stack: the `stack` column; when empty, the names of the enclosing PYTHON_FUNCTION events
+  on the same thread, innermost first, up to 16 frames (the cheap version).
+- tc_eligible: the op name is in TC_ELIGIBLE_OPS (matmul / convolution / attention-like ops that
+  cuBLAS / cuDNN run on Tensor Cores in fp16/bf16/tf32).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..ingest.table import NONE, Kind
+from . import digest_pb2 as pb
+from .common import STEP_RE, group_rows, id_mask, ids_matching, nest
+from .context import Context
+
+TC_ELIGIBLE_OPS = frozenset(
+    "aten::" + n for n in (
+        "conv1d conv2d conv3d conv_tbc conv_transpose1d conv_transpose2d conv_transpose3d convolution _convolution "
+        "cudnn_convolution cudnn_convolution_transpose convolution_backward "
+        "addmm addmm_ addbmm baddbmm bmm mm matmul linear _addmm_activation chain_matmul addmv addr "
+        "einsum tensordot prelu lstm_cell gru_cell rnn_tanh_cell rnn_relu_cell _thnn_fused_lstm_cell "
+        "scaled_dot_product_attention _scaled_dot_product_efficient_attention _scaled_dot_product_flash_attention "
+        "_scaled_dot_product_cudnn_attention _flash_attention_forward _efficient_attention_forward "
+        "mm_backward bmm_backward _scaled_mm"
+    ).split())
+
+TOP_KERNELS = 5
+MAX_STACK_FRAMES = 16
+
+
+def _op_positions(ctx: Context) -> np.ndarray:
+    """Positions (in ctx.host.rows) of the CPU_OP rows that make the tables."""
+    t = ctx.table
+    step_ids = ids_matching(t, STEP_RE)
+    rows = ctx.host.rows
+    return np.flatnonzero((ctx.host_kind == int(Kind.CPU_OP)) & ~id_mask(ctx.ev["name"][rows], step_ids, len(t.strings)))
+
+
+def python_stacks(ctx: Context, op_rows: np.ndarray) -> tuple[np.ndarray, list[str]]:
+    """For op rows with an empty `stack`: a derived stack from enclosing python functions.
+
+    Returns (code per op row: -1 none, else index into the returned list of strings).
+    """
+    t, ev = ctx.table, ctx.ev
+    code = np.full(len(op_rows), -1, np.int64)
+    py = np.flatnonzero((ev["kind"] == int(Kind.PYTHON_FUNCTION)) & (ev["device"] == NONE))
+    need = np.flatnonzero(ev["stack"][op_rows] == NONE)
+    if len(py) == 0 or len(need) == 0:
+        return code, []
+    rows = np.concatenate([py, op_rows[need]])
+    n = nest(t, rows)
+    is_py = np.zeros(len(rows), bool)
+    is_py[: len(py)] = True
+    names = ev["name"][rows]
+    frames = np.full((len(need), MAX_STACK_FRAMES), -1, np.int64)
+    filled = np.zeros(len(need), np.int64)
+    cur = n.parent[len(py):].copy()
+    while True:
+        alive = (cur != NONE) & (filled < MAX_STACK_FRAMES)
+        if not alive.any():
+            break
+        idx = np.flatnonzero(alive)
+        c = cur[idx]
+        take = is_py[c]
+        ti = idx[take]
+        frames[ti, filled[ti]] = names[c[take]]
+        filled[ti] += 1
+        cur[idx] = n.parent[c]
+        cur[~alive] = NONE
+    has = filled > 0
+    if not has.any():
+        return code, []
+    uniq, inv = group_rows(frames[has])
+    strings = [";".join(t.strings[int(x)] for x in u if x >= 0) for u in uniq]
+    code[need[has]] = inv.reshape(-1)
+    return code, strings
+
+
+def _group(keys: np.ndarray):
+    """keys: (n, k) int array -> (unique keys, inverse)."""
+    if len(keys) == 0:
+        return keys, np.zeros(0, np.int64)
+    return group_rows(keys)
+
+
+def _stats(ctx: Context, pos: np.ndarray, inv: np.ndarray, ng: int):
+    ev, h = ctx.ev, ctx.host
+    dur = ev["dur"][h.rows[pos]]
+    calls = np.bincount(inv, minlength=ng)
+    hs = np.bincount(inv, weights=ctx.host_self[pos], minlength=ng)
+    ht = np.bincount(inv, weights=dur, minlength=ng)
+    ds = np.bincount(inv, weights=ctx.device_self[pos], minlength=ng)
+    dt = np.bincount(inv, weights=ctx.device_total[pos], minlength=ng)
+    mn = np.full(ng, np.iinfo(np.int64).max, np.int64)
+    mx = np.full(ng, np.iinfo(np.int64).min, np.int64)
+    np.minimum.at(mn, inv, dur)
+    np.maximum.at(mx, inv, dur)
+    return calls, hs, ht, ds, dt, mn, mx
+
+
+def _top_kernels(ctx: Context, pos: np.ndarray, inv: np.ndarray, ng: int) -> list[list[tuple[int, int, int]]]:
+    """Per group: [(kernel name id, calls, total ns)] of the device events launched by its ops
+    (the op itself, not its children), top TOP_KERNELS by time."""
+    out: list[list] = [[] for _ in range(ng)]
+    own = ctx.device_owner
+    ok = own != NONE
+    if not ok.any():
+        return out
+    group_of_pos = np.full(len(ctx.host.rows), -1, np.int64)
+    group_of_pos[pos] = inv
+    dev = ctx.device_rows[ok]
+    g = group_of_pos[own[ok]]
+    keep = g >= 0
+    g, dev = g[keep], dev[keep]
+    if len(g) == 0:
+        return out
+    kn = ctx.ev["name"][dev].astype(np.int64)
+    u, kinv = _group(np.stack([g, kn], axis=1))
+    calls = np.bincount(kinv)
+    tot = np.bincount(kinv, weights=ctx.ev["dur"][dev]).astype(np.int64)
+    order = np.lexsort((-tot, u[:, 0]))
+    ug = u[order, 0]
+    starts = np.flatnonzero(np.r_[True, ug[1:] != ug[:-1]])
+    ends = np.r_[starts[1:], len(ug)]
+    for a, b in zip(starts, ends):
+        sel = order[a:min(b, a + TOP_KERNELS)]
+        out[int(ug[a])] = [(int(u[i, 1]), int(calls[i]), int(tot[i])) for i in sel]
+    return out
+
+
+def op_stats(ctx: Context) -> tuple[list, list, list]:
+    """(ops_by_name, ops_by_shape, ops_by_stack) as lists of pb.OpStat, sorted by host total."""
+    t, ev, h = ctx.table, ctx.ev, ctx.host
+    pos = _op_positions(ctx)
+    rows = h.rows[pos]
+    name = ev["name"][rows].astype(np.int64)
+    shapes = ev["shapes"][rows].astype(np.int64)
+    stack = ev["stack"][rows].astype(np.int64)
+    code, derived = python_stacks(ctx, rows)
+    nstr = len(t.strings)
+    stack_key = np.where(stack != NONE, stack, np.where(code >= 0, nstr + code, NONE))
+
+    def stack_text(k: int) -> str:
+        if k < 0:
+            return ""
+        return t.strings[k] if k < nstr else derived[k - nstr]
+
+    has_stack_names = set(int(x) for x in np.unique(name[stack_key != NONE]))
+
+    def build(keys, with_shape=False, with_stack=False, only=None):
+        p, k = pos, keys
+        if only is not None:
+            p, k = pos[only], keys[only]
+        u, inv = _group(k)
+        ng = len(u)
+        calls, hs, ht, ds, dt, mn, mx = _stats(ctx, p, inv, ng)
+        kern = _top_kernels(ctx, p, inv, ng)
+        res = []
+        for gi in range(ng):
+            nm = t.strings[int(u[gi, 0])] or ""
+            o = pb.OpStat(name=nm, calls=int(calls[gi]), host_self_ns=int(round(hs[gi])), host_total_ns=int(round(ht[gi])),
+                          device_self_ns=int(round(ds[gi])), device_total_ns=int(round(dt[gi])),
+                          host_total_min_ns=int(mn[gi]), host_total_max_ns=int(mx[gi]),
+                          has_call_stack=int(u[gi, 0]) in has_stack_names, tc_eligible=nm in TC_ELIGIBLE_OPS)
+            if with_shape:
+                o.input_shapes = t.strings[int(u[gi, 1])] or "" if u[gi, 1] >= 0 else ""
+            if with_stack:
+                o.call_stack = stack_text(int(u[gi, 1]))
+            for kid, kc, kt in kern[gi]:
+                o.kernels.add(name=t.strings[kid] or "", calls=kc, total_ns=kt)
+            res.append(o)
+        res.sort(key=lambda o: (-o.host_total_ns, o.name, o.input_shapes, o.call_stack))
+        return res
+
+    by_name = build(name[:, None])
+    by_shape = build(np.stack([name, shapes], axis=1), with_shape=True)
+    by_stack = build(np.stack([name, stack_key], axis=1), with_stack=True, only=stack_key != NONE)
+    return by_name, by_shape, by_stack

@@ -1,0 +1,163 @@
+"""Text twins of the views, all from a Digest: op_summary, memory_summary,
+communication_summary, suggestions. Each returns a Table-like object with `.rows`,
+`.to_csv()`, `.to_dict()` and a printable `__str__`."""
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass, field
+
+from . import digest_pb2 as pb
+
+
+def _ms(ns: float) -> float:
+    return round(ns / 1e6, 3)
+
+
+def _mb(b: float) -> str:
+    return f"{b / 1024 ** 2:.2f} MB"
+
+
+@dataclass
+class Table:
+    title: str
+    columns: list[str]
+    rows: list[list] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def to_csv(self) -> str:
+        f = io.StringIO()
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(self.columns)
+        w.writerows(self.rows)
+        return f.getvalue()
+
+    def to_dict(self) -> dict:
+        return {"title": self.title, "columns": list(self.columns), "rows": [list(r) for r in self.rows],
+                "notes": list(self.notes)}
+
+    def __str__(self) -> str:
+        cells = [[str(c) for c in self.columns]] + [[_fmt(c) for c in r] for r in self.rows]
+        widths = [max(len(r[i]) for r in cells) for i in range(len(self.columns))] if self.columns else []
+        line = "-" * (sum(widths) + 2 * max(len(widths) - 1, 0))
+        out = [self.title, line]
+        numeric = [all(isinstance(r[i], (int, float)) for r in self.rows) for i in range(len(self.columns))]
+        for j, r in enumerate(cells):
+            out.append("  ".join(c.rjust(widths[i]) if numeric[i] else c.ljust(widths[i])
+                                 for i, c in enumerate(r)).rstrip())
+            if j == 0:
+                out.append(line)
+        out.append(line)
+        out += self.notes
+        return "\n".join(out)
+
+    def __repr__(self) -> str:
+        return f"Table({self.title!r}, {len(self.rows)} rows)"
+
+
+def _fmt(c) -> str:
+    if isinstance(c, float):
+        return f"{c:.3f}"
+    return str(c)
+
+
+def op_summary(digest: pb.Digest, limit: int | None = None) -> Table:
+    """Host total time by operator name, longest first."""
+    t = Table("Operator summary (host time)", ["Op Type", "Calls", "Total(ms)", "Avg(ms)", "Min(ms)", "Max(ms)"])
+    ops = sorted(digest.ops_by_name, key=lambda o: (-o.host_total_ns, o.name))
+    for o in ops[:limit] if limit else ops:
+        t.rows.append([o.name, int(o.calls), _ms(o.host_total_ns), _ms(o.host_total_ns / o.calls) if o.calls else 0.0,
+                       _ms(o.host_total_min_ns), _ms(o.host_total_max_ns)])
+    return t
+
+
+def memory_summary(digest: pb.Digest) -> Table:
+    t = Table("Memory summary", ["Device", "Allocations", "Frees", "Allocated", "Peak memory", "Peak reserved", "Capacity"])
+    n_empty = 0
+    for m in digest.memory:
+        t.rows.append([m.device, int(m.allocations), int(m.frees), _mb(m.allocated_bytes),
+                       _mb(m.peak_allocated_bytes) if m.peak_allocated_bytes >= 0 else "n/a",
+                       _mb(m.peak_reserved_bytes) if m.peak_reserved_bytes >= 0 else "n/a",
+                       _mb(m.capacity_bytes) if m.capacity_bytes > 0 else "n/a"])
+        n_empty = max(n_empty, m.empty_cache_calls)
+    if n_empty:
+        t.notes.append(f"Warning: empty_cache was called {n_empty} times; it slows the steps that follow "
+                       f"(the allocator has to get the memory back).")
+    return t
+
+
+def communication_summary(digest: pb.Digest) -> Table:
+    t = Table("Communication summary", ["Collective", "Group", "Calls", "Total(ms)", "Avg(ms)", "Bytes", "Bandwidth(GB/s)"])
+    for c in digest.communication.collectives:
+        t.rows.append([c.kind, c.group, int(c.calls), _ms(c.total_ns), _ms(c.total_ns / c.calls) if c.calls else 0.0,
+                       int(c.bytes), round(c.bandwidth_gbps, 3) if c.bandwidth_gbps >= 0 else "n/a"])
+    cm = digest.communication
+    if cm.total_ns:
+        t.notes.append(f"Communication {_ms(cm.total_ns)} ms, of which {_ms(cm.not_overlapped_ns)} ms not overlapped "
+                       f"with compute ({100 * cm.not_overlapped_share:.1f}% of the step time).")
+    return t
+
+
+def suggestions(digest: pb.Digest) -> Table:
+    t = Table("Suggestions", ["Severity", "Suggestion"])
+    order = {"critical": 0, "warning": 1, "info": 2}
+    for h in sorted(digest.rule_hits, key=lambda h: (order.get(h.severity, 3), h.rule)):
+        t.rows.append([h.severity, f"{h.title}. {h.detail}"])
+    if not t.rows:
+        t.notes.append("No problem found by the rules.")
+    return t
+
+
+_CATS = [("Computation", "compute_ns"), ("Overlapped", "overlapped_ns"), ("Communication", "communication_ns"),
+         ("Memcpy", "memcpy_ns"), ("Memset", "memset_ns"), ("Runtime", "runtime_ns"), ("DataLoader", "dataloader_ns"),
+         ("CPU Exec", "host_ns"), ("Other", "idle_ns")]
+
+
+def step_summary(digest: pb.Digest) -> Table:
+    """Step times and their breakdown (ms), one row per step plus the average."""
+    t = Table("Step time breakdown (ms)", ["Step", "Total(ms)"] + [c for c, _ in _CATS])
+    for s in digest.steps:
+        t.rows.append([str(s.number), _ms(s.dur_ns)] + [_ms(getattr(s.breakdown, f)) for _, f in _CATS])
+    a = digest.average
+    if len(digest.steps) > 1:
+        t.rows.append(["average", _ms(a.total_ns)] + [_ms(getattr(a, f)) for _, f in _CATS])
+    return t
+
+
+def kernel_summary(digest: pb.Digest, limit: int | None = None) -> Table:
+    t = Table("Kernel summary (device time)", ["Kernel", "Calls", "Total(ms)", "Avg(ms)", "Min(ms)", "Max(ms)"])
+    ks = list(digest.kernels_by_name)
+    for k in ks[:limit] if limit else ks:
+        t.rows.append([k.name, int(k.calls), _ms(k.total_ns), _ms(k.total_ns / k.calls) if k.calls else 0.0,
+                       _ms(k.min_ns), _ms(k.max_ns)])
+    return t
+
+
+def window_report(digest: pb.Digest, top: int = 10) -> str:
+    """All the text twins of one window, as one printable block."""
+    w = digest.window
+    head = f"rank {w.rank}/{w.world_size}  format {w.format}  steps {len(digest.steps)}  " \
+           f"average step {_ms(digest.average.total_ns)} ms"
+    parts = [head, str(step_summary(digest)), str(op_summary(digest, limit=top))]
+    if digest.kernels_by_name:
+        parts.append(str(kernel_summary(digest, limit=top)))
+    if digest.memory:
+        parts.append(str(memory_summary(digest)))
+    if digest.communication.collectives:
+        parts.append(str(communication_summary(digest)))
+    parts.append(str(suggestions(digest)))
+    return "\n\n".join(parts)
+
+
+def ranks_report(digests: list) -> str:
+    """The cross-rank analysis (cluster.analyse_ranks) as text."""
+    from .cluster import analyse_ranks
+    r = analyse_ranks(digests)
+    t = Table("Ranks (ms, mean step)", ["Rank", "Step", "Computing", "Communication", "Free", "Wait", "Transfer"])
+    for x in r["ranks"]:
+        t.rows.append([int(x["rank"]), _ms(x["step_ns"]), _ms(x["computing_ns"]), _ms(x["communication_ns"]),
+                       _ms(x["free_ns"]), _ms(x["wait_ns"]), _ms(x["transfer_ns"])])
+    s = Table("Slow rank check: (max - min) / mean > 5 %", ["Metric", "Ratio", "Flagged", "Slowest rank"])
+    for x in r["slow_ranks"]:
+        s.rows.append([x["metric"], round(x["ratio"], 4), "yes" if x["flagged"] else "no", int(x["slowest_rank"])])
+    return str(t) + "\n\n" + str(s)
