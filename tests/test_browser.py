@@ -2,6 +2,8 @@
 
 Expected operators come from an independent reading of the raw trace (test_plugin_routes).
 """
+import gzip
+import json
 import os
 import shutil
 from pathlib import Path
@@ -10,7 +12,7 @@ import pytest
 from playwright.sync_api import expect
 
 from conftest import fixture_path
-from test_plugin_routes import (HTA_WINDOW, RESNET_WINDOW, build_logdir, independent_host_self,
+from test_plugin_routes import (HTA_WINDOW, RESNET_WINDOW, build_logdir, independent_host_self, raw_stacks,
                                 start_tensorboard, stop_tensorboard)
 
 pytestmark = pytest.mark.browser
@@ -103,6 +105,40 @@ def test_operators_view(page, tensorboard_url, good_logdir, errors):
     expect(f.locator("#op-count")).to_contain_text(f"{len(shown)} of {total} operators")
     f.locator("#op-search").fill("")
     expect(names).to_have_count(total)
+
+    # a row expands in place: the call stacks leading to the operator, one frame per line
+    stacks = raw_stacks(good_logdir / "resnet" / f"worker0.{RESNET_WINDOW}.pt.trace.json.gz", "aten::conv2d")
+    f.locator("#op-search").fill("aten::conv2d")
+    conv = table.locator("tbody tr.op-row", has=f.locator("td.name", has_text="aten::conv2d")).first
+    conv.locator("td.name").click()
+    detail = table.locator('tr.op-detail[data-op="aten::conv2d"]')
+    expect(detail.locator(".op-detail-body")).to_have_attribute("data-state", "loaded", timeout=T)
+    srows = detail.locator(".op-stacks tbody tr")
+    expect(srows).to_have_count(len(stacks))
+    top_stack, top_calls = stacks.most_common(1)[0]
+    row = srows.filter(has=f.locator("td.stack", has_text=top_stack.split(";")[0])).filter(has_text=f"{top_calls:,}")
+    expect(row.first.locator("td.stack .frame")).to_have_count(len(top_stack.split(";")))
+    expect(detail.locator(".op-kernels tbody tr")).to_have_text(["This operator launched no kernel itself (its children may have)."])
+    # ... and stays open when re-sorted and searched
+    table.locator('th[data-key="calls"]').click()
+    expect(detail).to_be_visible()
+    f.locator("#op-search").fill("conv")
+    expect(detail.locator(".op-stacks tbody tr")).to_have_count(len(stacks))
+    conv.locator("button.op-toggle").click()  # the ▸ toggle closes it
+    expect(detail).to_have_count(0)
+    # the kernels an operator launched
+    f.locator("#op-search").fill("cudnn_convolution")
+    cud = table.locator("tbody tr.op-row").first
+    cud.locator("button.op-toggle").click()
+    kd = table.locator("tr.op-detail").first
+    expect(kd.locator(".op-detail-body")).to_have_attribute("data-state", "loaded", timeout=T)
+    expect(kd.locator(".op-kernels tbody tr td.kname").first).to_be_visible()
+    with gzip.open(good_logdir / "resnet" / f"worker0.{RESNET_WINDOW}.pt.trace.json.gz", "rt") as fh:
+        raw_kernels = {e["name"] for e in json.load(fh)["traceEvents"] if e.get("cat") in ("Kernel", "kernel")}
+    kernel_names = set(kd.locator(".op-kernels td.kname").all_inner_texts())
+    assert kernel_names and kernel_names <= raw_kernels, kernel_names - raw_kernels
+    f.locator("#op-search").fill("")
+    table.locator('th[data-key="host_self_ns"]').click()
 
     # group by name + input shapes adds the shapes column
     f.locator("#op-group").select_option("shape")

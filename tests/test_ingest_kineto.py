@@ -101,7 +101,9 @@ def test_resnet50_2021_format_two_windows():
         k = np.nonzero((t.events["correlation"] == kern["args"]["correlation"]) & (t.events["kind"] == Kind.KERNEL))[0]
         assert len(k) == 1 and t.events["blocks"][k[0]] == int(np.prod(kern["args"]["grid"]))
         assert t.meta.start_ns <= int(t.events["ts"].min()) or t.meta.start_ns > 0
-        assert any(p.severity == "warning" and "rank" in p.message for p in t.problems)
+        # no distributedInfo at all: a single process, rank 0 without a warning
+        assert "distributedInfo" not in doc and t.meta.rank == 0
+        assert not any("rank" in p.message for p in t.problems)
 
 
 def test_df_index_resolver_v100_rank1():

@@ -449,7 +449,7 @@ def test_cluster_compares_the_ranks_of_a_run(tmp_path):
     """Two Ascend ranks with HCCL all-reduces: both ranks, links from communication_matrix.json."""
     shutil.copytree(fixture_path("ascend", "level1"), tmp_path / "ascend")
     client = Client(application.TensorBoardWSGI([make_plugin(tmp_path)]))
-    code, body = get(client, "cluster", run="ascend", worker="rank0", window="default")
+    code, body, _ = get_cluster(client, run="ascend", worker="rank0", window="default")
     assert code == 200, body
     assert [r["rank"] for r in body["ranks"]] == [0, 1]
     assert {w["worker"] for w in body["workers"]} == {"rank0", "rank1"} and body["problems"] == []
@@ -459,7 +459,7 @@ def test_cluster_compares_the_ranks_of_a_run(tmp_path):
     assert {s["metric"] for s in body["slow_ranks"]} == {"computing", "communication", "free"}
     assert all(s["slowest_rank"] in (0, 1) for s in body["slow_ranks"])
     assert body["collectives"] and body["collectives"][0]["kind"] == "AllReduce"
-    code, same = get(client, "cluster", run="ascend", window_index="0")
+    code, same = get(client, "cluster", run="ascend", window_index="0")  # digested: no 202 now
     assert code == 200 and same["ranks"] == body["ranks"]
     assert get(client, "cluster")[0] == 400
     assert get(client, "cluster", run="ascend")[0] == 400
@@ -467,3 +467,110 @@ def test_cluster_compares_the_ranks_of_a_run(tmp_path):
     assert get(client, "cluster", run="ascend", worker="rank0", window="9")[0] == 404
     assert get(client, "cluster", run="ascend", window_index="x")[0] == 400
     assert get(client, "cluster", run="ascend", window_index="5")[0] == 404
+
+
+def get_cluster(client, timeout=180, **params):
+    """GET /cluster until it stops answering 202; returns (code, body, the 202 bodies seen)."""
+    seen = []
+    deadline = time.monotonic() + timeout
+    while True:
+        code, body = get(client, "cluster", **params)
+        if code != 202:
+            return code, body, seen
+        assert body["loading"] is True and 0 <= body["done"] <= body["total"], body
+        seen.append(body)
+        assert time.monotonic() < deadline, f"/cluster still loading after {timeout} s: {body}"
+        time.sleep(0.2)
+
+
+def raw_collective_kernels(path):
+    """{kind: calls} of one rank, counted from the raw trace: NCCL kernels by their name."""
+    with gzip.open(path, "rt") as f:
+        events = json.load(f)["traceEvents"]
+    kinds = {"AllReduce": ("ncclKernel_AllReduce", "ncclDevKernel_AllReduce"),
+             "AllToAll": ("ncclKernel_SendRecv", "ncclDevKernel_SendRecv"),  # all_to_all runs as send/recv
+             "AllGather": ("ncclKernel_AllGather", "ncclDevKernel_AllGather"),
+             "ReduceScatter": ("ncclKernel_ReduceScatter", "ncclDevKernel_ReduceScatter"),
+             "Broadcast": ("ncclKernel_Broadcast", "ncclDevKernel_Broadcast")}
+    out = collections.Counter()
+    for e in events:
+        if e.get("ph") == "X" and e.get("cat") == "kernel":
+            for kind, prefixes in kinds.items():
+                if e["name"].startswith(prefixes):
+                    out[kind] += 1
+    # the all_to_all ranges of the host say the same
+    assert out["AllToAll"] == sum(1 for e in events if e.get("cat") == "user_annotation" and e.get("name") == "nccl:all_to_all")
+    return out
+
+
+def test_cluster_digests_eight_ranks_in_parallel_and_counts_collectives(tmp_path):
+    src = fixture_path("param", "dlrm_8ranks")
+    shutil.copytree(src, tmp_path / "dlrm")
+    client = Client(application.TensorBoardWSGI([make_plugin(tmp_path)]))
+    code, body, seen = get_cluster(client, run="dlrm", window_index="0")
+    assert code == 200, body
+    assert seen and seen[0]["total"] == 8, seen  # cold: the first answers say how far the digests are
+    assert [b["done"] for b in seen] == sorted(b["done"] for b in seen)
+    assert [r["rank"] for r in body["ranks"]] == list(range(8)) and body["problems"] == []
+    expected = {}  # rank -> {kind: calls}, from the raw traces
+    for f in sorted((tmp_path / "dlrm").glob("*.pt.trace.json.gz")):
+        with gzip.open(f, "rt") as fh:
+            rank = json.load(fh)["distributedInfo"]["rank"]
+        expected[rank] = raw_collective_kernels(f)
+    assert sorted(expected) == list(range(8))
+    got = {r: collections.Counter() for r in range(8)}
+    for c in body["collectives"]:
+        for r, v in c["per_rank"].items():
+            got[int(r)][c["kind"]] += v["calls"]
+    assert got == {r: +c for r, c in expected.items()}
+    kinds = collections.Counter()
+    for c in body["collectives"]:
+        kinds[c["kind"]] += c["calls"]
+    assert kinds == sum(expected.values(), collections.Counter())
+    # per-rank figures for the Overview's run table, selected from each rank's digest
+    assert [p["rank"] for p in body["per_rank"]] == list(range(8))
+    for p, r in zip(body["per_rank"], body["ranks"]):
+        assert p["step_ns"] == r["step_ns"] > 0
+        assert 0 <= p["compute_share"] <= 1 and 0 <= p["comm_not_hidden_share"] <= 1
+        assert p["slowest_op"] and p["slowest_op_ns"] > 0
+        code, ov = get(client, "overview", run="dlrm", worker=p["worker"], window=p["window"])
+        assert ov["average"]["total_ns"] == p["step_ns"]
+    s = body["run_summary"]
+    assert s["ranks"] == 8
+    steps = [p["step_ns"] for p in body["per_rank"]]
+    assert s["step_ns"]["min"] == min(steps) and s["step_ns"]["max"] == max(steps)
+    assert s["slowest_op"]["ns"] == max(p["slowest_op_ns"] for p in body["per_rank"])
+    # digested now: answers at once
+    code, again = get(client, "cluster", run="dlrm", window_index="0")
+    assert code == 200 and again["ranks"] == body["ranks"]
+
+
+def raw_stacks(path, name):
+    """{call stack: calls} of one operator, from the raw trace's "Call stack" args."""
+    with gzip.open(path, "rt") as f:
+        events = json.load(f)["traceEvents"]
+    return collections.Counter(e["args"]["Call stack"] for e in events
+                               if e.get("ph") == "X" and e.get("cat") in ("Operator", "cpu_op") and e.get("name") == name
+                               and e.get("args", {}).get("Call stack"))
+
+
+def test_operator_detail_stacks_and_kernels(client, logdir):
+    p = window_params("resnet", "worker0", RESNET_WINDOW)
+    _, by_name = get(client, "operators", **p)
+    code, d = get(client, "operators", **p, detail="aten::conv2d")
+    assert code == 200, d
+    # one row per call stack, with its calls, as the raw trace has them
+    truth = raw_stacks(logdir / "resnet" / f"worker0.{RESNET_WINDOW}.pt.trace.json.gz", "aten::conv2d")
+    assert {r["call_stack"]: r["calls"] for r in d["stacks"]} == dict(truth)
+    assert all(r["name"] == "aten::conv2d" and r["host_total_ns"] >= r["host_self_ns"] >= 0 for r in d["stacks"])
+    # kernels: those of the operator's row (conv2d launches none itself; cudnn_convolution does)
+    assert d["kernels"] == next(r for r in by_name["rows"] if r["name"] == "aten::conv2d")["kernels"] == []
+    row = max(by_name["rows"], key=lambda r: r["device_self_ns"])
+    code, d = get(client, "operators", **p, detail=row["name"])
+    assert d["kernels"] == row["kernels"] and d["kernels"]
+    assert all(k["calls"] > 0 and k["total_ns"] > 0 for k in d["kernels"])
+    _, shapes = get(client, "operators", **p, group_by="shape")
+    row = next(r for r in shapes["rows"] if r["name"] == "aten::conv2d" and r["input_shapes"])
+    code, d2 = get(client, "operators", **p, detail=row["name"], shapes=row["input_shapes"])
+    assert code == 200 and d2["kernels"] == row["kernels"] and d2["input_shapes"] == row["input_shapes"]
+    assert get(client, "operators", **p, detail="no such op")[0] == 404

@@ -1,6 +1,7 @@
 """The Overview, Kernels, Memory and Communication views in a real TensorBoard, driven by real
 Chromium, checked against an independent reading of the raw fixture files (json / csv here,
-never the analysis code). Saves docs/screenshots/{overview,kernels,memory,communication}.png.
+never the analysis code). Saves docs/screenshots/{overview,run-overview,kernels,memory,communication}.png
+(communication on the 8-rank DLRM run).
 """
 import collections
 import gzip
@@ -22,6 +23,22 @@ SHOTS = Path(os.environ.get("CANNING_SCREENSHOTS", REPO / "docs" / "screenshots"
 FRAME = 'iframe[src*="plugin_entry.html?name=canning"]'
 T = 60_000
 RESNET_TRACE = f"worker0.{RESNET_WINDOW}.pt.trace.json.gz"
+DLRM_WORKER, DLRM_WINDOW = "worker0_step_12", "1694128201545"
+
+
+def dlrm_truth(logdir):
+    """{rank: (mean ProfilerStep# duration µs, {collective kind: NCCL kernels})} from the raw traces."""
+    out = {}
+    for p in sorted((logdir / "dlrm").glob("*.pt.trace.json.gz")):
+        with gzip.open(p, "rt") as f:
+            doc = json.load(f)
+        ev = doc["traceEvents"]
+        steps = [e["dur"] for e in ev if e.get("ph") == "X" and e.get("name", "").startswith("ProfilerStep#")]
+        kernels = collections.Counter(
+            "AllReduce" if "AllReduce" in e["name"] else "AllToAll"
+            for e in ev if e.get("cat") == "kernel" and e.get("name", "").startswith(("ncclKernel_", "ncclDevKernel_")))
+        out[doc["distributedInfo"]["rank"]] = (sum(steps) / len(steps), kernels)
+    return out
 
 
 @pytest.fixture(scope="module")
@@ -31,6 +48,7 @@ def logdir(tmp_path_factory):
     for f in sorted(fixture_path("kineto", "resnet50_v100").iterdir()):
         shutil.copy(f, root / "resnet" / f.name)
     shutil.copytree(fixture_path("ascend", "level1"), root / "ascend")
+    shutil.copytree(fixture_path("param", "dlrm_8ranks"), root / "dlrm")
     return root
 
 
@@ -59,7 +77,7 @@ def open_view(page, url, run, worker, window, view):
     page.set_viewport_size({"width": 1400, "height": 900})
     page.goto(f"{url}/#canning")
     f = page.frame_locator(FRAME)
-    expect(f.locator("#run-select option")).to_have_count(2, timeout=T)
+    expect(f.locator("#run-select option")).to_have_count(3, timeout=T)
     f.locator("#run-select").select_option(run)
     f.locator("#worker-select").select_option(worker)
     f.locator("#window-select").select_option(window)
@@ -154,15 +172,35 @@ def test_memory(page, url, raw, errors):
     n_all = int(count.inner_text().split(" of ")[1].split()[0].replace(",", ""))
     assert n_all > 0
     expect(f.locator("#mem-components tbody tr").first).to_be_visible()
+    # drag across the chart selects a time range; the events table follows it
+    events = [e for d in page.request.get(f"{url}/data/plugin/canning/memory?run=ascend&worker=rank0&window=default")
+              .json()["devices"] if d["device"] == "npu:0" for e in d["events"]]
+    assert len(events) == n_all
     box = f.locator("#mem-chart").bounding_box()
+    y = box["y"] + box["height"] * 0.45
+    page.mouse.move(box["x"] + box["width"] * 0.35, y)
+    page.mouse.down()
+    page.mouse.move(box["x"] + box["width"] * 0.5, y, steps=8)
+    page.mouse.move(box["x"] + box["width"] * 0.6, y, steps=8)
+    page.mouse.up()
+    rng = f.locator("#mem-range")
+    expect(rng).to_contain_text("Range", timeout=10_000)
+    lo_ms, hi_ms = (float(x.replace(",", "")) for x in rng.inner_text().removeprefix("Range ").removesuffix(" ms").split(" – "))
+    lo, hi = round(lo_ms * 1e6), round(hi_ms * 1e6)
+    in_range = sum(1 for e in events if e["alloc_ns"] >= 0 and lo <= e["alloc_ns"] <= hi)
+    expect(count).to_have_text(f"{in_range:,} of {n_all:,} events", timeout=10_000)
+    assert 0 < in_range < n_all, (lo, hi, in_range, n_all)
+    expect(f.locator("#mem-events tbody tr")).to_have_count(in_range if in_range <= 2000 else 2001)
+    shot(page, "memory")
+    f.locator("#mem-reset").click()
+    expect(rng).to_contain_text("Whole window")
+    expect(count).to_have_text(f"{n_all:,} of {n_all:,} events")
+    # zooming with the wheel narrows the tables too
     page.mouse.move(box["x"] + box["width"] * 0.3, box["y"] + box["height"] * 0.5)
     for _ in range(4):
         page.mouse.wheel(0, -400)
-    expect(f.locator("#mem-range")).to_contain_text("Range", timeout=10_000)
-    shown = int(count.inner_text().split(" of ")[0].replace(",", ""))
-    assert shown < n_all
-    expect(f.locator("#mem-events tbody tr")).to_have_count(max(shown, 1))
-    shot(page, "memory")
+    expect(rng).to_contain_text("Range", timeout=10_000)
+    expect(count).not_to_have_text(f"{n_all:,} of {n_all:,} events")
     assert not errors, errors
 
 
@@ -180,9 +218,54 @@ def test_communication(page, url, logdir, errors):
     for i in range(3):
         assert slow.nth(i).get_attribute("data-rank") in ("0", "1")
     expect(f.locator("#comm-matrix")).to_be_visible()
-    shot(page, "communication")
     # a single-GPU run explains why there is nothing to show
     f.locator("#run-select").select_option("resnet")
     expect(f.locator("#canning-root")).to_have_attribute("data-state", "empty", timeout=T)
     expect(f.locator("#view-empty")).to_contain_text("No communication in this window")
+    assert not errors, errors
+
+
+def test_overview_of_the_whole_run(page, url, logdir, errors):
+    truth = dlrm_truth(logdir)
+    f = open_view(page, url, "dlrm", DLRM_WORKER, DLRM_WINDOW, "overview")
+    card_ = f.locator("#ov-run-card")
+    expect(card_).to_have_attribute("data-state", "loaded", timeout=T)
+    expect(card_.locator("h3")).to_have_text("Run overview (all ranks, window 1)")
+    rows = f.locator("#ov-run tbody tr")
+    expect(rows).to_have_count(9)  # 8 ranks + the whole run
+    expect(f.locator("#ov-run thead th")).to_have_text(
+        ["Rank", "Worker", "Step time avg (ms)", "Compute share (%)", "Communication not hidden (%)", "Memory peak", "Slowest operator"])
+    for rank in range(8):
+        cells = rows.nth(rank).locator("td")
+        expect(cells.nth(0)).to_have_text(str(rank))
+        expect(cells.nth(2)).to_have_text(f"{truth[rank][0] / 1000:,.3f}")
+    steps = [truth[r][0] / 1000 for r in range(8)]
+    whole = rows.nth(8).locator("td")
+    expect(whole.nth(0)).to_have_text("All 8 ranks")
+    expect(whole.nth(2)).to_have_text(f"{min(steps):,.3f} – {max(steps):,.3f}")
+    loaded(f)
+    expect(f.locator("#ov-perf")).to_be_visible()  # the window's own overview below
+    shot(page, "run-overview")
+    # a run of one worker has no run table
+    f.locator("#run-select").select_option("resnet")
+    loaded(f)
+    expect(f.locator("#ov-perf")).to_be_visible()
+    expect(f.locator("#ov-run-card")).to_have_count(0)
+    assert not errors, errors
+
+
+def test_communication_of_eight_ranks(page, url, logdir, errors):
+    truth = dlrm_truth(logdir)
+    f = open_view(page, url, "dlrm", DLRM_WORKER, DLRM_WINDOW, "communication")
+    loaded(f)
+    expect(f.locator("#comm-ranks")).to_contain_text("Ranks: 0, 1, 2, 3, 4, 5, 6, 7")
+    expect(f.locator("#comm-rank-chart")).to_have_attribute("data-ranks", "8")
+    expect(f.locator("#comm-rank-table tbody tr")).to_have_count(8)
+    # this rank's collectives: calls per kind as the raw trace's NCCL kernels
+    table = f.locator("#comm-table tbody tr")
+    got = {table.nth(i).locator("td").nth(0).inner_text(): int(table.nth(i).locator("td").nth(2).inner_text())
+           for i in range(table.count())}
+    assert got == dict(truth[0][1])
+    expect(f.locator("#comm-slow li")).to_have_count(3)
+    shot(page, "communication")
     assert not errors, errors

@@ -3,6 +3,7 @@
 import * as echarts from "echarts/core";
 import { BarChart, HeatmapChart, LineChart, PieChart } from "echarts/charts";
 import {
+  BrushComponent,
   DataZoomComponent,
   GridComponent,
   LegendComponent,
@@ -15,7 +16,7 @@ import { CanvasRenderer } from "echarts/renderers";
 import { h } from "./dom";
 
 echarts.use([BarChart, PieChart, LineChart, HeatmapChart, GridComponent, TooltipComponent, LegendComponent, DataZoomComponent,
-  MarkPointComponent, MarkLineComponent, VisualMapComponent, CanvasRenderer]);
+  MarkPointComponent, MarkLineComponent, VisualMapComponent, BrushComponent, CanvasRenderer]);
 
 export const ACCENT = "#f57c00";
 export const PALETTE = ["#f57c00", "#1976d2", "#388e3c", "#7b1fa2", "#c2185b", "#0097a7", "#fbc02d", "#5d4037", "#455a64", "#e64a19",

@@ -177,6 +177,7 @@ class App {
     view.mount({
       el: this.viewEl,
       sel,
+      run: this.run(),
       signal: ctl.signal,
       setState: (s) => {
         if (!ctl.signal.aborted) this.setState(s);

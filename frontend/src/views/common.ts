@@ -173,3 +173,52 @@ export class SortTable<T> {
     this.el.append(h("thead", {}, tr), body);
   }
 }
+
+/** The /cluster answer while the ranks' windows are being digested (HTTP 202). */
+export interface ClusterLoading {
+  loading: true;
+  done: number;
+  total: number;
+}
+
+function delay(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const t = window.setTimeout(resolve, ms);
+    signal.addEventListener("abort", () => {
+      window.clearTimeout(t);
+      reject(new DOMException("aborted", "AbortError"));
+    });
+  });
+}
+
+/** GET /cluster, polling while it answers 202 {loading, done, total}; calls onProgress on each. */
+export async function pollCluster<T>(
+  params: Record<string, string>,
+  signal: AbortSignal,
+  onProgress: (done: number, total: number) => void,
+): Promise<T> {
+  for (;;) {
+    const body = await getJSON<T | ClusterLoading>("cluster", params, signal);
+    if (!(body as ClusterLoading).loading) return body as T;
+    const p = body as ClusterLoading;
+    onProgress(p.done, p.total);
+    await delay(500, signal);
+  }
+}
+
+/** "Analysing ranks: 3/8" with a progress bar; update() moves it. */
+export function rankProgress(id: string): { el: HTMLElement; update: (done: number, total: number) => void } {
+  const text = h("span", { class: "progress-text", text: "Analysing ranks…" });
+  const bar = h("progress", { max: 1, value: 0 });
+  const el = h("div", { id, class: "notice progress", role: "status" }, h("span", { class: "spinner" }), text, bar);
+  return {
+    el,
+    update(done: number, total: number) {
+      text.textContent = `Analysing ranks: ${done}/${total}`;
+      bar.max = Math.max(1, total);
+      bar.value = done;
+      el.dataset.done = String(done);
+      el.dataset.total = String(total);
+    },
+  };
+}

@@ -1,11 +1,11 @@
 // Communication: the collectives of this window, and across the ranks of the run (route /cluster,
 // computed by analysis/cluster.py): step split per rank, wait vs transfer, slow-rank findings and
 // the communication matrix.
-import { getJSON, windowParams } from "../api";
+import { windowParams } from "../api";
 import { RawChart, tipLines } from "../chart";
 import { h } from "../dom";
 import { fixed2, int, mb, ms, pct } from "../format";
-import { card, errorText, fetchOr, kvTable, problemsList, SortTable, type Col, type Problem } from "./common";
+import { card, errorText, fetchOr, kvTable, pollCluster, problemsList, rankProgress, SortTable, type Col, type Problem } from "./common";
 import { showEmpty, showLoading, type ViewDef, type ViewHost } from "./view";
 
 interface Collective {
@@ -233,24 +233,21 @@ function clusterSection(host: ViewHost, cl: ClusterResponse, charts: RawChart[])
 }
 
 async function load(host: ViewHost): Promise<void> {
-  showLoading(host, "Computing the communication of this window and of the other ranks…");
+  showLoading(host, "Computing the communication of this window…");
   const sel = host.sel;
-  const clusterP = getJSON<ClusterResponse>("cluster", windowParams(sel), host.signal).then(
-    (v) => ({ ok: true as const, v }),
-    (e) => ({ ok: false as const, e }),
-  );
   const data = await fetchOr<CommResponse>(host, "communication", windowParams(sel));
-  const cl = await clusterP;
   if (!data || host.signal.aborted) return;
   const comm = data.communication;
-  const clusterHasComm = cl.ok && cl.v.collectives.length > 0;
-  if (!comm.collectives.length && !clusterHasComm) {
+  const multi = (host.run?.workers.length ?? 1) > 1;
+  const empty = () =>
     showEmpty(
       host,
       "No communication in this window",
       `This window has no collective (NCCL / HCCL / Gloo all_reduce, all_gather, send/recv…)${data.info.world_size > 1 ? "" : ": it looks like a single-rank run (world size 1)"}.`,
       "Profile a distributed run (torch.distributed, DDP / FSDP) and write every rank's profile into the same run folder to compare the ranks here.",
     );
+  if (!comm.collectives.length && !multi) {
+    empty();
     return;
   }
   const charts: RawChart[] = [];
@@ -272,17 +269,29 @@ async function load(host: ViewHost): Promise<void> {
     card(`Collectives of rank ${data.info.rank >= 0 ? data.info.rank : "?"}`, h("div", { class: "table-wrap short" }, collTable.el)),
     card("This rank", summary),
   );
-  if (cl.ok) {
-    const probs = cl.v.problems.length
-      ? h("ul", { class: "problems" }, ...cl.v.problems.map((p) => h("li", { class: "error", text: `${p.worker} / ${p.window}: ${p.message}` })))
-      : null;
-    if (probs) parts.push(probs);
-    host.el.replaceChildren(...parts, ...clusterSection(host, cl.v, charts));
-  } else {
-    if ((cl.e as Error).name === "AbortError") return;
-    parts.push(h("div", { class: "notice error", id: "comm-cluster-error", role: "alert" }, h("strong", { text: "Cannot compare the ranks. " }), errorText(cl.e)));
+  const progress = rankProgress("comm-progress");
+  progress.update(0, host.run?.workers.length ?? 1);
+  host.el.replaceChildren(...parts, progress.el);
+  let cl: ClusterResponse;
+  try {
+    cl = await pollCluster<ClusterResponse>(windowParams(sel), host.signal, progress.update);
+  } catch (e) {
+    if (host.signal.aborted || (e as Error).name === "AbortError") return;
+    parts.push(h("div", { class: "notice error", id: "comm-cluster-error", role: "alert" }, h("strong", { text: "Cannot compare the ranks. " }), errorText(e)));
     host.el.replaceChildren(...parts);
+    host.setState("loaded");
+    return;
   }
+  if (host.signal.aborted) return;
+  if (!comm.collectives.length && !cl.collectives.length) {
+    empty();
+    return;
+  }
+  const probs = cl.problems.length
+    ? h("ul", { class: "problems" }, ...cl.problems.map((p) => h("li", { class: "error", text: `${p.worker} / ${p.window}: ${p.message}` })))
+    : null;
+  if (probs) parts.push(probs);
+  host.el.replaceChildren(...parts, ...clusterSection(host, cl, charts));
   host.setState("loaded");
 }
 

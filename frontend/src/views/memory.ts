@@ -119,6 +119,8 @@ function show(host: ViewHost, data: MemoryResponse, dev: DeviceMemory, charts: R
 
   const chartEl = h("div", { id: "mem-chart", class: "chart tall", "data-points": dev.curve_ts_ns.length });
   const rangeText = h("span", { id: "mem-range", class: "muted" });
+  const resetBtn = h("button", { id: "mem-reset", type: "button", class: "button", title: "Clear the selected time range and the zoom" }, "Reset");
+  resetBtn.disabled = true;
   const evTable = new SortTable<MemEvent>("mem-events", EVENT_COLS, "bytes", true);
   const opTable = new SortTable<RangeOp>("mem-ops", RANGE_OP_COLS, "bytes", true);
   const winOps = new SortTable<OpMem>("mem-window-ops", WINDOW_OP_COLS, "allocated_bytes", true, "No operator allocated memory.");
@@ -126,7 +128,10 @@ function show(host: ViewHost, data: MemoryResponse, dev: DeviceMemory, charts: R
   const evCount = h("span", { id: "mem-event-count", class: "muted" });
 
   const applyRange = (lo: number, hi: number, full: boolean) => {
-    rangeText.textContent = full ? "Whole window: drag the slider under the chart or zoom with the mouse wheel to pick a range." : `Range ${ms(lo)} – ${ms(hi)} ms`;
+    rangeText.textContent = full
+      ? "Whole window: drag across the chart to select a time range (or zoom with the mouse wheel / the slider)."
+      : `Range ${ms(lo)} – ${ms(hi)} ms`;
+    resetBtn.disabled = full;
     if (!dev.events.length) {
       const why = "No allocation events for this device in the digest (they need profile_memory=True and allocation records with addresses).";
       evTable.setRows([], why);
@@ -135,8 +140,8 @@ function show(host: ViewHost, data: MemoryResponse, dev: DeviceMemory, charts: R
       return;
     }
     const inRange = (t: number) => t >= 0 && t >= lo && t <= hi;
-    const evs = full ? dev.events : dev.events.filter((e) => inRange(e.alloc_ns) || inRange(e.free_ns));
-    evTable.setRows(evs, "No allocation or free in this range.");
+    const evs = full ? dev.events : dev.events.filter((e) => inRange(e.alloc_ns));
+    evTable.setRows(evs, "No allocation in this range.");
     const agg = new Map<string, RangeOp>();
     for (const e of evs) {
       if (!full && !inRange(e.alloc_ns)) continue;
@@ -169,10 +174,10 @@ function show(host: ViewHost, data: MemoryResponse, dev: DeviceMemory, charts: R
 
   host.el.replaceChildren(
     ...[problemsList(data.problems, "mem-problems")].filter((x): x is HTMLElement => !!x),
-    h("div", { class: "toolbar" }, h("label", {}, "Device ", devSel), cap > 0 ? h("label", {}, capBox, "Show the device capacity") : "", rangeText),
+    h("div", { class: "toolbar" }, h("label", {}, "Device ", devSel), cap > 0 ? h("label", {}, capBox, "Show the device capacity") : "", h("span", { class: "mem-range-bar" }, rangeText, resetBtn)),
     ...(warn ? [warn] : []),
     h("div", { class: "grid-mem" }, card("Memory over time (MB)", chartEl), card("Summary", summary)),
-    h("section", { class: "card" }, h("div", { class: "table-head" }, h("h3", { class: "section-title", text: "Allocation events in the range" }), evCount), h("div", { class: "table-wrap short" }, evTable.el)),
+    h("section", { class: "card" }, h("div", { class: "table-head" }, h("h3", { class: "section-title", text: "Allocations in the range" }), evCount), h("div", { class: "table-wrap short" }, evTable.el)),
     h("div", { class: "grid2" },
       card("Operators allocating in the range", h("div", { class: "table-wrap short" }, opTable.el)),
       card("Operators over the whole window", h("div", { class: "table-wrap short" }, winOps.el))),
@@ -218,11 +223,53 @@ function show(host: ViewHost, data: MemoryResponse, dev: DeviceMemory, charts: R
         { type: "inside", xAxisIndex: 0, filterMode: "none" },
         { type: "slider", xAxisIndex: 0, filterMode: "none", bottom: 8, height: 20 },
       ],
+      // drag on the chart selects a time range (the tables follow it)
+      brush: {
+        xAxisIndex: 0,
+        brushType: "lineX",
+        brushMode: "single",
+        transformable: false,
+        throttleType: "debounce",
+        throttleDelay: 100,
+        brushStyle: { color: "rgba(245,124,0,0.15)", borderColor: "rgba(245,124,0,0.8)", borderWidth: 1 },
+        outOfBrush: { colorAlpha: 0.35 },
+      },
       series,
     });
+    chart.chart.dispatchAction({ type: "takeGlobalCursor", key: "brush", brushOption: { brushType: "lineX", brushMode: "single" } });
+    if (brushed)
+      chart.chart.dispatchAction({ type: "brush", areas: [{ brushType: "lineX", xAxisIndex: 0, coordRange: [brushed[0] / 1e6, brushed[1] / 1e6] }] });
+  };
+  // the selected range in ns, snapped outwards to whole µs so the label (ms, 3 decimals) is exact
+  let brushed: [number, number] | null = null;
+  let zoomed: [number, number] | null = null;
+  const current = () => {
+    const r = brushed ?? zoomed;
+    chartEl.dataset.range = r ? `${Math.round(r[0])}-${Math.round(r[1])}` : "";
+    if (r) applyRange(r[0], r[1], false);
+    else applyRange(0, Infinity, true);
   };
   draw();
   capBox.onchange = draw;
+  chart.chart.on("brushEnd", (p: unknown) => {
+    const areas = (p as { areas?: { coordRange?: number[] }[] }).areas ?? [];
+    const cr = areas[0]?.coordRange;
+    if (!cr || cr.length < 2) {
+      brushed = null;
+    } else {
+      const a = Math.min(cr[0], cr[1]);
+      const b = Math.max(cr[0], cr[1]);
+      brushed = [Math.max(0, Math.floor(a * 1000)) * 1000, Math.ceil(b * 1000) * 1000];
+    }
+    current();
+  });
+  resetBtn.onclick = () => {
+    brushed = null;
+    zoomed = null;
+    chart.chart.dispatchAction({ type: "brush", areas: [] });
+    chart.chart.dispatchAction({ type: "dataZoom", start: 0, end: 100 });
+    current();
+  };
   const onZoom = () => {
     const opt = chart.chart.getOption() as { dataZoom?: { start?: number; end?: number }[] };
     const z = opt.dataZoom?.[0];
@@ -232,8 +279,8 @@ function show(host: ViewHost, data: MemoryResponse, dev: DeviceMemory, charts: R
     const e = z?.end ?? 100;
     const lo = (lo0 + ((hi0 - lo0) * s) / 100) * 1e6;
     const hi = (lo0 + ((hi0 - lo0) * e) / 100) * 1e6;
-    chartEl.dataset.range = `${Math.round(lo)}-${Math.round(hi)}`;
-    applyRange(lo, hi, s <= 0 && e >= 100);
+    zoomed = s <= 0 && e >= 100 ? null : [Math.max(0, Math.floor(lo / 1000)) * 1000, Math.ceil(hi / 1000) * 1000];
+    current();
   };
   chart.chart.on("datazoom", onZoom);
   applyRange(0, Infinity, true);

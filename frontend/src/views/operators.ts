@@ -15,6 +15,21 @@ interface OpRow {
   host_total_ns: number;
   device_self_ns: number;
   device_total_ns: number;
+  kernels?: KernelRef[];
+}
+
+interface KernelRef {
+  name: string;
+  calls: number;
+  total_ns: number;
+}
+
+interface OperatorDetail {
+  name: string;
+  input_shapes: string | null;
+  stacks_by_shape: boolean;
+  stacks: OpRow[];
+  kernels: KernelRef[];
 }
 
 interface Problem {
@@ -116,6 +131,9 @@ class OperatorsPanel {
   private chartTitle = h("h3", { id: "op-chart-title", class: "section-title" });
   private chartEl = h("div", { id: "op-chart", class: "chart" });
   private groupSel = h("select", { id: "op-group", "aria-label": "Group by" });
+  /** rows shown expanded (by rowKey): survives re-sorting, searching and regrouping back */
+  private expanded = new Set<string>();
+  private details = new Map<string, Promise<OperatorDetail>>();
 
   constructor(private host: ViewHost) {
     host.signal.addEventListener("abort", () => this.chart?.dispose());
@@ -263,6 +281,96 @@ class OperatorsPanel {
     this.chart.show(prefs.chart, items, m.label);
   }
 
+  private rowKey(r: OpRow): string {
+    return `${this.data.group_by}\u0001${r.name}\u0001${r.input_shapes}\u0001${r.call_stack}`;
+  }
+
+  private toggle(r: OpRow): void {
+    const key = this.rowKey(r);
+    if (this.expanded.has(key)) this.expanded.delete(key);
+    else this.expanded.add(key);
+    this.drawTable(this.visibleRows());
+  }
+
+  private detail(r: OpRow): Promise<OperatorDetail> {
+    const shaped = this.data.group_by === "shape";
+    const key = `${r.name}\u0001${shaped ? r.input_shapes : ""}`;
+    let p = this.details.get(key);
+    if (!p) {
+      const params: Record<string, string> = { ...windowParams(this.host.sel), detail: r.name };
+      if (shaped) params.shapes = r.input_shapes;
+      p = getJSON<OperatorDetail>("operators", params, this.host.signal);
+      p.catch(() => this.details.delete(key));
+      this.details.set(key, p);
+    }
+    return p;
+  }
+
+  private detailRow(r: OpRow): HTMLTableRowElement {
+    const body = h("div", { class: "op-detail-body", "data-state": "loading" }, h("span", { class: "spinner" }), "Loading the call stacks and kernels…");
+    const tr = h("tr", { class: "op-detail", "data-op": r.name }, h("td", { colspan: this.cols.length }, body));
+    this.detail(r).then(
+      (d) => {
+        if (this.host.signal.aborted) return;
+        body.replaceChildren(...this.detailContent(r, d));
+        body.dataset.state = "loaded";
+      },
+      (e) => {
+        if (this.host.signal.aborted || (e as Error).name === "AbortError") return;
+        body.replaceChildren(h("span", { class: "error-text", text: `Cannot load the details: ${e instanceof ApiError ? e.message : String(e)}` }));
+        body.dataset.state = "error";
+      },
+    );
+    return tr;
+  }
+
+  private detailContent(r: OpRow, d: OperatorDetail): HTMLElement[] {
+    const hasDevice = this.data.has_device;
+    const stackCols: [string, (s: OpRow) => string][] = [
+      ["Calls", (s) => int(s.calls)],
+      ["Host Self (µs)", (s) => us(s.host_self_ns)],
+      ["Host Total (µs)", (s) => us(s.host_total_ns)],
+    ];
+    if (hasDevice) stackCols.push(["Device Self (µs)", (s) => us(s.device_self_ns)], ["Device Total (µs)", (s) => us(s.device_total_ns)]);
+    const stacks = h("table", { class: "data-table op-stacks" });
+    stacks.append(
+      h("thead", {}, h("tr", {}, ...stackCols.map(([l]) => h("th", { class: "num", text: l })), h("th", { text: "Call stack (innermost first)" }))),
+    );
+    const sb = h("tbody");
+    for (const s of d.stacks.slice().sort((a, b) => (hasDevice ? b.device_total_ns - a.device_total_ns : 0) || b.host_total_ns - a.host_total_ns)) {
+      const frames = s.call_stack.split(";").filter((f) => f.trim() !== "");
+      sb.append(
+        h(
+          "tr",
+          {},
+          ...stackCols.map(([, f]) => h("td", { class: "num", text: f(s) })),
+          h("td", { class: "stack" }, ...frames.map((f) => h("div", { class: "frame", text: f }))),
+        ),
+      );
+    }
+    if (!d.stacks.length)
+      sb.append(h("tr", { class: "no-rows" }, h("td", { colspan: stackCols.length + 1, text: "No call stack recorded for this operator (profile with with_stack=True)." })));
+    stacks.append(sb);
+    const kernels = h("table", { class: "data-table op-kernels" });
+    kernels.append(h("thead", {}, h("tr", {}, h("th", { text: "Kernel" }), h("th", { class: "num", text: "Calls" }), h("th", { class: "num", text: "Total (µs)" }))));
+    const kb = h("tbody");
+    for (const k of d.kernels) kb.append(h("tr", {}, h("td", { class: "kname", text: k.name, title: k.name }), h("td", { class: "num", text: int(k.calls) }), h("td", { class: "num", text: us(k.total_ns) })));
+    if (!d.kernels.length) kb.append(h("tr", { class: "no-rows" }, h("td", { colspan: 3, text: "This operator launched no kernel itself (its children may have)." })));
+    kernels.append(kb);
+    const note =
+      this.data.group_by === "shape" && !d.stacks_by_shape
+        ? h("p", { class: "muted", text: `Call stacks of every ${r.name} call: the profile groups stacks by operator name only, not by input shapes.` })
+        : null;
+    return [
+      h(
+        "div",
+        { class: "op-detail-grid" },
+        h("section", {}, h("h4", { text: `Call stacks (${int(d.stacks.length)})` }), ...(note ? [note] : []), h("div", { class: "table-wrap short" }, stacks)),
+        h("section", {}, h("h4", { text: `Kernels launched (${int(d.kernels.length)})` }), h("div", { class: "table-wrap short" }, kernels)),
+      ),
+    ];
+  }
+
   private drawTable(rows: OpRow[]): void {
     const thead = h("thead");
     const tr = h("tr");
@@ -301,13 +409,35 @@ class OperatorsPanel {
     const tbody = h("tbody");
     const frag = document.createDocumentFragment();
     for (const r of rows.slice(0, MAX_ROWS)) {
-      const row = h("tr");
+      const key = this.rowKey(r);
+      const open = this.expanded.has(key);
+      const row = h("tr", { class: `op-row${open ? " open" : ""}`, "aria-expanded": String(open) });
       for (const c of this.cols) {
         const td = h("td", { class: c.numeric ? "num" : c.key === "name" ? "name" : "text" }, c.fmt(r));
         if (!c.numeric) td.title = c.fmt(r);
+        if (c.key === "name") {
+          // the arrow is drawn by CSS, so the cell's text stays the operator's name
+          const toggle = h("button", {
+            type: "button",
+            class: "op-toggle",
+            "aria-expanded": String(open),
+            "aria-label": `${open ? "Hide" : "Show"} the call stacks and kernels of ${r.name}`,
+          });
+          toggle.onclick = (ev) => {
+            ev.stopPropagation();
+            this.toggle(r);
+          };
+          td.prepend(toggle);
+        }
         row.append(td);
       }
+      row.onclick = (ev) => {
+        if ((ev.target as HTMLElement).closest("a, button, input, select")) return;
+        if (window.getSelection()?.toString()) return; // selecting text is not a click
+        this.toggle(r);
+      };
       frag.append(row);
+      if (open) frag.append(this.detailRow(r));
     }
     if (!rows.length) {
       frag.append(h("tr", { class: "no-rows" }, h("td", { colspan: this.cols.length, text: this.data.rows.length ? "No operator matches the search." : "This window has no operators." })));

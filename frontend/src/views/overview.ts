@@ -4,7 +4,7 @@ import { windowParams } from "../api";
 import { RawChart, tipLines } from "../chart";
 import { h } from "../dom";
 import { bytes, int, ms, pct } from "../format";
-import { card, fetchOr, kvTable, problemsList, type Problem } from "./common";
+import { card, errorText, fetchOr, kvTable, pollCluster, problemsList, rankProgress, type Problem } from "./common";
 import { showEmpty, showLoading, type ViewDef, type ViewHost } from "./view";
 
 interface Breakdown {
@@ -216,7 +216,9 @@ async function load(host: ViewHost): Promise<void> {
   ];
   const env = kvTable("ov-env", envRows, ["Setting", "Value"]);
 
+  const runSection = host.run && host.run.workers.length > 1 ? runOverview(host) : null;
   host.el.append(
+    ...(runSection ? [runSection] : []),
     ...[problemsList(ov.problems, "ov-problems")].filter((x): x is HTMLElement => !!x),
     h("div", { class: "grid2" }, card("Performance summary", perf), card("Suggestions", suggestions)),
     card(`Step time breakdown (ms), ${ov.steps.length} step${ov.steps.length === 1 ? "" : "s"}`, stepChartEl),
@@ -268,6 +270,134 @@ async function load(host: ViewHost): Promise<void> {
     ],
   });
   host.setState("loaded");
+}
+
+// -- the whole run: one row per rank, from /cluster --------------------------------------------------
+interface RankFigures {
+  rank: number;
+  worker: string;
+  window: string;
+  steps: number;
+  step_ns: number;
+  compute_share: number;
+  comm_not_hidden_share: number;
+  memory_device: string;
+  memory_peak_bytes: number;
+  memory_capacity_bytes: number;
+  slowest_op: string;
+  slowest_op_ns: number;
+  slowest_op_metric: string;
+}
+interface Range {
+  min: number;
+  min_rank: number;
+  max: number;
+  max_rank: number;
+}
+interface ClusterOverview {
+  window_index: number;
+  per_rank: RankFigures[];
+  problems: { worker: string; window: string; message: string }[];
+  slow_ranks: { metric: string; flagged: boolean; slowest_rank: number; ratio: number }[];
+  run_summary: {
+    ranks: number;
+    step_ns: Range | null;
+    compute_share: Range | null;
+    comm_not_hidden_share: Range | null;
+    memory_peak_bytes: Range | null;
+    slowest_op: { name: string; ns: number; rank: number; metric: string } | null;
+  };
+}
+
+const RUN_HEAD: [string, string, boolean][] = [
+  ["Rank", "The rank (worker) of the run", true],
+  ["Worker", "The worker's profile", false],
+  ["Step time avg (ms)", "Mean step time of the rank's window", true],
+  ["Compute share (%)", "Device compute, overlapped communication included, of the average step", true],
+  ["Communication not hidden (%)", "Communication not overlapped by compute, of the average step", true],
+  ["Memory peak", "Peak allocated memory of the rank's device", true],
+  ["Slowest operator", "The operator with the most self time (device when recorded, else host)", false],
+];
+
+function opText(name: string, ns: number, metric: string): string {
+  return name ? `${name} (${ms(ns)} ms ${metric.startsWith("device") ? "device" : "host"} self)` : "–";
+}
+
+function rangeText(r: Range | null, fmt: (x: number) => string): string {
+  if (!r) return "–";
+  return r.min === r.max ? fmt(r.max) : `${fmt(r.min)} – ${fmt(r.max)}`;
+}
+
+function runTable(cl: ClusterOverview): HTMLElement {
+  const flagged = new Map<number, string[]>();
+  for (const s of cl.slow_ranks) if (s.flagged) flagged.set(s.slowest_rank, [...(flagged.get(s.slowest_rank) ?? []), s.metric]);
+  const t = h("table", { id: "ov-run", class: "data-table run-overview" });
+  t.append(h("thead", {}, h("tr", {}, ...RUN_HEAD.map(([l, tip, num]) => h("th", { class: num ? "num" : "", title: tip, text: l })))));
+  const b = h("tbody");
+  for (const r of cl.per_rank) {
+    const slow = flagged.get(r.rank);
+    b.append(
+      h(
+        "tr",
+        { class: slow ? "slow" : "", "data-rank": r.rank, title: slow ? `Slow rank: ${slow.join(", ")}` : undefined },
+        h("td", { class: "num rank", text: String(r.rank) }),
+        h("td", { class: "text", text: r.worker, title: r.worker }),
+        h("td", { class: "num", text: ms(r.step_ns) }),
+        h("td", { class: "num", text: pct(r.compute_share) }),
+        h("td", { class: "num", text: pct(r.comm_not_hidden_share) }),
+        h("td", { class: "num", text: r.memory_peak_bytes >= 0 ? `${bytes(r.memory_peak_bytes)} (${r.memory_device})` : "–" }),
+        h("td", { class: "text", text: opText(r.slowest_op, r.slowest_op_ns, r.slowest_op_metric), title: r.slowest_op }),
+      ),
+    );
+  }
+  const s = cl.run_summary;
+  const mem = s.memory_peak_bytes;
+  b.append(
+    h(
+      "tr",
+      { class: "whole-run", title: "The whole run: lowest – highest over the ranks" },
+      h("td", { class: "rank", text: `All ${s.ranks} ranks` }),
+      h("td", { class: "text", text: "lowest – highest" }),
+      h("td", { class: "num", text: rangeText(s.step_ns, ms) }),
+      h("td", { class: "num", text: rangeText(s.compute_share, pct) }),
+      h("td", { class: "num", text: rangeText(s.comm_not_hidden_share, pct) }),
+      h("td", { class: "num", text: mem ? `max ${bytes(mem.max)} (rank ${mem.max_rank})` : "–" }),
+      h("td", { class: "text", text: s.slowest_op ? `${opText(s.slowest_op.name, s.slowest_op.ns, s.slowest_op.metric)}, rank ${s.slowest_op.rank}` : "–" }),
+    ),
+  );
+  t.append(b);
+  return t;
+}
+
+/** The "Run overview" card: progress while /cluster digests the ranks, then the table. */
+function runOverview(host: ViewHost): HTMLElement {
+  const title = h("h3", { class: "section-title", text: "Run overview (all ranks)" });
+  const progress = rankProgress("ov-run-progress");
+  progress.update(0, host.run?.workers.length ?? 0);
+  const el = h("section", { class: "card", id: "ov-run-card", "data-state": "loading" }, title, progress.el);
+  pollCluster<ClusterOverview>(windowParams(host.sel), host.signal, progress.update).then(
+    (cl) => {
+      if (host.signal.aborted) return;
+      title.textContent = `Run overview (all ranks, window ${cl.window_index + 1})`;
+      title.title = `The ${cl.window_index + 1}. window of every rank of the run`;
+      const slow = cl.slow_ranks.filter((x) => x.flagged);
+      const parts: HTMLElement[] = [h("div", { class: "table-wrap short" }, runTable(cl))];
+      if (slow.length)
+        parts.push(
+          h("p", { class: "muted", id: "ov-run-slow", text: `Slow ranks (spread over 5% of the mean): ${slow.map((x) => `${x.metric}: rank ${x.slowest_rank} (${pct(x.ratio)}%)`).join("; ")}. See the Communication view.` }),
+        );
+      if (cl.problems.length)
+        parts.push(h("ul", { class: "problems" }, ...cl.problems.map((p) => h("li", { class: "error", text: `${p.worker} / ${p.window}: ${p.message}` }))));
+      el.replaceChildren(title, ...parts);
+      el.dataset.state = "loaded";
+    },
+    (e) => {
+      if (host.signal.aborted || (e as Error).name === "AbortError") return;
+      el.replaceChildren(title, h("div", { class: "notice error", role: "alert", text: `Cannot compare the ranks: ${errorText(e)}` }));
+      el.dataset.state = "error";
+    },
+  );
+  return el;
 }
 
 export const overviewView: ViewDef = {

@@ -1,7 +1,7 @@
 // The contract between the shell and a view. A view fills `el` for one selected window and
 // reports its state; the shell mirrors it on the root's data-state. To add a view: write a
 // `ViewDef` and list it in views/index.ts.
-import type { Selection } from "../api";
+import type { RunInfo, Selection } from "../api";
 import { clear, h } from "../dom";
 
 export type ViewState = "loading" | "loaded" | "error" | "empty";
@@ -9,6 +9,8 @@ export type ViewState = "loading" | "loaded" | "error" | "empty";
 export interface ViewHost {
   el: HTMLElement;
   sel: Selection;
+  /** the selected run as listed by /runs (its workers and windows) */
+  run?: RunInfo;
   /** Aborted when the view is replaced (other window, other tab): drop late responses. */
   signal: AbortSignal;
   setState(state: ViewState): void;

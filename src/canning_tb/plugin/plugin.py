@@ -8,8 +8,13 @@ Routes (under /data/plugin/canning/):
   /kernels         |  ?run=&worker=&window= (+ group_by=name|shape|stack on /operators)
   /memory          |
   /communication   /
+  /operators?detail=<name>[&shapes=]  one operator's call stacks (ops_by_stack rows of that name)
+                   and the kernels it launched, for the expandable rows of the Operators view
   /cluster         the cross-rank analysis (analysis/cluster.py) of the windows at the same
-                   position in every worker of ?run= (the position of ?worker=&window=, or ?window_index=)
+                   position in every worker of ?run= (the position of ?worker=&window=, or ?window_index=),
+                   with per-rank figures selected from the digests (`per_rank`, `run_summary`).
+                   The windows are first digested in parallel processes (Store.prefetch) in a
+                   background thread; while that runs the answer is 202 {loading, done, total}.
 Integers stay numbers; times are integer nanoseconds relative to the window start (fields end
 in `_ns`; -1 stays -1 = absent). Errors are JSON `{"error": ...}`: 400 missing parameter,
 404 unknown run/worker/window, 422 unreadable input ("<file>: <problem>"), 503 still discovering.
@@ -195,6 +200,9 @@ class CanningPlugin(base_plugin.TBPlugin):
         self._discovery = _Discovery(self._logdir, refresh_interval, store_factory)
         self._digest_locks: dict[tuple, threading.Lock] = {}
         self._locks_lock = threading.Lock()
+        # (run, window index) -> {"thread", "done", "total", "items"}: one prefetch at a time each
+        self._prefetches: dict[tuple, dict] = {}
+        self._prefetch_lock = threading.Lock()
         self._discovery.kick()  # start looking now, in the background
 
     # TensorBoard API ------------------------------------------------------------------------
@@ -357,6 +365,8 @@ class CanningPlugin(base_plugin.TBPlugin):
         }
 
     def _operators(self, request, run, worker, window, digest):
+        if "detail" in request.args:
+            return self._operator_detail(request, run, worker, window, digest)
         group_by = request.args.get("group_by", "name")
         if group_by not in GROUPS:
             raise _HTTPError(400, f"group_by must be one of {', '.join(GROUPS)}, not {group_by!r}")
@@ -368,6 +378,29 @@ class CanningPlugin(base_plugin.TBPlugin):
             "has_device": has_device,
             "has_stacks": len(digest.ops_by_stack) > 0,
             "rows": rows,
+        }
+
+    def _operator_detail(self, request, run, worker, window, digest):
+        """One operator: the ops_by_stack rows of its name (and input shapes, where those rows
+        carry them) and the kernels it launched (the `kernels` of its ops_by_name / ops_by_shape row)."""
+        name = request.args.get("detail", "")
+        shapes = request.args.get("shapes")
+        source = digest.ops_by_name if shapes is None else digest.ops_by_shape
+        op = next((o for o in source if o.name == name and (shapes is None or o.input_shapes == shapes)), None)
+        if op is None:
+            raise _HTTPError(404, f"unknown operator: {name!r}" + ("" if shapes is None else f" with input shapes {shapes!r}"))
+        stacks = [o for o in digest.ops_by_stack if o.name == name]
+        by_shape = shapes is not None and any(o.input_shapes for o in stacks)
+        if by_shape:
+            stacks = [o for o in stacks if o.input_shapes == shapes]
+        return {
+            "run": run, "worker": worker, "window": window,
+            "name": name,
+            "input_shapes": shapes,
+            "stacks_by_shape": by_shape,  # False: the digest groups stacks by name only
+            "calls": op.calls,
+            "stacks": [{k: v for k, v in to_json(o).items() if k != "kernels"} for o in stacks],
+            "kernels": [to_json(k) for k in op.kernels],
         }
 
     def _kernels(self, request, run, worker, window, digest):
@@ -402,13 +435,40 @@ class CanningPlugin(base_plugin.TBPlugin):
     @wrappers.Request.application
     def _serve_cluster(self, request):
         try:
-            body, code = self._cluster(request), 200
+            body, code = self._cluster(request)
         except _HTTPError as e:
             body, code = e.body, e.code
         except Exception as e:
             log.exception("canning: %s failed", request.path)
             body, code = {"error": f"internal error: {type(e).__name__}: {e}"}, 500
         return http_util.Respond(request, body, "application/json", code=code)
+
+    def _prefetch_progress(self, store, run: str, index: int, items: list) -> dict | None:
+        """Digest the windows `items` in parallel processes (Store.prefetch), one background
+        prefetch per (run, window index). None when they are done; else {done, total} so far."""
+        key = (run, index)
+        with self._prefetch_lock:
+            st = self._prefetches.get(key)
+            if st is None or (not st["thread"].is_alive() and st["items"] != items):
+                st = {"items": items, "done": 0, "total": len(items)}
+                n = len(items)
+
+                def progress(done, todo, st=st, n=n):  # windows already digested count as done
+                    st["done"], st["total"] = n - todo + done, n
+
+                def work(st=st):
+                    try:
+                        st["errors"] = store.prefetch(items, progress)
+                    except Exception:  # the digests are then computed one by one on request
+                        log.exception("canning: prefetch of %s window %d failed", run, index)
+
+                st["thread"] = threading.Thread(target=work, name=f"canning-prefetch-{index}", daemon=True)
+                self._prefetches[key] = st
+                st["thread"].start()
+        st["thread"].join(0.3)  # digests already cached: answer at once
+        if not st["thread"].is_alive():
+            return None
+        return {"done": st["done"], "total": st["total"]}
 
     def _cluster(self, request):
         """analyse_ranks over the window at the same position of every worker of the run.
@@ -441,12 +501,18 @@ class CanningPlugin(base_plugin.TBPlugin):
             index = ids.index(args["window"])
         else:
             raise _HTTPError(400, "missing parameter: window_index (or worker and window)")
-        members, digests, problems = [], [], []
+        chosen = []
         for w in workers:
             wins = store.windows(run, w.name)
-            if not 0 <= index < len(wins):
-                continue
-            win = wins[index]
+            if 0 <= index < len(wins):
+                chosen.append((w, wins[index]))
+        if not chosen:
+            raise _HTTPError(404, f"no window at position {index} in run {run!r}")
+        pending = self._prefetch_progress(store, run, index, [(run, w.name, win.id) for w, win in chosen])
+        if pending is not None:
+            return {"run": run, "window_index": index, "loading": True, **pending}, 202
+        members, digests, problems = [], [], []
+        for w, win in chosen:
             try:
                 d = self._digest(store, run, w.name, win.id)
             except _HTTPError as e:
@@ -457,4 +523,58 @@ class CanningPlugin(base_plugin.TBPlugin):
         if not digests:
             raise _HTTPError(404, f"no readable window at position {index} in run {run!r}", problems=problems)
         result = analyse_ranks(digests)
-        return {"run": run, "window_index": index, "workers": members, "problems": problems, **result}
+        # the rank ids analyse_ranks uses: the digests' ranks, or their positions when those repeat
+        ranks = [m["digest_rank"] for m in members]
+        if len(set(ranks)) != len(ranks):
+            ranks = list(range(len(members)))
+        per_rank = []
+        for m, r, d in zip(members, ranks, digests):
+            m["cluster_rank"] = r
+            per_rank.append({"rank": r, "worker": m["worker"], "window": m["window"], **_rank_figures(d)})
+        per_rank.sort(key=lambda x: x["rank"])
+        return {"run": run, "window_index": index, "loading": False, "workers": members, "problems": problems,
+                "per_rank": per_rank, "run_summary": _run_summary(per_rank), **result}, 200
+
+
+# -- per-rank figures: fields selected from each digest (no statistics computed here) ---------------
+
+
+def _rank_figures(d) -> dict:
+    a, sc = d.average, d.scalars
+    has_device = any(o.device_self_ns > 0 for o in d.ops_by_name)
+    field = "device_self_ns" if has_device else "host_self_ns"
+    ops = [o for o in d.ops_by_name if not o.name.startswith("ProfilerStep#") and getattr(o, field) > 0]
+    top = max(ops, key=lambda o: getattr(o, field), default=None)
+    mems = [m for m in d.memory if m.device.upper() != "CPU"] or list(d.memory)
+    mem = max(mems, key=lambda m: m.peak_allocated_bytes, default=None)
+    has_shares = "share_compute" in sc and a.total_ns > 0
+    return {
+        "steps": len(d.steps),
+        "step_ns": a.total_ns,
+        # the Overview's "device compute share": compute + communication hidden behind it
+        "compute_share": _scalar(sc["share_compute"] + sc.get("share_overlapped", 0.0)) if has_shares else -1.0,
+        "comm_not_hidden_share": _scalar(d.communication.not_overlapped_share) if a.total_ns > 0 else -1.0,
+        "memory_device": mem.device if mem else "",
+        "memory_peak_bytes": mem.peak_allocated_bytes if mem else -1,
+        "memory_capacity_bytes": mem.capacity_bytes if mem else -1,
+        "slowest_op": top.name if top else "",
+        "slowest_op_ns": getattr(top, field) if top else -1,
+        "slowest_op_metric": field,
+    }
+
+
+def _run_summary(per_rank: list) -> dict:
+    """The whole run: for each per-rank figure, the lowest and highest rank (a selection)."""
+    out = {"ranks": len(per_rank)}
+    for key in ("step_ns", "compute_share", "comm_not_hidden_share", "memory_peak_bytes"):
+        have = [p for p in per_rank if p[key] is not None and p[key] >= 0]
+        if not have:
+            out[key] = None
+            continue
+        lo, hi = min(have, key=lambda p: p[key]), max(have, key=lambda p: p[key])
+        out[key] = {"min": lo[key], "min_rank": lo["rank"], "max": hi[key], "max_rank": hi["rank"]}
+    with_op = [p for p in per_rank if p["slowest_op_ns"] > 0]
+    top = max(with_op, key=lambda p: p["slowest_op_ns"], default=None)
+    out["slowest_op"] = ({"name": top["slowest_op"], "ns": top["slowest_op_ns"], "rank": top["rank"],
+                          "metric": top["slowest_op_metric"]} if top else None)
+    return out
