@@ -8,7 +8,7 @@ PORT   ?= 6006
 TORCH  ?= torch==2.13.0
 BUNDLE := src/canning_tb/plugin/static/index.js
 
-.PHONY: setup venv frontend chromium test test-fast demo bench proto clean
+.PHONY: setup venv frontend chromium test test-fast demo bench screenshots proto clean
 
 # .venv-peers: HTA and msprof-analyze, the peer tools our numbers are checked against
 include peers.mk
@@ -46,6 +46,10 @@ demo: setup
 	@echo "TensorBoard with the canning profiler tab: http://127.0.0.1:$(PORT)/#canning"
 	@echo "(report in the terminal: $(BIN)/canning-prof --mode=view --input=log/demo)"
 	$(BIN)/tensorboard --logdir log --host 127.0.0.1 --port $(PORT)
+
+# refresh the README's screenshots from the browser tests
+screenshots: setup chromium
+	CANNING_SCREENSHOTS=docs/screenshots $(BIN)/python -m pytest -q -m browser
 
 bench: setup
 	bash benchmarks/run.sh

@@ -14,6 +14,7 @@ import json
 import os
 import re
 import zlib
+from datetime import datetime, timezone
 from functools import lru_cache
 from dataclasses import dataclass, field
 
@@ -50,6 +51,24 @@ class Run:
     name: str
     path: str
     workers: dict[str, Worker] = field(default_factory=dict)
+
+
+def _span_time(span: str) -> str:
+    """A readable UTC time for a window id that is a timestamp, else the id itself.
+
+    torch.profiler writes epoch ms (13 digits, older) or ns (19 digits); torch_npu writes
+    %Y%m%d%H%M%S + milliseconds (17 digits, or with a dot before the milliseconds).
+    """
+    digits = span.replace(".", "")
+    try:
+        if len(span) in (13, 16, 19) and span.isdigit():
+            secs = int(span) / 10 ** (len(span) - 10)
+            return datetime.fromtimestamp(secs, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+        if len(digits) == 17 and digits.isdigit():
+            return datetime.strptime(digits[:14], "%Y%m%d%H%M%S").strftime("%Y-%m-%d %H:%M:%S")
+    except (ValueError, OverflowError, OSError):
+        pass
+    return span
 
 
 def _rank_from_name(name: str) -> int:
@@ -139,7 +158,7 @@ def scan_folder(folder: str, dirs: list[str], fnames: list[str]) -> dict[str, li
             # Two files of one worker can share an id ("default"); keep ids unique.
             wid = w.id if w.id not in seen else f"{w.id}-{i}"
             seen.add(wid)
-            label = w.label or f"window {i + 1}" + ("" if w.id == "default" else f" ({w.id})")
+            label = w.label or f"window {i + 1}" + ("" if w.id == "default" else f" ({_span_time(w.id)})")
             wins[i] = Window(**{**w.__dict__, "id": wid, "label": label})
     return found
 
