@@ -97,3 +97,24 @@ def test_changed_file_is_read_again(tmp_path):
     with pytest.raises(InputError) as e:
         Store(str(tmp_path / "logdir")).digest("r", worker.name, win.id)
     assert trace.name in str(e.value)
+
+
+def test_first_open_also_caches_the_events_for_the_timeline(tmp_path, monkeypatch):
+    run = tmp_path / "logdir" / "r"
+    shutil.copytree(fixture_path("hta", "cpu_only"), run)
+    os.chmod(run, 0o755)
+    store = Store(str(tmp_path / "logdir"))
+    (worker,) = store.workers("r")
+    (win,) = store.windows("r", worker.name)
+    d = store.digest("r", worker.name, win.id)
+
+    def no_second_read(window):
+        raise AssertionError("the window was read again")
+    monkeypatch.setattr("canning_tb.store.store.read_window", no_second_read)
+    t = Store(str(tmp_path / "logdir")).table("r", worker.name, win.id)
+    # independent: count the complete events of the raw file
+    trace = next(p for p in run.iterdir() if p.name.endswith(".gz"))
+    with gzip.open(trace, "rt") as f:
+        raw = [e for e in json.load(f)["traceEvents"] if e.get("ph") == "X"]
+    assert len(t) == len(raw)
+    assert sum(o.calls for o in d.ops_by_name) > 0

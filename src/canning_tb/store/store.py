@@ -37,8 +37,12 @@ def read_window(window: Window):
 
 def digest_of(window: Window, worker: str = ""):
     """Read and analyse one window (pure; runs in worker processes too)."""
+    return _digest_table(read_window(window), worker)
+
+
+def _digest_table(table, worker: str):
     from canning_tb.analysis.build import build_digest
-    d = build_digest(read_window(window))
+    d = build_digest(table)
     if worker and not d.window.worker:
         d.window.worker = worker
     return d
@@ -55,14 +59,35 @@ def source_digest_path(window: Window) -> str | None:
     return window.path[: -len(".canning.json")] + SOURCE_DIGEST_SUFFIX
 
 
+def events_prefix(digest_path: str) -> str:
+    """The cache entry of a window's columnar events sits beside its digest."""
+    return digest_path[: -len(SOURCE_DIGEST_SUFFIX)] + ".events"
+
+
+def _write_cache(write, path: str) -> None:
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        write(path)
+    except OSError as e:  # a cache we cannot write only costs time
+        log.warning("canning: cannot write cache %s: %s", path, e)
+
+
+def compute_and_cache(window: Window, worker: str, digest_path: str):
+    """Read a window once; cache its columnar events (for the timeline) and its digest."""
+    table = read_window(window)
+    _write_cache(table.save, events_prefix(digest_path))
+    d = _digest_table(table, worker)
+    _write_cache(lambda p: cache.write_atomic(p, d.SerializeToString()), digest_path)
+    return d
+
+
 def _compute_into_cache(window: Window, worker: str, cache_path: str) -> tuple[str, str] | None:
     """Worker-process job: digest one window into the cache. Returns (file, problem) or None."""
     from canning_tb.ingest.table import InputError
     try:
-        d = digest_of(window, worker)
+        compute_and_cache(window, worker, cache_path)
     except InputError as e:
         return (e.file, e.problem)
-    cache.write_atomic(cache_path, d.SerializeToString())
     return None
 
 
@@ -128,15 +153,11 @@ class Store:
         d = self._load_cached(window, path, digest_pb2)
         if d is None:
             try:
-                d = digest_of(window, worker)
+                d = compute_and_cache(window, worker, path)
             except InputError as e:
                 with self._lock:
                     self._errors[key] = (e.file, e.problem)
                 raise
-            try:
-                cache.write_atomic(path, d.SerializeToString())
-            except OSError as e:  # a cache we cannot write only costs time
-                log.warning("canning: cannot write cache %s: %s", path, e)
         with self._lock:
             self._digests[key] = d
             while len(self._digests) > self._memory_items:
@@ -167,17 +188,13 @@ class Store:
         from canning_tb.ingest.table import EventTable
         window = self.window(run, worker, window_id)
         key, path = self._key(run, window)
-        prefix = path[: -len(SOURCE_DIGEST_SUFFIX)] + ".events"
+        prefix = events_prefix(path)
         try:
             return EventTable.load(prefix)
         except (OSError, ValueError, KeyError):
             pass
         t = read_window(window)
-        try:
-            os.makedirs(os.path.dirname(prefix), exist_ok=True)
-            t.save(prefix)
-        except OSError as e:
-            log.warning("canning: cannot write cache %s: %s", prefix, e)
+        _write_cache(t.save, prefix)
         return t
 
     def error(self, run: str, worker: str, window_id: str) -> str | None:
@@ -207,9 +224,10 @@ class Store:
         errors: dict[tuple[str, str, str], str] = {}
         keys = {ident: self._key(ident[0], w)[0] for ident, w, _ in todo}
 
-        def failed(ident, err):
-            with self._lock:
-                self._errors[keys[ident]] = err
+        def failed(ident, err, lasting=True):
+            if lasting:  # an input error stays true until the files change (the key changes)
+                with self._lock:
+                    self._errors[keys[ident]] = err
             errors[ident] = f"{err[0]}: {err[1]}"
 
         total, done = len(todo), 0
@@ -232,11 +250,11 @@ class Store:
             for fut in as_completed(futures):
                 ident = futures[fut]
                 try:
-                    err = fut.result()
+                    err, lasting = fut.result(), True
                 except Exception as e:  # a crash in one window must not stop the others
-                    err = (ident[2], f"{type(e).__name__}: {e}")
+                    err, lasting = (ident[2], f"{type(e).__name__}: {e}"), False
                 if err:
-                    failed(ident, err)
+                    failed(ident, err, lasting)
                 done += 1
                 if progress:
                     progress(done, total)
