@@ -89,8 +89,7 @@ def _manifest_window(folder: str, fname: str, m: re.Match) -> Window | None:
     steps = tuple(int(s) for s in man.get("steps", []) if isinstance(s, int)) if isinstance(man, dict) else ()
     rank = man.get("rank", -1) if isinstance(man, dict) else -1
     idx = int(m.group("window"))
-    label = f"window {idx}" + (f" (steps {steps[0]}-{steps[-1]})" if steps else "")
-    return Window(id=m.group("window"), label=label, format="canning", path=path, files=tuple(files),
+    return Window(id=m.group("window"), label="", format="canning", path=path, files=tuple(files),
                   order=(idx,), rank=rank if isinstance(rank, int) else -1, steps=steps)
 
 
@@ -158,7 +157,11 @@ def scan_folder(folder: str, dirs: list[str], fnames: list[str]) -> dict[str, li
             # Two files of one worker can share an id ("default"); keep ids unique.
             wid = w.id if w.id not in seen else f"{w.id}-{i}"
             seen.add(wid)
-            label = w.label or f"window {i + 1}" + ("" if w.id == "default" else f" ({_span_time(w.id)})")
+            if w.steps:
+                when = f"steps {w.steps[0]}-{w.steps[-1]}" if len(w.steps) > 1 else f"step {w.steps[0]}"
+            else:
+                when = "" if w.id == "default" or w.format == "canning" else _span_time(w.id)
+            label = f"window {i + 1}" + (f" ({when})" if when else "")
             wins[i] = Window(**{**w.__dict__, "id": wid, "label": label})
     return found
 
