@@ -41,7 +41,8 @@ class Table:
         widths = [max(len(r[i]) for r in cells) for i in range(len(self.columns))] if self.columns else []
         line = "-" * (sum(widths) + 2 * max(len(widths) - 1, 0))
         out = [self.title, line]
-        numeric = [all(isinstance(r[i], (int, float)) for r in self.rows) for i in range(len(self.columns))]
+        numeric = [all(isinstance(r[i], (int, float)) or r[i] is None for r in self.rows)
+                   for i in range(len(self.columns))]
         for j, r in enumerate(cells):
             out.append("  ".join(c.rjust(widths[i]) if numeric[i] else c.ljust(widths[i])
                                  for i, c in enumerate(r)).rstrip())
@@ -56,6 +57,8 @@ class Table:
 
 
 def _fmt(c) -> str:
+    if c is None:  # unknown in the data (.rows keep None; CSV leaves the cell empty)
+        return "n/a"
     if isinstance(c, float):
         return f"{c:.3f}"
     return str(c)
@@ -90,7 +93,8 @@ def communication_summary(digest: pb.Digest) -> Table:
     t = Table("Communication summary", ["Collective", "Group", "Calls", "Total(ms)", "Avg(ms)", "Bytes", "Bandwidth(GB/s)"])
     for c in digest.communication.collectives:
         t.rows.append([c.kind, c.group, int(c.calls), _ms(c.total_ns), _ms(c.total_ns / c.calls) if c.calls else 0.0,
-                       int(c.bytes), round(c.bandwidth_gbps, 3) if c.bandwidth_gbps >= 0 else "n/a"])
+                       int(c.bytes) if c.bytes >= 0 else None,
+                       round(c.bandwidth_gbps, 3) if c.bandwidth_gbps >= 0 else None])
     cm = digest.communication
     if cm.total_ns:
         t.notes.append(f"Communication {_ms(cm.total_ns)} ms, of which {_ms(cm.not_overlapped_ns)} ms not overlapped "
