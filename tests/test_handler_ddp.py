@@ -54,3 +54,21 @@ def test_two_ranks_write_their_windows(tmp_path):
             pids[rank] = man["pid"]
     assert pids[0] != pids[1]
     assert len([n for n in names if n.startswith("events.out.tfevents.")]) == 2
+
+    # The communication of the real gloo run, across both ranks, as the views show it.
+    from canning_tb.analysis.cluster import analyse_ranks
+    from canning_tb.store import Store
+    store = Store(str(tmp_path))
+    (run,) = store.runs()
+    digests = [store.digest(run, w.name, store.windows(run, w.name)[0].id) for w in store.workers(run)]
+    assert sorted(d.window.rank for d in digests) == [0, 1]
+    cluster = analyse_ranks(digests)
+    assert sorted(r["rank"] for r in cluster["ranks"]) == [0, 1]
+    for d in digests:
+        first = next(n for n in names if TRACE_RE.match(n) and n.startswith(f"rank{d.window.rank}."))
+        raw = json.loads(gzip.decompress((logdir / first).read_bytes()))["traceEvents"]
+        # independent: gloo runs each all-reduce as one "gloo:all_reduce" range
+        want = sum(1 for e in raw if e.get("ph") == "X" and e.get("name") == "gloo:all_reduce")
+        got = {c.kind: c.calls for c in d.communication.collectives}
+        assert want > 0 and got.get("AllReduce") == want
+        assert 0 < d.communication.total_ns <= d.window.end_ns - d.window.start_ns
