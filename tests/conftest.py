@@ -28,3 +28,12 @@ def fixture_path(*parts: str) -> Path:
 @pytest.fixture(scope="session")
 def browser_type_launch_args(browser_type_launch_args):  # pytest-playwright hook
     return {**browser_type_launch_args, "executable_path": CHROMIUM, "args": CHROMIUM_ARGS}
+
+
+@pytest.fixture
+def errors(page):
+    """The browser's console errors and uncaught page errors, as they come (browser tests)."""
+    errs = []
+    page.on("console", lambda m: m.type == "error" and errs.append(m.text))
+    page.on("pageerror", lambda e: errs.append(str(e)))
+    return errs

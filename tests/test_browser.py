@@ -4,34 +4,25 @@ Expected operators come from an independent reading of the raw trace (test_plugi
 """
 import gzip
 import json
-import os
-import tempfile
 import shutil
-from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
 
+from _tb import T, copy_resnet, open_plugin, serve, shot
 from conftest import fixture_path
 from test_plugin_routes import (HTA_WINDOW, RESNET_WINDOW, build_logdir, independent_host_self, raw_stacks,
                                 start_tensorboard, stop_tensorboard)
 
 pytestmark = pytest.mark.browser
 
-# `make screenshots` sets CANNING_SCREENSHOTS=docs/screenshots; otherwise shots stay out of the tree
-SHOT = Path(os.environ.get("CANNING_SCREENSHOTS", tempfile.gettempdir())) / "operators.png"
-FRAME = 'iframe[src*="plugin_entry.html?name=canning"]'
-T = 60_000  # ms: the first open of a window computes its digest
-
 
 @pytest.fixture(scope="module")
 def good_logdir(tmp_path_factory):
     """resnet/ and hta/ only: every view loads without an error."""
     root = tmp_path_factory.mktemp("browser_logdir")
-    for run in ("resnet", "hta"):
-        (root / run).mkdir()
-    for f in sorted(fixture_path("kineto", "resnet50_v100").iterdir()):
-        shutil.copy(f, root / "resnet" / f.name)
+    copy_resnet(root / "resnet")
+    (root / "hta").mkdir()
     shutil.copy(fixture_path("hta", "df_index_resolver", "df_index_resolver.json.gz"),
                 root / "hta" / f"rank1.{HTA_WINDOW}.pt.trace.json.gz")
     return root
@@ -39,25 +30,7 @@ def good_logdir(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def tensorboard_url(good_logdir, tmp_path_factory):
-    proc, url, log = start_tensorboard(good_logdir, tmp_path_factory.mktemp("tb") / "tb.log")
-    yield url
-    stop_tensorboard(proc, log)
-
-
-@pytest.fixture
-def errors(page):
-    errs = []
-    page.on("console", lambda m: m.type == "error" and errs.append(m.text))
-    page.on("pageerror", lambda e: errs.append(str(e)))
-    return errs
-
-
-def open_plugin(page, url):
-    page.set_viewport_size({"width": 1400, "height": 900})
-    page.goto(f"{url}/#canning")
-    frame = page.frame_locator(FRAME)
-    expect(frame.locator("#canning-root")).to_be_visible(timeout=T)
-    return frame
+    yield from serve(good_logdir, tmp_path_factory)
 
 
 def test_operators_view(page, tensorboard_url, good_logdir, errors):
@@ -91,8 +64,7 @@ def test_operators_view(page, tensorboard_url, good_logdir, errors):
     expect(first.nth(2)).to_have_text(f"{self_us:,.1f}")
     expect(f.locator("#op-chart-title")).to_have_text("Top 10 operators by Host Self (µs)")
     expect(f.locator("#op-chart")).to_have_attribute("data-items", "10")
-    SHOT.parent.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SHOT))
+    shot(page, "operators")
 
     # search filters by name, case-insensitively
     total = names.count()

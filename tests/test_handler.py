@@ -99,7 +99,8 @@ def test_atomic_publication_seen_by_a_poller(tmp_path):
     stop, problems, seen = threading.Event(), [], set()
 
     def poll():
-        while not stop.is_set():
+        while True:
+            last = stop.is_set()  # one more pass after training ended: it sees the last window too
             names = os.listdir(run)
             for n in names:
                 if n.startswith(".") or n.endswith(".tmp") or n in seen or n.startswith("events."):
@@ -114,6 +115,8 @@ def test_atomic_publication_seen_by_a_poller(tmp_path):
                     seen.add(n)
                 except Exception as e:  # noqa: BLE001  any failure here is a torn or early file
                     problems.append(f"{n}: {type(e).__name__}: {e}")
+            if last:
+                return
 
     t = threading.Thread(target=poll, daemon=True)
     t.start()

@@ -6,23 +6,17 @@ never the analysis code). Saves docs/screenshots/{overview,run-overview,kernels,
 import collections
 import gzip
 import json
-import os
-import tempfile
 import shutil
-from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
 
+from _tb import T, copy_resnet, open_plugin, serve, shot
 from conftest import fixture_path
-from test_plugin_routes import RESNET_WINDOW, start_tensorboard, stop_tensorboard
+from test_plugin_routes import RESNET_WINDOW
 
 pytestmark = pytest.mark.browser
 
-# `make screenshots` sets CANNING_SCREENSHOTS=docs/screenshots; otherwise shots stay out of the tree
-SHOTS = Path(os.environ.get("CANNING_SCREENSHOTS", tempfile.gettempdir()))
-FRAME = 'iframe[src*="plugin_entry.html?name=canning"]'
-T = 60_000
 RESNET_TRACE = f"worker0.{RESNET_WINDOW}.pt.trace.json.gz"
 DLRM_WORKER, DLRM_WINDOW = "worker0_step_12", "1694128201545"
 
@@ -45,9 +39,7 @@ def dlrm_truth(logdir):
 @pytest.fixture(scope="module")
 def logdir(tmp_path_factory):
     root = tmp_path_factory.mktemp("views_logdir")
-    (root / "resnet").mkdir()
-    for f in sorted(fixture_path("kineto", "resnet50_v100").iterdir()):
-        shutil.copy(f, root / "resnet" / f.name)
+    copy_resnet(root / "resnet")
     shutil.copytree(fixture_path("ascend", "level1"), root / "ascend")
     shutil.copytree(fixture_path("param", "dlrm_8ranks"), root / "dlrm")
     return root
@@ -55,9 +47,7 @@ def logdir(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def url(logdir, tmp_path_factory):
-    proc, u, log = start_tensorboard(logdir, tmp_path_factory.mktemp("tb") / "tb.log")
-    yield u
-    stop_tensorboard(proc, log)
+    yield from serve(logdir, tmp_path_factory)
 
 
 @pytest.fixture(scope="module")
@@ -66,18 +56,8 @@ def raw(logdir):
         return json.load(f)["traceEvents"]
 
 
-@pytest.fixture
-def errors(page):
-    errs = []
-    page.on("console", lambda m: m.type == "error" and errs.append(m.text))
-    page.on("pageerror", lambda e: errs.append(str(e)))
-    return errs
-
-
 def open_view(page, url, run, worker, window, view):
-    page.set_viewport_size({"width": 1400, "height": 900})
-    page.goto(f"{url}/#canning")
-    f = page.frame_locator(FRAME)
+    f = open_plugin(page, url)
     expect(f.locator("#run-select option")).to_have_count(3, timeout=T)
     f.locator("#run-select").select_option(run)
     f.locator("#worker-select").select_option(worker)
@@ -90,11 +70,6 @@ def open_view(page, url, run, worker, window, view):
 
 def loaded(f):
     expect(f.locator("#canning-root")).to_have_attribute("data-state", "loaded", timeout=T)
-
-
-def shot(page, name):
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SHOTS / f"{name}.png"))
 
 
 def test_overview(page, url, raw, errors):

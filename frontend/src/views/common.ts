@@ -1,4 +1,4 @@
-// Pieces shared by the Overview, Kernels, Memory and Communication views: a sortable table,
+// Pieces shared by the Overview, Operators, Kernels, Memory and Communication views: a sortable table,
 // CSV export, the problems list, key/value tables and the fetch-with-states wrapper.
 import { ApiError, getJSON } from "../api";
 import { clear, h } from "../dom";
@@ -80,6 +80,18 @@ export function safeName(s: string): string {
   return s.replace(/[^A-Za-z0-9._-]+/g, "_").slice(0, 60);
 }
 
+/** Optional extras for a SortTable whose rows do more than show their cells (Operators). */
+export interface SortTableHooks<T> {
+  /** orders the rows the sort column finds equal (default: they keep their order) */
+  tieBreak?: (a: T, b: T) => number;
+  /** called on each row drawn; may return a row to draw under it (an expanded row's details) */
+  decorateRow?: (r: T, tr: HTMLTableRowElement) => HTMLTableRowElement | null;
+  /** called after a header click has re-sorted and redrawn the table */
+  onSort?: () => void;
+  /** ends "Showing the first N of M rows" (default ".") */
+  moreText?: string;
+}
+
 /** A table sorted by clicking its headers; shows at most `max` rows. */
 export class SortTable<T> {
   readonly el: HTMLTableElement;
@@ -91,6 +103,7 @@ export class SortTable<T> {
     public desc = true,
     private emptyText = "No rows.",
     private max = 2000,
+    private hooks: SortTableHooks<T> = {},
   ) {
     this.el = h("table", { id, class: "data-table" });
   }
@@ -109,11 +122,12 @@ export class SortTable<T> {
   sorted(): T[] {
     const col = this.cols.find((c) => c.key === this.sortKey) ?? this.cols[0];
     const dir = this.desc ? -1 : 1;
+    const tie = this.hooks.tieBreak;
     return this.rows.slice().sort((a, b) => {
       const x = col.value(a);
       const y = col.value(b);
       const c = typeof x === "number" && typeof y === "number" ? x - y : String(x).localeCompare(String(y));
-      return c * dir;
+      return c !== 0 || !tie ? c * dir : tie(a, b);
     });
   }
 
@@ -141,9 +155,10 @@ export class SortTable<T> {
         if (this.sortKey === c.key) this.desc = !this.desc;
         else {
           this.sortKey = c.key;
-          this.desc = !!c.num;
+          this.desc = !!c.num; // numbers: largest first; text: A-Z
         }
         this.render();
+        this.hooks.onSort?.();
       };
       th.onclick = sort;
       th.onkeydown = (ev) => {
@@ -165,10 +180,14 @@ export class SortTable<T> {
         row.append(td);
       }
       body.append(row);
+      const extra = this.hooks.decorateRow?.(r, row);
+      if (extra) body.append(extra);
     }
     if (!rows.length) body.append(h("tr", { class: "no-rows" }, h("td", { colspan: this.cols.length, text: this.emptyText })));
     else if (rows.length > this.max)
-      body.append(h("tr", { class: "no-rows" }, h("td", { colspan: this.cols.length, text: `Showing the first ${int(this.max)} of ${int(rows.length)} rows.` })));
+      body.append(
+        h("tr", { class: "no-rows" }, h("td", { colspan: this.cols.length, text: `Showing the first ${int(this.max)} of ${int(rows.length)} rows${this.hooks.moreText ?? "."}` })),
+      );
     clear(this.el);
     this.el.append(h("thead", {}, tr), body);
   }

@@ -1,10 +1,11 @@
 // Operators view: one table of the window's operators (from the digest's ops_by_name /
 // ops_by_shape / ops_by_stack), sortable, searchable, with a chart of the top N and CSV export.
-import { ApiError, getJSON, windowParams } from "../api";
+import { getJSON, windowParams } from "../api";
 import { Chart, type Item } from "../chart";
 import { clear, h, option } from "../dom";
 import { int, us } from "../format";
-import { showError, showLoading, type ViewDef, type ViewHost } from "./view";
+import { downloadCSV, errorText, fetchOr, problemsList, safeName, SortTable, type Col, type Problem } from "./common";
+import { showLoading, type ViewDef, type ViewHost } from "./view";
 
 interface OpRow {
   name: string;
@@ -32,12 +33,6 @@ interface OperatorDetail {
   kernels: KernelRef[];
 }
 
-interface Problem {
-  file: string;
-  message: string;
-  severity: string;
-}
-
 interface OperatorsResponse {
   group_by: GroupBy;
   has_device: boolean;
@@ -49,23 +44,22 @@ interface OperatorsResponse {
 type GroupBy = "name" | "shape" | "stack";
 type Key = "name" | "input_shapes" | "call_stack" | "calls" | "host_self_ns" | "host_total_ns" | "device_self_ns" | "device_total_ns";
 
-interface Column {
-  key: Key;
-  label: string;
-  numeric: boolean;
-  tip: string;
-  fmt: (r: OpRow) => string;
+type Column = Col<OpRow> & { key: Key; fmt: (r: OpRow) => string };
+
+function col(key: Key, label: string, tip: string, fmt: (r: OpRow) => string, num = true): Column {
+  // the name cell is class "name" (it holds the row's toggle); other text cells "text"
+  return { key, label, tip, fmt, num, value: (r) => r[key], cls: key === "name" ? "name" : undefined };
 }
 
 const COLUMNS: Record<Key, Column> = {
-  name: { key: "name", label: "Name", numeric: false, tip: "Operator name", fmt: (r) => r.name },
-  input_shapes: { key: "input_shapes", label: "Input Shapes", numeric: false, tip: "Shapes of the inputs (record_shapes=True)", fmt: (r) => r.input_shapes },
-  call_stack: { key: "call_stack", label: "Call Stack", numeric: false, tip: "Python call stack (with_stack=True)", fmt: (r) => r.call_stack },
-  calls: { key: "calls", label: "Calls", numeric: true, tip: "Number of calls in the window", fmt: (r) => int(r.calls) },
-  host_self_ns: { key: "host_self_ns", label: "Host Self (µs)", numeric: true, tip: "Time on the host in the operator itself, children excluded", fmt: (r) => us(r.host_self_ns) },
-  host_total_ns: { key: "host_total_ns", label: "Host Total (µs)", numeric: true, tip: "Time on the host in the operator and its children", fmt: (r) => us(r.host_total_ns) },
-  device_self_ns: { key: "device_self_ns", label: "Device Self (µs)", numeric: true, tip: "Device time of the kernels the operator launched itself", fmt: (r) => us(r.device_self_ns) },
-  device_total_ns: { key: "device_total_ns", label: "Device Total (µs)", numeric: true, tip: "Device time of the kernels launched by the operator and its children", fmt: (r) => us(r.device_total_ns) },
+  name: col("name", "Name", "Operator name", (r) => r.name, false),
+  input_shapes: col("input_shapes", "Input Shapes", "Shapes of the inputs (record_shapes=True)", (r) => r.input_shapes, false),
+  call_stack: col("call_stack", "Call Stack", "Python call stack (with_stack=True)", (r) => r.call_stack, false),
+  calls: col("calls", "Calls", "Number of calls in the window", (r) => int(r.calls)),
+  host_self_ns: col("host_self_ns", "Host Self (µs)", "Time on the host in the operator itself, children excluded", (r) => us(r.host_self_ns)),
+  host_total_ns: col("host_total_ns", "Host Total (µs)", "Time on the host in the operator and its children", (r) => us(r.host_total_ns)),
+  device_self_ns: col("device_self_ns", "Device Self (µs)", "Device time of the kernels the operator launched itself", (r) => us(r.device_self_ns)),
+  device_total_ns: col("device_total_ns", "Device Total (µs)", "Device time of the kernels launched by the operator and its children", (r) => us(r.device_total_ns)),
 };
 
 const GROUP_LABELS: Record<GroupBy, string> = { name: "Operator", shape: "Operator + input shapes", stack: "Operator + call stack" };
@@ -90,43 +84,27 @@ function columnsFor(data: OperatorsResponse): Column[] {
   return cols;
 }
 
-function csvCell(v: string | number): string {
-  const s = String(v);
-  return /[",\n\r]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
-}
-
-function toCSV(cols: Column[], rows: OpRow[]): string {
-  const head = cols.map((c) => csvCell(c.label)).join(",");
-  const body = rows.map((r) =>
-    cols
-      .map((c) => {
-        const v = r[c.key];
-        if (typeof v === "number") return c.key === "calls" || v < 0 ? String(v < 0 ? "" : v) : String(v / 1000);
-        return csvCell(v);
-      })
-      .join(","),
-  );
-  return [head, ...body].join("\r\n") + "\r\n";
-}
-
-function download(name: string, text: string): void {
-  const url = URL.createObjectURL(new Blob([text], { type: "text/csv;charset=utf-8" }));
-  const a = h("a", { href: url, download: name, style: "display:none" });
-  document.body.append(a);
-  a.click();
-  a.remove();
-  setTimeout(() => URL.revokeObjectURL(url), 10_000);
-}
-
-function safeName(s: string): string {
-  return s.replace(/[^A-Za-z0-9._-]+/g, "_").slice(0, 60);
+/** A CSV cell: times in µs, calls as counted, a negative (unknown) number empty. */
+function csvValue(c: Column, r: OpRow): string | number {
+  const v = r[c.key];
+  if (typeof v !== "number") return v;
+  return v < 0 ? "" : c.key === "calls" ? v : v / 1000;
 }
 
 class OperatorsPanel {
   private data!: OperatorsResponse;
   private cols: Column[] = [];
   private chart: Chart | null = null;
-  private table = h("table", { id: "op-table", class: "data-table" });
+  private table = new SortTable<OpRow>("op-table", [], "", true, "", MAX_ROWS, {
+    tieBreak: (a, b) => a.name.localeCompare(b.name),
+    decorateRow: (r, tr) => this.decorateRow(r, tr),
+    onSort: () => {
+      prefs.sortKey = this.table.sortKey as Key;
+      prefs.sortDesc = this.table.desc;
+      this.drawChart(this.table.sorted());
+    },
+    moreText: ": refine the search, or download the CSV for all.",
+  });
   private count = h("span", { id: "op-count", class: "muted" });
   private chartTitle = h("h3", { id: "op-chart-title", class: "section-title" });
   private chartEl = h("div", { id: "op-chart", class: "chart" });
@@ -142,15 +120,9 @@ class OperatorsPanel {
   async load(): Promise<void> {
     const host = this.host;
     showLoading(host, "Computing the operator statistics of this window… (the first open of a big trace takes a while)");
-    try {
-      const data = await getJSON<OperatorsResponse>("operators", { ...windowParams(host.sel), group_by: prefs.groupBy }, host.signal);
-      if (host.signal.aborted) return;
-      this.data = data;
-    } catch (e) {
-      if (host.signal.aborted || (e as Error).name === "AbortError") return;
-      showError(host, e instanceof ApiError ? e.message : String(e));
-      return;
-    }
+    const data = await fetchOr<OperatorsResponse>(host, "operators", { ...windowParams(host.sel), group_by: prefs.groupBy });
+    if (!data) return;
+    this.data = data;
     this.build();
   }
 
@@ -162,6 +134,9 @@ class OperatorsPanel {
       prefs.sortKey = data.has_device ? "device_self_ns" : "host_self_ns";
       prefs.sortDesc = true;
     }
+    this.table.sortKey = prefs.sortKey;
+    this.table.desc = prefs.sortDesc;
+    this.table.setColumns(this.cols);
     clear(host.el);
 
     // toolbar
@@ -189,19 +164,20 @@ class OperatorsPanel {
       const n = Math.round(Number(topN.value));
       if (Number.isFinite(n) && n >= 1) {
         prefs.topN = Math.min(50, n);
-        this.drawChart(this.visibleRows());
+        this.drawChart(this.table.sorted());
       }
     };
     const chartSel = h("select", { id: "op-chart-type", "aria-label": "Chart type" });
     chartSel.append(option("bar", "Bar", prefs.chart === "bar"), option("pie", "Pie", prefs.chart === "pie"));
     chartSel.onchange = () => {
       prefs.chart = chartSel.value as "bar" | "pie";
-      this.drawChart(this.visibleRows());
+      this.drawChart(this.table.sorted());
     };
     const csv = h("button", { id: "op-csv", type: "button", class: "button", title: "Download the rows shown as CSV (µs)" }, "Download CSV");
     csv.onclick = () => {
       const s = host.sel;
-      download(`operators-${safeName(s.run)}-${safeName(s.worker)}-${safeName(s.window)}-${prefs.groupBy}.csv`, toCSV(this.cols, this.visibleRows()));
+      const rows = this.table.sorted().map((r) => this.cols.map((c) => csvValue(c, r)));
+      downloadCSV(`operators-${safeName(s.run)}-${safeName(s.worker)}-${safeName(s.window)}-${prefs.groupBy}.csv`, this.cols.map((c) => c.label), rows);
     };
 
     const toolbar = h(
@@ -214,20 +190,14 @@ class OperatorsPanel {
       csv,
     );
 
-    const problems = data.problems.length
-      ? h(
-          "ul",
-          { class: "problems", id: "op-problems" },
-          ...data.problems.map((p) => h("li", { class: p.severity, text: `${p.file ? `${p.file}: ` : ""}${p.message}` })),
-        )
-      : null;
+    const problems = problemsList(data.problems, "op-problems");
 
     this.chartEl = h("div", { id: "op-chart", class: "chart" });
     host.el.append(
       toolbar,
       problems ?? "",
       h("section", { class: "card" }, this.chartTitle, this.chartEl),
-      h("section", { class: "card" }, h("div", { class: "table-head" }, h("h3", { class: "section-title", text: "Operators" }), this.count), h("div", { class: "table-wrap" }, this.table)),
+      h("section", { class: "card" }, h("div", { class: "table-head" }, h("h3", { class: "section-title", text: "Operators" }), this.count), h("div", { class: "table-wrap" }, this.table.el)),
     );
     this.chart?.dispose();
     this.chart = new Chart(this.chartEl);
@@ -235,23 +205,12 @@ class OperatorsPanel {
     host.setState("loaded");
   }
 
-  private visibleRows(): OpRow[] {
-    const q = prefs.search.trim().toLowerCase();
-    const rows = q ? this.data.rows.filter((r) => r.name.toLowerCase().includes(q)) : this.data.rows.slice();
-    const key = prefs.sortKey as Key;
-    const dir = prefs.sortDesc ? -1 : 1;
-    rows.sort((a, b) => {
-      const x = a[key];
-      const y = b[key];
-      const c = typeof x === "number" && typeof y === "number" ? x - y : String(x).localeCompare(String(y));
-      return c !== 0 ? c * dir : a.name.localeCompare(b.name);
-    });
-    return rows;
-  }
-
+  /** Filters the rows by the search and redraws the table, the chart and the count. */
   private refresh(): void {
-    const rows = this.visibleRows();
-    this.drawTable(rows);
+    const q = prefs.search.trim().toLowerCase();
+    const all = this.data.rows;
+    this.table.setRows(q ? all.filter((r) => r.name.toLowerCase().includes(q)) : all, all.length ? "No operator matches the search." : "This window has no operators.");
+    const rows = this.table.sorted();
     this.drawChart(rows);
     const total = this.data.rows.length;
     this.count.textContent =
@@ -260,7 +219,7 @@ class OperatorsPanel {
 
   private metric(): Column {
     const c = COLUMNS[prefs.sortKey as Key];
-    if (c && c.numeric) return c;
+    if (c && c.num) return c;
     return this.data.has_device ? COLUMNS.device_self_ns : COLUMNS.host_self_ns;
   }
 
@@ -289,7 +248,7 @@ class OperatorsPanel {
     const key = this.rowKey(r);
     if (this.expanded.has(key)) this.expanded.delete(key);
     else this.expanded.add(key);
-    this.drawTable(this.visibleRows());
+    this.table.render();
   }
 
   private detail(r: OpRow): Promise<OperatorDetail> {
@@ -317,7 +276,7 @@ class OperatorsPanel {
       },
       (e) => {
         if (this.host.signal.aborted || (e as Error).name === "AbortError") return;
-        body.replaceChildren(h("span", { class: "error-text", text: `Cannot load the details: ${e instanceof ApiError ? e.message : String(e)}` }));
+        body.replaceChildren(h("span", { class: "error-text", text: `Cannot load the details: ${errorText(e)}` }));
         body.dataset.state = "error";
       },
     );
@@ -371,82 +330,29 @@ class OperatorsPanel {
     ];
   }
 
-  private drawTable(rows: OpRow[]): void {
-    const thead = h("thead");
-    const tr = h("tr");
-    for (const c of this.cols) {
-      const sorted = prefs.sortKey === c.key;
-      const th = h(
-        "th",
-        {
-          "data-key": c.key,
-          class: `${c.numeric ? "num" : ""} sortable${sorted ? " sorted" : ""}`,
-          title: `${c.tip}. Click to sort.`,
-          "aria-sort": sorted ? (prefs.sortDesc ? "descending" : "ascending") : "none",
-          tabindex: 0,
-        },
-        c.label,
-        h("span", { class: "sort-mark", text: sorted ? (prefs.sortDesc ? " ▼" : " ▲") : "" }),
-      );
-      const onSort = () => {
-        if (prefs.sortKey === c.key) prefs.sortDesc = !prefs.sortDesc;
-        else {
-          prefs.sortKey = c.key;
-          prefs.sortDesc = c.numeric; // numbers: largest first; text: A-Z
-        }
-        this.refresh();
-      };
-      th.onclick = onSort;
-      th.onkeydown = (ev) => {
-        if (ev.key === "Enter" || ev.key === " ") {
-          ev.preventDefault();
-          onSort();
-        }
-      };
-      tr.append(th);
-    }
-    thead.append(tr);
-    const tbody = h("tbody");
-    const frag = document.createDocumentFragment();
-    for (const r of rows.slice(0, MAX_ROWS)) {
-      const key = this.rowKey(r);
-      const open = this.expanded.has(key);
-      const row = h("tr", { class: `op-row${open ? " open" : ""}`, "aria-expanded": String(open) });
-      for (const c of this.cols) {
-        const td = h("td", { class: c.numeric ? "num" : c.key === "name" ? "name" : "text" }, c.fmt(r));
-        if (!c.numeric) td.title = c.fmt(r);
-        if (c.key === "name") {
-          // the arrow is drawn by CSS, so the cell's text stays the operator's name
-          const toggle = h("button", {
-            type: "button",
-            class: "op-toggle",
-            "aria-expanded": String(open),
-            "aria-label": `${open ? "Hide" : "Show"} the call stacks and kernels of ${r.name}`,
-          });
-          toggle.onclick = (ev) => {
-            ev.stopPropagation();
-            this.toggle(r);
-          };
-          td.prepend(toggle);
-        }
-        row.append(td);
-      }
-      row.onclick = (ev) => {
-        if ((ev.target as HTMLElement).closest("a, button, input, select")) return;
-        if (window.getSelection()?.toString()) return; // selecting text is not a click
-        this.toggle(r);
-      };
-      frag.append(row);
-      if (open) frag.append(this.detailRow(r));
-    }
-    if (!rows.length) {
-      frag.append(h("tr", { class: "no-rows" }, h("td", { colspan: this.cols.length, text: this.data.rows.length ? "No operator matches the search." : "This window has no operators." })));
-    } else if (rows.length > MAX_ROWS) {
-      frag.append(h("tr", { class: "no-rows" }, h("td", { colspan: this.cols.length, text: `Showing the first ${int(MAX_ROWS)} of ${int(rows.length)} rows: refine the search, or download the CSV for all.` })));
-    }
-    tbody.append(frag);
-    clear(this.table);
-    this.table.append(thead, tbody);
+  /** Makes a row open and close its details; returns the details row when it is open. */
+  private decorateRow(r: OpRow, row: HTMLTableRowElement): HTMLTableRowElement | null {
+    const open = this.expanded.has(this.rowKey(r));
+    row.className = `op-row${open ? " open" : ""}`;
+    row.setAttribute("aria-expanded", String(open));
+    // the arrow is drawn by CSS, so the name cell's text stays the operator's name
+    const toggle = h("button", {
+      type: "button",
+      class: "op-toggle",
+      "aria-expanded": String(open),
+      "aria-label": `${open ? "Hide" : "Show"} the call stacks and kernels of ${r.name}`,
+    });
+    toggle.onclick = (ev) => {
+      ev.stopPropagation();
+      this.toggle(r);
+    };
+    row.cells[0].prepend(toggle);
+    row.onclick = (ev) => {
+      if ((ev.target as HTMLElement).closest("a, button, input, select")) return;
+      if (window.getSelection()?.toString()) return; // selecting text is not a click
+      this.toggle(r);
+    };
+    return open ? this.detailRow(r) : null;
   }
 }
 

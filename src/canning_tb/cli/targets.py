@@ -21,6 +21,15 @@ class Target:
         return self.store.digest(self.run, self.worker, self.window.id)
 
 
+def _all_targets(store: Store, none_found: str) -> list[Target]:
+    """Every window of the store; raises FileNotFoundError(none_found) when there is none."""
+    out = [Target(store, run, wk.name, w) for run in store.runs() for wk in store.workers(run)
+           for w in store.windows(run, wk.name)]
+    if not out:
+        raise FileNotFoundError(none_found)
+    return out
+
+
 def targets_for(path: str, cache_dir: str | None = None) -> list[Target]:
     """Every window PATH holds; raises FileNotFoundError when it holds none."""
     path = os.path.abspath(path)
@@ -31,17 +40,9 @@ def targets_for(path: str, cache_dir: str | None = None) -> list[Target]:
         parent = os.path.dirname(path.rstrip("/"))
         store = Store(parent, cache_dir=cache_dir, recursive=False,
                       select=lambda w: path in (w.path, *w.files))
-        out = [Target(store, run, wk.name, w) for run in store.runs() for wk in store.workers(run)
-               for w in store.windows(run, wk.name)]
-        if not out:
-            raise FileNotFoundError(f"{path}: not a profile (expected *.pt.trace.json[.gz], *.canning.json, "
-                                    "a Chrome trace .json[.gz] or a *_ascend_pt folder)")
-        return out
-    store = Store(path, cache_dir=cache_dir)
-    out = [Target(store, run, wk.name, w) for run in store.runs() for wk in store.workers(run)
-           for w in store.windows(run, wk.name)]
-    if not out:
-        raise FileNotFoundError(f"{path}: no profiles found (looked for *.canning.json, *.pt.trace.json[.gz], "
-                                "Chrome trace .json[.gz] files and *_ascend_pt folders)")
-    return out
+        return _all_targets(store, f"{path}: not a profile (expected *.pt.trace.json[.gz], *.canning.json, "
+                                   "a Chrome trace .json[.gz] or a *_ascend_pt folder)")
+    return _all_targets(Store(path, cache_dir=cache_dir),
+                        f"{path}: no profiles found (looked for *.canning.json, *.pt.trace.json[.gz], "
+                        "Chrome trace .json[.gz] files and *_ascend_pt folders)")
 

@@ -167,13 +167,20 @@ class CsvFile:
         return len(self.rows)
 
 
-def read_csv(path: str, display: str, problems: list[Problem]) -> CsvFile | None:
-    """Read a whole CSV; None (with an error Problem) when unreadable or headerless."""
+def read_bytes(path: str, display: str, problems: list[Problem]) -> bytes | None:
+    """The whole file; None (with an error Problem) when it cannot be read."""
     try:
         with open(path, "rb") as f:
-            raw = f.read()
+            return f.read()
     except OSError as e:
         problems.append(Problem(display, f"cannot read: {e}"))
+        return None
+
+
+def read_csv(path: str, display: str, problems: list[Problem]) -> CsvFile | None:
+    """Read a whole CSV; None (with an error Problem) when unreadable or headerless."""
+    raw = read_bytes(path, display, problems)
+    if raw is None:
         return None
     try:
         text = raw.decode("utf-8-sig")

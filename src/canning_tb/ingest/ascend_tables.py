@@ -14,8 +14,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .ascend_csv import (CsvFile, device_index, device_name, kb_to_bytes, mb_to_bytes, ms_to_ns, norm_shapes,
-                         norm_stack, read_csv, to_float, to_int, us_float_to_ns, us_to_ns)
+from .ascend_csv import (CsvFile, device_index, device_name, kb_to_bytes, mb_to_bytes, ms_to_ns, none_to,
+                         norm_shapes, norm_stack, read_csv, to_float, to_int, us_float_to_ns, us_to_ns)
 from .table import NONE, Kind, Problem, is_comm_kernel_name
 
 MB_DECIMAL = 1_000_000
@@ -68,7 +68,7 @@ def read_kernel_details(path: str, display: str, problems: list[Problem], device
         stream = to_int(g_stream(r))
         row = {"ts": ts, "dur": max(dur, 0), "name": name, "cat": "kernel_details",
                "kind": int(Kind.COMM_KERNEL if comm else Kind.KERNEL), "device": dev,
-               "stream": NONE if stream is None else stream,
+               "stream": none_to(stream),
                "core": core or None, "blocks": to_int(g_blk(r)), "op_type": typ or None}
         sh = norm_shapes(g_shapes(r))
         if sh is not None:
@@ -110,14 +110,8 @@ def read_operator_memory(path: str, display: str, problems: list[Problem]) -> li
     g_n, g_s = f.getter("Name"), f.getter("Size(KB)")
     g_a, g_f = f.getter("Allocation Time(us)"), f.getter("Release Time(us)")
     g_d = f.getter("Device Type", "Device")
-    out = []
-    for r in f.rows:
-        rel = us_to_ns(g_f(r))
-        alloc = us_to_ns(g_a(r))
-        out.append({"name": g_n(r) or "", "bytes": kb_to_bytes(g_s(r)) if kb_to_bytes(g_s(r)) is not None else NONE,
-                    "alloc_ns": NONE if alloc is None else alloc, "free_ns": -1 if rel is None else rel,
-                    "device": device_name(g_d(r))})
-    return out
+    return [{"name": g_n(r) or "", "bytes": none_to(kb_to_bytes(g_s(r))), "alloc_ns": none_to(us_to_ns(g_a(r))),
+             "free_ns": none_to(us_to_ns(g_f(r))), "device": device_name(g_d(r))} for r in f.rows]
 
 
 def read_npu_module_mem(path: str, display: str, problems: list[Problem]) -> list[dict] | None:
@@ -126,13 +120,8 @@ def read_npu_module_mem(path: str, display: str, problems: list[Problem]) -> lis
         return None
     g_c, g_t = f.getter("Component"), f.getter("Timestamp(us)")
     g_r, g_d = f.getter("Total Reserved(MB)"), f.getter("Device", "Device Type")
-    out = []
-    for r in f.rows:
-        ts = us_to_ns(g_t(r))
-        res = mb_to_bytes(g_r(r))
-        out.append({"component": g_c(r) or "", "ts_ns": NONE if ts is None else ts,
-                    "reserved_bytes": NONE if res is None else res, "device": device_name(g_d(r))})
-    return out
+    return [{"component": g_c(r) or "", "ts_ns": none_to(us_to_ns(g_t(r))),
+             "reserved_bytes": none_to(mb_to_bytes(g_r(r))), "device": device_name(g_d(r))} for r in f.rows]
 
 
 # -- step_trace_time.csv ------------------------------------------------------------------------------
@@ -235,11 +224,8 @@ def comm_op_record(group: str | None, t: dict, bw: dict) -> dict:
 
 
 def read_communication(path: str, display: str, problems: list[Problem]) -> dict | None:
-    d = _load_json(path, display, problems)
+    d = read_json_dict(path, display, problems)
     if d is None:
-        return None
-    if not isinstance(d, dict):
-        problems.append(Problem(display, "expected a JSON object"))
         return None
     out: dict[str, dict] = {}
     for step, kinds in d.items():
@@ -260,11 +246,8 @@ def read_communication(path: str, display: str, problems: list[Problem]) -> dict
 
 
 def read_communication_matrix(path: str, display: str, problems: list[Problem]) -> list[dict] | None:
-    d = _load_json(path, display, problems)
+    d = read_json_dict(path, display, problems)
     if d is None:
-        return None
-    if not isinstance(d, dict):
-        problems.append(Problem(display, "expected a JSON object"))
         return None
     out = []
     for step, kinds in d.items():

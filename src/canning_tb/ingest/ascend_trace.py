@@ -32,7 +32,7 @@ from typing import Any
 
 import msgspec
 
-from .ascend_csv import norm_shapes, norm_stack, to_int, us_to_ns
+from .ascend_csv import none_to, norm_shapes, norm_stack, read_bytes, to_int, us_to_ns
 from .table import NONE, Kind, Problem, is_comm_kernel_name
 
 DTYPE_BYTES = {
@@ -84,14 +84,17 @@ def classify_hardware(name: str, task_type: str) -> Kind:
     return Kind.OTHER
 
 
+def _put(row: dict, key: str, value: Any) -> None:
+    """Set a column of an event row only when the value is known."""
+    if value is not None:
+        row[key] = value
+
+
 def read_trace(path: str, display: str, problems: list[Problem], device_hint: int = NONE,
                comm_groups: dict[str, str] | None = None) -> TraceData | None:
     """Parse trace_view.json; None (and an error Problem) when it cannot be parsed."""
-    try:
-        with open(path, "rb") as f:
-            raw = f.read()
-    except OSError as e:
-        problems.append(Problem(display, f"cannot read: {e}"))
+    raw = read_bytes(path, display, problems)
+    if raw is None:
         return None
     try:
         events = msgspec.json.decode(raw)
@@ -148,10 +151,8 @@ def read_trace(path: str, display: str, problems: list[Problem], device_hint: in
         if dur < 0:
             dur = 0
         raw_pid, raw_tid = e.get("pid"), e.get("tid")
-        pid = to_int(raw_pid)
-        tid = to_int(raw_tid)
-        pid = NONE if pid is None else pid
-        tid = NONE if tid is None else tid
+        pid = none_to(to_int(raw_pid))
+        tid = none_to(to_int(raw_tid))
         pname = pnames.get(raw_pid, "")
         tname = tnames.get((raw_pid, raw_tid), "")
         name = str(e.get("name", ""))
@@ -174,18 +175,12 @@ def read_trace(path: str, display: str, problems: list[Problem], device_hint: in
             else:
                 kind = Kind.OTHER
             if kind in (Kind.CPU_OP, Kind.USER_ANNOTATION):
-                sh = norm_shapes(args.get("Input Dims"))
-                if sh is not None:
-                    row["shapes"] = sh
-                st = norm_stack(args.get("Call stack"))
-                if st is not None:
-                    row["stack"] = st
+                _put(row, "shapes", norm_shapes(args.get("Input Dims")))
+                _put(row, "stack", norm_stack(args.get("Call stack")))
                 host_slices[(raw_pid, raw_tid)].append((ts, -dur, len(rows)))
         elif pname == "CANN":
             kind = Kind.RUNTIME
-            c = to_int(args.get("connection_id"))
-            if c is not None:
-                row["correlation"] = c
+            _put(row, "correlation", to_int(args.get("connection_id")))
         elif pname == "Ascend Hardware":
             task_type = str(args.get("Task Type", ""))
             kind = classify_hardware(name, task_type)
@@ -193,13 +188,11 @@ def read_trace(path: str, display: str, problems: list[Problem], device_hint: in
             stream = to_int(args.get("Physic Stream Id"))
             if stream is None and m:
                 stream = int(m.group(1))
-            row["stream"] = NONE if stream is None else stream
+            row["stream"] = none_to(stream)
             row["device"] = dev
             if task_type:
                 row["core"] = task_type
-            c = to_int(args.get("connection_id"))
-            if c is not None:
-                row["correlation"] = c
+            _put(row, "correlation", to_int(args.get("connection_id")))
             td.devices.add(dev)
             td.device_rows.append(len(rows))
             dev_start[(raw_pid, raw_tid, ts)].append(len(rows))
@@ -207,9 +200,7 @@ def read_trace(path: str, display: str, problems: list[Problem], device_hint: in
             row["device"] = dev
             row["stream"] = NONE
             td.devices.add(dev)
-            c = to_int(args.get("connection_id"))
-            if c is not None:
-                row["correlation"] = c
+            _put(row, "correlation", to_int(args.get("connection_id")))
             if tname.startswith("Group") or (is_comm_kernel_name(name) and not tname.startswith("Plane")):
                 kind = Kind.COMM_KERNEL
                 row["bytes"] = hccl_bytes(args)
@@ -219,12 +210,8 @@ def read_trace(path: str, display: str, problems: list[Problem], device_hint: in
                 dev_start[(raw_pid, raw_tid, ts)].append(len(rows))
             else:
                 kind = Kind.OTHER
-                b = to_int(args.get("size(Byte)"))
-                if b is not None:
-                    row["bytes"] = b
-                s = to_int(args.get("stream id"))
-                if s is not None:
-                    row["stream"] = s
+                _put(row, "bytes", to_int(args.get("size(Byte)")))
+                _put(row, "stream", to_int(args.get("stream id")))
         elif pname == "Overlap Analysis":
             kind = Kind.OTHER
             row["device"] = dev
@@ -280,5 +267,4 @@ def read_trace(path: str, display: str, problems: list[Problem], device_hint: in
     if unbound:
         problems.append(Problem(display, f"{unbound} torch_to_npu flow(s) could not be bound to a host op "
                                          f"and a device task", "warning"))
-    td.next_external_id = next_ext  # type: ignore[attr-defined]
     return td

@@ -191,6 +191,10 @@ class _HTTPError(Exception):
         self.body = {"error": message, **extra}
 
 
+def _unknown_window(run: str, worker: str, window: str) -> _HTTPError:
+    return _HTTPError(404, f"unknown run/worker/window: {run!r} / {worker!r} / {window!r}")
+
+
 class CanningPlugin(base_plugin.TBPlugin):
     plugin_name = PLUGIN_NAME
 
@@ -259,18 +263,22 @@ class CanningPlugin(base_plugin.TBPlugin):
         }
         return http_util.Respond(request, body, "application/json")
 
+    @staticmethod
+    def _answer(request, call):
+        """JSON of call()'s (body, code); an _HTTPError as its own body and code."""
+        try:
+            body, code = call()
+        except _HTTPError as e:
+            body, code = e.body, e.code
+        except Exception as e:  # a bug must show as text in the UI, not as a dead view
+            log.exception("canning: %s failed", request.path)
+            body, code = {"error": f"internal error: {type(e).__name__}: {e}"}, 500
+        return http_util.Respond(request, body, "application/json", code=code)
+
     def _section(self, fn):
         @wrappers.Request.application
         def app(request):
-            try:
-                body = fn(request, *self._lookup(request))
-                code = 200
-            except _HTTPError as e:
-                body, code = e.body, e.code
-            except Exception as e:  # a bug must show as text in the UI, not as a dead view
-                log.exception("canning: %s failed", request.path)
-                body, code = {"error": f"internal error: {type(e).__name__}: {e}"}, 500
-            return http_util.Respond(request, body, "application/json", code=code)
+            return self._answer(request, lambda: (fn(request, *self._lookup(request)), 200))
 
         return app
 
@@ -281,13 +289,7 @@ class CanningPlugin(base_plugin.TBPlugin):
         if missing:
             raise _HTTPError(400, f"missing parameter: {', '.join(missing)}")
         run, worker, window = args["run"], args["worker"], args["window"]
-        d = self._discovery
-        if d.store is None:
-            d.kick()
-            d.wait_first(5.0)
-            if d.store is None:
-                raise _HTTPError(503, d.error or "still discovering the profiles under the logdir", loading=True)
-        store = d.store
+        store = self._store()
         # ids are looked up among the discovered ones only (never turned into paths)
         try:
             if run not in store.runs():
@@ -297,7 +299,7 @@ class CanningPlugin(base_plugin.TBPlugin):
             if window not in {w.id for w in store.windows(run, worker)}:
                 raise KeyError(window)
         except KeyError:
-            raise _HTTPError(404, f"unknown run/worker/window: {run!r} / {worker!r} / {window!r}") from None
+            raise _unknown_window(run, worker, window) from None
         return run, worker, window, self._digest(store, run, worker, window)
 
     def _store(self):
@@ -318,7 +320,7 @@ class CanningPlugin(base_plugin.TBPlugin):
             try:
                 return store.digest(run, worker, window)
             except KeyError:
-                raise _HTTPError(404, f"unknown run/worker/window: {run!r} / {worker!r} / {window!r}") from None
+                raise _unknown_window(run, worker, window) from None
             except InputError as e:
                 raise _HTTPError(422, self._error_text(e), file=self._short(e.file)) from None
 
@@ -434,14 +436,7 @@ class CanningPlugin(base_plugin.TBPlugin):
     # cross-rank ------------------------------------------------------------------------------
     @wrappers.Request.application
     def _serve_cluster(self, request):
-        try:
-            body, code = self._cluster(request)
-        except _HTTPError as e:
-            body, code = e.body, e.code
-        except Exception as e:
-            log.exception("canning: %s failed", request.path)
-            body, code = {"error": f"internal error: {type(e).__name__}: {e}"}, 500
-        return http_util.Respond(request, body, "application/json", code=code)
+        return self._answer(request, lambda: self._cluster(request))
 
     def _prefetch_progress(self, store, run: str, index: int, items: list) -> dict | None:
         """Digest the windows `items` in parallel processes (Store.prefetch), one background
@@ -497,7 +492,7 @@ class CanningPlugin(base_plugin.TBPlugin):
                 if w.name == args["worker"]:
                     ids = [x.id for x in store.windows(run, w.name)]
             if ids is None or args["window"] not in ids:
-                raise _HTTPError(404, f"unknown run/worker/window: {run!r} / {args['worker']!r} / {args['window']!r}")
+                raise _unknown_window(run, args["worker"], args["window"])
             index = ids.index(args["window"])
         else:
             raise _HTTPError(400, "missing parameter: window_index (or worker and window)")

@@ -103,7 +103,6 @@ class Store:
         self._digests: OrderedDict[str, object] = OrderedDict()  # key -> Digest, LRU
         self._errors: dict[str, tuple[str, str]] = {}  # key -> (file, problem) of unreadable windows
         self._memory_items = memory_items
-        self._progress: dict[str, tuple[int, int]] = {}
         self.refresh()
 
     # -- discovery -------------------------------------------------------------------------
@@ -165,7 +164,6 @@ class Store:
         return d
 
     def _load_cached(self, window: Window, path: str, digest_pb2):
-        from canning_tb.analysis.build import SCHEMA_VERSION
         candidates = [path]
         src = source_digest_path(window)
         if src and os.path.exists(src):
@@ -179,7 +177,7 @@ class Store:
                     d = digest_pb2.Digest.FromString(f.read())
             except (OSError, ValueError, Exception):  # protobuf raises DecodeError; a bad entry is just recomputed
                 continue
-            if d.schema_version == SCHEMA_VERSION:
+            if d.schema_version == _schema():
                 return d
         return None
 
@@ -214,6 +212,7 @@ class Store:
         """
         import multiprocessing as mp
         todo = []
+        keys: dict[tuple[str, str, str], str] = {}
         for run, worker, wid in items:
             window = self.window(run, worker, wid)
             key, path = self._key(run, window)
@@ -221,41 +220,37 @@ class Store:
                 continue
             os.makedirs(os.path.dirname(path), exist_ok=True)
             todo.append(((run, worker, wid), window, path))
+            keys[(run, worker, wid)] = key
+
+        def results():
+            """(ident, error or None, lasting) of each window, as they finish."""
+            if len(todo) == 1 or self.max_workers == 1:
+                for ident, window, path in todo:
+                    yield ident, _compute_into_cache(window, ident[1], path), True
+                return
+            workers = min(self.max_workers, len(todo))
+            with ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn")) as pool:
+                futures = {pool.submit(_compute_into_cache, w, ident[1], p): ident for ident, w, p in todo}
+                for fut in as_completed(futures):
+                    ident = futures[fut]
+                    try:
+                        err, lasting = fut.result(), True
+                    except Exception as e:  # a crash in one window must not stop the others
+                        err, lasting = (ident[2], f"{type(e).__name__}: {e}"), False
+                    yield ident, err, lasting
+
         errors: dict[tuple[str, str, str], str] = {}
-        keys = {ident: self._key(ident[0], w)[0] for ident, w, _ in todo}
-
-        def failed(ident, err, lasting=True):
-            if lasting:  # an input error stays true until the files change (the key changes)
-                with self._lock:
-                    self._errors[keys[ident]] = err
-            errors[ident] = f"{err[0]}: {err[1]}"
-
-        total, done = len(todo), 0
+        total = len(todo)
         if progress:
             progress(0, total)
         if not todo:
             return errors
-        if len(todo) == 1 or self.max_workers == 1:
-            for ident, window, path in todo:
-                err = _compute_into_cache(window, ident[1], path)
-                if err:
-                    failed(ident, err)
-                done += 1
-                if progress:
-                    progress(done, total)
-            return errors
-        workers = min(self.max_workers, len(todo))
-        with ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn")) as pool:
-            futures = {pool.submit(_compute_into_cache, w, ident[1], p): ident for ident, w, p in todo}
-            for fut in as_completed(futures):
-                ident = futures[fut]
-                try:
-                    err, lasting = fut.result(), True
-                except Exception as e:  # a crash in one window must not stop the others
-                    err, lasting = (ident[2], f"{type(e).__name__}: {e}"), False
-                if err:
-                    failed(ident, err, lasting)
-                done += 1
-                if progress:
-                    progress(done, total)
+        for done, (ident, err, lasting) in enumerate(results(), 1):
+            if err:
+                if lasting:  # an input error stays true until the files change (the key changes)
+                    with self._lock:
+                        self._errors[keys[ident]] = err
+                errors[ident] = f"{err[0]}: {err[1]}"
+            if progress:
+                progress(done, total)
         return errors

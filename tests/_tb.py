@@ -1,0 +1,43 @@
+"""Shared by the browser tests: a real TensorBoard on a logdir and the plugin's frame in Chromium."""
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from playwright.sync_api import expect
+
+from conftest import fixture_path
+from test_plugin_routes import start_tensorboard, stop_tensorboard
+
+# `make screenshots` sets CANNING_SCREENSHOTS=docs/screenshots; otherwise shots stay out of the tree
+SHOTS = Path(os.environ.get("CANNING_SCREENSHOTS", tempfile.gettempdir()))
+FRAME = 'iframe[src*="plugin_entry.html?name=canning"]'
+T = 60_000  # ms: the first open of a window computes its digest
+
+
+def copy_resnet(run_dir: Path) -> None:
+    """The resnet50_v100 Kineto fixture as the run folder run_dir."""
+    run_dir.mkdir()
+    for f in sorted(fixture_path("kineto", "resnet50_v100").iterdir()):
+        shutil.copy(f, run_dir / f.name)
+
+
+def serve(logdir, tmp_path_factory):
+    """Body of a module fixture: TensorBoard on logdir, yields its URL, stops it afterwards."""
+    proc, url, log = start_tensorboard(logdir, tmp_path_factory.mktemp("tb") / "tb.log")
+    yield url
+    stop_tensorboard(proc, log)
+
+
+def open_plugin(page, url):
+    """The plugin's frame, once its root is shown."""
+    page.set_viewport_size({"width": 1400, "height": 900})
+    page.goto(f"{url}/#canning")
+    frame = page.frame_locator(FRAME)
+    expect(frame.locator("#canning-root")).to_be_visible(timeout=T)
+    return frame
+
+
+def shot(page, name):
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"{name}.png"))
