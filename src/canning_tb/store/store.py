@@ -49,7 +49,7 @@ def _digest_table(table, worker: str):
 
 
 def _schema() -> int:
-    from canning_tb.analysis.build import SCHEMA_VERSION
+    from canning_tb.analysis.digest import SCHEMA_VERSION  # light: no numpy, no analysis modules
     return SCHEMA_VERSION
 
 
