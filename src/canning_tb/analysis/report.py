@@ -112,9 +112,9 @@ def suggestions(digest: pb.Digest) -> Table:
     return t
 
 
-_CATS = [("Computation", "compute_ns"), ("Overlapped", "overlapped_ns"), ("Communication", "communication_ns"),
+_CATS = [("Compute", "compute_ns"), ("Overlapped", "overlapped_ns"), ("Communication", "communication_ns"),
          ("Memcpy", "memcpy_ns"), ("Memset", "memset_ns"), ("Runtime", "runtime_ns"), ("DataLoader", "dataloader_ns"),
-         ("CPU Exec", "host_ns"), ("Other", "idle_ns")]
+         ("Host", "host_ns"), ("Idle", "idle_ns")]
 
 
 def step_summary(digest: pb.Digest) -> Table:
