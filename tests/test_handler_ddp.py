@@ -1,6 +1,7 @@
 """A real 2-process torch.distributed (gloo, CPU) run of examples/train_ddp.py with our handler."""
 import gzip
 import json
+import math
 import os
 import re
 import socket
@@ -69,6 +70,11 @@ def test_two_ranks_write_their_windows(tmp_path):
         raw = json.loads(gzip.decompress((logdir / first).read_bytes()))["traceEvents"]
         # independent: gloo runs each all-reduce as one "gloo:all_reduce" range
         want = sum(1 for e in raw if e.get("ph") == "X" and e.get("name") == "gloo:all_reduce")
-        got = {c.kind: c.calls for c in d.communication.collectives}
-        assert want > 0 and got.get("AllReduce") == want
+        got = {c.kind: c for c in d.communication.collectives}
+        assert want > 0 and got["AllReduce"].calls == want
+        # independent: the message is the float32 tensors each range was given
+        nbytes = sum(4 * math.prod(dims) for e in raw if e.get("ph") == "X" and e.get("name") == "gloo:all_reduce"
+                     for dims, t in zip(e["args"]["Input Dims"], e["args"]["Input type"]) if t == "float")
+        assert got["AllReduce"].bytes == nbytes > 0
+        assert got["AllReduce"].bandwidth_gbps == pytest.approx(nbytes / got["AllReduce"].total_ns)
         assert 0 < d.communication.total_ns <= d.window.end_ns - d.window.start_ns

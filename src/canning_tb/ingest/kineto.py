@@ -35,6 +35,7 @@ class Args(msgspec.Struct, gc=False):
     ext2: int = F(default=-1, name="external id")
     dims: msgspec.Raw = F(default=_EMPTY, name="Input Dims")
     dims2: msgspec.Raw = F(default=_EMPTY, name="Input dims")
+    types: msgspec.Raw = F(default=_EMPTY, name="Input type")  # Raw: parsed for collectives only
     stack: str | None = F(default=None, name="Call stack")
     nbytes: int = F(default=-1, name="bytes")
     grid: list[int] | None = None
@@ -303,6 +304,8 @@ class _Reader:
                     nel = a[i].in_nelems
                     if nbytes[i] < 0 and size and type(nel) is int and 0 <= nel < 1 << 50:
                         nbytes[i] = nel * size
+        if "dims" in want:
+            _collective_bytes(xs, a, nbytes)
         cols["bytes"] = nbytes
         cols["group"] = group
         neg = cols["dur"] < 0
@@ -523,6 +526,34 @@ def _kind_of_cat(cat: str) -> Kind:
     if c.endswith("_runtime") or c.endswith("_driver"):  # xpu_runtime, privateuse1_runtime, mtia_...
         return Kind.RUNTIME
     return Kind.OTHER
+
+
+_HOST_COLLECTIVE = ("gloo:", "nccl:")
+
+
+def _collective_bytes(xs, args, nbytes: np.ndarray) -> None:
+    """Bytes of host collective ranges (gloo:all_reduce ...): their inputs' shapes x dtype sizes.
+
+    gloo (and the host side of NCCL) records no message size; the tensors it was given are
+    the message. Only these few ranges are parsed, so the cost stays off the hot path.
+    """
+    for i, e in enumerate(xs):
+        if nbytes[i] >= 0 or not e.name or not e.name.startswith(_HOST_COLLECTIVE):
+            continue
+        try:
+            dims = msgspec.json.decode(bytes(args[i].dims) or b"null")
+            types = msgspec.json.decode(bytes(args[i].types) or b"null")
+        except msgspec.DecodeError:
+            continue
+        if not isinstance(dims, list) or not isinstance(types, list):
+            continue
+        total = 0
+        for shape, dtype in zip(dims, types):
+            size = _DTYPE_SIZE.get(str(dtype).lower(), 0)
+            if size and isinstance(shape, list) and all(type(x) is int and x >= 0 for x in shape):
+                total += _prod(shape) * size
+        if total:
+            nbytes[i] = total
 
 
 def _render_dims(raw: bytes) -> str:
