@@ -72,6 +72,7 @@ interface ClusterResponse {
   slow_ranks: SlowRank[];
   matrix: Cell[];
   matrix_source: string;
+  compute_source?: string; // "host" on CPU-only runs: the host operators are the computation
   unmatched: { kind: string; group: string; calls: Record<string, number> }[];
 }
 
@@ -103,6 +104,7 @@ function clusterSection(host: ViewHost, cl: ClusterResponse, charts: RawChart[])
     return out;
   }
   const labels = cl.ranks.map((r) => `rank ${r.rank}`);
+  const computeLabel = cl.compute_source === "host" ? "Compute (host ops)" : "Compute";
   const splitEl = h("div", { id: "comm-rank-chart", class: "chart", "data-ranks": cl.ranks.length });
   const waitEl = h("div", { id: "comm-wait-chart", class: "chart" });
   const rankTable = new SortTable<RankRow>(
@@ -111,7 +113,7 @@ function clusterSection(host: ViewHost, cl: ClusterResponse, charts: RawChart[])
       { key: "rank", label: "Rank", num: true, value: (r) => r.rank, fmt: (r) => String(r.rank) },
       { key: "worker", label: "Worker", value: (r) => rankName.get(r.rank) ?? "" },
       { key: "step", label: "Step (ms)", num: true, value: (r) => r.step_ns, fmt: (r) => ms(r.step_ns) },
-      { key: "compute", label: "Compute (ms)", num: true, value: (r) => r.compute_ns, fmt: (r) => ms(r.compute_ns) },
+      { key: "compute", label: `${computeLabel} (ms)`, num: true, value: (r) => r.compute_ns, fmt: (r) => ms(r.compute_ns) },
       { key: "overlapped", label: "Overlapped (ms)", num: true, value: (r) => r.overlapped_ns, fmt: (r) => ms(r.overlapped_ns) },
       { key: "comm", label: "Communication (ms)", num: true, value: (r) => r.communication_ns, fmt: (r) => ms(r.communication_ns), tip: "Not overlapped" },
       { key: "other", label: "Other (ms)", num: true, value: (r) => r.other_ns, fmt: (r) => ms(r.other_ns), tip: "Memcpy, runtime, data loading, host, idle" },
@@ -164,7 +166,7 @@ function clusterSection(host: ViewHost, cl: ClusterResponse, charts: RawChart[])
     const split = new RawChart(splitEl);
     charts.push(split);
     const cats: [keyof RankRow, string, string][] = [
-      ["compute_ns", "Compute", "#388e3c"],
+      ["compute_ns", computeLabel, "#388e3c"],
       ["overlapped_ns", "Overlapped", "#8bc34a"],
       ["communication_ns", "Communication (not overlapped)", "#c62828"],
       ["other_ns", "Other / idle", "#9e9e9e"],

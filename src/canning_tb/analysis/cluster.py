@@ -11,6 +11,8 @@
   counts differ between ranks are matched on the first min(count) calls and listed in
   `unmatched`. Needs the call lists (CommCall); a truncated list is matched as far as it goes.
 - collectives: per (kind, group) totals over all ranks (calls, time, bytes, wait, transfer).
+- CPU-only runs (no device compute on any rank): the host operators are the computation, so
+  compute = host time and `compute_source` = "host" (else "device").
 - slow_ranks (the msprof-analyze rule): for each metric, computing (= compute + overlapped, as
   CANN's Computing), communication (not overlapped) and free (the rest of the step),
   ratio = (max - min) / mean over ranks; ratio > 5 % flags it. The slowest rank is the one with
@@ -44,10 +46,12 @@ def analyse_ranks(digests: list) -> dict:
         ranks = list(range(len(digests)))
     out: dict = {"ranks": [], "collectives": [], "slow_ranks": [], "matrix": [], "unmatched": [],
                  "matrix_source": "none"}
+    on_host = all(d.average.compute_ns + d.average.overlapped_ns == 0 and not d.kernels_by_name for d in digests)
+    out["compute_source"] = "host" if on_host else "device"
     per = {}
     for r, d in zip(ranks, digests):
         a = d.average
-        comp, ov, comm = a.compute_ns, a.overlapped_ns, a.communication_ns
+        comp, ov, comm = (a.host_ns if on_host else a.compute_ns), a.overlapped_ns, a.communication_ns
         per[r] = {"rank": r, "steps": len(d.steps), "step_ns": a.total_ns, "compute_ns": comp, "overlapped_ns": ov,
                   "communication_ns": comm, "other_ns": max(a.total_ns - comp - ov - comm, 0),
                   "computing_ns": comp + ov, "free_ns": max(a.total_ns - comp - ov - comm, 0),
