@@ -65,6 +65,9 @@ def test_two_ranks_write_their_windows(tmp_path):
     assert sorted(d.window.rank for d in digests) == [0, 1]
     cluster = analyse_ranks(digests)
     assert sorted(r["rank"] for r in cluster["ranks"]) == [0, 1]
+    # no kernels on the CPU: the host operators are what computes, never an empty bar
+    assert cluster["compute_source"] == "host"
+    assert all(0 < r["compute_ns"] < r["step_ns"] for r in cluster["ranks"])
     for d in digests:
         first = next(n for n in names if TRACE_RE.match(n) and n.startswith(f"rank{d.window.rank}."))
         raw = json.loads(gzip.decompress((logdir / first).read_bytes()))["traceEvents"]
