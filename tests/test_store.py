@@ -118,3 +118,24 @@ def test_first_open_also_caches_the_events_for_the_timeline(tmp_path, monkeypatc
         raw = [e for e in json.load(f)["traceEvents"] if e.get("ph") == "X"]
     assert len(t) == len(raw)
     assert sum(o.calls for o in d.ops_by_name) > 0
+
+
+def test_big_windows_are_digested_in_a_child_process(tmp_path, monkeypatch):
+    run = tmp_path / "logdir" / "r"
+    shutil.copytree(fixture_path("hta", "cpu_only"), run)
+    os.chmod(run, 0o755)
+    (run / "broken.1.pt.trace.json").write_text('{"traceEvents": [')
+    isolated = Store(str(tmp_path / "logdir"), cache_dir=str(tmp_path / "c1"), isolate_bytes=0)
+    inline = Store(str(tmp_path / "logdir"), cache_dir=str(tmp_path / "c2"))
+    good = next(w for w in isolated.workers("r") if w.name != "broken")
+    wid = isolated.windows("r", good.name)[0].id
+    expected = inline.digest("r", good.name, wid)
+
+    def not_here(window):
+        raise AssertionError("parsed in the TensorBoard process")
+    monkeypatch.setattr("canning_tb.store.store.read_window", not_here)  # the spawned child is unaffected
+    assert isolated.digest("r", good.name, wid) == expected
+    from canning_tb.ingest.table import InputError
+    with pytest.raises(InputError) as e:
+        isolated.digest("r", "broken", isolated.windows("r", "broken")[0].id)
+    assert "broken.1.pt.trace.json" in str(e.value)

@@ -49,6 +49,7 @@ export function render() {
   document.body.appendChild(p);
 }
 """
+ISOLATE_BYTES = 16 << 20  # windows whose files exceed this are digested in a child process
 GROUPS = {"name": "ops_by_name", "shape": "ops_by_shape", "stack": "ops_by_stack"}
 
 
@@ -147,7 +148,10 @@ class _Discovery:
         try:
             if self.store is None:
                 factory = self._factory or _load_store_class()
-                self.store = factory(self.logdir)  # the constructor scans once
+                # the constructor scans once; big windows are parsed in a child process so
+                # TensorBoard keeps serving (GIL) and does not keep the parse's peak memory
+                self.store = (factory(self.logdir, isolate_bytes=ISOLATE_BYTES) if self._factory is None
+                              else factory(self.logdir))
             else:
                 self.store.refresh()
             self.snapshot = self._listing(self.store)

@@ -91,11 +91,25 @@ def _compute_into_cache(window: Window, worker: str, cache_path: str) -> tuple[s
     return None
 
 
+def _compute_in_child(window: Window, worker: str, digest_path: str) -> tuple[str, str] | None:
+    """compute_and_cache in one spawned process; (file, problem) for unreadable input.
+
+    A crash of the child is not an input error: it is raised here, and nothing is remembered.
+    """
+    import multiprocessing as mp
+    with ProcessPoolExecutor(max_workers=1, mp_context=mp.get_context("spawn")) as pool:
+        return pool.submit(_compute_into_cache, window, worker, digest_path).result()
+
+
 class Store:
     def __init__(self, logdir: str, cache_dir: str | None = None, max_workers: int | None = None,
-                 memory_items: int = 64, recursive: bool = True, select=None):
+                 memory_items: int = 64, recursive: bool = True, select=None,
+                 isolate_bytes: int | None = None):
         self.logdir = logdir
         self._recursive, self._select = recursive, select
+        # Windows larger than this are parsed in a child process: a long-lived host (TensorBoard)
+        # keeps neither the parse's peak memory nor the GIL while it runs. None: always in-process.
+        self.isolate_bytes = isolate_bytes
         self.cache_dir = cache_dir
         self.max_workers = max_workers or max(1, min(os.cpu_count() or 1, 8))
         self._lock = threading.RLock()
@@ -150,6 +164,13 @@ class Store:
             if key in self._errors:
                 raise InputError(*self._errors[key])
         d = self._load_cached(window, path, digest_pb2)
+        if d is None and self._isolate(window):
+            err = _compute_in_child(window, worker, path)
+            if err:
+                with self._lock:
+                    self._errors[key] = err
+                raise InputError(*err)
+            d = self._load_cached(window, path, digest_pb2)
         if d is None:
             try:
                 d = compute_and_cache(window, worker, path)
@@ -162,6 +183,11 @@ class Store:
             while len(self._digests) > self._memory_items:
                 self._digests.popitem(last=False)
         return d
+
+    def _isolate(self, window: Window) -> bool:
+        if self.isolate_bytes is None:
+            return False
+        return sum(os.path.getsize(f) for f in window.files if os.path.isfile(f)) > self.isolate_bytes
 
     def _load_cached(self, window: Window, path: str, digest_pb2):
         candidates = [path]
