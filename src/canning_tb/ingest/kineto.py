@@ -159,6 +159,7 @@ class _Reader:
         self.strs = _Ids()
         self.sid = self.strs.__getitem__
         self.raw_dims = _Ids(b"")
+        self.collective_name: dict[int, bool] = {}  # name id -> is a host collective range
         self.named_ids = _Ids()  # pid/tid given as text ("Spans", "stream 7" ...) -> -2, -3 ...
         self.ev_parts: list[dict[str, np.ndarray]] = []
         self.mem_parts: list[dict[str, np.ndarray]] = []
@@ -180,6 +181,19 @@ class _Reader:
                 del self.ev_parts[n_ev:], self.mem_parts[n_mem:]
                 self.exact, self.count = True, count
         self._chunk(self._decode(piece, _DEC_EXACT))
+
+    def _collective_rows(self, xs, name: np.ndarray):
+        """Rows of host collective ranges, judged once per distinct name, not once per event."""
+        u, first = np.unique(name, return_index=True)
+        hits = []
+        for uid, i in zip(u.tolist(), first.tolist()):
+            flag = self.collective_name.get(uid)
+            if flag is None:
+                nm = xs[i].name
+                flag = self.collective_name[uid] = bool(nm) and nm.startswith(_HOST_COLLECTIVE)
+            if flag:
+                hits.append(uid)
+        return np.nonzero(np.isin(name, hits))[0].tolist() if hits else []
 
     def _chunk(self, evs: list) -> None:
         groups: dict[str, list] = {}  # complete events by category
@@ -305,7 +319,7 @@ class _Reader:
                     if nbytes[i] < 0 and size and type(nel) is int and 0 <= nel < 1 << 50:
                         nbytes[i] = nel * size
         if "dims" in want:
-            _collective_bytes(xs, a, nbytes)
+            _collective_bytes(xs, a, nbytes, self._collective_rows(xs, name))
         cols["bytes"] = nbytes
         cols["group"] = group
         neg = cols["dur"] < 0
@@ -531,14 +545,14 @@ def _kind_of_cat(cat: str) -> Kind:
 _HOST_COLLECTIVE = ("gloo:", "nccl:")
 
 
-def _collective_bytes(xs, args, nbytes: np.ndarray) -> None:
+def _collective_bytes(xs, args, nbytes: np.ndarray, rows: list[int]) -> None:
     """Bytes of host collective ranges (gloo:all_reduce ...): their inputs' shapes x dtype sizes.
 
     gloo (and the host side of NCCL) records no message size; the tensors it was given are
     the message. Only these few ranges are parsed, so the cost stays off the hot path.
     """
-    for i, e in enumerate(xs):
-        if nbytes[i] >= 0 or not e.name or not e.name.startswith(_HOST_COLLECTIVE):
+    for i in rows:
+        if nbytes[i] >= 0:
             continue
         try:
             dims = msgspec.json.decode(bytes(args[i].dims) or b"null")
