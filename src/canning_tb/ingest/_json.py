@@ -6,6 +6,7 @@ a few MB at a time so that only one chunk of Python objects is alive at once.
 """
 from __future__ import annotations
 
+import mmap
 import os
 import re
 import zlib
@@ -23,8 +24,12 @@ _CONTROL = bytes(range(32)).maketrans(bytes(range(32)), b" " * 32)
 _BYTE_AT = re.compile(r"\(byte (\d+)\)")
 
 
-def read_bytes(path: str) -> bytearray:
-    """The whole (decompressed) file; gzip is recognised by its magic bytes, not the name."""
+def read_bytes(path: str) -> bytearray | mmap.mmap:
+    """The whole (decompressed) file; gzip is recognised by its magic bytes, not the name.
+
+    A plain file is mapped copy-on-write rather than read: no copy of hundreds of MB, and the
+    brief bracket writes of `iter_chunks` stay private to this process.
+    """
     try:
         f = open(path, "rb")
     except OSError as e:
@@ -36,10 +41,13 @@ def read_bytes(path: str) -> bytearray:
         if f.read(2) == b"\x1f\x8b":
             f.seek(0)
             return _gunzip(path, f.read())
-        f.seek(0)
-        buf = bytearray(size)
-        f.readinto(buf)
-        return buf
+        try:
+            return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY)
+        except (OSError, ValueError):  # a filesystem that cannot map: read it
+            f.seek(0)
+            buf = bytearray(size)
+            f.readinto(buf)
+            return buf
 
 
 def _gunzip(path: str, comp: bytes) -> bytearray:
@@ -102,7 +110,7 @@ def decode_top(path: str, buf: bytearray, problems: list[Problem]) -> tuple[dict
             fix = None
             if bad[:1] and bad[0] < 32 and "control" not in repaired:
                 fix = "control"
-                buf = bytearray(buf.translate(_CONTROL))
+                buf = bytearray(memoryview(buf)).translate(_CONTROL)
                 problems.append(Problem(path, "control characters inside strings replaced by spaces", "warning"))
             elif at >= 0 and "tokens" not in repaired:
                 new, n = _BAD_TOKEN.subn(rb"\1null", buf)
