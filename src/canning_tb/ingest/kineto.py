@@ -340,7 +340,12 @@ class _Reader:
             f = np.fromiter(map(g("ts"), mem), np.float64, n)
             _check_exact(f[np.isfinite(f)])
             ts = np.where(np.isfinite(f), _to_ns(np.where(np.isfinite(f), f, 0)), NONE)
-        dev = np.fromiter((self._mem_device(x.dev_type, x.dev_id) for x in a), np.int32, n)
+        # device per record, judged once per distinct (type, index) pair rather than per record
+        typ = _i64(list(map(g("dev_type"), a)), n)
+        idx = np.clip(_i64(list(map(g("dev_id"), a)), n), 0, (1 << 20) - 1)
+        pairs, inverse = np.unique((typ + 1) * (1 << 20) + idx, return_inverse=True)
+        ids = [self._mem_device(int(k >> 20) - 1, int(k & ((1 << 20) - 1))) for k in pairs.tolist()]
+        dev = np.asarray(ids, np.int32)[inverse.reshape(-1)] if n else np.zeros(0, np.int32)
         cols = {"ts": ts, "device": dev, "bytes": _i64(list(map(g("mbytes"), a)), n),
                 "addr": _i64(list(map(g("addr"), a)), n),
                 "allocated": _i64(list(map(g("allocated"), a)), n),
