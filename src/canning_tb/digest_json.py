@@ -5,6 +5,7 @@ protobuf's own MessageToDict writes int64 as strings and drops zero values; the 
 """
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from google.protobuf.descriptor import FieldDescriptor
@@ -17,11 +18,18 @@ def to_plain(msg) -> dict[str, Any]:
         if _is_map(field):
             vfield = field.message_type.fields_by_name["value"]
             out[field.name] = {k: _scalar_or_msg(vfield, v) for k, v in value.items()}
-        elif field.is_repeated:
+        elif _is_repeated(field):
             out[field.name] = [_scalar_or_msg(field, v) for v in value]
         else:
             out[field.name] = _scalar_or_msg(field, value)
     return out
+
+
+def _is_repeated(field) -> bool:
+    rep = getattr(field, "is_repeated", None)  # protobuf >= 5; older ones have `label`
+    if rep is not None:
+        return bool(rep() if callable(rep) else rep)
+    return field.label == FieldDescriptor.LABEL_REPEATED
 
 
 def _is_map(field) -> bool:
@@ -33,5 +41,5 @@ def _scalar_or_msg(field, value):
     if field.type == FieldDescriptor.TYPE_MESSAGE:
         return to_plain(value)
     if field.type in (FieldDescriptor.TYPE_DOUBLE, FieldDescriptor.TYPE_FLOAT):
-        return value if value == value else None  # NaN is not JSON
+        return value if math.isfinite(value) else None  # NaN and infinities are not JSON
     return value

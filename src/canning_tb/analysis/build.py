@@ -4,12 +4,12 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from google.protobuf.descriptor import FieldDescriptor
 
 from ..ingest.table import EventTable
 from . import digest_pb2 as pb
 from .communication import communication_stats
 from .context import Context
+from ..digest_json import to_plain
 from .digest import SCHEMA_VERSION
 from .kernels import kernel_stats
 from .memory import memory_stats
@@ -109,16 +109,4 @@ def build_digest(table: EventTable) -> pb.Digest:
 
 def digest_to_dict(msg) -> dict[str, Any]:
     """JSON-friendly dict of a message: every field (defaults too), ints stay ints."""
-    out: dict[str, Any] = {}
-    for f in msg.DESCRIPTOR.fields:
-        v = getattr(msg, f.name)
-        if f.message_type is not None and f.message_type.GetOptions().map_entry:
-            vf = f.message_type.fields_by_name["value"]
-            out[f.name] = {k: (digest_to_dict(x) if vf.message_type is not None else x) for k, x in v.items()}
-        elif f.is_repeated if hasattr(f, "is_repeated") else f.label == FieldDescriptor.LABEL_REPEATED:
-            out[f.name] = [digest_to_dict(x) for x in v] if f.message_type is not None else list(v)
-        elif f.message_type is not None:
-            out[f.name] = digest_to_dict(v)
-        else:
-            out[f.name] = v
-    return out
+    return to_plain(msg)

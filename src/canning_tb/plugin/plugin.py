@@ -70,13 +70,6 @@ def _input_error_class():
 # -- protobuf -> JSON -----------------------------------------------------------------------------
 
 
-def _is_repeated(field) -> bool:
-    rep = getattr(field, "is_repeated", None)
-    if rep is not None:
-        return bool(rep() if callable(rep) else rep)
-    return field.label == field.LABEL_REPEATED
-
-
 def _scalar(v):
     if isinstance(v, float) and not math.isfinite(v):
         return None
@@ -85,20 +78,8 @@ def _scalar(v):
 
 def to_json(msg) -> dict:
     """Every field of a message (defaults included), ints as JSON numbers, names as in the .proto."""
-    out = {}
-    for field in msg.DESCRIPTOR.fields:
-        value = getattr(msg, field.name)
-        mt = field.message_type
-        if mt is not None and mt.GetOptions().map_entry:
-            vf = mt.fields_by_name["value"]
-            out[field.name] = {k: (to_json(v) if vf.message_type is not None else _scalar(v)) for k, v in value.items()}
-        elif _is_repeated(field):
-            out[field.name] = [to_json(v) for v in value] if mt is not None else [_scalar(v) for v in value]
-        elif mt is not None:
-            out[field.name] = to_json(value)
-        else:
-            out[field.name] = _scalar(value)
-    return out
+    from canning_tb.digest_json import to_plain  # protobuf only: stays light at TensorBoard start
+    return to_plain(msg)
 
 
 def _rel(t: int, t0: int) -> int:
