@@ -21,7 +21,7 @@ $(VENV)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q "$(TORCH)" grpcio-tools
-	CANNING_SKIP_FRONTEND=1 $(BIN)/python -m pip install -q -e ".[test]"
+	$(BIN)/python -m pip install -q -e ".[test]"  # setup.py builds the frontend bundle if missing
 	touch $@
 
 frontend: $(BUNDLE)
