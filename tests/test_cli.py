@@ -31,6 +31,10 @@ def test_view_json_on_ascend_run_has_every_rank(tmp_path):
     assert report["schema"] == "canning-prof/1"
     wins = report["windows"]
     assert sorted(w["digest"]["window"]["rank"] for w in wins) == [0, 1]
+    # one window per rank, so one cross-rank group holding every rank that wrote a profiler_info file
+    infos = sorted(p.name for p in src.glob("*_ascend_pt/profiler_info_*.json"))
+    (group,) = report["ranks"]
+    assert sorted(r["rank"] for r in group["analysis"]["ranks"]) == [int(n[len("profiler_info_"):-5]) for n in infos]
     for w in wins:
         assert w["error"] is None and w["format"] == "ascend"
         # independent: the kernel rows of kernel_details.csv, counted with the csv module

@@ -25,13 +25,27 @@ def digest_all(targets) -> list[tuple]:
     return out
 
 
+def rank_groups(results) -> list[tuple[str, int, list]]:
+    """(run, window index, digests) for each window position that several ranks of a run share."""
+    groups: dict[tuple[str, int], list] = {}
+    for t, d, _ in results:
+        if d is not None:
+            index = [w.id for w in t.store.windows(t.run, t.worker)].index(t.window.id)
+            groups.setdefault((t.run, index), []).append(d)
+    return [(run, i, ds) for (run, i), ds in sorted(groups.items())
+            if len({d.window.rank for d in ds}) > 1]
+
+
 def view(args) -> int:
     results = digest_all(targets_for(args.input, args.cache_dir))
+    groups = rank_groups(results)
     if args.format == "json":
+        from canning_tb.analysis.cluster import analyse_ranks
         dump_json({"schema": JSON_SCHEMA, "input": args.input, "windows": [
             {"run": t.run, "worker": t.worker, "window": t.window.id, "label": t.window.label,
              "format": t.window.format, "error": err, "digest": to_plain(d) if d is not None else None}
-            for t, d, err in results]})
+            for t, d, err in results],
+            "ranks": [{"run": run, "window_index": i, "analysis": analyse_ranks(ds)} for run, i, ds in groups]})
     else:
         from canning_tb.analysis import report
         out = sys.stdout
@@ -41,7 +55,7 @@ def view(args) -> int:
                 out.write(f"error: {err}\n")
                 continue
             out.write(report.window_report(d, top=args.top) + "\n")
-        ok = [d for _, d, _ in results if d is not None]
-        if len(ok) > 1 and hasattr(report, "ranks_report"):
-            out.write("\n=== across ranks ===\n" + report.ranks_report(ok) + "\n")
+        for run, i, ds in groups:
+            where = "" if run == "." else f"{run} / "
+            out.write(f"\n=== {where}window {i + 1}: across ranks ===\n" + report.ranks_report(ds) + "\n")
     return 0 if any(d is not None for _, d, _ in results) else 1
