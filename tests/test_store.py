@@ -139,3 +139,22 @@ def test_big_windows_are_digested_in_a_child_process(tmp_path, monkeypatch):
     with pytest.raises(InputError) as e:
         isolated.digest("r", "broken", isolated.windows("r", "broken")[0].id)
     assert "broken.1.pt.trace.json" in str(e.value)
+
+
+def test_digests_of_older_code_are_not_served(tmp_path, monkeypatch):
+    run = tmp_path / "logdir" / "r"
+    shutil.copytree(fixture_path("hta", "cpu_only"), run)
+    os.chmod(run, 0o755)
+    store = Store(str(tmp_path / "logdir"))
+    (worker,) = store.workers("r")
+    wid = store.windows("r", worker.name)[0].id
+    store.digest("r", worker.name, wid)
+    import canning_tb.store.store as store_mod
+    reads = []
+    real = store_mod.read_window
+    monkeypatch.setattr(store_mod, "read_window", lambda w: reads.append(w) or real(w))
+    Store(str(tmp_path / "logdir")).digest("r", worker.name, wid)
+    assert reads == []  # same code: from the cache
+    monkeypatch.setattr("canning_tb.store.cache.code_revision", lambda: "a-newer-reader")
+    Store(str(tmp_path / "logdir")).digest("r", worker.name, wid)
+    assert len(reads) == 1  # an upgrade that changes the reader or analysis recomputes

@@ -65,6 +65,7 @@ interface Cell {
   bandwidth_gbps: number;
 }
 interface ClusterResponse {
+  window_index: number;
   workers: { worker: string; rank: number; window: string }[];
   problems: { worker: string; window: string; message: string }[];
   ranks: RankRow[];
@@ -98,7 +99,7 @@ const METRIC_TEXT: Record<string, string> = {
 function clusterSection(host: ViewHost, cl: ClusterResponse, charts: RawChart[]): HTMLElement[] {
   const rankName = new Map(cl.workers.map((w) => [w.rank, w.worker]));
   const out: HTMLElement[] = [];
-  const list = h("p", { id: "comm-ranks", class: "muted", text: `Ranks: ${cl.ranks.map((r) => r.rank).join(", ")} (window ${cl.workers.map((w) => w.window).filter((v, i, a) => a.indexOf(v) === i).join(", ")})` });
+  const list = h("p", { id: "comm-ranks", class: "muted", text: `Ranks: ${cl.ranks.map((r) => r.rank).join(", ")} (window ${cl.window_index + 1} of each rank)` });
   if (cl.ranks.length < 2) {
     out.push(card("Across ranks", list, h("p", { class: "muted", text: "Only one rank in this run: the comparison across ranks (wait vs transfer, slow ranks, matrix) needs the profiles of two or more ranks in the same run folder." })));
     return out;

@@ -11,14 +11,33 @@ import hashlib
 import os
 import stat
 import tempfile
+from functools import lru_cache
 
 from .discover import Window
 
 CACHE_DIRNAME = ".canning"
 
 
+@lru_cache(maxsize=1)
+def code_revision() -> str:
+    """Identity of the code that turns files into digests (readers and analysis).
+
+    A digest cached by an older reader or analysis must not be served after an upgrade that
+    changes what they compute, even when the schema is the same.
+    """
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    h = hashlib.sha1()
+    for sub in ("ingest", "analysis"):
+        folder = os.path.join(root, sub)
+        for name in sorted(os.listdir(folder)):
+            if name.endswith(".py"):
+                with open(os.path.join(folder, name), "rb") as f:
+                    h.update(name.encode() + b"\0" + f.read())
+    return h.hexdigest()[:12]
+
+
 def window_key(window: Window, schema: int) -> str:
-    h = hashlib.sha1(f"v{schema}|{window.format}".encode())
+    h = hashlib.sha1(f"v{schema}|{code_revision()}|{window.format}".encode())
     for f in sorted(window.files):
         try:
             st = os.stat(f)
