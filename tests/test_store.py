@@ -13,6 +13,21 @@ from canning_tb.store.cache import cache_dir_for
 from conftest import fixture_path
 
 
+def own_run(tmp_path, *fixture):
+    """A writable copy of a fixture as run "r" of tmp_path/logdir (the shared fixtures are read-only)."""
+    run = tmp_path / "logdir" / "r"
+    shutil.copytree(fixture_path(*fixture), run)
+    os.chmod(run, 0o755)
+    return run
+
+
+def only_window(store):
+    """(worker name, window id) of a run "r" holding one worker with one window."""
+    (worker,) = store.workers("r")
+    (win,) = store.windows("r", worker.name)
+    return worker.name, win.id
+
+
 def test_discovers_every_format_with_ranks():
     root = fixture_path()
     runs = discover(str(root))
@@ -69,49 +84,41 @@ def test_read_only_run_caches_elsewhere(tmp_path, monkeypatch):
 
 
 def test_second_open_comes_from_cache(tmp_path):
-    run = tmp_path / "logdir" / "r"
-    shutil.copytree(fixture_path("hta", "df_index_resolver"), run)
-    os.chmod(run, 0o755)  # the shared fixtures are laid out read-only; this copy is ours
+    run = own_run(tmp_path, "hta", "df_index_resolver")
     store = Store(str(tmp_path / "logdir"))
-    (worker,) = store.workers("r")
-    (win,) = store.windows("r", worker.name)
-    d1 = store.digest("r", worker.name, win.id)
+    worker, wid = only_window(store)
+    d1 = store.digest("r", worker, wid)
     assert os.listdir(run / ".canning"), "digest cached beside the data"
     fresh = Store(str(tmp_path / "logdir"))
     t0 = time.perf_counter()
-    d2 = fresh.digest("r", worker.name, win.id)
+    d2 = fresh.digest("r", worker, wid)
     assert time.perf_counter() - t0 < 5  # generous: a cached read, not a re-parse (benchmarks measure speed)
     assert d2 == d1
 
 
 def test_changed_file_is_read_again(tmp_path):
-    run = tmp_path / "logdir" / "r"
-    shutil.copytree(fixture_path("hta", "cpu_only"), run)
+    run = own_run(tmp_path, "hta", "cpu_only")
     store = Store(str(tmp_path / "logdir"))
-    (worker,) = store.workers("r")
-    (win,) = store.windows("r", worker.name)
-    store.digest("r", worker.name, win.id)
+    worker, wid = only_window(store)
+    store.digest("r", worker, wid)
     trace = next(p for p in run.iterdir() if p.name.endswith(".gz"))
     trace.write_bytes(b"not gzip")
     from canning_tb.ingest.table import InputError
     with pytest.raises(InputError) as e:
-        Store(str(tmp_path / "logdir")).digest("r", worker.name, win.id)
+        Store(str(tmp_path / "logdir")).digest("r", worker, wid)
     assert trace.name in str(e.value)
 
 
 def test_first_open_also_caches_the_events_for_the_timeline(tmp_path, monkeypatch):
-    run = tmp_path / "logdir" / "r"
-    shutil.copytree(fixture_path("hta", "cpu_only"), run)
-    os.chmod(run, 0o755)
+    run = own_run(tmp_path, "hta", "cpu_only")
     store = Store(str(tmp_path / "logdir"))
-    (worker,) = store.workers("r")
-    (win,) = store.windows("r", worker.name)
-    d = store.digest("r", worker.name, win.id)
+    worker, wid = only_window(store)
+    d = store.digest("r", worker, wid)
 
     def no_second_read(window):
         raise AssertionError("the window was read again")
     monkeypatch.setattr("canning_tb.store.store.read_window", no_second_read)
-    t = Store(str(tmp_path / "logdir")).table("r", worker.name, win.id)
+    t = Store(str(tmp_path / "logdir")).table("r", worker, wid)
     # independent: count the complete events of the raw file
     trace = next(p for p in run.iterdir() if p.name.endswith(".gz"))
     with gzip.open(trace, "rt") as f:
@@ -121,9 +128,7 @@ def test_first_open_also_caches_the_events_for_the_timeline(tmp_path, monkeypatc
 
 
 def test_big_windows_are_digested_in_a_child_process(tmp_path, monkeypatch):
-    run = tmp_path / "logdir" / "r"
-    shutil.copytree(fixture_path("hta", "cpu_only"), run)
-    os.chmod(run, 0o755)
+    run = own_run(tmp_path, "hta", "cpu_only")
     (run / "broken.1.pt.trace.json").write_text('{"traceEvents": [')
     isolated = Store(str(tmp_path / "logdir"), cache_dir=str(tmp_path / "c1"), isolate_bytes=0)
     inline = Store(str(tmp_path / "logdir"), cache_dir=str(tmp_path / "c2"))
@@ -142,19 +147,16 @@ def test_big_windows_are_digested_in_a_child_process(tmp_path, monkeypatch):
 
 
 def test_digests_of_older_code_are_not_served(tmp_path, monkeypatch):
-    run = tmp_path / "logdir" / "r"
-    shutil.copytree(fixture_path("hta", "cpu_only"), run)
-    os.chmod(run, 0o755)
+    run = own_run(tmp_path, "hta", "cpu_only")
     store = Store(str(tmp_path / "logdir"))
-    (worker,) = store.workers("r")
-    wid = store.windows("r", worker.name)[0].id
-    store.digest("r", worker.name, wid)
+    worker, wid = only_window(store)
+    store.digest("r", worker, wid)
     import canning_tb.store.store as store_mod
     reads = []
     real = store_mod.read_window
     monkeypatch.setattr(store_mod, "read_window", lambda w: reads.append(w) or real(w))
-    Store(str(tmp_path / "logdir")).digest("r", worker.name, wid)
+    Store(str(tmp_path / "logdir")).digest("r", worker, wid)
     assert reads == []  # same code: from the cache
     monkeypatch.setattr("canning_tb.store.cache.code_revision", lambda: "a-newer-reader")
-    Store(str(tmp_path / "logdir")).digest("r", worker.name, wid)
+    Store(str(tmp_path / "logdir")).digest("r", worker, wid)
     assert len(reads) == 1  # an upgrade that changes the reader or analysis recomputes
