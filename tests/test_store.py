@@ -160,3 +160,12 @@ def test_digests_of_older_code_are_not_served(tmp_path, monkeypatch):
     monkeypatch.setattr("canning_tb.store.cache.code_revision", lambda: "a-newer-reader")
     Store(str(tmp_path / "logdir")).digest("r", worker, wid)
     assert len(reads) == 1  # an upgrade that changes the reader or analysis recomputes
+
+
+def test_a_manifest_that_is_not_an_object_still_marks_its_window(tmp_path):
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "rank0.h.1.000001.canning.json").write_text("[1, 2]")
+    (tmp_path / "run" / "rank1.h.2.000001.canning.json").write_text('{"files": "x", "steps": 3, "rank": "1"}')
+    runs = discover(str(tmp_path))
+    wins = sorted((wk.name, w.format, w.rank, w.steps) for wk in runs["run"].workers.values() for w in wk.windows)
+    assert wins == [("rank0.h.1", "canning", -1, ()), ("rank1.h.2", "canning", -1, ())]

@@ -79,18 +79,35 @@ def _rank_from_name(name: str) -> int:
 def _manifest_window(folder: str, fname: str, m: re.Match) -> Window | None:
     path = os.path.join(folder, fname)
     try:
-        with open(path, encoding="utf-8") as f:
-            man = json.load(f)
-        names = [x["name"] for x in man.get("files", []) if isinstance(x, dict) and "name" in x]
-    except (OSError, ValueError, TypeError, KeyError):
-        # A manifest we cannot read still marks a window; the reader reports the problem.
-        man, names = {}, []
-    files = [path] + [os.path.join(folder, n) for n in names if os.path.basename(n) == n]
-    steps = tuple(int(s) for s in man.get("steps", []) if isinstance(s, int)) if isinstance(man, dict) else ()
-    rank = man.get("rank", -1) if isinstance(man, dict) else -1
+        st = os.stat(path)
+        names, steps, rank = _manifest_facts(path, st.st_size, st.st_mtime_ns)
+    except OSError:
+        names, steps, rank = (), (), -1
+    files = [path] + [os.path.join(folder, n) for n in names]
     idx = int(m.group("window"))
     return Window(id=m.group("window"), label="", format="canning", path=path, files=tuple(files),
-                  order=(idx,), rank=rank if isinstance(rank, int) else -1, steps=steps)
+                  order=(idx,), rank=rank, steps=steps)
+
+
+@lru_cache(maxsize=65536)
+def _manifest_facts(path: str, size: int, mtime_ns: int) -> tuple[tuple[str, ...], tuple[int, ...], int]:
+    """(file names, steps, rank) of a manifest; read once per version of the file, since the
+    plugin rescans the logdir every few seconds. A manifest we cannot read still marks a
+    window (the reader reports the problem): it gives no facts here."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            man = json.load(f)
+    except (OSError, ValueError):
+        return (), (), -1
+    if not isinstance(man, dict):
+        return (), (), -1
+    files = man.get("files")
+    names = tuple(x["name"] for x in files if isinstance(x, dict) and isinstance(x.get("name"), str)
+                  and os.path.basename(x["name"]) == x["name"]) if isinstance(files, list) else ()
+    steps = man.get("steps")
+    steps = tuple(s for s in steps if isinstance(s, int) and not isinstance(s, bool)) if isinstance(steps, list) else ()
+    rank = man.get("rank", -1)
+    return names, steps, rank if isinstance(rank, int) and not isinstance(rank, bool) else -1
 
 
 def _ascend_files(folder: str) -> tuple[tuple[str, ...], str]:
