@@ -1,20 +1,36 @@
 // Entry point: TensorBoard's plugin iframe runs `import("./index.js").then((m) => m.render())`.
-// The shell: run / worker / window selectors, a tab per view, and the view area. It polls /runs so
-// runs and windows written while TensorBoard runs appear by themselves.
+// The shell: run / worker / window selectors, a tab per view, and the view area, all drawn from the
+// app state (state.ts); the controls only ask the store for a new state. It polls /runs so runs and
+// windows written while TensorBoard runs appear by themselves.
 import css from "./style.css";
-import { ApiError, getJSON, type RunInfo, type RunsResponse, type Selection, type WorkerInfo } from "./api";
+import { getJSON, type RunEntry, type RunsResponse, type Selection, type WorkerEntry } from "./api";
 import { clear, h, option } from "./dom";
-import { DEFAULT_VIEW, VIEWS } from "./views/index";
+import { AppStore, readURL, type AppState } from "./state";
+import { errorText } from "./views/common";
+import { VIEWS } from "./views/index";
 import { showEmpty, type ViewState } from "./views/view";
 
 const POLL_LOADING_MS = 1500;
 const POLL_MS = 10_000;
 
-function workerLabel(w: WorkerInfo): string {
-  return w.rank >= 0 && !w.name.includes(String(w.rank)) ? `rank ${w.rank} · ${w.name}` : w.name;
+function workerLabel(worker: WorkerEntry): string {
+  return worker.rank >= 0 && !worker.name.includes(String(worker.rank)) ? `rank ${worker.rank} · ${worker.name}` : worker.name;
 }
 
-class App {
+function sameSelection(a: AppState, b: AppState): boolean {
+  return a.run === b.run && a.worker === b.worker && a.window === b.window;
+}
+
+/** The names the selection falls back to when the state's are not (or no longer) listed. */
+function validSelection(state: AppState, runs: RunEntry[]): Pick<AppState, "run" | "worker" | "window"> {
+  const run = runs.find((r) => r.name === state.run) ?? runs[0];
+  const worker = run?.workers.find((w) => w.name === state.worker) ?? run?.workers[0];
+  const win = worker?.windows.find((w) => w.id === state.window) ?? worker?.windows[0];
+  return { run: run?.name ?? "", worker: worker?.name ?? "", window: win?.id ?? "" };
+}
+
+class Shell {
+  private store = new AppStore(readURL());
   private root = h("div", { id: "canning-root", "data-state": "loading" });
   private runSel = h("select", { id: "run-select", "aria-label": "Run" });
   private workerSel = h("select", { id: "worker-select", "aria-label": "Worker" });
@@ -23,15 +39,27 @@ class App {
   private status = h("div", { id: "discovery-status", class: "meta", role: "status" });
   private tabs = h("nav", { id: "view-tabs", class: "tabs", role: "tablist" });
   private viewEl = h("section", { id: "view", class: "view", "data-state": "loading" });
-  private runs: RunInfo[] = [];
+  private runs: RunEntry[] = [];
   private runsKey = "";
   private runsLoaded = false;
-  private viewId = DEFAULT_VIEW;
   private current: AbortController | null = null;
   private mountedKey = "";
 
   start(parent: HTMLElement): void {
-    const side = h(
+    this.root.append(this.sidebar(), h("main", { class: "main" }, this.tabs, this.viewEl));
+    parent.append(this.root);
+    this.buildTabs();
+    this.runSel.onchange = () => this.store.update({ run: this.runSel.value });
+    this.workerSel.onchange = () => this.store.update({ worker: this.workerSel.value });
+    this.windowSel.onchange = () => this.store.update({ window: this.windowSel.value });
+    this.store.subscribe((state, previous) => this.onState(state, previous));
+    this.setState("loading");
+    this.viewEl.append(h("div", { class: "notice loading", role: "status" }, h("span", { class: "spinner" }), "Looking for profiles under the logdir…"));
+    void this.poll();
+  }
+
+  private sidebar(): HTMLElement {
+    return h(
       "aside",
       { class: "sidebar" },
       h("div", { class: "brand", text: "Canning Profiler" }),
@@ -41,27 +69,22 @@ class App {
       this.windowMeta,
       this.status,
     );
-    for (const v of VIEWS) {
-      const b = h("button", { type: "button", role: "tab", class: "tab", "data-view": v.id, id: `tab-${v.id}` }, v.title);
-      b.onclick = () => {
-        this.viewId = v.id;
-        this.mount(true);
-      };
-      this.tabs.append(b);
-    }
-    this.root.append(side, h("main", { class: "main" }, this.tabs, this.viewEl));
-    parent.append(this.root);
-    this.runSel.onchange = () => this.fillWorkers();
-    this.workerSel.onchange = () => this.fillWindows();
-    this.windowSel.onchange = () => this.mount();
-    this.setState("loading");
-    this.viewEl.append(h("div", { class: "notice loading", role: "status" }, h("span", { class: "spinner" }), "Looking for profiles under the logdir…"));
-    void this.poll();
   }
 
-  private setState(s: ViewState): void {
-    this.root.dataset.state = s;
-    this.viewEl.dataset.state = s;
+  private buildTabs(): void {
+    for (const view of VIEWS) {
+      const tab = h("button", { type: "button", role: "tab", class: "tab", "data-view": view.id, id: `tab-${view.id}` }, view.title);
+      tab.onclick = () => {
+        if (this.store.state.view === view.id) this.mount(true);
+        else this.store.update({ view: view.id });
+      };
+      this.tabs.append(tab);
+    }
+  }
+
+  private setState(state: ViewState): void {
+    this.root.dataset.state = state;
+    this.viewEl.dataset.state = state;
   }
 
   private async poll(): Promise<void> {
@@ -70,13 +93,13 @@ class App {
       const data = await getJSON<RunsResponse>("runs");
       this.onRuns(data);
       if (data.loading) next = POLL_LOADING_MS;
-    } catch (e) {
+    } catch (err) {
       if (!this.runsLoaded) {
         clear(this.viewEl);
-        this.viewEl.append(h("div", { class: "notice error", role: "alert", id: "view-error" }, `Cannot list the runs: ${e instanceof ApiError ? e.message : String(e)}`));
+        this.viewEl.append(h("div", { class: "notice error", role: "alert", id: "view-error" }, `Cannot list the runs: ${errorText(err)}`));
         this.setState("error");
       }
-      this.status.textContent = `Listing runs failed: ${(e as Error).message}`;
+      this.status.textContent = `Listing runs failed: ${(err as Error).message}`;
     }
     window.setTimeout(() => void this.poll(), next);
   }
@@ -91,24 +114,37 @@ class App {
     this.runs = data.runs;
     if (!data.runs.length) {
       this.clearSelectors();
-      if (data.loading) return; // still looking: keep the spinner
-      this.mountedKey = "";
-      this.current?.abort();
-      const host = { el: this.viewEl, sel: { run: "", worker: "", window: "" }, signal: new AbortController().signal, setState: (s: ViewState) => this.setState(s) };
-      showEmpty(
-        host,
-        "No profiles found under the logdir",
-        data.error ??
-          `Nothing under ${data.logdir ?? "the logdir"} looks like a profile (*.canning.json windows, *.pt.trace.json[.gz] traces or *_ascend_pt folders).`,
-        "Write some with ps.tensorboard_trace_handler('./log') (from canning import profiling_suite as ps) and start TensorBoard with --logdir ./log. New runs appear here by themselves.",
-      );
+      if (!data.loading) this.showNoRuns(data); // while still looking, keep the spinner
       return;
     }
-    const prev = this.runSel.value;
-    clear(this.runSel);
-    for (const r of data.runs) this.runSel.append(option(r.name, r.name === "." ? ". (logdir)" : r.name, r.name === prev));
-    if (!data.runs.some((r) => r.name === prev)) this.runSel.selectedIndex = 0;
-    this.fillWorkers();
+    this.onState(this.store.state, this.store.state);
+  }
+
+  private showNoRuns(data: RunsResponse): void {
+    this.mountedKey = "";
+    this.current?.abort();
+    showEmpty(
+      { el: this.viewEl, setState: (state: ViewState) => this.setState(state) },
+      "No profiles found under the logdir",
+      data.error ??
+        `Nothing under ${data.logdir ?? "the logdir"} looks like a profile (*.canning.json windows, *.pt.trace.json[.gz] traces or *_ascend_pt folders).`,
+      "Write some with ps.tensorboard_trace_handler('./log') (from canning import profiling_suite as ps) and start TensorBoard with --logdir ./log. New runs appear here by themselves.",
+    );
+  }
+
+  /** Every state change: make the selection valid, then draw the selectors and the view from it. */
+  private onState(state: AppState, previous: AppState): void {
+    if (!this.runs.length) return;
+    const valid = validSelection(state, this.runs);
+    const fix: Partial<AppState> = { ...valid };
+    // a time range belongs to the window it was selected in
+    if (!sameSelection(state, previous) && state.memory.range) fix.memory = { ...state.memory, range: null };
+    if (valid.run !== state.run || valid.worker !== state.worker || valid.window !== state.window || fix.memory) {
+      this.store.update(fix);
+      return;
+    }
+    this.renderSelectors(state);
+    this.mount();
   }
 
   private clearSelectors(): void {
@@ -118,69 +154,48 @@ class App {
     this.windowMeta.textContent = "";
   }
 
-  private run(): RunInfo | undefined {
-    return this.runs.find((r) => r.name === this.runSel.value);
-  }
-
-  private fillWorkers(): void {
-    const prev = this.workerSel.value;
-    clear(this.workerSel);
-    const workers = this.run()?.workers ?? [];
-    for (const w of workers) this.workerSel.append(option(w.name, workerLabel(w), w.name === prev));
-    if (!workers.some((w) => w.name === prev)) this.workerSel.selectedIndex = 0;
-    this.fillWindows();
-  }
-
-  private fillWindows(): void {
-    const prev = this.windowSel.value;
-    clear(this.windowSel);
-    const worker = this.run()?.workers.find((w) => w.name === this.workerSel.value);
-    const windows = worker?.windows ?? [];
-    for (const w of windows) {
-      const label = w.status === "ready" ? w.label : `${w.label} (${w.status})`;
-      this.windowSel.append(option(w.id, label, w.id === prev));
+  private renderSelectors(state: AppState): void {
+    this.clearSelectors();
+    const run = this.runs.find((r) => r.name === state.run);
+    const worker = run?.workers.find((w) => w.name === state.worker);
+    for (const r of this.runs) this.runSel.append(option(r.name, r.name === "." ? ". (logdir)" : r.name, r.name === state.run));
+    for (const w of run?.workers ?? []) this.workerSel.append(option(w.name, workerLabel(w), w.name === state.worker));
+    for (const win of worker?.windows ?? []) {
+      const label = win.status === "ready" ? win.label : `${win.label} (${win.status})`;
+      this.windowSel.append(option(win.id, label, win.id === state.window));
     }
-    if (!windows.some((w) => w.id === prev)) this.windowSel.selectedIndex = 0;
-    this.mount();
-  }
-
-  private selection(): Selection | null {
-    const run = this.runSel.value;
-    const worker = this.workerSel.value;
-    const window = this.windowSel.value;
-    return run && worker && window ? { run, worker, window } : null;
-  }
-
-  /** (Re)mount the current view for the current selection; no-op if nothing changed. */
-  private mount(force = false): void {
-    const sel = this.selection();
-    for (const b of Array.from(this.tabs.children) as HTMLElement[]) {
-      const on = b.dataset.view === this.viewId;
-      b.classList.toggle("active", on);
-      b.setAttribute("aria-selected", String(on));
-    }
-    const win = this.run()
-      ?.workers.find((w) => w.name === this.workerSel.value)
-      ?.windows.find((w) => w.id === this.windowSel.value);
+    const win = worker?.windows.find((w) => w.id === state.window);
     this.windowMeta.textContent = win ? `${win.format} · ${win.files.join(", ")}` : "";
     this.windowMeta.title = this.windowMeta.textContent;
-    if (!sel) return;
-    const key = JSON.stringify([sel, this.viewId]);
+    for (const tab of Array.from(this.tabs.children) as HTMLElement[]) {
+      const on = tab.dataset.view === state.view;
+      tab.classList.toggle("active", on);
+      tab.setAttribute("aria-selected", String(on));
+    }
+  }
+
+  /** (Re)mount the state's view for the state's window; no-op if neither changed (unless forced). */
+  private mount(force = false): void {
+    const state = this.store.state;
+    const sel: Selection = { run: state.run, worker: state.worker, window: state.window };
+    if (!sel.run || !sel.worker || !sel.window) return;
+    const key = JSON.stringify([sel, state.view]);
     if (key === this.mountedKey && !force) return;
     this.mountedKey = key;
     this.current?.abort();
     const ctl = new AbortController();
     this.current = ctl;
-    const view = VIEWS.find((v) => v.id === this.viewId) ?? VIEWS[0];
+    const view = VIEWS.find((v) => v.id === state.view) ?? VIEWS[0];
     this.viewEl.dataset.view = view.id;
     clear(this.viewEl);
     view.mount({
       el: this.viewEl,
       sel,
-      run: this.run(),
+      run: this.runs.find((r) => r.name === sel.run),
+      store: this.store,
       signal: ctl.signal,
-      setState: (s) => {
-        if (!ctl.signal.aborted) this.setState(s);
+      setState: (viewState) => {
+        if (!ctl.signal.aborted) this.setState(viewState);
       },
     });
   }
@@ -190,5 +205,5 @@ export function render(): void {
   const style = document.createElement("style");
   style.textContent = css;
   document.head.append(style);
-  new App().start(document.body);
+  new Shell().start(document.body);
 }

@@ -1,41 +1,15 @@
 // Kernels: device kernels by name or by name + launching operator, with the share of device time,
 // Tensor Core use (GPU) or accelerator core and block dim (NPU), a pie of the top kernels and a
 // pie of the cores.
-import { windowParams } from "../api";
+import { windowParams, type KernelsResponse, type KernelStat } from "../api";
 import { Chart, type Item } from "../chart";
 import { h, option } from "../dom";
 import { fixed2, int, pct, us } from "../format";
-import { card, downloadCSV, fetchOr, problemsList, safeName, SortTable, type Col, type Problem } from "./common";
+import type { KernelsOptions } from "../state";
+import { card, downloadCSV, fetchOr, problemsList, safeName, SortTable, type Col } from "./common";
 import { showEmpty, showLoading, type ViewDef, type ViewHost } from "./view";
 
-interface Kernel {
-  name: string;
-  op_name: string;
-  calls: number;
-  total_ns: number;
-  min_ns: number;
-  max_ns: number;
-  device: number;
-  stream: number;
-  core: string;
-  mean_blocks: number;
-  tensor_cores: boolean;
-  communication: boolean;
-}
-interface CoreStat {
-  core: string;
-  calls: number;
-  total_ns: number;
-}
-interface KernelsResponse {
-  info: { format: string; devices: { kind: string }[] };
-  problems: Problem[];
-  kernels_by_name: Kernel[];
-  kernels_by_op: Kernel[];
-  cores: CoreStat[];
-}
-
-const prefs = { group: "name" as "name" | "op", search: "" };
+type Kernel = KernelStat;
 
 function columns(npu: boolean, byOp: boolean, total: number, blocks: boolean): Col<Kernel>[] {
   const mean = (k: Kernel) => (k.calls > 0 ? k.total_ns / k.calls : -1);
@@ -58,92 +32,123 @@ function columns(npu: boolean, byOp: boolean, total: number, blocks: boolean): C
   );
   if (npu) cols.push({ key: "core", label: "Core", value: (k) => k.core, tip: "Accelerator core the kernel ran on (AI Core, AI Vector Core, AI CPU, HCCL…)" });
   else cols.push({ key: "tensor_cores", label: "Tensor Cores", value: (k) => (k.tensor_cores ? "Yes" : "No"), tip: "The kernel's name says it uses Tensor Cores" });
-  if (blocks) cols.push({ key: "mean_blocks", label: npu ? "Mean Block Dim" : "Mean Blocks", num: true, value: (k) => k.mean_blocks, fmt: (k) => fixed2(k.mean_blocks), tip: npu ? "Mean block dim per launch" : "Mean grid blocks per launch" });
+  if (blocks) cols.push({ key: "mean_blocks", label: npu ? "Mean Block Dim" : "Mean Blocks", num: true, value: (k) => k.mean_blocks ?? -1, fmt: (k) => fixed2(k.mean_blocks ?? -1), tip: npu ? "Mean block dim per launch" : "Mean grid blocks per launch" });
   return cols;
+}
+
+function showNoKernels(host: ViewHost): void {
+  showEmpty(
+    host,
+    "No device kernels in this window",
+    "The profile holds no GPU or NPU kernel: it was recorded on the CPU only, or the device activity was not enabled.",
+    "Profile with activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA] (GPU) or torch_npu's ProfilerActivity.NPU (Ascend) to see kernels. The Operators view shows the host time.",
+  );
+}
+
+/** The Kernels view of one window: the table follows the state's group and search. */
+class KernelsPanel {
+  private readonly npu: boolean;
+  private readonly blocks: boolean;
+  private readonly byOpAvailable: boolean;
+  private table: SortTable<Kernel>;
+  private count = h("span", { id: "kernel-count", class: "muted" });
+
+  constructor(
+    private host: ViewHost,
+    private data: KernelsResponse,
+  ) {
+    this.npu = data.kernels_by_name.some((k) => k.core !== "");
+    this.blocks = data.kernels_by_name.some((k) => (k.mean_blocks ?? -1) > 0);
+    this.byOpAvailable = data.kernels_by_op.length > 0;
+    this.table = new SortTable<Kernel>("kernel-table", this.columns(), "total_ns", true, "No kernel matches the search.");
+  }
+
+  private options(): KernelsOptions {
+    const opts = this.host.store.state.kernels;
+    return this.byOpAvailable ? opts : { ...opts, group: "name" };
+  }
+
+  private columns(): Col<Kernel>[] {
+    return columns(this.npu, this.options().group === "op", this.data.total_ns, this.blocks);
+  }
+
+  private toolbar(): HTMLElement {
+    const opts = this.options();
+    const store = this.host.store;
+    const groupSel = h("select", { id: "kernel-group", "aria-label": "Group by" });
+    groupSel.append(option("name", "Kernel name", opts.group === "name"));
+    if (this.byOpAvailable) groupSel.append(option("op", "Kernel name + operator", opts.group === "op"));
+    groupSel.onchange = () => this.change(() => store.kernels({ group: groupSel.value as KernelsOptions["group"] }));
+    const search = h("input", { id: "kernel-search", type: "search", placeholder: "Search kernels by name", "aria-label": "Search kernels by name" });
+    search.value = opts.search;
+    search.oninput = () => this.change(() => store.kernels({ search: search.value }));
+    const csv = h("button", { id: "kernel-csv", type: "button", class: "button", title: "Download the rows shown as CSV (µs)" }, "Download CSV");
+    csv.onclick = () => {
+      const [head, rows] = this.table.csv();
+      const sel = this.host.sel;
+      downloadCSV(`kernels-${safeName(sel.run)}-${safeName(sel.worker)}-${safeName(sel.window)}-${this.options().group}.csv`, head, rows);
+    };
+    return h("div", { class: "toolbar" }, h("label", {}, "Group by ", groupSel), h("label", { class: "grow" }, search), csv);
+  }
+
+  /** Changes the state, then redraws the table from it. */
+  private change(update: () => void): void {
+    update();
+    this.refresh();
+  }
+
+  private refresh(): void {
+    const opts = this.options();
+    const all = opts.group === "op" ? this.data.kernels_by_op : this.data.kernels_by_name;
+    const query = opts.search.trim().toLowerCase();
+    const rows = query ? all.filter((k) => k.name.toLowerCase().includes(query) || k.op_name.toLowerCase().includes(query)) : all;
+    this.table.setColumns(this.columns());
+    this.table.setRows(rows);
+    this.count.textContent = rows.length === all.length ? `${int(all.length)} kernels` : `${int(rows.length)} of ${int(all.length)} kernels match “${query}”`;
+  }
+
+  show(): void {
+    const topEl = h("div", { id: "kernel-top-chart", class: "chart" });
+    const coreEl = h("div", { id: "kernel-core-chart", class: "chart" });
+    this.host.el.replaceChildren(
+      ...[problemsList(this.data.problems, "kernel-problems")].filter((el): el is HTMLElement => !!el),
+      h(
+        "div",
+        { class: "grid2" },
+        card("Top 10 kernels by total time (µs)", topEl),
+        card(this.npu ? "Device time by accelerator core (µs)" : "Device time on Tensor Cores (µs)", coreEl),
+      ),
+      this.toolbar(),
+      h("section", { class: "card" }, h("div", { class: "table-head" }, h("h3", { class: "section-title", text: "Kernels" }), this.count), h("div", { class: "table-wrap" }, this.table.el)),
+    );
+    this.refresh();
+    this.drawCharts(topEl, coreEl);
+    this.host.setState("loaded");
+  }
+
+  private drawCharts(topEl: HTMLElement, coreEl: HTMLElement): void {
+    const top = new Chart(topEl);
+    const cores = new Chart(coreEl);
+    this.host.signal.addEventListener("abort", () => {
+      top.dispose();
+      cores.dispose();
+    });
+    // the route lists kernels_by_name by total time, largest first
+    const topItems: Item[] = this.data.kernels_by_name.slice(0, 10).map((k) => ({ label: k.name, value: k.total_ns / 1000, text: us(k.total_ns) }));
+    topEl.dataset.items = String(topItems.length);
+    top.show("pie", topItems, "Total (µs)");
+    const coreItems: Item[] = this.data.cores.map((core) => ({ label: core.core, value: core.total_ns / 1000, text: `${us(core.total_ns)} (${int(core.calls)} calls)` }));
+    coreEl.dataset.items = String(coreItems.length);
+    cores.show("pie", coreItems, "Total (µs)");
+  }
 }
 
 async function load(host: ViewHost): Promise<void> {
   showLoading(host, "Computing the kernel statistics of this window…");
   const data = await fetchOr<KernelsResponse>(host, "kernels", windowParams(host.sel));
   if (!data) return;
-  if (!data.kernels_by_name.length) {
-    showEmpty(
-      host,
-      "No device kernels in this window",
-      "The profile holds no GPU or NPU kernel: it was recorded on the CPU only, or the device activity was not enabled.",
-      "Profile with activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA] (GPU) or torch_npu's ProfilerActivity.NPU (Ascend) to see kernels. The Operators view shows the host time.",
-    );
-    return;
-  }
-  const npu = data.kernels_by_name.some((k) => k.core !== "");
-  const blocks = data.kernels_by_name.some((k) => k.mean_blocks > 0);
-  const total = data.kernels_by_name.reduce((s, k) => s + k.total_ns, 0);
-  const byOpAvailable = data.kernels_by_op.length > 0;
-  if (!byOpAvailable) prefs.group = "name";
-
-  const table = new SortTable<Kernel>("kernel-table", columns(npu, prefs.group === "op", total, blocks), "total_ns", true, "No kernel matches the search.");
-  const count = h("span", { id: "kernel-count", class: "muted" });
-  const groupSel = h("select", { id: "kernel-group", "aria-label": "Group by" });
-  groupSel.append(option("name", "Kernel name", prefs.group === "name"));
-  if (byOpAvailable) groupSel.append(option("op", "Kernel name + operator", prefs.group === "op"));
-  const search = h("input", { id: "kernel-search", type: "search", placeholder: "Search kernels by name", "aria-label": "Search kernels by name" });
-  search.value = prefs.search;
-  const csv = h("button", { id: "kernel-csv", type: "button", class: "button", title: "Download the rows shown as CSV (µs)" }, "Download CSV");
-
-  const refresh = () => {
-    const all = prefs.group === "op" ? data.kernels_by_op : data.kernels_by_name;
-    const q = prefs.search.trim().toLowerCase();
-    const rows = q ? all.filter((k) => k.name.toLowerCase().includes(q) || k.op_name.toLowerCase().includes(q)) : all;
-    table.setColumns(columns(npu, prefs.group === "op", total, blocks));
-    table.setRows(rows);
-    count.textContent = rows.length === all.length ? `${int(all.length)} kernels` : `${int(rows.length)} of ${int(all.length)} kernels match “${q}”`;
-  };
-  groupSel.onchange = () => {
-    prefs.group = groupSel.value as "name" | "op";
-    refresh();
-  };
-  search.oninput = () => {
-    prefs.search = search.value;
-    refresh();
-  };
-  csv.onclick = () => {
-    const [head, rows] = table.csv();
-    const s = host.sel;
-    downloadCSV(`kernels-${safeName(s.run)}-${safeName(s.worker)}-${safeName(s.window)}-${prefs.group}.csv`, head, rows);
-  };
-
-  const topEl = h("div", { id: "kernel-top-chart", class: "chart" });
-  const coreEl = h("div", { id: "kernel-core-chart", class: "chart" });
-  host.el.replaceChildren(
-    ...[problemsList(data.problems, "kernel-problems")].filter((x): x is HTMLElement => !!x),
-    h(
-      "div",
-      { class: "grid2" },
-      card("Top 10 kernels by total time (µs)", topEl),
-      card(npu ? "Device time by accelerator core (µs)" : "Device time on Tensor Cores (µs)", coreEl),
-    ),
-    h("div", { class: "toolbar" }, h("label", {}, "Group by ", groupSel), h("label", { class: "grow" }, search), csv),
-    h("section", { class: "card" }, h("div", { class: "table-head" }, h("h3", { class: "section-title", text: "Kernels" }), count), h("div", { class: "table-wrap" }, table.el)),
-  );
-  refresh();
-
-  const top = new Chart(topEl);
-  const cores = new Chart(coreEl);
-  host.signal.addEventListener("abort", () => {
-    top.dispose();
-    cores.dispose();
-  });
-  const topItems: Item[] = data.kernels_by_name
-    .slice()
-    .sort((a, b) => b.total_ns - a.total_ns)
-    .slice(0, 10)
-    .map((k) => ({ label: k.name, value: k.total_ns / 1000, text: us(k.total_ns) }));
-  topEl.dataset.items = String(topItems.length);
-  top.show("pie", topItems, "Total (µs)");
-  const coreItems: Item[] = data.cores.map((c) => ({ label: c.core, value: c.total_ns / 1000, text: `${us(c.total_ns)} (${int(c.calls)} calls)` }));
-  coreEl.dataset.items = String(coreItems.length);
-  cores.show("pie", coreItems, "Total (µs)");
-  host.setState("loaded");
+  if (!data.kernels_by_name.length) showNoKernels(host);
+  else new KernelsPanel(host, data).show();
 }
 
 export const kernelsView: ViewDef = {

@@ -1,47 +1,15 @@
 // Operators view: one table of the window's operators (from the digest's ops_by_name /
 // ops_by_shape / ops_by_stack), sortable, searchable, with a chart of the top N and CSV export.
-import { getJSON, windowParams } from "../api";
+import { getJSON, windowParams, type GroupBy, type OperatorDetailResponse, type OperatorsResponse, type OpStat } from "../api";
 import { Chart, type Item } from "../chart";
 import { clear, h, option } from "../dom";
 import { int, us } from "../format";
-import { downloadCSV, errorText, fetchOr, problemsList, safeName, SortTable, type Col, type Problem } from "./common";
+import type { OperatorsOptions } from "../state";
+import { downloadCSV, errorText, fetchOr, problemsList, safeName, SortTable, type Col } from "./common";
 import { showLoading, type ViewDef, type ViewHost } from "./view";
 
-interface OpRow {
-  name: string;
-  input_shapes: string;
-  call_stack: string;
-  calls: number;
-  host_self_ns: number;
-  host_total_ns: number;
-  device_self_ns: number;
-  device_total_ns: number;
-  kernels?: KernelRef[];
-}
-
-interface KernelRef {
-  name: string;
-  calls: number;
-  total_ns: number;
-}
-
-interface OperatorDetail {
-  name: string;
-  input_shapes: string | null;
-  stacks_by_shape: boolean;
-  stacks: OpRow[];
-  kernels: KernelRef[];
-}
-
-interface OperatorsResponse {
-  group_by: GroupBy;
-  has_device: boolean;
-  has_stacks: boolean;
-  rows: OpRow[];
-  problems: Problem[];
-}
-
-type GroupBy = "name" | "shape" | "stack";
+type OpRow = OpStat;
+type StackRow = OperatorDetailResponse["stacks"][number];
 type Key = "name" | "input_shapes" | "call_stack" | "calls" | "host_self_ns" | "host_total_ns" | "device_self_ns" | "device_total_ns";
 
 type Column = Col<OpRow> & { key: Key; fmt: (r: OpRow) => string };
@@ -64,16 +32,6 @@ const COLUMNS: Record<Key, Column> = {
 
 const GROUP_LABELS: Record<GroupBy, string> = { name: "Operator", shape: "Operator + input shapes", stack: "Operator + call stack" };
 const MAX_ROWS = 2000;
-
-// Choices survive switching windows and tabs.
-const prefs = {
-  groupBy: "name" as GroupBy,
-  search: "",
-  topN: 10,
-  chart: "bar" as "bar" | "pie",
-  sortKey: "" as Key | "",
-  sortDesc: true,
-};
 
 function columnsFor(data: OperatorsResponse): Column[] {
   const cols: Column[] = [COLUMNS.name];
@@ -99,8 +57,7 @@ class OperatorsPanel {
     tieBreak: (a, b) => a.name.localeCompare(b.name),
     decorateRow: (r, tr) => this.decorateRow(r, tr),
     onSort: () => {
-      prefs.sortKey = this.table.sortKey as Key;
-      prefs.sortDesc = this.table.desc;
+      this.setOpts({ sort: this.table.sortKey, desc: this.table.desc });
       this.drawChart(this.table.sorted());
     },
     moreText: ": refine the search, or download the CSV for all.",
@@ -111,16 +68,24 @@ class OperatorsPanel {
   private groupSel = h("select", { id: "op-group", "aria-label": "Group by" });
   /** rows shown expanded (by rowKey): survives re-sorting, searching and regrouping back */
   private expanded = new Set<string>();
-  private details = new Map<string, Promise<OperatorDetail>>();
+  private details = new Map<string, Promise<OperatorDetailResponse>>();
 
   constructor(private host: ViewHost) {
     host.signal.addEventListener("abort", () => this.chart?.dispose());
   }
 
+  private get opts(): OperatorsOptions {
+    return this.host.store.state.operators;
+  }
+
+  private setOpts(patch: Partial<OperatorsOptions>): void {
+    this.host.store.operators(patch);
+  }
+
   async load(): Promise<void> {
     const host = this.host;
     showLoading(host, "Computing the operator statistics of this window… (the first open of a big trace takes a while)");
-    const data = await fetchOr<OperatorsResponse>(host, "operators", { ...windowParams(host.sel), group_by: prefs.groupBy });
+    const data = await fetchOr<OperatorsResponse>(host, "operators", { ...windowParams(host.sel), group_by: this.opts.group });
     if (!data) return;
     this.data = data;
     this.build();
@@ -130,74 +95,18 @@ class OperatorsPanel {
     const host = this.host;
     const data = this.data;
     this.cols = columnsFor(data);
-    if (!prefs.sortKey || !this.cols.some((c) => c.key === prefs.sortKey)) {
-      prefs.sortKey = data.has_device ? "device_self_ns" : "host_self_ns";
-      prefs.sortDesc = true;
-    }
-    this.table.sortKey = prefs.sortKey;
-    this.table.desc = prefs.sortDesc;
+    if (!this.opts.sort || !this.cols.some((c) => c.key === this.opts.sort)) this.setOpts({ sort: data.has_device ? "device_self_ns" : "host_self_ns", desc: true });
+    this.table.sortKey = this.opts.sort;
+    this.table.desc = this.opts.desc;
     this.table.setColumns(this.cols);
     clear(host.el);
-
-    // toolbar
-    clear(this.groupSel);
-    const groups: GroupBy[] = data.has_stacks || prefs.groupBy === "stack" ? ["name", "shape", "stack"] : ["name", "shape"];
-    for (const g of groups) this.groupSel.append(option(g, GROUP_LABELS[g], g === prefs.groupBy));
-    this.groupSel.onchange = () => {
-      prefs.groupBy = this.groupSel.value as GroupBy;
-      void this.load();
-    };
-    const search = h("input", {
-      id: "op-search",
-      type: "search",
-      placeholder: "Search operators by name",
-      "aria-label": "Search operators by name",
-      value: prefs.search,
-    });
-    search.value = prefs.search;
-    search.oninput = () => {
-      prefs.search = search.value;
-      this.refresh();
-    };
-    const topN = h("input", { id: "op-topn", type: "number", min: 1, max: 50, value: prefs.topN, "aria-label": "Top N" });
-    topN.oninput = () => {
-      const n = Math.round(Number(topN.value));
-      if (Number.isFinite(n) && n >= 1) {
-        prefs.topN = Math.min(50, n);
-        this.drawChart(this.table.sorted());
-      }
-    };
-    const chartSel = h("select", { id: "op-chart-type", "aria-label": "Chart type" });
-    chartSel.append(option("bar", "Bar", prefs.chart === "bar"), option("pie", "Pie", prefs.chart === "pie"));
-    chartSel.onchange = () => {
-      prefs.chart = chartSel.value as "bar" | "pie";
-      this.drawChart(this.table.sorted());
-    };
-    const csv = h("button", { id: "op-csv", type: "button", class: "button", title: "Download the rows shown as CSV (µs)" }, "Download CSV");
-    csv.onclick = () => {
-      const s = host.sel;
-      const rows = this.table.sorted().map((r) => this.cols.map((c) => csvValue(c, r)));
-      downloadCSV(`operators-${safeName(s.run)}-${safeName(s.worker)}-${safeName(s.window)}-${prefs.groupBy}.csv`, this.cols.map((c) => c.label), rows);
-    };
-
-    const toolbar = h(
-      "div",
-      { class: "toolbar" },
-      h("label", {}, "Group by ", this.groupSel),
-      h("label", { class: "grow" }, search),
-      h("label", {}, "Top ", topN),
-      h("label", {}, "Chart ", chartSel),
-      csv,
-    );
-
-    const problems = problemsList(data.problems, "op-problems");
-
     this.chartEl = h("div", { id: "op-chart", class: "chart" });
+    const tableHead = h("div", { class: "table-head" }, h("h3", { class: "section-title", text: "Operators" }), this.count);
     host.el.append(
-      toolbar,
-      problems ?? "",
+      this.toolbar(),
+      problemsList(data.problems, "op-problems") ?? "",
       h("section", { class: "card" }, this.chartTitle, this.chartEl),
-      h("section", { class: "card" }, h("div", { class: "table-head" }, h("h3", { class: "section-title", text: "Operators" }), this.count), h("div", { class: "table-wrap" }, this.table.el)),
+      h("section", { class: "card" }, tableHead, h("div", { class: "table-wrap" }, this.table.el)),
     );
     this.chart?.dispose();
     this.chart = new Chart(this.chartEl);
@@ -205,39 +114,79 @@ class OperatorsPanel {
     host.setState("loaded");
   }
 
+  private toolbar(): HTMLElement {
+    const opts = this.opts;
+    clear(this.groupSel);
+    const groups: GroupBy[] = this.data.has_stacks || opts.group === "stack" ? ["name", "shape", "stack"] : ["name", "shape"];
+    for (const group of groups) this.groupSel.append(option(group, GROUP_LABELS[group], group === opts.group));
+    this.groupSel.onchange = () => {
+      this.setOpts({ group: this.groupSel.value as GroupBy });
+      void this.load();
+    };
+    const search = h("input", { id: "op-search", type: "search", placeholder: "Search operators by name", "aria-label": "Search operators by name" });
+    search.value = opts.search;
+    search.oninput = () => {
+      this.setOpts({ search: search.value });
+      this.refresh();
+    };
+    const topN = h("input", { id: "op-topn", type: "number", min: 1, max: 50, value: opts.top, "aria-label": "Top N" });
+    topN.oninput = () => {
+      const top = Math.round(Number(topN.value));
+      if (!Number.isFinite(top) || top < 1) return;
+      this.setOpts({ top: Math.min(50, top) });
+      this.drawChart(this.table.sorted());
+    };
+    const chartSel = h("select", { id: "op-chart-type", "aria-label": "Chart type" });
+    chartSel.append(option("bar", "Bar", opts.chart === "bar"), option("pie", "Pie", opts.chart === "pie"));
+    chartSel.onchange = () => {
+      this.setOpts({ chart: chartSel.value as OperatorsOptions["chart"] });
+      this.drawChart(this.table.sorted());
+    };
+    const csv = h("button", { id: "op-csv", type: "button", class: "button", title: "Download the rows shown as CSV (µs)" }, "Download CSV");
+    csv.onclick = () => this.downloadCSV();
+    return h("div", { class: "toolbar" }, h("label", {}, "Group by ", this.groupSel), h("label", { class: "grow" }, search), h("label", {}, "Top ", topN), h("label", {}, "Chart ", chartSel), csv);
+  }
+
+  private downloadCSV(): void {
+    const sel = this.host.sel;
+    const rows = this.table.sorted().map((row) => this.cols.map((c) => csvValue(c, row)));
+    downloadCSV(`operators-${safeName(sel.run)}-${safeName(sel.worker)}-${safeName(sel.window)}-${this.opts.group}.csv`, this.cols.map((c) => c.label), rows);
+  }
+
   /** Filters the rows by the search and redraws the table, the chart and the count. */
   private refresh(): void {
-    const q = prefs.search.trim().toLowerCase();
+    const query = this.opts.search.trim().toLowerCase();
     const all = this.data.rows;
-    this.table.setRows(q ? all.filter((r) => r.name.toLowerCase().includes(q)) : all, all.length ? "No operator matches the search." : "This window has no operators.");
+    const shown = query ? all.filter((row) => row.name.toLowerCase().includes(query)) : all;
+    this.table.setRows(shown, all.length ? "No operator matches the search." : "This window has no operators.");
     const rows = this.table.sorted();
     this.drawChart(rows);
     const total = this.data.rows.length;
     this.count.textContent =
-      rows.length === total ? `${int(total)} operators` : `${int(rows.length)} of ${int(total)} operators match “${prefs.search.trim()}”`;
+      rows.length === total ? `${int(total)} operators` : `${int(rows.length)} of ${int(total)} operators match “${this.opts.search.trim()}”`;
   }
 
   private metric(): Column {
-    const c = COLUMNS[prefs.sortKey as Key];
-    if (c && c.num) return c;
+    const sorted = COLUMNS[this.opts.sort as Key];
+    if (sorted && sorted.num) return sorted;
     return this.data.has_device ? COLUMNS.device_self_ns : COLUMNS.host_self_ns;
   }
 
   private drawChart(rows: OpRow[]): void {
     if (!this.chart) return;
-    const m = this.metric();
+    const metric = this.metric();
     const top = rows
-      .filter((r) => (r[m.key] as number) > 0)
-      .sort((a, b) => (b[m.key] as number) - (a[m.key] as number))
-      .slice(0, prefs.topN);
-    const items: Item[] = top.map((r) => ({
-      label: this.data.group_by === "shape" && r.input_shapes ? `${r.name} ${r.input_shapes}` : r.name,
-      value: m.key === "calls" ? r.calls : (r[m.key] as number) / 1000,
-      text: m.fmt(r),
+      .filter((row) => (row[metric.key] as number) > 0)
+      .sort((a, b) => (b[metric.key] as number) - (a[metric.key] as number))
+      .slice(0, this.opts.top);
+    const items: Item[] = top.map((row) => ({
+      label: this.data.group_by === "shape" && row.input_shapes ? `${row.name} ${row.input_shapes}` : row.name,
+      value: metric.key === "calls" ? row.calls : (row[metric.key] as number) / 1000,
+      text: metric.fmt(row),
     }));
-    this.chartTitle.textContent = `Top ${prefs.topN} operators by ${m.label}`;
+    this.chartTitle.textContent = `Top ${this.opts.top} operators by ${metric.label}`;
     this.chartEl.dataset.items = String(items.length);
-    this.chart.show(prefs.chart, items, m.label);
+    this.chart.show(this.opts.chart, items, metric.label);
   }
 
   private rowKey(r: OpRow): string {
@@ -251,81 +200,90 @@ class OperatorsPanel {
     this.table.render();
   }
 
-  private detail(r: OpRow): Promise<OperatorDetail> {
+  private detail(r: OpRow): Promise<OperatorDetailResponse> {
     const shaped = this.data.group_by === "shape";
     const key = `${r.name}\u0001${shaped ? r.input_shapes : ""}`;
-    let p = this.details.get(key);
-    if (!p) {
+    let pending = this.details.get(key);
+    if (!pending) {
       const params: Record<string, string> = { ...windowParams(this.host.sel), detail: r.name };
       if (shaped) params.shapes = r.input_shapes;
-      p = getJSON<OperatorDetail>("operators", params, this.host.signal);
-      p.catch(() => this.details.delete(key));
-      this.details.set(key, p);
+      pending = getJSON<OperatorDetailResponse>("operators", params, this.host.signal);
+      pending.catch(() => this.details.delete(key));
+      this.details.set(key, pending);
     }
-    return p;
+    return pending;
   }
 
   private detailRow(r: OpRow): HTMLTableRowElement {
     const body = h("div", { class: "op-detail-body", "data-state": "loading" }, h("span", { class: "spinner" }), "Loading the call stacks and kernels…");
     const tr = h("tr", { class: "op-detail", "data-op": r.name }, h("td", { colspan: this.cols.length }, body));
     this.detail(r).then(
-      (d) => {
+      (detail) => {
         if (this.host.signal.aborted) return;
-        body.replaceChildren(...this.detailContent(r, d));
+        body.replaceChildren(...this.detailContent(r, detail));
         body.dataset.state = "loaded";
       },
-      (e) => {
-        if (this.host.signal.aborted || (e as Error).name === "AbortError") return;
-        body.replaceChildren(h("span", { class: "error-text", text: `Cannot load the details: ${errorText(e)}` }));
+      (err) => {
+        if (this.host.signal.aborted || (err as Error).name === "AbortError") return;
+        body.replaceChildren(h("span", { class: "error-text", text: `Cannot load the details: ${errorText(err)}` }));
         body.dataset.state = "error";
       },
     );
     return tr;
   }
 
-  private detailContent(r: OpRow, d: OperatorDetail): HTMLElement[] {
+  private stacksTable(detail: OperatorDetailResponse): HTMLTableElement {
     const hasDevice = this.data.has_device;
-    const stackCols: [string, (s: OpRow) => string][] = [
-      ["Calls", (s) => int(s.calls)],
-      ["Host Self (µs)", (s) => us(s.host_self_ns)],
-      ["Host Total (µs)", (s) => us(s.host_total_ns)],
+    const stackCols: [string, (row: StackRow) => string][] = [
+      ["Calls", (row) => int(row.calls)],
+      ["Host Self (µs)", (row) => us(row.host_self_ns)],
+      ["Host Total (µs)", (row) => us(row.host_total_ns)],
     ];
-    if (hasDevice) stackCols.push(["Device Self (µs)", (s) => us(s.device_self_ns)], ["Device Total (µs)", (s) => us(s.device_total_ns)]);
-    const stacks = h("table", { class: "data-table op-stacks" });
-    stacks.append(
-      h("thead", {}, h("tr", {}, ...stackCols.map(([l]) => h("th", { class: "num", text: l })), h("th", { text: "Call stack (innermost first)" }))),
-    );
-    const sb = h("tbody");
-    for (const s of d.stacks.slice().sort((a, b) => (hasDevice ? b.device_total_ns - a.device_total_ns : 0) || b.host_total_ns - a.host_total_ns)) {
-      const frames = s.call_stack.split(";").filter((f) => f.trim() !== "");
-      sb.append(
+    if (hasDevice) stackCols.push(["Device Self (µs)", (row) => us(row.device_self_ns)], ["Device Total (µs)", (row) => us(row.device_total_ns)]);
+    const table = h("table", { class: "data-table op-stacks" });
+    table.append(h("thead", {}, h("tr", {}, ...stackCols.map(([label]) => h("th", { class: "num", text: label })), h("th", { text: "Call stack (innermost first)" }))));
+    const body = h("tbody");
+    const order = (a: StackRow, b: StackRow) => (hasDevice ? b.device_total_ns - a.device_total_ns : 0) || b.host_total_ns - a.host_total_ns;
+    for (const stack of detail.stacks.slice().sort(order)) {
+      const frames = stack.call_stack.split(";").filter((frame) => frame.trim() !== "");
+      body.append(
         h(
           "tr",
           {},
-          ...stackCols.map(([, f]) => h("td", { class: "num", text: f(s) })),
-          h("td", { class: "stack" }, ...frames.map((f) => h("div", { class: "frame", text: f }))),
+          ...stackCols.map(([, fmt]) => h("td", { class: "num", text: fmt(stack) })),
+          h("td", { class: "stack" }, ...frames.map((frame) => h("div", { class: "frame", text: frame }))),
         ),
       );
     }
-    if (!d.stacks.length)
-      sb.append(h("tr", { class: "no-rows" }, h("td", { colspan: stackCols.length + 1, text: "No call stack recorded for this operator (profile with with_stack=True)." })));
-    stacks.append(sb);
-    const kernels = h("table", { class: "data-table op-kernels" });
-    kernels.append(h("thead", {}, h("tr", {}, h("th", { text: "Kernel" }), h("th", { class: "num", text: "Calls" }), h("th", { class: "num", text: "Total (µs)" }))));
-    const kb = h("tbody");
-    for (const k of d.kernels) kb.append(h("tr", {}, h("td", { class: "kname", text: k.name, title: k.name }), h("td", { class: "num", text: int(k.calls) }), h("td", { class: "num", text: us(k.total_ns) })));
-    if (!d.kernels.length) kb.append(h("tr", { class: "no-rows" }, h("td", { colspan: 3, text: "This operator launched no kernel itself (its children may have)." })));
-    kernels.append(kb);
+    if (!detail.stacks.length)
+      body.append(h("tr", { class: "no-rows" }, h("td", { colspan: stackCols.length + 1, text: "No call stack recorded for this operator (profile with with_stack=True)." })));
+    table.append(body);
+    return table;
+  }
+
+  private kernelsTable(detail: OperatorDetailResponse): HTMLTableElement {
+    const table = h("table", { class: "data-table op-kernels" });
+    table.append(h("thead", {}, h("tr", {}, h("th", { text: "Kernel" }), h("th", { class: "num", text: "Calls" }), h("th", { class: "num", text: "Total (µs)" }))));
+    const body = h("tbody");
+    for (const kernel of detail.kernels)
+      body.append(h("tr", {}, h("td", { class: "kname", text: kernel.name, title: kernel.name }), h("td", { class: "num", text: int(kernel.calls) }), h("td", { class: "num", text: us(kernel.total_ns) })));
+    if (!detail.kernels.length) body.append(h("tr", { class: "no-rows" }, h("td", { colspan: 3, text: "This operator launched no kernel itself (its children may have)." })));
+    table.append(body);
+    return table;
+  }
+
+  private detailContent(r: OpRow, detail: OperatorDetailResponse): HTMLElement[] {
     const note =
-      this.data.group_by === "shape" && !d.stacks_by_shape
+      this.data.group_by === "shape" && !detail.stacks_by_shape
         ? h("p", { class: "muted", text: `Call stacks of every ${r.name} call: the profile groups stacks by operator name only, not by input shapes.` })
         : null;
+    const wrap = (el: HTMLElement) => h("div", { class: "table-wrap short" }, el);
     return [
       h(
         "div",
         { class: "op-detail-grid" },
-        h("section", {}, h("h4", { text: `Call stacks (${int(d.stacks.length)})` }), ...(note ? [note] : []), h("div", { class: "table-wrap short" }, stacks)),
-        h("section", {}, h("h4", { text: `Kernels launched (${int(d.kernels.length)})` }), h("div", { class: "table-wrap short" }, kernels)),
+        h("section", {}, h("h4", { text: `Call stacks (${int(detail.stacks.length)})` }), ...(note ? [note] : []), wrap(this.stacksTable(detail))),
+        h("section", {}, h("h4", { text: `Kernels launched (${int(detail.kernels.length)})` }), wrap(this.kernelsTable(detail))),
       ),
     ];
   }
