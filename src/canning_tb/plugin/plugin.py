@@ -8,6 +8,8 @@ Routes (under /data/plugin/canning/):
   /kernels         |  ?run=&worker=&window= (+ group_by=name|shape|stack on /operators)
   /memory          |
   /communication   /
+  /memory_range    ?run=&worker=&window=&device=[&start_ns=&end_ns=]: the allocations of one
+                   device in a range (relative ns) and what each operator allocated there
   /operators?detail=<name>[&shapes=]  one operator's call stacks (ops_by_stack rows of that name)
                    and the kernels it launched, for the expandable rows of the Operators view
   /cluster         the cross-rank analysis (analysis/cluster.py) of the windows at the same
@@ -31,6 +33,9 @@ import time
 from tensorboard.backend import http_util
 from tensorboard.plugins import base_plugin
 from werkzeug import wrappers
+
+from canning_tb.analysis.memory_range import memory_range  # digest_pb2 only: light at TensorBoard start
+from canning_tb.analysis.summary import has_device_work, kernel_total_ns, window_figures
 
 from .loader import normalize_logdir
 
@@ -204,6 +209,7 @@ class CanningPlugin(base_plugin.TBPlugin):
             "/kernels": self._section(self._kernels),
             "/memory": self._section(self._memory),
             "/communication": self._section(self._communication),
+            "/memory_range": self._section(self._memory_range),
             "/cluster": self._serve_cluster,
         }
 
@@ -349,6 +355,7 @@ class CanningPlugin(base_plugin.TBPlugin):
             "average": to_json(digest.average),
             "scalars": {k: _scalar(v) for k, v in digest.scalars.items()},
             "rule_hits": [to_json(r) for r in digest.rule_hits],
+            "figures": window_figures(digest),
         }
 
     def _operators(self, request, run, worker, window, digest):
@@ -358,7 +365,7 @@ class CanningPlugin(base_plugin.TBPlugin):
         if group_by not in GROUPS:
             raise _HTTPError(400, f"group_by must be one of {', '.join(GROUPS)}, not {group_by!r}")
         rows = [to_json(o) for o in getattr(digest, GROUPS[group_by])]
-        has_device = any(r["device_total_ns"] > 0 or r["device_self_ns"] > 0 for r in rows)
+        has_device = has_device_work(digest)
         return {
             **self._head(run, worker, window, digest),
             "group_by": group_by,
@@ -394,6 +401,7 @@ class CanningPlugin(base_plugin.TBPlugin):
         return {
             **self._head(run, worker, window, digest),
             "kernels_by_name": [to_json(k) for k in digest.kernels_by_name],
+            "total_ns": kernel_total_ns(digest),
             "kernels_by_op": [to_json(k) for k in digest.kernels_by_op],
             "cores": [to_json(c) for c in digest.cores],
         }
@@ -410,6 +418,24 @@ class CanningPlugin(base_plugin.TBPlugin):
                 ev["free_ns"] = _rel(ev["free_ns"], t0)
             devices.append(j)
         return {**self._head(run, worker, window, digest), "devices": devices}
+
+    def _memory_range(self, request, run, worker, window, digest):
+        t0 = digest.window.start_ns
+        bounds = [_int_arg(request, key) for key in ("start_ns", "end_ns")]
+        if None not in bounds and bounds[0] > bounds[1]:
+            raise _HTTPError(400, f"start_ns ({bounds[0]}) is after end_ns ({bounds[1]})")
+        name = request.args.get("device", "")
+        mem = next((m for m in digest.memory if m.device == name), None)
+        if mem is None:
+            raise _HTTPError(404, f"unknown device: {name!r}")
+        start, end = (None if b is None else b + t0 for b in bounds)
+        found = memory_range(mem, start, end)
+        events = []
+        for ev in found["events"]:
+            j = to_json(ev)
+            j["alloc_ns"], j["free_ns"] = _rel(ev.alloc_ns, t0), _rel(ev.free_ns, t0)
+            events.append(j)
+        return {"device": name, "start_ns": bounds[0], "end_ns": bounds[1], **found, "events": events}
 
     def _communication(self, request, run, worker, window, digest):
         t0 = digest.window.start_ns
@@ -453,7 +479,8 @@ class CanningPlugin(base_plugin.TBPlugin):
     def _cluster(self, request):
         """analyse_ranks over the window at the same position of every worker of the run.
         Windows that cannot be read are left out and listed in `problems`."""
-        from canning_tb.analysis.cluster import analyse_ranks
+        from canning_tb.analysis.cluster import analyse_ranks, rank_ids
+        from canning_tb.analysis.summary import rank_row, run_summary
 
         args = request.args
         run = args.get("run")
@@ -503,58 +530,20 @@ class CanningPlugin(base_plugin.TBPlugin):
         if not digests:
             raise _HTTPError(404, f"no readable window at position {index} in run {run!r}", problems=problems)
         result = analyse_ranks(digests)
-        # the rank ids analyse_ranks uses: the digests' ranks, or their positions when those repeat
-        ranks = [m["digest_rank"] for m in members]
-        if len(set(ranks)) != len(ranks):
-            ranks = list(range(len(members)))
         per_rank = []
-        for m, r, d in zip(members, ranks, digests):
+        for m, r, d in zip(members, rank_ids(digests), digests):
             m["cluster_rank"] = r
-            per_rank.append({"rank": r, "worker": m["worker"], "window": m["window"], **_rank_figures(d)})
+            per_rank.append({"rank": r, "worker": m["worker"], "window": m["window"], **rank_row(d)})
         per_rank.sort(key=lambda x: x["rank"])
         return {"run": run, "window_index": index, "loading": False, "workers": members, "problems": problems,
-                "per_rank": per_rank, "run_summary": _run_summary(per_rank), **result}, 200
+                "per_rank": per_rank, "run_summary": run_summary(per_rank), **result}, 200
 
 
-# -- per-rank figures: fields selected from each digest (no statistics computed here) ---------------
-
-
-def _rank_figures(d) -> dict:
-    a, sc = d.average, d.scalars
-    has_device = any(o.device_self_ns > 0 for o in d.ops_by_name)
-    field = "device_self_ns" if has_device else "host_self_ns"
-    ops = [o for o in d.ops_by_name if not o.name.startswith("ProfilerStep#") and getattr(o, field) > 0]
-    top = max(ops, key=lambda o: getattr(o, field), default=None)
-    mems = [m for m in d.memory if m.device.upper() != "CPU"] or list(d.memory)
-    mem = max(mems, key=lambda m: m.peak_allocated_bytes, default=None)
-    has_shares = "share_compute" in sc and a.total_ns > 0
-    return {
-        "steps": len(d.steps),
-        "step_ns": a.total_ns,
-        # the Overview's "device compute share": compute + communication hidden behind it
-        "compute_share": _scalar(sc["share_compute"] + sc.get("share_overlapped", 0.0)) if has_shares else -1.0,
-        "comm_not_hidden_share": _scalar(d.communication.not_overlapped_share) if a.total_ns > 0 else -1.0,
-        "memory_device": mem.device if mem else "",
-        "memory_peak_bytes": mem.peak_allocated_bytes if mem else -1,
-        "memory_capacity_bytes": mem.capacity_bytes if mem else -1,
-        "slowest_op": top.name if top else "",
-        "slowest_op_ns": getattr(top, field) if top else -1,
-        "slowest_op_metric": field,
-    }
-
-
-def _run_summary(per_rank: list) -> dict:
-    """The whole run: for each per-rank figure, the lowest and highest rank (a selection)."""
-    out = {"ranks": len(per_rank)}
-    for key in ("step_ns", "compute_share", "comm_not_hidden_share", "memory_peak_bytes"):
-        have = [p for p in per_rank if p[key] is not None and p[key] >= 0]
-        if not have:
-            out[key] = None
-            continue
-        lo, hi = min(have, key=lambda p: p[key]), max(have, key=lambda p: p[key])
-        out[key] = {"min": lo[key], "min_rank": lo["rank"], "max": hi[key], "max_rank": hi["rank"]}
-    with_op = [p for p in per_rank if p["slowest_op_ns"] > 0]
-    top = max(with_op, key=lambda p: p["slowest_op_ns"], default=None)
-    out["slowest_op"] = ({"name": top["slowest_op"], "ns": top["slowest_op_ns"], "rank": top["rank"],
-                          "metric": top["slowest_op_metric"]} if top else None)
-    return out
+def _int_arg(request, key: str) -> int | None:
+    value = request.args.get(key)
+    if value in (None, ""):
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        raise _HTTPError(400, f"{key} must be an integer, not {value!r}") from None
