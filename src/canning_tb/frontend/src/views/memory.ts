@@ -307,7 +307,7 @@ class MemoryPanel {
     this.events.setRows(answer.events, "No allocation in this range.");
     this.rangeOps.setRows(answer.ops, "No allocation in this range.");
     const capped = answer.events_truncated || dev.events_truncated ? " (the digest keeps the largest only)" : "";
-    this.eventCount.textContent = `${int(answer.events_total)} of ${int(dev.events.length)} events${capped}`;
+    this.eventCount.textContent = `${int(answer.events.length)} of ${int(answer.events_total)} events${capped}`;
     this.eventCount.dataset.state = "loaded";
   }
 }
