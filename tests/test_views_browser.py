@@ -85,6 +85,27 @@ def test_overview(page, url, raw, errors):
     expect(f.locator("#ov-avg tbody tr")).to_have_count(10)  # 9 categories + the step
     expect(f.locator("#ov-suggestions li").first).to_be_visible()
     expect(f.locator("#ov-devices")).to_contain_text("Tesla V100")
+    # the summary shows /overview's figures as the route sends them (the steps and their total
+    # also summed here from the route's steps: a step ends with its device work, not its host range)
+    overview = page.request.get(f"{url}/data/plugin/canning/overview?run=resnet&worker=worker0&window={RESNET_WINDOW}").json()
+    figures = overview["figures"]
+    assert figures["steps"] == len(steps) and figures["total_step_ns"] == sum(s["dur_ns"] for s in overview["steps"])
+    expected = {
+        "Steps": f"{figures['steps']:,}",
+        "Total step time (ms)": f"{figures['total_step_ns'] / 1e6:,.3f}",
+        "Average step time (ms)": f"{figures['average_step_ns'] / 1e6:,.3f}",
+        "Device compute share (%)": f"{100 * figures['compute_share']:.1f}",
+        "Communication not hidden (%)": f"{100 * figures['comm_not_hidden_share']:.1f}",
+        "DataLoader share (%)": f"{100 * figures['dataloader_share']:.1f}",
+    }
+    top = figures["slowest_op"]
+    expected["Slowest operator (by device self time)"] = f"{top['name']}: {top['ns'] / 1e6:,.3f} ms, {100 * top['share']:.1f}%"
+    (mem,) = [m for m in figures["memory"] if m["device"] == "cuda:0"]
+    assert mem["capacity_bytes"] > 0
+    for label, value in expected.items():
+        expect(perf.locator("tr", has=f.locator(f'th:text-is("{label}")')).locator("td")).to_have_text(value)
+    expect(perf.locator("tr", has_text="Memory peak, cuda:0").locator("td")).to_contain_text(
+        f"({100 * mem['peak_bytes'] / mem['capacity_bytes']:.1f}%)")
     shot(page, "overview")
     assert not errors, errors
 
@@ -167,6 +188,16 @@ def test_memory(page, url, raw, errors):
     expect(count).to_have_text(f"{in_range:,} of {n_all:,} events", timeout=10_000)
     assert 0 < in_range < n_all, (lo, hi, in_range, n_all)
     expect(f.locator("#mem-events tbody tr")).to_have_count(in_range if in_range <= 2000 else 2001)
+    # the operators of the range: /memory_range's rows, and the same allocations counted here
+    answer = page.request.get(f"{url}/data/plugin/canning/memory_range?run=ascend&worker=rank0&window=default"
+                              f"&device=npu:0&start_ns={lo}&end_ns={hi}").json()
+    by_op = collections.Counter(e["op"] for e in events if e["alloc_ns"] >= 0 and lo <= e["alloc_ns"] <= hi)
+    assert {o["name"]: o["allocations"] for o in answer["ops"]} == by_op
+    ops = f.locator("#mem-ops tbody tr")
+    expect(ops).to_have_count(len(answer["ops"]))
+    shown = {ops.nth(i).locator("td").nth(0).inner_text(): int(ops.nth(i).locator("td").nth(1).inner_text().replace(",", ""))
+             for i in range(ops.count())}
+    assert shown == by_op
     shot(page, "memory")
     f.locator("#mem-reset").click()
     expect(rng).to_contain_text("Whole window")
@@ -244,4 +275,55 @@ def test_communication_of_eight_ranks(page, url, logdir, errors):
     assert got == dict(truth[0][1])
     expect(f.locator("#comm-slow li")).to_have_count(3)
     shot(page, "communication")
+    assert not errors, errors
+
+
+def test_reload_restores_the_view_and_the_selection(page, url, errors):
+    """The app state lives in TensorBoard's URL (#canning&p.canning.<key>=...): a reload (or the
+    link opened again) shows the same run, worker, window, view, options and memory range."""
+    f = open_view(page, url, "ascend", "rank1", "default", "memory")
+    loaded(f)
+    chart = f.locator("#mem-chart")
+    box = chart.bounding_box()
+    y = box["y"] + box["height"] * 0.45
+    page.mouse.move(box["x"] + box["width"] * 0.3, y)
+    page.mouse.down()
+    page.mouse.move(box["x"] + box["width"] * 0.55, y, steps=10)
+    page.mouse.up()
+    rng = f.locator("#mem-range")
+    expect(rng).to_contain_text("Range", timeout=10_000)
+    selected, count = rng.inner_text(), f.locator("#mem-event-count").inner_text()
+    lo, hi = chart.get_attribute("data-range").split("-")
+    for part in ("#canning", "p.canning.run=ascend", "p.canning.worker=rank1", "p.canning.view=memory",
+                 f"p.canning.mem.range={lo}-{hi}"):
+        assert part in page.url, (part, page.url)
+
+    page.reload()
+    f = page.frame_locator('iframe[src*="plugin_entry.html?name=canning"]')
+    loaded(f)
+    expect(f.locator("#run-select")).to_have_value("ascend")
+    expect(f.locator("#worker-select")).to_have_value("rank1")
+    expect(f.locator("#tab-memory")).to_have_attribute("aria-selected", "true")
+    expect(f.locator("#mem-range")).to_have_text(selected)
+    expect(f.locator("#mem-chart")).to_have_attribute("data-range", f"{lo}-{hi}")
+    expect(f.locator("#mem-event-count")).to_have_text(count)
+
+    # another window forgets the range; the operators' search survives a reload too
+    f.locator("#worker-select").select_option("rank0")
+    expect(f.locator("#mem-range")).to_contain_text("Whole window", timeout=T)
+    assert "mem.range" not in page.url
+    f.locator("#tab-operators").click()
+    loaded(f)
+    rows = page.request.get(f"{url}/data/plugin/canning/operators?run=ascend&worker=rank0&window=default").json()["rows"]
+    term = rows[0]["name"]
+    matching = sum(1 for r in rows if term.lower() in r["name"].lower())
+    f.locator("#op-search").fill(term)
+    expect(f.locator("#op-count")).to_have_text(f"{matching} of {len(rows)} operators match “{term}”")
+    page.reload()
+    f = page.frame_locator('iframe[src*="plugin_entry.html?name=canning"]')
+    loaded(f)
+    expect(f.locator("#tab-operators")).to_have_attribute("aria-selected", "true")
+    expect(f.locator("#worker-select")).to_have_value("rank0")
+    expect(f.locator("#op-search")).to_have_value(term)
+    expect(f.locator("#op-count")).to_have_text(f"{matching} of {len(rows)} operators match “{term}”")
     assert not errors, errors
