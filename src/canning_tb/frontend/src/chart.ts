@@ -37,8 +37,8 @@ export function tooltipElement(title: string, value: string, share?: number): HT
   );
 }
 
-function short(s: string, n = 48): string {
-  return s.length > n ? `${s.slice(0, n - 1)}…` : s;
+function short(text: string, max = 48): string {
+  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
 }
 
 export class Chart {

@@ -55,8 +55,8 @@ export function kvTable(id: string, rows: [string, string, string?][], head: [st
   return table;
 }
 
-function csvCell(v: string | number): string {
-  const text = String(v);
+function csvCell(value: string | number): string {
+  const text = String(value);
   return /[",\n\r]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
 }
 
@@ -70,8 +70,8 @@ export function downloadCSV(name: string, head: string[], rows: (string | number
   setTimeout(() => URL.revokeObjectURL(url), 10_000);
 }
 
-export function safeName(s: string): string {
-  return s.replace(/[^A-Za-z0-9._-]+/g, "_").slice(0, 60);
+export function safeName(name: string): string {
+  return name.replace(/[^A-Za-z0-9._-]+/g, "_").slice(0, 60);
 }
 
 /** Optional extras for a SortTable whose rows do more than show their cells (Operators). */

@@ -43,10 +43,10 @@ function columnsFor(data: OperatorsResponse): Column[] {
 }
 
 /** A CSV cell: times in µs, calls as counted, a negative (unknown) number empty. */
-function csvValue(c: Column, r: OpRow): string | number {
-  const v = r[c.key];
-  if (typeof v !== "number") return v;
-  return v < 0 ? "" : c.key === "calls" ? v : v / 1000;
+function csvValue(col: Column, row: OpRow): string | number {
+  const value = row[col.key];
+  if (typeof value !== "number") return value;
+  return value < 0 ? "" : col.key === "calls" ? value : value / 1000;
 }
 
 class OperatorsPanel {
@@ -189,24 +189,24 @@ class OperatorsPanel {
     this.chart.show(this.opts.chart, items, metric.label);
   }
 
-  private rowKey(r: OpRow): string {
-    return `${this.data.group_by}\u0001${r.name}\u0001${r.input_shapes}\u0001${r.call_stack}`;
+  private rowKey(op: OpRow): string {
+    return `${this.data.group_by}\u0001${op.name}\u0001${op.input_shapes}\u0001${op.call_stack}`;
   }
 
-  private toggle(r: OpRow): void {
-    const key = this.rowKey(r);
+  private toggle(op: OpRow): void {
+    const key = this.rowKey(op);
     if (this.expanded.has(key)) this.expanded.delete(key);
     else this.expanded.add(key);
     this.table.render();
   }
 
-  private detail(r: OpRow): Promise<OperatorDetailResponse> {
+  private detail(op: OpRow): Promise<OperatorDetailResponse> {
     const shaped = this.data.group_by === "shape";
-    const key = `${r.name}\u0001${shaped ? r.input_shapes : ""}`;
+    const key = `${op.name}\u0001${shaped ? op.input_shapes : ""}`;
     let pending = this.details.get(key);
     if (!pending) {
-      const params: Record<string, string> = { ...windowParams(this.host.sel), detail: r.name };
-      if (shaped) params.shapes = r.input_shapes;
+      const params: Record<string, string> = { ...windowParams(this.host.sel), detail: op.name };
+      if (shaped) params.shapes = op.input_shapes;
       pending = getJSON<OperatorDetailResponse>("operators", params, this.host.signal);
       pending.catch(() => this.details.delete(key));
       this.details.set(key, pending);
@@ -214,13 +214,13 @@ class OperatorsPanel {
     return pending;
   }
 
-  private detailRow(r: OpRow): HTMLTableRowElement {
+  private detailRow(op: OpRow): HTMLTableRowElement {
     const body = h("div", { class: "op-detail-body", "data-state": "loading" }, h("span", { class: "spinner" }), "Loading the call stacks and kernels…");
-    const tr = h("tr", { class: "op-detail", "data-op": r.name }, h("td", { colspan: this.cols.length }, body));
-    this.detail(r).then(
+    const tr = h("tr", { class: "op-detail", "data-op": op.name }, h("td", { colspan: this.cols.length }, body));
+    this.detail(op).then(
       (detail) => {
         if (this.host.signal.aborted) return;
-        body.replaceChildren(...this.detailContent(r, detail));
+        body.replaceChildren(...this.detailContent(op, detail));
         body.dataset.state = "loaded";
       },
       (err) => {
@@ -272,10 +272,10 @@ class OperatorsPanel {
     return table;
   }
 
-  private detailContent(r: OpRow, detail: OperatorDetailResponse): HTMLElement[] {
+  private detailContent(op: OpRow, detail: OperatorDetailResponse): HTMLElement[] {
     const note =
       this.data.group_by === "shape" && !detail.stacks_by_shape
-        ? h("p", { class: "muted", text: `Call stacks of every ${r.name} call: the profile groups stacks by operator name only, not by input shapes.` })
+        ? h("p", { class: "muted", text: `Call stacks of every ${op.name} call: the profile groups stacks by operator name only, not by input shapes.` })
         : null;
     const wrap = (el: HTMLElement) => h("div", { class: "table-wrap short" }, el);
     return [
@@ -289,8 +289,8 @@ class OperatorsPanel {
   }
 
   /** Makes a row open and close its details; returns the details row when it is open. */
-  private decorateRow(r: OpRow, row: HTMLTableRowElement): HTMLTableRowElement | null {
-    const open = this.expanded.has(this.rowKey(r));
+  private decorateRow(op: OpRow, row: HTMLTableRowElement): HTMLTableRowElement | null {
+    const open = this.expanded.has(this.rowKey(op));
     row.className = `op-row${open ? " open" : ""}`;
     row.setAttribute("aria-expanded", String(open));
     // the arrow is drawn by CSS, so the name cell's text stays the operator's name
@@ -298,19 +298,19 @@ class OperatorsPanel {
       type: "button",
       class: "op-toggle",
       "aria-expanded": String(open),
-      "aria-label": `${open ? "Hide" : "Show"} the call stacks and kernels of ${r.name}`,
+      "aria-label": `${open ? "Hide" : "Show"} the call stacks and kernels of ${op.name}`,
     });
     toggle.onclick = (ev) => {
       ev.stopPropagation();
-      this.toggle(r);
+      this.toggle(op);
     };
     row.cells[0].prepend(toggle);
     row.onclick = (ev) => {
       if ((ev.target as HTMLElement).closest("a, button, input, select")) return;
       if (window.getSelection()?.toString()) return; // selecting text is not a click
-      this.toggle(r);
+      this.toggle(op);
     };
-    return open ? this.detailRow(r) : null;
+    return open ? this.detailRow(op) : null;
   }
 }
 
