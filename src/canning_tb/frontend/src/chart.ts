@@ -18,8 +18,8 @@ import { h } from "./dom";
 echarts.use([BarChart, PieChart, LineChart, HeatmapChart, GridComponent, TooltipComponent, LegendComponent, DataZoomComponent,
   MarkPointComponent, MarkLineComponent, VisualMapComponent, BrushComponent, CanvasRenderer]);
 
-export const ACCENT = "#f57c00";
-export const PALETTE = ["#f57c00", "#1976d2", "#388e3c", "#7b1fa2", "#c2185b", "#0097a7", "#fbc02d", "#5d4037", "#455a64", "#e64a19",
+const ACCENT = "#f57c00";
+const PALETTE = ["#f57c00", "#1976d2", "#388e3c", "#7b1fa2", "#c2185b", "#0097a7", "#fbc02d", "#5d4037", "#455a64", "#e64a19",
   "#303f9f", "#689f38", "#8e24aa", "#00796b", "#ffa000", "#616161"];
 
 export interface Item {
@@ -28,7 +28,7 @@ export interface Item {
   text: string; // formatted value for the tooltip
 }
 
-export function tooltipElement(title: string, value: string, share?: number): HTMLElement {
+function tooltipElement(title: string, value: string, share?: number): HTMLElement {
   return h(
     "div",
     { class: "chart-tip" },

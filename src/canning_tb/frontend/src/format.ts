@@ -3,7 +3,7 @@
 const US = new Intl.NumberFormat("en-US", { minimumFractionDigits: 1, maximumFractionDigits: 1 });
 const INT = new Intl.NumberFormat("en-US", { maximumFractionDigits: 0 });
 
-export const ABSENT = "–";
+const ABSENT = "–";
 
 /** ns -> "12,345.6" (µs); negative values mean "absent" in the digest. */
 export function us(ns: number): string {

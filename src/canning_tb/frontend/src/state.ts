@@ -40,7 +40,7 @@ export interface AppState {
   memory: MemoryOptions;
 }
 
-export function defaultState(): AppState {
+function defaultState(): AppState {
   return {
     run: "",
     worker: "",
@@ -57,7 +57,7 @@ export function defaultState(): AppState {
 const PREFIX = "p.canning.";
 
 /** The state as flat URL keys; values equal to the default are left out. */
-export function toParams(state: AppState): [string, string][] {
+function toParams(state: AppState): [string, string][] {
   const base = defaultState();
   const flat: [string, string, string][] = [
     ["run", state.run, base.run],
@@ -90,7 +90,7 @@ function parseRange(text: string | undefined): [number, number] | null {
 }
 
 /** The state a URL's keys describe; unknown or malformed values fall back to the defaults. */
-export function fromParams(params: Map<string, string>): AppState {
+function fromParams(params: Map<string, string>): AppState {
   const state = defaultState();
   const get = (key: string) => params.get(key);
   state.run = get("run") ?? "";
@@ -139,7 +139,7 @@ export function readURL(): AppState {
 }
 
 /** Writes the state into the hash, keeping TensorBoard's own parts (the tab name first). */
-export function writeURL(state: AppState): void {
+function writeURL(state: AppState): void {
   const win = hostWindow();
   const others = hashParts(win).filter((part) => !decodeURIComponent(part).startsWith(PREFIX));
   const ours = toParams(state).map(([key, value]) => `${encodeURIComponent(PREFIX + key)}=${encodeURIComponent(value)}`);
@@ -151,7 +151,7 @@ export function writeURL(state: AppState): void {
 
 // -- the store ----------------------------------------------------------------------------------------
 
-export type Listener = (state: AppState, previous: AppState) => void;
+type Listener = (state: AppState, previous: AppState) => void;
 
 /** Holds the state; update() replaces it, writes the URL and tells the listeners. */
 export class AppStore {

@@ -17,7 +17,7 @@ import { bytes, int, ms, pct } from "../format";
 import { card, errorText, fetchOr, kvTable, pollCluster, problemsList, rankProgress } from "./common";
 import { showEmpty, showLoading, type ViewDef, type ViewHost } from "./view";
 
-export const CATEGORIES: [keyof Breakdown, string, string, string][] = [
+const CATEGORIES: [keyof Breakdown, string, string, string][] = [
   ["compute_ns", "Compute", "#388e3c", "Device compute not overlapped by communication"],
   ["overlapped_ns", "Overlapped", "#8bc34a", "Communication hidden behind device compute"],
   ["communication_ns", "Communication", "#c62828", "Communication not overlapped by compute"],
