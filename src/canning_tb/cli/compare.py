@@ -4,7 +4,7 @@ from __future__ import annotations
 import sys
 from collections import defaultdict
 
-from .main import JSON_SCHEMA, dump_json
+from .output import JSON_SCHEMA, dump_json
 from .targets import targets_for
 from .view import digest_all
 
