@@ -249,14 +249,6 @@ class Store:
         _write_cache(t.save, prefix)
         return t
 
-    def error(self, run: str, worker: str, window_id: str) -> str | None:
-        """The known input error of a window ("file: problem"), without reading it again."""
-        window = self.window(run, worker, window_id)
-        key, _ = self._key(run, window)
-        with self._lock:
-            err = self._errors.get(key)
-        return f"{err[0]}: {err[1]}" if err else None
-
     # -- many windows at once --------------------------------------------------------------------
     def prefetch(self, items: Iterable[tuple[str, str, str]],
                  progress: Callable[[int, int], None] | None = None) -> dict[tuple[str, str, str], str]:
