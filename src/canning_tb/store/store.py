@@ -281,7 +281,8 @@ class Store:
                     ident = futures[fut]
                     try:
                         err, lasting = fut.result(), True
-                    except Exception as e:  # a crash in one window must not stop the others
+                    except Exception as e:  # process boundary: a crash in one window must not stop the others
+                        log.warning("canning: digest of %s crashed", ident, exc_info=True)
                         err, lasting = (ident[2], f"{type(e).__name__}: {e}"), False
                     yield ident, err, lasting
 
