@@ -23,13 +23,9 @@ from werkzeug.test import Client
 
 from conftest import fixture_path
 
-REPO = Path(__file__).resolve().parents[1]
-SRC = REPO / "src"
-if str(SRC) not in sys.path:  # the package may not be installed in the test venv
-    sys.path.insert(0, str(SRC))
-
-from canning_tb.plugin.loader import CanningLoader, normalize_logdir  # noqa: E402
-from canning_tb.plugin.plugin import CanningPlugin  # noqa: E402
+from canning_tb.plugin.loader import CanningLoader
+from canning_tb.plugin.logdir import normalize_logdir
+from canning_tb.plugin.plugin import CanningPlugin
 
 RESNET_WINDOW = "1623143089861"
 HTA_WINDOW = "1669783687"
@@ -97,7 +93,7 @@ def logdir(tmp_path_factory):
 def make_plugin(logdir, **kw):
     kw.setdefault("refresh_interval", 0.0)
     p = CanningPlugin(base_plugin.TBContext(logdir=str(logdir)), **kw)
-    assert p._discovery.wait_first(60)
+    assert p.scanner.wait_first(60)
     return p
 
 
@@ -141,7 +137,7 @@ def test_listing_js_and_entry_through_tensorboard(client):
 def test_loader_builds_plugin(logdir):
     p = CanningLoader().load(base_plugin.TBContext(logdir=str(logdir)))
     assert isinstance(p, CanningPlugin) and p.plugin_name == "canning"
-    assert p._discovery.wait_first(60) and p.is_active()
+    assert p.scanner.wait_first(60) and p.is_active()
 
 
 def test_apps_answer_directly(plugin):
@@ -339,7 +335,7 @@ def test_new_runs_appear_while_running(tmp_path):
         if body["runs"]:
             break
         assert time.monotonic() < deadline, body
-        p._discovery._thread.join(5)  # a scan runs in the background; wait for it, then ask again
+        p.scanner.join(5)  # a scan runs in the background; wait for it, then ask again
     assert body["runs"][0]["name"] == "later"
     assert p.is_active() is True
 
@@ -445,10 +441,9 @@ sys.exit(tb.main())
 
 def start_tensorboard(logdir, log_path):
     """TensorBoard on a free port (--port 0), torch hidden; returns (proc, url, log file)."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")])}
     log = open(log_path, "wb")
     proc = subprocess.Popen([sys.executable, "-c", LAUNCHER, "--logdir", str(logdir), "--host", "127.0.0.1",
-                             "--port", "0"], stdout=log, stderr=subprocess.STDOUT, env=env)
+                             "--port", "0"], stdout=log, stderr=subprocess.STDOUT)  # the environment is inherited
     deadline = time.monotonic() + 60
     while True:
         text = Path(log_path).read_text(errors="replace")

@@ -6,7 +6,7 @@ import sys
 from canning_tb.digest_json import to_plain
 from canning_tb.ingest.table import InputError
 
-from .main import JSON_SCHEMA, dump_json
+from .output import JSON_SCHEMA, dump_json
 from .progress import ProgressBar
 from .targets import targets_for
 
@@ -26,14 +26,19 @@ def digest_all(targets) -> list[tuple]:
 
 
 def rank_groups(results) -> list[tuple[str, int, list]]:
-    """(run, window index, digests) for each window position that several ranks of a run share."""
-    groups: dict[tuple[str, int], list] = {}
-    for t, d, _ in results:
-        if d is not None:
-            index = [w.id for w in t.store.windows(t.run, t.worker)].index(t.window.id)
-            groups.setdefault((t.run, index), []).append(d)
-    return [(run, i, ds) for (run, i), ds in sorted(groups.items())
-            if len({d.window.rank for d in ds}) > 1]
+    """(run, window position, digests) for each window position that several ranks of a run share
+    (Store.windows_at: the windows the plugin's /cluster compares too)."""
+    digests = {(t.run, t.worker, t.window.id): d for t, d, _ in results if d is not None}
+    store = results[0][0].store
+    groups = []
+    for run in sorted({t.run for t, _, _ in results}):
+        position = 0
+        while chosen := store.windows_at(run, position):
+            found = [digests[key] for key in ((run, w.name, win.id) for w, win in chosen) if key in digests]
+            if len({d.window.rank for d in found}) > 1:
+                groups.append((run, position, found))
+            position += 1
+    return groups
 
 
 def view(args) -> int:

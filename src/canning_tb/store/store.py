@@ -13,6 +13,8 @@ from collections import OrderedDict
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Callable, Iterable
 
+from google.protobuf.message import DecodeError
+
 from . import cache
 from .discover import Run, Window, Worker, discover
 
@@ -116,6 +118,7 @@ class Store:
         self._runs: dict[str, Run] = {}
         self._digests: OrderedDict[str, object] = OrderedDict()  # key -> Digest, LRU
         self._errors: dict[str, tuple[str, str]] = {}  # key -> (file, problem) of unreadable windows
+        self._computing: dict[str, threading.Lock] = {}  # key -> lock: one computation per window
         self._memory_items = memory_items
         self.refresh()
 
@@ -145,6 +148,23 @@ class Store:
                 return w
         raise KeyError(window_id)
 
+    def position(self, run: str, worker: str, window_id: str) -> int:
+        """The index of a window among its worker's windows (KeyError for unknown ids)."""
+        ids = [w.id for w in self.windows(run, worker)]
+        if window_id not in ids:
+            raise KeyError(window_id)
+        return ids.index(window_id)
+
+    def windows_at(self, run: str, position: int) -> list[tuple[Worker, Window]]:
+        """The window at `position` of every worker of the run that has one (workers in order):
+        the windows that cross-rank analysis compares."""
+        out = []
+        for worker in self.workers(run):
+            windows = self.windows(run, worker.name)
+            if 0 <= position < len(windows):
+                out.append((worker, windows[position]))
+        return out
+
     # -- data ----------------------------------------------------------------------------------
     def _key(self, run: str, window: Window) -> tuple[str, str]:
         key = cache.window_key(window, _schema())
@@ -152,11 +172,18 @@ class Store:
         return key, os.path.join(folder, key + SOURCE_DIGEST_SUFFIX)
 
     def digest(self, run: str, worker: str, window_id: str):
-        """The digest of one window: from memory, the handler's own, the cache, or computed now."""
-        from canning_tb.analysis import digest_pb2
-        from canning_tb.ingest.table import InputError
+        """The digest of one window: from memory, the handler's own, the cache, or computed now
+        (once, however many threads ask for it at the same time)."""
         window = self.window(run, worker, window_id)
         key, path = self._key(run, window)
+        with self._lock:
+            lock = self._computing.setdefault(key, threading.Lock())
+        with lock:
+            return self._digest(window, worker, key, path)
+
+    def _digest(self, window: Window, worker: str, key: str, path: str):
+        from canning_tb.analysis import digest_pb2
+        from canning_tb.ingest.table import InputError
         with self._lock:
             if key in self._digests:
                 self._digests.move_to_end(key)
@@ -189,7 +216,8 @@ class Store:
             return False
         return sum(os.path.getsize(f) for f in window.files if os.path.isfile(f)) > self.isolate_bytes
 
-    def _load_cached(self, window: Window, path: str, digest_pb2):
+    @staticmethod
+    def _load_cached(window: Window, path: str, digest_pb2):
         candidates = [path]
         src = source_digest_path(window)
         if src and os.path.exists(src):
@@ -201,7 +229,7 @@ class Store:
             try:
                 with open(p, "rb") as f:
                     d = digest_pb2.Digest.FromString(f.read())
-            except (OSError, ValueError, Exception):  # protobuf raises DecodeError; a bad entry is just recomputed
+            except (OSError, DecodeError):  # a bad entry is just recomputed
                 continue
             if d.schema_version == _schema():
                 return d
@@ -220,14 +248,6 @@ class Store:
         t = read_window(window)
         _write_cache(t.save, prefix)
         return t
-
-    def error(self, run: str, worker: str, window_id: str) -> str | None:
-        """The known input error of a window ("file: problem"), without reading it again."""
-        window = self.window(run, worker, window_id)
-        key, _ = self._key(run, window)
-        with self._lock:
-            err = self._errors.get(key)
-        return f"{err[0]}: {err[1]}" if err else None
 
     # -- many windows at once --------------------------------------------------------------------
     def prefetch(self, items: Iterable[tuple[str, str, str]],
@@ -261,7 +281,8 @@ class Store:
                     ident = futures[fut]
                     try:
                         err, lasting = fut.result(), True
-                    except Exception as e:  # a crash in one window must not stop the others
+                    except Exception as e:  # process boundary: a crash in one window must not stop the others
+                        log.warning("canning: digest of %s crashed", ident, exc_info=True)
                         err, lasting = (ident[2], f"{type(e).__name__}: {e}"), False
                     yield ident, err, lasting
 
