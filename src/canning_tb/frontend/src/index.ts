@@ -117,7 +117,7 @@ class Shell {
       if (!data.loading) this.showNoRuns(data); // while still looking, keep the spinner
       return;
     }
-    this.onState(this.store.state, this.store.state);
+    this.onState(this.store.state, this.store.state, true);
   }
 
   private showNoRuns(data: RunsResponse): void {
@@ -132,18 +132,18 @@ class Shell {
     );
   }
 
-  /** Every state change: make the selection valid, then draw the selectors and the view from it. */
-  private onState(state: AppState, previous: AppState): void {
+  /** A new state (or a new listing): make the selection valid, then draw the selectors and the
+   * view from it. A view's own options (search, range...) leave the shell as it is. */
+  private onState(state: AppState, previous: AppState, listed = false): void {
     if (!this.runs.length) return;
+    if (!listed && sameSelection(state, previous) && state.view === previous.view) return;
     const valid = validSelection(state, this.runs);
     const fix: Partial<AppState> = { ...valid };
     // a time range belongs to the window it was selected in
     if (!sameSelection(state, previous) && state.memory.range) fix.memory = { ...state.memory, range: null };
-    if (valid.run !== state.run || valid.worker !== state.worker || valid.window !== state.window || fix.memory) {
-      this.store.update(fix);
-      return;
-    }
-    this.renderSelectors(state);
+    // the corrected state comes back here as an update of its own; draw from the latest either way
+    if (valid.run !== state.run || valid.worker !== state.worker || valid.window !== state.window || fix.memory) this.store.update(fix);
+    this.renderSelectors(this.store.state);
     this.mount();
   }
 
