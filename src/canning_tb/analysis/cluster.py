@@ -62,12 +62,12 @@ def analyse_ranks(digests: list) -> dict:
             "matrix_source": source, "compute_source": "host" if on_host else "device"}
 
 
-def _rank_breakdown(rank: int, d: pb.Digest, on_host: bool) -> dict:
+def _rank_breakdown(rank: int, digest: pb.Digest, on_host: bool) -> dict:
     """One rank's row from its mean step (wait / transfer are added by `_match_calls`)."""
-    a = d.average
-    comp, ov, comm = (a.host_ns if on_host else a.compute_ns), a.overlapped_ns, a.communication_ns
-    rest = max(a.total_ns - comp - ov - comm, 0)
-    return {"rank": rank, "steps": len(d.steps), "step_ns": a.total_ns, "compute_ns": comp, "overlapped_ns": ov,
+    mean = digest.average
+    comp, ov, comm = (mean.host_ns if on_host else mean.compute_ns), mean.overlapped_ns, mean.communication_ns
+    rest = max(mean.total_ns - comp - ov - comm, 0)
+    return {"rank": rank, "steps": len(digest.steps), "step_ns": mean.total_ns, "compute_ns": comp, "overlapped_ns": ov,
             "communication_ns": comm, "other_ns": rest, "computing_ns": comp + ov, "free_ns": rest,
             "wait_ns": 0, "transfer_ns": 0}
 
@@ -76,9 +76,9 @@ def _calls_by_key(ranks: list[int], digests: list) -> tuple[dict, dict]:
     """{(kind, group): {rank: durations}} and {(kind, group): {rank: sizes}}, calls by start."""
     durations: dict = defaultdict(dict)
     sizes: dict = defaultdict(dict)
-    for rank, d in zip(ranks, digests):
+    for rank, digest in zip(ranks, digests):
         by_key = defaultdict(list)
-        for c in d.communication.calls:
+        for c in digest.communication.calls:
             by_key[(c.kind, c.group)].append((c.start_ns, c.dur_ns, c.bytes))
         for key, calls in by_key.items():
             calls.sort()
@@ -140,8 +140,8 @@ def _matrix(digests: list, sizes: dict) -> tuple[list, str]:
     cells: dict = defaultdict(lambda: {"bytes": 0, "time_ns": 0})
     if any(len(d.communication.links) for d in digests):
         source = "links"
-        for d in digests:
-            for link in d.communication.links:
+        for digest in digests:
+            for link in digest.communication.links:
                 cell = cells[(link.src, link.dst, link.transport)]
                 cell["bytes"] += int(link.bytes)
                 cell["time_ns"] += int(link.time_ns)
