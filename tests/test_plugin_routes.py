@@ -276,6 +276,8 @@ def test_memory_range(client):
         assert code == 400 and body["error"], bad
     code, body = get(client, "memory_range", **p, device="cuda:9")
     assert code == 404 and "cuda:9" in body["error"]
+    code, body = get(client, "memory_range", **p)
+    assert code == 400 and body["error"] == "missing parameter: device"
 
 
 # -- errors ------------------------------------------------------------------------------------------
