@@ -11,8 +11,8 @@
   counts differ between ranks are matched on the first min(count) calls and listed in
   `unmatched`. Needs the call lists (CommCall); a truncated list is matched as far as it goes.
 - collectives: per (kind, group) totals over all ranks (calls, time, bytes, wait, transfer).
-- CPU-only runs (no device compute on any rank): the host operators are the computation, so
-  compute = host time and `compute_source` = "host" (else "device").
+- CPU-only runs (no device work on any rank, `summary.has_device_work`): the host operators are
+  the computation, so compute = host time and `compute_source` = "host" (else "device").
 - slow_ranks (the msprof-analyze rule): for each metric, computing (= compute + overlapped, as
   CANN's Computing), communication (not overlapped) and free (the rest of the step),
   ratio = (max - min) / mean over ranks; ratio > 5 % flags it. The slowest rank is the one with
@@ -37,6 +37,7 @@ from collections import defaultdict
 import numpy as np
 
 from . import digest_pb2 as pb
+from .summary import has_device_work
 
 SLOW_RANK_RATIO = 0.05
 
@@ -52,7 +53,7 @@ def rank_ids(digests: list) -> list[int]:
 
 def analyse_ranks(digests: list) -> dict:
     ranks = rank_ids(digests)
-    on_host = all(d.average.compute_ns + d.average.overlapped_ns == 0 and not d.kernels_by_name for d in digests)
+    on_host = not any(has_device_work(d) for d in digests)
     per = {r: _rank_breakdown(r, d, on_host) for r, d in zip(ranks, digests)}
     durations, sizes = _calls_by_key(ranks, digests)
     collectives, unmatched = _match_calls(durations, sizes, per)
@@ -62,12 +63,12 @@ def analyse_ranks(digests: list) -> dict:
             "matrix_source": source, "compute_source": "host" if on_host else "device"}
 
 
-def _rank_breakdown(rank: int, d: pb.Digest, on_host: bool) -> dict:
+def _rank_breakdown(rank: int, digest: pb.Digest, on_host: bool) -> dict:
     """One rank's row from its mean step (wait / transfer are added by `_match_calls`)."""
-    a = d.average
-    comp, ov, comm = (a.host_ns if on_host else a.compute_ns), a.overlapped_ns, a.communication_ns
-    rest = max(a.total_ns - comp - ov - comm, 0)
-    return {"rank": rank, "steps": len(d.steps), "step_ns": a.total_ns, "compute_ns": comp, "overlapped_ns": ov,
+    mean = digest.average
+    comp, ov, comm = (mean.host_ns if on_host else mean.compute_ns), mean.overlapped_ns, mean.communication_ns
+    rest = max(mean.total_ns - comp - ov - comm, 0)
+    return {"rank": rank, "steps": len(digest.steps), "step_ns": mean.total_ns, "compute_ns": comp, "overlapped_ns": ov,
             "communication_ns": comm, "other_ns": rest, "computing_ns": comp + ov, "free_ns": rest,
             "wait_ns": 0, "transfer_ns": 0}
 
@@ -76,9 +77,9 @@ def _calls_by_key(ranks: list[int], digests: list) -> tuple[dict, dict]:
     """{(kind, group): {rank: durations}} and {(kind, group): {rank: sizes}}, calls by start."""
     durations: dict = defaultdict(dict)
     sizes: dict = defaultdict(dict)
-    for rank, d in zip(ranks, digests):
+    for rank, digest in zip(ranks, digests):
         by_key = defaultdict(list)
-        for c in d.communication.calls:
+        for c in digest.communication.calls:
             by_key[(c.kind, c.group)].append((c.start_ns, c.dur_ns, c.bytes))
         for key, calls in by_key.items():
             calls.sort()
@@ -140,8 +141,8 @@ def _matrix(digests: list, sizes: dict) -> tuple[list, str]:
     cells: dict = defaultdict(lambda: {"bytes": 0, "time_ns": 0})
     if any(len(d.communication.links) for d in digests):
         source = "links"
-        for d in digests:
-            for link in d.communication.links:
+        for digest in digests:
+            for link in digest.communication.links:
                 cell = cells[(link.src, link.dst, link.transport)]
                 cell["bytes"] += int(link.bytes)
                 cell["time_ns"] += int(link.time_ns)

@@ -17,8 +17,8 @@ def per_step(digests: list) -> dict:
     steps = sum(max(len(d.steps), 1) for d in digests)
     step_ns = sum(s.dur_ns for d in digests for s in d.steps)
     ops: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
-    for d in digests:
-        for op in d.ops_by_name:
+    for digest in digests:
+        for op in digest.ops_by_name:
             row = ops[op.name]
             row[0] += op.calls
             row[1] += op.host_total_ns
@@ -34,11 +34,11 @@ def compare(base: dict, exp: dict) -> tuple[dict, list[dict]]:
                    key=lambda n: -abs(exp["ops"].get(n, zero)[1] - base["ops"].get(n, zero)[1]))
     rows = []
     for name in names:
-        b, e = base["ops"].get(name, zero), exp["ops"].get(name, zero)
-        rows.append({"name": name, "base_calls_per_step": b[0], "exp_calls_per_step": e[0],
-                     "base_host_ms_per_step": b[1] / 1e6, "exp_host_ms_per_step": e[1] / 1e6,
-                     "delta_host_ms_per_step": (e[1] - b[1]) / 1e6,
-                     "base_device_ms_per_step": b[2] / 1e6, "exp_device_ms_per_step": e[2] / 1e6})
+        was, now = base["ops"].get(name, zero), exp["ops"].get(name, zero)
+        rows.append({"name": name, "base_calls_per_step": was[0], "exp_calls_per_step": now[0],
+                     "base_host_ms_per_step": was[1] / 1e6, "exp_host_ms_per_step": now[1] / 1e6,
+                     "delta_host_ms_per_step": (now[1] - was[1]) / 1e6,
+                     "base_device_ms_per_step": was[2] / 1e6, "exp_device_ms_per_step": now[2] / 1e6})
     delta_ns = exp["step_ns"] - base["step_ns"]
     summary = {"base_step_ms": base["step_ns"] / 1e6, "exp_step_ms": exp["step_ns"] / 1e6,
                "delta_step_ms": delta_ns / 1e6,

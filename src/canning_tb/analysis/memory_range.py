@@ -12,8 +12,8 @@ from __future__ import annotations
 from . import digest_pb2 as pb
 
 
-def _inside(t: int, start_ns: int | None, end_ns: int | None) -> bool:
-    return t >= 0 and (start_ns is None or t >= start_ns) and (end_ns is None or t <= end_ns)
+def _inside(ts: int, start_ns: int | None, end_ns: int | None) -> bool:
+    return ts >= 0 and (start_ns is None or ts >= start_ns) and (end_ns is None or ts <= end_ns)
 
 
 def memory_range(mem: pb.DeviceMemory, start_ns: int | None = None, end_ns: int | None = None) -> dict:
@@ -26,12 +26,12 @@ def memory_range(mem: pb.DeviceMemory, start_ns: int | None = None, end_ns: int 
     whole = start_ns is None and end_ns is None
     events = [e for e in mem.events if whole or _inside(e.alloc_ns, start_ns, end_ns)]
     ops: dict[str, dict] = {}
-    for e in events:
-        row = ops.setdefault(e.op, {"name": e.op, "allocations": 0, "bytes": 0, "max_bytes": 0, "freed": 0})
+    for event in events:
+        row = ops.setdefault(event.op, {"name": event.op, "allocations": 0, "bytes": 0, "max_bytes": 0, "freed": 0})
         row["allocations"] += 1
-        row["bytes"] += e.bytes
-        row["max_bytes"] = max(row["max_bytes"], e.bytes)
-        if e.free_ns >= 0 and (whole or _inside(e.free_ns, start_ns, end_ns)):
+        row["bytes"] += event.bytes
+        row["max_bytes"] = max(row["max_bytes"], event.bytes)
+        if event.free_ns >= 0 and (whole or _inside(event.free_ns, start_ns, end_ns)):
             row["freed"] += 1
     return {"events": events, "events_total": len(mem.events), "events_truncated": mem.events_truncated,
             "ops": sorted(ops.values(), key=lambda r: (-r["bytes"], r["name"]))}

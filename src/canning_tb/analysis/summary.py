@@ -22,17 +22,17 @@ STEP_RANGE_PREFIX = "ProfilerStep#"
 SUMMARY_KEYS = ("step_ns", "compute_share", "comm_not_hidden_share", "memory_peak_bytes")
 
 
-def has_device_work(d: pb.Digest) -> bool:
+def has_device_work(digest: pb.Digest) -> bool:
     """The window recorded work on a device: kernels, device time in the steps, or on operators."""
-    a = d.average
-    if d.kernels_by_name or a.compute_ns + a.overlapped_ns + a.memcpy_ns + a.memset_ns > 0:
+    mean = digest.average
+    if digest.kernels_by_name or mean.compute_ns + mean.overlapped_ns + mean.memcpy_ns + mean.memset_ns > 0:
         return True
-    return any(o.device_self_ns > 0 or o.device_total_ns > 0 for o in d.ops_by_name)
+    return any(o.device_self_ns > 0 or o.device_total_ns > 0 for o in digest.ops_by_name)
 
 
-def kernel_total_ns(d: pb.Digest) -> int:
+def kernel_total_ns(digest: pb.Digest) -> int:
     """Summed device time of all kernels: the denominator of the kernels' share column."""
-    return sum(k.total_ns for k in d.kernels_by_name if k.total_ns > 0)
+    return sum(k.total_ns for k in digest.kernels_by_name if k.total_ns > 0)
 
 
 def _share(part: int, total: int) -> float | None:
@@ -42,10 +42,10 @@ def _share(part: int, total: int) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def slowest_op(d: pb.Digest) -> dict | None:
+def slowest_op(digest: pb.Digest) -> dict | None:
     """{name, ns, metric, share} of the operator with the most self time (see the module doc)."""
-    metric = "device_self_ns" if has_device_work(d) else "host_self_ns"
-    ops = [o for o in d.ops_by_name if not o.name.startswith(STEP_RANGE_PREFIX) and getattr(o, metric) > 0]
+    metric = "device_self_ns" if has_device_work(digest) else "host_self_ns"
+    ops = [o for o in digest.ops_by_name if not o.name.startswith(STEP_RANGE_PREFIX) and getattr(o, metric) > 0]
     if not ops:
         return None
     top = max(ops, key=lambda o: getattr(o, metric))
@@ -53,32 +53,32 @@ def slowest_op(d: pb.Digest) -> dict | None:
     return {"name": top.name, "ns": getattr(top, metric), "metric": metric, "share": getattr(top, metric) / total}
 
 
-def memory_peaks(d: pb.Digest) -> list[dict]:
+def memory_peaks(digest: pb.Digest) -> list[dict]:
     """[{device, peak_bytes, capacity_bytes}] per device, devices other than CPU first."""
-    devices = sorted(d.memory, key=lambda m: m.device.upper() == "CPU")  # stable: digest order kept
+    devices = sorted(digest.memory, key=lambda m: m.device.upper() == "CPU")  # stable: digest order kept
     return [{"device": m.device, "peak_bytes": m.peak_allocated_bytes, "capacity_bytes": m.capacity_bytes}
             for m in devices]
 
 
-def window_figures(d: pb.Digest) -> dict:
+def window_figures(digest: pb.Digest) -> dict:
     """The window's headline figures (GET /overview `figures`)."""
-    a = d.average
+    mean = digest.average
     return {
-        "steps": len(d.steps),
-        "total_step_ns": sum(max(0, s.dur_ns) for s in d.steps),
-        "average_step_ns": a.total_ns,
-        "compute_share": _share(a.compute_ns + a.overlapped_ns, a.total_ns),
-        "comm_not_hidden_share": _share(a.communication_ns, a.total_ns),
-        "dataloader_share": _share(a.dataloader_ns, a.total_ns),
-        "memory": memory_peaks(d),
-        "slowest_op": slowest_op(d),
+        "steps": len(digest.steps),
+        "total_step_ns": sum(max(0, s.dur_ns) for s in digest.steps),
+        "average_step_ns": mean.total_ns,
+        "compute_share": _share(mean.compute_ns + mean.overlapped_ns, mean.total_ns),
+        "comm_not_hidden_share": _share(mean.communication_ns, mean.total_ns),
+        "dataloader_share": _share(mean.dataloader_ns, mean.total_ns),
+        "memory": memory_peaks(digest),
+        "slowest_op": slowest_op(digest),
     }
 
 
-def rank_row(d: pb.Digest) -> dict:
+def rank_row(digest: pb.Digest) -> dict:
     """One rank's row of the run table: `window_figures` under the run table's field names
     (-1 and "" where a figure is absent)."""
-    fig = window_figures(d)
+    fig = window_figures(digest)
     peaks = [m for m in fig["memory"] if m["device"].upper() != "CPU"] or fig["memory"]
     mem = max(peaks, key=lambda m: m["peak_bytes"], default=None)
     top = fig["slowest_op"]
@@ -93,7 +93,7 @@ def rank_row(d: pb.Digest) -> dict:
         "slowest_op": top["name"] if top else "",
         "slowest_op_ns": top["ns"] if top else -1,
         "slowest_op_metric": top["metric"] if top else
-        ("device_self_ns" if has_device_work(d) else "host_self_ns"),
+        ("device_self_ns" if has_device_work(digest) else "host_self_ns"),
     }
 
 

@@ -17,11 +17,11 @@ def digest_all(targets) -> list[tuple]:
     if len(targets) > 1:
         store.prefetch([(t.run, t.worker, t.window.id) for t in targets], progress=ProgressBar("windows"))
     out = []
-    for t in targets:
+    for target in targets:
         try:
-            out.append((t, t.digest(), None))
+            out.append((target, target.digest(), None))
         except InputError as e:
-            out.append((t, None, str(e)))
+            out.append((target, None, str(e)))
     return out
 
 
@@ -54,13 +54,13 @@ def view(args) -> int:
     else:
         from canning_tb.analysis import report
         out = sys.stdout
-        for t, d, err in results:
-            out.write(f"\n=== {t.title} [{t.window.format}] ===\n")
+        for target, digest, err in results:
+            out.write(f"\n=== {target.title} [{target.window.format}] ===\n")
             if err:
                 out.write(f"error: {err}\n")
                 continue
-            out.write(report.window_report(d, top=args.top) + "\n")
-        for run, i, ds in groups:
+            out.write(report.window_report(digest, top=args.top) + "\n")
+        for run, position, digests in groups:
             where = "" if run == "." else f"{run} / "
-            out.write(f"\n=== {where}window {i + 1}: across ranks ===\n" + report.ranks_report(ds) + "\n")
+            out.write(f"\n=== {where}window {position + 1}: across ranks ===\n" + report.ranks_report(digests) + "\n")
     return 0 if any(d is not None for _, d, _ in results) else 1

@@ -17,14 +17,14 @@ from .errors import RouteError, short_path, window_digest
 GROUPS = {"name": "ops_by_name", "shape": "ops_by_shape", "stack": "ops_by_stack"}
 
 
-def relative(t: int, t0: int) -> int:
-    return t - t0 if t >= 0 else t  # -1 means absent and stays so
+def relative(ts: int, t0: int) -> int:
+    return ts - t0 if ts >= 0 else ts  # -1 means absent and stays so
 
 
 def _head(store, run: str, worker: str, window: str, digest) -> dict:
-    w = digest.window
-    info = to_plain(w)
-    info["duration_ns"] = max(0, w.end_ns - w.start_ns) if w.end_ns >= 0 and w.start_ns >= 0 else -1
+    win = digest.window
+    info = to_plain(win)
+    info["duration_ns"] = max(0, win.end_ns - win.start_ns) if win.end_ns >= 0 and win.start_ns >= 0 else -1
     return {"run": run, "worker": worker, "window": window, "info": info,
             "problems": [{**to_plain(p), "file": short_path(store, p.file)} for p in digest.problems]}
 
@@ -33,9 +33,9 @@ def overview_impl(store, run: str, worker: str, window: str) -> dict:
     digest = window_digest(store, run, worker, window)
     t0 = digest.window.start_ns
     steps = []
-    for s in digest.steps:
-        step = to_plain(s)
-        step["start_ns"] = relative(s.start_ns, t0)
+    for message in digest.steps:
+        step = to_plain(message)
+        step["start_ns"] = relative(message.start_ns, t0)
         steps.append(step)
     return {**_head(store, run, worker, window, digest), "schema_version": digest.schema_version,
             "steps": steps, "average": to_plain(digest.average),
@@ -91,11 +91,11 @@ def memory_impl(store, run: str, worker: str, window: str) -> dict:
     digest = window_digest(store, run, worker, window)
     t0 = digest.window.start_ns
     devices = []
-    for m in digest.memory:
-        device = to_plain(m)
-        device["curve_ts_ns"] = [relative(t, t0) for t in m.curve_ts_ns]
-        device["peak_ts_ns"] = relative(m.peak_ts_ns, t0)
-        device["events"] = [_event(e, t0) for e in m.events]
+    for mem in digest.memory:
+        device = to_plain(mem)
+        device["curve_ts_ns"] = [relative(ts, t0) for ts in mem.curve_ts_ns]
+        device["peak_ts_ns"] = relative(mem.peak_ts_ns, t0)
+        device["events"] = [_event(e, t0) for e in mem.events]
         devices.append(device)
     return {**_head(store, run, worker, window, digest), "devices": devices}
 

@@ -44,10 +44,10 @@ def digest_of(window: Window, worker: str = ""):
 
 def _digest_table(table, worker: str):
     from canning_tb.analysis.build import build_digest
-    d = build_digest(table)
-    if worker and not d.window.worker:
-        d.window.worker = worker
-    return d
+    digest = build_digest(table)
+    if worker and not digest.window.worker:
+        digest.window.worker = worker
+    return digest
 
 
 def _schema() -> int:
@@ -78,9 +78,9 @@ def compute_and_cache(window: Window, worker: str, digest_path: str):
     """Read a window once; cache its columnar events (for the timeline) and its digest."""
     table = read_window(window)
     _write_cache(table.save, events_prefix(digest_path))
-    d = _digest_table(table, worker)
-    _write_cache(lambda p: cache.write_atomic(p, d.SerializeToString()), digest_path)
-    return d
+    digest = _digest_table(table, worker)
+    _write_cache(lambda path: cache.write_atomic(path, digest.SerializeToString()), digest_path)
+    return digest
 
 
 def _compute_into_cache(window: Window, worker: str, cache_path: str) -> tuple[str, str] | None:
@@ -190,26 +190,26 @@ class Store:
                 return self._digests[key]
             if key in self._errors:
                 raise InputError(*self._errors[key])
-        d = self._load_cached(window, path, digest_pb2)
-        if d is None and self._isolate(window):
+        digest = self._load_cached(window, path, digest_pb2)
+        if digest is None and self._isolate(window):
             err = _compute_in_child(window, worker, path)
             if err:
                 with self._lock:
                     self._errors[key] = err
                 raise InputError(*err)
-            d = self._load_cached(window, path, digest_pb2)
-        if d is None:
+            digest = self._load_cached(window, path, digest_pb2)
+        if digest is None:
             try:
-                d = compute_and_cache(window, worker, path)
+                digest = compute_and_cache(window, worker, path)
             except InputError as e:
                 with self._lock:
                     self._errors[key] = (e.file, e.problem)
                 raise
         with self._lock:
-            self._digests[key] = d
+            self._digests[key] = digest
             while len(self._digests) > self._memory_items:
                 self._digests.popitem(last=False)
-        return d
+        return digest
 
     def _isolate(self, window: Window) -> bool:
         if self.isolate_bytes is None:
@@ -222,17 +222,17 @@ class Store:
         src = source_digest_path(window)
         if src and os.path.exists(src):
             # the handler's digest is only as new as the window it describes
-            newest = max((os.stat(f).st_mtime_ns for f in window.files if os.path.exists(f)), default=0)
+            newest = max((os.stat(name).st_mtime_ns for name in window.files if os.path.exists(name)), default=0)
             if os.stat(src).st_mtime_ns >= newest:
                 candidates.insert(0, src)
-        for p in candidates:
+        for candidate in candidates:
             try:
-                with open(p, "rb") as f:
-                    d = digest_pb2.Digest.FromString(f.read())
+                with open(candidate, "rb") as f:
+                    digest = digest_pb2.Digest.FromString(f.read())
             except (OSError, DecodeError):  # a bad entry is just recomputed
                 continue
-            if d.schema_version == _schema():
-                return d
+            if digest.schema_version == _schema():
+                return digest
         return None
 
     def table(self, run: str, worker: str, window_id: str):
