@@ -19,6 +19,7 @@ from . import sections
 from .errors import RouteError
 from .logdir import normalize_logdir
 from .ranks import cluster_impl, position_of
+from .timeline_routes import timeline_apps
 
 log = logging.getLogger("canning_tb.plugin")
 
@@ -86,6 +87,7 @@ class CanningPlugin(base_plugin.TBPlugin):
             "/memory_range": self._window_route(_memory_range, with_args=True),
             "/communication": self._window_route(sections.communication_impl),
             "/cluster": self._route(self._cluster),
+            **timeline_apps(self),
         }
 
     def is_active(self) -> bool:

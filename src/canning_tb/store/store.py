@@ -235,12 +235,15 @@ class Store:
                 return digest
         return None
 
+    def events_prefix(self, run: str, worker: str, window_id: str) -> str:
+        """Where a window's columnar events are cached (other per-window caches sit beside them)."""
+        return events_prefix(self._key(run, self.window(run, worker, window_id))[1])
+
     def table(self, run: str, worker: str, window_id: str):
         """The columnar events of one window (cached as .npz beside the digest)."""
         from canning_tb.ingest.table import EventTable
         window = self.window(run, worker, window_id)
-        key, path = self._key(run, window)
-        prefix = events_prefix(path)
+        prefix = self.events_prefix(run, worker, window_id)
         try:
             return EventTable.load(prefix)
         except (OSError, ValueError, KeyError):

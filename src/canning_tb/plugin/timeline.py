@@ -1,0 +1,205 @@
+"""The timeline's `*_impl`s: a window's events and level-of-detail index (built once, cached beside
+the columnar events as `<prefix>.timeline.npz`, kept in memory for the last few windows), and the
+answers of the /timeline/* routes (docs/http_api.md). Times in answers are ns relative to the
+window start (the digest's window.start_ns), like the other routes."""
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+
+from .errors import RouteError, window_digest
+
+log = logging.getLogger("canning_tb.plugin")
+_MEMORY_ITEMS = 6
+
+
+@dataclass
+class Loaded:
+    table: object  # EventTable
+    index: object  # TimelineIndex
+    origin: int  # window start, absolute ns
+    end: int  # window end, absolute ns
+    rank: int
+
+
+class IndexCache:
+    """Windows' (table, index) pairs, least recently used dropped; one build per window at a time."""
+
+    def __init__(self, items: int = _MEMORY_ITEMS):
+        self._items = items
+        self._lock = threading.Lock()
+        self._loaded: OrderedDict[str, Loaded] = OrderedDict()
+        self._building: dict[str, threading.Lock] = {}
+
+    def get(self, store, run: str, worker: str, window: str) -> Loaded:
+        digest = window_digest(store, run, worker, window)  # 404 / 422 for unknown or bad windows
+        prefix = store.events_prefix(run, worker, window)
+        with self._lock:
+            if prefix in self._loaded:
+                self._loaded.move_to_end(prefix)
+                return self._loaded[prefix]
+            lock = self._building.setdefault(prefix, threading.Lock())
+        with lock:
+            with self._lock:
+                if prefix in self._loaded:
+                    return self._loaded[prefix]
+            table = store.table(run, worker, window)
+            loaded = Loaded(table, _index(table, prefix + ".timeline.npz"), int(digest.window.start_ns),
+                            int(digest.window.end_ns), int(digest.window.rank))
+            with self._lock:
+                self._loaded[prefix] = loaded
+                while len(self._loaded) > self._items:
+                    self._loaded.popitem(last=False)
+        return loaded
+
+
+def _index(table, path: str):
+    from canning_tb.timeline.index import TimelineIndex, build_index
+    try:
+        index = TimelineIndex.load(path)
+        if len(index.track_of) == len(table):
+            return index
+    except (OSError, ValueError, KeyError):
+        pass
+    index = build_index(table)
+    try:
+        index.save(path)
+    except OSError as e:  # a cache we cannot write only costs time
+        log.warning("canning: cannot write timeline index %s: %s", path, e)
+    return index
+
+
+def _track_name(table, pid: int, tid: int, device: int) -> str:
+    meta = table.meta
+    process = meta.process_names.get(pid) or (f"device {device}" if device >= 0 else f"process {pid}")
+    thread = meta.thread_names.get(f"{pid}:{tid}") or (f"stream {tid}" if device >= 0 else f"thread {tid}")
+    return f"{process} / {thread}"
+
+
+def tracks_impl(cache: IndexCache, store, run: str, worker: str, window: str) -> dict:
+    import numpy as np
+
+    from canning_tb.timeline.counters import steps
+    loaded = cache.get(store, run, worker, window)
+    index, table = loaded.index, loaded.table
+    counts = np.diff(index.row_offsets)
+    tracks = []
+    for track in range(len(index.track_pid)):
+        pid, tid, device = int(index.track_pid[track]), int(index.track_tid[track]), int(index.track_device[track])
+        rows = index.rows_of(track)
+        tracks.append({"id": track, "name": _track_name(table, pid, tid, device), "pid": pid, "tid": tid,
+                       "device": device, "kind": "device" if device >= 0 else "host",
+                       "rows": [int(row) for row in rows], "events": int(counts[rows].sum())})
+    devices = sorted({table.strings[int(d)] or "" for d in table.memory["device"].tolist()})
+    return {"run": run, "worker": worker, "window": window, "rank": loaded.rank, "start_ns": loaded.origin,
+            "duration_ns": loaded.end - loaded.origin, "events": len(table), "tracks": tracks,
+            "steps": steps(table, loaded.origin), "memory_devices": devices}
+
+
+def _tracks_filter(loaded: Loaded, tracks: list[int] | None):
+    import numpy as np
+    if tracks is None:
+        return None
+    known = len(loaded.index.track_pid)
+    bad = [t for t in tracks if not 0 <= t < known]
+    if bad:
+        raise RouteError(400, f"unknown track {bad[0]} (the window has {known})")
+    return np.array(tracks, np.int64)
+
+
+def tile_impl(cache: IndexCache, store, run, worker, window, tracks: list[int] | None, start_ns: int, end_ns: int,
+              width: int) -> bytes:
+    """The binary tile of the rows of `tracks` (all when None) over [start_ns, end_ns] (relative)."""
+    import numpy as np
+
+    from canning_tb.timeline.tiles import MAX_WIDTH, encode, make_tile
+    if not 0 < width <= MAX_WIDTH:
+        raise RouteError(400, f"width must be between 1 and {MAX_WIDTH} pixels, not {width}")
+    if end_ns <= start_ns:
+        raise RouteError(400, f"end_ns ({end_ns}) must be after start_ns ({start_ns})")
+    loaded = cache.get(store, run, worker, window)
+    index = loaded.index
+    wanted = _tracks_filter(loaded, tracks)
+    rows = np.flatnonzero(np.isin(index.row_track, wanted)) if wanted is not None else np.arange(len(index.row_track))
+    t0, t1 = loaded.origin + start_ns, loaded.origin + end_ns
+    tile = make_tile(index, loaded.table.events["name"], rows.tolist(), t0, t1, width)
+    header = {"start_ns": start_ns, "end_ns": end_ns, "width": width,
+              "rows": [[int(index.row_track[r]), int(index.row_depth[r])] for r in rows]}
+    return encode(tile, header, loaded.table.strings, loaded.origin)
+
+
+def slice_impl(cache: IndexCache, store, run, worker, window, event: int) -> dict:
+    from canning_tb.timeline.details import slice_details
+    loaded = cache.get(store, run, worker, window)
+    if not 0 <= event < len(loaded.table):
+        raise RouteError(404, f"no event {event} in this window ({len(loaded.table)} events)")
+    return slice_details(loaded.table, loaded.index, event, loaded.origin)
+
+
+def search_impl(cache: IndexCache, store, run, worker, window, text: str, at_ns: int,
+                tracks: list[int] | None) -> dict:
+    from canning_tb.timeline.details import brief
+    from canning_tb.timeline.query import search
+    loaded = cache.get(store, run, worker, window)
+    found = search(loaded.table, text, loaded.origin + at_ns, _tracks_filter(loaded, tracks), loaded.index.track_of)
+    for key in ("next", "previous"):
+        if found[key] is not None:
+            found[key] = brief(loaded.table, loaded.index, found[key], loaded.origin)
+    return dict(found, query=text)
+
+
+def summary_impl(cache: IndexCache, store, run, worker, window, start_ns: int, end_ns: int,
+                 tracks: list[int] | None) -> dict:
+    from canning_tb.timeline.query import range_summary
+    loaded = cache.get(store, run, worker, window)
+    summary = range_summary(loaded.table, loaded.origin + start_ns, loaded.origin + end_ns,
+                            _tracks_filter(loaded, tracks), loaded.index.track_of)
+    return dict(summary, start_ns=start_ns, end_ns=end_ns)
+
+
+def counters_impl(cache: IndexCache, store, run, worker, window, start_ns: int, end_ns: int, width: int) -> dict:
+    from canning_tb.timeline.counters import memory_counters
+    loaded = cache.get(store, run, worker, window)
+    t0, t1 = loaded.origin + start_ns, loaded.origin + end_ns
+    return {"start_ns": start_ns, "end_ns": end_ns,
+            "memory": memory_counters(loaded.table, t0, t1, width, loaded.origin)}
+
+
+def download_impl(cache: IndexCache, store, run, worker, window):
+    """(file name, chunks) of the window's trace: its original Chrome trace file when it has one,
+    else one written from the events."""
+    from canning_tb.timeline.chrome import chrome_trace
+    found = store.window(run, worker, window)
+    originals = [f for f in found.files if f.endswith((".pt.trace.json", ".pt.trace.json.gz"))]
+    if originals:
+        return os.path.basename(originals[0]), _file_chunks(originals[0])
+    loaded = cache.get(store, run, worker, window)
+    return f"{worker}.{window}.pt.trace.json", chrome_trace(loaded.table)
+
+
+def _file_chunks(path: str, size: int = 1 << 20):
+    with open(path, "rb") as f:
+        while chunk := f.read(size):
+            yield chunk
+
+
+def ranks_impl(store, run, position: int) -> dict:
+    """The window at `position` of every worker, with the clock offset of each against the first
+    and each one's first step start (for aligning ranks on their steps)."""
+    members = []
+    for worker, found in store.windows_at(run, position):
+        digest = window_digest(store, run, worker.name, found.id)
+        steps = list(digest.steps)
+        members.append({"worker": worker.name, "window": found.id, "rank": int(digest.window.rank),
+                        "start_ns": int(digest.window.start_ns),
+                        "duration_ns": int(digest.window.end_ns - digest.window.start_ns),
+                        "first_step_ns": int(steps[0].start_ns - digest.window.start_ns) if steps else 0})
+    if not members:
+        raise RouteError(404, f"no worker of run {run!r} has a window at position {position}")
+    base = members[0]["start_ns"]
+    for member in members:
+        member["offset_ns"] = member["start_ns"] - base
+    return {"run": run, "position": position, "ranks": members}
