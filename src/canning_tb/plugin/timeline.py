@@ -1,6 +1,6 @@
 """The timeline's `*_impl`s: a window's events and level-of-detail index (built once, cached beside
 the columnar events as `<prefix>.timeline.npz`, kept in memory for the last few windows), and the
-answers of the /timeline/* routes (docs/http_api.md). Times in answers are ns relative to the
+answers of the /timeline_* routes (docs/http_api.md). Times in answers are ns relative to the
 window start (the digest's window.start_ns), like the other routes."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The /timeline/* routes: parse the request, call plugin/timeline.py, answer JSON or binary
+"""The /timeline_* routes: parse the request, call plugin/timeline.py, answer JSON or binary
 (docs/http_api.md). Kept apart from plugin.py, which only lists them."""
 from __future__ import annotations
 
@@ -34,6 +34,12 @@ def _tracks(args) -> list[int] | None:
         return [int(part) for part in text.split(",")]
     except ValueError:
         raise RouteError(400, f"tracks must be integers separated by commas, not {text!r}") from None
+
+
+def _text(args, name: str) -> str:
+    if not args.get(name):
+        raise RouteError(400, f"missing parameter: {name}")
+    return args[name]
 
 
 def _window(args) -> tuple[str, str, str]:
@@ -100,15 +106,15 @@ def timeline_apps(plugin) -> dict:
         return timeline.ranks_impl(store, args["run"], position)
 
     return {
-        "/timeline/tracks": window_json(timeline.tracks_impl),
-        "/timeline/tile": _binary(tile),
-        "/timeline/slice": window_json(timeline.slice_impl, lambda args: _int(args, "event")),
-        "/timeline/search": window_json(timeline.search_impl, lambda args: args.get("q", ""),
+        "/timeline_tracks": window_json(timeline.tracks_impl),
+        "/timeline_tile": _binary(tile),
+        "/timeline_slice": window_json(timeline.slice_impl, lambda args: _int(args, "event")),
+        "/timeline_search": window_json(timeline.search_impl, lambda args: _text(args, "q"),
                                         lambda args: _int(args, "at_ns", 0), _tracks),
-        "/timeline/summary": window_json(timeline.summary_impl, start, end, _tracks),
-        "/timeline/counters": window_json(timeline.counters_impl, start, end, width),
-        "/timeline/download": _binary(download),
-        "/timeline/ranks": plugin._route(ranks),
+        "/timeline_summary": window_json(timeline.summary_impl, start, end, _tracks),
+        "/timeline_counters": window_json(timeline.counters_impl, start, end, width),
+        "/timeline_download": _binary(download),
+        "/timeline_ranks": plugin._route(ranks),
     }
 
 

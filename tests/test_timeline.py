@@ -1,0 +1,217 @@
+"""Timeline tiles, details, search and summaries on real fixtures, checked against hand computations
+and a second reading of the raw trace files (json/gzip here), through the real Store and the plugin's
+HTTP routes."""
+import gzip
+import json
+import struct
+from collections import defaultdict
+
+import numpy as np
+import pytest
+from tensorboard.backend import application
+from tensorboard.plugins import base_plugin
+from werkzeug.test import Client
+
+from canning_tb.plugin import timeline
+from canning_tb.plugin.plugin import CanningPlugin
+from canning_tb.store.store import Store
+from conftest import fixture_path
+
+FIXTURES = [("kineto", "resnet50_v100"), ("ascend", "level1"), ("param", "dlrm_8ranks")]
+
+
+def first_window(parts):
+    store = Store(str(fixture_path(*parts)))
+    run = store.runs()[0]
+    worker = store.workers(run)[0].name
+    return store, run, worker, store.windows(run, worker)[0].id
+
+
+@pytest.fixture(scope="module", params=FIXTURES, ids=["/".join(p) for p in FIXTURES])
+def window(request):
+    store, run, worker, win = first_window(request.param)
+    cache = timeline.IndexCache()
+    return cache, store, run, worker, win, cache.get(store, run, worker, win)
+
+
+def hand_depths(table):
+    """Depth by containment, computed differently from the index: per track, events by start (longest
+    first), an event's depth is the number of earlier events of its track that are still open."""
+    ev = table.events
+    device = ev["device"] != -1
+    tracks = defaultdict(list)
+    for row in range(len(table)):
+        tracks[(bool(device[row]), int(ev["pid"][row]), int(ev["tid"][row]))].append(row)
+    depth = {}
+    for rows in tracks.values():
+        rows.sort(key=lambda r: (int(ev["ts"][r]), -int(ev["dur"][r])))
+        open_ends = []
+        for row in rows:
+            start, end = int(ev["ts"][row]), int(ev["ts"][row] + ev["dur"][row])
+            while open_ends and open_ends[-1] <= start:
+                open_ends.pop()
+            depth[row] = len(open_ends)
+            open_ends.append(end)
+    return depth
+
+
+def decode(body):
+    length = struct.unpack_from("<I", body)[0]
+    header = json.loads(body[4:4 + length])
+    offset, count = 4 + length, header["count"]
+    columns = {}
+    for name, dtype in (("start", "<f8"), ("dur", "<f8"), ("event", "<i4"), ("name", "<i4"), ("count", "<u4"),
+                        ("row", "<u4")):
+        columns[name] = np.frombuffer(body, dtype, count, offset)
+        offset += count * np.dtype(dtype).itemsize
+    assert offset == len(body)
+    return header, columns
+
+
+def test_depths_match_a_hand_stack(window):
+    *_, loaded = window
+    depth = hand_depths(loaded.table)
+    assert [depth[r] for r in range(len(loaded.table))] == loaded.index.depth.tolist()
+    assert loaded.index.depth.max() >= 1  # the fixtures nest
+
+
+@pytest.mark.parametrize("zoom", [1, 7, 60, 900])
+@pytest.mark.parametrize("width", [300, 1600])
+def test_no_slice_lost_and_counts_add_up(window, zoom, width):
+    cache, store, run, worker, win, loaded = window
+    ev, origin = loaded.table.events, loaded.origin
+    duration = int(ev["ts"].max() + ev["dur"].max()) - origin
+    span = max(1000, duration // zoom)
+    start = (duration - span) // 3
+    header, items = decode(timeline.tile_impl(cache, store, run, worker, win, None, start, start + span, width))
+    rows = [tuple(r) for r in header["rows"]]
+    depth = hand_depths(loaded.table)
+    # the events in range, by hand: overlapping [start, start + span] relative to the window start
+    ts, end = ev["ts"] - origin, ev["ts"] + ev["dur"] - origin
+    inside = np.flatnonzero((end >= start) & (ts <= start + span))
+    assert int(items["count"].sum()) == len(inside) == header["events_in_range"]
+    per_row = defaultdict(list)
+    for i in range(header["count"]):
+        per_row[int(items["row"][i])].append((items["start"][i], items["start"][i] + items["dur"][i]))
+    track_of = loaded.index.track_of
+    for event in inside.tolist():
+        row = rows.index((int(track_of[event]), depth[event]))
+        assert any(lo <= ts[event] and end[event] <= hi for lo, hi in per_row[row]), event
+    for spans in per_row.values():  # a few items per pixel column, never one per event
+        assert len(spans) <= 2 * width + 2
+
+
+def test_merged_item_names_its_longest_event(window):
+    cache, store, run, worker, win, loaded = window
+    ev = loaded.table.events
+    duration = int(ev["ts"].max() - loaded.origin) + 1
+    header, items = decode(timeline.tile_impl(cache, store, run, worker, win, None, 0, duration, 200))
+    merged = np.flatnonzero(items["count"] > 1)
+    assert len(merged) > 0
+    for i in merged[:50].tolist():
+        event = int(items["event"][i])
+        assert header["names"][items["name"][i]] == loaded.table.name(event)
+        assert int(ev["dur"][event]) <= items["dur"][i]
+
+
+def raw_events(path):
+    with gzip.open(path, "rt") as f:
+        return json.load(f)["traceEvents"]
+
+
+def resnet():
+    store, run, worker, win = first_window(("kineto", "resnet50_v100"))
+    cache = timeline.IndexCache()
+    raw = raw_events(next(f for f in store.window(run, worker, win).files if f.endswith(".gz")))
+    return cache, store, run, worker, win, cache.get(store, run, worker, win), raw
+
+
+def event_of(loaded, name, ts_us):
+    ev = loaded.table.events
+    rows = [r for r in np.flatnonzero(ev["ts"] == round(ts_us * 1000)).tolist() if loaded.table.name(r) == name]
+    assert rows, (name, ts_us)
+    return rows[0]
+
+
+def test_details_match_the_raw_file_and_flows_join_launch_and_kernel():
+    cache, store, run, worker, win, loaded, raw = resnet()
+    op = next(e for e in raw if e.get("cat") == "Operator" and e["name"] == "aten::conv2d")
+    details = timeline.slice_impl(cache, store, run, worker, win, event_of(loaded, op["name"], op["ts"]))
+    assert details["name"] == "aten::conv2d" and details["category"] == "Operator"
+    assert details["dur_ns"] == round(op["dur"] * 1000)
+    assert details["start_ns"] == round(op["ts"] * 1000) - loaded.origin
+    assert json.loads(details["input_shapes"]) == op["args"]["Input Dims"]
+    assert 0 <= details["self_ns"] < details["dur_ns"]
+    # a launch and its kernel share args.correlation in the raw file
+    kernels = {e["args"]["correlation"]: e for e in raw if e.get("cat") == "Kernel"}
+    launch = next(e for e in raw if e.get("cat") == "Runtime" and e["args"].get("correlation") in kernels)
+    kernel = kernels[launch["args"]["correlation"]]
+    linked = timeline.slice_impl(cache, store, run, worker, win, event_of(loaded, launch["name"], launch["ts"]))["links"]
+    assert any(link["name"] == kernel["name"] and link["start_ns"] == round(kernel["ts"] * 1000) - loaded.origin
+               for link in linked)
+
+
+def test_search_and_range_summary_against_the_raw_file():
+    cache, store, run, worker, win, loaded, raw = resnet()
+    complete = [e for e in raw if e.get("ph") == "X"]
+    convs = sorted(e["ts"] for e in complete if "conv" in e["name"].lower())
+    found = timeline.search_impl(cache, store, run, worker, win, "CONV", 0, None)
+    assert found["count"] == len(convs)
+    middle = round(convs[10] * 1000) - loaded.origin
+    found = timeline.search_impl(cache, store, run, worker, win, "conv", middle, None)
+    assert found["next"]["start_ns"] == round(convs[11] * 1000) - loaded.origin
+    assert found["previous"]["start_ns"] == round(convs[9] * 1000) - loaded.origin
+    lo_us, hi_us = convs[5], convs[200]
+    summary = timeline.summary_impl(cache, store, run, worker, win, round(lo_us * 1000) - loaded.origin,
+                                    round(hi_us * 1000) - loaded.origin, None)
+    expected = defaultdict(float)
+    for e in complete:
+        overlap = min(e["ts"] + e["dur"], hi_us) - max(e["ts"], lo_us)
+        if overlap > 0:
+            expected[e["name"]] += overlap * 1000
+    for row in summary["rows"][:20]:
+        assert row["total_ns"] == pytest.approx(expected[row["name"]], abs=row["count"])
+
+
+@pytest.fixture(scope="module")
+def client(tmp_path_factory):
+    plugin = CanningPlugin(base_plugin.TBContext(logdir=str(fixture_path("param", "dlrm_8ranks"))),
+                           refresh_interval=0.0)
+    assert plugin.scanner.wait_first(60)
+    return Client(application.TensorBoardWSGI([plugin]))
+
+
+def get(client, route, **params):
+    resp = client.get(f"/data/plugin/canning/timeline_{route}", query_string=params)
+    return resp.status_code, resp.get_data(), resp.headers
+
+
+def test_routes_over_http_ranks_tiles_and_download(client):
+    code, body, _ = get(client, "ranks", run=".", window_index=0)
+    ranks = json.loads(body)["ranks"]
+    assert code == 200 and sorted(r["rank"] for r in ranks) == list(range(8))
+    member = ranks[3]
+    params = {"run": ".", "worker": member["worker"], "window": member["window"]}
+    code, body, _ = get(client, "tracks", **params)
+    tracks = json.loads(body)
+    assert code == 200 and tracks["rank"] == member["rank"]
+    code, body, headers = get(client, "tile", **params, start_ns=0, end_ns=tracks["duration_ns"], width=800,
+                              tracks=",".join(str(t["id"]) for t in tracks["tracks"][:2]))
+    assert code == 200 and headers["Content-Type"] == "application/octet-stream"
+    header, items = decode(body)
+    assert {r[0] for r in header["rows"]} <= {0, 1} and header["count"] == len(items["start"])
+    code, body, _ = get(client, "tile", **params, start_ns=5, end_ns=1, width=800)
+    assert code == 400 and "end_ns" in json.loads(body)["error"]
+    code, body, headers = get(client, "download", **params)
+    original = fixture_path("param", "dlrm_8ranks", f"{member['worker']}.{member['window']}.pt.trace.json.gz")
+    assert code == 200 and body == original.read_bytes()
+    assert "attachment" in headers["Content-Disposition"]
+
+
+def test_ascend_download_is_a_chrome_trace_of_every_event():
+    store, run, worker, win = first_window(("ascend", "level1"))
+    cache = timeline.IndexCache()
+    name, chunks = timeline.download_impl(cache, store, run, worker, win)
+    trace = json.loads(b"".join(chunks))
+    complete = [e for e in trace["traceEvents"] if e["ph"] == "X"]
+    assert name.endswith(".pt.trace.json") and len(complete) == len(cache.get(store, run, worker, win).table)
