@@ -215,3 +215,30 @@ def test_ascend_download_is_a_chrome_trace_of_every_event():
     trace = json.loads(b"".join(chunks))
     complete = [e for e in trace["traceEvents"] if e["ph"] == "X"]
     assert name.endswith(".pt.trace.json") and len(complete) == len(cache.get(store, run, worker, win).table)
+
+
+def test_collective_peers_across_ranks_against_the_raw_files(client):
+    code, body, _ = get(client, "ranks", run=".", window_index=0)
+    ranks = json.loads(body)["ranks"]
+    member = ranks[0]
+    params = {"run": ".", "worker": member["worker"], "window": member["window"]}
+    code, body, _ = get(client, "search", **params, q="nccl:all_to_all", exact=1)
+    found = json.loads(body)
+    third = found["next"]
+    for _ in range(2):  # the third call
+        third = json.loads(get(client, "search", **params, q="nccl:all_to_all", exact=1, at_ns=third["start_ns"])[1])["next"]
+    peers = json.loads(get(client, "peers", **params, event=third["event"])[1])
+    assert peers["collective"] and len(peers["peers"]) == 8
+    starts = {}
+    for rank in ranks:  # by hand: the third nccl:all_to_all of each rank's raw file, by start
+        path = fixture_path("param", "dlrm_8ranks", f"{rank['worker']}.{rank['window']}.pt.trace.json.gz")
+        calls = sorted(e["ts"] for e in raw_events(path) if e.get("ph") == "X" and e["name"] == "nccl:all_to_all"
+                       and e.get("cat") == "user_annotation")
+        starts[rank["rank"]] = round(calls[2] * 1000)
+    last = max(starts, key=starts.get)
+    by_rank = {p["rank"]: p for p in peers["peers"]}
+    assert [r for r, p in by_rank.items() if p["last"]] == [last]
+    for rank in ranks:
+        peer = by_rank[rank["rank"]]
+        assert peer["start_ns"] == starts[rank["rank"]] - rank["start_ns"]
+        assert peer["wait_ns"] == starts[last] - starts[rank["rank"]]

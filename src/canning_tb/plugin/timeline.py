@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from .errors import RouteError, window_digest
 
 log = logging.getLogger("canning_tb.plugin")
-_MEMORY_ITEMS = 6
+_MEMORY_ITEMS = 16  # the ranks of a window side by side
 
 
 @dataclass
@@ -140,12 +140,13 @@ def slice_impl(cache: IndexCache, store, run, worker, window, event: int) -> dic
 
 
 def search_impl(cache: IndexCache, store, run, worker, window, text: str, at_ns: int,
-                tracks: list[int] | None) -> dict:
+                tracks: list[int] | None, exact: bool = False) -> dict:
     from canning_tb.timeline.details import brief
     from canning_tb.timeline.query import search
     loaded = cache.get(store, run, worker, window)
-    found = search(loaded.table, text, loaded.origin + at_ns, _tracks_filter(loaded, tracks), loaded.index.track_of)
-    for key in ("next", "previous"):
+    found = search(loaded.table, text, loaded.origin + at_ns, _tracks_filter(loaded, tracks), loaded.index.track_of,
+                   exact)
+    for key in ("next", "previous", "longest"):
         if found[key] is not None:
             found[key] = brief(loaded.table, loaded.index, found[key], loaded.origin)
     return dict(found, query=text)
@@ -203,3 +204,23 @@ def ranks_impl(store, run, position: int) -> dict:
     for member in members:
         member["offset_ns"] = member["start_ns"] - base
     return {"run": run, "position": position, "ranks": members}
+
+
+def peers_impl(cache: IndexCache, store, run, worker, window, event: int) -> dict:
+    """The peers of a collective on every rank's window at the same position (timeline/peers.py)."""
+    from canning_tb.timeline.peers import is_collective, peers
+    selected = cache.get(store, run, worker, window)
+    if not 0 <= event < len(selected.table):
+        raise RouteError(404, f"no event {event} in this window ({len(selected.table)} events)")
+    if not is_collective(selected.table, event):
+        return {"collective": False, "name": selected.table.name(event) or "", "peers": []}
+    members = store.windows_at(run, store.position(run, worker, window))
+    loaded = [cache.get(store, run, member.name, found.id) for member, found in members]
+    chosen = next(i for i, (member, found) in enumerate(members) if (member.name, found.id) == (worker, window))
+    answers = []
+    for (member, found), one, peer in zip(members, loaded, peers([one.table for one in loaded], chosen, event)):
+        if peer:
+            answers.append({"worker": member.name, "window": found.id, "rank": one.rank, "event": peer["event"],
+                            "start_ns": peer["start"] - one.origin, "dur_ns": peer["dur_ns"],
+                            "wait_ns": peer["wait_ns"], "last": peer["last"]})
+    return {"collective": True, "name": selected.table.name(event) or "", "peers": answers}

@@ -6,17 +6,21 @@ import numpy as np
 from canning_tb.ingest.table import EventTable
 
 
-def matching_names(table: EventTable, text: str) -> np.ndarray:
-    """String ids whose text holds `text` (case-insensitive)."""
+def matching_names(table: EventTable, text: str, exact: bool = False) -> np.ndarray:
+    """String ids whose text holds `text` (case-insensitive), or is `text` exactly."""
+    if exact:
+        found = table.strings.find(text)
+        return np.array([found] if found >= 0 else [], np.int64)
     needle = text.lower()
     return np.array([i for i, value in enumerate(table.strings.values) if needle in value.lower()], np.int64)
 
 
-def search(table: EventTable, text: str, at_ns: int, tracks: np.ndarray | None, track_of: np.ndarray) -> dict:
-    """How many events' names hold `text`, and the first match starting after `at_ns` and the
-    last one starting before it (absolute ns), by start time."""
+def search(table: EventTable, text: str, at_ns: int, tracks: np.ndarray | None, track_of: np.ndarray,
+           exact: bool = False) -> dict:
+    """How many events' names hold `text` (or are `text`), the first match starting after `at_ns`
+    and the last one starting before it (absolute ns), by start time, and the longest match."""
     ev = table.events
-    ids = matching_names(table, text)
+    ids = matching_names(table, text, exact)
     hits = np.isin(ev["name"], ids) if len(ids) else np.zeros(len(table), bool)
     if tracks is not None:
         hits &= np.isin(track_of, tracks)
@@ -28,7 +32,8 @@ def search(table: EventTable, text: str, at_ns: int, tracks: np.ndarray | None, 
     return {"count": int(len(rows)),
             "next": int(rows[after]) if after < len(rows) else None,
             "previous": int(rows[before]) if before >= 0 else None,
-            "next_index": after if after < len(rows) else None}
+            "next_index": after if after < len(rows) else None,
+            "longest": int(rows[np.argmax(ev["dur"][rows])]) if len(rows) else None}
 
 
 def range_summary(table: EventTable, t0: int, t1: int, tracks: np.ndarray | None, track_of: np.ndarray,
