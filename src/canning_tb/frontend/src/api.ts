@@ -463,3 +463,176 @@ export async function getJSON<T>(route: string, params: Record<string, string> =
 export function windowParams(sel: Selection): Record<string, string> {
   return { run: sel.run, worker: sel.worker, window: sel.window };
 }
+
+// -- the timeline's routes (/timeline_*; docs/http_api.md, "Timeline routes") ------------------------
+
+export interface TimelineTrack {
+  id: number;
+  name: string;
+  pid: number;
+  tid: number;
+  device: number;
+  kind: "host" | "device";
+  rows: number[];
+  events: number;
+}
+
+export interface TimelineStep {
+  number: number;
+  start_ns: number;
+  dur_ns: number;
+}
+
+export interface TimelineTracksResponse {
+  run: string;
+  worker: string;
+  window: string;
+  rank: number;
+  start_ns: number;
+  duration_ns: number;
+  events: number;
+  tracks: TimelineTrack[];
+  steps: TimelineStep[];
+  memory_devices: string[];
+}
+
+export interface TimelineTileHeader {
+  start_ns: number;
+  end_ns: number;
+  width: number;
+  rows: [number, number][];
+  count: number;
+  events_in_range: number;
+  names: string[];
+}
+
+/** A decoded /timeline_tile answer: the header and one typed array per item column. */
+export interface TimelineTile {
+  header: TimelineTileHeader;
+  start: Float64Array;
+  dur: Float64Array;
+  event: Int32Array;
+  name: Int32Array;
+  count: Uint32Array;
+  row: Uint32Array;
+  bytes: number;
+}
+
+export interface TimelineBrief {
+  event: number;
+  name: string;
+  kind: string;
+  start_ns: number;
+  dur_ns: number;
+  track: number;
+  depth: number;
+}
+
+export interface TimelineSliceResponse extends TimelineBrief {
+  category: string;
+  self_ns: number;
+  input_shapes: string;
+  call_stack: string[];
+  args: Record<string, string | number>;
+  links: TimelineBrief[];
+}
+
+export interface TimelineSearchResponse {
+  query: string;
+  count: number;
+  next: TimelineBrief | null;
+  previous: TimelineBrief | null;
+  longest: TimelineBrief | null;
+  next_index: number | null;
+}
+
+export interface TimelineSummaryRow {
+  name: string;
+  total_ns: number;
+  count: number;
+}
+
+export interface TimelineSummaryResponse {
+  start_ns: number;
+  end_ns: number;
+  events: number;
+  names: number;
+  rows: TimelineSummaryRow[];
+}
+
+export interface TimelineCounter {
+  device: string;
+  measure: "allocated" | "reserved";
+  ts_ns: number[];
+  bytes: number[];
+}
+
+export interface TimelineCountersResponse {
+  start_ns: number;
+  end_ns: number;
+  memory: TimelineCounter[];
+}
+
+export interface TimelineRank {
+  worker: string;
+  window: string;
+  rank: number;
+  start_ns: number;
+  duration_ns: number;
+  first_step_ns: number;
+  offset_ns: number;
+}
+
+export interface TimelineRanksResponse {
+  run: string;
+  position: number;
+  ranks: TimelineRank[];
+}
+
+export interface TimelinePeer {
+  worker: string;
+  window: string;
+  rank: number;
+  event: number;
+  start_ns: number;
+  dur_ns: number;
+  track: number;
+  depth: number;
+  wait_ns: number;
+  last: boolean;
+}
+
+export interface TimelinePeersResponse {
+  collective: boolean;
+  name: string;
+  peers: TimelinePeer[];
+}
+
+/** Reads a /timeline_tile answer (layout: docs/http_api.md): JSON errors become ApiErrors. */
+export async function getTile(params: Record<string, string>, signal?: AbortSignal): Promise<TimelineTile> {
+  const resp = await fetch(`./timeline_tile?${new URLSearchParams(params).toString()}`, { signal });
+  if (!resp.ok) {
+    const body: unknown = await resp.json().catch(() => null);
+    throw new ApiError(errorOf(body, resp.status), resp.status);
+  }
+  const buffer = await resp.arrayBuffer();
+  const length = new DataView(buffer).getUint32(0, true);
+  const header = JSON.parse(new TextDecoder().decode(new Uint8Array(buffer, 4, length))) as TimelineTileHeader;
+  const count = header.count;
+  let offset = 4 + length;
+  const take = <T>(make: (buf: ArrayBuffer, at: number, n: number) => T, size: number): T => {
+    const array = make(buffer, offset, count);
+    offset += size * count;
+    return array;
+  };
+  return {
+    header,
+    start: take((b, at, n) => new Float64Array(b, at, n), 8),
+    dur: take((b, at, n) => new Float64Array(b, at, n), 8),
+    event: take((b, at, n) => new Int32Array(b, at, n), 4),
+    name: take((b, at, n) => new Int32Array(b, at, n), 4),
+    count: take((b, at, n) => new Uint32Array(b, at, n), 4),
+    row: take((b, at, n) => new Uint32Array(b, at, n), 4),
+    bytes: buffer.byteLength,
+  };
+}

@@ -8,8 +8,8 @@
 // iframe is same-origin; outside an iframe (tests, a bare page) its own hash is used.
 import type { GroupBy } from "./api";
 
-export type ViewId = "overview" | "operators" | "kernels" | "memory" | "communication";
-export const VIEW_IDS: ViewId[] = ["overview", "operators", "kernels", "memory", "communication"];
+export type ViewId = "overview" | "operators" | "kernels" | "memory" | "communication" | "timeline";
+export const VIEW_IDS: ViewId[] = ["overview", "operators", "kernels", "memory", "communication", "timeline"];
 export const DEFAULT_VIEW: ViewId = "operators";
 
 export interface OperatorsOptions {
@@ -30,6 +30,19 @@ export interface MemoryOptions {
   range: [number, number] | null;
 }
 
+export interface TimelineOptions {
+  /** the visible time range, ns relative to the selected window's start; null = the whole window */
+  range: [number, number] | null;
+  /** the selected slice's event id in the selected window; -1 = none */
+  event: number;
+  search: string;
+  /** every rank's window at this position side by side, or only the selected one */
+  ranks: boolean;
+  align: "clock" | "step";
+  /** a name to open at its longest call (set by links from the other views, then resolved) */
+  focus: string;
+}
+
 export interface AppState {
   run: string;
   worker: string;
@@ -38,6 +51,7 @@ export interface AppState {
   operators: OperatorsOptions;
   kernels: KernelsOptions;
   memory: MemoryOptions;
+  timeline: TimelineOptions;
 }
 
 function defaultState(): AppState {
@@ -49,6 +63,7 @@ function defaultState(): AppState {
     operators: { group: "name", search: "", top: 10, chart: "bar", sort: "", desc: true },
     kernels: { group: "name", search: "" },
     memory: { device: "", range: null },
+    timeline: { range: null, event: -1, search: "", ranks: false, align: "clock", focus: "" },
   };
 }
 
@@ -74,6 +89,12 @@ function toParams(state: AppState): [string, string][] {
     ["k.search", state.kernels.search, base.kernels.search],
     ["mem.device", state.memory.device, base.memory.device],
     ["mem.range", state.memory.range ? state.memory.range.join("-") : "", ""],
+    ["tl.range", state.timeline.range ? state.timeline.range.join("~") : "", ""],
+    ["tl.event", String(state.timeline.event), String(base.timeline.event)],
+    ["tl.search", state.timeline.search, base.timeline.search],
+    ["tl.ranks", String(state.timeline.ranks), String(base.timeline.ranks)],
+    ["tl.align", state.timeline.align, base.timeline.align],
+    ["tl.focus", state.timeline.focus, base.timeline.focus],
   ];
   return flat.filter(([, value, dflt]) => value !== dflt).map(([key, value]) => [key, value]);
 }
@@ -87,6 +108,24 @@ function parseRange(text: string | undefined): [number, number] | null {
   if (!match) return null;
   const [lo, hi] = [Number(match[1]), Number(match[2])];
   return lo <= hi ? [lo, hi] : null;
+}
+
+/** A timeline range "lo~hi" (ns, may be negative: other ranks can start before the selected one). */
+function parseSpan(text: string | undefined): [number, number] | null {
+  const match = /^(-?\d+)~(-?\d+)$/.exec(text ?? "");
+  if (!match) return null;
+  const [lo, hi] = [Number(match[1]), Number(match[2])];
+  return lo < hi ? [lo, hi] : null;
+}
+
+function timelineFromParams(options: TimelineOptions, get: (key: string) => string | undefined): void {
+  options.range = parseSpan(get("tl.range"));
+  const event = Number(get("tl.event") ?? -1);
+  options.event = Number.isInteger(event) && event >= 0 ? event : -1;
+  options.search = get("tl.search") ?? "";
+  options.ranks = get("tl.ranks") === "true";
+  options.align = oneOf(get("tl.align"), ["clock", "step"] as const, options.align);
+  options.focus = get("tl.focus") ?? "";
 }
 
 /** The state a URL's keys describe; unknown or malformed values fall back to the defaults. */
@@ -109,6 +148,7 @@ function fromParams(params: Map<string, string>): AppState {
   state.kernels.search = get("k.search") ?? "";
   state.memory.device = get("mem.device") ?? "";
   state.memory.range = parseRange(get("mem.range"));
+  timelineFromParams(state.timeline, get);
   return state;
 }
 
@@ -187,5 +227,9 @@ export class AppStore {
 
   memory(patch: Partial<MemoryOptions>): void {
     this.update({ memory: { ...this.current.memory, ...patch } });
+  }
+
+  timeline(patch: Partial<TimelineOptions>): void {
+    this.update({ timeline: { ...this.current.timeline, ...patch } });
   }
 }

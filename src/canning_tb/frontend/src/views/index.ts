@@ -3,6 +3,7 @@ import { kernelsView } from "./kernels";
 import { memoryView } from "./memory";
 import { operatorsView } from "./operators";
 import { overviewView } from "./overview";
+import { timelineView } from "./timeline";
 import type { ViewDef } from "./view";
 
-export const VIEWS: ViewDef[] = [overviewView, operatorsView, kernelsView, memoryView, communicationView];
+export const VIEWS: ViewDef[] = [overviewView, operatorsView, kernelsView, memoryView, communicationView, timelineView];

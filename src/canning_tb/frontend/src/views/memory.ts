@@ -17,6 +17,7 @@ import { RawChart, tipLines } from "../chart";
 import { h, option } from "../dom";
 import { bytes, int, mb, ms } from "../format";
 import { card, errorText, fetchOr, kvTable, problemsList, SortTable, type Col } from "./common";
+import { timelineAt } from "./timeline_link";
 import { showEmpty, showLoading, type ViewDef, type ViewHost } from "./view";
 
 const MB = 1048576;
@@ -257,7 +258,7 @@ class MemoryPanel {
       ...[problemsList(this.data.problems, "mem-problems")].filter((el): el is HTMLElement => !!el),
       this.toolbar(dev),
       ...[emptyCacheWarning(dev)].filter((el): el is HTMLElement => !!el),
-      h("div", { class: "grid-mem" }, card("Memory over time (MB)", chartEl), card("Summary", summaryTable(dev))),
+      h("div", { class: "grid-mem" }, card("Memory over time (MB)", chartEl), card("Summary", summaryTable(dev), timelineAt(this.host.store, dev.peak_ts_ns, 2_000_000, "mem-timeline-link", "Show the peak in the Timeline"))),
       h("section", { class: "card" }, eventsHead, wrap(this.events.el)),
       h("div", { class: "grid2" }, card("Operators allocating in the range", wrap(this.rangeOps.el)), card("Operators over the whole window", wrap(this.windowOps.el))),
       ...[componentsCard(dev)].filter((el): el is HTMLElement => !!el),

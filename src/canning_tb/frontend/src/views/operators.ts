@@ -6,6 +6,7 @@ import { clear, h, option } from "../dom";
 import { int, us } from "../format";
 import type { OperatorsOptions } from "../state";
 import { downloadCSV, errorText, fetchOr, problemsList, safeName, SortTable, type Col } from "./common";
+import { timelineLink } from "./timeline_link";
 import { showLoading, type ViewDef, type ViewHost } from "./view";
 
 type OpRow = OpStat;
@@ -285,6 +286,7 @@ class OperatorsPanel {
         h("section", {}, h("h4", { text: `Call stacks (${int(detail.stacks.length)})` }), ...(note ? [note] : []), wrap(this.stacksTable(detail))),
         h("section", {}, h("h4", { text: `Kernels launched (${int(detail.kernels.length)})` }), wrap(this.kernelsTable(detail))),
       ),
+      timelineLink(this.host.store, op.name, "op-timeline-link"),
     ];
   }
 

@@ -1,0 +1,387 @@
+// Timeline: the window's tracks (host threads, device streams, NPU planes) with nested slices on a
+// <canvas>, drawn from /timeline_tile answers at the canvas' pixel width; every rank's window side by
+// side on one axis (by clock or by first step); details, search, range summaries and collective peers
+// from their routes. The visible range, the selected slice and the options live in the app state.
+import { getJSON, type Selection, type TimelineBrief, type TimelinePeersResponse, type TimelineRank, type TimelineSearchResponse, type TimelineSliceResponse, type TimelineSummaryResponse } from "../api";
+import { h, option } from "../dom";
+import { errorText } from "./common";
+import { GUTTER, RULER, drawLanes, drawRuler, toNs, type Boxes, type Marks, type Viewport } from "./timeline_draw";
+import { attachInput, type TimelineActions } from "./timeline_input";
+import { drawMarks } from "./timeline_marks";
+import { layout, loadRanks, loadTracks, refreshRank, shifts, type Lane, type RankView } from "./timeline_model";
+import { detailsPanel, summaryPanel, type SideActions } from "./timeline_side";
+import { showError, showLoading, type ViewDef, type ViewHost } from "./view";
+
+const MIN_SPAN = 1000; // ns
+
+class TimelinePanel implements TimelineActions, SideActions {
+  private canvas = h("canvas", { id: "timeline-canvas", tabindex: "0" });
+  private wrap = h("div", { class: "timeline-canvas-wrap" }, this.canvas);
+  private side = h("div", { id: "timeline-side", class: "timeline-sidebar" });
+  private count = h("span", { id: "timeline-search-count", class: "muted" });
+  private status = h("span", { id: "timeline-status", class: "muted" });
+  private view: Viewport = { lo: 0, hi: 1, width: 1 };
+  private lanes: Lane[] = [];
+  private boxes: Boxes = new Map();
+  private marks: Marks = { selected: null, peers: new Map(), links: [], range: null };
+  private slice: TimelineSliceResponse | null = null;
+  private fetching: AbortController | null = null;
+  private timer = 0;
+
+  constructor(private host: ViewHost, private ranks: RankView[], private rankList: TimelineRank[], private selected: number) {}
+
+  private get options() {
+    return this.host.store.state.timeline;
+  }
+
+  show(): void {
+    this.host.el.replaceChildren(this.toolbar(), h("div", { class: "timeline-body" }, this.wrap, this.side));
+    attachInput(this.host.el, this.canvas, this, this.host.signal);
+    this.canvas.addEventListener("mousemove", (event) => this.hover(event));
+    const observer = new ResizeObserver(() => this.resize());
+    observer.observe(this.wrap);
+    this.host.signal.addEventListener("abort", () => observer.disconnect());
+    const full = this.fullRange();
+    const [lo, hi] = this.options.range ?? full;
+    this.view = { lo, hi, width: Math.max(1, this.wrap.clientWidth - GUTTER) };
+    this.lanes = layout(this.ranks);
+    this.refetch();
+    if (this.options.focus) void this.focus(this.options.focus);
+    else if (this.options.event >= 0) void this.select(this.selected, this.options.event, false);
+  }
+
+  private fullRange(): [number, number] {
+    const ends = this.ranks.map((rank) => [rank.shift, rank.shift + rank.tracks.duration_ns]);
+    return [Math.min(...ends.map((e) => e[0])), Math.max(...ends.map((e) => e[1]), MIN_SPAN)];
+  }
+
+  private toolbar(): HTMLElement {
+    const search = h("input", { id: "timeline-search", type: "search", placeholder: "Search slices by name", "aria-label": "Search slices by name" });
+    search.value = this.options.search;
+    search.onchange = () => {
+      this.host.store.timeline({ search: search.value });
+      void this.search(1);
+    };
+    const prev = h("button", { type: "button", class: "button", id: "timeline-prev", title: "Previous match" }, "◀");
+    const next = h("button", { type: "button", class: "button", id: "timeline-next", title: "Next match" }, "▶");
+    prev.onclick = () => void this.search(-1);
+    next.onclick = () => void this.search(1);
+    const fit = h("button", { type: "button", class: "button", id: "timeline-fit", title: "Fit the selected range, or the whole window (F)" }, "Fit");
+    fit.onclick = () => this.fit();
+    const ranks = h("input", { type: "checkbox", id: "timeline-ranks" });
+    ranks.checked = this.options.ranks;
+    ranks.onchange = () => {
+      this.host.store.timeline({ ranks: ranks.checked, range: null });
+      void load(this.host);
+    };
+    const align = h("select", { id: "timeline-align", "aria-label": "Align ranks" }, option("clock", "on the clock", this.options.align === "clock"), option("step", "on the first step", this.options.align === "step"));
+    align.disabled = !this.options.ranks;
+    align.onchange = () => this.align(align.value as "clock" | "step");
+    const params = new URLSearchParams({ ...this.host.sel }).toString();
+    const download = h("a", { id: "timeline-download", class: "button", href: `./timeline_download?${params}`, download: "" }, "Download trace");
+    return h("div", { class: "toolbar" }, h("label", { class: "grow" }, search), prev, next, this.count, fit,
+      h("label", {}, ranks, "All ranks"), h("label", {}, "Align ", align), download, this.status,
+      h("span", { class: "muted", text: "Wheel/W/S zoom · drag/A/D pan · shift+drag selects · F fits" }));
+  }
+
+  // -- drawing ------------------------------------------------------------------------------------
+
+  private resize(): void {
+    this.view.width = Math.max(1, this.wrap.clientWidth - GUTTER);
+    this.draw();
+    this.refetch();
+  }
+
+  private draw(): void {
+    const ratio = window.devicePixelRatio || 1;
+    const height = RULER + this.lanes.reduce((sum, lane) => sum + lane.height, 0) + 4;
+    const width = GUTTER + this.view.width;
+    if (this.canvas.width !== Math.round(width * ratio) || this.canvas.height !== Math.round(height * ratio)) {
+      this.canvas.width = Math.round(width * ratio);
+      this.canvas.height = Math.round(height * ratio);
+      this.canvas.style.width = `${width}px`;
+      this.canvas.style.height = `${height}px`;
+    }
+    const ctx = this.canvas.getContext("2d");
+    if (!ctx) return;
+    ctx.setTransform(ratio, 0, 0, ratio, 0, 0);
+    ctx.clearRect(0, 0, width, height);
+    drawRuler(ctx, this.view, height);
+    this.boxes = drawLanes(ctx, this.view, this.ranks, this.lanes);
+    drawMarks(ctx, this.view, this.ranks, this.lanes, this.marks, this.slice, height);
+    this.describe();
+  }
+
+  /** What is drawn, on the canvas' data attributes (tests and curious users read them). */
+  private describe(): void {
+    const data = this.canvas.dataset;
+    data.lo = String(Math.round(this.view.lo));
+    data.hi = String(Math.round(this.view.hi));
+    data.items = String(this.ranks.reduce((sum, rank) => sum + (rank.tile?.header.count ?? 0), 0));
+    data.bytes = String(this.ranks.reduce((sum, rank) => sum + (rank.tile?.bytes ?? 0), 0));
+    data.ranks = String(this.ranks.length);
+    data.lanes = String(this.lanes.length);
+    const box = this.selectedBox();
+    data.selectedBox = box ? [box.x, box.y, box.w, box.h].map((v) => Math.round(v)).join(",") : "";
+  }
+
+  private selectedBox() {
+    const sel = this.marks.selected;
+    if (!sel) return null;
+    const rank = this.ranks[sel.rank];
+    for (const box of this.boxes.get(sel.rank) ?? []) if (rank.tile?.event[box.item] === sel.event) return box;
+    return null;
+  }
+
+  private refetch(): void {
+    window.clearTimeout(this.timer);
+    this.timer = window.setTimeout(() => void this.fetchTiles(), 30);
+  }
+
+  private async fetchTiles(): Promise<void> {
+    this.fetching?.abort();
+    const controller = new AbortController();
+    this.fetching = controller;
+    this.host.signal.addEventListener("abort", () => controller.abort());
+    const { lo, hi, width } = this.view;
+    try {
+      await Promise.all(this.ranks.map((rank) => refreshRank(rank, lo, hi, width, controller.signal)));
+    } catch (err) {
+      if ((err as Error).name !== "AbortError") this.status.textContent = errorText(err);
+      return;
+    }
+    if (controller.signal.aborted) return;
+    this.lanes = layout(this.ranks);
+    this.status.textContent = "";
+    this.draw();
+    this.host.setState("loaded");
+  }
+
+  // -- navigation ---------------------------------------------------------------------------------
+
+  private setRange(lo: number, hi: number, write: boolean): void {
+    if (hi - lo < MIN_SPAN) [lo, hi] = [(lo + hi) / 2 - MIN_SPAN / 2, (lo + hi) / 2 + MIN_SPAN / 2];
+    this.view.lo = lo;
+    this.view.hi = hi;
+    this.draw();
+    this.refetch();
+    if (write) this.settle();
+  }
+
+  settle(): void {
+    this.host.store.timeline({ range: [Math.floor(this.view.lo), Math.ceil(this.view.hi)] });
+  }
+
+  zoom(factor: number, x: number): void {
+    const at = toNs(this.view, x);
+    this.setRange(at - (at - this.view.lo) * factor, at + (this.view.hi - at) * factor, false);
+  }
+
+  pan(dx: number): void {
+    const shift = (dx / this.view.width) * (this.view.hi - this.view.lo);
+    this.setRange(this.view.lo + shift, this.view.hi + shift, false);
+  }
+
+  fit(): void {
+    const [lo, hi] = this.marks.range ?? this.fullRange();
+    this.setRange(lo, hi, true);
+  }
+
+  zoomTo(lo: number, hi: number): void {
+    this.setRange(lo, hi, true);
+  }
+
+  private align(align: "clock" | "step"): void {
+    this.host.store.timeline({ align });
+    const offsets = shifts(this.rankList, this.selected, align);
+    this.ranks.forEach((rank, i) => (rank.shift = offsets[i]));
+    this.setRange(...this.fullRange(), true);
+  }
+
+  /** Show a slice: keep the zoom when it is visible and wider than a third of a pixel, else zoom
+   * around it. */
+  private reveal(rank: number, slice: Pick<TimelineBrief, "start_ns" | "dur_ns">): void {
+    const start = slice.start_ns + this.ranks[rank].shift;
+    const end = start + slice.dur_ns;
+    const span = this.view.hi - this.view.lo;
+    if (start >= this.view.lo && end <= this.view.hi && slice.dur_ns * 3 >= span / this.view.width) {
+      this.draw();
+      return;
+    }
+    const wanted = Math.max(MIN_SPAN, slice.dur_ns * 3, Math.min(span, slice.dur_ns * 50));
+    this.setRange((start + end) / 2 - wanted / 2, (start + end) / 2 + wanted / 2, true);
+  }
+
+  // -- selection ----------------------------------------------------------------------------------
+
+  click(x: number, y: number): void {
+    const lane = this.lanes.find((l) => y - RULER >= l.y && y - RULER < l.y + l.height);
+    if (!lane) return;
+    if (lane.kind === "rank") {
+      this.ranks[lane.rank].collapsed = !this.ranks[lane.rank].collapsed;
+      this.lanes = layout(this.ranks);
+      this.draw();
+      this.refetch();
+      return;
+    }
+    const tile = this.ranks[lane.rank].tile;
+    const inLane = (this.boxes.get(lane.rank) ?? []).filter((b) => y >= b.y && y <= b.y + b.h);
+    // the box under the pointer, else one within a pixel (slices one pixel wide are hard to hit)
+    const box = inLane.find((b) => x >= b.x && x <= b.x + b.w) ?? inLane.find((b) => x >= b.x - 1 && x <= b.x + b.w + 1);
+    if (box && tile) void this.select(lane.rank, tile.event[box.item], false);
+  }
+
+  private hover(event: MouseEvent): void {
+    const rect = this.canvas.getBoundingClientRect();
+    const [x, y] = [event.clientX - rect.left, event.clientY - rect.top];
+    for (const [rank, boxes] of this.boxes) {
+      const box = boxes.find((b) => y >= b.y && y <= b.y + b.h && x >= b.x && x <= b.x + b.w);
+      const tile = this.ranks[rank].tile;
+      if (box && tile) {
+        const count = tile.count[box.item];
+        const name = tile.header.names[tile.name[box.item]];
+        this.canvas.title = count > 1 ? `${count} slices, mostly ${name}` : name;
+        return;
+      }
+    }
+    this.canvas.title = "";
+  }
+
+  async select(rank: number, event: number, reveal: boolean): Promise<void> {
+    const sel = this.ranks[rank].sel;
+    try {
+      const [slice, peers] = await Promise.all([
+        getJSON<TimelineSliceResponse>("timeline_slice", { ...sel, event: String(event) }, this.host.signal),
+        getJSON<TimelinePeersResponse>("timeline_peers", { ...sel, event: String(event) }, this.host.signal),
+      ]);
+      this.showSelection(rank, slice, peers, reveal);
+    } catch (err) {
+      if ((err as Error).name !== "AbortError") this.status.textContent = errorText(err);
+    }
+  }
+
+  private showSelection(rank: number, slice: TimelineSliceResponse, peers: TimelinePeersResponse, reveal: boolean): void {
+    this.slice = slice;
+    this.marks.selected = { rank, event: slice.event };
+    this.marks.links = slice.links;
+    this.marks.peers = new Map();
+    for (const peer of peers.peers) {
+      const index = this.rankIndex(peer.worker, peer.window);
+      if (index >= 0) this.marks.peers.set(index, peer);
+    }
+    if (rank === this.selected) this.host.store.timeline({ event: slice.event });
+    this.side.replaceChildren(detailsPanel(slice, peers, (worker, window) => this.rankIndex(worker, window), this.sideActions(rank)),
+      ...Array.from(this.side.querySelectorAll("#timeline-summary")));
+    if (reveal) this.reveal(rank, slice);
+    else this.draw();
+  }
+
+  private sideActions(rank: number): SideActions {
+    return {
+      goTo: (slice) => void this.select(rank, slice.event, true),
+      goToPeer: (index, event) => void this.select(index, event, true),
+      zoomTo: (lo, hi) => this.zoomTo(lo, hi),
+    };
+  }
+
+  goTo(slice: TimelineBrief): void {
+    void this.select(this.selected, slice.event, true);
+  }
+
+  goToPeer(rank: number, event: number): void {
+    void this.select(rank, event, true);
+  }
+
+  private rankIndex(worker: string, window: string): number {
+    return this.ranks.findIndex((rank) => rank.sel.worker === worker && rank.sel.window === window);
+  }
+
+  clear(): void {
+    this.slice = null;
+    this.marks = { selected: null, peers: new Map(), links: [], range: null };
+    this.side.replaceChildren();
+    this.host.store.timeline({ event: -1 });
+    this.draw();
+  }
+
+  // -- search and ranges --------------------------------------------------------------------------
+
+  private async search(direction: 1 | -1): Promise<void> {
+    const text = this.options.search.trim();
+    if (!text) {
+      this.count.textContent = "";
+      return;
+    }
+    const at = this.slice && this.marks.selected?.rank === this.selected ? this.slice.start_ns : Math.floor(this.view.lo - 1);
+    try {
+      const found = await getJSON<TimelineSearchResponse>("timeline_search", { ...this.host.sel, q: text, at_ns: String(at) }, this.host.signal);
+      const target = direction > 0 ? found.next : found.previous;
+      const position = found.next_index === null ? found.count : found.next_index;
+      this.count.textContent = found.count ? `${direction > 0 ? position + 1 : position} of ${found.count}` : "no match";
+      this.count.dataset.count = String(found.count);
+      if (target) await this.select(this.selected, target.event, true);
+    } catch (err) {
+      if ((err as Error).name !== "AbortError") this.count.textContent = errorText(err);
+    }
+  }
+
+  private async focus(name: string): Promise<void> {
+    const found = await getJSON<TimelineSearchResponse>("timeline_search", { ...this.host.sel, q: name, exact: "1" }, this.host.signal);
+    this.host.store.timeline({ focus: "", search: name });
+    const search = this.host.el.querySelector<HTMLInputElement>("#timeline-search");
+    if (search) search.value = name;
+    this.count.textContent = `${found.count} calls; showing the longest`;
+    if (found.longest) await this.select(this.selected, found.longest.event, true);
+  }
+
+  selectRange(x0: number, x1: number, done: boolean): void {
+    const [lo, hi] = [toNs(this.view, Math.min(x0, x1)), toNs(this.view, Math.max(x0, x1))];
+    this.marks.range = [lo, hi];
+    this.draw();
+    if (done) void this.summarize(Math.floor(lo), Math.ceil(hi));
+  }
+
+  private async summarize(lo: number, hi: number): Promise<void> {
+    const shift = this.ranks[this.selected].shift;
+    const params = { ...this.host.sel, start_ns: String(lo - shift), end_ns: String(Math.max(hi, lo + 1) - shift) };
+    try {
+      const summary = await getJSON<TimelineSummaryResponse>("timeline_summary", params, this.host.signal);
+      this.side.querySelector("#timeline-summary")?.remove();
+      this.side.append(summaryPanel(summary, this));
+    } catch (err) {
+      if ((err as Error).name !== "AbortError") this.status.textContent = errorText(err);
+    }
+  }
+}
+
+async function rankViews(host: ViewHost): Promise<{ views: RankView[]; list: TimelineRank[]; selected: number }> {
+  const options = host.store.state.timeline;
+  const { ranks, selected } = await loadRanks(host.sel, options.ranks, host.signal);
+  const sels: Selection[] = ranks.length ? ranks.map((r) => ({ run: host.sel.run, worker: r.worker, window: r.window })) : [host.sel];
+  const tracks = await Promise.all(sels.map((sel) => loadTracks(sel, host.signal)));
+  const offsets = ranks.length ? shifts(ranks, selected, options.align) : [0];
+  const views = sels.map((sel, i) => ({
+    sel, tracks: tracks[i], shift: offsets[i], collapsed: false, tile: null, counters: null,
+    label: `rank ${tracks[i].rank} · ${sel.worker}`,
+  }));
+  return { views, list: ranks, selected: ranks.length ? selected : 0 };
+}
+
+async function load(host: ViewHost): Promise<void> {
+  showLoading(host, "Indexing the events of this window for the timeline…");
+  try {
+    const { views, list, selected } = await rankViews(host);
+    if (host.signal.aborted) return;
+    new TimelinePanel(host, views, list, selected).show();
+  } catch (err) {
+    if (!host.signal.aborted && (err as Error).name !== "AbortError") showError(host, errorText(err));
+  }
+}
+
+export const timelineView: ViewDef = {
+  id: "timeline",
+  title: "Timeline",
+  mount(host) {
+    void load(host);
+  },
+};

@@ -1,0 +1,205 @@
+// Drawing the Timeline on a <canvas>: the ruler, each lane's label, the slices (merged items paler,
+// names elided to fit), steps, counter curves, the selection, peers and flow arrows. Pixel layout
+// only: every number drawn comes from the server.
+import type { TimelineBrief, TimelinePeer, TimelineTile } from "../api";
+import type { Lane, RankView } from "./timeline_model";
+
+export const GUTTER = 200;
+export const RULER = 24;
+
+export interface Viewport {
+  lo: number;
+  hi: number;
+  /** width of the data area in CSS pixels */
+  width: number;
+}
+
+export interface Marks {
+  selected: { rank: number; event: number } | null;
+  /** peers of the selected collective, per rank index */
+  peers: Map<number, TimelinePeer>;
+  links: TimelineBrief[];
+  range: [number, number] | null;
+}
+
+export function toX(view: Viewport, ns: number): number {
+  return GUTTER + ((ns - view.lo) / (view.hi - view.lo)) * view.width;
+}
+
+export function toNs(view: Viewport, x: number): number {
+  return view.lo + ((x - GUTTER) / view.width) * (view.hi - view.lo);
+}
+
+const colours = new Map<string, string>();
+
+/** One colour per name, the same at every zoom and on every rank. */
+export function colourOf(name: string): string {
+  let colour = colours.get(name);
+  if (!colour) {
+    let hash = 2166136261;
+    for (let i = 0; i < name.length; i++) hash = Math.imul(hash ^ name.charCodeAt(i), 16777619);
+    colour = `hsl(${(hash >>> 0) % 360}, 55%, ${62 + ((hash >>> 9) % 14)}%)`;
+    colours.set(name, colour);
+  }
+  return colour;
+}
+
+/** The longest prefix of `text` (with "…") that fits in `width` pixels, or "" if none does. */
+export function elide(ctx: CanvasRenderingContext2D, text: string, width: number): string {
+  if (width < 14) return "";
+  if (ctx.measureText(text).width <= width) return text;
+  let lo = 0;
+  let hi = text.length;
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >> 1;
+    if (ctx.measureText(`${text.slice(0, mid)}…`).width <= width) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo ? `${text.slice(0, lo)}…` : "";
+}
+
+/** Tick spacing: 1, 2 or 5 × a power of ten, about every 100 pixels. */
+function tickStep(view: Viewport): number {
+  const raw = ((view.hi - view.lo) / view.width) * 100;
+  const power = 10 ** Math.floor(Math.log10(Math.max(raw, 1)));
+  return [1, 2, 5, 10].map((m) => m * power).find((step) => step >= raw) ?? 10 * power;
+}
+
+export function timeText(ns: number): string {
+  const abs = Math.abs(ns);
+  if (abs >= 1e9) return `${(ns / 1e9).toFixed(3)} s`;
+  if (abs >= 1e6) return `${(ns / 1e6).toFixed(3)} ms`;
+  if (abs >= 1e3) return `${(ns / 1e3).toFixed(1)} µs`;
+  return `${Math.round(ns)} ns`;
+}
+
+export function drawRuler(ctx: CanvasRenderingContext2D, view: Viewport, height: number): void {
+  const step = tickStep(view);
+  ctx.fillStyle = "#f5f5f5";
+  ctx.fillRect(0, 0, GUTTER + view.width, RULER);
+  ctx.font = "11px system-ui, sans-serif";
+  ctx.textBaseline = "middle";
+  for (let t = Math.ceil(view.lo / step) * step; t <= view.hi; t += step) {
+    const x = Math.round(toX(view, t)) + 0.5;
+    ctx.strokeStyle = "#ececec";
+    ctx.beginPath();
+    ctx.moveTo(x, RULER);
+    ctx.lineTo(x, height);
+    ctx.stroke();
+    ctx.fillStyle = "#616161";
+    ctx.fillText(timeText(t), x + 3, RULER / 2);
+  }
+}
+
+function laneKey(rank: number, track: number, depth: number): string {
+  return `${rank}:${track}:${depth}`;
+}
+
+/** lane index by (rank, track, depth), for placing tile items. */
+export function laneIndex(lanes: Lane[]): Map<string, number> {
+  const index = new Map<string, number>();
+  lanes.forEach((lane, i) => {
+    if (lane.kind === "row") index.set(laneKey(lane.rank, lane.track, lane.depth), i);
+  });
+  return index;
+}
+
+export interface Box {
+  x: number;
+  y: number;
+  w: number;
+  h: number;
+  item: number;
+}
+
+/** Each drawn item's box per rank (for hit tests), computed while drawing. */
+export type Boxes = Map<number, Box[]>;
+
+function drawTile(ctx: CanvasRenderingContext2D, view: Viewport, rankIndex: number, rank: RankView, tile: TimelineTile,
+  lanes: Lane[], index: Map<string, number>, top: number): Box[] {
+  const boxes: Box[] = [];
+  const rowLane = tile.header.rows.map(([track, depth]) => index.get(laneKey(rankIndex, track, depth)) ?? -1);
+  ctx.font = "11px system-ui, sans-serif";
+  ctx.textBaseline = "middle";
+  for (let i = 0; i < tile.header.count; i++) {
+    const laneAt = rowLane[tile.row[i]];
+    if (laneAt < 0) continue;
+    const lane = lanes[laneAt];
+    const x = Math.max(GUTTER, toX(view, tile.start[i] + rank.shift));
+    const end = Math.min(GUTTER + view.width, toX(view, tile.start[i] + tile.dur[i] + rank.shift));
+    const w = Math.max(1, end - x);
+    const y = top + lane.y + 1;
+    const name = tile.header.names[tile.name[i]];
+    ctx.globalAlpha = tile.count[i] > 1 ? 0.55 : 1;
+    ctx.fillStyle = colourOf(name);
+    ctx.fillRect(x, y, w, lane.height - 2);
+    ctx.globalAlpha = 1;
+    const label = w > 20 ? elide(ctx, tile.count[i] > 1 ? `${name} (+${tile.count[i] - 1})` : name, w - 4) : "";
+    if (label) {
+      ctx.fillStyle = "#212121";
+      ctx.fillText(label, x + 2, y + lane.height / 2 - 1);
+    }
+    boxes.push({ x, y, w, h: lane.height - 2, item: i });
+  }
+  return boxes;
+}
+
+function drawSteps(ctx: CanvasRenderingContext2D, view: Viewport, rank: RankView, lane: Lane, top: number): void {
+  rank.tracks.steps.forEach((step, i) => {
+    const x = Math.max(GUTTER, toX(view, step.start_ns + rank.shift));
+    const end = Math.min(GUTTER + view.width, toX(view, step.start_ns + step.dur_ns + rank.shift));
+    if (end <= x) return;
+    ctx.fillStyle = i % 2 ? "#ffe0b2" : "#ffcc80";
+    ctx.fillRect(x, top + lane.y + 1, end - x, lane.height - 2);
+    ctx.fillStyle = "#212121";
+    ctx.fillText(elide(ctx, `Step ${step.number}`, end - x - 4), x + 2, top + lane.y + lane.height / 2);
+  });
+}
+
+function drawCounter(ctx: CanvasRenderingContext2D, view: Viewport, rank: RankView, lane: Lane, top: number): void {
+  const counter = rank.counters?.memory[lane.counter];
+  if (!counter || !counter.bytes.length) return;
+  const peak = Math.max(...counter.bytes, 1);
+  const bottom = top + lane.y + lane.height - 1;
+  ctx.beginPath();
+  ctx.moveTo(toX(view, counter.ts_ns[0] + rank.shift), bottom);
+  counter.ts_ns.forEach((t, i) => {
+    const x = toX(view, t + rank.shift);
+    const y = bottom - (counter.bytes[i] / peak) * (lane.height - 4);
+    if (i > 0) ctx.lineTo(x, bottom - (counter.bytes[i - 1] / peak) * (lane.height - 4));
+    ctx.lineTo(x, y);
+  });
+  ctx.lineTo(GUTTER + view.width, bottom - (counter.bytes[counter.bytes.length - 1] / peak) * (lane.height - 4));
+  ctx.lineTo(GUTTER + view.width, bottom);
+  ctx.fillStyle = counter.measure === "allocated" ? "rgba(33,150,243,0.35)" : "rgba(156,39,176,0.25)";
+  ctx.fill();
+}
+
+/** Lanes' backgrounds, contents and labels; returns the boxes drawn per rank. */
+export function drawLanes(ctx: CanvasRenderingContext2D, view: Viewport, ranks: RankView[], lanes: Lane[]): Boxes {
+  const index = laneIndex(lanes);
+  const boxes: Boxes = new Map();
+  ctx.font = "11px system-ui, sans-serif";
+  ctx.textBaseline = "middle";
+  for (const lane of lanes) {
+    const rank = ranks[lane.rank];
+    if (lane.kind === "rank") {
+      ctx.fillStyle = "#eeeeee";
+      ctx.fillRect(0, RULER + lane.y, GUTTER + view.width, lane.height);
+    } else if (lane.kind === "steps") drawSteps(ctx, view, rank, lane, RULER);
+    else if (lane.kind === "counter") drawCounter(ctx, view, rank, lane, RULER);
+  }
+  ranks.forEach((rank, i) => {
+    if (rank.tile) boxes.set(i, drawTile(ctx, view, i, rank, rank.tile, lanes, index, RULER));
+  });
+  ctx.fillStyle = "#fafafa";
+  ctx.fillRect(0, RULER, GUTTER, lanes.reduce((sum, lane) => sum + lane.height, 0));
+  for (const lane of lanes) {
+    if (!lane.label) continue;
+    ctx.fillStyle = lane.kind === "rank" ? "#212121" : "#616161";
+    ctx.font = lane.kind === "rank" ? "bold 12px system-ui, sans-serif" : "11px system-ui, sans-serif";
+    const text = lane.kind === "rank" ? `${ranks[lane.rank].collapsed ? "▸" : "▾"} ${lane.label}` : lane.label;
+    ctx.fillText(elide(ctx, text, GUTTER - 8), 4, RULER + lane.y + lane.height / 2);
+  }
+  return boxes;
+}

@@ -1,0 +1,103 @@
+// The Timeline's data in the browser: each rank shown (its tracks, its shift on the common axis, its
+// latest tile and counters) and the lanes drawn from them. Nothing here sums or counts events: the
+// tiles, summaries and peers come computed from the server; this only places them.
+import {
+  getJSON,
+  getTile,
+  type Selection,
+  type TimelineCountersResponse,
+  type TimelineRank,
+  type TimelineRanksResponse,
+  type TimelineTile,
+  type TimelineTracksResponse,
+} from "../api";
+
+export interface RankView {
+  sel: Selection;
+  label: string;
+  tracks: TimelineTracksResponse;
+  /** ns added to this rank's window-relative times to place them on the common axis */
+  shift: number;
+  collapsed: boolean;
+  tile: TimelineTile | null;
+  counters: TimelineCountersResponse | null;
+}
+
+export type LaneKind = "rank" | "steps" | "row" | "counter";
+
+export interface Lane {
+  kind: LaneKind;
+  rank: number;
+  label: string;
+  y: number;
+  height: number;
+  /** row lanes: the (track, depth) they draw; counter lanes: the counter's index */
+  track: number;
+  depth: number;
+  counter: number;
+}
+
+export const ROW_HEIGHT = 17;
+const RANK_HEIGHT = 20;
+const COUNTER_HEIGHT = 36;
+
+/** The lanes of every rank, top to bottom: a header, the steps, each track's rows, the counters. */
+export function layout(ranks: RankView[]): Lane[] {
+  const lanes: Lane[] = [];
+  let y = 0;
+  const push = (lane: Omit<Lane, "y">) => {
+    lanes.push({ ...lane, y });
+    y += lane.height;
+  };
+  ranks.forEach((rank, index) => {
+    const base = { rank: index, track: -1, depth: -1, counter: -1 };
+    if (ranks.length > 1) push({ ...base, kind: "rank", label: rank.label, height: RANK_HEIGHT });
+    push({ ...base, kind: "steps", label: "Steps", height: ROW_HEIGHT });
+    if (rank.collapsed) return;
+    for (const track of rank.tracks.tracks) {
+      track.rows.forEach((_, depth) => {
+        push({ ...base, kind: "row", label: depth === 0 ? track.name : "", height: ROW_HEIGHT, track: track.id, depth });
+      });
+    }
+    (rank.counters?.memory ?? []).forEach((counter, i) => {
+      push({ ...base, kind: "counter", label: `${counter.device} ${counter.measure}`, height: COUNTER_HEIGHT, counter: i });
+    });
+  });
+  return lanes;
+}
+
+/** Each rank's shift against the selected one: by the clock, or with their first steps aligned. */
+export function shifts(ranks: TimelineRank[], selected: number, align: "clock" | "step"): number[] {
+  const ref = ranks[selected];
+  return ranks.map((rank) =>
+    align === "clock" ? rank.offset_ns - ref.offset_ns : ref.first_step_ns - rank.first_step_ns,
+  );
+}
+
+export async function loadRanks(sel: Selection, all: boolean, signal: AbortSignal): Promise<{ ranks: TimelineRank[]; selected: number }> {
+  if (!all) return { ranks: [], selected: 0 };
+  const answer = await getJSON<TimelineRanksResponse>("timeline_ranks", { ...sel }, signal);
+  const selected = answer.ranks.findIndex((r) => r.worker === sel.worker && r.window === sel.window);
+  return { ranks: answer.ranks, selected: Math.max(0, selected) };
+}
+
+export async function loadTracks(sel: Selection, signal: AbortSignal): Promise<TimelineTracksResponse> {
+  return getJSON<TimelineTracksResponse>("timeline_tracks", { ...sel }, signal);
+}
+
+/** The tile and counters of one rank for the axis range [lo, hi] at `width` pixels. */
+export async function refreshRank(rank: RankView, lo: number, hi: number, width: number, signal: AbortSignal): Promise<void> {
+  const start = Math.floor(lo - rank.shift);
+  const end = Math.max(start + 1, Math.ceil(hi - rank.shift));
+  const params = { ...rank.sel, start_ns: String(start), end_ns: String(end), width: String(Math.max(1, Math.round(width))) };
+  if (rank.collapsed) {
+    rank.tile = null;
+    return;
+  }
+  const [tile, counters] = await Promise.all([
+    getTile(params, signal),
+    rank.tracks.memory_devices.length ? getJSON<TimelineCountersResponse>("timeline_counters", params, signal) : Promise.resolve(null),
+  ]);
+  rank.tile = tile;
+  rank.counters = counters;
+}

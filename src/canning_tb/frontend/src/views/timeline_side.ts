@@ -1,0 +1,79 @@
+// The Timeline's side panels: the selected slice's details (fields, call stack, linked events,
+// collective peers) and the summary of a selected range. They show the routes' answers as they are.
+import type { TimelineBrief, TimelinePeersResponse, TimelineSliceResponse, TimelineSummaryResponse } from "../api";
+import { h } from "../dom";
+import { bytes, int, us } from "../format";
+import { kvTable } from "./common";
+import { timeText } from "./timeline_draw";
+
+export interface SideActions {
+  /** select an event of the rank the details are about */
+  goTo(slice: TimelineBrief): void;
+  /** select a peer on another rank */
+  goToPeer(rank: number, event: number): void;
+  zoomTo(lo: number, hi: number): void;
+}
+
+function argText(key: string, value: string | number): string {
+  return key === "bytes" && typeof value === "number" ? bytes(value) : String(value);
+}
+
+function linksList(slice: TimelineSliceResponse, actions: SideActions): HTMLElement {
+  const list = h("ul", { id: "timeline-links", class: "timeline-links" });
+  for (const link of slice.links) {
+    const button = h("button", { type: "button", class: "link-button", "data-event": String(link.event) }, `${link.kind}: ${link.name}`);
+    button.onclick = () => actions.goTo(link);
+    list.append(h("li", {}, button, h("span", { class: "muted", text: ` ${timeText(link.start_ns)}, ${us(link.dur_ns)} µs` })));
+  }
+  return list;
+}
+
+function peersList(peers: TimelinePeersResponse, rankIndex: (worker: string, window: string) => number, actions: SideActions): HTMLElement {
+  const list = h("ul", { id: "timeline-peers", class: "timeline-links" });
+  for (const peer of peers.peers) {
+    const label = `rank ${peer.rank}: starts ${timeText(peer.start_ns)}, ${peer.last ? "arrived last" : `waits ${us(peer.wait_ns)} µs`}`;
+    const button = h("button", { type: "button", class: `link-button${peer.last ? " last" : ""}`, "data-rank": String(peer.rank) }, label);
+    const index = rankIndex(peer.worker, peer.window);
+    button.disabled = index < 0;
+    button.onclick = () => actions.goToPeer(index, peer.event);
+    list.append(h("li", {}, button));
+  }
+  return list;
+}
+
+export function detailsPanel(slice: TimelineSliceResponse, peers: TimelinePeersResponse | null,
+  rankIndex: (worker: string, window: string) => number, actions: SideActions): HTMLElement {
+  const rows: [string, string][] = [
+    ["Name", slice.name],
+    ["Category", slice.category],
+    ["Kind", slice.kind],
+    ["Start", timeText(slice.start_ns)],
+    ["Duration (µs)", us(slice.dur_ns)],
+    ["Self time (µs)", us(slice.self_ns)],
+  ];
+  if (slice.input_shapes) rows.push(["Input shapes", slice.input_shapes]);
+  for (const [key, value] of Object.entries(slice.args)) if (key !== "shapes" && key !== "stack") rows.push([key, argText(key, value)]);
+  const panel = h("section", { id: "timeline-details", class: "card timeline-side", "data-event": String(slice.event) },
+    h("h3", { class: "section-title", text: "Slice" }), kvTable("timeline-slice-table", rows, ["Field", "Value"]));
+  if (slice.call_stack.length) {
+    panel.append(h("h4", { text: "Call stack" }), h("ol", { id: "timeline-stack", class: "stack" }, ...slice.call_stack.map((frame) => h("li", { text: frame }))));
+  }
+  if (slice.links.length) panel.append(h("h4", { text: `Linked events (${int(slice.links.length)})` }), linksList(slice, actions));
+  if (peers?.collective && peers.peers.length) panel.append(h("h4", { text: "Peers on every rank" }), peersList(peers, rankIndex, actions));
+  return panel;
+}
+
+export function summaryPanel(summary: TimelineSummaryResponse, actions: SideActions): HTMLElement {
+  const zoom = h("button", { type: "button", class: "button", id: "timeline-zoom-range" }, "Zoom to range");
+  zoom.onclick = () => actions.zoomTo(summary.start_ns, summary.end_ns);
+  const table = h("table", { id: "timeline-summary-table", class: "data-table" },
+    h("thead", {}, h("tr", {}, h("th", { text: "Name" }), h("th", { class: "num", text: "Time in range (µs)" }), h("th", { class: "num", text: "Events" }))));
+  const body = h("tbody");
+  for (const row of summary.rows) {
+    body.append(h("tr", {}, h("td", { class: "name", text: row.name }), h("td", { class: "num", text: us(row.total_ns) }), h("td", { class: "num", text: int(row.count) })));
+  }
+  table.append(body);
+  return h("section", { id: "timeline-summary", class: "card timeline-side" },
+    h("h3", { class: "section-title", text: `Range ${timeText(summary.start_ns)} – ${timeText(summary.end_ns)}: ${int(summary.events)} events, ${int(summary.names)} names` }),
+    zoom, h("div", { class: "table-wrap short" }, table));
+}

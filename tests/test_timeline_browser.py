@@ -1,0 +1,178 @@
+"""The Timeline tab in a real TensorBoard, driven by real Chromium, on the 8-rank DLRM run and an
+Ascend fixture: zoom, pan, click a slice and read its details, search, range summary, ranks side by
+side with both alignments and collective peers, and the link from the Operators view. Expected
+values come from the raw trace files read here (gzip/json)."""
+import gzip
+import json
+import shutil
+
+import pytest
+from playwright.sync_api import expect
+
+from _tb import T, open_plugin, serve, shot
+from conftest import fixture_path
+
+pytestmark = pytest.mark.browser
+
+DLRM_WORKER, DLRM_WINDOW = "worker0_step_12", "1694128201545"
+COLLECTIVE = "nccl:all_to_all"
+
+
+@pytest.fixture(scope="module")
+def logdir(tmp_path_factory):
+    root = tmp_path_factory.mktemp("timeline_logdir")
+    shutil.copytree(fixture_path("param", "dlrm_8ranks"), root / "dlrm")
+    shutil.copytree(fixture_path("ascend", "level1"), root / "ascend")
+    return root
+
+
+@pytest.fixture(scope="module")
+def url(logdir, tmp_path_factory):
+    yield from serve(logdir, tmp_path_factory)
+
+
+def raw_events(path):
+    with gzip.open(path, "rt") as f:
+        return json.load(f)["traceEvents"]
+
+
+def open_timeline(page, url, run, worker=None, window=None):
+    frame = open_plugin(page, url)
+    expect(frame.locator("#run-select option")).to_have_count(2, timeout=T)
+    frame.locator("#run-select").select_option(run)
+    if worker:
+        frame.locator("#worker-select").select_option(worker)
+        frame.locator("#window-select").select_option(window)
+    frame.locator("#tab-timeline").click()
+    expect(frame.locator("#canning-root")).to_have_attribute("data-state", "loaded", timeout=T)
+    canvas = frame.locator("#timeline-canvas")
+    expect(canvas).not_to_have_attribute("data-items", "0", timeout=T)
+    return frame, canvas
+
+
+def span(canvas):
+    return int(canvas.get_attribute("data-lo")), int(canvas.get_attribute("data-hi"))
+
+
+def wait_change(canvas, before):
+    canvas.page.wait_for_function("([el, lo, hi]) => el.dataset.lo !== lo || el.dataset.hi !== hi",
+                                  arg=[canvas.element_handle(), str(before[0]), str(before[1])], timeout=T)
+    return span(canvas)
+
+
+def test_zoom_pan_search_click_and_range(page, url, logdir, errors):
+    frame, canvas = open_timeline(page, url, "dlrm", DLRM_WORKER, DLRM_WINDOW)
+    assert int(canvas.get_attribute("data-bytes")) < 2 * 1024 * 1024
+    full = span(canvas)
+    canvas.hover(position={"x": 600, "y": 100})
+    page.keyboard.press("w")
+    zoomed = wait_change(canvas, full)
+    assert zoomed[1] - zoomed[0] < full[1] - full[0]
+    page.keyboard.press("d")
+    panned = wait_change(canvas, zoomed)
+    assert panned[0] > zoomed[0] and panned[1] - panned[0] == pytest.approx(zoomed[1] - zoomed[0], abs=2)
+    canvas.hover(position={"x": 500, "y": 60})
+    page.mouse.wheel(0, -400)
+    wheeled = wait_change(canvas, panned)
+    assert wheeled[1] - wheeled[0] < panned[1] - panned[0]
+    # search: the count is the raw file's
+    raw = raw_events(logdir / "dlrm" / f"{DLRM_WORKER}.{DLRM_WINDOW}.pt.trace.json.gz")
+    calls = [e for e in raw if e.get("ph") == "X" and COLLECTIVE in e["name"].lower()]
+    frame.locator("#timeline-search").fill(COLLECTIVE)
+    frame.locator("#timeline-search").press("Enter")
+    expect(frame.locator("#timeline-search-count")).to_have_attribute("data-count", str(len(calls)), timeout=T)
+    details = frame.locator("#timeline-details")
+    expect(details).to_contain_text(COLLECTIVE, timeout=T)
+    first = details.get_attribute("data-event")
+    frame.locator("#timeline-next").click()
+    expect(details).not_to_have_attribute("data-event", first, timeout=T)
+    second = details.get_attribute("data-event")
+    expect(frame.locator("#timeline-slice-table")).to_contain_text("Duration")
+    # click: clear the selection, then click the slice where it is drawn
+    expect(canvas).not_to_have_attribute("data-selected-box", "", timeout=T)
+    box = [int(v) for v in canvas.get_attribute("data-selected-box").split(",")]
+    page.keyboard.press("Escape")
+    expect(frame.locator("#timeline-details")).to_have_count(0)
+    canvas.click(position={"x": box[0] + max(1, box[2] // 2), "y": box[1] + box[3] // 2})
+    expect(frame.locator("#timeline-details")).to_have_attribute("data-event", second, timeout=T)
+    shot(page, "timeline")
+    # shift+drag selects a range and shows the time per name in it
+    canvas.hover(position={"x": 300, "y": 50})
+    page.keyboard.down("Shift")
+    page.mouse.down()
+    page.mouse.move(canvas.bounding_box()["x"] + 900, canvas.bounding_box()["y"] + 50, steps=5)
+    page.mouse.up()
+    page.keyboard.up("Shift")
+    expect(frame.locator("#timeline-summary-table tbody tr").first).to_be_visible(timeout=T)
+    assert errors == []
+
+
+def test_ranks_side_by_side_aligned_and_peers(page, url, logdir, errors):
+    frame, canvas = open_timeline(page, url, "dlrm", DLRM_WORKER, DLRM_WINDOW)
+    frame.locator("#timeline-ranks").check()
+    expect(canvas).to_have_attribute("data-ranks", "8", timeout=T)
+    expect(canvas).not_to_have_attribute("data-items", "0", timeout=T)
+    by_clock = span(canvas)
+    frame.locator("#timeline-align").select_option("step")
+    by_step = wait_change(canvas, by_clock)
+    assert by_step != by_clock
+    # the third all_to_all: its peers on the 8 ranks, the last one as the raw files say
+    starts = {}
+    for path in sorted((logdir / "dlrm").glob("*.pt.trace.json.gz")):
+        with gzip.open(path, "rt") as f:
+            doc = json.load(f)
+        calls = sorted(e["ts"] for e in doc["traceEvents"] if e.get("ph") == "X" and e["name"] == COLLECTIVE)
+        starts[doc["distributedInfo"]["rank"]] = calls[2]
+    last = max(starts, key=starts.get)
+    frame.locator("#timeline-search").fill(COLLECTIVE)
+    frame.locator("#timeline-search").press("Enter")
+    for _ in range(2):
+        before = frame.locator("#timeline-details").get_attribute("data-event", timeout=T)
+        frame.locator("#timeline-next").click()
+        expect(frame.locator("#timeline-details")).not_to_have_attribute("data-event", before, timeout=T)
+    peers = frame.locator("#timeline-peers li")
+    expect(peers).to_have_count(8, timeout=T)
+    expect(frame.locator("#timeline-peers .last")).to_have_attribute("data-rank", str(last))
+    shot(page, "timeline-ranks")
+    frame.locator("#timeline-peers .last").click()
+    expect(frame.locator("#timeline-details")).to_contain_text(COLLECTIVE)
+    assert errors == []
+
+
+def test_link_from_operators_opens_the_longest_call(page, url, logdir, errors):
+    frame = open_plugin(page, url)
+    frame.locator("#run-select").select_option("dlrm")
+    frame.locator("#worker-select").select_option(DLRM_WORKER)
+    frame.locator("#tab-operators").click()
+    expect(frame.locator("#canning-root")).to_have_attribute("data-state", "loaded", timeout=T)
+    frame.locator("#op-search").fill("aten::addmm") if frame.locator("#op-search").count() else None
+    row = frame.locator("#op-table tbody tr", has_text="aten::addmm").first
+    row.click()
+    link = frame.locator("#op-timeline-link")
+    expect(link).to_be_visible(timeout=T)
+    name = link.get_attribute("data-name")
+    link.click()
+    expect(frame.locator("#tab-timeline")).to_have_attribute("aria-selected", "true")
+    details = frame.locator("#timeline-details")
+    expect(details).to_contain_text(name, timeout=T)
+    raw = raw_events(logdir / "dlrm" / f"{DLRM_WORKER}.{DLRM_WINDOW}.pt.trace.json.gz")
+    longest = max(e["dur"] for e in raw if e.get("ph") == "X" and e["name"] == name)
+    expect(frame.locator("#timeline-slice-table")).to_contain_text(f"{longest:,.1f}")
+    assert errors == []
+
+
+def test_ascend_timeline(page, url, logdir, errors):
+    frame, canvas = open_timeline(page, url, "ascend")
+    with open(next((logdir / "ascend").rglob("trace_view.json"))) as f:
+        raw = json.load(f)
+    kernels = [e for e in raw if e.get("ph") == "X" and "MatMul" in e.get("name", "")]
+    frame.locator("#timeline-search").fill("MatMul")
+    frame.locator("#timeline-search").press("Enter")
+    expect(frame.locator("#timeline-details")).to_contain_text("MatMul", timeout=T)
+    assert int(frame.locator("#timeline-search-count").get_attribute("data-count")) >= 1 and kernels
+    before = span(canvas)
+    frame.locator("#timeline-fit").click()
+    after = wait_change(canvas, before)
+    assert after[1] - after[0] > before[1] - before[0]
+    shot(page, "timeline-ascend")
+    assert errors == []
