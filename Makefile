@@ -9,7 +9,7 @@ TORCH  ?= torch==2.13.0
 BUNDLE := src/canning_tb/plugin/static/index.js
 FRONTEND := src/canning_tb/frontend
 
-.PHONY: setup venv frontend typecheck chromium test test-fast demo bench screenshots proto clean
+.PHONY: setup venv frontend typecheck chromium test test-fast demo bench bench-timeline screenshots proto clean
 
 # .venv-peers: HTA and msprof-analyze, the peer tools our numbers are checked against
 include peers.mk
@@ -59,6 +59,10 @@ screenshots: setup chromium
 
 bench: setup
 	bash benchmarks/run.sh
+
+# the timeline's tiles, bytes per view, first paint and heap (medium trace; SIZE=long for ~1 GB)
+bench-timeline: setup chromium
+	$(BIN)/python benchmarks/bench_timeline.py --size $(or $(SIZE),medium) --browser
 
 # regenerate the digest schema's Python module after editing digest.proto
 proto:

@@ -1,0 +1,189 @@
+"""Timeline benchmark: index build time, tile latency while zooming and panning over HTTP against a
+real TensorBoard, bytes per view, and (with --browser) first paint, JS heap and draw time in Chromium.
+
+    python benchmarks/bench_timeline.py [--size small|medium|long] [--trace-dir DIR] [--browser]
+
+The trace is the ingest benchmark's (make_big_trace.py: a real torch.profiler run; generated once into
+benchmarks/out/<size>/run, reused after). Prints the figures and writes benchmarks/out/timeline.json.
+Not part of `make test`.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+import urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+OUT = os.path.join(HERE, "out")
+SIZES_MB = {"small": 20, "medium": 300, "long": 1000}
+WIDTH = 1600  # pixels of the data area asked for, a wide screen
+LAUNCHER = "from tensorboard.main import run_main; run_main()"
+
+
+def log(msg: str) -> None:
+    print(f"[bench_timeline {time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+def ensure_trace(size: str) -> str:
+    run_dir = os.path.join(OUT, size, "run")
+    subprocess.run([sys.executable, os.path.join(HERE, "make_big_trace.py"), "--target-mb", str(SIZES_MB[size]),
+                    "--out", run_dir], check=True)
+    return run_dir
+
+
+def build_figures(run_dir: str, cache_dir: str) -> dict:
+    """Ingest (read + columnar cache) and the index build, timed apart, in this process."""
+    from canning_tb.store.store import Store
+    from canning_tb.timeline.index import build_index
+    store = Store(run_dir, cache_dir=cache_dir)
+    run = store.runs()[0]
+    worker = store.workers(run)[0].name
+    window = store.windows(run, worker)[0].id
+    start = time.perf_counter()
+    table = store.table(run, worker, window)
+    ingest_s = time.perf_counter() - start
+    start = time.perf_counter()
+    index = build_index(table)
+    build_s = time.perf_counter() - start
+    path = os.path.join(cache_dir, "index.npz")
+    index.save(path)
+    return {"events": len(table), "tracks": int(len(index.track_pid)), "rows": int(len(index.row_track)),
+            "ingest_s": round(ingest_s, 2), "index_build_s": round(build_s, 2),
+            "index_bytes": os.path.getsize(path), "run": run, "worker": worker, "window": window}
+
+
+def start_tensorboard(logdir: str, log_path: str, env: dict):
+    log_file = open(log_path, "wb")
+    proc = subprocess.Popen([sys.executable, "-c", LAUNCHER, "--logdir", logdir, "--host", "127.0.0.1", "--port", "0"],
+                            stdout=log_file, stderr=subprocess.STDOUT, env=env)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        with open(log_path, errors="replace") as f:
+            match = re.search(r"TensorBoard \S+ at (http://127\.0\.0\.1:\d+)/", f.read())
+        if match:
+            return proc, match.group(1) + "/data/plugin/canning/"
+        if proc.poll() is not None:
+            break
+        time.sleep(0.2)
+    proc.kill()
+    raise RuntimeError(f"tensorboard did not start, see {log_path}")
+
+
+def fetch(base: str, route: str, **params) -> tuple[float, bytes]:
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    start = time.perf_counter()
+    with opener.open(f"{base}{route}?{urllib.parse.urlencode(params)}", timeout=600) as resp:
+        body = resp.read()
+    return time.perf_counter() - start, body
+
+
+def views(duration: int, count: int = 60) -> list[tuple[int, int]]:
+    """A zoom-in from the whole window to ~1/10,000 of it, with pans at each level (seeded)."""
+    rng = random.Random(0)
+    out, lo, hi = [], 0, duration
+    for step in range(count):
+        span = hi - lo
+        if step % 3 == 2:  # pan by a fifth of the view, either way
+            shift = int(span * 0.2 * rng.choice((-1, 1)))
+            lo, hi = max(0, lo + shift), max(0, lo + shift) + span
+        else:  # zoom in by 0.75 around a random point
+            at = lo + rng.random() * span
+            lo, hi = int(at - (at - lo) * 0.75), int(at + (hi - at) * 0.75)
+        out.append((lo, max(hi, lo + 1000)))
+    return out
+
+
+def http_figures(base: str, names: dict) -> dict:
+    window = {k: names[k] for k in ("run", "worker", "window")}
+    first_s, body = fetch(base, "timeline_tracks", **window)
+    duration = json.loads(body)["duration_ns"]
+    latencies, sizes = [], []
+    for lo, hi in views(duration):
+        took, body = fetch(base, "timeline_tile", **window, start_ns=lo, end_ns=hi, width=WIDTH)
+        latencies.append(took * 1000)
+        sizes.append(len(body))
+    whole_s, whole = fetch(base, "timeline_tile", **window, start_ns=0, end_ns=duration, width=WIDTH)
+    latencies.sort()
+    return {"tracks_first_s": round(first_s, 2), "tiles": len(latencies),
+            "tile_p50_ms": round(statistics.median(latencies), 1),
+            "tile_p95_ms": round(latencies[int(0.95 * (len(latencies) - 1))], 1),
+            "tile_max_ms": round(latencies[-1], 1), "bytes_whole_view": len(whole),
+            "bytes_per_view_max": max(sizes), "bytes_per_view_mean": int(statistics.mean(sizes))}
+
+
+def browser_figures(root_url: str, names: dict) -> dict:
+    """Chromium (Debian's): time to the first painted timeline (the index already built), the page's
+    JS heap, and the mean time of a pan redraw (100 'd' keys dispatched at once)."""
+    from playwright.sync_api import sync_playwright
+    state = {"run": names["run"], "worker": names["worker"], "window": names["window"], "view": "timeline"}
+    hash_part = "&".join(f"p.canning.{k}={urllib.parse.quote(v, safe='')}" for k, v in state.items())
+    chromium = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
+    with sync_playwright() as play:
+        browser = play.chromium.launch(executable_path=chromium, args=["--no-sandbox", "--disable-gpu",
+                                                                        "--disable-dev-shm-usage"])
+        page = browser.new_page(viewport={"width": 1900, "height": 1000})
+        start = time.perf_counter()
+        page.goto(f"{root_url}/#canning&{hash_part}")
+        frame = page.frame_locator('iframe[src*="plugin_entry.html?name=canning"]')
+        canvas = frame.locator("#timeline-canvas")
+        canvas.wait_for(timeout=600_000)
+        page.wait_for_function("el => el.dataset.items && el.dataset.items !== '0'", arg=canvas.element_handle(),
+                               timeout=600_000)
+        first_paint_s = time.perf_counter() - start
+        items = int(canvas.get_attribute("data-items"))
+        draw_ms = canvas.evaluate("""el => { const t0 = performance.now();
+            for (let i = 0; i < 100; i++) el.ownerDocument.dispatchEvent(new KeyboardEvent('keydown', {key: 'd'}));
+            return (performance.now() - t0) / 100; }""")
+        cdp = page.context.new_cdp_session(page)
+        cdp.send("Performance.enable")
+        metrics = {m["name"]: m["value"] for m in cdp.send("Performance.getMetrics")["metrics"]}
+        browser.close()
+    return {"first_paint_s": round(first_paint_s, 2), "items_drawn": items, "pan_redraw_ms": round(draw_ms, 2),
+            "js_heap_mb": round(metrics.get("JSHeapUsedSize", 0) / 2**20, 1)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size", choices=sorted(SIZES_MB), default="medium")
+    parser.add_argument("--trace-dir", help="a run folder to use instead of a generated trace")
+    parser.add_argument("--browser", action="store_true", help="also measure in Chromium")
+    args = parser.parse_args()
+    run_dir = args.trace_dir or ensure_trace(args.size)
+    work = tempfile.mkdtemp(prefix="bench-timeline-")
+    try:
+        log(f"ingest and index build of {run_dir}")
+        figures = build_figures(run_dir, os.path.join(work, "direct"))
+        env = dict(os.environ, CANNING_CACHE_DIR=os.path.join(work, "tb-cache"))
+        proc, base = start_tensorboard(run_dir, os.path.join(work, "tb.log"), env)
+        try:
+            log("tiles over HTTP (the first request ingests and indexes in TensorBoard)")
+            figures.update(http_figures(base, figures))
+            if args.browser:
+                log("first paint and heap in Chromium")
+                figures.update(browser_figures(base.split("/data/")[0], figures))
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    figures["trace_bytes"] = sum(os.path.getsize(os.path.join(run_dir, f)) for f in os.listdir(run_dir)
+                                 if os.path.isfile(os.path.join(run_dir, f)))
+    os.makedirs(OUT, exist_ok=True)
+    with open(os.path.join(OUT, "timeline.json"), "w") as f:
+        json.dump(figures, f, indent=1)
+    for key, value in figures.items():
+        print(f"{key:>22}: {value}")
+
+
+if __name__ == "__main__":
+    main()
