@@ -4,7 +4,7 @@ import type { AppStore } from "../state";
 
 /** A button that opens the Timeline at the longest event named exactly `name`. */
 export function timelineLink(store: AppStore, name: string, id: string, text = "Show the longest call in the Timeline"): HTMLButtonElement {
-  const button = h("button", { type: "button", class: "button timeline-link", id, "data-name": name }, text);
+  const button = h("button", { type: "button", class: "button timeline-link", id: id || undefined, "data-name": name, title: `Open the longest ${name} in the Timeline` }, text);
   button.onclick = (event) => {
     event.stopPropagation();
     store.update({ view: "timeline", timeline: { ...store.state.timeline, focus: name, event: -1, range: null } });
