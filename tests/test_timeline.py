@@ -242,3 +242,58 @@ def test_collective_peers_across_ranks_against_the_raw_files(client):
         peer = by_rank[rank["rank"]]
         assert peer["start_ns"] == starts[rank["rank"]] - rank["start_ns"]
         assert peer["wait_ns"] == starts[last] - starts[rank["rank"]]
+
+
+def test_memory_counters_keep_each_devices_peak():
+    store, run, worker, win = first_window(("hta", "df_index_resolver"))
+    cache = timeline.IndexCache()
+    duration = timeline.tracks_impl(cache, store, run, worker, win)["duration_ns"]
+    answer = timeline.counters_impl(cache, store, run, worker, win, 0, duration, 300)
+    peaks = defaultdict(int)  # by hand: the largest "Total Allocated" / "Total Reserved" per device
+    for event in raw_events(store.window(run, worker, win).files[0]):
+        if event.get("name") == "[memory]":
+            args = event["args"]
+            device = (args.get("Device Type"), args.get("Device Id"))
+            peaks[(device, "allocated")] = max(peaks[(device, "allocated")], args["Total Allocated"])
+            peaks[(device, "reserved")] = max(peaks[(device, "reserved")], args["Total Reserved"])
+    for measure in ("allocated", "reserved"):
+        shown = sorted(max(c["bytes"]) for c in answer["memory"] if c["measure"] == measure)
+        assert shown == sorted(v for (_, m), v in peaks.items() if m == measure)
+    for counter in answer["memory"]:
+        assert len(counter["ts_ns"]) <= 301 and counter["ts_ns"] == sorted(counter["ts_ns"])
+
+
+def test_step_track_matches_the_profiler_steps():
+    cache, store, run, worker, win, loaded, raw = resnet()
+    steps = timeline.tracks_impl(cache, store, run, worker, win)["steps"]
+    expected = sorted((e["ts"], e["name"]) for e in raw if e.get("name", "").startswith("ProfilerStep#"))
+    assert [s["number"] for s in steps] == [int(name.split("#")[1]) for _, name in expected]
+    assert [s["start_ns"] for s in steps] == [round(ts * 1000) - loaded.origin for ts, _ in expected]
+
+
+def test_api_ts_declares_only_fields_the_timeline_routes_send(client):
+    from test_frontend_types import API_TS, missing_fields, ts_interfaces
+    interfaces = ts_interfaces(API_TS.read_text())
+    ranks = json.loads(get(client, "ranks", run=".", window_index=0)[1])
+    params = {"run": ".", "worker": ranks["ranks"][0]["worker"], "window": ranks["ranks"][0]["window"]}
+    tracks = json.loads(get(client, "tracks", **params)[1])
+    found = json.loads(get(client, "search", **params, q="nccl:all_to_all")[1])
+    event = found["next"]["event"]
+    launch = json.loads(get(client, "search", **params, q="cudaLaunchKernel")[1])["next"]["event"]
+    answers = {
+        "TimelineRanksResponse": ranks,
+        "TimelineTracksResponse": tracks,
+        "TimelineSearchResponse": found,
+        "TimelineSliceResponse": json.loads(get(client, "slice", **params, event=launch)[1]),
+        "TimelinePeersResponse": json.loads(get(client, "peers", **params, event=event)[1]),
+        "TimelineSummaryResponse": json.loads(get(client, "summary", **params, start_ns=0,
+                                                  end_ns=tracks["duration_ns"])[1]),
+        "TimelineCountersResponse": json.loads(get(client, "counters", **params, start_ns=0,
+                                                   end_ns=tracks["duration_ns"], width=100)[1]),
+        "TimelineTileHeader": decode(get(client, "tile", **params, start_ns=0, end_ns=tracks["duration_ns"],
+                                         width=100)[1])[0],
+    }
+    missing = []
+    for name, body in answers.items():
+        missing += missing_fields(body, name, interfaces, name)
+    assert missing == [] and answers["TimelineSliceResponse"]["links"] and answers["TimelinePeersResponse"]["peers"]
