@@ -174,5 +174,12 @@ def test_ascend_timeline(page, url, logdir, errors):
     frame.locator("#timeline-fit").click()
     after = wait_change(canvas, before)
     assert after[1] - after[0] > before[1] - before[0]
+    # the deep host track folds to its top row from its label, and opens again
+    lanes = int(canvas.get_attribute("data-lanes"))
+    canvas.click(position={"x": 40, "y": 24 + 17 + 8})  # the ruler, the steps, then the first track's label
+    expect(canvas).not_to_have_attribute("data-lanes", str(lanes))
+    assert int(canvas.get_attribute("data-lanes")) < lanes
+    canvas.click(position={"x": 40, "y": 24 + 17 + 8})
+    expect(canvas).to_have_attribute("data-lanes", str(lanes))
     shot(page, "timeline-ascend")
     assert errors == []

@@ -5,7 +5,7 @@
 import { getJSON, type Selection, type TimelineBrief, type TimelinePeersResponse, type TimelineRank, type TimelineSearchResponse, type TimelineSliceResponse, type TimelineSummaryResponse } from "../api";
 import { h, option } from "../dom";
 import { errorText } from "./common";
-import { GUTTER, RULER, drawLanes, drawRuler, toNs, type Boxes, type Marks, type Viewport } from "./timeline_draw";
+import { GUTTER, RULER, drawGrid, drawLanes, drawRuler, toNs, type Boxes, type Marks, type Viewport } from "./timeline_draw";
 import { attachInput, type TimelineActions } from "./timeline_input";
 import { drawMarks } from "./timeline_marks";
 import { layout, loadRanks, loadTracks, refreshRank, shifts, type Lane, type RankView } from "./timeline_model";
@@ -38,6 +38,7 @@ class TimelinePanel implements TimelineActions, SideActions {
     this.host.el.replaceChildren(this.toolbar(), h("div", { class: "timeline-body" }, this.wrap, this.side));
     attachInput(this.host.el, this.canvas, this, this.host.signal);
     this.canvas.addEventListener("mousemove", (event) => this.hover(event));
+    this.wrap.addEventListener("scroll", () => this.draw());
     const observer = new ResizeObserver(() => this.resize());
     observer.observe(this.wrap);
     this.host.signal.addEventListener("abort", () => observer.disconnect());
@@ -106,9 +107,10 @@ class TimelinePanel implements TimelineActions, SideActions {
     if (!ctx) return;
     ctx.setTransform(ratio, 0, 0, ratio, 0, 0);
     ctx.clearRect(0, 0, width, height);
-    drawRuler(ctx, this.view, height);
+    drawGrid(ctx, this.view, height);
     this.boxes = drawLanes(ctx, this.view, this.ranks, this.lanes);
     drawMarks(ctx, this.view, this.ranks, this.lanes, this.marks, this.slice, height);
+    drawRuler(ctx, this.view, Math.min(this.wrap.scrollTop, Math.max(0, height - RULER)));
     this.describe();
   }
 
@@ -214,9 +216,20 @@ class TimelinePanel implements TimelineActions, SideActions {
 
   // -- selection ----------------------------------------------------------------------------------
 
+  onRuler(y: number): boolean {
+    return y - this.wrap.scrollTop < RULER;
+  }
+
   click(x: number, y: number): void {
     const lane = this.lanes.find((l) => y - RULER >= l.y && y - RULER < l.y + l.height);
     if (!lane) return;
+    if (lane.kind === "row" && lane.foldable && x < GUTTER) {
+      const folded = this.ranks[lane.rank].folded;
+      if (!folded.delete(lane.track)) folded.add(lane.track);
+      this.lanes = layout(this.ranks);
+      this.draw();
+      return;
+    }
     if (lane.kind === "rank") {
       this.ranks[lane.rank].collapsed = !this.ranks[lane.rank].collapsed;
       this.lanes = layout(this.ranks);
@@ -361,7 +374,7 @@ async function rankViews(host: ViewHost): Promise<{ views: RankView[]; list: Tim
   const tracks = await Promise.all(sels.map((sel) => loadTracks(sel, host.signal)));
   const offsets = ranks.length ? shifts(ranks, selected, options.align) : [0];
   const views = sels.map((sel, i) => ({
-    sel, tracks: tracks[i], shift: offsets[i], collapsed: false, tile: null, counters: null,
+    sel, tracks: tracks[i], shift: offsets[i], collapsed: false, folded: new Set<number>(), tile: null, counters: null,
     label: `rank ${tracks[i].rank} · ${sel.worker}`,
   }));
   return { views, list: ranks, selected: ranks.length ? selected : 0 };

@@ -73,21 +73,31 @@ export function timeText(ns: number): string {
   return `${Math.round(ns)} ns`;
 }
 
-export function drawRuler(ctx: CanvasRenderingContext2D, view: Viewport, height: number): void {
+/** The vertical grid lines of the ticks, under the lanes. */
+export function drawGrid(ctx: CanvasRenderingContext2D, view: Viewport, height: number): void {
   const step = tickStep(view);
-  ctx.fillStyle = "#f5f5f5";
-  ctx.fillRect(0, 0, GUTTER + view.width, RULER);
-  ctx.font = "11px system-ui, sans-serif";
-  ctx.textBaseline = "middle";
+  ctx.strokeStyle = "#ececec";
   for (let t = Math.ceil(view.lo / step) * step; t <= view.hi; t += step) {
     const x = Math.round(toX(view, t)) + 0.5;
-    ctx.strokeStyle = "#ececec";
     ctx.beginPath();
     ctx.moveTo(x, RULER);
     ctx.lineTo(x, height);
     ctx.stroke();
-    ctx.fillStyle = "#616161";
-    ctx.fillText(timeText(t), x + 3, RULER / 2);
+  }
+}
+
+/** The ruler's band at `top` (the scroll position: it stays in sight), drawn over the lanes. */
+export function drawRuler(ctx: CanvasRenderingContext2D, view: Viewport, top: number): void {
+  const step = tickStep(view);
+  ctx.fillStyle = "#f5f5f5";
+  ctx.fillRect(0, top, GUTTER + view.width, RULER);
+  ctx.font = "11px system-ui, sans-serif";
+  ctx.textBaseline = "middle";
+  ctx.fillStyle = "#616161";
+  for (let t = Math.ceil(view.lo / step) * step; t <= view.hi; t += step) {
+    const x = Math.round(toX(view, t)) + 0.5;
+    ctx.fillRect(x, top + RULER - 6, 1, 6);
+    ctx.fillText(timeText(t), x + 3, top + RULER / 2);
   }
 }
 
@@ -198,7 +208,8 @@ export function drawLanes(ctx: CanvasRenderingContext2D, view: Viewport, ranks: 
     if (!lane.label) continue;
     ctx.fillStyle = lane.kind === "rank" ? "#212121" : "#616161";
     ctx.font = lane.kind === "rank" ? "bold 12px system-ui, sans-serif" : "11px system-ui, sans-serif";
-    const text = lane.kind === "rank" ? `${ranks[lane.rank].collapsed ? "▸" : "▾"} ${lane.label}` : lane.label;
+    const open = lane.kind === "rank" ? !ranks[lane.rank].collapsed : !ranks[lane.rank].folded.has(lane.track);
+    const text = lane.kind === "rank" || lane.foldable ? `${open ? "▾" : "▸"} ${lane.label}` : lane.label;
     ctx.fillText(elide(ctx, text, GUTTER - 8), 4, RULER + lane.y + lane.height / 2);
   }
   return boxes;

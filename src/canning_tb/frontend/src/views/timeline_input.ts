@@ -2,7 +2,7 @@
 // zooms at the pointer (shift+wheel pans), W/S zoom, A/D pan, drag pans, shift+drag or a drag on the
 // ruler selects a range, a click selects, F fits (to the selected range, else the whole window), Esc
 // clears the selection.
-import { GUTTER, RULER } from "./timeline_draw";
+import { GUTTER } from "./timeline_draw";
 
 export interface TimelineActions {
   /** zoom by `factor` (< 1 = in) around the pixel x */
@@ -15,6 +15,8 @@ export interface TimelineActions {
   selectRange(x0: number, x1: number, done: boolean): void;
   fit(): void;
   clear(): void;
+  /** whether the canvas y is on the ruler (it stays at the top of the scrolled view) */
+  onRuler(y: number): boolean;
 }
 
 const DRAG_PX = 3;
@@ -28,7 +30,7 @@ function onDrag(canvas: HTMLCanvasElement, actions: TimelineActions): void {
   canvas.addEventListener("mousedown", (down) => {
     if (down.button !== 0) return;
     const [x0, y0] = pointer(canvas, down);
-    const selecting = down.shiftKey || y0 < RULER;
+    const selecting = down.shiftKey || actions.onRuler(y0);
     let last = x0;
     let moved = false;
     const move = (event: MouseEvent) => {

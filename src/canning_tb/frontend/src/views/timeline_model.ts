@@ -19,6 +19,8 @@ export interface RankView {
   /** ns added to this rank's window-relative times to place them on the common axis */
   shift: number;
   collapsed: boolean;
+  /** tracks shown with their top row only */
+  folded: Set<number>;
   tile: TimelineTile | null;
   counters: TimelineCountersResponse | null;
 }
@@ -35,6 +37,8 @@ export interface Lane {
   track: number;
   depth: number;
   counter: number;
+  /** a track's first row whose other rows can be folded */
+  foldable: boolean;
 }
 
 export const ROW_HEIGHT = 17;
@@ -50,14 +54,16 @@ export function layout(ranks: RankView[]): Lane[] {
     y += lane.height;
   };
   ranks.forEach((rank, index) => {
-    const base = { rank: index, track: -1, depth: -1, counter: -1 };
+    const base = { rank: index, track: -1, depth: -1, counter: -1, foldable: false };
     if (ranks.length > 1) push({ ...base, kind: "rank", label: rank.label, height: RANK_HEIGHT });
     push({ ...base, kind: "steps", label: "Steps", height: ROW_HEIGHT });
     if (rank.collapsed) return;
     for (const track of rank.tracks.tracks) {
-      track.rows.forEach((_, depth) => {
-        push({ ...base, kind: "row", label: depth === 0 ? track.name : "", height: ROW_HEIGHT, track: track.id, depth });
-      });
+      const depths = rank.folded.has(track.id) ? 1 : track.rows.length;
+      for (let depth = 0; depth < depths; depth++) {
+        const first = depth === 0;
+        push({ ...base, kind: "row", label: first ? track.name : "", height: ROW_HEIGHT, track: track.id, depth, foldable: first && track.rows.length > 1 });
+      }
     }
     (rank.counters?.memory ?? []).forEach((counter, i) => {
       push({ ...base, kind: "counter", label: `${counter.device} ${counter.measure}`, height: COUNTER_HEIGHT, counter: i });
