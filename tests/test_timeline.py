@@ -297,3 +297,75 @@ def test_api_ts_declares_only_fields_the_timeline_routes_send(client):
     for name, body in answers.items():
         missing += missing_fields(body, name, interfaces, name)
     assert missing == [] and answers["TimelineSliceResponse"]["links"] and answers["TimelinePeersResponse"]["peers"]
+
+
+def test_the_index_is_built_once_and_read_back_from_the_cache(tmp_path, monkeypatch):
+    import canning_tb.timeline.index as index_module
+    store = Store(str(fixture_path("kineto", "resnet50_v100")), cache_dir=str(tmp_path))
+    run = store.runs()[0]
+    worker = store.workers(run)[0].name
+    win = store.windows(run, worker)[0].id
+    built = timeline.IndexCache().get(store, run, worker, win).index
+    path = store.events_prefix(run, worker, win) + ".timeline.npz"
+    assert path.startswith(str(tmp_path))
+
+    def no_build(table):
+        raise AssertionError("the index was built again")
+
+    monkeypatch.setattr(index_module, "build_index", no_build)
+    again = timeline.IndexCache().get(store, run, worker, win).index
+    assert np.array_equal(again.order, built.order) and np.array_equal(again.depth, built.depth)
+
+
+def generated_table(seed: int):
+    """A window of random nested slices on a few threads and streams, with zero-length events,
+    equal starts and partial overlaps (which a real trace has too), built through ColumnBuilder."""
+    from canning_tb.ingest.table import EVENT_COLUMNS, ColumnBuilder, EventTable, Kind
+    rng = np.random.default_rng(seed)
+    table = EventTable()
+    rows = ColumnBuilder(EVENT_COLUMNS)
+
+    def nest(start, end, depth, pid, tid, device):
+        at = start
+        while at < end and depth < 6:
+            length = int(rng.integers(0, max(1, (end - at) // 2) + 1))
+            rows.add(ts=at, dur=length, kind=int(Kind.CPU_OP if device < 0 else Kind.KERNEL), pid=pid, tid=tid,
+                     device=device, name=table.strings.id(f"op{int(rng.integers(0, 40))}"))
+            if length > 10 and rng.random() < 0.7:
+                nest(at, at + length, depth + 1, pid, tid, device)
+            at += length + int(rng.integers(0, 50))
+    for tid in range(3):
+        nest(0, 1_000_000, 0, 1, tid, -1)
+    nest(0, 1_000_000, 0, 0, 7, 0)
+    for _ in range(30):  # partial overlaps on the device stream
+        start = int(rng.integers(0, 990_000))
+        rows.add(ts=start, dur=int(rng.integers(1, 10_000)), kind=int(Kind.KERNEL), pid=0, tid=7, device=0,
+                 name=table.strings.id("overlap"))
+    table.events = rows.freeze()
+    table.check()
+    return table
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_generated_windows_lose_no_slice_at_any_zoom(seed):
+    from canning_tb.timeline.index import build_index
+    from canning_tb.timeline.tiles import make_tile
+    table = generated_table(seed)
+    index = build_index(table)
+    depth = hand_depths(table)
+    assert [depth[r] for r in range(len(table))] == index.depth.tolist()
+    ev = table.events
+    end = ev["ts"] + ev["dur"]
+    rng = np.random.default_rng(seed)
+    row_of = {(int(t), int(d)): r for r, (t, d) in enumerate(zip(index.row_track, index.row_depth))}
+    for _ in range(8):
+        lo = int(rng.integers(-1000, 1_000_000))
+        hi = lo + int(rng.integers(1, 1_000_000))
+        width = int(rng.integers(1, 3000))
+        rows = list(range(len(index.row_track)))
+        tile = make_tile(index, ev["name"], rows, lo, hi, width)
+        inside = np.flatnonzero((end >= lo) & (ev["ts"] <= hi))
+        assert int(tile.count.sum()) == len(inside) == tile.events_in_range
+        for event in inside.tolist():
+            mine = tile.row == row_of[(int(index.track_of[event]), depth[event])]
+            assert np.any((tile.start[mine] <= ev["ts"][event]) & (tile.end[mine] >= end[event])), event
