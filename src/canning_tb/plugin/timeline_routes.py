@@ -42,6 +42,22 @@ def _text(args, name: str) -> str:
     return args[name]
 
 
+def _start(args) -> int:
+    return _int(args, "start_ns")
+
+
+def _end(args) -> int:
+    return _int(args, "end_ns")
+
+
+def _width(args) -> int:
+    return _int(args, "width")
+
+
+def _event(args) -> int:
+    return _int(args, "event")
+
+
 def _window(args) -> tuple[str, str, str]:
     missing = [n for n in ("run", "worker", "window") if not args.get(n)]
     if missing:
@@ -80,14 +96,10 @@ def timeline_apps(plugin) -> dict:
             return impl(cache, plugin._store(), *_window(args), *(p(args) for p in parse))
         return plugin._route(handle)
 
-    start = lambda args: _int(args, "start_ns")  # noqa: E731 - tiny parsers, named by what they read
-    end = lambda args: _int(args, "end_ns")  # noqa: E731
-    width = lambda args: _int(args, "width")  # noqa: E731
-
     def tile(request):
         args = request.args
-        return timeline.tile_impl(cache, plugin._store(), *_window(args), _tracks(args), start(args), end(args),
-                                  width(args))
+        return timeline.tile_impl(cache, plugin._store(), *_window(args), _tracks(args), _start(args), _end(args),
+                                  _width(args))
 
     def download(request):
         return timeline.download_impl(cache, plugin._store(), *_window(request.args))
@@ -108,13 +120,13 @@ def timeline_apps(plugin) -> dict:
     return {
         "/timeline_tracks": window_json(timeline.tracks_impl),
         "/timeline_tile": _binary(tile),
-        "/timeline_slice": window_json(timeline.slice_impl, lambda args: _int(args, "event")),
-        "/timeline_peers": window_json(timeline.peers_impl, lambda args: _int(args, "event")),
+        "/timeline_slice": window_json(timeline.slice_impl, _event),
+        "/timeline_peers": window_json(timeline.peers_impl, _event),
         "/timeline_search": window_json(timeline.search_impl, lambda args: _text(args, "q"),
                                         lambda args: _int(args, "at_ns", 0), _tracks,
                                         lambda args: args.get("exact") == "1"),
-        "/timeline_summary": window_json(timeline.summary_impl, start, end, _tracks),
-        "/timeline_counters": window_json(timeline.counters_impl, start, end, width),
+        "/timeline_summary": window_json(timeline.summary_impl, _start, _end, _tracks),
+        "/timeline_counters": window_json(timeline.counters_impl, _start, _end, _width),
         "/timeline_download": _binary(download),
         "/timeline_ranks": plugin._route(ranks),
     }
