@@ -161,6 +161,23 @@ def test_link_from_operators_opens_the_longest_call(page, url, logdir, errors):
     assert errors == []
 
 
+def test_double_click_on_a_kernel_opens_its_longest_call(page, url, logdir, errors):
+    frame = open_plugin(page, url)
+    frame.locator("#run-select").select_option("dlrm")
+    frame.locator("#worker-select").select_option(DLRM_WORKER)
+    frame.locator("#tab-kernels").click()
+    expect(frame.locator("#canning-root")).to_have_attribute("data-state", "loaded", timeout=T)
+    first = frame.locator("#kernel-table tbody tr").first
+    name = first.locator("td").first.inner_text()
+    first.dblclick()
+    expect(frame.locator("#tab-timeline")).to_have_attribute("aria-selected", "true")
+    expect(frame.locator("#timeline-details")).to_contain_text(name, timeout=T)
+    raw = raw_events(logdir / "dlrm" / f"{DLRM_WORKER}.{DLRM_WINDOW}.pt.trace.json.gz")
+    longest = max(e["dur"] for e in raw if e.get("ph") == "X" and e["name"] == name)
+    expect(frame.locator("#timeline-slice-table")).to_contain_text(f"{longest:,.1f}")
+    assert errors == []
+
+
 def test_ascend_timeline(page, url, logdir, errors):
     frame, canvas = open_timeline(page, url, "ascend")
     with open(next((logdir / "ascend").rglob("trace_view.json"))) as f:

@@ -7,6 +7,7 @@ import { h, option } from "../dom";
 import { fixed2, int, pct, us } from "../format";
 import type { KernelsOptions } from "../state";
 import { card, downloadCSV, fetchOr, problemsList, safeName, SortTable, type Col } from "./common";
+import { openTimelineAt } from "./timeline_link";
 import { showEmpty, showLoading, type ViewDef, type ViewHost } from "./view";
 
 type Kernel = KernelStat;
@@ -60,7 +61,13 @@ class KernelsPanel {
     this.npu = data.kernels_by_name.some((k) => k.core !== "");
     this.blocks = data.kernels_by_name.some((k) => (k.mean_blocks ?? -1) > 0);
     this.byOpAvailable = data.kernels_by_op.length > 0;
-    this.table = new SortTable<Kernel>("kernel-table", this.columns(), "total_ns", true, "No kernel matches the search.");
+    this.table = new SortTable<Kernel>("kernel-table", this.columns(), "total_ns", true, "No kernel matches the search.", undefined, {
+      decorateRow: (kernel, row) => {
+        row.title = "Double-click: the longest call in the Timeline";
+        row.ondblclick = () => openTimelineAt(host.store, kernel.name);
+        return null;
+      },
+    });
   }
 
   private options(): KernelsOptions {

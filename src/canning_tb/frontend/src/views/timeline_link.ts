@@ -2,12 +2,17 @@
 import { h } from "../dom";
 import type { AppStore } from "../state";
 
+/** Opens the Timeline at the longest event named exactly `name`. */
+export function openTimelineAt(store: AppStore, name: string): void {
+  store.update({ view: "timeline", timeline: { ...store.state.timeline, focus: name, event: -1, range: null } });
+}
+
 /** A button that opens the Timeline at the longest event named exactly `name`. */
 export function timelineLink(store: AppStore, name: string, id: string, text = "Show the longest call in the Timeline"): HTMLButtonElement {
   const button = h("button", { type: "button", class: "button timeline-link", id: id || undefined, "data-name": name, title: `Open the longest ${name} in the Timeline` }, text);
   button.onclick = (event) => {
     event.stopPropagation();
-    store.update({ view: "timeline", timeline: { ...store.state.timeline, focus: name, event: -1, range: null } });
+    openTimelineAt(store, name);
   };
   return button;
 }
