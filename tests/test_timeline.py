@@ -369,3 +369,16 @@ def test_generated_windows_lose_no_slice_at_any_zoom(seed):
         for event in inside.tolist():
             mine = tile.row == row_of[(int(index.track_of[event]), depth[event])]
             assert np.any((tile.start[mine] <= ev["ts"][event]) & (tile.end[mine] >= end[event])), event
+
+
+def test_search_by_collective_kind_finds_the_slowest_kernel_of_that_kind(client):
+    ranks = json.loads(get(client, "ranks", run=".", window_index=0)[1])["ranks"]
+    member = ranks[2]
+    params = {"run": ".", "worker": member["worker"], "window": member["window"]}
+    found = json.loads(get(client, "search", **params, q="AllReduce", collective=1)[1])
+    path = fixture_path("param", "dlrm_8ranks", f"{member['worker']}.{member['window']}.pt.trace.json.gz")
+    kernels = [e for e in raw_events(path) if e.get("cat") == "kernel" and e["name"].startswith(("ncclKernel_", "ncclDevKernel_"))
+               and "AllReduce" in e["name"]]
+    slowest = max(kernels, key=lambda e: e["dur"])
+    assert found["count"] == len(kernels)
+    assert found["longest"]["name"] == slowest["name"] and found["longest"]["dur_ns"] == round(slowest["dur"] * 1000)

@@ -178,6 +178,23 @@ def test_double_click_on_a_kernel_opens_its_longest_call(page, url, logdir, erro
     assert errors == []
 
 
+def test_double_click_on_a_collective_opens_its_slowest_call(page, url, logdir, errors):
+    frame = open_plugin(page, url)
+    frame.locator("#run-select").select_option("dlrm")
+    frame.locator("#worker-select").select_option(DLRM_WORKER)
+    frame.locator("#tab-communication").click()
+    row = frame.locator("#comm-table tbody tr", has_text="AllReduce").first
+    expect(row).to_be_visible(timeout=T)
+    row.dblclick()
+    expect(frame.locator("#tab-timeline")).to_have_attribute("aria-selected", "true")
+    raw = raw_events(logdir / "dlrm" / f"{DLRM_WORKER}.{DLRM_WINDOW}.pt.trace.json.gz")
+    slowest = max((e for e in raw if e.get("cat") == "kernel" and e["name"].startswith(("ncclKernel_", "ncclDevKernel_"))
+                   and "AllReduce" in e["name"]), key=lambda e: e["dur"])
+    expect(frame.locator("#timeline-details")).to_contain_text(slowest["name"], timeout=T)
+    expect(frame.locator("#timeline-slice-table")).to_contain_text(f"{slowest['dur']:,.1f}")
+    assert errors == []
+
+
 def test_ascend_timeline(page, url, logdir, errors):
     frame, canvas = open_timeline(page, url, "ascend")
     with open(next((logdir / "ascend").rglob("trace_view.json"))) as f:

@@ -140,12 +140,12 @@ def slice_impl(cache: IndexCache, store, run, worker, window, event: int) -> dic
 
 
 def search_impl(cache: IndexCache, store, run, worker, window, text: str, at_ns: int,
-                tracks: list[int] | None, exact: bool = False) -> dict:
+                tracks: list[int] | None, exact: bool = False, collective: bool = False) -> dict:
     from canning_tb.timeline.details import brief
     from canning_tb.timeline.query import search
     loaded = cache.get(store, run, worker, window)
     found = search(loaded.table, text, loaded.origin + at_ns, _tracks_filter(loaded, tracks), loaded.index.track_of,
-                   exact)
+                   exact, collective)
     for key in ("next", "previous", "longest"):
         if found[key] is not None:
             found[key] = brief(loaded.table, loaded.index, found[key], loaded.origin)

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from canning_tb.ingest.table import EventTable
+from canning_tb.analysis.common import HOST_COMM_RE, collective_kind
+from canning_tb.ingest.table import EventTable, Kind
 
 
 def matching_names(table: EventTable, text: str, exact: bool = False) -> np.ndarray:
@@ -15,13 +16,30 @@ def matching_names(table: EventTable, text: str, exact: bool = False) -> np.ndar
     return np.array([i for i, value in enumerate(table.strings.values) if needle in value.lower()], np.int64)
 
 
-def search(table: EventTable, text: str, at_ns: int, tracks: np.ndarray | None, track_of: np.ndarray,
-           exact: bool = False) -> dict:
-    """How many events' names hold `text` (or are `text`), the first match starting after `at_ns`
-    and the last one starting before it (absolute ns), by start time, and the longest match."""
+def collective_rows(table: EventTable, kind: str) -> np.ndarray:
+    """Events that are collectives of this kind (analysis' collective_kind of their name): the
+    device's communication kernels where the window has any of that kind, else the host's calls."""
     ev = table.events
-    ids = matching_names(table, text, exact)
-    hits = np.isin(ev["name"], ids) if len(ids) else np.zeros(len(table), bool)
+    ids = [i for i, name in enumerate(table.strings.values) if collective_kind(name) == kind]
+    named = np.isin(ev["name"], ids) if ids else np.zeros(len(table), bool)
+    device = named & (ev["kind"] == int(Kind.COMM_KERNEL))
+    if device.any():
+        return device
+    host_ids = [i for i in ids if HOST_COMM_RE.match(table.strings.values[i])]
+    return np.isin(ev["name"], host_ids) if host_ids else np.zeros(len(table), bool)
+
+
+def search(table: EventTable, text: str, at_ns: int, tracks: np.ndarray | None, track_of: np.ndarray,
+           exact: bool = False, collective: bool = False) -> dict:
+    """How many events' names hold `text` (or are `text`, or, with `collective`, are collectives of
+    the kind `text`), the first match starting after `at_ns` and the last one starting before it
+    (absolute ns), by start time, and the longest match."""
+    ev = table.events
+    if collective:
+        hits = collective_rows(table, text)
+    else:
+        ids = matching_names(table, text, exact)
+        hits = np.isin(ev["name"], ids) if len(ids) else np.zeros(len(table), bool)
     if tracks is not None:
         hits &= np.isin(track_of, tracks)
     rows = np.flatnonzero(hits)

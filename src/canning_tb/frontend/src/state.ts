@@ -41,6 +41,8 @@ export interface TimelineOptions {
   align: "clock" | "step";
   /** a name to open at its longest call (set by links from the other views, then resolved) */
   focus: string;
+  /** what `focus` is: an event name, or a collective kind of the Communication view */
+  focusBy: "name" | "collective";
 }
 
 export interface AppState {
@@ -63,7 +65,7 @@ function defaultState(): AppState {
     operators: { group: "name", search: "", top: 10, chart: "bar", sort: "", desc: true },
     kernels: { group: "name", search: "" },
     memory: { device: "", range: null },
-    timeline: { range: null, event: -1, search: "", ranks: false, align: "clock", focus: "" },
+    timeline: { range: null, event: -1, search: "", ranks: false, align: "clock", focus: "", focusBy: "name" },
   };
 }
 
@@ -95,6 +97,7 @@ function toParams(state: AppState): [string, string][] {
     ["tl.ranks", String(state.timeline.ranks), String(base.timeline.ranks)],
     ["tl.align", state.timeline.align, base.timeline.align],
     ["tl.focus", state.timeline.focus, base.timeline.focus],
+    ["tl.focusby", state.timeline.focusBy, base.timeline.focusBy],
   ];
   return flat.filter(([, value, dflt]) => value !== dflt).map(([key, value]) => [key, value]);
 }
@@ -126,6 +129,7 @@ function timelineFromParams(options: TimelineOptions, get: (key: string) => stri
   options.ranks = get("tl.ranks") === "true";
   options.align = oneOf(get("tl.align"), ["clock", "step"] as const, options.align);
   options.focus = get("tl.focus") ?? "";
+  options.focusBy = oneOf(get("tl.focusby"), ["name", "collective"] as const, options.focusBy);
 }
 
 /** The state a URL's keys describe; unknown or malformed values fall back to the defaults. */

@@ -6,6 +6,7 @@ import { RawChart, tipLines } from "../chart";
 import { h } from "../dom";
 import { fixed2, int, mb, ms, pct } from "../format";
 import { card, errorText, fetchOr, kvTable, pollCluster, problemsList, rankProgress, SortTable, type Col } from "./common";
+import { openTimelineAt } from "./timeline_link";
 import { showEmpty, showLoading, type ViewDef, type ViewHost } from "./view";
 
 type Collective = CollectiveStat;
@@ -178,9 +179,15 @@ function showNoCommunication(host: ViewHost, data: CommunicationResponse): void 
 }
 
 /** This rank's part: the problems, its collectives and its summary. */
-function rankParts(data: CommunicationResponse): HTMLElement[] {
+function rankParts(host: ViewHost, data: CommunicationResponse): HTMLElement[] {
   const comm = data.communication;
-  const collTable = new SortTable<Collective>("comm-table", COLL_COLS, "total", true, "This rank has no collective in this window.");
+  const collTable = new SortTable<Collective>("comm-table", COLL_COLS, "total", true, "This rank has no collective in this window.", undefined, {
+    decorateRow: (collective, row) => {
+      row.title = "Double-click: the slowest call of this kind in the Timeline";
+      row.ondblclick = () => openTimelineAt(host.store, collective.kind, "collective");
+      return null;
+    },
+  });
   collTable.setRows(comm.collectives);
   const summary = kvTable("comm-summary", [
     ["Communication (ms)", ms(comm.total_ns), "Union of the collectives' time"],
@@ -232,7 +239,7 @@ async function load(host: ViewHost): Promise<void> {
   if (!data || host.signal.aborted) return;
   const multi = (host.run?.workers.length ?? 1) > 1;
   if (!data.communication.collectives.length && !multi) showNoCommunication(host, data);
-  else await showCluster(host, data, rankParts(data));
+  else await showCluster(host, data, rankParts(host, data));
 }
 
 export const communicationView: ViewDef = {

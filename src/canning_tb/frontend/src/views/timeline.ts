@@ -339,11 +339,13 @@ class TimelinePanel implements TimelineActions, SideActions {
   }
 
   private async focus(name: string): Promise<void> {
-    const found = await getJSON<TimelineSearchResponse>("timeline_search", { ...this.host.sel, q: name, exact: "1" }, this.host.signal);
-    this.host.store.timeline({ focus: "", search: name });
+    const by = this.options.focusBy;
+    const params = { ...this.host.sel, q: name, ...(by === "collective" ? { collective: "1" } : { exact: "1" }) };
+    const found = await getJSON<TimelineSearchResponse>("timeline_search", params, this.host.signal);
+    this.host.store.timeline({ focus: "", focusBy: "name", search: by === "collective" ? found.longest?.name ?? "" : name });
     const search = this.host.el.querySelector<HTMLInputElement>("#timeline-search");
-    if (search) search.value = name;
-    this.count.textContent = `${found.count} calls; showing the longest`;
+    if (search) search.value = this.options.search;
+    this.count.textContent = `${found.count} ${by === "collective" ? `${name} calls; showing the slowest` : "calls; showing the longest"}`;
     if (found.longest) await this.select(this.selected, found.longest.event, true);
   }
 

@@ -2,9 +2,9 @@
 import { h } from "../dom";
 import type { AppStore } from "../state";
 
-/** Opens the Timeline at the longest event named exactly `name`. */
-export function openTimelineAt(store: AppStore, name: string): void {
-  store.update({ view: "timeline", timeline: { ...store.state.timeline, focus: name, event: -1, range: null } });
+/** Opens the Timeline at the longest event named exactly `name` (or the slowest collective of a kind). */
+export function openTimelineAt(store: AppStore, name: string, focusBy: "name" | "collective" = "name"): void {
+  store.update({ view: "timeline", timeline: { ...store.state.timeline, focus: name, focusBy, event: -1, range: null } });
 }
 
 /** A button that opens the Timeline at the longest event named exactly `name`. */
@@ -22,7 +22,7 @@ export function timelineAt(store: AppStore, at_ns: number, span_ns: number, id: 
   const button = h("button", { type: "button", class: "button timeline-link", id }, text);
   button.onclick = () => {
     const range: [number, number] = [Math.floor(at_ns - span_ns / 2), Math.ceil(at_ns + span_ns / 2)];
-    store.update({ view: "timeline", timeline: { ...store.state.timeline, focus: "", event: -1, range } });
+    store.update({ view: "timeline", timeline: { ...store.state.timeline, focus: "", focusBy: "name", event: -1, range } });
   };
   return button;
 }
