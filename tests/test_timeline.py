@@ -35,13 +35,15 @@ def window(request):
 
 
 def hand_depths(table):
-    """Depth by containment, computed differently from the index: per track, events by start (longest
-    first), an event's depth is the number of earlier events of its track that are still open."""
+    """Depth by containment, computed by hand: per track (a device stream, a host thread's
+    profiler events, its Python frames), events by start (longest first), an event's depth is the
+    number of earlier events of its track still on the stack."""
     ev = table.events
     device = ev["device"] != -1
+    python = ev["kind"] == 3  # Kind.PYTHON_FUNCTION, as ingest/table.py numbers it
     tracks = defaultdict(list)
     for row in range(len(table)):
-        tracks[(bool(device[row]), int(ev["pid"][row]), int(ev["tid"][row]))].append(row)
+        tracks[(bool(device[row]), int(ev["pid"][row]), int(ev["tid"][row]), bool(python[row]))].append(row)
     depth = {}
     for rows in tracks.values():
         rows.sort(key=lambda r: (int(ev["ts"][r]), -int(ev["dur"][r])))

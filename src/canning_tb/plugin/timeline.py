@@ -72,11 +72,11 @@ def _index(table, path: str):
     return index
 
 
-def _track_name(table, pid: int, tid: int, device: int) -> str:
+def _track_name(table, pid: int, tid: int, device: int, python: bool) -> str:
     meta = table.meta
     process = meta.process_names.get(pid) or (f"device {device}" if device >= 0 else f"process {pid}")
     thread = meta.thread_names.get(f"{pid}:{tid}") or (f"stream {tid}" if device >= 0 else f"thread {tid}")
-    return f"{process} / {thread}"
+    return f"{process} / {thread}{' / Python' if python else ''}"
 
 
 def tracks_impl(cache: IndexCache, store, run: str, worker: str, window: str) -> dict:
@@ -90,8 +90,9 @@ def tracks_impl(cache: IndexCache, store, run: str, worker: str, window: str) ->
     for track in range(len(index.track_pid)):
         pid, tid, device = int(index.track_pid[track]), int(index.track_tid[track]), int(index.track_device[track])
         rows = index.rows_of(track)
-        tracks.append({"id": track, "name": _track_name(table, pid, tid, device), "pid": pid, "tid": tid,
-                       "device": device, "kind": "device" if device >= 0 else "host",
+        python = bool(index.track_python[track])
+        tracks.append({"id": track, "name": _track_name(table, pid, tid, device, python), "pid": pid, "tid": tid,
+                       "device": device, "kind": "device" if device >= 0 else ("python" if python else "host"),
                        "rows": [int(row) for row in rows], "events": int(counts[rows].sum())})
     devices = sorted({table.strings[int(d)] or "" for d in table.memory["device"].tolist()})
     return {"run": run, "worker": worker, "window": window, "rank": loaded.rank, "start_ns": loaded.origin,

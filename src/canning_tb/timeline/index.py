@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from canning_tb.ingest.table import NONE, EventTable
+from canning_tb.ingest.table import NONE, EventTable, Kind
 
-INDEX_VERSION = 1
+INDEX_VERSION = 2
 
 
 @dataclass
@@ -23,6 +23,7 @@ class TimelineIndex:
     track_pid: np.ndarray  # per track
     track_tid: np.ndarray
     track_device: np.ndarray  # device index of the track's events, NONE for host threads
+    track_python: np.ndarray  # the track holds a thread's python_function events
     track_of: np.ndarray  # per event: its track
     depth: np.ndarray  # per event: its nesting depth
     order: np.ndarray  # event rows ordered by (track, depth, ts)
@@ -51,17 +52,23 @@ class TimelineIndex:
             return cls(**{name: z[name] for name in cls.__dataclass_fields__})
 
 
-def _tracks(table: EventTable) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(pid, tid, device) per track, host threads first, and each event's track."""
+def _tracks(table: EventTable) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(pid, tid, device, python) per track, host threads first, and each event's track.
+
+    A thread's python_function events get a track of their own: the Python tracer's frames nest
+    among themselves, and the profiler's operators and record_function ranges among themselves, but
+    not with each other (a ProfilerStep range starts inside one `step()` call and ends inside the
+    next), and one track for both would stair-step deeper at every step."""
     ev = table.events
     is_device = (ev["device"] != NONE).astype(np.int64)
-    keys = np.stack([is_device, ev["pid"], ev["tid"]], axis=1)
+    is_python = (ev["kind"] == int(Kind.PYTHON_FUNCTION)).astype(np.int64)
+    keys = np.stack([is_device, ev["pid"], ev["tid"], is_python], axis=1)
     uniq, track_of = np.unique(keys, axis=0, return_inverse=True)
     track_of = track_of.reshape(-1).astype(np.int32)
     device = np.full(len(uniq), NONE, np.int32)
     if len(ev["device"]):
         device[track_of] = ev["device"]
-    return uniq[:, 1], uniq[:, 2], device, track_of
+    return uniq[:, 1], uniq[:, 2], device, uniq[:, 3].astype(bool), track_of
 
 
 def stack_depths(ts: np.ndarray, end: np.ndarray, track_of: np.ndarray) -> np.ndarray:
@@ -88,7 +95,7 @@ def build_index(table: EventTable) -> TimelineIndex:
     ev = table.events
     ts = ev["ts"]
     end = ts + ev["dur"]
-    pid, tid, device, track_of = _tracks(table)
+    pid, tid, device, python, track_of = _tracks(table)
     depth = stack_depths(ts, end, track_of)
     order = np.lexsort((end, ts, depth, track_of)).astype(np.int64)
     pairs = np.stack([track_of[order], depth[order]], axis=1) if len(order) else np.zeros((0, 2), np.int64)
@@ -97,7 +104,7 @@ def build_index(table: EventTable) -> TimelineIndex:
         change[1:] = np.any(pairs[1:] != pairs[:-1], axis=1)
     starts = np.flatnonzero(change)
     return TimelineIndex(
-        track_pid=pid.astype(np.int64), track_tid=tid.astype(np.int64), track_device=device,
+        track_pid=pid.astype(np.int64), track_tid=tid.astype(np.int64), track_device=device, track_python=python,
         track_of=track_of, depth=depth, order=order,
         row_track=pairs[starts, 0].astype(np.int32), row_depth=pairs[starts, 1].astype(np.int32),
         row_offsets=np.append(starts, len(order)).astype(np.int64),

@@ -472,7 +472,7 @@ export interface TimelineTrack {
   pid: number;
   tid: number;
   device: number;
-  kind: "host" | "device";
+  kind: "host" | "python" | "device";
   rows: number[];
   events: number;
 }
