@@ -30,7 +30,7 @@ class Tile:
     events_in_range: int
 
 
-def _row_items(index: TimelineIndex, names: np.ndarray, row: int, t0: int, t1: int, ns_per_px: float):
+def _row_items(index: TimelineIndex, row: int, t0: int, t1: int, ns_per_px: float):
     """(start, end, count, event) of one row's items in [t0, t1]."""
     part = index.row_slice(row)
     ends, starts = index.sorted_end[part], index.sorted_ts[part]
@@ -47,10 +47,13 @@ def _row_items(index: TimelineIndex, names: np.ndarray, row: int, t0: int, t1: i
     first = np.flatnonzero(boundary)
     group = np.cumsum(boundary) - 1
     count = np.diff(np.append(first, len(start)))
-    # the dominant event of a group: its longest (last of a sort by group, then duration)
-    by_length = np.lexsort((end - start, group))
-    last_of_group = np.append(first[1:], len(start)) - 1
-    dominant = events[by_length[last_of_group]]
+    # the dominant event of a group: its first longest one (linear, no sort)
+    length = end - start
+    longest = np.maximum.reduceat(length, first)
+    candidates = np.flatnonzero(length == longest[group])
+    leading = np.ones(len(candidates), bool)
+    leading[1:] = group[candidates[1:]] != group[candidates[:-1]]
+    dominant = events[candidates[leading]]
     return start[first], np.maximum.reduceat(end, first), count, dominant
 
 
@@ -59,7 +62,7 @@ def make_tile(index: TimelineIndex, names: np.ndarray, rows: list[int], t0: int,
     parts = []
     total = 0
     for position, row in enumerate(rows):
-        items = _row_items(index, names, row, t0, t1, ns_per_px)
+        items = _row_items(index, row, t0, t1, ns_per_px)
         if items is None:
             continue
         total += int(items[2].sum())
