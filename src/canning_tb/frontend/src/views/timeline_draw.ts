@@ -44,18 +44,29 @@ export function colourOf(name: string): string {
   return colour;
 }
 
-/** The longest prefix of `text` (with "…") that fits in `width` pixels, or "" if none does. */
+const widths = new Map<string, number>();
+
+/** The text's width in the current font, measured once per font and text. */
+function widthOf(ctx: CanvasRenderingContext2D, text: string): number {
+  const key = `${ctx.font}\u0000${text}`;
+  let width = widths.get(key);
+  if (width === undefined) {
+    width = ctx.measureText(text).width;
+    if (widths.size > 50_000) widths.clear();
+    widths.set(key, width);
+  }
+  return width;
+}
+
+/** The longest prefix of `text` (with "…") that fits in `width` pixels, or "" if none does: a guess
+ * in proportion to the full width, then corrected a character at a time. */
 export function elide(ctx: CanvasRenderingContext2D, text: string, width: number): string {
   if (width < 14) return "";
-  if (ctx.measureText(text).width <= width) return text;
-  let lo = 0;
-  let hi = text.length;
-  while (lo < hi) {
-    const mid = (lo + hi + 1) >> 1;
-    if (ctx.measureText(`${text.slice(0, mid)}…`).width <= width) lo = mid;
-    else hi = mid - 1;
-  }
-  return lo ? `${text.slice(0, lo)}…` : "";
+  const full = widthOf(ctx, text);
+  if (full <= width) return text;
+  let keep = Math.floor((text.length * width) / full);
+  while (keep > 0 && widthOf(ctx, `${text.slice(0, keep)}…`) > width) keep--;
+  return keep ? `${text.slice(0, keep)}…` : "";
 }
 
 /** Tick spacing: 1, 2 or 5 × a power of ten, about every 100 pixels. */
