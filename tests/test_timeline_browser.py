@@ -54,6 +54,11 @@ def span(canvas):
     return int(canvas.get_attribute("data-lo")), int(canvas.get_attribute("data-hi"))
 
 
+def shifts(canvas):
+    """{rank: ns added to its times on the common axis}, as the canvas says it drew them."""
+    return {int(rank): int(shift) for rank, shift in (part.split(":") for part in canvas.get_attribute("data-shifts").split(","))}
+
+
 def wait_change(canvas, before):
     canvas.page.wait_for_function("([el, lo, hi]) => el.dataset.lo !== lo || el.dataset.hi !== hi",
                                   arg=[canvas.element_handle(), str(before[0]), str(before[1])], timeout=T)
@@ -113,9 +118,28 @@ def test_ranks_side_by_side_aligned_and_peers(page, url, logdir, errors):
     expect(canvas).to_have_attribute("data-ranks", "8", timeout=T)
     expect(canvas).not_to_have_attribute("data-items", "0", timeout=T)
     by_clock = span(canvas)
+    lanes = int(canvas.get_attribute("data-lanes"))
+    canvas.click(position={"x": 60, "y": 24 + 10})  # rank 0's header: collapsed to its steps
+    expect(canvas).not_to_have_attribute("data-lanes", str(lanes))
+    assert int(canvas.get_attribute("data-lanes")) < lanes
+    canvas.click(position={"x": 60, "y": 24 + 10})
+    expect(canvas).to_have_attribute("data-lanes", str(lanes))
+    clock_shifts = shifts(canvas)
     frame.locator("#timeline-align").select_option("step")
     by_step = wait_change(canvas, by_clock)
     assert by_step != by_clock
+    # moving from the clock to the steps moves each rank by the difference of its first step's
+    # start (raw file) from the selected rank's
+    first_step = {}
+    for path in sorted((logdir / "dlrm").glob("*.pt.trace.json.gz")):
+        with gzip.open(path, "rt") as f:
+            doc = json.load(f)
+        first_step[doc["distributedInfo"]["rank"]] = min(
+            round(e["ts"] * 1000) for e in doc["traceEvents"] if e.get("name", "").startswith("ProfilerStep#"))
+    step_shifts = shifts(canvas)
+    assert sorted(step_shifts) == list(range(8))
+    for rank, shift in step_shifts.items():
+        assert shift - clock_shifts[rank] == first_step[0] - first_step[rank]
     # the third all_to_all: its peers on the 8 ranks, the last one as the raw files say
     starts = {}
     for path in sorted((logdir / "dlrm").glob("*.pt.trace.json.gz")):

@@ -123,6 +123,7 @@ class TimelinePanel implements TimelineActions, SideActions {
     data.bytes = String(this.ranks.reduce((sum, rank) => sum + (rank.tile?.bytes ?? 0), 0));
     data.ranks = String(this.ranks.length);
     data.lanes = String(this.lanes.length);
+    data.shifts = this.ranks.map((rank) => `${rank.tracks.rank}:${Math.round(rank.shift)}`).join(",");
     const box = this.selectedBox();
     data.selectedBox = box ? [box.x, box.y, box.w, box.h].map((v) => Math.round(v)).join(",") : "";
   }
