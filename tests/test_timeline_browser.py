@@ -9,7 +9,7 @@ import shutil
 import pytest
 from playwright.sync_api import expect
 
-from _tb import T, open_plugin, serve, shot
+from _tb import FRAME, T, open_plugin, serve, shot
 from conftest import fixture_path
 
 pytestmark = pytest.mark.browser
@@ -109,6 +109,12 @@ def test_zoom_pan_search_click_and_range(page, url, logdir, errors):
     page.mouse.up()
     page.keyboard.up("Shift")
     expect(frame.locator("#timeline-summary-table tbody tr").first).to_be_visible(timeout=T)
+    # a reload opens the same range with the same slice selected (the state is in the URL)
+    shown = span(canvas)
+    page.reload()
+    frame = page.frame_locator(FRAME)
+    expect(frame.locator("#timeline-details")).to_have_attribute("data-event", second, timeout=T)
+    assert span(frame.locator("#timeline-canvas")) == pytest.approx(shown, abs=1)
     assert errors == []
 
 
