@@ -243,6 +243,7 @@ def test_collective_peers_across_ranks_against_the_raw_files(client):
     for rank in ranks:
         peer = by_rank[rank["rank"]]
         assert peer["start_ns"] == starts[rank["rank"]] - rank["start_ns"]
+        assert peer["clock_ns"] == starts[rank["rank"]] - ranks[0]["start_ns"]
         assert peer["wait_ns"] == starts[last] - starts[rank["rank"]]
 
 

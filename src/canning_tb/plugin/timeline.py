@@ -222,7 +222,8 @@ def peers_impl(cache: IndexCache, store, run, worker, window, event: int) -> dic
     for (member, found), one, peer in zip(members, loaded, peers([one.table for one in loaded], chosen, event)):
         if peer:
             answers.append({"worker": member.name, "window": found.id, "rank": one.rank, "event": peer["event"],
-                            "start_ns": peer["start"] - one.origin, "dur_ns": peer["dur_ns"],
+                            "start_ns": peer["start"] - one.origin, "clock_ns": peer["start"] - selected.origin,
+                            "dur_ns": peer["dur_ns"],
                             "track": int(one.index.track_of[peer["event"]]), "depth": int(one.index.depth[peer["event"]]),
                             "wait_ns": peer["wait_ns"], "last": peer["last"]})
     return {"collective": True, "name": selected.table.name(event) or "", "peers": answers}

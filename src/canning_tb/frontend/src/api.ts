@@ -595,6 +595,7 @@ export interface TimelinePeer {
   rank: number;
   event: number;
   start_ns: number;
+  clock_ns: number;
   dur_ns: number;
   track: number;
   depth: number;

@@ -16,11 +16,13 @@ const MIN_SPAN = 1000; // ns
 
 class TimelinePanel implements TimelineActions, SideActions {
   private canvas = h("canvas", { id: "timeline-canvas", tabindex: "0" });
-  private wrap = h("div", { class: "timeline-canvas-wrap" }, this.canvas);
+  /** gives the scroll area the height of every lane; the canvas only draws what is in sight */
+  private spacer = h("div", { class: "timeline-spacer" });
+  private wrap = h("div", { class: "timeline-canvas-wrap" }, this.canvas, this.spacer);
   private side = h("div", { id: "timeline-side", class: "timeline-sidebar" });
   private count = h("span", { id: "timeline-search-count", class: "muted" });
   private status = h("span", { id: "timeline-status", class: "muted" });
-  private view: Viewport = { lo: 0, hi: 1, width: 1 };
+  private view: Viewport = { lo: 0, hi: 1, width: 1, top: RULER, height: RULER };
   private lanes: Lane[] = [];
   private boxes: Boxes = new Map();
   private marks: Marks = { selected: null, peers: new Map(), links: [], range: null };
@@ -44,7 +46,7 @@ class TimelinePanel implements TimelineActions, SideActions {
     this.host.signal.addEventListener("abort", () => observer.disconnect());
     const full = this.fullRange();
     const [lo, hi] = this.options.range ?? full;
-    this.view = { lo, hi, width: Math.max(1, this.wrap.clientWidth - GUTTER) };
+    this.view = { lo, hi, width: Math.max(1, this.wrap.clientWidth - GUTTER), top: RULER, height: RULER };
     this.lanes = layout(this.ranks);
     this.refetch();
     if (this.options.focus) void this.focus(this.options.focus);
@@ -95,7 +97,11 @@ class TimelinePanel implements TimelineActions, SideActions {
 
   private draw(): void {
     const ratio = window.devicePixelRatio || 1;
-    const height = RULER + this.lanes.reduce((sum, lane) => sum + lane.height, 0) + 4;
+    const total = RULER + this.lanes.reduce((sum, lane) => sum + lane.height, 0) + 4;
+    const height = Math.max(RULER, Math.min(total, Math.floor(window.innerHeight * 0.75)));
+    this.spacer.style.height = `${total - height}px`;
+    this.view.top = RULER - this.wrap.scrollTop;
+    this.view.height = height;
     const width = GUTTER + this.view.width;
     if (this.canvas.width !== Math.round(width * ratio) || this.canvas.height !== Math.round(height * ratio)) {
       this.canvas.width = Math.round(width * ratio);
@@ -110,7 +116,7 @@ class TimelinePanel implements TimelineActions, SideActions {
     drawGrid(ctx, this.view, height);
     this.boxes = drawLanes(ctx, this.view, this.ranks, this.lanes);
     drawMarks(ctx, this.view, this.ranks, this.lanes, this.marks, this.slice, height);
-    drawRuler(ctx, this.view, Math.min(this.wrap.scrollTop, Math.max(0, height - RULER)));
+    drawRuler(ctx, this.view);
     this.describe();
   }
 
@@ -218,11 +224,12 @@ class TimelinePanel implements TimelineActions, SideActions {
   // -- selection ----------------------------------------------------------------------------------
 
   onRuler(y: number): boolean {
-    return y - this.wrap.scrollTop < RULER;
+    return y < RULER;
   }
 
   click(x: number, y: number): void {
-    const lane = this.lanes.find((l) => y - RULER >= l.y && y - RULER < l.y + l.height);
+    if (y < RULER) return;
+    const lane = this.lanes.find((l) => y - this.view.top >= l.y && y - this.view.top < l.y + l.height);
     if (!lane) return;
     if (lane.kind === "row" && lane.foldable && x < GUTTER) {
       const folded = this.ranks[lane.rank].folded;

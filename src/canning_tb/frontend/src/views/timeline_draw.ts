@@ -12,6 +12,14 @@ export interface Viewport {
   hi: number;
   /** width of the data area in CSS pixels */
   width: number;
+  /** canvas y of the lanes' y = 0 (the ruler's height less the vertical scroll) */
+  top: number;
+  /** the canvas' height: lanes below it are not drawn */
+  height: number;
+}
+
+function visible(view: Viewport, lane: Lane): boolean {
+  return view.top + lane.y + lane.height > RULER && view.top + lane.y < view.height;
 }
 
 export interface Marks {
@@ -97,8 +105,9 @@ export function drawGrid(ctx: CanvasRenderingContext2D, view: Viewport, height: 
   }
 }
 
-/** The ruler's band at `top` (the scroll position: it stays in sight), drawn over the lanes. */
-export function drawRuler(ctx: CanvasRenderingContext2D, view: Viewport, top: number): void {
+/** The ruler's band at the top of the canvas, drawn over the lanes. */
+export function drawRuler(ctx: CanvasRenderingContext2D, view: Viewport): void {
+  const top = 0;
   const step = tickStep(view);
   ctx.fillStyle = "#f5f5f5";
   ctx.fillRect(0, top, GUTTER + view.width, RULER);
@@ -137,7 +146,7 @@ export interface Box {
 export type Boxes = Map<number, Box[]>;
 
 function drawTile(ctx: CanvasRenderingContext2D, view: Viewport, rankIndex: number, rank: RankView, tile: TimelineTile,
-  lanes: Lane[], index: Map<string, number>, top: number): Box[] {
+  lanes: Lane[], index: Map<string, number>): Box[] {
   const boxes: Box[] = [];
   const rowLane = tile.header.rows.map(([track, depth]) => index.get(laneKey(rankIndex, track, depth)) ?? -1);
   ctx.font = "11px system-ui, sans-serif";
@@ -146,10 +155,11 @@ function drawTile(ctx: CanvasRenderingContext2D, view: Viewport, rankIndex: numb
     const laneAt = rowLane[tile.row[i]];
     if (laneAt < 0) continue;
     const lane = lanes[laneAt];
+    if (!visible(view, lane)) continue;
     const x = Math.max(GUTTER, toX(view, tile.start[i] + rank.shift));
     const end = Math.min(GUTTER + view.width, toX(view, tile.start[i] + tile.dur[i] + rank.shift));
     const w = Math.max(1, end - x);
-    const y = top + lane.y + 1;
+    const y = view.top + lane.y + 1;
     const name = tile.header.names[tile.name[i]];
     ctx.globalAlpha = tile.count[i] > 1 ? 0.55 : 1;
     ctx.fillStyle = colourOf(name);
@@ -165,7 +175,8 @@ function drawTile(ctx: CanvasRenderingContext2D, view: Viewport, rankIndex: numb
   return boxes;
 }
 
-function drawSteps(ctx: CanvasRenderingContext2D, view: Viewport, rank: RankView, lane: Lane, top: number): void {
+function drawSteps(ctx: CanvasRenderingContext2D, view: Viewport, rank: RankView, lane: Lane): void {
+  const top = view.top;
   rank.tracks.steps.forEach((step, i) => {
     const x = Math.max(GUTTER, toX(view, step.start_ns + rank.shift));
     const end = Math.min(GUTTER + view.width, toX(view, step.start_ns + step.dur_ns + rank.shift));
@@ -177,7 +188,8 @@ function drawSteps(ctx: CanvasRenderingContext2D, view: Viewport, rank: RankView
   });
 }
 
-function drawCounter(ctx: CanvasRenderingContext2D, view: Viewport, rank: RankView, lane: Lane, top: number): void {
+function drawCounter(ctx: CanvasRenderingContext2D, view: Viewport, rank: RankView, lane: Lane): void {
+  const top = view.top;
   const counter = rank.counters?.memory[lane.counter];
   if (!counter || !counter.bytes.length) return;
   const peak = Math.max(...counter.bytes, 1);
@@ -202,26 +214,27 @@ export function drawLanes(ctx: CanvasRenderingContext2D, view: Viewport, ranks: 
   const boxes: Boxes = new Map();
   ctx.font = "11px system-ui, sans-serif";
   ctx.textBaseline = "middle";
-  for (const lane of lanes) {
+  const shown = lanes.filter((lane) => visible(view, lane));
+  for (const lane of shown) {
     const rank = ranks[lane.rank];
     if (lane.kind === "rank") {
       ctx.fillStyle = "#eeeeee";
-      ctx.fillRect(0, RULER + lane.y, GUTTER + view.width, lane.height);
-    } else if (lane.kind === "steps") drawSteps(ctx, view, rank, lane, RULER);
-    else if (lane.kind === "counter") drawCounter(ctx, view, rank, lane, RULER);
+      ctx.fillRect(0, view.top + lane.y, GUTTER + view.width, lane.height);
+    } else if (lane.kind === "steps") drawSteps(ctx, view, rank, lane);
+    else if (lane.kind === "counter") drawCounter(ctx, view, rank, lane);
   }
   ranks.forEach((rank, i) => {
-    if (rank.tile) boxes.set(i, drawTile(ctx, view, i, rank, rank.tile, lanes, index, RULER));
+    if (rank.tile) boxes.set(i, drawTile(ctx, view, i, rank, rank.tile, lanes, index));
   });
   ctx.fillStyle = "#fafafa";
-  ctx.fillRect(0, RULER, GUTTER, lanes.reduce((sum, lane) => sum + lane.height, 0));
-  for (const lane of lanes) {
+  ctx.fillRect(0, RULER, GUTTER, view.height - RULER);
+  for (const lane of shown) {
     if (!lane.label) continue;
     ctx.fillStyle = lane.kind === "rank" ? "#212121" : "#616161";
     ctx.font = lane.kind === "rank" ? "bold 12px system-ui, sans-serif" : "11px system-ui, sans-serif";
     const open = lane.kind === "rank" ? !ranks[lane.rank].collapsed : !ranks[lane.rank].folded.has(lane.track);
     const text = lane.kind === "rank" || lane.foldable ? `${open ? "▾" : "▸"} ${lane.label}` : lane.label;
-    ctx.fillText(elide(ctx, text, GUTTER - 8), 4, RULER + lane.y + lane.height / 2);
+    ctx.fillText(elide(ctx, text, GUTTER - 8), 4, view.top + lane.y + lane.height / 2);
   }
   return boxes;
 }

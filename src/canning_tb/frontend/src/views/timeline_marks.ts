@@ -17,7 +17,7 @@ function place(view: Viewport, ranks: RankView[], lanes: Lane[], rank: number, s
   if (!lane) return null;
   const shift = ranks[rank].shift;
   const x = toX(view, slice.start_ns + shift);
-  return { x, y: RULER + lane.y + 1, w: Math.max(2, toX(view, slice.start_ns + slice.dur_ns + shift) - x), h: lane.height - 2 };
+  return { x, y: view.top + lane.y + 1, w: Math.max(2, toX(view, slice.start_ns + slice.dur_ns + shift) - x), h: lane.height - 2 };
 }
 
 function outline(ctx: CanvasRenderingContext2D, box: Placed, colour: string, width: number): void {

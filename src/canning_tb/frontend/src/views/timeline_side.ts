@@ -31,7 +31,7 @@ function linksList(slice: TimelineSliceResponse, actions: SideActions): HTMLElem
 function peersList(peers: TimelinePeersResponse, rankIndex: (worker: string, window: string) => number, actions: SideActions): HTMLElement {
   const list = h("ul", { id: "timeline-peers", class: "timeline-links" });
   for (const peer of peers.peers) {
-    const label = `rank ${peer.rank}: starts ${timeText(peer.start_ns)}, ${peer.last ? "arrived last" : `waits ${us(peer.wait_ns)} µs`}`;
+    const label = `rank ${peer.rank}: starts at ${timeText(peer.clock_ns)} (clock), ${peer.last ? "arrived last" : `waits ${us(peer.wait_ns)} µs`}`;
     const button = h("button", { type: "button", class: `link-button${peer.last ? " last" : ""}`, "data-rank": String(peer.rank) }, label);
     const index = rankIndex(peer.worker, peer.window);
     button.disabled = index < 0;
