@@ -62,7 +62,8 @@ bench: setup
 
 # the timeline's tiles, bytes per view, first paint and heap (medium trace; SIZE=long for ~1 GB)
 bench-timeline: setup chromium
-	$(BIN)/python benchmarks/bench_timeline.py --size $(or $(SIZE),medium) --browser
+	$(BIN)/python benchmarks/bench_timeline.py --size $(or $(SIZE),medium) --browser \
+	  --ranks-dir $(or $(RANKS),../shared/fixtures/param/dlrm_8ranks)
 
 # regenerate the digest schema's Python module after editing digest.proto
 proto:

@@ -2,6 +2,7 @@
 real TensorBoard, bytes per view, and (with --browser) first paint, JS heap and draw time in Chromium.
 
     python benchmarks/bench_timeline.py [--size small|medium|long] [--trace-dir DIR] [--browser]
+                                        [--ranks-dir RUN_WITH_RANKS]
 
 The trace is the ingest benchmark's (make_big_trace.py: a real torch.profiler run; generated once into
 benchmarks/out/<size>/run, reused after). Prints the figures and writes benchmarks/out/timeline.json.
@@ -121,6 +122,23 @@ def http_figures(base: str, names: dict) -> dict:
             "bytes_per_view_max": max(sizes), "bytes_per_view_mean": int(statistics.mean(sizes))}
 
 
+def ranks_figures(base: str, run: str) -> dict:
+    """Every rank of the run's first window on one axis, as the browser asks for it: /timeline_ranks,
+    each rank's tracks, then one whole-window tile per rank (in turn, as the HTTP figures above)."""
+    start = time.perf_counter()
+    _, body = fetch(base, "timeline_ranks", run=run, window_index=0)
+    ranks = json.loads(body)["ranks"]
+    total, slowest = 0, 0.0
+    for rank in ranks:
+        window = {"run": run, "worker": rank["worker"], "window": rank["window"]}
+        fetch(base, "timeline_tracks", **window)
+        took, tile = fetch(base, "timeline_tile", **window, start_ns=0, end_ns=rank["duration_ns"], width=WIDTH)
+        total += len(tile)
+        slowest = max(slowest, took)
+    return {"ranks": len(ranks), "ranks_first_view_s": round(time.perf_counter() - start, 2),
+            "ranks_bytes_per_view": total, "ranks_slowest_tile_ms": round(slowest * 1000, 1)}
+
+
 def browser_figures(root_url: str, names: dict) -> dict:
     """Chromium (Debian's): time to the first painted timeline (the index already built), the page's
     JS heap, and the mean time of a pan redraw (100 'd' keys dispatched at once)."""
@@ -152,28 +170,42 @@ def browser_figures(root_url: str, names: dict) -> dict:
             "js_heap_mb": round(metrics.get("JSHeapUsedSize", 0) / 2**20, 1)}
 
 
+def served_figures(run_dir: str, work: str, figures: dict, args) -> None:
+    """The figures measured against real TensorBoards (a fresh cache: the first request indexes)."""
+    env = dict(os.environ, CANNING_CACHE_DIR=os.path.join(work, "tb-cache"))
+    proc, base = start_tensorboard(run_dir, os.path.join(work, "tb.log"), env)
+    try:
+        log("tiles over HTTP (the first request ingests and indexes in TensorBoard)")
+        figures.update(http_figures(base, figures))
+        if args.browser:
+            log("first paint and heap in Chromium")
+            figures.update(browser_figures(base.split("/data/")[0], figures))
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    if args.ranks_dir:
+        log(f"every rank of {args.ranks_dir}")
+        proc, base = start_tensorboard(args.ranks_dir, os.path.join(work, "tb-ranks.log"), env)
+        try:
+            figures.update(ranks_figures(base, "."))
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", choices=sorted(SIZES_MB), default="medium")
     parser.add_argument("--trace-dir", help="a run folder to use instead of a generated trace")
     parser.add_argument("--browser", action="store_true", help="also measure in Chromium")
+    parser.add_argument("--ranks-dir", help="a multi-rank run folder: every rank on one axis, over HTTP")
     args = parser.parse_args()
     run_dir = args.trace_dir or ensure_trace(args.size)
     work = tempfile.mkdtemp(prefix="bench-timeline-")
     try:
         log(f"ingest and index build of {run_dir}")
         figures = build_figures(run_dir, os.path.join(work, "direct"))
-        env = dict(os.environ, CANNING_CACHE_DIR=os.path.join(work, "tb-cache"))
-        proc, base = start_tensorboard(run_dir, os.path.join(work, "tb.log"), env)
-        try:
-            log("tiles over HTTP (the first request ingests and indexes in TensorBoard)")
-            figures.update(http_figures(base, figures))
-            if args.browser:
-                log("first paint and heap in Chromium")
-                figures.update(browser_figures(base.split("/data/")[0], figures))
-        finally:
-            proc.terminate()
-            proc.wait(timeout=30)
+        served_figures(run_dir, work, figures, args)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     figures["trace_bytes"] = sum(os.path.getsize(os.path.join(run_dir, f)) for f in os.listdir(run_dir)
