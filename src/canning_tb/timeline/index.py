@@ -8,14 +8,21 @@ and their ends are sorted, which is what makes a range query a pair of `searchso
 """
 from __future__ import annotations
 
+import hashlib
 import os
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
 from canning_tb.ingest.table import NONE, EventTable, Kind
 
-INDEX_VERSION = 2
+
+@lru_cache(maxsize=1)
+def index_version() -> str:
+    """Identity of the code that builds the index: an index cached by other code is rebuilt."""
+    with open(__file__, "rb") as f:
+        return hashlib.sha1(f.read()).hexdigest()[:12]
 
 
 @dataclass
@@ -41,14 +48,14 @@ class TimelineIndex:
 
     def save(self, path: str) -> None:
         tmp = f"{path}.tmp{os.getpid()}.npz"
-        np.savez(tmp, version=np.int64(INDEX_VERSION), **self.__dict__)
+        np.savez(tmp, version=np.array(index_version()), **self.__dict__)
         os.replace(tmp, path)
 
     @classmethod
     def load(cls, path: str) -> "TimelineIndex":
         with np.load(path) as z:
-            if int(z["version"]) != INDEX_VERSION:
-                raise ValueError(f"{path}: index version {int(z['version'])}")
+            if str(z["version"]) != index_version():
+                raise ValueError(f"{path}: built by other code ({z['version']})")
             return cls(**{name: z[name] for name in cls.__dataclass_fields__})
 
 
