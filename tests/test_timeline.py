@@ -385,3 +385,18 @@ def test_search_by_collective_kind_finds_the_slowest_kernel_of_that_kind(client)
     slowest = max(kernels, key=lambda e: e["dur"])
     assert found["count"] == len(kernels)
     assert found["longest"]["name"] == slowest["name"] and found["longest"]["dur_ns"] == round(slowest["dur"] * 1000)
+
+
+def test_a_broken_rank_is_named_and_the_others_still_answer(tmp_path):
+    import gzip as gz
+    import shutil
+    run = tmp_path / "dlrm"
+    shutil.copytree(fixture_path("param", "dlrm_8ranks"), run)
+    broken = sorted(run.glob("worker3*.pt.trace.json.gz"))[0]
+    broken.write_bytes(gz.compress(gz.decompress(broken.read_bytes())[:4000]))
+    store = Store(str(run), cache_dir=str(tmp_path / "cache"))
+    answer = timeline.ranks_impl(store, ".", 0)["ranks"]
+    bad = [r for r in answer if "error" in r]
+    assert len(answer) == 8 and len(bad) == 1 and broken.name in bad[0]["error"]
+    assert sorted(r["rank"] for r in answer if "error" not in r) == [0, 1, 2, 4, 5, 6, 7]
+    assert all("offset_ns" in r for r in answer if "error" not in r)

@@ -193,7 +193,11 @@ def ranks_impl(store, run, position: int) -> dict:
     and each one's first step start (for aligning ranks on their steps)."""
     members = []
     for worker, found in store.windows_at(run, position):
-        digest = window_digest(store, run, worker.name, found.id)
+        try:
+            digest = window_digest(store, run, worker.name, found.id)
+        except RouteError as e:  # one rank's bad files never hide the others
+            members.append({"worker": worker.name, "window": found.id, "rank": worker.rank, "error": e.body["error"]})
+            continue
         steps = list(digest.steps)
         members.append({"worker": worker.name, "window": found.id, "rank": int(digest.window.rank),
                         "start_ns": int(digest.window.start_ns),
@@ -201,8 +205,9 @@ def ranks_impl(store, run, position: int) -> dict:
                         "first_step_ns": int(steps[0].start_ns - digest.window.start_ns) if steps else 0})
     if not members:
         raise RouteError(404, f"no worker of run {run!r} has a window at position {position}")
-    base = members[0]["start_ns"]
-    for member in members:
+    readable = [member for member in members if "error" not in member]
+    base = readable[0]["start_ns"] if readable else 0
+    for member in readable:
         member["offset_ns"] = member["start_ns"] - base
     return {"run": run, "position": position, "ranks": members}
 

@@ -581,6 +581,8 @@ export interface TimelineRank {
   duration_ns: number;
   first_step_ns: number;
   offset_ns: number;
+  /** set (and the figures absent) when this rank's files cannot be read */
+  error?: string;
 }
 
 export interface TimelineRanksResponse {

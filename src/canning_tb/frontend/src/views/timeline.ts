@@ -30,7 +30,8 @@ class TimelinePanel implements TimelineActions, SideActions {
   private fetching: AbortController | null = null;
   private timer = 0;
 
-  constructor(private host: ViewHost, private ranks: RankView[], private rankList: TimelineRank[], private selected: number) {}
+  constructor(private host: ViewHost, private ranks: RankView[], private rankList: TimelineRank[], private selected: number,
+    private errors: string[]) {}
 
   private get options() {
     return this.host.store.state.timeline;
@@ -153,15 +154,11 @@ class TimelinePanel implements TimelineActions, SideActions {
     this.fetching = controller;
     this.host.signal.addEventListener("abort", () => controller.abort());
     const { lo, hi, width } = this.view;
-    try {
-      await Promise.all(this.ranks.map((rank) => refreshRank(rank, lo, hi, width, controller.signal)));
-    } catch (err) {
-      if ((err as Error).name !== "AbortError") this.status.textContent = errorText(err);
-      return;
-    }
+    const results = await Promise.allSettled(this.ranks.map((rank) => refreshRank(rank, lo, hi, width, controller.signal)));
     if (controller.signal.aborted) return;
+    const failed = results.flatMap((result, i) => (result.status === "rejected" ? [`${this.ranks[i].label}: ${errorText(result.reason)}`] : []));
     this.lanes = layout(this.ranks);
-    this.status.textContent = "";
+    this.status.textContent = [...this.errors, ...failed].join("; ");
     this.draw();
     this.host.setState("loaded");
   }
@@ -377,9 +374,9 @@ class TimelinePanel implements TimelineActions, SideActions {
   }
 }
 
-async function rankViews(host: ViewHost): Promise<{ views: RankView[]; list: TimelineRank[]; selected: number }> {
+async function rankViews(host: ViewHost): Promise<{ views: RankView[]; list: TimelineRank[]; selected: number; errors: string[] }> {
   const options = host.store.state.timeline;
-  const { ranks, selected } = await loadRanks(host.sel, options.ranks, host.signal);
+  const { ranks, selected, errors } = await loadRanks(host.sel, options.ranks, host.signal);
   const sels: Selection[] = ranks.length ? ranks.map((r) => ({ run: host.sel.run, worker: r.worker, window: r.window })) : [host.sel];
   const tracks = await Promise.all(sels.map((sel) => loadTracks(sel, host.signal)));
   const offsets = ranks.length ? shifts(ranks, selected, options.align) : [0];
@@ -387,15 +384,15 @@ async function rankViews(host: ViewHost): Promise<{ views: RankView[]; list: Tim
     sel, tracks: tracks[i], shift: offsets[i], collapsed: false, folded: new Set<number>(), tile: null, counters: null,
     label: `rank ${tracks[i].rank} · ${sel.worker}`,
   }));
-  return { views, list: ranks, selected: ranks.length ? selected : 0 };
+  return { views, list: ranks, selected: ranks.length ? selected : 0, errors };
 }
 
 async function load(host: ViewHost): Promise<void> {
   showLoading(host, "Indexing the events of this window for the timeline…");
   try {
-    const { views, list, selected } = await rankViews(host);
+    const { views, list, selected, errors } = await rankViews(host);
     if (host.signal.aborted) return;
-    new TimelinePanel(host, views, list, selected).show();
+    new TimelinePanel(host, views, list, selected, errors).show();
   } catch (err) {
     if (!host.signal.aborted && (err as Error).name !== "AbortError") showError(host, errorText(err));
   }

@@ -80,11 +80,14 @@ export function shifts(ranks: TimelineRank[], selected: number, align: "clock" |
   );
 }
 
-export async function loadRanks(sel: Selection, all: boolean, signal: AbortSignal): Promise<{ ranks: TimelineRank[]; selected: number }> {
-  if (!all) return { ranks: [], selected: 0 };
+/** The ranks to draw (those that can be read) and the errors of the others. */
+export async function loadRanks(sel: Selection, all: boolean, signal: AbortSignal): Promise<{ ranks: TimelineRank[]; selected: number; errors: string[] }> {
+  if (!all) return { ranks: [], selected: 0, errors: [] };
   const answer = await getJSON<TimelineRanksResponse>("timeline_ranks", { ...sel }, signal);
-  const selected = answer.ranks.findIndex((r) => r.worker === sel.worker && r.window === sel.window);
-  return { ranks: answer.ranks, selected: Math.max(0, selected) };
+  const ranks = answer.ranks.filter((r) => r.error === undefined);
+  const errors = answer.ranks.filter((r) => r.error !== undefined).map((r) => `rank ${r.rank}: ${r.error}`);
+  const selected = ranks.findIndex((r) => r.worker === sel.worker && r.window === sel.window);
+  return { ranks, selected: Math.max(0, selected), errors };
 }
 
 export async function loadTracks(sel: Selection, signal: AbortSignal): Promise<TimelineTracksResponse> {
