@@ -400,3 +400,18 @@ def test_a_broken_rank_is_named_and_the_others_still_answer(tmp_path):
     assert len(answer) == 8 and len(bad) == 1 and broken.name in bad[0]["error"]
     assert sorted(r["rank"] for r in answer if "error" not in r) == [0, 1, 2, 4, 5, 6, 7]
     assert all("offset_ns" in r for r in answer if "error" not in r)
+
+
+@pytest.mark.parametrize("route", ["tracks", "tile", "slice", "peers", "search", "summary", "counters", "download"])
+def test_unknown_windows_are_404_and_missing_parameters_400(client, route):
+    params = {"start_ns": 0, "end_ns": 10, "width": 10, "event": 0, "q": "x"}
+    code, body, _ = get(client, route, run=".", worker="nobody", window="1", **params)
+    assert code == 404 and "unknown" in json.loads(body)["error"]
+    code, body, _ = get(client, route, run=".", **params)
+    assert code == 400 and "missing parameter" in json.loads(body)["error"]
+
+
+def test_ranks_of_an_unknown_run_or_position(client):
+    assert get(client, "ranks", run="nowhere", window_index=0)[0] == 404
+    assert get(client, "ranks", run=".", window_index=5)[0] == 404
+    assert get(client, "ranks", run=".", worker="nobody", window="1")[0] == 404

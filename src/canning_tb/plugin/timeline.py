@@ -10,7 +10,7 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from .errors import RouteError, window_digest
+from .errors import RouteError, unknown_window, window_digest
 
 log = logging.getLogger("canning_tb.plugin")
 _MEMORY_ITEMS = 16  # the ranks of a window side by side
@@ -174,7 +174,10 @@ def download_impl(cache: IndexCache, store, run, worker, window):
     """(file name, chunks) of the window's trace: its original Chrome trace file when it has one,
     else one written from the events."""
     from canning_tb.timeline.chrome import chrome_trace
-    found = store.window(run, worker, window)
+    try:
+        found = store.window(run, worker, window)
+    except KeyError:
+        raise unknown_window(run, worker, window) from None
     originals = [f for f in found.files if f.endswith((".pt.trace.json", ".pt.trace.json.gz"))]
     if originals:
         return os.path.basename(originals[0]), _file_chunks(originals[0])

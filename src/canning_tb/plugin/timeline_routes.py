@@ -109,6 +109,8 @@ def timeline_apps(plugin) -> dict:
         if not args.get("run"):
             raise RouteError(400, "missing parameter: run")
         store = plugin._store()
+        if args["run"] not in store.runs():
+            raise RouteError(404, f"unknown run: {args['run']!r}")
         position = _int(args, "window_index", -1)
         if position < 0:
             run, worker, window = _window(args)
