@@ -415,3 +415,15 @@ def test_ranks_of_an_unknown_run_or_position(client):
     assert get(client, "ranks", run="nowhere", window_index=0)[0] == 404
     assert get(client, "ranks", run=".", window_index=5)[0] == 404
     assert get(client, "ranks", run=".", worker="nobody", window="1")[0] == 404
+
+
+def test_tracks_say_loading_while_the_index_is_built_then_answer(tmp_path):
+    store = Store(str(fixture_path("kineto", "resnet50_v100")), cache_dir=str(tmp_path))
+    run = store.runs()[0]
+    worker = store.workers(run)[0].name
+    win = store.windows(run, worker)[0].id
+    cache = timeline.IndexCache()
+    first = timeline.tracks_impl(cache, store, run, worker, win, wait_s=0)
+    assert first == {"run": run, "worker": worker, "window": win, "loading": True}
+    answer = timeline.tracks_impl(cache, store, run, worker, win, wait_s=120)
+    assert "loading" not in answer and answer["events"] == len(store.table(run, worker, win))

@@ -8,6 +8,7 @@ import logging
 import os
 import threading
 from collections import OrderedDict
+from concurrent import futures
 from dataclasses import dataclass
 
 from .errors import RouteError, unknown_window, window_digest
@@ -33,6 +34,27 @@ class IndexCache:
         self._lock = threading.Lock()
         self._loaded: OrderedDict[str, Loaded] = OrderedDict()
         self._building: dict[str, threading.Lock] = {}
+        self._jobs: dict[tuple[str, str, str], futures.Future] = {}
+        self._pool = futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="canning-timeline")
+
+    def ready(self, store, run: str, worker: str, window: str, wait_s: float) -> Loaded | None:
+        """The window's events and index, read and built in a background thread: None while they
+        are not ready after `wait_s` (a big trace: the route says "loading", the browser asks again);
+        the build's own error (404, 422) is raised here."""
+        key = (run, worker, window)
+        with self._lock:
+            job = self._jobs.get(key)
+            if job is None:
+                job = self._jobs[key] = self._pool.submit(self.get, store, run, worker, window)
+        try:
+            return job.result(timeout=wait_s)
+        except futures.TimeoutError:
+            return None
+        finally:
+            if job.done():
+                with self._lock:
+                    if self._jobs.get(key) is job:
+                        del self._jobs[key]
 
     def get(self, store, run: str, worker: str, window: str) -> Loaded:
         digest = window_digest(store, run, worker, window)  # 404 / 422 for unknown or bad windows
@@ -79,11 +101,14 @@ def _track_name(table, pid: int, tid: int, device: int, python: bool) -> str:
     return f"{process} / {thread}{' / Python' if python else ''}"
 
 
-def tracks_impl(cache: IndexCache, store, run: str, worker: str, window: str) -> dict:
+def tracks_impl(cache: IndexCache, store, run: str, worker: str, window: str, wait_s: float = 5.0) -> dict:
+    """The window's tracks; `{"loading": true, ...}` while its index is still being built."""
     import numpy as np
 
     from canning_tb.timeline.counters import steps
-    loaded = cache.get(store, run, worker, window)
+    loaded = cache.ready(store, run, worker, window, wait_s)
+    if loaded is None:
+        return {"run": run, "worker": worker, "window": window, "loading": True}
     index, table = loaded.index, loaded.table
     counts = np.diff(index.row_offsets)
     tracks = []

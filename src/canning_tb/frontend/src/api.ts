@@ -483,6 +483,14 @@ export interface TimelineStep {
   dur_ns: number;
 }
 
+/** /timeline_tracks while the window's index is still being built (HTTP 202) */
+export interface TimelineTracksLoading {
+  run: string;
+  worker: string;
+  window: string;
+  loading: true;
+}
+
 export interface TimelineTracksResponse {
   run: string;
   worker: string;

@@ -9,6 +9,7 @@ import {
   type TimelineRank,
   type TimelineRanksResponse,
   type TimelineTile,
+  type TimelineTracksLoading,
   type TimelineTracksResponse,
 } from "../api";
 
@@ -90,8 +91,16 @@ export async function loadRanks(sel: Selection, all: boolean, signal: AbortSigna
   return { ranks, selected: Math.max(0, selected), errors };
 }
 
+const POLL_MS = 1000;
+
+/** The window's tracks, asking again while the server is still indexing it. */
 export async function loadTracks(sel: Selection, signal: AbortSignal): Promise<TimelineTracksResponse> {
-  return getJSON<TimelineTracksResponse>("timeline_tracks", { ...sel }, signal);
+  for (;;) {
+    const answer = await getJSON<TimelineTracksResponse | TimelineTracksLoading>("timeline_tracks", { ...sel }, signal);
+    if (!("loading" in answer)) return answer;
+    await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+    if (signal.aborted) throw new DOMException("aborted", "AbortError");
+  }
 }
 
 /** The tile and counters of one rank for the axis range [lo, hi] at `width` pixels. */
