@@ -132,3 +132,33 @@ class Trace:
             r[2] = d.dur if r[2] is None else min(r[2], d.dur)
             r[3] = d.dur if r[3] is None else max(r[3], d.dur)
         return out
+
+
+def step_spans(tr: Trace):
+    """[(number, start, end)] by the stated rule (analysis/steps.py): ProfilerStep#N on the thread
+    holding most of them; the end is the later of the host end and the end of the device events
+    whose launch (runtime start, or their own start without one) falls in the host range; each
+    end capped at the next step's start."""
+    steps = tr.steps()
+    per_thread = defaultdict(int)
+    for s in steps:
+        per_thread[s.thread] += 1
+    main = max(per_thread, key=per_thread.get)
+    steps = [s for s in steps if s.thread == main]
+    launch = {e.corr: e.start for e in tr.runtime if e.corr is not None}
+    ends = [s.end for s in steps]
+    for d in tr.device:
+        t = launch.get(d.corr, d.start)
+        for i, s in enumerate(steps):
+            if s.start <= t < s.end:
+                ends[i] = max(ends[i], d.end)
+    out = []
+    for i, s in enumerate(steps):
+        end = min(ends[i], steps[i + 1].start) if i + 1 < len(steps) else ends[i]
+        out.append((int(STEP.match(s.name).group(1)), s.start, max(end, s.start)))
+    return out
+
+
+def comm_kernel_count(tr: Trace) -> int:
+    """NCCL kernels (the GPU collective calls)."""
+    return sum(1 for d in tr.device if d.cat == "kernel" and "nccl" in d.name.lower())
