@@ -43,6 +43,20 @@ def test_events_ending_exactly_at_a_step_end():
     ]
 
 
+def test_launch_exactly_at_a_host_end_is_not_in_the_step():
+    """Host ranges are half-open: a launch at the host end of step 1 does not extend it, one a
+    nanosecond before step 2's host end does (up to its kernel's end)."""
+    d = build_digest(table(steps((0, 1000), (2000, 3000), (4000, 5000)) + [
+        launch(1000, 1), ev("k1", K.KERNEL, 1100, 400, correlation=1),
+        launch(2999, 2), ev("k2", K.KERNEL, 3100, 400, correlation=2),
+    ]))
+    assert rows(d) == [
+        (1, 0, 1000, {"idle": 1000}),
+        (2, 2000, 1500, {"compute": 400, "runtime": 10, "idle": 1090}),
+        (3, 4000, 1000, {"idle": 1000}),
+    ]
+
+
 def test_kernel_past_the_next_step_start_is_split_at_the_cap():
     d = build_digest(table(steps((0, 1000), (1000, 2000)) + [launch(100, 1), ev("k1", K.KERNEL, 800, 500, correlation=1)]))
     assert rows(d) == [
