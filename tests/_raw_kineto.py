@@ -62,7 +62,7 @@ def nest_by_stack(events):
         evs.sort(key=lambda e: (e.start, -e.dur, e.index))
         stack = []
         for e in evs:
-            while stack and stack[-1].end <= e.start and not (stack[-1].dur == 0 == e.dur and stack[-1].start == e.start):
+            while stack and stack[-1].end <= e.start:
                 stack.pop()
             e.parent = stack[-1] if stack and stack[-1].end >= e.end else None
             stack.append(e)
