@@ -123,3 +123,29 @@ def test_ascend_step_span_host_idle_by_hand(level, rank):
     assert got == want
     assert want["host"] > 0 and want["idle"] > 0  # both are exercised
     assert d.average.total_ns == s.dur_ns and d.average.idle_ns == want["idle"] and d.average.host_ns == want["host"]
+
+
+@pytest.mark.parametrize("level", ["level1", "level2"])
+def test_ascend_cores_and_kernel_rows_from_kernel_details(level):
+    """Per accelerator core (kernel_details.csv's Accelerator Core, as written): calls and time;
+    per kernel name: calls, total, min, max and its most frequent core."""
+    folder = fixture_path("ascend", level, "rank0_ascend_pt")
+    with open(folder / "ASCEND_PROFILER_OUTPUT" / "kernel_details.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    cores, kernels = {}, {}
+    for r in rows:
+        dur = ns(r["Duration(us)"])
+        c = cores.setdefault(r["Accelerator Core"], [0, 0])
+        c[0] += 1
+        c[1] += dur
+        k = kernels.setdefault(r["Name"], {"durs": [], "cores": {}})
+        k["durs"].append(dur)
+        k["cores"][r["Accelerator Core"]] = k["cores"].get(r["Accelerator Core"], 0) + 1
+    d = build_digest(read_ascend(folder))
+    assert {c.core: [c.calls, c.total_ns] for c in d.cores} == cores
+    assert [c.total_ns for c in d.cores] == sorted((c.total_ns for c in d.cores), reverse=True)
+    assert {k.name for k in d.kernels_by_name} == set(kernels)
+    for k in d.kernels_by_name:
+        durs = kernels[k.name]["durs"]
+        assert (k.calls, k.total_ns, k.min_ns, k.max_ns) == (len(durs), sum(durs), min(durs), max(durs)), k.name
+        assert kernels[k.name]["cores"][k.core] == max(kernels[k.name]["cores"].values()), k.name
