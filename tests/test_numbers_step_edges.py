@@ -49,11 +49,13 @@ def test_launch_exactly_at_a_host_end_is_not_in_the_step():
     d = build_digest(table(steps((0, 1000), (2000, 3000), (4000, 5000)) + [
         launch(1000, 1), ev("k1", K.KERNEL, 1100, 400, correlation=1),
         launch(2999, 2), ev("k2", K.KERNEL, 3100, 400, correlation=2),
+        launch(4000, 3), ev("k3", K.KERNEL, 4500, 700, correlation=3),   # launched at step 3's start
+        launch(-50, 4), ev("k0", K.KERNEL, 5300, 100, correlation=4),    # launched before the first step
     ]))
     assert rows(d) == [
         (1, 0, 1000, {"idle": 1000}),
         (2, 2000, 1500, {"compute": 400, "runtime": 10, "idle": 1090}),
-        (3, 4000, 1000, {"idle": 1000}),
+        (3, 4000, 1200, {"compute": 700, "runtime": 10, "idle": 490}),
     ]
 
 
@@ -114,3 +116,16 @@ def test_gloo_worker_range_and_its_c10d_op_count_once():
     assert rows(d) == [(1, 0, 1000, {"communication": 300, "idle": 700})]
     (c,) = d.communication.collectives
     assert (c.kind, c.calls, c.total_ns) == ("AllReduce", 1, 280)
+
+
+def test_steps_of_the_main_thread_only():
+    """ProfilerStep ranges on two threads: the thread holding most of them makes the steps."""
+    d = build_digest(table(steps((0, 1000), (1000, 2000), (2000, 3000))
+                           + [ev("ProfilerStep#7", K.USER_ANNOTATION, 500, 100, tid=2)]))
+    assert [(s.number, s.start_ns, s.dur_ns) for s in d.steps] == [(1, 0, 1000), (2, 1000, 1000), (3, 2000, 1000)]
+
+
+def test_device_side_step_ranges_only_make_one_window_step():
+    d = build_digest(table([ev("ProfilerStep#4", K.GPU_USER_ANNOTATION, 0, 900, device=0, pid=0),
+                            ev("aten::add", K.CPU_OP, 100, 1000)]))
+    assert [(s.number, s.start_ns, s.dur_ns) for s in d.steps] == [(0, 0, 1100)]
