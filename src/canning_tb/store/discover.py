@@ -2,7 +2,8 @@
 
 A run is any folder under the logdir that directly holds profiles:
 - our handler's windows: `<worker>.<window>.canning.json` (the manifest is written last,
-  so its presence means the window is complete); the files it names belong to it;
+  so its presence means the window is complete); the files it names belong to it, and a
+  torch_npu folder it names is that window (listed once; "analysing" while torch_npu writes it);
 - plain torch.profiler output: `<worker>[.<timestamp>].pt.trace.json[.gz]`;
 - torch_npu output folders: `<worker>[_<timestamp>]_ascend_pt/` (also `_ascend_ms`).
 Names starting with "." and temporary files are never windows (atomic writers use them).
@@ -10,13 +11,15 @@ Names starting with "." and temporary files are never windows (atomic writers us
 from __future__ import annotations
 
 import gzip
-import json
 import os
 import re
 import zlib
 from datetime import datetime, timezone
 from functools import lru_cache
 from dataclasses import dataclass, field
+
+from canning_tb.manifest import ManifestError, ascend_output_files, ascend_status
+from canning_tb.manifest import load as load_manifest
 
 MANIFEST_RE = re.compile(r"^(?P<worker>.+)\.(?P<window>\d+)\.canning\.json$")
 KINETO_RE = re.compile(r"^(?P<worker>.*?)(?:\.(?P<span>\d+))?\.pt\.trace\.json(?:\.gz)?$")
@@ -34,7 +37,7 @@ class Window:
     path: str  # manifest file, trace file or *_ascend_pt folder
     files: tuple[str, ...]  # every file that makes up the window (for cache keys)
     order: tuple = ()
-    status: str = "ready"  # "ready" | "incomplete"
+    status: str = "ready"  # "ready" | "incomplete" | "analysing" (torch_npu still writing) | "unparsed"
     rank: int = -1
     steps: tuple[int, ...] = ()
 
@@ -76,38 +79,48 @@ def _rank_from_name(name: str) -> int:
     return int(m.group(1)) if m else -1
 
 
-def _manifest_window(folder: str, fname: str, m: re.Match) -> Window | None:
+def _manifest_window(folder: str, fname: str, m: re.Match) -> Window:
     path = os.path.join(folder, fname)
     try:
         st = os.stat(path)
-        names, steps, rank = _manifest_facts(path, st.st_size, st.st_mtime_ns)
+        facts = _manifest_facts(path, st.st_size, st.st_mtime_ns)
     except OSError:
-        names, steps, rank = (), (), -1
+        facts = _NO_FACTS
+    names, steps, rank, ascend, analysis = facts
     files = [path] + [os.path.join(folder, n) for n in names]
+    status = "ready"
+    if ascend:
+        # torch_npu may still be writing inside its folder (async analysis): its files are part of the
+        # cache key, so the window is read again when they change, and its status says so meanwhile
+        ascend_path = os.path.join(folder, ascend)
+        files += _top_files(ascend_path) + ascend_output_files(ascend_path)
+        status = ascend_status(ascend_path, analysis)
     idx = int(m.group("window"))
     return Window(id=m.group("window"), label="", format="canning", path=path, files=tuple(files),
-                  order=(idx,), rank=rank, steps=steps)
+                  order=(idx,), status=status, rank=rank, steps=steps)
+
+
+_NO_FACTS: tuple = ((), (), -1, None, "")
 
 
 @lru_cache(maxsize=65536)
-def _manifest_facts(path: str, size: int, mtime_ns: int) -> tuple[tuple[str, ...], tuple[int, ...], int]:
-    """(file names, steps, rank) of a manifest; read once per version of the file, since the
-    plugin rescans the logdir every few seconds. A manifest we cannot read still marks a
-    window (the reader reports the problem): it gives no facts here."""
+def _manifest_facts(path: str, size: int, mtime_ns: int) -> tuple:
+    """(file names, steps, rank, torch_npu folder name or None, analysis) of a manifest; read once per
+    version of the file, since the plugin rescans the logdir every few seconds. A manifest we cannot
+    read still marks a window (the reader reports the problem): it gives no facts here."""
     try:
-        with open(path, encoding="utf-8") as f:
-            man = json.load(f)
-    except (OSError, ValueError):
-        return (), (), -1
-    if not isinstance(man, dict):
-        return (), (), -1
-    files = man.get("files")
-    names = tuple(x["name"] for x in files if isinstance(x, dict) and isinstance(x.get("name"), str)
-                  and os.path.basename(x["name"]) == x["name"]) if isinstance(files, list) else ()
-    steps = man.get("steps")
-    steps = tuple(s for s in steps if isinstance(s, int) and not isinstance(s, bool)) if isinstance(steps, list) else ()
-    rank = man.get("rank", -1)
-    return names, steps, rank if isinstance(rank, int) and not isinstance(rank, bool) else -1
+        man = load_manifest(path)
+    except ManifestError:
+        return _NO_FACTS
+    return (tuple(f.name for f in man.files), tuple(man.steps), man.rank, man.ascend_folder, man.analysis)
+
+
+def _top_files(folder: str) -> list[str]:
+    try:
+        with os.scandir(folder) as it:
+            return sorted(e.path for e in it if e.is_file() and not e.name.startswith("."))
+    except OSError:
+        return []
 
 
 def _ascend_files(folder: str) -> tuple[tuple[str, ...], str]:
@@ -155,9 +168,9 @@ def scan_folder(folder: str, dirs: list[str], fnames: list[str]) -> dict[str, li
             rank=_rank_from_name(worker)))
     for d in dirs:
         m = ASCEND_RE.match(d)
-        if not m or d.startswith("."):
-            continue
         path = os.path.join(folder, d)
+        if not m or d.startswith(".") or path in claimed:  # a folder a manifest names is that window
+            continue
         files, status = _ascend_files(path)
         worker, span = m.group("worker"), m.group("span")
         rank = _ascend_rank(files)

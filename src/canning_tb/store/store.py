@@ -13,12 +13,14 @@ from collections import OrderedDict
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Callable, Iterable
 
+from canning_tb.manifest import DIGEST_SUFFIX, digest_path
+
 from . import cache
 from .discover import Run, Window, Worker, discover
 
 log = logging.getLogger("canning_tb.store")
 
-SOURCE_DIGEST_SUFFIX = ".digest.pb"  # written beside a manifest by the handler (digest=True)
+SOURCE_DIGEST_SUFFIX = DIGEST_SUFFIX  # cache entries are named like the handler's digests
 
 
 def read_window(window: Window):
@@ -56,7 +58,7 @@ def _schema() -> int:
 def source_digest_path(window: Window) -> str | None:
     if window.format != "canning":
         return None
-    return window.path[: -len(".canning.json")] + SOURCE_DIGEST_SUFFIX
+    return digest_path(window.path)
 
 
 def events_prefix(digest_path: str) -> str:
