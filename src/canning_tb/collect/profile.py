@@ -35,6 +35,7 @@ class Profile:
         self._running = False
         self._steps = OrderedDict()   # step number -> [begin_ns, end_ns or None], wall clock
         self._digest = None
+        self._trace = _summaries.SavedTrace()  # torch: the collection's Chrome trace, saved once
         self._npu_folder = None       # torch_npu's folder of the last window (its prof_if.prof_path)
         self._private_handler = None  # torch_npu's own handler when an NPU profile was given none
         self._private_dir = None      # ... and the temporary folder it writes into
@@ -62,6 +63,7 @@ class Profile:
             return self
         self._steps.clear()
         self._digest = None
+        self._trace.forget()
         prepare = getattr(self.on_trace_ready, "canning_prepare", None)
         if prepare is not None:  # e.g. torch_npu's handler must exist before its profiler is built
             prepare(self)
@@ -123,6 +125,7 @@ class Profile:
 
     def _trace_ready(self, backend_prof):
         self._digest = None
+        self._trace.forget()  # a new window: a new trace to save
         if self.backend == "torch_npu":  # the window that just ended: torch_npu made its folder at its start
             self._npu_folder = getattr(getattr(backend_prof, "prof_if", None), "prof_path", None) or None
         if self._private_handler is not None:
@@ -170,7 +173,14 @@ class Profile:
         return "async" if getattr(self.on_trace_ready, "async_mode", False) else "sync"
 
     def export_chrome_trace(self, path: str):
-        return self._require().export_chrome_trace(path)
+        """The trace of the last collection (torch saves it once; later calls copy that file)."""
+        if self.backend == "torch_npu":  # torch_npu re-runs its whole analysis here: slow, but asked for
+            return self._require().export_chrome_trace(path)
+        return self._trace.export(self._require(), path)
+
+    def canning_trace_moved(self, path: str):
+        """The handler moved the exported trace (published it, gzipped): the summaries read it there."""
+        self._trace.moved_to(path)
 
     def __getattr__(self, name):
         # Everything else (export_stacks, export_memory_timeline, add_metadata, ...) is the backend's.
@@ -184,7 +194,7 @@ class Profile:
             if self.backend == "torch_npu":  # what torch_npu's handler wrote, not its slow export_chrome_trace
                 self._digest = _npu_results.window_digest(self._npu_folder, self._npu_analysis())
             else:
-                self._digest = _summaries.digest_of(self._require())
+                self._digest = _summaries.digest_of_trace(self._trace.local(self._require()))
         return self._digest
 
     def op_summary(self):
