@@ -206,7 +206,7 @@ def _looks_like_trace(path: str) -> bool:
 
 @lru_cache(maxsize=4096)
 def _sniff(path: str, size: int, mtime_ns: int) -> bool:
-    """A Chrome trace from a profiler names traceEvents (or schemaVersion) near its start."""
+    """A Chrome trace from a profiler names traceEvents (or schemaVersion) near its start, or is an array of events."""
     try:
         with open(path, "rb") as f:
             head = f.read(65536)
@@ -214,6 +214,8 @@ def _sniff(path: str, size: int, mtime_ns: int) -> bool:
             head = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(head, 65536)
     except (OSError, zlib.error, gzip.BadGzipFile):
         return False
+    if head.lstrip()[:1] == b"[":  # a bare array of events (torch_npu's export_chrome_trace)
+        return b'"ph"' in head and b'"ts"' in head
     return b'"traceEvents"' in head or b'"schemaVersion"' in head
 
 

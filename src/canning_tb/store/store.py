@@ -25,9 +25,9 @@ SOURCE_DIGEST_SUFFIX = DIGEST_SUFFIX  # cache entries are named like the handler
 
 def read_window(window: Window):
     """The EventTable of one window, by its format (readers are imported on first use)."""
-    if window.format == "kineto":
-        from canning_tb.ingest.kineto import read_kineto
-        return read_kineto(window.path)
+    if window.format == "kineto":  # a Kineto object, or a bare array as torch_npu's export_chrome_trace writes
+        from canning_tb.ingest.chrome_array import read_chrome_trace
+        return read_chrome_trace(window.path)
     if window.format == "canning":
         from canning_tb.ingest.window import read_canning_window
         return read_canning_window(window.path)
