@@ -136,7 +136,7 @@ def test_skip_first_wait_and_a_torch_schedule_reach_torch_npu(tmp_path, version)
                for m in manifests(tmp_path / "b"))
 
 
-def test_decorator_and_module_start_stop(tmp_path, version):
+def test_decorator_and_module_start_stop(tmp_path, version, capsys):
     @ps.profile(activities=NPU, on_trace_ready=ps.tensorboard_trace_handler(str(tmp_path / "d")))
     def train_step():
         work(1)
@@ -146,6 +146,8 @@ def test_decorator_and_module_start_stop(tmp_path, version):
     prof = ps.start(activities=NPU, on_trace_ready=ps.tensorboard_trace_handler(str(tmp_path / "s")))
     work(2, prof)
     assert ps.stop() is prof and len(manifests(tmp_path / "s")) == 1
+    # no schedule: torch_npu warns "Incorrect schedule" at every stop(), about nothing the user did
+    assert "Incorrect schedule" not in capsys.readouterr().out
 
 
 # --- results on the NPU path: what torch_npu's handler wrote, read by canning_tb.ingest -------------
@@ -360,3 +362,34 @@ def test_two_ranks_each_manifest_names_its_own_folder(tmp_path, attempt):
     for w in workers:
         wins = store.windows(run, w.name)
         assert len(wins) == 3 and {x.format for x in wins} == {"canning"} and {x.status for x in wins} == {"ready"}
+
+
+def test_async_window_through_the_plugin_routes(tmp_path, monkeypatch):
+    """The same, as the browser sees it: /runs says "analysing", then "ready", from one running plugin."""
+    from tensorboard.backend import application
+    from werkzeug.test import Client
+
+    from test_plugin_routes import get, make_plugin
+    use_double(monkeypatch, "current", parse_s="3")
+    run = tmp_path / "run"
+    with ps.Profile(activities=NPU, on_trace_ready=ps.tensorboard_trace_handler(str(run), async_mode=True)):
+        work(1)
+    client = Client(application.TensorBoardWSGI([make_plugin(tmp_path)]))
+
+    def window():
+        code, body = get(client, "runs")
+        assert code == 200
+        (worker,) = body["runs"][0]["workers"]
+        return worker["name"], worker["windows"][0]
+
+    worker, win = window()
+    assert win["status"] == "analysing"
+    code, body = get(client, "overview", run="run", worker=worker, window=win["id"])
+    assert code != 200 and "still analysing" in json.dumps(body)
+    deadline = time.monotonic() + 30
+    while win["status"] != "ready" and time.monotonic() < deadline:
+        time.sleep(0.3)
+        worker, win = window()
+    assert win["status"] == "ready"
+    code, body = get(client, "overview", run="run", worker=worker, window=win["id"])
+    assert code == 200, body

@@ -2,8 +2,9 @@
 
 Beside the data (`<run>/.canning/`) when that folder can be written, else in the user cache
 (`$CANNING_CACHE_DIR`, `$XDG_CACHE_HOME/canning-tb`, `~/.cache/canning-tb`). Entries are keyed
-by the identity of the window's files (path, size, mtime), so a changed file is re-read and a
-stale entry is simply never looked up again.
+by the identity of the window's files (path, size, mtime; for a torch_npu folder a manifest names,
+every file inside its ASCEND_PROFILER_OUTPUT, which torch_npu may still be writing), so a changed or
+new file is re-read and a stale entry is simply never looked up again.
 """
 from __future__ import annotations
 
@@ -37,7 +38,9 @@ def code_revision() -> str:
 
 
 def window_key(window: Window, schema: int) -> str:
-    h = hashlib.sha1(f"v{schema}|{code_revision()}|{window.format}".encode())
+    """The files' identity, and the window's status: a torch_npu folder can turn from "analysing" to
+    "ready" with no file changing (older versions write no end marker), and must then be read again."""
+    h = hashlib.sha1(f"v{schema}|{code_revision()}|{window.format}|{window.status}".encode())
     for f in sorted(window.files):
         try:
             st = os.stat(f)
