@@ -150,6 +150,18 @@ def test_decorator_and_module_start_stop(tmp_path, version, capsys):
     assert "Incorrect schedule" not in capsys.readouterr().out
 
 
+def test_raw_torch_npu_profile_with_our_handler(tmp_path, version):
+    import torch_npu.profiler as tp
+    handler = ps.tensorboard_trace_handler(str(tmp_path))  # points torch_npu's process-wide output here
+    with tp.profile(activities=[tp.ProfilerActivity.CPU, tp.ProfilerActivity.NPU], on_trace_ready=handler,
+                    schedule=tp.schedule(wait=1, warmup=1, active=1, repeat=1)) as prof:
+        work(4, prof)
+    (man,) = manifests(tmp_path)
+    assert man["steps"] == [2] and man["analysis"] == "sync"
+    assert [d for d in os.listdir(tmp_path) if d.endswith("_ascend_pt")] == [man["files"][0]["name"]]
+    assert (tmp_path / man["files"][0]["name"] / OUT / "trace_view.json").is_file()
+
+
 # --- results on the NPU path: what torch_npu's handler wrote, read by canning_tb.ingest -------------
 def _cpu_ops_of_trace_view(path):
     """Independent reading: cpu_op events of the Python process in trace_view.json, by name."""
