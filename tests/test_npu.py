@@ -329,6 +329,10 @@ def test_profile_without_handler_leaves_nothing_in_the_working_directory(tmp_pat
     assert os.listdir(tmp_path) == []
     calls, _ = _cpu_ops_of_trace_view(fixture_output() / "trace_view.json")
     assert {a.key: a.count for a in prof.key_averages()}["aten::copy_"] == calls["aten::copy_"]
+    seen = []  # a callback of the user's own: torch_npu's data is still written and analysed, elsewhere
+    with ps.Profile(activities=NPU, on_trace_ready=lambda p: seen.append(len(p.key_averages()))):
+        work(2)
+    assert os.listdir(tmp_path) == [] and seen == [len(prof.key_averages())]
 
 
 # --- a real 2-process torch.distributed (gloo) run sharing one log folder ------------------------------

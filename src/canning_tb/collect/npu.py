@@ -2,7 +2,7 @@
 
 - Its output folder is a process singleton, re-pointed by every call of its tensorboard_trace_handler:
   `claim` lets one running NPU profile own it at a time and refuses clearly otherwise.
-- Without a handler it writes raw data into the working directory that nothing ever parses:
+- Without its handler it writes raw data into the working directory that nothing ever parses:
   `private_handler` sends it to a temporary folder and analyses it, so the results still work.
 - With no schedule, every stop() prints its "Incorrect schedule" warning although nothing is wrong:
   `quiet_stop` drops that one line.
@@ -45,14 +45,24 @@ def claimed_elsewhere(dir_name: str, profile=None) -> str | None:
     return other_dir if os.path.realpath(other_dir) != os.path.realpath(dir_name) else None
 
 
+def needs_private_handler(on_trace_ready) -> bool:
+    """No handler that makes torch_npu write and analyse a folder: None, or a callback of the user's own."""
+    if on_trace_ready is None:
+        return True
+    if hasattr(on_trace_ready, "canning_prepare"):  # ours
+        return False
+    return not (getattr(on_trace_ready, "__module__", None) or "").startswith("torch_npu")  # torch_npu's own
+
+
 def private_handler(module, profile, folder: str | None = None) -> tuple:
-    """(torch_npu's own handler, its folder): a temporary folder, for an NPU profile given no on_trace_ready.
+    """(torch_npu's own handler, its folder): a temporary folder, for an NPU profile given no handler of
+    ours or torch_npu's (the user's own on_trace_ready still runs, after it).
 
     Called at each start(): it re-points torch_npu's process-wide output at the same folder.
     """
     if folder is None:
         folder = tempfile.mkdtemp(prefix="canning-npu-")
-        log.warning("canning: NPU profile without on_trace_ready: torch_npu's data goes to %s (pass "
+        log.warning("canning: NPU profile without tensorboard_trace_handler: torch_npu's data goes to %s (pass "
                     "on_trace_ready=ps.tensorboard_trace_handler(dir) to keep it for TensorBoard)", folder)
     claim(profile, folder)
     return module.tensorboard_trace_handler(folder), folder

@@ -67,7 +67,7 @@ class Profile:
         prepare = getattr(self.on_trace_ready, "canning_prepare", None)
         if prepare is not None:  # e.g. torch_npu's handler must exist before its profiler is built
             prepare(self)
-        elif self.backend == "torch_npu" and self.on_trace_ready is None:
+        elif self.backend == "torch_npu" and _npu.needs_private_handler(self.on_trace_ready):
             self._private_handler, self._private_dir = _npu.private_handler(self._backend.module, self,
                                                                             self._private_dir)
         self.profiler = self._new_backend_profile()
