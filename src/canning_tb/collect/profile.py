@@ -39,6 +39,7 @@ class Profile:
         self._npu_folder = None       # torch_npu's folder of the last window (its prof_if.prof_path)
         self._private_handler = None  # torch_npu's own handler when an NPU profile was given none
         self._private_dir = None      # ... and the temporary folder it writes into
+        self._analysed_here = None    # the folder analyse() finished (offline analysis)
 
     # --- lifecycle -------------------------------------------------------------------------------
     @property
@@ -163,10 +164,11 @@ class Profile:
             raise RuntimeError("analyse() is for NPU profiles: torch.profiler's results need no analysis")
         _npu_results.offline_analyse(self._npu_folder)
         self._digest = None
+        self._analysed_here = self._npu_folder  # blocking: its output is complete now
 
     def _npu_analysis(self) -> str:
         """How torch_npu analysed the last window ("sync", "async", "off"): from the handler's options."""
-        if self._private_handler is not None:
+        if self._private_handler is not None or self._analysed_here == self._npu_folder:
             return "sync"
         if getattr(self.on_trace_ready, "analyse_flag", True) is False:
             return "off"
