@@ -312,6 +312,18 @@ def test_missing_device_goes_through_our_help(monkeypatch, version):
     assert prof.backend == "torch" and prof.activities == [ps.ProfilerActivity.CPU]
 
 
+def test_device_lost_before_start_goes_through_our_help(monkeypatch):
+    use_double(monkeypatch, "current")
+    strict, lenient = ps.Profile(activities=NPU), ps.Profile(activities=NPU, start_on_cpu=True)
+    monkeypatch.setenv("NPU_DOUBLE_DEVICES", "0")  # torch_npu checks again when it builds its profile
+    with pytest.raises(NpuUnavailableError, match="set_env.sh"):
+        strict.start()
+    with pytest.warns(RuntimeWarning, match="CPU only"):
+        with lenient:
+            work(1)
+    assert lenient.backend == "torch" and "aten::addmm" in {e.key for e in lenient.key_averages()}
+
+
 def test_settings_torch_npu_would_reset(tmp_path, version):
     with pytest.warns(RuntimeWarning, match="record_shapes=1 is not a bool"):
         prof = ps.Profile(activities=NPU, record_shapes=1, on_trace_ready=ps.tensorboard_trace_handler(str(tmp_path)))

@@ -122,6 +122,7 @@ class Profile:
             kwargs = {k: v for k, v in self._kwargs.items() if k != "experimental_config"}
             self._backend = _backend.resolve([ProfilerActivity.CPU], schedule=self.schedule, **kwargs)
             self.settings["activities"] = ["CPU"]
+            self._private_handler = None  # torch_npu's, for torch_npu's profile only
             return self._backend.new_profile(self._trace_ready)
 
     def _trace_ready(self, backend_prof):
