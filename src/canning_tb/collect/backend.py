@@ -98,7 +98,7 @@ def _npu_settings(module, kwargs: dict) -> None:
         del kwargs["experimental_config"]
 
 
-def check_npu_device(npu_profiler) -> None:
+def check_npu_device() -> None:
     """torch_npu checks the device only when a profile is built; check it when ours is, with our help."""
     import torch_npu
     available = getattr(getattr(torch_npu, "npu", None), "is_available", None)
@@ -118,7 +118,7 @@ def resolve(activities=None, *, start_on_cpu=False, schedule=None, **kwargs) -> 
     if acts is not None and ProfilerActivity.NPU in acts:
         try:
             module, name = _import_torch_npu(), "torch_npu"
-            check_npu_device(module)
+            check_npu_device()
         except NpuUnavailableError as e:
             if not start_on_cpu:
                 raise
