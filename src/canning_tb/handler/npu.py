@@ -18,7 +18,7 @@ log = logging.getLogger(__name__)
 
 
 def handler_accepts(keyword: str) -> bool:
-    """Whether this torch_npu's tensorboard_trace_handler takes the keyword (async_mode: not on the 2.1 / 6.0.0 branches)."""
+    """Whether this torch_npu's tensorboard_trace_handler takes the keyword (no async_mode on 2.1 / 6.0.0)."""
     import torch_npu.profiler  # lazy: only on Ascend machines
     return keyword in inspect.signature(torch_npu.profiler.tensorboard_trace_handler).parameters
 
