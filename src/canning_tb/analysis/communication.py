@@ -90,7 +90,7 @@ def _kind_from_launcher(ctx: Context, rows: np.ndarray, kinds: np.ndarray) -> No
 
 def communication_stats(ctx: Context, step_starts: np.ndarray, step_ends: np.ndarray, step_nums: np.ndarray,
                         breakdown: dict) -> pb.Communication:
-    t, ev = ctx.table, ctx.ev
+    t = ctx.table
     c = pb.Communication(wait_ns=-1, transfer_ns=-1)
     rows = comm_rows(ctx)
     step_total = int(np.sum(step_ends - step_starts))

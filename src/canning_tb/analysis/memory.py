@@ -77,60 +77,15 @@ def memory_stats(ctx: Context) -> list:
     n_empty = int(id_mask(ev["name"][ev["kind"] == int(Kind.CPU_OP)], ids_matching(t, EMPTY_CACHE_RE), len(t.strings)).sum())
     op_rows = np.flatnonzero((ev["kind"] == int(Kind.CPU_OP)) & (ev["device"] == NONE))
     op_nest = None
-
     devices = np.unique(mem["device"]) if len(mem["ts"]) else np.zeros(0, np.int32)
-    comp_col = mem["component"]
-    comp_names = {int(c): t.strings[int(c)] for c in np.unique(comp_col) if c >= 0}
+    comp_names = {int(c): t.strings[int(c)] for c in np.unique(mem["component"]) if c >= 0}
     for dev_id in devices:
         dname = t.strings[int(dev_id)] or ""
         dm = np.flatnonzero(mem["device"] == dev_id)
-        comps = comp_col[dm]
-        curve_rows = dm
-        if (comps != NONE).any():
-            want = None
-            for label in ("PTA+GE", "PTA"):
-                cid = [c for c, s in comp_names.items() if s == label]
-                if cid and (comps == cid[0]).any():
-                    want = cid[0]
-                    break
-            curve_rows = dm[comps == want] if want is not None else dm[comps == NONE]
-        curve_rows = curve_rows[np.argsort(mem["ts"][curve_rows], kind="stable")]
-        alloc = mem["allocated"][curve_rows]
-        known = alloc != NONE
-        derived = None
-        if not known.any() and (mem["bytes"][curve_rows] != 0).any():
-            # old Kineto records (no Total Allocated): running sum of the changes, shifted so the
-            # lowest point of the window is 0 (memory held before the window is unknown)
-            cs = np.cumsum(mem["bytes"][curve_rows])
-            derived = cs - min(int(cs.min()), 0)
-            known = np.ones(len(curve_rows), bool)
-        d = pb.DeviceMemory(device=dname, capacity_bytes=_device_capacity(t, dname), empty_cache_calls=n_empty)
-        d.peak_allocated_bytes = -1
-        d.peak_ts_ns = -1
-        d.peak_reserved_bytes = -1
-        cr = curve_rows[known]
-        if len(cr):
-            a = mem["allocated"][cr] if derived is None else derived
-            keep = downsample(a)
-            p = int(np.argmax(a))
-            d.peak_allocated_bytes = int(a[p])
-            d.peak_ts_ns = int(mem["ts"][cr[p]])
-            d.curve_ts_ns.extend(mem["ts"][cr[keep]].tolist())
-            d.curve_allocated_bytes.extend(a[keep].tolist())
-            d.curve_reserved_bytes.extend(mem["reserved"][cr[keep]].tolist())
-            act = mem["active"][cr[keep]]
-            if (act != NONE).any():
-                d.curve_active_bytes.extend(act.tolist())
-        res = mem["reserved"][curve_rows]
-        if (res != NONE).any():
-            d.peak_reserved_bytes = int(res[res != NONE].max())
-        # components (memory_record components on NPU)
-        for c in np.unique(comps[comps != NONE]):
-            rr = dm[comps == c]
-            ra, rs = mem["allocated"][rr], mem["reserved"][rr]
-            d.components.add(component=comp_names[int(c)],
-                             peak_reserved_bytes=int(rs.max()) if (rs != NONE).any() else -1,
-                             peak_allocated_bytes=int(ra.max()) if (ra != NONE).any() else -1)
+        d = pb.DeviceMemory(device=dname, capacity_bytes=_device_capacity(t, dname), empty_cache_calls=n_empty,
+                            peak_allocated_bytes=-1, peak_ts_ns=-1, peak_reserved_bytes=-1)
+        _curve(d, t, _curve_rows(t, dm, comp_names))
+        _components(d, t, dm, comp_names)
         # allocations and frees
         b = mem["bytes"][dm]
         d.allocations = int((b > 0).sum())
@@ -146,6 +101,62 @@ def memory_stats(ctx: Context) -> list:
         out.append(d)
     _ascend_side_tables(ctx, out, n_empty)
     return out
+
+
+def _curve_rows(t: EventTable, dm: np.ndarray, comp_names: dict[int, str]) -> np.ndarray:
+    """The records of a device that make its curve (the PTA+GE, else PTA component on NPU), by time."""
+    mem = t.memory
+    comps = mem["component"][dm]
+    rows = dm
+    if (comps != NONE).any():
+        want = None
+        for label in ("PTA+GE", "PTA"):
+            cid = [c for c, s in comp_names.items() if s == label]
+            if cid and (comps == cid[0]).any():
+                want = cid[0]
+                break
+        rows = dm[comps == want] if want is not None else dm[comps == NONE]
+    return rows[np.argsort(mem["ts"][rows], kind="stable")]
+
+
+def _curve(d, t: EventTable, curve_rows: np.ndarray) -> None:
+    mem = t.memory
+    known = mem["allocated"][curve_rows] != NONE
+    derived = None
+    if not known.any() and (mem["bytes"][curve_rows] != 0).any():
+        # old Kineto records (no Total Allocated): running sum of the changes, shifted so the
+        # lowest point of the window is 0 (memory held before the window is unknown)
+        cs = np.cumsum(mem["bytes"][curve_rows])
+        derived = cs - min(int(cs.min()), 0)
+        known = np.ones(len(curve_rows), bool)
+    cr = curve_rows[known]
+    if len(cr):
+        a = mem["allocated"][cr] if derived is None else derived
+        keep = downsample(a)
+        p = int(np.argmax(a))
+        d.peak_allocated_bytes = int(a[p])
+        d.peak_ts_ns = int(mem["ts"][cr[p]])
+        d.curve_ts_ns.extend(mem["ts"][cr[keep]].tolist())
+        d.curve_allocated_bytes.extend(a[keep].tolist())
+        d.curve_reserved_bytes.extend(mem["reserved"][cr[keep]].tolist())
+        act = mem["active"][cr[keep]]
+        if (act != NONE).any():
+            d.curve_active_bytes.extend(act.tolist())
+    res = mem["reserved"][curve_rows]
+    if (res != NONE).any():
+        d.peak_reserved_bytes = int(res[res != NONE].max())
+
+
+def _components(d, t: EventTable, dm: np.ndarray, comp_names: dict[int, str]) -> None:
+    """Peaks per memory_record component (NPU: PTA, GE, APP ...)."""
+    mem = t.memory
+    comps = mem["component"][dm]
+    for c in np.unique(comps[comps != NONE]):
+        rr = dm[comps == c]
+        ra, rs = mem["allocated"][rr], mem["reserved"][rr]
+        d.components.add(component=comp_names[int(c)],
+                         peak_reserved_bytes=int(rs.max()) if (rs != NONE).any() else -1,
+                         peak_allocated_bytes=int(ra.max()) if (ra != NONE).any() else -1)
 
 
 def _events(d, t: EventTable, rec: np.ndarray, inner: np.ndarray, op_nest) -> None:
