@@ -191,6 +191,11 @@ def split_op_group(key: str) -> tuple[str, str]:
     return key, ""
 
 
+def as_dict(v: Any) -> dict:
+    """A JSON object, or {} for anything else (a damaged file keeps its well-formed parts)."""
+    return v if isinstance(v, dict) else {}
+
+
 def comm_time_row(key: dict, t: dict) -> dict:
     """A comm_ops row from the 'Communication Time Info' of one operator (ms / µs floats -> ns)."""
     return side.row("comm_ops", **key, elapse_ns=ms_to_ns(t.get("Elapse Time(ms)")),
@@ -206,14 +211,14 @@ def mb_decimal_to_bytes(v: Any) -> int | None:
 
 
 def _bandwidth_rows(key: dict, info: dict, out: "CommTables") -> None:
-    for transport, b in (info or {}).items():
+    for transport, b in info.items():
         if not isinstance(b, dict):
             continue
         out.bandwidth.append(side.row(
             "comm_bandwidth", **key, transport=str(transport), size_bytes=mb_decimal_to_bytes(b.get("Transit Size(MB)")),
             time_ns=ms_to_ns(b.get("Transit Time(ms)")), bandwidth_gbps=to_float(b.get("Bandwidth(GB/s)")),
             large_packet_ratio=to_float(b.get("Large Packet Ratio"))))
-        for pk, v in (b.get("Size Distribution") or {}).items():
+        for pk, v in as_dict(b.get("Size Distribution")).items():
             if not isinstance(v, (list, tuple)) or len(v) < 2 or mb_decimal_to_bytes(pk) is None:
                 continue
             out.packets.append(side.row("comm_packets", **key, transport=str(transport),
@@ -257,8 +262,8 @@ def read_communication(path: str, display: str, problems: list[Problem]) -> Comm
             continue
         op, grp = split_op_group(opkey)
         key = {"step": step, "kind": kind, "op": op, "group": grp}
-        out.ops.append(comm_time_row(key, info.get("Communication Time Info") or {}))
-        _bandwidth_rows(key, info.get("Communication Bandwidth Info") or {}, out)
+        out.ops.append(comm_time_row(key, as_dict(info.get("Communication Time Info"))))
+        _bandwidth_rows(key, as_dict(info.get("Communication Bandwidth Info")), out)
     return out
 
 
