@@ -1,13 +1,9 @@
 """Per-file readers of the text export (CSV and JSON summaries) of a torch_npu folder.
 
-Each function takes a path, the name to report in Problems and the Problems list, and returns
-plain Python values already in ns / bytes (see ``ascend.py`` for the extras keys). Units:
-- CSV times: µs strings -> ns exactly; JSON/analysis.db times: ms or µs floats -> ns rounded.
-- memory CSVs: MB is MiB (bytes / 1024², as torch_npu writes it) -> bytes; operator_memory Size(KB) x 1024.
-- communication files: "Transit Size(MB)" is decimal MB = 10^6 bytes (checked on the fixtures: the
-  packet sizes of communication.json, e.g. 2.064384 MB, are exactly the byte sizes 2064384 that the
-  SQLite export's COMMUNICATION_TASK_INFO holds; 1024² would not give an integer); Bandwidth(GB/s) is
-  MB/ms = 10^9 bytes/s and is kept as written.
+Each function takes a path, the name to report in Problems and the Problems list, and returns rows
+of a declared side table (side_tables.py) or event rows, already in int ns / bytes. The units of each
+file and why (decimal MB in the communication files, MiB in the memory CSVs) are in
+docs/formats/ascend.md.
 """
 from __future__ import annotations
 

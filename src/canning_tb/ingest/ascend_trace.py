@@ -1,26 +1,7 @@
-"""``trace_view.json`` of a torch_npu output folder (helper for ``ascend.py``).
-
-The file is a bare JSON array of Chrome trace events; ``ts`` is a string in µs with 3
-decimals (converted exactly to int ns), ``dur`` a float in µs. Processes are named by ``M``
-events (``Python``, ``CANN``, ``Ascend Hardware``, ``HCCL``, ``Overlap Analysis``, counter
-tracks ...). CANN pids are encoded ``(pid << 10) | (sort_index << 5) | device_id``; the device
-of a device-side event is ``pid & 31`` (or the folder's device when known).
-
-Mapping (process, category/thread -> Kind):
-- Python ``cpu_op`` -> CPU_OP, except ``ProfilerStep#N`` -> USER_ANNOTATION; ``python_function`` ->
-  PYTHON_FUNCTION; ``user_annotation`` -> USER_ANNOTATION; other Python events (enqueue/dequeue) -> OTHER.
-- CANN ``AscendCL@*`` and other CANN API events -> RUNTIME (correlation = args connection_id).
-- Ascend Hardware stream tasks -> KERNEL for compute task types (AI_CORE, AI_VECTOR_CORE, MIX_*,
-  AI_CPU, DSA ...), COMM_KERNEL for ``hcom_*`` names, MEMCPY for memcpy tasks (MEMCPY_ASYNC,
-  *DMA_SQE), OTHER for synchronisation / HCCL sub-tasks (EVENT_*, Notify*, Write Value, SDMA on
-  the HCCL stream, PLACE_HOLDER, PROFILING_*) so that they never enter the comm or compute union.
-- HCCL ``Group N Communication`` ``hcom_*`` -> COMM_KERNEL (bytes = count x dtype size, group);
-  HCCL ``Plane N`` sub-tasks -> OTHER (bytes from ``size(Byte)``).
-- Overlap Analysis -> OTHER, and their intervals per name are returned for extras.
-- Counter events (``ph: C``) are skipped.
-Flows ``torch_to_npu`` (s on the host op, f on the device task, matched by id) give the host op
-and the device task the same external_id: one fresh integer per host op, so every task an op
-launched shares the op's id.
+"""``trace_view.json`` of a torch_npu output folder (helper for ``ascend.py``): a bare JSON array of
+Chrome trace events, µs string timestamps converted exactly to int ns. Each process (Python, CANN,
+Ascend Hardware, HCCL, Overlap Analysis) has its handler; the Kind each event gets, and how the
+torch_to_npu flows link host ops to device tasks, are in docs/formats/ascend.md.
 """
 from __future__ import annotations
 
