@@ -1,8 +1,6 @@
 """EventTable -> Digest: every section, from pure functions of the table."""
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from ..ingest.table import EventTable
@@ -10,7 +8,6 @@ from . import digest_pb2 as pb
 from .cann import cann_steps, steps_from_cann
 from .communication import communication_stats
 from .context import Context
-from ..digest_json import to_plain
 from .digest import SCHEMA_VERSION
 from .kernels import kernel_stats
 from .memory import memory_stats
@@ -111,8 +108,3 @@ def build_digest(table: EventTable) -> pb.Digest:
             d.scalars[f"peak_memory_bytes/{m.device}"] = float(m.peak_allocated_bytes)
     d.rule_hits.extend(rule_hits(d))
     return d
-
-
-def digest_to_dict(msg) -> dict[str, Any]:
-    """JSON-friendly dict of a message: every field (defaults too), ints stay ints."""
-    return to_plain(msg)
