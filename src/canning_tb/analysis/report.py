@@ -90,12 +90,18 @@ def memory_summary(digest: pb.Digest) -> Table:
 
 
 def communication_summary(digest: pb.Digest) -> Table:
-    t = Table("Communication summary", ["Collective", "Group", "Calls", "Total(ms)", "Avg(ms)", "Bytes", "Bandwidth(GB/s)"])
+    t = Table("Communication summary", ["Collective", "Group", "Calls", "Total(ms)", "Avg(ms)", "Bytes",
+                                        "Transit bytes", "Wait(ms)", "Bandwidth(GB/s)"])
     for c in digest.communication.collectives:
         t.rows.append([c.kind, c.group, int(c.calls), _ms(c.total_ns), _ms(c.total_ns / c.calls) if c.calls else 0.0,
-                       int(c.bytes) if c.bytes >= 0 else None,
+                       int(c.bytes) if c.bytes >= 0 else None, int(c.transit_bytes) if c.transit_bytes > 0 else None,
+                       _ms(c.wait_ns) if c.wait_ns >= 0 else None,
                        round(c.bandwidth_gbps, 3) if c.bandwidth_gbps >= 0 else None])
     cm = digest.communication
+    if cm.source:
+        t.notes.append(f"Wait, transit bytes and bandwidth as CANN measured them ({cm.source}).")
+    if digest.step_source not in ("", "trace"):
+        t.notes.append(f"Steps as CANN measured them ({digest.step_source}): the window has no ProfilerStep ranges.")
     if cm.total_ns:
         t.notes.append(f"Communication {_ms(cm.total_ns)} ms, of which {_ms(cm.not_overlapped_ns)} ms not overlapped "
                        f"with compute ({100 * cm.not_overlapped_share:.1f}% of the step time).")

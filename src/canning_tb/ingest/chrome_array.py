@@ -11,7 +11,8 @@ import gzip
 import os
 import zlib
 
-from .ascend import _fill_events, _set_devices  # one event-row -> column conversion for this format
+from .ascend_info import set_devices
+from .ascend_merge import fill_events
 from .ascend_trace import read_trace
 from .kineto import read_kineto
 from .table import EventTable, InputError
@@ -49,8 +50,8 @@ def read_chrome_array(path: str) -> EventTable:
         raise InputError(path, "a JSON array without any duration event")
     table.meta.process_names.update(trace.process_names)
     table.meta.thread_names.update(trace.thread_names)
-    _fill_events(table, trace.rows)
-    _set_devices(table.meta, set(trace.devices))
+    fill_events(table, trace.rows)
+    set_devices(table.meta, set(trace.devices))
     table.meta.source_files = [path]
     table.check()
     return table
