@@ -302,6 +302,18 @@ def test_skipped_analysis_is_reported_as_such(tmp_path, monkeypatch):
         store.digest(".", worker.name, win.id)
 
 
+def test_failed_analysis_is_printed_by_torch_npu_and_reported_by_us(tmp_path, monkeypatch, capsys):
+    use_double(monkeypatch, "current")
+    monkeypatch.setenv("NPU_DOUBLE_FIXTURE", str(tmp_path / "nothing-here"))  # its analysis raises inside
+    with ps.Profile(activities=NPU, on_trace_ready=ps.tensorboard_trace_handler(str(tmp_path / "run"))) as prof:
+        work(1)
+    assert "Profiling data parsing failed" in capsys.readouterr().out  # torch_npu prints, never raises
+    (man,) = manifests(tmp_path / "run")
+    assert man["analysis"] == "skipped"
+    with pytest.raises(RuntimeError, match="raw data only"):
+        prof.op_summary()
+
+
 # --- what torch_npu would do silently, said aloud ----------------------------------------------------
 def test_missing_device_goes_through_our_help(monkeypatch, version):
     use_double(monkeypatch, version, devices="0")
