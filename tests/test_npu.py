@@ -266,7 +266,7 @@ def test_offline_analysis(tmp_path, monkeypatch, version):
     store = Store(str(tmp_path))
     (worker,) = store.workers(".")
     (win,) = store.windows(".", worker.name)
-    assert win.status == "unparsed"
+    assert win.status == "incomplete"
     with pytest.raises(InputError, match="raw data only"):
         store.digest(".", worker.name, win.id)
     with pytest.raises(RuntimeError, match="analyse"):
@@ -297,7 +297,7 @@ def test_skipped_analysis_is_reported_as_such(tmp_path, monkeypatch):
     store = Store(str(tmp_path))
     (worker,) = store.workers(".")
     (win,) = store.windows(".", worker.name)
-    assert win.status == "unparsed"
+    assert win.status == "incomplete"
     with pytest.raises(InputError, match="torch_npu.profiler.profiler.analyse"):
         store.digest(".", worker.name, win.id)
 

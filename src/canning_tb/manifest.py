@@ -158,7 +158,7 @@ def ascend_output_files(folder: str) -> list[str]:
 
 
 def ascend_status(folder: str, analysis: str, now_ns: int | None = None) -> str:
-    """State of a torch_npu folder a manifest names: "ready", "analysing" or "unparsed".
+    """State of a torch_npu folder a manifest names: "ready", "analysing" or "incomplete" (raw data only).
 
     "analysing": the analysis was started in the background (async_mode, or offline) and its
     ASCEND_PROFILER_OUTPUT has no analyse.done yet and is still changing (versions before 26.x
@@ -166,7 +166,7 @@ def ascend_status(folder: str, analysis: str, now_ns: int | None = None) -> str:
     """
     out = os.path.join(folder, ASCEND_OUTPUT)
     if not os.path.isdir(out):
-        return "analysing" if analysis == "async" else "unparsed"
+        return "analysing" if analysis == "async" else "incomplete"
     files = ascend_output_files(folder)
     if any(os.path.basename(f) == ASCEND_DONE for f in files):
         return "ready"

@@ -25,7 +25,7 @@ def window_table(folder: str, analysis: str):
     status = ascend_status(folder, analysis)
     if status == "analysing":
         raise NotAnalysedError(f"torch_npu is still analysing {folder} (async_mode); ask again when it is done")
-    if status == "unparsed":
+    if status == "incomplete":
         raise NotAnalysedError(f"{folder} holds torch_npu's raw data only (not analysed); call "
                                f"prof.analyse() or torch_npu.profiler.profiler.analyse({folder!r}) first")
     return read_ascend(folder)

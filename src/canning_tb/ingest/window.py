@@ -48,7 +48,7 @@ def _check_analysed(path: str, target: str, analysis: str) -> None:
     if status == "analysing":
         raise InputError(path, f"torch_npu is still analysing {os.path.basename(target)} (its {ASCEND_OUTPUT} "
                                f"is being written); open it again when it is done")
-    if status == "unparsed":
+    if status == "incomplete":
         how = "analyse_flag=False" if analysis == "off" else "torch_npu skipped its analysis"
         raise InputError(path, f"{os.path.basename(target)} holds torch_npu's raw data only ({how}); parse it with "
                                f"torch_npu.profiler.profiler.analyse({target!r}) on a machine with CANN")

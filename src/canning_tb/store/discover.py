@@ -39,7 +39,7 @@ class Window:
     path: str  # manifest file, trace file or *_ascend_pt folder
     files: tuple[str, ...]  # every file that makes up the window (for cache keys)
     order: tuple = ()
-    status: str = "ready"  # "ready" | "incomplete" | "analysing" (torch_npu still writing) | "unparsed"
+    status: str = "ready"  # "ready" | "incomplete" (torch_npu raw data, not analysed) | "analysing" (being written)
     rank: int = -1
     steps: tuple[int, ...] = ()
 
