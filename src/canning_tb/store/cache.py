@@ -14,6 +14,8 @@ import stat
 import tempfile
 from functools import lru_cache
 
+from canning_tb.manifest import DIGEST_SUFFIX
+
 from .discover import Window
 
 CACHE_DIRNAME = ".canning"
@@ -77,6 +79,11 @@ def cache_dir_for(run_path: str, override: str | None = None) -> str:
     else:
         d = os.path.join(user_cache_root(), hashlib.sha1(os.path.abspath(run_path).encode()).hexdigest()[:16])
     return d
+
+
+def digest_file(run_path: str, key: str, override: str | None = None) -> str:
+    """The cache file of one window's digest (its columnar events sit beside it, see store.events_prefix)."""
+    return os.path.join(cache_dir_for(run_path, override), key + DIGEST_SUFFIX)
 
 
 def write_atomic(path: str, data: bytes) -> None:

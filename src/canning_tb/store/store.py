@@ -15,14 +15,14 @@ from typing import Callable, Iterable
 
 from google.protobuf.message import DecodeError
 
-from canning_tb.manifest import DIGEST_SUFFIX, digest_path
+from canning_tb import manifest
 
 from . import cache
 from .discover import Run, Window, Worker, discover
 
 log = logging.getLogger("canning_tb.store")
 
-SOURCE_DIGEST_SUFFIX = DIGEST_SUFFIX  # cache entries are named like the handler's digests
+SOURCE_DIGEST_SUFFIX = manifest.DIGEST_SUFFIX  # cache entries are named like the handler's digests
 
 
 def read_window(window: Window):
@@ -60,7 +60,7 @@ def _schema() -> int:
 def source_digest_path(window: Window) -> str | None:
     if window.format != "canning":
         return None
-    return digest_path(window.path)
+    return manifest.digest_path(window.path)
 
 
 def events_prefix(digest_path: str) -> str:
@@ -170,8 +170,7 @@ class Store:
     # -- data ----------------------------------------------------------------------------------
     def _key(self, run: str, window: Window) -> tuple[str, str]:
         key = cache.window_key(window, _schema())
-        folder = cache.cache_dir_for(self.run(run).path, self.cache_dir)
-        return key, os.path.join(folder, key + SOURCE_DIGEST_SUFFIX)
+        return key, cache.digest_file(self.run(run).path, key, self.cache_dir)
 
     def digest(self, run: str, worker: str, window_id: str):
         """The digest of one window: from memory, the handler's own, the cache, or computed now
