@@ -248,6 +248,24 @@ def test_async_window_goes_from_analysing_to_ready(tmp_path, monkeypatch):
     assert {o.name: o.calls for o in digest.ops_by_name}["aten::copy_"] == calls["aten::copy_"]
 
 
+def test_digest_at_the_source_for_npu_windows(tmp_path, monkeypatch):
+    use_double(monkeypatch, "current")
+    handler = ps.tensorboard_trace_handler(str(tmp_path), digest=True)
+    with ps.Profile(activities=NPU, on_trace_ready=handler):
+        work(1)
+    assert len(handler._children) == 1 and handler._children[0].wait(timeout=120) == 0
+    (man,) = manifests(tmp_path)
+    from canning_tb.analysis import digest_pb2
+    from canning_tb.manifest import digest_path
+    digest = digest_pb2.Digest.FromString(Path(digest_path(str(tmp_path / man["manifest"]))).read_bytes())
+    calls, _ = _cpu_ops_of_trace_view(fixture_output() / "trace_view.json")
+    assert {o.name: o.calls for o in digest.ops_by_name}["aten::copy_"] == calls["aten::copy_"]
+    async_handler = ps.tensorboard_trace_handler(str(tmp_path / "async"), digest=True, async_mode=True)
+    with ps.Profile(activities=NPU, on_trace_ready=async_handler):
+        work(1)
+    assert async_handler._children == []  # torch_npu is still writing: the viewer digests it when it is done
+
+
 def test_async_on_2_1_says_it_is_not_offered(tmp_path, monkeypatch, caplog):
     use_double(monkeypatch, "2.1")
     with ps.Profile(activities=NPU, on_trace_ready=ps.tensorboard_trace_handler(str(tmp_path), async_mode=True)):
