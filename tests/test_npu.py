@@ -185,6 +185,12 @@ def test_key_averages_table_and_every_summary(tmp_path, version):
     for name, n in calls.most_common(5):
         assert averages[name].count == n, name
     assert averages["aten::copy_"].cpu_time_total == pytest.approx(total_us["aten::copy_"], abs=0.01)
+    by_shape = Counter()
+    for e in json.loads((fixture_output() / "trace_view.json").read_text()):
+        if e.get("ph") == "X" and e.get("cat") == "cpu_op" and e["name"] == "aten::copy_":
+            by_shape[str(e["args"].get("Input Dims"))] += 1
+    shaped = [a for a in prof.key_averages(group_by_input_shape=True) if a.key == "aten::copy_"]
+    assert sorted(a.count for a in shaped) == sorted(by_shape.values()) and len(shaped) > 1
     table = prof.key_averages().table(sort_by="self_npu_time_total", row_limit=5)
     assert "Self NPU" in table and "# of Calls" in table and len(table.splitlines()) == 5 + 6
     ops = {r[0]: r for r in prof.op_summary().rows}

@@ -45,6 +45,8 @@ class OpAverage:
     cpu_time_total: float
     self_device_time_total: float
     device_time_total: float
+    input_shapes: str = ""
+    stack: str = ""
 
     @property
     def self_npu_time_total(self) -> float:
@@ -65,9 +67,13 @@ class KeyAverages(list):
     """key_averages() on NPU: the window's operators by name, with torch's .table()."""
 
     @classmethod
-    def from_digest(cls, digest) -> KeyAverages:
+    def from_digest(cls, digest, group_by_input_shape: bool = False, group_by_stack_n: int = 0) -> KeyAverages:
+        """By name, or by name + input shapes, or by name + call stack, as torch's key_averages groups."""
+        ops = digest.ops_by_shape if group_by_input_shape else \
+            digest.ops_by_stack if group_by_stack_n else digest.ops_by_name
         return cls(OpAverage(o.name, int(o.calls), o.host_self_ns / 1e3, o.host_total_ns / 1e3,
-                             o.device_self_ns / 1e3, o.device_total_ns / 1e3) for o in digest.ops_by_name)
+                             o.device_self_ns / 1e3, o.device_total_ns / 1e3, o.input_shapes, o.call_stack)
+                   for o in ops)
 
     def table(self, sort_by: str | None = None, row_limit: int = 100, max_name_column_width: int = 55,
               **_ignored) -> str:

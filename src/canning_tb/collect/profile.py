@@ -147,11 +147,13 @@ class Profile:
             raise RuntimeError("no collection yet: start() and stop() the profile first")
         return self.profiler
 
-    def key_averages(self, *args, **kwargs):
+    def key_averages(self, group_by_input_shape: bool = False, group_by_stack_n: int = 0, **kwargs):
         """torch's EventList averages; on NPU the last window's operators (npu_results.KeyAverages)."""
         if self.backend == "torch_npu":
-            return _npu_results.KeyAverages.from_digest(self._digest_of_last())
-        return self._require().key_averages(*args, **kwargs)
+            return _npu_results.KeyAverages.from_digest(self._digest_of_last(), group_by_input_shape,
+                                                        group_by_stack_n)
+        return self._require().key_averages(group_by_input_shape=group_by_input_shape,
+                                            group_by_stack_n=group_by_stack_n, **kwargs)
 
     def events(self):
         """torch's events; on NPU the last window's columnar EventTable (canning_tb.ingest)."""
