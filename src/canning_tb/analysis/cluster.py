@@ -11,8 +11,8 @@
   counts differ between ranks are matched on the first min(count) calls and listed in
   `unmatched`. Needs the call lists (CommCall); a truncated list is matched as far as it goes.
 - collectives: per (kind, group) totals over all ranks (calls, time, bytes, wait, transfer).
-- CPU-only runs (no device compute on any rank): the host operators are the computation, so
-  compute = host time and `compute_source` = "host" (else "device").
+- CPU-only runs (no device work on any rank, `summary.has_device_work`): the host operators are
+  the computation, so compute = host time and `compute_source` = "host" (else "device").
 - slow_ranks (the msprof-analyze rule): for each metric, computing (= compute + overlapped, as
   CANN's Computing), communication (not overlapped) and free (the rest of the step),
   ratio = (max - min) / mean over ranks; ratio > 5 % flags it. The slowest rank is the one with
@@ -37,6 +37,7 @@ from collections import defaultdict
 import numpy as np
 
 from . import digest_pb2 as pb
+from .summary import has_device_work
 
 SLOW_RANK_RATIO = 0.05
 
@@ -52,7 +53,7 @@ def rank_ids(digests: list) -> list[int]:
 
 def analyse_ranks(digests: list) -> dict:
     ranks = rank_ids(digests)
-    on_host = all(d.average.compute_ns + d.average.overlapped_ns == 0 and not d.kernels_by_name for d in digests)
+    on_host = not any(has_device_work(d) for d in digests)
     per = {r: _rank_breakdown(r, d, on_host) for r, d in zip(ranks, digests)}
     durations, sizes = _calls_by_key(ranks, digests)
     collectives, unmatched = _match_calls(durations, sizes, per)
