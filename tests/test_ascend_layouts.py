@@ -123,6 +123,7 @@ def test_summaries_only_show_steps_and_communication(tmp_path):
     transit = sum(round((v["Communication Bandwidth Info"]["SDMA"]["Transit Size(MB)"]
                          + v["Communication Bandwidth Info"]["RDMA"]["Transit Size(MB)"]) * 1e6) for v in ops.values())
     assert abs(coll.transit_bytes - transit) <= len(ops)
+    assert coll.bytes == coll.transit_bytes  # no payload size without the trace: the bytes CANN saw
     assert coll.source == digest.communication.source == "communication.json"
     assert [c.seq for c in sorted(digest.communication.calls, key=lambda c: c.start_ns)] == list(range(len(ops)))
     missing = {p.file.rsplit("/", 1)[-1] for p in digest.problems if p.severity == "info"}
