@@ -199,3 +199,28 @@ def test_step_trace_without_steps_still_reads(tmp_path):
     p.write_text(head + "\n" + "," + row.split(",", 1)[1] + "\n")  # no schedule: Step is empty
     digest = build_digest(read_ascend(str(d)))
     assert len(digest.steps) == 1 and digest.cann_steps[0].step == -1
+
+
+def test_a_bug_in_one_window_does_not_cost_the_others_their_report(tmp_path, monkeypatch):
+    """The CLI's window boundary. No real file reaches a bug today (the cases above are handled), so
+    the reader is made to fail for one window, in-process (prefetch off: its child processes would
+    not see the patch)."""
+    from canning_tb.cli import view
+    from canning_tb.cli.targets import targets_for
+    from canning_tb.store import store as store_mod
+    run = tmp_path / "run"
+    for r in (0, 1):
+        _copy(fixture_path("ascend", "level0", f"rank{r}_ascend_pt"), run / f"rank{r}_ascend_pt")
+    real = store_mod.read_window
+
+    def failing(window):
+        if window.path.endswith("rank1_ascend_pt"):
+            raise ZeroDivisionError("planted")
+        return real(window)
+    monkeypatch.setattr(store_mod, "read_window", failing)
+    monkeypatch.setattr(store_mod.Store, "prefetch", lambda self, items, progress=None: {})
+    results = view.digest_all(targets_for(str(run), str(tmp_path / "cache")))
+    by_path = {t.window.path.rsplit("/", 1)[-1]: (d, err) for t, d, err in results}
+    assert by_path["rank0_ascend_pt"][0] is not None and by_path["rank0_ascend_pt"][1] is None
+    assert by_path["rank1_ascend_pt"][0] is None
+    assert "rank1_ascend_pt" in by_path["rank1_ascend_pt"][1] and "ZeroDivisionError: planted" in by_path["rank1_ascend_pt"][1]
