@@ -164,3 +164,48 @@ def test_cann_waits_win_when_every_rank_measured_them():
     rows = {x["rank"]: x for x in r["ranks"]}
     assert (rows[0]["wait_ns"], rows[0]["transfer_ns"], rows[1]["wait_ns"], rows[1]["transfer_ns"]) == (7, 3, 2, 8)
     assert r["collectives"][0]["wait_source"] == "communication.json"
+
+
+# -- communicators from the files -------------------------------------------------------------------------
+def _two_ranks(root: Path, metadata: dict | None = None) -> list[Path]:
+    out = []
+    for r in (0, 1):
+        d = root / f"rank{r}_ascend_pt"
+        shutil.copytree(fixture_path("ascend", "level1", f"rank{r}_ascend_pt"), d)
+        for p in [d, *d.rglob("*")]:
+            p.chmod(0o755 if p.is_dir() else 0o644)
+        if metadata is not None:
+            (d / "profiler_metadata.json").write_text(json.dumps(metadata))
+        out.append(d)
+    return out
+
+
+def test_groups_from_the_metadata(tmp_path):
+    raw = json.loads((fixture_path("ascend", "level1", "rank0_ascend_pt") / OUT / "communication.json").read_text())
+    (group,) = {k.split("@")[1] for st in raw.values() for k in st["collective"] if "@" in k}
+    meta = {"parallel_group_info": {group: {"group_name": "dp", "group_rank": 0, "global_ranks": [0, 1, 2, 3]}}}
+    digests = [build_digest(read_ascend(str(d))) for d in _two_ranks(tmp_path, meta)]
+    (g,) = digests[0].communication.groups
+    assert (g.group, g.name, list(g.ranks), g.source) == (group, "dp", [0, 1, 2, 3], "profiler_metadata.json")
+    (cg,) = analyse_ranks(digests)["groups"]
+    assert cg["calling_ranks"] == [0, 1] and cg["missing"] == [] and cg["ranks"] == [0, 1, 2, 3]
+
+
+@pytest.mark.slow
+def test_groups_from_msprof_communication_group_json(tmp_path):
+    if not PEERS_PY.exists():
+        pytest.skip(f"peer tools interpreter {PEERS_PY} absent: run `make peers`")
+    folders = _two_ranks(tmp_path / "run")
+    exe = PEERS_PY.parent / "msprof-analyze"
+    p = subprocess.run([str(exe), "-d", str(tmp_path / "run"), "-m", "all"], capture_output=True, text=True, timeout=500)
+    written = tmp_path / "run" / "cluster_analysis_output" / "communication_group.json"
+    assert written.exists(), (p.stdout + p.stderr)[-3000:]
+    info = json.loads(written.read_text())["comm_group_parallel_info"]
+    t = read_ascend(str(folders[1]))
+    assert sorted((g["group"], g["ranks"]) for g in t.side["comm_groups"]) == \
+        sorted((x["group_name"], ",".join(map(str, sorted(x["rank_set"])))) for x in info)
+    assert t.meta.environment["source.comm_groups"].endswith("communication_group.json")
+    # discovery does not take msprof-analyze's output folder for a window
+    from canning_tb.store.discover import discover
+    (run,) = discover(str(tmp_path)).values()
+    assert sorted(w.rank for w in run.workers.values()) == [0, 1]

@@ -17,6 +17,9 @@
 - collectives: per (kind, group) totals over all ranks (calls, time, bytes, wait, transfer).
 - CPU-only runs (no device compute on any rank): the host operators are the computation, so
   compute = host time and `compute_source` = "host" (else "device").
+- groups: the communicators the files declare (Ascend: profiler_metadata.json's
+  parallel_group_info, msprof-analyze's communication_group.json), the ranks here that called into
+  each, and the declared members present here that made no call (`missing`).
 - Ascend: when every rank carries CANN's step trace (Digest.cann_steps), a rank's computing,
   communication not overlapped, overlapped and free are CANN's own (mean over its steps),
   `breakdown_source` / each row's `source` name the file; else they come from the mean step
@@ -66,10 +69,25 @@ def analyse_ranks(digests: list) -> dict:
     calls, sizes = _calls_by_key(ranks, digests)
     collectives, unmatched = _match_calls(calls, sizes, per)
     matrix, source = _matrix(digests, sizes)
-    return {"ranks": [per[r] for r in sorted(per)], "collectives": collectives, "slow_ranks": _slow_ranks(per),
+    return {"groups": _groups(digests, calls), "ranks": [per[r] for r in sorted(per)], "collectives": collectives, "slow_ranks": _slow_ranks(per),
             "matrix": matrix, "matrix_cells": matrix_cells(matrix), "unmatched": unmatched,
             "matrix_source": source, "compute_source": "host" if on_host else "device",
             "breakdown_source": digests[0].cann_steps[0].source if cann else "trace"}
+
+
+def _groups(digests: list, calls: dict) -> list[dict]:
+    """The communicators the ranks' files declare, with the ranks of this view that called into them
+    (`missing`: declared members present here that made no call)."""
+    declared: dict[str, dict] = {}
+    for d in digests:
+        for g in d.communication.groups:
+            declared.setdefault(g.group, {"group": g.group, "name": g.name, "ranks": list(g.ranks), "source": g.source})
+    present = set(rank_ids(digests))
+    for g in declared.values():
+        callers = {r for (_kind, group), by_rank in calls.items() if group == g["group"] for r in by_rank}
+        g["calling_ranks"] = sorted(callers)
+        g["missing"] = sorted((set(g["ranks"]) & present) - callers)
+    return [declared[k] for k in sorted(declared)]
 
 
 def _rank_breakdown(rank: int, digest: pb.Digest, on_host: bool) -> dict:

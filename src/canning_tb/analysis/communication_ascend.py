@@ -109,3 +109,10 @@ def links(table: EventTable) -> list:
     return [pb.Link(src=-1 if r["src"] is None else r["src"], dst=-1 if r["dst"] is None else r["dst"],
                     transport=r["transport"] or "", bytes=r["bytes"] or 0, time_ns=r["time_ns"] or 0,
                     bandwidth_gbps=r["bandwidth_gbps"] or 0.0, op=r["op"] or r["link"] or "") for r in chosen]
+
+
+def groups(table: EventTable) -> list:
+    source = table.meta.environment.get("source.comm_groups", "")
+    return [pb.CommGroup(group=g["group"], name=g["name"] or "", ranks=[int(x) for x in g["ranks"].split(",") if x],
+                         rank_in_group=-1 if g["rank_in_group"] is None else g["rank_in_group"], source=source)
+            for g in side.rows(table.side, "comm_groups")]
