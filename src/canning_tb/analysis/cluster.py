@@ -22,8 +22,9 @@
   each, and the declared members present here that made no call (`missing`).
 - Ascend: when every rank carries CANN's step trace (Digest.cann_steps), a rank's computing,
   communication not overlapped, overlapped and free are CANN's own (mean over its steps),
-  `breakdown_source` / each row's `source` name the file; else they come from the mean step
-  breakdown of the trace (`breakdown_source` "trace").
+  `breakdown_source` / each row's `source` name the file, `cann_step_ns` = computing +
+  communication not overlapped + free (step_ns stays the digest's mean step, as every per-rank
+  view shows it); else they come from the mean step breakdown of the trace ("trace").
 - slow_ranks (the msprof-analyze rule): for each metric, computing (= compute + overlapped, as
   CANN's Computing), communication (not overlapped) and free (the rest of the step),
   ratio = (max - min) / mean over ranks; ratio > 5 % flags it. The slowest rank is the one with
@@ -108,7 +109,9 @@ def _cann_breakdown(rank: int, digest: pb.Digest) -> dict:
         return int(round(sum(max(getattr(s, field), 0) for s in steps) / len(steps)))
     computing, ov = mean("computing_ns"), mean("overlapped_ns")
     comm, free = mean("communication_not_overlapped_ns"), mean("free_ns")
-    return {"rank": rank, "steps": len(steps), "step_ns": computing + comm + free, "compute_ns": max(computing - ov, 0),
+    # step_ns stays the digest's mean step (what every per-rank view shows); CANN's own is cann_step_ns
+    return {"rank": rank, "steps": len(digest.steps), "step_ns": digest.average.total_ns,
+            "cann_step_ns": computing + comm + free, "compute_ns": max(computing - ov, 0),
             "overlapped_ns": ov, "communication_ns": comm, "other_ns": free, "computing_ns": computing,
             "free_ns": free, "bubble_ns": mean("bubble_ns"), "wait_ns": 0, "transfer_ns": 0, "p2p_wait_ns": 0,
             "source": steps[0].source}
