@@ -72,6 +72,13 @@ def test_no_trace_view_gives_a_report(tmp_path):
     assert digest.step_source == "step_trace_time.csv"
     assert [(s.number, s.dur_ns) for s in digest.steps] == cann_step_ns(d)
     assert any(p.severity == "info" and "trace_view.json" in p.file for p in digest.problems)
+    # operators: the calls operator_details.csv lists, summed by name
+    ops = csv_rows(d / OUT / "operator_details.csv")
+    want = {}
+    for r in ops:
+        calls, total = want.get(r["Name"], (0, 0))
+        want[r["Name"]] = (calls + 1, total + us_ns(r["Host Total Duration(us)"]))
+    assert {o.name: (o.calls, o.host_total_ns) for o in digest.ops_by_name} == want
     # the communicator comes from communication.json when the kernel list names none
     raw = json.loads((d / OUT / "communication.json").read_text())
     groups = {k.split("@")[1] for st in raw.values() for k in st["collective"] if "@" in k}
