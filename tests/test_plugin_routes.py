@@ -276,6 +276,8 @@ def test_memory_range(client):
         assert code == 400 and body["error"], bad
     code, body = get(client, "memory_range", **p, device="cuda:9")
     assert code == 404 and "cuda:9" in body["error"]
+    code, body = get(client, "memory_range", **p)
+    assert code == 400 and body["error"] == "missing parameter: device"
 
 
 # -- errors ------------------------------------------------------------------------------------------
@@ -629,3 +631,15 @@ def test_operator_detail_stacks_and_kernels(client, logdir):
     code, d2 = get(client, "operators", **p, detail=row["name"], shapes=row["input_shapes"])
     assert code == 200 and d2["kernels"] == row["kernels"] and d2["input_shapes"] == row["input_shapes"]
     assert get(client, "operators", **p, detail="no such op")[0] == 404
+
+
+def test_plugin_module_loads_without_numpy_or_torch():
+    """What TensorBoard imports at start (loader -> plugin) needs neither numpy nor torch: both are
+    hidden in a fresh interpreter, and building the plugin must still work."""
+    code = ("import sys; sys.modules['numpy'] = None; sys.modules['torch'] = None\n"
+            "from tensorboard.plugins import base_plugin\n"
+            "from canning_tb.plugin.loader import CanningLoader\n"
+            "plugin = CanningLoader().load(base_plugin.TBContext(logdir=None))\n"
+            "assert sorted(plugin.get_plugin_apps())[0] == '/cluster'\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr

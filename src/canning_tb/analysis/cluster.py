@@ -15,8 +15,8 @@
   calls and listed in `unmatched`. Waits in pipeline-parallel send / receive (comm_type "p2p")
   go to a rank's `p2p_wait_ns`, the others to its `wait_ns`.
 - collectives: per (kind, group) totals over all ranks (calls, time, bytes, wait, transfer).
-- CPU-only runs (no device compute on any rank): the host operators are the computation, so
-  compute = host time and `compute_source` = "host" (else "device").
+- CPU-only runs (no device work on any rank, `summary.has_device_work`): the host operators are
+  the computation, so compute = host time and `compute_source` = "host" (else "device").
 - groups: the communicators the files declare (Ascend: profiler_metadata.json's
   parallel_group_info, msprof-analyze's communication_group.json), the ranks here that called into
   each, and the declared members present here that made no call (`missing`).
@@ -49,6 +49,7 @@ from collections import defaultdict
 import numpy as np
 
 from . import digest_pb2 as pb
+from .summary import has_device_work
 
 SLOW_RANK_RATIO = 0.05
 
@@ -64,14 +65,14 @@ def rank_ids(digests: list) -> list[int]:
 
 def analyse_ranks(digests: list) -> dict:
     ranks = rank_ids(digests)
-    on_host = all(d.average.compute_ns + d.average.overlapped_ns == 0 and not d.kernels_by_name for d in digests)
+    on_host = not any(has_device_work(d) for d in digests)
     cann = bool(digests) and all(len(d.cann_steps) for d in digests)
     per = {r: (_cann_breakdown(r, d) if cann else _rank_breakdown(r, d, on_host)) for r, d in zip(ranks, digests)}
     calls, sizes = _calls_by_key(ranks, digests)
     collectives, unmatched = _match_calls(calls, sizes, per)
     matrix, source = _matrix(digests, sizes)
-    return {"groups": _groups(digests, calls), "ranks": [per[r] for r in sorted(per)], "collectives": collectives, "slow_ranks": _slow_ranks(per),
-            "matrix": matrix, "matrix_cells": matrix_cells(matrix), "unmatched": unmatched,
+    return {"ranks": [per[r] for r in sorted(per)], "collectives": collectives, "slow_ranks": _slow_ranks(per),
+            "groups": _groups(digests, calls), "matrix": matrix, "matrix_cells": matrix_cells(matrix), "unmatched": unmatched,
             "matrix_source": source, "compute_source": "host" if on_host else "device",
             "breakdown_source": digests[0].cann_steps[0].source if cann else "trace"}
 
@@ -80,14 +81,15 @@ def _groups(digests: list, calls: dict) -> list[dict]:
     """The communicators the ranks' files declare, with the ranks of this view that called into them
     (`missing`: declared members present here that made no call)."""
     declared: dict[str, dict] = {}
-    for d in digests:
-        for g in d.communication.groups:
-            declared.setdefault(g.group, {"group": g.group, "name": g.name, "ranks": list(g.ranks), "source": g.source})
+    for digest in digests:
+        for group in digest.communication.groups:
+            declared.setdefault(group.group, {"group": group.group, "name": group.name, "ranks": list(group.ranks),
+                                              "source": group.source})
     present = set(rank_ids(digests))
-    for g in declared.values():
-        callers = {r for (_kind, group), by_rank in calls.items() if group == g["group"] for r in by_rank}
-        g["calling_ranks"] = sorted(callers)
-        g["missing"] = sorted((set(g["ranks"]) & present) - callers)
+    for entry in declared.values():
+        callers = {rank for (_kind, group), by_rank in calls.items() if group == entry["group"] for rank in by_rank}
+        entry["calling_ranks"] = sorted(callers)
+        entry["missing"] = sorted((set(entry["ranks"]) & present) - callers)
     return [declared[k] for k in sorted(declared)]
 
 

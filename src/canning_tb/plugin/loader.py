@@ -1,10 +1,10 @@
 """Entry point TensorBoard loads (`tensorboard_plugins: canning = canning_tb.plugin.loader:CanningLoader`).
 
 TensorBoard imports entry points unguarded: an import error here would stop TensorBoard itself.
-So this module, and `plugin.py` which it imports on load(), use only the standard library,
-TensorBoard, Werkzeug and protobuf at import time. The store (numpy, readers, analysis) is
-imported lazily, in a background thread, the first time the plugin looks at the logdir; torch is
-never imported by the plugin.
+So this module, and `plugin.py` which it imports on load(), import only the standard library,
+TensorBoard, Werkzeug, protobuf and the parts of canning_tb built on those alone. numpy, the
+readers and the analysis that needs them are imported lazily (in the discovery thread, or on the
+first request that needs them); torch is never imported by the plugin.
 """
 from __future__ import annotations
 

@@ -62,8 +62,8 @@ def _operators(store, run, worker, window, args):
 
 
 def _memory_range(store, run, worker, window, args):
-    return sections.memory_range_impl(store, run, worker, window, args.get("device", ""),
-                                      _int(args, "start_ns"), _int(args, "end_ns"))
+    (device,) = _required(args, "device")
+    return sections.memory_range_impl(store, run, worker, window, device, _int(args, "start_ns"), _int(args, "end_ns"))
 
 
 class CanningPlugin(base_plugin.TBPlugin):
