@@ -118,6 +118,38 @@ def _db_empty_tables(d):
     sqlite3.connect(db).execute("create table STRING_IDS (id integer, value text)").connection.commit()
 
 
+def _trace_and_kernels_broken(d):
+    tv = d / OUT / "trace_view.json"
+    tv.write_bytes(tv.read_bytes()[:1000])
+    (d / OUT / "kernel_details.csv").write_text("garbage\n")
+
+
+def _memory_na(d):
+    p = d / OUT / "memory_record.csv"
+    lines = p.read_text().splitlines()
+    p.write_text("\n".join([lines[0]] + [",".join(["N/A"] * len(lines[0].split(",")))] + lines[1:5]) + "\n")
+
+
+def _rank_id_odd(d):
+    (info,) = d.glob("profiler_info_*.json")
+    j = json.loads(info.read_text())
+    j["rank_id"] = "abc"
+    info.write_text(json.dumps(j))
+
+
+def _analysis_db_garbage(d):
+    (d / OUT / "analysis.db").write_bytes(b"not a database at all" * 100)
+
+
+def _two_steps_with_device_column(d):
+    """The newer step_trace_time.csv: a leading Device_id column, one row per step."""
+    p = d / OUT / "step_trace_time.csv"
+    head, row = p.read_text().splitlines()[:2]
+    second = row.replace("50,", "51,", 1)
+    p.write_text("Device_id," + head + "\n0," + row + "\n0," + second + "\n")
+    _summaries(d)
+
+
 CASES = {
     "output_without_exports": ("level1", _output_without_exports, "error", "nothing usable"),
     "raw_only": ("level1", _raw_only, "error", "analyse"),
@@ -132,6 +164,11 @@ CASES = {
     "trace_object": ("level1", _trace_object, "digest", "expected a JSON array"),
     "db_garbage": ("db_level1", _db_garbage, "error", "SQLite"),
     "db_empty_tables": ("db_level1", _db_empty_tables, "digest", ""),
+    "trace_and_kernels_broken": ("level1", _trace_and_kernels_broken, "digest", "not valid JSON"),
+    "memory_na": ("level1", _memory_na, "digest", ""),
+    "rank_id_odd": ("level1", _rank_id_odd, "digest", ""),
+    "analysis_db_garbage": ("db_level1", _analysis_db_garbage, "digest", "SQLite error"),
+    "two_steps_with_device_column": ("level1", _two_steps_with_device_column, "digest", ""),
 }
 
 
@@ -199,3 +236,37 @@ def test_step_trace_without_steps_still_reads(tmp_path):
     p.write_text(head + "\n" + "," + row.split(",", 1)[1] + "\n")  # no schedule: Step is empty
     digest = build_digest(read_ascend(str(d)))
     assert len(digest.steps) == 1 and digest.cann_steps[0].step == -1
+
+
+def test_a_bug_in_one_window_does_not_cost_the_others_their_report(tmp_path, monkeypatch):
+    """The CLI's window boundary. No real file reaches a bug today (the cases above are handled), so
+    the reader is made to fail for one window, in-process (prefetch off: its child processes would
+    not see the patch)."""
+    from canning_tb.cli import view
+    from canning_tb.cli.targets import targets_for
+    from canning_tb.store import store as store_mod
+    run = tmp_path / "run"
+    for r in (0, 1):
+        _copy(fixture_path("ascend", "level0", f"rank{r}_ascend_pt"), run / f"rank{r}_ascend_pt")
+    real = store_mod.read_window
+
+    def failing(window):
+        if window.path.endswith("rank1_ascend_pt"):
+            raise ZeroDivisionError("planted")
+        return real(window)
+    monkeypatch.setattr(store_mod, "read_window", failing)
+    monkeypatch.setattr(store_mod.Store, "prefetch", lambda self, items, progress=None: {})
+    results = view.digest_all(targets_for(str(run), str(tmp_path / "cache")))
+    by_path = {t.window.path.rsplit("/", 1)[-1]: (d, err) for t, d, err in results}
+    assert by_path["rank0_ascend_pt"][0] is not None and by_path["rank0_ascend_pt"][1] is None
+    assert by_path["rank1_ascend_pt"][0] is None
+    assert "rank1_ascend_pt" in by_path["rank1_ascend_pt"][1] and "ZeroDivisionError: planted" in by_path["rank1_ascend_pt"][1]
+
+
+def test_odd_windows_keep_what_their_files_say(report):
+    two = _window(report, "two_steps_with_device_column")["digest"]
+    assert [s["number"] for s in two["steps"]] == [50, 51] and two["step_source"] == "step_trace_time.csv"
+    assert _window(report, "rank_id_odd")["digest"]["window"]["rank"] == 0  # from profiler_info_0.json's name
+    broken = _window(report, "trace_and_kernels_broken")["digest"]
+    assert broken["step_source"] == "step_trace_time.csv" and broken["communication"]["collectives"]
+    assert _window(report, "analysis_db_garbage")["digest"]["kernels_by_name"]

@@ -72,6 +72,13 @@ def test_no_trace_view_gives_a_report(tmp_path):
     assert digest.step_source == "step_trace_time.csv"
     assert [(s.number, s.dur_ns) for s in digest.steps] == cann_step_ns(d)
     assert any(p.severity == "info" and "trace_view.json" in p.file for p in digest.problems)
+    # operators: the calls operator_details.csv lists, summed by name
+    ops = csv_rows(d / OUT / "operator_details.csv")
+    want = {}
+    for r in ops:
+        calls, total = want.get(r["Name"], (0, 0))
+        want[r["Name"]] = (calls + 1, total + us_ns(r["Host Total Duration(us)"]))
+    assert {o.name: (o.calls, o.host_total_ns) for o in digest.ops_by_name} == want
     # the communicator comes from communication.json when the kernel list names none
     raw = json.loads((d / OUT / "communication.json").read_text())
     groups = {k.split("@")[1] for st in raw.values() for k in st["collective"] if "@" in k}
@@ -123,6 +130,7 @@ def test_summaries_only_show_steps_and_communication(tmp_path):
     transit = sum(round((v["Communication Bandwidth Info"]["SDMA"]["Transit Size(MB)"]
                          + v["Communication Bandwidth Info"]["RDMA"]["Transit Size(MB)"]) * 1e6) for v in ops.values())
     assert abs(coll.transit_bytes - transit) <= len(ops)
+    assert coll.bytes == coll.transit_bytes  # no payload size without the trace: the bytes CANN saw
     assert coll.source == digest.communication.source == "communication.json"
     assert [c.seq for c in sorted(digest.communication.calls, key=lambda c: c.start_ns)] == list(range(len(ops)))
     missing = {p.file.rsplit("/", 1)[-1] for p in digest.problems if p.severity == "info"}

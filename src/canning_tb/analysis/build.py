@@ -5,7 +5,7 @@ import numpy as np
 
 from ..ingest.table import EventTable
 from . import digest_pb2 as pb
-from .cann import cann_steps, steps_from_cann
+from .cann import cann_steps, ops_from_operator_details, steps_from_cann
 from .communication import communication_stats
 from .context import Context
 from .digest import SCHEMA_VERSION
@@ -84,6 +84,8 @@ def build_digest(table: EventTable) -> pb.Digest:
     d.cann_steps.extend(cann_steps(table))
     nums, starts, ends, res = _steps(d, table)
     by_name, by_shape, by_stack = op_stats(ctx)
+    if not by_name and "operator_details" in table.side:  # no trace: the operator calls torch_npu wrote
+        by_name, by_shape, by_stack = ops_from_operator_details(table)
     d.ops_by_name.extend(by_name)
     d.ops_by_shape.extend(by_shape)
     d.ops_by_stack.extend(by_stack)

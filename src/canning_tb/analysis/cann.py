@@ -99,3 +99,27 @@ def cann_calls(table: EventTable) -> dict[str, CannCall]:
             transit_ns=_or_unknown(r["transit_ns"]), wait_ns=_or_unknown(r["wait_ns"]),
             synchronization_ns=_or_unknown(r["synchronization_ns"]), transit_bytes=nbytes, link_time_ns=link_ns)
     return out
+
+
+def ops_from_operator_details(table: EventTable) -> tuple[list, list, list]:
+    """(by name, by name + shapes, by name + stack) from the operator_details side table: a window
+    without trace_view.json has no host events, but torch_npu wrote each operator call's times."""
+    rows = side.rows(table.side, "operator_details")
+
+    def build(key) -> list:
+        groups: dict[tuple, list[dict]] = {}
+        for r in rows:
+            groups.setdefault(key(r), []).append(r)
+        out = []
+        for (name, shapes, stack), members in groups.items():
+            totals = [max(m["host_total_ns"] or 0, 0) for m in members]
+            out.append(pb.OpStat(
+                name=name, input_shapes=shapes, call_stack=stack, calls=len(members),
+                host_self_ns=sum(max(m["host_self_ns"] or 0, 0) for m in members), host_total_ns=sum(totals),
+                device_self_ns=sum(max(m["device_self_ns"] or 0, 0) for m in members),
+                device_total_ns=sum(max(m["device_total_ns"] or 0, 0) for m in members),
+                host_total_min_ns=min(totals), host_total_max_ns=max(totals),
+                has_call_stack=any(m["call_stack"] for m in members)))
+        return sorted(out, key=lambda o: (-o.host_total_ns, o.name, o.input_shapes, o.call_stack))
+    return (build(lambda r: (r["name"], "", "")), build(lambda r: (r["name"], r["input_shapes"] or "", "")),
+            build(lambda r: (r["name"], "", r["call_stack"] or "")))

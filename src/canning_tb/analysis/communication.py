@@ -106,6 +106,7 @@ def communication_stats(ctx: Context, step_starts: np.ndarray, step_ends: np.nda
     ascend.number_unsequenced(c)
     ascend.totals(c)
     c.links.extend(ascend.links(t))
+    c.groups.extend(ascend.groups(t))
     return c
 
 

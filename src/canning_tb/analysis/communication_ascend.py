@@ -3,8 +3,8 @@
 - Per collective (kind, group): transfer = sum of CANN's transit times of its calls, wait = sum of
   its wait times, synchronization likewise; transit_bytes = the bytes CANN saw on the links (SDMA +
   RDMA, analysis/cann.py), bandwidth = transit bytes / their link time; `source` names the file.
-  When the events give no payload size (kernel_details.csv without the trace), `bytes` stays -1
-  and transit_bytes carries what moved.
+  When the events give no payload size (kernel_details.csv without the trace, communication.json
+  alone), `bytes` is the transit bytes too (`source` says so).
 - Per call: the CANN figures of the operator of the same name; seq = HCCL's index of the call in
   its communicator (from the name), else its order in the group; comm_type "p2p" for what CANN
   files under p2p and for Send / Recv, else "collective".
@@ -46,6 +46,8 @@ def add_cann_figures(stat: pb.CollectiveStat, ops: list[str], calls: dict[str, C
     moved = [c for c in found if c.transit_bytes >= 0]
     if moved:
         stat.transit_bytes = sum(c.transit_bytes for c in moved)
+        if stat.bytes < 0:  # no payload size in the events: what CANN saw moving is the best figure
+            stat.bytes = stat.transit_bytes
         link_ns = sum(c.link_time_ns for c in moved)
         if link_ns > 0:
             stat.bandwidth_gbps = stat.transit_bytes / link_ns
@@ -107,3 +109,10 @@ def links(table: EventTable) -> list:
     return [pb.Link(src=-1 if r["src"] is None else r["src"], dst=-1 if r["dst"] is None else r["dst"],
                     transport=r["transport"] or "", bytes=r["bytes"] or 0, time_ns=r["time_ns"] or 0,
                     bandwidth_gbps=r["bandwidth_gbps"] or 0.0, op=r["op"] or r["link"] or "") for r in chosen]
+
+
+def groups(table: EventTable) -> list:
+    source = table.meta.environment.get("source.comm_groups", "")
+    return [pb.CommGroup(group=g["group"], name=g["name"] or "", ranks=[int(x) for x in g["ranks"].split(",") if x],
+                         rank_in_group=-1 if g["rank_in_group"] is None else g["rank_in_group"], source=source)
+            for g in side.rows(table.side, "comm_groups")]

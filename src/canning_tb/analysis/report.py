@@ -163,10 +163,16 @@ def ranks_report(digests: list) -> str:
     """The cross-rank analysis (cluster.analyse_ranks) as text."""
     from .cluster import analyse_ranks
     r = analyse_ranks(digests)
-    t = Table("Ranks (ms, mean step)", ["Rank", "Step", "Computing", "Communication", "Free", "Wait", "Transfer"])
+    t = Table("Ranks (ms, mean step)", ["Rank", "Step", "Computing", "Communication", "Free", "Wait", "P2P wait",
+                                        "Transfer"])
     for x in r["ranks"]:
         t.rows.append([int(x["rank"]), _ms(x["step_ns"]), _ms(x["computing_ns"]), _ms(x["communication_ns"]),
-                       _ms(x["free_ns"]), _ms(x["wait_ns"]), _ms(x["transfer_ns"])])
+                       _ms(x["free_ns"]), _ms(x["wait_ns"]), _ms(x["p2p_wait_ns"]), _ms(x["transfer_ns"])])
+    if r["breakdown_source"] != "trace":
+        t.notes.append(f"Computing, communication and free as CANN measured them ({r['breakdown_source']}).")
+    waits = sorted({c["wait_source"] for c in r["collectives"]})
+    if waits:
+        t.notes.append(f"Wait and transfer from: {', '.join(waits)}.")
     s = Table("Slow rank check: (max - min) / mean > 5 %", ["Metric", "Ratio", "Flagged", "Slowest rank"])
     for x in r["slow_ranks"]:
         s.rows.append([x["metric"], round(x["ratio"], 4), "yes" if x["flagged"] else "no", int(x["slowest_rank"])])

@@ -20,7 +20,7 @@ import numpy as np
 
 from . import ascend_tables as T
 from . import side_tables as side
-from .ascend_info import rank_from_data, read_info, set_devices, worker_of
+from .ascend_info import rank_from_data, read_group_file, read_info, set_devices, worker_of
 from .ascend_layout import Layout, locate
 from .ascend_merge import fill_events, fill_memory, merge_device_rows
 from .ascend_trace import read_trace
@@ -37,8 +37,7 @@ _SIDE_SOURCES = {"step_trace": "step_trace_time.csv", "comm_ops": "communication
                  "comm_bandwidth": "communication.json", "comm_packets": "communication.json",
                  "comm_matrix": "communication_matrix.json", "op_statistic": "op_statistic.csv",
                  "operator_details": "operator_details.csv", "operator_memory": "operator_memory.csv",
-                 "npu_module_mem": "npu_module_mem.csv", "overlap_analysis": "trace_view.json",
-                 "comm_groups": "profiler_metadata.json"}
+                 "npu_module_mem": "npu_module_mem.csv", "overlap_analysis": "trace_view.json"}
 _FROM_ANALYSIS_DB = ("step_trace", "comm_ops", "comm_bandwidth", "comm_packets", "comm_matrix")
 
 # file -> what it adds, for the note written when it is missing
@@ -94,6 +93,8 @@ def read_ascend(path: str) -> EventTable:
             table.meta.environment["ascend_db_ignored"] = ",".join(lay.ignored_dbs)
         _read_text(r)
     rank_from_data(table)
+    if not lay.alone:
+        read_group_file(os.path.dirname(lay.root), table, r.used)
     _record_sources(table, lay)
     table.meta.source_files = list(dict.fromkeys(r.used))
     table.check()
@@ -168,11 +169,11 @@ def _note_missing_text(r: _Reader, have_trace: bool, have_comm: bool) -> None:
 
 def _record_sources(table: EventTable, lay: Layout) -> None:
     """environment["source.<side table>"]: the file each side table was read from."""
+    env = table.meta.environment
     for key in table.side:
+        if key == "comm_groups":  # set where they were read (metadata, db META_DATA, communication_group.json)
+            continue
         if lay.db is None:
-            src = _SIDE_SOURCES[key]
-        elif key == "comm_groups":
-            src = lay.db if "metadata.SCHEMA_VERSION" in table.meta.environment else _SIDE_SOURCES[key]
+            env[f"source.{key}"] = _SIDE_SOURCES[key]
         else:
-            src = "analysis.db" if key in _FROM_ANALYSIS_DB else lay.db
-        table.meta.environment[f"source.{key}"] = src
+            env[f"source.{key}"] = "analysis.db" if key in _FROM_ANALYSIS_DB else lay.db

@@ -111,6 +111,8 @@ def _window_facts(db: Db, table: EventTable) -> None:
             md[k] = v
     if md:
         apply_metadata(md, table)
+        if "comm_groups" in table.side:
+            meta.environment["source.comm_groups"] = "META_DATA"
 
 
 def _api_kind(typ: int | None, name: str) -> Kind:

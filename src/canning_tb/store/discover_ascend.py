@@ -103,7 +103,11 @@ def folder_windows(path: str) -> list[dict]:
     dbs = loose_dbs({os.path.basename(f) for f in files if os.path.dirname(f) == path})
     if kind == "export" and dbs:
         return [_db_window(os.path.join(path, db)) for db in dbs]
-    prefix, span = split_name(os.path.basename(path))
+    name = os.path.basename(path)
+    if name == OUTPUT_DIR:  # the output folder given alone: its window folder names it and holds profiler_info
+        name = os.path.basename(os.path.dirname(path)) or name
+        files = tuple(sorted(set(files) | set(_files(os.path.dirname(path)))))
+    prefix, span = split_name(name)
     return [{"prefix": prefix, "span": span, "path": path, "files": files,
              "status": "incomplete" if kind == "raw" else "ready", "rank": window_rank(files)}]
 
