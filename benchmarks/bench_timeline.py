@@ -88,6 +88,16 @@ def fetch(base: str, route: str, **params) -> tuple[float, bytes]:
     return time.perf_counter() - start, body
 
 
+def tracks_when_ready(base: str, window: dict) -> dict:
+    """/timeline_tracks, asked again while the server says it is still indexing (as the browser does)."""
+    while True:
+        _, body = fetch(base, "timeline_tracks", **window)
+        tracks = json.loads(body)
+        if not tracks.get("loading"):
+            return tracks
+        time.sleep(0.5)
+
+
 def views(duration: int, count: int = 60) -> list[tuple[int, int]]:
     """A zoom-in from the whole window to ~1/10,000 of it, with pans at each level (seeded)."""
     rng = random.Random(0)
@@ -106,8 +116,10 @@ def views(duration: int, count: int = 60) -> list[tuple[int, int]]:
 
 def http_figures(base: str, names: dict) -> dict:
     window = {k: names[k] for k in ("run", "worker", "window")}
-    first_s, body = fetch(base, "timeline_tracks", **window)
-    duration = json.loads(body)["duration_ns"]
+    start = time.perf_counter()
+    tracks = tracks_when_ready(base, window)
+    first_s = time.perf_counter() - start
+    duration = tracks["duration_ns"]
     latencies, sizes = [], []
     for lo, hi in views(duration):
         took, body = fetch(base, "timeline_tile", **window, start_ns=lo, end_ns=hi, width=WIDTH)
@@ -131,7 +143,7 @@ def ranks_figures(base: str, run: str) -> dict:
     total, slowest = 0, 0.0
     for rank in ranks:
         window = {"run": run, "worker": rank["worker"], "window": rank["window"]}
-        fetch(base, "timeline_tracks", **window)
+        tracks_when_ready(base, window)
         took, tile = fetch(base, "timeline_tile", **window, start_ns=0, end_ns=rank["duration_ns"], width=WIDTH)
         total += len(tile)
         slowest = max(slowest, took)
