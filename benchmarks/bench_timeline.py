@@ -183,7 +183,7 @@ def browser_figures(root_url: str, names: dict) -> dict:
 
 
 def served_figures(run_dir: str, work: str, figures: dict, args) -> None:
-    """The figures measured against real TensorBoards (a fresh cache: the first request indexes)."""
+    """The figures measured against real TensorBoards (cold: the first request reads and indexes)."""
     env = dict(os.environ, CANNING_CACHE_DIR=os.path.join(work, "tb-cache"))
     proc, base = start_tensorboard(run_dir, os.path.join(work, "tb.log"), env)
     try:
@@ -213,6 +213,8 @@ def main() -> None:
     parser.add_argument("--ranks-dir", help="a multi-rank run folder: every rank on one axis, over HTTP")
     args = parser.parse_args()
     run_dir = args.trace_dir or ensure_trace(args.size)
+    if not args.trace_dir:  # our generated run: TensorBoard's cache beside it goes, so its open is cold
+        shutil.rmtree(os.path.join(run_dir, ".canning"), ignore_errors=True)
     work = tempfile.mkdtemp(prefix="bench-timeline-")
     try:
         log(f"ingest and index build of {run_dir}")
