@@ -145,32 +145,61 @@ export interface Box {
 /** Each drawn item's box per rank (for hit tests), computed while drawing. */
 export type Boxes = Map<number, Box[]>;
 
-function drawTile(ctx: CanvasRenderingContext2D, view: Viewport, rankIndex: number, rank: RankView, tile: TimelineTile,
-  lanes: Lane[], index: Map<string, number>): Box[] {
-  const boxes: Box[] = [];
+/** A tile's items ordered by name (once per tile): the fill pass sets each colour once. */
+const byName = new WeakMap<TimelineTile, Uint32Array>();
+
+function nameOrder(tile: TimelineTile): Uint32Array {
+  let order = byName.get(tile);
+  if (!order) {
+    order = Uint32Array.from({ length: tile.header.count }, (_, i) => i).sort((a, b) => tile.name[a] - tile.name[b]);
+    byName.set(tile, order);
+  }
+  return order;
+}
+
+/** Where each item of the tile lands, for those in sight (indexed by item; undefined elsewhere). */
+function placeItems(view: Viewport, rankIndex: number, rank: RankView, tile: TimelineTile, lanes: Lane[], index: Map<string, number>): (Box | undefined)[] {
   const rowLane = tile.header.rows.map(([track, depth]) => index.get(laneKey(rankIndex, track, depth)) ?? -1);
-  ctx.font = "11px system-ui, sans-serif";
-  ctx.textBaseline = "middle";
+  const placed: (Box | undefined)[] = new Array(tile.header.count);
+  const right = GUTTER + view.width;
   for (let i = 0; i < tile.header.count; i++) {
     const laneAt = rowLane[tile.row[i]];
-    if (laneAt < 0) continue;
+    if (laneAt < 0 || !visible(view, lanes[laneAt])) continue;
+    const from = toX(view, tile.start[i] + rank.shift);
+    const to = toX(view, tile.start[i] + tile.dur[i] + rank.shift);
+    if (to < GUTTER || from > right) continue;
+    const x = Math.max(GUTTER, from);
     const lane = lanes[laneAt];
-    if (!visible(view, lane)) continue;
-    const x = Math.max(GUTTER, toX(view, tile.start[i] + rank.shift));
-    const end = Math.min(GUTTER + view.width, toX(view, tile.start[i] + tile.dur[i] + rank.shift));
-    const w = Math.max(1, end - x);
-    const y = view.top + lane.y + 1;
-    const name = tile.header.names[tile.name[i]];
-    ctx.globalAlpha = tile.count[i] > 1 ? 0.55 : 1;
-    ctx.fillStyle = colourOf(name);
-    ctx.fillRect(x, y, w, lane.height - 2);
-    ctx.globalAlpha = 1;
-    const label = w > 20 ? elide(ctx, tile.count[i] > 1 ? `${name} (+${tile.count[i] - 1})` : name, w - 4) : "";
-    if (label) {
-      ctx.fillStyle = "#212121";
-      ctx.fillText(label, x + 2, y + lane.height / 2 - 1);
+    placed[i] = { x, y: view.top + lane.y + 1, w: Math.max(1, Math.min(right, to) - x), h: lane.height - 2, item: i };
+  }
+  return placed;
+}
+
+function drawTile(ctx: CanvasRenderingContext2D, view: Viewport, rankIndex: number, rank: RankView, tile: TimelineTile,
+  lanes: Lane[], index: Map<string, number>): Box[] {
+  const placed = placeItems(view, rankIndex, rank, tile, lanes, index);
+  let colourName = -1;
+  for (const i of nameOrder(tile)) {
+    const box = placed[i];
+    if (!box) continue;
+    if (tile.name[i] !== colourName) {
+      colourName = tile.name[i];
+      ctx.fillStyle = colourOf(tile.header.names[colourName]);
     }
-    boxes.push({ x, y, w, h: lane.height - 2, item: i });
+    ctx.globalAlpha = tile.count[i] > 1 ? 0.55 : 1;
+    ctx.fillRect(box.x, box.y, box.w, box.h);
+  }
+  ctx.globalAlpha = 1;
+  ctx.font = "11px system-ui, sans-serif";
+  ctx.textBaseline = "middle";
+  ctx.fillStyle = "#212121";
+  const boxes = placed.filter((box): box is Box => box !== undefined);
+  for (const box of boxes) {
+    if (box.w <= 20) continue;
+    const name = tile.header.names[tile.name[box.item]];
+    const count = tile.count[box.item];
+    const label = elide(ctx, count > 1 ? `${name} (+${count - 1})` : name, box.w - 4);
+    if (label) ctx.fillText(label, box.x + 2, box.y + box.h / 2);
   }
   return boxes;
 }
