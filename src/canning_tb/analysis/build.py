@@ -18,7 +18,8 @@ from .rules import rule_hits
 from .steps import breakdowns
 
 _FIELDS = {"compute": "compute_ns", "overlapped": "overlapped_ns", "communication": "communication_ns",
-           "memcpy": "memcpy_ns", "memset": "memset_ns", "runtime": "runtime_ns", "dataloader": "dataloader_ns",
+           "memcpy": "memcpy_ns", "memset": "memset_ns", "device_wait": "device_wait_ns", "runtime": "runtime_ns",
+           "dataloader": "dataloader_ns",
            "host": "host_ns", "idle": "idle_ns"}
 
 
@@ -43,24 +44,27 @@ def _window(d: pb.Digest, t: EventTable) -> None:
     w.source_files.extend(str(s) for s in m.source_files)
 
 
-def _steps(d: pb.Digest, t: EventTable):
-    nums, starts, durs, res = breakdowns(t)
+def _steps(d: pb.Digest, t: EventTable, ctx: Context):
+    nums, starts, durs, res, tails, distorted = breakdowns(t, ctx)
     for i in range(len(nums)):
-        s = d.steps.add(number=int(nums[i]), start_ns=int(starts[i]), dur_ns=int(durs[i]))
+        s = d.steps.add(number=int(nums[i]), start_ns=int(starts[i]), dur_ns=int(durs[i]), tail_ns=int(tails[i]),
+                        distorted=bool(distorted[i]))
         s.breakdown.total_ns = int(durs[i])
         for c, f in _FIELDS.items():
             setattr(s.breakdown, f, int(res[c][i]))
-    n = max(len(nums), 1)
+    used = ~distorted if (~distorted).any() else np.ones(len(nums), bool)
+    d.average_steps.extend(int(x) for x in nums[used])
+    n = int(used.sum())
     a = d.average
-    a.total_ns = int(round(float(np.sum(durs)) / n))
-    used = 0
+    a.total_ns = int(round(float(np.sum(durs[used])) / n))
+    total = 0
     for c, f in _FIELDS.items():
         if c == "idle":
             continue
-        v = int(round(float(np.sum(res[c])) / n))
+        v = int(round(float(np.sum(res[c][used])) / n))
         setattr(a, f, v)
-        used += v
-    a.idle_ns = max(a.total_ns - used, 0)
+        total += v
+    a.idle_ns = max(a.total_ns - total, 0)
     return nums, starts, starts + durs, res
 
 
@@ -79,7 +83,7 @@ def build_digest(table: EventTable) -> pb.Digest:
     d = pb.Digest(schema_version=SCHEMA_VERSION)
     _window(d, table)
     ctx = Context(table)
-    nums, starts, ends, res = _steps(d, table)
+    nums, starts, ends, res = _steps(d, table, ctx)
     by_name, by_shape, by_stack = op_stats(ctx)
     d.ops_by_name.extend(by_name)
     d.ops_by_shape.extend(by_shape)
