@@ -113,7 +113,7 @@ def suggestions(digest: pb.Digest) -> Table:
 
 
 _CATS = [("Compute", "compute_ns"), ("Overlapped", "overlapped_ns"), ("Communication", "communication_ns"),
-         ("Memcpy", "memcpy_ns"), ("Memset", "memset_ns"), ("Runtime", "runtime_ns"), ("DataLoader", "dataloader_ns"),
+         ("Memcpy", "memcpy_ns"), ("Memset", "memset_ns"), ("Device wait", "device_wait_ns"), ("Runtime", "runtime_ns"), ("DataLoader", "dataloader_ns"),
          ("Host", "host_ns"), ("Idle", "idle_ns")]
 
 

@@ -109,8 +109,8 @@ def rule_hits(d: pb.Digest) -> list:
         dl = a.dataloader_ns / total
         if dl > DATALOADER_SHARE:
             hit("dataloader_share", "warning", "Data loading takes a large share of the step",
-                f"The DataLoader takes {_pct(dl)} of the average step ({a.dataloader_ns / 1e6:.3f} ms of "
-                f"{total / 1e6:.3f} ms). Use more DataLoader workers (num_workers), pin_memory=True, or prefetch.", dl)
+                f"Data loading takes {_pct(dl)} of the average step (DataLoader), {a.dataloader_ns / 1e6:.3f} ms of "
+                f"{total / 1e6:.3f} ms. Use more DataLoader workers (num_workers), pin_memory=True, or prefetch.", dl)
         if has_device:
             _device_rules(a, hit)
         comm = a.communication_ns / total
