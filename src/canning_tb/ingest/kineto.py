@@ -115,7 +115,7 @@ _COLLECTIVE_CAT = "collective_comm"
 _UNKNOWN = 255  # a category Kineto does not name: decided by where the event sits (see module doc)
 _HOST_COLLECTIVE_OP = re.compile(
     r"^(record_param_comms$|c10d::|c10d_functional::|_c10d_functional::|symm_mem::|gloo:|nccl:|hccl:)")
-_DEVICE_LABEL = re.compile(r"^\s*([A-Za-z][A-Za-z0-9_]*?)\s*(\d+)\s*$")
+_DEVICE_LABEL = re.compile(r"^\s*([A-Za-z][A-Za-z0-9_]*)\s+(\d+)\s*$")  # "GPU 0", "MTIA 1"; not "CPU"
 _HOST = {"ext", "ext2", "dims", "stack", "pg_name"}
 _DEV = {"device", "stream", "correlation", "ext", "ext2", "nbytes"}
 _ALL = {f.name for f in msgspec.structs.fields(Args)}
@@ -151,10 +151,10 @@ class _Ids(dict):
         super().__init__({absent: NONE})
         self.n = 0
 
-    def __missing__(self, k):
-        v = self[k] = self.n
+    def __missing__(self, key):
+        new_id = self[key] = self.n
         self.n += 1
-        return v
+        return new_id
 
     def keys_in_order(self) -> list:
         return list(self)[1:]
@@ -293,11 +293,11 @@ class _Reader:
     def _id_of(self, v) -> int:
         if type(v) is int and _I64[0] <= v <= _I64[1]:
             return v
-        s = str(v)
-        m = _INT_TEXT.match(s)
-        if m and len(m.group(1)) < 19:
-            return int(m.group(1))
-        return -2 - self.named_ids[s]
+        text = str(v)
+        number = _INT_TEXT.match(text)
+        if number and len(number.group(1)) < 19:
+            return int(number.group(1))
+        return -2 - self.named_ids[text]
 
     def _group(self, cat: str, events: list) -> None:
         """One category's complete events of a chunk -> one part of numpy columns."""
@@ -394,11 +394,11 @@ class _Reader:
 
     def _mem_device(self, typ: int, idx: int) -> int:
         key = (typ, idx)
-        v = self.mem_dev.get(key)
-        if v is None:
+        dev = self.mem_dev.get(key)
+        if dev is None:
             kind = _DEVICE_TYPE.get(typ, f"device{typ}")
-            v = self.mem_dev[key] = self.sid("CPU" if typ == 0 else f"{kind}:{max(idx, 0)}")
-        return v
+            dev = self.mem_dev[key] = self.sid("CPU" if typ == 0 else f"{kind}:{max(idx, 0)}")
+        return dev
 
     def _flow_ends(self, flows: list) -> None:
         """(pid, tid, ts) where launch flows end: the device work they point at starts there."""
@@ -502,7 +502,7 @@ class _Reader:
         return comm
 
     def _meta_of(self, top: dict[str, Any], table: EventTable) -> Meta:
-        m = Meta(format="kineto", source_files=[self.path])
+        meta = Meta(format="kineto", source_files=[self.path])
         env: dict[str, str] = {}
         for k, v in top.items():
             if isinstance(v, (str, int, float, bool)) and k != "traceEvents":
@@ -512,27 +512,36 @@ class _Reader:
             for k, v in dist.items():
                 if isinstance(v, (str, int, float, bool)):
                     env[f"distributed.{k}"] = str(v)
-            m.world_size = _int(dist.get("world_size"), 1)
+            meta.world_size = _int(dist.get("world_size"), 1)
         rank = _int(dist.get("rank"), None) if isinstance(dist, dict) else None
         if rank is None:
             # A trace without distributedInfo is a single process: rank 0 is a fact, not a guess.
             if isinstance(dist, dict):
                 self.problems.append(Problem(self.path, "no rank in distributedInfo: assuming rank 0", "warning"))
             rank = 0
-        m.rank = rank
-        m.environment = env
-        m.host = str(top.get("host_name") or top.get("hostname") or "")
-        m.devices = _devices(top.get("deviceProperties"), table) or self._labelled_devices(table)
-        m.process_names = dict(self.process_names)
-        m.thread_names = dict(self.thread_names)
-        named = {-2 - i: s for s, i in self.named_ids.items() if s is not None}
-        ev = table.events
-        for p in set(ev["pid"][ev["pid"] <= -2].tolist()) & set(named):
-            m.process_names.setdefault(p, named[p])
+        meta.rank = rank
+        meta.environment = env
+        meta.host = str(top.get("host_name") or top.get("hostname") or "")
+        meta.devices = _devices(top.get("deviceProperties"), table) or self._labelled_devices(table)
+        self._names_of(meta, table.events)
+        meta.start_ns, meta.end_ns = self._window_of(table)
+        return meta
+
+    def _names_of(self, meta: Meta, ev: dict[str, np.ndarray]) -> None:
+        """Process and thread names: metadata events, then pids / tids given as text."""
+        meta.process_names = dict(self.process_names)
+        meta.thread_names = dict(self.thread_names)
+        named = {-2 - i: text for text, i in self.named_ids.items() if text is not None}
+        for pid in set(ev["pid"][ev["pid"] <= -2].tolist()) & set(named):
+            meta.process_names.setdefault(pid, named[pid])
         sel = ev["tid"] <= -2
-        for p, t in set(zip(ev["pid"][sel].tolist(), ev["tid"][sel].tolist())):
-            if t in named:
-                m.thread_names.setdefault(f"{p}:{t}", named[t])
+        for pid, tid in set(zip(ev["pid"][sel].tolist(), ev["tid"][sel].tolist())):
+            if tid in named:
+                meta.thread_names.setdefault(f"{pid}:{tid}", named[tid])
+
+    def _window_of(self, table: EventTable) -> tuple[int, int]:
+        """(start, end) of the profiling window: the Trace span or the window instants, else the events."""
+        ev = table.events
         cat_trace = table.strings.find("Trace")
         span = ev["cat"] == cat_trace if cat_trace >= 0 else np.zeros(len(ev["ts"]), bool)
         start = self.iter_start
@@ -549,8 +558,7 @@ class _Reader:
                 start = int(ev["ts"].min())
             if end == NONE:
                 end = int((ev["ts"] + ev["dur"]).max())
-        m.start_ns, m.end_ns = start, end
-        return m
+        return start, end
 
     def _labelled_devices(self, table: EventTable) -> list[dict]:
         """Devices named only by their process labels ("MTIA 0"), for traces without
@@ -565,24 +573,24 @@ class _Reader:
         return out
 
     def _report(self) -> None:
-        c = self.count
-        if c["missing"]:
-            self.problems.append(Problem(self.path, f"{c['missing']} events without a usable name, ts or dur skipped",
+        count = self.count
+        if count["missing"]:
+            self.problems.append(Problem(self.path, f"{count['missing']} events without a usable name, ts or dur skipped",
                                          "warning"))
-        if c["malformed"]:
-            self.problems.append(Problem(self.path, f"{c['malformed']} malformed events skipped", "warning"))
-        if c["negative"]:
-            self.problems.append(Problem(self.path, f"{c['negative']} negative durations set to 0", "warning"))
-        if c["utf8"]:
+        if count["malformed"]:
+            self.problems.append(Problem(self.path, f"{count['malformed']} malformed events skipped", "warning"))
+        if count["negative"]:
+            self.problems.append(Problem(self.path, f"{count['negative']} negative durations set to 0", "warning"))
+        if count["utf8"]:
             self.problems.append(Problem(self.path, "invalid UTF-8 bytes replaced (U+FFFD)", "warning"))
 
 
 def read_kineto(path: str) -> EventTable:
     """One Kineto trace file -> EventTable; raises InputError when nothing can be read."""
     path = str(path)
-    r = _Reader(path)
+    reader = _Reader(path)
     buf = _json.read_bytes(path)
-    top_raw, buf = _json.decode_top(path, buf, r.problems)
+    top_raw, buf = _json.decode_top(path, buf, reader.problems)
     raw_events = top_raw.pop("traceEvents", None)
     if raw_events is None:
         raise InputError(path, "expected an object with traceEvents, found no traceEvents key")
@@ -598,15 +606,15 @@ def read_kineto(path: str) -> EventTable:
         raise InputError(path, f"traceEvents is not a list (got {_json._kind(buf[lo:lo + 8])})")
 
     def on_utf8():
-        r.count["utf8"] += 1
+        reader.count["utf8"] += 1
 
     try:
-        for _ in _json.iter_chunks(buf, lo, hi, r.chunk, on_utf8):
+        for _ in _json.iter_chunks(buf, lo, hi, reader.chunk, on_utf8):
             pass
     except msgspec.DecodeError as e:  # cannot happen for text decode_top accepted; be clear if it does
         raise InputError(path, f"not JSON inside traceEvents: {e}") from None
     del buf
-    return r.finish(top)
+    return reader.finish(top)
 
 
 # -- helpers --------------------------------------------------------------------------------------
@@ -709,18 +717,18 @@ def _devices(props, table: EventTable) -> list[dict]:
         return []
     hip = any(s.startswith("hip") for s in table.strings.values[:100_000])
     out = []
-    for p in props:
-        if not isinstance(p, dict):
+    for prop in props:
+        if not isinstance(prop, dict):
             continue
-        name = str(p.get("name", ""))
-        amd = hip or any(w in name for w in ("AMD", "Radeon", "Instinct"))
-        d = {"kind": "rocm" if amd else "cuda", "index": _int(p.get("id"), len(out)), "name": name,
-             "memory": _int(p.get("totalGlobalMem"), NONE)}
-        if "computeMajor" in p:
-            d["compute_capability"] = f"{p.get('computeMajor')}.{p.get('computeMinor', 0)}"
-        if "numSms" in p:
-            d["sm_count"] = _int(p.get("numSms"), NONE)
-        out.append(d)
+        name = str(prop.get("name", ""))
+        amd = hip or any(word in name for word in ("AMD", "Radeon", "Instinct"))
+        dev = {"kind": "rocm" if amd else "cuda", "index": _int(prop.get("id"), len(out)), "name": name,
+               "memory": _int(prop.get("totalGlobalMem"), NONE)}
+        if "computeMajor" in prop:
+            dev["compute_capability"] = f"{prop.get('computeMajor')}.{prop.get('computeMinor', 0)}"
+        if "numSms" in prop:
+            dev["sm_count"] = _int(prop.get("numSms"), NONE)
+        out.append(dev)
     return out
 
 
