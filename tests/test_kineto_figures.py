@@ -254,3 +254,28 @@ def test_device_idle_quotes_the_idle_column_not_the_device_free_time():
     (hit,) = [h for h in rule_hits(d) if h.rule == "device_idle"]
     assert "Idle 0.7%" in hit.detail and "Runtime 10.0%" in hit.detail and "Host 69.3%" in hit.detail
     assert hit.value == pytest.approx(0.8)
+
+
+def test_cpu_loop_with_item_has_no_device_figures(tmp_path):
+    """A real torch.profiler CPU run of a loop that reads a value with .item() each step: on the
+    CPU that is no wait for a device, so no device wait, no device rule, and no step distorted
+    (nothing is left to drain when the window ends)."""
+    torch = pytest.importorskip("torch")
+    from torch.profiler import ProfilerActivity, profile, schedule
+
+    path = tmp_path / "item.pt.trace.json"
+    x = torch.randn(256, 256)
+    with profile(activities=[ProfilerActivity.CPU], schedule=schedule(wait=0, warmup=1, active=4),
+                 on_trace_ready=lambda p: p.export_chrome_trace(str(path))) as prof:
+        for _ in range(5):
+            (x @ x).sum().item()
+            prof.step()
+    raw = json.loads(path.read_text(encoding="utf-8"))["traceEvents"]
+    steps = steps_of(raw)
+    assert any(e.get("name") == "aten::item" for e in raw) and len(steps) == 4
+    d = build_digest(read_kineto(path))
+    assert [s.number for s in d.steps] == [n for _, _, n in steps]
+    assert not any(s.distorted or s.tail_ns for s in d.steps)
+    assert list(d.average_steps) == [n for _, _, n in steps]
+    assert all(s.breakdown.device_wait_ns == 0 for s in d.steps)
+    assert not {h.rule for h in d.rule_hits} & {"device_wait", "device_idle", "launch_bound", "tensor_cores_unused"}

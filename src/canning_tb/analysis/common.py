@@ -42,6 +42,8 @@ def collective_kind(name: str) -> str:
     n = name
     if "deep_ep::" in n and re.search(r"dispatch|combine", n):  # DeepEP's expert-parallel exchange
         return "AllToAll"
+    if "cross_device_reduce" in n:  # vLLM's custom all-reduce kernels
+        return "AllReduce"
     if n.startswith("ncclDevKernel_") or n.startswith("ncclKernel_"):
         n = n.split("_", 1)[1]
     if re.search(r"sendrecv", n, re.I):
