@@ -427,3 +427,40 @@ def test_memory_events_time_order_and_cap(monkeypatch):
     monkeypatch.setattr(memmod, "MAX_EVENTS", 2)
     m = build_digest(t).memory[0]
     assert m.events_truncated and [e.bytes for e in m.events] == [50, 7]
+
+
+def test_gpu_window_with_gloo_collectives_counts_them():
+    """A GPU window whose collectives ran on the host (gloo on CPU tensors): no communication
+    kernel, so the host backend range is the communication, in the table and the breakdown alike.
+    Kernel [10,40); gloo:all_reduce [30,70) on gloo's worker thread: overlapped [30,40),
+    communication [40,70)."""
+    t = mk([
+        dict(ts=0, dur=100, kind=K.USER_ANNOTATION, name="ProfilerStep#0"),
+        dict(ts=10, dur=30, kind=K.KERNEL, name="gemm"),
+        dict(ts=25, dur=10, kind=K.CPU_OP, name="c10d::allreduce_"),
+        dict(ts=30, dur=40, kind=K.USER_ANNOTATION, name="gloo:all_reduce", tid=2),
+    ], devices=[{"kind": "cuda", "index": 0, "name": "X", "memory": 1000, "compute_capability": "8.0"}])
+    d = build_digest(t)
+    b = d.steps[0].breakdown
+    assert (b.compute_ns, b.overlapped_ns, b.communication_ns) == (20, 10, 30)
+    assert [(c.kind, c.calls, c.total_ns) for c in d.communication.collectives] == [("AllReduce", 1, 40)]
+    assert d.communication.total_ns == b.overlapped_ns + b.communication_ns == 40
+
+
+def test_device_wait_category_by_hand():
+    """cudaStreamSynchronize [20,45) and [58,60), cudaMemcpyAsync [45,58) whose copy [50,55) is
+    device-to-host into pageable memory: blocking calls over [20,60). With the kernel [10,30) and
+    the copy taking priority, device wait is [30,50) and [55,60) = 25; cudaLaunchKernel [5,8) is
+    runtime."""
+    t = mk([
+        dict(ts=0, dur=100, kind=K.USER_ANNOTATION, name="ProfilerStep#0"),
+        dict(ts=5, dur=3, kind=K.RUNTIME, name="cudaLaunchKernel", correlation=1),
+        dict(ts=10, dur=20, kind=K.KERNEL, name="gemm", correlation=1),
+        dict(ts=20, dur=25, kind=K.RUNTIME, name="cudaStreamSynchronize"),
+        dict(ts=45, dur=13, kind=K.RUNTIME, name="cudaMemcpyAsync", correlation=2),
+        dict(ts=50, dur=5, kind=K.MEMCPY, name="Memcpy DtoH (Device -> Pageable)", correlation=2),
+        dict(ts=58, dur=2, kind=K.RUNTIME, name="cudaStreamSynchronize"),
+    ])
+    b = build_digest(t).steps[0].breakdown
+    assert (b.compute_ns, b.memcpy_ns, b.device_wait_ns, b.runtime_ns) == (20, 5, 20 + 5, 3)
+    assert b.idle_ns == 100 - 20 - 5 - 25 - 3
