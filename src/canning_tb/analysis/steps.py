@@ -32,8 +32,8 @@ Every instant of [S_i, E_i) goes to the first category that covers it, in this o
          compute = K - C, overlapped = K ∩ C, communication = C - K
   4. memcpy (MEMCPY)   5. memset (MEMSET)
   6. device wait: RUNTIME calls that block the host until the device is done (DEVICE_WAIT_RE:
-     *Synchronize*, cudaFree / hipFree, the synchronous cudaMemcpy / hipMemcpy; and
-     cudaMemcpyAsync / hipMemcpyAsync whose copy is device-to-host into memory not stated as
+     *Synchronize*, cudaFree / hipFree / aclrtFree, the synchronous cudaMemcpy / hipMemcpy /
+     aclrtMemcpy; and their *MemcpyAsync whose copy is device-to-host into memory not stated as
      pinned: `.item()`, `.cpu()`, `.tolist()`)
   7. runtime (the other RUNTIME calls: launch overhead)
   8. dataloader (`enumerate(DataLoader)#...`, `enumerate(DataPipe)#...`, `DataLoader*` ranges)
@@ -66,8 +66,8 @@ CATEGORIES = ["compute", "overlapped", "communication", "memcpy", "memset", "dev
               "host"]
 TAIL_SHARE = 0.05  # a last step whose device tail exceeds 5 % of its host duration is distorted
 # runtime calls that return only when the device (or a copy from it) is done
-DEVICE_WAIT_RE = re.compile(r"synchroni[sz]e|^(cuda|hip)(Free|Memcpy|Memcpy2D|Memcpy3D|MemcpyPeer)$", re.I)
-ASYNC_COPY_RE = re.compile(r"^(cuda|hip)Memcpy(2D|3D)?Async$")
+DEVICE_WAIT_RE = re.compile(r"synchroni[sz]e|^(cuda|hip|aclrt)(Free|Memcpy|Memcpy2D|Memcpy3D|MemcpyPeer)$", re.I)
+ASYNC_COPY_RE = re.compile(r"^(cuda|hip|aclrt)Memcpy(2D|3D)?Async$")
 # the device copy of a D2H transfer, unless its name says the host memory was pinned
 D2H_UNPINNED_RE = re.compile(r"DtoH|Device\s*->\s*(Pageable|Host)|D2H", re.I)
 PINNED_RE = re.compile(r"pinned", re.I)
