@@ -150,6 +150,8 @@ def _tensor_core_device(ctx: Context, rows: np.ndarray) -> bool:
 def _under_eligible_op(ctx: Context, dpos: np.ndarray) -> np.ndarray:
     """Per kernel: its launching op, or an op enclosing that one, is Tensor-Core eligible."""
     h, t = ctx.host, ctx.table
+    if len(h.rows) == 0:  # no host events: nothing launched the kernels
+        return np.zeros(len(dpos), bool)
     eligible_ids = [t.strings.find(n) for n in TC_ELIGIBLE_OPS if t.strings.find(n) >= 0]
     is_eligible = id_mask(ctx.ev["name"][h.rows], eligible_ids, len(t.strings))
     under = is_eligible.copy()  # an op is under an eligible op when it or an ancestor is one
