@@ -7,8 +7,9 @@ BIN    := $(VENV)/bin
 PORT   ?= 6006
 TORCH  ?= torch==2.13.0
 BUNDLE := src/canning_tb/plugin/static/index.js
+FRONTEND := src/canning_tb/frontend
 
-.PHONY: setup venv frontend chromium test test-fast demo bench screenshots proto clean
+.PHONY: setup venv frontend typecheck chromium test test-fast demo bench screenshots proto clean
 
 # .venv-peers: HTA and msprof-analyze, the peer tools our numbers are checked against
 include peers.mk
@@ -25,15 +26,20 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 frontend: $(BUNDLE)
-$(BUNDLE): $(wildcard frontend/src/*) frontend/package.json frontend/package-lock.json
-	cd frontend && npm ci --no-audit --no-fund && npm run build
+$(BUNDLE): $(wildcard $(FRONTEND)/src/*.ts $(FRONTEND)/src/*.css $(FRONTEND)/src/views/*.ts) \
+          $(FRONTEND)/build.mjs $(FRONTEND)/package.json $(FRONTEND)/package-lock.json
+	cd $(FRONTEND) && npm ci --no-audit --no-fund && npm run build
+
+# tsc --noEmit over the frontend: the response types in api.ts and every view that uses them
+typecheck: $(BUNDLE)
+	cd $(FRONTEND) && { test -d node_modules || npm ci --no-audit --no-fund; } && npm run typecheck
 
 chromium:
 	@command -v chromium >/dev/null 2>&1 || { \
 	  echo "installing Debian's chromium for the browser tests"; \
 	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; }
 
-test: setup chromium peers
+test: setup typecheck chromium peers
 	$(BIN)/python -m pytest -q -ra
 
 test-fast: setup
@@ -59,4 +65,4 @@ proto:
 	cd src/canning_tb/analysis && ../../../$(BIN)/python -m grpc_tools.protoc -I. --python_out=. digest.proto
 
 clean: clean-peers
-	rm -rf $(VENV) frontend/node_modules $(BUNDLE) build dist log
+	rm -rf $(VENV) $(FRONTEND)/node_modules $(BUNDLE) build dist log

@@ -1,8 +1,10 @@
 """Build hook: the wheel must hold the frontend bundle (src/canning_tb/plugin/static/index.js),
 which is built, not committed. Everything else is in pyproject.toml.
 
-`pip install .` / `pip wheel .` run `npm ci && npm run build` in frontend/ when the bundle is
-missing (CANNING_REBUILD_FRONTEND=1 forces a rebuild). By hand: cd frontend && npm ci && npm run build
+`pip install .` / `pip install -e .` / `pip wheel .` run `npm ci && npm run build` in
+src/canning_tb/frontend/ when the bundle is missing (CANNING_REBUILD_FRONTEND=1 forces a rebuild).
+By hand: cd src/canning_tb/frontend && npm ci && npm run build. The TypeScript sources are not
+package data (pyproject.toml lists only plugin/static/*): the wheel holds the bundle alone.
 """
 import os
 import shutil
@@ -12,7 +14,7 @@ from setuptools import setup
 from setuptools.command.build_py import build_py
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-FRONTEND = os.path.join(HERE, "frontend")
+FRONTEND = os.path.join(HERE, "src", "canning_tb", "frontend")
 BUNDLE = os.path.join(HERE, "src", "canning_tb", "plugin", "static", "index.js")
 
 
@@ -20,12 +22,12 @@ def build_frontend():
     if os.path.exists(BUNDLE) and os.environ.get("CANNING_REBUILD_FRONTEND") != "1":
         return
     if not os.path.isdir(FRONTEND):
-        raise SystemExit(f"canning-tb: the frontend bundle {BUNDLE} is missing and there is no frontend/ folder to build it from")
+        raise SystemExit(f"canning-tb: the frontend bundle {BUNDLE} is missing and there is no {FRONTEND} folder to build it from")
     npm = shutil.which("npm")
     if npm is None:
         raise SystemExit(
             "canning-tb: building the TensorBoard plugin's frontend needs Node.js >= 18 and npm on PATH "
-            "(https://nodejs.org). Install them, or build the bundle first: cd frontend && npm ci && npm run build")
+            "(https://nodejs.org). Install them, or build the bundle first: cd src/canning_tb/frontend && npm ci && npm run build")
     install = "ci" if os.path.exists(os.path.join(FRONTEND, "package-lock.json")) else "install"
     for cmd in ([npm, install, "--no-audit", "--no-fund"], [npm, "run", "build"]):
         print("canning-tb:", " ".join(cmd), "in", FRONTEND, flush=True)

@@ -17,7 +17,8 @@ import pytest
 from conftest import fixture_path
 
 from canning_tb.analysis import report
-from canning_tb.analysis.build import build_digest, digest_to_dict
+from canning_tb.analysis.build import build_digest
+from canning_tb.digest_json import to_plain
 from canning_tb.analysis.cluster import analyse_ranks
 
 GPU_CATS = {"kernel", "gpu_memcpy", "gpu_memset", "memcpy", "memset"}
@@ -181,7 +182,7 @@ def test_resnet_reports(resnet):
     assert totals == sorted(totals, reverse=True)
     assert str(report.memory_summary(d)).count("cuda:0") == 1
     assert {h.rule for h in d.rule_hits} >= {"dataloader_share"}  # num_workers=0 sample: DataLoader > 5 %
-    json.dumps(digest_to_dict(d))
+    json.dumps(to_plain(d))
 
 
 # ------------------------------------------------------------------ HTA temporal breakdown

@@ -9,7 +9,8 @@ import pytest
 
 from canning_tb.analysis import intervals as iv
 from canning_tb.analysis import report
-from canning_tb.analysis.build import build_digest, digest_to_dict
+from canning_tb.analysis.build import build_digest
+from canning_tb.digest_json import to_plain
 from canning_tb.analysis.cluster import analyse_ranks
 from canning_tb.analysis.common import collective_kind, nest
 from canning_tb.analysis.digest import SCHEMA_VERSION
@@ -364,7 +365,7 @@ def test_rules_reports_and_dict():
     assert "aten::addmm" in str(rep) and rep.to_dict()["rows"][0][1] == 2
     sug = report.suggestions(d)
     assert any("DataLoader" in r[1] for r in sug.rows)
-    dd = digest_to_dict(d)
+    dd = to_plain(d)
     assert isinstance(dd["steps"][0]["dur_ns"], int) and dd["steps"][0]["dur_ns"] == 100 * ms
     assert dd["schema_version"] == SCHEMA_VERSION and isinstance(dd["scalars"], dict)
 

@@ -37,18 +37,18 @@ def test_operators_view(page, tensorboard_url, good_logdir, errors):
     truth = independent_host_self(good_logdir / "resnet" / f"worker0.{RESNET_WINDOW}.pt.trace.json.gz")
     ranked = [n for n, _ in sorted(truth.items(), key=lambda kv: -kv[1][1]) if not n.startswith("ProfilerStep#")]
 
-    f = open_plugin(page, tensorboard_url)
+    frame = open_plugin(page, tensorboard_url)
     expect(page.get_by_text("Canning Profiler").first).to_be_visible()  # the tab
-    expect(f.locator("#run-select option")).to_have_count(2, timeout=T)
-    f.locator("#run-select").select_option("resnet")
-    f.locator("#worker-select").select_option("worker0")
-    expect(f.locator("#window-select option")).to_have_count(2)
-    f.locator("#window-select").select_option(RESNET_WINDOW)
-    expect(f.locator("#tab-operators")).to_have_attribute("aria-selected", "true")
-    root = f.locator("#canning-root")
+    expect(frame.locator("#run-select option")).to_have_count(2, timeout=T)
+    frame.locator("#run-select").select_option("resnet")
+    frame.locator("#worker-select").select_option("worker0")
+    expect(frame.locator("#window-select option")).to_have_count(2)
+    frame.locator("#window-select").select_option(RESNET_WINDOW)
+    expect(frame.locator("#tab-operators")).to_have_attribute("aria-selected", "true")
+    root = frame.locator("#canning-root")
     expect(root).to_have_attribute("data-state", "loaded", timeout=T)
 
-    table = f.locator("#op-table")
+    table = frame.locator("#op-table")
     headers = table.locator("thead th")
     expect(headers).to_have_text(["Name", "Calls", "Host Self (µs)", "Host Total (µs)", "Device Self (µs) ▼",
                                   "Device Total (µs)"])
@@ -62,45 +62,61 @@ def test_operators_view(page, tensorboard_url, good_logdir, errors):
     calls, self_us = truth[ranked[0]]
     expect(first.nth(1)).to_have_text(f"{calls:,}")
     expect(first.nth(2)).to_have_text(f"{self_us:,.1f}")
-    expect(f.locator("#op-chart-title")).to_have_text("Top 10 operators by Host Self (µs)")
-    expect(f.locator("#op-chart")).to_have_attribute("data-items", "10")
+    expect(frame.locator("#op-chart-title")).to_have_text("Top 10 operators by Host Self (µs)")
+    expect(frame.locator("#op-chart")).to_have_attribute("data-items", "10")
     shot(page, "operators")
 
-    # search filters by name, case-insensitively
+    check_search(frame, names, truth)
+    check_expanded_rows(frame, table, good_logdir)
+    check_grouping(frame, table, root)
+
+    # the other views open from their tabs (tests/test_views_browser.py checks them)
+    frame.locator("#tab-memory").click()
+    expect(root).to_have_attribute("data-state", "loaded", timeout=T)
+    expect(frame.locator("#mem-chart")).to_be_visible()
+    frame.locator("#tab-operators").click()
+    expect(root).to_have_attribute("data-state", "loaded", timeout=T)
+    assert not errors, errors
+
+
+def check_search(frame, names, truth):
+    """The search filters by name, case-insensitively."""
     total = names.count()
-    f.locator("#op-search").fill("CONV")
+    frame.locator("#op-search").fill("CONV")
     expected = sorted((n for n in truth if "conv" in n.lower()), key=lambda n: -truth[n][1])
     expect(names).not_to_have_count(total)
     shown = names.all_inner_texts()
     assert shown and all("conv" in n.lower() for n in shown), shown
     assert set(shown) <= set(truth)
     assert shown[0] == expected[0]
-    expect(f.locator("#op-count")).to_contain_text(f"{len(shown)} of {total} operators")
-    f.locator("#op-search").fill("")
+    expect(frame.locator("#op-count")).to_contain_text(f"{len(shown)} of {total} operators")
+    frame.locator("#op-search").fill("")
     expect(names).to_have_count(total)
 
-    # a row expands in place: the call stacks leading to the operator, one frame per line
+
+def check_expanded_rows(frame, table, good_logdir):
+    """A row expands in place: the call stacks leading to the operator, one frame per line."""
     stacks = raw_stacks(good_logdir / "resnet" / f"worker0.{RESNET_WINDOW}.pt.trace.json.gz", "aten::conv2d")
-    f.locator("#op-search").fill("aten::conv2d")
-    conv = table.locator("tbody tr.op-row", has=f.locator("td.name", has_text="aten::conv2d")).first
+    frame.locator("#op-search").fill("aten::conv2d")
+    conv = table.locator("tbody tr.op-row", has=frame.locator("td.name", has_text="aten::conv2d")).first
     conv.locator("td.name").click()
     detail = table.locator('tr.op-detail[data-op="aten::conv2d"]')
     expect(detail.locator(".op-detail-body")).to_have_attribute("data-state", "loaded", timeout=T)
     srows = detail.locator(".op-stacks tbody tr")
     expect(srows).to_have_count(len(stacks))
     top_stack, top_calls = stacks.most_common(1)[0]
-    row = srows.filter(has=f.locator("td.stack", has_text=top_stack.split(";")[0])).filter(has_text=f"{top_calls:,}")
+    row = srows.filter(has=frame.locator("td.stack", has_text=top_stack.split(";")[0])).filter(has_text=f"{top_calls:,}")
     expect(row.first.locator("td.stack .frame")).to_have_count(len(top_stack.split(";")))
     expect(detail.locator(".op-kernels tbody tr")).to_have_text(["This operator launched no kernel itself (its children may have)."])
     # ... and stays open when re-sorted and searched
     table.locator('th[data-key="calls"]').click()
     expect(detail).to_be_visible()
-    f.locator("#op-search").fill("conv")
+    frame.locator("#op-search").fill("conv")
     expect(detail.locator(".op-stacks tbody tr")).to_have_count(len(stacks))
     conv.locator("button.op-toggle").click()  # the ▸ toggle closes it
     expect(detail).to_have_count(0)
     # the kernels an operator launched
-    f.locator("#op-search").fill("cudnn_convolution")
+    frame.locator("#op-search").fill("cudnn_convolution")
     cud = table.locator("tbody tr.op-row").first
     cud.locator("button.op-toggle").click()
     kd = table.locator("tr.op-detail").first
@@ -110,38 +126,32 @@ def test_operators_view(page, tensorboard_url, good_logdir, errors):
         raw_kernels = {e["name"] for e in json.load(fh)["traceEvents"] if e.get("cat") in ("Kernel", "kernel")}
     kernel_names = set(kd.locator(".op-kernels td.kname").all_inner_texts())
     assert kernel_names and kernel_names <= raw_kernels, kernel_names - raw_kernels
-    f.locator("#op-search").fill("")
+    frame.locator("#op-search").fill("")
     table.locator('th[data-key="host_self_ns"]').click()
 
-    # group by name + input shapes adds the shapes column
-    f.locator("#op-group").select_option("shape")
+
+def check_grouping(frame, table, root):
+    """Grouping by name + input shapes adds the shapes column."""
+    frame.locator("#op-group").select_option("shape")
     expect(table.locator('th[data-key="input_shapes"]')).to_be_visible(timeout=T)
     expect(root).to_have_attribute("data-state", "loaded")
-    f.locator("#op-group").select_option("name")
+    frame.locator("#op-group").select_option("name")
     expect(table.locator('th[data-key="input_shapes"]')).to_have_count(0, timeout=T)
-
-    # the other views open from their tabs (tests/test_views_browser.py checks them)
-    f.locator("#tab-memory").click()
-    expect(root).to_have_attribute("data-state", "loaded", timeout=T)
-    expect(f.locator("#mem-chart")).to_be_visible()
-    f.locator("#tab-operators").click()
-    expect(root).to_have_attribute("data-state", "loaded", timeout=T)
-    assert not errors, errors
 
 
 def test_bad_trace_shows_its_error(page, tmp_path, errors):
     logdir = build_logdir(tmp_path / "logdir")
     proc, url, log = start_tensorboard(logdir, tmp_path / "tb.log")
     try:
-        f = open_plugin(page, url)
-        expect(f.locator("#run-select option")).to_have_count(3, timeout=T)
-        f.locator("#run-select").select_option("broken")
-        root = f.locator("#canning-root")
+        frame = open_plugin(page, url)
+        expect(frame.locator("#run-select option")).to_have_count(3, timeout=T)
+        frame.locator("#run-select").select_option("broken")
+        root = frame.locator("#canning-root")
         expect(root).to_have_attribute("data-state", "error", timeout=T)
-        expect(f.locator("#view-error")).to_contain_text("broken/worker0.1.pt.trace.json.gz: ")
-        f.locator("#run-select").select_option("resnet")  # the other runs still work
+        expect(frame.locator("#view-error")).to_contain_text("broken/worker0.1.pt.trace.json.gz: ")
+        frame.locator("#run-select").select_option("resnet")  # the other runs still work
         expect(root).to_have_attribute("data-state", "loaded", timeout=T)
-        expect(f.locator("#op-table tbody tr").first).to_be_visible()
+        expect(frame.locator("#op-table tbody tr").first).to_be_visible()
     finally:
         stop_tensorboard(proc, log)
     # the only console errors are the browser's notes of the 422 answer
@@ -151,10 +161,10 @@ def test_bad_trace_shows_its_error(page, tmp_path, errors):
 def test_empty_logdir_says_why(page, tmp_path, errors):
     proc, url, log = start_tensorboard(tmp_path, tmp_path / "tb.log")
     try:
-        f = open_plugin(page, url)
-        expect(f.locator("#canning-root")).to_have_attribute("data-state", "empty", timeout=T)
-        expect(f.locator("#view-empty")).to_contain_text("No profiles found under the logdir")
-        expect(f.locator("#view-empty")).to_contain_text("tensorboard_trace_handler")
+        frame = open_plugin(page, url)
+        expect(frame.locator("#canning-root")).to_have_attribute("data-state", "empty", timeout=T)
+        expect(frame.locator("#view-empty")).to_contain_text("No profiles found under the logdir")
+        expect(frame.locator("#view-empty")).to_contain_text("tensorboard_trace_handler")
     finally:
         stop_tensorboard(proc, log)
     assert not errors, errors

@@ -23,13 +23,9 @@ from werkzeug.test import Client
 
 from conftest import fixture_path
 
-REPO = Path(__file__).resolve().parents[1]
-SRC = REPO / "src"
-if str(SRC) not in sys.path:  # the package may not be installed in the test venv
-    sys.path.insert(0, str(SRC))
-
-from canning_tb.plugin.loader import CanningLoader, normalize_logdir  # noqa: E402
-from canning_tb.plugin.plugin import CanningPlugin  # noqa: E402
+from canning_tb.plugin.loader import CanningLoader
+from canning_tb.plugin.logdir import normalize_logdir
+from canning_tb.plugin.plugin import CanningPlugin
 
 RESNET_WINDOW = "1623143089861"
 HTA_WINDOW = "1669783687"
@@ -97,7 +93,7 @@ def logdir(tmp_path_factory):
 def make_plugin(logdir, **kw):
     kw.setdefault("refresh_interval", 0.0)
     p = CanningPlugin(base_plugin.TBContext(logdir=str(logdir)), **kw)
-    assert p._discovery.wait_first(60)
+    assert p.scanner.wait_first(60)
     return p
 
 
@@ -141,7 +137,7 @@ def test_listing_js_and_entry_through_tensorboard(client):
 def test_loader_builds_plugin(logdir):
     p = CanningLoader().load(base_plugin.TBContext(logdir=str(logdir)))
     assert isinstance(p, CanningPlugin) and p.plugin_name == "canning"
-    assert p._discovery.wait_first(60) and p.is_active()
+    assert p.scanner.wait_first(60) and p.is_active()
 
 
 def test_apps_answer_directly(plugin):
@@ -231,6 +227,59 @@ def get_hta():
     return window_params("hta", "rank1", HTA_WINDOW)
 
 
+def test_overview_figures_and_kernel_total(client, logdir):
+    """/overview `figures` and /kernels `total_ns` against the raw trace and the old plugin's reading."""
+    p = window_params("resnet", "worker0", RESNET_WINDOW)
+    code, ov = get(client, "overview", **p)
+    assert code == 200, ov
+    f = ov["figures"]
+    assert f["steps"] == len(ov["steps"]) == 6
+    assert f["total_step_ns"] == sum(s["dur_ns"] for s in ov["steps"])
+    assert round(100 * f["compute_share"], 2) == 55.51  # the old plugin's GPU utilization (SOURCES.md)
+    assert [m["device"] for m in f["memory"]] == ["cuda:0", "CPU"]
+    events = json.loads(gzip.decompress((logdir / "resnet" / f"worker0.{RESNET_WINDOW}.pt.trace.json.gz").read_bytes()))
+    kernels = [e for e in events["traceEvents"] if e.get("cat") == "Kernel"]
+    code, k = get(client, "kernels", **p)
+    assert code == 200 and k["total_ns"] == sum(e["dur"] for e in kernels) * 1000  # integer µs in this trace
+    top = f["slowest_op"]
+    assert top["metric"] == "device_self_ns" and 0 < top["share"] < 1
+    _, ops = get(client, "operators", **p)
+    rows = [r for r in ops["rows"] if not r["name"].startswith("ProfilerStep#")]
+    assert top["name"] == max(rows, key=lambda r: r["device_self_ns"])["name"]
+    assert top["share"] == pytest.approx(top["ns"] / sum(r["device_self_ns"] for r in rows))
+
+
+def test_memory_range(client):
+    """/memory_range: the events of /memory allocated in the range, per operator by a loop here."""
+    p = get_hta()
+    _, mem = get(client, "memory", **p)
+    dev = next(m for m in mem["devices"] if m["device"] == "CPU")
+    code, whole = get(client, "memory_range", **p, device="CPU")
+    assert code == 200 and whole["start_ns"] is None and whole["end_ns"] is None
+    assert whole["events"] == dev["events"] and whole["events_total"] == len(dev["events"])
+    dur = mem["info"]["duration_ns"]
+    lo, hi = dur // 3, 2 * dur // 3
+    code, part = get(client, "memory_range", **p, device="CPU", start_ns=str(lo), end_ns=str(hi))
+    assert code == 200 and (part["start_ns"], part["end_ns"]) == (lo, hi)
+    inside = [e for e in dev["events"] if lo <= e["alloc_ns"] <= hi]
+    assert part["events"] == inside and len(inside) > 10
+    expect = collections.defaultdict(lambda: [0, 0, 0, 0])
+    for e in inside:
+        row = expect[e["op"]]
+        row[0] += 1
+        row[1] += e["bytes"]
+        row[2] = max(row[2], e["bytes"])
+        row[3] += lo <= e["free_ns"] <= hi
+    assert {r["name"]: [r["allocations"], r["bytes"], r["max_bytes"], r["freed"]] for r in part["ops"]} == expect
+    for bad in ({"start_ns": "x"}, {"end_ns": "1.5"}, {"start_ns": "10", "end_ns": "5"}):
+        code, body = get(client, "memory_range", **p, device="CPU", **bad)
+        assert code == 400 and body["error"], bad
+    code, body = get(client, "memory_range", **p, device="cuda:9")
+    assert code == 404 and "cuda:9" in body["error"]
+    code, body = get(client, "memory_range", **p)
+    assert code == 400 and body["error"] == "missing parameter: device"
+
+
 # -- errors ------------------------------------------------------------------------------------------
 
 
@@ -288,7 +337,7 @@ def test_new_runs_appear_while_running(tmp_path):
         if body["runs"]:
             break
         assert time.monotonic() < deadline, body
-        p._discovery._thread.join(5)  # a scan runs in the background; wait for it, then ask again
+        p.scanner.join(5)  # a scan runs in the background; wait for it, then ask again
     assert body["runs"][0]["name"] == "later"
     assert p.is_active() is True
 
@@ -394,10 +443,9 @@ sys.exit(tb.main())
 
 def start_tensorboard(logdir, log_path):
     """TensorBoard on a free port (--port 0), torch hidden; returns (proc, url, log file)."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")])}
     log = open(log_path, "wb")
     proc = subprocess.Popen([sys.executable, "-c", LAUNCHER, "--logdir", str(logdir), "--host", "127.0.0.1",
-                             "--port", "0"], stdout=log, stderr=subprocess.STDOUT, env=env)
+                             "--port", "0"], stdout=log, stderr=subprocess.STDOUT)  # the environment is inherited
     deadline = time.monotonic() + 60
     while True:
         text = Path(log_path).read_text(errors="replace")
@@ -456,6 +504,12 @@ def test_cluster_compares_the_ranks_of_a_run(tmp_path):
     raw_links = json.loads((tmp_path / "ascend" / "rank0_ascend_pt" / "ASCEND_PROFILER_OUTPUT"
                             / "communication_matrix.json").read_text())
     assert raw_links and body["matrix_source"] == "links" and body["matrix"]
+    pairs = {(c["src"], c["dst"]) for c in body["matrix"]}
+    assert {(c["src"], c["dst"]) for c in body["matrix_cells"]} == pairs
+    for cell in body["matrix_cells"]:
+        same = [c for c in body["matrix"] if (c["src"], c["dst"]) == (cell["src"], cell["dst"])]
+        assert cell["bytes"] == sum(max(0, c["bytes"]) for c in same)
+        assert sorted(cell["transports"]) == sorted({c["transport"] for c in same})
     assert {s["metric"] for s in body["slow_ranks"]} == {"computing", "communication", "free"}
     assert all(s["slowest_rank"] in (0, 1) for s in body["slow_ranks"])
     assert body["collectives"] and body["collectives"][0]["kind"] == "AllReduce"
@@ -535,6 +589,9 @@ def test_cluster_digests_eight_ranks_in_parallel_and_counts_collectives(tmp_path
         assert p["slowest_op"] and p["slowest_op_ns"] > 0
         code, ov = get(client, "overview", run="dlrm", worker=p["worker"], window=p["window"])
         assert ov["average"]["total_ns"] == p["step_ns"]
+        f = ov["figures"]  # one function: the same figures in both places
+        assert (f["compute_share"], f["comm_not_hidden_share"]) == (p["compute_share"], p["comm_not_hidden_share"])
+        assert (f["slowest_op"]["name"], f["slowest_op"]["ns"]) == (p["slowest_op"], p["slowest_op_ns"])
     s = body["run_summary"]
     assert s["ranks"] == 8
     steps = [p["step_ns"] for p in body["per_rank"]]
@@ -574,3 +631,15 @@ def test_operator_detail_stacks_and_kernels(client, logdir):
     code, d2 = get(client, "operators", **p, detail=row["name"], shapes=row["input_shapes"])
     assert code == 200 and d2["kernels"] == row["kernels"] and d2["input_shapes"] == row["input_shapes"]
     assert get(client, "operators", **p, detail="no such op")[0] == 404
+
+
+def test_plugin_module_loads_without_numpy_or_torch():
+    """What TensorBoard imports at start (loader -> plugin) needs neither numpy nor torch: both are
+    hidden in a fresh interpreter, and building the plugin must still work."""
+    code = ("import sys; sys.modules['numpy'] = None; sys.modules['torch'] = None\n"
+            "from tensorboard.plugins import base_plugin\n"
+            "from canning_tb.plugin.loader import CanningLoader\n"
+            "plugin = CanningLoader().load(base_plugin.TBContext(logdir=None))\n"
+            "assert sorted(plugin.get_plugin_apps())[0] == '/cluster'\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr

@@ -57,34 +57,55 @@ def raw(logdir):
 
 
 def open_view(page, url, run, worker, window, view):
-    f = open_plugin(page, url)
-    expect(f.locator("#run-select option")).to_have_count(3, timeout=T)
-    f.locator("#run-select").select_option(run)
-    f.locator("#worker-select").select_option(worker)
-    f.locator("#window-select").select_option(window)
-    f.locator(f"#tab-{view}").click()
-    expect(f.locator(f"#tab-{view}")).to_have_attribute("aria-selected", "true")
-    expect(f.locator("#view")).to_have_attribute("data-view", view)
-    return f
+    frame = open_plugin(page, url)
+    expect(frame.locator("#run-select option")).to_have_count(3, timeout=T)
+    frame.locator("#run-select").select_option(run)
+    frame.locator("#worker-select").select_option(worker)
+    frame.locator("#window-select").select_option(window)
+    frame.locator(f"#tab-{view}").click()
+    expect(frame.locator(f"#tab-{view}")).to_have_attribute("aria-selected", "true")
+    expect(frame.locator("#view")).to_have_attribute("data-view", view)
+    return frame
 
 
-def loaded(f):
-    expect(f.locator("#canning-root")).to_have_attribute("data-state", "loaded", timeout=T)
+def loaded(frame):
+    expect(frame.locator("#canning-root")).to_have_attribute("data-state", "loaded", timeout=T)
 
 
 def test_overview(page, url, raw, errors):
     steps = [e for e in raw if e.get("ph") == "X" and e.get("name", "").startswith("ProfilerStep#")]
-    f = open_view(page, url, "resnet", "worker0", RESNET_WINDOW, "overview")
-    loaded(f)
-    expect(f.locator("#ov-steps-chart")).to_have_attribute("data-steps", str(len(steps)))
-    perf = f.locator("#ov-perf")
+    frame = open_view(page, url, "resnet", "worker0", RESNET_WINDOW, "overview")
+    loaded(frame)
+    expect(frame.locator("#ov-steps-chart")).to_have_attribute("data-steps", str(len(steps)))
+    perf = frame.locator("#ov-perf")
     expect(perf.locator("tr", has_text="Steps").locator("td")).to_have_text(str(len(steps)))
     expect(perf).to_contain_text("Total step time (ms)")
     expect(perf).to_contain_text("Memory peak, cuda:0")
-    expect(f.locator("#ov-avg thead th")).to_have_text(["Category", "Time (ms)", "Share (%)"])
-    expect(f.locator("#ov-avg tbody tr")).to_have_count(10)  # 9 categories + the step
-    expect(f.locator("#ov-suggestions li").first).to_be_visible()
-    expect(f.locator("#ov-devices")).to_contain_text("Tesla V100")
+    expect(frame.locator("#ov-avg thead th")).to_have_text(["Category", "Time (ms)", "Share (%)"])
+    expect(frame.locator("#ov-avg tbody tr")).to_have_count(10)  # 9 categories + the step
+    expect(frame.locator("#ov-suggestions li").first).to_be_visible()
+    expect(frame.locator("#ov-devices")).to_contain_text("Tesla V100")
+    # the summary shows /overview's figures as the route sends them (the steps and their total
+    # also summed here from the route's steps: a step ends with its device work, not its host range)
+    overview = page.request.get(f"{url}/data/plugin/canning/overview?run=resnet&worker=worker0&window={RESNET_WINDOW}").json()
+    figures = overview["figures"]
+    assert figures["steps"] == len(steps) and figures["total_step_ns"] == sum(s["dur_ns"] for s in overview["steps"])
+    expected = {
+        "Steps": f"{figures['steps']:,}",
+        "Total step time (ms)": f"{figures['total_step_ns'] / 1e6:,.3f}",
+        "Average step time (ms)": f"{figures['average_step_ns'] / 1e6:,.3f}",
+        "Device compute share (%)": f"{100 * figures['compute_share']:.1f}",
+        "Communication not hidden (%)": f"{100 * figures['comm_not_hidden_share']:.1f}",
+        "DataLoader share (%)": f"{100 * figures['dataloader_share']:.1f}",
+    }
+    top = figures["slowest_op"]
+    expected["Slowest operator (by device self time)"] = f"{top['name']}: {top['ns'] / 1e6:,.3f} ms, {100 * top['share']:.1f}%"
+    (mem,) = [m for m in figures["memory"] if m["device"] == "cuda:0"]
+    assert mem["capacity_bytes"] > 0
+    for label, value in expected.items():
+        expect(perf.locator("tr", has=frame.locator(f'th:text-is("{label}")')).locator("td")).to_have_text(value)
+    expect(perf.locator("tr", has_text="Memory peak, cuda:0").locator("td")).to_contain_text(
+        f"({100 * mem['peak_bytes'] / mem['capacity_bytes']:.1f}%)")
     shot(page, "overview")
     assert not errors, errors
 
@@ -97,9 +118,9 @@ def test_kernels(page, url, raw, errors):
             total[e["name"]] += e["dur"]
             calls[e["name"]] += 1
     (top, top_us), = total.most_common(1)
-    f = open_view(page, url, "resnet", "worker0", RESNET_WINDOW, "kernels")
-    loaded(f)
-    table = f.locator("#kernel-table")
+    frame = open_view(page, url, "resnet", "worker0", RESNET_WINDOW, "kernels")
+    loaded(frame)
+    table = frame.locator("#kernel-table")
     expect(table.locator("thead th")).to_have_text(
         ["Name", "Calls", "Total (µs) ▼", "Mean (µs)", "Min (µs)", "Max (µs)", "Device time (%)", "Tensor Cores", "Mean Blocks"])
     first = table.locator("tbody tr").first.locator("td")
@@ -107,21 +128,46 @@ def test_kernels(page, url, raw, errors):
     expect(first.nth(1)).to_have_text(f"{calls[top]:,}")
     expect(first.nth(2)).to_have_text(f"{top_us:,.1f}")
     expect(first.nth(6)).to_have_text(f"{100 * top_us / sum(total.values()):.1f}")
-    expect(f.locator("#kernel-count")).to_have_text(f"{len(total)} kernels")
-    expect(f.locator("#kernel-top-chart")).to_have_attribute("data-items", "10")
+    expect(frame.locator("#kernel-count")).to_have_text(f"{len(total)} kernels")
+    expect(frame.locator("#kernel-top-chart")).to_have_attribute("data-items", "10")
     shot(page, "kernels")
-    f.locator("#kernel-search").fill("GEMM")
+    frame.locator("#kernel-search").fill("GEMM")
     shown = table.locator("tbody td.name").all_inner_texts()
     assert shown and all("gemm" in n.lower() for n in shown)
-    f.locator("#kernel-search").fill("")
-    f.locator("#kernel-group").select_option("op")
+    frame.locator("#kernel-search").fill("")
+    frame.locator("#kernel-group").select_option("op")
     expect(table.locator('th[data-key="op_name"]')).to_be_visible()
     # Ascend: accelerator cores instead of Tensor Cores
-    f.locator("#run-select").select_option("ascend")
-    loaded(f)
+    frame.locator("#run-select").select_option("ascend")
+    loaded(frame)
     expect(table.locator('th[data-key="core"]')).to_be_visible()
-    expect(f.locator("#kernel-core-chart")).not_to_have_attribute("data-items", "0")
+    expect(frame.locator("#kernel-core-chart")).not_to_have_attribute("data-items", "0")
     assert not errors, errors
+
+
+def drag_across(page, chart, start, end):
+    """Drags the mouse across the chart from `start` to `end` (fractions of its width)."""
+    box = chart.bounding_box()
+    y = box["y"] + box["height"] * 0.45
+    page.mouse.move(box["x"] + box["width"] * start, y)
+    page.mouse.down()
+    page.mouse.move(box["x"] + box["width"] * (start + end) / 2, y, steps=8)
+    page.mouse.move(box["x"] + box["width"] * end, y, steps=8)
+    page.mouse.up()
+    return box
+
+
+def check_range_operators(page, frame, url, events, lo, hi):
+    """The operators of the selected range are /memory_range's rows, whose allocations are
+    counted here too from /memory's events."""
+    answer = page.request.get(f"{url}/data/plugin/canning/memory_range?run=ascend&worker=rank0&window=default"
+                              f"&device=npu:0&start_ns={lo}&end_ns={hi}").json()
+    by_op = collections.Counter(e["op"] for e in events if e["alloc_ns"] >= 0 and lo <= e["alloc_ns"] <= hi)
+    assert {o["name"]: o["allocations"] for o in answer["ops"]} == by_op
+    ops = frame.locator("#mem-ops tbody tr")
+    expect(ops).to_have_count(len(answer["ops"]))
+    cells = [ops.nth(i).locator("td") for i in range(ops.count())]
+    assert {c.nth(0).inner_text(): int(c.nth(1).inner_text().replace(",", "")) for c in cells} == by_op
 
 
 def test_memory(page, url, raw, errors):
@@ -132,43 +178,38 @@ def test_memory(page, url, raw, errors):
         if e["args"].get("Device Type") == 1:
             cur += e["args"]["Bytes"]
             peak = max(peak, cur)
-    f = open_view(page, url, "resnet", "worker0", RESNET_WINDOW, "memory")
-    loaded(f)
-    expect(f.locator("#mem-device")).to_have_value("cuda:0")
-    summary = f.locator("#mem-summary")
+    frame = open_view(page, url, "resnet", "worker0", RESNET_WINDOW, "memory")
+    loaded(frame)
+    expect(frame.locator("#mem-device")).to_have_value("cuda:0")
+    summary = frame.locator("#mem-summary")
     expect(summary.locator("tr", has_text="Peak allocated (MB)").locator("td")).to_have_text(f"{peak / 2**20:,.1f}")
     expect(summary.locator("tr", has_text="Capacity (MB)").locator("td")).not_to_have_text("unknown")
-    expect(f.locator("#mem-window-ops tbody tr").first).to_be_visible()
+    expect(frame.locator("#mem-window-ops tbody tr").first).to_be_visible()
     # Ascend rank 0: allocation events follow the zoomed range
-    f.locator("#run-select").select_option("ascend")
-    loaded(f)
-    expect(f.locator("#mem-device")).to_have_value("npu:0")
-    count = f.locator("#mem-event-count")
+    frame.locator("#run-select").select_option("ascend")
+    loaded(frame)
+    expect(frame.locator("#mem-device")).to_have_value("npu:0")
+    count = frame.locator("#mem-event-count")
     expect(count).to_contain_text(" events")
     n_all = int(count.inner_text().split(" of ")[1].split()[0].replace(",", ""))
     assert n_all > 0
-    expect(f.locator("#mem-components tbody tr").first).to_be_visible()
+    expect(frame.locator("#mem-components tbody tr").first).to_be_visible()
     # drag across the chart selects a time range; the events table follows it
     events = [e for d in page.request.get(f"{url}/data/plugin/canning/memory?run=ascend&worker=rank0&window=default")
               .json()["devices"] if d["device"] == "npu:0" for e in d["events"]]
     assert len(events) == n_all
-    box = f.locator("#mem-chart").bounding_box()
-    y = box["y"] + box["height"] * 0.45
-    page.mouse.move(box["x"] + box["width"] * 0.35, y)
-    page.mouse.down()
-    page.mouse.move(box["x"] + box["width"] * 0.5, y, steps=8)
-    page.mouse.move(box["x"] + box["width"] * 0.6, y, steps=8)
-    page.mouse.up()
-    rng = f.locator("#mem-range")
+    box = drag_across(page, frame.locator("#mem-chart"), 0.35, 0.6)
+    rng = frame.locator("#mem-range")
     expect(rng).to_contain_text("Range", timeout=10_000)
     lo_ms, hi_ms = (float(x.replace(",", "")) for x in rng.inner_text().removeprefix("Range ").removesuffix(" ms").split(" – "))
     lo, hi = round(lo_ms * 1e6), round(hi_ms * 1e6)
     in_range = sum(1 for e in events if e["alloc_ns"] >= 0 and lo <= e["alloc_ns"] <= hi)
     expect(count).to_have_text(f"{in_range:,} of {n_all:,} events", timeout=10_000)
     assert 0 < in_range < n_all, (lo, hi, in_range, n_all)
-    expect(f.locator("#mem-events tbody tr")).to_have_count(in_range if in_range <= 2000 else 2001)
+    expect(frame.locator("#mem-events tbody tr")).to_have_count(in_range if in_range <= 2000 else 2001)
+    check_range_operators(page, frame, url, events, lo, hi)
     shot(page, "memory")
-    f.locator("#mem-reset").click()
+    frame.locator("#mem-reset").click()
     expect(rng).to_contain_text("Whole window")
     expect(count).to_have_text(f"{n_all:,} of {n_all:,} events")
     # zooming with the wheel narrows the tables too
@@ -183,33 +224,33 @@ def test_memory(page, url, raw, errors):
 def test_communication(page, url, logdir, errors):
     ranks = sorted(int(p.stem.rsplit("_", 1)[1]) for p in logdir.glob("ascend/*_ascend_pt/profiler_info_*.json"))
     assert ranks == [0, 1]
-    f = open_view(page, url, "ascend", "rank0", "default", "communication")
-    loaded(f)
-    expect(f.locator("#comm-ranks")).to_contain_text("Ranks: 0, 1")
-    expect(f.locator("#comm-rank-chart")).to_have_attribute("data-ranks", "2")
-    expect(f.locator("#comm-table tbody tr").first.locator("td").first).to_have_text("AllReduce")
-    expect(f.locator("#comm-table thead th")).to_contain_text(["Bandwidth (GB/s)"])
-    slow = f.locator("#comm-slow li")
+    frame = open_view(page, url, "ascend", "rank0", "default", "communication")
+    loaded(frame)
+    expect(frame.locator("#comm-ranks")).to_contain_text("Ranks: 0, 1")
+    expect(frame.locator("#comm-rank-chart")).to_have_attribute("data-ranks", "2")
+    expect(frame.locator("#comm-table tbody tr").first.locator("td").first).to_have_text("AllReduce")
+    expect(frame.locator("#comm-table thead th")).to_contain_text(["Bandwidth (GB/s)"])
+    slow = frame.locator("#comm-slow li")
     expect(slow).to_have_count(3)
     for i in range(3):
         assert slow.nth(i).get_attribute("data-rank") in ("0", "1")
-    expect(f.locator("#comm-matrix")).to_be_visible()
+    expect(frame.locator("#comm-matrix")).to_be_visible()
     # a single-GPU run explains why there is nothing to show
-    f.locator("#run-select").select_option("resnet")
-    expect(f.locator("#canning-root")).to_have_attribute("data-state", "empty", timeout=T)
-    expect(f.locator("#view-empty")).to_contain_text("No communication in this window")
+    frame.locator("#run-select").select_option("resnet")
+    expect(frame.locator("#canning-root")).to_have_attribute("data-state", "empty", timeout=T)
+    expect(frame.locator("#view-empty")).to_contain_text("No communication in this window")
     assert not errors, errors
 
 
 def test_overview_of_the_whole_run(page, url, logdir, errors):
     truth = dlrm_truth(logdir)
-    f = open_view(page, url, "dlrm", DLRM_WORKER, DLRM_WINDOW, "overview")
-    card_ = f.locator("#ov-run-card")
+    frame = open_view(page, url, "dlrm", DLRM_WORKER, DLRM_WINDOW, "overview")
+    card_ = frame.locator("#ov-run-card")
     expect(card_).to_have_attribute("data-state", "loaded", timeout=T)
     expect(card_.locator("h3")).to_have_text("Run overview (all ranks, window 1)")
-    rows = f.locator("#ov-run tbody tr")
+    rows = frame.locator("#ov-run tbody tr")
     expect(rows).to_have_count(9)  # 8 ranks + the whole run
-    expect(f.locator("#ov-run thead th")).to_have_text(
+    expect(frame.locator("#ov-run thead th")).to_have_text(
         ["Rank", "Worker", "Step time avg (ms)", "Compute share (%)", "Communication not hidden (%)", "Memory peak", "Slowest operator"])
     for rank in range(8):
         cells = rows.nth(rank).locator("td")
@@ -219,29 +260,75 @@ def test_overview_of_the_whole_run(page, url, logdir, errors):
     whole = rows.nth(8).locator("td")
     expect(whole.nth(0)).to_have_text("All 8 ranks")
     expect(whole.nth(2)).to_have_text(f"{min(steps):,.3f} – {max(steps):,.3f}")
-    loaded(f)
-    expect(f.locator("#ov-perf")).to_be_visible()  # the window's own overview below
+    loaded(frame)
+    expect(frame.locator("#ov-perf")).to_be_visible()  # the window's own overview below
     shot(page, "run-overview")
     # a run of one worker has no run table
-    f.locator("#run-select").select_option("resnet")
-    loaded(f)
-    expect(f.locator("#ov-perf")).to_be_visible()
-    expect(f.locator("#ov-run-card")).to_have_count(0)
+    frame.locator("#run-select").select_option("resnet")
+    loaded(frame)
+    expect(frame.locator("#ov-perf")).to_be_visible()
+    expect(frame.locator("#ov-run-card")).to_have_count(0)
     assert not errors, errors
 
 
 def test_communication_of_eight_ranks(page, url, logdir, errors):
     truth = dlrm_truth(logdir)
-    f = open_view(page, url, "dlrm", DLRM_WORKER, DLRM_WINDOW, "communication")
-    loaded(f)
-    expect(f.locator("#comm-ranks")).to_contain_text("Ranks: 0, 1, 2, 3, 4, 5, 6, 7")
-    expect(f.locator("#comm-rank-chart")).to_have_attribute("data-ranks", "8")
-    expect(f.locator("#comm-rank-table tbody tr")).to_have_count(8)
+    frame = open_view(page, url, "dlrm", DLRM_WORKER, DLRM_WINDOW, "communication")
+    loaded(frame)
+    expect(frame.locator("#comm-ranks")).to_contain_text("Ranks: 0, 1, 2, 3, 4, 5, 6, 7")
+    expect(frame.locator("#comm-rank-chart")).to_have_attribute("data-ranks", "8")
+    expect(frame.locator("#comm-rank-table tbody tr")).to_have_count(8)
     # this rank's collectives: calls per kind as the raw trace's NCCL kernels
-    table = f.locator("#comm-table tbody tr")
+    table = frame.locator("#comm-table tbody tr")
     got = {table.nth(i).locator("td").nth(0).inner_text(): int(table.nth(i).locator("td").nth(2).inner_text())
            for i in range(table.count())}
     assert got == dict(truth[0][1])
-    expect(f.locator("#comm-slow li")).to_have_count(3)
+    expect(frame.locator("#comm-slow li")).to_have_count(3)
     shot(page, "communication")
+    assert not errors, errors
+
+
+def test_reload_restores_the_view_and_the_selection(page, url, errors):
+    """The app state lives in TensorBoard's URL (#canning&p.canning.<key>=...): a reload (or the
+    link opened again) shows the same run, worker, window, view, options and memory range."""
+    frame = open_view(page, url, "ascend", "rank1", "default", "memory")
+    loaded(frame)
+    chart = frame.locator("#mem-chart")
+    drag_across(page, chart, 0.3, 0.55)
+    rng = frame.locator("#mem-range")
+    expect(rng).to_contain_text("Range", timeout=10_000)
+    selected, count = rng.inner_text(), frame.locator("#mem-event-count").inner_text()
+    lo, hi = chart.get_attribute("data-range").split("-")
+    for part in ("#canning", "p.canning.run=ascend", "p.canning.worker=rank1", "p.canning.view=memory",
+                 f"p.canning.mem.range={lo}-{hi}"):
+        assert part in page.url, (part, page.url)
+
+    page.reload()
+    frame = page.frame_locator('iframe[src*="plugin_entry.html?name=canning"]')
+    loaded(frame)
+    expect(frame.locator("#run-select")).to_have_value("ascend")
+    expect(frame.locator("#worker-select")).to_have_value("rank1")
+    expect(frame.locator("#tab-memory")).to_have_attribute("aria-selected", "true")
+    expect(frame.locator("#mem-range")).to_have_text(selected)
+    expect(frame.locator("#mem-chart")).to_have_attribute("data-range", f"{lo}-{hi}")
+    expect(frame.locator("#mem-event-count")).to_have_text(count)
+
+    # another window forgets the range; the operators' search survives a reload too
+    frame.locator("#worker-select").select_option("rank0")
+    expect(frame.locator("#mem-range")).to_contain_text("Whole window", timeout=T)
+    assert "mem.range" not in page.url
+    frame.locator("#tab-operators").click()
+    loaded(frame)
+    rows = page.request.get(f"{url}/data/plugin/canning/operators?run=ascend&worker=rank0&window=default").json()["rows"]
+    term = rows[0]["name"]
+    matching = sum(1 for r in rows if term.lower() in r["name"].lower())
+    frame.locator("#op-search").fill(term)
+    expect(frame.locator("#op-count")).to_have_text(f"{matching} of {len(rows)} operators match “{term}”")
+    page.reload()
+    frame = page.frame_locator('iframe[src*="plugin_entry.html?name=canning"]')
+    loaded(frame)
+    expect(frame.locator("#tab-operators")).to_have_attribute("aria-selected", "true")
+    expect(frame.locator("#worker-select")).to_have_value("rank0")
+    expect(frame.locator("#op-search")).to_have_value(term)
+    expect(frame.locator("#op-count")).to_have_text(f"{matching} of {len(rows)} operators match “{term}”")
     assert not errors, errors

@@ -1,15 +1,12 @@
 """EventTable -> Digest: every section, from pure functions of the table."""
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from ..ingest.table import EventTable
 from . import digest_pb2 as pb
 from .communication import communication_stats
 from .context import Context
-from ..digest_json import to_plain
 from .digest import SCHEMA_VERSION
 from .kernels import kernel_stats
 from .memory import memory_stats
@@ -109,8 +106,3 @@ def build_digest(table: EventTable) -> pb.Digest:
             d.scalars[f"peak_memory_bytes/{m.device}"] = float(m.peak_allocated_bytes)
     d.rule_hits.extend(rule_hits(d))
     return d
-
-
-def digest_to_dict(msg) -> dict[str, Any]:
-    """JSON-friendly dict of a message: every field (defaults too), ints stay ints."""
-    return to_plain(msg)

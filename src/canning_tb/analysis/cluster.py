@@ -11,8 +11,8 @@
   counts differ between ranks are matched on the first min(count) calls and listed in
   `unmatched`. Needs the call lists (CommCall); a truncated list is matched as far as it goes.
 - collectives: per (kind, group) totals over all ranks (calls, time, bytes, wait, transfer).
-- CPU-only runs (no device compute on any rank): the host operators are the computation, so
-  compute = host time and `compute_source` = "host" (else "device").
+- CPU-only runs (no device work on any rank, `summary.has_device_work`): the host operators are
+  the computation, so compute = host time and `compute_source` = "host" (else "device").
 - slow_ranks (the msprof-analyze rule): for each metric, computing (= compute + overlapped, as
   CANN's Computing), communication (not overlapped) and free (the rest of the step),
   ratio = (max - min) / mean over ranks; ratio > 5 % flags it. The slowest rank is the one with
@@ -24,6 +24,11 @@
   AllReduce 2(n-1)/n x size, AllGather / ReduceScatter (n-1)/n x size, Broadcast / Reduce /
   Gather / Scatter size, Send / Recv size to the next rank; AllToAll size/n to every other member.
   Sizes unknown (-1) give no cell; `matrix_source` says which way was used.
+- matrix_cells: the matrix summed per (src, dst) over transports (what the heatmap draws):
+  bytes and time (negative values count as 0), bandwidth = bytes / time in GB/s (None without
+  time), and the transports seen.
+- rank ids: each digest's own rank; when two digests carry the same rank (e.g. all 0) the ranks
+  are numbered by position instead (`rank_ids`).
 """
 from __future__ import annotations
 
@@ -32,115 +37,163 @@ from collections import defaultdict
 import numpy as np
 
 from . import digest_pb2 as pb
+from .summary import has_device_work
 
 SLOW_RANK_RATIO = 0.05
 
 
-def _rank_of(d: pb.Digest, i: int) -> int:
-    return int(d.window.rank) if d.HasField("window") else i
+
+def rank_ids(digests: list) -> list[int]:
+    """The rank of each digest; numbered by position when the digests' ranks repeat."""
+    ranks = [int(d.window.rank) if d.HasField("window") else i for i, d in enumerate(digests)]
+    if len(set(ranks)) != len(ranks):
+        return list(range(len(digests)))
+    return ranks
 
 
 def analyse_ranks(digests: list) -> dict:
-    ranks = [_rank_of(d, i) for i, d in enumerate(digests)]
-    if len(set(ranks)) != len(ranks):  # duplicate ranks (e.g. all 0): number them by position
-        ranks = list(range(len(digests)))
-    out: dict = {"ranks": [], "collectives": [], "slow_ranks": [], "matrix": [], "unmatched": [],
-                 "matrix_source": "none"}
-    on_host = all(d.average.compute_ns + d.average.overlapped_ns == 0 and not d.kernels_by_name for d in digests)
-    out["compute_source"] = "host" if on_host else "device"
-    per = {}
-    for r, d in zip(ranks, digests):
-        a = d.average
-        comp, ov, comm = (a.host_ns if on_host else a.compute_ns), a.overlapped_ns, a.communication_ns
-        per[r] = {"rank": r, "steps": len(d.steps), "step_ns": a.total_ns, "compute_ns": comp, "overlapped_ns": ov,
-                  "communication_ns": comm, "other_ns": max(a.total_ns - comp - ov - comm, 0),
-                  "computing_ns": comp + ov, "free_ns": max(a.total_ns - comp - ov - comm, 0),
-                  "wait_ns": 0, "transfer_ns": 0}
+    ranks = rank_ids(digests)
+    on_host = not any(has_device_work(d) for d in digests)
+    per = {r: _rank_breakdown(r, d, on_host) for r, d in zip(ranks, digests)}
+    durations, sizes = _calls_by_key(ranks, digests)
+    collectives, unmatched = _match_calls(durations, sizes, per)
+    matrix, source = _matrix(digests, sizes)
+    return {"ranks": [per[r] for r in sorted(per)], "collectives": collectives, "slow_ranks": _slow_ranks(per),
+            "matrix": matrix, "matrix_cells": matrix_cells(matrix), "unmatched": unmatched,
+            "matrix_source": source, "compute_source": "host" if on_host else "device"}
 
-    # --- wait / transfer by matching the j-th call of each (kind, group) ---------------------
-    calls = defaultdict(dict)  # key -> rank -> durations (ordered by start)
-    bytes_of = defaultdict(dict)
-    for r, d in zip(ranks, digests):
+
+def _rank_breakdown(rank: int, digest: pb.Digest, on_host: bool) -> dict:
+    """One rank's row from its mean step (wait / transfer are added by `_match_calls`)."""
+    mean = digest.average
+    comp, ov, comm = (mean.host_ns if on_host else mean.compute_ns), mean.overlapped_ns, mean.communication_ns
+    rest = max(mean.total_ns - comp - ov - comm, 0)
+    return {"rank": rank, "steps": len(digest.steps), "step_ns": mean.total_ns, "compute_ns": comp, "overlapped_ns": ov,
+            "communication_ns": comm, "other_ns": rest, "computing_ns": comp + ov, "free_ns": rest,
+            "wait_ns": 0, "transfer_ns": 0}
+
+
+def _calls_by_key(ranks: list[int], digests: list) -> tuple[dict, dict]:
+    """{(kind, group): {rank: durations}} and {(kind, group): {rank: sizes}}, calls by start."""
+    durations: dict = defaultdict(dict)
+    sizes: dict = defaultdict(dict)
+    for rank, digest in zip(ranks, digests):
         by_key = defaultdict(list)
-        for c in d.communication.calls:
+        for c in digest.communication.calls:
             by_key[(c.kind, c.group)].append((c.start_ns, c.dur_ns, c.bytes))
-        for k, v in by_key.items():
-            v.sort()
-            calls[k][r] = np.array([x[1] for x in v], np.int64)
-            bytes_of[k][r] = np.array([x[2] for x in v], np.int64)
-    coll = {}
-    for k, rd in calls.items():
-        rs = sorted(rd)
-        m = min(len(rd[r]) for r in rs)
-        if len({len(rd[r]) for r in rs}) > 1:
-            out["unmatched"].append({"kind": k[0], "group": k[1], "calls": {str(r): int(len(rd[r])) for r in rs}})
-        mat = np.stack([rd[r][:m] for r in rs]) if m else np.zeros((len(rs), 0), np.int64)
-        transfer = mat.min(axis=0) if m else np.zeros(0, np.int64)
+        for key, calls in by_key.items():
+            calls.sort()
+            durations[key][rank] = np.array([c[1] for c in calls], np.int64)
+            sizes[key][rank] = np.array([c[2] for c in calls], np.int64)
+    return durations, sizes
+
+
+def _match_calls(durations: dict, sizes: dict, per: dict) -> tuple[list, list]:
+    """Wait / transfer of the j-th call of each (kind, group) across ranks (see the module doc);
+    adds each rank's wait and transfer to its row in `per`. Returns (collectives, unmatched)."""
+    collectives, unmatched = [], []
+    for key, by_rank in durations.items():
+        members = sorted(by_rank)
+        matched = min(len(by_rank[r]) for r in members)
+        if len({len(by_rank[r]) for r in members}) > 1:
+            unmatched.append({"kind": key[0], "group": key[1],
+                              "calls": {str(r): int(len(by_rank[r])) for r in members}})
+        mat = np.stack([by_rank[r][:matched] for r in members]) if matched else np.zeros((len(members), 0), np.int64)
+        transfer = mat.min(axis=0) if matched else np.zeros(0, np.int64)
         wait = mat - transfer[None, :]
-        c = {"kind": k[0], "group": k[1], "ranks": len(rs), "calls": int(sum(len(rd[r]) for r in rs)),
-             "matched_calls": int(m), "total_ns": int(sum(int(rd[r].sum()) for r in rs)),
-             "bytes": int(sum(int(b[b >= 0].sum()) for b in bytes_of[k].values())),
-             "wait_ns": int(wait.sum()), "transfer_ns": int(transfer.sum()) * len(rs), "per_rank": {}}
-        for i, r in enumerate(rs):
-            w, t = int(wait[i].sum()), int(transfer.sum())
-            per[r]["wait_ns"] += w
-            per[r]["transfer_ns"] += t
-            c["per_rank"][str(r)] = {"calls": int(len(rd[r])), "total_ns": int(rd[r].sum()), "wait_ns": w, "transfer_ns": t}
-        coll[k] = c
-    out["collectives"] = sorted(coll.values(), key=lambda c: (-c["total_ns"], c["kind"], c["group"]))
-    out["ranks"] = [per[r] for r in sorted(per)]
+        row = {"kind": key[0], "group": key[1], "ranks": len(members),
+               "calls": int(sum(len(by_rank[r]) for r in members)), "matched_calls": int(matched),
+               "total_ns": int(sum(int(by_rank[r].sum()) for r in members)),
+               "bytes": int(sum(int(b[b >= 0].sum()) for b in sizes[key].values())),
+               "wait_ns": int(wait.sum()), "transfer_ns": int(transfer.sum()) * len(members), "per_rank": {}}
+        for i, rank in enumerate(members):
+            rank_wait, rank_transfer = int(wait[i].sum()), int(transfer.sum())
+            per[rank]["wait_ns"] += rank_wait
+            per[rank]["transfer_ns"] += rank_transfer
+            row["per_rank"][str(rank)] = {"calls": int(len(by_rank[rank])), "total_ns": int(by_rank[rank].sum()),
+                                          "wait_ns": rank_wait, "transfer_ns": rank_transfer}
+        collectives.append(row)
+    collectives.sort(key=lambda c: (-c["total_ns"], c["kind"], c["group"]))
+    return collectives, unmatched
 
-    # --- slow ranks ---------------------------------------------------------------------------
-    if len(per) > 1:
-        rk = sorted(per)
-        for metric, field, slow_is_max in (("computing", "computing_ns", True), ("communication", "communication_ns", False),
-                                           ("free", "free_ns", True)):
-            v = np.array([per[r][field] for r in rk], np.float64)
-            mean = float(v.mean())
-            ratio = float((v.max() - v.min()) / mean) if mean > 0 else 0.0
-            i_max, i_min = int(np.argmax(v)), int(np.argmin(v))
-            out["slow_ranks"].append({"metric": metric, "max_ns": int(v.max()), "min_ns": int(v.min()), "mean_ns": mean,
-                                      "ratio": ratio, "max_rank": rk[i_max], "min_rank": rk[i_min],
-                                      "flagged": ratio > SLOW_RANK_RATIO,
-                                      "slowest_rank": rk[i_max] if slow_is_max else rk[i_min]})
 
-    # --- communication matrix ------------------------------------------------------------------
-    cells = defaultdict(lambda: {"bytes": 0, "time_ns": 0})
-    has_links = any(len(d.communication.links) for d in digests)
-    if has_links:
-        out["matrix_source"] = "links"
-        for d in digests:
-            for l in d.communication.links:
-                c = cells[(l.src, l.dst, l.transport)]
-                c["bytes"] += int(l.bytes)
-                c["time_ns"] += int(l.time_ns)
-    else:
-        for k, rd in bytes_of.items():
-            kind = k[0]
-            members = sorted(rd)
-            n = len(members)
-            if n < 2:
-                continue
-            for i, r in enumerate(members):
-                b = rd[r]
-                size = int(b[b >= 0].sum())
-                if size <= 0:
-                    continue
-                nxt = members[(i + 1) % n]
-                if kind == "AllReduce":
-                    sends = {nxt: 2 * (n - 1) * size // n}
-                elif kind in ("AllGather", "ReduceScatter"):
-                    sends = {nxt: (n - 1) * size // n}
-                elif kind == "AllToAll":
-                    sends = {o: size // n for o in members if o != r}
-                elif kind in ("Broadcast", "Reduce", "Gather", "Scatter", "Send"):
-                    sends = {nxt: size}
-                else:
-                    continue
-                for dst, nb in sends.items():
-                    cells[(r, dst, "ring")]["bytes"] += int(nb)
-                    out["matrix_source"] = "ring"
-    out["matrix"] = [{"src": int(s), "dst": int(t), "transport": tr, "bytes": v["bytes"], "time_ns": v["time_ns"],
-                      "bandwidth_gbps": (v["bytes"] / v["time_ns"]) if v["time_ns"] > 0 else -1.0}
-                     for (s, t, tr), v in sorted(cells.items())]
+def _slow_ranks(per: dict) -> list[dict]:
+    """The msprof-analyze spread of computing, communication and free time over the ranks."""
+    if len(per) < 2:
+        return []
+    ranks = sorted(per)
+    out = []
+    for metric, field, slow_is_max in (("computing", "computing_ns", True),
+                                       ("communication", "communication_ns", False), ("free", "free_ns", True)):
+        values = np.array([per[r][field] for r in ranks], np.float64)
+        mean = float(values.mean())
+        ratio = float((values.max() - values.min()) / mean) if mean > 0 else 0.0
+        i_max, i_min = int(np.argmax(values)), int(np.argmin(values))
+        out.append({"metric": metric, "max_ns": int(values.max()), "min_ns": int(values.min()), "mean_ns": mean,
+                    "ratio": ratio, "max_rank": ranks[i_max], "min_rank": ranks[i_min],
+                    "flagged": ratio > SLOW_RANK_RATIO, "slowest_rank": ranks[i_max] if slow_is_max else ranks[i_min]})
     return out
+
+
+def _matrix(digests: list, sizes: dict) -> tuple[list, str]:
+    """(cells per (src, dst, transport), source): Ascend links when any digest has them,
+    else the ring estimate from collective sizes."""
+    cells: dict = defaultdict(lambda: {"bytes": 0, "time_ns": 0})
+    if any(len(d.communication.links) for d in digests):
+        source = "links"
+        for digest in digests:
+            for link in digest.communication.links:
+                cell = cells[(link.src, link.dst, link.transport)]
+                cell["bytes"] += int(link.bytes)
+                cell["time_ns"] += int(link.time_ns)
+    else:
+        source = "none"
+        for (kind, _group), by_rank in sizes.items():
+            for src, dst, nbytes in _ring_sends(kind, by_rank):
+                cells[(src, dst, "ring")]["bytes"] += nbytes
+                source = "ring"
+    matrix = [{"src": int(src), "dst": int(dst), "transport": transport, "bytes": v["bytes"], "time_ns": v["time_ns"],
+               "bandwidth_gbps": (v["bytes"] / v["time_ns"]) if v["time_ns"] > 0 else -1.0}
+              for (src, dst, transport), v in sorted(cells.items())]
+    return matrix, source
+
+
+def _ring_sends(kind: str, by_rank: dict):
+    """(src, dst, bytes) that each member of one (kind, group) sends, by the ring rule."""
+    members = sorted(by_rank)
+    n = len(members)
+    if n < 2:
+        return
+    for i, rank in enumerate(members):
+        sizes = by_rank[rank]
+        size = int(sizes[sizes >= 0].sum())
+        if size <= 0:
+            continue
+        nxt = members[(i + 1) % n]
+        if kind == "AllReduce":
+            sends = {nxt: 2 * (n - 1) * size // n}
+        elif kind in ("AllGather", "ReduceScatter"):
+            sends = {nxt: (n - 1) * size // n}
+        elif kind == "AllToAll":
+            sends = {other: size // n for other in members if other != rank}
+        elif kind in ("Broadcast", "Reduce", "Gather", "Scatter", "Send"):
+            sends = {nxt: size}
+        else:
+            continue
+        for dst, nbytes in sends.items():
+            yield rank, dst, int(nbytes)
+
+
+def matrix_cells(matrix: list[dict]) -> list[dict]:
+    """The matrix summed per (src, dst) over its transports (see the module doc)."""
+    cells: dict = {}
+    for cell in matrix:
+        out = cells.setdefault((cell["src"], cell["dst"]), {"src": cell["src"], "dst": cell["dst"], "bytes": 0,
+                                                             "time_ns": 0, "transports": []})
+        out["bytes"] += max(0, cell["bytes"])
+        out["time_ns"] += max(0, cell["time_ns"])
+        if cell["transport"] not in out["transports"]:
+            out["transports"].append(cell["transport"])
+    for out in cells.values():
+        out["bandwidth_gbps"] = out["bytes"] / out["time_ns"] if out["time_ns"] > 0 else None
+    return [cells[key] for key in sorted(cells)]

@@ -1,18 +1,4 @@
-"""The digest schema version and helpers around the generated digest_pb2."""
-from __future__ import annotations
-
-from . import digest_pb2
+"""The digest schema version: bump it on any change to digest.proto that is not a pure field
+addition (cached digests of another version are recomputed)."""
 
 SCHEMA_VERSION = 2  # 2: device_wait split out of runtime; the average leaves out a distorted last step
-
-Digest = digest_pb2.Digest
-
-
-def to_bytes(d: digest_pb2.Digest) -> bytes:
-    return d.SerializeToString(deterministic=True)
-
-
-def from_bytes(b: bytes) -> digest_pb2.Digest:
-    d = digest_pb2.Digest()
-    d.ParseFromString(b)
-    return d

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from . import digest_pb2 as pb
 from .kernels import CORE_ELIGIBLE, CORE_TENSOR
+from .summary import has_device_work
 
 DATALOADER_SHARE = 0.05
 COMM_NOT_OVERLAPPED_SHARE = 0.10
@@ -100,7 +101,7 @@ def rule_hits(d: pb.Digest) -> list:
     hits = []
     a = d.average
     total = a.total_ns
-    has_device = len(d.kernels_by_name) > 0 or a.compute_ns + a.overlapped_ns + a.memcpy_ns + a.memset_ns > 0
+    has_device = has_device_work(d)
 
     def hit(rule, severity, title, detail, value):
         hits.append(pb.RuleHit(rule=rule, severity=severity, title=title, detail=detail, value=float(value)))

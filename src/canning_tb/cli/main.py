@@ -11,10 +11,7 @@ machine-readable face of the analysis: see docs/cli-json.md.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-
-JSON_SCHEMA = "canning-prof/1"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -65,11 +62,6 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except BrokenPipeError:  # `canning-prof ... | head`
         return 0
-
-
-def dump_json(obj) -> None:
-    json.dump(obj, sys.stdout, indent=1, allow_nan=False)
-    sys.stdout.write("\n")
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ import sys
 from canning_tb.digest_json import to_plain
 from canning_tb.ingest.table import InputError
 
-from .main import JSON_SCHEMA, dump_json
+from .output import JSON_SCHEMA, dump_json
 from .progress import ProgressBar
 from .targets import targets_for
 
@@ -17,23 +17,28 @@ def digest_all(targets) -> list[tuple]:
     if len(targets) > 1:
         store.prefetch([(t.run, t.worker, t.window.id) for t in targets], progress=ProgressBar("windows"))
     out = []
-    for t in targets:
+    for target in targets:
         try:
-            out.append((t, t.digest(), None))
+            out.append((target, target.digest(), None))
         except InputError as e:
-            out.append((t, None, str(e)))
+            out.append((target, None, str(e)))
     return out
 
 
 def rank_groups(results) -> list[tuple[str, int, list]]:
-    """(run, window index, digests) for each window position that several ranks of a run share."""
-    groups: dict[tuple[str, int], list] = {}
-    for t, d, _ in results:
-        if d is not None:
-            index = [w.id for w in t.store.windows(t.run, t.worker)].index(t.window.id)
-            groups.setdefault((t.run, index), []).append(d)
-    return [(run, i, ds) for (run, i), ds in sorted(groups.items())
-            if len({d.window.rank for d in ds}) > 1]
+    """(run, window position, digests) for each window position that several ranks of a run share
+    (Store.windows_at: the windows the plugin's /cluster compares too)."""
+    digests = {(t.run, t.worker, t.window.id): d for t, d, _ in results if d is not None}
+    store = results[0][0].store
+    groups = []
+    for run in sorted({t.run for t, _, _ in results}):
+        position = 0
+        while chosen := store.windows_at(run, position):
+            found = [digests[key] for key in ((run, w.name, win.id) for w, win in chosen) if key in digests]
+            if len({d.window.rank for d in found}) > 1:
+                groups.append((run, position, found))
+            position += 1
+    return groups
 
 
 def view(args) -> int:
@@ -49,13 +54,13 @@ def view(args) -> int:
     else:
         from canning_tb.analysis import report
         out = sys.stdout
-        for t, d, err in results:
-            out.write(f"\n=== {t.title} [{t.window.format}] ===\n")
+        for target, digest, err in results:
+            out.write(f"\n=== {target.title} [{target.window.format}] ===\n")
             if err:
                 out.write(f"error: {err}\n")
                 continue
-            out.write(report.window_report(d, top=args.top) + "\n")
-        for run, i, ds in groups:
+            out.write(report.window_report(digest, top=args.top) + "\n")
+        for run, position, digests in groups:
             where = "" if run == "." else f"{run} / "
-            out.write(f"\n=== {where}window {i + 1}: across ranks ===\n" + report.ranks_report(ds) + "\n")
+            out.write(f"\n=== {where}window {position + 1}: across ranks ===\n" + report.ranks_report(digests) + "\n")
     return 0 if any(d is not None for _, d, _ in results) else 1

@@ -1,38 +1,24 @@
-"""The TensorBoard plugin: routes only (parse request -> store call -> JSON).
+"""The TensorBoard plugin: thin routes (parse the request -> a `*_impl` of sections.py / ranks.py
+-> JSON). The routes, their parameters, answers and errors: docs/http_api.md.
 
-Routes (under /data/plugin/canning/):
-  /index.js        the built frontend bundle (one ES module exporting render())
-  /runs            every run with its workers and windows, and a `loading` flag
-  /overview        \
-  /operators       |  one section of the window's digest as JSON, for
-  /kernels         |  ?run=&worker=&window= (+ group_by=name|shape|stack on /operators)
-  /memory          |
-  /communication   /
-  /operators?detail=<name>[&shapes=]  one operator's call stacks (ops_by_stack rows of that name)
-                   and the kernels it launched, for the expandable rows of the Operators view
-  /cluster         the cross-rank analysis (analysis/cluster.py) of the windows at the same
-                   position in every worker of ?run= (the position of ?worker=&window=, or ?window_index=),
-                   with per-rank figures selected from the digests (`per_rank`, `run_summary`).
-                   The windows are first digested in parallel processes (Store.prefetch) in a
-                   background thread; while that runs the answer is 202 {loading, done, total}.
-Integers stay numbers; times are integer nanoseconds relative to the window start (fields end
-in `_ns`; -1 stays -1 = absent). Errors are JSON `{"error": ...}`: 400 missing parameter,
-404 unknown run/worker/window, 422 unreadable input ("<file>: <problem>"), 503 still discovering.
-Request strings are only ever looked up among the discovered ids, never joined into a path.
+The plugin holds a Scanner (store/scanner.py): the Store is built and refreshed in a background
+thread, so `is_active()` and /runs never wait on a big logdir. Errors are JSON {"error": ...}.
 """
 from __future__ import annotations
 
 import logging
-import math
 import os
-import threading
-import time
 
 from tensorboard.backend import http_util
 from tensorboard.plugins import base_plugin
 from werkzeug import wrappers
 
-from .loader import normalize_logdir
+from canning_tb.store.scanner import Scanner, default_store
+
+from . import sections
+from .errors import RouteError
+from .logdir import normalize_logdir
+from .ranks import cluster_impl, position_of
 
 log = logging.getLogger("canning_tb.plugin")
 
@@ -49,174 +35,67 @@ export function render() {
   document.body.appendChild(p);
 }
 """
-ISOLATE_BYTES = 16 << 20  # windows whose files exceed this are digested in a child process
-GROUPS = {"name": "ops_by_name", "shape": "ops_by_shape", "stack": "ops_by_stack"}
 
 
-def _load_store_class():
-    try:
-        from canning_tb.store import Store  # type: ignore[attr-defined]
-    except ImportError:
-        from canning_tb.store.store import Store
-    return Store
+def _required(args, *names: str) -> list[str]:
+    missing = [n for n in names if not args.get(n)]
+    if missing:
+        raise RouteError(400, f"missing parameter: {', '.join(missing)}")
+    return [args[n] for n in names]
 
 
-def _input_error_class():
-    from canning_tb.ingest import InputError
-
-    return InputError
-
-
-# -- protobuf -> JSON -----------------------------------------------------------------------------
-
-
-def _scalar(v):
-    if isinstance(v, float) and not math.isfinite(v):
+def _int(args, name: str) -> int | None:
+    """An optional integer parameter (None when absent or empty)."""
+    value = args.get(name)
+    if value in (None, ""):
         return None
-    return v
+    try:
+        return int(value)
+    except ValueError:
+        raise RouteError(400, f"{name} must be an integer, not {value!r}") from None
 
 
-def to_json(msg) -> dict:
-    """Every field of a message (defaults included), ints as JSON numbers, names as in the .proto."""
-    from canning_tb.digest_json import to_plain  # protobuf only: stays light at TensorBoard start
-    return to_plain(msg)
+def _operators(store, run, worker, window, args):
+    if "detail" in args:
+        return sections.operator_detail_impl(store, run, worker, window, args.get("detail", ""), args.get("shapes"))
+    return sections.operators_impl(store, run, worker, window, args.get("group_by", "name"))
 
 
-def _rel(t: int, t0: int) -> int:
-    return t - t0 if t >= 0 else t  # -1 means absent and stays so
-
-
-# -- discovery ------------------------------------------------------------------------------------
-
-
-class _Discovery:
-    """Owns the Store. Discovery runs in a background thread, at most every `interval` seconds,
-    so `is_active()` and `/runs` never wait on a big logdir; they read the last snapshot."""
-
-    def __init__(self, logdir: str | None, interval: float, store_factory=None):
-        self.logdir = logdir
-        self.interval = interval
-        self._factory = store_factory
-        self._lock = threading.Lock()
-        self._thread: threading.Thread | None = None
-        self._last = -math.inf
-        self._first = threading.Event()
-        self.store = None
-        self.snapshot: dict | None = None  # {"runs": [...]} of the last finished scan
-        self.error: str | None = None
-
-    @property
-    def loading(self) -> bool:
-        return not self._first.is_set() or (self._thread is not None and self._thread.is_alive())
-
-    def kick(self) -> None:
-        """Start a scan unless one runs or the last ended less than `interval` seconds ago."""
-        if not self.logdir:
-            self._first.set()
-            return
-        with self._lock:
-            if self._thread is not None and self._thread.is_alive():
-                return
-            if time.monotonic() - self._last < self.interval:
-                return
-            self._thread = threading.Thread(target=self._scan, name="canning-discovery", daemon=True)
-            self._thread.start()
-
-    def wait_first(self, timeout: float) -> bool:
-        return self._first.wait(timeout)
-
-    def _scan(self) -> None:
-        try:
-            if self.store is None:
-                factory = self._factory or _load_store_class()
-                # the constructor scans once; big windows are parsed in a child process so
-                # TensorBoard keeps serving (GIL) and does not keep the parse's peak memory
-                self.store = (factory(self.logdir, isolate_bytes=ISOLATE_BYTES) if self._factory is None
-                              else factory(self.logdir))
-            else:
-                self.store.refresh()
-            self.snapshot = self._listing(self.store)
-            self.error = None
-        except Exception as e:  # never let discovery take TensorBoard down
-            log.exception("canning: discovery of %s failed", self.logdir)
-            self.error = f"discovery of the logdir failed: {type(e).__name__}: {e}"
-        finally:
-            self._last = time.monotonic()
-            self._first.set()
-
-    def _listing(self, store) -> dict:
-        runs = []
-        for run in store.runs():
-            try:
-                workers = []
-                for w in store.workers(run):
-                    windows = []
-                    for win in store.windows(run, w.name):
-                        windows.append({
-                            "id": win.id,
-                            "label": win.label,
-                            "format": win.format,
-                            "status": win.status,
-                            "files": [os.path.basename(f) for f in win.files],
-                        })
-                    workers.append({"name": w.name, "rank": w.rank, "windows": windows})
-            except KeyError:  # the run vanished between runs() and workers()
-                continue
-            runs.append({"name": run, "workers": workers})
-        return {"runs": runs}
-
-
-# -- the plugin -----------------------------------------------------------------------------------
-
-
-class _HTTPError(Exception):
-    def __init__(self, code: int, message: str, **extra):
-        super().__init__(message)
-        self.code = code
-        self.body = {"error": message, **extra}
-
-
-def _unknown_window(run: str, worker: str, window: str) -> _HTTPError:
-    return _HTTPError(404, f"unknown run/worker/window: {run!r} / {worker!r} / {window!r}")
+def _memory_range(store, run, worker, window, args):
+    (device,) = _required(args, "device")
+    return sections.memory_range_impl(store, run, worker, window, device, _int(args, "start_ns"), _int(args, "end_ns"))
 
 
 class CanningPlugin(base_plugin.TBPlugin):
     plugin_name = PLUGIN_NAME
 
-    def __init__(self, context, *, refresh_interval: float = 5.0, store_factory=None):
-        flags = getattr(context, "flags", None)
-        self._logdir = normalize_logdir(getattr(context, "logdir", None), flags)
-        self._discovery = _Discovery(self._logdir, refresh_interval, store_factory)
-        self._digest_locks: dict[tuple, threading.Lock] = {}
-        self._locks_lock = threading.Lock()
-        # (run, window index) -> {"thread", "done", "total", "items"}: one prefetch at a time each
-        self._prefetches: dict[tuple, dict] = {}
-        self._prefetch_lock = threading.Lock()
-        self._discovery.kick()  # start looking now, in the background
+    def __init__(self, context, *, refresh_interval: float = 5.0, store_factory=default_store):
+        self._logdir = normalize_logdir(getattr(context, "logdir", None), getattr(context, "flags", None))
+        self.scanner = Scanner(self._logdir, refresh_interval, store_factory)
+        self.scanner.kick()  # start looking now, in the background
 
     # TensorBoard API ------------------------------------------------------------------------
     def get_plugin_apps(self):
         return {
             "/index.js": self._serve_js,
             "/runs": self._serve_runs,
-            "/overview": self._section(self._overview),
-            "/operators": self._section(self._operators),
-            "/kernels": self._section(self._kernels),
-            "/memory": self._section(self._memory),
-            "/communication": self._section(self._communication),
-            "/cluster": self._serve_cluster,
+            "/overview": self._window_route(sections.overview_impl),
+            "/operators": self._window_route(_operators, with_args=True),
+            "/kernels": self._window_route(sections.kernels_impl),
+            "/memory": self._window_route(sections.memory_impl),
+            "/memory_range": self._window_route(_memory_range, with_args=True),
+            "/communication": self._window_route(sections.communication_impl),
+            "/cluster": self._route(self._cluster),
         }
 
     def is_active(self) -> bool:
-        """Cheap: reads the last discovery snapshot. While the very first scan of a big logdir
-        is still running (after a short wait), the tab is shown and says it is loading."""
-        d = self._discovery
-        d.kick()
-        if not d.wait_first(0.5):
+        """Cheap: reads the last scan's listing. While the very first scan of a big logdir is
+        still running (after a short wait), the tab is shown and says it is loading."""
+        scanner = self.scanner
+        scanner.kick()
+        if not scanner.wait_first(0.5):
             return True
-        if d.snapshot is None:
-            return False
-        return bool(d.snapshot["runs"])
+        return bool(scanner.listing and scanner.listing["runs"])
 
     def frontend_metadata(self):
         return base_plugin.FrontendMetadata(es_module_path="/index.js", tab_name=TAB_NAME, disable_reload=False)
@@ -235,326 +114,58 @@ class CanningPlugin(base_plugin.TBPlugin):
 
     @wrappers.Request.application
     def _serve_runs(self, request):
-        d = self._discovery
-        d.kick()
-        if d.snapshot is None:
-            d.wait_first(2.0)
-        snap = d.snapshot or {"runs": []}
-        body = {
-            "logdir": self._logdir,
-            "loading": d.loading,
-            "error": d.error,
-            "runs": snap["runs"],
-        }
+        scanner = self.scanner
+        scanner.kick()
+        if scanner.listing is None:
+            scanner.wait_first(2.0)
+        body = {"logdir": self._logdir, "loading": scanner.loading, "error": scanner.error,
+                "runs": (scanner.listing or {"runs": []})["runs"]}
         return http_util.Respond(request, body, "application/json")
 
-    @staticmethod
-    def _answer(request, call):
-        """JSON of call()'s (body, code); an _HTTPError as its own body and code."""
-        try:
-            body, code = call()
-        except _HTTPError as e:
-            body, code = e.body, e.code
-        except Exception as e:  # a bug must show as text in the UI, not as a dead view
-            log.exception("canning: %s failed", request.path)
-            body, code = {"error": f"internal error: {type(e).__name__}: {e}"}, 500
-        return http_util.Respond(request, body, "application/json", code=code)
-
-    def _section(self, fn):
+    def _route(self, handle):
+        """A JSON route: handle(request) -> body; a RouteError is answered with its own code."""
         @wrappers.Request.application
         def app(request):
-            return self._answer(request, lambda: (fn(request, *self._lookup(request)), 200))
+            try:
+                body = handle(request)
+                code = 202 if body.get("loading") else 200
+            except RouteError as e:
+                body, code = e.body, e.code
+            except Exception as e:  # request boundary: a bug shows as text in the UI, logged here
+                log.exception("canning: %s failed", request.path)
+                body, code = {"error": f"internal error: {type(e).__name__}: {e}"}, 500
+            return http_util.Respond(request, body, "application/json", code=code)
 
         return app
 
-    def _lookup(self, request):
-        """(run, worker, window id, digest) for the request, or an _HTTPError."""
-        args = request.args
-        missing = [p for p in ("run", "worker", "window") if not args.get(p)]
-        if missing:
-            raise _HTTPError(400, f"missing parameter: {', '.join(missing)}")
-        run, worker, window = args["run"], args["worker"], args["window"]
-        store = self._store()
-        # ids are looked up among the discovered ones only (never turned into paths)
-        try:
-            if run not in store.runs():
-                raise KeyError(run)
-            if worker not in {w.name for w in store.workers(run)}:
-                raise KeyError(worker)
-            if window not in {w.id for w in store.windows(run, worker)}:
-                raise KeyError(window)
-        except KeyError:
-            raise _unknown_window(run, worker, window) from None
-        return run, worker, window, self._digest(store, run, worker, window)
+    def _window_route(self, impl, with_args: bool = False):
+        """A route about one window: impl(store, run, worker, window), or with the request's
+        other parameters too: impl(store, run, worker, window, args)."""
+        def handle(request):
+            run, worker, window = _required(request.args, "run", "worker", "window")
+            store = self._store()
+            if with_args:
+                return impl(store, run, worker, window, request.args)
+            return impl(store, run, worker, window)
+
+        return self._route(handle)
 
     def _store(self):
-        d = self._discovery
-        if d.store is None:
-            d.kick()
-            d.wait_first(5.0)
-            if d.store is None:
-                raise _HTTPError(503, d.error or "still discovering the profiles under the logdir", loading=True)
-        return d.store
-
-    def _digest(self, store, run, worker, window):
-        key = (run, worker, window)
-        with self._locks_lock:
-            lock = self._digest_locks.setdefault(key, threading.Lock())
-        InputError = _input_error_class()
-        with lock:  # one computation per window, however many requests ask for it
-            try:
-                return store.digest(run, worker, window)
-            except KeyError:
-                raise _unknown_window(run, worker, window) from None
-            except InputError as e:
-                raise _HTTPError(422, self._error_text(e), file=self._short(e.file)) from None
-
-    def _short(self, path: str) -> str:
-        if self._logdir and path and os.path.isabs(path):
-            try:
-                rel = os.path.relpath(path, self._logdir)
-                if not rel.startswith(".."):
-                    return rel.replace(os.sep, "/")
-            except ValueError:
-                pass
-        return path
-
-    def _error_text(self, e) -> str:
-        return f"{self._short(e.file)}: {e.problem}"
-
-    # sections of the digest -------------------------------------------------------------------
-    def _head(self, run, worker, window, digest) -> dict:
-        w = digest.window
-        info = to_json(w)
-        info["duration_ns"] = max(0, w.end_ns - w.start_ns) if w.end_ns >= 0 and w.start_ns >= 0 else -1
-        return {
-            "run": run,
-            "worker": worker,
-            "window": window,
-            "info": info,
-            "problems": [{**to_json(p), "file": self._short(p.file)} for p in digest.problems],
-        }
-
-    def _overview(self, request, run, worker, window, digest):
-        t0 = digest.window.start_ns
-        steps = []
-        for s in digest.steps:
-            j = to_json(s)
-            j["start_ns"] = _rel(s.start_ns, t0)
-            steps.append(j)
-        return {
-            **self._head(run, worker, window, digest),
-            "schema_version": digest.schema_version,
-            "steps": steps,
-            "average": to_json(digest.average),
-            "scalars": {k: _scalar(v) for k, v in digest.scalars.items()},
-            "rule_hits": [to_json(r) for r in digest.rule_hits],
-        }
-
-    def _operators(self, request, run, worker, window, digest):
-        if "detail" in request.args:
-            return self._operator_detail(request, run, worker, window, digest)
-        group_by = request.args.get("group_by", "name")
-        if group_by not in GROUPS:
-            raise _HTTPError(400, f"group_by must be one of {', '.join(GROUPS)}, not {group_by!r}")
-        rows = [to_json(o) for o in getattr(digest, GROUPS[group_by])]
-        has_device = any(r["device_total_ns"] > 0 or r["device_self_ns"] > 0 for r in rows)
-        return {
-            **self._head(run, worker, window, digest),
-            "group_by": group_by,
-            "has_device": has_device,
-            "has_stacks": len(digest.ops_by_stack) > 0,
-            "rows": rows,
-        }
-
-    def _operator_detail(self, request, run, worker, window, digest):
-        """One operator: the ops_by_stack rows of its name (and input shapes, where those rows
-        carry them) and the kernels it launched (the `kernels` of its ops_by_name / ops_by_shape row)."""
-        name = request.args.get("detail", "")
-        shapes = request.args.get("shapes")
-        source = digest.ops_by_name if shapes is None else digest.ops_by_shape
-        op = next((o for o in source if o.name == name and (shapes is None or o.input_shapes == shapes)), None)
-        if op is None:
-            raise _HTTPError(404, f"unknown operator: {name!r}" + ("" if shapes is None else f" with input shapes {shapes!r}"))
-        stacks = [o for o in digest.ops_by_stack if o.name == name]
-        by_shape = shapes is not None and any(o.input_shapes for o in stacks)
-        if by_shape:
-            stacks = [o for o in stacks if o.input_shapes == shapes]
-        return {
-            "run": run, "worker": worker, "window": window,
-            "name": name,
-            "input_shapes": shapes,
-            "stacks_by_shape": by_shape,  # False: the digest groups stacks by name only
-            "calls": op.calls,
-            "stacks": [{k: v for k, v in to_json(o).items() if k != "kernels"} for o in stacks],
-            "kernels": [to_json(k) for k in op.kernels],
-        }
-
-    def _kernels(self, request, run, worker, window, digest):
-        return {
-            **self._head(run, worker, window, digest),
-            "kernels_by_name": [to_json(k) for k in digest.kernels_by_name],
-            "kernels_by_op": [to_json(k) for k in digest.kernels_by_op],
-            "cores": [to_json(c) for c in digest.cores],
-        }
-
-    def _memory(self, request, run, worker, window, digest):
-        t0 = digest.window.start_ns
-        devices = []
-        for m in digest.memory:
-            j = to_json(m)
-            j["curve_ts_ns"] = [_rel(t, t0) for t in m.curve_ts_ns]
-            j["peak_ts_ns"] = _rel(m.peak_ts_ns, t0)
-            for ev in j["events"]:
-                ev["alloc_ns"] = _rel(ev["alloc_ns"], t0)
-                ev["free_ns"] = _rel(ev["free_ns"], t0)
-            devices.append(j)
-        return {**self._head(run, worker, window, digest), "devices": devices}
-
-    def _communication(self, request, run, worker, window, digest):
-        t0 = digest.window.start_ns
-        comm = to_json(digest.communication)
-        for c in comm["calls"]:
-            c["start_ns"] = _rel(c["start_ns"], t0)
-        return {**self._head(run, worker, window, digest), "communication": comm}
-
-    # cross-rank ------------------------------------------------------------------------------
-    @wrappers.Request.application
-    def _serve_cluster(self, request):
-        return self._answer(request, lambda: self._cluster(request))
-
-    def _prefetch_progress(self, store, run: str, index: int, items: list) -> dict | None:
-        """Digest the windows `items` in parallel processes (Store.prefetch), one background
-        prefetch per (run, window index). None when they are done; else {done, total} so far."""
-        key = (run, index)
-        with self._prefetch_lock:
-            st = self._prefetches.get(key)
-            if st is None or (not st["thread"].is_alive() and st["items"] != items):
-                st = {"items": items, "done": 0, "total": len(items)}
-                n = len(items)
-
-                def progress(done, todo, st=st, n=n):  # windows already digested count as done
-                    st["done"], st["total"] = n - todo + done, n
-
-                def work(st=st):
-                    try:
-                        st["errors"] = store.prefetch(items, progress)
-                    except Exception:  # the digests are then computed one by one on request
-                        log.exception("canning: prefetch of %s window %d failed", run, index)
-
-                st["thread"] = threading.Thread(target=work, name=f"canning-prefetch-{index}", daemon=True)
-                self._prefetches[key] = st
-                st["thread"].start()
-        st["thread"].join(0.3)  # digests already cached: answer at once
-        if not st["thread"].is_alive():
-            return None
-        return {"done": st["done"], "total": st["total"]}
+        scanner = self.scanner
+        if scanner.store is None:
+            scanner.kick()
+            scanner.wait_first(5.0)
+            if scanner.store is None:
+                raise RouteError(503, scanner.error or "still discovering the profiles under the logdir", loading=True)
+        return scanner.store
 
     def _cluster(self, request):
-        """analyse_ranks over the window at the same position of every worker of the run.
-        Windows that cannot be read are left out and listed in `problems`."""
-        from canning_tb.analysis.cluster import analyse_ranks
-
         args = request.args
-        run = args.get("run")
-        if not run:
-            raise _HTTPError(400, "missing parameter: run")
+        (run,) = _required(args, "run")
         store = self._store()
-        try:
-            if run not in store.runs():
-                raise KeyError(run)
-            workers = store.workers(run)
-        except KeyError:
-            raise _HTTPError(404, f"unknown run: {run!r}") from None
-        if args.get("window_index") not in (None, ""):
-            try:
-                index = int(args["window_index"])
-            except ValueError:
-                raise _HTTPError(400, f"window_index must be an integer, not {args['window_index']!r}") from None
-        elif args.get("worker") and args.get("window"):
-            ids = None
-            for w in workers:
-                if w.name == args["worker"]:
-                    ids = [x.id for x in store.windows(run, w.name)]
-            if ids is None or args["window"] not in ids:
-                raise _unknown_window(run, args["worker"], args["window"])
-            index = ids.index(args["window"])
-        else:
-            raise _HTTPError(400, "missing parameter: window_index (or worker and window)")
-        chosen = []
-        for w in workers:
-            wins = store.windows(run, w.name)
-            if 0 <= index < len(wins):
-                chosen.append((w, wins[index]))
-        if not chosen:
-            raise _HTTPError(404, f"no window at position {index} in run {run!r}")
-        pending = self._prefetch_progress(store, run, index, [(run, w.name, win.id) for w, win in chosen])
-        if pending is not None:
-            return {"run": run, "window_index": index, "loading": True, **pending}, 202
-        members, digests, problems = [], [], []
-        for w, win in chosen:
-            try:
-                d = self._digest(store, run, w.name, win.id)
-            except _HTTPError as e:
-                problems.append({"worker": w.name, "window": win.id, "message": e.body["error"]})
-                continue
-            members.append({"worker": w.name, "rank": w.rank, "window": win.id, "digest_rank": int(d.window.rank)})
-            digests.append(d)
-        if not digests:
-            raise _HTTPError(404, f"no readable window at position {index} in run {run!r}", problems=problems)
-        result = analyse_ranks(digests)
-        # the rank ids analyse_ranks uses: the digests' ranks, or their positions when those repeat
-        ranks = [m["digest_rank"] for m in members]
-        if len(set(ranks)) != len(ranks):
-            ranks = list(range(len(members)))
-        per_rank = []
-        for m, r, d in zip(members, ranks, digests):
-            m["cluster_rank"] = r
-            per_rank.append({"rank": r, "worker": m["worker"], "window": m["window"], **_rank_figures(d)})
-        per_rank.sort(key=lambda x: x["rank"])
-        return {"run": run, "window_index": index, "loading": False, "workers": members, "problems": problems,
-                "per_rank": per_rank, "run_summary": _run_summary(per_rank), **result}, 200
-
-
-# -- per-rank figures: fields selected from each digest (no statistics computed here) ---------------
-
-
-def _rank_figures(d) -> dict:
-    a, sc = d.average, d.scalars
-    has_device = any(o.device_self_ns > 0 for o in d.ops_by_name)
-    field = "device_self_ns" if has_device else "host_self_ns"
-    ops = [o for o in d.ops_by_name if not o.name.startswith("ProfilerStep#") and getattr(o, field) > 0]
-    top = max(ops, key=lambda o: getattr(o, field), default=None)
-    mems = [m for m in d.memory if m.device.upper() != "CPU"] or list(d.memory)
-    mem = max(mems, key=lambda m: m.peak_allocated_bytes, default=None)
-    has_shares = "share_compute" in sc and a.total_ns > 0
-    return {
-        "steps": len(d.steps),
-        "step_ns": a.total_ns,
-        # the Overview's "device compute share": compute + communication hidden behind it
-        "compute_share": _scalar(sc["share_compute"] + sc.get("share_overlapped", 0.0)) if has_shares else -1.0,
-        "comm_not_hidden_share": _scalar(d.communication.not_overlapped_share) if a.total_ns > 0 else -1.0,
-        "memory_device": mem.device if mem else "",
-        "memory_peak_bytes": mem.peak_allocated_bytes if mem else -1,
-        "memory_capacity_bytes": mem.capacity_bytes if mem else -1,
-        "slowest_op": top.name if top else "",
-        "slowest_op_ns": getattr(top, field) if top else -1,
-        "slowest_op_metric": field,
-    }
-
-
-def _run_summary(per_rank: list) -> dict:
-    """The whole run: for each per-rank figure, the lowest and highest rank (a selection)."""
-    out = {"ranks": len(per_rank)}
-    for key in ("step_ns", "compute_share", "comm_not_hidden_share", "memory_peak_bytes"):
-        have = [p for p in per_rank if p[key] is not None and p[key] >= 0]
-        if not have:
-            out[key] = None
-            continue
-        lo, hi = min(have, key=lambda p: p[key]), max(have, key=lambda p: p[key])
-        out[key] = {"min": lo[key], "min_rank": lo["rank"], "max": hi[key], "max_rank": hi["rank"]}
-    with_op = [p for p in per_rank if p["slowest_op_ns"] > 0]
-    top = max(with_op, key=lambda p: p["slowest_op_ns"], default=None)
-    out["slowest_op"] = ({"name": top["slowest_op"], "ns": top["slowest_op_ns"], "rank": top["rank"],
-                          "metric": top["slowest_op_metric"]} if top else None)
-    return out
+        position = _int(args, "window_index")
+        if position is None:
+            if not (args.get("worker") and args.get("window")):
+                raise RouteError(400, "missing parameter: window_index (or worker and window)")
+            position = position_of(store, run, args["worker"], args["window"])
+        return cluster_impl(store, self.scanner.prefetcher, run, position)

@@ -13,6 +13,8 @@ from collections import OrderedDict
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Callable, Iterable
 
+from google.protobuf.message import DecodeError
+
 from . import cache
 from .discover import Run, Window, Worker, discover
 
@@ -42,10 +44,10 @@ def digest_of(window: Window, worker: str = ""):
 
 def _digest_table(table, worker: str):
     from canning_tb.analysis.build import build_digest
-    d = build_digest(table)
-    if worker and not d.window.worker:
-        d.window.worker = worker
-    return d
+    digest = build_digest(table)
+    if worker and not digest.window.worker:
+        digest.window.worker = worker
+    return digest
 
 
 def _schema() -> int:
@@ -76,9 +78,9 @@ def compute_and_cache(window: Window, worker: str, digest_path: str):
     """Read a window once; cache its columnar events (for the timeline) and its digest."""
     table = read_window(window)
     _write_cache(table.save, events_prefix(digest_path))
-    d = _digest_table(table, worker)
-    _write_cache(lambda p: cache.write_atomic(p, d.SerializeToString()), digest_path)
-    return d
+    digest = _digest_table(table, worker)
+    _write_cache(lambda path: cache.write_atomic(path, digest.SerializeToString()), digest_path)
+    return digest
 
 
 def _compute_into_cache(window: Window, worker: str, cache_path: str) -> tuple[str, str] | None:
@@ -116,6 +118,7 @@ class Store:
         self._runs: dict[str, Run] = {}
         self._digests: OrderedDict[str, object] = OrderedDict()  # key -> Digest, LRU
         self._errors: dict[str, tuple[str, str]] = {}  # key -> (file, problem) of unreadable windows
+        self._computing: dict[str, threading.Lock] = {}  # key -> lock: one computation per window
         self._memory_items = memory_items
         self.refresh()
 
@@ -145,6 +148,23 @@ class Store:
                 return w
         raise KeyError(window_id)
 
+    def position(self, run: str, worker: str, window_id: str) -> int:
+        """The index of a window among its worker's windows (KeyError for unknown ids)."""
+        ids = [w.id for w in self.windows(run, worker)]
+        if window_id not in ids:
+            raise KeyError(window_id)
+        return ids.index(window_id)
+
+    def windows_at(self, run: str, position: int) -> list[tuple[Worker, Window]]:
+        """The window at `position` of every worker of the run that has one (workers in order):
+        the windows that cross-rank analysis compares."""
+        out = []
+        for worker in self.workers(run):
+            windows = self.windows(run, worker.name)
+            if 0 <= position < len(windows):
+                out.append((worker, windows[position]))
+        return out
+
     # -- data ----------------------------------------------------------------------------------
     def _key(self, run: str, window: Window) -> tuple[str, str]:
         key = cache.window_key(window, _schema())
@@ -152,59 +172,67 @@ class Store:
         return key, os.path.join(folder, key + SOURCE_DIGEST_SUFFIX)
 
     def digest(self, run: str, worker: str, window_id: str):
-        """The digest of one window: from memory, the handler's own, the cache, or computed now."""
-        from canning_tb.analysis import digest_pb2
-        from canning_tb.ingest.table import InputError
+        """The digest of one window: from memory, the handler's own, the cache, or computed now
+        (once, however many threads ask for it at the same time)."""
         window = self.window(run, worker, window_id)
         key, path = self._key(run, window)
+        with self._lock:
+            lock = self._computing.setdefault(key, threading.Lock())
+        with lock:
+            return self._digest(window, worker, key, path)
+
+    def _digest(self, window: Window, worker: str, key: str, path: str):
+        from canning_tb.analysis import digest_pb2
+        from canning_tb.ingest.table import InputError
         with self._lock:
             if key in self._digests:
                 self._digests.move_to_end(key)
                 return self._digests[key]
             if key in self._errors:
                 raise InputError(*self._errors[key])
-        d = self._load_cached(window, path, digest_pb2)
-        if d is None and self._isolate(window):
+        digest = self._load_cached(window, path, digest_pb2)
+        if digest is None and self._isolate(window):
             err = _compute_in_child(window, worker, path)
             if err:
                 with self._lock:
                     self._errors[key] = err
                 raise InputError(*err)
-            d = self._load_cached(window, path, digest_pb2)
-        if d is None:
+            digest = self._load_cached(window, path, digest_pb2)
+        if digest is None:
             try:
-                d = compute_and_cache(window, worker, path)
+                digest = compute_and_cache(window, worker, path)
             except InputError as e:
                 with self._lock:
                     self._errors[key] = (e.file, e.problem)
                 raise
         with self._lock:
-            self._digests[key] = d
+            self._digests[key] = digest
             while len(self._digests) > self._memory_items:
                 self._digests.popitem(last=False)
-        return d
+        return digest
 
     def _isolate(self, window: Window) -> bool:
         if self.isolate_bytes is None:
             return False
         return sum(os.path.getsize(f) for f in window.files if os.path.isfile(f)) > self.isolate_bytes
 
-    def _load_cached(self, window: Window, path: str, digest_pb2):
+    @staticmethod
+    def _load_cached(window: Window, path: str, digest_pb2):
         candidates = [path]
         src = source_digest_path(window)
         if src and os.path.exists(src):
             # the handler's digest is only as new as the window it describes
-            newest = max((os.stat(f).st_mtime_ns for f in window.files if os.path.exists(f)), default=0)
+            newest = max((os.stat(name).st_mtime_ns for name in window.files if os.path.exists(name)), default=0)
             if os.stat(src).st_mtime_ns >= newest:
                 candidates.insert(0, src)
-        for p in candidates:
+        for candidate in candidates:
             try:
-                with open(p, "rb") as f:
-                    d = digest_pb2.Digest.FromString(f.read())
-            except (OSError, ValueError, Exception):  # protobuf raises DecodeError; a bad entry is just recomputed
+                with open(candidate, "rb") as f:
+                    digest = digest_pb2.Digest.FromString(f.read())
+            except (OSError, DecodeError):  # a bad entry is just recomputed
                 continue
-            if d.schema_version == _schema():
-                return d
+            if digest.schema_version == _schema():
+                return digest
         return None
 
     def table(self, run: str, worker: str, window_id: str):
@@ -220,14 +248,6 @@ class Store:
         t = read_window(window)
         _write_cache(t.save, prefix)
         return t
-
-    def error(self, run: str, worker: str, window_id: str) -> str | None:
-        """The known input error of a window ("file: problem"), without reading it again."""
-        window = self.window(run, worker, window_id)
-        key, _ = self._key(run, window)
-        with self._lock:
-            err = self._errors.get(key)
-        return f"{err[0]}: {err[1]}" if err else None
 
     # -- many windows at once --------------------------------------------------------------------
     def prefetch(self, items: Iterable[tuple[str, str, str]],
@@ -261,7 +281,8 @@ class Store:
                     ident = futures[fut]
                     try:
                         err, lasting = fut.result(), True
-                    except Exception as e:  # a crash in one window must not stop the others
+                    except Exception as e:  # process boundary: a crash in one window must not stop the others
+                        log.warning("canning: digest of %s crashed", ident, exc_info=True)
                         err, lasting = (ident[2], f"{type(e).__name__}: {e}"), False
                     yield ident, err, lasting
 

@@ -28,9 +28,9 @@ export function clear(el: Element): void {
 }
 
 export function option(value: string, label: string, selected = false): HTMLOptionElement {
-  const o = document.createElement("option");
-  o.value = value;
-  o.textContent = label;
-  o.selected = selected;
-  return o;
+  const opt = document.createElement("option");
+  opt.value = value;
+  opt.textContent = label;
+  opt.selected = selected;
+  return opt;
 }

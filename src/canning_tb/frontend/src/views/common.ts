@@ -1,15 +1,9 @@
 // Pieces shared by the Overview, Operators, Kernels, Memory and Communication views: a sortable table,
 // CSV export, the problems list, key/value tables and the fetch-with-states wrapper.
-import { ApiError, getJSON } from "../api";
+import { ApiError, getJSON, type ClusterLoading, type ClusterResponse, type Problem } from "../api";
 import { clear, h } from "../dom";
 import { int } from "../format";
 import { showError, type ViewHost } from "./view";
-
-export interface Problem {
-  file: string;
-  message: string;
-  severity: string;
-}
 
 export interface Col<T> {
   key: string;
@@ -28,15 +22,15 @@ export async function fetchOr<T>(host: ViewHost, route: string, params: Record<s
   try {
     const data = await getJSON<T>(route, params, host.signal);
     return host.signal.aborted ? null : data;
-  } catch (e) {
-    if (host.signal.aborted || (e as Error).name === "AbortError") return null;
-    showError(host, e instanceof ApiError ? e.message : String(e));
+  } catch (err) {
+    if (host.signal.aborted || (err as Error).name === "AbortError") return null;
+    showError(host, errorText(err));
     return null;
   }
 }
 
-export function errorText(e: unknown): string {
-  return e instanceof ApiError ? e.message : String(e);
+export function errorText(err: unknown): string {
+  return err instanceof ApiError ? err.message : String(err);
 }
 
 export function problemsList(problems: Problem[], id: string): HTMLElement | null {
@@ -50,34 +44,34 @@ export function card(title: string, ...children: (Node | string | null)[]): HTML
 
 /** A two-column table of label / value pairs. */
 export function kvTable(id: string, rows: [string, string, string?][], head: [string, string] = ["Metric", "Value"]): HTMLTableElement {
-  const t = h("table", { id, class: "data-table kv" });
-  t.append(h("thead", {}, h("tr", {}, h("th", { text: head[0] }), h("th", { class: "num", text: head[1] }))));
+  const table = h("table", { id, class: "data-table kv" });
+  table.append(h("thead", {}, h("tr", {}, h("th", { text: head[0] }), h("th", { class: "num", text: head[1] }))));
   const body = h("tbody");
   for (const [k, v, tip] of rows) {
     const tr = h("tr", {}, h("th", { scope: "row", text: k, title: tip }), h("td", { class: "num", text: v }));
     body.append(tr);
   }
-  t.append(body);
-  return t;
+  table.append(body);
+  return table;
 }
 
-function csvCell(v: string | number): string {
-  const s = String(v);
-  return /[",\n\r]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
+function csvCell(value: string | number): string {
+  const text = String(value);
+  return /[",\n\r]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
 }
 
 export function downloadCSV(name: string, head: string[], rows: (string | number)[][]): void {
   const text = [head, ...rows].map((r) => r.map(csvCell).join(",")).join("\r\n") + "\r\n";
   const url = URL.createObjectURL(new Blob([text], { type: "text/csv;charset=utf-8" }));
-  const a = h("a", { href: url, download: name, style: "display:none" });
-  document.body.append(a);
-  a.click();
-  a.remove();
+  const link = h("a", { href: url, download: name, style: "display:none" });
+  document.body.append(link);
+  link.click();
+  link.remove();
   setTimeout(() => URL.revokeObjectURL(url), 10_000);
 }
 
-export function safeName(s: string): string {
-  return s.replace(/[^A-Za-z0-9._-]+/g, "_").slice(0, 60);
+export function safeName(name: string): string {
+  return name.replace(/[^A-Za-z0-9._-]+/g, "_").slice(0, 60);
 }
 
 /** Optional extras for a SortTable whose rows do more than show their cells (Operators). */
@@ -124,10 +118,10 @@ export class SortTable<T> {
     const dir = this.desc ? -1 : 1;
     const tie = this.hooks.tieBreak;
     return this.rows.slice().sort((a, b) => {
-      const x = col.value(a);
-      const y = col.value(b);
-      const c = typeof x === "number" && typeof y === "number" ? x - y : String(x).localeCompare(String(y));
-      return c !== 0 || !tie ? c * dir : tie(a, b);
+      const left = col.value(a);
+      const right = col.value(b);
+      const order = typeof left === "number" && typeof right === "number" ? left - right : String(left).localeCompare(String(right));
+      return order !== 0 || !tie ? order * dir : tie(a, b);
     });
   }
 
@@ -193,34 +187,26 @@ export class SortTable<T> {
   }
 }
 
-/** The /cluster answer while the ranks' windows are being digested (HTTP 202). */
-export interface ClusterLoading {
-  loading: true;
-  done: number;
-  total: number;
-}
-
 function delay(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
-    const t = window.setTimeout(resolve, ms);
+    const timer = window.setTimeout(resolve, ms);
     signal.addEventListener("abort", () => {
-      window.clearTimeout(t);
+      window.clearTimeout(timer);
       reject(new DOMException("aborted", "AbortError"));
     });
   });
 }
 
 /** GET /cluster, polling while it answers 202 {loading, done, total}; calls onProgress on each. */
-export async function pollCluster<T>(
+export async function pollCluster(
   params: Record<string, string>,
   signal: AbortSignal,
   onProgress: (done: number, total: number) => void,
-): Promise<T> {
+): Promise<ClusterResponse> {
   for (;;) {
-    const body = await getJSON<T | ClusterLoading>("cluster", params, signal);
-    if (!(body as ClusterLoading).loading) return body as T;
-    const p = body as ClusterLoading;
-    onProgress(p.done, p.total);
+    const body = await getJSON<ClusterResponse | ClusterLoading>("cluster", params, signal);
+    if (!("loading" in body && body.loading)) return body as ClusterResponse;
+    onProgress(body.done, body.total);
     await delay(500, signal);
   }
 }

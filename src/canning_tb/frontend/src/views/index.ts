@@ -6,5 +6,3 @@ import { overviewView } from "./overview";
 import type { ViewDef } from "./view";
 
 export const VIEWS: ViewDef[] = [overviewView, operatorsView, kernelsView, memoryView, communicationView];
-
-export const DEFAULT_VIEW = "operators";

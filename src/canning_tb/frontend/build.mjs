@@ -1,5 +1,5 @@
 // Bundles src/index.ts (+ ECharts, + CSS as text) into one ES module that TensorBoard loads in
-// the plugin iframe: ../src/canning_tb/plugin/static/index.js. No CDN, no network at run time.
+// the plugin iframe: ../plugin/static/index.js (canning_tb/plugin/static/, package data). No CDN, no network at run time.
 import { build } from "esbuild";
 import { fileURLToPath } from "node:url";
 import path from "node:path";
@@ -8,7 +8,7 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const watch = process.argv.includes("--watch");
 const options = {
   entryPoints: [path.join(here, "src/index.ts")],
-  outfile: path.join(here, "../src/canning_tb/plugin/static/index.js"),
+  outfile: path.join(here, "../plugin/static/index.js"),
   bundle: true,
   format: "esm",
   platform: "browser",

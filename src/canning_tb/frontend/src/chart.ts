@@ -18,8 +18,8 @@ import { h } from "./dom";
 echarts.use([BarChart, PieChart, LineChart, HeatmapChart, GridComponent, TooltipComponent, LegendComponent, DataZoomComponent,
   MarkPointComponent, MarkLineComponent, VisualMapComponent, BrushComponent, CanvasRenderer]);
 
-export const ACCENT = "#f57c00";
-export const PALETTE = ["#f57c00", "#1976d2", "#388e3c", "#7b1fa2", "#c2185b", "#0097a7", "#fbc02d", "#5d4037", "#455a64", "#e64a19",
+const ACCENT = "#f57c00";
+const PALETTE = ["#f57c00", "#1976d2", "#388e3c", "#7b1fa2", "#c2185b", "#0097a7", "#fbc02d", "#5d4037", "#455a64", "#e64a19",
   "#303f9f", "#689f38", "#8e24aa", "#00796b", "#ffa000", "#616161"];
 
 export interface Item {
@@ -28,7 +28,7 @@ export interface Item {
   text: string; // formatted value for the tooltip
 }
 
-export function tooltipElement(title: string, value: string, share?: number): HTMLElement {
+function tooltipElement(title: string, value: string, share?: number): HTMLElement {
   return h(
     "div",
     { class: "chart-tip" },
@@ -37,8 +37,8 @@ export function tooltipElement(title: string, value: string, share?: number): HT
   );
 }
 
-function short(s: string, n = 48): string {
-  return s.length > n ? `${s.slice(0, n - 1)}…` : s;
+function short(text: string, max = 48): string {
+  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
 }
 
 export class Chart {
@@ -57,15 +57,15 @@ export class Chart {
   }
 
   show(kind: "bar" | "pie", items: Item[], metric: string): void {
-    const labels = items.map((i) => i.label);
-    const total = items.reduce((s, i) => s + Math.max(0, i.value), 0);
+    const labels = items.map((item) => item.label);
     // eslint-disable-next-line @typescript-eslint/no-explicit-any
     const tooltip: any = {
       trigger: "item",
       confine: true,
-      formatter: (p: { dataIndex: number }) => {
-        const it = items[p.dataIndex];
-        return tooltipElement(it.label, `${metric}: ${it.text}`, kind === "pie" && total > 0 ? (100 * it.value) / total : undefined);
+      // a pie's slice share is ECharts' own `percent` of the slices drawn
+      formatter: (point: { dataIndex: number; percent?: number }) => {
+        const item = items[point.dataIndex];
+        return tooltipElement(item.label, `${metric}: ${item.text}`, kind === "pie" ? point.percent : undefined);
       },
     };
     if (kind === "bar") {
@@ -82,7 +82,7 @@ export class Chart {
             data: labels,
             axisLabel: { color: "#333", formatter: (v: string) => short(v) },
           },
-          series: [{ type: "bar", data: items.map((i) => i.value), itemStyle: { color: ACCENT }, barMaxWidth: 18 }],
+          series: [{ type: "bar", data: items.map((item) => item.value), itemStyle: { color: ACCENT }, barMaxWidth: 18 }],
         },
         true,
       );
@@ -97,7 +97,7 @@ export class Chart {
               type: "pie",
               radius: ["30%", "68%"],
               center: ["50%", "52%"],
-              data: items.map((i) => ({ name: i.label, value: Math.max(0, i.value) })),
+              data: items.map((item) => ({ name: item.label, value: Math.max(0, item.value) })),
               label: { formatter: (p: { name: string }) => short(p.name, 28), color: "#333" },
             },
           ],

@@ -3,27 +3,27 @@
 const US = new Intl.NumberFormat("en-US", { minimumFractionDigits: 1, maximumFractionDigits: 1 });
 const INT = new Intl.NumberFormat("en-US", { maximumFractionDigits: 0 });
 
-export const ABSENT = "–";
+const ABSENT = "–";
 
 /** ns -> "12,345.6" (µs); negative values mean "absent" in the digest. */
 export function us(ns: number): string {
   return ns < 0 ? ABSENT : US.format(ns / 1000);
 }
 
-export function int(n: number): string {
-  return n < 0 ? ABSENT : INT.format(n);
+export function int(count: number): string {
+  return count < 0 ? ABSENT : INT.format(count);
 }
 
-export function bytes(n: number): string {
-  if (n < 0) return ABSENT;
+export function bytes(size: number): string {
+  if (size < 0) return ABSENT;
   const units = ["B", "KB", "MB", "GB", "TB"];
-  let v = n;
-  let i = 0;
-  while (v >= 1024 && i < units.length - 1) {
-    v /= 1024;
-    i++;
+  let value = size;
+  let unit = 0;
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit++;
   }
-  return `${v.toLocaleString("en-US", { maximumFractionDigits: i ? 2 : 0 })} ${units[i]}`;
+  return `${value.toLocaleString("en-US", { maximumFractionDigits: unit ? 2 : 0 })} ${units[unit]}`;
 }
 
 const MS = new Intl.NumberFormat("en-US", { minimumFractionDigits: 3, maximumFractionDigits: 3 });
@@ -41,8 +41,8 @@ export function pct(share: number): string {
 }
 
 /** bytes -> "12.3" (MB, 1 MB = 1024 × 1024 bytes, as PyTorch's memory tools count). */
-export function mb(n: number): string {
-  return n < 0 ? ABSENT : ONE.format(n / 1048576);
+export function mb(size: number): string {
+  return size < 0 ? ABSENT : ONE.format(size / 1048576);
 }
 
 export function fixed2(x: number): string {

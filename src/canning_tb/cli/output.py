@@ -1,0 +1,12 @@
+"""What every JSON answer of canning-prof shares: its schema tag and how it is written."""
+from __future__ import annotations
+
+import json
+import sys
+
+JSON_SCHEMA = "canning-prof/1"
+
+
+def dump_json(obj) -> None:
+    json.dump(obj, sys.stdout, indent=1, allow_nan=False)
+    sys.stdout.write("\n")

@@ -1,0 +1,465 @@
+// The plugin's routes: how to fetch them and every response type, in one place (docs/http_api.md
+// describes the routes). URLs are relative: the iframe's <base href="plugin/canning/"> makes them
+// work under /data/plugin/canning/ and under --path_prefix.
+//
+// The interfaces named after a message of analysis/digest.proto (Breakdown, OpStat, ...) mirror it
+// field for field, with its names: the routes send those messages whole (digest_json.to_plain).
+// tests/test_frontend_types.py fails when one of them differs from the schema. Numbers: times are
+// int ns (relative to the window start where the route says so), sizes bytes, -1 = absent; a
+// proto double is `number | null` (NaN and infinities travel as null).
+
+// -- digest messages (analysis/digest.proto) --------------------------------------------------------
+
+export interface Device {
+  kind: string;
+  index: number;
+  name: string;
+  memory_bytes: number;
+  compute_capability: string;
+  properties: Record<string, string>;
+}
+
+export interface WindowInfo {
+  format: string;
+  rank: number;
+  world_size: number;
+  worker: string;
+  host: string;
+  pid: number;
+  start_ns: number;
+  end_ns: number;
+  devices: Device[];
+  environment: Record<string, string>;
+  source_files: string[];
+}
+
+export interface Breakdown {
+  total_ns: number;
+  compute_ns: number;
+  overlapped_ns: number;
+  communication_ns: number;
+  memcpy_ns: number;
+  memset_ns: number;
+  runtime_ns: number;
+  dataloader_ns: number;
+  host_ns: number;
+  idle_ns: number;
+}
+
+export interface Step {
+  number: number;
+  start_ns: number;
+  dur_ns: number;
+  breakdown: Breakdown;
+}
+
+export interface KernelRef {
+  name: string;
+  calls: number;
+  total_ns: number;
+}
+
+export interface OpStat {
+  name: string;
+  input_shapes: string;
+  call_stack: string;
+  calls: number;
+  host_self_ns: number;
+  host_total_ns: number;
+  device_self_ns: number;
+  device_total_ns: number;
+  host_total_min_ns: number;
+  host_total_max_ns: number;
+  kernels: KernelRef[];
+  has_call_stack: boolean;
+  tc_eligible: boolean;
+}
+
+export interface KernelStat {
+  name: string;
+  op_name: string;
+  calls: number;
+  total_ns: number;
+  min_ns: number;
+  max_ns: number;
+  device: number;
+  stream: number;
+  core: string;
+  mean_blocks: number | null;
+  tensor_cores: boolean;
+  communication: boolean;
+}
+
+export interface CoreStat {
+  core: string;
+  calls: number;
+  total_ns: number;
+}
+
+export interface MemoryEvent {
+  op: string;
+  bytes: number;
+  alloc_ns: number;
+  free_ns: number;
+}
+
+export interface OpMemoryStat {
+  name: string;
+  allocations: number;
+  allocated_bytes: number;
+  self_allocations: number;
+  self_allocated_bytes: number;
+  increase_bytes: number;
+  self_increase_bytes: number;
+}
+
+export interface ComponentMemory {
+  component: string;
+  peak_reserved_bytes: number;
+  peak_allocated_bytes: number;
+}
+
+export interface DeviceMemory {
+  device: string;
+  curve_ts_ns: number[];
+  curve_allocated_bytes: number[];
+  curve_reserved_bytes: number[];
+  curve_active_bytes: number[];
+  peak_allocated_bytes: number;
+  peak_ts_ns: number;
+  peak_reserved_bytes: number;
+  capacity_bytes: number;
+  allocations: number;
+  frees: number;
+  allocated_bytes: number;
+  events: MemoryEvent[];
+  events_truncated: boolean;
+  ops: OpMemoryStat[];
+  components: ComponentMemory[];
+  empty_cache_calls: number;
+}
+
+export interface CollectiveStat {
+  kind: string;
+  group: string;
+  calls: number;
+  total_ns: number;
+  min_ns: number;
+  max_ns: number;
+  bytes: number;
+  bandwidth_gbps: number | null;
+  wait_ns: number;
+  transfer_ns: number;
+}
+
+export interface CommCall {
+  kind: string;
+  group: string;
+  start_ns: number;
+  dur_ns: number;
+  bytes: number;
+  step: number;
+}
+
+export interface Link {
+  src: number;
+  dst: number;
+  transport: string;
+  bytes: number;
+  time_ns: number;
+  bandwidth_gbps: number | null;
+  op: string;
+}
+
+export interface Communication {
+  total_ns: number;
+  not_overlapped_ns: number;
+  overlapped_ns: number;
+  wait_ns: number;
+  transfer_ns: number;
+  not_overlapped_share: number | null;
+  collectives: CollectiveStat[];
+  calls: CommCall[];
+  links: Link[];
+  calls_truncated: boolean;
+}
+
+export interface Problem {
+  file: string;
+  message: string;
+  severity: string;
+}
+
+export interface RuleHit {
+  rule: string;
+  severity: string;
+  title: string;
+  detail: string;
+  value: number | null;
+}
+
+// -- routes ------------------------------------------------------------------------------------------
+
+/** GET /runs */
+export interface WindowEntry {
+  id: string;
+  label: string;
+  format: string;
+  status: string;
+  files: string[];
+}
+export interface WorkerEntry {
+  name: string;
+  rank: number;
+  windows: WindowEntry[];
+}
+export interface RunEntry {
+  name: string;
+  workers: WorkerEntry[];
+}
+export interface RunsResponse {
+  logdir: string | null;
+  loading: boolean;
+  error: string | null;
+  runs: RunEntry[];
+}
+
+/** The part every per-window route starts with. */
+export interface WindowHead {
+  run: string;
+  worker: string;
+  window: string;
+  info: WindowInfo & { duration_ns: number };
+  problems: Problem[];
+}
+
+/** /overview `figures`: the window's headline figures, computed in analysis (one function for
+ * /overview and /cluster's per_rank rows). */
+export interface MemoryFigure {
+  device: string;
+  peak_bytes: number;
+  capacity_bytes: number; // -1 unknown
+}
+export interface SlowestOp {
+  name: string;
+  ns: number;
+  metric: "device_self_ns" | "host_self_ns";
+  share: number; // of that metric summed over all operators but ProfilerStep#*
+}
+export interface WindowFigures {
+  steps: number;
+  total_step_ns: number;
+  average_step_ns: number;
+  compute_share: number | null;
+  comm_not_hidden_share: number | null;
+  dataloader_share: number | null;
+  memory: MemoryFigure[];
+  slowest_op: SlowestOp | null;
+}
+
+/** GET /overview */
+export interface OverviewResponse extends WindowHead {
+  schema_version: number;
+  steps: Step[];
+  average: Breakdown;
+  scalars: Record<string, number | null>;
+  rule_hits: RuleHit[];
+  figures: WindowFigures;
+}
+
+export type GroupBy = "name" | "shape" | "stack";
+
+/** GET /operators?group_by= */
+export interface OperatorsResponse extends WindowHead {
+  group_by: GroupBy;
+  has_device: boolean;
+  has_stacks: boolean;
+  rows: OpStat[];
+}
+
+/** GET /operators?detail=<name>[&shapes=] */
+export interface OperatorDetailResponse {
+  run: string;
+  worker: string;
+  window: string;
+  name: string;
+  input_shapes: string | null;
+  stacks_by_shape: boolean; // false: the digest groups stacks by name only
+  calls: number;
+  stacks: Omit<OpStat, "kernels">[];
+  kernels: KernelRef[];
+}
+
+/** GET /kernels */
+export interface KernelsResponse extends WindowHead {
+  kernels_by_name: KernelStat[];
+  kernels_by_op: KernelStat[];
+  cores: CoreStat[];
+  total_ns: number; // device time of all kernels: the share column's denominator
+}
+
+/** GET /memory */
+export interface MemoryResponse extends WindowHead {
+  devices: DeviceMemory[];
+}
+
+/** GET /memory_range: the allocations of one device inside [start_ns, end_ns], per operator. */
+export interface RangeOp {
+  name: string;
+  allocations: number;
+  bytes: number;
+  max_bytes: number;
+  freed: number;
+}
+export interface MemoryRangeResponse {
+  device: string;
+  start_ns: number | null;
+  end_ns: number | null;
+  events: MemoryEvent[];
+  events_total: number;
+  events_truncated: boolean;
+  ops: RangeOp[];
+}
+
+/** GET /communication */
+export interface CommunicationResponse extends WindowHead {
+  communication: Communication;
+}
+
+/** GET /cluster while the ranks' windows are being digested (HTTP 202). */
+export interface ClusterLoading {
+  loading: true;
+  done: number;
+  total: number;
+}
+export interface ClusterMember {
+  worker: string;
+  rank: number;
+  window: string;
+}
+export interface ClusterProblem {
+  worker: string;
+  window: string;
+  message: string;
+}
+export interface RankRow {
+  rank: number;
+  steps: number;
+  step_ns: number;
+  compute_ns: number;
+  overlapped_ns: number;
+  communication_ns: number;
+  other_ns: number;
+  wait_ns: number;
+  transfer_ns: number;
+}
+export interface SlowRank {
+  metric: string;
+  max_ns: number;
+  min_ns: number;
+  mean_ns: number;
+  ratio: number;
+  max_rank: number;
+  min_rank: number;
+  flagged: boolean;
+  slowest_rank: number;
+}
+export interface MatrixCell {
+  src: number;
+  dst: number;
+  bytes: number;
+  time_ns: number;
+  bandwidth_gbps: number | null;
+  transports: string[];
+}
+export interface RankFigures {
+  rank: number;
+  worker: string;
+  window: string;
+  steps: number;
+  step_ns: number;
+  compute_share: number | null;
+  comm_not_hidden_share: number | null;
+  memory_device: string;
+  memory_peak_bytes: number;
+  memory_capacity_bytes: number;
+  slowest_op: string;
+  slowest_op_ns: number;
+  slowest_op_metric: string;
+}
+export interface FigureRange {
+  min: number;
+  min_rank: number;
+  max: number;
+  max_rank: number;
+}
+export interface RunSummary {
+  ranks: number;
+  step_ns: FigureRange | null;
+  compute_share: FigureRange | null;
+  comm_not_hidden_share: FigureRange | null;
+  memory_peak_bytes: FigureRange | null;
+  slowest_op: { name: string; ns: number; rank: number; metric: string } | null;
+}
+/** GET /cluster (HTTP 200) */
+export interface ClusterResponse {
+  run: string;
+  window_index: number;
+  workers: ClusterMember[];
+  problems: ClusterProblem[];
+  per_rank: RankFigures[];
+  run_summary: RunSummary;
+  ranks: RankRow[];
+  collectives: { kind: string; group: string; calls: number; total_ns: number; wait_ns: number; transfer_ns: number }[];
+  slow_ranks: SlowRank[];
+  matrix_cells: MatrixCell[];
+  matrix_source: string;
+  compute_source?: string; // "host" on CPU-only runs: the host operators are the computation
+  unmatched: { kind: string; group: string; calls: Record<string, number> }[];
+}
+
+// -- fetching ------------------------------------------------------------------------------------------
+
+/** The window a per-window route is asked about. */
+export interface Selection {
+  run: string;
+  worker: string;
+  window: string;
+}
+
+export class ApiError extends Error {
+  constructor(
+    message: string,
+    public status: number,
+  ) {
+    super(message);
+  }
+}
+
+function errorOf(body: unknown, status: number): string {
+  return body && typeof body === "object" && "error" in body ? String((body as { error: unknown }).error) : `HTTP ${status}`;
+}
+
+export async function getJSON<T>(route: string, params: Record<string, string> = {}, signal?: AbortSignal): Promise<T> {
+  const query = new URLSearchParams(params).toString();
+  const url = `./${route}${query ? `?${query}` : ""}`;
+  let resp: Response;
+  try {
+    resp = await fetch(url, { signal, headers: { Accept: "application/json" } });
+  } catch (err) {
+    if ((err as Error).name === "AbortError") throw err;
+    throw new ApiError(`Cannot reach TensorBoard (${(err as Error).message}). Is it still running?`, 0);
+  }
+  let body: unknown = null;
+  try {
+    body = await resp.json();
+  } catch {
+    body = null;
+  }
+  if (!resp.ok) throw new ApiError(errorOf(body, resp.status), resp.status);
+  return body as T;
+}
+
+export function windowParams(sel: Selection): Record<string, string> {
+  return { run: sel.run, worker: sel.worker, window: sel.window };
+}

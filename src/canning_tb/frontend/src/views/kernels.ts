@@ -1,0 +1,160 @@
+// Kernels: device kernels by name or by name + launching operator, with the share of device time,
+// Tensor Core use (GPU) or accelerator core and block dim (NPU), a pie of the top kernels and a
+// pie of the cores.
+import { windowParams, type KernelsResponse, type KernelStat } from "../api";
+import { Chart, type Item } from "../chart";
+import { h, option } from "../dom";
+import { fixed2, int, pct, us } from "../format";
+import type { KernelsOptions } from "../state";
+import { card, downloadCSV, fetchOr, problemsList, safeName, SortTable, type Col } from "./common";
+import { showEmpty, showLoading, type ViewDef, type ViewHost } from "./view";
+
+type Kernel = KernelStat;
+
+function columns(npu: boolean, byOp: boolean, total: number, blocks: boolean): Col<Kernel>[] {
+  const mean = (k: Kernel) => (k.calls > 0 ? k.total_ns / k.calls : -1);
+  const cols: Col<Kernel>[] = [{ key: "name", label: "Name", value: (k) => k.name, cls: "name", tip: "Kernel name" }];
+  if (byOp) cols.push({ key: "op_name", label: "Operator", value: (k) => k.op_name, tip: "Operator that launched the kernel" });
+  cols.push(
+    { key: "calls", label: "Calls", num: true, value: (k) => k.calls, fmt: (k) => int(k.calls) },
+    { key: "total_ns", label: "Total (µs)", num: true, value: (k) => k.total_ns / 1000, fmt: (k) => us(k.total_ns) },
+    { key: "mean_ns", label: "Mean (µs)", num: true, value: (k) => mean(k) / 1000, fmt: (k) => us(mean(k)) },
+    { key: "min_ns", label: "Min (µs)", num: true, value: (k) => k.min_ns / 1000, fmt: (k) => us(k.min_ns) },
+    { key: "max_ns", label: "Max (µs)", num: true, value: (k) => k.max_ns / 1000, fmt: (k) => us(k.max_ns) },
+    {
+      key: "share",
+      label: "Device time (%)",
+      num: true,
+      tip: "Share of the time of all kernels",
+      value: (k) => (total > 0 ? (100 * k.total_ns) / total : 0),
+      fmt: (k) => pct(total > 0 ? k.total_ns / total : -1),
+    },
+  );
+  if (npu) cols.push({ key: "core", label: "Core", value: (k) => k.core, tip: "Accelerator core the kernel ran on (AI Core, AI Vector Core, AI CPU, HCCL…)" });
+  else cols.push({ key: "tensor_cores", label: "Tensor Cores", value: (k) => (k.tensor_cores ? "Yes" : "No"), tip: "The kernel's name says it uses Tensor Cores" });
+  if (blocks) cols.push({ key: "mean_blocks", label: npu ? "Mean Block Dim" : "Mean Blocks", num: true, value: (k) => k.mean_blocks ?? -1, fmt: (k) => fixed2(k.mean_blocks ?? -1), tip: npu ? "Mean block dim per launch" : "Mean grid blocks per launch" });
+  return cols;
+}
+
+function showNoKernels(host: ViewHost): void {
+  showEmpty(
+    host,
+    "No device kernels in this window",
+    "The profile holds no GPU or NPU kernel: it was recorded on the CPU only, or the device activity was not enabled.",
+    "Profile with activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA] (GPU) or torch_npu's ProfilerActivity.NPU (Ascend) to see kernels. The Operators view shows the host time.",
+  );
+}
+
+/** The Kernels view of one window: the table follows the state's group and search. */
+class KernelsPanel {
+  private readonly npu: boolean;
+  private readonly blocks: boolean;
+  private readonly byOpAvailable: boolean;
+  private table: SortTable<Kernel>;
+  private count = h("span", { id: "kernel-count", class: "muted" });
+
+  constructor(
+    private host: ViewHost,
+    private data: KernelsResponse,
+  ) {
+    this.npu = data.kernels_by_name.some((k) => k.core !== "");
+    this.blocks = data.kernels_by_name.some((k) => (k.mean_blocks ?? -1) > 0);
+    this.byOpAvailable = data.kernels_by_op.length > 0;
+    this.table = new SortTable<Kernel>("kernel-table", this.columns(), "total_ns", true, "No kernel matches the search.");
+  }
+
+  private options(): KernelsOptions {
+    const opts = this.host.store.state.kernels;
+    return this.byOpAvailable ? opts : { ...opts, group: "name" };
+  }
+
+  private columns(): Col<Kernel>[] {
+    return columns(this.npu, this.options().group === "op", this.data.total_ns, this.blocks);
+  }
+
+  private toolbar(): HTMLElement {
+    const opts = this.options();
+    const store = this.host.store;
+    const groupSel = h("select", { id: "kernel-group", "aria-label": "Group by" });
+    groupSel.append(option("name", "Kernel name", opts.group === "name"));
+    if (this.byOpAvailable) groupSel.append(option("op", "Kernel name + operator", opts.group === "op"));
+    groupSel.onchange = () => this.change(() => store.kernels({ group: groupSel.value as KernelsOptions["group"] }));
+    const search = h("input", { id: "kernel-search", type: "search", placeholder: "Search kernels by name", "aria-label": "Search kernels by name" });
+    search.value = opts.search;
+    search.oninput = () => this.change(() => store.kernels({ search: search.value }));
+    const csv = h("button", { id: "kernel-csv", type: "button", class: "button", title: "Download the rows shown as CSV (µs)" }, "Download CSV");
+    csv.onclick = () => {
+      const [head, rows] = this.table.csv();
+      const sel = this.host.sel;
+      downloadCSV(`kernels-${safeName(sel.run)}-${safeName(sel.worker)}-${safeName(sel.window)}-${this.options().group}.csv`, head, rows);
+    };
+    return h("div", { class: "toolbar" }, h("label", {}, "Group by ", groupSel), h("label", { class: "grow" }, search), csv);
+  }
+
+  /** Changes the state, then redraws the table from it. */
+  private change(update: () => void): void {
+    update();
+    this.refresh();
+  }
+
+  private refresh(): void {
+    const opts = this.options();
+    const all = opts.group === "op" ? this.data.kernels_by_op : this.data.kernels_by_name;
+    const query = opts.search.trim().toLowerCase();
+    const rows = query ? all.filter((k) => k.name.toLowerCase().includes(query) || k.op_name.toLowerCase().includes(query)) : all;
+    this.table.setColumns(this.columns());
+    this.table.setRows(rows);
+    this.count.textContent = rows.length === all.length ? `${int(all.length)} kernels` : `${int(rows.length)} of ${int(all.length)} kernels match “${query}”`;
+  }
+
+  show(): void {
+    const topEl = h("div", { id: "kernel-top-chart", class: "chart" });
+    const coreEl = h("div", { id: "kernel-core-chart", class: "chart" });
+    this.host.el.replaceChildren(
+      ...[problemsList(this.data.problems, "kernel-problems")].filter((el): el is HTMLElement => !!el),
+      h(
+        "div",
+        { class: "grid2" },
+        card("Top 10 kernels by total time (µs)", topEl),
+        card(this.npu ? "Device time by accelerator core (µs)" : "Device time on Tensor Cores (µs)", coreEl),
+      ),
+      this.toolbar(),
+      h("section", { class: "card" }, h("div", { class: "table-head" }, h("h3", { class: "section-title", text: "Kernels" }), this.count), h("div", { class: "table-wrap" }, this.table.el)),
+    );
+    this.refresh();
+    this.drawCharts(topEl, coreEl);
+    this.host.setState("loaded");
+  }
+
+  private drawCharts(topEl: HTMLElement, coreEl: HTMLElement): void {
+    const top = new Chart(topEl);
+    const cores = new Chart(coreEl);
+    this.host.signal.addEventListener("abort", () => {
+      top.dispose();
+      cores.dispose();
+    });
+    // the route lists kernels_by_name by total time, largest first
+    const topItems: Item[] = this.data.kernels_by_name.slice(0, 10).map((k) => ({ label: k.name, value: k.total_ns / 1000, text: us(k.total_ns) }));
+    topEl.dataset.items = String(topItems.length);
+    top.show("pie", topItems, "Total (µs)");
+    const coreItems: Item[] = this.data.cores.map((core) => ({ label: core.core, value: core.total_ns / 1000, text: `${us(core.total_ns)} (${int(core.calls)} calls)` }));
+    coreEl.dataset.items = String(coreItems.length);
+    cores.show("pie", coreItems, "Total (µs)");
+  }
+}
+
+async function load(host: ViewHost): Promise<void> {
+  showLoading(host, "Computing the kernel statistics of this window…");
+  const data = await fetchOr<KernelsResponse>(host, "kernels", windowParams(host.sel));
+  if (!data) return;
+  if (!data.kernels_by_name.length) showNoKernels(host);
+  else new KernelsPanel(host, data).show();
+}
+
+export const kernelsView: ViewDef = {
+  id: "kernels",
+  title: "Kernels",
+  mount(host) {
+    void load(host);
+  },
+};

@@ -1,0 +1,323 @@
+// Operators view: one table of the window's operators (from the digest's ops_by_name /
+// ops_by_shape / ops_by_stack), sortable, searchable, with a chart of the top N and CSV export.
+import { getJSON, windowParams, type GroupBy, type OperatorDetailResponse, type OperatorsResponse, type OpStat } from "../api";
+import { Chart, type Item } from "../chart";
+import { clear, h, option } from "../dom";
+import { int, us } from "../format";
+import type { OperatorsOptions } from "../state";
+import { downloadCSV, errorText, fetchOr, problemsList, safeName, SortTable, type Col } from "./common";
+import { showLoading, type ViewDef, type ViewHost } from "./view";
+
+type OpRow = OpStat;
+type StackRow = OperatorDetailResponse["stacks"][number];
+type Key = "name" | "input_shapes" | "call_stack" | "calls" | "host_self_ns" | "host_total_ns" | "device_self_ns" | "device_total_ns";
+
+type Column = Col<OpRow> & { key: Key; fmt: (r: OpRow) => string };
+
+function col(key: Key, label: string, tip: string, fmt: (r: OpRow) => string, num = true): Column {
+  // the name cell is class "name" (it holds the row's toggle); other text cells "text"
+  return { key, label, tip, fmt, num, value: (r) => r[key], cls: key === "name" ? "name" : undefined };
+}
+
+const COLUMNS: Record<Key, Column> = {
+  name: col("name", "Name", "Operator name", (r) => r.name, false),
+  input_shapes: col("input_shapes", "Input Shapes", "Shapes of the inputs (record_shapes=True)", (r) => r.input_shapes, false),
+  call_stack: col("call_stack", "Call Stack", "Python call stack (with_stack=True)", (r) => r.call_stack, false),
+  calls: col("calls", "Calls", "Number of calls in the window", (r) => int(r.calls)),
+  host_self_ns: col("host_self_ns", "Host Self (µs)", "Time on the host in the operator itself, children excluded", (r) => us(r.host_self_ns)),
+  host_total_ns: col("host_total_ns", "Host Total (µs)", "Time on the host in the operator and its children", (r) => us(r.host_total_ns)),
+  device_self_ns: col("device_self_ns", "Device Self (µs)", "Device time of the kernels the operator launched itself", (r) => us(r.device_self_ns)),
+  device_total_ns: col("device_total_ns", "Device Total (µs)", "Device time of the kernels launched by the operator and its children", (r) => us(r.device_total_ns)),
+};
+
+const GROUP_LABELS: Record<GroupBy, string> = { name: "Operator", shape: "Operator + input shapes", stack: "Operator + call stack" };
+const MAX_ROWS = 2000;
+
+function columnsFor(data: OperatorsResponse): Column[] {
+  const cols: Column[] = [COLUMNS.name];
+  if (data.group_by === "shape") cols.push(COLUMNS.input_shapes);
+  if (data.group_by === "stack") cols.push(COLUMNS.call_stack);
+  cols.push(COLUMNS.calls, COLUMNS.host_self_ns, COLUMNS.host_total_ns);
+  if (data.has_device) cols.push(COLUMNS.device_self_ns, COLUMNS.device_total_ns);
+  return cols;
+}
+
+/** A CSV cell: times in µs, calls as counted, a negative (unknown) number empty. */
+function csvValue(col: Column, row: OpRow): string | number {
+  const value = row[col.key];
+  if (typeof value !== "number") return value;
+  return value < 0 ? "" : col.key === "calls" ? value : value / 1000;
+}
+
+class OperatorsPanel {
+  private data!: OperatorsResponse;
+  private cols: Column[] = [];
+  private chart: Chart | null = null;
+  private table = new SortTable<OpRow>("op-table", [], "", true, "", MAX_ROWS, {
+    tieBreak: (a, b) => a.name.localeCompare(b.name),
+    decorateRow: (r, tr) => this.decorateRow(r, tr),
+    onSort: () => {
+      this.setOpts({ sort: this.table.sortKey, desc: this.table.desc });
+      this.drawChart(this.table.sorted());
+    },
+    moreText: ": refine the search, or download the CSV for all.",
+  });
+  private count = h("span", { id: "op-count", class: "muted" });
+  private chartTitle = h("h3", { id: "op-chart-title", class: "section-title" });
+  private chartEl = h("div", { id: "op-chart", class: "chart" });
+  private groupSel = h("select", { id: "op-group", "aria-label": "Group by" });
+  /** rows shown expanded (by rowKey): survives re-sorting, searching and regrouping back */
+  private expanded = new Set<string>();
+  private details = new Map<string, Promise<OperatorDetailResponse>>();
+
+  constructor(private host: ViewHost) {
+    host.signal.addEventListener("abort", () => this.chart?.dispose());
+  }
+
+  private get opts(): OperatorsOptions {
+    return this.host.store.state.operators;
+  }
+
+  private setOpts(patch: Partial<OperatorsOptions>): void {
+    this.host.store.operators(patch);
+  }
+
+  async load(): Promise<void> {
+    const host = this.host;
+    showLoading(host, "Computing the operator statistics of this window… (the first open of a big trace takes a while)");
+    const data = await fetchOr<OperatorsResponse>(host, "operators", { ...windowParams(host.sel), group_by: this.opts.group });
+    if (!data) return;
+    this.data = data;
+    this.build();
+  }
+
+  private build(): void {
+    const host = this.host;
+    const data = this.data;
+    this.cols = columnsFor(data);
+    if (!this.opts.sort || !this.cols.some((c) => c.key === this.opts.sort)) this.setOpts({ sort: data.has_device ? "device_self_ns" : "host_self_ns", desc: true });
+    this.table.sortKey = this.opts.sort;
+    this.table.desc = this.opts.desc;
+    this.table.setColumns(this.cols);
+    clear(host.el);
+    this.chartEl = h("div", { id: "op-chart", class: "chart" });
+    const tableHead = h("div", { class: "table-head" }, h("h3", { class: "section-title", text: "Operators" }), this.count);
+    host.el.append(
+      this.toolbar(),
+      problemsList(data.problems, "op-problems") ?? "",
+      h("section", { class: "card" }, this.chartTitle, this.chartEl),
+      h("section", { class: "card" }, tableHead, h("div", { class: "table-wrap" }, this.table.el)),
+    );
+    this.chart?.dispose();
+    this.chart = new Chart(this.chartEl);
+    this.refresh();
+    host.setState("loaded");
+  }
+
+  private toolbar(): HTMLElement {
+    const opts = this.opts;
+    clear(this.groupSel);
+    const groups: GroupBy[] = this.data.has_stacks || opts.group === "stack" ? ["name", "shape", "stack"] : ["name", "shape"];
+    for (const group of groups) this.groupSel.append(option(group, GROUP_LABELS[group], group === opts.group));
+    this.groupSel.onchange = () => {
+      this.setOpts({ group: this.groupSel.value as GroupBy });
+      void this.load();
+    };
+    const search = h("input", { id: "op-search", type: "search", placeholder: "Search operators by name", "aria-label": "Search operators by name" });
+    search.value = opts.search;
+    search.oninput = () => {
+      this.setOpts({ search: search.value });
+      this.refresh();
+    };
+    const topN = h("input", { id: "op-topn", type: "number", min: 1, max: 50, value: opts.top, "aria-label": "Top N" });
+    topN.oninput = () => {
+      const top = Math.round(Number(topN.value));
+      if (!Number.isFinite(top) || top < 1) return;
+      this.setOpts({ top: Math.min(50, top) });
+      this.drawChart(this.table.sorted());
+    };
+    const chartSel = h("select", { id: "op-chart-type", "aria-label": "Chart type" });
+    chartSel.append(option("bar", "Bar", opts.chart === "bar"), option("pie", "Pie", opts.chart === "pie"));
+    chartSel.onchange = () => {
+      this.setOpts({ chart: chartSel.value as OperatorsOptions["chart"] });
+      this.drawChart(this.table.sorted());
+    };
+    const csv = h("button", { id: "op-csv", type: "button", class: "button", title: "Download the rows shown as CSV (µs)" }, "Download CSV");
+    csv.onclick = () => this.downloadCSV();
+    return h("div", { class: "toolbar" }, h("label", {}, "Group by ", this.groupSel), h("label", { class: "grow" }, search), h("label", {}, "Top ", topN), h("label", {}, "Chart ", chartSel), csv);
+  }
+
+  private downloadCSV(): void {
+    const sel = this.host.sel;
+    const rows = this.table.sorted().map((row) => this.cols.map((c) => csvValue(c, row)));
+    downloadCSV(`operators-${safeName(sel.run)}-${safeName(sel.worker)}-${safeName(sel.window)}-${this.opts.group}.csv`, this.cols.map((c) => c.label), rows);
+  }
+
+  /** Filters the rows by the search and redraws the table, the chart and the count. */
+  private refresh(): void {
+    const query = this.opts.search.trim().toLowerCase();
+    const all = this.data.rows;
+    const shown = query ? all.filter((row) => row.name.toLowerCase().includes(query)) : all;
+    this.table.setRows(shown, all.length ? "No operator matches the search." : "This window has no operators.");
+    const rows = this.table.sorted();
+    this.drawChart(rows);
+    const total = this.data.rows.length;
+    this.count.textContent =
+      rows.length === total ? `${int(total)} operators` : `${int(rows.length)} of ${int(total)} operators match “${this.opts.search.trim()}”`;
+  }
+
+  private metric(): Column {
+    const sorted = COLUMNS[this.opts.sort as Key];
+    if (sorted && sorted.num) return sorted;
+    return this.data.has_device ? COLUMNS.device_self_ns : COLUMNS.host_self_ns;
+  }
+
+  private drawChart(rows: OpRow[]): void {
+    if (!this.chart) return;
+    const metric = this.metric();
+    const top = rows
+      .filter((row) => (row[metric.key] as number) > 0)
+      .sort((a, b) => (b[metric.key] as number) - (a[metric.key] as number))
+      .slice(0, this.opts.top);
+    const items: Item[] = top.map((row) => ({
+      label: this.data.group_by === "shape" && row.input_shapes ? `${row.name} ${row.input_shapes}` : row.name,
+      value: metric.key === "calls" ? row.calls : (row[metric.key] as number) / 1000,
+      text: metric.fmt(row),
+    }));
+    this.chartTitle.textContent = `Top ${this.opts.top} operators by ${metric.label}`;
+    this.chartEl.dataset.items = String(items.length);
+    this.chart.show(this.opts.chart, items, metric.label);
+  }
+
+  private rowKey(op: OpRow): string {
+    return `${this.data.group_by}\u0001${op.name}\u0001${op.input_shapes}\u0001${op.call_stack}`;
+  }
+
+  private toggle(op: OpRow): void {
+    const key = this.rowKey(op);
+    if (this.expanded.has(key)) this.expanded.delete(key);
+    else this.expanded.add(key);
+    this.table.render();
+  }
+
+  private detail(op: OpRow): Promise<OperatorDetailResponse> {
+    const shaped = this.data.group_by === "shape";
+    const key = `${op.name}\u0001${shaped ? op.input_shapes : ""}`;
+    let pending = this.details.get(key);
+    if (!pending) {
+      const params: Record<string, string> = { ...windowParams(this.host.sel), detail: op.name };
+      if (shaped) params.shapes = op.input_shapes;
+      pending = getJSON<OperatorDetailResponse>("operators", params, this.host.signal);
+      pending.catch(() => this.details.delete(key));
+      this.details.set(key, pending);
+    }
+    return pending;
+  }
+
+  private detailRow(op: OpRow): HTMLTableRowElement {
+    const body = h("div", { class: "op-detail-body", "data-state": "loading" }, h("span", { class: "spinner" }), "Loading the call stacks and kernels…");
+    const tr = h("tr", { class: "op-detail", "data-op": op.name }, h("td", { colspan: this.cols.length }, body));
+    this.detail(op).then(
+      (detail) => {
+        if (this.host.signal.aborted) return;
+        body.replaceChildren(...this.detailContent(op, detail));
+        body.dataset.state = "loaded";
+      },
+      (err) => {
+        if (this.host.signal.aborted || (err as Error).name === "AbortError") return;
+        body.replaceChildren(h("span", { class: "error-text", text: `Cannot load the details: ${errorText(err)}` }));
+        body.dataset.state = "error";
+      },
+    );
+    return tr;
+  }
+
+  private stacksTable(detail: OperatorDetailResponse): HTMLTableElement {
+    const hasDevice = this.data.has_device;
+    const stackCols: [string, (row: StackRow) => string][] = [
+      ["Calls", (row) => int(row.calls)],
+      ["Host Self (µs)", (row) => us(row.host_self_ns)],
+      ["Host Total (µs)", (row) => us(row.host_total_ns)],
+    ];
+    if (hasDevice) stackCols.push(["Device Self (µs)", (row) => us(row.device_self_ns)], ["Device Total (µs)", (row) => us(row.device_total_ns)]);
+    const table = h("table", { class: "data-table op-stacks" });
+    table.append(h("thead", {}, h("tr", {}, ...stackCols.map(([label]) => h("th", { class: "num", text: label })), h("th", { text: "Call stack (innermost first)" }))));
+    const body = h("tbody");
+    const order = (a: StackRow, b: StackRow) => (hasDevice ? b.device_total_ns - a.device_total_ns : 0) || b.host_total_ns - a.host_total_ns;
+    for (const stack of detail.stacks.slice().sort(order)) {
+      const frames = stack.call_stack.split(";").filter((frame) => frame.trim() !== "");
+      body.append(
+        h(
+          "tr",
+          {},
+          ...stackCols.map(([, fmt]) => h("td", { class: "num", text: fmt(stack) })),
+          h("td", { class: "stack" }, ...frames.map((frame) => h("div", { class: "frame", text: frame }))),
+        ),
+      );
+    }
+    if (!detail.stacks.length)
+      body.append(h("tr", { class: "no-rows" }, h("td", { colspan: stackCols.length + 1, text: "No call stack recorded for this operator (profile with with_stack=True)." })));
+    table.append(body);
+    return table;
+  }
+
+  private kernelsTable(detail: OperatorDetailResponse): HTMLTableElement {
+    const table = h("table", { class: "data-table op-kernels" });
+    table.append(h("thead", {}, h("tr", {}, h("th", { text: "Kernel" }), h("th", { class: "num", text: "Calls" }), h("th", { class: "num", text: "Total (µs)" }))));
+    const body = h("tbody");
+    for (const kernel of detail.kernels)
+      body.append(h("tr", {}, h("td", { class: "kname", text: kernel.name, title: kernel.name }), h("td", { class: "num", text: int(kernel.calls) }), h("td", { class: "num", text: us(kernel.total_ns) })));
+    if (!detail.kernels.length) body.append(h("tr", { class: "no-rows" }, h("td", { colspan: 3, text: "This operator launched no kernel itself (its children may have)." })));
+    table.append(body);
+    return table;
+  }
+
+  private detailContent(op: OpRow, detail: OperatorDetailResponse): HTMLElement[] {
+    const note =
+      this.data.group_by === "shape" && !detail.stacks_by_shape
+        ? h("p", { class: "muted", text: `Call stacks of every ${op.name} call: the profile groups stacks by operator name only, not by input shapes.` })
+        : null;
+    const wrap = (el: HTMLElement) => h("div", { class: "table-wrap short" }, el);
+    return [
+      h(
+        "div",
+        { class: "op-detail-grid" },
+        h("section", {}, h("h4", { text: `Call stacks (${int(detail.stacks.length)})` }), ...(note ? [note] : []), wrap(this.stacksTable(detail))),
+        h("section", {}, h("h4", { text: `Kernels launched (${int(detail.kernels.length)})` }), wrap(this.kernelsTable(detail))),
+      ),
+    ];
+  }
+
+  /** Makes a row open and close its details; returns the details row when it is open. */
+  private decorateRow(op: OpRow, row: HTMLTableRowElement): HTMLTableRowElement | null {
+    const open = this.expanded.has(this.rowKey(op));
+    row.className = `op-row${open ? " open" : ""}`;
+    row.setAttribute("aria-expanded", String(open));
+    // the arrow is drawn by CSS, so the name cell's text stays the operator's name
+    const toggle = h("button", {
+      type: "button",
+      class: "op-toggle",
+      "aria-expanded": String(open),
+      "aria-label": `${open ? "Hide" : "Show"} the call stacks and kernels of ${op.name}`,
+    });
+    toggle.onclick = (ev) => {
+      ev.stopPropagation();
+      this.toggle(op);
+    };
+    row.cells[0].prepend(toggle);
+    row.onclick = (ev) => {
+      if ((ev.target as HTMLElement).closest("a, button, input, select")) return;
+      if (window.getSelection()?.toString()) return; // selecting text is not a click
+      this.toggle(op);
+    };
+    return open ? this.detailRow(op) : null;
+  }
+}
+
+export const operatorsView: ViewDef = {
+  id: "operators",
+  title: "Operators",
+  mount(host) {
+    void new OperatorsPanel(host).load();
+  },
+};

@@ -1,0 +1,329 @@
+// Overview: the performance summary of one window, the step-time breakdown per step and on
+// average, the devices and environment, and the suggestions (rule hits) with their numbers.
+import {
+  windowParams,
+  type Breakdown,
+  type ClusterResponse,
+  type OverviewResponse,
+  type FigureRange,
+  type RankFigures,
+  type RunSummary,
+  type WindowFigures,
+  type WindowInfo,
+} from "../api";
+import { RawChart, tipLines } from "../chart";
+import { h } from "../dom";
+import { bytes, int, ms, pct } from "../format";
+import { card, errorText, fetchOr, kvTable, pollCluster, problemsList, rankProgress } from "./common";
+import { showEmpty, showLoading, type ViewDef, type ViewHost } from "./view";
+
+const CATEGORIES: [keyof Breakdown, string, string, string][] = [
+  ["compute_ns", "Compute", "#388e3c", "Device compute not overlapped by communication"],
+  ["overlapped_ns", "Overlapped", "#8bc34a", "Communication hidden behind device compute"],
+  ["communication_ns", "Communication", "#c62828", "Communication not overlapped by compute"],
+  ["memcpy_ns", "Memcpy", "#1976d2", "Memory copies, device not computing"],
+  ["memset_ns", "Memset", "#64b5f6", "Memory sets, device not computing"],
+  ["runtime_ns", "Runtime", "#7b1fa2", "Kernel launch / runtime API while the device is idle"],
+  ["dataloader_ns", "DataLoader", "#f57c00", "Data loading"],
+  ["host_ns", "Host", "#fbc02d", "Host operators running while the device is idle (CPU-only: the operator time)"],
+  ["idle_ns", "Idle", "#9e9e9e", "Nothing recorded"],
+];
+
+const SEVERITY_ORDER: Record<string, number> = { critical: 0, warning: 1, info: 2 };
+
+/** part / total for display (a category of the average step as a share of it); -1 = absent. */
+function share(part: number, total: number): number {
+  return total > 0 && part >= 0 ? part / total : -1;
+}
+
+function shareText(value: number | null): string {
+  return value === null ? "–" : pct(value);
+}
+
+/** The performance summary: /overview's `figures`, as analysis computed them. */
+function perfTable(figures: WindowFigures): HTMLTableElement {
+  const rows: [string, string, string?][] = [
+    ["Steps", int(figures.steps), "ProfilerStep# ranges in the window"],
+    ["Total step time (ms)", ms(figures.total_step_ns), "Sum of the step durations"],
+    ["Average step time (ms)", ms(figures.average_step_ns)],
+    ["Device compute share (%)", shareText(figures.compute_share), "Compute, overlapped communication included, of the average step"],
+    ["Communication not hidden (%)", shareText(figures.comm_not_hidden_share), "Communication not overlapped by compute, of the average step"],
+    ["DataLoader share (%)", shareText(figures.dataloader_share)],
+  ];
+  for (const mem of figures.memory) {
+    const cap = mem.capacity_bytes;
+    rows.push([
+      `Memory peak, ${mem.device}`,
+      cap > 0 ? `${bytes(mem.peak_bytes)} of ${bytes(cap)} (${pct(mem.peak_bytes / cap)}%)` : `${bytes(mem.peak_bytes)} (capacity unknown)`,
+      "Peak allocated memory vs the device capacity",
+    ]);
+  }
+  const top = figures.slowest_op;
+  if (top) {
+    const side = top.metric === "device_self_ns" ? "device" : "host";
+    rows.push([
+      `Slowest operator (by ${side} self time)`,
+      `${top.name}: ${ms(top.ns)} ms, ${pct(top.share)}%`,
+      `Share of all operators' ${side} self time`,
+    ]);
+  }
+  return kvTable("ov-perf", rows);
+}
+
+function suggestions(ov: OverviewResponse): HTMLElement {
+  const hits = ov.rule_hits.slice().sort((a, b) => (SEVERITY_ORDER[a.severity] ?? 3) - (SEVERITY_ORDER[b.severity] ?? 3));
+  if (!hits.length) return h("p", { id: "ov-suggestions", class: "muted", text: "No suggestion: no rule found a problem in this window." });
+  return h(
+    "ul",
+    { id: "ov-suggestions", class: "suggestions" },
+    ...hits.map((hit) =>
+      h("li", { class: `sev-${hit.severity}`, "data-rule": hit.rule }, h("span", { class: "badge", text: hit.severity }), h("strong", { text: hit.title }), h("p", { text: hit.detail })),
+    ),
+  );
+}
+
+function averageTable(avg: Breakdown): HTMLTableElement {
+  const table = h("table", { id: "ov-avg", class: "data-table" });
+  table.append(h("thead", {}, h("tr", {}, h("th", { text: "Category" }), h("th", { class: "num", text: "Time (ms)" }), h("th", { class: "num", text: "Share (%)" }))));
+  const body = h("tbody");
+  for (const [key, label, color, tip] of CATEGORIES) {
+    body.append(
+      h(
+        "tr",
+        { title: tip },
+        h("td", {}, h("span", { class: "swatch", style: `background:${color}` }), label),
+        h("td", { class: "num", text: ms(avg[key]) }),
+        h("td", { class: "num", text: pct(share(avg[key], avg.total_ns)) }),
+      ),
+    );
+  }
+  body.append(h("tr", { class: "total" }, h("td", { text: "Step" }), h("td", { class: "num", text: ms(avg.total_ns) }), h("td", { class: "num", text: "100.0" })));
+  table.append(body);
+  return table;
+}
+
+function devicesTable(info: WindowInfo): HTMLTableElement {
+  const table = h("table", { id: "ov-devices", class: "data-table" });
+  table.append(h("thead", {}, h("tr", {}, ...["Device", "Name", "Memory", "Compute capability", "Properties"].map((text) => h("th", { text })))));
+  const body = h("tbody");
+  for (const dev of info.devices) {
+    body.append(
+      h(
+        "tr",
+        {},
+        h("td", { text: `${dev.kind}:${dev.index}` }),
+        h("td", { text: dev.name }),
+        h("td", { text: bytes(dev.memory_bytes) }),
+        h("td", { text: dev.compute_capability || "–" }),
+        h("td", { class: "text", text: Object.entries(dev.properties).map(([key, value]) => `${key}=${value}`).join(", ") || "–" }),
+      ),
+    );
+  }
+  if (!info.devices.length) body.append(h("tr", { class: "no-rows" }, h("td", { colspan: 5, text: "No device recorded (CPU-only profile)." })));
+  table.append(body);
+  return table;
+}
+
+function environmentTable(info: OverviewResponse["info"]): HTMLTableElement {
+  const rows: [string, string][] = [
+    ["Format", info.format],
+    ["Worker", info.worker || "–"],
+    ["Rank", info.rank >= 0 ? String(info.rank) : "–"],
+    ["World size", info.world_size > 0 ? String(info.world_size) : "–"],
+    ["Host", info.host || "–"],
+    ["PID", info.pid > 0 ? String(info.pid) : "–"],
+    ["Window length (ms)", ms(info.duration_ns)],
+    ...Object.entries(info.environment)
+      .filter(([, value]) => value !== "")
+      .sort(([a], [b]) => a.localeCompare(b)),
+  ];
+  return kvTable("ov-env", rows, ["Setting", "Value"]);
+}
+
+function drawStepChart(el: HTMLElement, ov: OverviewResponse): RawChart {
+  const chart = new RawChart(el);
+  const labels = ov.steps.map((step) => (step.number > 0 ? `#${step.number}` : "window"));
+  const tooltip = (index: number) => {
+    const step = ov.steps[index];
+    const lines = CATEGORIES.filter(([key]) => step.breakdown[key] > 0).map(
+      ([key, label]) => `${label}: ${ms(step.breakdown[key])} ms (${pct(share(step.breakdown[key], step.breakdown.total_ns))}%)`,
+    );
+    return tipLines(`Step ${labels[index]}: ${ms(step.dur_ns)} ms`, lines);
+  };
+  chart.set({
+    tooltip: { trigger: "axis", axisPointer: { type: "shadow" }, confine: true, formatter: (ps: { dataIndex: number }[]) => tooltip(ps[0]?.dataIndex ?? 0) },
+    legend: { top: 0, type: "scroll" },
+    grid: { left: 8, right: 16, top: 32, bottom: 24, containLabel: true },
+    xAxis: { type: "category", data: labels, name: "Step", nameLocation: "middle", nameGap: 26 },
+    yAxis: { type: "value", name: "ms" },
+    series: CATEGORIES.map(([key, label, color]) => ({
+      type: "bar",
+      name: label,
+      stack: "step",
+      itemStyle: { color },
+      barMaxWidth: 48,
+      data: ov.steps.map((step) => step.breakdown[key] / 1e6),
+    })),
+  });
+  return chart;
+}
+
+function drawAverageChart(el: HTMLElement, avg: Breakdown): RawChart {
+  const chart = new RawChart(el);
+  chart.set({
+    tooltip: {
+      trigger: "item",
+      confine: true,
+      formatter: (item: { name: string; value: number; percent: number }) => tipLines(item.name, [`${item.value.toFixed(3)} ms (${item.percent.toFixed(1)}%)`]),
+    },
+    series: [
+      {
+        type: "pie",
+        radius: ["35%", "70%"],
+        data: CATEGORIES.filter(([key]) => avg[key] > 0).map(([key, label, color]) => ({ name: label, value: avg[key] / 1e6, itemStyle: { color } })),
+        label: { formatter: "{b}: {d}%" },
+      },
+    ],
+  });
+  return chart;
+}
+
+function showNoSteps(host: ViewHost): void {
+  showEmpty(
+    host,
+    "No step time in this window",
+    "The window holds no ProfilerStep# range and no timed activity, so there is no step time to break down.",
+    "Call prof.step() once per training step inside the profiler (schedule=torch.profiler.schedule(...)) to get one row per step.",
+  );
+}
+
+function show(host: ViewHost, ov: OverviewResponse): void {
+  const stepChartEl = h("div", { id: "ov-steps-chart", class: "chart", "data-steps": ov.steps.length });
+  const avgChartEl = h("div", { id: "ov-avg-chart", class: "chart small" });
+  const runSection = host.run && host.run.workers.length > 1 ? runOverview(host) : null;
+  const stepsTitle = `Step time breakdown (ms), ${ov.steps.length} step${ov.steps.length === 1 ? "" : "s"}`;
+  host.el.replaceChildren(
+    ...[runSection, problemsList(ov.problems, "ov-problems")].filter((el): el is HTMLElement => !!el),
+    h("div", { class: "grid2" }, card("Performance summary", perfTable(ov.figures)), card("Suggestions", suggestions(ov))),
+    card(stepsTitle, stepChartEl),
+    h("div", { class: "grid2" }, card("Average step breakdown", averageTable(ov.average)), card("Average step breakdown (share)", avgChartEl)),
+    h("div", { class: "grid2" }, card("Devices", devicesTable(ov.info)), card("Environment and profiler settings", h("div", { class: "table-wrap short" }, environmentTable(ov.info)))),
+  );
+  const charts = [drawStepChart(stepChartEl, ov), drawAverageChart(avgChartEl, ov.average)];
+  host.signal.addEventListener("abort", () => charts.forEach((chart) => chart.dispose()));
+  host.setState("loaded");
+}
+
+async function load(host: ViewHost): Promise<void> {
+  showLoading(host, "Computing the overview of this window… (the first open of a big trace takes a while)");
+  const ov = await fetchOr<OverviewResponse>(host, "overview", windowParams(host.sel));
+  if (!ov || host.signal.aborted) return;
+  if (!ov.steps.length || ov.average.total_ns <= 0) showNoSteps(host);
+  else show(host, ov);
+}
+
+// -- the whole run: one row per rank, from /cluster --------------------------------------------------
+
+const RUN_HEAD: [string, string, boolean][] = [
+  ["Rank", "The rank (worker) of the run", true],
+  ["Worker", "The worker's profile", false],
+  ["Step time avg (ms)", "Mean step time of the rank's window", true],
+  ["Compute share (%)", "Device compute, overlapped communication included, of the average step", true],
+  ["Communication not hidden (%)", "Communication not overlapped by compute, of the average step", true],
+  ["Memory peak", "Peak allocated memory of the rank's device", true],
+  ["Slowest operator", "The operator with the most self time (device when recorded, else host)", false],
+];
+
+function opText(name: string, ns: number, metric: string): string {
+  return name ? `${name} (${ms(ns)} ms ${metric.startsWith("device") ? "device" : "host"} self)` : "–";
+}
+
+function rangeText(range: FigureRange | null, fmt: (value: number) => string): string {
+  if (!range) return "–";
+  return range.min === range.max ? fmt(range.max) : `${fmt(range.min)} – ${fmt(range.max)}`;
+}
+
+function rankRow(row: RankFigures, slow: string[] | undefined): HTMLTableRowElement {
+  return h(
+    "tr",
+    { class: slow ? "slow" : "", "data-rank": row.rank, title: slow ? `Slow rank: ${slow.join(", ")}` : undefined },
+    h("td", { class: "num rank", text: String(row.rank) }),
+    h("td", { class: "text", text: row.worker, title: row.worker }),
+    h("td", { class: "num", text: ms(row.step_ns) }),
+    h("td", { class: "num", text: shareText(row.compute_share) }),
+    h("td", { class: "num", text: shareText(row.comm_not_hidden_share) }),
+    h("td", { class: "num", text: row.memory_peak_bytes >= 0 ? `${bytes(row.memory_peak_bytes)} (${row.memory_device})` : "–" }),
+    h("td", { class: "text", text: opText(row.slowest_op, row.slowest_op_ns, row.slowest_op_metric), title: row.slowest_op }),
+  );
+}
+
+function wholeRunRow(summary: RunSummary): HTMLTableRowElement {
+  const mem = summary.memory_peak_bytes;
+  const top = summary.slowest_op;
+  return h(
+    "tr",
+    { class: "whole-run", title: "The whole run: lowest – highest over the ranks" },
+    h("td", { class: "rank", text: `All ${summary.ranks} ranks` }),
+    h("td", { class: "text", text: "lowest – highest" }),
+    h("td", { class: "num", text: rangeText(summary.step_ns, ms) }),
+    h("td", { class: "num", text: rangeText(summary.compute_share, pct) }),
+    h("td", { class: "num", text: rangeText(summary.comm_not_hidden_share, pct) }),
+    h("td", { class: "num", text: mem ? `max ${bytes(mem.max)} (rank ${mem.max_rank})` : "–" }),
+    h("td", { class: "text", text: top ? `${opText(top.name, top.ns, top.metric)}, rank ${top.rank}` : "–" }),
+  );
+}
+
+function runTable(cl: ClusterResponse): HTMLElement {
+  const flagged = new Map<number, string[]>();
+  for (const slow of cl.slow_ranks) if (slow.flagged) flagged.set(slow.slowest_rank, [...(flagged.get(slow.slowest_rank) ?? []), slow.metric]);
+  const table = h("table", { id: "ov-run", class: "data-table run-overview" });
+  table.append(h("thead", {}, h("tr", {}, ...RUN_HEAD.map(([label, tip, num]) => h("th", { class: num ? "num" : "", title: tip, text: label })))));
+  const body = h("tbody");
+  for (const row of cl.per_rank) body.append(rankRow(row, flagged.get(row.rank)));
+  body.append(wholeRunRow(cl.run_summary));
+  table.append(body);
+  return table;
+}
+
+function runParts(cl: ClusterResponse): HTMLElement[] {
+  const slow = cl.slow_ranks.filter((finding) => finding.flagged);
+  const parts: HTMLElement[] = [h("div", { class: "table-wrap short" }, runTable(cl))];
+  if (slow.length) {
+    const text = slow.map((finding) => `${finding.metric}: rank ${finding.slowest_rank} (${pct(finding.ratio)}%)`).join("; ");
+    parts.push(h("p", { class: "muted", id: "ov-run-slow", text: `Slow ranks (spread over 5% of the mean): ${text}. See the Communication view.` }));
+  }
+  if (cl.problems.length)
+    parts.push(h("ul", { class: "problems" }, ...cl.problems.map((problem) => h("li", { class: "error", text: `${problem.worker} / ${problem.window}: ${problem.message}` }))));
+  return parts;
+}
+
+/** The "Run overview" card: progress while /cluster digests the ranks, then the table. */
+function runOverview(host: ViewHost): HTMLElement {
+  const title = h("h3", { class: "section-title", text: "Run overview (all ranks)" });
+  const progress = rankProgress("ov-run-progress");
+  progress.update(0, host.run?.workers.length ?? 0);
+  const el = h("section", { class: "card", id: "ov-run-card", "data-state": "loading" }, title, progress.el);
+  pollCluster(windowParams(host.sel), host.signal, progress.update).then(
+    (cl) => {
+      if (host.signal.aborted) return;
+      title.textContent = `Run overview (all ranks, window ${cl.window_index + 1})`;
+      title.title = `The ${cl.window_index + 1}. window of every rank of the run`;
+      el.replaceChildren(title, ...runParts(cl));
+      el.dataset.state = "loaded";
+    },
+    (err) => {
+      if (host.signal.aborted || (err as Error).name === "AbortError") return;
+      el.replaceChildren(title, h("div", { class: "notice error", role: "alert", text: `Cannot compare the ranks: ${errorText(err)}` }));
+      el.dataset.state = "error";
+    },
+  );
+  return el;
+}
+
+export const overviewView: ViewDef = {
+  id: "overview",
+  title: "Overview",
+  mount(host) {
+    void load(host);
+  },
+};

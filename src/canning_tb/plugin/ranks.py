@@ -1,0 +1,56 @@
+"""GET /cluster as `cluster_impl(store, prefetcher, run, position)`: the cross-rank analysis of the
+windows at one position in every worker of a run (Store.windows_at), with the per-rank rows and the
+run summary, all from `canning_tb.analysis`. Windows that cannot be read are left out and listed
+in `problems`. While the windows are being digested (Prefetcher, in the background) the answer is
+{"loading": True, "done", "total"}.
+"""
+from __future__ import annotations
+
+from canning_tb.analysis.summary import rank_row, run_summary
+
+from .errors import RouteError, unknown_window, window_digest
+
+
+def position_of(store, run: str, worker: str, window: str) -> int:
+    """The position of a named window among its worker's windows."""
+    try:
+        return store.position(run, worker, window)
+    except KeyError:
+        raise unknown_window(run, worker, window) from None
+
+
+def cluster_impl(store, prefetcher, run: str, position: int) -> dict:
+    if run not in store.runs():
+        raise RouteError(404, f"unknown run: {run!r}")
+    chosen = store.windows_at(run, position)
+    if not chosen:
+        raise RouteError(404, f"no window at position {position} in run {run!r}")
+    pending = prefetcher.progress((run, position), [(run, w.name, win.id) for w, win in chosen])
+    if pending is not None:
+        return {"run": run, "window_index": position, "loading": True, **pending}
+    members, digests, problems = [], [], []
+    for worker, win in chosen:
+        try:
+            digest = window_digest(store, run, worker.name, win.id)
+        except RouteError as e:
+            problems.append({"worker": worker.name, "window": win.id, "message": e.body["error"]})
+            continue
+        members.append({"worker": worker.name, "rank": worker.rank, "window": win.id,
+                        "digest_rank": int(digest.window.rank)})
+        digests.append(digest)
+    if not digests:
+        raise RouteError(404, f"no readable window at position {position} in run {run!r}", problems=problems)
+    return {"run": run, "window_index": position, "loading": False, "workers": members, "problems": problems,
+            **_ranks(members, digests)}
+
+
+def _ranks(members: list[dict], digests: list) -> dict:
+    """analyse_ranks, and the per-rank rows (by rank) with the run summary over them."""
+    from canning_tb.analysis.cluster import analyse_ranks, rank_ids  # numpy: on the first request
+
+    per_rank = []
+    for member, rank, digest in zip(members, rank_ids(digests), digests):
+        member["cluster_rank"] = rank
+        per_rank.append({"rank": rank, "worker": member["worker"], "window": member["window"], **rank_row(digest)})
+    per_rank.sort(key=lambda row: row["rank"])
+    return {"per_rank": per_rank, "run_summary": run_summary(per_rank), **analyse_ranks(digests)}
