@@ -104,12 +104,14 @@ def hand_reading(folder):
     comm_ends = [e for s, e in comm_rows if s0 <= s < e0]
     end = max(ends + comm_ends)
     K, C, M = union(comp_rows), union(comm_rows), union(memcpy)
-    R = union(span(e) for e in runtime)
+    # runtime calls that wait for the device (aclrtSynchronize*) are device wait, the rest launch overhead
+    W = union(span(e) for e in runtime if "synchroni" in e["name"].lower())
+    R = union(span(e) for e in runtime if "synchroni" not in e["name"].lower())
     D = union(span(e) for e in host_ops if e["name"].startswith(DATALOADER))
     H = union(span(e) for e in host_ops)
     taken = union(K + C)
     cats = {"compute": minus(K, C), "overlapped": inter(K, C), "communication": minus(C, K)}
-    for name, iv in (("memcpy", M), ("runtime", R), ("dataloader", D), ("host", H)):
+    for name, iv in (("memcpy", M), ("device_wait", W), ("runtime", R), ("dataloader", D), ("host", H)):
         cats[name] = minus(iv, taken)
         taken = union(taken + iv)
     got = {k: length_in(v, s0, end) for k, v in cats.items()}

@@ -58,6 +58,7 @@ export interface Breakdown {
   dataloader_ns: number;
   host_ns: number;
   idle_ns: number;
+  device_wait_ns: number;
 }
 
 export interface Step {
@@ -65,6 +66,8 @@ export interface Step {
   start_ns: number;
   dur_ns: number;
   breakdown: Breakdown;
+  tail_ns: number;
+  distorted: boolean;
 }
 
 export interface KernelRef {
