@@ -24,6 +24,7 @@ class Loaded:
     origin: int  # window start, absolute ns
     end: int  # window end, absolute ns
     rank: int
+    steps: list  # [{number, start_ns, dur_ns}] from the digest (start relative to the window start)
 
 
 class IndexCache:
@@ -69,8 +70,11 @@ class IndexCache:
                 if prefix in self._loaded:
                     return self._loaded[prefix]
             table = store.table(run, worker, window)
-            loaded = Loaded(table, _index(table, prefix + ".timeline.npz"), int(digest.window.start_ns),
-                            int(digest.window.end_ns), int(digest.window.rank))
+            origin = int(digest.window.start_ns)
+            steps = [{"number": int(step.number), "start_ns": int(step.start_ns) - origin, "dur_ns": int(step.dur_ns)}
+                     for step in digest.steps]
+            loaded = Loaded(table, _index(table, prefix + ".timeline.npz"), origin, int(digest.window.end_ns),
+                            int(digest.window.rank), steps)
             with self._lock:
                 self._loaded[prefix] = loaded
                 while len(self._loaded) > self._items:
@@ -104,8 +108,6 @@ def _track_name(table, pid: int, tid: int, device: int, python: bool) -> str:
 def tracks_impl(cache: IndexCache, store, run: str, worker: str, window: str, wait_s: float = 5.0) -> dict:
     """The window's tracks; `{"loading": true, ...}` while its index is still being built."""
     import numpy as np
-
-    from canning_tb.timeline.counters import steps
     loaded = cache.ready(store, run, worker, window, wait_s)
     if loaded is None:
         return {"run": run, "worker": worker, "window": window, "loading": True}
@@ -122,7 +124,7 @@ def tracks_impl(cache: IndexCache, store, run: str, worker: str, window: str, wa
     devices = sorted({table.strings[int(d)] or "" for d in table.memory["device"].tolist()})
     return {"run": run, "worker": worker, "window": window, "rank": loaded.rank, "start_ns": loaded.origin,
             "duration_ns": loaded.end - loaded.origin, "events": len(table), "tracks": tracks,
-            "steps": steps(table, loaded.origin), "memory_devices": devices}
+            "steps": loaded.steps, "memory_devices": devices}
 
 
 def _tracks_filter(loaded: Loaded, tracks: list[int] | None):

@@ -1,10 +1,9 @@
 """Counter tracks: memory allocated / reserved per device over time, downsampled to a pixel width
-with each column's highest value kept (the peak is never smoothed away); and the steps."""
+with each column's highest value kept (the peak is never smoothed away)."""
 from __future__ import annotations
 
 import numpy as np
 
-from canning_tb.analysis.steps import step_spans
 from canning_tb.ingest.table import NONE, EventTable
 
 
@@ -41,11 +40,3 @@ def memory_counters(table: EventTable, t0: int, t1: int, width: int, origin: int
             out.append({"device": table.strings[int(device)] or "", "measure": measure,
                         "ts_ns": [t - origin for t in ts], "bytes": kept})
     return out
-
-
-def steps(table: EventTable, origin: int) -> list[dict]:
-    """The step boundaries (analysis' definition), ns relative to `origin`."""
-    if len(table) == 0:
-        return []
-    numbers, starts, ends = step_spans(table)
-    return [{"number": int(n), "start_ns": int(s) - origin, "dur_ns": int(e - s)} for n, s, e in zip(numbers, starts, ends)]
