@@ -111,10 +111,9 @@ def nest(table: EventTable, rows: np.ndarray) -> Nesting:
     without nesting) is dropped, so such an event becomes a root.
     """
     rows = np.asarray(rows, dtype=np.int64)
-    n_all = len(rows)
-    parent = np.full(n_all, NONE, np.int64)
-    depth = np.zeros(n_all, np.int64)
-    if n_all == 0:
+    parent = np.full(len(rows), NONE, np.int64)
+    depth = np.zeros(len(rows), np.int64)
+    if len(rows) == 0:
         return Nesting(rows, parent, depth)
     ev = table.events
     keys = thread_keys(table, rows)
@@ -123,53 +122,62 @@ def nest(table: EventTable, rows: np.ndarray) -> Nesting:
     order_all = np.lexsort((-dur_all, ts_all, keys))
     bounds = np.flatnonzero(np.r_[True, keys[order_all][1:] != keys[order_all][:-1], True])
     dropped = False
-    for a, b in zip(bounds[:-1], bounds[1:]):
-        pos_in_rows = order_all[a:b]
-        s = ts_all[pos_in_rows]
-        d = dur_all[pos_in_rows]
-        e = s + d
-        n = len(s)
-        i = np.arange(n, dtype=np.int64)
-        ended = np.searchsorted(np.sort(e), s, side="right")
-        # zero-length events at the same start sort last in their group: those at positions >= i
-        # are counted by `ended` but are not earlier events
-        zero = (d == 0).astype(np.int64)
-        zc = np.r_[0, np.cumsum(zero)]
-        chg = np.r_[True, s[1:] != s[:-1]]
-        first = np.maximum.accumulate(np.where(chg, i, 0))
-        chg_end = np.r_[s[1:] != s[:-1], True]
-        last = np.minimum.accumulate(np.where(chg_end, i, n)[::-1])[::-1]
-        z_t = zc[last + 1] - zc[first]
-        k = np.minimum(z_t, last - i + 1)
-        dep = i - (ended - k)
-        dep = np.maximum(dep, 0)
-        key = dep * (n + 1) + i
-        dsmall = dep.astype(np.int16) if dep.max(initial=0) < 32000 else dep
-        korder = np.argsort(dsmall, kind="stable")  # (depth, position) order: positions already ascend
-        sk = key[korder]
-        q = (dep - 1) * (n + 1) + i
-        j = np.searchsorted(sk, q, side="left") - 1
-        cand = np.where(j >= 0, korder[np.maximum(j, 0)], -1)
-        ok = (dep > 0) & (cand >= 0)
-        ok &= np.where(cand >= 0, dep[np.maximum(cand, 0)] == dep - 1, False)
-        ok &= np.where(cand >= 0, e[np.maximum(cand, 0)] >= e, False)
-        par_local = np.where(ok, cand, -1)
-        parent[pos_in_rows] = np.where(par_local >= 0, pos_in_rows[np.maximum(par_local, 0)], NONE)
-        depth[pos_in_rows] = dep
-        if ((dep > 0) & (par_local < 0)).any():
-            dropped = True
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        pos_in_rows = order_all[lo:hi]
+        thread_depth, local_parent = _nest_sorted(ts_all[pos_in_rows], dur_all[pos_in_rows])
+        parent[pos_in_rows] = np.where(local_parent >= 0, pos_in_rows[np.maximum(local_parent, 0)], NONE)
+        depth[pos_in_rows] = thread_depth
+        dropped |= bool(((thread_depth > 0) & (local_parent < 0)).any())
     if not dropped:
         return Nesting(rows, parent, depth)
-    # recompute depth from the validated parents (dropped parents make roots)
-    fixed = np.zeros(n_all, np.int64)
+    return Nesting(rows, parent, _depth_from_parents(parent))
+
+
+def _open_depth(start: np.ndarray, dur: np.ndarray) -> np.ndarray:
+    """Depth of each event of one thread, sorted by (start, longer first): how many earlier
+    events are still open at its start."""
+    count = len(start)
+    pos = np.arange(count, dtype=np.int64)
+    ended = np.searchsorted(np.sort(start + dur), start, side="right")
+    # zero-length events at the same start sort last in their group: those at positions >= pos
+    # are counted by `ended` but are not earlier events
+    zeros_before = np.r_[0, np.cumsum((dur == 0).astype(np.int64))]
+    new_start = np.r_[True, start[1:] != start[:-1]]
+    first_same = np.maximum.accumulate(np.where(new_start, pos, 0))
+    last_start = np.r_[start[1:] != start[:-1], True]
+    last_same = np.minimum.accumulate(np.where(last_start, pos, count)[::-1])[::-1]
+    zeros_same = zeros_before[last_same + 1] - zeros_before[first_same]
+    not_earlier = np.minimum(zeros_same, last_same - pos + 1)
+    return np.maximum(pos - (ended - not_earlier), 0)
+
+
+def _nest_sorted(start: np.ndarray, dur: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(depth, parent position or -1) of one thread's events sorted by (start, longer first)."""
+    count = len(start)
+    pos = np.arange(count, dtype=np.int64)
+    end = start + dur
+    dep = _open_depth(start, dur)
+    key = dep * (count + 1) + pos
+    small = dep.astype(np.int16) if dep.max(initial=0) < 32000 else dep
+    by_depth = np.argsort(small, kind="stable")  # (depth, position) order: positions already ascend
+    # the last earlier event one level up: the key just below (depth - 1, pos)
+    below = np.searchsorted(key[by_depth], (dep - 1) * (count + 1) + pos, side="left") - 1
+    cand = np.where(below >= 0, by_depth[np.maximum(below, 0)], -1)
+    safe = np.maximum(cand, 0)
+    ok = (dep > 0) & (cand >= 0) & (dep[safe] == dep - 1) & (end[safe] >= end)
+    return dep, np.where(ok, cand, -1)
+
+
+def _depth_from_parents(parent: np.ndarray) -> np.ndarray:
+    """Depth recounted along validated parents (a dropped parent makes a root)."""
+    depth = np.zeros(len(parent), np.int64)
     cur = parent.copy()
     while True:
         has = cur >= 0
         if not has.any():
-            break
-        fixed += has
+            return depth
+        depth += has
         cur = np.where(has, parent[np.maximum(cur, 0)], NONE)
-    return Nesting(rows, parent, fixed)
 
 
 def sum_up_tree(values: np.ndarray, nesting: Nesting) -> np.ndarray:
