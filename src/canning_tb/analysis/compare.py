@@ -12,8 +12,8 @@ formats: only digests are read) and returns a `Comparison`, every figure per ste
 - operators (matched by `mode`: name, name + shapes, name + call stack), kernels by name and by
   family, largest |delta| first (compare_ops);
 - contributors: the `top` operators (by name) with the largest |delta| of their time (compare_ops:
-  device self time for operators with device work, else host self time) and the dataloader's
-  breakdown category, and the unexplained rest = step-time change - their sum (overlap, gaps, work outside operators);
+  device self time for operators with device work, else host self time) and the dataloader (its
+  breakdown category where the trace records no dataloader operator), and the unexplained rest = step-time change - their sum (overlap, gaps, work outside operators);
 - the operator tree diff (compare_tree), memory peaks and step-aligned curves (compare_memory),
   communication per collective and group, and per collective kind (compare_comm).
 
@@ -167,12 +167,12 @@ def _verdict(base: Side, target: Side) -> Verdict:
 
 
 def _contributors(base: Side, target: Side, rows: list[Row], top: int) -> Contributors:
-    """The dataloader is one contributor, its breakdown category (recent torch records it as a
-    range, not an operator; old traces as an operator, left out here so it counts once)."""
+    """Operators, and the dataloader: old traces record it as an operator (its self time, the
+    collate operators inside it apart), recent torch as a range only; then its breakdown category
+    stands for it (which holds the collate operators too: they may count twice)."""
+    found = [Contributor(r.key, "operator", r.delta_ns, r.status) for r in rows if r.delta_ns != 0]
     loader = target.breakdown["dataloader"] - base.breakdown["dataloader"]
-    found = [Contributor(r.key, "operator", r.delta_ns, r.status) for r in rows
-             if r.delta_ns != 0 and not DATALOADER_RE.match(r.key)]
-    if loader:
+    if loader and not any(DATALOADER_RE.match(r.key) for r in rows):
         found.append(Contributor("dataloader", "category", loader, "changed"))
     chosen = sorted(found, key=lambda c: -abs(c.delta_ns))[:top]
     explained = sum(c.delta_ns for c in chosen)

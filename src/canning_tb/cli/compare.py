@@ -28,9 +28,9 @@ def _digests(path: str, cache_dir: str | None) -> list:
 def _names(args):
     """The name map: --names, else canning_names.json in the --input folder (or its parent)."""
     folder = args.input if os.path.isdir(args.input) else os.path.dirname(os.path.abspath(args.input))
-    names, problem = load_name_map(folder, args.names)
+    names, path, problem = load_name_map(folder, args.names)
     if problem:
-        print(f"canning-prof: name map not used: {problem}", file=sys.stderr)
+        print(f"canning-prof: name map not used: {path}: {problem}", file=sys.stderr)
     return names
 
 

@@ -16,6 +16,7 @@ from werkzeug import wrappers
 from canning_tb.store.scanner import Scanner, default_store
 
 from . import sections
+from .compare_routes import compare_request
 from .errors import RouteError
 from .logdir import normalize_logdir
 from .ranks import cluster_impl, position_of
@@ -86,6 +87,7 @@ class CanningPlugin(base_plugin.TBPlugin):
             "/memory_range": self._window_route(_memory_range, with_args=True),
             "/communication": self._window_route(sections.communication_impl),
             "/cluster": self._route(self._cluster),
+            "/compare": self._route(lambda request: compare_request(self._store(), request.args)),
         }
 
     def is_active(self) -> bool:
