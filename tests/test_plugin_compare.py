@@ -109,3 +109,15 @@ def test_a_bad_name_map_is_reported_and_the_defaults_used(logdir, tmp_path):
 def test_errors(client, query, code, message):
     got, body = get(client, "compare", **query)
     assert got == code and message in body["error"], body
+
+
+def test_api_ts_declares_only_fields_the_answer_has(client):
+    """Every field api.ts's CompareResponse declares (followed into nested interfaces) is in a real
+    answer (the check of tests/test_frontend_types.py, for this route)."""
+    from test_frontend_types import API_TS, missing_fields, ts_interfaces
+
+    interfaces = ts_interfaces(API_TS.read_text())
+    code, body = get(client, "compare", **params(("ascend", "rank0", "default"), ("ascend", "rank1", "default")))
+    assert code == 200 and body["memory"] and body["tree"]["children"] and body["communication"]
+    assert "CompareResponse" in interfaces and missing_fields(body, "CompareResponse", interfaces, "compare") == []
+    assert missing_fields({**body, "verdict": {}}, "CompareResponse", interfaces, "compare")  # it can fail

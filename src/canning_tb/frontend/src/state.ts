@@ -8,8 +8,8 @@
 // iframe is same-origin; outside an iframe (tests, a bare page) its own hash is used.
 import type { GroupBy } from "./api";
 
-export type ViewId = "overview" | "operators" | "kernels" | "memory" | "communication";
-export const VIEW_IDS: ViewId[] = ["overview", "operators", "kernels", "memory", "communication"];
+export type ViewId = "overview" | "operators" | "kernels" | "memory" | "communication" | "compare";
+export const VIEW_IDS: ViewId[] = ["overview", "operators", "kernels", "memory", "communication", "compare"];
 export const DEFAULT_VIEW: ViewId = "operators";
 
 export interface OperatorsOptions {
@@ -30,6 +30,16 @@ export interface MemoryOptions {
   range: [number, number] | null;
 }
 
+/** Compare: the baseline window (the target is the selected window) and the tables' options. */
+export interface CompareOptions {
+  run: string; // "" = chosen by the view (the previous window, else another rank)
+  worker: string;
+  window: string;
+  group: GroupBy;
+  table: "operators" | "kernels" | "families";
+  search: string;
+}
+
 export interface AppState {
   run: string;
   worker: string;
@@ -38,6 +48,7 @@ export interface AppState {
   operators: OperatorsOptions;
   kernels: KernelsOptions;
   memory: MemoryOptions;
+  compare: CompareOptions;
 }
 
 function defaultState(): AppState {
@@ -49,6 +60,7 @@ function defaultState(): AppState {
     operators: { group: "name", search: "", top: 10, chart: "bar", sort: "", desc: true },
     kernels: { group: "name", search: "" },
     memory: { device: "", range: null },
+    compare: { run: "", worker: "", window: "", group: "name", table: "operators", search: "" },
   };
 }
 
@@ -74,6 +86,12 @@ function toParams(state: AppState): [string, string][] {
     ["k.search", state.kernels.search, base.kernels.search],
     ["mem.device", state.memory.device, base.memory.device],
     ["mem.range", state.memory.range ? state.memory.range.join("-") : "", ""],
+    ["cmp.run", state.compare.run, ""],
+    ["cmp.worker", state.compare.worker, ""],
+    ["cmp.window", state.compare.window, ""],
+    ["cmp.group", state.compare.group, base.compare.group],
+    ["cmp.table", state.compare.table, base.compare.table],
+    ["cmp.search", state.compare.search, ""],
   ];
   return flat.filter(([, value, dflt]) => value !== dflt).map(([key, value]) => [key, value]);
 }
@@ -109,6 +127,11 @@ function fromParams(params: Map<string, string>): AppState {
   state.kernels.search = get("k.search") ?? "";
   state.memory.device = get("mem.device") ?? "";
   state.memory.range = parseRange(get("mem.range"));
+  const cmp = state.compare;
+  [cmp.run, cmp.worker, cmp.window] = [get("cmp.run") ?? "", get("cmp.worker") ?? "", get("cmp.window") ?? ""];
+  cmp.group = oneOf(get("cmp.group"), ["name", "shape", "stack"] as const, cmp.group);
+  cmp.table = oneOf(get("cmp.table"), ["operators", "kernels", "families"] as const, cmp.table);
+  cmp.search = get("cmp.search") ?? "";
   return state;
 }
 
@@ -187,5 +210,9 @@ export class AppStore {
 
   memory(patch: Partial<MemoryOptions>): void {
     this.update({ memory: { ...this.current.memory, ...patch } });
+  }
+
+  compare(patch: Partial<CompareOptions>): void {
+    this.update({ compare: { ...this.current.compare, ...patch } });
   }
 }

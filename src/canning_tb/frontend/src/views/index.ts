@@ -1,8 +1,9 @@
 import { communicationView } from "./communication";
+import { compareView } from "./compare";
 import { kernelsView } from "./kernels";
 import { memoryView } from "./memory";
 import { operatorsView } from "./operators";
 import { overviewView } from "./overview";
 import type { ViewDef } from "./view";
 
-export const VIEWS: ViewDef[] = [overviewView, operatorsView, kernelsView, memoryView, communicationView];
+export const VIEWS: ViewDef[] = [overviewView, operatorsView, kernelsView, memoryView, communicationView, compareView];
