@@ -4,7 +4,6 @@ through the name map of the logdir (store/name_map.py). The plugin selects and s
 figure comes from the analysis."""
 from __future__ import annotations
 
-from canning_tb.analysis.compare import compare
 from canning_tb.analysis.compare_ops import MODES
 from canning_tb.store.name_map import load_name_map
 
@@ -24,6 +23,8 @@ def _side(store, run: str, worker: str, window: str) -> tuple[dict, object]:
 
 
 def compare_impl(store, base: tuple[str, str, str], target: tuple[str, str, str], group_by: str = "name") -> dict:
+    from canning_tb.analysis.compare import compare  # numpy: on the first request, not at TensorBoard start
+
     if group_by not in MODES:
         raise RouteError(400, f"group_by must be one of {', '.join(MODES)}, not {group_by!r}")
     base_info, base_digest = _side(store, *base)
