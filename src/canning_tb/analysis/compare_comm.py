@@ -37,14 +37,14 @@ def _sums(side: Side, by_group: bool) -> dict:
 
 
 def collective_deltas(base: Side, target: Side, by_group: bool = True) -> list[CollectiveDelta]:
-    was, now = _sums(base, by_group), _sums(target, by_group)
+    base_sums, target_sums = _sums(base, by_group), _sums(target, by_group)
     rows = []
-    for kind, group in was.keys() | now.keys():
-        left, right = was.get((kind, group)), now.get((kind, group))
-        a, b = left or [0.0, 0.0, -1.0], right or [0.0, 0.0, -1.0]
-        status = "added" if left is None else "removed" if right is None else "same" if a[1] == b[1] else "changed"
-        rows.append(CollectiveDelta(kind=kind, group=group, base_calls=a[0], target_calls=b[0], base_ns=a[1],
-                                    target_ns=b[1], base_bytes=a[2], target_bytes=b[2], delta_ns=b[1] - a[1],
+    for kind, group in base_sums.keys() | target_sums.keys():
+        left, right = base_sums.get((kind, group)), target_sums.get((kind, group))
+        was, now = left or [0.0, 0.0, -1.0], right or [0.0, 0.0, -1.0]
+        status = "added" if left is None else "removed" if right is None else "same" if was[1] == now[1] else "changed"
+        rows.append(CollectiveDelta(kind=kind, group=group, base_calls=was[0], target_calls=now[0], base_ns=was[1],
+                                    target_ns=now[1], base_bytes=was[2], target_bytes=now[2], delta_ns=now[1] - was[1],
                                     status=status))
     rows.sort(key=lambda r: (-abs(r.delta_ns), r.kind, r.group))
     return rows

@@ -34,12 +34,12 @@ def _names(args):
     return names
 
 
-def legacy_summary(c: dict) -> dict:
+def legacy_summary(comp: dict) -> dict:
     """The fields `summary` had before the full comparison (docs/cli-json.md: only ever added)."""
-    base, target = c["base"]["step_ns"], c["target"]["step_ns"]
+    base, target = comp["base"]["step_ns"], comp["target"]["step_ns"]
     return {"base_step_ms": base / 1e6, "exp_step_ms": target / 1e6, "delta_step_ms": (target - base) / 1e6,
             "delta_step_pct": 100 * (target - base) / base if base else None,
-            "base_windows": c["base"]["windows"], "exp_windows": c["target"]["windows"]}
+            "base_windows": comp["base"]["windows"], "exp_windows": comp["target"]["windows"]}
 
 
 def legacy_operator(row: dict) -> dict:
@@ -51,27 +51,27 @@ def legacy_operator(row: dict) -> dict:
             "exp_device_ms_per_step": row["target_device_total_ns"] / 1e6}
 
 
-def regression(c: dict, limit_pct: float | None) -> str | None:
+def regression(comp: dict, limit_pct: float | None) -> str | None:
     """The message of a step-time regression above `limit_pct`, None when there is none."""
-    pct = c["verdict"]["step_time"]["delta_pct"]
+    pct = comp["verdict"]["step_time"]["delta_pct"]
     if limit_pct is None or pct is None or pct <= limit_pct:
         return None
-    causes = [f"{o['name']} {o['delta_ns'] / 1e6:+.3f} ms" for o in c["contributors"]["operators"] if o["delta_ns"] > 0]
+    causes = [f"{o['name']} {o['delta_ns'] / 1e6:+.3f} ms" for o in comp["contributors"]["operators"] if o["delta_ns"] > 0]
     return (f"step time regressed by {pct:.1f} % (more than {limit_pct:g} %): "
-            f"{c['base']['step_ns'] / 1e6:.3f} -> {c['target']['step_ns'] / 1e6:.3f} ms per step; "
+            f"{comp['base']['step_ns'] / 1e6:.3f} -> {comp['target']['step_ns'] / 1e6:.3f} ms per step; "
             f"caused by: {', '.join(causes[:5]) or 'no operator (see the breakdown)'}")
 
 
 def compare(args) -> int:
-    c = compare_digests(_digests(args.base, args.cache_dir), _digests(args.input, args.cache_dir), _names(args),
+    comp = compare_digests(_digests(args.base, args.cache_dir), _digests(args.input, args.cache_dir), _names(args),
                         top=args.top).as_dict()
-    failed = regression(c, args.fail_on_regression)
+    failed = regression(comp, args.fail_on_regression)
     if args.format == "json":
         dump_json({"schema": JSON_SCHEMA, "mode": "compare", "base": args.base, "input": args.input,
-                   "summary": legacy_summary(c), "operators": [legacy_operator(r) for r in c["operators"]],
-                   "comparison": c, "regression": failed})
+                   "summary": legacy_summary(comp), "operators": [legacy_operator(r) for r in comp["operators"]],
+                   "comparison": comp, "regression": failed})
     else:
-        sys.stdout.write(text_report(c, args.top))
+        sys.stdout.write(text_report(comp, args.top))
     if failed:
         print(f"canning-prof: {failed}", file=sys.stderr)
         return REGRESSION_EXIT
