@@ -314,3 +314,23 @@ def test_ascend_level1_vs_level2(tmp_path):
     both = set(kernel_csv(level1 / "rank0_ascend_pt")[0]) & set(kernel_csv(level2 / "rank0_ascend_pt")[0])
     assert {n for n, r in kernels.items() if r["status"] in ("changed", "same")} == both
     assert c["communication_by_kind"] and all(r["base_calls"] > 0 for r in c["communication_by_kind"])
+
+
+def test_gpu_against_npu(tmp_path):
+    """ResNet-50 on a V100 against the Ascend AlexNet-style job: nothing matches by kernel name, the
+    default kernel families match across vendors; the NPU's HCCL kernels (by their csv core) are
+    exactly its communication family."""
+    gpu = Store(str(fixture_path("kineto", "resnet50_v100")), cache_dir=str(tmp_path / "g"))
+    npu_dir = fixture_path("ascend", "level1")
+    npu = Store(str(npu_dir), cache_dir=str(tmp_path / "n"))
+    c = compare(run_digest(gpu, "."), run_digest(npu, ".")).as_dict()
+    families = by_key(c["kernel_families"])
+    assert families["matmul"]["status"] == families["convolution"]["status"] == "changed"
+    with open(npu_dir / "rank0_ascend_pt" / "ASCEND_PROFILER_OUTPUT" / "kernel_details.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    hccl = {r["Name"] for r in rows if r["Accelerator Core"] == "HCCL"}
+    assert set(families["communication"]["target_names"]) == hccl and families["communication"]["status"] == "added"
+    assert families["communication"]["target_ns"] == pytest.approx(
+        1000 * sum(float(r["Duration(us)"]) for r in rows if r["Name"] in hccl), abs=1)
+    assert [m["device"] for m in c["memory"]][0] == "cuda:0 / npu:0"
+    assert "communication not hidden 0.000 -> " in c["verdict"]["text"]

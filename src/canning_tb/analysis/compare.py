@@ -159,7 +159,8 @@ def _verdict(base: Side, target: Side) -> Verdict:
     if memory.text != "n/a":
         parts.append(f"memory peak {memory.text}")
     if comm.base or comm.target:
-        parts.append(f"communication not hidden {comm.text}")
+        word = "" if comm.text == "n/a" else f" ({comm.text})"
+        parts.append(f"communication not hidden {comm.base / 1e6:.3f} -> {comm.target / 1e6:.3f} ms per step{word}")
     if throughput.text != "n/a":
         parts.append(f"throughput {throughput.text}")
     return Verdict(step_time=step, memory_peak=memory, memory_device=target_dev or base_dev,

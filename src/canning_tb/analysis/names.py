@@ -40,7 +40,8 @@ DEFAULT_OPERATOR_PATTERNS = [
 ]
 
 DEFAULT_KERNEL_FAMILIES = [
-    ("communication", r"nccl|hccl|hcom|allreduce|allgather|reducescatter|alltoall|broadcast"),
+    # not a bare "broadcast": Ascend's aclnn*_BroadcastTo* kernels are tensor broadcasts
+    ("communication", r"nccl|hccl|hcom_|allreduce|all_reduce|allgather|all_gather|reducescatter|reduce_scatter|alltoall"),
     ("attention", r"flash|fmha|attention"),
     ("matmul", r"gemm|matmul|cublas|cutlass|xmma|^(aclnn)?(batch)?mm([_A-Z]|$)"),
     ("convolution", r"conv|winograd|wgrad|dgrad|im2col|implicit_convolve|cudnn"),
