@@ -8,6 +8,8 @@ import os
 import sys
 
 from canning_tb.analysis.compare import compare as compare_digests
+from canning_tb.analysis.compare_legacy import compare as legacy_compare
+from canning_tb.analysis.compare_legacy import per_step
 from canning_tb.store.name_map import load_name_map
 
 from .compare_text import text_report
@@ -34,21 +36,10 @@ def _names(args):
     return names
 
 
-def legacy_summary(comp: dict) -> dict:
-    """The fields `summary` had before the full comparison (docs/cli-json.md: only ever added)."""
-    base, target = comp["base"]["step_ns"], comp["target"]["step_ns"]
-    return {"base_step_ms": base / 1e6, "exp_step_ms": target / 1e6, "delta_step_ms": (target - base) / 1e6,
-            "delta_step_pct": 100 * (target - base) / base if base else None,
-            "base_windows": comp["base"]["windows"], "exp_windows": comp["target"]["windows"]}
-
-
-def legacy_operator(row: dict) -> dict:
-    return {"name": row["key"], "base_calls_per_step": row["base_calls"], "exp_calls_per_step": row["target_calls"],
-            "base_host_ms_per_step": row["base_host_total_ns"] / 1e6,
-            "exp_host_ms_per_step": row["target_host_total_ns"] / 1e6,
-            "delta_host_ms_per_step": (row["target_host_total_ns"] - row["base_host_total_ns"]) / 1e6,
-            "base_device_ms_per_step": row["base_device_total_ns"] / 1e6,
-            "exp_device_ms_per_step": row["target_device_total_ns"] / 1e6}
+def _legacy(base: list, target: list) -> dict:
+    """`summary` and `operators` as the first version wrote them (docs/cli-json.md)."""
+    summary, rows = legacy_compare(per_step(base), per_step(target))
+    return {"summary": summary, "operators": rows}
 
 
 def regression(comp: dict, limit_pct: float | None) -> str | None:
@@ -63,12 +54,12 @@ def regression(comp: dict, limit_pct: float | None) -> str | None:
 
 
 def compare(args) -> int:
-    comp = compare_digests(_digests(args.base, args.cache_dir), _digests(args.input, args.cache_dir), _names(args),
-                        top=args.top).as_dict()
+    base, target = _digests(args.base, args.cache_dir), _digests(args.input, args.cache_dir)
+    comp = compare_digests(base, target, _names(args), top=args.top).as_dict()
     failed = regression(comp, args.fail_on_regression)
     if args.format == "json":
         dump_json({"schema": JSON_SCHEMA, "mode": "compare", "base": args.base, "input": args.input,
-                   "summary": legacy_summary(comp), "operators": [legacy_operator(r) for r in comp["operators"]],
+                   **_legacy(base, target),
                    "comparison": comp, "regression": failed})
     else:
         sys.stdout.write(text_report(comp, args.top))
