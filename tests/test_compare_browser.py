@@ -90,6 +90,13 @@ def test_two_windows_of_one_run(page, url, logdir, errors):
     expect(frame.locator("#cmp-table-kind")).to_have_value("kernels")
     expect(frame.locator("#cmp-search")).to_have_value(name)
     expect(frame.locator("#cmp-base-window")).to_have_value(RESNET_WINDOW)
+    # operators matched by call stack: the stacks show as a column (the answer is fetched again)
+    frame.locator("#cmp-table-kind").select_option("operators")
+    frame.locator("#cmp-search").fill("")
+    frame.locator("#cmp-group").select_option("stack")
+    loaded(frame)
+    expect(frame.locator('#cmp-table th[data-key="call_stack"]')).to_be_visible()
+    assert "p.canning.cmp.group=stack" in page.evaluate("location.hash")
     assert not errors, errors
 
 

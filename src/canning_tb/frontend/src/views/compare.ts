@@ -18,9 +18,13 @@ const TABLES: [Table, string][] = [
   ["families", "Kernel families"],
 ];
 
-function columns(): Col<CompareRow>[] {
+function columns(group: GroupBy, operators: boolean): Col<CompareRow>[] {
+  const extra: Col<CompareRow>[] = [];
+  if (operators && group === "shape") extra.push({ key: "input_shapes", label: "Input shapes", value: (r) => r.input_shapes, tip: "Input shapes the operator was matched with" });
+  if (operators && group === "stack") extra.push({ key: "call_stack", label: "Call stack", value: (r) => r.call_stack, tip: "Call stack the operator was matched with (innermost frame first, without line numbers)" });
   return [
     { key: "key", label: "Name", value: (r) => r.key, cls: "name", tip: "Matched name (the name map's canonical name)" },
+    ...extra,
     { key: "status", label: "", value: (r) => statusMark(r.status), tip: "added: only in the target; removed: only in the baseline" },
     { key: "base_calls", label: "Calls (base)", num: true, value: (r) => r.base_calls, fmt: (r) => r.base_calls.toFixed(1), tip: "Calls per step in the baseline" },
     { key: "target_calls", label: "Calls (target)", num: true, value: (r) => r.target_calls, fmt: (r) => r.target_calls.toFixed(1), tip: "Calls per step in the target" },
@@ -89,7 +93,7 @@ function picker(host: ViewHost, runs: RunEntry[], base: Selection): HTMLElement 
 }
 
 class ComparePanel {
-  private table = new SortTable<CompareRow>("cmp-table", columns(), "abs_delta", true, "No row matches the search.");
+  private table = new SortTable<CompareRow>("cmp-table", columns("name", true), "abs_delta", true, "No row matches the search.");
   private count = h("span", { id: "cmp-count", class: "muted" });
 
   constructor(
@@ -148,6 +152,7 @@ class ComparePanel {
     const query = opts.search.trim().toLowerCase();
     const match = (r: CompareRow) => [r.key, r.input_shapes, r.call_stack, ...r.base_names, ...r.target_names].some((s) => s.toLowerCase().includes(query));
     const rows = query ? all.filter(match) : all;
+    this.table.setColumns(columns(this.data.mode, opts.table === "operators"));
     this.table.setRows(rows);
     this.table.el.dataset.table = opts.table;
     this.count.textContent = rows.length === all.length ? `${int(all.length)} rows` : `${int(rows.length)} of ${int(all.length)} rows match “${query}”`;
@@ -162,7 +167,7 @@ class ComparePanel {
     this.host.el.replaceChildren(
       this.head,
       this.verdict(),
-      h("div", { class: "grid2" }, card("Step breakdown (ms per step)", breakdownEl), card("Contributors to the step-time change", contributorsTable(d.contributors))),
+      h("div", { class: "grid2" }, card("Step breakdown (ms per step)", breakdownEl), card("Contributors to the step-time change", h("div", { class: "table-wrap" }, contributorsTable(d.contributors)))),
       this.tableToolbar(),
       h(
         "section",
