@@ -20,7 +20,7 @@ export function statusMark(status: string): string {
 }
 
 function labelOf(category: string): string {
-  return category === "comm_not_hidden" ? "communication" : category.replace(/_/g, " ");
+  return category.replace(/_/g, " ");
 }
 
 /** Base vs target bars per step category (ms/step); categories zero on both sides are left out. */
