@@ -36,6 +36,13 @@ function columns(group: GroupBy, operators: boolean): Col<CompareRow>[] {
   ];
 }
 
+function emptyText(table: Table, mode: GroupBy): string {
+  if (table !== "operators") return "Neither window recorded device kernels.";
+  if (mode === "stack") return "Neither window recorded call stacks (profile with with_stack=True).";
+  if (mode === "shape") return "Neither window recorded input shapes (profile with record_shapes=True).";
+  return "Neither window recorded operators.";
+}
+
 function windowsOf(runs: RunEntry[]): Selection[] {
   return runs.flatMap((r) => r.workers.flatMap((w) => w.windows.map((win) => ({ run: r.name, worker: w.name, window: win.id }))));
 }
@@ -153,7 +160,7 @@ class ComparePanel {
     const match = (r: CompareRow) => [r.key, r.input_shapes, r.call_stack, ...r.base_names, ...r.target_names].some((s) => s.toLowerCase().includes(query));
     const rows = query ? all.filter(match) : all;
     this.table.setColumns(columns(this.data.mode, opts.table === "operators"));
-    this.table.setRows(rows);
+    this.table.setRows(rows, all.length ? "No row matches the search." : emptyText(opts.table, this.data.mode));
     this.table.el.dataset.table = opts.table;
     this.count.textContent = rows.length === all.length ? `${int(all.length)} rows` : `${int(rows.length)} of ${int(all.length)} rows match “${query}”`;
   }
