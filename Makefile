@@ -9,7 +9,7 @@ TORCH  ?= torch==2.13.0
 BUNDLE := src/canning_tb/plugin/static/index.js
 FRONTEND := src/canning_tb/frontend
 
-.PHONY: setup venv frontend typecheck chromium test test-fast demo bench screenshots proto clean
+.PHONY: setup venv frontend typecheck chromium test test-fast demo bench screenshots proto clean mutants
 
 # .venv-peers: HTA and msprof-analyze, the peer tools our numbers are checked against
 include peers.mk
@@ -59,6 +59,15 @@ screenshots: setup chromium
 
 bench: setup
 	bash benchmarks/run.sh
+
+# mutation testing of analysis/ and ingest/ (slow; not part of `make test`): docs/mutants.md.
+# MUTANTS narrows the run to mutant names, e.g. MUTANTS='canning_tb.analysis.ops*'
+MUTMUT   := mutmut==3.8.1
+MUTANTS  ?=
+mutants: venv
+	$(BIN)/python -m pip install -q "$(MUTMUT)"
+	CANNING_FIXTURES=$${CANNING_FIXTURES:-$(CURDIR)/../shared/fixtures} $(BIN)/mutmut run $(MUTANTS)
+	$(BIN)/mutmut results
 
 # regenerate the digest schema's Python module after editing digest.proto
 proto:

@@ -20,7 +20,7 @@ from canning_tb.ingest.table import EVENT_COLUMNS, MEMORY_COLUMNS, ColumnBuilder
 K = Kind
 
 
-def mk(events, memory=(), devices=None, rank=0, extras=None) -> EventTable:
+def mk(events, memory=(), devices=None, rank=0, side=None) -> EventTable:
     t = EventTable()
     b = ColumnBuilder(EVENT_COLUMNS)
     for e in events:
@@ -48,7 +48,7 @@ def mk(events, memory=(), devices=None, rank=0, extras=None) -> EventTable:
     t.memory = sort_by_time(m.freeze())
     t.meta.devices = devices or []
     t.meta.rank = rank
-    t.extras = extras or {}
+    t.side = side or {}
     t.check()
     return t
 

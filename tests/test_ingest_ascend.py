@@ -120,45 +120,52 @@ def test_memory_record(tables, level, rank):
 
 @pytest.mark.parametrize("level", ["level1", "level2"])
 @pytest.mark.parametrize("rank", RANKS)
-def test_communication_extras(tables, level, rank):
+def test_communication_side_tables(tables, level, rank):
     folder = _folder(level, rank)
     raw = json.loads((_out(folder) / "communication.json").read_text())
     t = tables(level, rank)
-    comm = t.extras["communication"]
+    ops = {(r["step"], r["op"]): r for r in t.side["comm_ops"]}
+    n_ops = 0
     for step, kinds in raw.items():
         for key, info in kinds["collective"].items():
-            op = key.split("@")[0]
-            want = round(info["Communication Time Info"]["Elapse Time(ms)"] * 1e6)
-            assert comm[step]["collective"][op]["elapse_ns"] == want
-    # elapse sum of one op over all steps
-    op = "hcom_allReduce__" + next(iter(next(iter(raw.values()))["collective"])).split("__")[1].split("@")[0]
-    s_want = sum(round(info["Communication Time Info"]["Elapse Time(ms)"] * 1e6)
-                 for k in raw.values() for key, info in k["collective"].items() if key.split("@")[0] == op)
-    assert sum(k["collective"][op]["elapse_ns"] for k in comm.values() if op in k["collective"]) == s_want
+            if key == "Total Op Info":  # CANN's sum, not a call
+                continue
+            n_ops += 1
+            op, group = key.split("@")
+            row = ops[(int(step[4:]), op)]
+            assert row["elapse_ns"] == round(info["Communication Time Info"]["Elapse Time(ms)"] * 1e6)
+            assert row["group"] == group and row["kind"] == "collective"
+            hccs = info["Communication Bandwidth Info"]["HCCS"]
+            bw = [b for b in t.side["comm_bandwidth"] if b["op"] == op and b["transport"] == "HCCS"]
+            assert bw[0]["size_bytes"] == round(hccs["Transit Size(MB)"] * 1e6)  # decimal MB
+    assert len(t.side["comm_ops"]) == n_ops
     mat = json.loads((_out(folder) / "communication_matrix.json").read_text())
     n = sum(len(links) for k in mat.values() for ops in k.values() for links in ops.values())
-    assert len(t.extras["communication_matrix"]) == n
-    # op statistic and step trace
+    assert len(t.side["comm_matrix"]) == n
+    n_total = sum(len(links) for k in mat.values() for ops in k.values() for key, links in ops.items()
+                  if key.split("@")[0].endswith("-total"))
+    assert sum(1 for r in t.side["comm_matrix"] if r["aggregate"] == "total") == n_total
+    # op statistic
     st = _rows(_out(folder) / "op_statistic.csv")
-    assert len(t.extras["op_statistic"]) == len(st)
-    assert t.extras["op_statistic"][0]["total_ns"] == _us_ns(st[0]["Total Time(us)"])
+    assert len(t.side["op_statistic"]) == len(st)
+    assert t.side["op_statistic"][0]["total_ns"] == _us_ns(st[0]["Total Time(us)"])
 
 
 @pytest.mark.parametrize("level", TEXT_LEVELS)
 def test_step_trace_and_overlap(tables, level):
     t = tables(level, 0)
     rows = _rows(_out(_folder(level, 0)) / "step_trace_time.csv")
-    assert [s["step"] for s in t.extras["step_trace"]] == [int(r["Step"]) for r in rows]
-    assert t.extras["step_trace"][0]["computing_ns"] == round(float(rows[0]["Computing"]) * 1000)
+    assert [s["step"] for s in t.side["step_trace"]] == [int(r["Step"]) for r in rows]
+    assert t.side["step_trace"][0]["computing_ns"] == round(float(rows[0]["Computing"]) * 1000)
     raw = json.loads((_out(_folder(level, 0)) / "trace_view.json").read_text())
     pid = next(e["pid"] for e in raw if e.get("ph") == "M" and e["name"] == "process_name"
                and e["args"]["name"] == "Overlap Analysis")
     n = sum(1 for e in raw if e.get("ph") == "X" and e["pid"] == pid)
-    assert sum(len(v) for v in t.extras["overlap_analysis"].values()) == n
-    assert "operator_details" not in t.extras  # trace present: host ops come from the trace
+    assert len(t.side["overlap_analysis"]) == n
+    assert "operator_details" not in t.side  # trace present: host ops come from the trace
     om = _rows(_out(_folder(level, 0)) / "operator_memory.csv")
-    assert len(t.extras["operator_memory"]) == len(om)
-    assert t.extras["operator_memory"][0]["bytes"] == round(float(om[0]["Size(KB)"]) * 1024)
+    assert len(t.side["operator_memory"]) == len(om)
+    assert t.side["operator_memory"][0]["bytes"] == round(float(om[0]["Size(KB)"]) * 1024)
 
 
 # -- SQLite export ---------------------------------------------------------------------------------
@@ -187,9 +194,9 @@ def test_db_level1(rank):
     m = _kinds(t, Kind.KERNEL, Kind.COMM_KERNEL)
     assert (t.events["external_id"][m] != NONE).mean() > 0.9
     a = sqlite3.connect(f"file:{_out(folder) / 'analysis.db'}?mode=ro", uri=True)
-    n_t = a.execute("select count(*) from CommAnalyzerTime").fetchone()[0]
-    assert sum(len(ops) for k in t.extras["communication"].values() for ops in k.values()) == n_t
-    assert len(t.extras["communication_matrix"]) == a.execute("select count(*) from CommAnalyzerMatrix").fetchone()[0]
+    n_t = a.execute("select count(*) from CommAnalyzerTime where hccl_op_name != 'Total Op Info'").fetchone()[0]
+    assert len(t.side["comm_ops"]) == n_t
+    assert len(t.side["comm_matrix"]) == a.execute("select count(*) from CommAnalyzerMatrix").fetchone()[0]
 
 
 # -- drift and damage ------------------------------------------------------------------------------
@@ -258,7 +265,7 @@ def test_truncated_trace_view(tmp_path):
     assert errs
     rows = _rows(_out(d) / "kernel_details.csv")
     assert _kinds(t, Kind.KERNEL, Kind.COMM_KERNEL).sum() == len(rows)
-    assert len(t.extras["operator_details"]) == len(_rows(_out(d) / "operator_details.csv"))
+    assert len(t.side["operator_details"]) == len(_rows(_out(d) / "operator_details.csv"))
     assert len(t.memory["ts"]) > 0
 
 

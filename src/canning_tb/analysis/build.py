@@ -5,6 +5,7 @@ import numpy as np
 
 from ..ingest.table import EventTable
 from . import digest_pb2 as pb
+from .cann import cann_steps, ops_from_operator_details, steps_from_cann
 from .communication import communication_stats
 from .context import Context
 from .digest import SCHEMA_VERSION
@@ -12,7 +13,7 @@ from .kernels import kernel_stats
 from .memory import memory_stats
 from .ops import op_stats
 from .rules import rule_hits
-from .steps import breakdowns
+from .steps import breakdowns, step_rows
 
 _FIELDS = {"compute": "compute_ns", "overlapped": "overlapped_ns", "communication": "communication_ns",
            "memcpy": "memcpy_ns", "memset": "memset_ns", "runtime": "runtime_ns", "dataloader": "dataloader_ns",
@@ -41,7 +42,13 @@ def _window(d: pb.Digest, t: EventTable) -> None:
 
 
 def _steps(d: pb.Digest, t: EventTable):
-    nums, starts, durs, res = breakdowns(t)
+    """Steps from the trace; from CANN's step trace when the window has no ProfilerStep ranges."""
+    if len(step_rows(t)[0]) == 0 and len(d.cann_steps):
+        nums, starts, durs, res = steps_from_cann(list(d.cann_steps))
+        d.step_source = d.cann_steps[0].source or "step_trace"
+    else:
+        nums, starts, durs, res = breakdowns(t)
+        d.step_source = "trace"
     for i in range(len(nums)):
         s = d.steps.add(number=int(nums[i]), start_ns=int(starts[i]), dur_ns=int(durs[i]))
         s.breakdown.total_ns = int(durs[i])
@@ -61,13 +68,11 @@ def _steps(d: pb.Digest, t: EventTable):
     return nums, starts, starts + durs, res
 
 
-def _ascend_step_trace(d: pb.Digest, t: EventTable) -> None:
-    st = t.extras.get("step_trace")
-    if not isinstance(st, list) or not st:
-        return
+def _cann_scalars(d: pb.Digest) -> None:
+    """CANN's step figures, mean over its steps, for TensorBoard's Scalars tab."""
     for col in ("computing_ns", "communication_not_overlapped_ns", "overlapped_ns", "communication_ns", "free_ns",
                 "stage_ns", "bubble_ns", "preparing_ns"):
-        vals = [r.get(col) for r in st if isinstance(r, dict) and r.get(col) is not None]
+        vals = [getattr(s, col) for s in d.cann_steps if getattr(s, col) >= 0]
         if vals:
             d.scalars[f"step_trace_{col}"] = float(np.mean(vals))
 
@@ -76,8 +81,11 @@ def build_digest(table: EventTable) -> pb.Digest:
     d = pb.Digest(schema_version=SCHEMA_VERSION)
     _window(d, table)
     ctx = Context(table)
+    d.cann_steps.extend(cann_steps(table))
     nums, starts, ends, res = _steps(d, table)
     by_name, by_shape, by_stack = op_stats(ctx)
+    if not by_name and "operator_details" in table.side:  # no trace: the operator calls torch_npu wrote
+        by_name, by_shape, by_stack = ops_from_operator_details(table)
     d.ops_by_name.extend(by_name)
     d.ops_by_shape.extend(by_shape)
     d.ops_by_stack.extend(by_stack)
@@ -89,7 +97,7 @@ def build_digest(table: EventTable) -> pb.Digest:
     d.communication.CopyFrom(communication_stats(ctx, starts, ends, nums, res))
     for p in table.problems:
         d.problems.add(file=str(p.file), message=str(p.message), severity=str(p.severity))
-    _ascend_step_trace(d, table)
+    _cann_scalars(d)
     a = d.average
     d.scalars["step_time_ms"] = a.total_ns / 1e6
     d.scalars["steps"] = float(len(d.steps))

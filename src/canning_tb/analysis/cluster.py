@@ -5,14 +5,26 @@
 - ranks: per rank, from the mean step breakdown: compute (device compute not overlapped),
   overlapped, communication (not overlapped), other (memcpy, memset, runtime, dataloader, host,
   idle: the device is not computing nor communicating), step time; and wait / transfer.
-- wait vs transfer (the torch-tb-profiler rule): the j-th call of each (kind, group) is matched
-  across the ranks that have that key; transfer_j = the shortest duration among them (the rank
-  that arrived last did not wait); each rank's wait_j = its duration - transfer_j. Keys whose call
-  counts differ between ranks are matched on the first min(count) calls and listed in
-  `unmatched`. Needs the call lists (CommCall); a truncated list is matched as far as it goes.
+- wait vs transfer: calls are matched within their communicator (group) and kind, in their
+  sequence in that communicator (HCCL numbers its calls: hcom_allReduce__586_2_1 is call 2; else
+  the order by start). Where CANN measured each call's wait and transit on every rank
+  (communication.json) those are used (`wait_source` names the file, as msprof-analyze does);
+  otherwise the torch-tb-profiler rule: transfer_j = the shortest duration of the j-th call among
+  the ranks (the rank that arrived last did not wait); each rank's wait_j = its duration -
+  transfer_j. Keys whose call counts differ between ranks are matched on the first min(count)
+  calls and listed in `unmatched`. Waits in pipeline-parallel send / receive (comm_type "p2p")
+  go to a rank's `p2p_wait_ns`, the others to its `wait_ns`.
 - collectives: per (kind, group) totals over all ranks (calls, time, bytes, wait, transfer).
 - CPU-only runs (no device work on any rank, `summary.has_device_work`): the host operators are
   the computation, so compute = host time and `compute_source` = "host" (else "device").
+- groups: the communicators the files declare (Ascend: profiler_metadata.json's
+  parallel_group_info, msprof-analyze's communication_group.json), the ranks here that called into
+  each, and the declared members present here that made no call (`missing`).
+- Ascend: when every rank carries CANN's step trace (Digest.cann_steps), a rank's computing,
+  communication not overlapped, overlapped and free are CANN's own (mean over its steps),
+  `breakdown_source` / each row's `source` name the file, `cann_step_ns` = computing +
+  communication not overlapped + free (step_ns stays the digest's mean step, as every per-rank
+  view shows it); else they come from the mean step breakdown of the trace ("trace").
 - slow_ranks (the msprof-analyze rule): for each metric, computing (= compute + overlapped, as
   CANN's Computing), communication (not overlapped) and free (the rest of the step),
   ratio = (max - min) / mean over ranks; ratio > 5 % flags it. The slowest rank is the one with
@@ -54,13 +66,31 @@ def rank_ids(digests: list) -> list[int]:
 def analyse_ranks(digests: list) -> dict:
     ranks = rank_ids(digests)
     on_host = not any(has_device_work(d) for d in digests)
-    per = {r: _rank_breakdown(r, d, on_host) for r, d in zip(ranks, digests)}
-    durations, sizes = _calls_by_key(ranks, digests)
-    collectives, unmatched = _match_calls(durations, sizes, per)
+    cann = bool(digests) and all(len(d.cann_steps) for d in digests)
+    per = {r: (_cann_breakdown(r, d) if cann else _rank_breakdown(r, d, on_host)) for r, d in zip(ranks, digests)}
+    calls, sizes = _calls_by_key(ranks, digests)
+    collectives, unmatched = _match_calls(calls, sizes, per)
     matrix, source = _matrix(digests, sizes)
     return {"ranks": [per[r] for r in sorted(per)], "collectives": collectives, "slow_ranks": _slow_ranks(per),
-            "matrix": matrix, "matrix_cells": matrix_cells(matrix), "unmatched": unmatched,
-            "matrix_source": source, "compute_source": "host" if on_host else "device"}
+            "groups": _groups(digests, calls), "matrix": matrix, "matrix_cells": matrix_cells(matrix), "unmatched": unmatched,
+            "matrix_source": source, "compute_source": "host" if on_host else "device",
+            "breakdown_source": digests[0].cann_steps[0].source if cann else "trace"}
+
+
+def _groups(digests: list, calls: dict) -> list[dict]:
+    """The communicators the ranks' files declare, with the ranks of this view that called into them
+    (`missing`: declared members present here that made no call)."""
+    declared: dict[str, dict] = {}
+    for digest in digests:
+        for group in digest.communication.groups:
+            declared.setdefault(group.group, {"group": group.group, "name": group.name, "ranks": list(group.ranks),
+                                              "source": group.source})
+    present = set(rank_ids(digests))
+    for entry in declared.values():
+        callers = {rank for (_kind, group), by_rank in calls.items() if group == entry["group"] for rank in by_rank}
+        entry["calling_ranks"] = sorted(callers)
+        entry["missing"] = sorted((set(entry["ranks"]) & present) - callers)
+    return [declared[k] for k in sorted(declared)]
 
 
 def _rank_breakdown(rank: int, digest: pb.Digest, on_host: bool) -> dict:
@@ -70,51 +100,86 @@ def _rank_breakdown(rank: int, digest: pb.Digest, on_host: bool) -> dict:
     rest = max(mean.total_ns - comp - ov - comm, 0)
     return {"rank": rank, "steps": len(digest.steps), "step_ns": mean.total_ns, "compute_ns": comp, "overlapped_ns": ov,
             "communication_ns": comm, "other_ns": rest, "computing_ns": comp + ov, "free_ns": rest,
-            "wait_ns": 0, "transfer_ns": 0}
+            "wait_ns": 0, "transfer_ns": 0, "p2p_wait_ns": 0, "source": "trace"}
+
+
+def _cann_breakdown(rank: int, digest: pb.Digest) -> dict:
+    """One rank's row from CANN's own step trace (mean over its steps), as msprof-analyze reads it."""
+    steps = digest.cann_steps
+
+    def mean(field: str) -> int:
+        return int(round(sum(max(getattr(s, field), 0) for s in steps) / len(steps)))
+    computing, ov = mean("computing_ns"), mean("overlapped_ns")
+    comm, free = mean("communication_not_overlapped_ns"), mean("free_ns")
+    # step_ns stays the digest's mean step (what every per-rank view shows); CANN's own is cann_step_ns
+    return {"rank": rank, "steps": len(digest.steps), "step_ns": digest.average.total_ns,
+            "cann_step_ns": computing + comm + free, "compute_ns": max(computing - ov, 0),
+            "overlapped_ns": ov, "communication_ns": comm, "other_ns": free, "computing_ns": computing,
+            "free_ns": free, "bubble_ns": mean("bubble_ns"), "wait_ns": 0, "transfer_ns": 0, "p2p_wait_ns": 0,
+            "source": steps[0].source}
 
 
 def _calls_by_key(ranks: list[int], digests: list) -> tuple[dict, dict]:
-    """{(kind, group): {rank: durations}} and {(kind, group): {rank: sizes}}, calls by start."""
-    durations: dict = defaultdict(dict)
+    """{(kind, group): {rank: calls}} and {(kind, group): {rank: sizes}}. A rank's calls of one key are
+    in their order in the communicator (HCCL's sequence, else by start); each call is (duration,
+    CANN wait, CANN transit, comm_type, source)."""
+    calls: dict = defaultdict(dict)
     sizes: dict = defaultdict(dict)
     for rank, digest in zip(ranks, digests):
         by_key = defaultdict(list)
+        source = digest.communication.source
         for c in digest.communication.calls:
-            by_key[(c.kind, c.group)].append((c.start_ns, c.dur_ns, c.bytes))
-        for key, calls in by_key.items():
-            calls.sort()
-            durations[key][rank] = np.array([c[1] for c in calls], np.int64)
-            sizes[key][rank] = np.array([c[2] for c in calls], np.int64)
-    return durations, sizes
+            by_key[(c.kind, c.group)].append((c.seq, c.start_ns, c.dur_ns,
+                                              c.bytes, c.wait_ns, c.transit_ns, c.comm_type or "collective", source))
+        for key, rows in by_key.items():
+            rows.sort(key=lambda c: (c[0], c[1]))
+            calls[key][rank] = [(c[2], c[4], c[5], c[6], c[7]) for c in rows]
+            sizes[key][rank] = np.array([c[3] for c in rows], np.int64)
+    return calls, sizes
 
 
-def _match_calls(durations: dict, sizes: dict, per: dict) -> tuple[list, list]:
-    """Wait / transfer of the j-th call of each (kind, group) across ranks (see the module doc);
-    adds each rank's wait and transfer to its row in `per`. Returns (collectives, unmatched)."""
+def _match_calls(calls: dict, sizes: dict, per: dict) -> tuple[list, list]:
+    """Wait / transfer of each (kind, group) across ranks: CANN's own when every rank measured them,
+    else the j-th call rule of the module doc; each rank's wait goes to its collective or its p2p
+    (pipeline send / receive) wait. Returns (collectives, unmatched)."""
     collectives, unmatched = [], []
-    for key, by_rank in durations.items():
+    for key, by_rank in calls.items():
         members = sorted(by_rank)
-        matched = min(len(by_rank[r]) for r in members)
         if len({len(by_rank[r]) for r in members}) > 1:
             unmatched.append({"kind": key[0], "group": key[1],
                               "calls": {str(r): int(len(by_rank[r])) for r in members}})
-        mat = np.stack([by_rank[r][:matched] for r in members]) if matched else np.zeros((len(members), 0), np.int64)
-        transfer = mat.min(axis=0) if matched else np.zeros(0, np.int64)
-        wait = mat - transfer[None, :]
-        row = {"kind": key[0], "group": key[1], "ranks": len(members),
-               "calls": int(sum(len(by_rank[r]) for r in members)), "matched_calls": int(matched),
-               "total_ns": int(sum(int(by_rank[r].sum()) for r in members)),
+        waits, transfers, source = _waits(by_rank, members)
+        comm_type = "p2p" if any(c[3] == "p2p" for r in members for c in by_rank[r]) else "collective"
+        durations = {r: sum(c[0] for c in by_rank[r]) for r in members}
+        row = {"kind": key[0], "group": key[1], "comm_type": comm_type, "ranks": len(members),
+               "calls": int(sum(len(by_rank[r]) for r in members)),
+               "matched_calls": int(min(len(by_rank[r]) for r in members)), "total_ns": int(sum(durations.values())),
                "bytes": int(sum(int(b[b >= 0].sum()) for b in sizes[key].values())),
-               "wait_ns": int(wait.sum()), "transfer_ns": int(transfer.sum()) * len(members), "per_rank": {}}
-        for i, rank in enumerate(members):
-            rank_wait, rank_transfer = int(wait[i].sum()), int(transfer.sum())
-            per[rank]["wait_ns"] += rank_wait
-            per[rank]["transfer_ns"] += rank_transfer
-            row["per_rank"][str(rank)] = {"calls": int(len(by_rank[rank])), "total_ns": int(by_rank[rank].sum()),
-                                          "wait_ns": rank_wait, "transfer_ns": rank_transfer}
+               "wait_ns": int(sum(waits.values())), "transfer_ns": int(sum(transfers.values())),
+               "wait_source": source, "per_rank": {}}
+        for rank in members:
+            per[rank]["p2p_wait_ns" if comm_type == "p2p" else "wait_ns"] += waits[rank]
+            per[rank]["transfer_ns"] += transfers[rank]
+            row["per_rank"][str(rank)] = {"calls": len(by_rank[rank]), "total_ns": durations[rank],
+                                          "wait_ns": waits[rank], "transfer_ns": transfers[rank]}
         collectives.append(row)
     collectives.sort(key=lambda c: (-c["total_ns"], c["kind"], c["group"]))
     return collectives, unmatched
+
+
+def _waits(by_rank: dict, members: list[int]) -> tuple[dict, dict, str]:
+    """({rank: wait}, {rank: transfer}, source) of one (kind, group)."""
+    measured = all(c[1] >= 0 and c[2] >= 0 for r in members for c in by_rank[r])
+    if measured:  # CANN measured each call's wait and transit on each rank
+        source = next((c[4] for r in members for c in by_rank[r] if c[4]), "") or "CANN"
+        return ({r: int(sum(c[1] for c in by_rank[r])) for r in members},
+                {r: int(sum(c[2] for c in by_rank[r])) for r in members}, source)
+    matched = min(len(by_rank[r]) for r in members)
+    mat = np.array([[c[0] for c in by_rank[r][:matched]] for r in members], np.int64).reshape(len(members), matched)
+    transfer = mat.min(axis=0) if matched else np.zeros(0, np.int64)
+    wait = mat - transfer[None, :]
+    return ({r: int(wait[i].sum()) for i, r in enumerate(members)},
+            {r: int(transfer.sum()) for r in members}, "matched calls")
 
 
 def _slow_ranks(per: dict) -> list[dict]:

@@ -11,10 +11,8 @@
   device compute (KERNEL union); not overlapped = the rest, i.e. exactly the sums of the
   step breakdown's overlapped / communication categories. not_overlapped_share = not
   overlapped / sum of step times.
-- Ascend: extras["communication"] (communication.json) gives per op the transit (transfer) and
-  wait times, summed per (kind, group); bandwidth = (SDMA + RDMA bytes) / (SDMA + RDMA time),
-  SDMA being CANN's sum of the on-node transports (HCCS, PCIE, SIO). extras["communication_matrix"]
-  gives the links (the "<op>-total" entries when present, else all).
+- Ascend: what CANN measured itself (transit, wait, synchronization, bytes on the links, the
+  link matrix) is added by communication_ascend.py, which says where each figure comes from.
 - wait/transfer on GPU/CPU windows stay -1 here: they need the other ranks (cluster.py).
 """
 from __future__ import annotations
@@ -25,6 +23,8 @@ import numpy as np
 
 from ..ingest.table import NONE, Kind
 from . import digest_pb2 as pb
+from . import communication_ascend as ascend
+from .cann import cann_calls, source_of
 from .common import DEVICE_KINDS, HOST_COMM_RE, collective_kind, group_rows, id_mask, ids_matching, kind_mask
 from .context import Context
 
@@ -88,33 +88,9 @@ def _kind_from_launcher(ctx: Context, rows: np.ndarray, kinds: np.ndarray) -> No
     kinds[sel] = found[sel]
 
 
-def _ascend_ops(extras) -> dict[str, dict]:
-    """op name -> {transit_ns, wait_ns, bytes, bw_time_ns} summed over steps, from communication.json."""
-    out: dict[str, dict] = {}
-    comm = extras.get("communication")
-    if not isinstance(comm, dict):
-        return out
-    for step in comm.values():
-        if not isinstance(step, dict):
-            continue
-        for part in ("collective", "p2p"):
-            for op, info in (step.get(part) or {}).items():
-                if op == "Total Op Info" or not isinstance(info, dict):
-                    continue
-                o = out.setdefault(op, {"transit_ns": 0, "wait_ns": 0, "bytes": 0, "bw_time_ns": 0})
-                o["transit_ns"] += int(info.get("transit_ns") or 0)
-                o["wait_ns"] += int(info.get("wait_ns") or 0)
-                bw = info.get("bandwidth") or {}
-                for tr in ("SDMA", "RDMA"):
-                    b = bw.get(tr) or {}
-                    o["bytes"] += int(b.get("size_bytes") or 0)
-                    o["bw_time_ns"] += int(b.get("time_ns") or 0)
-    return out
-
-
 def communication_stats(ctx: Context, step_starts: np.ndarray, step_ends: np.ndarray, step_nums: np.ndarray,
                         breakdown: dict) -> pb.Communication:
-    t, ev = ctx.table, ctx.ev
+    t = ctx.table
     c = pb.Communication(wait_ns=-1, transfer_ns=-1)
     rows = comm_rows(ctx)
     step_total = int(np.sum(step_ends - step_starts))
@@ -122,70 +98,53 @@ def communication_stats(ctx: Context, step_starts: np.ndarray, step_ends: np.nda
     c.not_overlapped_ns = int(np.sum(breakdown.get("communication", 0)))
     c.total_ns = c.overlapped_ns + c.not_overlapped_ns
     c.not_overlapped_share = c.not_overlapped_ns / step_total if step_total > 0 else 0.0
-    asc = _ascend_ops(t.extras)
+    calls = cann_calls(t)
     if len(rows):
-        names = ev["name"][rows]
-        un, ninv = np.unique(names, return_inverse=True)
-        kinds_u = np.array([collective_kind(t.strings[int(x)] or "") for x in un])
-        kinds = kinds_u[ninv.reshape(-1)].astype(object)
-        _kind_from_launcher(ctx, rows, kinds)
-        groups = np.array([t.strings[int(g)] or "" if g >= 0 else "" for g in ev["group"][rows]]) if len(rows) else np.array([])
-        dur = ev["dur"][rows]
-        byt = ev["bytes"][rows]
-        ts = ev["ts"][rows]
-        kind_list = sorted(set(kinds.tolist()))
-        kind_idx = np.searchsorted(np.array(kind_list), kinds)
-        uk, kinv = group_rows(np.stack([kind_idx, ev["group"][rows].astype(np.int64)], axis=1))
-        # per-name Ascend wait / transfer
-        a_tr = np.full(len(un), -1, np.int64)
-        a_wt = np.full(len(un), -1, np.int64)
-        a_b = np.zeros(len(un), np.int64)
-        a_bt = np.zeros(len(un), np.int64)
-        for i, x in enumerate(un):
-            o = asc.get(t.strings[int(x)] or "")
-            if o:
-                a_tr[i], a_wt[i], a_b[i], a_bt[i] = o["transit_ns"], o["wait_ns"], o["bytes"], o["bw_time_ns"]
-        row_tr, row_wt = a_tr[ninv.reshape(-1)], a_wt[ninv.reshape(-1)]
-        stats = []
-        for gi, (ki, gid) in enumerate(uk):
-            sel = kinv == gi
-            kind, group = kind_list[int(ki)], (t.strings[int(gid)] or "") if gid >= 0 else ""
-            d = dur[sel]
-            b = byt[sel]
-            s = pb.CollectiveStat(kind=kind, group=group, calls=int(sel.sum()), total_ns=int(d.sum()),
-                                  min_ns=int(d.min()), max_ns=int(d.max()), wait_ns=-1, transfer_ns=-1)
-            s.bytes = int(b[b != NONE].sum()) if (b != NONE).any() else -1
-            s.bandwidth_gbps = s.bytes / s.total_ns if s.bytes >= 0 and s.total_ns > 0 else -1.0
-            tr, wt = row_tr[sel], row_wt[sel]
-            if (tr >= 0).any():
-                # communication.json lists each op once per step: count each distinct name once
-                nm_sel = np.unique(ninv.reshape(-1)[sel])
-                nm_sel = nm_sel[a_tr[nm_sel] >= 0]
-                s.transfer_ns = int(a_tr[nm_sel].sum())
-                s.wait_ns = int(a_wt[nm_sel].sum())
-                bt = int(a_bt[nm_sel].sum())
-                if bt > 0:
-                    s.bandwidth_gbps = float(a_b[nm_sel].sum()) / bt
-            stats.append(s)
-        stats.sort(key=lambda s: (-s.total_ns, s.kind, s.group))
-        c.collectives.extend(stats)
-        if any(s.transfer_ns >= 0 for s in stats):
-            c.transfer_ns = sum(max(s.transfer_ns, 0) for s in stats)
-            c.wait_ns = sum(max(s.wait_ns, 0) for s in stats)
-        order = np.argsort(ts, kind="stable")
-        if len(order) > MAX_CALLS:
-            order = order[:MAX_CALLS]
-            c.calls_truncated = True
-        k_step = np.searchsorted(step_starts, ts, side="right") - 1
-        stepno = np.where(k_step >= 0, step_nums[np.maximum(k_step, 0)], -1)
-        for i in order:
-            c.calls.add(kind=str(kinds[i]), group=str(groups[i]), start_ns=int(ts[i]), dur_ns=int(dur[i]),
-                        bytes=int(byt[i]), step=int(stepno[i]))
-    links = t.extras.get("communication_matrix")
-    if isinstance(links, list) and links:
-        tot = [x for x in links if str(x.get("link", "")).endswith("-total")]
-        for x in (tot or links):
-            c.links.add(src=int(x.get("src", -1)), dst=int(x.get("dst", -1)), transport=str(x.get("transport") or ""),
-                        bytes=int(x.get("bytes") or 0), time_ns=int(x.get("time_ns") or 0),
-                        bandwidth_gbps=float(x.get("bandwidth_gbps") or 0.0), op=str(x.get("op") or x.get("link") or ""))
+        _stats_from_events(ctx, rows, c, step_starts, step_nums, calls, source_of(t, "comm_ops"))
+    elif calls:
+        ascend.collectives_from_cann(t, c)
+    ascend.number_unsequenced(c)
+    ascend.totals(c)
+    c.links.extend(ascend.links(t))
+    c.groups.extend(ascend.groups(t))
     return c
+
+
+def _stats_from_events(ctx: Context, rows: np.ndarray, c: pb.Communication, step_starts: np.ndarray,
+                       step_nums: np.ndarray, calls: dict, source: str) -> None:
+    t, ev = ctx.table, ctx.ev
+    names = ev["name"][rows]
+    un, ninv = np.unique(names, return_inverse=True)
+    ninv = ninv.reshape(-1)
+    kinds_u = np.array([collective_kind(t.strings[int(x)] or "") for x in un])
+    kinds = kinds_u[ninv].astype(object)
+    _kind_from_launcher(ctx, rows, kinds)
+    groups = np.array([t.strings[int(g)] or "" if g >= 0 else "" for g in ev["group"][rows]])
+    dur, byt, ts = ev["dur"][rows], ev["bytes"][rows], ev["ts"][rows]
+    op_names = np.array([t.strings[int(x)] or "" for x in un], dtype=object)[ninv]
+    kind_list = sorted(set(kinds.tolist()))
+    kind_idx = np.searchsorted(np.array(kind_list), kinds)
+    uk, kinv = group_rows(np.stack([kind_idx, ev["group"][rows].astype(np.int64)], axis=1))
+    stats = []
+    for gi, (ki, gid) in enumerate(uk):
+        sel = kinv == gi
+        d, b = dur[sel], byt[sel]
+        s = pb.CollectiveStat(kind=kind_list[int(ki)], group=(t.strings[int(gid)] or "") if gid >= 0 else "",
+                              calls=int(sel.sum()), total_ns=int(d.sum()), min_ns=int(d.min()), max_ns=int(d.max()),
+                              wait_ns=-1, transfer_ns=-1)
+        s.bytes = int(b[b != NONE].sum()) if (b != NONE).any() else -1
+        s.bandwidth_gbps = s.bytes / s.total_ns if s.bytes >= 0 and s.total_ns > 0 else -1.0
+        ascend.add_cann_figures(s, op_names[sel].tolist(), calls, source)
+        stats.append(s)
+    stats.sort(key=lambda s: (-s.total_ns, s.kind, s.group))
+    c.collectives.extend(stats)
+    order = np.argsort(ts, kind="stable")
+    if len(order) > MAX_CALLS:
+        order = order[:MAX_CALLS]
+        c.calls_truncated = True
+    k_step = np.searchsorted(step_starts, ts, side="right") - 1
+    stepno = np.where(k_step >= 0, step_nums[np.maximum(k_step, 0)], -1)
+    for i in order:
+        call = c.calls.add(kind=str(kinds[i]), group=str(groups[i]), start_ns=int(ts[i]), dur_ns=int(dur[i]),
+                           bytes=int(byt[i]), step=int(stepno[i]))
+        ascend.add_call_figures(call, op_names[i], calls)

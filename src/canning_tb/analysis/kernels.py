@@ -12,6 +12,8 @@ column), and on GPU "Tensor Cores" / "Other" kernel time.
 """
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from ..ingest.table import NONE, Kind
@@ -26,6 +28,9 @@ TC_KERNEL_SUBSTRINGS = (
 )
 
 
+HCCL_CALL_RE = re.compile(r"(?<=_)_?\d+_\d+_\d+$")  # the per-call suffix of an HCCL operator name
+
+
 def uses_tensor_cores(name: str) -> bool:
     return any(s in name for s in TC_KERNEL_SUBSTRINGS)
 
@@ -37,6 +42,24 @@ def _kernel_rows(ctx: Context) -> tuple[np.ndarray, np.ndarray]:
     k = ev["kind"][dev]
     sel = np.flatnonzero((k == int(Kind.KERNEL)) | (k == int(Kind.COMM_KERNEL)))
     return dev[sel], sel
+
+
+def _grouping_names(t, rows: np.ndarray, comm: np.ndarray) -> tuple[np.ndarray, list[str]]:
+    """(name keys, key -> name) to group kernels by: the string ids of the names, except that HCCL
+    names one operator per call (hcom_allReduce__586_2_1), so communication kernels are grouped by
+    their family (hcom_allReduce_, keys after the table's strings) like other kernels."""
+    name = t.events["name"][rows].astype(np.int64)
+    names = list(t.strings.values)
+    families: dict[str, int] = {}
+    for nid in np.unique(name[comm]):
+        text = t.strings[int(nid)] or ""
+        family = HCCL_CALL_RE.sub("", text)
+        if family != text:
+            key = families.setdefault(family, len(names))
+            if key == len(names):
+                names.append(family)
+            name[comm & (name == nid)] = key
+    return name, names
 
 
 def _group_stats(ctx: Context, rows: np.ndarray, keys: np.ndarray):
@@ -77,10 +100,13 @@ def kernel_stats(ctx: Context) -> tuple[list, list, list]:
     rows, dpos = _kernel_rows(ctx)
     if len(rows) == 0:
         return [], [], []
-    name = ev["name"][rows].astype(np.int64)
-    owner = ctx.device_owner[dpos]
-    op_name = np.where(owner != NONE, ev["name"][ctx.host.rows[np.maximum(owner, 0)]], NONE).astype(np.int64)
     comm = ev["kind"][rows] == int(Kind.COMM_KERNEL)
+    name, names = _grouping_names(t, rows, comm)
+    owner = ctx.device_owner[dpos]
+    op_name = np.full(len(rows), NONE, np.int64)
+    if len(ctx.host.rows):  # a window without host events (no trace) has no launching ops
+        has = owner != NONE
+        op_name[has] = ev["name"][ctx.host.rows[owner[has]]]
 
     def build(keys, with_op):
         u, calls, tot, mn, mx, mb, stream, device, core = _group_stats(ctx, rows, keys)
@@ -89,7 +115,7 @@ def kernel_stats(ctx: Context) -> tuple[list, list, list]:
         np.logical_or.at(is_comm, inv.reshape(-1), comm)
         out = []
         for i in range(len(u)):
-            nm = t.strings[int(u[i, 0])] or ""
+            nm = names[int(u[i, 0])]
             k = pb.KernelStat(name=nm, calls=int(calls[i]), total_ns=int(round(tot[i])), min_ns=int(mn[i]), max_ns=int(mx[i]),
                               device=int(device[i]), stream=int(stream[i]), core=t.strings[int(core[i])] or "" if core[i] >= 0 else "",
                               mean_blocks=float(mb[i]), tensor_cores=uses_tensor_cores(nm), communication=bool(is_comm[i]))
@@ -114,8 +140,8 @@ def kernel_stats(ctx: Context) -> tuple[list, list, list]:
     elif (ctx.table.meta.format != "ascend" and (ev["kind"][rows] == int(Kind.KERNEL)).any()
           and not any(str(dv.get("kind", "")).lower() in ("rocm", "npu") for dv in ctx.table.meta.devices)):
         u = np.unique(name)
-        tc = np.array([uses_tensor_cores(t.strings[int(x)] or "") for x in u], dtype=bool)
-        tcmask = id_mask(name, u[tc], len(t.strings))
+        tc = np.array([uses_tensor_cores(names[int(x)]) for x in u], dtype=bool)
+        tcmask = id_mask(name, u[tc], len(names))
         kern = ev["kind"][rows] == int(Kind.KERNEL)
         for label, m in (("Tensor Cores", tcmask & kern), ("Other", ~tcmask & kern)):
             cores.append(pb.CoreStat(core=label, calls=int(m.sum()), total_ns=int(ev["dur"][rows][m].sum())))

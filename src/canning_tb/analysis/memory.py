@@ -15,7 +15,7 @@
   first (events_truncated set). The op of an allocation: the `op` column when the reader set it, else the
   innermost CPU_OP enclosing the record's time on the busiest host thread that has one (memory
   records carry no thread: a sound approximation for the usual single training thread).
-  Ascend: extras["operator_memory"] (operator_memory.csv) gives allocation events and op names.
+  Ascend: the operator_memory side table gives allocation events and op names.
 - Per-op statistics (names as torch-tb-profiler's Memory Statistics): allocations / bytes
   (children included) and self ones, increase = net signed bytes while the op ran.
 """
@@ -25,6 +25,7 @@ import re
 
 import numpy as np
 
+from ..ingest import side_tables as side
 from ..ingest.table import NONE, EventTable, Kind
 from . import digest_pb2 as pb
 from .common import id_mask, ids_matching, innermost_at, nest, sum_up_tree
@@ -68,40 +69,6 @@ def _device_capacity(table: EventTable, device: str) -> int:
     return -1
 
 
-def _columns(extra) -> dict[str, np.ndarray] | None:
-    """Accept a dict of columns or a list of row dicts."""
-    if extra is None:
-        return None
-    if isinstance(extra, dict):
-        return {k: np.asarray(v) for k, v in extra.items()}
-    if isinstance(extra, list) and extra and isinstance(extra[0], dict):
-        keys = extra[0].keys()
-        return {k: np.asarray([r.get(k) for r in extra]) for k in keys}
-    return None
-
-
-def _pick(cols: dict, *names):
-    for n in names:
-        if n in cols:
-            return cols[n]
-    low = {k.lower(): k for k in cols}
-    for n in names:
-        if n.lower() in low:
-            return cols[low[n.lower()]]
-    return None
-
-
-def _num(a, default=-1) -> np.ndarray:
-    out = np.full(len(a), default, dtype=np.float64)
-    for i, v in enumerate(a):  # extras are small pre-aggregated tables
-        try:
-            if v is not None and v != "":
-                out[i] = float(v)
-        except (TypeError, ValueError):
-            pass
-    return out
-
-
 def memory_stats(ctx: Context) -> list:
     t = ctx.table
     mem = t.memory
@@ -110,60 +77,15 @@ def memory_stats(ctx: Context) -> list:
     n_empty = int(id_mask(ev["name"][ev["kind"] == int(Kind.CPU_OP)], ids_matching(t, EMPTY_CACHE_RE), len(t.strings)).sum())
     op_rows = np.flatnonzero((ev["kind"] == int(Kind.CPU_OP)) & (ev["device"] == NONE))
     op_nest = None
-
     devices = np.unique(mem["device"]) if len(mem["ts"]) else np.zeros(0, np.int32)
-    comp_col = mem["component"]
-    comp_names = {int(c): t.strings[int(c)] for c in np.unique(comp_col) if c >= 0}
+    comp_names = {int(c): t.strings[int(c)] for c in np.unique(mem["component"]) if c >= 0}
     for dev_id in devices:
         dname = t.strings[int(dev_id)] or ""
         dm = np.flatnonzero(mem["device"] == dev_id)
-        comps = comp_col[dm]
-        curve_rows = dm
-        if (comps != NONE).any():
-            want = None
-            for label in ("PTA+GE", "PTA"):
-                cid = [c for c, s in comp_names.items() if s == label]
-                if cid and (comps == cid[0]).any():
-                    want = cid[0]
-                    break
-            curve_rows = dm[comps == want] if want is not None else dm[comps == NONE]
-        curve_rows = curve_rows[np.argsort(mem["ts"][curve_rows], kind="stable")]
-        alloc = mem["allocated"][curve_rows]
-        known = alloc != NONE
-        derived = None
-        if not known.any() and (mem["bytes"][curve_rows] != 0).any():
-            # old Kineto records (no Total Allocated): running sum of the changes, shifted so the
-            # lowest point of the window is 0 (memory held before the window is unknown)
-            cs = np.cumsum(mem["bytes"][curve_rows])
-            derived = cs - min(int(cs.min()), 0)
-            known = np.ones(len(curve_rows), bool)
-        d = pb.DeviceMemory(device=dname, capacity_bytes=_device_capacity(t, dname), empty_cache_calls=n_empty)
-        d.peak_allocated_bytes = -1
-        d.peak_ts_ns = -1
-        d.peak_reserved_bytes = -1
-        cr = curve_rows[known]
-        if len(cr):
-            a = mem["allocated"][cr] if derived is None else derived
-            keep = downsample(a)
-            p = int(np.argmax(a))
-            d.peak_allocated_bytes = int(a[p])
-            d.peak_ts_ns = int(mem["ts"][cr[p]])
-            d.curve_ts_ns.extend(mem["ts"][cr[keep]].tolist())
-            d.curve_allocated_bytes.extend(a[keep].tolist())
-            d.curve_reserved_bytes.extend(mem["reserved"][cr[keep]].tolist())
-            act = mem["active"][cr[keep]]
-            if (act != NONE).any():
-                d.curve_active_bytes.extend(act.tolist())
-        res = mem["reserved"][curve_rows]
-        if (res != NONE).any():
-            d.peak_reserved_bytes = int(res[res != NONE].max())
-        # components (memory_record components on NPU)
-        for c in np.unique(comps[comps != NONE]):
-            rr = dm[comps == c]
-            ra, rs = mem["allocated"][rr], mem["reserved"][rr]
-            d.components.add(component=comp_names[int(c)],
-                             peak_reserved_bytes=int(rs.max()) if (rs != NONE).any() else -1,
-                             peak_allocated_bytes=int(ra.max()) if (ra != NONE).any() else -1)
+        d = pb.DeviceMemory(device=dname, capacity_bytes=_device_capacity(t, dname), empty_cache_calls=n_empty,
+                            peak_allocated_bytes=-1, peak_ts_ns=-1, peak_reserved_bytes=-1)
+        _curve(d, t, _curve_rows(t, dm, comp_names))
+        _components(d, t, dm, comp_names)
         # allocations and frees
         b = mem["bytes"][dm]
         d.allocations = int((b > 0).sum())
@@ -177,8 +99,64 @@ def memory_stats(ctx: Context) -> list:
             _events(d, t, rec, inner, op_nest)
             _op_memory(d, t, rec, inner, op_nest)
         out.append(d)
-    _ascend_extras(ctx, out, n_empty)
+    _ascend_side_tables(ctx, out, n_empty)
     return out
+
+
+def _curve_rows(t: EventTable, dm: np.ndarray, comp_names: dict[int, str]) -> np.ndarray:
+    """The records of a device that make its curve (the PTA+GE, else PTA component on NPU), by time."""
+    mem = t.memory
+    comps = mem["component"][dm]
+    rows = dm
+    if (comps != NONE).any():
+        want = None
+        for label in ("PTA+GE", "PTA"):
+            cid = [c for c, s in comp_names.items() if s == label]
+            if cid and (comps == cid[0]).any():
+                want = cid[0]
+                break
+        rows = dm[comps == want] if want is not None else dm[comps == NONE]
+    return rows[np.argsort(mem["ts"][rows], kind="stable")]
+
+
+def _curve(d, t: EventTable, curve_rows: np.ndarray) -> None:
+    mem = t.memory
+    known = mem["allocated"][curve_rows] != NONE
+    derived = None
+    if not known.any() and (mem["bytes"][curve_rows] != 0).any():
+        # old Kineto records (no Total Allocated): running sum of the changes, shifted so the
+        # lowest point of the window is 0 (memory held before the window is unknown)
+        cs = np.cumsum(mem["bytes"][curve_rows])
+        derived = cs - min(int(cs.min()), 0)
+        known = np.ones(len(curve_rows), bool)
+    cr = curve_rows[known]
+    if len(cr):
+        a = mem["allocated"][cr] if derived is None else derived
+        keep = downsample(a)
+        p = int(np.argmax(a))
+        d.peak_allocated_bytes = int(a[p])
+        d.peak_ts_ns = int(mem["ts"][cr[p]])
+        d.curve_ts_ns.extend(mem["ts"][cr[keep]].tolist())
+        d.curve_allocated_bytes.extend(a[keep].tolist())
+        d.curve_reserved_bytes.extend(mem["reserved"][cr[keep]].tolist())
+        act = mem["active"][cr[keep]]
+        if (act != NONE).any():
+            d.curve_active_bytes.extend(act.tolist())
+    res = mem["reserved"][curve_rows]
+    if (res != NONE).any():
+        d.peak_reserved_bytes = int(res[res != NONE].max())
+
+
+def _components(d, t: EventTable, dm: np.ndarray, comp_names: dict[int, str]) -> None:
+    """Peaks per memory_record component (NPU: PTA, GE, APP ...)."""
+    mem = t.memory
+    comps = mem["component"][dm]
+    for c in np.unique(comps[comps != NONE]):
+        rr = dm[comps == c]
+        ra, rs = mem["allocated"][rr], mem["reserved"][rr]
+        d.components.add(component=comp_names[int(c)],
+                         peak_reserved_bytes=int(rs.max()) if (rs != NONE).any() else -1,
+                         peak_allocated_bytes=int(ra.max()) if (ra != NONE).any() else -1)
 
 
 def _events(d, t: EventTable, rec: np.ndarray, inner: np.ndarray, op_nest) -> None:
@@ -257,84 +235,79 @@ def _op_memory(d, t: EventTable, rec: np.ndarray, inner: np.ndarray, op_nest) ->
                   increase_bytes=int(agg[4][i]), self_increase_bytes=int(agg[5][i]))
 
 
-def _ascend_extras(ctx: Context, out: list, n_empty: int) -> None:
-    """NPU: operator_memory.csv -> allocation events/stats; npu_module_mem.csv -> components."""
+def _ascend_side_tables(ctx: Context, out: list, n_empty: int) -> None:
+    """NPU: the operator_memory side table -> allocation events and per-op statistics of each device
+    (when the memory records gave none); npu_module_mem -> the peak reserved of each CANN module."""
     t = ctx.table
-    ex = t.extras
-    opm = _columns(ex.get("operator_memory"))
-    mods = _columns(ex.get("npu_module_mem"))
-    if opm is None and mods is None:
+    allocs = side.rows(t.side, "operator_memory")
+    modules = side.rows(t.side, "npu_module_mem")
+    if not allocs and not modules:
         return
+    entries = _DeviceEntries(t, out, n_empty)
+    by_device: dict[str, list[dict]] = {}
+    for r in allocs:
+        by_device.setdefault(r["device"] or entries.default, []).append(r)
+    for dev, rows in by_device.items():
+        d = entries.get(dev)
+        if d.allocations == 0:
+            _op_memory_events(d, rows)
+        if len(d.ops) == 0:
+            _op_memory_stats(d, rows)
+    _module_components(entries, modules)
 
-    def dev_entry(name: str):
-        norm = (name or "").lower()
-        for d in out:
-            if d.device.lower() == norm:
+
+class _DeviceEntries:
+    """The DeviceMemory of a device name, created when the memory records had none."""
+
+    def __init__(self, table: EventTable, out: list, n_empty: int):
+        self.table, self.out, self.n_empty = table, out, n_empty
+        self.default = out[0].device if out else "npu:0"
+
+    def get(self, name: str):
+        for d in self.out:
+            if d.device.lower() == name.lower():
                 return d
-        d = pb.DeviceMemory(device=name, capacity_bytes=_device_capacity(t, name), empty_cache_calls=n_empty,
-                            peak_allocated_bytes=-1, peak_ts_ns=-1, peak_reserved_bytes=-1)
-        out.append(d)
+        d = pb.DeviceMemory(device=name, capacity_bytes=_device_capacity(self.table, name),
+                            empty_cache_calls=self.n_empty, peak_allocated_bytes=-1, peak_ts_ns=-1,
+                            peak_reserved_bytes=-1)
+        self.out.append(d)
         return d
 
-    default_dev = out[0].device if out else "npu:0"
-    if opm is not None:
-        names = _pick(opm, "name", "Name", "op")
-        size = _pick(opm, "bytes", "size_bytes", "size", "Size(KB)")
-        a_ts = _pick(opm, "alloc_ns", "allocation_ns", "allocation_time_ns", "alloc_ts", "Allocation Time(us)")
-        f_ts = _pick(opm, "free_ns", "release_ns", "release_time_ns", "free_ts", "Release Time(us)")
-        devs = _pick(opm, "device", "Device Type", "device_type")
-        if names is not None and size is not None:
-            n = len(names)
-            sz = _num(size, 0)
-            if "Size(KB)" in opm and size is opm["Size(KB)"]:
-                sz = sz * 1024
-            at = _num(a_ts) if a_ts is not None else np.full(n, -1.0)
-            ft = _num(f_ts) if f_ts is not None else np.full(n, -1.0)
-            dv = np.asarray([str(x) for x in devs]) if devs is not None else np.full(n, default_dev)
-            for dn in np.unique(dv):
-                sel = np.flatnonzero(dv == dn)
-                d = dev_entry(str(dn) if str(dn) else default_dev)
-                if d.allocations == 0:
-                    pos = sel[sz[sel] > 0]
-                    d.allocations = len(pos)
-                    d.frees = int((ft[pos] >= 0).sum())
-                    d.allocated_bytes = int(sz[pos].sum())
-                    d.events_truncated = len(pos) > MAX_EVENTS
-                    if d.events_truncated:  # the largest, largest first
-                        order = pos[np.lexsort((at[pos], -sz[pos]))][:MAX_EVENTS]
-                    else:
-                        order = pos[np.argsort(at[pos], kind="stable")]
-                    del d.events[:]
-                    for i in order:
-                        d.events.add(op=str(names[i]), bytes=int(sz[i]), alloc_ns=int(at[i]), free_ns=int(ft[i]))
-                if len(d.ops) == 0:
-                    nm = np.asarray([str(x) for x in names[sel]])
-                    uu, inv = np.unique(nm, return_inverse=True)
-                    inv = inv.reshape(-1)
-                    cnt = np.bincount(inv, weights=(sz[sel] > 0), minlength=len(uu)).astype(np.int64)
-                    byt = np.bincount(inv, weights=np.maximum(sz[sel], 0), minlength=len(uu)).astype(np.int64)
-                    freed = np.bincount(inv, weights=np.where(ft[sel] >= 0, sz[sel], 0), minlength=len(uu)).astype(np.int64)
-                    for i in np.argsort(-byt, kind="stable"):
-                        d.ops.add(name=str(uu[i]), allocations=int(cnt[i]), allocated_bytes=int(byt[i]),
-                                  self_allocations=int(cnt[i]), self_allocated_bytes=int(byt[i]),
-                                  increase_bytes=int(byt[i] - freed[i]), self_increase_bytes=int(byt[i] - freed[i]))
-    if mods is not None:
-        comp = _pick(mods, "component", "Component")
-        resv = _pick(mods, "reserved", "reserved_bytes", "total_reserved", "Total Reserved(MB)")
-        devs = _pick(mods, "device", "Device")
-        if comp is not None and resv is not None:
-            rv = _num(resv)
-            if "Total Reserved(MB)" in mods and resv is mods["Total Reserved(MB)"]:
-                rv = rv * 1024 * 1024
-            dv = np.asarray([str(x) for x in devs]) if devs is not None else np.full(len(comp), default_dev)
-            cn = np.asarray([str(x) for x in comp])
-            for dn in np.unique(dv):
-                d = dev_entry(str(dn))
-                have = {c.component for c in d.components}
-                sel = dv == dn
-                for c in np.unique(cn[sel]):
-                    if c in have:
-                        continue
-                    v = rv[sel & (cn == c)]
-                    d.components.add(component=str(c), peak_reserved_bytes=int(v.max()) if len(v) else -1,
-                                     peak_allocated_bytes=-1)
+
+def _op_memory_events(d, rows: list[dict]) -> None:
+    blocks = [r for r in rows if (r["bytes"] or 0) > 0]
+    d.allocations = len(blocks)
+    d.frees = sum(1 for r in blocks if r["free_ns"] >= 0)
+    d.allocated_bytes = sum(r["bytes"] for r in blocks)
+    d.events_truncated = len(blocks) > MAX_EVENTS
+    if d.events_truncated:  # the largest, largest first
+        blocks = sorted(blocks, key=lambda r: (-r["bytes"], r["alloc_ns"]))[:MAX_EVENTS]
+    else:
+        blocks = sorted(blocks, key=lambda r: r["alloc_ns"])
+    del d.events[:]
+    for r in blocks:
+        d.events.add(op=r["name"], bytes=r["bytes"], alloc_ns=r["alloc_ns"], free_ns=r["free_ns"])
+
+
+def _op_memory_stats(d, rows: list[dict]) -> None:
+    per: dict[str, list[int]] = {}  # name -> [allocations, bytes, bytes freed in the window]
+    for r in rows:
+        size = max(r["bytes"] or 0, 0)
+        acc = per.setdefault(r["name"], [0, 0, 0])
+        acc[0] += size > 0
+        acc[1] += size
+        acc[2] += size if r["free_ns"] >= 0 else 0
+    for name, (count, nbytes, freed) in sorted(per.items(), key=lambda kv: -kv[1][1]):
+        d.ops.add(name=name, allocations=count, allocated_bytes=nbytes, self_allocations=count,
+                  self_allocated_bytes=nbytes, increase_bytes=nbytes - freed, self_increase_bytes=nbytes - freed)
+
+
+def _module_components(entries: _DeviceEntries, modules: list[dict]) -> None:
+    peaks: dict[tuple[str, str], int] = {}
+    for r in modules:
+        key = (r["device"] or entries.default, r["component"])
+        peaks[key] = max(peaks.get(key, -1), -1 if r["reserved_bytes"] is None else r["reserved_bytes"])
+    for (dev, comp), peak in peaks.items():
+        d = entries.get(dev)
+        if comp not in {c.component for c in d.components}:
+            d.components.add(component=comp, peak_reserved_bytes=peak, peak_allocated_bytes=-1)

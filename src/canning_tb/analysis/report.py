@@ -90,12 +90,18 @@ def memory_summary(digest: pb.Digest) -> Table:
 
 
 def communication_summary(digest: pb.Digest) -> Table:
-    t = Table("Communication summary", ["Collective", "Group", "Calls", "Total(ms)", "Avg(ms)", "Bytes", "Bandwidth(GB/s)"])
+    t = Table("Communication summary", ["Collective", "Group", "Calls", "Total(ms)", "Avg(ms)", "Bytes",
+                                        "Transit bytes", "Wait(ms)", "Bandwidth(GB/s)"])
     for c in digest.communication.collectives:
         t.rows.append([c.kind, c.group, int(c.calls), _ms(c.total_ns), _ms(c.total_ns / c.calls) if c.calls else 0.0,
-                       int(c.bytes) if c.bytes >= 0 else None,
+                       int(c.bytes) if c.bytes >= 0 else None, int(c.transit_bytes) if c.transit_bytes > 0 else None,
+                       _ms(c.wait_ns) if c.wait_ns >= 0 else None,
                        round(c.bandwidth_gbps, 3) if c.bandwidth_gbps >= 0 else None])
     cm = digest.communication
+    if cm.source:
+        t.notes.append(f"Wait, transit bytes and bandwidth as CANN measured them ({cm.source}).")
+    if digest.step_source not in ("", "trace"):
+        t.notes.append(f"Steps as CANN measured them ({digest.step_source}): the window has no ProfilerStep ranges.")
     if cm.total_ns:
         t.notes.append(f"Communication {_ms(cm.total_ns)} ms, of which {_ms(cm.not_overlapped_ns)} ms not overlapped "
                        f"with compute ({100 * cm.not_overlapped_share:.1f}% of the step time).")
@@ -157,10 +163,16 @@ def ranks_report(digests: list) -> str:
     """The cross-rank analysis (cluster.analyse_ranks) as text."""
     from .cluster import analyse_ranks
     r = analyse_ranks(digests)
-    t = Table("Ranks (ms, mean step)", ["Rank", "Step", "Computing", "Communication", "Free", "Wait", "Transfer"])
+    t = Table("Ranks (ms, mean step)", ["Rank", "Step", "Computing", "Communication", "Free", "Wait", "P2P wait",
+                                        "Transfer"])
     for x in r["ranks"]:
         t.rows.append([int(x["rank"]), _ms(x["step_ns"]), _ms(x["computing_ns"]), _ms(x["communication_ns"]),
-                       _ms(x["free_ns"]), _ms(x["wait_ns"]), _ms(x["transfer_ns"])])
+                       _ms(x["free_ns"]), _ms(x["wait_ns"]), _ms(x["p2p_wait_ns"]), _ms(x["transfer_ns"])])
+    if r["breakdown_source"] != "trace":
+        t.notes.append(f"Computing, communication and free as CANN measured them ({r['breakdown_source']}).")
+    waits = sorted({c["wait_source"] for c in r["collectives"]})
+    if waits:
+        t.notes.append(f"Wait and transfer from: {', '.join(waits)}.")
     s = Table("Slow rank check: (max - min) / mean > 5 %", ["Metric", "Ratio", "Flagged", "Slowest rank"])
     for x in r["slow_ranks"]:
         s.rows.append([x["metric"], round(x["ratio"], 4), "yes" if x["flagged"] else "no", int(x["slowest_rank"])])

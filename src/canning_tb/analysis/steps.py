@@ -30,7 +30,7 @@ The categories are disjoint by construction, so they sum exactly to E_i - S_i.
 
 Ascend
 ------
-step_trace_time.csv (extras["step_trace"]) uses the same device sets: Computing = compute +
+step_trace_time.csv (the step_trace side table) uses the same device sets: Computing = compute +
 overlapped, Communication(Not Overlapped) = communication, Overlapped = overlapped, Free = the
 rest of the step (memcpy + memset + runtime + dataloader + host + idle here). Differences come
 only from the step span: CANN measures the step on the device from its own "Step" range, we

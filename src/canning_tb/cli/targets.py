@@ -44,5 +44,5 @@ def targets_for(path: str, cache_dir: str | None = None) -> list[Target]:
                                    "a Chrome trace .json[.gz] or a *_ascend_pt folder)")
     return _all_targets(Store(path, cache_dir=cache_dir),
                         f"{path}: no profiles found (looked for *.canning.json, *.pt.trace.json[.gz], "
-                        "Chrome trace .json[.gz] files and *_ascend_pt folders)")
+                        "Chrome trace .json[.gz] files and torch_npu output folders)")
 

@@ -1,6 +1,7 @@
 """--mode=view: the report of every window under a path, as text or JSON."""
 from __future__ import annotations
 
+import logging
 import sys
 
 from canning_tb.digest_json import to_plain
@@ -9,6 +10,8 @@ from canning_tb.ingest.table import InputError
 from .output import JSON_SCHEMA, dump_json
 from .progress import ProgressBar
 from .targets import targets_for
+
+log = logging.getLogger("canning_tb.cli")
 
 
 def digest_all(targets) -> list[tuple]:
@@ -22,6 +25,10 @@ def digest_all(targets) -> list[tuple]:
             out.append((target, target.digest(), None))
         except InputError as e:
             out.append((target, None, str(e)))
+        except Exception as e:  # window boundary: a bug met in one window must not cost the others their report
+            log.exception("canning: window %s failed", target.window.path)
+            out.append((target, None, f"{target.window.path}: internal error ({type(e).__name__}: {e}); "
+                                      f"the traceback is on stderr"))
     return out
 
 

@@ -31,7 +31,12 @@ class Backend:
     kwargs: dict = field(default_factory=dict)  # ready for module.profile(**kwargs), on_trace_ready excluded
 
     def new_profile(self, on_trace_ready):
-        return self.module.profile(on_trace_ready=on_trace_ready, **self.kwargs)
+        try:
+            return self.module.profile(on_trace_ready=on_trace_ready, **self.kwargs)
+        except RuntimeError as e:  # torch_npu checks the device here: say what to do, not only what failed
+            if self.name != "torch_npu":
+                raise
+            raise NpuUnavailableError(f"torch_npu could not build its profiler ({e}). {NPU_HELP}") from e
 
 
 def _import_torch_npu():
@@ -52,18 +57,58 @@ def _accepted_keywords(profile_cls) -> set:
     return {n for n in params if n != "self"}
 
 
-def _adapt_schedule(sched, name, module):
-    if not isinstance(sched, Schedule):
-        return sched  # a backend's own schedule or any callable: passed through untouched
-    if name == "torch_npu":
-        accepted = set(inspect.signature(module.schedule).parameters)
-        return module.schedule(**{k: v for k, v in sched.as_dict().items() if k in accepted})
+def _adapt_schedule(sched, module):
+    """Any schedule (ours, torch's, torch_npu's, any callable) -> one that answers in this backend's enum.
+
+    torch and torch_npu each look the answer up in their own ProfilerAction; another enum's member
+    matches nothing there, and the profile then records nothing, silently.
+    """
+    if sched is None:
+        return None
     actions = module.ProfilerAction
 
-    def torch_schedule(step: int):  # torch compares with its own enum
-        return actions[sched.action(step)]
-    torch_schedule.canning_schedule = sched
-    return torch_schedule
+    def backend_schedule(step: int):
+        answer = sched(step)
+        name = answer if isinstance(answer, str) else getattr(answer, "name", None)
+        if name not in actions.__members__:
+            raise ValueError(f"schedule returned {answer!r} at step {step}; expected one of "
+                             f"{', '.join(actions.__members__)}")
+        return actions[name]
+    # torch_npu writes the schedule's __dict__ into profiler_info.json: plain numbers only
+    params = sched.as_dict() if isinstance(sched, Schedule) else {
+        k: v for k, v in getattr(sched, "__dict__", {}).items() if isinstance(v, int) and not k.startswith("_")}
+    backend_schedule.__dict__.update(params)
+    return backend_schedule
+
+
+def _npu_settings(module, kwargs: dict) -> None:
+    """What torch_npu would silently reset, said aloud (and fixed where the intent is clear)."""
+    from canning_tb.manifest import PROFILER_SETTINGS
+    for key in PROFILER_SETTINGS:
+        if key in kwargs and not isinstance(kwargs[key], bool):
+            warnings.warn(f"{key}={kwargs[key]!r} is not a bool: torch_npu would reset it to False; "
+                          f"passing {bool(kwargs[key])}", RuntimeWarning, stacklevel=5)
+            kwargs[key] = bool(kwargs[key])
+    config = kwargs.get("experimental_config")
+    npu_config = getattr(module, "_ExperimentalConfig", None)
+    if config is not None and npu_config is not None and not isinstance(config, npu_config):
+        warnings.warn(f"experimental_config is a {type(config).__module__}.{type(config).__name__}; torch_npu "
+                      f"takes only torch_npu.profiler._ExperimentalConfig (profiler_level, aic_metrics, ...) and "
+                      f"uses its default instead", RuntimeWarning, stacklevel=5)
+        del kwargs["experimental_config"]
+
+
+def check_npu_device() -> None:
+    """torch_npu checks the device only when a profile is built; check it when ours is, with our help."""
+    import torch_npu
+    available = getattr(getattr(torch_npu, "npu", None), "is_available", None)
+    try:
+        ok = available() if available is not None else True
+    except RuntimeError as e:  # the driver itself fails to answer
+        raise NpuUnavailableError(f"torch_npu is installed but the NPU cannot be used ({e}). {NPU_HELP}") from e
+    if not ok:
+        raise NpuUnavailableError(f"torch_npu is installed but finds no NPU device (driver not loaded, or "
+                                  f"ASCEND_RT_VISIBLE_DEVICES hides them). {NPU_HELP}")
 
 
 def resolve(activities=None, *, start_on_cpu=False, schedule=None, **kwargs) -> Backend:
@@ -73,6 +118,7 @@ def resolve(activities=None, *, start_on_cpu=False, schedule=None, **kwargs) -> 
     if acts is not None and ProfilerActivity.NPU in acts:
         try:
             module, name = _import_torch_npu(), "torch_npu"
+            check_npu_device()
         except NpuUnavailableError as e:
             if not start_on_cpu:
                 raise
@@ -90,9 +136,11 @@ def resolve(activities=None, *, start_on_cpu=False, schedule=None, **kwargs) -> 
                       f"{'CPU and NPU' if name != 'torch' else 'the CPU only'}.", RuntimeWarning, stacklevel=4)
         acts = [a for a in acts if a is not ProfilerActivity.CUDA] or [ProfilerActivity.CPU]
     native = [getattr(module.ProfilerActivity, a.name) for a in acts]
-    kwargs = {"activities": native, "schedule": _adapt_schedule(schedule, name, module), **kwargs}
+    kwargs = {"activities": native, "schedule": _adapt_schedule(schedule, module), **kwargs}
     if kwargs["schedule"] is None:
         del kwargs["schedule"]  # torch_npu's signature may reject an explicit None in old versions
+    if name == "torch_npu":
+        _npu_settings(module, kwargs)
     accepted = _accepted_keywords(module.profile)
     if accepted:
         for k in [k for k in kwargs if k not in accepted]:

@@ -3,31 +3,43 @@
 Each start() builds a fresh backend profiler, so every start begins a new collection. Our object,
 not the backend's, is handed to on_trace_ready: the handler then sees the step timestamps we keep
 and the settings, and user callbacks get op_summary() and friends.
+On NPU, results (key_averages, events, the summaries) come from the folder torch_npu's handler
+wrote for the last window (npu_results.py), since torch_npu's profile has no key_averages().
 """
 import functools
 import time
 import warnings
 from collections import OrderedDict
 
-from . import backend as _backend
-from . import summaries as _summaries
+from canning_tb.manifest import PROFILER_SETTINGS
 
-_SETTINGS = ("record_shapes", "profile_memory", "with_stack", "with_flops", "with_modules")
+from . import backend as _backend
+from . import npu as _npu
+from . import npu_results as _npu_results
+from . import summaries as _summaries
+from .activity import ProfilerActivity
+
 _KEEP_STEPS = 4096  # step timestamps kept; a window is far shorter
 
 
 class Profile:
     def __init__(self, *, activities=None, schedule=None, on_trace_ready=None, start_on_cpu=False, **kwargs):
         self._backend = _backend.resolve(activities, start_on_cpu=start_on_cpu, schedule=schedule, **kwargs)
+        self._start_on_cpu, self._kwargs = start_on_cpu, kwargs
         self.schedule = schedule
         self.on_trace_ready = on_trace_ready
         self.settings = {"activities": [a.name for a in self._backend.activities],
                          "schedule": repr(schedule) if schedule is not None else None,
-                         **{k: bool(kwargs.get(k, False)) for k in _SETTINGS}}
+                         **{k: bool(kwargs.get(k, False)) for k in PROFILER_SETTINGS}}
         self.profiler = None          # the backend profiler of the current or last collection
         self._running = False
         self._steps = OrderedDict()   # step number -> [begin_ns, end_ns or None], wall clock
         self._digest = None
+        self._trace = _summaries.SavedTrace()  # torch: the collection's Chrome trace, saved once
+        self._npu_folder = None       # torch_npu's folder of the last window (its prof_if.prof_path)
+        self._private_handler = None  # torch_npu's own handler when an NPU profile was given none
+        self._private_dir = None      # ... and the temporary folder it writes into
+        self._analysed_here = None    # the folder analyse() finished (offline analysis)
 
     # --- lifecycle -------------------------------------------------------------------------------
     @property
@@ -52,10 +64,14 @@ class Profile:
             return self
         self._steps.clear()
         self._digest = None
+        self._trace.forget()
         prepare = getattr(self.on_trace_ready, "canning_prepare", None)
         if prepare is not None:  # e.g. torch_npu's handler must exist before its profiler is built
             prepare(self)
-        self.profiler = self._backend.new_profile(self._trace_ready)
+        elif self.backend == "torch_npu" and _npu.needs_private_handler(self.on_trace_ready):
+            self._private_handler, self._private_dir = _npu.private_handler(self._backend.module, self,
+                                                                            self._private_dir)
+        self.profiler = self._new_backend_profile()
         self._steps[0] = [time.time_ns(), None]
         self.profiler.start()
         self._running = True
@@ -66,7 +82,10 @@ class Profile:
             return self
         self._running = False
         self._end_step(self.step_num)
-        self.profiler.stop()  # may call on_trace_ready for the window in progress
+        if self.backend == "torch_npu" and self.schedule is None:
+            _npu.quiet_stop(self.profiler)  # may call on_trace_ready for the window in progress
+        else:
+            self.profiler.stop()  # may call on_trace_ready for the window in progress
         return self
 
     def step(self):
@@ -93,8 +112,26 @@ class Profile:
                 out[s] = (b[0], b[1])
         return out
 
-    def _trace_ready(self, _backend_prof):
+    def _new_backend_profile(self):
+        try:
+            return self._backend.new_profile(self._trace_ready)
+        except _backend.NpuUnavailableError as e:  # torch_npu found no device only now
+            if not self._start_on_cpu:
+                raise
+            warnings.warn(f"{e} Profiling the CPU only (start_on_cpu=True).", RuntimeWarning, stacklevel=3)
+            kwargs = {k: v for k, v in self._kwargs.items() if k != "experimental_config"}
+            self._backend = _backend.resolve([ProfilerActivity.CPU], schedule=self.schedule, **kwargs)
+            self.settings["activities"] = ["CPU"]
+            self._private_handler = None  # torch_npu's, for torch_npu's profile only
+            return self._backend.new_profile(self._trace_ready)
+
+    def _trace_ready(self, backend_prof):
         self._digest = None
+        self._trace.forget()  # a new window: a new trace to save
+        if self.backend == "torch_npu":  # the window that just ended: torch_npu made its folder at its start
+            self._npu_folder = getattr(getattr(backend_prof, "prof_if", None), "prof_path", None) or None
+        if self._private_handler is not None:
+            self._private_handler(backend_prof)
         if self.on_trace_ready is not None:
             self.on_trace_ready(self)
 
@@ -110,14 +147,45 @@ class Profile:
             raise RuntimeError("no collection yet: start() and stop() the profile first")
         return self.profiler
 
-    def key_averages(self, *args, **kwargs):
-        return self._require().key_averages(*args, **kwargs)
+    def key_averages(self, group_by_input_shape: bool = False, group_by_stack_n: int = 0, **kwargs):
+        """torch's EventList averages; on NPU the last window's operators (npu_results.KeyAverages)."""
+        if self.backend == "torch_npu":
+            return _npu_results.KeyAverages.from_digest(self._digest_of_last(), group_by_input_shape,
+                                                        group_by_stack_n)
+        return self._require().key_averages(group_by_input_shape=group_by_input_shape,
+                                            group_by_stack_n=group_by_stack_n, **kwargs)
 
     def events(self):
+        """torch's events; on NPU the last window's columnar EventTable (canning_tb.ingest)."""
+        if self.backend == "torch_npu":
+            return _npu_results.window_table(self._npu_folder, self._npu_analysis())
         return self._require().events()
 
+    def analyse(self):
+        """NPU: run torch_npu's offline analysis of the last window (after analyse_flag=False)."""
+        if self.backend != "torch_npu":
+            raise RuntimeError("analyse() is for NPU profiles: torch.profiler's results need no analysis")
+        _npu_results.offline_analyse(self._npu_folder)
+        self._digest = None
+        self._analysed_here = self._npu_folder  # blocking: its output is complete now
+
+    def _npu_analysis(self) -> str:
+        """How torch_npu analysed the last window ("sync", "async", "off"): from the handler's options."""
+        if self._private_handler is not None or self._analysed_here == self._npu_folder:
+            return "sync"
+        if getattr(self.on_trace_ready, "analyse_flag", True) is False:
+            return "off"
+        return "async" if getattr(self.on_trace_ready, "async_mode", False) else "sync"
+
     def export_chrome_trace(self, path: str):
-        return self._require().export_chrome_trace(path)
+        """The trace of the last collection (torch saves it once; later calls copy that file)."""
+        if self.backend == "torch_npu":  # torch_npu re-runs its whole analysis here: slow, but asked for
+            return self._require().export_chrome_trace(path)
+        return self._trace.export(self._require(), path)
+
+    def canning_trace_moved(self, path: str):
+        """The handler moved the exported trace (published it, gzipped): the summaries read it there."""
+        self._trace.moved_to(path)
 
     def __getattr__(self, name):
         # Everything else (export_stacks, export_memory_timeline, add_metadata, ...) is the backend's.
@@ -128,7 +196,10 @@ class Profile:
 
     def _digest_of_last(self):
         if self._digest is None:
-            self._digest = _summaries.digest_of(self._require())
+            if self.backend == "torch_npu":  # what torch_npu's handler wrote, not its slow export_chrome_trace
+                self._digest = _npu_results.window_digest(self._npu_folder, self._npu_analysis())
+            else:
+                self._digest = _summaries.digest_of_trace(self._trace.local(self._require()))
         return self._digest
 
     def op_summary(self):

@@ -1,18 +1,59 @@
-"""Thin calls into ingest/analysis for Profile.op_summary() and friends: export, read, digest, report."""
+"""The Chrome trace of a torch collection, saved once, and thin calls into ingest/analysis for
+Profile.op_summary() and friends (read, digest, report).
+
+torch saves a collection's trace only once ("Trace is already saved" on a second export): the first
+export is remembered, later ones copy it, and the summaries read it, whoever asked first.
+"""
+import gzip
 import os
+import shutil
 import tempfile
 
 
-def digest_of(backend_prof):
+class SavedTrace:
+    """Where the trace of the current collection lives once it has been exported."""
+
+    def __init__(self):
+        self.path = None
+        self._tmp = None  # a TemporaryDirectory when we exported for ourselves (removed with this object)
+
+    def forget(self):
+        self.path, self._tmp = None, None
+
+    def moved_to(self, path: str):
+        """The file we exported was moved (the handler publishes it, maybe gzipped)."""
+        self.path = path
+
+    def export(self, backend_prof, path: str):
+        if self.path is None:
+            backend_prof.export_chrome_trace(path)
+            self.path = path
+        elif os.path.abspath(path) != os.path.abspath(self.path):
+            _copy(self.path, path)
+
+    def local(self, backend_prof) -> str:
+        """A readable file holding the trace (exported into a temporary folder if nobody did yet)."""
+        if self.path is None or not os.path.exists(self.path):
+            if self.path is not None:
+                raise RuntimeError(f"the trace of this collection was saved to {self.path}, which is gone; torch "
+                                   f"saves a collection's trace only once")
+            self._tmp = tempfile.TemporaryDirectory(prefix="canning-")
+            self.export(backend_prof, os.path.join(self._tmp.name, "trace.pt.trace.json"))
+        return self.path
+
+
+def _copy(src: str, dst: str) -> None:
+    if src.endswith(".gz") and not dst.endswith(".gz"):
+        with gzip.open(src, "rb") as fin, open(dst, "wb") as fout:
+            shutil.copyfileobj(fin, fout)
+    else:
+        shutil.copyfile(src, dst)
+
+
+def digest_of_trace(path: str):
     from canning_tb.analysis.build import build_digest  # lazy: analysis is optional at collection time
     from canning_tb.ingest.kineto import read_kineto
-    fd, path = tempfile.mkstemp(prefix="canning-", suffix=".pt.trace.json")
-    os.close(fd)
-    try:
-        backend_prof.export_chrome_trace(path)
-        return build_digest(read_kineto(path))
-    finally:
-        os.unlink(path)
+    return build_digest(read_kineto(path))
 
 
 def call(name, digest):

@@ -2,13 +2,18 @@
 from .trace_handler import TraceHandler
 
 
-def tensorboard_trace_handler(dir_name, worker_name=None, use_gzip=True, digest=False):
+def tensorboard_trace_handler(dir_name, worker_name=None, use_gzip=True, digest=False, *, analyse_flag=True,
+                              async_mode=False):
     """Return the on_trace_ready callback writing each window into dir_name (a TensorBoard run folder).
 
     worker_name defaults to rank<R>.<host>.<pid>. digest=True computes the window's digest in a
     background process after the manifest is written; training never waits for it.
+    On NPU, torch_npu analyses each window into its *_ascend_pt folder: analyse_flag=False skips that
+    (parse later with torch_npu.profiler.profiler.analyse(folder)), async_mode=True runs it in the
+    background (the viewer shows the window as "analysing" until it is done).
     """
-    return TraceHandler(dir_name, worker_name=worker_name, use_gzip=use_gzip, digest=digest)
+    return TraceHandler(dir_name, worker_name=worker_name, use_gzip=use_gzip, digest=digest,
+                        analyse_flag=analyse_flag, async_mode=async_mode)
 
 
 __all__ = ["tensorboard_trace_handler", "TraceHandler"]

@@ -5,7 +5,8 @@ File names (window token = 13-digit Unix ms of this handler's first window in th
     <worker>.<ms><index>.pt.trace.json.gz   Chrome trace (Kineto), gzip ('.json' when use_gzip=False)
     <worker>.<ms><index>.canning.json       the manifest, written LAST: its presence means the window is complete
     events.out.tfevents.*                   per-window scalars (TensorBoard's own append-only format)
-On NPU, torch_npu writes <worker>_<pid>_<ts>_ascend_pt/ itself and we add the manifest next to it.
+On NPU, torch_npu writes <worker>[_<pid>]_<ts>_ascend_pt/ itself (see npu.py) and the manifest names it.
+The manifest's fields are in canning_tb.manifest.
 Temp files start with '.' and end with '.tmp'; readers skip them.
 """
 import logging
@@ -15,37 +16,43 @@ import subprocess
 import sys
 import time
 
+from canning_tb.collect.npu import claim, claimed_elsewhere
 from canning_tb.collect.schedule import recorded_steps
+from canning_tb.manifest import PROFILER_SETTINGS, FileEntry, Manifest
 
 from . import files, identity, npu
 from .scalars import ScalarWriter
 
 log = logging.getLogger(__name__)
-FORMAT_VERSION = 1
-_SETTINGS = ("record_shapes", "profile_memory", "with_stack", "with_flops", "with_modules")
+DIGEST_MODULE = "canning_tb.store.source_digest"  # the one background-digest entry point
 
 
 class TraceHandler:
-    def __init__(self, dir_name, worker_name=None, use_gzip=True, digest=False, *, npu_handler_factory=None):
+    def __init__(self, dir_name, worker_name=None, use_gzip=True, digest=False, *, analyse_flag=True,
+                 async_mode=False, npu_handler_factory=None):
         self.dir_name = os.fspath(dir_name)
         self.worker_name = worker_name
         self.use_gzip = use_gzip
         self.digest = digest
+        self.analyse_flag, self.async_mode = bool(analyse_flag), bool(async_mode)
         self.window = 0                      # index of the next window
         self._token_ms = None
         self._failing = set()                # what is failing now: one warning per streak of errors
         self._static = None                  # devices and versions, computed once
         self._scalars = None
-        self._npu_factory = npu_handler_factory or npu.torch_npu_handler
+        self._npu_factory = npu_handler_factory or npu.make_torch_npu_handler
         self._npu_fn = None
         self._children = []
-        if "torch_npu" in sys.modules:       # torch_npu fixes its output path when the handler is made
+        # A raw torch_npu profile (not ps.Profile) never calls canning_prepare: torch_npu's output folder
+        # must point here before its first window starts, unless a running profile writes elsewhere.
+        if "torch_npu" in sys.modules and claimed_elsewhere(self.dir_name) is None:
             self._make_npu_handler()
 
     # Profile.start() calls this before it builds the backend profiler.
     def canning_prepare(self, prof):
-        if npu.is_npu(prof) and self._npu_fn is None:
-            self._make_npu_handler()
+        if npu.is_npu(prof):
+            claim(prof, self.dir_name)   # raises when another running profile writes elsewhere
+            self._make_npu_handler()         # re-points torch_npu's process-wide output here
 
     def __call__(self, prof):
         t_call = time.time_ns()
@@ -59,11 +66,11 @@ class TraceHandler:
             return
         self._failing.discard("window")
         self._write_scalars(manifest)
-        if self.digest:
-            self._start_digest(os.path.join(self.dir_name, manifest["manifest"]))
+        if self.digest and manifest.analysis in ("", "sync"):  # else torch_npu's output is not there yet
+            self._start_digest(os.path.join(self.dir_name, manifest.manifest))
 
     # --- one window --------------------------------------------------------------------------------
-    def _write_window(self, prof, index, t_call):
+    def _write_window(self, prof, index, t_call) -> Manifest:
         rank, world, local = identity.dist_info()
         worker = self.worker_name or identity.default_worker(rank)
         if self._token_ms is None:
@@ -71,27 +78,24 @@ class TraceHandler:
         stem = f"{worker}.{self._token_ms:013d}{index:05d}"
         os.makedirs(self.dir_name, exist_ok=True)
         if npu.is_npu(prof):
-            kind, entries, events = "ascend_pt", self._npu_window(prof, worker), None
+            kind, events = "ascend_pt", None
+            entries, analysis = self._npu_window(prof, worker)
         else:
-            kind, (entries, events) = "kineto", self._kineto_window(prof, stem)
+            kind, analysis = "kineto", ""
+            entries, events = self._kineto_window(prof, stem)
         steps = recorded_steps(getattr(prof, "schedule", None), int(getattr(prof, "step_num", 0) or 0))
         times = prof.step_times_ns(steps) if hasattr(prof, "step_times_ns") else {}
         if self._static is None:
             self._static = {"devices": identity.devices(), "versions": identity.versions()}
-        manifest = {
-            "format_version": FORMAT_VERSION, "kind": kind, "worker": worker, "window": index,
-            "rank": rank, "world_size": world, "local_rank": local, "host": socket.gethostname(), "pid": os.getpid(),
-            "steps": steps,
-            "step_times_ns": [[s, *times[s]] for s in steps if s in times],  # [step, begin, end], wall clock
-            "wall_start_ns": min((b for b, _ in times.values()), default=None),
-            "wall_end_ns": max((e for _, e in times.values()), default=t_call),
-            **self._static,
-            "settings": _settings(prof),
-            "trace_events": events,
-            "files": entries,
-            "manifest": f"{stem}.canning.json",
-        }
-        files.publish_json(manifest, os.path.join(self.dir_name, manifest["manifest"]))
+        manifest = Manifest(
+            kind=kind, worker=worker, window=index, manifest=f"{stem}.canning.json",
+            rank=rank, world_size=world, local_rank=local, host=socket.gethostname(), pid=os.getpid(),
+            steps=steps, step_times_ns=[[s, *times[s]] for s in steps if s in times],  # [step, begin, end]
+            wall_start_ns=min((b for b, _ in times.values()), default=None),
+            wall_end_ns=max((e for _, e in times.values()), default=t_call),
+            devices=self._static["devices"], versions=self._static["versions"], settings=_settings(prof),
+            trace_events=events, files=entries, analysis=analysis)
+        files.publish_json(manifest.to_dict(), os.path.join(self.dir_name, manifest.manifest))
         return manifest
 
     def _kineto_window(self, prof, stem):
@@ -101,51 +105,57 @@ class TraceHandler:
         try:
             prof.export_chrome_trace(raw)
             events = files.publish_gzip(raw, dst) if self.use_gzip else files.publish_plain(raw, dst)
+            moved = getattr(prof, "canning_trace_moved", None)
+            if moved is not None:  # torch saves a trace once: the profile's summaries read it from here
+                moved(dst)
         finally:
             if os.path.exists(raw):
                 os.remove(raw)
-        return [{"name": name, "bytes": os.path.getsize(dst)}], events
+        return [FileEntry(name, os.path.getsize(dst))], events
 
     def _npu_window(self, prof, worker):
+        folder = npu.window_folder(prof, self.dir_name)  # the exact folder of this window, never a guess
         if self._npu_fn is None:
             self._make_npu_handler(worker)
-        before = npu.ascend_folders(self.dir_name)
-        self._npu_fn(npu.backend_profiler(prof))
-        folder = npu.new_folder(before, npu.ascend_folders(self.dir_name))
-        if folder is None:
-            raise OSError(f"torch_npu's handler wrote no *_ascend_pt folder into {self.dir_name}")
-        return [{"name": folder, "bytes": files.tree_bytes(os.path.join(self.dir_name, folder)), "kind": "ascend_pt"}]
+        if self._npu_fn is None:
+            raise OSError("torch_npu's tensorboard_trace_handler could not be created; see the debug log")
+        self._npu_fn(npu.backend_profiler(prof))  # torch_npu's analysis: prints its errors, never raises
+        analysis = npu.analysis_outcome(folder, self.analyse_flag, self.async_mode, npu.handler_accepts("async_mode"))
+        entry = FileEntry(os.path.basename(folder), files.tree_bytes(folder), "ascend_pt")
+        return [entry], analysis
 
     def _make_npu_handler(self, worker=None):
+        if worker is None:
+            worker = self.worker_name or identity.default_worker(identity.dist_info()[0])
+        os.makedirs(self.dir_name, exist_ok=True)
         try:
-            if worker is None:
-                worker = self.worker_name or identity.default_worker(identity.dist_info()[0])
-            self._npu_fn = self._npu_factory(self.dir_name, worker)
-        except Exception as e:
-            log.debug("torch_npu handler not created yet: %s", e)
+            self._npu_fn = self._npu_factory(self.dir_name, worker, self.analyse_flag, self.async_mode)
+        except ImportError as e:  # not on an Ascend machine: the CPU path needs none of it
+            log.debug("torch_npu handler not created: %s", e)
 
     # --- side outputs ------------------------------------------------------------------------------
-    def _write_scalars(self, manifest):
-        times = [(e - b) / 1e6 for _s, b, e in manifest["step_times_ns"]]
+    def _write_scalars(self, manifest: Manifest):
+        times = [(e - b) / 1e6 for _s, b, e in manifest.step_times_ns]
         values = {"step_time_ms": sum(times) / len(times) if times else None,
-                  "trace_events": manifest["trace_events"],
-                  "trace_bytes": sum(f["bytes"] for f in manifest["files"])}
-        step = manifest["steps"][-1] if manifest["steps"] else manifest["window"]
+                  "trace_events": manifest.trace_events,
+                  "trace_bytes": sum(f.bytes or 0 for f in manifest.files)}
+        step = manifest.steps[-1] if manifest.steps else manifest.window
         try:
             if self._scalars is None:
-                self._scalars = ScalarWriter(self.dir_name, manifest["rank"], manifest["world_size"])
-            self._scalars.write(step, values, manifest["wall_end_ns"] / 1e9)
+                self._scalars = ScalarWriter(self.dir_name, manifest.rank, manifest.world_size)
+            self._scalars.write(step, values, manifest.wall_end_ns / 1e9)
             self._failing.discard("scalars")
         except Exception as e:
             self._warn(e, what="scalars")
 
     def _start_digest(self, manifest_path):
+        # the child must run this very canning_tb (a checkout may shadow the installed one)
         src_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (src_root, env.get("PYTHONPATH")) if p)
         try:
             self._children.append(subprocess.Popen(
-                [sys.executable, "-m", "canning_tb.handler.digest_worker", manifest_path], env=env,
+                [sys.executable, "-m", DIGEST_MODULE, manifest_path], env=env,
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, start_new_session=True))
         except OSError as e:
             log.warning("canning: could not start the background digest for %s: %s", manifest_path, e)
@@ -169,4 +179,4 @@ def _settings(prof) -> dict:
     sched = getattr(prof, "schedule", None)  # a raw torch.profiler.profile
     return {"activities": sorted(getattr(a, "name", str(a)) for a in getattr(prof, "activities", []) or []),
             "schedule": getattr(sched, "__qualname__", repr(sched)) if sched is not None else None,
-            **{k: bool(getattr(prof, k, False)) for k in _SETTINGS}}
+            **{k: bool(getattr(prof, k, False)) for k in PROFILER_SETTINGS}}

@@ -1,21 +1,20 @@
 """Per-file readers of the text export (CSV and JSON summaries) of a torch_npu folder.
 
-Each function takes a path, the name to report in Problems and the Problems list, and returns
-plain Python values already in ns / bytes (see ``ascend.py`` for the extras keys). Units:
-- CSV times: µs strings -> ns exactly; JSON/analysis.db times: ms or µs floats -> ns rounded.
-- memory CSVs: MB is MiB (bytes / 1024², as torch_npu writes it) -> bytes; operator_memory Size(KB) x 1024.
-- communication files: "Transit Size(MB)" is decimal MB = 10^6 bytes (checked on the fixtures: the
-  packet sizes of communication.json, e.g. 2.064384 MB, are exactly the byte sizes 2064384 that the
-  SQLite export's COMMUNICATION_TASK_INFO holds; 1024² would not give an integer); Bandwidth(GB/s) is
-  MB/ms = 10^9 bytes/s and is kept as written.
+Each function takes a path, the name to report in Problems and the Problems list, and returns rows
+of a declared side table (side_tables.py) or event rows, already in int ns / bytes. The units of each
+file and why (decimal MB in the communication files, MiB in the memory CSVs) are in
+docs/formats/ascend.md.
 """
 from __future__ import annotations
 
 import json
+import re
+from dataclasses import dataclass, field
 from typing import Any
 
-from .ascend_csv import (CsvFile, device_index, device_name, kb_to_bytes, mb_to_bytes, ms_to_ns, none_to,
-                         norm_shapes, norm_stack, read_csv, to_float, to_int, us_float_to_ns, us_to_ns)
+from . import side_tables as side
+from .ascend_csv import (device_index, device_name, kb_to_bytes, mb_to_bytes, ms_to_ns, none_to, norm_shapes,
+                         norm_stack, read_csv, to_float, to_int, us_float_to_ns, us_to_ns)
 from .table import NONE, Kind, Problem, is_comm_kernel_name
 
 MB_DECIMAL = 1_000_000
@@ -110,8 +109,9 @@ def read_operator_memory(path: str, display: str, problems: list[Problem]) -> li
     g_n, g_s = f.getter("Name"), f.getter("Size(KB)")
     g_a, g_f = f.getter("Allocation Time(us)"), f.getter("Release Time(us)")
     g_d = f.getter("Device Type", "Device")
-    return [{"name": g_n(r) or "", "bytes": none_to(kb_to_bytes(g_s(r))), "alloc_ns": none_to(us_to_ns(g_a(r))),
-             "free_ns": none_to(us_to_ns(g_f(r))), "device": device_name(g_d(r))} for r in f.rows]
+    return [side.row("operator_memory", name=g_n(r) or "", bytes=kb_to_bytes(g_s(r)),
+                     alloc_ns=none_to(us_to_ns(g_a(r))), free_ns=none_to(us_to_ns(g_f(r))),
+                     device=device_name(g_d(r))) for r in f.rows]
 
 
 def read_npu_module_mem(path: str, display: str, problems: list[Problem]) -> list[dict] | None:
@@ -120,8 +120,8 @@ def read_npu_module_mem(path: str, display: str, problems: list[Problem]) -> lis
         return None
     g_c, g_t = f.getter("Component"), f.getter("Timestamp(us)")
     g_r, g_d = f.getter("Total Reserved(MB)"), f.getter("Device", "Device Type")
-    return [{"component": g_c(r) or "", "ts_ns": none_to(us_to_ns(g_t(r))),
-             "reserved_bytes": none_to(mb_to_bytes(g_r(r))), "device": device_name(g_d(r))} for r in f.rows]
+    return [side.row("npu_module_mem", component=g_c(r) or "", ts_ns=us_to_ns(g_t(r)),
+                     reserved_bytes=mb_to_bytes(g_r(r)), device=device_name(g_d(r))) for r in f.rows]
 
 
 # -- step_trace_time.csv ------------------------------------------------------------------------------
@@ -132,7 +132,8 @@ STEP_FIELDS = [("computing_ns", "Computing"), ("communication_not_overlapped_ns"
                ("preparing_ns", "Preparing")]
 
 
-def _step_value(v: Any) -> int | None:
+def step_value(v: Any) -> int | None:
+    """'step50' / '50' / 50 -> 50; '' or 'step' (no schedule) -> None."""
     s = str(v).strip() if v is not None else ""
     if s.lower().startswith("step"):
         s = s[4:]
@@ -145,13 +146,8 @@ def read_step_trace(path: str, display: str, problems: list[Problem]) -> list[di
         return None
     g_step = f.getter("Step")
     getters = [(k, f.getter(c)) for k, c in STEP_FIELDS]
-    out = []
-    for r in f.rows:
-        d: dict[str, Any] = {"step": _step_value(g_step(r))}
-        for k, g in getters:
-            d[k] = us_to_ns(g(r))
-        out.append(d)
-    return out
+    return [side.row("step_trace", step=step_value(g_step(r)), **{k: us_to_ns(g(r)) for k, g in getters})
+            for r in f.rows]
 
 
 # -- op_statistic.csv / operator_details.csv ------------------------------------------------------------
@@ -162,12 +158,9 @@ def read_op_statistic(path: str, display: str, problems: list[Problem]) -> list[
     g = {k: f.getter(*c) for k, c in {"op_type": ("OP Type", "Op Type"), "core_type": ("Core Type",),
                                          "count": ("Count",), "total": ("Total Time(us)",), "min": ("Min Time(us)",),
                                          "avg": ("Avg Time(us)",), "max": ("Max Time(us)",)}.items()}
-    out = []
-    for r in f.rows:
-        out.append({"op_type": g["op_type"](r) or "", "core_type": g["core_type"](r) or "",
-                    "count": to_int(g["count"](r)), "total_ns": us_to_ns(g["total"](r)),
-                    "min_ns": us_to_ns(g["min"](r)), "avg_ns": us_to_ns(g["avg"](r)), "max_ns": us_to_ns(g["max"](r))})
-    return out
+    return [side.row("op_statistic", op_type=g["op_type"](r) or "", core_type=g["core_type"](r) or "",
+                     count=to_int(g["count"](r)), total_ns=us_to_ns(g["total"](r)), min_ns=us_to_ns(g["min"](r)),
+                     avg_ns=us_to_ns(g["avg"](r)), max_ns=us_to_ns(g["max"](r))) for r in f.rows]
 
 
 def read_operator_details(path: str, display: str, problems: list[Problem]) -> list[dict] | None:
@@ -178,71 +171,108 @@ def read_operator_details(path: str, display: str, problems: list[Problem]) -> l
             "device_self_ns": "Device Self Duration(us)", "device_total_ns": "Device Total Duration(us)"}
     g = {k: f.getter(c) for k, c in cols.items()}
     g_n, g_s, g_c = f.getter("Name"), f.getter("Input Shapes"), f.getter("Call Stack")
-    out = []
-    for r in f.rows:
-        d = {"name": g_n(r) or "", "input_shapes": norm_shapes(g_s(r)), "call_stack": norm_stack(g_c(r))}
-        for k, gg in g.items():
-            d[k] = us_to_ns(gg(r))
-        out.append(d)
-    return out
+    return [side.row("operator_details", name=g_n(r) or "", input_shapes=norm_shapes(g_s(r)),
+                     call_stack=norm_stack(g_c(r)), **{k: us_to_ns(gg(r)) for k, gg in g.items()}) for r in f.rows]
 
 
 # -- communication.json / communication_matrix.json ---------------------------------------------------
-def split_op_group(key: str) -> tuple[str, str | None]:
+TOTAL_OP_INFO = "Total Op Info"
+
+
+def split_op_group(key: str) -> tuple[str, str]:
+    """'hcom_allReduce__586_0_1@1752...' -> ('hcom_allReduce__586_0_1', '1752...'); no '@': group ''."""
     if "@" in key:
         op, grp = key.rsplit("@", 1)
         return op, grp
-    return key, None
+    return key, ""
 
 
-def _bandwidth(info: dict) -> dict:
-    out = {}
-    for transport, b in (info or {}).items():
+def as_dict(v: Any) -> dict:
+    """A JSON object, or {} for anything else (a damaged file keeps its well-formed parts)."""
+    return v if isinstance(v, dict) else {}
+
+
+def comm_time_row(key: dict, t: dict) -> dict:
+    """A comm_ops row from the 'Communication Time Info' of one operator (ms / µs floats -> ns)."""
+    return side.row("comm_ops", **key, elapse_ns=ms_to_ns(t.get("Elapse Time(ms)")),
+                    transit_ns=ms_to_ns(t.get("Transit Time(ms)")), wait_ns=ms_to_ns(t.get("Wait Time(ms)")),
+                    synchronization_ns=ms_to_ns(t.get("Synchronization Time(ms)")),
+                    idle_ns=ms_to_ns(t.get("Idle Time(ms)")), start_ns=us_float_to_ns(t.get("Start Timestamp(us)")))
+
+
+def mb_decimal_to_bytes(v: Any) -> int | None:
+    """Transit sizes are decimal MB (see the module docstring)."""
+    f = to_float(v)
+    return None if f is None else int(round(f * MB_DECIMAL))
+
+
+def _bandwidth_rows(key: dict, info: dict, out: "CommTables") -> None:
+    for transport, b in info.items():
         if not isinstance(b, dict):
             continue
-        size = to_float(b.get("Transit Size(MB)"))
-        dist = {}
-        for pk, v in (b.get("Size Distribution") or {}).items():
-            pkb = to_float(pk)
-            if pkb is None or not isinstance(v, (list, tuple)) or len(v) < 2:
+        out.bandwidth.append(side.row(
+            "comm_bandwidth", **key, transport=str(transport), size_bytes=mb_decimal_to_bytes(b.get("Transit Size(MB)")),
+            time_ns=ms_to_ns(b.get("Transit Time(ms)")), bandwidth_gbps=to_float(b.get("Bandwidth(GB/s)")),
+            large_packet_ratio=to_float(b.get("Large Packet Ratio"))))
+        for pk, v in as_dict(b.get("Size Distribution")).items():
+            if not isinstance(v, (list, tuple)) or len(v) < 2 or mb_decimal_to_bytes(pk) is None:
                 continue
-            dist[str(int(round(pkb * MB_DECIMAL)))] = [to_int(v[0]), ms_to_ns(v[1])]
-        out[transport] = {"size_bytes": None if size is None else int(round(size * MB_DECIMAL)),
-                          "time_ns": ms_to_ns(b.get("Transit Time(ms)")),
-                          "bandwidth_gbps": to_float(b.get("Bandwidth(GB/s)")),
-                          "large_packet_ratio": to_float(b.get("Large Packet Ratio")),
-                          "size_distribution": dist}
-    return out
+            out.packets.append(side.row("comm_packets", **key, transport=str(transport),
+                                        packet_bytes=mb_decimal_to_bytes(pk), count=to_int(v[0]),
+                                        time_ns=ms_to_ns(v[1])))
 
 
-def comm_op_record(group: str | None, t: dict, bw: dict) -> dict:
-    return {"group": group, "elapse_ns": ms_to_ns(t.get("Elapse Time(ms)")),
-            "transit_ns": ms_to_ns(t.get("Transit Time(ms)")), "wait_ns": ms_to_ns(t.get("Wait Time(ms)")),
-            "synchronization_ns": ms_to_ns(t.get("Synchronization Time(ms)")),
-            "idle_ns": ms_to_ns(t.get("Idle Time(ms)")), "start_ns": us_float_to_ns(t.get("Start Timestamp(us)")),
-            "bandwidth": bw}
+@dataclass
+class CommTables:
+    """The three side tables communication.json (or analysis.db) gives."""
+
+    ops: list[dict] = field(default_factory=list)
+    bandwidth: list[dict] = field(default_factory=list)
+    packets: list[dict] = field(default_factory=list)
+
+    def groups(self) -> dict[str, str]:
+        """op name -> communicator, for the trace reader."""
+        return {r["op"]: r["group"] for r in self.ops if r["group"]}
 
 
-def read_communication(path: str, display: str, problems: list[Problem]) -> dict | None:
-    d = read_json_dict(path, display, problems)
-    if d is None:
-        return None
-    out: dict[str, dict] = {}
+def _comm_entries(d: dict):
+    """(step, kind, op key, info) of every operator entry of communication(_matrix).json."""
     for step, kinds in d.items():
         if not isinstance(kinds, dict):
             continue
-        sd = out.setdefault(str(step), {})
         for kind, ops in kinds.items():
             if not isinstance(ops, dict):
                 continue
-            kd = sd.setdefault(kind, {})
             for key, info in ops.items():
-                if not isinstance(info, dict):
-                    continue
-                op, grp = split_op_group(key)
-                kd[op] = comm_op_record(grp, info.get("Communication Time Info") or {},
-                                        _bandwidth(info.get("Communication Bandwidth Info") or {}))
+                if isinstance(info, dict):
+                    yield step_value(step), str(kind), str(key), info
+
+
+def read_communication(path: str, display: str, problems: list[Problem]) -> CommTables | None:
+    d = read_json_dict(path, display, problems)
+    if d is None:
+        return None
+    out = CommTables()
+    for step, kind, opkey, info in _comm_entries(d):
+        if opkey == TOTAL_OP_INFO:  # CANN's sum over the calls of the step: derivable, never a call
+            continue
+        op, grp = split_op_group(opkey)
+        key = {"step": step, "kind": kind, "op": op, "group": grp}
+        out.ops.append(comm_time_row(key, as_dict(info.get("Communication Time Info"))))
+        _bandwidth_rows(key, as_dict(info.get("Communication Bandwidth Info")), out)
     return out
+
+
+_SLICE_RE = re.compile(r"-(top|middle|bottom)\d*$")
+
+
+def matrix_aggregate(link: str) -> str:
+    """What a communication_matrix key stands for: 'total' (a sum over the step's calls), a slice
+    CANN picked by bandwidth ('top', 'middle', 'bottom'), or '' (one operator call)."""
+    if link == TOTAL_OP_INFO or link.endswith("-total"):
+        return "total"
+    m = _SLICE_RE.search(link)
+    return m.group(1) if m else ""
 
 
 def read_communication_matrix(path: str, display: str, problems: list[Problem]) -> list[dict] | None:
@@ -250,34 +280,23 @@ def read_communication_matrix(path: str, display: str, problems: list[Problem]) 
     if d is None:
         return None
     out = []
-    for step, kinds in d.items():
-        for kind, ops in (kinds or {}).items():
-            for key, links in (ops or {}).items():
-                link_name, grp = split_op_group(key)
-                for sd, v in (links or {}).items():
-                    src, _, dst = str(sd).partition("-")
-                    out.append(matrix_row(step, kind, grp, src, dst, v.get("Transport Type"),
-                                          v.get("Transit Size(MB)"), v.get("Transit Time(ms)"),
-                                          v.get("Bandwidth(GB/s)"), v.get("Op Name"), link_name))
+    for step, kind, key, links in _comm_entries(d):
+        link, grp = split_op_group(key)
+        for pair, v in links.items():
+            if not isinstance(v, dict):
+                continue
+            src, _, dst = str(pair).partition("-")
+            out.append(matrix_row(step, kind, grp, src, dst, v.get("Transport Type"), v.get("Transit Size(MB)"),
+                                  v.get("Transit Time(ms)"), v.get("Bandwidth(GB/s)"), v.get("Op Name"), link))
     return out
 
 
 def matrix_row(step, kind, group, src, dst, transport, size_mb, time_ms, bw, op, link) -> dict:
-    size = to_float(size_mb)
-    return {"step": _step_value(step), "kind": kind, "group": group, "src": to_int(src), "dst": to_int(dst),
-            "transport": transport, "bytes": None if size is None else int(round(size * MB_DECIMAL)),
-            "time_ns": ms_to_ns(time_ms), "bandwidth_gbps": to_float(bw), "op": op, "link": link}
-
-
-def comm_groups_of(comm: dict | None) -> dict[str, str]:
-    """op name -> group name, from extras['communication']."""
-    out: dict[str, str] = {}
-    for kinds in (comm or {}).values():
-        for ops in kinds.values():
-            for op, rec in ops.items():
-                if rec.get("group"):
-                    out[op] = rec["group"]
-    return out
+    link = str(link or "")
+    return side.row("comm_matrix", step=step_value(step), kind=str(kind or ""), group=str(group or ""), link=link,
+                    aggregate=matrix_aggregate(link), src=to_int(src), dst=to_int(dst),
+                    transport=None if transport is None else str(transport), bytes=mb_decimal_to_bytes(size_mb),
+                    time_ns=ms_to_ns(time_ms), bandwidth_gbps=to_float(bw), op=None if op is None else str(op))
 
 
 def read_json_dict(path: str, display: str, problems: list[Problem]) -> dict | None:
@@ -286,9 +305,3 @@ def read_json_dict(path: str, display: str, problems: list[Problem]) -> dict | N
         problems.append(Problem(display, "expected a JSON object"))
         return None
     return d
-
-
-__all__ = ["read_kernel_details", "read_memory_record", "read_operator_memory", "read_npu_module_mem",
-           "read_step_trace", "read_op_statistic", "read_operator_details", "read_communication",
-           "read_communication_matrix", "comm_groups_of", "read_json_dict", "CsvFile", "norm_stack",
-           "device_index"]

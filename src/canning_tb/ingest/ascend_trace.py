@@ -1,26 +1,7 @@
-"""``trace_view.json`` of a torch_npu output folder (helper for ``ascend.py``).
-
-The file is a bare JSON array of Chrome trace events; ``ts`` is a string in µs with 3
-decimals (converted exactly to int ns), ``dur`` a float in µs. Processes are named by ``M``
-events (``Python``, ``CANN``, ``Ascend Hardware``, ``HCCL``, ``Overlap Analysis``, counter
-tracks ...). CANN pids are encoded ``(pid << 10) | (sort_index << 5) | device_id``; the device
-of a device-side event is ``pid & 31`` (or the folder's device when known).
-
-Mapping (process, category/thread -> Kind):
-- Python ``cpu_op`` -> CPU_OP, except ``ProfilerStep#N`` -> USER_ANNOTATION; ``python_function`` ->
-  PYTHON_FUNCTION; ``user_annotation`` -> USER_ANNOTATION; other Python events (enqueue/dequeue) -> OTHER.
-- CANN ``AscendCL@*`` and other CANN API events -> RUNTIME (correlation = args connection_id).
-- Ascend Hardware stream tasks -> KERNEL for compute task types (AI_CORE, AI_VECTOR_CORE, MIX_*,
-  AI_CPU, DSA ...), COMM_KERNEL for ``hcom_*`` names, MEMCPY for memcpy tasks (MEMCPY_ASYNC,
-  *DMA_SQE), OTHER for synchronisation / HCCL sub-tasks (EVENT_*, Notify*, Write Value, SDMA on
-  the HCCL stream, PLACE_HOLDER, PROFILING_*) so that they never enter the comm or compute union.
-- HCCL ``Group N Communication`` ``hcom_*`` -> COMM_KERNEL (bytes = count x dtype size, group);
-  HCCL ``Plane N`` sub-tasks -> OTHER (bytes from ``size(Byte)``).
-- Overlap Analysis -> OTHER, and their intervals per name are returned for extras.
-- Counter events (``ph: C``) are skipped.
-Flows ``torch_to_npu`` (s on the host op, f on the device task, matched by id) give the host op
-and the device task the same external_id: one fresh integer per host op, so every task an op
-launched shares the op's id.
+"""``trace_view.json`` of a torch_npu output folder (helper for ``ascend.py``): a bare JSON array of
+Chrome trace events, µs string timestamps converted exactly to int ns. Each process (Python, CANN,
+Ascend Hardware, HCCL, Overlap Analysis) has its handler; the Kind each event gets, and how the
+torch_to_npu flows link host ops to device tasks, are in docs/formats/ascend.md.
 """
 from __future__ import annotations
 
@@ -90,9 +71,7 @@ def _put(row: dict, key: str, value: Any) -> None:
         row[key] = value
 
 
-def read_trace(path: str, display: str, problems: list[Problem], device_hint: int = NONE,
-               comm_groups: dict[str, str] | None = None) -> TraceData | None:
-    """Parse trace_view.json; None (and an error Problem) when it cannot be parsed."""
+def _decode(path: str, display: str, problems: list[Problem]) -> list | None:
     raw = read_bytes(path, display, problems)
     if raw is None:
         return None
@@ -106,165 +85,186 @@ def read_trace(path: str, display: str, problems: list[Problem], device_hint: in
     if not isinstance(events, list):
         problems.append(Problem(display, "expected a JSON array of trace events"))
         return None
-    comm_groups = comm_groups or {}
-    td = TraceData()
-    pnames: dict[Any, str] = {}
-    tnames: dict[tuple, str] = {}
-    for e in events:
-        if isinstance(e, dict) and e.get("ph") == "M":
-            args = e.get("args") or {}
-            if e.get("name") == "process_name":
-                pnames[e.get("pid")] = str(args.get("name", ""))
-            elif e.get("name") == "thread_name":
-                tnames[(e.get("pid"), e.get("tid"))] = str(args.get("name", ""))
-    for pid, n in pnames.items():
-        p = to_int(pid)
-        if p is not None:
-            td.process_names[p] = n
-            if n == "Ascend Hardware":
-                td.hardware_pid = p
-    for (pid, tid), n in tnames.items():
-        td.thread_names[f"{pid}:{tid}"] = n
+    return events
 
-    rows = td.rows
-    flows: dict[Any, dict[str, dict]] = defaultdict(dict)
-    # (pid, tid) -> list of (ts, -dur, row index) of host ops, for flow binding
-    host_slices: dict[tuple, list] = defaultdict(list)
-    dev_start: dict[tuple, list[int]] = defaultdict(list)
-    bad = 0
-    for e in events:
+
+class _Parse:
+    """One pass over the events of trace_view.json, filling a TraceData."""
+
+    def __init__(self, events: list, device_hint: int, comm_groups: dict[str, str]):
+        self.td = TraceData()
+        self.device_hint = device_hint
+        self.comm_groups = comm_groups
+        self.pnames: dict[Any, str] = {}
+        self.tnames: dict[tuple, str] = {}
+        self.flows: dict[Any, dict[str, dict]] = defaultdict(dict)
+        self.host_slices: dict[tuple, list] = defaultdict(list)  # (pid, tid) -> (ts, -dur, row) of host ops
+        self.dev_start: dict[tuple, list[int]] = defaultdict(list)  # (pid, tid, ts) -> device rows
+        self._names(events)
+
+    def _names(self, events: list) -> None:
+        for e in events:
+            if isinstance(e, dict) and e.get("ph") == "M":
+                args = e.get("args") or {}
+                if e.get("name") == "process_name":
+                    self.pnames[e.get("pid")] = str(args.get("name", ""))
+                elif e.get("name") == "thread_name":
+                    self.tnames[(e.get("pid"), e.get("tid"))] = str(args.get("name", ""))
+        for pid, n in self.pnames.items():
+            p = to_int(pid)
+            if p is not None:
+                self.td.process_names[p] = n
+                if n == "Ascend Hardware":
+                    self.td.hardware_pid = p
+        for (pid, tid), n in self.tnames.items():
+            self.td.thread_names[f"{pid}:{tid}"] = n
+
+    def event(self, e: Any) -> bool:
+        """Take one event; False when it is unusable (no timestamp, not an object)."""
         if not isinstance(e, dict):
-            bad += 1
-            continue
+            return False
         ph = e.get("ph")
         if ph in ("s", "f", "t"):
             if e.get("cat") == "async_npu" or e.get("name") == "torch_to_npu":
-                flows[e.get("id")][ph] = e
-            continue
+                self.flows[e.get("id")][ph] = e
+            return True
         if ph != "X":
-            continue
+            return True
         ts = us_to_ns(e.get("ts"))
         if ts is None:
-            bad += 1
-            continue
-        dur = us_to_ns(e.get("dur")) or 0
-        if dur < 0:
-            dur = 0
+            return False
         raw_pid, raw_tid = e.get("pid"), e.get("tid")
         pid = none_to(to_int(raw_pid))
-        tid = none_to(to_int(raw_tid))
-        pname = pnames.get(raw_pid, "")
-        tname = tnames.get((raw_pid, raw_tid), "")
-        name = str(e.get("name", ""))
-        cat = e.get("cat")
-        args = e.get("args") or {}
-        if not isinstance(args, dict):
-            args = {}
-        row: dict[str, Any] = {"ts": ts, "dur": dur, "name": name, "cat": cat, "pid": pid, "tid": tid}
-        is_device_proc = pname not in ("Python", "CANN", "") and pid >= 0
+        args = e.get("args") if isinstance(e.get("args"), dict) else {}
+        row: dict[str, Any] = {"ts": ts, "dur": max(us_to_ns(e.get("dur")) or 0, 0), "name": str(e.get("name", "")),
+                               "cat": e.get("cat"), "pid": pid, "tid": none_to(to_int(raw_tid))}
+        pname = self.pnames.get(raw_pid, "")
         dev = NONE
-        if is_device_proc:
-            dev = device_hint if device_hint != NONE else (pid & 31)
-        if pname == "Python" or (not pname and cat in ("cpu_op", "python_function", "user_annotation")):
-            if cat == "python_function":
-                kind = Kind.PYTHON_FUNCTION
-            elif name.startswith("ProfilerStep#") or cat == "user_annotation":
-                kind = Kind.USER_ANNOTATION
-            elif cat == "cpu_op" or cat == "operator":
-                kind = Kind.CPU_OP
-            else:
-                kind = Kind.OTHER
-            if kind in (Kind.CPU_OP, Kind.USER_ANNOTATION):
-                _put(row, "shapes", norm_shapes(args.get("Input Dims")))
-                _put(row, "stack", norm_stack(args.get("Call stack")))
-                host_slices[(raw_pid, raw_tid)].append((ts, -dur, len(rows)))
-        elif pname == "CANN":
-            kind = Kind.RUNTIME
-            _put(row, "correlation", to_int(args.get("connection_id")))
-        elif pname == "Ascend Hardware":
-            task_type = str(args.get("Task Type", ""))
-            kind = classify_hardware(name, task_type)
-            m = _STREAM_RE.search(tname)
-            stream = to_int(args.get("Physic Stream Id"))
-            if stream is None and m:
-                stream = int(m.group(1))
-            row["stream"] = none_to(stream)
+        if pname not in ("Python", "CANN", "") and pid >= 0:
+            dev = self.device_hint if self.device_hint != NONE else (pid & 31)
+        handler = _PROCESS_HANDLERS.get(pname)
+        if handler is None and not pname and row["cat"] in ("cpu_op", "python_function", "user_annotation"):
+            handler = _PROCESS_HANDLERS["Python"]
+        row["kind"] = int(handler(self, row, args, (raw_pid, raw_tid), dev) if handler else self._other(row, dev))
+        self.td.rows.append(row)
+        return True
+
+    def _other(self, row: dict, dev: int) -> Kind:
+        if dev != NONE:
             row["device"] = dev
-            if task_type:
-                row["core"] = task_type
-            _put(row, "correlation", to_int(args.get("connection_id")))
-            td.devices.add(dev)
-            td.device_rows.append(len(rows))
-            dev_start[(raw_pid, raw_tid, ts)].append(len(rows))
-        elif pname == "HCCL":
-            row["device"] = dev
-            row["stream"] = NONE
-            td.devices.add(dev)
-            _put(row, "correlation", to_int(args.get("connection_id")))
-            if tname.startswith("Group") or (is_comm_kernel_name(name) and not tname.startswith("Plane")):
-                kind = Kind.COMM_KERNEL
-                row["bytes"] = hccl_bytes(args)
-                row["group"] = comm_groups.get(name) or tname or None
-                row["core"] = "HCCL"
-                td.device_rows.append(len(rows))
-                dev_start[(raw_pid, raw_tid, ts)].append(len(rows))
-            else:
-                kind = Kind.OTHER
-                _put(row, "bytes", to_int(args.get("size(Byte)")))
-                _put(row, "stream", to_int(args.get("stream id")))
-        elif pname == "Overlap Analysis":
-            kind = Kind.OTHER
-            row["device"] = dev
-            td.overlap.setdefault(name, []).append([ts, ts + dur])
+        return Kind.OTHER
+
+    def _python(self, row: dict, args: dict, thread: tuple, dev: int) -> Kind:
+        cat, name = row["cat"], row["name"]
+        if cat == "python_function":
+            return Kind.PYTHON_FUNCTION
+        if name.startswith("ProfilerStep#") or cat == "user_annotation":
+            kind = Kind.USER_ANNOTATION
+        elif cat in ("cpu_op", "operator"):
+            kind = Kind.CPU_OP
         else:
-            kind = Kind.OTHER
-            if is_device_proc:
-                row["device"] = dev
-        row["kind"] = int(kind)
-        rows.append(row)
+            return Kind.OTHER
+        _put(row, "shapes", norm_shapes(args.get("Input Dims")))
+        _put(row, "stack", norm_stack(args.get("Call stack")))
+        self.host_slices[thread].append((row["ts"], -row["dur"], len(self.td.rows)))
+        return kind
+
+    def _cann(self, row: dict, args: dict, thread: tuple, dev: int) -> Kind:
+        _put(row, "correlation", to_int(args.get("connection_id")))
+        return Kind.RUNTIME
+
+    def _device_row(self, row: dict, thread: tuple, dev: int) -> None:
+        row["device"] = dev
+        self.td.devices.add(dev)
+        self.td.device_rows.append(len(self.td.rows))
+        self.dev_start[(*thread, row["ts"])].append(len(self.td.rows))
+
+    def _hardware(self, row: dict, args: dict, thread: tuple, dev: int) -> Kind:
+        task_type = str(args.get("Task Type", ""))
+        m = _STREAM_RE.search(self.tnames.get(thread, ""))
+        stream = to_int(args.get("Physic Stream Id"))
+        row["stream"] = none_to(stream if stream is not None else (int(m.group(1)) if m else None))
+        if task_type:
+            row["core"] = task_type
+        _put(row, "correlation", to_int(args.get("connection_id")))
+        self._device_row(row, thread, dev)
+        return classify_hardware(row["name"], task_type)
+
+    def _hccl(self, row: dict, args: dict, thread: tuple, dev: int) -> Kind:
+        tname, name = self.tnames.get(thread, ""), row["name"]
+        row["stream"] = NONE
+        _put(row, "correlation", to_int(args.get("connection_id")))
+        if tname.startswith("Group") or (is_comm_kernel_name(name) and not tname.startswith("Plane")):
+            row.update(bytes=hccl_bytes(args), group=self.comm_groups.get(name) or tname or None, core="HCCL")
+            self._device_row(row, thread, dev)
+            return Kind.COMM_KERNEL
+        row["device"] = dev
+        self.td.devices.add(dev)
+        _put(row, "bytes", to_int(args.get("size(Byte)")))
+        _put(row, "stream", to_int(args.get("stream id")))
+        return Kind.OTHER
+
+    def _overlap(self, row: dict, args: dict, thread: tuple, dev: int) -> Kind:
+        row["device"] = dev
+        self.td.overlap.setdefault(row["name"], []).append([row["ts"], row["ts"] + row["dur"]])
+        return Kind.OTHER
+
+    def bind_flows(self) -> int:
+        """torch_to_npu flows: the host op (s) and the device task (f) share one external_id.
+        Returns the number of flows that could not be bound."""
+        rows = self.td.rows
+        for lst in self.host_slices.values():
+            lst.sort()
+        starts = {k: [t for t, _, _ in v] for k, v in self.host_slices.items()}
+        next_ext, unbound = 1, 0
+        for pair in self.flows.values():
+            s, f = pair.get("s"), pair.get("f")
+            if s is None or f is None:
+                continue
+            dev_idx = self.dev_start.get((f.get("pid"), f.get("tid"), us_to_ns(f.get("ts"))))
+            key = (s.get("pid"), s.get("tid"))
+            host_idx = _innermost(self.host_slices.get(key), starts.get(key), us_to_ns(s.get("ts")))
+            if host_idx is None or not dev_idx:
+                unbound += 1
+                continue
+            ext = rows[host_idx].get("external_id")
+            if ext is None:
+                ext, next_ext = next_ext, next_ext + 1
+                rows[host_idx]["external_id"] = ext
+            for di in dev_idx:
+                rows[di]["external_id"] = ext
+        return unbound
+
+
+_PROCESS_HANDLERS = {"Python": _Parse._python, "CANN": _Parse._cann, "Ascend Hardware": _Parse._hardware,
+                     "HCCL": _Parse._hccl, "Overlap Analysis": _Parse._overlap}
+
+
+def _innermost(slices: list | None, starts: list | None, at: int | None) -> int | None:
+    """The innermost host op that encloses `at` (ops are nested: scan back a little)."""
+    if not slices or at is None:
+        return None
+    j = bisect.bisect_right(starts, at) - 1
+    best = None
+    for k in range(j, max(j - 64, -1), -1):
+        t0, negdur, idx = slices[k]
+        if t0 <= at <= t0 - negdur and (best is None or -negdur < best[0]):
+            best = (-negdur, idx)
+    return None if best is None else best[1]
+
+
+def read_trace(path: str, display: str, problems: list[Problem], device_hint: int = NONE,
+               comm_groups: dict[str, str] | None = None) -> TraceData | None:
+    """Parse trace_view.json; None (and an error Problem) when it cannot be parsed."""
+    events = _decode(path, display, problems)
+    if events is None:
+        return None
+    parse = _Parse(events, device_hint, comm_groups or {})
+    bad = sum(1 for e in events if not parse.event(e))
     if bad:
         problems.append(Problem(display, f"{bad} event(s) without a usable timestamp skipped", "warning"))
-
-    # -- torch_to_npu flows: host op (s) -> device task (f) -------------------------------
-    for lst in host_slices.values():
-        lst.sort()
-    host_starts = {k: [t for t, _, _ in v] for k, v in host_slices.items()}
-    next_ext = 1
-    unbound = 0
-    for fid, pair in flows.items():
-        s, f = pair.get("s"), pair.get("f")
-        if s is None or f is None:
-            continue
-        s_ts, f_ts = us_to_ns(s.get("ts")), us_to_ns(f.get("ts"))
-        dev_idx = dev_start.get((f.get("pid"), f.get("tid"), f_ts))
-        key = (s.get("pid"), s.get("tid"))
-        lst = host_slices.get(key)
-        host_idx = None
-        if lst and s_ts is not None:
-            starts = host_starts[key]
-            j = bisect.bisect_right(starts, s_ts) - 1
-            # innermost op that encloses s_ts: scan back a little (ops are nested)
-            best = None
-            k = j
-            while k >= 0 and k > j - 64:
-                t0, negdur, idx = lst[k]
-                if t0 <= s_ts <= t0 - negdur:
-                    if best is None or -negdur < best[0]:
-                        best = (-negdur, idx)
-                k -= 1
-            if best is not None:
-                host_idx = best[1]
-        if host_idx is None or not dev_idx:
-            unbound += 1
-            continue
-        ext = rows[host_idx].get("external_id")
-        if ext is None:
-            ext = next_ext
-            next_ext += 1
-            rows[host_idx]["external_id"] = ext
-        for di in dev_idx:
-            rows[di]["external_id"] = ext
+    unbound = parse.bind_flows()
     if unbound:
         problems.append(Problem(display, f"{unbound} torch_to_npu flow(s) could not be bound to a host op "
                                          f"and a device task", "warning"))
-    return td
+    return parse.td

@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from .side_tables import check_rows
+
 NONE = -1  # "absent" in every integer column (ids, correlation, device, stream, bytes)
 
 
@@ -159,9 +161,8 @@ class EventTable:
     meta: Meta = field(default_factory=Meta)
     problems: list[Problem] = field(default_factory=list)
     # Pre-aggregated tables some formats carry and a trace cannot give (Ascend step_trace_time.csv,
-    # communication.json, communication_matrix.json, npu_module_mem.csv, op_statistic.csv ...),
-    # already in ns / bytes. Keys are documented in the reader that fills them.
-    extras: dict[str, Any] = field(default_factory=dict)
+    # communication.json ...): table name -> rows, each table declared in side_tables.SIDE_TABLES.
+    side: dict[str, list[dict]] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.events["ts"])
@@ -181,6 +182,8 @@ class EventTable:
                     n = len(a)
                 elif len(a) != n:
                     raise AssertionError(f"column {k}: length {len(a)} != {n}")
+        for name, table_rows in self.side.items():
+            check_rows(name, table_rows)
 
     # -- cache form: one .npz of columns plus one JSON of everything else ----------------------
     def save(self, path_prefix: str) -> None:
@@ -191,28 +194,28 @@ class EventTable:
         with open(tmp, "wb") as f:
             np.savez(f, **arrays)
         os.replace(tmp, path_prefix + ".npz")
-        side = {
+        sidecar = {
             "strings": self.strings.values,
             "meta": self.meta.__dict__,
             "problems": [p.__dict__ for p in self.problems],
-            "extras": self.extras,
+            "side": self.side,
         }
         tmp = f"{path_prefix}.json.tmp{os.getpid()}"
         with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(side, f, default=_jsonable)
+            json.dump(sidecar, f, default=_jsonable)
         os.replace(tmp, path_prefix + ".json")
 
     @classmethod
     def load(cls, path_prefix: str) -> "EventTable":
         with open(path_prefix + ".json", encoding="utf-8") as f:
-            side = json.load(f)
+            sidecar = json.load(f)
         with np.load(path_prefix + ".npz") as z:
             events = {k: z[f"e_{k}"] for k in EVENT_COLUMNS}
             memory = {k: z[f"m_{k}"] for k in MEMORY_COLUMNS}
-        meta = Meta(**side["meta"])
+        meta = Meta(**sidecar["meta"])
         meta.process_names = {int(k): v for k, v in meta.process_names.items()}
-        return cls(events=events, memory=memory, strings=Strings(side["strings"]), meta=meta,
-                   problems=[Problem(**p) for p in side["problems"]], extras=side["extras"])
+        return cls(events=events, memory=memory, strings=Strings(sidecar["strings"]), meta=meta,
+                   problems=[Problem(**p) for p in sidecar["problems"]], side=sidecar.get("side", {}))
 
 
 def _jsonable(o: Any) -> Any:

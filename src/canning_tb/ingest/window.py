@@ -1,7 +1,8 @@
-"""Reader for our own handler's windows: `<worker>.<window>.canning.json` + the trace it names.
+"""Reader for our own handler's windows: `<worker>.<window>.canning.json` + the trace or folder it names.
 
-The manifest (see canning_tb.handler.trace_handler) is the authority on who wrote the window
-(rank, world size, host, pid, devices, versions, settings, steps); the trace gives the events.
+The manifest (canning_tb.manifest, written by the handler) is the authority on who wrote the window
+(rank, world size, host, pid, devices, versions, settings, steps); the trace, or torch_npu's
+`*_ascend_pt` folder, gives the events.
 """
 from __future__ import annotations
 
@@ -9,61 +10,55 @@ import json
 import os
 from typing import Any
 
-import msgspec
+from canning_tb.manifest import ASCEND_OUTPUT, FileEntry, Manifest, ManifestError, ascend_status
+from canning_tb.manifest import load as load_manifest
 
 from .kineto import read_kineto
 from .table import EventTable, InputError, Problem
 
 _TRACE_SUFFIXES = (".pt.trace.json.gz", ".pt.trace.json")
+_NOT_IN_ENVIRONMENT = ("files", "devices", "step_times_ns", "manifest")
 
 
 def read_canning_window(manifest_path: str) -> EventTable:
     path = str(manifest_path)
-    man = _manifest(path)
+    try:
+        man = load_manifest(path)
+    except ManifestError as e:
+        raise InputError(path, str(e)) from None
     folder = os.path.dirname(os.path.abspath(path))
     entry, target = _target(path, folder, man)
-    if man.get("kind") == "ascend_pt" or (entry and entry.get("kind") == "ascend_pt"):
-        try:
-            from .ascend import read_ascend  # another reader; optional here
-        except ImportError:
-            raise InputError(path, "window holds torch_npu output but no Ascend reader is installed") from None
+    if man.kind == "ascend_pt" or (entry is not None and entry.kind == "ascend_pt"):
+        _check_analysed(path, target, man.analysis)
+        from .ascend import read_ascend  # another reader, imported only for torch_npu windows
         table = read_ascend(target)
     else:
         table = read_kineto(target)
     _enrich(table, man, path)
-    if entry is not None and isinstance(entry.get("bytes"), int) and os.path.isfile(target):
+    if entry is not None and entry.bytes is not None and os.path.isfile(target):
         size = os.path.getsize(target)
-        if size != entry["bytes"]:
+        if size != entry.bytes:
             table.problems.append(Problem(path, f"{os.path.basename(target)} has {size} bytes, the manifest says "
-                                                f"{entry['bytes']}", "warning"))
+                                                f"{entry.bytes}", "warning"))
     return table
 
 
-def _manifest(path: str) -> dict:
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError as e:
-        raise InputError(path, f"cannot open: {e.strerror or e}") from None
-    if not data.strip():
-        raise InputError(path, "empty manifest")
-    try:
-        man = msgspec.json.decode(data)
-    except msgspec.DecodeError as e:
-        raise InputError(path, f"manifest is not JSON: {e}") from None
-    if not isinstance(man, dict):
-        raise InputError(path, f"manifest: expected an object, got {type(man).__name__}")
-    return man
+def _check_analysed(path: str, target: str, analysis: str) -> None:
+    status = ascend_status(target, analysis)
+    if status == "analysing":
+        raise InputError(path, f"torch_npu is still analysing {os.path.basename(target)} (its {ASCEND_OUTPUT} "
+                               f"is being written); open it again when it is done")
+    if status == "incomplete":
+        how = "analyse_flag=False" if analysis == "off" else "torch_npu skipped its analysis"
+        raise InputError(path, f"{os.path.basename(target)} holds torch_npu's raw data only ({how}); parse it with "
+                               f"torch_npu.profiler.profiler.analyse({target!r}) on a machine with CANN")
 
 
-def _target(path: str, folder: str, man: dict) -> tuple[dict | None, str]:
+def _target(path: str, folder: str, man: Manifest) -> tuple[FileEntry | None, str]:
     """The trace file (or torch_npu folder) of the window; names are looked up in the manifest's folder only."""
-    for entry in man.get("files") or []:
-        if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
-            continue
-        name = os.path.basename(entry["name"])  # never follow a path out of the run folder
-        full = os.path.join(folder, name)
-        if (name.endswith(_TRACE_SUFFIXES) or entry.get("kind") == "ascend_pt") and os.path.exists(full):
+    for entry in man.files:  # names are plain file names (Manifest drops paths): never outside the run folder
+        full = os.path.join(folder, entry.name)
+        if (entry.name.endswith(_TRACE_SUFFIXES) or entry.kind == "ascend_pt") and os.path.exists(full):
             return entry, full
     stem = os.path.basename(path)[: -len(".canning.json")] if path.endswith(".canning.json") else None
     for suffix in _TRACE_SUFFIXES if stem else ():
@@ -73,34 +68,33 @@ def _target(path: str, folder: str, man: dict) -> tuple[dict | None, str]:
     raise InputError(path, "the trace file named by the manifest is missing")
 
 
-def _enrich(table: EventTable, man: dict, path: str) -> None:
+def _enrich(table: EventTable, man: Manifest, path: str) -> None:
     m = table.meta
     m.format = "canning"
     m.source_files = [path] + [f for f in m.source_files if f != path]
-    for key in ("rank", "world_size", "local_rank", "pid"):
-        v = man.get(key)
-        if isinstance(v, int) and not isinstance(v, bool):
-            setattr(m, key, v)
-    if isinstance(man.get("rank"), int):  # the manifest knows the rank: the trace's lack of it is no problem
+    if man.rank >= 0:  # the manifest knows the rank: the trace's lack of it is no problem
+        m.rank, m.world_size, m.local_rank = man.rank, man.world_size, man.local_rank
+        if man.pid:
+            m.pid = man.pid
         table.problems = [p for p in table.problems if "no rank" not in p.message]
-    for key in ("host", "worker"):
-        if isinstance(man.get(key), str):
-            setattr(m, key, man[key])
-    devices = [d for d in man.get("devices") or [] if isinstance(d, dict)]
-    if devices:
-        seen = {(d.get("kind"), d.get("index")) for d in devices}
+    if man.host:
+        m.host = man.host
+    if man.worker:
+        m.worker = man.worker
+    if man.devices:
+        seen = {(d.get("kind"), d.get("index")) for d in man.devices}
         # keep what the trace adds (compute capability...) for devices the manifest also lists
         extra = {(d.get("kind"), d.get("index")): d for d in m.devices}
-        m.devices = [{**extra.get((d.get("kind"), d.get("index")), {}), **d} for d in devices] + \
+        m.devices = [{**extra.get((d.get("kind"), d.get("index")), {}), **d} for d in man.devices] + \
                     [d for k, d in extra.items() if k not in seen]
     env = m.environment
-    for key, v in man.items():
-        if key in ("files", "devices", "step_times_ns", "manifest"):
+    for key, v in man.to_dict().items():
+        if key in _NOT_IN_ENVIRONMENT or v is None or v == "":
             continue
         if isinstance(v, dict):
             for k2, v2 in v.items():
                 env[f"{key}.{k2}"] = _text(v2)
-        elif v is not None:
+        else:
             env[key] = _text(v)
 
 

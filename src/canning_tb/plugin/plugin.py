@@ -33,7 +33,7 @@ export function render() {
   p.id = "canning-root";
   p.dataset.state = "error";
   p.style.cssText = "font-family: system-ui, sans-serif; padding: 16px; color: #c62828";
-  p.textContent = "The Canning Profiler frontend is not built. Run: cd frontend && npm ci && npm run build";
+  p.textContent = "The Canning Profiler frontend is not built. Run: cd src/canning_tb/frontend && npm ci && npm run build";
   document.body.appendChild(p);
 }
 """
@@ -113,7 +113,7 @@ class CanningPlugin(base_plugin.TBPlugin):
             with open(path, "rb") as f:
                 body = f.read()
         except OSError:
-            log.warning("canning: %s missing; build it with: cd frontend && npm ci && npm run build", path)
+            log.warning("canning: %s missing; build it with: cd src/canning_tb/frontend && npm ci && npm run build", path)
             body = _MISSING_BUNDLE_JS
         return http_util.Respond(request, body, "text/javascript")
 

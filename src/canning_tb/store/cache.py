@@ -2,8 +2,9 @@
 
 Beside the data (`<run>/.canning/`) when that folder can be written, else in the user cache
 (`$CANNING_CACHE_DIR`, `$XDG_CACHE_HOME/canning-tb`, `~/.cache/canning-tb`). Entries are keyed
-by the identity of the window's files (path, size, mtime), so a changed file is re-read and a
-stale entry is simply never looked up again.
+by the identity of the window's files (path, size, mtime; for a torch_npu folder a manifest names,
+every file inside its ASCEND_PROFILER_OUTPUT, which torch_npu may still be writing), so a changed or
+new file is re-read and a stale entry is simply never looked up again.
 """
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ import os
 import stat
 import tempfile
 from functools import lru_cache
+
+from canning_tb.manifest import DIGEST_SUFFIX
 
 from .discover import Window
 
@@ -37,7 +40,9 @@ def code_revision() -> str:
 
 
 def window_key(window: Window, schema: int) -> str:
-    h = hashlib.sha1(f"v{schema}|{code_revision()}|{window.format}".encode())
+    """The files' identity, and the window's status: a torch_npu folder can turn from "analysing" to
+    "ready" with no file changing (older versions write no end marker), and must then be read again."""
+    h = hashlib.sha1(f"v{schema}|{code_revision()}|{window.format}|{window.status}".encode())
     for f in sorted(window.files):
         try:
             st = os.stat(f)
@@ -74,6 +79,11 @@ def cache_dir_for(run_path: str, override: str | None = None) -> str:
     else:
         d = os.path.join(user_cache_root(), hashlib.sha1(os.path.abspath(run_path).encode()).hexdigest()[:16])
     return d
+
+
+def digest_file(run_path: str, key: str, override: str | None = None) -> str:
+    """The cache file of one window's digest (its columnar events sit beside it, see store.events_prefix)."""
+    return os.path.join(cache_dir_for(run_path, override), key + DIGEST_SUFFIX)
 
 
 def write_atomic(path: str, data: bytes) -> None:

@@ -2,15 +2,16 @@
 
 A run is any folder under the logdir that directly holds profiles:
 - our handler's windows: `<worker>.<window>.canning.json` (the manifest is written last,
-  so its presence means the window is complete); the files it names belong to it;
+  so its presence means the window is complete); the files it names belong to it, and a
+  torch_npu folder it names is that window (listed once; "analysing" while torch_npu writes it);
 - plain torch.profiler output: `<worker>[.<timestamp>].pt.trace.json[.gz]`;
-- torch_npu output folders: `<worker>[_<timestamp>]_ascend_pt/` (also `_ascend_ms`).
+- torch_npu output, recognised by what the folders hold, whatever their names (see
+  discover_ascend.py): window folders, bare ASCEND_PROFILER_OUTPUT folders, profiler dbs.
 Names starting with "." and temporary files are never windows (atomic writers use them).
 """
 from __future__ import annotations
 
 import gzip
-import json
 import os
 import re
 import zlib
@@ -18,9 +19,13 @@ from datetime import datetime, timezone
 from functools import lru_cache
 from dataclasses import dataclass, field
 
+from canning_tb.manifest import ManifestError, ascend_output_files, ascend_status
+from canning_tb.manifest import load as load_manifest
+
+from .discover_ascend import ascend_windows, folder_windows, worker_names
+
 MANIFEST_RE = re.compile(r"^(?P<worker>.+)\.(?P<window>\d+)\.canning\.json$")
 KINETO_RE = re.compile(r"^(?P<worker>.*?)(?:\.(?P<span>\d+))?\.pt\.trace\.json(?:\.gz)?$")
-ASCEND_RE = re.compile(r"^(?P<worker>.*?)(?:_(?P<span>\d+(?:\.\d+)?))?_ascend_(?:pt|ms)$")
 GENERIC_JSON_RE = re.compile(r"^(?P<worker>.+?)\.json(?:\.gz)?$")  # HTA-style names: rank-0.json.gz
 RANK_RE = re.compile(r"(?:^|[^a-z])rank[_-]?(\d+)", re.I)
 _SKIP_DIRS = {".canning", "node_modules", "__pycache__", "ASCEND_PROFILER_OUTPUT", "FRAMEWORK", "logs"}
@@ -34,7 +39,7 @@ class Window:
     path: str  # manifest file, trace file or *_ascend_pt folder
     files: tuple[str, ...]  # every file that makes up the window (for cache keys)
     order: tuple = ()
-    status: str = "ready"  # "ready" | "incomplete"
+    status: str = "ready"  # "ready" | "incomplete" (torch_npu raw data, not analysed) | "analysing" (being written)
     rank: int = -1
     steps: tuple[int, ...] = ()
 
@@ -76,52 +81,48 @@ def _rank_from_name(name: str) -> int:
     return int(m.group(1)) if m else -1
 
 
-def _manifest_window(folder: str, fname: str, m: re.Match) -> Window | None:
+def _manifest_window(folder: str, fname: str, m: re.Match) -> Window:
     path = os.path.join(folder, fname)
     try:
         st = os.stat(path)
-        names, steps, rank = _manifest_facts(path, st.st_size, st.st_mtime_ns)
+        facts = _manifest_facts(path, st.st_size, st.st_mtime_ns)
     except OSError:
-        names, steps, rank = (), (), -1
+        facts = _NO_FACTS
+    names, steps, rank, ascend, analysis = facts
     files = [path] + [os.path.join(folder, n) for n in names]
+    status = "ready"
+    if ascend:
+        # torch_npu may still be writing inside its folder (async analysis): its files are part of the
+        # cache key, so the window is read again when they change, and its status says so meanwhile
+        ascend_path = os.path.join(folder, ascend)
+        files += _top_files(ascend_path) + ascend_output_files(ascend_path)
+        status = ascend_status(ascend_path, analysis)
     idx = int(m.group("window"))
     return Window(id=m.group("window"), label="", format="canning", path=path, files=tuple(files),
-                  order=(idx,), rank=rank, steps=steps)
+                  order=(idx,), status=status, rank=rank, steps=steps)
+
+
+_NO_FACTS: tuple = ((), (), -1, None, "")
 
 
 @lru_cache(maxsize=65536)
-def _manifest_facts(path: str, size: int, mtime_ns: int) -> tuple[tuple[str, ...], tuple[int, ...], int]:
-    """(file names, steps, rank) of a manifest; read once per version of the file, since the
-    plugin rescans the logdir every few seconds. A manifest we cannot read still marks a
-    window (the reader reports the problem): it gives no facts here."""
+def _manifest_facts(path: str, size: int, mtime_ns: int) -> tuple:
+    """(file names, steps, rank, torch_npu folder name or None, analysis) of a manifest; read once per
+    version of the file, since the plugin rescans the logdir every few seconds. A manifest we cannot
+    read still marks a window (the reader reports the problem): it gives no facts here."""
     try:
-        with open(path, encoding="utf-8") as f:
-            man = json.load(f)
-    except (OSError, ValueError):
-        return (), (), -1
-    if not isinstance(man, dict):
-        return (), (), -1
-    files = man.get("files")
-    names = tuple(x["name"] for x in files if isinstance(x, dict) and isinstance(x.get("name"), str)
-                  and os.path.basename(x["name"]) == x["name"]) if isinstance(files, list) else ()
-    steps = man.get("steps")
-    steps = tuple(s for s in steps if isinstance(s, int) and not isinstance(s, bool)) if isinstance(steps, list) else ()
-    rank = man.get("rank", -1)
-    return names, steps, rank if isinstance(rank, int) and not isinstance(rank, bool) else -1
+        man = load_manifest(path)
+    except ManifestError:
+        return _NO_FACTS
+    return (tuple(f.name for f in man.files), tuple(man.steps), man.rank, man.ascend_folder, man.analysis)
 
 
-def _ascend_files(folder: str) -> tuple[tuple[str, ...], str]:
-    out = os.path.join(folder, "ASCEND_PROFILER_OUTPUT")
-    files = []
-    for sub in (folder, out):
-        try:
-            for e in os.scandir(sub):
-                if e.is_file() and not e.name.startswith("."):
-                    files.append(e.path)
-        except OSError:
-            pass
-    status = "ready" if os.path.isdir(out) else "incomplete"
-    return tuple(sorted(files)), status
+def _top_files(folder: str) -> list[str]:
+    try:
+        with os.scandir(folder) as it:
+            return sorted(e.path for e in it if e.is_file() and not e.name.startswith("."))
+    except OSError:
+        return []
 
 
 def scan_folder(folder: str, dirs: list[str], fnames: list[str]) -> dict[str, list[Window]]:
@@ -153,20 +154,14 @@ def scan_folder(folder: str, dirs: list[str], fnames: list[str]) -> dict[str, li
         found.setdefault(worker, []).append(Window(
             id="default", label="", format="kineto", path=path, files=(path,), order=(0, fn),
             rank=_rank_from_name(worker)))
-    for d in dirs:
-        m = ASCEND_RE.match(d)
-        if not m or d.startswith("."):
-            continue
-        path = os.path.join(folder, d)
-        files, status = _ascend_files(path)
-        worker, span = m.group("worker"), m.group("span")
-        rank = _ascend_rank(files)
-        if worker == "":
-            worker = f"rank{rank}" if rank >= 0 else d
-        found.setdefault(worker, []).append(Window(
-            id=span or "default", label="", format="ascend", path=path, files=files,
-            order=(float(span) if span else 0.0, d), status=status,
-            rank=rank if rank >= 0 else _rank_from_name(worker)))
+    # a torch_npu folder that a manifest names is part of that window, not one of its own
+    _add_ascend(found, ascend_windows(folder, [d for d in dirs if os.path.join(folder, d) not in claimed]))
+    _label(found)
+    return found
+
+
+def _label(found: dict[str, list[Window]]) -> None:
+    """Window order, unique ids and labels within each worker."""
     for worker, wins in found.items():
         wins.sort(key=lambda w: w.order)
         seen: set[str] = set()
@@ -180,7 +175,14 @@ def scan_folder(folder: str, dirs: list[str], fnames: list[str]) -> dict[str, li
                 when = "" if w.id == "default" or w.format == "canning" else _span_time(w.id)
             label = f"window {i + 1}" + (f" ({when})" if when else "")
             wins[i] = Window(**{**w.__dict__, "id": wid, "label": label})
-    return found
+
+
+def _add_ascend(found: dict[str, list[Window]], wins: list[dict]) -> None:
+    for w, worker in zip(wins, worker_names(wins)):
+        found.setdefault(worker, []).append(Window(
+            id=w["span"] or "default", label="", format="ascend", path=w["path"], files=w["files"],
+            order=(float(w["span"]) if w["span"] else 0.0, os.path.basename(w["path"])), status=w["status"],
+            rank=w["rank"]))
 
 
 def _looks_like_trace(path: str) -> bool:
@@ -193,7 +195,7 @@ def _looks_like_trace(path: str) -> bool:
 
 @lru_cache(maxsize=4096)
 def _sniff(path: str, size: int, mtime_ns: int) -> bool:
-    """A Chrome trace from a profiler names traceEvents (or schemaVersion) near its start."""
+    """A Chrome trace from a profiler names traceEvents (or schemaVersion) near its start, or is an array of events."""
     try:
         with open(path, "rb") as f:
             head = f.read(65536)
@@ -201,15 +203,9 @@ def _sniff(path: str, size: int, mtime_ns: int) -> bool:
             head = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(head, 65536)
     except (OSError, zlib.error, gzip.BadGzipFile):
         return False
+    if head.lstrip()[:1] == b"[":  # a bare array of events (torch_npu's export_chrome_trace)
+        return b'"ph"' in head and b'"ts"' in head
     return b'"traceEvents"' in head or b'"schemaVersion"' in head
-
-
-def _ascend_rank(files: tuple[str, ...]) -> int:
-    for f in files:
-        m = re.match(r"^profiler_info_(\d+)\.json$", os.path.basename(f))
-        if m:
-            return int(m.group(1))
-    return -1
 
 
 def discover(logdir: str, recursive: bool = True, select=None) -> dict[str, Run]:
@@ -220,22 +216,47 @@ def discover(logdir: str, recursive: bool = True, select=None) -> dict[str, Run]
     runs: dict[str, Run] = {}
     if not logdir or not os.path.isdir(logdir):
         return runs
+    itself = folder_windows(os.path.normpath(logdir))
+    if itself:  # logdir is one torch_npu window (or a folder of rank dbs): the run is "."
+        found: dict[str, list[Window]] = {}
+        _add_ascend(found, itself)
+        _label(found)
+        _add_run(runs, logdir, logdir, found, select)
+        return runs
     for folder, dirs, fnames in os.walk(logdir):
         found = scan_folder(folder, dirs, fnames)
-        if select is not None:
-            found = {k: kept for k, v in found.items() if (kept := [w for w in v if select(w)])}
+        inside = _window_dirs(folder, found)
         if not recursive:
             dirs.clear()
-        # never descend into hidden folders, caches or the inside of an *_ascend_pt folder
+        # never descend into hidden folders, caches or the inside of a torch_npu window
         dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in _SKIP_DIRS
-                         and not ASCEND_RE.match(d) and not d.startswith("PROF_"))
-        if not found:
-            continue
-        name = os.path.relpath(folder, logdir).replace(os.sep, "/")
-        run = Run(name=name, path=folder)
-        for wname in sorted(found):
-            wins = found[wname]
-            rank = next((w.rank for w in wins if w.rank >= 0), -1)
-            run.workers[wname] = Worker(name=wname, rank=rank, windows=wins)
-        runs[name] = run
+                         and d not in inside and not d.startswith("PROF_"))
+        _add_run(runs, logdir, folder, found, select)
     return runs
+
+
+def _window_dirs(folder: str, found: dict[str, list[Window]]) -> set[str]:
+    """Names of the sub-folders of folder that are (or hold) torch_npu windows, or that a manifest names."""
+    out = set()
+    for wins in found.values():
+        for w in wins:
+            if w.format == "ascend":
+                top = w.path if os.path.isdir(w.path) else os.path.dirname(w.path)
+                out.add(os.path.relpath(top, folder).split(os.sep)[0])
+            elif w.format == "canning":  # its torch_npu folder is part of it, never a run of its own
+                out.update(os.path.basename(f) for f in w.files if os.path.dirname(f) == folder and os.path.isdir(f))
+    return out
+
+
+def _add_run(runs: dict[str, Run], logdir: str, folder: str, found: dict[str, list[Window]], select) -> None:
+    if select is not None:
+        found = {k: kept for k, v in found.items() if (kept := [w for w in v if select(w)])}
+    if not found:
+        return
+    name = os.path.relpath(folder, logdir).replace(os.sep, "/")
+    run = Run(name=name, path=folder)
+    for wname in sorted(found):
+        wins = found[wname]
+        rank = next((w.rank for w in wins if w.rank >= 0), -1)
+        run.workers[wname] = Worker(name=wname, rank=rank, windows=wins)
+    runs[name] = run

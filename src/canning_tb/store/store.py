@@ -15,19 +15,21 @@ from typing import Callable, Iterable
 
 from google.protobuf.message import DecodeError
 
+from canning_tb import manifest
+
 from . import cache
 from .discover import Run, Window, Worker, discover
 
 log = logging.getLogger("canning_tb.store")
 
-SOURCE_DIGEST_SUFFIX = ".digest.pb"  # written beside a manifest by the handler (digest=True)
+SOURCE_DIGEST_SUFFIX = manifest.DIGEST_SUFFIX  # cache entries are named like the handler's digests
 
 
 def read_window(window: Window):
     """The EventTable of one window, by its format (readers are imported on first use)."""
-    if window.format == "kineto":
-        from canning_tb.ingest.kineto import read_kineto
-        return read_kineto(window.path)
+    if window.format == "kineto":  # a Kineto object, or a bare array as torch_npu's export_chrome_trace writes
+        from canning_tb.ingest.chrome_array import read_chrome_trace
+        return read_chrome_trace(window.path)
     if window.format == "canning":
         from canning_tb.ingest.window import read_canning_window
         return read_canning_window(window.path)
@@ -58,7 +60,7 @@ def _schema() -> int:
 def source_digest_path(window: Window) -> str | None:
     if window.format != "canning":
         return None
-    return window.path[: -len(".canning.json")] + SOURCE_DIGEST_SUFFIX
+    return manifest.digest_path(window.path)
 
 
 def events_prefix(digest_path: str) -> str:
@@ -168,8 +170,7 @@ class Store:
     # -- data ----------------------------------------------------------------------------------
     def _key(self, run: str, window: Window) -> tuple[str, str]:
         key = cache.window_key(window, _schema())
-        folder = cache.cache_dir_for(self.run(run).path, self.cache_dir)
-        return key, os.path.join(folder, key + SOURCE_DIGEST_SUFFIX)
+        return key, cache.digest_file(self.run(run).path, key, self.cache_dir)
 
     def digest(self, run: str, worker: str, window_id: str):
         """The digest of one window: from memory, the handler's own, the cache, or computed now

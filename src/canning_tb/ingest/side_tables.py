@@ -1,0 +1,175 @@
+"""Declared side tables: the pre-aggregated figures a format carries beside its events.
+
+Some profilers measure figures themselves that a trace cannot give back (CANN's step trace,
+its per-operator communication times, link matrix, memory per module). A reader hands them to
+analysis as side tables: each one declared here with its columns, their types, units and
+meaning, as EVENT_COLUMNS declares the events. Readers write rows through `put`, which checks
+every row against the declaration; analysis reads rows through `rows` and never sees a file
+format (no CSV header, no MB/KB/µs: the reader converted to int ns and int bytes).
+
+A value may be None where the file says N/A. Where each table comes from, file by file, is in
+docs/formats/ascend.md.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+_TYPES = {"int": (int,), "float": (float, int), "str": (str,), "bool": (bool,)}
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    type: str  # "int" | "float" | "str" | "bool"
+    unit: str  # "ns", "bytes", "GB/s", "count", "ratio", "" (none)
+    doc: str
+
+
+@dataclass(frozen=True)
+class SideTable:
+    name: str
+    doc: str
+    columns: tuple[Column, ...]
+
+    @property
+    def column_names(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.columns)
+
+
+def _table(name: str, doc: str, *cols: tuple[str, str, str, str]) -> SideTable:
+    return SideTable(name, doc, tuple(Column(*c) for c in cols))
+
+
+_STEP = ("step", "int", "", "CANN's step id (ProfilerStep#N); None when the file has no step column value")
+_COMM_KEY = (
+    ("step", "int", "", "CANN's step id"),
+    ("kind", "str", "", "'collective' or 'p2p', as CANN files the operator"),
+    ("op", "str", "", "HCCL operator name, e.g. hcom_allReduce__586_0_1 (one per call)"),
+    ("group", "str", "", "communicator (HCCL group name), '' when unknown"),
+)
+
+SIDE_TABLES: dict[str, SideTable] = {t.name: t for t in (
+    _table("step_trace", "CANN's own split of each step on the device (step_trace_time.csv, analysis.db StepTraceTime)",
+           _STEP,
+           ("computing_ns", "int", "ns", "device computing (Overlap Analysis 'Computing')"),
+           ("communication_not_overlapped_ns", "int", "ns", "communication not hidden by computing"),
+           ("overlapped_ns", "int", "ns", "communication hidden by computing"),
+           ("communication_ns", "int", "ns", "all communication"),
+           ("free_ns", "int", "ns", "device neither computing nor communicating"),
+           ("stage_ns", "int", "ns", "step time minus bubble"),
+           ("bubble_ns", "int", "ns", "pipeline-parallel receive time (hcom_receive*)"),
+           ("communication_not_overlapped_exclude_receive_ns", "int", "ns",
+            "communication not overlapped, pipeline receives excluded"),
+           ("preparing_ns", "int", "ns", "step start to the first device task")),
+    _table("comm_ops", "CANN's communication time per HCCL operator call (communication.json "
+                       "'Communication Time Info', analysis.db CommAnalyzerTime); 'Total Op Info' is not a call and "
+                       "is left out",
+           *_COMM_KEY,
+           ("start_ns", "int", "ns", "start of the operator (profiler clock)"),
+           ("elapse_ns", "int", "ns", "operator duration"),
+           ("transit_ns", "int", "ns", "time moving data"),
+           ("wait_ns", "int", "ns", "time waiting (for the peer, or notify waits)"),
+           ("synchronization_ns", "int", "ns", "waiting for the other ranks to arrive, before the first transfer"),
+           ("idle_ns", "int", "ns", "elapse - transit - wait")),
+    _table("comm_bandwidth", "Bytes and time per link type of each HCCL operator call (communication.json "
+                             "'Communication Bandwidth Info', analysis.db CommAnalyzerBandwidth)",
+           *_COMM_KEY,
+           ("transport", "str", "", "HCCS, PCIE, SIO, RDMA, or SDMA (CANN's sum of the on-node HCCS+PCIE+SIO)"),
+           ("size_bytes", "int", "bytes", "bytes moved over this link type"),
+           ("time_ns", "int", "ns", "transfer time over this link type"),
+           ("bandwidth_gbps", "float", "GB/s", "CANN's bandwidth, 1e9 bytes per second"),
+           ("large_packet_ratio", "float", "ratio", "share of large packets")),
+    _table("comm_packets", "Packet size distribution per link type and call ('Size Distribution')",
+           *_COMM_KEY,
+           ("transport", "str", "", "link type"),
+           ("packet_bytes", "int", "bytes", "packet size"),
+           ("count", "int", "count", "packets of that size"),
+           ("time_ns", "int", "ns", "their total transfer time")),
+    _table("comm_matrix", "Links between ranks (communication_matrix.json, analysis.db CommAnalyzerMatrix). "
+                          "`aggregate` marks CANN's own sums over the calls of a step (keys '<kind>-total', "
+                          "'<kind>-top1', ..., or 2023's 'Total Op Info'): only the per-call or only the total "
+                          "rows may be added up, never both",
+           ("step", "int", "", "CANN's step id"),
+           ("kind", "str", "", "'collective' or 'p2p'"),
+           ("group", "str", "", "communicator, '' when unknown"),
+           ("link", "str", "", "the file's key for the cell set (e.g. allreduce-total, hcom_allReduce__586_0_1)"),
+           ("aggregate", "str", "", "'total' (CANN's sum over the step), 'top'/'middle'/'bottom' (CANN's slices), "
+                                    "'' for one operator call"),
+           ("src", "int", "", "source rank"), ("dst", "int", "", "destination rank"),
+           ("transport", "str", "", "HCCS, PCIE, SIO, RDMA, LOCAL"),
+           ("bytes", "int", "bytes", "bytes moved"), ("time_ns", "int", "ns", "transfer time"),
+           ("bandwidth_gbps", "float", "GB/s", "CANN's bandwidth"),
+           ("op", "str", "", "the HCCL operator the cell belongs to")),
+    _table("comm_groups", "Communicators of the job (profiler_metadata.json parallel_group_info, ascend_pytorch_profiler "
+                          "META_DATA)",
+           ("group", "str", "", "HCCL communicator name, as in communication.json's 'op@group' keys"),
+           ("name", "str", "", "the framework's name for it (dp, tp, pp, default_group ...)"),
+           ("rank_in_group", "int", "", "this rank's index in the group"),
+           ("ranks", "str", "", "global ranks of the group, comma separated")),
+    _table("op_statistic", "CANN's kernel time per op type and core (op_statistic.csv)",
+           ("op_type", "str", "", "kernel type"), ("core_type", "str", "", "accelerator core"),
+           ("count", "int", "count", "calls"), ("total_ns", "int", "ns", "total"), ("min_ns", "int", "ns", "minimum"),
+           ("avg_ns", "int", "ns", "mean"), ("max_ns", "int", "ns", "maximum")),
+    _table("operator_details", "One row per torch operator call with its times (operator_details.csv); read only when "
+                               "trace_view.json is missing or unusable",
+           ("name", "str", "", "operator"), ("input_shapes", "str", "", "normalised shapes, '[[1, 2], []]'"),
+           ("call_stack", "str", "", "frames innermost first, ';' separated"),
+           ("host_self_ns", "int", "ns", "host self time"), ("host_total_ns", "int", "ns", "host total time"),
+           ("device_self_ns", "int", "ns", "device self time"), ("device_total_ns", "int", "ns", "device total time")),
+    _table("operator_memory", "Allocations by operator (operator_memory.csv, OP_MEMORY)",
+           ("name", "str", "", "operator (aten::empty_strided, cann::<GE op>)"),
+           ("bytes", "int", "bytes", "block size"),
+           ("alloc_ns", "int", "ns", "allocation time, -1 unknown"),
+           ("free_ns", "int", "ns", "release time, -1 when not freed in the window"),
+           ("device", "str", "", "'npu:N' or 'CPU'")),
+    _table("npu_module_mem", "Memory reserved per CANN module over time (npu_module_mem.csv, NPU_MODULE_MEM)",
+           ("component", "str", "", "CANN module (SLOG, HCCL, RUNTIME, FMK ...)"),
+           ("ts_ns", "int", "ns", "sample time"), ("reserved_bytes", "int", "bytes", "reserved by the module"),
+           ("device", "str", "", "'npu:N' or 'CPU'")),
+    _table("overlap_analysis", "CANN's Overlap Analysis intervals (trace_view.json process, OVERLAP_ANALYSIS table)",
+           ("name", "str", "", "Computing, Communication, Communication(Not Overlapped), Free"),
+           ("start_ns", "int", "ns", "start"), ("end_ns", "int", "ns", "end")),
+)}
+
+
+class SideTableError(ValueError):
+    """A reader wrote a row that does not fit its declaration (a bug in the reader, not bad input)."""
+
+
+def check_rows(name: str, rows: list[dict]) -> None:
+    spec = SIDE_TABLES.get(name)
+    if spec is None:
+        raise SideTableError(f"side table {name!r} is not declared")
+    want = set(spec.column_names)
+    for i, row in enumerate(rows):
+        if set(row) != want:
+            raise SideTableError(f"side table {name}, row {i}: columns {sorted(set(row) ^ want)} differ "
+                                 f"from the declaration")
+        for col in spec.columns:
+            v = row[col.name]
+            if v is not None and (not isinstance(v, _TYPES[col.type]) or (col.type != "bool" and isinstance(v, bool))):
+                raise SideTableError(f"side table {name}, row {i}: {col.name}={v!r} is not {col.type}")
+
+
+def put(side: dict[str, list[dict]], name: str, rows: list[dict]) -> None:
+    """Store a side table after checking every row (empty tables are not stored)."""
+    check_rows(name, rows)
+    if rows:
+        side[name] = rows
+
+
+def row(table_name: str, /, **values: Any) -> dict:
+    """A row of a declared table: undeclared names are an error, missing columns are None."""
+    spec = SIDE_TABLES[table_name]
+    extra = set(values) - set(spec.column_names)
+    if extra:
+        raise SideTableError(f"side table {table_name}: undeclared column(s) {sorted(extra)}")
+    return {c: values.get(c) for c in spec.column_names}
+
+
+def rows(side: dict[str, list[dict]], name: str) -> list[dict]:
+    """The rows of a side table ([] when the window has none)."""
+    if name not in SIDE_TABLES:
+        raise SideTableError(f"side table {name!r} is not declared")
+    return side.get(name) or []

@@ -1,0 +1,150 @@
+"""Every rule of analysis/rules.py just above and just below its threshold.
+
+Each case builds one window (a hand-made EventTable, one ProfilerStep of STEP ns) whose rule
+figure is the threshold plus or minus a small margin, and checks that the rule fires only above
+(below, for the "under" rules). The thresholds are written once, in THRESHOLDS: when a rule's
+threshold changes on purpose, change it there.
+"""
+import pytest
+
+from _synthetic import ev, table
+
+from canning_tb.analysis.build import build_digest
+from canning_tb.ingest.table import Kind as K
+
+THRESHOLDS = {
+    "dataloader_share": 0.05,                # DataLoader time / step time, above
+    "device_idle": 0.50,                     # 1 - device busy / step time, above
+    "launch_bound": 0.10,                    # runtime (device idle) / step time, above
+    "host_bound": 0.50,                      # (host + runtime) / step time, above (and device idle above 0.5)
+    "communication_not_overlapped": 0.10,    # not overlapped communication / step time, above
+    "tiny_kernels": (10_000, 1000),          # mean kernel ns below, over at least this many kernels
+    "peak_memory": 0.90,                     # max(peak allocated, peak reserved) / capacity, above
+    "empty_cache": 0,                        # empty_cache calls, above
+    "ai_cpu": 20_000,                        # longest AI_CPU task ns, at least
+    "tensor_cores_unused": (0.10, 7.0),      # eligible ops' device time / kernel time above, compute capability at least
+}
+STEP = 1_000_000
+MARGIN = 0.01  # of the step: 10 µs
+
+
+def step(dur=STEP):
+    return ev("ProfilerStep#1", K.USER_ANNOTATION, 0, dur)
+
+
+def fired(t, rule):
+    return rule in {h.rule for h in build_digest(t).rule_hits}
+
+
+def share(rule, side):
+    return THRESHOLDS[rule] + (MARGIN if side == "above" else -MARGIN)
+
+
+SIDES = [("above", True), ("below", False)]
+
+
+@pytest.mark.parametrize("side,fires", SIDES)
+def test_dataloader_share(side, fires):
+    dl = int(share("dataloader_share", side) * STEP)
+    t = table([step(), ev("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", K.USER_ANNOTATION, 0, dl)])
+    assert fired(t, "dataloader_share") is fires
+
+
+@pytest.mark.parametrize("side,fires", SIDES)
+def test_device_idle(side, fires):
+    busy = STEP - int(share("device_idle", side) * STEP)
+    t = table([step(), ev("gemm", K.KERNEL, 0, busy)])
+    assert fired(t, "device_idle") is fires
+
+
+@pytest.mark.parametrize("side,fires", SIDES)
+def test_launch_bound(side, fires):
+    rt = int(share("launch_bound", side) * STEP)
+    t = table([step(), ev("gemm", K.KERNEL, 0, STEP // 2), ev("cudaLaunchKernel", K.RUNTIME, 600_000, rt)])
+    assert fired(t, "launch_bound") is fires
+
+
+@pytest.mark.parametrize("side,fires", SIDES)
+def test_host_bound(side, fires):
+    host = int(share("host_bound", side) * STEP)
+    t = table([step(), ev("gemm", K.KERNEL, 0, STEP // 20), ev("aten::index", K.CPU_OP, STEP // 10, host)])
+    assert fired(t, "host_bound") is fires
+
+
+@pytest.mark.parametrize("side,fires", SIDES)
+def test_communication_not_overlapped(side, fires):
+    comm = int(share("communication_not_overlapped", side) * STEP)
+    t = table([step(), ev("gemm", K.KERNEL, 0, STEP // 2),
+               ev("ncclDevKernel_AllReduce_Sum_f32_RING_LL", K.COMM_KERNEL, 600_000, comm)])
+    assert fired(t, "communication_not_overlapped") is fires
+
+
+def tiny_kernels(n, mean):
+    return table([step(n * mean + 1000)] + [ev("elementwise", K.KERNEL, i * mean, mean) for i in range(n)])
+
+
+@pytest.mark.parametrize("n,mean,fires", [
+    (THRESHOLDS["tiny_kernels"][1], THRESHOLDS["tiny_kernels"][0] - 100, True),
+    (THRESHOLDS["tiny_kernels"][1], THRESHOLDS["tiny_kernels"][0] + 100, False),   # kernels not tiny enough
+    (THRESHOLDS["tiny_kernels"][1] - 1, THRESHOLDS["tiny_kernels"][0] - 100, False),  # too few
+])
+def test_tiny_kernels(n, mean, fires):
+    assert fired(tiny_kernels(n, mean), "tiny_kernels") is fires
+
+
+@pytest.mark.parametrize("side,fires", SIDES)
+def test_peak_memory(side, fires):
+    cap = 1_000_000
+    peak = int(share("peak_memory", side) * cap)
+    mem = [dict(ts=10, device="cuda:0", bytes=peak, addr=1, allocated=peak, reserved=peak),
+           dict(ts=20, device="cuda:0", bytes=-peak, addr=1, allocated=0, reserved=peak)]
+    t = table([step(), ev("aten::empty", K.CPU_OP, 0, 100)], memory=mem,
+              devices=[{"kind": "cuda", "index": 0, "memory": cap}])
+    assert fired(t, "peak_memory") is fires
+
+
+@pytest.mark.parametrize("calls", [THRESHOLDS["empty_cache"], THRESHOLDS["empty_cache"] + 1])
+def test_empty_cache(calls):
+    mem = [dict(ts=10, device="cuda:0", bytes=64, addr=1, allocated=64, reserved=64)]
+    t = table([step()] + [ev("torch.cuda.empty_cache", K.CPU_OP, 100 * (i + 1), 10) for i in range(calls)], memory=mem)
+    assert fired(t, "empty_cache") is (calls > THRESHOLDS["empty_cache"])
+
+
+@pytest.mark.parametrize("delta,fires", [(+500, True), (0, True), (-500, False)])
+def test_ai_cpu(delta, fires):
+    t = table([step(), ev("aclnnNonzero_NonZeroAiCpu", K.KERNEL, 0, THRESHOLDS["ai_cpu"] + delta, core="AI_CPU"),
+               ev("MatMul", K.KERNEL, 100_000, 300_000, core="AI_CORE")], fmt="ascend")
+    assert fired(t, "ai_cpu") is fires
+
+
+def tensor_core_table(eligible_share, capability):
+    elig = int(eligible_share * STEP)
+    return table([step(), ev("aten::mm", K.CPU_OP, 0, 10_000, external_id=1),
+                  ev("aten::relu", K.CPU_OP, 20_000, 10_000, external_id=2),
+                  ev("sgemm_128x64_nn", K.KERNEL, 0, elig, external_id=1),
+                  ev("relu_kernel", K.KERNEL, elig, STEP - elig, external_id=2)],
+                 devices=[{"kind": "cuda", "index": 0, "compute_capability": str(capability)}])
+
+
+@pytest.mark.parametrize("side,fires", SIDES)
+def test_tensor_cores_unused_share(side, fires):
+    rule = "tensor_cores_unused"
+    t = tensor_core_table(THRESHOLDS[rule][0] + (MARGIN if side == "above" else -MARGIN), THRESHOLDS[rule][1])
+    assert fired(t, rule) is fires
+
+
+@pytest.mark.parametrize("capability,fires", [(THRESHOLDS["tensor_cores_unused"][1], True),
+                                              (THRESHOLDS["tensor_cores_unused"][1] - 0.1, False)])
+def test_tensor_cores_unused_needs_volta(capability, fires):
+    t = tensor_core_table(0.5, capability)
+    assert fired(t, "tensor_cores_unused") is fires
+
+
+def test_every_rule_is_covered():
+    """A rule added to analysis/rules.py without a threshold here fails this test."""
+    import inspect
+
+    from canning_tb.analysis import rules
+    src = inspect.getsource(rules.rule_hits)
+    named = {line.split('hit("', 1)[1].split('"', 1)[0] for line in src.splitlines() if 'hit("' in line}
+    assert named == set(THRESHOLDS)
