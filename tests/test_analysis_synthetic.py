@@ -165,7 +165,7 @@ def test_breakdown_priorities_by_hand():
     # host: addmm [9,29) minus runtime (3) minus kernel k1 [20,29) = 9 - 3 = 8... computed below
     host_points = set(range(9, 29)) - {10, 12, 14} - set(range(20, 29))
     assert b.host_ns == len(host_points)
-    parts = [b.compute_ns, b.overlapped_ns, b.communication_ns, b.memcpy_ns, b.memset_ns, b.runtime_ns,
+    parts = [b.compute_ns, b.overlapped_ns, b.communication_ns, b.memcpy_ns, b.memset_ns, b.device_wait_ns, b.runtime_ns,
              b.dataloader_ns, b.host_ns, b.idle_ns]
     assert sum(parts) == b.total_ns == 100
     b2 = s2.breakdown
@@ -173,7 +173,7 @@ def test_breakdown_priorities_by_hand():
     assert b2.memcpy_ns == 10 and b2.memset_ns == 2
     assert b2.runtime_ns == 0  # [105,108) lies under k2 [100,130): compute wins
     assert b2.host_ns == 10  # copy_ [104,114) is under k2 too; the op at [160,170) counts
-    assert sum([b2.compute_ns, b2.overlapped_ns, b2.communication_ns, b2.memcpy_ns, b2.memset_ns, b2.runtime_ns,
+    assert sum([b2.compute_ns, b2.overlapped_ns, b2.communication_ns, b2.memcpy_ns, b2.memset_ns, b2.device_wait_ns, b2.runtime_ns,
                 b2.dataloader_ns, b2.host_ns, b2.idle_ns]) == 100
 
 
@@ -213,7 +213,8 @@ def test_ops_device_attribution_and_kernels():
     ko = {(k.name, k.op_name) for k in d.kernels_by_op}
     assert ("k2", "aten::addmm") in ko
     cores = {c.core: c.total_ns for c in d.cores}
-    assert cores == {"Tensor Cores": 0, "Other": 80}
+    # k1 and k2 (80 ns) are launched by aten::addmm, a Tensor-Core-eligible op; the comm kernel is no compute
+    assert cores == {"Tensor Cores": 0, "Other, under Tensor-Core-eligible operators": 80, "Other": 0}
 
 
 def test_communication_section_by_hand():
@@ -237,9 +238,11 @@ def test_cpu_only_host_collectives_count_as_communication():
     ])
     d = build_digest(t)
     b = d.steps[0].breakdown
-    assert b.communication_ns == 40 and b.host_ns == 10 and b.idle_ns == 50
+    # one classification for the breakdown and the table: the backend range gloo:all_reduce [15,35);
+    # the rest of c10d::allreduce_ / record_param_comms [10,15) [35,50) is host work, with aten::mm
+    assert b.communication_ns == 20 and b.host_ns == 20 + 10 and b.idle_ns == 50
     (s,) = d.communication.collectives
-    assert (s.kind, s.calls, s.total_ns) == ("AllReduce", 1, 20)  # the backend range gloo:all_reduce
+    assert (s.kind, s.calls, s.total_ns) == ("AllReduce", 1, 20)
 
 
 def test_gloo_worker_thread_counted_once():
@@ -252,7 +255,10 @@ def test_gloo_worker_thread_counted_once():
     ])
     d = build_digest(t)
     assert {(c.kind, c.calls, c.total_ns) for c in d.communication.collectives} == {("AllReduce", 1, 30)}
-    assert d.steps[0].breakdown.communication_ns == 32 + 5  # [10,42) and [50,55): all comm time
+    # the breakdown counts the same rows as the table: the worker range [12,42); the c10d ops that
+    # queued work ([10,12) before it, [50,55)) are host time
+    b = d.steps[0].breakdown
+    assert (b.communication_ns, b.host_ns) == (30, 2 + 5)
 
 
 def test_python_function_stacks_and_ai_cpu_rule():
@@ -422,3 +428,40 @@ def test_memory_events_time_order_and_cap(monkeypatch):
     monkeypatch.setattr(memmod, "MAX_EVENTS", 2)
     m = build_digest(t).memory[0]
     assert m.events_truncated and [e.bytes for e in m.events] == [50, 7]
+
+
+def test_gpu_window_with_gloo_collectives_counts_them():
+    """A GPU window whose collectives ran on the host (gloo on CPU tensors): no communication
+    kernel, so the host backend range is the communication, in the table and the breakdown alike.
+    Kernel [10,40); gloo:all_reduce [30,70) on gloo's worker thread: overlapped [30,40),
+    communication [40,70)."""
+    t = mk([
+        dict(ts=0, dur=100, kind=K.USER_ANNOTATION, name="ProfilerStep#0"),
+        dict(ts=10, dur=30, kind=K.KERNEL, name="gemm"),
+        dict(ts=25, dur=10, kind=K.CPU_OP, name="c10d::allreduce_"),
+        dict(ts=30, dur=40, kind=K.USER_ANNOTATION, name="gloo:all_reduce", tid=2),
+    ], devices=[{"kind": "cuda", "index": 0, "name": "X", "memory": 1000, "compute_capability": "8.0"}])
+    d = build_digest(t)
+    b = d.steps[0].breakdown
+    assert (b.compute_ns, b.overlapped_ns, b.communication_ns) == (20, 10, 30)
+    assert [(c.kind, c.calls, c.total_ns) for c in d.communication.collectives] == [("AllReduce", 1, 40)]
+    assert d.communication.total_ns == b.overlapped_ns + b.communication_ns == 40
+
+
+def test_device_wait_category_by_hand():
+    """cudaStreamSynchronize [20,45) and [58,60), cudaMemcpyAsync [45,58) whose copy [50,55) is
+    device-to-host into pageable memory: blocking calls over [20,60). With the kernel [10,30) and
+    the copy taking priority, device wait is [30,50) and [55,60) = 25; cudaLaunchKernel [5,8) is
+    runtime."""
+    t = mk([
+        dict(ts=0, dur=100, kind=K.USER_ANNOTATION, name="ProfilerStep#0"),
+        dict(ts=5, dur=3, kind=K.RUNTIME, name="cudaLaunchKernel", correlation=1),
+        dict(ts=10, dur=20, kind=K.KERNEL, name="gemm", correlation=1),
+        dict(ts=20, dur=25, kind=K.RUNTIME, name="cudaStreamSynchronize"),
+        dict(ts=45, dur=13, kind=K.RUNTIME, name="cudaMemcpyAsync", correlation=2),
+        dict(ts=50, dur=5, kind=K.MEMCPY, name="Memcpy DtoH (Device -> Pageable)", correlation=2),
+        dict(ts=58, dur=2, kind=K.RUNTIME, name="cudaStreamSynchronize"),
+    ])
+    b = build_digest(t).steps[0].breakdown
+    assert (b.compute_ns, b.memcpy_ns, b.device_wait_ns, b.runtime_ns) == (20, 5, 20 + 5, 3)
+    assert b.idle_ns == 100 - 20 - 5 - 25 - 3

@@ -212,7 +212,7 @@ def test_each_odd_window(report, name):
     total = d["average"]["total_ns"]
     b = d["average"]
     assert total == sum(b[k] for k in ("compute_ns", "overlapped_ns", "communication_ns", "memcpy_ns", "memset_ns",
-                                       "runtime_ns", "dataloader_ns", "host_ns")) + b["idle_ns"] or total == 0
+                                       "device_wait_ns", "runtime_ns", "dataloader_ns", "host_ns")) + b["idle_ns"] or total == 0
     if words:
         assert any(words in p["message"] for p in d["problems"]), d["problems"]
 

@@ -88,14 +88,10 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
-# Being removed on another branch of the same redesign (issue 7): delete this entry when it is merged.
-KNOWN = [["canning_tb.ingest.ascend", "canning_tb.ingest.ascend_db"]]
-
-
 def test_no_import_cycle_in_the_package():
     graph = import_graph()
     assert "canning_tb.plugin.plugin" in graph and "canning_tb.cli.main" in graph  # the walk saw the package
-    assert [c for c in cycles(graph) if c not in KNOWN] == []
+    assert cycles(graph) == []
 
 
 def test_the_cycle_finder_finds_cycles():

@@ -10,6 +10,7 @@ excluded), idle the rest. Times are µs with 3 decimals in the files: exact in n
 """
 import csv
 import json
+import re
 from decimal import Decimal
 
 import pytest
@@ -22,6 +23,15 @@ from canning_tb.ingest.ascend import read_ascend
 COMPUTE_TASKS = {"AI_CORE", "AI_VECTOR_CORE", "MIX_AIC", "MIX_AIV", "AI_CPU", "DSA_SQE"}
 MEMCPY_TASKS = {"PCIE_DMA_SQE", "SDMA_SQE"}
 DATALOADER = ("enumerate(DataLoader)#", "enumerate(DataPipe)#", "DataLoader")
+
+
+HCCL_CALL = re.compile(r"_\d+_\d+_\d+$")  # hcom_allReduce__586_0_1: HCCL numbers each call of an op
+
+
+def kernel_family(row) -> str:
+    """The kernel name a row is grouped under: HCCL calls by their op family (hcom_allReduce_)."""
+    name = row["Name"]
+    return HCCL_CALL.sub("", name) if name.startswith("hcom_") else name
 
 
 def ns(v) -> int:
@@ -94,12 +104,14 @@ def hand_reading(folder):
     comm_ends = [e for s, e in comm_rows if s0 <= s < e0]
     end = max(ends + comm_ends)
     K, C, M = union(comp_rows), union(comm_rows), union(memcpy)
-    R = union(span(e) for e in runtime)
+    # runtime calls that wait for the device (aclrtSynchronize*) are device wait, the rest launch overhead
+    W = union(span(e) for e in runtime if "synchroni" in e["name"].lower())
+    R = union(span(e) for e in runtime if "synchroni" not in e["name"].lower())
     D = union(span(e) for e in host_ops if e["name"].startswith(DATALOADER))
     H = union(span(e) for e in host_ops)
     taken = union(K + C)
     cats = {"compute": minus(K, C), "overlapped": inter(K, C), "communication": minus(C, K)}
-    for name, iv in (("memcpy", M), ("runtime", R), ("dataloader", D), ("host", H)):
+    for name, iv in (("memcpy", M), ("device_wait", W), ("runtime", R), ("dataloader", D), ("host", H)):
         cats[name] = minus(iv, taken)
         taken = union(taken + iv)
     got = {k: length_in(v, s0, end) for k, v in cats.items()}
@@ -128,7 +140,7 @@ def test_ascend_step_span_host_idle_by_hand(level, rank):
 @pytest.mark.parametrize("level", ["level1", "level2"])
 def test_ascend_cores_and_kernel_rows_from_kernel_details(level):
     """Per accelerator core (kernel_details.csv's Accelerator Core, as written): calls and time;
-    per kernel name: calls, total, min, max and its most frequent core."""
+    per kernel name (HCCL calls by op family): calls, total, min, max and its most frequent core."""
     folder = fixture_path("ascend", level, "rank0_ascend_pt")
     with open(folder / "ASCEND_PROFILER_OUTPUT" / "kernel_details.csv", newline="") as f:
         rows = list(csv.DictReader(f))
@@ -138,7 +150,7 @@ def test_ascend_cores_and_kernel_rows_from_kernel_details(level):
         c = cores.setdefault(r["Accelerator Core"], [0, 0])
         c[0] += 1
         c[1] += dur
-        k = kernels.setdefault(r["Name"], {"durs": [], "cores": {}})
+        k = kernels.setdefault(kernel_family(r), {"durs": [], "cores": {}})
         k["durs"].append(dur)
         k["cores"][r["Accelerator Core"]] = k["cores"].get(r["Accelerator Core"], 0) + 1
     d = build_digest(read_ascend(folder))

@@ -16,6 +16,7 @@ THRESHOLDS = {
     "dataloader_share": 0.05,                # DataLoader time / step time, above
     "device_idle": 0.50,                     # 1 - device busy / step time, above
     "launch_bound": 0.10,                    # runtime (device idle) / step time, above
+    "device_wait": 0.10,                     # blocking calls (device idle) / step time, above
     "host_bound": 0.50,                      # (host + runtime) / step time, above (and device idle above 0.5)
     "communication_not_overlapped": 0.10,    # not overlapped communication / step time, above
     "tiny_kernels": (10_000, 1000),          # mean kernel ns below, over at least this many kernels
@@ -62,6 +63,14 @@ def test_launch_bound(side, fires):
     rt = int(share("launch_bound", side) * STEP)
     t = table([step(), ev("gemm", K.KERNEL, 0, STEP // 2), ev("cudaLaunchKernel", K.RUNTIME, 600_000, rt)])
     assert fired(t, "launch_bound") is fires
+
+
+@pytest.mark.parametrize("side,fires", SIDES)
+def test_device_wait(side, fires):
+    wait = int(share("device_wait", side) * STEP)
+    t = table([step(), ev("gemm", K.KERNEL, 0, STEP // 2), ev("cudaStreamSynchronize", K.RUNTIME, 600_000, wait)])
+    assert fired(t, "device_wait") is fires
+    assert not fired(t, "launch_bound")  # a wait for the device is not launch overhead
 
 
 @pytest.mark.parametrize("side,fires", SIDES)
@@ -145,6 +154,6 @@ def test_every_rule_is_covered():
     import inspect
 
     from canning_tb.analysis import rules
-    src = inspect.getsource(rules.rule_hits)
+    src = inspect.getsource(rules)  # rule_hits and the helpers it calls
     named = {line.split('hit("', 1)[1].split('"', 1)[0] for line in src.splitlines() if 'hit("' in line}
     assert named == set(THRESHOLDS)

@@ -9,7 +9,8 @@ from _synthetic import ev, table
 from canning_tb.analysis.build import build_digest
 from canning_tb.ingest.table import Kind as K
 
-CATS = ("compute", "overlapped", "communication", "memcpy", "memset", "runtime", "dataloader", "host", "idle")
+CATS = ("compute", "overlapped", "communication", "memcpy", "memset", "device_wait", "runtime", "dataloader", "host",
+        "idle")
 
 
 def steps(*spans):
@@ -113,7 +114,9 @@ def test_gloo_worker_range_and_its_c10d_op_count_once():
         ev("record_param_comms", K.USER_ANNOTATION, 105, 40),
         ev("gloo:all_reduce", K.USER_ANNOTATION, 120, 280, tid=2),  # gloo's worker thread
     ]))
-    assert rows(d) == [(1, 0, 1000, {"communication": 300, "idle": 700})]
+    # one classification for the table and the breakdown: the worker range [120,400) is the
+    # communication; the c10d op's own time before it, [100,120), is host work
+    assert rows(d) == [(1, 0, 1000, {"communication": 280, "host": 20, "idle": 700})]
     (c,) = d.communication.collectives
     assert (c.kind, c.calls, c.total_ns) == ("AllReduce", 1, 280)
 

@@ -82,7 +82,8 @@ def test_overview(page, url, raw, errors):
     expect(perf).to_contain_text("Total step time (ms)")
     expect(perf).to_contain_text("Memory peak, cuda:0")
     expect(frame.locator("#ov-avg thead th")).to_have_text(["Category", "Time (ms)", "Share (%)"])
-    expect(frame.locator("#ov-avg tbody tr")).to_have_count(10)  # 9 categories + the step
+    expect(frame.locator("#ov-avg tbody tr")).to_have_count(11)  # 10 categories + the step
+    expect(frame.locator("#ov-avg tbody tr", has_text="Device wait")).to_have_count(1)
     expect(frame.locator("#ov-suggestions li").first).to_be_visible()
     expect(frame.locator("#ov-devices")).to_contain_text("Tesla V100")
     # the summary shows /overview's figures as the route sends them (the steps and their total
@@ -106,6 +107,12 @@ def test_overview(page, url, raw, errors):
         expect(perf.locator("tr", has=frame.locator(f'th:text-is("{label}")')).locator("td")).to_have_text(value)
     expect(perf.locator("tr", has_text="Memory peak, cuda:0").locator("td")).to_contain_text(
         f"({100 * mem['peak_bytes'] / mem['capacity_bytes']:.1f}%)")
+    # the last step drains the device backlog at the window's end: the route flags it, the view says
+    # it is left out of the average and marks it on the chart
+    last = max(int(e["name"].split("#")[1]) for e in steps)
+    assert [x["number"] for x in overview["steps"] if x["distorted"]] == [last]
+    title = frame.locator("section.card", has=frame.locator("#ov-steps-chart")).locator("h3")
+    expect(title).to_contain_text(f"the average leaves out #{last}, distorted by the window's end")
     shot(page, "overview")
     assert not errors, errors
 

@@ -16,7 +16,8 @@ from .rules import rule_hits
 from .steps import breakdowns, step_rows
 
 _FIELDS = {"compute": "compute_ns", "overlapped": "overlapped_ns", "communication": "communication_ns",
-           "memcpy": "memcpy_ns", "memset": "memset_ns", "runtime": "runtime_ns", "dataloader": "dataloader_ns",
+           "memcpy": "memcpy_ns", "memset": "memset_ns", "device_wait": "device_wait_ns", "runtime": "runtime_ns",
+           "dataloader": "dataloader_ns",
            "host": "host_ns", "idle": "idle_ns"}
 
 
@@ -41,30 +42,34 @@ def _window(d: pb.Digest, t: EventTable) -> None:
     w.source_files.extend(str(s) for s in m.source_files)
 
 
-def _steps(d: pb.Digest, t: EventTable):
+def _steps(d: pb.Digest, t: EventTable, ctx: Context):
     """Steps from the trace; from CANN's step trace when the window has no ProfilerStep ranges."""
     if len(step_rows(t)[0]) == 0 and len(d.cann_steps):
         nums, starts, durs, res = steps_from_cann(list(d.cann_steps))
+        tails, distorted = np.zeros(len(nums), np.int64), np.zeros(len(nums), bool)  # CANN's steps are whole
         d.step_source = d.cann_steps[0].source or "step_trace"
     else:
-        nums, starts, durs, res = breakdowns(t)
+        nums, starts, durs, res, tails, distorted = breakdowns(t, ctx)
         d.step_source = "trace"
     for i in range(len(nums)):
-        s = d.steps.add(number=int(nums[i]), start_ns=int(starts[i]), dur_ns=int(durs[i]))
+        s = d.steps.add(number=int(nums[i]), start_ns=int(starts[i]), dur_ns=int(durs[i]), tail_ns=int(tails[i]),
+                        distorted=bool(distorted[i]))
         s.breakdown.total_ns = int(durs[i])
         for c, f in _FIELDS.items():
             setattr(s.breakdown, f, int(res[c][i]))
-    n = max(len(nums), 1)
+    used = ~distorted if (~distorted).any() else np.ones(len(nums), bool)
+    d.average_steps.extend(int(x) for x in nums[used])
+    n = max(int(used.sum()), 1)
     a = d.average
-    a.total_ns = int(round(float(np.sum(durs)) / n))
-    used = 0
+    a.total_ns = int(round(float(np.sum(durs[used])) / n))
+    total = 0
     for c, f in _FIELDS.items():
         if c == "idle":
             continue
-        v = int(round(float(np.sum(res[c])) / n))
+        v = int(round(float(np.sum(res[c][used])) / n))
         setattr(a, f, v)
-        used += v
-    a.idle_ns = max(a.total_ns - used, 0)
+        total += v
+    a.idle_ns = max(a.total_ns - total, 0)
     return nums, starts, starts + durs, res
 
 
@@ -82,7 +87,7 @@ def build_digest(table: EventTable) -> pb.Digest:
     _window(d, table)
     ctx = Context(table)
     d.cann_steps.extend(cann_steps(table))
-    nums, starts, ends, res = _steps(d, table)
+    nums, starts, ends, res = _steps(d, table, ctx)
     by_name, by_shape, by_stack = op_stats(ctx)
     if not by_name and "operator_details" in table.side:  # no trace: the operator calls torch_npu wrote
         by_name, by_shape, by_stack = ops_from_operator_details(table)

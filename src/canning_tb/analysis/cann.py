@@ -48,7 +48,7 @@ def steps_from_cann(steps: list) -> tuple[np.ndarray, np.ndarray, np.ndarray, di
     comm, free = col("communication_not_overlapped_ns"), col("free_ns")
     zero = np.zeros(len(steps), np.int64)
     res = {"compute": np.maximum(computing - ov, 0), "overlapped": ov, "communication": comm, "memcpy": zero,
-           "memset": zero, "runtime": zero, "dataloader": zero, "host": zero, "idle": free}
+           "memset": zero, "device_wait": zero, "runtime": zero, "dataloader": zero, "host": zero, "idle": free}
     nums = np.array([max(s.step, 0) for s in steps], np.int64)
     return nums, np.full(len(steps), -1, np.int64), computing + comm + free, res
 

@@ -14,7 +14,8 @@ HOST_OP_KINDS = (Kind.CPU_OP, Kind.USER_ANNOTATION)
 STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
 DATALOADER_RE = re.compile(r"^(enumerate\(DataLoader\)#|enumerate\(DataPipe\)#|DataLoader)")
 # host-side collective operators (CPU-only gloo runs; also the host side of NCCL runs)
-HOST_COMM_RE = re.compile(r"^(c10d::|c10d_functional::|_c10d_functional::|gloo:|nccl:|record_param_comms$|hcom_|HcclAll|Hccl)")
+HOST_COMM_RE = re.compile(
+    r"^(c10d::|c10d_functional::|_c10d_functional::|symm_mem::|gloo:|nccl:|hccl:|record_param_comms$|hcom_|HcclAll|Hccl)")
 
 _KIND_PATTERNS = [  # order matters: the more specific first
     ("ReduceScatter", r"reduce_?scatter"),
@@ -39,6 +40,10 @@ def collective_kind(name: str) -> str:
     gloo:all_reduce, nccl:all_reduce, hcom_allReduce_, hcom_reduceScatter_, SendRecv -> Send.
     """
     n = name
+    if "deep_ep::" in n and re.search(r"dispatch|combine", n):  # DeepEP's expert-parallel exchange
+        return "AllToAll"
+    if "cross_device_reduce" in n:  # vLLM's custom all-reduce kernels
+        return "AllReduce"
     if n.startswith("ncclDevKernel_") or n.startswith("ncclKernel_"):
         n = n.split("_", 1)[1]
     if re.search(r"sendrecv", n, re.I):

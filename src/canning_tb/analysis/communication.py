@@ -1,10 +1,12 @@
 """Communication: per collective kind and group, the call list, overlap with compute.
 
-- Calls: COMM_KERNEL events (NCCL/RCCL kernels, HCCL tasks). On windows without device events
-  (CPU-only gloo runs) the host collective ops instead (`c10d::*`, `gloo:*`, `nccl:*`,
-  `record_param_comms`, `hcom_*`): the backend ranges `gloo:*` / `nccl:*` when there are any
-  (gloo runs them on a worker thread, outside the `c10d::` op that queued them: counting both
-  would count each collective twice), else the outermost of nested collective ops.
+- Calls (`comm_rows`, the one classification that the step breakdown uses too): COMM_KERNEL
+  events (NCCL/RCCL kernels, HCCL tasks, symmetric-memory and DeepEP kernels, kernels launched
+  by a collective op: the reader's evidence). On windows without any, the host collective ops
+  instead (`c10d::*`, `gloo:*`, `nccl:*`, `hccl:*`, `record_param_comms`, `hcom_*`): the backend
+  ranges `gloo:*` / `nccl:*` / `hccl:*` when there are any (gloo runs them on a worker thread,
+  outside the `c10d::` op that queued them: counting both would count each collective twice),
+  else the outermost of nested collective ops.
 - Kind: common.collective_kind of the name; group: the `group` column ("" when unknown).
 - Bytes: the `bytes` column; bandwidth = bytes / total time (GB/s = bytes per ns), -1 unknown.
 - Time: total_ns = union of communication time inside the steps; overlapped = its part under
@@ -25,17 +27,18 @@ from ..ingest.table import NONE, Kind
 from . import digest_pb2 as pb
 from . import communication_ascend as ascend
 from .cann import cann_calls, source_of
-from .common import DEVICE_KINDS, HOST_COMM_RE, collective_kind, group_rows, id_mask, ids_matching, kind_mask
+from .common import HOST_COMM_RE, collective_kind, group_rows, id_mask, ids_matching
 from .context import Context
 
 MAX_CALLS = 100_000
-WORKER_RE = re.compile(r"^(gloo:|nccl:)")
+WORKER_RE = re.compile(r"^(gloo:|nccl:|hccl:)")
 
 
 def comm_rows(ctx: Context) -> np.ndarray:
+    """Rows that are communication, sorted (module docstring, "Calls")."""
     ev = ctx.ev
     rows = np.flatnonzero(ev["kind"] == int(Kind.COMM_KERNEL))
-    if len(rows) or kind_mask(ctx.table, DEVICE_KINDS).any():
+    if len(rows):
         return rows
     h = ctx.host
     ids = ids_matching(ctx.table, HOST_COMM_RE)

@@ -8,7 +8,10 @@ Tensor Cores (GPU): a kernel uses them when its name contains one of TC_KERNEL_S
 (case-sensitive substrings of the cuBLAS / cuDNN / CUTLASS kernel naming: the mma shape codes
 884 / 1688 / 16816 / 8816, hmma/imma, xmma gemm/conv kernels, tf32 gemms, sm80+ cutlass
 tensorop kernels, flash attention). `cores` reports NPU time per accelerator core (the `core`
-column), and on GPU "Tensor Cores" / "Other" kernel time.
+column), and on CUDA GPUs a partition of the compute kernel time, each kernel counted once:
+CORE_TENSOR (its name says Tensor Cores), CORE_ELIGIBLE (not on Tensor Cores, launched under a
+Tensor-Core-eligible operator: its launching op or any op enclosing it is in ops.TC_ELIGIBLE_OPS),
+CORE_OTHER (the rest).
 """
 from __future__ import annotations
 
@@ -20,6 +23,11 @@ from ..ingest.table import NONE, Kind
 from . import digest_pb2 as pb
 from .common import group_rows, id_mask
 from .context import Context
+from .ops import TC_ELIGIBLE_OPS
+
+CORE_TENSOR = "Tensor Cores"
+CORE_ELIGIBLE = "Other, under Tensor-Core-eligible operators"
+CORE_OTHER = "Other"
 
 TC_KERNEL_SUBSTRINGS = (
     "h884", "s884", "h1688", "s1688", "i8816", "16816", "884gemm", "1688gemm", "hmma", "imma", "HMMA",
@@ -128,6 +136,11 @@ def kernel_stats(ctx: Context) -> tuple[list, list, list]:
     by_name = build(name[:, None], False)
     by_op = build(np.stack([name, op_name], axis=1), True)
 
+    return by_name, by_op, _cores(ctx, rows, dpos)
+
+
+def _cores(ctx: Context, rows: np.ndarray, dpos: np.ndarray) -> list:
+    t, ev = ctx.table, ctx.ev
     cores = []
     core_col = ev["core"][rows]
     if (core_col != NONE).any():
@@ -137,12 +150,39 @@ def kernel_stats(ctx: Context) -> tuple[list, list, list]:
         for i in np.argsort(-tot, kind="stable"):
             cores.append(pb.CoreStat(core=t.strings[int(u[i])] if u[i] >= 0 else "unknown", calls=int(calls[i]),
                                      total_ns=int(round(tot[i]))))
-    elif (ctx.table.meta.format != "ascend" and (ev["kind"][rows] == int(Kind.KERNEL)).any()
-          and not any(str(dv.get("kind", "")).lower() in ("rocm", "npu") for dv in ctx.table.meta.devices)):
-        u = np.unique(name)
-        tc = np.array([uses_tensor_cores(names[int(x)]) for x in u], dtype=bool)
-        tcmask = id_mask(name, u[tc], len(names))
-        kern = ev["kind"][rows] == int(Kind.KERNEL)
-        for label, m in (("Tensor Cores", tcmask & kern), ("Other", ~tcmask & kern)):
-            cores.append(pb.CoreStat(core=label, calls=int(m.sum()), total_ns=int(ev["dur"][rows][m].sum())))
-    return by_name, by_op, cores
+        return cores
+    if not _tensor_core_device(ctx, rows):
+        return cores
+    name = ev["name"][rows].astype(np.int64)
+    uniq = np.unique(name)
+    tc = id_mask(name, uniq[[uses_tensor_cores(t.strings[int(x)] or "") for x in uniq]], len(t.strings))
+    kern = ev["kind"][rows] == int(Kind.KERNEL)
+    eligible = _under_eligible_op(ctx, dpos)
+    for label, m in ((CORE_TENSOR, tc & kern), (CORE_ELIGIBLE, ~tc & kern & eligible), (CORE_OTHER, ~tc & kern & ~eligible)):
+        cores.append(pb.CoreStat(core=label, calls=int(m.sum()), total_ns=int(ev["dur"][rows][m].sum())))
+    return cores
+
+
+def _tensor_core_device(ctx: Context, rows: np.ndarray) -> bool:
+    """Compute kernels on a window whose devices are CUDA GPUs ("gpu": labelled only, without
+    deviceProperties), not AMD / NPU / MTIA or any other kind."""
+    t = ctx.table
+    kinds = {str(dv.get("kind", "")).lower() for dv in t.meta.devices}
+    if t.meta.format == "ascend" or kinds - {"cuda", "gpu"}:
+        return False
+    return bool((ctx.ev["kind"][rows] == int(Kind.KERNEL)).any())
+
+
+def _under_eligible_op(ctx: Context, dpos: np.ndarray) -> np.ndarray:
+    """Per kernel: its launching op, or an op enclosing that one, is Tensor-Core eligible."""
+    h, t = ctx.host, ctx.table
+    if len(h.rows) == 0:  # no host events: nothing launched the kernels
+        return np.zeros(len(dpos), bool)
+    eligible_ids = [t.strings.find(n) for n in TC_ELIGIBLE_OPS if t.strings.find(n) >= 0]
+    is_eligible = id_mask(ctx.ev["name"][h.rows], eligible_ids, len(t.strings))
+    under = is_eligible.copy()  # an op is under an eligible op when it or an ancestor is one
+    for depth in range(1, int(h.depth.max(initial=0)) + 1):
+        sel = np.flatnonzero(h.depth == depth)
+        under[sel] |= under[h.parent[sel]]
+    owner = ctx.device_owner[dpos]
+    return np.where(owner != NONE, under[np.maximum(owner, 0)], False)

@@ -119,7 +119,7 @@ def suggestions(digest: pb.Digest) -> Table:
 
 
 _CATS = [("Compute", "compute_ns"), ("Overlapped", "overlapped_ns"), ("Communication", "communication_ns"),
-         ("Memcpy", "memcpy_ns"), ("Memset", "memset_ns"), ("Runtime", "runtime_ns"), ("DataLoader", "dataloader_ns"),
+         ("Memcpy", "memcpy_ns"), ("Memset", "memset_ns"), ("Device wait", "device_wait_ns"), ("Runtime", "runtime_ns"), ("DataLoader", "dataloader_ns"),
          ("Host", "host_ns"), ("Idle", "idle_ns")]
 
 
@@ -127,10 +127,15 @@ def step_summary(digest: pb.Digest) -> Table:
     """Step times and their breakdown (ms), one row per step plus the average."""
     t = Table("Step time breakdown (ms)", ["Step", "Total(ms)"] + [c for c, _ in _CATS])
     for s in digest.steps:
-        t.rows.append([str(s.number), _ms(s.dur_ns)] + [_ms(getattr(s.breakdown, f)) for _, f in _CATS])
+        label = f"{s.number} (window end)" if s.distorted else str(s.number)
+        t.rows.append([label, _ms(s.dur_ns)] + [_ms(getattr(s.breakdown, f)) for _, f in _CATS])
     a = digest.average
     if len(digest.steps) > 1:
         t.rows.append(["average", _ms(a.total_ns)] + [_ms(getattr(a, f)) for _, f in _CATS])
+    for s in digest.steps:
+        if s.distorted:
+            t.notes.append(f"Step {s.number} is left out of the average: its device work ran {_ms(s.tail_ns)} ms past "
+                           f"its host range, into the window's end.")
     return t
 
 

@@ -10,43 +10,67 @@ Step span (the rule, kept): step i runs from S_i = start of ProfilerStep#i to
 E_i = max(host end of ProfilerStep#i, last end of the device events *launched* in it), capped at
 S_{i+1} so that steps never overlap; the last step is not capped. A device event is launched in
 step i when its RUNTIME launch (joined on `correlation`) starts inside the host range of step i;
-device events without a launch record use their own start. This is torch-tb-profiler's
-"extend the step to the last device event of its launches", kept disjoint. The device work
+device events without a launch record use their own start. So a step is what the user's loop
+sees (host step boundaries), with the device work it launched attributed to it. The device work
 counted in step i is everything on the device clock inside [S_i, E_i): a kernel that straddles
 the cap is split at the boundary, so each instant belongs to exactly one step.
+
+Window's end (the last step)
+----------------------------
+The device runs behind the host; the work launched in the last step drains after its host range
+ends, where no next step caps it, so the last step absorbs the whole device backlog. Its tail
+(E - host end) is reported per step; a last step whose tail exceeds TAIL_SHARE of its host
+duration is flagged `distorted` and left out of the average (Digest.average_steps lists the
+steps used; with one step, that step is used).
 
 Breakdown (the priority rule, kept)
 -----------------------------------
 Every instant of [S_i, E_i) goes to the first category that covers it, in this order:
-  1-3. device work: K = union of KERNEL, C = union of communication (COMM_KERNEL; on windows with
-       no device events at all, host collective ops `c10d::*`, `gloo:*`, `nccl:*`,
-       `record_param_comms`, `hcom_*` instead):
+  1-3. device work: K = union of KERNEL, C = union of the communication rows
+       (communication.comm_rows: communication kernels; on windows without any, the host
+       collective ranges that the communication view lists, the same rows):
          compute = K - C, overlapped = K ∩ C, communication = C - K
-  4. memcpy (MEMCPY)   5. memset (MEMSET)   6. runtime (RUNTIME)
-  7. dataloader (`enumerate(DataLoader)#...`, `enumerate(DataPipe)#...`, `DataLoader*` ranges)
-  8. host (any CPU_OP / USER_ANNOTATION on any host thread, ProfilerStep#N excluded)
-  9. idle = the rest.
+  4. memcpy (MEMCPY)   5. memset (MEMSET)
+  6. device wait: RUNTIME calls that block the host until the device is done (DEVICE_WAIT_RE:
+     *Synchronize*, cudaFree / hipFree / aclrtFree, the synchronous cudaMemcpy / hipMemcpy /
+     aclrtMemcpy; and their *MemcpyAsync whose copy is device-to-host into memory not stated as
+     pinned: `.item()`, `.cpu()`, `.tolist()`)
+  7. runtime (the other RUNTIME calls: launch overhead)
+  8. dataloader (`enumerate(DataLoader)#...`, `enumerate(DataPipe)#...`, `DataLoader*` ranges)
+  9. host (any CPU_OP / USER_ANNOTATION on any host thread, ProfilerStep#N excluded)
+ 10. idle = the rest.
 The categories are disjoint by construction, so they sum exactly to E_i - S_i.
 
 Ascend
 ------
 step_trace_time.csv (the step_trace side table) uses the same device sets: Computing = compute +
 overlapped, Communication(Not Overlapped) = communication, Overlapped = overlapped, Free = the
-rest of the step (memcpy + memset + runtime + dataloader + host + idle here). Differences come
+rest of the step (memcpy + memset + device wait + runtime + dataloader + host + idle here). Differences come
 only from the step span: CANN measures the step on the device from its own "Step" range, we
 from ProfilerStep#N extended to its device work; both are reported, the csv in `scalars`
 (`step_trace_computing_ns`, `step_trace_free_ns`, ... : the mean over the csv rows).
 """
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from ..ingest.table import NONE, EventTable, Kind
 from . import intervals as iv
-from .common import (DATALOADER_RE, DEVICE_KINDS, HOST_COMM_RE, HOST_OP_KINDS, STEP_RE, group_rows, id_mask, join_on,
-                     kind_mask, name_mask)
+from .common import DATALOADER_RE, DEVICE_KINDS, HOST_OP_KINDS, STEP_RE, group_rows, id_mask, join_on, kind_mask, name_mask
+from .communication import comm_rows
+from .context import Context
 
-CATEGORIES = ["compute", "overlapped", "communication", "memcpy", "memset", "runtime", "dataloader", "host"]
+CATEGORIES = ["compute", "overlapped", "communication", "memcpy", "memset", "device_wait", "runtime", "dataloader",
+              "host"]
+TAIL_SHARE = 0.05  # a last step whose device tail exceeds 5 % of its host duration is distorted
+# runtime calls that return only when the device (or a copy from it) is done
+DEVICE_WAIT_RE = re.compile(r"synchroni[sz]e|^(cuda|hip|aclrt)(Free|Memcpy|Memcpy2D|Memcpy3D|MemcpyPeer)$", re.I)
+ASYNC_COPY_RE = re.compile(r"^(cuda|hip|aclrt)Memcpy(2D|3D)?Async$")
+# the device copy of a D2H transfer, unless its name says the host memory was pinned
+D2H_UNPINNED_RE = re.compile(r"DtoH|Device\s*->\s*(Pageable|Host)|D2H", re.I)
+PINNED_RE = re.compile(r"pinned", re.I)
 
 
 def step_rows(table: EventTable) -> tuple[np.ndarray, np.ndarray]:
@@ -89,101 +113,125 @@ def launch_times(table: EventTable, dev: np.ndarray) -> np.ndarray:
 
 
 def step_spans(table: EventTable):
-    """(numbers, starts, ends) of the steps, per the rule in the module docstring."""
+    """(numbers, starts, ends, host ends) of the steps, per the rule in the module docstring."""
     ev = table.events
     rows, nums = step_rows(table)
     if len(rows) == 0:
         if len(table) == 0:
-            return np.zeros(1, np.int64), np.zeros(1, np.int64), np.zeros(1, np.int64)
-        lo = int(ev["ts"].min())
-        hi = int((ev["ts"] + ev["dur"]).max())
-        return np.zeros(1, np.int64), np.array([lo]), np.array([hi])
-    s = ev["ts"][rows].astype(np.int64)
-    host_end = s + ev["dur"][rows]
-    e = host_end.copy()
+            zero = np.zeros(1, np.int64)
+            return zero, zero, zero, zero
+        lo = np.array([int(ev["ts"].min())])
+        hi = np.array([int((ev["ts"] + ev["dur"]).max())])
+        return np.zeros(1, np.int64), lo, hi, hi
+    starts = ev["ts"][rows].astype(np.int64)
+    host_end = starts + ev["dur"][rows]
+    ends = host_end.copy()
     dev = device_rows(table)
     if len(dev):
-        lt = launch_times(table, dev)
-        k = np.searchsorted(s, lt, side="right") - 1
-        ok = (k >= 0)
-        ok &= lt < host_end[np.maximum(k, 0)]
-        dev_end = ev["ts"][dev] + ev["dur"][dev]
-        np.maximum.at(e, k[ok], dev_end[ok])
-    e[:-1] = np.minimum(e[:-1], s[1:])
-    e = np.maximum(e, s)
-    return nums, s, e
+        launched = launch_times(table, dev)
+        step = np.searchsorted(starts, launched, side="right") - 1
+        inside = (step >= 0) & (launched < host_end[np.maximum(step, 0)])
+        np.maximum.at(ends, step[inside], (ev["ts"][dev] + ev["dur"][dev])[inside])
+    ends[:-1] = np.minimum(ends[:-1], starts[1:])
+    ends = np.maximum(ends, starts)
+    return nums, starts, ends, np.minimum(host_end, ends)
 
 
-def category_sets(table: EventTable) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+def distorted_steps(starts: np.ndarray, ends: np.ndarray, host_ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(tail ns, distorted) per step: only the last of several steps can be distorted."""
+    tail = ends - host_ends
+    distorted = np.zeros(len(starts), bool)
+    if len(starts) > 1:
+        distorted[-1] = tail[-1] > TAIL_SHARE * (host_ends[-1] - starts[-1])
+    return tail, distorted
+
+
+def device_wait_rows(table: EventTable) -> np.ndarray:
+    """RUNTIME rows that block the host until the device is done (module docstring, category 6)."""
+    ev = table.events
+    runtime = np.flatnonzero(ev["kind"] == int(Kind.RUNTIME))
+    if len(runtime) == 0:
+        return runtime
+    texts = table.strings.values
+    waits = id_mask(ev["name"][runtime], [i for i, t in enumerate(texts) if DEVICE_WAIT_RE.search(t)], len(texts))
+    copies = runtime[id_mask(ev["name"][runtime], [i for i, t in enumerate(texts) if ASYNC_COPY_RE.match(t)],
+                             len(texts))]
+    if len(copies):
+        memcpy = np.flatnonzero(ev["kind"] == int(Kind.MEMCPY))
+        d2h = [i for i, t in enumerate(texts) if D2H_UNPINNED_RE.search(t) and not PINNED_RE.search(t)]
+        memcpy = memcpy[id_mask(ev["name"][memcpy], d2h, len(texts)) & (ev["correlation"][memcpy] != NONE)]
+        blocking = copies[np.isin(ev["correlation"][copies], ev["correlation"][memcpy])]
+        waits |= np.isin(runtime, blocking)
+    return runtime[waits]
+
+
+def category_sets(table: EventTable, ctx: Context | None = None) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """Exclusive interval sets per category over the whole window (priority applied)."""
     ev = table.events
     kind = ev["kind"]
     ts, end = ev["ts"], ev["ts"] + ev["dur"]
 
-    def u(mask):
+    def union(mask):
         return iv.union(ts[mask], end[mask])
 
-    has_device = bool(kind_mask(table, DEVICE_KINDS).any())
-    on_host = ev["device"] == NONE
-    host_ops = kind_mask(table, HOST_OP_KINDS) & on_host
-    step_names = name_mask(table, STEP_RE)
-    if has_device:
-        comm = kind == int(Kind.COMM_KERNEL)
-    else:
-        comm = host_ops & name_mask(table, HOST_COMM_RE)
+    host_ops = kind_mask(table, HOST_OP_KINDS) & (ev["device"] == NONE)
+    comm = np.zeros(len(table), bool)
+    comm[comm_rows(ctx or Context(table))] = True
+    wait = np.zeros(len(table), bool)
+    wait[device_wait_rows(table)] = True
+    runtime = kind == int(Kind.RUNTIME)
     sets = [
-        u(kind == int(Kind.KERNEL)),
-        u(comm),
-        u(kind == int(Kind.MEMCPY)),
-        u(kind == int(Kind.MEMSET)),
-        u(kind == int(Kind.RUNTIME)),
-        u(host_ops & name_mask(table, DATALOADER_RE)),
-        u(host_ops & ~step_names),
+        union(kind == int(Kind.KERNEL)),
+        union(comm),
+        union(kind == int(Kind.MEMCPY)),
+        union(kind == int(Kind.MEMSET)),
+        union(wait),
+        union(runtime & ~wait),
+        union(host_ops & name_mask(table, DATALOADER_RE)),
+        union(host_ops & ~name_mask(table, STEP_RE)),
     ]
     return partition(sets)
 
 
 def partition(sets):
-    """Split into the 8 exclusive categories: bits 0 (kernels) and 1 (communication) give
+    """Split into the exclusive CATEGORIES: bits 0 (kernels) and 1 (communication) give
     compute / overlapped / communication, then the lowest remaining bit wins."""
     pos, delta = [], []
-    for i, (s, e) in enumerate(sets):
-        pos += [s, e]
-        delta += [np.full(len(s), 1 << i, np.int64), np.full(len(e), -(1 << i), np.int64)]
-    p = np.concatenate(pos) if pos else np.zeros(0, np.int64)
+    for i, (lo, hi) in enumerate(sets):
+        pos += [lo, hi]
+        delta += [np.full(len(lo), 1 << i, np.int64), np.full(len(hi), -(1 << i), np.int64)]
+    points = np.concatenate(pos) if pos else np.zeros(0, np.int64)
     out = {c: iv.EMPTY for c in CATEGORIES}
-    if len(p) < 2:
+    if len(points) < 2:
         return out
-    d = np.concatenate(delta)
-    order = np.argsort(p, kind="stable")
-    p, d = p[order], d[order]
-    m = np.cumsum(d)
-    last_at = np.r_[p[1:] != p[:-1], True]
-    up, um = p[last_at], m[last_at]
-    ss, se, sm = up[:-1], up[1:], um[:-1]
-    dev = sm & 3
-    rest = sm >> 2
-    low = rest & -rest  # lowest set bit of the rest
-    cat = np.full(len(sm), -1, np.int64)
-    cat[dev == 1] = 0
-    cat[dev == 3] = 1
-    cat[dev == 2] = 2
-    for j in range(5):  # memcpy .. host
-        cat[(dev == 0) & (low == (1 << j))] = 3 + j
+    order = np.argsort(points, kind="stable")
+    points, masks = points[order], np.cumsum(np.concatenate(delta)[order])
+    last_at = np.r_[points[1:] != points[:-1], True]
+    bounds, seg_mask = points[last_at], masks[last_at][:-1]
+    device = seg_mask & 3
+    rest = seg_mask >> 2
+    lowest = rest & -rest
+    cat = np.full(len(seg_mask), -1, np.int64)
+    cat[device == 1] = 0
+    cat[device == 3] = 1
+    cat[device == 2] = 2
+    for j in range(len(CATEGORIES) - 3):  # memcpy .. host
+        cat[(device == 0) & (lowest == (1 << j))] = 3 + j
     for c, name in enumerate(CATEGORIES):
         sel = cat == c
-        out[name] = iv.union(ss[sel], se[sel])
+        out[name] = iv.union(bounds[:-1][sel], bounds[1:][sel])
     return out
 
 
-def breakdowns(table: EventTable):
-    """List of (number, start, dur, {category: ns, 'idle': ns}) per step."""
-    nums, s, e = step_spans(table)
-    cats = category_sets(table)
-    res = {c: iv.measure(cats[c], s, e) for c in CATEGORIES}
-    dur = e - s
-    used = np.zeros(len(s), np.int64)
+def breakdowns(table: EventTable, ctx: Context | None = None):
+    """(numbers, starts, durations, {category: ns per step, 'idle': ...}, tails, distorted)."""
+    nums, starts, ends, host_ends = step_spans(table)
+    cats = category_sets(table, ctx)
+    res = {c: iv.measure(cats[c], starts, ends) for c in CATEGORIES}
+    dur = ends - starts
+    used = np.zeros(len(starts), np.int64)
     for c in CATEGORIES:
         used += res[c]
     res["idle"] = dur - used
-    return nums, s, dur, res
+    tail, distorted = distorted_steps(starts, ends, host_ends)
+    return nums, starts, dur, res, tail, distorted

@@ -31,22 +31,22 @@ def read_bytes(path: str) -> bytearray | mmap.mmap:
     brief bracket writes of `iter_chunks` stay private to this process.
     """
     try:
-        f = open(path, "rb")
+        handle = open(path, "rb")
     except OSError as e:
         raise InputError(path, f"cannot open: {e.strerror or e}") from None
-    with f:
-        size = os.fstat(f.fileno()).st_size
+    with handle:
+        size = os.fstat(handle.fileno()).st_size
         if size == 0:
             raise InputError(path, "empty file")
-        if f.read(2) == b"\x1f\x8b":
-            f.seek(0)
-            return _gunzip(path, f.read())
+        if handle.read(2) == b"\x1f\x8b":
+            handle.seek(0)
+            return _gunzip(path, handle.read())
         try:
-            return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY)
+            return mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_COPY)
         except (OSError, ValueError):  # a filesystem that cannot map: read it
-            f.seek(0)
+            handle.seek(0)
             buf = bytearray(size)
-            f.readinto(buf)
+            handle.readinto(buf)
             return buf
 
 
@@ -57,26 +57,26 @@ def _gunzip(path: str, comp: bytes) -> bytearray:
     out = bytearray(guess)
     pos, start = 0, 0
     while start < len(comp):
-        d = zlib.decompressobj(wbits=31)
+        member = zlib.decompressobj(wbits=31)
         try:
-            for i in range(start, len(comp), _READ):
-                piece = d.decompress(comp[i:i + _READ])
+            for at in range(start, len(comp), _READ):
+                piece = member.decompress(comp[at:at + _READ])
                 if piece:
                     if pos + len(piece) > len(out):
                         out.extend(b"\0" * (pos + len(piece) - len(out)))
                     out[pos:pos + len(piece)] = piece
                     pos += len(piece)
-                if d.eof:
+                if member.eof:
                     break
-            piece = d.flush()
+            piece = member.flush()
             if piece:
                 out[pos:pos] = piece
                 pos += len(piece)
         except zlib.error as e:
             raise InputError(path, f"corrupt gzip stream ({e})") from None
-        if not d.eof:
+        if not member.eof:
             raise InputError(path, f"truncated gzip stream (ends after {pos} uncompressed bytes)")
-        rest = d.unused_data.lstrip(b"\0")  # another gzip member may follow
+        rest = member.unused_data.lstrip(b"\0")  # another gzip member may follow
         start = len(comp) - len(rest) if rest else len(comp)
     del out[pos:]
     if pos == 0:
@@ -85,10 +85,10 @@ def _gunzip(path: str, comp: bytes) -> bytearray:
 
 
 def _kind(buf: bytearray) -> str:
-    m = re.match(rb"\s*(.)", bytes(buf[:64]), re.S)
-    c = m.group(1) if m else b""
+    match = re.match(rb"\s*(.)", bytes(buf[:64]), re.S)
+    first = match.group(1) if match else b""
     return {b"[": "a list", b'"': "a string", b"t": "a boolean", b"f": "a boolean",
-            b"n": "null", b"{": "an object"}.get(c, "a number")
+            b"n": "null", b"{": "an object"}.get(first, "a number")
 
 
 def decode_top(path: str, buf: bytearray, problems: list[Problem]) -> tuple[dict[str, msgspec.Raw], bytearray]:
@@ -104,8 +104,8 @@ def decode_top(path: str, buf: bytearray, problems: list[Problem]) -> tuple[dict
             msg = str(e)
             if "truncated" in msg:
                 raise InputError(path, f"not JSON: unexpected end at byte {len(buf)}") from None
-            m = _BYTE_AT.search(msg)
-            at = int(m.group(1)) if m else -1
+            where = _BYTE_AT.search(msg)
+            at = int(where.group(1)) if where else -1
             bad = bytes(buf[at:at + 12]) if at >= 0 else b""
             fix = None
             if bad[:1] and bad[0] < 32 and "control" not in repaired:
@@ -113,11 +113,11 @@ def decode_top(path: str, buf: bytearray, problems: list[Problem]) -> tuple[dict
                 buf = bytearray(memoryview(buf)).translate(_CONTROL)
                 problems.append(Problem(path, "control characters inside strings replaced by spaces", "warning"))
             elif at >= 0 and "tokens" not in repaired:
-                new, n = _BAD_TOKEN.subn(rb"\1null", buf)
-                if n:
+                new, count = _BAD_TOKEN.subn(rb"\1null", buf)
+                if count:
                     fix = "tokens"
                     buf = bytearray(new)
-                    problems.append(Problem(path, f"{n} bare NaN/Infinity/N/A values read as null", "warning"))
+                    problems.append(Problem(path, f"{count} bare NaN/Infinity/N/A values read as null", "warning"))
             if fix is None:
                 raise InputError(path, f"not JSON: {msg}") from None
             repaired.add(fix)
@@ -125,33 +125,33 @@ def decode_top(path: str, buf: bytearray, problems: list[Problem]) -> tuple[dict
 
 def value_span(buf: bytearray, key: bytes, raw: msgspec.Raw) -> tuple[int, int]:
     """Where the value `raw` of top-level `key` lies in buf (Raw keeps no offset)."""
-    n = len(memoryview(raw))
+    size = len(memoryview(raw))
     head = bytes(memoryview(raw)[:64])
-    i = buf.find(b'"' + key + b'"')
-    while i >= 0:
-        j = i + len(key) + 2
-        m = re.match(rb"\s*:\s*", bytes(buf[j:j + 64]))
-        if m:
-            s = j + m.end()
+    key_at = buf.find(b'"' + key + b'"')
+    while key_at >= 0:
+        after = key_at + len(key) + 2
+        colon = re.match(rb"\s*:\s*", bytes(buf[after:after + 64]))
+        if colon:
+            start = after + colon.end()
             tail = bytes(memoryview(raw)[-64:])
-            if buf[s:s + len(head)] == head and buf[s + n - len(tail):s + n] == tail:
-                return s, s + n
-        i = buf.find(b'"' + key + b'"', i + 1)
+            if buf[start:start + len(head)] == head and buf[start + size - len(tail):start + size] == tail:
+                return start, start + size
+        key_at = buf.find(b'"' + key + b'"', key_at + 1)
     raise ValueError("value not found")
 
 
 def _next_cut(buf: bytearray, pos: int, end: int) -> int:
     """Index of a ',' that looks like it separates two array elements ('},' then '{'), else end."""
     while pos < end:
-        i = buf.find(b"},", pos, end)
-        if i < 0:
+        brace = buf.find(b"},", pos, end)
+        if brace < 0:
             return end
-        j = i + 2
-        while j < end and buf[j] in b" \t\r\n":
-            j += 1
-        if j < end and buf[j] == 0x7B:  # '{'
-            return i + 1
-        pos = i + 2
+        nxt = brace + 2
+        while nxt < end and buf[nxt] in b" \t\r\n":
+            nxt += 1
+        if nxt < end and buf[nxt] == 0x7B:  # '{'
+            return brace + 1
+        pos = brace + 2
     return end
 
 
@@ -163,30 +163,30 @@ def iter_chunks(buf: bytearray, start: int, end: int, decode: Callable[[bytes], 
     unbalanced, so it fails to decode; the piece is then extended to the next cut. The array
     as a whole was already validated by `decode_top`.
     """
-    s, stop = start + 1, end - 1
+    lo, stop = start + 1, end - 1
     view = memoryview(buf)
-    while s < stop:
-        e = _next_cut(buf, s + chunk, stop)
+    while lo < stop:
+        hi = _next_cut(buf, lo + chunk, stop)
         while True:
             # decode in place: put brackets around the piece for a moment (no copy of the text)
-            before, after = buf[s - 1], buf[e]
-            buf[s - 1], buf[e] = 0x5B, 0x5D
+            before, after = buf[lo - 1], buf[hi]
+            buf[lo - 1], buf[hi] = 0x5B, 0x5D
             try:  # decode() handles type errors itself; what comes here is syntax
-                out = decode(view[s - 1:e + 1])
+                out = decode(view[lo - 1:hi + 1])
                 break
             except msgspec.DecodeError as err:
                 if "UTF-8" in str(err):
-                    piece = bytes(view[s - 1:e + 1]).decode("utf-8", "replace").encode("utf-8")
+                    piece = bytes(view[lo - 1:hi + 1]).decode("utf-8", "replace").encode("utf-8")
                     try:
                         out = decode(piece)
                         on_utf8()
                         break
                     except msgspec.DecodeError:
                         pass
-                if e >= stop:
+                if hi >= stop:
                     raise
             finally:
-                buf[s - 1], buf[e] = before, after
-            e = _next_cut(buf, e + 1, stop)
+                buf[lo - 1], buf[hi] = before, after
+            hi = _next_cut(buf, hi + 1, stop)
         yield out
-        s = e + 1
+        lo = hi + 1

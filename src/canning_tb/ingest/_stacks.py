@@ -13,6 +13,7 @@ from .table import NONE, EventTable, Kind
 
 
 def fill_python_stacks(table: EventTable) -> None:
+    """Fill the empty `stack` of host ops and annotations from their enclosing python frames."""
     ev = table.events
     kind = ev["kind"]
     py = kind == Kind.PYTHON_FUNCTION
@@ -33,18 +34,18 @@ def fill_python_stacks(table: EventTable) -> None:
     last = np.where(is_frame, np.cumsum(is_frame) - 1, -1)
     last = np.maximum.accumulate(last)
     opos = np.nonzero(~is_frame)[0]
-    f = last[opos]
+    frame = last[opos]
     t_op, th_op = start[opos], thread[opos]
-    f[(f >= 0) & (thread[fpos][np.maximum(f, 0)] != th_op)] = -1
+    frame[(frame >= 0) & (thread[fpos][np.maximum(frame, 0)] != th_op)] = -1
     fend = end[fpos]
     while True:
-        up = (f >= 0) & (fend[np.maximum(f, 0)] < t_op)
+        up = (frame >= 0) & (fend[np.maximum(frame, 0)] < t_op)
         if not up.any():
             break
-        f[up] = parent[f[up]]
-    found = f >= 0
+        frame[up] = parent[frame[up]]
+    found = frame >= 0
     stack = np.full(len(opos), NONE, np.int32)
-    stack[found] = sid[f[found]]
+    stack[found] = sid[frame[found]]
     ev["stack"][rows[opos]] = stack
 
 
@@ -59,22 +60,22 @@ def _sweep(table: EventTable, frows, thread, start, end) -> tuple[np.ndarray, np
     sid = np.full(len(frows), NONE, np.int32)
     open_: list[tuple[int, int, int]] = []  # (end, index, stack id) of the enclosing frames
     last_thread = -1
-    for i, (th, t, e, nm, sk) in enumerate(zip(thread.tolist(), start.tolist(), end.tolist(),
-                                                name_ids.tolist(), skip.tolist())):
+    for i, (th, begin, finish, nm, hidden) in enumerate(zip(thread.tolist(), start.tolist(), end.tolist(),
+                                                            name_ids.tolist(), skip.tolist())):
         if th != last_thread:
             open_, last_thread = [], th
-        while open_ and open_[-1][0] < t:
+        while open_ and open_[-1][0] < begin:
             open_.pop()
         up_sid = NONE
         if open_:
             parent[i] = open_[-1][1]
             up_sid = open_[-1][2]
-        s = up_sid
-        if not sk:
-            s = paths.get((nm, up_sid))
-            if s is None:
+        stack_id = up_sid
+        if not hidden:
+            stack_id = paths.get((nm, up_sid))
+            if stack_id is None:
                 text = names[nm] if up_sid == NONE else f"{names[nm]};{names[up_sid]}"
-                s = paths[(nm, up_sid)] = strings.id(text)
-        sid[i] = s
-        open_.append((e, i, s))
+                stack_id = paths[(nm, up_sid)] = strings.id(text)
+        sid[i] = stack_id
+        open_.append((finish, i, stack_id))
     return parent, sid

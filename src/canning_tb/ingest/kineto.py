@@ -1,9 +1,20 @@
 """Reader for torch.profiler / Kineto Chrome traces (`.json`, `.json.gz`), 2021 and current layouts.
 
+The format itself (categories, args, metadata, flows) is written down in docs/formats/kineto.md.
 The file is decoded a few MB at a time into small typed msgspec Structs that carry only the
 fields we use (unknown args are skipped by the decoder, never materialised); each chunk becomes
-numpy columns at once and its Python objects are dropped. Times: Kineto writes µs as JSON
-numbers; they become int ns here, once (see `_to_ns` for exactness).
+numpy columns at once and its Python objects are dropped. Times become int ns here, once (see
+`_to_ns` for exactness).
+
+What an event is comes from what the trace says, never from one vendor's names:
+- its category, per Kineto's ActivityType names (`_CAT_KIND`; `*_runtime` / `*_driver` are host
+  runtime APIs of any backend);
+- for a category Kineto does not name, where it sits: on a device process (`process_labels`
+  other than "CPU", e.g. "GPU 0", "MTIA 1"), at the end of a launch flow (`ac2g` / `async`), or
+  correlated to a runtime launch; such an event is device work (copy / set / kernel by its name);
+- a device kernel is communication when its name is a collective family (table.is_comm_kernel_name),
+  it carries a process group (collective args), or the host op that launched it (its external id)
+  is a collective op (`record_param_comms`, `c10d::*`, `nccl:*`, `symm_mem::*` ...).
 """
 from __future__ import annotations
 
@@ -51,6 +62,7 @@ class Args(msgspec.Struct, gc=False):
     allocated: int = F(default=-1, name="Total Allocated")
     reserved: int = F(default=-1, name="Total Reserved")
     label: str | None = F(default=None, name="name")  # metadata events
+    labels: str | None = None  # process_labels metadata: "CPU", "GPU 0", "MTIA 1"
 
 
 class Ev(msgspec.Struct, gc=False):
@@ -77,15 +89,33 @@ _DEC_RAW = msgspec.json.Decoder(list[msgspec.Raw])
 _NOARGS = Args()
 _EXACT_LIMIT = 2.0 ** 43  # below this a float64 µs value is within 0.49 ns of its decimal text
 
+# Kineto's ActivityType names (libkineto/include/ActivityType.h) -> Kind; 2021 traces capitalise them.
 _CAT_KIND = {
     "cpu_op": Kind.CPU_OP, "operator": Kind.CPU_OP,
     "user_annotation": Kind.USER_ANNOTATION,
     "python_function": Kind.PYTHON_FUNCTION, "python": Kind.PYTHON_FUNCTION,
     "cuda_runtime": Kind.RUNTIME, "runtime": Kind.RUNTIME, "cuda_driver": Kind.RUNTIME,
-    "kernel": Kind.KERNEL, "gpu_memcpy": Kind.MEMCPY, "memcpy": Kind.MEMCPY,
+    "mtia_runtime": Kind.RUNTIME, "xpu_runtime": Kind.RUNTIME, "xpu_driver": Kind.RUNTIME,
+    "privateuse1_runtime": Kind.RUNTIME, "privateuse1_driver": Kind.RUNTIME, "glow_runtime": Kind.RUNTIME,
+    "hpu_op": Kind.RUNTIME,  # "HPU host side runtime event"
+    "kernel": Kind.KERNEL, "mtia_ccp_events": Kind.KERNEL,  # MTIA on-device (CCP) events
+    "gpu_memcpy": Kind.MEMCPY, "memcpy": Kind.MEMCPY,
     "gpu_memset": Kind.MEMSET, "memset": Kind.MEMSET,
     "gpu_user_annotation": Kind.GPU_USER_ANNOTATION,
 }
+# Named by Kineto but not work of their own: waits seen from the device (cuda_sync, xpu_sync),
+# event records, profiler overhead and ranges, counters, correlation records, the window span.
+_NOT_WORK = frozenset({
+    "cuda_sync", "xpu_sync", "cuda_event", "overhead", "cuda_profiler_range", "xpu_scope_profiler",
+    "mtia_insight", "mtia_counters", "external_correlation", "cpu_instant_event", "trace",
+})
+_LAUNCH_FLOWS = frozenset({"ac2g", "async"})  # flow categories from a runtime launch to its device work
+# Collective communication events: device work when on a device, else not work of their own.
+_COLLECTIVE_CAT = "collective_comm"
+_UNKNOWN = 255  # a category Kineto does not name: decided by where the event sits (see module doc)
+_HOST_COLLECTIVE_OP = re.compile(
+    r"^(record_param_comms$|c10d::|c10d_functional::|_c10d_functional::|symm_mem::|gloo:|nccl:|hccl:)")
+_DEVICE_LABEL = re.compile(r"^\s*([A-Za-z][A-Za-z0-9_]*)\s+(\d+)\s*$")  # "GPU 0", "MTIA 1"; not "CPU"
 _HOST = {"ext", "ext2", "dims", "stack", "pg_name"}
 _DEV = {"device", "stream", "correlation", "ext", "ext2", "nbytes"}
 _ALL = {f.name for f in msgspec.structs.fields(Args)}
@@ -121,10 +151,10 @@ class _Ids(dict):
         super().__init__({absent: NONE})
         self.n = 0
 
-    def __missing__(self, k):
-        v = self[k] = self.n
+    def __missing__(self, key):
+        new_id = self[key] = self.n
         self.n += 1
-        return v
+        return new_id
 
     def keys_in_order(self) -> list:
         return list(self)[1:]
@@ -165,6 +195,8 @@ class _Reader:
         self.mem_parts: list[dict[str, np.ndarray]] = []
         self.mem_dev: dict[tuple[int, int], int] = {}
         self.process_names: dict[int, str] = {}
+        self.process_labels: dict[int, str] = {}  # pid -> "CPU", "GPU 0", "MTIA 1" ...
+        self.flow_parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         self.thread_names: dict[str, str] = {}
         self.window_end = NONE
         self.iter_start = NONE
@@ -182,22 +214,22 @@ class _Reader:
                 self.exact, self.count = True, count
         self._chunk(self._decode(piece, _DEC_EXACT))
 
-    def _collective_rows(self, xs, name: np.ndarray):
+    def _collective_rows(self, events: list, name: np.ndarray):
         """Rows of host collective ranges, judged once per distinct name, not once per event."""
-        u, first = np.unique(name, return_index=True)
+        uniq, first = np.unique(name, return_index=True)
         hits = []
-        for uid, i in zip(u.tolist(), first.tolist()):
+        for uid, i in zip(uniq.tolist(), first.tolist()):
             flag = self.collective_name.get(uid)
             if flag is None:
-                nm = xs[i].name
-                flag = self.collective_name[uid] = bool(nm) and nm.startswith(_HOST_COLLECTIVE)
+                text = events[i].name
+                flag = self.collective_name[uid] = bool(text) and text.startswith(_HOST_COLLECTIVE)
             if flag:
                 hits.append(uid)
         return np.nonzero(np.isin(name, hits))[0].tolist() if hits else []
 
     def _chunk(self, evs: list) -> None:
         groups: dict[str, list] = {}  # complete events by category
-        mem = []
+        mem, flows = [], []
         for e in evs:
             ph = e.ph
             if ph == "X":
@@ -205,7 +237,10 @@ class _Reader:
                 if grp is None:
                     grp = groups[e.cat] = []
                 grp.append(e)
-            elif ph == "s" or ph == "f":
+            elif ph == "f":
+                if e.cat in _LAUNCH_FLOWS:
+                    flows.append(e)
+            elif ph == "s":
                 continue
             elif ph == "i" or ph == "I":
                 if e.name == "[memory]":
@@ -219,6 +254,8 @@ class _Reader:
         del evs
         for cat, grp in groups.items():
             self._group(cat, grp)
+        if flows:
+            self._flow_ends(flows)
         if mem:
             self._memory(mem)
 
@@ -256,72 +293,69 @@ class _Reader:
     def _id_of(self, v) -> int:
         if type(v) is int and _I64[0] <= v <= _I64[1]:
             return v
-        s = str(v)
-        m = _INT_TEXT.match(s)
-        if m and len(m.group(1)) < 19:
-            return int(m.group(1))
-        return -2 - self.named_ids[s]
+        text = str(v)
+        number = _INT_TEXT.match(text)
+        if number and len(number.group(1)) < 19:
+            return int(number.group(1))
+        return -2 - self.named_ids[text]
 
-    def _group(self, cat: str, xs: list) -> None:
-        n = len(xs)
-        g = attrgetter
-        if self.exact:
-            ts_ns = np.fromiter(map(self._ns1, map(g("ts"), xs)), np.int64, n)
-            dur_ns = np.fromiter(map(self._ns1, map(g("dur"), xs)), np.int64, n)
-            ok = (ts_ns != NONE) & (dur_ns != NONE)
-        else:
-            ts = np.fromiter(map(g("ts"), xs), np.float64, n)
-            dur = np.fromiter(map(g("dur"), xs), np.float64, n)
-            ok = np.isfinite(ts) & np.isfinite(dur)
-            _check_exact(ts[ok])
-            ts_ns, dur_ns = _to_ns(np.where(ok, ts, 0)), _to_ns(np.where(ok, dur, 0))
-        sid = self.sid
-        name = np.fromiter(map(sid, map(g("name"), xs)), np.int32, n)
+    def _group(self, cat: str, events: list) -> None:
+        """One category's complete events of a chunk -> one part of numpy columns."""
+        n = len(events)
+        ts_ns, dur_ns, ok = self._times(events)
+        name = np.fromiter(map(self.sid, map(attrgetter("name"), events)), np.int32, n)
         ok &= name >= 0
-        cols = {"ts": ts_ns, "dur": dur_ns, "name": name, "cat": np.full(n, sid(cat), np.int32),
-                "pid": self._ids(list(map(g("pid"), xs))),
-                "tid": self._ids(list(map(g("tid"), xs)))}
+        cols = {"ts": ts_ns, "dur": dur_ns, "name": name, "cat": np.full(n, self.sid(cat), np.int32),
+                "pid": self._ids(list(map(attrgetter("pid"), events))),
+                "tid": self._ids(list(map(attrgetter("tid"), events)))}
         want = _WANT.get(_kind_of_cat(cat), _ALL)
-        a = [e.args or _NOARGS for e in xs] if want else []
-
-        def col(attr, dtype=np.int64):
-            if attr not in want:
-                return np.full(n, NONE, dtype)
-            return _i64(list(map(g(attr), a)), n).astype(dtype, copy=False)
-
-        cols["device"] = col("device", np.int32)
-        cols["stream"] = col("stream")
-        cols["correlation"] = col("correlation")
-        ext = col("ext")
-        cols["external_id"] = np.where(ext != NONE, ext, col("ext2"))
+        args = [e.args or _NOARGS for e in events] if want else []
+        cols.update(_arg_columns(args, want, n))
         if "dims" in want:
-            rd = self.raw_dims.__getitem__
-            d1 = np.fromiter(map(rd, map(bytes, map(g("dims"), a))), np.int32, n)
-            d2 = np.fromiter(map(rd, map(bytes, map(g("dims2"), a))), np.int32, n)
-            cols["shapes"] = np.where(d1 >= 0, d1, d2)  # ids into raw_dims until finish()
-            cols["stack"] = np.fromiter(map(sid, map(g("stack"), a)), np.int32, n)
+            cols.update(self._host_columns(args, n))
         else:
             cols["shapes"] = cols["stack"] = np.full(n, NONE, np.int32)
-        if "grid" in want:
-            cols["blocks"] = np.fromiter((NONE if x is None else _prod(x) for x in map(g("grid"), a)),
-                                         np.int64, n)
-        else:
-            cols["blocks"] = np.full(n, NONE, np.int64)
-        nbytes = col("nbytes")
-        group = np.full(n, NONE, np.int32)
+        cols["group"] = np.full(n, NONE, np.int32)
         if "pg_name" in want:
-            for i, x in enumerate(map(g("pg_name"), a)):
-                if x is not None:
-                    desc = a[i].pg_desc
-                    group[i] = sid(f"{x} ({desc})" if desc and desc != "undefined" else str(x))
-                    size = _DTYPE_SIZE.get((a[i].dtype or "").lower(), 0)
-                    nel = a[i].in_nelems
-                    if nbytes[i] < 0 and size and type(nel) is int and 0 <= nel < 1 << 50:
-                        nbytes[i] = nel * size
+            self._group_columns(args, cols["group"], cols["bytes"])
         if "dims" in want:
-            _collective_bytes(xs, a, nbytes, self._collective_rows(xs, name))
-        cols["bytes"] = nbytes
-        cols["group"] = group
+            _collective_bytes(args, cols["bytes"], self._collective_rows(events, name))
+        self._keep(cols, ok)
+
+    def _times(self, events: list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(ts ns, dur ns, usable) of the events, exact when the floats cannot be."""
+        n = len(events)
+        if self.exact:
+            ts_ns = np.fromiter(map(self._ns1, map(attrgetter("ts"), events)), np.int64, n)
+            dur_ns = np.fromiter(map(self._ns1, map(attrgetter("dur"), events)), np.int64, n)
+            return ts_ns, dur_ns, (ts_ns != NONE) & (dur_ns != NONE)
+        ts = np.fromiter(map(attrgetter("ts"), events), np.float64, n)
+        dur = np.fromiter(map(attrgetter("dur"), events), np.float64, n)
+        ok = np.isfinite(ts) & np.isfinite(dur)
+        _check_exact(ts[ok])
+        return _to_ns(np.where(ok, ts, 0)), _to_ns(np.where(ok, dur, 0)), ok
+
+    def _host_columns(self, args: list, n: int) -> dict[str, np.ndarray]:
+        """Input shapes (ids into raw_dims until finish()) and call stacks of host ops."""
+        raw_id = self.raw_dims.__getitem__
+        dims = np.fromiter(map(raw_id, map(bytes, map(attrgetter("dims"), args))), np.int32, n)
+        dims_2021 = np.fromiter(map(raw_id, map(bytes, map(attrgetter("dims2"), args))), np.int32, n)
+        stack = np.fromiter(map(self.sid, map(attrgetter("stack"), args)), np.int32, n)
+        return {"shapes": np.where(dims >= 0, dims, dims_2021), "stack": stack}
+
+    def _group_columns(self, args: list, group: np.ndarray, nbytes: np.ndarray) -> None:
+        """Process group of collectives, and their message size when only elements x dtype say it."""
+        for i, pg_name in enumerate(map(attrgetter("pg_name"), args)):
+            if pg_name is None:
+                continue
+            desc = args[i].pg_desc
+            group[i] = self.sid(f"{pg_name} ({desc})" if desc and desc != "undefined" else str(pg_name))
+            size = _DTYPE_SIZE.get((args[i].dtype or "").lower(), 0)
+            nelems = args[i].in_nelems
+            if nbytes[i] < 0 and size and type(nelems) is int and 0 <= nelems < 1 << 50:
+                nbytes[i] = nelems * size
+
+    def _keep(self, cols: dict[str, np.ndarray], ok: np.ndarray) -> None:
         neg = cols["dur"] < 0
         if neg.any():
             self.count["negative"] += int((neg & ok).sum())
@@ -333,23 +367,23 @@ class _Reader:
 
     def _memory(self, mem: list) -> None:
         n = len(mem)
-        g = attrgetter
-        a = [e.args or _NOARGS for e in mem]
-        ts = np.fromiter(map(self._ns1, map(g("ts"), mem)), np.int64, n) if self.exact else None
+        get = attrgetter
+        args = [e.args or _NOARGS for e in mem]
+        ts = np.fromiter(map(self._ns1, map(get("ts"), mem)), np.int64, n) if self.exact else None
         if ts is None:
-            f = np.fromiter(map(g("ts"), mem), np.float64, n)
-            _check_exact(f[np.isfinite(f)])
-            ts = np.where(np.isfinite(f), _to_ns(np.where(np.isfinite(f), f, 0)), NONE)
+            us = np.fromiter(map(get("ts"), mem), np.float64, n)
+            _check_exact(us[np.isfinite(us)])
+            ts = np.where(np.isfinite(us), _to_ns(np.where(np.isfinite(us), us, 0)), NONE)
         # device per record, judged once per distinct (type, index) pair rather than per record
-        typ = _i64(list(map(g("dev_type"), a)), n)
-        idx = np.clip(_i64(list(map(g("dev_id"), a)), n), 0, (1 << 20) - 1)
+        typ = _i64(list(map(get("dev_type"), args)), n)
+        idx = np.clip(_i64(list(map(get("dev_id"), args)), n), 0, (1 << 20) - 1)
         pairs, inverse = np.unique((typ + 1) * (1 << 20) + idx, return_inverse=True)
         ids = [self._mem_device(int(k >> 20) - 1, int(k & ((1 << 20) - 1))) for k in pairs.tolist()]
         dev = np.asarray(ids, np.int32)[inverse.reshape(-1)] if n else np.zeros(0, np.int32)
-        cols = {"ts": ts, "device": dev, "bytes": _i64(list(map(g("mbytes"), a)), n),
-                "addr": _i64(list(map(g("addr"), a)), n),
-                "allocated": _i64(list(map(g("allocated"), a)), n),
-                "reserved": _i64(list(map(g("reserved"), a)), n)}
+        cols = {"ts": ts, "device": dev, "bytes": _i64(list(map(get("mbytes"), args)), n),
+                "addr": _i64(list(map(get("addr"), args)), n),
+                "allocated": _i64(list(map(get("allocated"), args)), n),
+                "reserved": _i64(list(map(get("reserved"), args)), n)}
         ok = ts != NONE
         if not ok.all():
             self.count["missing"] += int((~ok).sum())
@@ -360,13 +394,22 @@ class _Reader:
 
     def _mem_device(self, typ: int, idx: int) -> int:
         key = (typ, idx)
-        v = self.mem_dev.get(key)
-        if v is None:
+        dev = self.mem_dev.get(key)
+        if dev is None:
             kind = _DEVICE_TYPE.get(typ, f"device{typ}")
-            v = self.mem_dev[key] = self.sid("CPU" if typ == 0 else f"{kind}:{max(idx, 0)}")
-        return v
+            dev = self.mem_dev[key] = self.sid("CPU" if typ == 0 else f"{kind}:{max(idx, 0)}")
+        return dev
+
+    def _flow_ends(self, flows: list) -> None:
+        """(pid, tid, ts) where launch flows end: the device work they point at starts there."""
+        n = len(flows)
+        self.flow_parts.append((self._ids([e.pid for e in flows]), self._ids([e.tid for e in flows]),
+                                np.fromiter((self._ns1(e.ts) for e in flows), np.int64, n)))
 
     def _meta(self, e: Ev) -> None:
+        if e.name == "process_labels" and e.args and e.args.labels is not None:
+            self.process_labels[self._id_of(e.pid)] = e.args.labels
+            return
         label = e.args.label if e.args else None
         if label is None:
             return
@@ -404,16 +447,62 @@ class _Reader:
 
     def _kinds(self, ev: dict, strings: Strings) -> np.ndarray:
         vals = strings.values
-        cat_lut = np.array([_kind_of_cat(s) for s in vals] + [Kind.OTHER], np.uint8)
-        kind = cat_lut[ev["cat"]]
-        comm = np.array([is_comm_kernel_name(s) for s in vals] + [False])
+        kind = np.array([_kind_of_cat(s) for s in vals] + [Kind.OTHER], np.uint8)[ev["cat"]]
+        self._place_unnamed(ev, strings, kind)
         step = np.array([s.startswith("ProfilerStep#") for s in vals] + [False])
-        kind[(kind == Kind.KERNEL) & comm[ev["name"]]] = Kind.COMM_KERNEL
         kind[(kind == Kind.CPU_OP) & step[ev["name"]]] = Kind.USER_ANNOTATION
+        kind[(kind == Kind.KERNEL) & self._communication(ev, strings, kind)] = Kind.COMM_KERNEL
         return kind
 
+    def _place_unnamed(self, ev: dict, strings: Strings, kind: np.ndarray) -> None:
+        """Kind of the events whose category Kineto does not name (and of collective_comm
+        events): device work when the trace puts them on the device, else OTHER."""
+        coll = strings.find(_COLLECTIVE_CAT)
+        todo = np.flatnonzero((kind == _UNKNOWN) | ((ev["cat"] == coll) & (coll >= 0)))
+        if len(todo) == 0:
+            return
+        on_device = self._on_device(ev, todo, kind)
+        lower = [s.lower() for s in strings.values] + [""]
+        copy = np.array([s.startswith("memcpy") for s in lower])[ev["name"][todo]]
+        fill = np.array([s.startswith("memset") for s in lower])[ev["name"][todo]]
+        new = np.where(copy, Kind.MEMCPY, np.where(fill, Kind.MEMSET, Kind.KERNEL)).astype(np.uint8)
+        new[ev["cat"][todo] == coll] = Kind.COMM_KERNEL
+        kind[todo] = np.where(on_device, new, Kind.OTHER)
+
+    def _on_device(self, ev: dict, rows: np.ndarray, kind: np.ndarray) -> np.ndarray:
+        """Per row: on a device process, at the end of a launch flow, or correlated to a launch
+        from outside the host processes."""
+        pid, tid, ts = ev["pid"][rows], ev["tid"][rows], ev["ts"][rows]
+        device_pids = [p for p, label in self.process_labels.items() if _DEVICE_LABEL.match(label)]
+        located = np.isin(pid, np.array(device_pids, np.int64))
+        if self.flow_parts:
+            f_pid, f_tid, f_ts = (np.concatenate(part) for part in zip(*self.flow_parts))
+            near = np.isin(f_ts, ts)  # only the flow ends that can match, before building a set
+            ends = set(zip(f_pid[near].tolist(), f_tid[near].tolist(), f_ts[near].tolist()))
+            located |= np.array([key in ends for key in zip(pid.tolist(), tid.tolist(), ts.tolist())], bool)
+        host = (kind == Kind.CPU_OP) | (kind == Kind.RUNTIME) | (kind == Kind.USER_ANNOTATION)
+        launches = ev["correlation"][kind == Kind.RUNTIME]
+        host_pids = [p for p, label in self.process_labels.items() if label.strip().upper() == "CPU"]
+        off_host = ~np.isin(pid, np.concatenate([np.unique(ev["pid"][host]), np.array(host_pids, np.int64)]))
+        corr = ev["correlation"][rows]
+        located |= off_host & (corr != NONE) & np.isin(corr, launches[launches != NONE])
+        return located
+
+    def _communication(self, ev: dict, strings: Strings, kind: np.ndarray) -> np.ndarray:
+        """Per event: a kernel that is communication by its name, its process group, or the
+        collective host op that launched it (same external id)."""
+        comm = np.array([is_comm_kernel_name(s) for s in strings.values] + [False])[ev["name"]]
+        comm |= ev["group"] != NONE
+        coll_op = np.array([bool(_HOST_COLLECTIVE_OP.match(s)) for s in strings.values] + [False])[ev["name"]]
+        coll_op &= (kind == Kind.CPU_OP) | (kind == Kind.USER_ANNOTATION)
+        ext = ev["external_id"][coll_op]
+        ext = ext[ext != NONE]
+        if len(ext):
+            comm |= np.isin(ev["external_id"], ext) & (ev["external_id"] != NONE)
+        return comm
+
     def _meta_of(self, top: dict[str, Any], table: EventTable) -> Meta:
-        m = Meta(format="kineto", source_files=[self.path])
+        meta = Meta(format="kineto", source_files=[self.path])
         env: dict[str, str] = {}
         for k, v in top.items():
             if isinstance(v, (str, int, float, bool)) and k != "traceEvents":
@@ -423,27 +512,36 @@ class _Reader:
             for k, v in dist.items():
                 if isinstance(v, (str, int, float, bool)):
                     env[f"distributed.{k}"] = str(v)
-            m.world_size = _int(dist.get("world_size"), 1)
+            meta.world_size = _int(dist.get("world_size"), 1)
         rank = _int(dist.get("rank"), None) if isinstance(dist, dict) else None
         if rank is None:
             # A trace without distributedInfo is a single process: rank 0 is a fact, not a guess.
             if isinstance(dist, dict):
                 self.problems.append(Problem(self.path, "no rank in distributedInfo: assuming rank 0", "warning"))
             rank = 0
-        m.rank = rank
-        m.environment = env
-        m.host = str(top.get("host_name") or top.get("hostname") or "")
-        m.devices = _devices(top.get("deviceProperties"), table)
-        m.process_names = dict(self.process_names)
-        m.thread_names = dict(self.thread_names)
-        named = {-2 - i: s for s, i in self.named_ids.items() if s is not None}
-        ev = table.events
-        for p in set(ev["pid"][ev["pid"] <= -2].tolist()) & set(named):
-            m.process_names.setdefault(p, named[p])
+        meta.rank = rank
+        meta.environment = env
+        meta.host = str(top.get("host_name") or top.get("hostname") or "")
+        meta.devices = _devices(top.get("deviceProperties"), table) or self._labelled_devices(table)
+        self._names_of(meta, table.events)
+        meta.start_ns, meta.end_ns = self._window_of(table)
+        return meta
+
+    def _names_of(self, meta: Meta, ev: dict[str, np.ndarray]) -> None:
+        """Process and thread names: metadata events, then pids / tids given as text."""
+        meta.process_names = dict(self.process_names)
+        meta.thread_names = dict(self.thread_names)
+        named = {-2 - i: text for text, i in self.named_ids.items() if text is not None}
+        for pid in set(ev["pid"][ev["pid"] <= -2].tolist()) & set(named):
+            meta.process_names.setdefault(pid, named[pid])
         sel = ev["tid"] <= -2
-        for p, t in set(zip(ev["pid"][sel].tolist(), ev["tid"][sel].tolist())):
-            if t in named:
-                m.thread_names.setdefault(f"{p}:{t}", named[t])
+        for pid, tid in set(zip(ev["pid"][sel].tolist(), ev["tid"][sel].tolist())):
+            if tid in named:
+                meta.thread_names.setdefault(f"{pid}:{tid}", named[tid])
+
+    def _window_of(self, table: EventTable) -> tuple[int, int]:
+        """(start, end) of the profiling window: the Trace span or the window instants, else the events."""
+        ev = table.events
         cat_trace = table.strings.find("Trace")
         span = ev["cat"] == cat_trace if cat_trace >= 0 else np.zeros(len(ev["ts"]), bool)
         start = self.iter_start
@@ -460,28 +558,39 @@ class _Reader:
                 start = int(ev["ts"].min())
             if end == NONE:
                 end = int((ev["ts"] + ev["dur"]).max())
-        m.start_ns, m.end_ns = start, end
-        return m
+        return start, end
+
+    def _labelled_devices(self, table: EventTable) -> list[dict]:
+        """Devices named only by their process labels ("MTIA 0"), for traces without
+        deviceProperties: those that hold device work."""
+        ev = table.events
+        busy = set(ev["pid"][np.isin(ev["kind"], np.array(_DEVICE_KINDS, np.uint8))].tolist())
+        out = []
+        for pid, label in sorted(self.process_labels.items()):
+            match = _DEVICE_LABEL.match(label)
+            if match and pid in busy:
+                out.append({"kind": match.group(1).lower(), "index": int(match.group(2)), "name": label.strip()})
+        return out
 
     def _report(self) -> None:
-        c = self.count
-        if c["missing"]:
-            self.problems.append(Problem(self.path, f"{c['missing']} events without a usable name, ts or dur skipped",
+        count = self.count
+        if count["missing"]:
+            self.problems.append(Problem(self.path, f"{count['missing']} events without a usable name, ts or dur skipped",
                                          "warning"))
-        if c["malformed"]:
-            self.problems.append(Problem(self.path, f"{c['malformed']} malformed events skipped", "warning"))
-        if c["negative"]:
-            self.problems.append(Problem(self.path, f"{c['negative']} negative durations set to 0", "warning"))
-        if c["utf8"]:
+        if count["malformed"]:
+            self.problems.append(Problem(self.path, f"{count['malformed']} malformed events skipped", "warning"))
+        if count["negative"]:
+            self.problems.append(Problem(self.path, f"{count['negative']} negative durations set to 0", "warning"))
+        if count["utf8"]:
             self.problems.append(Problem(self.path, "invalid UTF-8 bytes replaced (U+FFFD)", "warning"))
 
 
 def read_kineto(path: str) -> EventTable:
     """One Kineto trace file -> EventTable; raises InputError when nothing can be read."""
     path = str(path)
-    r = _Reader(path)
+    reader = _Reader(path)
     buf = _json.read_bytes(path)
-    top_raw, buf = _json.decode_top(path, buf, r.problems)
+    top_raw, buf = _json.decode_top(path, buf, reader.problems)
     raw_events = top_raw.pop("traceEvents", None)
     if raw_events is None:
         raise InputError(path, "expected an object with traceEvents, found no traceEvents key")
@@ -497,18 +606,36 @@ def read_kineto(path: str) -> EventTable:
         raise InputError(path, f"traceEvents is not a list (got {_json._kind(buf[lo:lo + 8])})")
 
     def on_utf8():
-        r.count["utf8"] += 1
+        reader.count["utf8"] += 1
 
     try:
-        for _ in _json.iter_chunks(buf, lo, hi, r.chunk, on_utf8):
+        for _ in _json.iter_chunks(buf, lo, hi, reader.chunk, on_utf8):
             pass
     except msgspec.DecodeError as e:  # cannot happen for text decode_top accepted; be clear if it does
         raise InputError(path, f"not JSON inside traceEvents: {e}") from None
     del buf
-    return r.finish(top)
+    return reader.finish(top)
 
 
 # -- helpers --------------------------------------------------------------------------------------
+
+def _arg_columns(args: list, want: set, n: int) -> dict[str, np.ndarray]:
+    """device, stream, correlation, external id, blocks and bytes from the args the kind carries."""
+    def col(attr, dtype=np.int64):
+        if attr not in want:
+            return np.full(n, NONE, dtype)
+        return _i64(list(map(attrgetter(attr), args)), n).astype(dtype, copy=False)
+
+    ext = col("ext")
+    out = {"device": col("device", np.int32), "stream": col("stream"), "correlation": col("correlation"),
+           "external_id": np.where(ext != NONE, ext, col("ext2")), "bytes": col("nbytes")}
+    if "grid" in want:
+        out["blocks"] = np.fromiter((NONE if grid is None else _prod(grid) for grid in map(attrgetter("grid"), args)),
+                                    np.int64, n)
+    else:
+        out["blocks"] = np.full(n, NONE, np.int64)
+    return out
+
 def _small_values(top_raw: dict) -> dict[str, Any]:
     top: dict[str, Any] = {}
     for k, v in top_raw.items():
@@ -520,11 +647,11 @@ def _small_values(top_raw: dict) -> dict[str, Any]:
     return top
 
 
-def _prod(g: list) -> int:
-    p = 1
-    for x in g:
-        p *= x
-    return p if _I64[0] <= p <= _I64[1] else NONE
+def _prod(values: list) -> int:
+    product = 1
+    for x in values:
+        product *= x
+    return product if _I64[0] <= product <= _I64[1] else NONE
 
 
 def _int(v, default):
@@ -537,20 +664,23 @@ def _int(v, default):
     return default
 
 
-def _kind_of_cat(cat: str) -> Kind:
-    c = cat.lower()
-    k = _CAT_KIND.get(c)
-    if k is not None:
-        return k
-    if c.endswith("_runtime") or c.endswith("_driver"):  # xpu_runtime, privateuse1_runtime, mtia_...
+def _kind_of_cat(cat: str) -> int:
+    """Kind by Kineto's category name; _UNKNOWN for a category it does not name."""
+    low = cat.lower()
+    kind = _CAT_KIND.get(low)
+    if kind is not None:
+        return kind
+    if low.endswith("_runtime") or low.endswith("_driver"):  # any backend's host runtime API
         return Kind.RUNTIME
-    return Kind.OTHER
+    if low in _NOT_WORK or low in _LAUNCH_FLOWS:
+        return Kind.OTHER
+    return _UNKNOWN
 
 
-_HOST_COLLECTIVE = ("gloo:", "nccl:")
+_HOST_COLLECTIVE = ("gloo:", "nccl:", "hccl:")  # backend ranges of a collective as it ran
 
 
-def _collective_bytes(xs, args, nbytes: np.ndarray, rows: list[int]) -> None:
+def _collective_bytes(args: list, nbytes: np.ndarray, rows: list[int]) -> None:
     """Bytes of host collective ranges (gloo:all_reduce ...): their inputs' shapes x dtype sizes.
 
     gloo (and the host side of NCCL) records no message size; the tensors it was given are
@@ -587,18 +717,18 @@ def _devices(props, table: EventTable) -> list[dict]:
         return []
     hip = any(s.startswith("hip") for s in table.strings.values[:100_000])
     out = []
-    for p in props:
-        if not isinstance(p, dict):
+    for prop in props:
+        if not isinstance(prop, dict):
             continue
-        name = str(p.get("name", ""))
-        amd = hip or any(w in name for w in ("AMD", "Radeon", "Instinct"))
-        d = {"kind": "rocm" if amd else "cuda", "index": _int(p.get("id"), len(out)), "name": name,
-             "memory": _int(p.get("totalGlobalMem"), NONE)}
-        if "computeMajor" in p:
-            d["compute_capability"] = f"{p.get('computeMajor')}.{p.get('computeMinor', 0)}"
-        if "numSms" in p:
-            d["sm_count"] = _int(p.get("numSms"), NONE)
-        out.append(d)
+        name = str(prop.get("name", ""))
+        amd = hip or any(word in name for word in ("AMD", "Radeon", "Instinct"))
+        dev = {"kind": "rocm" if amd else "cuda", "index": _int(prop.get("id"), len(out)), "name": name,
+               "memory": _int(prop.get("totalGlobalMem"), NONE)}
+        if "computeMajor" in prop:
+            dev["compute_capability"] = f"{prop.get('computeMajor')}.{prop.get('computeMinor', 0)}"
+        if "numSms" in prop:
+            dev["sm_count"] = _int(prop.get("numSms"), NONE)
+        out.append(dev)
     return out
 
 

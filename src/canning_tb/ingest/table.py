@@ -38,11 +38,17 @@ class Kind(enum.IntEnum):
 
 
 _COMM_KERNEL_RE = re.compile(r"^(nccl|ncclDevKernel|ncclKernel|rccl|hcom_|hccl|Hccl)", re.I)
+# collective kernel families named inside a (demangled, templated) kernel name: NCCL, torch
+# symmetric memory (multimem / one-shot / two-shot all-reduce, all-gather ...), vLLM's custom
+# all-reduce, DeepEP's dispatch / combine
+_COMM_KERNEL_IN_RE = re.compile(
+    r"ncclKernel|ncclDevKernel|(multimem|one_shot|two_shot)_\w*(all_reduce|all_gather|reduce_scatter|allreduce)"
+    r"|symmetric_memory::|cross_device_reduce|deep_ep::\w+::\w*(dispatch|combine)\b")
 
 
 def is_comm_kernel_name(name: str) -> bool:
     """Device events that are collectives rather than compute (shared by all readers)."""
-    return bool(_COMM_KERNEL_RE.match(name)) or "ncclKernel" in name or "ncclDevKernel" in name
+    return bool(_COMM_KERNEL_RE.match(name) or _COMM_KERNEL_IN_RE.search(name))
 
 
 # Column name -> dtype. All columns of a table have the same length.

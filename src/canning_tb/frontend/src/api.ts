@@ -10,6 +10,20 @@
 
 // -- digest messages (analysis/digest.proto) --------------------------------------------------------
 
+export interface CannStep {
+  step: number;
+  computing_ns: number;
+  communication_not_overlapped_ns: number;
+  overlapped_ns: number;
+  communication_ns: number;
+  free_ns: number;
+  stage_ns: number;
+  bubble_ns: number;
+  communication_not_overlapped_exclude_receive_ns: number;
+  preparing_ns: number;
+  source: string;
+}
+
 export interface Device {
   kind: string;
   index: number;
@@ -44,6 +58,7 @@ export interface Breakdown {
   dataloader_ns: number;
   host_ns: number;
   idle_ns: number;
+  device_wait_ns: number;
 }
 
 export interface Step {
@@ -51,6 +66,8 @@ export interface Step {
   start_ns: number;
   dur_ns: number;
   breakdown: Breakdown;
+  tail_ns: number;
+  distorted: boolean;
 }
 
 export interface KernelRef {
@@ -150,6 +167,10 @@ export interface CollectiveStat {
   bandwidth_gbps: number | null;
   wait_ns: number;
   transfer_ns: number;
+  comm_type: string;
+  synchronization_ns: number;
+  transit_bytes: number;
+  source: string;
 }
 
 export interface CommCall {
@@ -159,6 +180,12 @@ export interface CommCall {
   dur_ns: number;
   bytes: number;
   step: number;
+  op: string;
+  seq: number;
+  comm_type: string;
+  wait_ns: number;
+  transit_ns: number;
+  synchronization_ns: number;
 }
 
 export interface Link {
@@ -182,6 +209,18 @@ export interface Communication {
   calls: CommCall[];
   links: Link[];
   calls_truncated: boolean;
+  source: string;
+  synchronization_ns: number;
+  p2p_wait_ns: number;
+  groups: CommGroup[];
+}
+
+export interface CommGroup {
+  group: string;
+  name: string;
+  ranks: number[];
+  rank_in_group: number;
+  source: string;
 }
 
 export interface Problem {

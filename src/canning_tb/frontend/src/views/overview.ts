@@ -23,6 +23,7 @@ const CATEGORIES: [keyof Breakdown, string, string, string][] = [
   ["communication_ns", "Communication", "#c62828", "Communication not overlapped by compute"],
   ["memcpy_ns", "Memcpy", "#1976d2", "Memory copies, device not computing"],
   ["memset_ns", "Memset", "#64b5f6", "Memory sets, device not computing"],
+  ["device_wait_ns", "Device wait", "#ad1457", "The host blocked until the device is done (synchronize, blocking device-to-host copy such as .item() / .cpu(), cudaFree), device idle"],
   ["runtime_ns", "Runtime", "#7b1fa2", "Kernel launch / runtime API while the device is idle"],
   ["dataloader_ns", "DataLoader", "#f57c00", "Data loading"],
   ["host_ns", "Host", "#fbc02d", "Host operators running while the device is idle (CPU-only: the operator time)"],
@@ -142,12 +143,13 @@ function environmentTable(info: OverviewResponse["info"]): HTMLTableElement {
 
 function drawStepChart(el: HTMLElement, ov: OverviewResponse): RawChart {
   const chart = new RawChart(el);
-  const labels = ov.steps.map((step) => (step.number > 0 ? `#${step.number}` : "window"));
+  const labels = ov.steps.map((step) => (step.number > 0 ? `#${step.number}` : "window") + (step.distorted ? " (window end)" : ""));
   const tooltip = (index: number) => {
     const step = ov.steps[index];
     const lines = CATEGORIES.filter(([key]) => step.breakdown[key] > 0).map(
       ([key, label]) => `${label}: ${ms(step.breakdown[key])} ms (${pct(share(step.breakdown[key], step.breakdown.total_ns))}%)`,
     );
+    if (step.distorted) lines.push(`Left out of the average: its device work ran ${ms(step.tail_ns)} ms past its host range, into the window's end`);
     return tipLines(`Step ${labels[index]}: ${ms(step.dur_ns)} ms`, lines);
   };
   chart.set({
@@ -201,7 +203,9 @@ function show(host: ViewHost, ov: OverviewResponse): void {
   const stepChartEl = h("div", { id: "ov-steps-chart", class: "chart", "data-steps": ov.steps.length });
   const avgChartEl = h("div", { id: "ov-avg-chart", class: "chart small" });
   const runSection = host.run && host.run.workers.length > 1 ? runOverview(host) : null;
-  const stepsTitle = `Step time breakdown (ms), ${ov.steps.length} step${ov.steps.length === 1 ? "" : "s"}`;
+  const distorted = ov.steps.filter((step) => step.distorted).map((step) => `#${step.number}`);
+  const averaged = distorted.length ? `; the average leaves out ${distorted.join(", ")}, distorted by the window's end` : "";
+  const stepsTitle = `Step time breakdown (ms), ${ov.steps.length} step${ov.steps.length === 1 ? "" : "s"}${averaged}`;
   host.el.replaceChildren(
     ...[runSection, problemsList(ov.problems, "ov-problems")].filter((el): el is HTMLElement => !!el),
     h("div", { class: "grid2" }, card("Performance summary", perfTable(ov.figures)), card("Suggestions", suggestions(ov))),
