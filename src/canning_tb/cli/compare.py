@@ -1,36 +1,69 @@
-"""--mode=compare: two runs side by side, per step so windows of different lengths compare."""
+"""--mode=compare: a baseline and a target (every window under each PATH, put per step so that
+windows of different lengths compare) through analysis.compare, as text or JSON; with
+--fail-on-regression=PCT the exit status is REGRESSION_EXIT when the mean step time grew by more
+than PCT % of the baseline, and stderr names the operators that caused it."""
 from __future__ import annotations
 
+import os
 import sys
 
-from canning_tb.analysis.compare import compare as compare_sides
-from canning_tb.analysis.compare import per_step
+from canning_tb.analysis.compare import compare as compare_digests
+from canning_tb.analysis.compare_legacy import compare as legacy_compare
+from canning_tb.analysis.compare_legacy import per_step
+from canning_tb.store.name_map import load_name_map
 
+from .compare_text import text_report
 from .output import JSON_SCHEMA, dump_json
 from .targets import targets_for
 from .view import digest_all
 
+REGRESSION_EXIT = 3
 
-def _side(path: str, cache_dir: str | None) -> dict:
+
+def _digests(path: str, cache_dir: str | None) -> list:
     digests = [d for _, d, _ in digest_all(targets_for(path, cache_dir)) if d is not None]
     if not digests:
         raise FileNotFoundError(f"{path}: no readable windows")
-    return per_step(digests)
+    return digests
+
+
+def _names(args):
+    """The name map: --names, else canning_names.json in the --input folder (or its parent)."""
+    folder = args.input if os.path.isdir(args.input) else os.path.dirname(os.path.abspath(args.input))
+    names, path, problem = load_name_map(folder, args.names)
+    if problem:
+        print(f"canning-prof: name map not used: {path}: {problem}", file=sys.stderr)
+    return names
+
+
+def _legacy(base: list, target: list) -> dict:
+    """`summary` and `operators` as the first version wrote them (docs/cli-json.md)."""
+    summary, rows = legacy_compare(per_step(base), per_step(target))
+    return {"summary": summary, "operators": rows}
+
+
+def regression(comp: dict, limit_pct: float | None) -> str | None:
+    """The message of a step-time regression above `limit_pct`, None when there is none."""
+    pct = comp["verdict"]["step_time"]["delta_pct"]
+    if limit_pct is None or pct is None or pct <= limit_pct:
+        return None
+    causes = [f"{o['name']} {o['delta_ns'] / 1e6:+.3f} ms" for o in comp["contributors"]["operators"] if o["delta_ns"] > 0]
+    return (f"step time regressed by {pct:.1f} % (more than {limit_pct:g} %): "
+            f"{comp['base']['step_ns'] / 1e6:.3f} -> {comp['target']['step_ns'] / 1e6:.3f} ms per step; "
+            f"caused by: {', '.join(causes[:5]) or 'no operator (see the breakdown)'}")
 
 
 def compare(args) -> int:
-    summary, rows = compare_sides(_side(args.base, args.cache_dir), _side(args.input, args.cache_dir))
+    base, target = _digests(args.base, args.cache_dir), _digests(args.input, args.cache_dir)
+    comp = compare_digests(base, target, _names(args), top=args.top).as_dict()
+    failed = regression(comp, args.fail_on_regression)
     if args.format == "json":
         dump_json({"schema": JSON_SCHEMA, "mode": "compare", "base": args.base, "input": args.input,
-                   "summary": summary, "operators": rows})
-        return 0
-    out = sys.stdout
-    pct = "n/a" if summary["delta_step_pct"] is None else f"{summary['delta_step_pct']:+.1f}%"
-    out.write(f"Step time (mean): base {summary['base_step_ms']:.3f} ms -> {summary['exp_step_ms']:.3f} ms "
-              f"({summary['delta_step_ms']:+.3f} ms, {pct})\n\n")
-    out.write(f"{'Operator':<48} {'Calls/step':>21} {'Host ms/step':>23} {'Delta ms':>10}\n")
-    for r in rows[: args.top]:
-        out.write(f"{r['name'][:48]:<48} {r['base_calls_per_step']:>9.1f} -> {r['exp_calls_per_step']:<9.1f}"
-                  f" {r['base_host_ms_per_step']:>10.3f} -> {r['exp_host_ms_per_step']:<10.3f}"
-                  f" {r['delta_host_ms_per_step']:>+10.3f}\n")
+                   **_legacy(base, target),
+                   "comparison": comp, "regression": failed})
+    else:
+        sys.stdout.write(text_report(comp, args.top))
+    if failed:
+        print(f"canning-prof: {failed}", file=sys.stderr)
+        return REGRESSION_EXIT
     return 0

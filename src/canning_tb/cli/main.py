@@ -2,10 +2,12 @@
 
   canning-prof --mode=performance --output=./prof_results python train.py [args...]
   canning-prof --mode=view --input=PATH [--format=text|json]
-  canning-prof --mode=compare --base=PATH --input=PATH [--format=text|json]
+  canning-prof --mode=compare --base=PATH --input=PATH [--format=text|json] [--fail-on-regression=PCT]
 
 `view` prints the report of every window under PATH (a trace file, an *_ascend_pt folder, a
-run folder with many ranks, or a whole logdir). `--format=json` is the stable,
+run folder with many ranks, or a whole logdir). `compare` compares the windows under --base
+with those under --input per step; with --fail-on-regression=PCT it exits with status 3 when
+the step time grew by more than PCT % (a CI gate) and names the operators that caused it. `--format=json` is the stable,
 machine-readable face of the analysis: see docs/cli-json.md.
 """
 from __future__ import annotations
@@ -22,7 +24,8 @@ def _parser() -> argparse.ArgumentParser:
                "  canning-prof --mode=performance --output=./prof_results python train.py --epochs 1\n"
                "  canning-prof --mode=view --input=./prof_results\n"
                "  canning-prof --mode=view --input=./log/run1 --format=json > report.json\n"
-               "  canning-prof --mode=compare --base=./log/baseline --input=./log/candidate",
+               "  canning-prof --mode=compare --base=./log/baseline --input=./log/candidate\n"
+               "  canning-prof --mode=compare --base=./log/main --input=./log/pr --fail-on-regression=5",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--mode", choices=["performance", "view", "compare"], required=True,
                    help="performance: run a script under the profiler; view: print a report; "
@@ -31,6 +34,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--input", help="view/compare: a trace file, an *_ascend_pt folder, a run folder or a logdir")
     p.add_argument("--base", help="compare: the baseline (same kinds of PATH as --input)")
     p.add_argument("--format", choices=["text", "json"], default="text", help="view/compare output format")
+    p.add_argument("--fail-on-regression", type=float, default=None, metavar="PCT",
+                   help="compare: exit with status 3 when the mean step time grew by more than PCT %%")
+    p.add_argument("--names", default=None, metavar="FILE",
+                   help="compare: a name map (JSON, docs/http_api.md); default: canning_names.json in --input")
     p.add_argument("--top", type=int, default=15, help="rows per table in the text report")
     p.add_argument("--cache-dir", default=None, help="where digests are cached when the data folder is read-only")
     p.add_argument("--wait", type=int, default=0, help="performance: steps skipped before each window")

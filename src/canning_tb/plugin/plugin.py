@@ -14,8 +14,10 @@ from tensorboard.plugins import base_plugin
 from werkzeug import wrappers
 
 from canning_tb.store.scanner import Scanner, default_store
+from canning_tb.store.trends import TrendWriter
 
 from . import sections
+from .compare_routes import compare_request
 from .errors import RouteError
 from .logdir import normalize_logdir
 from .ranks import cluster_impl, position_of
@@ -74,6 +76,7 @@ class CanningPlugin(base_plugin.TBPlugin):
         self._logdir = normalize_logdir(getattr(context, "logdir", None), getattr(context, "flags", None))
         self.scanner = Scanner(self._logdir, refresh_interval, store_factory)
         self.scanner.kick()  # start looking now, in the background
+        self.trends = TrendWriter()  # Scalars of windows of other formats (store/trends.py)
 
     # TensorBoard API ------------------------------------------------------------------------
     def get_plugin_apps(self):
@@ -88,6 +91,7 @@ class CanningPlugin(base_plugin.TBPlugin):
             "/communication": self._window_route(sections.communication_impl),
             "/cluster": self._route(self._cluster),
             **timeline_apps(self),
+            "/compare": self._route(lambda request: compare_request(self._store(), request.args)),
         }
 
     def is_active(self) -> bool:
@@ -97,6 +101,7 @@ class CanningPlugin(base_plugin.TBPlugin):
         scanner.kick()
         if not scanner.wait_first(0.5):
             return True
+        self.trends.kick(scanner.store)
         return bool(scanner.listing and scanner.listing["runs"])
 
     def frontend_metadata(self):

@@ -457,6 +457,126 @@ export interface ClusterResponse {
   unmatched: { kind: string; group: string; calls: Record<string, number> }[];
 }
 
+// -- GET /compare (analysis/compare*.py): every time and count per step, times in ns ----------------------
+
+export interface CompareWindow {
+  run: string;
+  worker: string;
+  window: string;
+  label: string;
+  format: string;
+  rank: number;
+}
+export interface CompareSide {
+  windows: number;
+  steps: number;
+  step_ns: number;
+  batch_size: number | null;
+}
+export interface Change {
+  base: number | null;
+  target: number | null;
+  delta: number | null;
+  delta_pct: number | null;
+  text: string;
+}
+export interface Verdict {
+  step_time: Change;
+  memory_peak: Change;
+  memory_device: string;
+  comm_not_hidden: Change;
+  comm_not_hidden_share: Change;
+  throughput: Change;
+  text: string;
+}
+export interface CategoryDelta {
+  category: string;
+  base_ns: number;
+  target_ns: number;
+  delta_ns: number;
+}
+export type CompareStatus = "added" | "removed" | "changed" | "same";
+export interface CompareRow {
+  key: string;
+  input_shapes: string;
+  call_stack: string;
+  base_names: string[];
+  target_names: string[];
+  base_calls: number;
+  target_calls: number;
+  base_ns: number;
+  target_ns: number;
+  delta_ns: number;
+  delta_pct: number | null;
+  status: CompareStatus;
+}
+export interface Contributor {
+  name: string;
+  kind: "operator" | "category";
+  delta_ns: number;
+  status: CompareStatus;
+}
+export interface Contributors {
+  step_delta_ns: number;
+  operators: Contributor[];
+  explained_ns: number;
+  unexplained_ns: number;
+}
+export interface TreeNode {
+  name: string;
+  kind: "root" | "frame" | "op";
+  base_ns: number;
+  target_ns: number;
+  base_calls: number;
+  target_calls: number;
+  delta_ns: number;
+  status: CompareStatus;
+  children: TreeNode[];
+}
+export interface MemoryPair {
+  device: string;
+  base_device: string;
+  target_device: string;
+  base_peak_bytes: number;
+  target_peak_bytes: number;
+  ratio: number | null;
+  base_x: number[];
+  base_bytes: number[];
+  target_x: number[];
+  target_bytes: number[];
+}
+export interface CollectiveDelta {
+  kind: string;
+  group: string;
+  base_calls: number;
+  target_calls: number;
+  base_ns: number;
+  target_ns: number;
+  base_bytes: number;
+  target_bytes: number;
+  delta_ns: number;
+  status: CompareStatus;
+}
+export interface CompareResponse {
+  base_window: CompareWindow;
+  target_window: CompareWindow;
+  name_map: { file: string | null; problem: string | null };
+  metric: "device" | "host";
+  mode: GroupBy;
+  base: CompareSide;
+  target: CompareSide;
+  verdict: Verdict;
+  breakdown: CategoryDelta[];
+  operators: CompareRow[];
+  kernels: CompareRow[];
+  kernel_families: CompareRow[];
+  contributors: Contributors;
+  tree: TreeNode;
+  memory: MemoryPair[];
+  communication: CollectiveDelta[];
+  communication_by_kind: CollectiveDelta[];
+}
+
 // -- fetching ------------------------------------------------------------------------------------------
 
 /** The window a per-window route is asked about. */

@@ -8,8 +8,8 @@
 // iframe is same-origin; outside an iframe (tests, a bare page) its own hash is used.
 import type { GroupBy } from "./api";
 
-export type ViewId = "overview" | "operators" | "kernels" | "memory" | "communication" | "timeline";
-export const VIEW_IDS: ViewId[] = ["overview", "operators", "kernels", "memory", "communication", "timeline"];
+export type ViewId = "overview" | "operators" | "kernels" | "memory" | "communication" | "timeline" | "compare";
+export const VIEW_IDS: ViewId[] = ["overview", "operators", "kernels", "memory", "communication", "timeline", "compare"];
 export const DEFAULT_VIEW: ViewId = "operators";
 
 export interface OperatorsOptions {
@@ -45,6 +45,16 @@ export interface TimelineOptions {
   focusBy: "name" | "collective";
 }
 
+/** Compare: the baseline window (the target is the selected window) and the tables' options. */
+export interface CompareOptions {
+  run: string; // "" = chosen by the view (the previous window, else another rank)
+  worker: string;
+  window: string;
+  group: GroupBy;
+  table: "operators" | "kernels" | "families";
+  search: string;
+}
+
 export interface AppState {
   run: string;
   worker: string;
@@ -54,6 +64,7 @@ export interface AppState {
   kernels: KernelsOptions;
   memory: MemoryOptions;
   timeline: TimelineOptions;
+  compare: CompareOptions;
 }
 
 function defaultState(): AppState {
@@ -66,6 +77,7 @@ function defaultState(): AppState {
     kernels: { group: "name", search: "" },
     memory: { device: "", range: null },
     timeline: { range: null, event: -1, search: "", ranks: false, align: "clock", focus: "", focusBy: "name" },
+    compare: { run: "", worker: "", window: "", group: "name", table: "operators", search: "" },
   };
 }
 
@@ -98,6 +110,12 @@ function toParams(state: AppState): [string, string][] {
     ["tl.align", state.timeline.align, base.timeline.align],
     ["tl.focus", state.timeline.focus, base.timeline.focus],
     ["tl.focusby", state.timeline.focusBy, base.timeline.focusBy],
+    ["cmp.run", state.compare.run, ""],
+    ["cmp.worker", state.compare.worker, ""],
+    ["cmp.window", state.compare.window, ""],
+    ["cmp.group", state.compare.group, base.compare.group],
+    ["cmp.table", state.compare.table, base.compare.table],
+    ["cmp.search", state.compare.search, ""],
   ];
   return flat.filter(([, value, dflt]) => value !== dflt).map(([key, value]) => [key, value]);
 }
@@ -153,6 +171,11 @@ function fromParams(params: Map<string, string>): AppState {
   state.memory.device = get("mem.device") ?? "";
   state.memory.range = parseRange(get("mem.range"));
   timelineFromParams(state.timeline, get);
+  const cmp = state.compare;
+  [cmp.run, cmp.worker, cmp.window] = [get("cmp.run") ?? "", get("cmp.worker") ?? "", get("cmp.window") ?? ""];
+  cmp.group = oneOf(get("cmp.group"), ["name", "shape", "stack"] as const, cmp.group);
+  cmp.table = oneOf(get("cmp.table"), ["operators", "kernels", "families"] as const, cmp.table);
+  cmp.search = get("cmp.search") ?? "";
   return state;
 }
 
@@ -235,5 +258,9 @@ export class AppStore {
 
   timeline(patch: Partial<TimelineOptions>): void {
     this.update({ timeline: { ...this.current.timeline, ...patch } });
+  }
+
+  compare(patch: Partial<CompareOptions>): void {
+    this.update({ compare: { ...this.current.compare, ...patch } });
   }
 }

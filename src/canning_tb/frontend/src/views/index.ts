@@ -1,4 +1,5 @@
 import { communicationView } from "./communication";
+import { compareView } from "./compare";
 import { kernelsView } from "./kernels";
 import { memoryView } from "./memory";
 import { operatorsView } from "./operators";
@@ -6,4 +7,4 @@ import { overviewView } from "./overview";
 import { timelineView } from "./timeline";
 import type { ViewDef } from "./view";
 
-export const VIEWS: ViewDef[] = [overviewView, operatorsView, kernelsView, memoryView, communicationView, timelineView];
+export const VIEWS: ViewDef[] = [overviewView, operatorsView, kernelsView, memoryView, communicationView, timelineView, compareView];

@@ -1,0 +1,227 @@
+// Compare: the selected window (the target) against a baseline picked here among every window of the
+// logdir (another window of the run, another rank, another run). Shows GET /compare: the verdict
+// line, the step breakdown side by side, the contributors to the step-time change, the operator /
+// kernel / kernel-family delta table (sort, search), the operator tree diff, the memory overlay
+// and the communication deltas. The baseline and the table's options live in the app state.
+import { getJSON, windowParams, type CompareResponse, type CompareRow, type GroupBy, type RunEntry, type RunsResponse, type Selection } from "../api";
+import { h, option } from "../dom";
+import { int, ms } from "../format";
+import type { CompareOptions } from "../state";
+import { card, errorText, SortTable, type Col } from "./common";
+import { breakdownChart, commTable, contributorsTable, deltaMs, deltaPct, memoryChart, memoryPeaks, statusMark, treeDiff } from "./compare_parts";
+import { showError, showLoading, type ViewDef, type ViewHost } from "./view";
+
+type Table = CompareOptions["table"];
+const TABLES: [Table, string][] = [
+  ["operators", "Operators"],
+  ["kernels", "Kernels"],
+  ["families", "Kernel families"],
+];
+
+function columns(group: GroupBy, operators: boolean): Col<CompareRow>[] {
+  const extra: Col<CompareRow>[] = [];
+  if (operators && group === "shape") extra.push({ key: "input_shapes", label: "Input shapes", value: (r) => r.input_shapes, tip: "Input shapes the operator was matched with" });
+  if (operators && group === "stack") extra.push({ key: "call_stack", label: "Call stack", value: (r) => r.call_stack, tip: "Call stack the operator was matched with (innermost frame first, without line numbers)" });
+  return [
+    { key: "key", label: "Name", value: (r) => r.key, cls: "name", tip: "Matched name (the name map's canonical name)" },
+    ...extra,
+    { key: "status", label: "", value: (r) => statusMark(r.status), tip: "added: only in the target; removed: only in the baseline" },
+    { key: "base_calls", label: "Calls (base)", num: true, value: (r) => r.base_calls, fmt: (r) => r.base_calls.toFixed(1), tip: "Calls per step in the baseline" },
+    { key: "target_calls", label: "Calls (target)", num: true, value: (r) => r.target_calls, fmt: (r) => r.target_calls.toFixed(1), tip: "Calls per step in the target" },
+    { key: "base_ns", label: "Base (ms)", num: true, value: (r) => r.base_ns / 1e6, fmt: (r) => ms(r.base_ns), tip: "Time per step in the baseline" },
+    { key: "target_ns", label: "Target (ms)", num: true, value: (r) => r.target_ns / 1e6, fmt: (r) => ms(r.target_ns), tip: "Time per step in the target" },
+    { key: "delta_ns", label: "Δ (ms)", num: true, value: (r) => r.delta_ns / 1e6, fmt: (r) => deltaMs(r.delta_ns), tip: "Target minus baseline, per step" },
+    { key: "abs_delta", label: "|Δ| (ms)", num: true, value: (r) => Math.abs(r.delta_ns) / 1e6, fmt: (r) => ms(Math.abs(r.delta_ns)), tip: "Size of the change" },
+    { key: "delta_pct", label: "Δ %", num: true, value: (r) => r.delta_pct ?? 0, fmt: (r) => deltaPct(r.delta_pct), tip: "Change in % of the baseline" },
+  ];
+}
+
+function emptyText(table: Table, mode: GroupBy): string {
+  if (table !== "operators") return "Neither window recorded device kernels.";
+  if (mode === "stack") return "Neither window recorded call stacks (profile with with_stack=True).";
+  if (mode === "shape") return "Neither window recorded input shapes (profile with record_shapes=True).";
+  return "Neither window recorded operators.";
+}
+
+function windowsOf(runs: RunEntry[]): Selection[] {
+  return runs.flatMap((r) => r.workers.flatMap((w) => w.windows.map((win) => ({ run: r.name, worker: w.name, window: win.id }))));
+}
+
+function same(a: Selection, b: Selection): boolean {
+  return a.run === b.run && a.worker === b.worker && a.window === b.window;
+}
+
+/** The baseline: the state's when it exists, else the window before the target in its worker, else
+ * the one after, else the same position in another worker, else the target itself. */
+export function baselineFor(opts: CompareOptions, target: Selection, runs: RunEntry[]): Selection {
+  const all = windowsOf(runs);
+  const chosen = { run: opts.run, worker: opts.worker, window: opts.window };
+  if (all.some((w) => same(w, chosen))) return chosen;
+  const run = runs.find((r) => r.name === target.run);
+  const worker = run?.workers.find((w) => w.name === target.worker);
+  const index = worker?.windows.findIndex((w) => w.id === target.window) ?? -1;
+  const neighbour = worker && (worker.windows[index - 1] ?? worker.windows[index + 1]);
+  if (neighbour) return { ...target, window: neighbour.id };
+  const other = run?.workers.find((w) => w.name !== target.worker && w.windows.length);
+  if (other) return { run: target.run, worker: other.name, window: other.windows[Math.min(Math.max(index, 0), other.windows.length - 1)].id };
+  return target;
+}
+
+function sideLabel(sel: Selection, label: string): string {
+  return `${sel.run === "." ? "" : `${sel.run} / `}${sel.worker} / ${label}`;
+}
+
+/** The baseline's run / worker / window selectors and the Swap button. */
+function picker(host: ViewHost, runs: RunEntry[], base: Selection): HTMLElement {
+  const store = host.store;
+  const runSel = h("select", { id: "cmp-base-run", "aria-label": "Baseline run" });
+  const workerSel = h("select", { id: "cmp-base-worker", "aria-label": "Baseline worker" });
+  const windowSel = h("select", { id: "cmp-base-window", "aria-label": "Baseline window" });
+  const run = runs.find((r) => r.name === base.run);
+  const worker = run?.workers.find((w) => w.name === base.worker);
+  for (const r of runs) runSel.append(option(r.name, r.name === "." ? ". (logdir)" : r.name, r.name === base.run));
+  for (const w of run?.workers ?? []) workerSel.append(option(w.name, w.name, w.name === base.worker));
+  for (const win of worker?.windows ?? []) windowSel.append(option(win.id, win.label, win.id === base.window));
+  const pick = (patch: Partial<CompareOptions>) => {
+    store.compare(patch);
+    void load(host);
+  };
+  // another run or worker: its first window
+  runSel.onchange = () => {
+    const first = runs.find((r) => r.name === runSel.value)?.workers[0];
+    pick({ run: runSel.value, worker: first?.name ?? "", window: first?.windows[0]?.id ?? "" });
+  };
+  workerSel.onchange = () => pick({ worker: workerSel.value, window: run?.workers.find((w) => w.name === workerSel.value)?.windows[0]?.id ?? "" });
+  windowSel.onchange = () => pick({ window: windowSel.value });
+  const swap = h("button", { id: "cmp-swap", type: "button", class: "button", title: "Make the baseline the selected window, and the selected window the baseline" }, "Swap");
+  const target = host.sel;
+  swap.onclick = () => store.update({ ...base, compare: { ...store.state.compare, ...target } });
+  return h("div", { class: "toolbar", id: "cmp-picker" }, h("strong", { text: "Baseline:" }), runSel, workerSel, windowSel, swap);
+}
+
+class ComparePanel {
+  private table = new SortTable<CompareRow>("cmp-table", columns("name", true), "abs_delta", true, "No row matches the search.");
+  private count = h("span", { id: "cmp-count", class: "muted" });
+
+  constructor(
+    private host: ViewHost,
+    private head: HTMLElement,
+    private base: Selection,
+    private data: CompareResponse,
+  ) {}
+
+  private verdict(): HTMLElement {
+    const d = this.data;
+    const step = d.verdict.step_time;
+    const el = h(
+      "div",
+      { id: "cmp-verdict", class: "card verdict", "data-step-text": step.text, "data-delta-pct": String(step.delta_pct ?? "") },
+      h("h2", { text: d.verdict.text }),
+      h("p", { class: "muted", text: `Baseline: ${sideLabel(this.base, d.base_window.label)} (${d.base_window.format}, ${int(d.base.steps)} steps, ${ms(d.base.step_ns)} ms/step)` }),
+      h("p", { class: "muted", text: `Target: ${sideLabel(this.host.sel, d.target_window.label)} (${d.target_window.format}, ${int(d.target.steps)} steps, ${ms(d.target.step_ns)} ms/step)` }),
+    );
+    if (d.name_map.problem) el.append(h("p", { class: "error-text", id: "cmp-name-map-problem", text: `Name map ${d.name_map.file} not used: ${d.name_map.problem}` }));
+    return el;
+  }
+
+  private options(): CompareOptions {
+    return this.host.store.state.compare;
+  }
+
+  private tableToolbar(): HTMLElement {
+    const store = this.host.store;
+    const opts = this.options();
+    const kind = h("select", { id: "cmp-table-kind", "aria-label": "Table" });
+    for (const [value, label] of TABLES) kind.append(option(value, label, value === opts.table));
+    kind.onchange = () => {
+      store.compare({ table: kind.value as Table });
+      this.refresh();
+    };
+    const group = h("select", { id: "cmp-group", "aria-label": "Match operators by" });
+    for (const [value, label] of [["name", "name"], ["shape", "name + input shapes"], ["stack", "name + call stack"]])
+      group.append(option(value, label, value === opts.group));
+    group.onchange = () => {
+      store.compare({ group: group.value as GroupBy });
+      void load(this.host);
+    };
+    const search = h("input", { id: "cmp-search", type: "search", placeholder: "Search by name", "aria-label": "Search by name" });
+    search.value = opts.search;
+    search.oninput = () => {
+      store.compare({ search: search.value });
+      this.refresh();
+    };
+    return h("div", { class: "toolbar" }, kind, h("label", {}, "Match operators by ", group), h("label", { class: "grow" }, search));
+  }
+
+  private refresh(): void {
+    const opts = this.options();
+    const all = opts.table === "kernels" ? this.data.kernels : opts.table === "families" ? this.data.kernel_families : this.data.operators;
+    const query = opts.search.trim().toLowerCase();
+    const match = (r: CompareRow) => [r.key, r.input_shapes, r.call_stack, ...r.base_names, ...r.target_names].some((s) => s.toLowerCase().includes(query));
+    const rows = query ? all.filter(match) : all;
+    this.table.setColumns(columns(this.data.mode, opts.table === "operators"));
+    this.table.setRows(rows, all.length ? "No row matches the search." : emptyText(opts.table, this.data.mode));
+    this.table.el.dataset.table = opts.table;
+    this.count.textContent = rows.length === all.length ? `${int(all.length)} rows` : `${int(rows.length)} of ${int(all.length)} rows match “${query}”`;
+  }
+
+  show(): void {
+    const d = this.data;
+    const breakdownEl = h("div", { id: "cmp-breakdown-chart", class: "chart" });
+    const memoryEl = h("div", { id: "cmp-memory-chart", class: "chart" });
+    const pair = d.memory.find((m) => m.base_x.length || m.target_x.length);
+    const time = d.metric === "device" ? "device self time where an operator ran device work, else host self time" : "host self time";
+    this.host.el.replaceChildren(
+      this.head,
+      this.verdict(),
+      h("div", { class: "grid2" }, card("Step breakdown (ms per step)", breakdownEl), card("Contributors to the step-time change", h("div", { class: "table-wrap" }, contributorsTable(d.contributors)))),
+      this.tableToolbar(),
+      h(
+        "section",
+        { class: "card" },
+        h("div", { class: "table-head" }, h("h3", { class: "section-title", text: `Deltas per step (operators: ${time})` }), this.count),
+        h("div", { class: "table-wrap" }, this.table.el),
+      ),
+      card("Operator tree diff (call stacks, outermost first)", treeDiff(d)),
+      h(
+        "div",
+        { class: "grid2" },
+        card("Memory (allocated, step-aligned)", pair ? memoryEl : h("p", { class: "muted", text: "Neither window recorded memory." }), memoryPeaks(d.memory)),
+        card("Communication per step", d.communication_by_kind.length ? commTable([...d.communication_by_kind, ...d.communication]) : h("p", { class: "muted", id: "cmp-no-comm", text: "Neither window recorded collectives." })),
+      ),
+    );
+    this.refresh();
+    breakdownChart(breakdownEl, d.breakdown, this.host.signal);
+    if (pair) memoryChart(memoryEl, pair, this.host.signal);
+    this.host.setState("loaded");
+  }
+}
+
+async function load(host: ViewHost): Promise<void> {
+  showLoading(host, "Comparing the two windows…");
+  let head: HTMLElement | null = null;
+  try {
+    const listing = await getJSON<RunsResponse>("runs", {}, host.signal);
+    const base = baselineFor(host.store.state.compare, host.sel, listing.runs);
+    const opts = host.store.state.compare;
+    if (!same(base, { run: opts.run, worker: opts.worker, window: opts.window })) host.store.compare(base);
+    head = picker(host, listing.runs, base);
+    host.el.prepend(head);
+    const params = { base_run: base.run, base_worker: base.worker, base_window: base.window, ...windowParams(host.sel), group_by: host.store.state.compare.group };
+    const data = await getJSON<CompareResponse>("compare", params, host.signal);
+    if (host.signal.aborted) return;
+    new ComparePanel(host, head, base, data).show();
+  } catch (err) {
+    if (host.signal.aborted || (err as Error).name === "AbortError") return;
+    showError(host, errorText(err));
+    if (head) host.el.prepend(head); // another baseline can still be picked
+  }
+}
+
+export const compareView: ViewDef = {
+  id: "compare",
+  title: "Compare",
+  mount(host) {
+    void load(host);
+  },
+};

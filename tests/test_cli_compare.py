@@ -1,0 +1,71 @@
+"""canning-prof --mode=compare as a CI gate runs it (a real subprocess on real profiles): the exit
+status both ways on the real before/after pairs of tests/_compare_pairs.py, the operators named,
+the name map file, and the JSON face (docs/cli-json.md)."""
+import gzip
+import json
+
+import pytest
+
+from _compare_pairs import ACTIVE, write_all
+from test_cli import run_cli
+
+
+@pytest.fixture(scope="module")
+def pairs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("cli_pairs")
+    write_all(root)
+    return root
+
+
+def step_mean_ns(folder):
+    (path,) = folder.glob("*.pt.trace.json.gz")
+    with gzip.open(path, "rt") as f:
+        steps = [e["dur"] for e in json.load(f)["traceEvents"]
+                 if e.get("ph") == "X" and e.get("name", "").startswith("ProfilerStep#")]
+    assert len(steps) == ACTIVE
+    return 1000 * sum(steps) / len(steps)
+
+
+def test_gate_fails_on_a_slower_target_and_names_the_cause(pairs, tmp_path):
+    p = run_cli("--mode=compare", f"--base={pairs / 'loader_fast'}", f"--input={pairs / 'loader_sleep'}",
+                "--fail-on-regression=10", f"--cache-dir={tmp_path}", check=False)
+    assert p.returncode == 3, p.stderr
+    assert "step time regressed by" in p.stderr and "caused by: dataloader +" in p.stderr
+    assert p.stdout.startswith("Verdict: step time") and "x slower" in p.stdout.splitlines()[0]
+
+
+def test_gate_passes_on_a_faster_target(pairs, tmp_path):
+    p = run_cli("--mode=compare", f"--base={pairs / 'loader_sleep'}", f"--input={pairs / 'loader_fast'}",
+                "--fail-on-regression=10", f"--cache-dir={tmp_path}")
+    assert p.returncode == 0 and p.stderr == ""
+
+
+def test_gate_names_the_unfused_operators(pairs, tmp_path):
+    p = run_cli("--mode=compare", f"--base={pairs / 'gelu_fused'}", f"--input={pairs / 'gelu_unfused'}",
+                "--fail-on-regression=50", f"--cache-dir={tmp_path}", "--format=json", check=False)
+    assert p.returncode == 3
+    causes = p.stderr.split("caused by: ")[1]
+    assert "aten::tanh +" in causes and "aten::mul +" in causes and "aten::gelu" not in causes
+    report = json.loads(p.stdout)
+    assert report["regression"] and report["mode"] == "compare"
+    base, target = step_mean_ns(pairs / "gelu_fused"), step_mean_ns(pairs / "gelu_unfused")
+    assert report["summary"]["delta_step_pct"] == pytest.approx(100 * (target - base) / base, abs=0.1)
+    assert report["comparison"]["verdict"]["step_time"]["delta_pct"] == pytest.approx(
+        report["summary"]["delta_step_pct"])
+    # a threshold above the change: the gate passes
+    p = run_cli("--mode=compare", f"--base={pairs / 'gelu_fused'}", f"--input={pairs / 'gelu_unfused'}",
+                f"--fail-on-regression={100 * (target - base) / base + 50:.0f}", f"--cache-dir={tmp_path}")
+    assert p.returncode == 0
+
+
+def test_name_map_file(pairs, tmp_path):
+    names = tmp_path / "names.json"
+    names.write_text(json.dumps({"operators": {"aten::gelu": "aten::tanh"}}))
+    p = run_cli("--mode=compare", f"--base={pairs / 'gelu_unfused'}", f"--input={pairs / 'gelu_fused'}",
+                f"--names={names}", "--format=json", f"--cache-dir={tmp_path}")
+    rows = {r["key"]: r for r in json.loads(p.stdout)["comparison"]["operators"]}
+    assert rows["aten::tanh"]["status"] == "changed" and rows["aten::tanh"]["target_names"] == ["aten::gelu"]
+    names.write_text("{not json")
+    p = run_cli("--mode=compare", f"--base={pairs / 'gelu_unfused'}", f"--input={pairs / 'gelu_fused'}",
+                f"--names={names}", f"--cache-dir={tmp_path}")
+    assert f"name map not used: {names}:" in p.stderr

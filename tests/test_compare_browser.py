@@ -1,0 +1,139 @@
+"""The Compare tab in a real TensorBoard, driven by real Chromium: two windows of one run (the V100
+fixture) and two runs (the real before/after pair of tests/_compare_pairs.py), checked against an
+independent reading of the raw traces; the baseline and the table's options survive a reload
+(the app state in the URL). Saves docs/screenshots/compare.png (with `make screenshots`)."""
+import gzip
+import json
+from collections import Counter
+
+import pytest
+from playwright.sync_api import expect
+
+from _compare_pairs import ACTIVE, write_gelu
+from _tb import FRAME, T, copy_resnet, open_plugin, serve, shot
+from test_plugin_routes import RESNET_WINDOW
+
+pytestmark = pytest.mark.browser
+
+RESNET_WINDOW_2 = "1623143566756"
+
+
+@pytest.fixture(scope="module")
+def logdir(tmp_path_factory):
+    root = tmp_path_factory.mktemp("compare_logdir")
+    copy_resnet(root / "resnet")
+    write_gelu(str(root / "gelu_unfused"), fused=False)
+    write_gelu(str(root / "gelu_fused"), fused=True)
+    return root
+
+
+@pytest.fixture(scope="module")
+def url(logdir, tmp_path_factory):
+    yield from serve(logdir, tmp_path_factory)
+
+
+def raw_kernels(path):
+    """{kernel name: (calls, total µs)} of a raw trace, and its number of steps."""
+    with gzip.open(path, "rt") as f:
+        events = [e for e in json.load(f)["traceEvents"] if e.get("ph") == "X"]
+    calls, total = Counter(), Counter()
+    for e in events:
+        if e.get("cat") == "Kernel":
+            calls[e["name"]] += 1
+            total[e["name"]] += e["dur"]
+    steps = sum(e.get("cat") == "Operator" and e["name"].startswith("ProfilerStep#") for e in events)
+    return calls, total, steps
+
+
+def select_target(frame, run, worker, window):
+    frame.locator("#run-select").select_option(run)
+    frame.locator("#worker-select").select_option(worker)
+    if window:
+        frame.locator("#window-select").select_option(window)
+    frame.locator("#tab-compare").click()
+    expect(frame.locator("#view")).to_have_attribute("data-view", "compare")
+
+
+def loaded(frame):
+    expect(frame.locator("#canning-root")).to_have_attribute("data-state", "loaded", timeout=T)
+
+
+def test_two_windows_of_one_run(page, url, logdir, errors):
+    frame = open_plugin(page, url)
+    select_target(frame, "resnet", "worker0", RESNET_WINDOW_2)
+    loaded(frame)
+    # the baseline defaults to the window before the target
+    expect(frame.locator("#cmp-base-window")).to_have_value(RESNET_WINDOW)
+    answer = page.request.get(f"{url}/data/plugin/canning/compare?base_run=resnet&base_worker=worker0"
+                              f"&base_window={RESNET_WINDOW}&run=resnet&worker=worker0&window={RESNET_WINDOW_2}").json()
+    expect(frame.locator("#cmp-verdict h2")).to_have_text(answer["verdict"]["text"])
+    assert answer["verdict"]["step_time"]["text"].endswith("% faster")
+    shown = set(frame.locator("#cmp-breakdown-chart").get_attribute("data-categories").split(","))
+    assert {"compute", "memcpy", "dataloader", "host"} <= shown and not {"overlapped", "communication"} & shown
+    # the contributors: the DataLoader first (the second window waited less on it)
+    expect(frame.locator("#cmp-contributors tbody tr").first).to_have_attribute(
+        "data-name", "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__")
+    # a kernel's time per step, both sides, as summed here from the raw traces
+    base_calls, base_us, base_steps = raw_kernels(logdir / "resnet" / f"worker0.{RESNET_WINDOW}.pt.trace.json.gz")
+    _, target_us, target_steps = raw_kernels(logdir / "resnet" / f"worker0.{RESNET_WINDOW_2}.pt.trace.json.gz")
+    (name, _), = base_us.most_common(1)
+    frame.locator("#cmp-table-kind").select_option("kernels")
+    frame.locator("#cmp-search").fill(name)
+    row = frame.locator("#cmp-table tbody tr").filter(has=frame.locator(f'td.name:text-is("{name}")'))
+    cells = row.locator("td")
+    expect(cells.nth(2)).to_have_text(f"{base_calls[name] / base_steps:.1f}")
+    expect(cells.nth(4)).to_have_text(f"{base_us[name] / base_steps / 1000:,.3f}")
+    expect(cells.nth(5)).to_have_text(f"{target_us[name] / target_steps / 1000:,.3f}")
+    # the state is in the URL: a reload shows the same table and search
+    hash_ = page.evaluate("location.hash")
+    assert "p.canning.view=compare" in hash_ and "p.canning.cmp.table=kernels" in hash_ and "cmp.window=" in hash_
+    page.reload()
+    frame = page.frame_locator(FRAME)
+    loaded(frame)
+    expect(frame.locator("#cmp-table-kind")).to_have_value("kernels")
+    expect(frame.locator("#cmp-search")).to_have_value(name)
+    expect(frame.locator("#cmp-base-window")).to_have_value(RESNET_WINDOW)
+    # operators matched by call stack: the stacks show as a column (the answer is fetched again)
+    frame.locator("#cmp-table-kind").select_option("operators")
+    frame.locator("#cmp-search").fill("")
+    frame.locator("#cmp-group").select_option("stack")
+    loaded(frame)
+    expect(frame.locator('#cmp-table th[data-key="call_stack"]')).to_be_visible()
+    assert "p.canning.cmp.group=stack" in page.evaluate("location.hash")
+    assert not errors, errors
+
+
+def test_two_runs_before_and_after(page, url, errors):
+    frame = open_plugin(page, url)
+    select_target(frame, "gelu_fused", frame.locator("#worker-select option").first.get_attribute("value"), None)
+    loaded(frame)
+    frame.locator("#cmp-base-run").select_option("gelu_unfused")
+    loaded(frame)
+    assert frame.locator("#cmp-verdict").get_attribute("data-step-text").endswith("faster")
+    expect(frame.locator("#cmp-verdict")).to_contain_text(f"{ACTIVE} steps")
+    frame.locator("#cmp-table-kind").select_option("operators")
+    frame.locator("#cmp-search").fill("")
+    table = frame.locator("#cmp-table tbody")
+    gelu = table.locator("tr").filter(has=frame.locator('td.name:text-is("aten::gelu")')).locator("td")
+    expect(gelu.nth(1)).to_have_text("added")
+    expect(gelu.nth(2)).to_have_text("0.0")
+    expect(gelu.nth(3)).to_have_text("1.0")
+    tanh = table.locator("tr").filter(has=frame.locator('td.name:text-is("aten::tanh")')).locator("td")
+    expect(tanh.nth(1)).to_have_text("removed")
+    # the tree diff: open frames down to the operators; aten::tanh is a removed leaf
+    tree = frame.locator("#cmp-tree")
+    for _ in range(100):  # chains of single frames open by themselves; open each branch
+        closed = tree.locator("details:not([open]):not(.leaf) > summary")
+        if closed.count() == 0:
+            break
+        closed.first.click()
+    leaf = tree.locator('details[data-kind="op"][data-name="aten::tanh"]').first
+    expect(leaf.locator("summary")).to_have_class("tree-row status-removed")
+    # swap: the baseline becomes the target, the verdict turns around
+    frame.locator("#cmp-swap").click()
+    loaded(frame)
+    expect(frame.locator("#run-select")).to_have_value("gelu_unfused")
+    expect(frame.locator("#cmp-base-run")).to_have_value("gelu_fused")
+    assert frame.locator("#cmp-verdict").get_attribute("data-step-text").endswith("slower")
+    shot(page, "compare")
+    assert not errors, errors
