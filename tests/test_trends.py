@@ -104,3 +104,32 @@ def test_an_unreadable_window_is_recorded_and_the_others_written(tmp_path):
     (state,) = record.values()
     assert state.startswith("error: ") and "worker0.1.pt.trace.json.gz" in state
     assert not list((broken / TREND_DIR).glob("events.out.tfevents.*"))
+
+
+def test_handler_windows_get_the_full_figures_too(tmp_path, tmp_path_factory):
+    """A window written by ps.tensorboard_trace_handler (real torch.profiler on the CPU): the handler
+    writes only step time and trace size, the plugin adds the digest's figures under from_trace/."""
+    torch = pytest.importorskip("torch")
+    from canning import profiling_suite as ps
+
+    run = tmp_path / "handler"
+    with ps.Profile(activities=[ps.ProfilerActivity.CPU], schedule=ps.schedule(wait=0, warmup=1, active=3),
+                    on_trace_ready=ps.tensorboard_trace_handler(str(run))) as prof:
+        x = torch.randn(256, 256)
+        for _ in range(4):
+            (x @ x).relu().sum()
+            prof.step()
+    store = Store(str(tmp_path), cache_dir=str(tmp_path_factory.mktemp("cache")))
+    assert TrendWriter().write_new(store) == 1
+    events = EventAccumulator(str(run / TREND_DIR))
+    events.Reload()
+    tags = set(events.Tags()["scalars"])
+    assert {TAG, "canning/from_trace/breakdown_share/host", "canning/from_trace/top_op_ms_per_step"} <= tags
+    (trace,) = run.glob("*.pt.trace.json.gz")
+    with gzip.open(trace, "rt") as f:
+        steps = [e for e in json.load(f)["traceEvents"] if e.get("ph") == "X" and e["name"].startswith("ProfilerStep#")]
+    (point,) = events.Scalars(TAG)
+    assert point.step == max(int(e["name"].split("#")[1]) for e in steps)
+    # the digest's step runs from ProfilerStep#N to the later of its host end and its device work
+    # (none on the CPU), so the mean equals the raw ranges' mean (trace in µs with ns decimals)
+    assert point.value == pytest.approx(sum(e["dur"] for e in steps) / len(steps) / 1000, rel=1e-6)

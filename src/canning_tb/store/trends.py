@@ -1,5 +1,4 @@
-"""Trends for TensorBoard's Scalars tab from windows the handler did not write (Kineto traces,
-torch_npu folders): each window's key figures (analysis/trends.py) as scalars, one point per
+"""Trends for TensorBoard's Scalars tab: each window's key figures (analysis/trends.py) as scalars, one point per
 window at its last step, so Scalars plots them across steps and runs next to the loss.
 
 Written only where the run folder can be written, and only into a folder of ours,
@@ -7,7 +6,8 @@ Written only where the run folder can be written, and only into a folder of ours
 files (handler/scalars.py's writer), tags `canning/from_trace/<figure>[/rank<R>]`: the
 `from_trace/` part marks them as computed by the plugin from a trace, apart from the handler's
 own `canning/<figure>`. Read-only folders and the user's files are never touched. Windows written
-by our handler ("canning" format) are left to it. `written.json` there lists the windows already
+by our handler get them too: the training process writes only what it knows without analysis (step
+time, trace size), and the full figures need the digest. `written.json` there lists the windows already
 written, so a restart adds no duplicate points.
 """
 from __future__ import annotations
@@ -89,7 +89,7 @@ class TrendWriter:
         for worker in workers:
             for position, window in enumerate(store.windows(run, worker.name)):
                 key = f"{worker.name}\0{window.id}"
-                if window.format == "canning" or window.status != "ready" or key in record:
+                if window.status != "ready" or key in record:
                     continue
                 record[key] = self._write_window(store, run, worker, len(workers), window, position, out)
                 written += record[key] == "written"
