@@ -7,13 +7,12 @@ reader (ascend_trace.read_trace), so a `*.pt.trace.json` of either form opens.
 """
 from __future__ import annotations
 
-import gzip
 import os
-import zlib
 
 from .ascend_info import set_devices
 from .ascend_merge import fill_events
 from .ascend_trace import read_trace
+from .file_head import file_head
 from .kineto import read_kineto
 from .table import EventTable, InputError
 
@@ -25,14 +24,7 @@ def read_chrome_trace(path: str) -> EventTable:
 
 def starts_with_array(path: str) -> bool:
     """Whether the file's JSON starts with '[' (a gzipped file is looked into)."""
-    try:
-        with open(path, "rb") as f:
-            head = f.read(4096)
-        if head[:2] == b"\x1f\x8b":
-            head = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(head, 4096)
-    except (OSError, zlib.error, gzip.BadGzipFile):
-        return False
-    return head.lstrip(b"\xef\xbb\xbf \t\r\n")[:1] == b"["
+    return file_head(path, 4096).lstrip(b"\xef\xbb\xbf \t\r\n")[:1] == b"["
 
 
 def read_chrome_array(path: str) -> EventTable:

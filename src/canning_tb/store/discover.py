@@ -11,16 +11,15 @@ Names starting with "." and temporary files are never windows (atomic writers us
 """
 from __future__ import annotations
 
-import gzip
 import os
 import re
-import zlib
 from datetime import datetime, timezone
 from functools import lru_cache
 from dataclasses import dataclass, field
 
 from canning_tb.manifest import ManifestError, ascend_output_files, ascend_status
 from canning_tb.manifest import load as load_manifest
+from canning_tb.ingest.file_head import file_head
 
 from .discover_ascend import ascend_windows, folder_windows, worker_names
 
@@ -196,13 +195,7 @@ def _looks_like_trace(path: str) -> bool:
 @lru_cache(maxsize=4096)
 def _sniff(path: str, size: int, mtime_ns: int) -> bool:
     """A Chrome trace from a profiler names traceEvents (or schemaVersion) near its start, or is an array of events."""
-    try:
-        with open(path, "rb") as f:
-            head = f.read(65536)
-        if head[:2] == b"\x1f\x8b":
-            head = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(head, 65536)
-    except (OSError, zlib.error, gzip.BadGzipFile):
-        return False
+    head = file_head(path, 65536)
     if head.lstrip()[:1] == b"[":  # a bare array of events (torch_npu's export_chrome_trace)
         return b'"ph"' in head and b'"ts"' in head
     return b'"traceEvents"' in head or b'"schemaVersion"' in head
