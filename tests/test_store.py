@@ -169,3 +169,22 @@ def test_a_manifest_that_is_not_an_object_still_marks_its_window(tmp_path):
     runs = discover(str(tmp_path))
     wins = sorted((wk.name, w.format, w.rank, w.steps) for wk in runs["run"].workers.values() for w in wk.windows)
     assert wins == [("rank0.h.1", "canning", -1, ()), ("rank1.h.2", "canning", -1, ())]
+
+
+def test_kineto_ranks_come_from_the_trace_not_the_name(tmp_path):
+    """DLRM's 8 traces renamed so that their names say nothing (or the wrong rank): the ranks are
+    the ones each file's distributedInfo holds, read here with gzip/json."""
+    src = fixture_path("param", "dlrm_8ranks")
+    run = tmp_path / "run"
+    run.mkdir()
+    truth = {}
+    for i, f in enumerate(sorted(src.glob("*.pt.trace.json.gz"))):
+        with gzip.open(f, "rt") as fh:
+            rank = json.load(fh)["distributedInfo"]["rank"]
+        name = f"node{chr(97 + i)}.pt.trace.json.gz" if i % 2 else f"rank{7 - i}.pt.trace.json.gz"
+        shutil.copy(f, run / name)
+        truth[name.split(".")[0]] = rank
+    store = Store(str(tmp_path))
+    got = {w.name: w.rank for w in store.workers("run")}
+    assert got == truth
+    assert sorted(got.values()) == list(range(8))

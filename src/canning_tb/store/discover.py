@@ -27,6 +27,7 @@ MANIFEST_RE = re.compile(r"^(?P<worker>.+)\.(?P<window>\d+)\.canning\.json$")
 KINETO_RE = re.compile(r"^(?P<worker>.*?)(?:\.(?P<span>\d+))?\.pt\.trace\.json(?:\.gz)?$")
 GENERIC_JSON_RE = re.compile(r"^(?P<worker>.+?)\.json(?:\.gz)?$")  # HTA-style names: rank-0.json.gz
 RANK_RE = re.compile(r"(?:^|[^a-z])rank[_-]?(\d+)", re.I)
+DISTRIBUTED_RANK_RE = re.compile(rb'"distributedInfo"\s*:\s*\{[^{}]*?"rank"\s*:\s*(\d+)')
 _SKIP_DIRS = {".canning", "node_modules", "__pycache__", "ASCEND_PROFILER_OUTPUT", "FRAMEWORK", "logs"}
 
 
@@ -78,6 +79,23 @@ def _span_time(span: str) -> str:
 def _rank_from_name(name: str) -> int:
     m = RANK_RE.search(name)
     return int(m.group(1)) if m else -1
+
+
+def _kineto_rank(path: str, worker: str) -> int:
+    """The rank Kineto wrote into the trace (`distributedInfo`, near the file's start); the worker
+    name's `rank<N>` only for traces that carry none (single-process runs)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return _rank_from_name(worker)
+    rank = _rank_in_head(path, st.st_size, st.st_mtime_ns)
+    return rank if rank >= 0 else _rank_from_name(worker)
+
+
+@lru_cache(maxsize=4096)
+def _rank_in_head(path: str, size: int, mtime_ns: int) -> int:
+    found = DISTRIBUTED_RANK_RE.search(file_head(path, 65536))
+    return int(found.group(1)) if found else -1
 
 
 def _manifest_window(folder: str, fname: str, m: re.Match) -> Window:
@@ -142,7 +160,7 @@ def scan_folder(folder: str, dirs: list[str], fnames: list[str]) -> dict[str, li
         worker, span = m.group("worker"), m.group("span")
         found.setdefault(worker, []).append(Window(
             id=span or "default", label="", format="kineto", path=path, files=(path,),
-            order=(int(span) if span else 0, fn), rank=_rank_from_name(worker)))
+            order=(int(span) if span else 0, fn), rank=_kineto_rank(path, worker)))
     for fn in fnames:
         m = GENERIC_JSON_RE.match(fn)
         path = os.path.join(folder, fn)
@@ -152,7 +170,7 @@ def scan_folder(folder: str, dirs: list[str], fnames: list[str]) -> dict[str, li
         worker = m.group("worker")
         found.setdefault(worker, []).append(Window(
             id="default", label="", format="kineto", path=path, files=(path,), order=(0, fn),
-            rank=_rank_from_name(worker)))
+            rank=_kineto_rank(path, worker)))
     # a torch_npu folder that a manifest names is part of that window, not one of its own
     _add_ascend(found, ascend_windows(folder, [d for d in dirs if os.path.join(folder, d) not in claimed]))
     _label(found)
