@@ -14,6 +14,7 @@ from decimal import Decimal
 
 import pytest
 
+from _gloo_trace import one_rank_gloo_trace
 from conftest import fixture_path
 
 from canning_tb.analysis import report
@@ -381,25 +382,11 @@ def test_fresh_cpu_trace(tmp_path):
 
 def test_fresh_cpu_gloo_trace(tmp_path):
     """CPU-only gloo run (one rank): host collectives are the communication."""
-    torch = pytest.importorskip("torch")
-    dist = pytest.importorskip("torch.distributed")
-    if not dist.is_available() or not dist.is_gloo_available():
-        pytest.skip("torch without gloo")
-    from torch.profiler import ProfilerActivity, profile, schedule
+    def collectives(dist, x):
+        dist.all_reduce(x)
+        dist.broadcast(x, 0)
 
-    path = tmp_path / "gloo.pt.trace.json"
-    dist.init_process_group("gloo", init_method=f"file://{tmp_path}/store", rank=0, world_size=1)
-    try:
-        x = torch.randn(4096)
-        with profile(activities=[ProfilerActivity.CPU], schedule=schedule(wait=0, warmup=1, active=2),
-                     on_trace_ready=lambda p: p.export_chrome_trace(str(path))) as prof:
-            for _ in range(3):
-                dist.all_reduce(x)
-                dist.broadcast(x, 0)
-                (x * 2).sum()
-                prof.step()
-    finally:
-        dist.destroy_process_group()
+    path = one_rank_gloo_trace(tmp_path, collectives)
     raw, events = load(path)
     d = build_digest(read_kineto(path))
     assert_sums(d)

@@ -13,6 +13,7 @@ from decimal import Decimal
 
 import pytest
 
+from _gloo_trace import one_rank_gloo_trace
 from conftest import fixture_path
 
 from canning_tb.analysis.build import build_digest
@@ -197,24 +198,7 @@ def test_collective_comm_category_on_device_is_communication(tmp_path):
 def test_hccl_host_ranges_are_communication(tmp_path):
     """A real CPU-only gloo run (one rank), its backend ranges renamed as torch_npu's HCCL backend
     writes them (`hccl:all_reduce`): the same collectives, the table and the breakdown agree."""
-    torch = pytest.importorskip("torch")
-    dist = pytest.importorskip("torch.distributed")
-    if not dist.is_available() or not dist.is_gloo_available():
-        pytest.skip("torch without gloo")
-    from torch.profiler import ProfilerActivity, profile, schedule
-
-    path = tmp_path / "gloo.pt.trace.json"
-    dist.init_process_group("gloo", init_method=f"file://{tmp_path}/store", rank=0, world_size=1)
-    try:
-        x = torch.randn(4096)
-        with profile(activities=[ProfilerActivity.CPU], schedule=schedule(wait=0, warmup=1, active=2),
-                     on_trace_ready=lambda p: p.export_chrome_trace(str(path))) as prof:
-            for _ in range(3):
-                dist.all_reduce(x)
-                (x * 2).sum()
-                prof.step()
-    finally:
-        dist.destroy_process_group()
+    path = one_rank_gloo_trace(tmp_path, lambda dist, x: dist.all_reduce(x))
     trace = json.loads(path.read_text(encoding="utf-8"))
     ranges = [e for e in trace["traceEvents"] if e.get("ph") == "X" and e["name"].startswith("gloo:")]
     for e in ranges:
