@@ -36,6 +36,13 @@ def raw_events(path):
         return json.load(f)["traceEvents"]
 
 
+def expect_longest_call_shown(frame, logdir, name):
+    """The details table shows the duration of `name`'s longest call in the raw DLRM trace."""
+    raw = raw_events(logdir / "dlrm" / f"{DLRM_WORKER}.{DLRM_WINDOW}.pt.trace.json.gz")
+    longest = max(e["dur"] for e in raw if e.get("ph") == "X" and e["name"] == name)
+    expect(frame.locator("#timeline-slice-table")).to_contain_text(f"{longest:,.1f}")
+
+
 def open_timeline(page, url, run, worker=None, window=None):
     frame = open_plugin(page, url)
     expect(frame.locator("#run-select option")).to_have_count(2, timeout=T)
@@ -185,9 +192,7 @@ def test_link_from_operators_opens_the_longest_call(page, url, logdir, errors):
     expect(frame.locator("#tab-timeline")).to_have_attribute("aria-selected", "true")
     details = frame.locator("#timeline-details")
     expect(details).to_contain_text(name, timeout=T)
-    raw = raw_events(logdir / "dlrm" / f"{DLRM_WORKER}.{DLRM_WINDOW}.pt.trace.json.gz")
-    longest = max(e["dur"] for e in raw if e.get("ph") == "X" and e["name"] == name)
-    expect(frame.locator("#timeline-slice-table")).to_contain_text(f"{longest:,.1f}")
+    expect_longest_call_shown(frame, logdir, name)
     assert errors == []
 
 
@@ -202,9 +207,7 @@ def test_double_click_on_a_kernel_opens_its_longest_call(page, url, logdir, erro
     first.dblclick()
     expect(frame.locator("#tab-timeline")).to_have_attribute("aria-selected", "true")
     expect(frame.locator("#timeline-details")).to_contain_text(name, timeout=T)
-    raw = raw_events(logdir / "dlrm" / f"{DLRM_WORKER}.{DLRM_WINDOW}.pt.trace.json.gz")
-    longest = max(e["dur"] for e in raw if e.get("ph") == "X" and e["name"] == name)
-    expect(frame.locator("#timeline-slice-table")).to_contain_text(f"{longest:,.1f}")
+    expect_longest_call_shown(frame, logdir, name)
     assert errors == []
 
 
