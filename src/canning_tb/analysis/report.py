@@ -57,8 +57,8 @@ class Table:
 
 
 def _fmt(c) -> str:
-    if c is None:  # unknown in the data (.rows keep None; CSV leaves the cell empty)
-        return "n/a"
+    if c is None:  # not recorded in the files (.rows keep None; CSV leaves the cell empty)
+        return "unknown"
     if isinstance(c, float):
         return f"{c:.3f}"
     return str(c)
@@ -78,10 +78,11 @@ def memory_summary(digest: pb.Digest) -> Table:
     t = Table("Memory summary", ["Device", "Allocations", "Frees", "Allocated", "Peak memory", "Peak reserved", "Capacity"])
     n_empty = 0
     for m in digest.memory:
+        # None: the file does not record it (printed "unknown", an empty CSV cell), never 0
         t.rows.append([m.device, int(m.allocations), int(m.frees), _mb(m.allocated_bytes),
-                       _mb(m.peak_allocated_bytes) if m.peak_allocated_bytes >= 0 else "n/a",
-                       _mb(m.peak_reserved_bytes) if m.peak_reserved_bytes >= 0 else "n/a",
-                       _mb(m.capacity_bytes) if m.capacity_bytes > 0 else "n/a"])
+                       _mb(m.peak_allocated_bytes) if m.peak_allocated_bytes >= 0 else None,
+                       _mb(m.peak_reserved_bytes) if m.peak_reserved_bytes >= 0 else None,
+                       _mb(m.capacity_bytes) if m.capacity_bytes > 0 else None])
         n_empty = max(n_empty, m.empty_cache_calls)
     if n_empty:
         t.notes.append(f"Warning: empty_cache was called {n_empty} times; it slows the steps that follow "
@@ -109,7 +110,7 @@ def communication_summary(digest: pb.Digest) -> Table:
         mean = communication_figures(digest)["mean"]
         share = mean["not_overlapped_share"]
         t.notes.append(f"Mean step: communication {_ms(mean['total_ns'])} ms, of which {_ms(mean['not_overlapped_ns'])} ms "
-                       f"not overlapped with compute ({'n/a' if share is None else f'{100 * share:.1f}%'} of the step).")
+                       f"not overlapped with compute ({'unknown' if share is None else f'{100 * share:.1f}%'} of the step).")
         if mean["wait_ns"] >= 0:
             t.notes.append(f"Mean step: wait {_ms(mean['wait_ns'])} ms, transfer {_ms(mean['transfer_ns'])} ms "
                            f"(p2p wait {_ms(mean['p2p_wait_ns'])} ms).")
