@@ -32,7 +32,7 @@ def load_events(path):
 class Ev:
     """One duration event, times in ns."""
 
-    __slots__ = ("name", "cat", "thread", "start", "end", "corr", "ext", "parent", "index", "dev_self", "args")
+    __slots__ = ("name", "cat", "thread", "start", "end", "corr", "ext", "parent", "index", "args")
 
     def __init__(self, raw, index):
         self.name, self.cat = raw["name"], raw.get("cat", "").lower()
@@ -45,7 +45,6 @@ class Ev:
         self.ext = args.get("External id", args.get("external id"))
         self.parent = None
         self.index = index
-        self.dev_self = 0
 
     @property
     def dur(self):
@@ -68,6 +67,16 @@ def nest_by_stack(events):
             stack.append(e)
 
 
+def _covered(events) -> int:
+    """Length of the union of the events' [start, end) (a sweep by start)."""
+    covered, reach = 0, None
+    for d in sorted(events, key=lambda d: d.start):
+        lo = d.start if reach is None else max(d.start, reach)
+        covered += max(0, d.end - lo)
+        reach = d.end if reach is None else max(reach, d.end)
+    return covered
+
+
 class Trace:
     """Host ops, launches and device events of one trace, joined by hand."""
 
@@ -86,14 +95,11 @@ class Trace:
             if rt is None or rt.parent is None or rt.parent.cat in RUNTIME:
                 continue
             self.owner[d] = rt.parent
-            rt.parent.dev_self += d.dur
-        self.dev_total = {}
-        for op in self.host:  # every ancestor of the owner gets the device time (children summed)
-            self.dev_total.setdefault(op, 0)
+        self.dev_under = defaultdict(set)  # op -> the device events launched by it or its descendants
         for d, op in self.owner.items():
             cur = op
             while cur is not None:
-                self.dev_total[cur] += d.dur
+                self.dev_under[cur].add(d)
                 cur = cur.parent
 
     def steps(self):
@@ -101,8 +107,10 @@ class Trace:
 
     def op_rows(self):
         """{name: {calls, host_total, device_self, device_total, kernels: {kernel: [calls, total]}}}
-        over the CPU operators (not annotations), ProfilerStep#N excluded."""
-        rows = {}
+        over the CPU operators (not annotations), ProfilerStep#N excluded. device_self / device_total:
+        the length of the union of the intervals of the device events launched by a call of the name
+        / by a call or anything under it (each event once, overlaps once)."""
+        rows, under, own = {}, defaultdict(set), defaultdict(set)
         for op in self.ops:
             if op.cat == "user_annotation" or STEP.match(op.name):
                 continue
@@ -110,8 +118,13 @@ class Trace:
                                           "kernels": defaultdict(lambda: [0, 0])})
             r["calls"] += 1
             r["host_total"] += op.dur
-            r["device_self"] += op.dev_self
-            r["device_total"] += self.dev_total[op]
+            under[op.name] |= self.dev_under[op]
+        for d, op in self.owner.items():
+            if op.name in rows and op.cat != "user_annotation":
+                own[op.name].add(d)
+        for name in rows:
+            rows[name]["device_self"] = _covered(own[name])
+            rows[name]["device_total"] = _covered(under[name])
         for d, op in self.owner.items():
             if op.name in rows and op.cat != "user_annotation":
                 k = rows[op.name]["kernels"][d.name]

@@ -257,3 +257,15 @@ def test_reserved_memory_where_the_file_records_it():
     assert mem["cuda:1"].peak_reserved_bytes == max(a["Total Reserved"] for a in gpu) > 0
     assert len(mem["cuda:1"].curve_reserved_bytes) == len(mem["cuda:1"].curve_ts_ns)
     assert mem["CPU"].peak_reserved_bytes == -1 and not mem["CPU"].curve_reserved_bytes
+
+
+@pytest.mark.parametrize("name", sorted(RUNS))
+def test_no_operator_device_time_exceeds_the_window(name):
+    """Nested calls of one name (HcclAllreduce inside HcclAllreduce on Ascend) and kernels at the same
+    time count once: device self <= device total <= the window's length."""
+    _, _, digests = _digests(Store(str(_path(name))))
+    for digest in digests:
+        window = digest.window.end_ns - digest.window.start_ns
+        for rows in (digest.ops_by_name, digest.ops_by_shape, digest.ops_by_stack):
+            for op in rows:
+                assert 0 <= op.device_self_ns <= op.device_total_ns <= window, (op.name, op.device_total_ns, window)
