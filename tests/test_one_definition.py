@@ -269,3 +269,13 @@ def test_no_operator_device_time_exceeds_the_window(name):
         for rows in (digest.ops_by_name, digest.ops_by_shape, digest.ops_by_stack):
             for op in rows:
                 assert 0 <= op.device_self_ns <= op.device_total_ns <= window, (op.name, op.device_total_ns, window)
+
+
+def test_host_self_time_leaves_out_the_launches_as_key_averages_does():
+    """aten::addmm [9, 29) launches three kernels (cudaLaunchKernel of 1 each, inside it): its host
+    self time is 20 - 3, as torch's key_averages() (launches are children with rows of their own)."""
+    from test_analysis_synthetic import gpu_table
+
+    from canning_tb.analysis.build import build_digest
+    by = {o.name: o for o in build_digest(gpu_table()).ops_by_name}
+    assert by["aten::addmm"].host_total_ns == 20 and by["aten::addmm"].host_self_ns == 20 - 3

@@ -38,14 +38,16 @@ def independent_host_self(path):
     """{op name: (calls, host self µs)} by nesting the host ranges of each thread.
 
     Operators are `cpu_op` (2021: `Operator`) events; record_function ranges (`user_annotation`)
-    nest with them (they are children that take self time away) but are not operators.
+    and runtime calls (`cuda_runtime`, 2021: `Runtime`) nest with them (they are children that take
+    self time away, as in torch's key_averages()) but are not operators.
     """
     opener = gzip.open if str(path).endswith(".gz") else open
     with opener(path, "rt") as f:
         events = json.load(f)["traceEvents"]
     threads = collections.defaultdict(list)
     for e in events:
-        if e.get("ph") == "X" and e.get("cat") in ("Operator", "cpu_op", "user_annotation"):
+        if e.get("ph") == "X" and e.get("cat") in ("Operator", "cpu_op", "user_annotation", "Runtime",
+                                                   "cuda_runtime", "cuda_driver"):
             threads[(e["pid"], e["tid"])].append(e)
     self_us, calls = collections.Counter(), collections.Counter()
     for evs in threads.values():
@@ -61,7 +63,7 @@ def independent_host_self(path):
             calls[e["name"]] += 1
         for _, ev, ch in stack:
             self_us[ev["name"]] += ev["dur"] - ch
-    ops = {e["name"] for evs in threads.values() for e in evs if e["cat"] != "user_annotation"}
+    ops = {e["name"] for evs in threads.values() for e in evs if e["cat"] in ("Operator", "cpu_op")}
     return {n: (calls[n], self_us[n]) for n in ops}
 
 

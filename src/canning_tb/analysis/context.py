@@ -77,10 +77,12 @@ class Context:
 
     @cached_property
     def host_self(self) -> np.ndarray:
-        """dur minus the durations of direct children (RUNTIME children not subtracted)."""
+        """dur minus the durations of its direct children on its thread, runtime calls
+        (cudaLaunchKernel, aclrt*) among them: torch's key_averages() self CPU time, which counts
+        launches in their own rows (and so did torch-tb-profiler)."""
         h = self.host
         dur = self.ev["dur"][h.rows]
         child = np.zeros(len(h.rows), np.int64)
-        sel = (h.parent != NONE) & (self.host_kind != int(Kind.RUNTIME))
+        sel = h.parent != NONE
         np.add.at(child, h.parent[sel], dur[sel])
         return np.maximum(dur - child, 0)

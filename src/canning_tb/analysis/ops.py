@@ -2,8 +2,9 @@
 
 Rows: CPU_OP events on the host, ProfilerStep#N excluded.
 - host total = the event's duration; host self = total minus its direct children on the same
-  thread (CPU_OP / USER_ANNOTATION children; RUNTIME launches are not subtracted, as in
-  torch-tb-profiler); nesting from `common.nest` (sort-based, vectorised).
+  thread (CPU_OP / USER_ANNOTATION children and RUNTIME calls such as cudaLaunchKernel: as
+  torch's key_averages() self CPU time and torch-tb-profiler count it); nesting from
+  `common.nest` (sort-based, vectorised).
 - device self of a row (name, shape or stack) = the length of the union of the intervals of the
   device events (kernels, memcpy, memset, communication) whose launching innermost op is one of
   its calls (see `context.Context`); device total = the same over the events launched by its
