@@ -279,3 +279,32 @@ def test_host_self_time_leaves_out_the_launches_as_key_averages_does():
     from canning_tb.analysis.build import build_digest
     by = {o.name: o for o in build_digest(gpu_table()).ops_by_name}
     assert by["aten::addmm"].host_total_ns == 20 and by["aten::addmm"].host_self_ns == 20 - 3
+
+
+def test_operator_rows_are_key_averages(tmp_path):
+    """A real torch.profiler run on the CPU: every operator row (calls, host self, host total) is the
+    row key_averages() gives for that name, redispatched calls (aten::mean inside aten::mean)
+    folded into their parent as torch folds them."""
+    torch = pytest.importorskip("torch")
+    from torch.profiler import ProfilerActivity, profile
+
+    from canning_tb.analysis.build import build_digest
+    from canning_tb.ingest.kineto import read_kineto
+    model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(), torch.nn.Linear(128, 8))
+    x = torch.randn(32, 64)
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        for _ in range(3):
+            model(x).pow(2).mean().backward()
+    path = tmp_path / "cpu.pt.trace.json"
+    prof.export_chrome_trace(str(path))
+    ours = {o.name: o for o in build_digest(read_kineto(str(path))).ops_by_name}
+    theirs = {a.key: a for a in prof.key_averages()}
+    assert "aten::mean" in ours and "aten::mul" in ours
+    for name, op in ours.items():
+        if name not in theirs:
+            continue
+        a = theirs[name]
+        slack = 2 * op.calls  # µs with 3 decimals in the file: a nanosecond per end
+        assert op.calls == a.count, name
+        assert abs(op.host_self_ns - a.self_cpu_time_total * 1000) <= slack, name
+        assert abs(op.host_total_ns - a.cpu_time_total * 1000) <= slack, name

@@ -1,6 +1,8 @@
 """Operator statistics: by name, by name + input shapes, by name + call stack.
 
-Rows: CPU_OP events on the host, ProfilerStep#N excluded.
+Rows: CPU_OP events on the host, ProfilerStep#N excluded; a call that is the only child of a call
+of the same name (a redispatch) is folded into that call, as torch's key_averages() does
+(`Context.op_target`): one call, its self time and kernels added to the parent's.
 - host total = the event's duration; host self = total minus its direct children on the same
   thread (CPU_OP / USER_ANNOTATION children and RUNTIME calls such as cudaLaunchKernel: as
   torch's key_averages() self CPU time and torch-tb-profiler count it); nesting from
@@ -45,7 +47,9 @@ def _op_positions(ctx: Context) -> np.ndarray:
     t = ctx.table
     step_ids = ids_matching(t, STEP_RE)
     rows = ctx.host.rows
-    return np.flatnonzero((ctx.host_kind == int(Kind.CPU_OP)) & ~id_mask(ctx.ev["name"][rows], step_ids, len(t.strings)))
+    kept = ctx.op_target == np.arange(len(rows))  # a redispatched call counts in its parent's row
+    return np.flatnonzero((ctx.host_kind == int(Kind.CPU_OP)) & kept & ~id_mask(ctx.ev["name"][rows], step_ids,
+                                                                               len(t.strings)))
 
 
 def python_stacks(ctx: Context, op_rows: np.ndarray) -> tuple[np.ndarray, list[str]]:
@@ -98,7 +102,7 @@ def _group(keys: np.ndarray):
 def _launched_under(ctx: Context, pos: np.ndarray, inv: np.ndarray, nested: bool) -> tuple[np.ndarray, np.ndarray]:
     """(group, device row) pairs, each once: the device events launched by a call of the group, and
     with `nested` by any of its descendants too (walking up from each event's launching op)."""
-    own = ctx.device_owner
+    own = ctx.op_owner
     ok = own != NONE
     group_of_pos = np.full(len(ctx.host.rows), -1, np.int64)
     group_of_pos[pos] = inv
@@ -146,7 +150,7 @@ def _stats(ctx: Context, pos: np.ndarray, inv: np.ndarray, ng: int):
     ev, h = ctx.ev, ctx.host
     dur = ev["dur"][h.rows[pos]]
     calls = np.bincount(inv, minlength=ng)
-    hs = np.bincount(inv, weights=ctx.host_self[pos], minlength=ng)
+    hs = np.bincount(inv, weights=ctx.op_self[pos], minlength=ng)
     ht = np.bincount(inv, weights=dur, minlength=ng)
     ds = _device_union(ctx, pos, inv, ng, nested=False)
     dt = _device_union(ctx, pos, inv, ng, nested=True)
@@ -161,7 +165,7 @@ def _top_kernels(ctx: Context, pos: np.ndarray, inv: np.ndarray, ng: int) -> lis
     """Per group: [(kernel name id, calls, total ns)] of the device events launched by its ops
     (the op itself, not its children), top TOP_KERNELS by time."""
     out: list[list] = [[] for _ in range(ng)]
-    own = ctx.device_owner
+    own = ctx.op_owner
     ok = own != NONE
     if not ok.any():
         return out
