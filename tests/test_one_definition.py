@@ -14,6 +14,7 @@ import os
 import socket
 import subprocess
 import sys
+from collections import defaultdict
 from pathlib import Path
 
 import pytest
@@ -308,3 +309,46 @@ def test_operator_rows_are_key_averages(tmp_path):
         assert op.calls == a.count, name
         assert abs(op.host_self_ns - a.self_cpu_time_total * 1000) <= slack, name
         assert abs(op.host_total_ns - a.cpu_time_total * 1000) <= slack, name
+
+
+def _matrix_ranks(rank_dir: Path) -> dict:
+    """{group: ranks linked} from communication_matrix.json, read here with json ("src-dst" keys)."""
+    found = defaultdict(set)
+    raw = json.loads((rank_dir / "ASCEND_PROFILER_OUTPUT" / "communication_matrix.json").read_text())
+    for step in raw.values():
+        for kind in step.values():
+            for key, links in kind.items():
+                for link in links:
+                    found[key.split("@")[-1]].update(int(x) for x in link.split("-"))
+    return found
+
+
+def test_world_size_and_groups_come_from_the_files():
+    # level1: no file states the world size; the matrix links ranks 0..7: at least 8
+    level1 = fixture_path("ascend", "level1")
+    linked = _matrix_ranks(level1 / "rank0_ascend_pt")
+    store = Store(str(level1))
+    _, workers, digests = _digests(store)
+    for digest in digests:
+        assert digest.window.world_size == max(max(r) for r in linked.values()) + 1 == 8
+        (group,) = digest.communication.groups
+        assert group.members == len(linked[group.group]) and group.group.isdigit()
+        assert group.label == f"{group.members} ranks ({group.group[:4]}…{group.group[-4:]})"
+        assert group.label in str(report.communication_summary(digest))
+    # level0: no matrix, and no file names the world size or the groups: unknown, not 1
+    level0 = fixture_path("ascend", "level0")
+    assert not list(level0.rglob("communication_matrix.json"))
+    for meta in list(level0.rglob("profiler_info*.json")) + list(level0.rglob("profiler_metadata.json")):
+        text = meta.read_text()
+        assert "world_size" not in text and "parallel_group_info" not in text, meta
+    _, _, digests = _digests(Store(str(level0)))
+    assert {d.window.world_size for d in digests} == {-1}
+    assert report.window_report(digests[0]).startswith(f"rank {digests[0].window.rank}/unknown ")
+    # Kineto: distributedInfo.world_size
+    dlrm = fixture_path("param", "dlrm_8ranks")
+    _, workers, digests = _digests(Store(str(dlrm)))
+    for digest in digests:
+        (trace,) = [p for p in dlrm.glob("*.json.gz") if p.name.startswith(digest.window.worker + ".")] or \
+            [next(dlrm.glob("*.json.gz"))]
+        info = json.loads(gzip.decompress(trace.read_bytes()))["distributedInfo"]
+        assert digest.window.world_size == info["world_size"] == 8

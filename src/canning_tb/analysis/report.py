@@ -96,8 +96,9 @@ def communication_summary(digest: pb.Digest) -> Table:
     from .summary import communication_figures
     t = Table("Communication summary", ["Collective", "Group", "Calls", "Total(ms)", "Avg(ms)", "Bytes",
                                         "Transit bytes", "Wait(ms)", "Transfer(ms)", "Bandwidth(GB/s)"])
+    labels = {g.group: g.label or g.group for g in digest.communication.groups}  # names, not raw hashes
     for c in digest.communication.collectives:
-        t.rows.append([c.kind, c.group, int(c.calls), _ms(c.total_ns), _ms(c.total_ns / c.calls) if c.calls else 0.0,
+        t.rows.append([c.kind, labels.get(c.group, c.group), int(c.calls), _ms(c.total_ns), _ms(c.total_ns / c.calls) if c.calls else 0.0,
                        int(c.bytes) if c.bytes >= 0 else None, int(c.transit_bytes) if c.transit_bytes > 0 else None,
                        _ms(c.wait_ns) if c.wait_ns >= 0 else None, _ms(c.transfer_ns) if c.transfer_ns >= 0 else None,
                        round(c.bandwidth_gbps, 3) if c.bandwidth_gbps >= 0 else None])
@@ -163,7 +164,8 @@ def kernel_summary(digest: pb.Digest, limit: int | None = None) -> Table:
 def window_report(digest: pb.Digest, top: int = 10) -> str:
     """All the text twins of one window, as one printable block."""
     w = digest.window
-    head = f"rank {w.rank}/{w.world_size}  format {w.format}  steps {len(digest.steps)}  " \
+    world = w.world_size if w.world_size > 0 else "unknown"
+    head = f"rank {w.rank}/{world}  format {w.format}  steps {len(digest.steps)}  " \
            f"average step {_ms(digest.average.total_ns)} ms"
     parts = [head, str(step_summary(digest)), str(op_summary(digest, limit=top))]
     if digest.kernels_by_name:
