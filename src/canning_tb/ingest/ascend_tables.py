@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import side_tables as side
+from ._json import TOO_DEEP
 from .ascend_csv import (device_index, device_name, kb_to_bytes, mb_to_bytes, ms_to_ns, none_to, norm_shapes,
                          norm_stack, read_csv, to_float, to_int, us_float_to_ns, us_to_ns)
 from .table import NONE, Kind, Problem, is_comm_kernel_name
@@ -26,6 +27,9 @@ def _load_json(path: str, display: str, problems: list[Problem]) -> Any:
             return json.loads(f.read().decode("utf-8-sig"))
     except (OSError, ValueError) as e:
         problems.append(Problem(display, f"not valid JSON (truncated or still being written?): {e}"))
+        return None
+    except RecursionError:
+        problems.append(Problem(display, TOO_DEEP))
         return None
 
 
