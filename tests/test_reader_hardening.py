@@ -219,3 +219,46 @@ def test_a_lone_surrogate_escape_costs_nothing_but_its_character(tmp_path, escap
     assert len(table) == n
     assert any(s.startswith("op\ufffd") and s.endswith("name") for s in table.strings.values)
     assert any("surrogate" in p.message for p in table.problems)
+
+
+# -- issue 15: a big plain trace read by two processes, a block at a time --------------------------
+
+def _rows(table):
+    """Every event and memory record with its strings resolved, as sorted tuples (row order and
+    string ids may differ between ways of reading; the rows may not)."""
+    values = table.strings.values + [None]
+
+    def resolved(cols, text):
+        return sorted(zip(*([values[i] for i in cols[k].tolist()] if k in text else cols[k].tolist()
+                            for k in sorted(cols))))
+    return (resolved(table.events, ("name", "cat", "shapes", "stack", "group", "core")),
+            resolved(table.memory, ("device", "component", "op")))
+
+
+@pytest.mark.parametrize("fixture", [_hostile.KINETO, ("hta", "df_index_resolver", None)])
+def test_reading_in_two_processes_gives_the_same_table(tmp_path, monkeypatch, fixture):
+    from conftest import fixture_path
+    from canning_tb.ingest import _json, kineto_parallel
+    if fixture[-1] is None:
+        (src,) = fixture_path(*fixture[:-1]).glob("*.json*")
+    else:
+        src = fixture_path(*fixture)
+    data = gzip.decompress(src.read_bytes()) if src.name.endswith(".gz") else src.read_bytes()
+    path = write(tmp_path, data)
+    whole = read_kineto(path)
+    calls = []
+    ranges = kineto_parallel.read_ranges
+    monkeypatch.setattr(kineto_parallel, "PARALLEL_BYTES", 0)
+    monkeypatch.setattr(_json, "_BLOCK", 200_000)  # many blocks, cut between elements
+    def planned(*args):  # counted only when the file was read in ranges (no fallback)
+        result = ranges(*args)
+        calls.append(result)
+        return result
+    monkeypatch.setattr(kineto_parallel, "read_ranges", planned)
+    parallel = read_kineto(path)
+    assert calls and kineto_parallel._can_fork()
+    assert _rows(parallel) == _rows(whole)
+    for field in ("rank", "world_size", "start_ns", "end_ns", "process_names", "thread_names", "devices",
+                  "environment", "host"):
+        assert getattr(parallel.meta, field) == getattr(whole.meta, field), field
+    assert [(p.message, p.severity) for p in parallel.problems] == [(p.message, p.severity) for p in whole.problems]

@@ -337,3 +337,87 @@ def iter_chunks(buf: bytearray, start: int, end: int, decode: Callable[[bytes], 
             hi = _next_cut(buf, hi + 1, stop)
         yield out
         lo = hi + 1
+
+
+# -- a big array read from the file a block at a time (no whole-file buffer) ----------------------
+_EDGE = 64 << 10  # bytes of head / tail searched for the array's ends
+_BLOCK = 32 << 20  # bytes read at once by iter_file_chunks
+_ARRAY_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
+_ELEMENT_CUT = re.compile(rb"\}\s*,\s*\{")
+
+
+class ArrayPlan:
+    """Where the traceEvents array of a plain file lies: `start` ('[') to `end` (after ']'), and the
+    other top-level keys (decoded from the head and tail alone, the array replaced by [])."""
+
+    def __init__(self, top: dict[str, msgspec.Raw], start: int, end: int):
+        self.top, self.start, self.end = top, start, end
+
+    def split(self, path: str, parts: int) -> list[tuple[int, int]]:
+        """[lo, hi) byte ranges of the array's elements (no brackets, no separating commas), cut
+        between two elements near equal sizes."""
+        lo, stop = self.start + 1, self.end - 1
+        bounds = [lo]
+        with open(path, "rb") as f:
+            for k in range(1, parts):
+                at = lo + (stop - lo) * k // parts
+                f.seek(at)
+                found = _ELEMENT_CUT.search(f.read(_BLOCK))
+                if found is None:
+                    break
+                bounds += [at + found.start() + 1, at + found.end() - 1]  # '}' ends one, '{' starts the next
+        bounds.append(stop)
+        return list(zip(bounds[::2], bounds[1::2]))
+
+
+def plan_array(path: str, min_bytes: int) -> ArrayPlan | None:
+    """The plan of a plain (not gzipped) file of at least min_bytes whose top-level object holds
+    traceEvents between a small head and tail; None for anything else (then read it whole)."""
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        if size < max(min_bytes, 4 * _EDGE):
+            return None
+        head = f.read(_EDGE)
+        f.seek(size - _EDGE)
+        tail = f.read(_EDGE)
+    found = _ARRAY_KEY.search(head)
+    if head[:2] == b"\x1f\x8b" or found is None:
+        return None
+    start = found.end() - 1
+    for close in re.finditer(rb"\]", tail):  # the earliest ']' after which the text closes the object
+        text = head[:start] + b"[]" + tail[close.end():]
+        try:
+            top = msgspec.json.decode(text, type=dict[str, msgspec.Raw])
+        except (msgspec.DecodeError, RecursionError):
+            continue
+        if bytes(top.get("traceEvents", b"")) == b"[]":
+            return ArrayPlan(top, start, size - _EDGE + close.end())
+    return None
+
+
+def iter_file_chunks(path: str, lo: int, hi: int, decode: Callable[[bytes], Any],
+                     on_utf8: Callable[[], None]) -> Iterator[Any]:
+    """iter_chunks over the array elements in the file's bytes [lo, hi), read a block at a time;
+    each block ends where an element ends ('}' before ',' '{')."""
+    with open(path, "rb") as f:
+        pos = lo
+        while pos < hi:
+            f.seek(pos)
+            size = min(_BLOCK, hi - pos)
+            buf = bytearray(size + 2)
+            with memoryview(buf) as view:
+                got = f.readinto(view[1:size + 1])
+            if got != size:
+                raise InputError(path, "the file changed while it was read")
+            end, nxt = size + 1, hi
+            if pos + size < hi:  # not the last block: stop after the last whole element
+                cut = buf.rfind(b"}", 0, end)
+                while cut > 0 and not _ELEMENT_CUT.match(buf, cut):
+                    cut = buf.rfind(b"}", 0, cut)
+                if cut <= 0:
+                    raise msgspec.DecodeError("no element boundary in a block")
+                after = _ELEMENT_CUT.match(buf, cut)
+                end, nxt = cut + 1, pos + after.end() - 2  # buf[i] is file byte pos + i - 1
+            buf[0], buf[end] = 0x5B, 0x5D  # '[' piece ']'
+            yield from iter_chunks(buf, 0, end + 1, decode, on_utf8)
+            pos = nxt

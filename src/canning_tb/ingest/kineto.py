@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import decimal
 import json
+import os
 import re
 from collections import Counter
 from operator import attrgetter
@@ -28,7 +29,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from . import _json
+from . import _json, kineto_parallel
 from ._stacks import fill_python_stacks
 from .table import (EVENT_COLUMNS, MEMORY_COLUMNS, NONE, EventTable, InputError, Kind, Meta, Problem,
                     Strings, is_comm_kernel_name)
@@ -207,6 +208,15 @@ class _Reader:
         self.iter_start = NONE
         self.exact = False
         self.count = Counter()
+
+    def __getstate__(self) -> dict:  # sent from a child process (kineto_parallel): no bound method
+        state = dict(self.__dict__)
+        del state["sid"]
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self.sid = self.strs.__getitem__
 
     # -- decoding -------------------------------------------------------------------------------
     def chunk(self, piece: bytes) -> None:
@@ -611,9 +621,17 @@ class _Reader:
 
 
 def read_kineto(path: str) -> EventTable:
-    """One Kineto trace file -> EventTable; raises InputError when nothing can be read."""
+    """One Kineto trace file -> EventTable; raises InputError when nothing can be read. A big plain
+    file is read by two processes a block at a time (kineto_parallel), anything else whole."""
     path = str(path)
     _json.refuse_non_json(path)
+    try:
+        _json.check_size(path, os.path.getsize(path))
+        reader, top_raw = kineto_parallel.read_ranges(path, _Reader)
+    except (kineto_parallel.NotPlanned, OSError):
+        reader = None
+    if reader is not None:
+        return reader.finish(_small_values(top_raw))
     reader = _Reader(path)
     buf = _json.read_bytes(path)
     top_raw, buf = _json.decode_top(path, buf, reader.problems)
