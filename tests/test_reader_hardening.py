@@ -262,3 +262,18 @@ def test_reading_in_two_processes_gives_the_same_table(tmp_path, monkeypatch, fi
                   "environment", "host"):
         assert getattr(parallel.meta, field) == getattr(whole.meta, field), field
     assert [(p.message, p.severity) for p in parallel.problems] == [(p.message, p.severity) for p in whole.problems]
+
+
+def test_damaged_text_in_a_big_plain_file_is_read_by_the_whole_file_path(tmp_path, monkeypatch):
+    """NaN tokens deep in the array: the block reader gives up at once (no piece grown event by event),
+    and the whole-file path repairs them, as for a small file."""
+    from canning_tb.ingest import _json, kineto_parallel
+    text = _hostile.kineto_text()
+    damaged = text[: len(text) * 3 // 4] + text[len(text) * 3 // 4:].replace(b'"dur": 1,', b'"dur": NaN,', 2)
+    assert damaged != text
+    path = write(tmp_path, damaged)
+    small = read_kineto(path)
+    monkeypatch.setattr(kineto_parallel, "PARALLEL_BYTES", 0)
+    monkeypatch.setattr(_json, "_BLOCK", 200_000)
+    big = read_kineto(path)
+    assert len(big) == len(small) and any("NaN" in p.message for p in big.problems)

@@ -346,6 +346,13 @@ _ARRAY_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 _ELEMENT_CUT = re.compile(rb"\}\s*,\s*\{")
 
 
+class _Element(msgspec.Struct, gc=False):
+    """Any array element, its fields skipped: decoding a list of these only checks the syntax."""
+
+
+_CHECK = msgspec.json.Decoder(list[_Element | list | str | int | float | bool | None])
+
+
 class ArrayPlan:
     """Where the traceEvents array of a plain file lies: `start` ('[') to `end` (after ']'), and the
     other top-level keys (decoded from the head and tail alone, the array replaced by [])."""
@@ -419,5 +426,7 @@ def iter_file_chunks(path: str, lo: int, hi: int, decode: Callable[[bytes], Any]
                 after = _ELEMENT_CUT.match(buf, cut)
                 end, nxt = cut + 1, pos + after.end() - 2  # buf[i] is file byte pos + i - 1
             buf[0], buf[end] = 0x5B, 0x5D  # '[' piece ']'
+            with memoryview(buf) as view:
+                _CHECK.decode(view[:end + 1])  # one syntax pass: bad text goes to the whole-file path
             yield from iter_chunks(buf, 0, end + 1, decode, on_utf8)
             pos = nxt

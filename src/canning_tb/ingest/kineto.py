@@ -629,9 +629,12 @@ def read_kineto(path: str) -> EventTable:
         _json.check_size(path, os.path.getsize(path))
         reader, top_raw = kineto_parallel.read_ranges(path, _Reader)
     except (kineto_parallel.NotPlanned, OSError):
-        reader = None
-    if reader is not None:
-        return reader.finish(_small_values(top_raw))
+        return _read_whole(path)
+    return reader.finish(_small_values(top_raw))
+
+
+def _read_whole(path: str) -> EventTable:
+    """The file held once in memory: repaired in place where it is damaged, decoded in chunks."""
     reader = _Reader(path)
     buf = _json.read_bytes(path)
     top_raw, buf = _json.decode_top(path, buf, reader.problems)
