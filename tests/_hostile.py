@@ -4,7 +4,8 @@ from a real fixture changed in one hostile or unlucky way.
 To add a case, append `Case(name, build, status, words)` to CASES: `build(run_dir)` writes the run's
 files (run_dir does not exist yet); `status` is what /overview answers for the run's window(s)
 (200: read, maybe with problems; 422: an input error naming the file; None: no window is listed);
-`words` is a regular expression the 422's error must match (the file and the problem).
+`words` is a regular expression the 422's error must match (the file and the problem), or for a 200 one
+of the answer's problems ("<file>: <message>").
 """
 from __future__ import annotations
 
@@ -184,12 +185,12 @@ KINETO_CASES = [
     Case("k_ts_1e400", _number("ts", b"1e400"), 200),
     Case("k_ts_minus_1e400", _number("ts", b"-1e400"), 200),
     Case("k_dur_1e400", _number("dur", b"1e400"), 200),
-    Case("k_ts_1e300", _number("ts", b"1e300"), 200),
+    Case("k_ts_1e300", _number("ts", b"1e300"), 200, "out of range"),
     Case("k_dur_1e300", _number("dur", b"1e300"), 200),
     Case("k_ts_huge_int", _number("ts", b"9" * 40), 200),
     Case("k_dur_2_63", _number("dur", str(2 ** 63).encode()), 200),
     Case("k_ts_string_1e400", _number("ts", b'"1e400"'), 200),
-    Case("k_lone_surrogate", _replace_marker(_surrogate, b'"op\\ud800name"', b'"@SUR@"'), 200),
+    Case("k_lone_surrogate", _replace_marker(_surrogate, b'"op\\ud800name"', b'"@SUR@"'), 200, "surrogate"),
     Case("k_lone_low_surrogate", _replace_marker(_surrogate, b'"op\\udc00name"', b'"@SUR@"'), 200),
     Case("k_gzip_bomb", _gzip_bomb, 422, "cap"),
     Case("k_isize_lies", _isize_lies, 422, "gzip"),
@@ -302,20 +303,23 @@ ASCEND_CASES = [
                                                       if p.is_file()]), 200),
     Case("a_trace_view_not_json", _ascend_with(_rewrite(f"{OUT}/trace_view.json", b"<html>oops</html>")), 200),
     Case("a_trace_view_object", _ascend_with(_rewrite(f"{OUT}/trace_view.json", b'{"traceEvents": 1}')), 200),
-    Case("a_trace_view_deep_event", _ascend_with(_trace_view_deep_event), 200),
-    Case("a_trace_view_deep_args", _ascend_with(_trace_view_deep_args), 200),
+    Case("a_trace_view_deep_event", _ascend_with(_trace_view_deep_event), 200, "trace_view.json.*nested deeper"),
+    Case("a_trace_view_deep_args", _ascend_with(_trace_view_deep_args), 200, "trace_view.json.*nested deeper"),
     Case("a_communication_not_json", _ascend_with(_rewrite(f"{OUT}/communication.json", b"{{{")), 200),
     Case("a_communication_list", _ascend_with(_rewrite(f"{OUT}/communication.json", b"[1, [2], {}]")), 200),
-    Case("a_communication_deep", _ascend_with(_comm_deep), 200),
+    Case("a_communication_deep", _ascend_with(_comm_deep), 200, "communication.json.*nested deeper"),
     Case("a_matrix_deep", _ascend_with(_rewrite(f"{OUT}/communication_matrix.json", b'{"s": ' + deep() + b"}")), 200),
-    Case("a_profiler_info_deep", _ascend_with(_deep_info), 200),
+    Case("a_profiler_info_deep", _ascend_with(_deep_info), 200, "profiler_info_0.json.*nested deeper"),
     Case("a_profiler_info_list", _ascend_with(_info_list), 200),
     Case("a_profiler_info_junk", _ascend_with(lambda w: _info_file(w).write_bytes(b"\x00\xff" * 100)), 200),
-    Case("a_kernel_start_inf", _ascend_with(_csv_cell(f"{OUT}/kernel_details.csv", "Start Time(us)", "inf")), 200),
+    Case("a_kernel_start_inf", _ascend_with(_csv_cell(f"{OUT}/kernel_details.csv", "Start Time(us)", "inf")), 200,
+         "kernel_details.csv"),
     Case("a_kernel_start_minus_1e400",
          _ascend_with(_csv_cell(f"{OUT}/kernel_details.csv", "Start Time(us)", "-1e400")), 200),
-    Case("a_kernel_duration_1e400", _ascend_with(_csv_cell(f"{OUT}/kernel_details.csv", "Duration(us)", "1e400")), 200),
-    Case("a_memory_time_inf", _ascend_with(_csv_cell(f"{OUT}/memory_record.csv", "Timestamp(us)", "inf")), 200),
+    Case("a_kernel_duration_1e400", _ascend_with(_csv_cell(f"{OUT}/kernel_details.csv", "Duration(us)", "1e400")), 200,
+         "kernel_details.csv"),
+    Case("a_memory_time_inf", _ascend_with(_csv_cell(f"{OUT}/memory_record.csv", "Timestamp(us)", "inf")), 200,
+         "memory_record.csv"),
     Case("a_step_trace_inf", _ascend_with(_csv_cell(f"{OUT}/step_trace_time.csv", "Computing", "inf")), 200),
     Case("a_op_details_inf", _ascend_with(_csv_cell(f"{OUT}/operator_details.csv", "Host Total Duration(us)", "-1e400")),
          200),

@@ -98,6 +98,9 @@ def test_each_case_answers_its_status_and_the_others_still_answer(served, name):
         for attempt in range(2):  # the second answer comes from what was remembered
             status, body = request(window_url(url, "/overview", name, worker, window))
             assert status == case.status, (name, attempt, body)
+            if status == 200 and case.words:
+                problems = [f"{p['file']}: {p['message']}" for p in body["problems"]]
+                assert any(re.search(case.words, p) for p in problems), problems
             if status == 422:
                 assert re.search(case.words, body["error"]), body["error"]
                 assert body["error"].startswith(body["file"] + ": ")

@@ -49,6 +49,11 @@ def us_to_ns(cell: Any) -> int | None:
     return _scale(to_float(s), 1000)
 
 
+def unreadable(cell: Any) -> bool:
+    """A cell that holds something but no usable number (inf, 1e400, text): not merely empty / N/A."""
+    return cell is not None and str(cell).strip().strip('"').strip() not in _MISSING and to_float(cell) is None
+
+
 _LIMIT = 1 << 62  # ns and bytes beyond this are no measurement (and a sum of two must fit int64)
 
 

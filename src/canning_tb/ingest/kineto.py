@@ -189,6 +189,10 @@ def _dec_ns(v) -> int:
 
 
 class _Reader:
+    # event columns holding ids into `strs` (kineto_parallel translates them when it merges two readers):
+    # a new string column goes here; a new numeric column needs nothing
+    STRING_COLUMNS = ("name", "cat", "stack", "group")
+
     def __init__(self, path: str):
         self.path = path
         self.problems: list[Problem] = []

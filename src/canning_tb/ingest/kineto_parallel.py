@@ -102,7 +102,7 @@ def merge(into, other) -> None:
     dims = _lut(other.raw_dims, into.raw_dims)
     named = {-2 - i: -2 - into.named_ids[text] for text, i in other.named_ids.items() if text is not None}
     for part in other.ev_parts:
-        for col in ("name", "cat", "stack", "group"):
+        for col in type(into).STRING_COLUMNS:
             part[col] = strs[part[col]]
         part["shapes"] = dims[part["shapes"]]
         part["pid"], part["tid"] = _renamed(part["pid"], named), _renamed(part["tid"], named)
