@@ -13,6 +13,7 @@ import os
 import re
 import stat
 import tempfile
+import time
 from functools import lru_cache
 
 from canning_tb.manifest import DIGEST_SUFFIX
@@ -135,9 +136,10 @@ def budget() -> int:
 
 def touch(path: str) -> None:
     """Mark an entry as just used (its mtime is the clock of the least-recently-used eviction; atime
-    is not kept by every mount)."""
+    is not kept by every mount). The time is given in ns: the kernel's own "now" is coarse (a few ms)."""
+    now = time.time_ns()
     try:
-        os.utime(path)
+        os.utime(path, ns=(now, now))
     except OSError:
         pass
 
