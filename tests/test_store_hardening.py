@@ -139,3 +139,20 @@ def test_an_unreadable_big_window_is_remembered_too(tmp_path, monkeypatch):
         with pytest.raises(InputError, match="w.1.pt.trace.json"):
             store.digest("r", worker, wid)
     assert len(children) == 1
+
+
+def test_events_evicted_from_the_cache_are_read_again_in_a_child_process(tmp_path, monkeypatch):
+    """The timeline's columnar events of a big window, gone from the cache (its budget), come back
+    from a child process: the host never parses the big window itself."""
+    run = own_copy(fixture_path("hta", "df_index_resolver"), tmp_path / "logdir" / "r")
+    store = Store(str(tmp_path / "logdir"), isolate_bytes=1024)
+    (worker, wid), = windows_of(store, "r")
+    store.digest("r", worker, wid)
+    expected = len(store.table("r", worker, wid))
+    for p in (run / ".canning").glob("*.events.*"):
+        p.unlink()
+
+    def not_here(window):
+        raise AssertionError("parsed in the host process")
+    monkeypatch.setattr(store_module, "read_window", not_here)  # the spawned child is unaffected
+    assert len(store.table("r", worker, wid)) == expected

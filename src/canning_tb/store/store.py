@@ -267,6 +267,13 @@ class Store:
             return table
         except (OSError, ValueError, KeyError):
             pass
+        if self.isolate_bytes is not None:  # a long-lived host: big windows are parsed in a child, as for digests
+            from canning_tb.analysis import digest_pb2
+            self._compute(window, worker, self._key(run, window)[1], digest_pb2)
+            try:
+                return EventTable.load(prefix)
+            except (OSError, ValueError, KeyError):  # the cache cannot be written: read it here
+                pass
         table = read_window(window)
         _write_cache(table.save, prefix)
         cache.enforce_budget(prefix + ".npz")
