@@ -25,6 +25,7 @@ class Loaded:
     end: int  # window end, absolute ns
     rank: int
     steps: list  # [{number, start_ns, dur_ns}] from the digest (start relative to the window start)
+    counters: list  # the NPU counters' Series (timeline/counters.py)
 
 
 class IndexCache:
@@ -74,12 +75,17 @@ class IndexCache:
             steps = [{"number": int(step.number), "start_ns": int(step.start_ns) - origin, "dur_ns": int(step.dur_ns)}
                      for step in digest.steps]
             loaded = Loaded(table, _index(table, prefix + ".timeline.npz"), origin, int(digest.window.end_ns),
-                            int(digest.window.rank), steps)
+                            int(digest.window.rank), steps, npu_series(table))
             with self._lock:
                 self._loaded[prefix] = loaded
                 while len(self._loaded) > self._items:
                     self._loaded.popitem(last=False)
         return loaded
+
+
+def npu_series(table):
+    from canning_tb.timeline.counters import npu_series as series
+    return series(table)
 
 
 def _index(table, path: str):
@@ -108,6 +114,8 @@ def _track_name(table, pid: int, tid: int, device: int, python: bool) -> str:
 def tracks_impl(cache: IndexCache, store, run: str, worker: str, window: str, wait_s: float = 5.0) -> dict:
     """The window's tracks; `{"loading": true, ...}` while its index is still being built."""
     import numpy as np
+
+    from canning_tb.timeline.counters import series_info
     loaded = cache.ready(store, run, worker, window, wait_s)
     if loaded is None:
         return {"run": run, "worker": worker, "window": window, "loading": True}
@@ -124,7 +132,7 @@ def tracks_impl(cache: IndexCache, store, run: str, worker: str, window: str, wa
     devices = sorted({table.strings[int(d)] or "" for d in table.memory["device"].tolist()})
     return {"run": run, "worker": worker, "window": window, "rank": loaded.rank, "start_ns": loaded.origin,
             "duration_ns": loaded.end - loaded.origin, "events": len(table), "tracks": tracks,
-            "steps": loaded.steps, "memory_devices": devices}
+            "steps": loaded.steps, "memory_devices": devices, "counters": series_info(loaded.counters)}
 
 
 def _tracks_filter(loaded: Loaded, tracks: list[int] | None):
@@ -190,11 +198,12 @@ def summary_impl(cache: IndexCache, store, run, worker, window, start_ns: int, e
 
 
 def counters_impl(cache: IndexCache, store, run, worker, window, start_ns: int, end_ns: int, width: int) -> dict:
-    from canning_tb.timeline.counters import memory_counters
+    from canning_tb.timeline.counters import memory_counters, npu_counters
     loaded = cache.get(store, run, worker, window)
     t0, t1 = loaded.origin + start_ns, loaded.origin + end_ns
     return {"start_ns": start_ns, "end_ns": end_ns,
-            "memory": memory_counters(loaded.table, t0, t1, width, loaded.origin)}
+            "memory": memory_counters(loaded.table, t0, t1, width, loaded.origin),
+            "npu": npu_counters(loaded.counters, t0, t1, width, loaded.origin)}
 
 
 def download_impl(cache: IndexCache, store, run, worker, window):

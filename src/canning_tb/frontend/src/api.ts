@@ -661,6 +661,19 @@ export interface TimelineTracksResponse {
   tracks: TimelineTrack[];
   steps: TimelineStep[];
   memory_devices: string[];
+  /** the NPU's sampled counters (AI Core frequency, HBM / LLC bandwidth, NPU memory ...) */
+  counters: TimelineCounterInfo[];
+}
+
+export interface TimelineCounterInfo {
+  id: number;
+  group: string;
+  name: string;
+  /** MHz, bytes, bytes/s, or the file's own unit ("%", "" for levels) */
+  unit: string;
+  device: string;
+  /** the series' highest value in the window (the lane's scale) */
+  max: number;
 }
 
 export interface TimelineTileHeader {
@@ -734,10 +747,17 @@ export interface TimelineCounter {
   bytes: number[];
 }
 
+export interface TimelineNpuCounter {
+  id: number;
+  ts_ns: number[];
+  values: number[];
+}
+
 export interface TimelineCountersResponse {
   start_ns: number;
   end_ns: number;
   memory: TimelineCounter[];
+  npu: TimelineNpuCounter[];
 }
 
 export interface TimelineRank {

@@ -8,7 +8,7 @@ import { errorText } from "./common";
 import { GUTTER, RULER, drawGrid, drawLanes, drawRuler, toNs, type Boxes, type Marks, type Viewport } from "./timeline_draw";
 import { attachInput, type TimelineActions } from "./timeline_input";
 import { drawMarks } from "./timeline_marks";
-import { layout, loadRanks, loadTracks, refreshRank, shifts, type Lane, type RankView } from "./timeline_model";
+import { layout, loadRanks, loadTracks, openAtFirst, refreshRank, shifts, type Lane, type RankView } from "./timeline_model";
 import { detailsPanel, summaryPanel, type SideActions } from "./timeline_side";
 import { showError, showLoading, type ViewDef, type ViewHost } from "./view";
 
@@ -235,6 +235,13 @@ class TimelinePanel implements TimelineActions, SideActions {
       this.draw();
       return;
     }
+    if (lane.kind === "group" && lane.group) {
+      const open = this.ranks[lane.rank].openGroups;
+      if (!open.delete(lane.group)) open.add(lane.group);
+      this.lanes = layout(this.ranks);
+      this.draw();
+      return;
+    }
     if (lane.kind === "rank") {
       this.ranks[lane.rank].collapsed = !this.ranks[lane.rank].collapsed;
       this.lanes = layout(this.ranks);
@@ -382,6 +389,7 @@ async function rankViews(host: ViewHost): Promise<{ views: RankView[]; list: Tim
   const offsets = ranks.length ? shifts(ranks, selected, options.align) : [0];
   const views = sels.map((sel, i) => ({
     sel, tracks: tracks[i], shift: offsets[i], collapsed: false, folded: new Set<number>(), tile: null, counters: null,
+    openGroups: openAtFirst(tracks[i]),
     label: `rank ${tracks[i].rank} · ${sel.worker}`,
   }));
   return { views, list: ranks, selected: ranks.length ? selected : 0, errors };

@@ -5,6 +5,7 @@ import {
   getJSON,
   getTile,
   type Selection,
+  type TimelineCounterInfo,
   type TimelineCountersResponse,
   type TimelineRank,
   type TimelineRanksResponse,
@@ -24,9 +25,11 @@ export interface RankView {
   folded: Set<number>;
   tile: TimelineTile | null;
   counters: TimelineCountersResponse | null;
+  /** NPU counter groups shown with their series (the others show their name only) */
+  openGroups: Set<string>;
 }
 
-export type LaneKind = "rank" | "steps" | "row" | "counter";
+export type LaneKind = "rank" | "steps" | "row" | "counter" | "group" | "npu";
 
 export interface Lane {
   kind: LaneKind;
@@ -34,17 +37,46 @@ export interface Lane {
   label: string;
   y: number;
   height: number;
-  /** row lanes: the (track, depth) they draw; counter lanes: the counter's index */
+  /** row lanes: the (track, depth) they draw; counter lanes: the memory counter's index; npu lanes: the
+   * NPU counter's id; group lanes: the group's key in `openGroups` */
   track: number;
   depth: number;
   counter: number;
   /** a track's first row whose other rows can be folded */
   foldable: boolean;
+  group?: string;
 }
 
 export const ROW_HEIGHT = 17;
 const RANK_HEIGHT = 20;
 const COUNTER_HEIGHT = 36;
+const NPU_HEIGHT = 28;
+
+/** Groups of NPU counters open at first: few series in a physical unit (frequency, bandwidth, memory). */
+export function openAtFirst(tracks: TimelineTracksResponse): Set<string> {
+  const groups = new Map<string, TimelineCounterInfo[]>();
+  for (const info of tracks.counters) groups.set(groupKey(info), [...(groups.get(groupKey(info)) ?? []), info]);
+  const physical = new Set(["MHz", "bytes", "bytes/s"]);
+  return new Set([...groups].filter(([, series]) => series.length <= 8 && series.some((s) => physical.has(s.unit))).map(([key]) => key));
+}
+
+function groupKey(info: TimelineCounterInfo): string {
+  return `${info.device} · ${info.group}`;
+}
+
+function npuLanes(rank: RankView, index: number, push: (lane: Omit<Lane, "y">) => void): void {
+  const base = { rank: index, track: -1, depth: -1, counter: -1, foldable: true };
+  let last = "";
+  for (const info of rank.tracks.counters) {
+    const key = groupKey(info);
+    if (key !== last) push({ ...base, kind: "group", label: key, height: ROW_HEIGHT, group: key });
+    last = key;
+    if (rank.openGroups.has(key)) {
+      const unit = info.unit ? ` (${info.unit})` : "";
+      push({ ...base, kind: "npu", label: `${info.name}${unit}`, height: NPU_HEIGHT, counter: info.id, foldable: false });
+    }
+  }
+}
 
 /** The lanes of every rank, top to bottom: a header, the steps, each track's rows, the counters. */
 export function layout(ranks: RankView[]): Lane[] {
@@ -69,6 +101,7 @@ export function layout(ranks: RankView[]): Lane[] {
     (rank.counters?.memory ?? []).forEach((counter, i) => {
       push({ ...base, kind: "counter", label: `${counter.device} ${counter.measure}`, height: COUNTER_HEIGHT, counter: i });
     });
+    npuLanes(rank, index, push);
   });
   return lanes;
 }
@@ -114,7 +147,7 @@ export async function refreshRank(rank: RankView, lo: number, hi: number, width:
   }
   const [tile, counters] = await Promise.all([
     getTile(params, signal),
-    rank.tracks.memory_devices.length ? getJSON<TimelineCountersResponse>("timeline_counters", params, signal) : Promise.resolve(null),
+    rank.tracks.memory_devices.length || rank.tracks.counters.length ? getJSON<TimelineCountersResponse>("timeline_counters", params, signal) : Promise.resolve(null),
   ]);
   rank.tile = tile;
   rank.counters = counters;
