@@ -3,6 +3,7 @@ and a second reading of the raw trace files (json/gzip here), through the real S
 HTTP routes."""
 import gzip
 import json
+import os
 import struct
 from collections import defaultdict
 
@@ -302,22 +303,23 @@ def test_api_ts_declares_only_fields_the_timeline_routes_send(client):
     assert missing == [] and answers["TimelineSliceResponse"]["links"] and answers["TimelinePeersResponse"]["peers"]
 
 
-def test_the_index_is_built_once_and_read_back_from_the_cache(tmp_path, monkeypatch):
+def test_the_index_is_built_at_ingest_and_read_back_from_the_cache(tmp_path, monkeypatch):
     import canning_tb.timeline.index as index_module
     store = Store(str(fixture_path("kineto", "resnet50_v100")), cache_dir=str(tmp_path))
     run = store.runs()[0]
     worker = store.workers(run)[0].name
     win = store.windows(run, worker)[0].id
-    built = timeline.IndexCache().get(store, run, worker, win).index
     path = store.events_prefix(run, worker, win) + ".timeline.npz"
-    assert path.startswith(str(tmp_path))
+    store.digest(run, worker, win)  # ingest: the events, the digest, and the index beside them
+    assert path.startswith(str(tmp_path)) and os.path.exists(path)
+    expected = index_module.build_index(store.table(run, worker, win))
 
     def no_build(table):
         raise AssertionError("the index was built again")
 
     monkeypatch.setattr(index_module, "build_index", no_build)
     again = timeline.IndexCache().get(store, run, worker, win).index
-    assert np.array_equal(again.order, built.order) and np.array_equal(again.depth, built.depth)
+    assert np.array_equal(again.order, expected.order) and np.array_equal(again.depth, expected.depth)
 
 
 def generated_table(seed: int):

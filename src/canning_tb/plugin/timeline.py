@@ -74,7 +74,7 @@ class IndexCache:
             origin = int(digest.window.start_ns)
             steps = [{"number": int(step.number), "start_ns": int(step.start_ns) - origin, "dur_ns": int(step.dur_ns)}
                      for step in digest.steps]
-            loaded = Loaded(table, _index(table, prefix + ".timeline.npz"), origin, int(digest.window.end_ns),
+            loaded = Loaded(table, _index(table, prefix), origin, int(digest.window.end_ns),
                             int(digest.window.rank), steps, npu_series(table))
             with self._lock:
                 self._loaded[prefix] = loaded
@@ -88,20 +88,14 @@ def npu_series(table):
     return series(table)
 
 
-def _index(table, path: str):
-    from canning_tb.timeline.index import TimelineIndex, build_index
+def _index(table, prefix: str):
+    from canning_tb.timeline.index import INDEX_SUFFIX, build_index, cached_index
+    path = prefix + INDEX_SUFFIX
     try:
-        index = TimelineIndex.load(path)
-        if len(index.track_of) == len(table):
-            return index
-    except (OSError, ValueError, KeyError):
-        pass
-    index = build_index(table)
-    try:
-        index.save(path)
+        return cached_index(table, path)
     except OSError as e:  # a cache we cannot write only costs time
         log.warning("canning: cannot write timeline index %s: %s", path, e)
-    return index
+        return build_index(table)
 
 
 def _track_name(table, pid: int, tid: int, device: int, python: bool) -> str:
