@@ -5,6 +5,8 @@ import gzip
 import json
 import os
 import struct
+import threading
+import time
 from collections import defaultdict
 
 import numpy as np
@@ -419,13 +421,32 @@ def test_ranks_of_an_unknown_run_or_position(client):
     assert get(client, "ranks", run=".", worker="nobody", window="1")[0] == 404
 
 
-def test_tracks_say_loading_while_the_index_is_built_then_answer(tmp_path):
+def test_tracks_say_loading_with_the_stage_and_what_is_ready_then_answer(tmp_path, monkeypatch):
     store = Store(str(fixture_path("kineto", "resnet50_v100")), cache_dir=str(tmp_path))
     run = store.runs()[0]
     worker = store.workers(run)[0].name
     win = store.windows(run, worker)[0].id
+    gate = threading.Event()
+    read_events = store.table
+
+    def held_table(*args):  # the events stay "being loaded" until the test lets them go
+        assert gate.wait(60)
+        return read_events(*args)
+
+    monkeypatch.setattr(store, "table", held_table)
     cache = timeline.IndexCache()
     first = timeline.tracks_impl(cache, store, run, worker, win, wait_s=0)
-    assert first == {"run": run, "worker": worker, "window": win, "loading": True}
+    assert first["loading"] is True and first["stage"] in ("reading the trace", "loading the events")
+    deadline = time.monotonic() + 60
+    while first.get("stage") != "loading the events" and time.monotonic() < deadline:
+        first = timeline.tracks_impl(cache, store, run, worker, win, wait_s=0.1)
+    # the digest is known: the ruler and the step track can be drawn before the events are in
+    assert first["loading"] is True and first["stage"] == "loading the events" and first["elapsed_s"] >= 0
+    gate.set()
     answer = timeline.tracks_impl(cache, store, run, worker, win, wait_s=120)
-    assert "loading" not in answer and answer["events"] == len(store.table(run, worker, win))
+    assert "loading" not in answer and answer["events"] == len(read_events(run, worker, win))
+    assert (first["steps"], first["duration_ns"], first["start_ns"]) == (
+        answer["steps"], answer["duration_ns"], answer["start_ns"])
+    raw = raw_events(next(f for f in store.window(run, worker, win).files if f.endswith(".gz")))
+    assert [s["number"] for s in first["steps"]] == sorted(
+        int(e["name"].split("#")[1]) for e in raw if e.get("name", "").startswith("ProfilerStep#"))

@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from collections import OrderedDict
 from concurrent import futures
 from dataclasses import dataclass
@@ -37,6 +38,7 @@ class IndexCache:
         self._loaded: OrderedDict[str, Loaded] = OrderedDict()
         self._building: dict[str, threading.Lock] = {}
         self._jobs: dict[tuple[str, str, str], futures.Future] = {}
+        self._progress: dict[tuple[str, str, str], dict] = {}  # windows being loaded: stage, facts, since
         self._pool = futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="canning-timeline")
 
     def ready(self, store, run: str, worker: str, window: str, wait_s: float) -> Loaded | None:
@@ -58,7 +60,32 @@ class IndexCache:
                     if self._jobs.get(key) is job:
                         del self._jobs[key]
 
+    def progress(self, run: str, worker: str, window: str) -> dict:
+        """How far the loading of a window has got: `stage` ("reading the trace": ingest and digest;
+        "loading the events"; "indexing"), `elapsed_s`, and once the digest is known the window's
+        `rank`, `start_ns`, `duration_ns` and `steps` (what the browser can draw already)."""
+        with self._lock:
+            found = dict(self._progress.get((run, worker, window)) or {"stage": "reading the trace"})
+        since = found.pop("since", time.monotonic())
+        return dict(found, elapsed_s=round(time.monotonic() - since, 1))
+
+    def _note(self, key: tuple, stage: str, facts: dict | None = None) -> None:
+        with self._lock:
+            found = self._progress.setdefault(key, {"since": time.monotonic()})
+            found.update(facts or {}, stage=stage)
+
     def get(self, store, run: str, worker: str, window: str) -> Loaded:
+        key = (run, worker, window)
+        try:
+            return self._get(store, key)
+        finally:
+            with self._lock:
+                self._progress.pop(key, None)
+
+    def _get(self, store, key: tuple) -> Loaded:
+        run, worker, window = key
+        with self._lock:  # a second ask of a window being loaded keeps its stage
+            self._progress.setdefault(key, {"since": time.monotonic(), "stage": "reading the trace"})
         digest = window_digest(store, run, worker, window)  # 404 / 422 for unknown or bad windows
         prefix = store.events_prefix(run, worker, window)
         with self._lock:
@@ -70,12 +97,16 @@ class IndexCache:
             with self._lock:
                 if prefix in self._loaded:
                     return self._loaded[prefix]
-            table = store.table(run, worker, window)
             origin = int(digest.window.start_ns)
-            steps = [{"number": int(step.number), "start_ns": int(step.start_ns) - origin, "dur_ns": int(step.dur_ns)}
-                     for step in digest.steps]
-            loaded = Loaded(table, _index(table, prefix), origin, int(digest.window.end_ns),
-                            int(digest.window.rank), steps, npu_series(table))
+            facts = {"rank": int(digest.window.rank), "start_ns": origin,
+                     "duration_ns": int(digest.window.end_ns) - origin,
+                     "steps": [{"number": int(step.number), "start_ns": int(step.start_ns) - origin,
+                                "dur_ns": int(step.dur_ns)} for step in digest.steps]}
+            self._note(key, "loading the events", facts)
+            table = store.table(run, worker, window)
+            self._note(key, "indexing", facts)
+            loaded = Loaded(table, _index(table, prefix), origin, int(digest.window.end_ns), facts["rank"],
+                            facts["steps"], npu_series(table))
             with self._lock:
                 self._loaded[prefix] = loaded
                 while len(self._loaded) > self._items:
@@ -105,14 +136,16 @@ def _track_name(table, pid: int, tid: int, device: int, python: bool) -> str:
     return f"{process} / {thread}{' / Python' if python else ''}"
 
 
-def tracks_impl(cache: IndexCache, store, run: str, worker: str, window: str, wait_s: float = 5.0) -> dict:
-    """The window's tracks; `{"loading": true, ...}` while its index is still being built."""
+def tracks_impl(cache: IndexCache, store, run: str, worker: str, window: str, wait_s: float = 1.0) -> dict:
+    """The window's tracks; `{"loading": true, stage, ...}` (IndexCache.progress) while they are not
+    ready after `wait_s`: the browser draws what it has and asks again (each ask waits `wait_s`)."""
     import numpy as np
 
     from canning_tb.timeline.counters import series_info
     loaded = cache.ready(store, run, worker, window, wait_s)
     if loaded is None:
-        return {"run": run, "worker": worker, "window": window, "loading": True}
+        return {"run": run, "worker": worker, "window": window, "loading": True,
+                **cache.progress(run, worker, window)}
     index, table = loaded.index, loaded.table
     counts = np.diff(index.row_offsets)
     tracks = []

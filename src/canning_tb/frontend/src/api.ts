@@ -642,12 +642,19 @@ export interface TimelineStep {
   dur_ns: number;
 }
 
-/** /timeline_tracks while the window's index is still being built (HTTP 202) */
+/** /timeline_tracks while the window is still being read or indexed (HTTP 202) */
 export interface TimelineTracksLoading {
   run: string;
   worker: string;
   window: string;
   loading: true;
+  stage: "reading the trace" | "loading the events" | "indexing";
+  elapsed_s: number;
+  /** known once the window's digest is (what can be drawn already: the ruler and the steps) */
+  rank?: number;
+  start_ns?: number;
+  duration_ns?: number;
+  steps?: TimelineStep[];
 }
 
 export interface TimelineTracksResponse {

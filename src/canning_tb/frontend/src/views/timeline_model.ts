@@ -27,6 +27,8 @@ export interface RankView {
   counters: TimelineCountersResponse | null;
   /** NPU counter groups shown with their series (the others show their name only) */
   openGroups: Set<string>;
+  /** the server is still reading or indexing this rank: its ruler and steps only */
+  pending: boolean;
 }
 
 export type LaneKind = "rank" | "steps" | "row" | "counter" | "group" | "npu";
@@ -124,13 +126,31 @@ export async function loadRanks(sel: Selection, all: boolean, signal: AbortSigna
   return { ranks, selected: Math.max(0, selected), errors };
 }
 
-const POLL_MS = 1000;
+const POLL_MS = 200; // between asks; each ask itself waits up to a second on the server
 
-/** The window's tracks, asking again while the server is still indexing it. */
-export async function loadTracks(sel: Selection, signal: AbortSignal): Promise<TimelineTracksResponse> {
+/** A rank's tracks while the server still reads or indexes it: the ruler and steps it knows already. */
+function pendingTracks(answer: TimelineTracksLoading): TimelineTracksResponse | null {
+  if (answer.duration_ns === undefined || answer.start_ns === undefined) return null;
+  return {
+    run: answer.run, worker: answer.worker, window: answer.window, rank: answer.rank ?? 0, start_ns: answer.start_ns,
+    duration_ns: answer.duration_ns, events: 0, tracks: [], steps: answer.steps ?? [], memory_devices: [], counters: [],
+  };
+}
+
+export function progressText(answer: TimelineTracksLoading): string {
+  return `${answer.stage}… (${answer.elapsed_s.toFixed(0)} s)`;
+}
+
+/** The window's tracks, asking again while the server is still reading or indexing it; with
+ * `partial`, a pending answer (`pending: true`) as soon as the window's extent and steps are known. */
+export async function loadTracks(sel: Selection, signal: AbortSignal, partial = false,
+  progress: (text: string) => void = () => undefined): Promise<{ tracks: TimelineTracksResponse; pending: boolean }> {
   for (;;) {
     const answer = await getJSON<TimelineTracksResponse | TimelineTracksLoading>("timeline_tracks", { ...sel }, signal);
-    if (!("loading" in answer)) return answer;
+    if (!("loading" in answer)) return { tracks: answer, pending: false };
+    const known = partial ? pendingTracks(answer) : null;
+    if (known) return { tracks: known, pending: true };
+    progress(progressText(answer));
     await new Promise((resolve) => setTimeout(resolve, POLL_MS));
     if (signal.aborted) throw new DOMException("aborted", "AbortError");
   }
@@ -141,7 +161,7 @@ export async function refreshRank(rank: RankView, lo: number, hi: number, width:
   const start = Math.floor(lo - rank.shift);
   const end = Math.max(start + 1, Math.ceil(hi - rank.shift));
   const params = { ...rank.sel, start_ns: String(start), end_ns: String(end), width: String(Math.max(1, Math.round(width))) };
-  if (rank.collapsed) {
+  if (rank.collapsed || rank.pending) {
     rank.tile = null;
     return;
   }
