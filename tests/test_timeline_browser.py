@@ -307,6 +307,10 @@ def test_follow_a_flow_from_a_launch_to_its_kernel(page, url, logdir, errors):
     link.click()
     expect(details).not_to_have_attribute("data-event", launch_event, timeout=T)
     expect(frame.locator("#timeline-slice-table")).to_contain_text(f"{kernel['dur']:,.1f}")
+    # every arg the file holds for it, as written (read from the file in the background)
+    raw_args = frame.locator("#timeline-raw-args")
+    expect(raw_args).to_contain_text("registers per thread", timeout=T)
+    expect(raw_args).to_contain_text(json.dumps(kernel["args"]["grid"]).replace(" ", ""))
     # and back: the kernel's links hold its launch
     expect(frame.locator(f'#timeline-links button[data-event="{launch_event}"]')).to_have_count(1)
     assert errors == []

@@ -40,6 +40,8 @@ class IndexCache:
         self._jobs: dict[tuple[str, str, str], futures.Future] = {}
         self._progress: dict[tuple[str, str, str], dict] = {}  # windows being loaded: stage, facts, since
         self._pool = futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="canning-timeline")
+        self._args_jobs: dict[str, futures.Future] = {}  # events prefix -> the raw args build
+        self._args_pool: futures.ProcessPoolExecutor | None = None
 
     def ready(self, store, run: str, worker: str, window: str, wait_s: float) -> Loaded | None:
         """The window's events and index, read and built in a background thread: None while they
@@ -112,6 +114,32 @@ class IndexCache:
                 while len(self._loaded) > self._items:
                     self._loaded.popitem(last=False)
         return loaded
+
+
+    def raw_args_state(self, prefix: str, rows: int) -> str:
+        """"ready" when the window's raw args store is there; else its build is started (once, in a
+        separate process: it reads the whole trace again) and this says "pending" ("failed" when
+        the build broke: the details then show the table's columns only)."""
+        from canning_tb.timeline.raw_args import build_from_cache, has_raw_args
+        if has_raw_args(prefix, rows):
+            return "ready"
+        with self._lock:
+            job = self._args_jobs.get(prefix)
+            if job is None:
+                if self._args_pool is None:
+                    import multiprocessing
+                    self._args_pool = futures.ProcessPoolExecutor(
+                        max_workers=1, mp_context=multiprocessing.get_context("spawn"))
+                job = self._args_jobs[prefix] = self._args_pool.submit(build_from_cache, prefix)
+        if not job.done():
+            return "pending"
+        error = job.exception()
+        if error is not None:
+            log.warning("canning: the raw args of %s could not be read: %s", prefix, error)
+            return "failed"
+        with self._lock:  # built: a later ask finds the files (or builds again if they went)
+            self._args_jobs.pop(prefix, None)
+        return "ready" if has_raw_args(prefix, rows) else "failed"
 
 
 def npu_series(table):
@@ -196,10 +224,16 @@ def tile_impl(cache: IndexCache, store, run, worker, window, tracks: list[int] |
 
 def slice_impl(cache: IndexCache, store, run, worker, window, event: int) -> dict:
     from canning_tb.timeline.details import slice_details
+    from canning_tb.timeline.raw_args import read_raw_args
     loaded = cache.get(store, run, worker, window)
     if not 0 <= event < len(loaded.table):
         raise RouteError(404, f"no event {event} in this window ({len(loaded.table)} events)")
-    return slice_details(loaded.table, loaded.index, event, loaded.origin)
+    details = slice_details(loaded.table, loaded.index, event, loaded.origin)
+    prefix = store.events_prefix(run, worker, window)
+    state = cache.raw_args_state(prefix, len(loaded.table))
+    details["raw_args_state"] = state
+    details["raw_args"] = read_raw_args(prefix, event) if state == "ready" else None
+    return details
 
 
 def search_impl(cache: IndexCache, store, run, worker, window, text: str, at_ns: int,

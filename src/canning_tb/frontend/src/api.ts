@@ -722,6 +722,10 @@ export interface TimelineSliceResponse extends TimelineBrief {
   call_stack: string[];
   args: Record<string, string | number>;
   links: TimelineBrief[];
+  /** every arg of the event as the trace file wrote it (null while pending, or where the file has none) */
+  raw_args: Record<string, unknown> | null;
+  /** "pending": the file is being read for them (ask again); "failed": it could not be */
+  raw_args_state: "ready" | "pending" | "failed";
 }
 
 export interface TimelineSearchResponse {

@@ -13,6 +13,7 @@ import { detailsPanel, summaryPanel, type SideActions } from "./timeline_side";
 import { showError, showLoading, type ViewDef, type ViewHost } from "./view";
 
 const MIN_SPAN = 1000; // ns
+const ARGS_POLL_MS = 1500;
 
 class TimelinePanel implements TimelineActions, SideActions {
   private canvas = h("canvas", { id: "timeline-canvas", tabindex: "0" });
@@ -335,6 +336,23 @@ class TimelinePanel implements TimelineActions, SideActions {
       ...Array.from(this.side.querySelectorAll("#timeline-summary")));
     if (reveal) this.reveal(rank, slice);
     else this.draw();
+    if (slice.raw_args_state === "pending") window.setTimeout(() => void this.refreshArgs(rank, slice.event), ARGS_POLL_MS);
+  }
+
+  /** The selected slice's details again, once the server has read the file's args. */
+  private async refreshArgs(rank: number, event: number): Promise<void> {
+    const still = () => this.marks.selected?.rank === rank && this.marks.selected.event === event && !this.host.signal.aborted;
+    if (!still()) return;
+    try {
+      const sel = this.ranks[rank].sel;
+      const [slice, peers] = await Promise.all([
+        getJSON<TimelineSliceResponse>("timeline_slice", { ...sel, event: String(event) }, this.host.signal),
+        getJSON<TimelinePeersResponse>("timeline_peers", { ...sel, event: String(event) }, this.host.signal),
+      ]);
+      if (still()) this.showSelection(rank, slice, peers, false);
+    } catch (err) {
+      if ((err as Error).name !== "AbortError") this.status.textContent = errorText(err);
+    }
   }
 
   private sideActions(rank: number): SideActions {
