@@ -23,6 +23,7 @@ from canning_tb.ingest.table import EventTable, InputError
 
 ROWS_PER_CHUNK = 2048
 ARGS_SUFFIX = ".args"  # <events prefix>.args.npz and .args.bin
+NONE_NS = np.iinfo(np.int64).min  # a time the file does not give
 _NO_ARGS = msgspec.Raw(b"")
 
 
@@ -76,21 +77,32 @@ def _decode(piece) -> list:
         return out
 
 
-def _file_events(path: str, names: dict[str, int]) -> tuple[list[tuple[int, int, int]], list[bytes]]:
-    """((ts ns, dur ns, name id), args JSON) of the complete events of one trace file."""
+def _times_ns(values: list) -> np.ndarray:
+    """µs -> ns per value (NONE_NS where unusable): floats at once, as ingest converts them; text one by one."""
+    if all(type(v) is float for v in values):
+        us = np.array(values, np.float64)
+        ok = np.isfinite(us)
+        whole = np.floor(np.where(ok, us, 0))
+        out = whole.astype(np.int64) * 1000 + np.rint((np.where(ok, us, 0) - whole) * 1000).astype(np.int64)
+        return np.where(ok, out, NONE_NS)
+    return np.array([NONE_NS if (n := _ns(v)) is None else n for v in values], np.int64)
+
+
+def _file_events(path: str, names: dict[str, int]) -> tuple[list[np.ndarray], list]:
+    """Per chunk of the file: (ts ns, dur ns, name id) of its complete events, and their args."""
     span = _events_span(path)
     if span is None:
         return [], []
     buf, lo, hi = span
     keys, args = [], []
     for events in _json.iter_chunks(buf, lo, hi, _decode, lambda: None):
-        for event in events:
-            if event.ph != "X" or event.name is None:
-                continue
-            ts, dur = _ns(event.ts), _ns(event.dur if event.dur is not None else 0.0)
-            if ts is not None and dur is not None:
-                keys.append((ts, max(dur, 0), names.get(event.name, -1)))
-                args.append(bytes(event.args))
+        complete = [e for e in events if e.ph == "X" and e.name is not None]
+        ts = _times_ns([e.ts for e in complete])
+        dur = _times_ns([0.0 if e.dur is None else e.dur for e in complete])
+        name = np.array([names.get(e.name, -1) for e in complete], np.int64)
+        ok = (ts != NONE_NS) & (dur != NONE_NS)
+        keys.append(np.stack([ts, np.maximum(dur, 0), name], axis=1)[ok])
+        args += [e.args for e, good in zip(complete, ok.tolist()) if good]
     return keys, args
 
 
@@ -118,8 +130,8 @@ def match_rows(table_keys: np.ndarray, file_keys: np.ndarray) -> np.ndarray:
 def build_raw_args(table: EventTable, sources: list[str], prefix: str) -> int:
     """Write the args store of `table` from its source files; returns how many rows got args."""
     names = {text: i for i, text in enumerate(table.strings.values)}
-    keys: list[tuple[int, int, int]] = []
-    args: list[bytes] = []
+    keys: list[np.ndarray] = []
+    args: list = []
     for path in sources:
         try:
             more_keys, more_args = _file_events(path, names)
@@ -129,12 +141,12 @@ def build_raw_args(table: EventTable, sources: list[str], prefix: str) -> int:
         args += more_args
     ev = table.events
     table_keys = np.stack([ev["ts"], ev["dur"], ev["name"].astype(np.int64)], axis=1)
-    found = match_rows(table_keys, np.array(keys, np.int64).reshape(-1, 3))
+    found = match_rows(table_keys, np.concatenate(keys) if keys else np.zeros((0, 3), np.int64))
     _write(found, args, prefix)
     return int((found >= 0).sum())
 
 
-def _write(found: np.ndarray, args: list[bytes], prefix: str) -> None:
+def _write(found: np.ndarray, args: list, prefix: str) -> None:
     starts = np.zeros(len(found), np.int64)
     lengths = np.full(len(found), -1, np.int64)
     offsets = [0]
@@ -144,7 +156,7 @@ def _write(found: np.ndarray, args: list[bytes], prefix: str) -> None:
             parts, at = [], 0
             for row in range(first, min(first + ROWS_PER_CHUNK, len(found))):
                 if found[row] >= 0:
-                    text = args[found[row]] or b"{}"
+                    text = bytes(args[found[row]]) or b"{}"
                     starts[row], lengths[row] = at, len(text)
                     parts.append(text)
                     at += len(text)
