@@ -248,6 +248,17 @@ def served_figures(run_dir: str, work: str, figures: dict, args) -> None:
             proc.wait(timeout=30)
 
 
+def private_run(run_dir: str, work: str, name: str) -> str:
+    """A run folder of our own holding links to the run's files: the caches TensorBoard writes beside
+    a writable run (`.canning/`) land in it, never in the given folder (others may time it cold)."""
+    linked = os.path.join(work, name)
+    os.makedirs(linked)
+    for entry in os.listdir(run_dir):
+        if not entry.startswith("."):
+            os.symlink(os.path.abspath(os.path.join(run_dir, entry)), os.path.join(linked, entry))
+    return linked
+
+
 def ranks_dir(args) -> str | None:
     if args.ranks_dir or not args.ranks:
         return args.ranks_dir
@@ -294,15 +305,16 @@ def main() -> None:
         if not args.skip_single:
             log(f"ingest and index build of {run_dir}")
             figures.update(build_figures(run_dir, os.path.join(work, "direct")))
-            served_figures(run_dir, work, figures, args)
+            served_figures(private_run(run_dir, work, "run"), work, figures, args)
         multi = ranks_dir(args)
         if multi:
             log(f"every rank of {multi}")
-            ranks_served(multi, work, figures, args)
+            ranks_served(private_run(multi, work, "ranks"), work, figures, args)
         if args.tbprof:
             from timeline_peer import tbprof_trace_figures
             log("the same trace through torch-tb-profiler's /trace")
-            figures.update(tbprof_trace_figures(run_dir, work, start_tensorboard, fetch,
+            peer_run = private_run(run_dir, work, "tbprof-run")
+            figures.update(tbprof_trace_figures(peer_run, work, start_tensorboard, fetch,
                                                 os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")))
     finally:
         shutil.rmtree(work, ignore_errors=True)

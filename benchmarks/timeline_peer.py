@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 import time
 import urllib.parse
 
@@ -63,6 +64,10 @@ def tbprof_trace_figures(run_dir: str, work: str, start_tensorboard, fetch, chro
                    "tbprof_trace_url": f"trace?{urllib.parse.urlencode(params)}"}
         figures.update(_renders(base.split("/data/")[0], chromium))
         return figures
-    finally:
+    finally:  # its loader's worker processes can keep TensorBoard from stopping at once
         proc.terminate()
-        proc.wait(timeout=60)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=60)

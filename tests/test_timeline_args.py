@@ -70,7 +70,8 @@ def test_the_slice_route_says_pending_then_gives_every_arg(tmp_path):
     raw = raw_complete_events(next(f for f in store.window(run, worker, window).files if f.endswith(".gz")))
     kernel = next(e for e in raw if e.get("cat") == "Kernel" and "grid" in e["args"])
     ev = loaded.table.events
-    row = next(r for r in np.flatnonzero(ev["ts"] == ns(kernel["ts"])).tolist() if loaded.table.name(r) == kernel["name"])
+    row = next(r for r in np.flatnonzero(ev["ts"] == ns(kernel["ts"])).tolist()
+               if loaded.table.name(r) == kernel["name"])
     first = timeline.slice_impl(cache, store, run, worker, window, row)
     assert first["raw_args_state"] in ("pending", "ready")
     deadline = time.monotonic() + 120

@@ -82,7 +82,7 @@ def served(tmp_path_factory):
 
 def test_tracks_list_every_counter_with_its_peak(served):
     cache, store, run, worker, window, raw = served
-    tracks = timeline.tracks_impl(cache, store, run, worker, window)
+    tracks = timeline.tracks_impl(cache, store, run, worker, window, wait_s=120)
     listed = {c["name"]: c for c in tracks["counters"]}
     assert set(listed) == set(raw)
     for name, samples in raw.items():
@@ -97,7 +97,7 @@ def test_tracks_list_every_counter_with_its_peak(served):
 @pytest.mark.parametrize("width", [7, 40, 400])
 def test_counters_keep_each_columns_lowest_and_highest_sample(served, width):
     cache, store, run, worker, window, raw = served
-    tracks = timeline.tracks_impl(cache, store, run, worker, window)
+    tracks = timeline.tracks_impl(cache, store, run, worker, window, wait_s=120)
     origin = tracks["start_ns"]
     ids = {c["name"]: c["id"] for c in tracks["counters"]}
     start, end = tracks["duration_ns"] // 5, tracks["duration_ns"] // 2

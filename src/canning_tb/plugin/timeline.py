@@ -105,7 +105,7 @@ class IndexCache:
                      "steps": [{"number": int(step.number), "start_ns": int(step.start_ns) - origin,
                                 "dur_ns": int(step.dur_ns)} for step in digest.steps]}
             self._note(key, "loading the events", facts)
-            table = store.table(run, worker, window)
+            table = _events(store, key, prefix)
             self._note(key, "indexing", facts)
             loaded = Loaded(table, _index(table, prefix), origin, int(digest.window.end_ns), facts["rank"],
                             facts["steps"], npu_series(table))
@@ -142,6 +142,16 @@ class IndexCache:
         return "ready" if has_raw_args(prefix, rows) else "failed"
 
 
+def _events(store, key: tuple, prefix: str):
+    """The window's cached events, each column read when first used (the first view needs few of
+    them); read from its files (and cached) when there is no cache yet."""
+    from canning_tb.ingest.table import EventTable
+    try:
+        return EventTable.load(prefix, lazy=True)
+    except (OSError, ValueError, KeyError):
+        return store.table(*key)
+
+
 def npu_series(table):
     from canning_tb.timeline.counters import npu_series as series
     return series(table)
@@ -164,7 +174,7 @@ def _track_name(table, pid: int, tid: int, device: int, python: bool) -> str:
     return f"{process} / {thread}{' / Python' if python else ''}"
 
 
-def tracks_impl(cache: IndexCache, store, run: str, worker: str, window: str, wait_s: float = 1.0) -> dict:
+def tracks_impl(cache: IndexCache, store, run: str, worker: str, window: str, wait_s: float = 3.0) -> dict:
     """The window's tracks; `{"loading": true, stage, ...}` (IndexCache.progress) while they are not
     ready after `wait_s`: the browser draws what it has and asks again (each ask waits `wait_s`)."""
     import numpy as np
