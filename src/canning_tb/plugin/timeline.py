@@ -115,7 +115,6 @@ class IndexCache:
                     self._loaded.popitem(last=False)
         return loaded
 
-
     def raw_args_state(self, prefix: str, rows: int) -> str:
         """"ready" when the window's raw args store is there; else its build is started (once, in a
         separate process: it reads the whole trace again) and this says "pending" ("failed" when
