@@ -382,6 +382,31 @@ def test_generated_windows_lose_no_slice_at_any_zoom(seed):
             assert np.any((tile.start[mine] <= ev["ts"][event]) & (tile.end[mine] >= end[event])), event
 
 
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_vectorised_depths_follow_the_stack_rule_where_tracks_nest(seed):
+    from canning_tb.timeline.index import _bad_tracks, _nested_depths, _tracks
+    table = generated_table(seed)
+    ev = table.events
+    ts, end = ev["ts"], ev["ts"] + ev["dur"]
+    track_of = _tracks(table)[4]
+    depth = _nested_depths(ts, end, track_of, np.lexsort((-(end - ts), ts, track_of)))
+    bad = set(_bad_tracks(ts, end, track_of, depth).tolist())
+    hand = hand_depths(table)
+    host = set(track_of[ev["device"] == -1].tolist())
+    assert host and not host & bad  # the host threads nest: no loop for them
+    for row in range(len(table)):
+        if int(track_of[row]) not in bad:
+            assert depth[row] == hand[row], row
+
+
+def test_zero_length_events_at_a_start_sit_on_the_stack_rule_depth():
+    from canning_tb.timeline.index import stack_depths
+    # A [0,10) with B [0,5) and an instant at 0 inside; two instants at 3; C [20,25) and an instant at 20
+    ts = np.array([0, 0, 0, 3, 3, 20, 20], np.int64)
+    end = np.array([10, 0, 5, 3, 3, 20, 25], np.int64)
+    assert stack_depths(ts, end, np.zeros(7, np.int32)).tolist() == [0, 2, 1, 2, 2, 1, 0]
+
+
 def test_search_by_collective_kind_finds_the_slowest_kernel_of_that_kind(client):
     ranks = json.loads(get(client, "ranks", run=".", window_index=0)[1])["ranks"]
     member = ranks[2]

@@ -118,7 +118,16 @@ def _nested_depths(ts: np.ndarray, end: np.ndarray, track_of: np.ndarray, order:
     track_start = np.repeat(first, np.diff(np.append(first, len(order))))
     # one sorted key per (track, end): how many of the track's events ended by each start
     ends = np.sort(tracks * span + (end[order] - base))
-    ended = np.searchsorted(ends, tracks * span + (ts[order] - base), side="right") - track_start
+    starts = tracks * span + (ts[order] - base)
+    ended = np.searchsorted(ends, starts, side="right") - track_start
+    # zero-length events at its start that are not before it in visiting order (itself, those after
+    # it) have "ended" by its start but were never on its stack
+    zero = (end[order] == ts[order]).astype(np.int64)
+    first_of_start = np.append(True, starts[1:] != starts[:-1])
+    same = np.cumsum(first_of_start) - 1
+    before = np.cumsum(zero) - zero  # zero-length events before each position
+    zero_before = before - before[first_of_start][same]
+    ended -= np.bincount(same, weights=zero).astype(np.int64)[same] - zero_before
     depth = np.empty(len(order), np.int32)
     depth[order] = np.arange(len(order)) - track_start - ended
     return depth
