@@ -27,6 +27,7 @@ class Loaded:
     rank: int
     steps: list  # [{number, start_ns, dur_ns}] from the digest (start relative to the window start)
     counters: list  # the NPU counters' Series (timeline/counters.py)
+    memory: list  # the memory totals per device and measure (timeline/counters.py memory_series)
 
 
 class IndexCache:
@@ -108,7 +109,7 @@ class IndexCache:
             table = _events(store, key, prefix)
             self._note(key, "indexing", facts)
             loaded = Loaded(table, _index(table, prefix), origin, int(digest.window.end_ns), facts["rank"],
-                            facts["steps"], npu_series(table))
+                            facts["steps"], *_series(table))
             with self._lock:
                 self._loaded[prefix] = loaded
                 while len(self._loaded) > self._items:
@@ -151,9 +152,10 @@ def _events(store, key: tuple, prefix: str):
         return store.table(*key)
 
 
-def npu_series(table):
-    from canning_tb.timeline.counters import npu_series as series
-    return series(table)
+def _series(table) -> tuple[list, list]:
+    """The window's NPU counters and memory totals, ready to downsample."""
+    from canning_tb.timeline.counters import memory_series, npu_series
+    return npu_series(table), memory_series(table)
 
 
 def _index(table, prefix: str):
@@ -193,7 +195,7 @@ def tracks_impl(cache: IndexCache, store, run: str, worker: str, window: str, wa
         tracks.append({"id": track, "name": _track_name(table, pid, tid, device, python), "pid": pid, "tid": tid,
                        "device": device, "kind": "device" if device >= 0 else ("python" if python else "host"),
                        "rows": [int(row) for row in rows], "events": int(counts[rows].sum())})
-    devices = sorted({table.strings[int(d)] or "" for d in table.memory["device"].tolist()})
+    devices = sorted({device for device, *_ in loaded.memory})
     return {"run": run, "worker": worker, "window": window, "rank": loaded.rank, "start_ns": loaded.origin,
             "duration_ns": loaded.end - loaded.origin, "events": len(table), "tracks": tracks,
             "steps": loaded.steps, "memory_devices": devices, "counters": series_info(loaded.counters)}
@@ -272,7 +274,7 @@ def counters_impl(cache: IndexCache, store, run, worker, window, start_ns: int, 
     loaded = cache.get(store, run, worker, window)
     t0, t1 = loaded.origin + start_ns, loaded.origin + end_ns
     return {"start_ns": start_ns, "end_ns": end_ns,
-            "memory": memory_counters(loaded.table, t0, t1, width, loaded.origin),
+            "memory": memory_counters(loaded.memory, t0, t1, width, loaded.origin),
             "npu": npu_counters(loaded.counters, t0, t1, width, loaded.origin)}
 
 

@@ -31,20 +31,29 @@ def _downsample(ts: np.ndarray, values: np.ndarray, t0: int, t1: int, width: int
     return out_ts, out_values
 
 
-def memory_counters(table: EventTable, t0: int, t1: int, width: int, origin: int) -> list[dict]:
+def memory_series(table: EventTable) -> list[tuple[str, str, np.ndarray, np.ndarray]]:
+    """(device, "allocated" | "reserved", ts, bytes) of each device's known totals, by time: made once
+    per window, downsampled per request."""
     mem = table.memory
-    order = np.argsort(mem["ts"], kind="stable")
+    ts_all = mem["ts"]
+    order = np.argsort(ts_all, kind="stable")
+    devices = mem["device"][order]
     out = []
-    for device in np.unique(mem["device"]):
-        rows = order[mem["device"][order] == device]
+    for device in np.unique(devices):
+        rows = order[devices == device]
         for measure in ("allocated", "reserved"):
             values = mem[measure][rows]
             known = values != NONE
-            if not known.any():
-                continue
-            ts, kept = _downsample(mem["ts"][rows][known], values[known], t0, t1, width)
-            out.append({"device": table.strings[int(device)] or "", "measure": measure,
-                        "ts_ns": [t - origin for t in ts], "bytes": kept})
+            if known.any():
+                out.append((table.strings[int(device)] or "", measure, ts_all[rows][known], values[known]))
+    return out
+
+
+def memory_counters(series: list, t0: int, t1: int, width: int, origin: int) -> list[dict]:
+    out = []
+    for device, measure, ts_all, values in series:
+        ts, kept = _downsample(ts_all, values, t0, t1, width)
+        out.append({"device": device, "measure": measure, "ts_ns": [t - origin for t in ts], "bytes": kept})
     return out
 
 
