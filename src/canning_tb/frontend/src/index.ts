@@ -6,7 +6,8 @@ import css from "./style.css";
 import { getJSON, type RunEntry, type RunsResponse, type Selection, type WorkerEntry } from "./api";
 import { clear, h, option } from "./dom";
 import { AppStore, readURL, type AppState } from "./state";
-import { errorText } from "./views/common";
+import { followTheme } from "./theme";
+import { bindTableSorts, errorText } from "./views/common";
 import { VIEWS } from "./views/index";
 import { showEmpty, type ViewState } from "./views/view";
 
@@ -21,41 +22,104 @@ function sameSelection(a: AppState, b: AppState): boolean {
   return a.run === b.run && a.worker === b.worker && a.window === b.window;
 }
 
-/** The names the selection falls back to when the state's are not (or no longer) listed. */
-function validSelection(state: AppState, runs: RunEntry[]): Pick<AppState, "run" | "worker" | "window"> {
+type Picked = Pick<AppState, "run" | "worker" | "window">;
+
+/** The names the selection falls back to when the state's are not (or no longer) listed, and a
+ * note for each name that was asked for (by a link, or before a run went away) and is not there. */
+function validSelection(state: AppState, runs: RunEntry[]): { pick: Picked; notes: string[] } {
+  const notes: string[] = [];
+  const missing = (what: string, name: string, instead: string | undefined) => {
+    if (name && instead !== undefined) notes.push(`${what} “${name}” is not in the logdir (any more): showing “${instead}”`);
+  };
   const run = runs.find((r) => r.name === state.run) ?? runs[0];
-  const worker = run?.workers.find((w) => w.name === state.worker) ?? run?.workers[0];
+  if (run.name !== state.run) missing("run", state.run, run.name);
+  const worker = run.workers.find((w) => w.name === state.worker) ?? run.workers[0];
+  if (worker && worker.name !== state.worker && run.name === state.run) missing(`worker of run ${run.name}`, state.worker, worker.name);
   const win = worker?.windows.find((w) => w.id === state.window) ?? worker?.windows[0];
-  return { run: run?.name ?? "", worker: worker?.name ?? "", window: win?.id ?? "" };
+  if (win && win.id !== state.window && worker.name === state.worker) missing(`window of ${worker.name}`, state.window, win.label);
+  return { pick: { run: run.name, worker: worker?.name ?? "", window: win?.id ?? "" }, notes };
+}
+
+/** Whether a name the selection asks for is not listed yet (a link's run may appear only once
+ * TensorBoard has read the logdir): then the shell waits instead of falling back. */
+function notListedYet(state: AppState, runs: RunEntry[]): boolean {
+  const run = runs.find((r) => r.name === state.run);
+  const worker = run?.workers.find((w) => w.name === state.worker);
+  if (state.run && !run) return true;
+  if (state.worker && !worker) return true;
+  return !!state.window && !worker?.windows.some((w) => w.id === state.window);
+}
+
+/** Any text cut short by its box (an ellipsis) gets its whole text as a title when hovered, so no
+ * view has to remember it for each cell. */
+function titleIfCut(target: EventTarget | null): void {
+  if (!(target instanceof HTMLElement) || target.title || !target.textContent) return;
+  if (target.scrollWidth > target.clientWidth + 1 && getComputedStyle(target).textOverflow === "ellipsis") target.title = target.textContent;
 }
 
 class Shell {
-  private store = new AppStore(readURL());
+  private url = readURL();
+  private store = new AppStore(this.url.state);
   private root = h("div", { id: "canning-root", "data-state": "loading" });
   private runSel = h("select", { id: "run-select", "aria-label": "Run" });
   private workerSel = h("select", { id: "worker-select", "aria-label": "Worker" });
   private windowSel = h("select", { id: "window-select", "aria-label": "Window" });
+  private windowLabel = h("div", { id: "window-label", class: "window-label" });
   private windowMeta = h("div", { id: "window-meta", class: "meta" });
+  private note = h("div", { id: "url-note", class: "notice warn", role: "note", hidden: true });
   private status = h("div", { id: "discovery-status", class: "meta", role: "status" });
   private tabs = h("nav", { id: "view-tabs", class: "tabs", role: "tablist" });
   private viewEl = h("section", { id: "view", class: "view", "data-state": "loading" });
   private runs: RunEntry[] = [];
   private runsKey = "";
   private runsLoaded = false;
+  private discovering = true;
   private current: AbortController | null = null;
   private mountedKey = "";
 
   start(parent: HTMLElement): void {
-    this.root.append(this.sidebar(), h("main", { class: "main" }, this.tabs, this.viewEl));
+    this.root.append(this.sidebar(), h("main", { class: "main" }, this.tabs, this.note, this.viewEl));
     parent.append(this.root);
     this.buildTabs();
-    this.runSel.onchange = () => this.store.update({ run: this.runSel.value });
-    this.workerSel.onchange = () => this.store.update({ worker: this.workerSel.value });
-    this.windowSel.onchange = () => this.store.update({ window: this.windowSel.value });
+    bindTableSorts(this.store);
+    this.root.addEventListener("mouseover", (ev) => titleIfCut(ev.target));
+    this.showNotes(this.url.notes);
+    // the charts take their colours when drawn: draw the view again in the new theme
+    followTheme(() => this.mount(true));
+    this.runSel.onchange = () => this.pick({ run: this.runSel.value });
+    this.workerSel.onchange = () => this.pick({ worker: this.workerSel.value });
+    this.windowSel.onchange = () => this.pick({ window: this.windowSel.value });
     this.store.subscribe((state, previous) => this.onState(state, previous));
     this.setState("loading");
     this.viewEl.append(h("div", { class: "notice loading", role: "status" }, h("span", { class: "spinner" }), "Looking for profiles under the logdir…"));
     void this.poll();
+  }
+
+  /** The user picks another run, worker or window: the link's notes no longer apply. */
+  private pick(patch: Partial<AppState>): void {
+    this.showNotes([]);
+    this.store.update(patch);
+  }
+
+  /** Says which of the link's values could not be used, and what is shown instead. */
+  private showNotes(notes: string[]): void {
+    const shown = new Set(Array.from(this.note.querySelectorAll("li"), (li) => li.textContent ?? ""));
+    const fresh = notes.filter((note) => !shown.has(note));
+    if (!notes.length) {
+      this.note.hidden = true;
+      clear(this.note);
+      return;
+    }
+    if (!fresh.length) return;
+    let list = this.note.querySelector("ul");
+    if (!list) {
+      const close = h("button", { type: "button", class: "link-button note-close", "aria-label": "Dismiss", text: "Dismiss" });
+      close.onclick = () => this.showNotes([]);
+      list = h("ul");
+      this.note.append(h("strong", { text: "This link asks for something not available here; " }), "the rest of it is shown.", list, close);
+    }
+    list.append(...fresh.map((note) => h("li", { text: note })));
+    this.note.hidden = false;
   }
 
   private sidebar(): HTMLElement {
@@ -66,6 +130,7 @@ class Shell {
       h("label", { class: "field" }, h("span", { text: "Run" }), this.runSel),
       h("label", { class: "field" }, h("span", { text: "Worker (rank)" }), this.workerSel),
       h("label", { class: "field" }, h("span", { text: "Window" }), this.windowSel),
+      this.windowLabel,
       this.windowMeta,
       this.status,
     );
@@ -106,6 +171,7 @@ class Shell {
 
   private onRuns(data: RunsResponse): void {
     this.runsLoaded = true;
+    this.discovering = data.loading;
     this.status.textContent = data.error ? data.error : data.loading ? "Looking for new profiles…" : "";
     this.status.classList.toggle("error-text", !!data.error);
     const key = JSON.stringify(data.runs);
@@ -137,7 +203,12 @@ class Shell {
   private onState(state: AppState, previous: AppState, listed = false): void {
     if (!this.runs.length) return;
     if (!listed && sameSelection(state, previous) && state.view === previous.view) return;
-    const valid = validSelection(state, this.runs);
+    if (this.discovering && notListedYet(state, this.runs)) {
+      this.viewEl.replaceChildren(h("div", { class: "notice loading", role: "status" }, h("span", { class: "spinner" }), `Looking for ${state.run} / ${state.worker || "…"} under the logdir…`));
+      return;
+    }
+    const { pick: valid, notes } = validSelection(state, this.runs);
+    if (notes.length) this.showNotes(notes);
     const fix: Partial<AppState> = { ...valid };
     // a time range belongs to the window it was selected in
     if (!sameSelection(state, previous) && state.memory.range) fix.memory = { ...state.memory, range: null };
@@ -152,6 +223,7 @@ class Shell {
     clear(this.workerSel);
     clear(this.windowSel);
     this.windowMeta.textContent = "";
+    this.windowLabel.textContent = "";
   }
 
   private renderSelectors(state: AppState): void {
@@ -165,6 +237,12 @@ class Shell {
       this.windowSel.append(option(win.id, label, win.id === state.window));
     }
     const win = worker?.windows.find((w) => w.id === state.window);
+    // a <select> cuts a long label: the whole label is written out below it, wrapped
+    const label = this.windowSel.selectedOptions[0]?.textContent ?? "";
+    this.windowLabel.textContent = label;
+    this.windowSel.title = label;
+    this.runSel.title = this.runSel.selectedOptions[0]?.textContent ?? "";
+    this.workerSel.title = this.workerSel.selectedOptions[0]?.textContent ?? "";
     this.windowMeta.textContent = win ? `${win.format} · ${win.files.join(", ")}` : "";
     this.windowMeta.title = this.windowMeta.textContent;
     for (const tab of Array.from(this.tabs.children) as HTMLElement[]) {
