@@ -82,7 +82,18 @@ function makeRoomForMarks(option: Opt): void {
   for (const axis of asList(option.yAxis)) if (axis.type === "value" && axis.max === undefined) axis.boundaryGap ??= [0, "18%"];
 }
 
+/** A legend across the top and a y axis named at its top end share a row: the plot moves down so
+ * that the axis name sits below the legend. */
+function clearAxisNamesOfLegend(option: Opt): void {
+  const legend = asList(option.legend)[0];
+  const grid = option.grid as Opt | undefined;
+  if (!legend || legend.orient === "vertical" || legend.bottom !== undefined || !grid || Array.isArray(grid)) return;
+  const named = asList(option.yAxis).some((axis) => axis.name && (axis.nameLocation ?? "end") === "end");
+  if (named && typeof grid.top === "number") grid.top = Math.max(grid.top, 52);
+}
+
 function polish(option: Opt): Opt {
+  clearAxisNamesOfLegend(option);
   for (const axis of [...asList(option.xAxis), ...asList(option.yAxis)]) roundAxisLabels(axis);
   const pies = asList(option.series).filter((series) => series.type === "pie");
   pies.forEach(tamePie);

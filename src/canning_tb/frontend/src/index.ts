@@ -74,6 +74,8 @@ class Shell {
   private runsKey = "";
   private runsLoaded = false;
   private discovering = true;
+  /** the selection is still the link's (not yet resolved against the listing, not changed by the user) */
+  private fromLink = true;
   private current: AbortController | null = null;
   private mountedKey = "";
 
@@ -97,6 +99,7 @@ class Shell {
 
   /** The user picks another run, worker or window: the link's notes no longer apply. */
   private pick(patch: Partial<AppState>): void {
+    this.fromLink = false;
     this.showNotes([]);
     this.store.update(patch);
   }
@@ -171,11 +174,12 @@ class Shell {
 
   private onRuns(data: RunsResponse): void {
     this.runsLoaded = true;
+    const discovered = this.discovering && !data.loading;
     this.discovering = data.loading;
     this.status.textContent = data.error ? data.error : data.loading ? "Looking for new profiles…" : "";
     this.status.classList.toggle("error-text", !!data.error);
     const key = JSON.stringify(data.runs);
-    if (key === this.runsKey && this.runs.length) return;
+    if (key === this.runsKey && this.runs.length && !discovered) return;
     this.runsKey = key;
     this.runs = data.runs;
     if (!data.runs.length) {
@@ -203,12 +207,14 @@ class Shell {
   private onState(state: AppState, previous: AppState, listed = false): void {
     if (!this.runs.length) return;
     if (!listed && sameSelection(state, previous) && state.view === previous.view) return;
-    if (this.discovering && notListedYet(state, this.runs)) {
+    if (this.fromLink && this.discovering && notListedYet(state, this.runs)) {
       this.viewEl.replaceChildren(h("div", { class: "notice loading", role: "status" }, h("span", { class: "spinner" }), `Looking for ${state.run} / ${state.worker || "…"} under the logdir…`));
       return;
     }
     const { pick: valid, notes } = validSelection(state, this.runs);
-    if (notes.length) this.showNotes(notes);
+    // notes are about the link; a run the user picks has other workers, as it should
+    if (this.fromLink && notes.length) this.showNotes(notes);
+    this.fromLink = false;
     const fix: Partial<AppState> = { ...valid };
     // a time range belongs to the window it was selected in
     if (!sameSelection(state, previous) && state.memory.range) fix.memory = { ...state.memory, range: null };
