@@ -146,6 +146,22 @@ def test_a_stale_link_falls_back_with_a_note(page, url, errors):
     assert not errors, errors
 
 
+def test_a_time_range_and_a_slice_stay_with_their_window(page, url, errors):
+    """The link's timeline range and selected slice open as given; another worker starts without
+    them (they are ns from that window's start and an event of its trace)."""
+    page.goto(f"{url}/#canning&p.canning.run=ascend&p.canning.worker=rank0&p.canning.view=timeline"
+              "&p.canning.tl.range=1000~2000000&p.canning.tl.event=5")
+    frame = page.frame_locator(FRAME)
+    loaded(frame)
+    expect(frame.locator("#timeline-canvas")).to_have_attribute("data-lo", "1000", timeout=T)
+    assert "p.canning.tl.range=1000~2000000" in page.url and "p.canning.tl.event=5" in page.url, page.url
+    frame.locator("#worker-select").select_option("rank1")
+    loaded(frame)
+    expect(frame.locator("#timeline-canvas")).not_to_have_attribute("data-lo", "1000", timeout=T)
+    assert "tl.range" not in page.url and "tl.event" not in page.url, page.url
+    assert not errors, errors
+
+
 COLOURS = """() => {
   const pick = (sel, prop) => { const el = document.querySelector(sel); return el ? getComputedStyle(el)[prop] : null; };
   const label = document.querySelector('#ov-steps-chart svg text');

@@ -18,11 +18,26 @@ function workerLabel(worker: WorkerEntry): string {
   return worker.rank >= 0 && !worker.name.includes(String(worker.rank)) ? `rank ${worker.rank} · ${worker.name}` : worker.name;
 }
 
-function sameSelection(a: AppState, b: AppState): boolean {
+function sameSelection(a: Pick<AppState, "run" | "worker" | "window">, b: Pick<AppState, "run" | "worker" | "window">): boolean {
   return a.run === b.run && a.worker === b.worker && a.window === b.window;
 }
 
 type Picked = Pick<AppState, "run" | "worker" | "window">;
+
+/** Whether `to` selects another window than `from` did; a name `from` left empty (a link with the
+ * run only) is filled in, not moved from. */
+function movedFrom(from: Picked, to: Picked): boolean {
+  return (["run", "worker", "window"] as const).some((key) => from[key] !== "" && from[key] !== to[key]);
+}
+
+/** Time ranges and a selected slice belong to the window they were chosen in (ns from its start,
+ * an event of its trace): another window starts without them. */
+function forgetWindowPlaces(state: AppState): Partial<AppState> {
+  const fix: Partial<AppState> = {};
+  if (state.memory.range) fix.memory = { ...state.memory, range: null };
+  if (state.timeline.range || state.timeline.event >= 0) fix.timeline = { ...state.timeline, range: null, event: -1 };
+  return fix;
+}
 
 /** The names the selection falls back to when the state's are not (or no longer) listed, and a
  * note for each name that was asked for (by a link, or before a run went away) and is not there. */
@@ -215,11 +230,10 @@ class Shell {
     // notes are about the link; a run the user picks has other workers, as it should
     if (this.fromLink && notes.length) this.showNotes(notes);
     this.fromLink = false;
-    const fix: Partial<AppState> = { ...valid };
-    // a time range belongs to the window it was selected in
-    if (!sameSelection(state, previous) && state.memory.range) fix.memory = { ...state.memory, range: null };
+    const moved = movedFrom(previous, state) || movedFrom(state, valid);
+    const fix: Partial<AppState> = { ...valid, ...(moved ? forgetWindowPlaces(state) : {}) };
     // the corrected state comes back here as an update of its own; draw from the latest either way
-    if (valid.run !== state.run || valid.worker !== state.worker || valid.window !== state.window || fix.memory) this.store.update(fix);
+    if (!sameSelection(state, valid) || fix.memory || fix.timeline) this.store.update(fix);
     this.renderSelectors(this.store.state);
     this.mount();
   }
