@@ -72,6 +72,7 @@ function roundAxisLabels(axis: Opt): void {
  * slice too thin for it; the legend (added when the option has none) names every slice. */
 function tamePie(series: Opt): void {
   series.label = { position: "inside", formatter: "{d}%", fontSize: 11 };
+  series.percentPrecision = 1; // as the tables write shares
   series.minShowLabelAngle = 24;
   series.labelLayout = { hideOverlap: true };
 }
@@ -123,7 +124,7 @@ export interface Item {
 }
 
 /** The largest `slices` items, and one "Other" item that sums the rest (its text lists how many). */
-export function topWithOther(items: Item[], slices = PIE_SLICES, fmt: (value: number) => string = (v) => v.toFixed(1)): Item[] {
+export function topWithOther(items: Item[], slices = PIE_SLICES, fmt: (value: number) => string = (v) => v.toLocaleString("en-US", { maximumFractionDigits: 1 })): Item[] {
   const sorted = items.slice().sort((a, b) => b.value - a.value);
   if (sorted.length <= slices) return sorted;
   const rest = sorted.slice(slices - 1);
