@@ -82,6 +82,17 @@ def test_the_url_holds_the_place_for_a_reload_and_a_shared_link(page, url, brows
     settled(frame)
     expect(frame.locator("#tab-overview")).to_have_attribute("aria-selected", "true")  # the default view
     expect(frame.locator("#run-select option")).to_have_count(3, timeout=T)
+    # the second window of a run with two, on the Overview: a reload keeps it
+    frame.locator("#run-select").select_option("resnet")
+    second = frame.locator("#window-select option").nth(1).get_attribute("value")
+    assert second != frame.locator("#window-select").input_value()
+    frame.locator("#window-select").select_option(second)
+    loaded(frame)
+    page.reload()
+    frame = page.frame_locator(FRAME)
+    loaded(frame)
+    expect(frame.locator("#window-select")).to_have_value(second)
+    expect(frame.locator("#tab-overview")).to_have_attribute("aria-selected", "true")
     frame.locator("#run-select").select_option("ascend")
     frame.locator("#worker-select").select_option("rank1")
     frame.locator("#tab-operators").click()
