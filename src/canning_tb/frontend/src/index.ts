@@ -18,11 +18,11 @@ function workerLabel(worker: WorkerEntry): string {
   return worker.rank >= 0 && !worker.name.includes(String(worker.rank)) ? `rank ${worker.rank} · ${worker.name}` : worker.name;
 }
 
-function sameSelection(a: Pick<AppState, "run" | "worker" | "window">, b: Pick<AppState, "run" | "worker" | "window">): boolean {
+type Picked = Pick<AppState, "run" | "worker" | "window">;
+
+function sameSelection(a: Picked, b: Picked): boolean {
   return a.run === b.run && a.worker === b.worker && a.window === b.window;
 }
-
-type Picked = Pick<AppState, "run" | "worker" | "window">;
 
 /** Whether `to` selects another window than `from` did; a name `from` left empty (a link with the
  * run only) is filled in, not moved from. */
@@ -40,11 +40,11 @@ function forgetWindowPlaces(state: AppState): Partial<AppState> {
 }
 
 /** The names the selection falls back to when the state's are not (or no longer) listed, and a
- * note for each name that was asked for (by a link, or before a run went away) and is not there. */
+ * note for each name the state asked for that is not there (shown when the state is a link's). */
 function validSelection(state: AppState, runs: RunEntry[]): { pick: Picked; notes: string[] } {
   const notes: string[] = [];
-  const missing = (what: string, name: string, instead: string | undefined) => {
-    if (name && instead !== undefined) notes.push(`${what} “${name}” is not in the logdir (any more): showing “${instead}”`);
+  const missing = (what: string, name: string, instead: string) => {
+    if (name) notes.push(`${what} “${name}” is not in the logdir (any more): showing “${instead}”`);
   };
   const run = runs.find((r) => r.name === state.run) ?? runs[0];
   if (run.name !== state.run) missing("run", state.run, run.name);
