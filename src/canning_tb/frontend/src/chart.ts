@@ -215,27 +215,47 @@ export class Chart {
   }
 }
 
+/** Data points above which a chart draws on canvas: thousands of SVG elements slow the page. */
+const SVG_MAX_POINTS = 4000;
+
+/** SVG for the usual charts; canvas for heat maps (a cell per rank and step) and very many points. */
+function rendererFor(option: Opt): Renderer {
+  const series = asList(option.series);
+  const points = series.reduce((total, one) => total + (Array.isArray(one.data) ? one.data.length : 0), 0);
+  return series.some((one) => one.type === "heatmap") || points > SVG_MAX_POINTS ? "canvas" : "svg";
+}
+
 /** A bare ECharts instance that follows its element's size, for views that build their own option.
  * Tooltip formatters must return DOM (tipLines) so trace strings are never parsed as HTML. The
- * option is polished (chart.ts: rounded axis labels, pie labels that do not overlap, room for markers). */
+ * option is polished (chart.ts: rounded axis labels, pie labels that do not overlap, room for
+ * markers). The renderer is chosen by the first option (rendererFor) unless given. */
 export class RawChart {
-  readonly chart: echarts.ECharts;
+  private instance: echarts.ECharts | null = null;
   private observer: ResizeObserver;
 
-  constructor(el: HTMLElement, renderer: Renderer = "svg") {
-    this.chart = init(el, renderer);
-    this.observer = new ResizeObserver(() => this.chart.resize());
+  constructor(
+    private el: HTMLElement,
+    private renderer?: Renderer,
+  ) {
+    this.observer = new ResizeObserver(() => this.instance?.resize());
     this.observer.observe(el);
+  }
+
+  /** The ECharts instance (for events and actions); made on first use. */
+  get chart(): echarts.ECharts {
+    this.instance ??= init(this.el, this.renderer ?? "svg");
+    return this.instance;
   }
 
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   set(option: any): void {
-    this.chart.setOption(polish({ animation: false, color: PALETTE, ...option }), true);
+    this.instance ??= init(this.el, this.renderer ?? rendererFor(option));
+    this.instance.setOption(polish({ animation: false, color: PALETTE, ...option }), true);
   }
 
   dispose(): void {
     this.observer.disconnect();
-    this.chart.dispose();
+    this.instance?.dispose();
   }
 }
 
