@@ -2,7 +2,7 @@
 the selection in the URL (reload and a shared link open the same place; a stale link falls back
 with a note), TensorBoard's dark theme, and a layout that fits at 1,280 px (tables and charts
 inside their cards, chart texts that do not overlap, cut names whole on hover).
-One TensorBoard serves the module (resnet: GPU, ascend: NPU 2 ranks, dlrm: 8 ranks).
+One TensorBoard serves the module (resnet: GPU, ascend: NPU 2 ranks, dlrm: 8 ranks, cpu: CPU only).
 """
 import gzip
 import json
@@ -27,6 +27,7 @@ def logdir(tmp_path_factory):
     copy_resnet(root / "resnet")
     shutil.copytree(fixture_path("ascend", "level1"), root / "ascend")
     shutil.copytree(fixture_path("param", "dlrm_8ranks"), root / "dlrm")
+    shutil.copytree(fixture_path("hta", "cpu_only"), root / "cpu")
     return root
 
 
@@ -81,7 +82,7 @@ def test_the_url_holds_the_place_for_a_reload_and_a_shared_link(page, url, brows
     frame = open_plugin(page, url)
     settled(frame)
     expect(frame.locator("#tab-overview")).to_have_attribute("aria-selected", "true")  # the default view
-    expect(frame.locator("#run-select option")).to_have_count(3, timeout=T)
+    expect(frame.locator("#run-select option")).to_have_count(4, timeout=T)
     # the second window of a run with two, on the Overview: a reload keeps it
     frame.locator("#run-select").select_option("resnet")
     second = frame.locator("#window-select option").nth(1).get_attribute("value")
@@ -143,7 +144,7 @@ def test_a_stale_link_falls_back_with_a_note(page, url, errors):
     expect(note).to_contain_text("op.top=“many”")
     expect(note).to_contain_text("mem.range=“9-3”")
     expect(frame.locator("#tab-overview")).to_have_attribute("aria-selected", "true")
-    assert frame.locator("#run-select").input_value() in ("ascend", "dlrm", "resnet")
+    assert frame.locator("#run-select").input_value() in ("ascend", "cpu", "dlrm", "resnet")
     # a stale worker of a run that exists: that run, its first worker
     # (o.<name>: a view's own option, kept for views that state.ts does not know)
     page.goto(f"{url}/#canning&p.canning.run=ascend&p.canning.worker=rank9&p.canning.view=kernels&p.canning.o.later.depth=3")
@@ -274,7 +275,7 @@ LAYOUT = """() => {
 }"""
 
 
-@pytest.mark.parametrize("run,worker", [("resnet", "worker0"), ("ascend", "rank0"), ("dlrm", DLRM_WORKER)])
+@pytest.mark.parametrize("run,worker", [("resnet", "worker0"), ("ascend", "rank0"), ("dlrm", DLRM_WORKER), ("cpu", "")])
 def test_every_view_fits_at_1280_px(page, url, run, worker, errors):
     page.set_viewport_size({"width": 1280, "height": 900})
     page.goto(f"{url}/#canning&p.canning.run={run}&p.canning.worker={worker}")
