@@ -15,6 +15,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from canning_tb.remote_fs import RemoteError
+
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
@@ -64,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
             raise SystemExit("canning-prof: --mode=compare needs --base=PATH and --input=PATH")
         from .compare import compare
         return compare(args)
-    except FileNotFoundError as e:
+    except (FileNotFoundError, RemoteError) as e:
         print(f"canning-prof: {e}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # `canning-prof ... | head`

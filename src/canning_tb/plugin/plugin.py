@@ -13,6 +13,7 @@ from tensorboard.backend import http_util
 from tensorboard.plugins import base_plugin
 from werkzeug import wrappers
 
+from canning_tb.remote_fs import RemoteError
 from canning_tb.store.scanner import Scanner, default_store
 from canning_tb.store.trends import TrendWriter
 
@@ -102,7 +103,8 @@ class CanningPlugin(base_plugin.TBPlugin):
         if not scanner.wait_first(0.5):
             return True
         self.trends.kick(scanner.store)
-        return bool(scanner.listing and scanner.listing["runs"])
+        # a logdir that cannot be read (bad credentials, no such bucket) shows the tab with the reason
+        return bool(scanner.error or (scanner.listing and scanner.listing["runs"]))
 
     def frontend_metadata(self):
         return base_plugin.FrontendMetadata(es_module_path="/index.js", tab_name=TAB_NAME, disable_reload=False)
@@ -124,7 +126,7 @@ class CanningPlugin(base_plugin.TBPlugin):
         scanner = self.scanner
         scanner.kick()
         if scanner.listing is None:
-            scanner.wait_first(2.0)
+            scanner.wait_first(0.5)  # /runs answers within a second, whatever the logdir holds
         body = {"logdir": self._logdir, "loading": scanner.loading, "error": scanner.error,
                 "runs": (scanner.listing or {"runs": []})["runs"]}
         return http_util.Respond(request, body, "application/json")
@@ -138,6 +140,8 @@ class CanningPlugin(base_plugin.TBPlugin):
                 code = 202 if body.get("loading") else 200
             except RouteError as e:
                 body, code = e.body, e.code
+            except RemoteError as e:  # the remote logdir cannot be read now (credentials, network)
+                body, code = {"error": str(e)}, 502
             except Exception as e:  # request boundary: a bug shows as text in the UI, logged here
                 log.exception("canning: %s failed", request.path)
                 body, code = {"error": f"internal error: {type(e).__name__}: {e}"}, 500

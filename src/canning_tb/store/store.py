@@ -15,7 +15,7 @@ from typing import Callable, Iterable
 
 from google.protobuf.message import DecodeError
 
-from canning_tb import manifest
+from canning_tb import manifest, remote_fs
 
 from . import cache
 from .discover import Run, Window, Worker, discover
@@ -109,7 +109,13 @@ class Store:
     def __init__(self, logdir: str, cache_dir: str | None = None, max_workers: int | None = None,
                  memory_items: int = 64, recursive: bool = True, select=None,
                  isolate_bytes: int | None = None):
-        self.logdir = logdir
+        # a remote logdir (s3://...) is read from a local copy (mirror.py); `logdir` is where discovery looks
+        self.url = logdir if remote_fs.is_url(logdir) else None
+        self.remote = None
+        if self.url:
+            from .mirror import Mirror
+            self.remote = Mirror(self.url)
+        self.logdir = self.remote.local if self.remote else logdir
         self._recursive, self._select = recursive, select
         # Windows larger than this are parsed in a child process: a long-lived host (TensorBoard)
         # keeps neither the parse's peak memory nor the GIL while it runs. None: always in-process.
@@ -126,6 +132,9 @@ class Store:
 
     # -- discovery -------------------------------------------------------------------------
     def refresh(self) -> None:
+        """Rescan; a remote logdir that cannot be read raises remote_fs.RemoteError (the last listing stays)."""
+        if self.remote is not None:
+            self.remote.sync()
         runs = discover(self.logdir, self._recursive, self._select)
         with self._lock:
             self._runs = runs
@@ -168,6 +177,21 @@ class Store:
         return out
 
     # -- data ----------------------------------------------------------------------------------
+    def local_window(self, run: str, worker: str, window_id: str) -> Window:
+        """The window, its files copied here first when the logdir is remote."""
+        window = self.window(run, worker, window_id)
+        self._fetch(window)
+        return window
+
+    def _fetch(self, window: Window, unless_digested: bool = False) -> bool:
+        """Copy a remote window's files here (none when its digest at the source is enough); True when copied."""
+        if self.remote is None:
+            return False
+        src = source_digest_path(window)
+        if unless_digested and src and os.path.exists(src):
+            return False
+        return self.remote.ensure(window.files)
+
     def _key(self, run: str, window: Window) -> tuple[str, str]:
         key = cache.window_key(window, _schema())
         return key, cache.digest_file(self.run(run).path, key, self.cache_dir)
@@ -176,13 +200,14 @@ class Store:
         """The digest of one window: from memory, the handler's own, the cache, or computed now
         (once, however many threads ask for it at the same time)."""
         window = self.window(run, worker, window_id)
+        self._fetch(window, unless_digested=True)
         key, path = self._key(run, window)
         with self._lock:
             lock = self._computing.setdefault(key, threading.Lock())
         with lock:
-            return self._digest(window, worker, key, path)
+            return self._digest(run, window, worker, key, path)
 
-    def _digest(self, window: Window, worker: str, key: str, path: str):
+    def _digest(self, run: str, window: Window, worker: str, key: str, path: str):
         from canning_tb.analysis import digest_pb2
         from canning_tb.ingest.table import InputError
         with self._lock:
@@ -192,6 +217,9 @@ class Store:
             if key in self._errors:
                 raise InputError(*self._errors[key])
         digest = self._load_cached(window, path, digest_pb2)
+        if digest is None and self._fetch(window):  # a remote digest at the source that did not do: the key changed
+            key, path = self._key(run, window)
+            digest = self._load_cached(window, path, digest_pb2)
         if digest is None and self._isolate(window):
             err = _compute_in_child(window, worker, path)
             if err:
@@ -211,6 +239,25 @@ class Store:
             while len(self._digests) > self._memory_items:
                 self._digests.popitem(last=False)
         return digest
+
+    def _has_digest(self, run: str, window: Window) -> bool:
+        """Whether the window's digest is in memory, in the cache or at the source (loaded then: a few KB)."""
+        from canning_tb.analysis import digest_pb2
+        key, path = self._key(run, window)
+        with self._lock:
+            if key in self._digests:
+                return True
+        if os.path.exists(path):
+            return True
+        if not source_digest_path(window):
+            return False
+        digest = self._load_cached(window, path, digest_pb2)
+        if digest is not None:
+            with self._lock:
+                self._digests[key] = digest
+                while len(self._digests) > self._memory_items:
+                    self._digests.popitem(last=False)
+        return digest is not None
 
     def _isolate(self, window: Window) -> bool:
         if self.isolate_bytes is None:
@@ -243,7 +290,7 @@ class Store:
     def table(self, run: str, worker: str, window_id: str):
         """The columnar events of one window (cached as .npz beside the digest)."""
         from canning_tb.ingest.table import EventTable
-        window = self.window(run, worker, window_id)
+        window = self.local_window(run, worker, window_id)
         prefix = self.events_prefix(run, worker, window_id)
         try:
             return EventTable.load(prefix)
@@ -265,9 +312,10 @@ class Store:
         keys: dict[tuple[str, str, str], str] = {}
         for run, worker, wid in items:
             window = self.window(run, worker, wid)
-            key, path = self._key(run, window)
-            if key in self._digests or os.path.exists(path):
+            if self._has_digest(run, window):
                 continue
+            self._fetch(window)
+            key, path = self._key(run, window)
             os.makedirs(os.path.dirname(path), exist_ok=True)
             todo.append(((run, worker, wid), window, path))
             keys[(run, worker, wid)] = key
