@@ -68,12 +68,12 @@ def run_two_ranks(url, cwd):
     return outs
 
 
-def profile_one_window(url, worker):
+def profile_one_window(url, worker, digest=True):
     """One real torch.profiler window of this process through the handler into url."""
     torch = pytest.importorskip("torch")
     from canning import profiling_suite as ps
     with ps.Profile(activities=[ps.ProfilerActivity.CPU], schedule=ps.schedule(wait=0, warmup=1, active=1, repeat=1),
-                    on_trace_ready=ps.tensorboard_trace_handler(url, worker_name=worker)) as prof:
+                    on_trace_ready=ps.tensorboard_trace_handler(url, worker_name=worker, digest=digest)) as prof:
         for _ in range(3):
             x = torch.randn(128, 128)
             (x @ x).sum()
@@ -188,3 +188,38 @@ def test_handler_to_a_bucket_it_cannot_write_warns_and_training_goes_on(s3, monk
         profile_one_window("s3://guarded/elsewhere", "w")
     said = [r.getMessage() for r in caplog.records if "could not write profiler window" in r.getMessage()]
     assert said and "s3://guarded/elsewhere: access denied" in said[0] and BAD_SECRET not in said[0]
+
+
+def test_digest_command_digests_a_bucket_beside_its_windows(s3, tmp_path, monkeypatch, capsys):  # noqa: F811
+    from canning_tb.analysis import digest_pb2
+    from canning_tb.cli.main import main
+    from canning_tb.store import Store, digest_of
+    fs = s3.fs()
+    fs.mkdir("batch")
+    for worker in ("a", "b"):
+        profile_one_window("s3://batch/logs/run", worker, digest=False)
+    assert not fs.glob("batch/logs/run/*.digest.pb")
+    monkeypatch.setenv("CANNING_CACHE_DIR", str(tmp_path / "cache"))
+    assert main(["digest", "--input=s3://batch/logs", "--workers=2"]) == 0
+    assert "2 digested" in capsys.readouterr().out
+    fs.invalidate_cache()
+    # each digest beside its manifest in the bucket, equal to one computed here from a plain download
+    for manifest in fs.glob("batch/logs/run/*.canning.json"):
+        local = tmp_path / "check" / os.path.basename(manifest)
+        local.parent.mkdir(exist_ok=True)
+        for key in fs.glob(manifest[: -len(".canning.json")] + ".*"):
+            fs.get_file(key, str(local.parent / os.path.basename(key)))
+        store = Store(str(local.parent), cache_dir=str(tmp_path / "here"))
+        (run,) = store.runs()
+        (worker,) = store.workers(run)
+        (window,) = store.windows(run, worker.name)
+        got = digest_pb2.Digest.FromString(fs.cat(manifest[: -len(".canning.json")] + ".digest.pb"))
+        want = digest_of(window, worker.name)
+        # the files it names are the bucket's, not the copies a job read
+        assert list(got.window.source_files) == [f"s3://batch/logs/run/{os.path.basename(f)}"
+                                                 for f in want.window.source_files]
+        got.window.ClearField("source_files")
+        want.window.ClearField("source_files")
+        assert got == want
+        for f in local.parent.iterdir():
+            f.unlink()

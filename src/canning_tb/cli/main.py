@@ -3,6 +3,7 @@
   canning-prof --mode=performance --output=./prof_results python train.py [args...]
   canning-prof --mode=view --input=PATH [--format=text|json]
   canning-prof --mode=compare --base=PATH --input=PATH [--format=text|json] [--fail-on-regression=PCT]
+  canning-prof digest --input=PATH_OR_URL [--dask=SCHEDULER_ADDRESS]   (cli/digest.py)
 
 `view` prints the report of every window under PATH (a trace file, an *_ascend_pt folder, a
 run folder with many ranks, or a whole logdir). `compare` compares the windows under --base
@@ -27,7 +28,8 @@ def _parser() -> argparse.ArgumentParser:
                "  canning-prof --mode=view --input=./prof_results\n"
                "  canning-prof --mode=view --input=./log/run1 --format=json > report.json\n"
                "  canning-prof --mode=compare --base=./log/baseline --input=./log/candidate\n"
-               "  canning-prof --mode=compare --base=./log/main --input=./log/pr --fail-on-regression=5",
+               "  canning-prof --mode=compare --base=./log/main --input=./log/pr --fail-on-regression=5\n"
+               "  canning-prof digest --input=s3://bucket/logs [--dask=tcp://scheduler:8786]",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--mode", choices=["performance", "view", "compare"], required=True,
                    help="performance: run a script under the profiler; view: print a report; "
@@ -52,6 +54,9 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["digest"]:
+        return _digest(argv[1:])
     args = _parser().parse_args(argv)
     try:
         if args.mode == "performance":
@@ -71,6 +76,15 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except BrokenPipeError:  # `canning-prof ... | head`
         return 0
+
+
+def _digest(argv: list[str]) -> int:
+    from .digest import digest_command
+    try:
+        return digest_command(argv)
+    except (FileNotFoundError, RemoteError) as e:
+        print(f"canning-prof digest: {e}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

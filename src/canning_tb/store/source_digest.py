@@ -16,6 +16,7 @@ import sys
 
 from canning_tb.manifest import digest_path
 
+from .batch import rename_files
 from .cache import write_atomic
 from .discover import scan_folder
 from .store import digest_of
@@ -23,12 +24,15 @@ from .store import digest_of
 NICENESS = 10
 
 
-def write_digest(manifest_path: str) -> str:
+def write_digest(manifest_path: str, shown=None) -> str:
+    """Digest a window beside its manifest; shown(path) renames the files the digest names."""
     folder, name = os.path.split(os.path.abspath(manifest_path))
     for worker, windows in scan_folder(folder, [], [name]).items():
         for w in windows:
             if w.path == os.path.join(folder, name):
                 d = digest_of(w, worker)
+                if shown is not None:
+                    rename_files(d, shown)
                 out = digest_path(w.path)
                 write_atomic(out, d.SerializeToString())
                 return out
@@ -40,8 +44,9 @@ def publish_digest(manifest_path: str, url: str) -> None:
     from canning_tb import remote_fs
     from canning_tb.manifest import load as load_manifest
     folder = os.path.dirname(os.path.abspath(manifest_path))
-    try:
-        out = write_digest(manifest_path)
+    try:  # the digest names the bucket's files, not the staged copies
+        out = write_digest(manifest_path, lambda path: remote_fs.join(url, os.path.basename(path))
+                           if os.path.dirname(path) == folder else path)
         fs, root = remote_fs.open_fs(url)
         remote_fs.call(url, remote_fs.put_atomic, fs, out, f"{root}/{os.path.basename(out)}")
         os.remove(out)

@@ -240,6 +240,14 @@ class Store:
                 self._digests.popitem(last=False)
         return digest
 
+    def has_digest(self, run: str, worker: str, window_id: str) -> bool:
+        """Whether the window's digest is already here (memory, cache, or written at the source)."""
+        return self._has_digest(run, self.window(run, worker, window_id))
+
+    def digest_cache_path(self, run: str, worker: str, window_id: str) -> str:
+        """The cache file of the window's digest (a digest computed elsewhere is stored there)."""
+        return self._key(run, self.window(run, worker, window_id))[1]
+
     def _has_digest(self, run: str, window: Window) -> bool:
         """Whether the window's digest is in memory, in the cache or at the source (loaded then: a few KB)."""
         from canning_tb.analysis import digest_pb2
