@@ -14,9 +14,11 @@ machine-readable face of the analysis: see docs/cli-json.md.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from canning_tb.remote_fs import RemoteError
+from canning_tb.store.links import FOLLOW_ENV
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -44,6 +46,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="compare: a name map (JSON, docs/http_api.md); default: canning_names.json in --input")
     p.add_argument("--top", type=int, default=15, help="rows per table in the text report")
     p.add_argument("--cache-dir", default=None, help="where digests are cached when the data folder is read-only")
+    p.add_argument("--follow-links", action="store_true",
+                   help="view/compare: also read files that symbolic links lead to outside --input")
     p.add_argument("--wait", type=int, default=0, help="performance: steps skipped before each window")
     p.add_argument("--warmup", type=int, default=1, help="performance: warm-up steps before each window")
     p.add_argument("--active", type=int, default=3, help="performance: steps recorded per window")
@@ -58,6 +62,8 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["digest"]:
         return _digest(argv[1:])
     args = _parser().parse_args(argv)
+    if args.follow_links:  # the store's one policy for links (store/links.py) reads it
+        os.environ[FOLLOW_ENV] = "1"
     try:
         if args.mode == "performance":
             from .perf import run_script

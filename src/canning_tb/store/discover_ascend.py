@@ -43,6 +43,18 @@ def _files(folder: str) -> tuple[str, ...]:
     return tuple(sorted(out))
 
 
+def _links(folder: str) -> list[str]:
+    """The symbolic links directly in folder and in its ASCEND_PROFILER_OUTPUT."""
+    out = []
+    for sub in (folder, os.path.join(folder, OUTPUT_DIR)):
+        try:
+            with os.scandir(sub) as it:
+                out.extend(e.path for e in it if e.is_symlink())
+        except OSError:
+            pass
+    return out
+
+
 @lru_cache(maxsize=65536)
 def _json_rank(path: str, size: int, mtime_ns: int, keys: tuple[str, ...]) -> int:
     """An int rank at keys (a path into the JSON) of a small JSON file; -1 when absent/unreadable."""
@@ -52,7 +64,7 @@ def _json_rank(path: str, size: int, mtime_ns: int, keys: tuple[str, ...]) -> in
         for k in keys:
             value = value.get(k) if isinstance(value, dict) else None
         rank = int(value)
-    except (OSError, ValueError, TypeError):
+    except (OSError, ValueError, TypeError, RecursionError):  # nested past any depth: no rank from it
         return -1
     return rank if rank >= 0 else -1
 
@@ -83,21 +95,25 @@ def window_rank(files: tuple[str, ...]) -> int:
     return -1
 
 
-def ascend_windows(folder: str, dirs: list[str]) -> list[dict]:
+def ascend_windows(folder: str, dirs: list[str], policy) -> list[dict]:
     """The torch_npu windows among the sub-folders of folder: dicts with worker prefix, span,
     path, files, status, rank (the caller names workers and makes Windows)."""
     out = []
     for d in dirs:
         if d.startswith("."):
             continue
-        out.extend(folder_windows(os.path.join(folder, d)))
+        out.extend(folder_windows(os.path.join(folder, d), policy))
     return out
 
 
-def folder_windows(path: str) -> list[dict]:
-    """The windows a folder is (none, one, or one per db file)."""
+def folder_windows(path: str, policy) -> list[dict]:
+    """The windows a folder is (none, one, or one per db file); none when it holds a link out of the
+    logdir (policy: store/links.py), since the reader opens its files by name."""
     kind = scan(path)
     if not kind:
+        return []
+    if not all(policy.inside(e) for e in _links(path)):
+        policy.refuse(path, "holds a link to outside the logdir (set CANNING_FOLLOW_LINKS=1 to follow it)")
         return []
     files = _files(path)
     dbs = loose_dbs({os.path.basename(f) for f in files if os.path.dirname(f) == path})
