@@ -223,3 +223,29 @@ def test_digest_command_digests_a_bucket_beside_its_windows(s3, tmp_path, monkey
         assert got == want
         for f in local.parent.iterdir():
             f.unlink()
+
+
+def test_new_windows_appear_without_listing_the_whole_prefix(s3, tmp_path):  # noqa: F811
+    from canning_tb.store.mirror import Mirror
+    fs = s3.fs()
+    fs.mkdir("live")
+    profile_one_window("s3://live/logs/run", "a", digest=False)
+    mirror = Mirror("s3://live/logs", local_root=str(tmp_path / "copy"), full_every=3600)
+    mirror.sync()  # the first sync lists the whole prefix once
+    listed_paths = []
+    real_ls = mirror.fs.ls
+
+    def ls(path, **kwargs):
+        listed_paths.append(path)
+        return real_ls(path, **kwargs)
+
+    def find(*args, **kwargs):
+        raise AssertionError("listed the whole prefix again")
+
+    mirror.fs.ls, mirror.fs.find = ls, find
+    profile_one_window("s3://live/logs/run", "b", digest=False)
+    mirror.sync()
+    assert sorted(listed_paths) == ["live/logs", "live/logs/run"]  # the root and the run folder, one page each
+    copied = sorted(os.listdir(os.path.join(mirror.local, "run")))
+    assert len([n for n in copied if n.endswith(".canning.json")]) == 2
+    assert not [n for n in copied if ".pt.trace.json" in n]  # traces only when a view needs them

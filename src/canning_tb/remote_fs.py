@@ -37,8 +37,13 @@ def scheme(url: str) -> str:
     return found.group("scheme").lower() if found else ""
 
 
+_USERINFO_RE = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)[^/@\s]+@")
+
+
 def scrub(text: str) -> str:
-    """text without the value of any secret in the environment (keys, tokens, passwords)."""
+    """text without the value of any secret in the environment (keys, tokens, passwords), nor the
+    user:password@ part of a URL."""
+    text = _USERINFO_RE.sub(r"\g<scheme>***@", text)
     for name, value in os.environ.items():
         if value and len(value) >= 6 and _SECRET_ENV.search(name):
             text = text.replace(value, "***")
@@ -52,10 +57,10 @@ def open_fs(url: str):
         import fsspec
         fs, root = fsspec.core.url_to_fs(url, skip_instance_cache=True)
     except ImportError as e:
-        raise RemoteError(f"{url}: the {scheme(url)}:// back-end of fsspec is not installed ({e}); "
+        raise RemoteError(f"{scrub(url)}: the {scheme(url)}:// back-end of fsspec is not installed ({e}); "
                           f"install it with: pip install 'canning-tb[{extra}]'") from None
     except ValueError as e:  # fsspec knows no such protocol
-        raise RemoteError(f"{url}: {scrub(str(e))}") from None
+        raise RemoteError(scrub(f"{url}: {e}")) from None
     return fs, root.rstrip("/")
 
 
@@ -70,7 +75,7 @@ def explain(url: str, err: BaseException) -> RemoteError:
         why = "no such bucket or path"
     else:
         why = f"{type(err).__name__}: {err}"
-    return RemoteError(f"{url}: {scrub(why)}")
+    return RemoteError(scrub(f"{url}: {why}"))
 
 
 def call(url: str, fn, *args, **kwargs):

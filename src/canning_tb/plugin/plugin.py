@@ -13,7 +13,7 @@ from tensorboard.backend import http_util
 from tensorboard.plugins import base_plugin
 from werkzeug import wrappers
 
-from canning_tb.remote_fs import RemoteError
+from canning_tb.remote_fs import RemoteError, scrub
 from canning_tb.store.scanner import Scanner, default_store
 from canning_tb.store.trends import TrendWriter
 
@@ -127,7 +127,7 @@ class CanningPlugin(base_plugin.TBPlugin):
         scanner.kick()
         if scanner.listing is None:
             scanner.wait_first(0.5)  # /runs answers within a second, whatever the logdir holds
-        body = {"logdir": self._logdir, "loading": scanner.loading, "error": scanner.error,
+        body = {"logdir": scrub(self._logdir or "") or None, "loading": scanner.loading, "error": scanner.error,
                 "runs": (scanner.listing or {"runs": []})["runs"]}
         return http_util.Respond(request, body, "application/json")
 
