@@ -80,13 +80,16 @@ def profile_one_window(url, worker, digest=True):
             prof.step()
 
 
-@pytest.mark.slow
-def test_gloo_run_written_to_s3_is_listed_and_shown_live(s3, tmp_path, tmp_path_factory, monkeypatch):  # noqa: F811
+@pytest.fixture(scope="module")
+def gloo_bucket(s3, tmp_path_factory):  # noqa: F811
+    """A real 2-rank gloo run (2 windows per rank) written by the handler to s3://canning/logs/run1:
+    {key: manifest} once every window and its digest at the source are in the bucket."""
     pytest.importorskip("torch.distributed")
     fs = s3.fs()
     fs.mkdir("canning")
-    outs = run_two_ranks("s3://canning/logs/run1", tmp_path)
-    assert not (tmp_path / "s3:").exists(), "the handler wrote into a local folder named s3:"
+    cwd = tmp_path_factory.mktemp("train")
+    outs = run_two_ranks("s3://canning/logs/run1", cwd)
+    assert not (cwd / "s3:").exists(), "the handler wrote into a local folder named s3:"
     assert not any("could not write" in out for out in outs), outs
     # every window uploaded under its own name, the manifest last: no temporary key is left
     keys = fs.find("canning/logs")
@@ -95,7 +98,13 @@ def test_gloo_run_written_to_s3_is_listed_and_shown_live(s3, tmp_path, tmp_path_
     assert sorted(m["rank"] for m in manifests.values()) == [0, 0, 1, 1]
     # each rank digests its own windows in the background: wait for the four digests
     wait_for(lambda: len(fs.glob("canning/logs/run1/*.digest.pb")) == 4, 120, "the digests written at the source")
+    return manifests
 
+
+@pytest.mark.slow
+def test_gloo_run_written_to_s3_is_listed_and_shown_live(s3, gloo_bucket, tmp_path, tmp_path_factory,  # noqa: F811
+                                                         monkeypatch):
+    fs, manifests = s3.fs(), gloo_bucket
     cache = tmp_path / "viewer-cache"
     monkeypatch.setenv("CANNING_CACHE_DIR", str(cache))  # TensorBoard inherits it: its copies land here
     proc, base, log = start_tensorboard("s3://canning/logs", tmp_path_factory.mktemp("tb") / "tb.log")
@@ -249,3 +258,32 @@ def test_new_windows_appear_without_listing_the_whole_prefix(s3, tmp_path):  # n
     copied = sorted(os.listdir(os.path.join(mirror.local, "run")))
     assert len([n for n in copied if n.endswith(".canning.json")]) == 2
     assert not [n for n in copied if ".pt.trace.json" in n]  # traces only when a view needs them
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_the_browser_shows_the_s3_run_and_says_why_a_bucket_cannot_be_read(s3, gloo_bucket, page, errors,  # noqa: F811
+                                                                              tmp_path, tmp_path_factory, monkeypatch):
+    from playwright.sync_api import expect
+
+    from _tb import T, open_plugin
+    monkeypatch.setenv("CANNING_CACHE_DIR", str(tmp_path / "viewer-cache"))
+    proc, base, log = start_tensorboard("s3://canning/logs", tmp_path_factory.mktemp("tb") / "tb.log")
+    try:
+        frame = open_plugin(page, base)
+        expect(frame.locator("#run-select option")).to_have_text(["run1"], timeout=T)
+        for rank in (0, 1):  # (another test of this module may have added a worker)
+            expect(frame.locator("#worker-select option", has_text=f"rank{rank}.")).to_have_count(1, timeout=T)
+        expect(frame.locator("#window-select option")).to_have_count(2)
+        expect(frame.locator("#canning-root")).to_have_attribute("data-state", "loaded", timeout=T)
+        assert not errors
+    finally:
+        stop_tensorboard(proc, log)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", BAD_SECRET)
+    proc, base, log = start_tensorboard("s3://canning/logs", tmp_path_factory.mktemp("tb") / "tb.log")
+    try:
+        frame = open_plugin(page, base)
+        expect(frame.locator("#canning-root")).to_contain_text("s3://canning/logs: access denied", timeout=T)
+        expect(frame.locator("#canning-root")).not_to_contain_text(BAD_SECRET)
+    finally:
+        stop_tensorboard(proc, log)
