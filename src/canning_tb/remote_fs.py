@@ -26,6 +26,10 @@ class RemoteError(OSError):
     """A remote logdir that cannot be reached or used: the message says why, without secrets."""
 
 
+class RemoteNotFound(RemoteError):
+    """No such bucket or path."""
+
+
 def is_url(path) -> bool:
     """A URL of a remote file system (file:// is a local path)."""
     found = _URL_RE.match(str(path or ""))
@@ -68,11 +72,11 @@ def explain(url: str, err: BaseException) -> RemoteError:
     """A clear message for a failed call on a remote logdir."""
     if isinstance(err, RemoteError):
         return err
+    if isinstance(err, FileNotFoundError):
+        return RemoteNotFound(scrub(f"{url}: no such bucket or path"))
     if isinstance(err, PermissionError):
         why = ("access denied: check the credentials and the endpoint (for s3://: AWS_ACCESS_KEY_ID, "
                "AWS_SECRET_ACCESS_KEY, AWS_PROFILE, ~/.aws/credentials, AWS_ENDPOINT_URL)")
-    elif isinstance(err, FileNotFoundError):
-        why = "no such bucket or path"
     else:
         why = f"{type(err).__name__}: {err}"
     return RemoteError(scrub(f"{url}: {why}"))

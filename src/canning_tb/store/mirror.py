@@ -102,7 +102,7 @@ class Mirror:
         fs = self.fs
         remote_fs.call(self.url, fs.invalidate_cache, self.root)
         if not remote_fs.call(self.url, fs.exists, self.root):
-            raise remote_fs.RemoteError(f"{self.url}: no such bucket or path")
+            raise remote_fs.RemoteNotFound(remote_fs.scrub(f"{self.url}: no such bucket or path"))
         found = remote_fs.call(self.url, fs.find, self.root, detail=True)
         return {rel: info for path, info in found.items()
                 if info.get("type", "file") == "file" and (rel := self._rel(path)) and not _skipped(rel)}
@@ -115,11 +115,10 @@ class Mirror:
             remote_fs.call(self.url, self.fs.invalidate_cache, path)
             try:
                 entries = remote_fs.call(self.url, self.fs.ls, path, detail=True)
-            except remote_fs.RemoteError:
-                if folder:  # the folder went away: its files too
-                    entries = []
-                else:
+            except remote_fs.RemoteNotFound:
+                if not folder:
                     raise
+                entries = []  # the folder went away: its files too (any other failure keeps the last listing)
             prefix = f"{folder}/" if folder else ""
             for rel in [r for r in self._remote if r.startswith(prefix) and "/" not in r[len(prefix):]]:
                 del self._remote[rel]
@@ -138,12 +137,9 @@ class Mirror:
     # -- copying -----------------------------------------------------------------------------------
     def _copy_eager(self) -> None:
         manifests = sorted(rel for rel in self._remote if rel.endswith(MANIFEST_SUFFIX))
-        for rel in manifests:
-            self._copy(rel)
+        self._copy(manifests)
         self._lazy = self._named_by_manifests(manifests)
-        for rel in sorted(self._remote):
-            if rel not in self._lazy:
-                self._copy(rel)
+        self._copy(sorted(rel for rel in self._remote if rel not in self._lazy))
         for rel in [r for r in self._copied if r not in self._remote]:  # gone remotely: gone here
             self._drop(rel)
         self._save_index()
@@ -163,27 +159,29 @@ class Mirror:
     def local_path(self, rel: str) -> str:
         return os.path.join(self.local, *rel.split("/"))
 
-    def _copy(self, rel: str) -> bool:
-        """Copy one remote file unless this version is here already; True when copied."""
-        info = self._remote.get(rel)
-        if info is None:
+    def _copy(self, rels: list[str]) -> bool:
+        """Copy the remote files whose version is not here yet, many at a time (the back-end's own
+        concurrent transfers: a thousand digests of a few KB each); True when any was copied."""
+        todo = [rel for rel in rels if rel in self._remote and not (
+            self._copied.get(rel) == _identity(self._remote[rel]) and os.path.isfile(self.local_path(rel)))]
+        if not todo:
             return False
-        ident = _identity(info)
-        local = self.local_path(rel)
-        if self._copied.get(rel) == ident and os.path.isfile(local):
-            return False
-        os.makedirs(os.path.dirname(local), exist_ok=True)
-        tmp = os.path.join(os.path.dirname(local), f".{os.path.basename(local)}.{os.getpid()}.tmp")
+        tmps = [os.path.join(os.path.dirname(self.local_path(rel)), f".{os.path.basename(rel)}.{os.getpid()}.tmp")
+                for rel in todo]
+        for tmp in tmps:
+            os.makedirs(os.path.dirname(tmp), exist_ok=True)
         try:
-            remote_fs.call(self.url, self.fs.get_file, f"{self.root}/{rel}", tmp)
-            mtime = _mtime(info)
-            if mtime is not None:  # the remote time: a digest written after its trace stays newer
-                os.utime(tmp, (mtime, mtime))
-            os.replace(tmp, local)
+            remote_fs.call(self.url, self.fs.get, [f"{self.root}/{rel}" for rel in todo], tmps)
+            for rel, tmp in zip(todo, tmps):
+                mtime = _mtime(self._remote[rel])
+                if mtime is not None:  # the remote time: a digest written after its trace stays newer
+                    os.utime(tmp, (mtime, mtime))
+                os.replace(tmp, self.local_path(rel))
+                self._copied[rel] = _identity(self._remote[rel])
         finally:
-            if os.path.exists(tmp):
-                os.remove(tmp)
-        self._copied[rel] = ident
+            for tmp in tmps:
+                if os.path.exists(tmp):
+                    os.remove(tmp)
         return True
 
     def _drop(self, rel: str) -> None:
@@ -196,12 +194,9 @@ class Mirror:
     def ensure(self, paths) -> bool:
         """Copy the files among `paths` (local paths of this mirror) that are not here yet; True when
         any was copied. RemoteError when the remote logdir cannot be read."""
-        copied = False
+        rels = [os.path.relpath(path, self.local).replace(os.sep, "/") for path in paths]
         with self._lock:
-            for path in paths:
-                rel = os.path.relpath(path, self.local).replace(os.sep, "/")
-                if not rel.startswith("..") and rel in self._lazy:
-                    copied |= self._copy(rel)
+            copied = self._copy([rel for rel in rels if rel in self._lazy])
             if copied:
                 self._save_index()
         return copied
