@@ -63,6 +63,15 @@ def source_digest_path(window: Window) -> str | None:
     return manifest.digest_path(window.path)
 
 
+def fresh_source_digest(window: Window) -> str | None:
+    """The handler's digest of the window when there is one as new as the window it describes."""
+    src = source_digest_path(window)
+    if not src or not os.path.exists(src):
+        return None
+    newest = max((os.stat(name).st_mtime_ns for name in window.files if os.path.exists(name)), default=0)
+    return src if os.stat(src).st_mtime_ns >= newest else None
+
+
 def events_prefix(digest_path: str) -> str:
     """The cache entry of a window's columnar events sits beside its digest."""
     return digest_path[: -len(SOURCE_DIGEST_SUFFIX)] + ".events"
@@ -219,14 +228,8 @@ class Store:
 
     @staticmethod
     def _load_cached(window: Window, path: str, digest_pb2):
-        candidates = [path]
-        src = source_digest_path(window)
-        if src and os.path.exists(src):
-            # the handler's digest is only as new as the window it describes
-            newest = max((os.stat(name).st_mtime_ns for name in window.files if os.path.exists(name)), default=0)
-            if os.stat(src).st_mtime_ns >= newest:
-                candidates.insert(0, src)
-        for candidate in candidates:
+        src = fresh_source_digest(window)
+        for candidate in ([src] if src else []) + [path]:
             try:
                 with open(candidate, "rb") as f:
                     digest = digest_pb2.Digest.FromString(f.read())
@@ -266,8 +269,8 @@ class Store:
         for run, worker, wid in items:
             window = self.window(run, worker, wid)
             key, path = self._key(run, window)
-            if key in self._digests or os.path.exists(path):
-                continue
+            if key in self._digests or os.path.exists(path) or fresh_source_digest(window):
+                continue  # digested already (here, in the cache, or at the source)
             os.makedirs(os.path.dirname(path), exist_ok=True)
             todo.append(((run, worker, wid), window, path))
             keys[(run, worker, wid)] = key
