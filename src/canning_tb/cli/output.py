@@ -4,7 +4,8 @@ from __future__ import annotations
 import json
 import sys
 
-JSON_SCHEMA = "canning-prof/1"
+JSON_SCHEMA = "canning-prof/1"  # --mode=compare
+VIEW_SCHEMA = "canning-prof/2"  # --mode=view; 2: the run-level report, window digests on request
 
 
 def dump_json(obj) -> None:

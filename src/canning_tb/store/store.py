@@ -181,6 +181,10 @@ class Store:
         key = cache.window_key(window, _schema())
         return key, cache.digest_file(self.run(run).path, key, self.cache_dir)
 
+    def digest_key(self, run: str, window: Window) -> str:
+        """The identity of a window's digest: it changes when any of the window's files changes."""
+        return self._key(run, window)[0]
+
     def digest(self, run: str, worker: str, window_id: str):
         """The digest of one window: from memory, the handler's own, the cache, or computed now
         (once, however many threads ask for it at the same time)."""
