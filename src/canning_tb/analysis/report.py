@@ -7,6 +7,8 @@ import csv
 import io
 from dataclasses import dataclass, field
 
+from canning_tb.csv_cells import safe_cell
+
 from . import digest_pb2 as pb
 
 
@@ -28,8 +30,8 @@ class Table:
     def to_csv(self) -> str:
         f = io.StringIO()
         w = csv.writer(f, lineterminator="\n")
-        w.writerow(self.columns)
-        w.writerows(self.rows)
+        w.writerow([safe_cell(c) for c in self.columns])
+        w.writerows([safe_cell(c) for c in r] for r in self.rows)  # names are data, never formulas
         return f.getvalue()
 
     def to_dict(self) -> dict:
