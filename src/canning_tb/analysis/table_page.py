@@ -6,8 +6,9 @@ sorted and cut into pages here, so an answer holds at most MAX_LIMIT rows whatev
 - search: the rows where any of `search_fields` holds `search` (case-insensitive: casefold),
   all rows when it is empty; `total` counts them.
 - sort: one of `fields` (a row attribute); none: the rows keep their order. Numbers compare as
-  numbers, text casefolded; `order` "asc" or "desc" (default: "desc" for numbers, "asc" for text);
-  rows that compare equal keep their order (the sort is stable in both directions).
+  numbers, text casefolded; `order` "asc" or "desc" (default: "desc" for numbers, "asc" for text).
+  Rows with equal numbers go by name (casefolded, A to Z, in either order) where the rows have a
+  `name`; what is still equal keeps its order (the sort is stable in both directions).
 - offset / limit: the rows [offset, offset + limit) of that order; 1 <= limit <= MAX_LIMIT.
 A bad parameter raises PageError (the route answers 400 with its message).
 
@@ -100,4 +101,8 @@ def _sorted(rows, chosen: np.ndarray, sort: str, descending: bool) -> np.ndarray
         keys = [value.casefold() for value in values]
         return np.array(sorted(range(len(keys)), key=keys.__getitem__, reverse=descending), np.int64)
     numbers = np.array(values, np.float64 if values and isinstance(values[0], float) else np.int64)
-    return np.lexsort((np.arange(len(numbers)), -numbers if descending else numbers))
+    keys = [np.arange(len(numbers))]
+    if values and hasattr(rows[0], "name"):  # equal numbers: by name, as the tables always showed them
+        names = np.array([rows[i].name.casefold() for i in chosen.tolist()], dtype=object)
+        keys.append(np.unique(names, return_inverse=True)[1].reshape(-1))
+    return np.lexsort((*keys, -numbers if descending else numbers))
