@@ -97,9 +97,9 @@ def test_kernel_pages_search_the_operator_name_too(client):
     assert page["total"] == len(by_name) and page["kernels_by_name_all"] == len(full["kernels_by_name"])
 
 
-@pytest.mark.parametrize("params,message", [({"sort": "nope"}, "sort must be one of"), ({"order": "up"}, "order must"),
-                                            ({"offset": "-1"}, "offset must"), ({"limit": "0"}, "limit must"),
-                                            ({"limit": "1001"}, "limit must"), ({"limit": "x"}, "limit must be an integer")])
+@pytest.mark.parametrize("params,message", [
+    ({"sort": "nope"}, "sort must be one of"), ({"order": "up"}, "order must"), ({"offset": "-1"}, "offset must"),
+    ({"limit": "0"}, "limit must"), ({"limit": "1001"}, "limit must"), ({"limit": "x"}, "limit must be an integer")])
 def test_bad_page_parameters_are_400(client, params, message):
     code, body = get(client, "operators", **RESNET, **params)
     assert code == 400 and message in json.loads(body)["error"]

@@ -38,7 +38,9 @@ scatter over those arrays; Python loops only build the answer's rows.
   (kind, group) are the ranks that called it, ordered by rank, and each rank sends to the next:
   AllReduce 2(n-1)/n x size, AllGather / ReduceScatter (n-1)/n x size, Broadcast / Reduce /
   Gather / Scatter size, Send / Recv size to the next rank; AllToAll size/n to every other member.
-  Sizes unknown (-1) give no cell; `matrix_source` says which way was used.
+  Sizes unknown (-1) give no cell; `matrix_source` says which way was used. Past
+  MATRIX_CELLS_LIMIT cells (an all-to-all of 1,024 ranks has a million) the largest by bytes are
+  listed and `matrix_truncated` is true; `matrix_bins` sums all of them.
 - matrix_cells: the matrix summed per (src, dst) over transports (what the heatmap draws):
   bytes and time (negative values count as 0), bandwidth = bytes / time in GB/s (None without
   time), and the transports seen.
@@ -52,7 +54,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import digest_pb2 as pb
 from .cluster_spread import distributions, matrix_bins, rank_heatmap
 from .summary import has_device_work
 
@@ -107,7 +108,9 @@ def _trace_columns(digests: list, on_host: bool) -> dict:
 
 
 def _cann_mean(digests: list, field: str) -> np.ndarray:
-    return _column(digests, lambda d: int(round(sum(max(getattr(s, field), 0) for s in d.cann_steps) / len(d.cann_steps))))
+    def mean(digest) -> int:
+        return int(round(sum(max(getattr(s, field), 0) for s in digest.cann_steps) / len(digest.cann_steps)))
+    return _column(digests, mean)
 
 
 def _cann_columns(digests: list) -> dict:
@@ -221,7 +224,8 @@ def _match_calls(calls: CallTable, ranks: np.ndarray) -> tuple:
     np.add.at(waits["transfer_ns"], slot_rank, slot_transfer)
     slots = calls.slots(ranks, {"calls": counts, "total_ns": calls.slot_sum(calls.dur), "wait_ns": slot_wait,
                                 "transfer_ns": slot_transfer, "bytes": calls.slot_sum(np.maximum(calls.size, 0))})
-    collectives = [_collective_row(calls, slots, k, int(matched[k]), not unknown[k], bool(p2p[k])) for k in range(n_keys)]
+    collectives = [_collective_row(calls, slots, k, int(matched[k]), not unknown[k], bool(p2p[k]))
+                   for k in range(n_keys)]
     collectives.sort(key=lambda c: (-c["total_ns"], c["kind"], c["group"]))
     unmatched = [{"kind": calls.keys[k][0], "group": calls.keys[k][1],
                   "calls": {str(rank): count for rank, count in zip(*slots.of(k, "calls"))}}
@@ -326,7 +330,8 @@ class Cells:
         np.add.at(sums[0], inverse, nbytes)
         np.add.at(sums[1], inverse, time_ns)
         pair, transport = np.divmod(unique, n_transports)
-        return cls(ids[pair // n_ranks], ids[pair % n_ranks], [transports[t] for t in transport.tolist()], sums[0], sums[1])
+        return cls(ids[pair // n_ranks], ids[pair % n_ranks], [transports[t] for t in transport.tolist()],
+                   sums[0], sums[1])
 
     def rows(self, limit: int) -> list[dict]:
         """The cells as the answer's rows; above `limit` cells, the `limit` largest by bytes."""

@@ -35,7 +35,8 @@ def distributions(ranks: np.ndarray, cols: dict) -> list[dict]:
 
 def _distribution(metric: str, ranks: np.ndarray, values: np.ndarray) -> dict:
     low, q1, median, q3, high = np.percentile(values, [0, 25, 50, 75, 100]).tolist()
-    counts, edges = np.histogram(values, bins=HISTOGRAM_BINS, range=(low, high) if high > low else (low - 0.5, low + 0.5))
+    span = (low, high) if high > low else (low - 0.5, low + 0.5)  # all ranks equal: one bin holds them
+    counts, edges = np.histogram(values, bins=HISTOGRAM_BINS, range=span)
     outliers = _outliers(ranks, values, median)
     return {"metric": metric, "min": low, "q1": q1, "median": median, "q3": q3, "max": high,
             "mean": float(values.mean()), "histogram": {"edges": edges.tolist(), "counts": counts.tolist()},
@@ -85,5 +86,5 @@ def matrix_bins(ranks: np.ndarray, cells) -> dict:
     np.add.at(sums[0], inverse.reshape(-1), np.maximum(cells.bytes, 0))
     np.add.at(sums[1], inverse.reshape(-1), np.maximum(cells.time_ns, 0))
     return {"ranks_per_bin": per_bin, "bins": bins,
-            "cells": [{"src": int(cell // len(bins)), "dst": int(cell % len(bins)), "bytes": int(nbytes), "time_ns": int(ns)}
+            "cells": [{"src": cell // len(bins), "dst": cell % len(bins), "bytes": nbytes, "time_ns": ns}
                       for cell, nbytes, ns in zip(used.tolist(), sums[0].tolist(), sums[1].tolist())]}
