@@ -26,9 +26,9 @@ def run_cli(*args, cwd=None, env=None, check=True):
 
 def test_view_json_on_ascend_run_has_every_rank(tmp_path):
     src = fixture_path("ascend", "level1")
-    out = run_cli("--mode=view", f"--input={src}", "--format=json", f"--cache-dir={tmp_path}")
+    out = run_cli("--mode=view", f"--input={src}", "--format=json", "--detail", f"--cache-dir={tmp_path}")
     report = json.loads(out.stdout)
-    assert report["schema"] == "canning-prof/1"
+    assert report["schema"] == "canning-prof/2"
     wins = report["windows"]
     assert sorted(w["digest"]["window"]["rank"] for w in wins) == [0, 1]
     # one window per rank, so one cross-rank group holding every rank that wrote a profiler_info file

@@ -1,12 +1,13 @@
 """canning-prof: the command line.
 
   canning-prof --mode=performance --output=./prof_results python train.py [args...]
-  canning-prof --mode=view --input=PATH [--format=text|json]
+  canning-prof --mode=view --input=PATH [--format=text|json] [--detail] [--worker=NAME]
   canning-prof --mode=compare --base=PATH --input=PATH [--format=text|json] [--fail-on-regression=PCT]
   canning-prof digest --input=PATH_OR_URL [--dask=SCHEDULER_ADDRESS]   (cli/digest.py)
 
-`view` prints the report of every window under PATH (a trace file, an *_ascend_pt folder, a
-run folder with many ranks, or a whole logdir). `compare` compares the windows under --base
+`view` prints the report of what PATH holds (a trace file, an *_ascend_pt folder, a run folder
+with many ranks, or a whole logdir): first the ranks of a run across each other, then each window
+that is not one of those ranks (all with --detail, or the --worker ones). `compare` compares the windows under --base
 with those under --input per step; with --fail-on-regression=PCT it exits with status 3 when
 the step time grew by more than PCT % (a CI gate) and names the operators that caused it. `--format=json` is the stable,
 machine-readable face of the analysis: see docs/cli-json.md.
@@ -44,7 +45,13 @@ def _parser() -> argparse.ArgumentParser:
                    help="compare: exit with status 3 when the mean step time grew by more than PCT %%")
     p.add_argument("--names", default=None, metavar="FILE",
                    help="compare: a name map (JSON, docs/http_api.md); default: canning_names.json in --input")
-    p.add_argument("--top", type=int, default=15, help="rows per table in the text report")
+    p.add_argument("--top", type=int, default=15, help="rows per table in the text report (and ranks listed one by "
+                                                        "one; more ranks: their spread and outliers)")
+    p.add_argument("--detail", action="store_true",
+                   help="view: every window's own report (JSON: its digest), also for the ranks of a run, "
+                        "which are otherwise summed up across ranks")
+    p.add_argument("--worker", action="append", metavar="NAME",
+                   help="view: the own report of this worker's windows (repeatable)")
     p.add_argument("--cache-dir", default=None, help="where digests are cached when the data folder is read-only")
     p.add_argument("--follow-links", action="store_true",
                    help="view/compare: also read files that symbolic links lead to outside --input")

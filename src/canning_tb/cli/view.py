@@ -8,7 +8,7 @@ import sys
 from canning_tb.digest_json import to_plain
 from canning_tb.ingest.table import InputError
 
-from .output import JSON_SCHEMA, dump_json
+from .output import VIEW_SCHEMA, dump_json
 from .progress import ProgressBar
 from .targets import targets_for
 
@@ -43,41 +43,70 @@ def digest_all(targets) -> list[tuple]:
 
 
 def rank_groups(results) -> list[tuple[str, int, list]]:
-    """(run, window position, digests) for each window position that several ranks of a run share
-    (Store.windows_at: the windows the plugin's /cluster compares too)."""
-    digests = {(t.run, t.worker, t.window.id): d for t, d, _ in results if d is not None}
+    """(run, window position, [(target, digest)]) for each window position that several ranks of a run
+    share (Store.windows_at: the windows the plugin's /cluster compares too)."""
+    found = {(t.run, t.worker, t.window.id): (t, d) for t, d, _ in results if d is not None}
     store = results[0][0].store
     groups = []
     for run in sorted({t.run for t, _, _ in results}):
         position = 0
         while chosen := store.windows_at(run, position):
-            found = [digests[key] for key in ((run, w.name, win.id) for w, win in chosen) if key in digests]
-            if len({d.window.rank for d in found}) > 1:
-                groups.append((run, position, found))
+            members = [found[key] for key in ((run, w.name, win.id) for w, win in chosen) if key in found]
+            if len({d.window.rank for _, d in members}) > 1:
+                groups.append((run, position, members))
             position += 1
     return groups
 
 
+def _detailed(args, targets, groups) -> set:
+    """The windows whose whole report is wanted: --detail, the --worker ones, and those of no rank group
+    (a lone window has nothing to sum up across ranks: its own report is the report)."""
+    grouped = {id(target) for _, _, members in groups for target, _ in members}
+    workers = set(args.worker or ())
+    return {id(t) for t in targets if args.detail or t.worker in workers or id(t) not in grouped}
+
+
 def view(args) -> int:
-    results = digest_all(targets_for(args.input, args.cache_dir))
+    targets = targets_for(args.input, args.cache_dir)
+    results = digest_all(targets)
     groups = rank_groups(results)
+    from canning_tb.analysis.cluster import analyse_ranks
+    analyses = [(run, position, members, analyse_ranks([d for _, d in members])) for run, position, members in groups]
+    detailed = _detailed(args, targets, groups)
     if args.format == "json":
-        from canning_tb.analysis.cluster import analyse_ranks
-        dump_json({"schema": JSON_SCHEMA, "input": args.input, "windows": [
-            {"run": t.run, "worker": t.worker, "window": t.window.id, "label": t.window.label,
-             "format": t.window.format, "error": err, "digest": to_plain(d) if d is not None else None}
-            for t, d, err in results],
-            "ranks": [{"run": run, "window_index": i, "analysis": analyse_ranks(ds)} for run, i, ds in groups]})
+        _json_report(args, results, analyses, detailed)
     else:
-        from canning_tb.analysis import report
-        out = sys.stdout
-        for target, digest, err in results:
-            out.write(f"\n=== {target.title} [{target.window.format}] ===\n")
-            if err:
-                out.write(f"error: {err}\n")
-                continue
-            out.write(report.window_report(digest, top=args.top) + "\n")
-        for run, position, digests in groups:
-            where = "" if run == "." else f"{run} / "
-            out.write(f"\n=== {where}window {position + 1}: across ranks ===\n" + report.ranks_report(digests) + "\n")
+        _text_report(args, results, analyses, detailed)
     return 0 if any(d is not None for _, d, _ in results) else 1
+
+
+def _json_report(args, results, analyses, detailed: set) -> None:
+    from canning_tb.analysis.summary import window_figures
+    dump_json({"schema": VIEW_SCHEMA, "input": args.input,
+               "ranks": [{"run": run, "window_index": i, "analysis": analysis} for run, i, _, analysis in analyses],
+               "windows": [{"run": t.run, "worker": t.worker, "window": t.window.id, "label": t.window.label,
+                            "format": t.window.format, "error": err,
+                            "figures": window_figures(d) if d is not None else None,
+                            "digest": to_plain(d) if d is not None and id(t) in detailed else None}
+                           for t, d, err in results]})
+
+
+def _text_report(args, results, analyses, detailed: set) -> None:
+    from canning_tb.analysis import report
+    out = sys.stdout
+    for run, position, members, analysis in analyses:
+        where = "" if run == "." else f"{run} / "
+        out.write(f"\n=== {where}window {position + 1}: across {len(members)} ranks ===\n"
+                  + report.ranks_report([], top=args.top, analysis=analysis) + "\n")
+    hidden = 0
+    for target, digest, err in results:
+        if id(target) not in detailed and not err:
+            hidden += 1
+            continue
+        out.write(f"\n=== {target.title} [{target.window.format}] ===\n")
+        if err:
+            out.write(f"error: {err}\n")
+            continue
+        out.write(report.window_report(digest, top=args.top) + "\n")
+    if hidden:
+        out.write(f"\n({hidden} windows of ranks summed up above; each one's report: --detail, or --worker=NAME)\n")

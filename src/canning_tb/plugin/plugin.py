@@ -13,6 +13,7 @@ from tensorboard.backend import http_util
 from tensorboard.plugins import base_plugin
 from werkzeug import wrappers
 
+from canning_tb.csv_cells import csv_chunks
 from canning_tb.remote_fs import RemoteError, scrub
 from canning_tb.store.scanner import Scanner, default_store
 from canning_tb.store.trends import TrendWriter
@@ -59,10 +60,24 @@ def _int(args, name: str) -> int | None:
         raise RouteError(400, f"{name} must be an integer, not {value!r}") from None
 
 
+def _paging(args) -> dict:
+    """A table's sort, order, search, offset and limit (analysis/table_page.py), those given."""
+    paging = {name: args[name] for name in ("sort", "order", "search") if args.get(name) not in (None, "")}
+    for name in ("offset", "limit"):
+        value = _int(args, name)
+        if value is not None:
+            paging[name] = value
+    return paging
+
+
 def _operators(store, run, worker, window, args):
     if "detail" in args:
         return sections.operator_detail_impl(store, run, worker, window, args.get("detail", ""), args.get("shapes"))
-    return sections.operators_impl(store, run, worker, window, args.get("group_by", "name"))
+    return sections.operators_impl(store, run, worker, window, args.get("group_by", "name"), _paging(args))
+
+
+def _kernels(store, run, worker, window, args):
+    return sections.kernels_impl(store, run, worker, window, _paging(args))
 
 
 def _memory_range(store, run, worker, window, args):
@@ -86,7 +101,9 @@ class CanningPlugin(base_plugin.TBPlugin):
             "/runs": self._serve_runs,
             "/overview": self._window_route(sections.overview_impl),
             "/operators": self._window_route(_operators, with_args=True),
-            "/kernels": self._window_route(sections.kernels_impl),
+            "/kernels": self._window_route(_kernels, with_args=True),
+            "/operators.csv": self._csv_route(sections.operators_csv),
+            "/kernels.csv": self._csv_route(sections.kernels_csv),
             "/memory": self._window_route(sections.memory_impl),
             "/memory_range": self._window_route(_memory_range, with_args=True),
             "/communication": self._window_route(sections.communication_impl),
@@ -160,6 +177,24 @@ class CanningPlugin(base_plugin.TBPlugin):
             return impl(store, run, worker, window)
 
         return self._route(handle)
+
+    def _csv_route(self, rows_of):
+        """A CSV download: rows_of(store, run, worker, window, group_by, paging) -> (file name, header,
+        rows), streamed (csv_cells: formulas neutralised); errors are JSON as on the other routes."""
+        @wrappers.Request.application
+        def app(request):
+            try:
+                run, worker, window = _required(request.args, "run", "worker", "window")
+                name, header, rows = rows_of(self._store(), run, worker, window, request.args.get("group_by", "name"),
+                                             _paging(request.args))
+            except RouteError as e:
+                return http_util.Respond(request, e.body, "application/json", code=e.code)
+            response = wrappers.Response(csv_chunks(header, rows), mimetype="text/csv")
+            response.headers["Content-Disposition"] = f'attachment; filename="{name}"'
+            response.headers["X-Content-Type-Options"] = "nosniff"
+            return response
+
+        return app
 
     def _store(self):
         scanner = self.scanner

@@ -63,6 +63,15 @@ def source_digest_path(window: Window) -> str | None:
     return manifest.digest_path(window.path)
 
 
+def fresh_source_digest(window: Window) -> str | None:
+    """The handler's digest of the window when there is one as new as the window it describes."""
+    src = source_digest_path(window)
+    if not src or not os.path.exists(src):
+        return None
+    newest = max((os.stat(name).st_mtime_ns for name in window.files if os.path.exists(name)), default=0)
+    return src if os.stat(src).st_mtime_ns >= newest else None
+
+
 def events_prefix(digest_path: str) -> str:
     """The cache entry of a window's columnar events sits beside its digest."""
     return digest_path[: -len(SOURCE_DIGEST_SUFFIX)] + ".events"
@@ -187,14 +196,17 @@ class Store:
         """Copy a remote window's files here (none when its digest at the source is enough); True when copied."""
         if self.remote is None:
             return False
-        src = source_digest_path(window)
-        if unless_digested and src and os.path.exists(src):
+        if unless_digested and fresh_source_digest(window):
             return False
         return self.remote.ensure(window.files)
 
     def _key(self, run: str, window: Window) -> tuple[str, str]:
         key = cache.window_key(window, _schema())
         return key, cache.digest_file(self.run(run).path, key, self.cache_dir)
+
+    def digest_key(self, run: str, window: Window) -> str:
+        """The identity of a window's digest: it changes when any of the window's files changes."""
+        return self._key(run, window)[0]
 
     def digest(self, run: str, worker: str, window_id: str):
         """The digest of one window: from memory, the handler's own, the cache, or computed now
@@ -249,23 +261,12 @@ class Store:
         return self._key(run, self.window(run, worker, window_id))[1]
 
     def _has_digest(self, run: str, window: Window) -> bool:
-        """Whether the window's digest is in memory, in the cache or at the source (loaded then: a few KB)."""
-        from canning_tb.analysis import digest_pb2
+        """Whether the window's digest is in memory, in the cache or at the source (as new as its files)."""
         key, path = self._key(run, window)
         with self._lock:
             if key in self._digests:
                 return True
-        if os.path.exists(path):
-            return True
-        if not source_digest_path(window):
-            return False
-        digest = self._load_cached(window, path, digest_pb2)
-        if digest is not None:
-            with self._lock:
-                self._digests[key] = digest
-                while len(self._digests) > self._memory_items:
-                    self._digests.popitem(last=False)
-        return digest is not None
+        return os.path.exists(path) or fresh_source_digest(window) is not None
 
     def _isolate(self, window: Window) -> bool:
         if self.isolate_bytes is None:
@@ -274,14 +275,8 @@ class Store:
 
     @staticmethod
     def _load_cached(window: Window, path: str, digest_pb2):
-        candidates = [path]
-        src = source_digest_path(window)
-        if src and os.path.exists(src):
-            # the handler's digest is only as new as the window it describes
-            newest = max((os.stat(name).st_mtime_ns for name in window.files if os.path.exists(name)), default=0)
-            if os.stat(src).st_mtime_ns >= newest:
-                candidates.insert(0, src)
-        for candidate in candidates:
+        src = fresh_source_digest(window)
+        for candidate in ([src] if src else []) + [path]:
             try:
                 with open(candidate, "rb") as f:
                     digest = digest_pb2.Digest.FromString(f.read())
@@ -321,7 +316,7 @@ class Store:
         for run, worker, wid in items:
             window = self.window(run, worker, wid)
             if self._has_digest(run, window):
-                continue
+                continue  # digested already (here, in the cache, or at the source)
             self._fetch(window)
             key, path = self._key(run, window)
             os.makedirs(os.path.dirname(path), exist_ok=True)

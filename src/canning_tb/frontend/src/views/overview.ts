@@ -15,6 +15,7 @@ import { RawChart, tipLines } from "../chart";
 import { h } from "../dom";
 import { bytes, int, ms, pct } from "../format";
 import { card, errorText, fetchOr, kvTable, pollCluster, problemsList, rankProgress } from "./common";
+import { RANKS_AS_ROWS, spreadParts } from "./ranks_spread";
 import { showEmpty, showLoading, type ViewDef, type ViewHost } from "./view";
 
 const CATEGORIES: [keyof Breakdown, string, string, string][] = [
@@ -289,9 +290,21 @@ function runTable(cl: ClusterResponse): HTMLElement {
   return table;
 }
 
-function runParts(cl: ClusterResponse): HTMLElement[] {
+/** Many ranks: the whole-run row, the outliers named and the heat map; every rank's row on request. */
+function manyRanks(cl: ClusterResponse, signal: AbortSignal): HTMLElement[] {
+  const charts: RawChart[] = [];
+  signal.addEventListener("abort", () => charts.forEach((chart) => chart.dispose()));
+  const whole = h("table", { id: "ov-run-summary", class: "data-table run-overview" });
+  whole.append(h("thead", {}, h("tr", {}, ...RUN_HEAD.map(([label, tip, num]) => h("th", { class: num ? "num" : "", title: tip, text: label })))));
+  whole.append(h("tbody", {}, wholeRunRow(cl.run_summary)));
+  const every = h("details", { id: "ov-run-every" }, h("summary", { text: `Every rank (${cl.per_rank.length} rows)` }), h("div", { class: "table-wrap short" }, runTable(cl)));
+  return [h("div", { class: "table-wrap" }, whole), ...spreadParts(cl, "ov-run", charts, signal), every];
+}
+
+function runParts(cl: ClusterResponse, signal: AbortSignal): HTMLElement[] {
   const slow = cl.slow_ranks.filter((finding) => finding.flagged);
-  const parts: HTMLElement[] = [h("div", { class: "table-wrap short" }, runTable(cl))];
+  const many = cl.per_rank.length > RANKS_AS_ROWS;
+  const parts: HTMLElement[] = many ? manyRanks(cl, signal) : [h("div", { class: "table-wrap short" }, runTable(cl))];
   if (slow.length) {
     const text = slow.map((finding) => `${finding.metric}: rank ${finding.slowest_rank} (${pct(finding.ratio)}%)`).join("; ");
     parts.push(h("p", { class: "muted", id: "ov-run-slow", text: `Slow ranks (spread over 5% of the mean): ${text}. See the Communication view.` }));
@@ -312,7 +325,7 @@ function runOverview(host: ViewHost): HTMLElement {
       if (host.signal.aborted) return;
       title.textContent = `Run overview (all ranks, window ${cl.window_index + 1})`;
       title.title = `The ${cl.window_index + 1}. window of every rank of the run`;
-      el.replaceChildren(title, ...runParts(cl));
+      el.replaceChildren(title, ...runParts(cl, host.signal));
       el.dataset.state = "loaded";
     },
     (err) => {
