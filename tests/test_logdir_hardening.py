@@ -73,6 +73,12 @@ def test_fifos_named_like_traces_never_block_discovery(tmp_path):
     # a manifest naming a FIFO: its window is not listed (the reader would block on it)
     _fifo(hostile / "w.3.pt.trace.json.gz")
     (hostile / "w.3.canning.json").write_text('{"worker": "w", "window": 3, "files": [{"name": "w.3.pt.trace.json.gz"}]}')
+    # a torch_npu folder holding a FIFO where the reader opens a file by name
+    npu = hostile / "npu"
+    shutil.copytree(fixture_path("ascend", "level0"), npu)
+    for output in npu.rglob("ASCEND_PROFILER_OUTPUT"):
+        (output / "kernel_details.csv").unlink()
+        _fifo(output / "kernel_details.csv")
     done = subprocess.run([sys.executable, "-c", f"from canning_tb.store import discover; print(sorted(discover({str(tmp_path)!r})))"],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and done.stdout.strip() == "['good']", done.stderr

@@ -43,16 +43,21 @@ def _files(folder: str) -> tuple[str, ...]:
     return tuple(sorted(out))
 
 
-def _links(folder: str) -> list[str]:
-    """The symbolic links directly in folder and in its ASCEND_PROFILER_OUTPUT."""
-    out = []
+def _refused(folder: str, policy) -> str:
+    """Why the reader may not open this folder's files (it opens them by name): a link out of the
+    logdir, or a FIFO / socket / device, directly in it or in its ASCEND_PROFILER_OUTPUT; "" when none."""
     for sub in (folder, os.path.join(folder, OUTPUT_DIR)):
         try:
             with os.scandir(sub) as it:
-                out.extend(e.path for e in it if e.is_symlink())
+                entries = list(it)
         except OSError:
-            pass
-    return out
+            continue
+        for entry in entries:
+            if entry.is_symlink() and not policy.inside(entry.path):
+                return "holds a link to outside the logdir (set CANNING_FOLLOW_LINKS=1 to follow it)"
+            if os.path.exists(entry.path) and not (entry.is_file() or entry.is_dir()):
+                return f"holds {entry.name}, which is not a regular file"
+    return ""
 
 
 @lru_cache(maxsize=65536)
@@ -112,8 +117,9 @@ def folder_windows(path: str, policy) -> list[dict]:
     kind = scan(path)
     if not kind:
         return []
-    if not all(policy.inside(e) for e in _links(path)):
-        policy.refuse(path, "holds a link to outside the logdir (set CANNING_FOLLOW_LINKS=1 to follow it)")
+    refused = _refused(path, policy)
+    if refused:
+        policy.refuse(path, refused)
         return []
     files = _files(path)
     dbs = loose_dbs({os.path.basename(f) for f in files if os.path.dirname(f) == path})
