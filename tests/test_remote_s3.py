@@ -287,3 +287,24 @@ def test_the_browser_shows_the_s3_run_and_says_why_a_bucket_cannot_be_read(s3, g
         expect(frame.locator("#canning-root")).not_to_contain_text(BAD_SECRET)
     finally:
         stop_tensorboard(proc, log)
+
+
+def test_a_killed_ranks_temporary_keys_and_staging_are_removed_at_the_next_start(s3):  # noqa: F811
+    import socket
+    import tempfile
+    fs = s3.fs()
+    fs.mkdir("stale")
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()  # its pid is free now: what a rank killed while uploading leaves behind
+    host = socket.gethostname()
+    stale = f"stale/logs/run/.w.1.pt.trace.json.gz.{host}.{dead.pid}.tmp"
+    elsewhere = f"stale/logs/run/.w.1.pt.trace.json.gz.otherhost.{dead.pid}.tmp"  # another machine's
+    fs.pipe(stale, b"half")
+    fs.pipe(elsewhere, b"half")
+    stage = Path(tempfile.gettempdir()) / f"canning-stage-{dead.pid}-x"
+    stage.mkdir()
+    (stage / "w.1.pt.trace.json.gz").write_bytes(b"half")
+    profile_one_window("s3://stale/logs/run", "w", digest=False)
+    fs.invalidate_cache()
+    assert not fs.exists(stale) and fs.exists(elsewhere) and not stage.exists()
+    assert len(fs.glob("stale/logs/run/*.canning.json")) == 1

@@ -29,8 +29,7 @@ def remove_stale_temps(dir_name: str) -> list[str]:
     except OSError:
         return removed
     for name in names:
-        found = _TEMP_RE.match(name)
-        if not found or not name.endswith(f".{host}.{found.group('pid')}.tmp") or _alive(int(found.group("pid"))):
+        if not stale_temp(name, host):
             continue
         try:
             os.remove(os.path.join(dir_name, name))
@@ -40,7 +39,13 @@ def remove_stale_temps(dir_name: str) -> list[str]:
     return removed
 
 
-def _alive(pid: int) -> bool:
+def stale_temp(name: str, host: str) -> bool:
+    """A temp file name of a process of this host that no longer runs."""
+    found = _TEMP_RE.match(name)
+    return bool(found) and name.endswith(f".{host}.{found.group('pid')}.tmp") and not alive(int(found.group("pid")))
+
+
+def alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
