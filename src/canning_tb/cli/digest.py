@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import argparse
 import multiprocessing as mp
+import os
 import sys
 from concurrent.futures import ProcessPoolExecutor, as_completed
 
 from canning_tb.store import Store
 from canning_tb.store.batch import Job, Outcome, beside_of, run_job
 from canning_tb.store.cache import write_atomic
+from canning_tb.store.links import FOLLOW_ENV
 
 
 def parser() -> argparse.ArgumentParser:
@@ -28,6 +30,8 @@ def parser() -> argparse.ArgumentParser:
                    help="run the jobs on this Dask cluster (tcp://host:8786) instead of local processes")
     p.add_argument("--workers", type=int, default=None, help="local processes (default: the cores, at most 8)")
     p.add_argument("--cache-dir", default=None, help="where digests go when the data folder is read-only")
+    p.add_argument("--follow-links", action="store_true",
+                   help="also read files that symbolic links lead to outside --input")
     return p
 
 
@@ -80,6 +84,8 @@ def _outcome(job: Job, future) -> Outcome:
 def digest_command(argv: list[str]) -> int:
     from tqdm import tqdm
     args = parser().parse_args(argv)
+    if args.follow_links:  # the store's one policy for links (store/links.py) reads it
+        os.environ[FOLLOW_ENV] = "1"
     store = Store(args.input, cache_dir=args.cache_dir)
     jobs = jobs_for(store)
     total = sum(len(store.windows(run, w.name)) for run in store.runs() for w in store.workers(run))
