@@ -308,3 +308,17 @@ def test_a_killed_ranks_temporary_keys_and_staging_are_removed_at_the_next_start
     fs.invalidate_cache()
     assert not fs.exists(stale) and fs.exists(elsewhere) and not stage.exists()
     assert len(fs.glob("stale/logs/run/*.canning.json")) == 1
+
+
+def test_a_prefix_not_written_yet_is_empty_not_an_error(s3, tmp_path, monkeypatch):  # noqa: F811
+    from canning_tb.store import Store
+    fs = s3.fs()
+    if not fs.exists("early"):
+        fs.mkdir("early")
+    monkeypatch.setenv("CANNING_CACHE_DIR", str(tmp_path / "cache"))
+    store = Store("s3://early/logs")  # TensorBoard started before the job's first window
+    assert store.runs() == []
+    fs.pipe("early/logs/run/w.1.pt.trace.json", b'{"traceEvents": [{"ph": "X", "name": "a", "ts": 1, "dur": 2}]}')
+    store.remote.full_every = 0  # list the whole prefix again now
+    store.refresh()
+    assert store.runs() == ["run"]

@@ -102,7 +102,10 @@ class Mirror:
         fs = self.fs
         remote_fs.call(self.url, fs.invalidate_cache, self.root)
         if not remote_fs.call(self.url, fs.exists, self.root):
-            raise remote_fs.RemoteNotFound(remote_fs.scrub(f"{self.url}: no such bucket or path"))
+            bucket = self.root.split("/", 1)[0]
+            if bucket == self.root or not remote_fs.call(self.url, fs.exists, bucket):
+                raise remote_fs.RemoteNotFound(remote_fs.scrub(f"{self.url}: no such bucket or path"))
+            return {}  # the bucket is there, the job has not written yet: nothing to show, no error
         found = remote_fs.call(self.url, fs.find, self.root, detail=True)
         return {rel: info for path, info in found.items()
                 if info.get("type", "file") == "file" and (rel := self._rel(path)) and not _skipped(rel)}
