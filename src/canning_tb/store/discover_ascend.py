@@ -69,7 +69,7 @@ def _json_rank(path: str, size: int, mtime_ns: int, keys: tuple[str, ...]) -> in
         for k in keys:
             value = value.get(k) if isinstance(value, dict) else None
         rank = int(value)
-    except (OSError, ValueError, TypeError, RecursionError):  # nested past any depth: no rank from it
+    except (OSError, ValueError, TypeError, RecursionError):  # RecursionError: nested past any depth
         return -1
     return rank if rank >= 0 else -1
 
