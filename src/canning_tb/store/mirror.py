@@ -81,6 +81,7 @@ class Mirror:
         self._remote: dict[str, dict] = {}  # rel path -> listing info, as last listed
         self._copied: dict[str, str] = self._load_index()  # rel path -> identity of the local copy
         self._lazy: set[str] = set()  # rel paths of traces a manifest names: copied on demand
+        self._names: dict[str, tuple[str | None, tuple[str, ...]]] = {}  # manifest -> (its version, names)
         self._last_full = -math.inf
 
     # -- listing ---------------------------------------------------------------------------------
@@ -113,6 +114,7 @@ class Mirror:
     def _list_windows_folders(self) -> None:
         """One listing of the root and of each folder that holds files: new windows of running jobs."""
         folders = {""} | {rel.rsplit("/", 1)[0] for rel in self._remote if "/" in rel}
+        known = {"/".join(rel.split("/")[:depth]) for rel in self._remote for depth in range(1, rel.count("/") + 1)}
         for folder in sorted(folders):
             path = f"{self.root}/{folder}" if folder else self.root
             remote_fs.call(self.url, self.fs.invalidate_cache, path)
@@ -130,7 +132,7 @@ class Mirror:
                 if not rel or _skipped(rel):
                     continue
                 if info.get("type") == "directory":
-                    if not any(r.startswith(rel + "/") for r in self._remote):  # a new folder: list it whole
+                    if rel not in known:  # a new folder: list it whole
                         found = remote_fs.call(self.url, self.fs.find, info["name"], detail=True)
                         self._remote.update({r: i for p, i in found.items() if i.get("type", "file") == "file"
                                              and (r := self._rel(p)) and not _skipped(r)})
@@ -151,12 +153,16 @@ class Mirror:
         """The trace files the manifests name (a torch_npu folder a manifest names is copied whole)."""
         lazy = set()
         for rel in manifests:
-            try:
-                man = load_manifest(self.local_path(rel))
-            except ManifestError:
-                continue
+            ident = self._copied.get(rel)
+            if self._names.get(rel, (None,))[0] != ident:  # read once per version of the manifest
+                try:
+                    man = load_manifest(self.local_path(rel))
+                    names = tuple(f.name for f in man.files if f.kind != "ascend_pt")
+                except ManifestError:
+                    names = ()
+                self._names[rel] = (ident, names)
             folder = rel.rsplit("/", 1)[0] + "/" if "/" in rel else ""
-            lazy.update(folder + f.name for f in man.files if f.kind != "ascend_pt")
+            lazy.update(folder + name for name in self._names[rel][1])
         return lazy
 
     def local_path(self, rel: str) -> str:
