@@ -274,7 +274,9 @@ def test_the_browser_shows_the_s3_run_and_says_why_a_bucket_cannot_be_read(s3, g
         expect(frame.locator("#run-select option")).to_have_text(["run1"], timeout=T)
         for rank in (0, 1):  # (another test of this module may have added a worker)
             expect(frame.locator("#worker-select option", has_text=f"rank{rank}.")).to_have_count(1, timeout=T)
-        expect(frame.locator("#window-select option")).to_have_count(2)
+        rank1 = frame.locator("#worker-select option", has_text="rank1.").get_attribute("value")
+        frame.locator("#worker-select").select_option(rank1)
+        expect(frame.locator("#window-select option")).to_have_count(2)  # its two windows
         expect(frame.locator("#canning-root")).to_have_attribute("data-state", "loaded", timeout=T)
         assert not errors
     finally:
