@@ -179,7 +179,7 @@ def report(tmp_path_factory):
     for name, (level, change, _, _) in CASES.items():
         change(_copy(fixture_path("ascend", level, "rank0_ascend_pt"), run / name))
     p = subprocess.run([sys.executable, "-m", "canning_tb.cli.main", "--mode=view", f"--input={run}", "--format=json",
-                        f"--cache-dir={run.parent / 'cache'}"], capture_output=True, text=True, timeout=600)
+                        "--detail", f"--cache-dir={run.parent / 'cache'}"], capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stderr
     assert "Traceback" not in p.stderr, p.stderr
     return json.loads(p.stdout)["windows"]

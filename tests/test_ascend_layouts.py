@@ -44,7 +44,7 @@ def us_ns(cell: str) -> int:
 
 
 def cli_json(path: Path, cache: Path) -> dict:
-    p = subprocess.run([*CLI, "--mode=view", f"--input={path}", "--format=json", f"--cache-dir={cache}"],
+    p = subprocess.run([*CLI, "--mode=view", f"--input={path}", "--format=json", "--detail", f"--cache-dir={cache}"],
                        capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
     return json.loads(p.stdout)

@@ -26,9 +26,9 @@ def run_cli(*args, cwd=None, env=None, check=True):
 
 def test_view_json_on_ascend_run_has_every_rank(tmp_path):
     src = fixture_path("ascend", "level1")
-    out = run_cli("--mode=view", f"--input={src}", "--format=json", f"--cache-dir={tmp_path}")
+    out = run_cli("--mode=view", f"--input={src}", "--format=json", "--detail", f"--cache-dir={tmp_path}")
     report = json.loads(out.stdout)
-    assert report["schema"] == "canning-prof/1"
+    assert report["schema"] == "canning-prof/2"
     wins = report["windows"]
     assert sorted(w["digest"]["window"]["rank"] for w in wins) == [0, 1]
     # one window per rank, so one cross-rank group holding every rank that wrote a profiler_info file
@@ -104,7 +104,7 @@ def test_performance_mode_profiles_an_unchanged_script(tmp_path):
     # the profiling-suite docs' second command works as written: the report is left beside the windows
     assert "--mode=view --input=" + str(out_dir / "performance.json") in p.stderr
     saved = json.loads((out_dir / "performance.json").read_text())
-    assert saved["schema"] == "canning-prof/1" and [x["digest"]["steps"] for x in saved["windows"]] == [w["digest"]["steps"]]
+    assert saved["schema"] == "canning-prof/2" and [x["digest"]["steps"] for x in saved["windows"]] == [w["digest"]["steps"]]
     again = run_cli("--mode=view", f"--input={out_dir / 'performance.json'}", "--format=json")
     (w2,) = json.loads(again.stdout)["windows"]
     assert w2["digest"] == w["digest"] and w2["figures"] == w["figures"]

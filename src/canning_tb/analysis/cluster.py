@@ -1,4 +1,7 @@
-"""Cross-rank analysis over the digests of one window of many ranks (never the traces).
+"""Cross-rank analysis over the digests of one window of many ranks (never the traces), vectorised
+over ranks and calls with numpy: the digests are read once into flat arrays (one row per rank, one
+row per collective call of any rank), and every figure is a sort, a grouped reduction or a
+scatter over those arrays; Python loops only build the answer's rows.
 
 `analyse_ranks(digests) -> dict` (JSON-friendly, ints stay ints):
 
@@ -37,25 +40,31 @@
   (kind, group) are the ranks that called it, ordered by rank, and each rank sends to the next:
   AllReduce 2(n-1)/n x size, AllGather / ReduceScatter (n-1)/n x size, Broadcast / Reduce /
   Gather / Scatter size, Send / Recv size to the next rank; AllToAll size/n to every other member.
-  Sizes unknown (-1) give no cell; `matrix_source` says which way was used.
+  Sizes unknown (-1) give no cell; `matrix_source` says which way was used. Past
+  MATRIX_CELLS_LIMIT cells (an all-to-all of 1,024 ranks has a million) the largest by bytes are
+  listed and `matrix_truncated` is true; `matrix_bins` sums all of them.
 - matrix_cells: the matrix summed per (src, dst) over transports (what the heatmap draws):
   bytes and time (negative values count as 0), bandwidth = bytes / time in GB/s (None without
   time), and the transports seen.
+- distributions, rank_heatmap, matrix_bins: the views that fit thousands of ranks (cluster_spread.py).
 - rank ids: each digest's own rank; when two digests carry the same rank (e.g. all 0) the ranks
   are numbered by position instead (`rank_ids`).
 """
 from __future__ import annotations
 
-from collections import defaultdict
+from dataclasses import dataclass
 
 import numpy as np
 
-from . import digest_pb2 as pb
+from .cluster_spread import distributions, matrix_bins, rank_heatmap
 from .summary import has_device_work
 from .wait_transfer import call_splits, collective_sums, rank_figures
 
 SLOW_RANK_RATIO = 0.05
-
+MATRIX_CELLS_LIMIT = 16384  # cells listed in `matrix` / `matrix_cells`; beyond, the largest (matrix_bins has all)
+RING_KINDS = ("AllReduce", "AllGather", "ReduceScatter", "AllToAll", "Broadcast", "Reduce", "Gather", "Scatter", "Send")
+ROW_FIELDS = ("step_ns", "compute_ns", "overlapped_ns", "communication_ns", "other_ns", "computing_ns", "free_ns")
+WAIT_FIELDS = ("wait_ns", "p2p_wait_ns", "transfer_ns", "communication_total_ns")
 
 
 def rank_ids(digests: list) -> list[int]:
@@ -67,51 +76,73 @@ def rank_ids(digests: list) -> list[int]:
 
 
 def analyse_ranks(digests: list) -> dict:
-    ranks = rank_ids(digests)
+    ranks = np.array(rank_ids(digests), np.int64)
+    order = np.argsort(ranks, kind="stable")
+    digests, ranks = [digests[i] for i in order], ranks[order]
     on_host = not any(has_device_work(d) for d in digests)
     cann = bool(digests) and all(len(d.cann_steps) for d in digests)
-    per = {r: (_cann_breakdown(r, d) if cann else _rank_breakdown(r, d, on_host)) for r, d in zip(ranks, digests)}
+    cols = _cann_columns(digests) if cann else _trace_columns(digests, on_host)
     splits = call_splits(digests)
-    for rank, digest, split in zip(ranks, digests, splits):
-        per[rank].update(rank_figures(digest, split))
-        _step_breakdowns(per[rank]["per_step"], digest, on_host)
-    calls, sizes = _calls_by_key(ranks, digests)
-    collectives, unmatched = _match_calls(calls, sizes, collective_sums(digests, splits), ranks)
-    matrix, source = _matrix(digests, sizes)
-    return {"ranks": [per[r] for r in sorted(per)], "collectives": collectives, "slow_ranks": _slow_ranks(per),
-            "groups": _groups(digests, calls), "matrix": matrix, "matrix_cells": matrix_cells(matrix), "unmatched": unmatched,
-            "matrix_source": source, "compute_source": "host" if on_host else "device",
-            "breakdown_source": digests[0].cann_steps[0].source if cann else "trace"}
+    figures = [rank_figures(d, s) for d, s in zip(digests, splits)]
+    for figure, digest in zip(figures, digests):
+        _step_breakdowns(figure["per_step"], digest, on_host)
+    cols.update({name: np.array([f[name] for f in figures], np.int64) for name in WAIT_FIELDS})
+    calls = CallTable.of(ranks, digests)
+    slots, collectives, unmatched = _match_calls(calls, ranks, collective_sums(digests, splits))
+    cells, source = _matrix(digests, calls, slots)
+    matrix = cells.rows(MATRIX_CELLS_LIMIT)
+    return {"ranks": _rank_rows(ranks, cols, digests, cann, figures), "collectives": collectives,
+            "slow_ranks": _slow_ranks(ranks, cols), "groups": _groups(digests, calls, slots), "matrix": matrix,
+            "matrix_cells": matrix_cells(matrix), "matrix_truncated": len(matrix) < len(cells.src),
+            "matrix_bins": matrix_bins(ranks, cells), "unmatched": unmatched, "matrix_source": source,
+            "compute_source": "host" if on_host else "device",
+            "breakdown_source": digests[0].cann_steps[0].source if cann else "trace",
+            "distributions": distributions(ranks, cols), "rank_heatmap": rank_heatmap(ranks, cols)}
 
 
-def _groups(digests: list, calls: dict) -> list[dict]:
-    """The communicators the ranks' files declare, with the ranks of this view that called into them
-    (`missing`: declared members present here that made no call)."""
-    declared: dict[str, dict] = {}
-    for digest in digests:
-        for group in digest.communication.groups:
-            declared.setdefault(group.group, {"group": group.group, "name": group.name, "ranks": list(group.ranks),
-                                              "source": group.source})
-    present = set(rank_ids(digests))
-    for entry in declared.values():
-        callers = {rank for (_kind, group), by_rank in calls.items() if group == entry["group"] for rank in by_rank}
-        entry["calling_ranks"] = sorted(callers)
-        entry["missing"] = sorted((set(entry["ranks"]) & present) - callers)
-    return [declared[k] for k in sorted(declared)]
+def _column(digests: list, read) -> np.ndarray:
+    return np.fromiter((read(d) for d in digests), np.int64, len(digests))
 
 
-def _rank_breakdown(rank: int, digest: pb.Digest, on_host: bool) -> dict:
-    """One rank's row from its mean step (wait / transfer are added by `_match_calls`)."""
-    mean = digest.average
-    comp, ov, comm = (mean.host_ns if on_host else mean.compute_ns), mean.overlapped_ns, mean.communication_ns
-    rest = max(mean.total_ns - comp - ov - comm, 0)
-    return {"rank": rank, "steps": len(digest.steps), "step_ns": mean.total_ns, "compute_ns": comp, "overlapped_ns": ov,
-            "communication_ns": comm, "other_ns": rest, "computing_ns": comp + ov, "free_ns": rest,
-            "source": "trace"}
+def _trace_columns(digests: list, on_host: bool) -> dict:
+    """Per-rank arrays from each rank's mean step (wait / transfer are added by `_match_calls`)."""
+    step = _column(digests, lambda d: d.average.total_ns)
+    comp = _column(digests, (lambda d: d.average.host_ns) if on_host else (lambda d: d.average.compute_ns))
+    ov = _column(digests, lambda d: d.average.overlapped_ns)
+    comm = _column(digests, lambda d: d.average.communication_ns)
+    rest = np.maximum(step - comp - ov - comm, 0)
+    return {"step_ns": step, "compute_ns": comp, "overlapped_ns": ov, "communication_ns": comm, "other_ns": rest,
+            "computing_ns": comp + ov, "free_ns": rest}
 
 
-def _step_breakdowns(rows: list[dict], digest: pb.Digest, on_host: bool) -> None:
-    """Each `per_step` row gets its step's split as `_rank_breakdown` makes the mean step's (trace)."""
+def _cann_mean(digests: list, field: str) -> np.ndarray:
+    def mean(digest) -> int:
+        return int(round(sum(max(getattr(s, field), 0) for s in digest.cann_steps) / len(digest.cann_steps)))
+    return _column(digests, mean)
+
+
+def _cann_columns(digests: list) -> dict:
+    """Per-rank arrays from CANN's own step trace (mean over its steps), as msprof-analyze reads it.
+    step_ns stays the digest's mean step (what every per-rank view shows); CANN's own is cann_step_ns."""
+    computing, ov = _cann_mean(digests, "computing_ns"), _cann_mean(digests, "overlapped_ns")
+    comm, free = _cann_mean(digests, "communication_not_overlapped_ns"), _cann_mean(digests, "free_ns")
+    return {"step_ns": _column(digests, lambda d: d.average.total_ns), "cann_step_ns": computing + comm + free,
+            "compute_ns": np.maximum(computing - ov, 0), "overlapped_ns": ov, "communication_ns": comm,
+            "other_ns": free, "computing_ns": computing, "free_ns": free, "bubble_ns": _cann_mean(digests, "bubble_ns")}
+
+
+def _rank_rows(ranks: np.ndarray, cols: dict, digests: list, cann: bool, figures: list) -> list[dict]:
+    fields = ROW_FIELDS + (("cann_step_ns", "bubble_ns") if cann else ()) + WAIT_FIELDS
+    lists = {name: cols[name].tolist() for name in fields}
+    steps = [len(d.steps) for d in digests]
+    sources = [d.cann_steps[0].source for d in digests] if cann else ["trace"] * len(digests)
+    extra = [{k: v for k, v in f.items() if k.startswith("window_") or k == "per_step"} for f in figures]
+    return [{"rank": int(rank), "steps": steps[i], **{name: lists[name][i] for name in fields}, "source": sources[i],
+             **extra[i]} for i, rank in enumerate(ranks.tolist())]
+
+
+def _step_breakdowns(rows: list[dict], digest, on_host: bool) -> None:
+    """Each `per_step` row gets its step's split as the mean step's trace columns make it."""
     by_number = {s.number: s.breakdown for s in digest.steps}
     for row in rows:
         b = by_number[row["step"]]
@@ -120,143 +151,230 @@ def _step_breakdowns(rows: list[dict], digest: pb.Digest, on_host: bool) -> None
                    other_ns=max(b.total_ns - comp - b.overlapped_ns - b.communication_ns, 0))
 
 
-def _cann_breakdown(rank: int, digest: pb.Digest) -> dict:
-    """One rank's row from CANN's own step trace (mean over its steps), as msprof-analyze reads it."""
-    steps = digest.cann_steps
+@dataclass
+class CallTable:
+    """Every collective call of every rank, one row each, sorted by (key, rank, seq, start): the calls
+    of one (kind, group) on one rank form a contiguous run ("slot" = (key, rank)), in their order in
+    the communicator. `pos` is a call's index in its slot."""
+    keys: list  # (kind, group) of each key id
+    rank_index: np.ndarray  # per call: index of its rank in the sorted ranks
+    key: np.ndarray
+    dur: np.ndarray
+    size: np.ndarray
+    wait: np.ndarray
+    transit: np.ndarray
+    p2p: np.ndarray
+    pos: np.ndarray
+    starts: np.ndarray  # first call of each slot
+    sources: list  # per rank: the file CANN's figures come from ("" from the events)
+    rank_order: np.ndarray  # the rank ids, ascending (rank_index indexes them)
 
-    def mean(field: str) -> int:
-        return int(round(sum(max(getattr(s, field), 0) for s in steps) / len(steps)))
-    computing, ov = mean("computing_ns"), mean("overlapped_ns")
-    comm, free = mean("communication_not_overlapped_ns"), mean("free_ns")
-    # step_ns stays the digest's mean step (what every per-rank view shows); CANN's own is cann_step_ns
-    return {"rank": rank, "steps": len(digest.steps), "step_ns": digest.average.total_ns,
-            "cann_step_ns": computing + comm + free, "compute_ns": max(computing - ov, 0),
-            "overlapped_ns": ov, "communication_ns": comm, "other_ns": free, "computing_ns": computing,
-            "free_ns": free, "bubble_ns": mean("bubble_ns"), "source": steps[0].source}
+    @classmethod
+    def of(cls, ranks: np.ndarray, digests: list) -> "CallTable":
+        key_ids: dict = {}
+        cols: dict = {name: [] for name in ("rank", "key", "seq", "start", "dur", "size", "wait", "transit", "p2p")}
+        for index, digest in enumerate(digests):
+            calls = digest.communication.calls
+            cols["rank"].append(np.full(len(calls), index, np.int64))
+            cols["key"].append(np.fromiter((key_ids.setdefault((c.kind, c.group), len(key_ids)) for c in calls),
+                                           np.int64, len(calls)))
+            for name, attr in (("seq", "seq"), ("start", "start_ns"), ("dur", "dur_ns"), ("size", "bytes"),
+                               ("wait", "wait_ns"), ("transit", "transit_ns")):
+                cols[name].append(np.fromiter((getattr(c, attr) for c in calls), np.int64, len(calls)))
+            cols["p2p"].append(np.fromiter((c.comm_type == "p2p" for c in calls), bool, len(calls)))
+        flat = {name: np.concatenate(parts) if parts else np.zeros(0, bool if name == "p2p" else np.int64)
+                for name, parts in cols.items()}
+        order = np.lexsort((flat["start"], flat["seq"], flat["rank"], flat["key"]))
+        flat = {name: values[order] for name, values in flat.items()}
+        new = np.ones(len(order), bool)
+        new[1:] = (flat["key"][1:] != flat["key"][:-1]) | (flat["rank"][1:] != flat["rank"][:-1])
+        starts = np.flatnonzero(new)
+        pos = np.arange(len(order)) - np.repeat(starts, np.diff(np.append(starts, len(order))))
+        return cls(list(key_ids), flat["rank"], flat["key"], flat["dur"], flat["size"], flat["wait"], flat["transit"],
+                   flat["p2p"], pos, starts, [d.communication.source for d in digests], ranks)
+
+    def slot_sum(self, values: np.ndarray) -> np.ndarray:
+        return np.add.reduceat(values, self.starts) if len(self.starts) else np.zeros(0, np.int64)
+
+    def slot_counts(self) -> np.ndarray:
+        return np.diff(np.append(self.starts, len(self.key)))
+
+    def slots(self, ranks: np.ndarray, columns: dict) -> "Slots":
+        slot_key = self.key[self.starts]
+        bounds = np.searchsorted(slot_key, np.arange(len(self.keys) + 1))
+        return Slots(ranks[self.rank_index[self.starts]], bounds, columns)
 
 
-def _calls_by_key(ranks: list[int], digests: list) -> tuple[dict, dict]:
-    """{(kind, group): {rank: calls}} and {(kind, group): {rank: sizes}}. A rank's calls of one key are
-    in their order in the communicator (HCCL's sequence, else by start); each call is (duration,
-    CANN wait, CANN transit, comm_type, source)."""
-    calls: dict = defaultdict(dict)
-    sizes: dict = defaultdict(dict)
-    for rank, digest in zip(ranks, digests):
-        by_key = defaultdict(list)
-        source = digest.communication.source
-        for c in digest.communication.calls:
-            by_key[(c.kind, c.group)].append((c.seq, c.start_ns, c.dur_ns,
-                                              c.bytes, c.wait_ns, c.transit_ns, c.comm_type or "collective", source))
-        for key, rows in by_key.items():
-            rows.sort(key=lambda c: (c[0], c[1]))
-            calls[key][rank] = [(c[2], c[4], c[5], c[6], c[7]) for c in rows]
-            sizes[key][rank] = np.array([c[3] for c in rows], np.int64)
-    return calls, sizes
+@dataclass
+class Slots:
+    """Per (key, rank) sums, the slots of one key contiguous (bounds[k]:bounds[k + 1]), ranks ascending."""
+    rank: np.ndarray
+    bounds: np.ndarray
+    columns: dict
+
+    def of(self, key: int, name: str) -> tuple[list, list]:
+        part = slice(self.bounds[key], self.bounds[key + 1])
+        return self.rank[part].tolist(), self.columns[name][part].tolist()
+
+    def ranks_of(self, key: int) -> np.ndarray:
+        return self.rank[self.bounds[key]:self.bounds[key + 1]]
 
 
-def _match_calls(calls: dict, sizes: dict, sums: dict, ranks: list[int]) -> tuple[list, list]:
-    """Per (kind, group) over the ranks: calls, time, bytes, and wait / transfer summed over the calls
-    (wait_transfer.collective_sums; -1 where a rank's are unknown). Returns (collectives, unmatched)."""
-    index = {rank: i for i, rank in enumerate(ranks)}
-    collectives, unmatched = [], []
-    for key, by_rank in calls.items():
-        members = sorted(by_rank)
-        if len({len(by_rank[r]) for r in members}) > 1:
-            unmatched.append({"kind": key[0], "group": key[1],
-                              "calls": {str(r): int(len(by_rank[r])) for r in members}})
-        comm_type = "p2p" if any(c[3] == "p2p" for r in members for c in by_rank[r]) else "collective"
-        durations = {r: sum(c[0] for c in by_rank[r]) for r in members}
-        split = {r: sums[(index[r],) + key] for r in members}
-        known = all(w >= 0 for w, _ in split.values())
-        row = {"kind": key[0], "group": key[1], "comm_type": comm_type, "ranks": len(members),
-               "calls": int(sum(len(by_rank[r]) for r in members)),
-               "matched_calls": int(min(len(by_rank[r]) for r in members)), "total_ns": int(sum(durations.values())),
-               "bytes": int(sum(int(b[b >= 0].sum()) for b in sizes[key].values())),
-               "wait_ns": sum(w for w, _ in split.values()) if known else -1,
-               "transfer_ns": sum(t for _, t in split.values()) if known else -1,
-               "wait_source": _wait_source(by_rank, members, known), "per_rank": {}}
-        for rank in members:
-            row["per_rank"][str(rank)] = {"calls": len(by_rank[rank]), "total_ns": durations[rank],
-                                          "wait_ns": split[rank][0], "transfer_ns": split[rank][1]}
-        collectives.append(row)
+def _match_calls(calls: CallTable, ranks: np.ndarray, sums: dict) -> tuple:
+    """Per (kind, group): calls, time, bytes, and each rank's wait / transfer summed over its calls
+    (wait_transfer.collective_sums, -1 unknown). Returns (slots, collectives, unmatched)."""
+    n_keys = len(calls.keys)
+    slot_key, slot_rank = calls.key[calls.starts], calls.rank_index[calls.starts]
+    counts = calls.slot_counts()
+    matched = np.full(n_keys, np.iinfo(np.int64).max)
+    np.minimum.at(matched, slot_key, counts)
+    most = np.zeros(n_keys, np.int64)
+    np.maximum.at(most, slot_key, counts)
+    measured = np.ones(n_keys, bool)
+    np.logical_and.at(measured, calls.key, (calls.wait >= 0) & (calls.transit >= 0))
+    p2p = np.zeros(n_keys, bool)
+    np.logical_or.at(p2p, calls.key, calls.p2p)
+    split = np.array([sums[(int(r),) + calls.keys[k]] for k, r in zip(slot_key.tolist(), slot_rank.tolist())],
+                     np.int64).reshape(-1, 2)
+    slots = calls.slots(ranks, {"calls": counts, "total_ns": calls.slot_sum(calls.dur), "wait_ns": split[:, 0],
+                                "transfer_ns": split[:, 1], "bytes": calls.slot_sum(np.maximum(calls.size, 0))})
+    collectives = [_collective_row(calls, slots, k, int(matched[k]), bool(measured[k]), bool(p2p[k]))
+                   for k in range(n_keys)]
     collectives.sort(key=lambda c: (-c["total_ns"], c["kind"], c["group"]))
-    return collectives, unmatched
+    unmatched = [{"kind": calls.keys[k][0], "group": calls.keys[k][1],
+                  "calls": {str(rank): count for rank, count in zip(*slots.of(k, "calls"))}}
+                 for k in sorted(range(n_keys), key=lambda k: calls.keys[k]) if matched[k] != most[k]]
+    return slots, collectives, unmatched
 
 
-def _wait_source(by_rank: dict, members: list[int], known: bool) -> str:
-    """Where a collective's wait / transfer come from: CANN's file, the matched calls, or "" (unknown)."""
+def _collective_row(calls: CallTable, slots: Slots, key: int, matched: int, measured: bool, p2p: bool) -> dict:
+    members = slots.ranks_of(key)
+    sums = {name: slots.of(key, name)[1] for name in ("calls", "total_ns", "wait_ns", "transfer_ns")}
+    known = min(sums["wait_ns"], default=-1) >= 0
     if not known:
-        return ""
-    if all(c[1] >= 0 and c[2] >= 0 for r in members for c in by_rank[r]):
-        return next((c[4] for r in members for c in by_rank[r] if c[4]), "") or "CANN"
-    return "matched calls"
+        source = ""
+    elif measured:  # CANN measured each call's wait and transit on each rank
+        rank_index = np.searchsorted(calls.rank_order, members)
+        source = next((calls.sources[i] for i in rank_index.tolist() if calls.sources[i]), "") or "CANN"
+    else:
+        source = "matched calls"
+    row = {"kind": calls.keys[key][0], "group": calls.keys[key][1], "comm_type": "p2p" if p2p else "collective",
+           "ranks": len(members), "calls": sum(sums["calls"]), "matched_calls": matched,
+           "total_ns": sum(sums["total_ns"]), "bytes": sum(slots.of(key, "bytes")[1]),
+           "wait_ns": sum(sums["wait_ns"]) if known else -1, "transfer_ns": sum(sums["transfer_ns"]) if known else -1,
+           "wait_source": source}
+    row["per_rank"] = {str(rank): {name: sums[name][i] for name in sums} for i, rank in enumerate(members.tolist())}
+    return row
 
 
-def _slow_ranks(per: dict) -> list[dict]:
+def _slow_ranks(ranks: np.ndarray, cols: dict) -> list[dict]:
     """The msprof-analyze spread of computing, communication and free time over the ranks."""
-    if len(per) < 2:
+    if len(ranks) < 2:
         return []
-    ranks = sorted(per)
     out = []
     for metric, field, slow_is_max in (("computing", "computing_ns", True),
                                        ("communication", "communication_ns", False), ("free", "free_ns", True)):
-        values = np.array([per[r][field] for r in ranks], np.float64)
+        values = cols[field].astype(np.float64)
         mean = float(values.mean())
         ratio = float((values.max() - values.min()) / mean) if mean > 0 else 0.0
         i_max, i_min = int(np.argmax(values)), int(np.argmin(values))
         out.append({"metric": metric, "max_ns": int(values.max()), "min_ns": int(values.min()), "mean_ns": mean,
-                    "ratio": ratio, "max_rank": ranks[i_max], "min_rank": ranks[i_min],
-                    "flagged": ratio > SLOW_RANK_RATIO, "slowest_rank": ranks[i_max] if slow_is_max else ranks[i_min]})
+                    "ratio": ratio, "max_rank": int(ranks[i_max]), "min_rank": int(ranks[i_min]),
+                    "flagged": ratio > SLOW_RANK_RATIO,
+                    "slowest_rank": int(ranks[i_max] if slow_is_max else ranks[i_min])})
     return out
 
 
-def _matrix(digests: list, sizes: dict) -> tuple[list, str]:
+def _groups(digests: list, calls: CallTable, slots: Slots) -> list[dict]:
+    """The communicators the ranks' files declare, with the ranks of this view that called into them
+    (`missing`: declared members present here that made no call)."""
+    declared: dict[str, dict] = {}
+    for digest in digests:
+        for group in digest.communication.groups:
+            declared.setdefault(group.group, {"group": group.group, "name": group.name, "ranks": list(group.ranks),
+                                              "source": group.source})
+    callers: dict[str, list] = {}
+    for key, (_kind, group) in enumerate(calls.keys):
+        callers.setdefault(group, []).append(slots.ranks_of(key))
+    present = set(calls.rank_order.tolist())
+    for entry in declared.values():
+        found = callers.get(entry["group"])
+        entry["calling_ranks"] = np.unique(np.concatenate(found)).tolist() if found else []
+        entry["missing"] = sorted((set(entry["ranks"]) & present) - set(entry["calling_ranks"]))
+    return [declared[k] for k in sorted(declared)]
+
+
+@dataclass
+class Cells:
+    """Matrix cells as arrays, one per (src, dst, transport)."""
+    src: np.ndarray
+    dst: np.ndarray
+    transport: list  # name of each cell's transport
+    bytes: np.ndarray
+    time_ns: np.ndarray
+
+    @classmethod
+    def summed(cls, src, dst, transport_id, nbytes, time_ns, transports: list) -> "Cells":
+        """Cells summed per (src, dst, transport), sorted by them."""
+        if not len(src):
+            return cls(src, dst, [], nbytes, time_ns)
+        ids, rank_pos = np.unique(np.concatenate([src, dst]), return_inverse=True)
+        n_ranks, n_transports = len(ids), max(len(transports), 1)
+        flat = (rank_pos[:len(src)] * n_ranks + rank_pos[len(src):]) * n_transports + transport_id
+        unique, inverse = np.unique(flat, return_inverse=True)
+        sums = [np.zeros(len(unique), np.int64) for _ in range(2)]
+        np.add.at(sums[0], inverse, nbytes)
+        np.add.at(sums[1], inverse, time_ns)
+        pair, transport = np.divmod(unique, n_transports)
+        return cls(ids[pair // n_ranks], ids[pair % n_ranks], [transports[t] for t in transport.tolist()],
+                   sums[0], sums[1])
+
+    def rows(self, limit: int) -> list[dict]:
+        """The cells as the answer's rows; above `limit` cells, the `limit` largest by bytes."""
+        chosen = np.arange(len(self.src))
+        if len(chosen) > limit:
+            chosen = np.sort(np.argsort(-self.bytes, kind="stable")[:limit])
+        return [{"src": int(self.src[i]), "dst": int(self.dst[i]), "transport": self.transport[i],
+                 "bytes": int(self.bytes[i]), "time_ns": int(self.time_ns[i]),
+                 "bandwidth_gbps": (int(self.bytes[i]) / int(self.time_ns[i])) if self.time_ns[i] > 0 else -1.0}
+                for i in chosen.tolist()]
+
+
+def _matrix(digests: list, calls: CallTable, slots: Slots) -> tuple[Cells, str]:
     """(cells per (src, dst, transport), source): Ascend links when any digest has them,
     else the ring estimate from collective sizes."""
-    cells: dict = defaultdict(lambda: {"bytes": 0, "time_ns": 0})
     if any(len(d.communication.links) for d in digests):
-        source = "links"
-        for digest in digests:
-            for link in digest.communication.links:
-                cell = cells[(link.src, link.dst, link.transport)]
-                cell["bytes"] += int(link.bytes)
-                cell["time_ns"] += int(link.time_ns)
-    else:
-        source = "none"
-        for (kind, _group), by_rank in sizes.items():
-            for src, dst, nbytes in _ring_sends(kind, by_rank):
-                cells[(src, dst, "ring")]["bytes"] += nbytes
-                source = "ring"
-    matrix = [{"src": int(src), "dst": int(dst), "transport": transport, "bytes": v["bytes"], "time_ns": v["time_ns"],
-               "bandwidth_gbps": (v["bytes"] / v["time_ns"]) if v["time_ns"] > 0 else -1.0}
-              for (src, dst, transport), v in sorted(cells.items())]
-    return matrix, source
+        links = [link for d in digests for link in d.communication.links]
+        transports = sorted({link.transport for link in links})
+        ids = {name: i for i, name in enumerate(transports)}
+        column = lambda read: np.fromiter((read(link) for link in links), np.int64, len(links))  # noqa: E731
+        return Cells.summed(column(lambda x: x.src), column(lambda x: x.dst), column(lambda x: ids[x.transport]),
+                            column(lambda x: x.bytes), column(lambda x: x.time_ns), transports), "links"
+    parts = [_ring_sends(kind, slots.ranks_of(key), np.asarray(slots.of(key, "bytes")[1], np.int64))
+             for key, (kind, _group) in enumerate(calls.keys)]
+    parts = [p for p in parts if p is not None and len(p[0])]
+    if not parts:
+        empty = np.zeros(0, np.int64)
+        return Cells(empty, empty, [], empty, empty), "none"
+    src, dst, nbytes = (np.concatenate(column) for column in zip(*parts))
+    zeros = np.zeros(len(src), np.int64)
+    return Cells.summed(src, dst, zeros, nbytes, zeros, ["ring"]), "ring"
 
 
-def _ring_sends(kind: str, by_rank: dict):
-    """(src, dst, bytes) that each member of one (kind, group) sends, by the ring rule."""
-    members = sorted(by_rank)
+def _ring_sends(kind: str, members: np.ndarray, sizes: np.ndarray):
+    """(src, dst, bytes) arrays that the members of one (kind, group) send, by the ring rule
+    (members ascending, each rank's size the sum of its calls' known sizes)."""
     n = len(members)
-    if n < 2:
-        return
-    for i, rank in enumerate(members):
-        sizes = by_rank[rank]
-        size = int(sizes[sizes >= 0].sum())
-        if size <= 0:
-            continue
-        nxt = members[(i + 1) % n]
-        if kind == "AllReduce":
-            sends = {nxt: 2 * (n - 1) * size // n}
-        elif kind in ("AllGather", "ReduceScatter"):
-            sends = {nxt: (n - 1) * size // n}
-        elif kind == "AllToAll":
-            sends = {other: size // n for other in members if other != rank}
-        elif kind in ("Broadcast", "Reduce", "Gather", "Scatter", "Send"):
-            sends = {nxt: size}
-        else:
-            continue
-        for dst, nbytes in sends.items():
-            yield rank, dst, int(nbytes)
+    if n < 2 or kind not in RING_KINDS:
+        return None
+    sending = sizes > 0
+    if kind == "AllToAll":  # size / n to every other member: member i to members i + 1 ... i + n - 1 (mod n)
+        src = np.repeat(np.flatnonzero(sending), n - 1)
+        dst = (src + 1 + np.tile(np.arange(n - 1), int(sending.sum()))) % n
+        return members[src], members[dst], sizes[src] // n
+    factor = {"AllReduce": (2 * (n - 1), n), "AllGather": (n - 1, n), "ReduceScatter": (n - 1, n)}.get(kind, (1, 1))
+    nxt = np.roll(members, -1)
+    return members[sending], nxt[sending], factor[0] * sizes[sending] // factor[1]
 
 
 def matrix_cells(matrix: list[dict]) -> list[dict]:

@@ -7,6 +7,8 @@ import csv
 import io
 from dataclasses import dataclass, field
 
+from canning_tb.csv_cells import safe_cell
+
 from . import digest_pb2 as pb
 
 
@@ -28,8 +30,8 @@ class Table:
     def to_csv(self) -> str:
         f = io.StringIO()
         w = csv.writer(f, lineterminator="\n")
-        w.writerow(self.columns)
-        w.writerows(self.rows)
+        w.writerow([safe_cell(c) for c in self.columns])
+        w.writerows([safe_cell(c) for c in r] for r in self.rows)  # names are data, never formulas
         return f.getvalue()
 
     def to_dict(self) -> dict:
@@ -56,12 +58,19 @@ class Table:
         return f"Table({self.title!r}, {len(self.rows)} rows)"
 
 
+LINE_CHARS = 100  # a text cell longer than this (or of several lines) is cut, ending in "..."
+
+
 def _fmt(c) -> str:
     if c is None:  # not recorded in the files (.rows keep None; CSV leaves the cell empty)
         return "unknown"
     if isinstance(c, float):
         return f"{c:.3f}"
-    return str(c)
+    text = str(c)
+    first = text.split("\n", 1)[0]
+    if len(first) > LINE_CHARS or first != text:  # a name of 100 kB must not blow up the report's table
+        return first[:LINE_CHARS - 3] + "..."
+    return text
 
 
 def op_summary(digest: pb.Digest, limit: int | None = None) -> Table:
@@ -178,15 +187,19 @@ def window_report(digest: pb.Digest, top: int = 10) -> str:
     return "\n\n".join(parts)
 
 
-def ranks_report(digests: list) -> str:
-    """The cross-rank analysis (cluster.analyse_ranks) as text."""
+def ranks_report(digests: list, top: int | None = None, analysis: dict | None = None) -> str:
+    """The cross-rank analysis (cluster.analyse_ranks, or `analysis` when given) as text: one row per
+    rank, or, with more than `top` ranks, the spread of each figure over the ranks and the outliers."""
     from .cluster import analyse_ranks
-    r = analyse_ranks(digests)
-    t = Table("Ranks (ms, mean step)", ["Rank", "Step", "Computing", "Communication", "Free", "Wait", "P2P wait",
-                                        "Transfer"])
-    for x in r["ranks"]:
-        t.rows.append([int(x["rank"]), _ms(x["step_ns"]), _ms(x["computing_ns"]), _ms(x["communication_ns"]),
-                       _ms(x["free_ns"]), _ms(x["wait_ns"]), _ms(x["p2p_wait_ns"]), _ms(x["transfer_ns"])])
+    r = analysis if analysis is not None else analyse_ranks(digests)
+    if top is not None and len(r["ranks"]) > top:
+        t = spread_table(r)
+    else:
+        t = Table("Ranks (ms, mean step)", ["Rank", "Step", "Computing", "Communication", "Free", "Wait", "P2P wait",
+                                            "Transfer"])
+        for x in r["ranks"]:
+            t.rows.append([int(x["rank"]), _ms(x["step_ns"]), _ms(x["computing_ns"]), _ms(x["communication_ns"]),
+                           _ms(x["free_ns"]), _ms(x["wait_ns"]), _ms(x["p2p_wait_ns"]), _ms(x["transfer_ns"])])
     if r["breakdown_source"] != "trace":
         t.notes.append(f"Computing, communication and free as CANN measured them ({r['breakdown_source']}).")
     waits = sorted({c["wait_source"] for c in r["collectives"]})
@@ -196,3 +209,19 @@ def ranks_report(digests: list) -> str:
     for x in r["slow_ranks"]:
         s.rows.append([x["metric"], round(x["ratio"], 4), "yes" if x["flagged"] else "no", int(x["slowest_rank"])])
     return str(t) + "\n\n" + str(s)
+
+
+def spread_table(analysis: dict) -> Table:
+    """Each figure over the ranks (cluster_spread.distributions): quartiles, the extreme ranks, outliers."""
+    t = Table(f"Ranks (ms, mean step): spread over {len(analysis['ranks'])} ranks",
+              ["Figure", "Min", "Q1", "Median", "Q3", "Max", "Highest ranks", "Lowest ranks", "Outliers"])
+    for x in analysis["distributions"]:
+        named = lambda rows: ", ".join(str(e["rank"]) for e in rows)  # noqa: E731
+        outliers = ", ".join(f"{e['rank']} ({e['side']})" for e in x["outliers"][:5])
+        more = x["outliers_total"] - min(len(x["outliers"]), 5)
+        t.rows.append([x["metric"].removesuffix("_ns"), _ms(x["min"]), _ms(x["q1"]), _ms(x["median"]), _ms(x["q3"]),
+                       _ms(x["max"]), named(x["top"]), named(x["bottom"]),
+                       (outliers + (f" +{more}" if more > 0 else "")) or "none"])
+    t.notes.append("Outliers: more than 5 % from the median and a robust z-score beyond 3.5 (median absolute "
+                   "deviation); every rank: --format=json.")
+    return t

@@ -8,11 +8,20 @@ import sys
 from canning_tb.digest_json import to_plain
 from canning_tb.ingest.table import InputError
 
-from .output import JSON_SCHEMA, dump_json
+from .output import VIEW_SCHEMA, dump_json
 from .progress import ProgressBar
 from .targets import targets_for
 
 log = logging.getLogger("canning_tb.cli")
+
+
+def short_path(store, path: str) -> str:
+    """A file relative to the logdir, as the user knows it (the plugin's errors say it so too)."""
+    if path and os.path.isabs(path):
+        rel = os.path.relpath(path, store.logdir)
+        if not rel.startswith(".."):
+            return rel.replace(os.sep, "/")
+    return path
 
 
 def digest_all(targets) -> list[tuple]:
@@ -24,8 +33,8 @@ def digest_all(targets) -> list[tuple]:
     for target in targets:
         try:
             out.append((target, target.digest(), None))
-        except InputError as e:
-            out.append((target, None, str(e)))
+        except InputError as e:  # the file relative to the logdir, as the user knows it
+            out.append((target, None, f"{short_path(store, e.file)}: {e.problem}"))
         except Exception as e:  # window boundary: a bug met in one window must not cost the others their report
             log.exception("canning: window %s failed", target.window.path)
             out.append((target, None, f"{target.window.path}: internal error ({type(e).__name__}: {e}); "
@@ -34,61 +43,91 @@ def digest_all(targets) -> list[tuple]:
 
 
 def rank_groups(results) -> list[tuple[str, int, list]]:
-    """(run, window position, digests) for each window position that several ranks of a run share
-    (Store.windows_at: the windows the plugin's /cluster compares too)."""
-    digests = {(t.run, t.worker, t.window.id): d for t, d, _ in results if d is not None}
+    """(run, window position, [(target, digest)]) for each window position that several ranks of a run
+    share (Store.windows_at: the windows the plugin's /cluster compares too)."""
+    found = {(t.run, t.worker, t.window.id): (t, d) for t, d, _ in results if d is not None}
     store = results[0][0].store
     groups = []
     for run in sorted({t.run for t, _, _ in results}):
         position = 0
         while chosen := store.windows_at(run, position):
-            found = [digests[key] for key in ((run, w.name, win.id) for w, win in chosen) if key in digests]
-            if len({d.window.rank for d in found}) > 1:
-                groups.append((run, position, found))
+            members = [found[key] for key in ((run, w.name, win.id) for w, win in chosen) if key in found]
+            if len({d.window.rank for _, d in members}) > 1:
+                groups.append((run, position, members))
             position += 1
     return groups
 
 
-def json_report(source: str, results, groups) -> dict:
-    """The `--format=json` report (docs/cli-json.md); each window with its headline `figures` and its
-    `communication` figures (analysis/summary.py, the views' own functions)."""
+def _detailed(args, targets, groups) -> set:
+    """The windows whose whole report is wanted: --detail, the --worker ones, and those of no rank group
+    (a lone window has nothing to sum up across ranks: its own report is the report)."""
+    grouped = {id(target) for _, _, members in groups for target, _ in members}
+    workers = set(args.worker or ())
+    return {id(t) for t in targets if args.detail or t.worker in workers or id(t) not in grouped}
+
+
+def _analyses(groups) -> list[tuple]:
+    """(run, position, members, analyse_ranks of their digests) per rank group."""
     from canning_tb.analysis.cluster import analyse_ranks
-    from canning_tb.analysis.summary import communication_figures, window_figures
-    return {"schema": JSON_SCHEMA, "input": source, "windows": [
-        {"run": t.run, "worker": t.worker, "window": t.window.id, "label": t.window.label,
-         "format": t.window.format, "error": err, "digest": to_plain(d) if d is not None else None,
-         "figures": window_figures(d) if d is not None else None,
-         "communication": communication_figures(d) if d is not None else None}
-        for t, d, err in results],
-        "ranks": [{"run": run, "window_index": i, "analysis": analyse_ranks(ds)} for run, i, ds in groups]}
+    return [(run, position, members, analyse_ranks([d for _, d in members])) for run, position, members in groups]
 
 
 def write_report(path: str, cache_dir: str | None = None) -> str:
-    """Writes the JSON report of every window under `path` to `path`/performance.json (atomically);
-    returns the file's path."""
-    results = digest_all(targets_for(path, cache_dir))
+    """Writes the JSON report of every window under `path`, each with its digest, to
+    `path`/performance.json (atomically: a reader never sees half of it); returns the file's path."""
+    targets = targets_for(path, cache_dir)
+    results = digest_all(targets)
+    doc = _json_doc(path, results, _analyses(rank_groups(results)), {id(t) for t in targets})
     out = os.path.join(path, "performance.json")
     with open(out + ".tmp", "w", encoding="utf-8") as f:
-        dump_json(json_report(path, results, rank_groups(results)), f)
+        dump_json(doc, f)
     os.replace(out + ".tmp", out)
     return out
 
 
 def view(args) -> int:
-    results = digest_all(targets_for(args.input, args.cache_dir))
+    targets = targets_for(args.input, args.cache_dir)
+    results = digest_all(targets)
     groups = rank_groups(results)
+    analyses = _analyses(groups)
+    detailed = _detailed(args, targets, groups)
     if args.format == "json":
-        dump_json(json_report(args.input, results, groups))
+        dump_json(_json_doc(args.input, results, analyses, detailed))
     else:
-        from canning_tb.analysis import report
-        out = sys.stdout
-        for target, digest, err in results:
-            out.write(f"\n=== {target.title} [{target.window.format}] ===\n")
-            if err:
-                out.write(f"error: {err}\n")
-                continue
-            out.write(report.window_report(digest, top=args.top) + "\n")
-        for run, position, digests in groups:
-            where = "" if run == "." else f"{run} / "
-            out.write(f"\n=== {where}window {position + 1}: across ranks ===\n" + report.ranks_report(digests) + "\n")
+        _text_report(args, results, analyses, detailed)
     return 0 if any(d is not None for _, d, _ in results) else 1
+
+
+def _json_doc(source: str, results, analyses, detailed: set) -> dict:
+    """The `--format=json` report (docs/cli-json.md); each window with its headline `figures` and its
+    `communication` figures (analysis/summary.py, the views' own functions)."""
+    from canning_tb.analysis.summary import communication_figures, window_figures
+    return {"schema": VIEW_SCHEMA, "input": source,
+            "ranks": [{"run": run, "window_index": i, "analysis": analysis} for run, i, _, analysis in analyses],
+            "windows": [{"run": t.run, "worker": t.worker, "window": t.window.id, "label": t.window.label,
+                         "format": t.window.format, "error": err,
+                         "figures": window_figures(d) if d is not None else None,
+                         "communication": communication_figures(d) if d is not None else None,
+                         "digest": to_plain(d) if d is not None and id(t) in detailed else None}
+                        for t, d, err in results]}
+
+
+def _text_report(args, results, analyses, detailed: set) -> None:
+    from canning_tb.analysis import report
+    out = sys.stdout
+    for run, position, members, analysis in analyses:
+        where = "" if run == "." else f"{run} / "
+        out.write(f"\n=== {where}window {position + 1}: across {len(members)} ranks ===\n"
+                  + report.ranks_report([], top=args.top, analysis=analysis) + "\n")
+    hidden = 0
+    for target, digest, err in results:
+        if id(target) not in detailed and not err:
+            hidden += 1
+            continue
+        out.write(f"\n=== {target.title} [{target.window.format}] ===\n")
+        if err:
+            out.write(f"error: {err}\n")
+            continue
+        out.write(report.window_report(digest, top=args.top) + "\n")
+    if hidden:
+        out.write(f"\n({hidden} windows of ranks summed up above; each one's report: --detail, or --worker=NAME)\n")

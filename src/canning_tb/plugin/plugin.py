@@ -14,6 +14,8 @@ from tensorboard.backend import http_util
 from tensorboard.plugins import base_plugin
 from werkzeug import wrappers
 
+from canning_tb.csv_cells import csv_chunks
+from canning_tb.remote_fs import RemoteError, scrub
 from canning_tb.store.scanner import Scanner, default_store
 from canning_tb.store.trends import TrendWriter
 
@@ -59,10 +61,24 @@ def _int(args, name: str) -> int | None:
         raise RouteError(400, f"{name} must be an integer, not {value!r}") from None
 
 
+def _paging(args) -> dict:
+    """A table's sort, order, search, offset and limit (analysis/table_page.py), those given."""
+    paging = {name: args[name] for name in ("sort", "order", "search") if args.get(name) not in (None, "")}
+    for name in ("offset", "limit"):
+        value = _int(args, name)
+        if value is not None:
+            paging[name] = value
+    return paging
+
+
 def _operators(store, run, worker, window, args):
     if "detail" in args:
         return sections.operator_detail_impl(store, run, worker, window, args.get("detail", ""), args.get("shapes"))
-    return sections.operators_impl(store, run, worker, window, args.get("group_by", "name"))
+    return sections.operators_impl(store, run, worker, window, args.get("group_by", "name"), _paging(args))
+
+
+def _kernels(store, run, worker, window, args):
+    return sections.kernels_impl(store, run, worker, window, _paging(args))
 
 
 def _memory_range(store, run, worker, window, args):
@@ -102,7 +118,9 @@ class CanningPlugin(base_plugin.TBPlugin):
             "/runs": self._serve_runs,
             "/overview": self._window_route(sections.overview_impl),
             "/operators": self._window_route(_operators, with_args=True),
-            "/kernels": self._window_route(sections.kernels_impl),
+            "/kernels": self._window_route(_kernels, with_args=True),
+            "/operators.csv": self._csv_route(sections.operators_csv),
+            "/kernels.csv": self._csv_route(sections.kernels_csv),
             "/memory": self._window_route(sections.memory_impl),
             "/memory_range": self._window_route(_memory_range, with_args=True),
             "/communication": self._window_route(sections.communication_impl),
@@ -119,7 +137,8 @@ class CanningPlugin(base_plugin.TBPlugin):
         if not scanner.wait_first(0.5):
             return True
         self.trends.kick(scanner.store)
-        return bool(scanner.listing and scanner.listing["runs"])
+        # a logdir that cannot be read (bad credentials, no such bucket) shows the tab with the reason
+        return bool(scanner.error or (scanner.listing and scanner.listing["runs"]))
 
     def frontend_metadata(self):
         return base_plugin.FrontendMetadata(es_module_path="/index.js", tab_name=TAB_NAME, disable_reload=False)
@@ -141,8 +160,8 @@ class CanningPlugin(base_plugin.TBPlugin):
         scanner = self.scanner
         scanner.kick()
         if scanner.listing is None:
-            scanner.wait_first(2.0)
-        body = {"logdir": self._logdir, "loading": scanner.loading, "error": scanner.error,
+            scanner.wait_first(0.5)  # /runs answers within a second, whatever the logdir holds
+        body = {"logdir": scrub(self._logdir or "") or None, "loading": scanner.loading, "error": scanner.error,
                 "runs": (scanner.listing or {"runs": []})["runs"]}
         return http_util.Respond(request, body, "application/json")
 
@@ -155,6 +174,8 @@ class CanningPlugin(base_plugin.TBPlugin):
                 code = 202 if body.get("loading") else 200
             except RouteError as e:
                 body, code = e.body, e.code
+            except RemoteError as e:  # the remote logdir cannot be read now (credentials, network)
+                body, code = {"error": str(e)}, 502
             except Exception as e:  # request boundary: a bug shows as text in the UI, logged here
                 log.exception("canning: %s failed", request.path)
                 body, code = {"error": f"internal error: {type(e).__name__}: {e}"}, 500
@@ -173,6 +194,24 @@ class CanningPlugin(base_plugin.TBPlugin):
             return impl(store, run, worker, window)
 
         return self._route(handle)
+
+    def _csv_route(self, rows_of):
+        """A CSV download: rows_of(store, run, worker, window, group_by, paging) -> (file name, header,
+        rows), streamed (csv_cells: formulas neutralised); errors are JSON as on the other routes."""
+        @wrappers.Request.application
+        def app(request):
+            try:
+                run, worker, window = _required(request.args, "run", "worker", "window")
+                name, header, rows = rows_of(self._store(), run, worker, window, request.args.get("group_by", "name"),
+                                             _paging(request.args))
+            except RouteError as e:
+                return http_util.Respond(request, e.body, "application/json", code=e.code)
+            response = wrappers.Response(csv_chunks(header, rows), mimetype="text/csv")
+            response.headers["Content-Disposition"] = f'attachment; filename="{name}"'
+            response.headers["X-Content-Type-Options"] = "nosniff"
+            return response
+
+        return app
 
     def _store(self):
         scanner = self.scanner

@@ -3,12 +3,23 @@ windows at one position in every worker of a run (Store.windows_at), with the pe
 run summary, all from `canning_tb.analysis`. Windows that cannot be read are left out and listed
 in `problems`. While the windows are being digested (Prefetcher, in the background) the answer is
 {"loading": True, "done", "total"}.
+
+The answer is kept per (run, position) with the identity of its windows (Store.digest_key: the
+files' size and mtime): asked again while no file changed (the run overview and the communication
+view of 1,000 ranks ask the same), it is served without reading a digest again.
 """
 from __future__ import annotations
+
+import threading
+from collections import OrderedDict
 
 from canning_tb.analysis.summary import rank_row, run_summary
 
 from .errors import RouteError, unknown_window, window_digest
+
+ANSWERS_KEPT = 8
+_answers: OrderedDict = OrderedDict()  # (store id, run, position) -> (windows' identity, answer)
+_answers_lock = threading.Lock()
 
 
 def position_of(store, run: str, worker: str, window: str) -> int:
@@ -28,6 +39,23 @@ def cluster_impl(store, prefetcher, run: str, position: int) -> dict:
     pending = prefetcher.progress((run, position), [(run, w.name, win.id) for w, win in chosen])
     if pending is not None:
         return {"run": run, "window_index": position, "loading": True, **pending}
+    identity = tuple((worker.name, win.id, store.digest_key(run, win)) for worker, win in chosen)
+    memo = (id(store), run, position)
+    with _answers_lock:
+        kept = _answers.get(memo)
+        if kept and kept[0] == identity:
+            _answers.move_to_end(memo)
+            return kept[1]
+    answer = _answer(store, run, position, chosen)
+    if not answer["problems"]:  # a failure may be passing (a window still being written): ask again
+        with _answers_lock:
+            _answers[memo] = (identity, answer)
+            while len(_answers) > ANSWERS_KEPT:
+                _answers.popitem(last=False)
+    return answer
+
+
+def _answer(store, run: str, position: int, chosen: list) -> dict:
     members, digests, problems = [], [], []
     for worker, win in chosen:
         try:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 
+from canning_tb.analysis import digest_pb2 as pb
 from canning_tb.analysis.memory_range import memory_range
 from canning_tb.analysis.summary import communication_figures, has_device_work, kernel_total_ns, window_figures
 from canning_tb.digest_json import to_plain
@@ -15,6 +16,9 @@ from canning_tb.digest_json import to_plain
 from .errors import RouteError, short_path, window_digest
 
 GROUPS = {"name": "ops_by_name", "shape": "ops_by_shape", "stack": "ops_by_stack"}
+OP_SEARCH = ("name",)  # what the operators' search looks in
+KERNEL_GROUPS = {"name": "kernels_by_name", "op": "kernels_by_op"}
+KERNEL_SEARCH = ("name", "op_name")
 
 
 def relative(ts: int, t0: int) -> int:
@@ -43,13 +47,60 @@ def overview_impl(store, run: str, worker: str, window: str) -> dict:
             "rule_hits": [to_plain(r) for r in digest.rule_hits], "figures": window_figures(digest)}
 
 
-def operators_impl(store, run: str, worker: str, window: str, group_by: str = "name") -> dict:
-    if group_by not in GROUPS:
-        raise RouteError(400, f"group_by must be one of {', '.join(GROUPS)}, not {group_by!r}")
+def _page(rows, row_type, search_fields: tuple, paging: dict | None):
+    """One page of a table (analysis/table_page.py); 400 for a bad parameter."""
+    from canning_tb.analysis.table_page import PageError, page
+    try:
+        return page(rows, scalar_fields(row_type), search_fields, **(paging or {}))
+    except PageError as e:
+        raise RouteError(400, str(e)) from None
+
+
+def scalar_fields(row_type) -> tuple:
+    """The fields a table of `row_type` rows (a digest message) can be sorted on: its scalar fields."""
+    return tuple(f.name for f in row_type.DESCRIPTOR.fields if f.message_type is None and not _repeated(f))
+
+
+def _repeated(field) -> bool:
+    return field.is_repeated if hasattr(field, "is_repeated") else field.label == field.LABEL_REPEATED  # protobuf < 5
+
+
+def _group(groups: dict, group_by: str) -> str:
+    if group_by not in groups:
+        raise RouteError(400, f"group_by must be one of {', '.join(groups)}, not {group_by!r}")
+    return groups[group_by]
+
+
+def operators_impl(store, run: str, worker: str, window: str, group_by: str = "name",
+                   paging: dict | None = None) -> dict:
+    """One page of the operators (paging: sort, order, search, offset, limit of table_page.page)."""
+    table = _group(GROUPS, group_by)
     digest = window_digest(store, run, worker, window)
+    rows = getattr(digest, table)
+    found = _page(rows, pb.OpStat, OP_SEARCH, paging)
     return {**_head(store, run, worker, window, digest), "group_by": group_by,
             "has_device": has_device_work(digest), "has_stacks": len(digest.ops_by_stack) > 0,
-            "rows": [to_plain(o) for o in getattr(digest, GROUPS[group_by])]}
+            "all_rows": len(rows), **found.head(), "rows": [to_plain(o) for o in found.rows]}
+
+
+def operators_csv(store, run: str, worker: str, window: str, group_by: str = "name", paging: dict | None = None):
+    """(file name, header, rows) of every operator that matches the search, in the order asked."""
+    table = _group(GROUPS, group_by)
+    rows = getattr(window_digest(store, run, worker, window), table)
+    fields = [f for f in scalar_fields(pb.OpStat) if group_by != "name" or f not in ("input_shapes", "call_stack")]
+    return _csv(rows, pb.OpStat, fields, OP_SEARCH, paging, f"operators-{group_by}")
+
+
+def _csv(rows, row_type, fields: list, search_fields: tuple, paging: dict | None, name: str):
+    """Every matching row, a page at a time (the order is computed once and kept by table_page)."""
+    asked = {key: value for key, value in (paging or {}).items() if key not in ("offset", "limit")}
+    first = _page(rows, row_type, search_fields, asked)
+
+    def cells():
+        for offset in range(0, first.total, first.limit):
+            for row in _page(rows, row_type, search_fields, {**asked, "offset": offset}).rows:
+                yield [getattr(row, f) for f in fields]
+    return f"{name}.csv", fields, cells()
 
 
 def operator_detail_impl(store, run: str, worker: str, window: str, name: str, shapes: str | None = None) -> dict:
@@ -72,13 +123,25 @@ def operator_detail_impl(store, run: str, worker: str, window: str, name: str, s
             "kernels": [to_plain(k) for k in op.kernels]}
 
 
-def kernels_impl(store, run: str, worker: str, window: str) -> dict:
+def kernels_impl(store, run: str, worker: str, window: str, paging: dict | None = None) -> dict:
+    """Both kernel tables, each one page (the same sort, order, search, offset and limit)."""
     digest = window_digest(store, run, worker, window)
-    return {**_head(store, run, worker, window, digest),
-            "kernels_by_name": [to_plain(k) for k in digest.kernels_by_name],
+    by_name, by_op = (_page(getattr(digest, table), pb.KernelStat, KERNEL_SEARCH, paging)
+                      for table in KERNEL_GROUPS.values())
+    return {**_head(store, run, worker, window, digest), **by_name.head(),
+            "kernels_by_name": [to_plain(k) for k in by_name.rows], "kernels_by_name_all": len(digest.kernels_by_name),
             "total_ns": kernel_total_ns(digest),
-            "kernels_by_op": [to_plain(k) for k in digest.kernels_by_op],
+            "kernels_by_op": [to_plain(k) for k in by_op.rows], "kernels_by_op_total": by_op.total,
+            "kernels_by_op_all": len(digest.kernels_by_op),
             "cores": [to_plain(c) for c in digest.cores]}
+
+
+def kernels_csv(store, run: str, worker: str, window: str, group_by: str = "name", paging: dict | None = None):
+    """(file name, header, rows) of every kernel of one table that matches the search, in the order asked."""
+    table = _group(KERNEL_GROUPS, group_by)
+    rows = getattr(window_digest(store, run, worker, window), table)
+    fields = [f for f in scalar_fields(pb.KernelStat) if group_by == "op" or f != "op_name"]
+    return _csv(rows, pb.KernelStat, fields, KERNEL_SEARCH, paging, f"kernels-{group_by}")
 
 
 def _event(event, t0: int) -> dict:

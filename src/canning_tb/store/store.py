@@ -15,7 +15,7 @@ from typing import Callable, Iterable
 
 from google.protobuf.message import DecodeError
 
-from canning_tb import manifest
+from canning_tb import manifest, remote_fs
 
 from . import cache
 from .discover import Run, Window, Worker, discover
@@ -61,6 +61,15 @@ def source_digest_path(window: Window) -> str | None:
     if window.format != "canning":
         return None
     return manifest.digest_path(window.path)
+
+
+def fresh_source_digest(window: Window) -> str | None:
+    """The handler's digest of the window when there is one as new as the window it describes."""
+    src = source_digest_path(window)
+    if not src or not os.path.exists(src):
+        return None
+    newest = max((os.stat(name).st_mtime_ns for name in window.files if os.path.exists(name)), default=0)
+    return src if os.stat(src).st_mtime_ns >= newest else None
 
 
 def events_prefix(digest_path: str) -> str:
@@ -114,7 +123,13 @@ class Store:
     def __init__(self, logdir: str, cache_dir: str | None = None, max_workers: int | None = None,
                  memory_items: int = 64, recursive: bool = True, select=None,
                  isolate_bytes: int | None = None):
-        self.logdir = logdir
+        # a remote logdir (s3://...) is read from a local copy (mirror.py); `logdir` is where discovery looks
+        self.url = logdir if remote_fs.is_url(logdir) else None
+        self.remote = None
+        if self.url:
+            from .mirror import Mirror
+            self.remote = Mirror(self.url)
+        self.logdir = self.remote.local if self.remote else logdir
         self._recursive, self._select = recursive, select
         # Windows larger than this are parsed in a child process: a long-lived host (TensorBoard)
         # keeps neither the parse's peak memory nor the GIL while it runs. None: always in-process.
@@ -131,6 +146,9 @@ class Store:
 
     # -- discovery -------------------------------------------------------------------------
     def refresh(self) -> None:
+        """Rescan; a remote logdir that cannot be read raises remote_fs.RemoteError (the last listing stays)."""
+        if self.remote is not None:
+            self.remote.sync()
         runs = discover(self.logdir, self._recursive, self._select)
         with self._lock:
             self._runs = runs
@@ -173,21 +191,40 @@ class Store:
         return out
 
     # -- data ----------------------------------------------------------------------------------
+    def local_window(self, run: str, worker: str, window_id: str) -> Window:
+        """The window, its files copied here first when the logdir is remote."""
+        window = self.window(run, worker, window_id)
+        self._fetch(window)
+        return window
+
+    def _fetch(self, window: Window, unless_digested: bool = False) -> bool:
+        """Copy a remote window's files here (none when its digest at the source is enough); True when copied."""
+        if self.remote is None:
+            return False
+        if unless_digested and fresh_source_digest(window):
+            return False
+        return self.remote.ensure(window.files)
+
     def _key(self, run: str, window: Window) -> tuple[str, str]:
         key = cache.window_key(window, _schema())
         return key, cache.digest_file(self.run(run).path, key, self.cache_dir)
+
+    def digest_key(self, run: str, window: Window) -> str:
+        """The identity of a window's digest: it changes when any of the window's files changes."""
+        return self._key(run, window)[0]
 
     def digest(self, run: str, worker: str, window_id: str):
         """The digest of one window: from memory, the handler's own, the cache, or computed now
         (once, however many threads ask for it at the same time)."""
         window = self.window(run, worker, window_id)
+        self._fetch(window, unless_digested=True)
         key, path = self._key(run, window)
         with self._lock:
             lock = self._computing.setdefault(key, threading.Lock())
         with lock:
-            return self._digest(window, worker, key, path)
+            return self._digest(run, window, worker, key, path)
 
-    def _digest(self, window: Window, worker: str, key: str, path: str):
+    def _digest(self, run: str, window: Window, worker: str, key: str, path: str):
         from canning_tb.analysis import digest_pb2
         from canning_tb.ingest.table import InputError
         with self._lock:
@@ -197,6 +234,9 @@ class Store:
             if key in self._errors:
                 raise InputError(*self._errors[key])
         digest = self._load_cached(window, path, digest_pb2)
+        if digest is None and self._fetch(window):  # a remote digest at the source that did not do: the key changed
+            key, path = self._key(run, window)
+            digest = self._load_cached(window, path, digest_pb2)
         if digest is None:
             try:
                 digest = self._compute(window, worker, path, digest_pb2)
@@ -209,6 +249,22 @@ class Store:
             while len(self._digests) > self._memory_items:
                 self._digests.popitem(last=False)
         return digest
+
+    def has_digest(self, run: str, worker: str, window_id: str) -> bool:
+        """Whether the window's digest is already here (memory, cache, or written at the source)."""
+        return self._has_digest(run, self.window(run, worker, window_id))
+
+    def digest_cache_path(self, run: str, worker: str, window_id: str) -> str:
+        """The cache file of the window's digest (a digest computed elsewhere is stored there)."""
+        return self._key(run, self.window(run, worker, window_id))[1]
+
+    def _has_digest(self, run: str, window: Window) -> bool:
+        """Whether the window's digest is in memory, in the cache or at the source (as new as its files)."""
+        key, path = self._key(run, window)
+        with self._lock:
+            if key in self._digests:
+                return True
+        return os.path.exists(path) or fresh_source_digest(window) is not None
 
     def _compute(self, window: Window, worker: str, path: str, digest_pb2):
         """Digest a window here, or in a child process when its files are (or expand to) more than
@@ -236,14 +292,8 @@ class Store:
 
     @staticmethod
     def _load_cached(window: Window, path: str, digest_pb2):
-        candidates = [path]
-        src = source_digest_path(window)
-        if src and os.path.exists(src):
-            # the handler's digest is only as new as the window it describes
-            newest = max((os.stat(name).st_mtime_ns for name in window.files if os.path.exists(name)), default=0)
-            if os.stat(src).st_mtime_ns >= newest:
-                candidates.insert(0, src)
-        for candidate in candidates:
+        src = fresh_source_digest(window)
+        for candidate in ([src] if src else []) + [path]:
             try:
                 with open(candidate, "rb") as f:
                     digest = digest_pb2.Digest.FromString(f.read())
@@ -262,7 +312,7 @@ class Store:
     def table(self, run: str, worker: str, window_id: str):
         """The columnar events of one window (cached as .npz beside the digest)."""
         from canning_tb.ingest.table import EventTable
-        window = self.window(run, worker, window_id)
+        window = self.local_window(run, worker, window_id)
         prefix = self.events_prefix(run, worker, window_id)
         try:
             table = EventTable.load(prefix)
@@ -294,9 +344,10 @@ class Store:
         keys: dict[tuple[str, str, str], str] = {}
         for run, worker, wid in items:
             window = self.window(run, worker, wid)
+            if self._has_digest(run, window):
+                continue  # digested already (here, in the cache, or at the source)
+            self._fetch(window)
             key, path = self._key(run, window)
-            if key in self._digests or os.path.exists(path):
-                continue
             os.makedirs(os.path.dirname(path), exist_ok=True)
             todo.append(((run, worker, wid), window, path))
             keys[(run, worker, wid)] = key

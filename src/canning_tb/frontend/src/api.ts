@@ -314,10 +314,22 @@ export interface OverviewResponse extends WindowHead {
 export type GroupBy = "name" | "shape" | "stack";
 
 /** GET /operators?group_by= */
-export interface OperatorsResponse extends WindowHead {
+/** The page a paged table answers (analysis/table_page.py): rows [offset, offset + limit) of `total`. */
+export interface TablePage {
+  total: number; // rows that match the search
+  offset: number;
+  limit: number;
+  sort: string | null;
+  order: "asc" | "desc" | null;
+  search: string;
+}
+
+/** GET /operators: one page of the rows (sort, order, search, offset, limit asked) */
+export interface OperatorsResponse extends WindowHead, TablePage {
   group_by: GroupBy;
   has_device: boolean;
   has_stacks: boolean;
+  all_rows: number; // rows of the group, search or not
   rows: OpStat[];
 }
 
@@ -335,9 +347,12 @@ export interface OperatorDetailResponse {
 }
 
 /** GET /kernels */
-export interface KernelsResponse extends WindowHead {
+export interface KernelsResponse extends WindowHead, TablePage {
   kernels_by_name: KernelStat[];
+  kernels_by_name_all: number;
   kernels_by_op: KernelStat[];
+  kernels_by_op_total: number;
+  kernels_by_op_all: number;
   cores: CoreStat[];
   total_ns: number; // device time of all kernels: the share column's denominator
 }
@@ -488,6 +503,39 @@ export interface RunSummary {
   memory_peak_bytes: FigureRange | null;
   slowest_op: { name: string; ns: number; rank: number; metric: string } | null;
 }
+/** How one figure spreads over the ranks (analysis/cluster_spread.py), the extreme and outlying ranks named. */
+export interface RankValue {
+  rank: number;
+  value: number;
+}
+export interface RankOutlier extends RankValue {
+  side: "high" | "low";
+  score: number | null; // modified z-score; null when most ranks are equal (MAD 0)
+}
+export interface Distribution {
+  metric: string;
+  min: number;
+  q1: number;
+  median: number;
+  q3: number;
+  max: number;
+  mean: number;
+  histogram: { edges: number[]; counts: number[] };
+  top: RankValue[];
+  bottom: RankValue[];
+  outliers: RankOutlier[];
+  outliers_total: number;
+}
+export interface RankHeatmap {
+  metrics: string[];
+  ranks: number[];
+  ratio_to_median: (number | null)[][]; // [metric][rank]: value / the metric's median
+}
+export interface MatrixBins {
+  ranks_per_bin: number;
+  bins: { first: number; last: number }[];
+  cells: { src: number; dst: number; bytes: number; time_ns: number }[]; // src, dst: bin indexes
+}
 /** GET /cluster (HTTP 200) */
 export interface ClusterResponse {
   run: string;
@@ -500,7 +548,11 @@ export interface ClusterResponse {
   collectives: { kind: string; group: string; calls: number; total_ns: number; wait_ns: number; transfer_ns: number }[];
   slow_ranks: SlowRank[];
   matrix_cells: MatrixCell[];
+  matrix_truncated: boolean; // past 16,384 cells: the largest only (matrix_bins holds all)
+  matrix_bins: MatrixBins;
   matrix_source: string;
+  distributions: Distribution[];
+  rank_heatmap: RankHeatmap;
   compute_source?: string; // "host" on CPU-only runs: the host operators are the computation
   unmatched: { kind: string; group: string; calls: Record<string, number> }[];
 }

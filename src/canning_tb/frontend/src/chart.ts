@@ -1,7 +1,7 @@
 // ECharts, bundled (tree-shaken): works with the network cut. Tooltips are built as DOM
 // elements with textContent, so operator names are never parsed as HTML.
 import * as echarts from "echarts/core";
-import { BarChart, HeatmapChart, LineChart, PieChart } from "echarts/charts";
+import { BarChart, BoxplotChart, HeatmapChart, LineChart, PieChart, ScatterChart } from "echarts/charts";
 import {
   BrushComponent,
   DataZoomComponent,
@@ -16,7 +16,7 @@ import { CanvasRenderer, SVGRenderer } from "echarts/renderers";
 import { h } from "./dom";
 import { currentTheme } from "./theme";
 
-echarts.use([BarChart, PieChart, LineChart, HeatmapChart, GridComponent, TooltipComponent, LegendComponent, DataZoomComponent,
+echarts.use([BarChart, PieChart, LineChart, HeatmapChart, BoxplotChart, ScatterChart, GridComponent, TooltipComponent, LegendComponent, DataZoomComponent,
   MarkPointComponent, MarkLineComponent, VisualMapComponent, BrushComponent, CanvasRenderer, SVGRenderer]);
 
 const ACCENT = "#f57c00";

@@ -74,8 +74,10 @@ export function kvTable(id: string, rows: [string, string, string?][], head: [st
   return table;
 }
 
+/** A CSV cell; text a spreadsheet would run as a formula (=, +, -, @, tab, CR first) gets a ' in front
+ * (OWASP, CSV injection: as the server's downloads, canning_tb/csv_cells.py). */
 function csvCell(value: string | number): string {
-  const text = String(value);
+  const text = typeof value === "string" && /^[=+\-@\t\r]/.test(value) ? `'${value}` : String(value);
   return /[",\n\r]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
 }
 
@@ -103,6 +105,8 @@ export interface SortTableHooks<T> {
   onSort?: () => void;
   /** ends "Showing the first N of M rows" (default ".") */
   moreText?: string;
+  /** the rows come sorted (and paged) by the server: a header click only asks (onSort) */
+  serverSorted?: boolean;
 }
 
 // Every table's sort is kept in the app state under the table's id (so in the URL), unless its view
@@ -145,6 +149,7 @@ export class SortTable<T> {
   }
 
   sorted(): T[] {
+    if (this.hooks.serverSorted) return this.rows.slice();
     const col = this.cols.find((c) => c.key === this.sortKey) ?? this.cols[0];
     const dir = this.desc ? -1 : 1;
     const tie = this.hooks.tieBreak;

@@ -18,6 +18,7 @@ import { h } from "../dom";
 import { fixed2, int, mb, ms, pct } from "../format";
 import { tip, UNKNOWN_TIP } from "../glossary";
 import { card, errorText, fetchOr, kvTable, pollCluster, problemsList, rankProgress, SortTable, type Col } from "./common";
+import { drawBinnedMatrix, RANKS_AS_ROWS, spreadParts } from "./ranks_spread";
 import { openTimelineAt } from "./timeline_link";
 import { showEmpty, showLoading, type ViewDef, type ViewHost } from "./view";
 
@@ -226,6 +227,7 @@ function clusterSection(host: ViewHost, cl: ClusterResponse, step: StepChoice, c
   const unmatched = cl.unmatched.length
     ? h("p", { class: "muted", text: `Call counts differ between ranks for ${cl.unmatched.map((u) => `${u.kind} (${u.group})`).join(", ")}: matched on the common calls only.` })
     : null;
+  if (cl.ranks.length > RANKS_AS_ROWS) return manyRanks(host, cl, charts, computeLabel, unmatched);
   const definition = h("p", { id: "comm-definition", class: "muted", text: `Wait and transfer: ${tip("wait")} ${tip("transfer")}` });
   const out = [
     card(`Across ranks: ${which} (ms)`, list, splitEl),
@@ -240,6 +242,25 @@ function clusterSection(host: ViewHost, cl: ClusterResponse, step: StepChoice, c
     if (matrixEl) charts.push(drawMatrix(matrixEl, cl.matrix_cells));
   });
   return out;
+}
+
+/** Many ranks: the spread (heat map, boxes, outliers named) instead of a bar per rank; the matrix in
+ * bins of ranks; every rank's row on request. */
+function manyRanks(host: ViewHost, cl: ClusterResponse, charts: RawChart[], computeLabel: string, unmatched: HTMLElement | null): HTMLElement[] {
+  const binned = cl.matrix_bins.ranks_per_bin > 1 || cl.matrix_truncated;
+  const matrixEl = cl.matrix_cells.length ? h("div", { id: "comm-matrix", class: "chart tall", "data-cells": binned ? cl.matrix_bins.cells.length : cl.matrix_cells.length, "data-binned": binned }) : null;
+  queueMicrotask(() => {
+    if (host.signal.aborted || !matrixEl) return;
+    charts.push(binned ? drawBinnedMatrix(matrixEl, cl.matrix_bins) : drawMatrix(matrixEl, cl.matrix_cells));
+  });
+  const every = h("details", { id: "comm-every-rank" }, h("summary", { text: `Every rank (${cl.ranks.length} rows)` }), h("div", { class: "table-wrap short" }, rankTable(cl, computeLabel, null).el));
+  const binText = binned ? `, ${cl.matrix_bins.ranks_per_bin} ranks a cell` : "";
+  return [
+    card(`Across ${cl.ranks.length} ranks (window ${cl.window_index + 1} of each)`, ...spreadParts(cl, "comm", charts, host.signal)),
+    card("Slow ranks", slowRankFindings(cl), unmatched),
+    ...(matrixEl ? [card(`Communication matrix (MB sent${binText}; ${cl.matrix_source === "links" ? "communication_matrix.json" : "ring estimate"})`, matrixEl)] : []),
+    card("Ranks", every),
+  ];
 }
 
 function showNoCommunication(host: ViewHost, data: CommunicationResponse): void {

@@ -6,7 +6,7 @@ import { Chart, type Item } from "../chart";
 import { h, option } from "../dom";
 import { fixed2, int, pct, us } from "../format";
 import type { KernelsOptions } from "../state";
-import { card, downloadCSV, fetchOr, problemsList, safeName, SortTable, type Col } from "./common";
+import { card, fetchOr, problemsList, safeName, SortTable, type Col } from "./common";
 import { openTimelineAt } from "./timeline_link";
 import { showEmpty, showLoading, type ViewDef, type ViewHost } from "./view";
 
@@ -89,11 +89,13 @@ class KernelsPanel {
     const search = h("input", { id: "kernel-search", type: "search", placeholder: "Search kernels by name", "aria-label": "Search kernels by name" });
     search.value = opts.search;
     search.oninput = () => this.change(() => store.kernels({ search: search.value }));
-    const csv = h("button", { id: "kernel-csv", type: "button", class: "button", title: "Download the rows shown as CSV (µs)" }, "Download CSV");
+    const csv = h("a", { id: "kernel-csv", class: "button", title: "Download every kernel that matches the search as CSV (times in ns)" }, "Download CSV");
     csv.onclick = () => {
-      const [head, rows] = this.table.csv();
+      // the server's download: every row (the table holds the longest 1,000), formulas neutralised
       const sel = this.host.sel;
-      downloadCSV(`kernels-${safeName(sel.run)}-${safeName(sel.worker)}-${safeName(sel.window)}-${this.options().group}.csv`, head, rows);
+      const params = { ...windowParams(sel), group_by: this.options().group, search: this.options().search.trim(), sort: "total_ns" };
+      csv.setAttribute("href", `./kernels.csv?${new URLSearchParams(params).toString()}`);
+      csv.setAttribute("download", `kernels-${safeName(sel.run)}-${safeName(sel.worker)}-${safeName(sel.window)}-${this.options().group}.csv`);
     };
     return h("div", { class: "toolbar" }, h("label", {}, "Group by ", groupSel), h("label", { class: "grow" }, search), csv);
   }
@@ -111,7 +113,9 @@ class KernelsPanel {
     const rows = query ? all.filter((k) => k.name.toLowerCase().includes(query) || k.op_name.toLowerCase().includes(query)) : all;
     this.table.setColumns(this.columns());
     this.table.setRows(rows);
-    this.count.textContent = rows.length === all.length ? `${int(all.length)} kernels` : `${int(rows.length)} of ${int(all.length)} kernels match “${query}”`;
+    const whole = opts.group === "op" ? this.data.kernels_by_op_all : this.data.kernels_by_name_all;
+    const cut = whole > all.length ? ` (the ${int(all.length)} longest of ${int(whole)}: the CSV has every one)` : "";
+    this.count.textContent = (rows.length === all.length ? `${int(all.length)} kernels` : `${int(rows.length)} of ${int(all.length)} kernels match “${query}”`) + cut;
   }
 
   show(): void {
@@ -152,7 +156,8 @@ class KernelsPanel {
 
 async function load(host: ViewHost): Promise<void> {
   showLoading(host, "Computing the kernel statistics of this window…");
-  const data = await fetchOr<KernelsResponse>(host, "kernels", windowParams(host.sel));
+  // the longest first: a window with more kernels than a page (1,000) shows the ones that matter
+  const data = await fetchOr<KernelsResponse>(host, "kernels", { ...windowParams(host.sel), sort: "total_ns" });
   if (!data) return;
   if (!data.kernels_by_name.length) showNoKernels(host);
   else new KernelsPanel(host, data).show();

@@ -1,11 +1,14 @@
 // Operators view: one table of the window's operators (from the digest's ops_by_name /
 // ops_by_shape / ops_by_stack), sortable, searchable, with a chart of the top N and CSV export.
+// The server searches, sorts and pages the rows (a trace can hold 200,000 operator names): the
+// table shows one page, the chart asks the top N, the CSV is the server's download of every row.
 import { getJSON, windowParams, type GroupBy, type OperatorDetailResponse, type OperatorsResponse, type OpStat } from "../api";
 import { Chart, type Item } from "../chart";
 import { clear, h, option } from "../dom";
 import { int, shortFrame, shortStack, us } from "../format";
 import type { OperatorsOptions } from "../state";
-import { downloadCSV, errorText, fetchOr, problemsList, safeName, SortTable, type Col } from "./common";
+import { errorText, fetchOr, problemsList, SortTable, type Col } from "./common";
+import { Pager } from "./pager";
 import { timelineLink } from "./timeline_link";
 import { showLoading, type ViewDef, type ViewHost } from "./view";
 
@@ -32,7 +35,8 @@ const COLUMNS: Record<Key, Column> = {
 };
 
 const GROUP_LABELS: Record<GroupBy, string> = { name: "Operator", shape: "Operator + input shapes", stack: "Operator + call stack" };
-const MAX_ROWS = 2000;
+const PAGE_ROWS = 200;
+const SEARCH_DELAY_MS = 200;
 
 function columnsFor(data: OperatorsResponse): Column[] {
   const cols: Column[] = [COLUMNS.name];
@@ -43,26 +47,20 @@ function columnsFor(data: OperatorsResponse): Column[] {
   return cols;
 }
 
-/** A CSV cell: times in µs, calls as counted, a negative (unknown) number empty. */
-function csvValue(col: Column, row: OpRow): string | number {
-  const value = row[col.key];
-  if (typeof value !== "number") return value;
-  return value < 0 ? "" : col.key === "calls" ? value : value / 1000;
-}
-
 class OperatorsPanel {
   private data!: OperatorsResponse;
   private cols: Column[] = [];
   private chart: Chart | null = null;
-  private table = new SortTable<OpRow>("op-table", [], "", true, "", MAX_ROWS, {
-    tieBreak: (a, b) => a.name.localeCompare(b.name),
+  private table = new SortTable<OpRow>("op-table", [], "", true, "", PAGE_ROWS, {
+    serverSorted: true,
     decorateRow: (r, tr) => this.decorateRow(r, tr),
     onSort: () => {
       this.setOpts({ sort: this.table.sortKey, desc: this.table.desc });
-      this.drawChart(this.table.sorted());
+      void this.fetchPage(0);
+      void this.fetchChart();
     },
-    moreText: ": refine the search, or download the CSV for all.",
   });
+  private pager = new Pager("op-pager", (offset) => void this.fetchPage(offset));
   private count = h("span", { id: "op-count", class: "muted" });
   private chartTitle = h("h3", { id: "op-chart-title", class: "section-title" });
   private chartEl = h("div", { id: "op-chart", class: "chart" });
@@ -70,6 +68,9 @@ class OperatorsPanel {
   /** rows shown expanded (by rowKey): survives re-sorting, searching and regrouping back */
   private expanded = new Set<string>();
   private details = new Map<string, Promise<OperatorDetailResponse>>();
+  /** the latest page and chart asked: an older answer arriving late is dropped */
+  private asked = { page: 0, chart: 0 };
+  private searchTimer = 0;
 
   constructor(private host: ViewHost) {
     host.signal.addEventListener("abort", () => this.chart?.dispose());
@@ -83,10 +84,17 @@ class OperatorsPanel {
     this.host.store.operators(patch);
   }
 
+  /** The table's query: group, search and sort as the options say (the server's page parameters). */
+  private query(extra: Record<string, string> = {}): Record<string, string> {
+    const params: Record<string, string> = { ...windowParams(this.host.sel), group_by: this.opts.group, search: this.opts.search.trim() };
+    if (this.opts.sort) Object.assign(params, { sort: this.opts.sort, order: this.opts.desc ? "desc" : "asc" });
+    return { ...params, ...extra };
+  }
+
   async load(): Promise<void> {
     const host = this.host;
     showLoading(host, "Computing the operator statistics of this window… (the first open of a big trace takes a while)");
-    const data = await fetchOr<OperatorsResponse>(host, "operators", { ...windowParams(host.sel), group_by: this.opts.group });
+    const data = await fetchOr<OperatorsResponse>(host, "operators", this.query({ limit: String(PAGE_ROWS) }));
     if (!data) return;
     this.data = data;
     this.build();
@@ -96,6 +104,7 @@ class OperatorsPanel {
     const host = this.host;
     const data = this.data;
     this.cols = columnsFor(data);
+    const asked = this.opts.sort;
     if (!this.opts.sort || !this.cols.some((c) => c.key === this.opts.sort)) this.setOpts({ sort: data.has_device ? "device_self_ns" : "host_self_ns", desc: true });
     this.table.sortKey = this.opts.sort;
     this.table.desc = this.opts.desc;
@@ -107,12 +116,34 @@ class OperatorsPanel {
       this.toolbar(),
       problemsList(data.problems, "op-problems") ?? "",
       h("section", { class: "card" }, this.chartTitle, this.chartEl),
-      h("section", { class: "card" }, tableHead, h("div", { class: "table-wrap" }, this.table.el)),
+      h("section", { class: "card" }, tableHead, h("div", { class: "table-wrap" }, this.table.el), this.pager.el),
     );
     this.chart?.dispose();
     this.chart = new Chart(this.chartEl);
-    this.refresh();
+    if (asked === this.opts.sort) this.show(data);
+    else void this.fetchPage(0); // the first answer came in the digest's order
+    void this.fetchChart();
     host.setState("loaded");
+  }
+
+  /** Asks one page of the rows as the options say, and shows it. */
+  private async fetchPage(offset: number): Promise<void> {
+    const ticket = ++this.asked.page;
+    try {
+      const data = await getJSON<OperatorsResponse>("operators", this.query({ offset: String(offset), limit: String(PAGE_ROWS) }), this.host.signal);
+      if (ticket === this.asked.page && !this.host.signal.aborted) this.show(data);
+    } catch (err) {
+      if (!this.host.signal.aborted && (err as Error).name !== "AbortError") this.count.textContent = `Cannot load the operators: ${errorText(err)}`;
+    }
+  }
+
+  /** The page on screen: the rows in the server's order, the pager and the count. */
+  private show(data: OperatorsResponse): void {
+    this.data = data;
+    this.table.setRows(data.rows, data.all_rows ? "No operator matches the search." : "This window has no operators.");
+    this.pager.show(data.offset, data.limit, data.total, data.rows.length);
+    this.count.textContent =
+      data.total === data.all_rows ? `${int(data.all_rows)} operators` : `${int(data.total)} of ${int(data.all_rows)} operators match “${data.search}”`;
   }
 
   private toolbar(): HTMLElement {
@@ -128,43 +159,35 @@ class OperatorsPanel {
     search.value = opts.search;
     search.oninput = () => {
       this.setOpts({ search: search.value });
-      this.refresh();
+      // the page on screen narrows at once; the server's answer (every page) follows
+      const query = search.value.trim().toLowerCase();
+      this.table.setRows(this.data.rows.filter((row) => row.name.toLowerCase().includes(query)), "No operator matches the search.");
+      window.clearTimeout(this.searchTimer);
+      this.searchTimer = window.setTimeout(() => {
+        void this.fetchPage(0);
+        void this.fetchChart();
+      }, SEARCH_DELAY_MS);
     };
     const topN = h("input", { id: "op-topn", type: "number", min: 1, max: 50, value: opts.top, "aria-label": "Top N" });
     topN.oninput = () => {
       const top = Math.round(Number(topN.value));
       if (!Number.isFinite(top) || top < 1) return;
       this.setOpts({ top: Math.min(50, top) });
-      this.drawChart(this.table.sorted());
+      void this.fetchChart();
     };
     const chartSel = h("select", { id: "op-chart-type", "aria-label": "Chart type" });
     chartSel.append(option("bar", "Bar", opts.chart === "bar"), option("pie", "Pie", opts.chart === "pie"));
     chartSel.onchange = () => {
       this.setOpts({ chart: chartSel.value as OperatorsOptions["chart"] });
-      this.drawChart(this.table.sorted());
+      void this.fetchChart();
     };
-    const csv = h("button", { id: "op-csv", type: "button", class: "button", title: "Download the rows shown as CSV (µs)" }, "Download CSV");
-    csv.onclick = () => this.downloadCSV();
+    const csv = h("a", { id: "op-csv", class: "button", title: "Download every operator that matches the search as CSV (times in ns)" }, "Download CSV");
+    csv.onclick = () => {
+      const sel = this.host.sel;
+      csv.setAttribute("href", `./operators.csv?${new URLSearchParams(this.query()).toString()}`);
+      csv.setAttribute("download", `operators-${sel.run}-${sel.worker}-${sel.window}-${this.opts.group}.csv`.replace(/[^A-Za-z0-9._-]+/g, "_"));
+    };
     return h("div", { class: "toolbar" }, h("label", {}, "Group by ", this.groupSel), h("label", { class: "grow" }, search), h("label", {}, "Top ", topN), h("label", {}, "Chart ", chartSel), csv);
-  }
-
-  private downloadCSV(): void {
-    const sel = this.host.sel;
-    const rows = this.table.sorted().map((row) => this.cols.map((c) => csvValue(c, row)));
-    downloadCSV(`operators-${safeName(sel.run)}-${safeName(sel.worker)}-${safeName(sel.window)}-${this.opts.group}.csv`, this.cols.map((c) => c.label), rows);
-  }
-
-  /** Filters the rows by the search and redraws the table, the chart and the count. */
-  private refresh(): void {
-    const query = this.opts.search.trim().toLowerCase();
-    const all = this.data.rows;
-    const shown = query ? all.filter((row) => row.name.toLowerCase().includes(query)) : all;
-    this.table.setRows(shown, all.length ? "No operator matches the search." : "This window has no operators.");
-    const rows = this.table.sorted();
-    this.drawChart(rows);
-    const total = this.data.rows.length;
-    this.count.textContent =
-      rows.length === total ? `${int(total)} operators` : `${int(rows.length)} of ${int(total)} operators match “${this.opts.search.trim()}”`;
   }
 
   private metric(): Column {
@@ -173,13 +196,22 @@ class OperatorsPanel {
     return this.data.has_device ? COLUMNS.device_self_ns : COLUMNS.host_self_ns;
   }
 
+  /** The top N by the chart's metric among the rows that match the search (asked to the server). */
+  private async fetchChart(): Promise<void> {
+    const ticket = ++this.asked.chart;
+    const metric = this.metric();
+    try {
+      const top = await getJSON<OperatorsResponse>("operators", this.query({ sort: metric.key, order: "desc", limit: String(this.opts.top) }), this.host.signal);
+      if (ticket === this.asked.chart && !this.host.signal.aborted) this.drawChart(top.rows);
+    } catch (err) {
+      if (!this.host.signal.aborted && (err as Error).name !== "AbortError") this.chartTitle.textContent = `Cannot load the chart: ${errorText(err)}`;
+    }
+  }
+
   private drawChart(rows: OpRow[]): void {
     if (!this.chart) return;
     const metric = this.metric();
-    const top = rows
-      .filter((row) => (row[metric.key] as number) > 0)
-      .sort((a, b) => (b[metric.key] as number) - (a[metric.key] as number))
-      .slice(0, this.opts.top);
+    const top = rows.filter((row) => (row[metric.key] as number) > 0);
     const items: Item[] = top.map((row) => ({
       label: this.data.group_by === "shape" && row.input_shapes ? `${row.name} ${row.input_shapes}` : row.name,
       value: metric.key === "calls" ? row.calls : (row[metric.key] as number) / 1000,

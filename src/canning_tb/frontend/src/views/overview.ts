@@ -16,6 +16,7 @@ import { h } from "../dom";
 import { bytes, int, ms, pct } from "../format";
 import { tip } from "../glossary";
 import { card, errorText, fetchOr, kvTable, legend, openRank, pollCluster, problemsList, rankProgress } from "./common";
+import { RANKS_AS_ROWS, spreadParts } from "./ranks_spread";
 import { showEmpty, showLoading, type ViewDef, type ViewHost } from "./view";
 
 // [field, label, colour, tooltip]: the tooltips are the glossary's (analysis/glossary.json)
@@ -295,10 +296,22 @@ function runTable(cl: ClusterResponse, open: (worker: string) => void): HTMLElem
   return table;
 }
 
+/** Many ranks: the whole-run row, the outliers named and the heat map; every rank's row on request. */
+function manyRanks(cl: ClusterResponse, signal: AbortSignal, open: (worker: string) => void): HTMLElement[] {
+  const charts: RawChart[] = [];
+  signal.addEventListener("abort", () => charts.forEach((chart) => chart.dispose()));
+  const whole = h("table", { id: "ov-run-summary", class: "data-table run-overview" });
+  whole.append(h("thead", {}, h("tr", {}, ...RUN_HEAD.map(([label, tip, num]) => h("th", { class: num ? "num" : "", title: tip, text: label })))));
+  whole.append(h("tbody", {}, wholeRunRow(cl.run_summary)));
+  const every = h("details", { id: "ov-run-every" }, h("summary", { text: `Every rank (${cl.per_rank.length} rows)` }), h("div", { class: "table-wrap short" }, runTable(cl, open)));
+  return [h("div", { class: "table-wrap" }, whole), ...spreadParts(cl, "ov-run", charts, signal), every];
+}
+
 function runParts(host: ViewHost, cl: ClusterResponse): HTMLElement[] {
   const slow = cl.slow_ranks.filter((finding) => finding.flagged);
   const open = (worker: string) => openRank(host, worker, cl.window_index);
-  const parts: HTMLElement[] = [h("div", { class: "table-wrap short" }, runTable(cl, open))];
+  const many = cl.per_rank.length > RANKS_AS_ROWS;
+  const parts: HTMLElement[] = many ? manyRanks(cl, host.signal, open) : [h("div", { class: "table-wrap short" }, runTable(cl, open))];
   if (slow.length) {
     parts.push(legend("ov-run-legend", [["error", "Red rank: a slow rank, its figure more than 5% off the mean of the ranks (hover the row for which)"]]));
     const text = slow.map((finding) => `${finding.metric}: rank ${finding.slowest_rank} (${pct(finding.ratio)}%)`).join("; ");
