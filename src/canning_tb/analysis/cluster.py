@@ -1,23 +1,26 @@
 """Cross-rank analysis over the digests of one window of many ranks (never the traces), vectorised
 over ranks and calls with numpy: the digests are read once into flat arrays (one row per rank, one
 row per collective call of any rank), and every figure is a sort, a grouped reduction or a
-scatter over those arrays; Python loops only build the answer's rows.
+scatter over those arrays; Python loops only build the answer's rows. Wait and transfer per call
+and per step come from wait_transfer.py (their one definition), rank by rank.
 
 `analyse_ranks(digests) -> dict` (JSON-friendly, ints stay ints):
 
 - ranks: per rank, from the mean step breakdown: compute (device compute not overlapped),
   overlapped, communication (not overlapped), other (memcpy, memset, runtime, dataloader, host,
   idle: the device is not computing nor communicating), step time; and wait / transfer.
-- wait vs transfer: calls are matched within their communicator (group) and kind, in their
-  sequence in that communicator (HCCL numbers its calls: hcom_allReduce__586_2_1 is call 2; else
-  the order by start). Where CANN measured each call's wait and transit on every rank
-  (communication.json) those are used (`wait_source` names the file, as msprof-analyze does);
-  otherwise the torch-tb-profiler rule: transfer_j = the shortest duration of the j-th call among
-  the ranks (the rank that arrived last did not wait); each rank's wait_j = its duration -
-  transfer_j. Keys whose call counts differ between ranks are matched on the first min(count)
-  calls and listed in `unmatched`. Waits in pipeline-parallel send / receive (comm_type "p2p")
-  go to a rank's `p2p_wait_ns`, the others to its `wait_ns`.
-- collectives: per (kind, group) totals over all ranks (calls, time, bytes, wait, transfer).
+- wait vs transfer: analysis/wait_transfer.py, the one definition (per call: CANN's measured wait
+  and transit where this rank has them, else the torch-tb-profiler rule over the calls matched
+  within their communicator and kind, in their sequence: transfer_j = the shortest duration of
+  the j-th call among the ranks, wait_j = duration - transfer_j; per step: the merged intervals
+  clipped to the step, so wait + transfer <= communication <= step). A row's wait_ns /
+  p2p_wait_ns / transfer_ns / communication_total_ns are per mean step like its step_ns,
+  `window_*` their sums over the steps, and `per_step` each step (with the step's compute /
+  overlapped / communication / other from the trace's breakdown, for the step selector).
+  Keys whose call counts differ between ranks are matched on the first min(count) calls and
+  listed in `unmatched`.
+- collectives: per (kind, group) totals over all ranks (calls, time, bytes, and wait / transfer
+  summed over the calls, like the time; -1 where a rank's calls have none).
 - CPU-only runs (no device work on any rank, `summary.has_device_work`): the host operators are
   the computation, so compute = host time and `compute_source` = "host" (else "device").
 - groups: the communicators the files declare (Ascend: profiler_metadata.json's
@@ -56,11 +59,13 @@ import numpy as np
 
 from .cluster_spread import distributions, matrix_bins, rank_heatmap
 from .summary import has_device_work
+from .wait_transfer import call_splits, collective_sums, rank_figures
 
 SLOW_RANK_RATIO = 0.05
 MATRIX_CELLS_LIMIT = 16384  # cells listed in `matrix` / `matrix_cells`; beyond, the largest (matrix_bins has all)
 RING_KINDS = ("AllReduce", "AllGather", "ReduceScatter", "AllToAll", "Broadcast", "Reduce", "Gather", "Scatter", "Send")
 ROW_FIELDS = ("step_ns", "compute_ns", "overlapped_ns", "communication_ns", "other_ns", "computing_ns", "free_ns")
+WAIT_FIELDS = ("wait_ns", "p2p_wait_ns", "transfer_ns", "communication_total_ns")  # wait_transfer.rank_figures
 
 
 def rank_ids(digests: list) -> list[int]:
@@ -78,12 +83,15 @@ def analyse_ranks(digests: list) -> dict:
     on_host = not any(has_device_work(d) for d in digests)
     cann = bool(digests) and all(len(d.cann_steps) for d in digests)
     cols = _cann_columns(digests) if cann else _trace_columns(digests, on_host)
+    splits = call_splits(digests)  # wait / transfer of each call: wait_transfer.py, the one definition
+    figures = [rank_figures(d, split) for d, split in zip(digests, splits)]
+    for name in WAIT_FIELDS:
+        cols[name] = np.fromiter((f[name] for f in figures), np.int64, len(figures))
     calls = CallTable.of(ranks, digests)
-    slots, collectives, unmatched, waits = _match_calls(calls, ranks)
-    cols.update(waits)
+    slots, collectives, unmatched = _match_calls(calls, ranks, collective_sums(digests, splits))
     cells, source = _matrix(digests, calls, slots)
     matrix = cells.rows(MATRIX_CELLS_LIMIT)
-    return {"ranks": _rank_rows(ranks, cols, digests, cann), "collectives": collectives,
+    return {"ranks": _rank_rows(ranks, cols, digests, cann, figures, on_host), "collectives": collectives,
             "slow_ranks": _slow_ranks(ranks, cols), "groups": _groups(digests, calls, slots), "matrix": matrix,
             "matrix_cells": matrix_cells(matrix), "matrix_truncated": len(matrix) < len(cells.src),
             "matrix_bins": matrix_bins(ranks, cells), "unmatched": unmatched, "matrix_source": source,
@@ -123,13 +131,28 @@ def _cann_columns(digests: list) -> dict:
             "other_ns": free, "computing_ns": computing, "free_ns": free, "bubble_ns": _cann_mean(digests, "bubble_ns")}
 
 
-def _rank_rows(ranks: np.ndarray, cols: dict, digests: list, cann: bool) -> list[dict]:
-    fields = ROW_FIELDS + (("cann_step_ns", "bubble_ns") if cann else ()) + ("wait_ns", "transfer_ns", "p2p_wait_ns")
+def _rank_rows(ranks: np.ndarray, cols: dict, digests: list, cann: bool, figures: list, on_host: bool) -> list[dict]:
+    """The rows of `ranks`: the columns, and each rank's wait / transfer figures (wait_transfer.py:
+    mean step, window_* and per_step, whose steps get their breakdown here)."""
+    fields = ROW_FIELDS + (("cann_step_ns", "bubble_ns") if cann else ())
     lists = {name: cols[name].tolist() for name in fields}
-    steps = [len(d.steps) for d in digests]
     sources = [d.cann_steps[0].source for d in digests] if cann else ["trace"] * len(digests)
-    return [{"rank": int(rank), "steps": steps[i], **{name: lists[name][i] for name in fields}, "source": sources[i]}
-            for i, rank in enumerate(ranks.tolist())]
+    rows = []
+    for i, rank in enumerate(ranks.tolist()):
+        _step_breakdowns(figures[i]["per_step"], digests[i], on_host)
+        rows.append({"rank": rank, "steps": len(digests[i].steps), **{name: lists[name][i] for name in fields},
+                     "source": sources[i], **figures[i]})
+    return rows
+
+
+def _step_breakdowns(rows: list[dict], digest, on_host: bool) -> None:
+    """Each `per_step` row gets its step's split as `_trace_columns` makes the mean step's (trace)."""
+    by_number = {s.number: s.breakdown for s in digest.steps}
+    for row in rows:
+        b = by_number[row["step"]]
+        comp = b.host_ns if on_host else b.compute_ns
+        row.update(step_ns=b.total_ns, compute_ns=comp, overlapped_ns=b.overlapped_ns, communication_ns=b.communication_ns,
+                   other_ns=max(b.total_ns - comp - b.overlapped_ns - b.communication_ns, 0))
 
 
 @dataclass
@@ -201,74 +224,55 @@ class Slots:
         return self.rank[self.bounds[key]:self.bounds[key + 1]]
 
 
-def _match_calls(calls: CallTable, ranks: np.ndarray) -> tuple:
-    """Wait / transfer of each (kind, group) across ranks: CANN's own when every rank measured them,
-    else the j-th call rule of the module doc; each rank's wait goes to its collective or its p2p
-    (pipeline send / receive) wait. Returns (slots, collectives, unmatched, per-rank wait columns)."""
-    n_keys, n_ranks = len(calls.keys), len(ranks)
+def _match_calls(calls: CallTable, ranks: np.ndarray, sums: dict) -> tuple:
+    """Per (kind, group) over the ranks: calls, time, bytes, and wait / transfer summed over the calls
+    (`sums`: wait_transfer.collective_sums, by (rank index, kind, group); -1 where a rank's are unknown).
+    Returns (slots, collectives, unmatched)."""
+    n_keys = len(calls.keys)
     slot_key, slot_rank = calls.key[calls.starts], calls.rank_index[calls.starts]
     counts = calls.slot_counts()
     matched = np.full(n_keys, np.iinfo(np.int64).max)
     np.minimum.at(matched, slot_key, counts)
     most = np.zeros(n_keys, np.int64)
     np.maximum.at(most, slot_key, counts)
-    unknown = np.zeros(n_keys, bool)
-    np.logical_or.at(unknown, calls.key, (calls.wait < 0) | (calls.transit < 0))
+    unmeasured = np.zeros(n_keys, bool)
+    np.logical_or.at(unmeasured, calls.key, (calls.wait < 0) | (calls.transit < 0))
     p2p = np.zeros(n_keys, bool)
     np.logical_or.at(p2p, calls.key, calls.p2p)
-    slot_wait, slot_transfer = _slot_waits(calls, matched, ~unknown)
-    slot_p2p = p2p[slot_key]
-    waits = {name: np.zeros(n_ranks, np.int64) for name in ("wait_ns", "p2p_wait_ns", "transfer_ns")}
-    np.add.at(waits["wait_ns"], slot_rank[~slot_p2p], slot_wait[~slot_p2p])
-    np.add.at(waits["p2p_wait_ns"], slot_rank[slot_p2p], slot_wait[slot_p2p])
-    np.add.at(waits["transfer_ns"], slot_rank, slot_transfer)
-    slots = calls.slots(ranks, {"calls": counts, "total_ns": calls.slot_sum(calls.dur), "wait_ns": slot_wait,
-                                "transfer_ns": slot_transfer, "bytes": calls.slot_sum(np.maximum(calls.size, 0))})
-    collectives = [_collective_row(calls, slots, k, int(matched[k]), not unknown[k], bool(p2p[k]))
+    split = np.array([sums[(i,) + calls.keys[k]] for i, k in zip(slot_rank.tolist(), slot_key.tolist())],
+                     np.int64).reshape(-1, 2)
+    slots = calls.slots(ranks, {"calls": counts, "total_ns": calls.slot_sum(calls.dur), "wait_ns": split[:, 0],
+                                "transfer_ns": split[:, 1], "bytes": calls.slot_sum(np.maximum(calls.size, 0))})
+    collectives = [_collective_row(calls, slots, k, int(matched[k]), not unmeasured[k], bool(p2p[k]))
                    for k in range(n_keys)]
     collectives.sort(key=lambda c: (-c["total_ns"], c["kind"], c["group"]))
     unmatched = [{"kind": calls.keys[k][0], "group": calls.keys[k][1],
                   "calls": {str(rank): count for rank, count in zip(*slots.of(k, "calls"))}}
                  for k in sorted(range(n_keys), key=lambda k: calls.keys[k]) if matched[k] != most[k]]
-    return slots, collectives, unmatched, waits
-
-
-def _slot_waits(calls: CallTable, matched: np.ndarray, measured_key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(wait, transfer) of each slot: CANN's measured sums for keys measured on every call, else the
-    matched-call rule: transfer_j = min over the key's ranks of the j-th call's duration, each rank's
-    wait = its durations of the matched calls - their transfers; its transfer = the key's sum of transfer_j."""
-    n_keys = len(matched)
-    offsets = np.cumsum(matched) - matched  # where each key's matched calls start in `shortest`
-    in_match = calls.pos < matched[calls.key]
-    index = (offsets[calls.key] + calls.pos)[in_match]
-    shortest = np.full(int(matched.sum()), np.iinfo(np.int64).max)
-    np.minimum.at(shortest, index, calls.dur[in_match])
-    rule_wait = np.zeros(len(calls.dur), np.int64)
-    rule_wait[in_match] = calls.dur[in_match] - shortest[index]
-    key_transfer = np.zeros(n_keys, np.int64)
-    np.add.at(key_transfer, np.repeat(np.arange(n_keys), matched), shortest)
-    measured = measured_key[calls.key]
-    slot_key = calls.key[calls.starts]
-    wait = calls.slot_sum(np.where(measured, calls.wait, rule_wait))
-    transfer = np.where(measured_key[slot_key], calls.slot_sum(np.where(measured, calls.transit, 0)),
-                        key_transfer[slot_key])
-    return wait, transfer
+    return slots, collectives, unmatched
 
 
 def _collective_row(calls: CallTable, slots: Slots, key: int, matched: int, measured: bool, p2p: bool) -> dict:
     members = slots.ranks_of(key)
     sums = {name: slots.of(key, name)[1] for name in ("calls", "total_ns", "wait_ns", "transfer_ns")}
-    if measured:  # CANN measured each call's wait and transit on each rank
-        rank_index = np.searchsorted(calls.rank_order, members)
-        source = next((calls.sources[i] for i in rank_index.tolist() if calls.sources[i]), "") or "CANN"
-    else:
-        source = "matched calls"
+    known = all(w >= 0 for w in sums["wait_ns"])
     row = {"kind": calls.keys[key][0], "group": calls.keys[key][1], "comm_type": "p2p" if p2p else "collective",
            "ranks": len(members), "calls": sum(sums["calls"]), "matched_calls": matched,
-           "total_ns": sum(sums["total_ns"]), "bytes": sum(slots.of(key, "bytes")[1]), "wait_ns": sum(sums["wait_ns"]),
-           "transfer_ns": sum(sums["transfer_ns"]), "wait_source": source}
+           "total_ns": sum(sums["total_ns"]), "bytes": sum(slots.of(key, "bytes")[1]),
+           "wait_ns": sum(sums["wait_ns"]) if known else -1, "transfer_ns": sum(sums["transfer_ns"]) if known else -1,
+           "wait_source": _wait_source(calls, members, known, measured)}
     row["per_rank"] = {str(rank): {name: sums[name][i] for name in sums} for i, rank in enumerate(members.tolist())}
     return row
+
+
+def _wait_source(calls: CallTable, members: np.ndarray, known: bool, measured: bool) -> str:
+    """Where a collective's wait / transfer come from: CANN's file, the matched calls, or "" (unknown)."""
+    if not known:
+        return ""
+    if measured:  # CANN measured each call's wait and transit on each rank
+        rank_index = np.searchsorted(calls.rank_order, members)
+        return next((calls.sources[i] for i in rank_index.tolist() if calls.sources[i]), "") or "CANN"
+    return "matched calls"
 
 
 def _slow_ranks(ranks: np.ndarray, cols: dict) -> list[dict]:

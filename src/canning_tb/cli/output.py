@@ -8,7 +8,16 @@ JSON_SCHEMA = "canning-prof/1"  # --mode=compare
 VIEW_SCHEMA = "canning-prof/2"  # --mode=view; 2: the run-level report, window digests on request
 
 
-def dump_json(obj) -> None:
+def dump_json(obj, out=None) -> None:
+    out = out or sys.stdout
     # compact: the C encoder (json's pure-Python one, taken with any indent, was half of a 1,024-rank report's time)
-    sys.stdout.write(json.dumps(obj, allow_nan=False))
-    sys.stdout.write("\n")
+    out.write(json.dumps(obj, allow_nan=False))
+    out.write("\n")
+
+
+def is_report(path: str) -> bool:
+    """The file is a JSON report of canning-prof (performance.json, `--format=json` output): its
+    schema tag is in its first bytes."""
+    with open(path, "rb") as f:
+        head = f.read(256)
+    return head.lstrip().startswith(b"{") and b'"schema": "canning-prof/' in head

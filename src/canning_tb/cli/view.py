@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import sys
 
 from canning_tb.digest_json import to_plain
@@ -48,37 +49,58 @@ def rank_groups(results) -> list[tuple[str, int, list]]:
     return groups
 
 
-def _detailed(args, targets, groups) -> set:
+def _detailed(targets, groups, detail: bool = False, workers=()) -> set:
     """The windows whose whole report is wanted: --detail, the --worker ones, and those of no rank group
     (a lone window has nothing to sum up across ranks: its own report is the report)."""
     grouped = {id(target) for _, _, members in groups for target, _ in members}
-    workers = set(args.worker or ())
-    return {id(t) for t in targets if args.detail or t.worker in workers or id(t) not in grouped}
+    return {id(t) for t in targets if detail or t.worker in set(workers) or id(t) not in grouped}
+
+
+def _analyses(groups) -> list[tuple]:
+    """(run, position, members, analyse_ranks of the members) of each rank group."""
+    from canning_tb.analysis.cluster import analyse_ranks
+    return [(run, position, members, analyse_ranks([d for _, d in members])) for run, position, members in groups]
+
+
+def json_report(source: str, results, analyses, detailed: set) -> dict:
+    """The `--format=json` report (docs/cli-json.md): the ranks across each other, then each window with
+    its headline `figures` and `communication` figures (analysis/summary.py, the views' own functions),
+    and its whole digest when it is in `detailed`."""
+    from canning_tb.analysis.summary import communication_figures, window_figures
+    return {"schema": VIEW_SCHEMA, "input": source,
+            "ranks": [{"run": run, "window_index": i, "analysis": analysis} for run, i, _, analysis in analyses],
+            "windows": [{"run": t.run, "worker": t.worker, "window": t.window.id, "label": t.window.label,
+                         "format": t.window.format, "error": err,
+                         "figures": window_figures(d) if d is not None else None,
+                         "communication": communication_figures(d) if d is not None else None,
+                         "digest": to_plain(d) if d is not None and id(t) in detailed else None}
+                        for t, d, err in results]}
+
+
+def write_report(path: str, cache_dir: str | None = None) -> str:
+    """Writes the JSON report of every window under `path` to `path`/performance.json (atomically);
+    returns the file's path."""
+    targets = targets_for(path, cache_dir)
+    results = digest_all(targets)
+    groups = rank_groups(results)
+    out = os.path.join(path, "performance.json")
+    with open(out + ".tmp", "w", encoding="utf-8") as f:
+        dump_json(json_report(path, results, _analyses(groups), _detailed(targets, groups)), f)
+    os.replace(out + ".tmp", out)
+    return out
 
 
 def view(args) -> int:
     targets = targets_for(args.input, args.cache_dir)
     results = digest_all(targets)
     groups = rank_groups(results)
-    from canning_tb.analysis.cluster import analyse_ranks
-    analyses = [(run, position, members, analyse_ranks([d for _, d in members])) for run, position, members in groups]
-    detailed = _detailed(args, targets, groups)
+    analyses = _analyses(groups)
+    detailed = _detailed(targets, groups, args.detail, args.worker or ())
     if args.format == "json":
-        _json_report(args, results, analyses, detailed)
+        dump_json(json_report(args.input, results, analyses, detailed))
     else:
         _text_report(args, results, analyses, detailed)
     return 0 if any(d is not None for _, d, _ in results) else 1
-
-
-def _json_report(args, results, analyses, detailed: set) -> None:
-    from canning_tb.analysis.summary import window_figures
-    dump_json({"schema": VIEW_SCHEMA, "input": args.input,
-               "ranks": [{"run": run, "window_index": i, "analysis": analysis} for run, i, _, analysis in analyses],
-               "windows": [{"run": t.run, "worker": t.worker, "window": t.window.id, "label": t.window.label,
-                            "format": t.window.format, "error": err,
-                            "figures": window_figures(d) if d is not None else None,
-                            "digest": to_plain(d) if d is not None and id(t) in detailed else None}
-                           for t, d, err in results]})
 
 
 def _text_report(args, results, analyses, detailed: set) -> None:
