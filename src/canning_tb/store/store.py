@@ -86,11 +86,14 @@ def _write_cache(write, path: str) -> None:
 
 
 def compute_and_cache(window: Window, worker: str, digest_path: str):
-    """Read a window once; cache its columnar events (for the timeline) and its digest."""
+    """Read a window once; cache its columnar events, its digest and the timeline's index."""
+    from canning_tb.timeline.index import INDEX_SUFFIX, cached_index
     table = read_window(window)
     _write_cache(table.save, events_prefix(digest_path))
     digest = _digest_table(table, worker)
     _write_cache(lambda path: cache.write_atomic(path, digest.SerializeToString()), digest_path)
+    # the timeline's level-of-detail index, built at ingest so the first timeline view only loads it
+    _write_cache(lambda path: cached_index(table, path), events_prefix(digest_path) + INDEX_SUFFIX)
     return digest
 
 

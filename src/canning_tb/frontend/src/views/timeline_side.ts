@@ -55,6 +55,12 @@ export function detailsPanel(slice: TimelineSliceResponse, peers: TimelinePeersR
   for (const [key, value] of Object.entries(slice.args)) if (key !== "shapes" && key !== "stack") rows.push([key, argText(key, value)]);
   const panel = h("section", { id: "timeline-details", class: "card timeline-side", "data-event": String(slice.event) },
     h("h3", { class: "section-title", text: "Slice" }), kvTable("timeline-slice-table", rows, ["Field", "Value"]));
+  if (slice.raw_args && Object.keys(slice.raw_args).length) {
+    const raw = Object.entries(slice.raw_args).map(([key, value]): [string, string] => [key, typeof value === "string" ? value : JSON.stringify(value)]);
+    panel.append(h("h4", { text: "Args (as in the file)" }), kvTable("timeline-raw-args", raw, ["Arg", "Value"]));
+  } else if (slice.raw_args_state === "pending") {
+    panel.append(h("p", { id: "timeline-raw-args-pending", class: "muted", text: "Reading every arg of the trace file…" }));
+  }
   if (slice.call_stack.length) {
     panel.append(h("h4", { text: "Call stack" }), h("ol", { id: "timeline-stack", class: "stack" }, ...slice.call_stack.map((frame) => h("li", { text: frame }))));
   }
