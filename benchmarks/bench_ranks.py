@@ -1,7 +1,7 @@
 """Many-rank benchmark: a generated run of N ranks, digests at the source, opened by the plugin's run
 overview and communication routes and by the CLI report.
 
-    python benchmarks/bench_ranks.py [--ranks 256 1024] [--no-tensorboard] [--out DIR]
+    python benchmarks/bench_ranks.py [--ranks 256 1024] [--no-tensorboard] [--s3] [--out DIR]
 
 The run is generated from the 8 real ranks of the DLRM fixture (param/dlrm_8ranks: V100, NCCL):
 rank r takes the digest of fixture rank r % 8, with every duration scaled by a per-rank jitter
@@ -14,6 +14,9 @@ Measured, per size:
 - tensorboard: a real TensorBoard on the run: /runs until listed, then /cluster cold and warm over HTTP;
 - cli: `canning-prof --mode=view --format=json` (the run report) and `--format=text`, wall and bytes,
   each twice (the second run is warm: the OS page cache holds the digests).
+- s3 (--s3): the same run uploaded to a real S3 API server on localhost (moto, as the tests start it),
+  opened from a cold start (no local copy yet): the store's first sync (manifests and digests copied,
+  traces not) and /cluster, then a real TensorBoard on s3://.
 Prints the figures and writes OUT/ranks.json. Not a test; not part of `make test`.
 """
 from __future__ import annotations
@@ -69,7 +72,9 @@ def bench_impl(logdir: str) -> dict:
     from canning_tb.store import Store
     from canning_tb.store.prefetcher import Prefetcher
 
-    store, discover_s = timed(lambda: Store(logdir, cache_dir=os.path.join(logdir, "..", "cache")))
+    # a remote logdir's caches go to its local copy (CANNING_CACHE_DIR)
+    cache_dir = None if "://" in logdir else os.path.join(logdir, "..", "cache")
+    store, discover_s = timed(lambda: Store(logdir, cache_dir=cache_dir))
     prefetcher = Prefetcher(store)
     run = store.runs()[0]
 
@@ -139,10 +144,33 @@ def bench_cli(run: str) -> dict:
     return out
 
 
+def bench_s3(logdir: str, run: str, scratch: str, with_tensorboard: bool) -> dict:
+    """The run on a local S3 API server, opened cold: the store (discovery copies the digests) and TensorBoard."""
+    from _s3 import S3Server
+    server = S3Server(scratch)
+    saved = dict(os.environ)
+    os.environ.update(server.env)
+    try:
+        fs = server.fs()
+        fs.mkdir("bench")
+        _, upload_s = timed(lambda: fs.put(os.path.join(logdir, run), f"bench/logdir/{run}", recursive=True))
+        os.environ["CANNING_CACHE_DIR"] = os.path.join(scratch, "s3-impl-cache")
+        figures = {"upload_s": upload_s, **bench_impl("s3://bench/logdir")}
+        if with_tensorboard:
+            os.makedirs(os.path.join(scratch, "s3"))
+            figures["tensorboard"] = bench_tensorboard("s3://bench/logdir", run, os.path.join(scratch, "s3"))
+        return figures
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+        server.stop()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--ranks", type=int, nargs="+", default=[256, 1024])
     parser.add_argument("--no-tensorboard", action="store_true", help="skip the real TensorBoard")
+    parser.add_argument("--s3", action="store_true", help="also open the run from a local S3 API server (moto)")
     parser.add_argument("--out", default=os.path.join(HERE, "out"))
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
@@ -158,6 +186,9 @@ def main() -> int:
                 log(f"{ranks} ranks, TensorBoard: {figures['tensorboard']}")
             figures["cli"] = bench_cli(run)
             log(f"{ranks} ranks, CLI: {figures['cli']}")
+            if args.s3:
+                figures["s3"] = bench_s3(logdir, os.path.basename(run), scratch, not args.no_tensorboard)
+                log(f"{ranks} ranks, on S3 (moto), cold: {figures['s3']}")
             results[str(ranks)] = figures
     with open(os.path.join(args.out, "ranks.json"), "w") as f:
         json.dump(results, f, indent=1)

@@ -138,6 +138,8 @@ def load(path: str) -> Manifest:
         parsed = json.loads(data)
     except ValueError as e:
         raise ManifestError(f"manifest is not JSON: {e}") from None
+    except RecursionError:  # a hostile nesting: this window's error, never the viewer's
+        raise ManifestError("manifest nested too deeply to read") from None
     return Manifest.from_dict(parsed, path)
 
 

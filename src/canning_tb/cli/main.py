@@ -3,6 +3,7 @@
   canning-prof --mode=performance --output=./prof_results python train.py [args...]
   canning-prof --mode=view --input=PATH [--format=text|json] [--detail] [--worker=NAME]
   canning-prof --mode=compare --base=PATH --input=PATH [--format=text|json] [--fail-on-regression=PCT]
+  canning-prof digest --input=PATH_OR_URL [--dask=SCHEDULER_ADDRESS]   (cli/digest.py)
 
 `view` prints the report of what PATH holds (a trace file, an *_ascend_pt folder, a run folder
 with many ranks, or a whole logdir): first the ranks of a run across each other, then each window
@@ -14,7 +15,11 @@ machine-readable face of the analysis: see docs/cli-json.md.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+
+from canning_tb.remote_fs import RemoteError
+from canning_tb.store.links import FOLLOW_ENV
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -26,7 +31,8 @@ def _parser() -> argparse.ArgumentParser:
                "  canning-prof --mode=view --input=./prof_results\n"
                "  canning-prof --mode=view --input=./log/run1 --format=json > report.json\n"
                "  canning-prof --mode=compare --base=./log/baseline --input=./log/candidate\n"
-               "  canning-prof --mode=compare --base=./log/main --input=./log/pr --fail-on-regression=5",
+               "  canning-prof --mode=compare --base=./log/main --input=./log/pr --fail-on-regression=5\n"
+               "  canning-prof digest --input=s3://bucket/logs [--dask=tcp://scheduler:8786]",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--mode", choices=["performance", "view", "compare"], required=True,
                    help="performance: run a script under the profiler; view: print a report; "
@@ -47,6 +53,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--worker", action="append", metavar="NAME",
                    help="view: the own report of this worker's windows (repeatable)")
     p.add_argument("--cache-dir", default=None, help="where digests are cached when the data folder is read-only")
+    p.add_argument("--follow-links", action="store_true",
+                   help="view/compare: also read files that symbolic links lead to outside --input")
     p.add_argument("--wait", type=int, default=0, help="performance: steps skipped before each window")
     p.add_argument("--warmup", type=int, default=1, help="performance: warm-up steps before each window")
     p.add_argument("--active", type=int, default=3, help="performance: steps recorded per window")
@@ -57,7 +65,12 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["digest"]:
+        return _digest(argv[1:])
     args = _parser().parse_args(argv)
+    if args.follow_links:  # the store's one policy for links (store/links.py) reads it
+        os.environ[FOLLOW_ENV] = "1"
     try:
         if args.mode == "performance":
             from .perf import run_script
@@ -71,11 +84,20 @@ def main(argv: list[str] | None = None) -> int:
             raise SystemExit("canning-prof: --mode=compare needs --base=PATH and --input=PATH")
         from .compare import compare
         return compare(args)
-    except FileNotFoundError as e:
+    except (FileNotFoundError, RemoteError) as e:
         print(f"canning-prof: {e}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # `canning-prof ... | head`
         return 0
+
+
+def _digest(argv: list[str]) -> int:
+    from .digest import digest_command
+    try:
+        return digest_command(argv)
+    except (FileNotFoundError, RemoteError) as e:
+        print(f"canning-prof digest: {e}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

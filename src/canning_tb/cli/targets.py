@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 
+from canning_tb.remote_fs import is_url
 from canning_tb.store import Store, Window
 
 from .output import is_report
@@ -33,7 +34,10 @@ def _all_targets(store: Store, none_found: str) -> list[Target]:
 
 
 def targets_for(path: str, cache_dir: str | None = None) -> list[Target]:
-    """Every window PATH holds; raises FileNotFoundError when it holds none."""
+    """Every window PATH holds; raises FileNotFoundError when it holds none (RemoteError when a
+    remote PATH cannot be read)."""
+    if is_url(path):
+        return _all_targets(Store(path, cache_dir=cache_dir), f"{path}: no profiles found")
     path = os.path.abspath(path)
     if not os.path.exists(path):
         raise FileNotFoundError(f"{path}: no such file or folder")

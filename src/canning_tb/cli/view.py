@@ -15,6 +15,15 @@ from .targets import targets_for
 log = logging.getLogger("canning_tb.cli")
 
 
+def short_path(store, path: str) -> str:
+    """A file relative to the logdir, as the user knows it (the plugin's errors say it so too)."""
+    if path and os.path.isabs(path):
+        rel = os.path.relpath(path, store.logdir)
+        if not rel.startswith(".."):
+            return rel.replace(os.sep, "/")
+    return path
+
+
 def digest_all(targets) -> list[tuple]:
     """(target, digest or None, error or None) for each target, digesting in parallel."""
     store = targets[0].store
@@ -24,8 +33,8 @@ def digest_all(targets) -> list[tuple]:
     for target in targets:
         try:
             out.append((target, target.digest(), None))
-        except InputError as e:
-            out.append((target, None, str(e)))
+        except InputError as e:  # the file relative to the logdir, as the user knows it
+            out.append((target, None, f"{short_path(store, e.file)}: {e.problem}"))
         except Exception as e:  # window boundary: a bug met in one window must not cost the others their report
             log.exception("canning: window %s failed", target.window.path)
             out.append((target, None, f"{target.window.path}: internal error ({type(e).__name__}: {e}); "

@@ -2,12 +2,14 @@
 from .trace_handler import TraceHandler
 
 
-def tensorboard_trace_handler(dir_name, worker_name=None, use_gzip=True, digest=False, *, analyse_flag=True,
+def tensorboard_trace_handler(dir_name, worker_name=None, use_gzip=True, digest=True, *, analyse_flag=True,
                               async_mode=False):
-    """Return the on_trace_ready callback writing each window into dir_name (a TensorBoard run folder).
+    """Return the on_trace_ready callback writing each window into dir_name (a TensorBoard run folder,
+    or a remote one: s3://bucket/prefix/run, gs://, hdfs://, az://... through fsspec's back-ends).
 
-    worker_name defaults to rank<R>.<host>.<pid>. digest=True computes the window's digest in a
-    background process after the manifest is written; training never waits for it.
+    worker_name defaults to rank<R>.<host>.<pid>. digest=True (the default) computes the window's
+    digest in a low-priority background process after the manifest is written, so the viewer reads a
+    few KB instead of the trace; training never waits for it. digest=False turns it off.
     On NPU, torch_npu analyses each window into its *_ascend_pt folder: analyse_flag=False skips that
     (parse later with torch_npu.profiler.profiler.analyse(folder)), async_mode=True runs it in the
     background (the viewer shows the window as "analysing" until it is done).

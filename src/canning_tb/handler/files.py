@@ -1,14 +1,81 @@
-"""Atomic file writing: every file appears complete, by rename from a temp name readers skip (.name.<pid>.tmp)."""
+"""Atomic file writing: every file appears complete, by rename from a temp name readers skip
+(.<name>.<host>.<pid>.tmp). A failed write removes its temp file; the temp files of a killed process
+are removed by the next handler on the same host (remove_stale_temps)."""
+import errno
 import gzip
 import json
 import os
+import re
+import socket
 
 _COUNT_TOKEN = b'"ph":'  # one per Chrome trace event; cheap to count while the bytes stream by
 _CHUNK = 1 << 20
 
 
+_TEMP_RE = re.compile(r"^\..+\.(?P<pid>\d+)\.tmp$")
+
+
 def tmp_name(dir_name: str, final: str) -> str:
-    return os.path.join(dir_name, f".{final}.{os.getpid()}.tmp")
+    return os.path.join(dir_name, f".{final}.{socket.gethostname()}.{os.getpid()}.tmp")
+
+
+def remove_stale_temps(dir_name: str) -> list[str]:
+    """Remove the temp files that processes of this host, no longer running, left in dir_name (a rank
+    killed while writing); returns their names. Other hosts' temp files are theirs to remove."""
+    host = socket.gethostname()
+    removed = []
+    try:
+        names = os.listdir(dir_name)
+    except OSError:
+        return removed
+    for name in names:
+        if not stale_temp(name, host):
+            continue
+        try:
+            os.remove(os.path.join(dir_name, name))
+            removed.append(name)
+        except OSError:
+            pass
+    return removed
+
+
+def stale_temp(name: str, host: str) -> bool:
+    """A temp file name of a process of this host that no longer runs."""
+    found = _TEMP_RE.match(name)
+    return bool(found) and name.endswith(f".{host}.{found.group('pid')}.tmp") and not alive(int(found.group("pid")))
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process
+        return True
+    return True
+
+
+def claim_temp(path: str) -> None:
+    """Create the file the profiler exports into: a folder we cannot write (read-only, full, no
+    permission) fails here with its real OS error, not later on a missing file."""
+    with open(path, "wb"):
+        pass
+
+
+def check_complete(path: str) -> None:
+    """The profiler logs a failed write and leaves a cut file (file too large, disk full): a Chrome
+    trace ends with '}'. Said as the OS error the next byte meets, else as an incomplete trace."""
+    size = os.path.getsize(path)
+    with open(path, "rb") as f:
+        f.seek(max(0, size - 256))
+        tail = f.read()
+    if tail.rstrip().endswith((b"}", b"]")):
+        return
+    with open(path, "ab") as f:  # EFBIG, ENOSPC, EROFS... surface here
+        f.write(b" ")
+        f.flush()
+        os.fsync(f.fileno())
+    raise OSError(errno.EIO, f"the profiler wrote an incomplete trace ({size} bytes)")
 
 
 def is_temp(name: str) -> bool:

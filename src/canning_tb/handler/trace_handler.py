@@ -7,7 +7,9 @@ File names (window token = 13-digit Unix ms of this handler's first window in th
     events.out.tfevents.*                   per-window scalars (TensorBoard's own append-only format)
 On NPU, torch_npu writes <worker>[_<pid>]_<ts>_ascend_pt/ itself (see npu.py) and the manifest names it.
 The manifest's fields are in canning_tb.manifest.
-Temp files start with '.' and end with '.tmp'; readers skip them.
+Temp files start with '.' and end with '.tmp'; readers skip them; a failed window removes its own, and
+the first window of a handler removes those that killed processes of this host left behind.
+A remote dir_name (s3://...) is written through a local staging folder, then uploaded (remote.py).
 """
 import logging
 import os
@@ -19,8 +21,10 @@ import time
 from canning_tb.collect.npu import claim, claimed_elsewhere
 from canning_tb.collect.schedule import recorded_steps
 from canning_tb.manifest import PROFILER_SETTINGS, FileEntry, Manifest
+from canning_tb.remote_fs import is_url
 
 from . import files, identity, npu
+from .remote import RemoteRun, drop_staged
 from .scalars import ScalarWriter
 
 log = logging.getLogger(__name__)
@@ -28,9 +32,12 @@ DIGEST_MODULE = "canning_tb.store.source_digest"  # the one background-digest en
 
 
 class TraceHandler:
-    def __init__(self, dir_name, worker_name=None, use_gzip=True, digest=False, *, analyse_flag=True,
+    def __init__(self, dir_name, worker_name=None, use_gzip=True, digest=True, *, analyse_flag=True,
                  async_mode=False, npu_handler_factory=None):
         self.dir_name = os.fspath(dir_name)
+        # a remote run folder: windows are staged here, then uploaded (RemoteError now if its back-end is missing)
+        self.remote = RemoteRun(self.dir_name) if is_url(self.dir_name) else None
+        self.local_dir = self.remote.stage if self.remote else self.dir_name
         self.worker_name = worker_name
         self.use_gzip = use_gzip
         self.digest = digest
@@ -45,13 +52,16 @@ class TraceHandler:
         self._children = []
         # A raw torch_npu profile (not ps.Profile) never calls canning_prepare: torch_npu's output folder
         # must point here before its first window starts, unless a running profile writes elsewhere.
-        if "torch_npu" in sys.modules and claimed_elsewhere(self.dir_name) is None:
+        if self.remote is not None and self.async_mode:
+            raise ValueError("async_mode=True needs a local run folder: torch_npu would still be writing its "
+                             "folder when the window is uploaded")
+        if "torch_npu" in sys.modules and claimed_elsewhere(self.local_dir) is None:
             self._make_npu_handler()
 
     # Profile.start() calls this before it builds the backend profiler.
     def canning_prepare(self, prof):
         if npu.is_npu(prof):
-            claim(prof, self.dir_name)   # raises when another running profile writes elsewhere
+            claim(prof, self.local_dir)   # raises when another running profile writes elsewhere
             self._make_npu_handler()         # re-points torch_npu's process-wide output here
 
     def __call__(self, prof):
@@ -67,7 +77,9 @@ class TraceHandler:
         self._failing.discard("window")
         self._write_scalars(manifest)
         if self.digest and manifest.analysis in ("", "sync"):  # else torch_npu's output is not there yet
-            self._start_digest(os.path.join(self.dir_name, manifest.manifest))
+            self._start_digest(os.path.join(self.local_dir, manifest.manifest))
+        elif self.remote is not None:
+            drop_staged(self.local_dir, manifest)
 
     # --- one window --------------------------------------------------------------------------------
     def _write_window(self, prof, index, t_call) -> Manifest:
@@ -76,7 +88,9 @@ class TraceHandler:
         if self._token_ms is None:
             self._token_ms = t_call // 1_000_000
         stem = f"{worker}.{self._token_ms:013d}{index:05d}"
-        os.makedirs(self.dir_name, exist_ok=True)
+        os.makedirs(self.local_dir, exist_ok=True)
+        if index == 0:
+            files.remove_stale_temps(self.local_dir)
         if npu.is_npu(prof):
             kind, events = "ascend_pt", None
             entries, analysis = self._npu_window(prof, worker)
@@ -95,15 +109,24 @@ class TraceHandler:
             wall_end_ns=max((e for _, e in times.values()), default=t_call),
             devices=self._static["devices"], versions=self._static["versions"], settings=_settings(prof),
             trace_events=events, files=entries, analysis=analysis)
-        files.publish_json(manifest.to_dict(), os.path.join(self.dir_name, manifest.manifest))
+        local = os.path.join(self.local_dir, manifest.manifest)
+        files.publish_json(manifest.to_dict(), local)
+        if self.remote is not None:
+            try:
+                self.remote.publish(manifest)  # the manifest last
+            except OSError:
+                drop_staged(self.local_dir, manifest)
+                raise
         return manifest
 
     def _kineto_window(self, prof, stem):
         name = f"{stem}.pt.trace.json" + (".gz" if self.use_gzip else "")
-        dst = os.path.join(self.dir_name, name)
-        raw = files.tmp_name(self.dir_name, f"{stem}.pt.trace.json")
+        dst = os.path.join(self.local_dir, name)
+        raw = files.tmp_name(self.local_dir, f"{stem}.pt.trace.json")
         try:
+            files.claim_temp(raw)
             prof.export_chrome_trace(raw)
+            files.check_complete(raw)
             events = files.publish_gzip(raw, dst) if self.use_gzip else files.publish_plain(raw, dst)
             moved = getattr(prof, "canning_trace_moved", None)
             if moved is not None:  # torch saves a trace once: the profile's summaries read it from here
@@ -114,7 +137,7 @@ class TraceHandler:
         return [FileEntry(name, os.path.getsize(dst))], events
 
     def _npu_window(self, prof, worker):
-        folder = npu.window_folder(prof, self.dir_name)  # the exact folder of this window, never a guess
+        folder = npu.window_folder(prof, self.local_dir)  # the exact folder of this window, never a guess
         if self._npu_fn is None:
             self._make_npu_handler(worker)
         if self._npu_fn is None:
@@ -127,9 +150,9 @@ class TraceHandler:
     def _make_npu_handler(self, worker=None):
         if worker is None:
             worker = self.worker_name or identity.default_worker(identity.dist_info()[0])
-        os.makedirs(self.dir_name, exist_ok=True)
+        os.makedirs(self.local_dir, exist_ok=True)
         try:
-            self._npu_fn = self._npu_factory(self.dir_name, worker, self.analyse_flag, self.async_mode)
+            self._npu_fn = self._npu_factory(self.local_dir, worker, self.analyse_flag, self.async_mode)
         except ImportError as e:  # not on an Ascend machine: the CPU path needs none of it
             log.debug("torch_npu handler not created: %s", e)
 
@@ -142,8 +165,10 @@ class TraceHandler:
         step = manifest.steps[-1] if manifest.steps else manifest.window
         try:
             if self._scalars is None:
-                self._scalars = ScalarWriter(self.dir_name, manifest.rank, manifest.world_size)
+                self._scalars = ScalarWriter(self.local_dir, manifest.rank, manifest.world_size)
             self._scalars.write(step, values, manifest.wall_end_ns / 1e9)
+            if self.remote is not None:
+                self.remote.upload_appended(self._scalars.path)
             self._failing.discard("scalars")
         except Exception as e:
             self._warn(e, what="scalars")
@@ -153,9 +178,10 @@ class TraceHandler:
         src_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (src_root, env.get("PYTHONPATH")) if p)
+        remote = ["--publish", self.remote.url] if self.remote is not None else []
         try:
             self._children.append(subprocess.Popen(
-                [sys.executable, "-m", DIGEST_MODULE, manifest_path], env=env,
+                [sys.executable, "-m", DIGEST_MODULE, *remote, manifest_path], env=env,
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, start_new_session=True))
         except OSError as e:
             log.warning("canning: could not start the background digest for %s: %s", manifest_path, e)

@@ -13,6 +13,7 @@ from typing import Any
 
 import msgspec
 
+from ._json import TOO_DEEP
 from .ascend_counters import trace_counter_rows
 from .ascend_csv import none_to, norm_shapes, norm_stack, read_bytes, to_int, us_to_ns
 from .table import NONE, Kind, Problem, is_comm_kernel_name
@@ -81,6 +82,9 @@ def _decode(path: str, display: str, problems: list[Problem]) -> list | None:
         events = msgspec.json.decode(raw)
     except msgspec.DecodeError as e:
         problems.append(Problem(display, f"not valid JSON (truncated or still being written?): {e}"))
+        return None
+    except RecursionError:
+        problems.append(Problem(display, TOO_DEEP))
         return None
     if isinstance(events, dict):  # tolerate the {"traceEvents": [...]} form
         events = events.get("traceEvents")

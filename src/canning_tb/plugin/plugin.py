@@ -6,6 +6,7 @@ thread, so `is_active()` and /runs never wait on a big logdir. Errors are JSON {
 """
 from __future__ import annotations
 
+import json
 import logging
 import os
 
@@ -14,6 +15,7 @@ from tensorboard.plugins import base_plugin
 from werkzeug import wrappers
 
 from canning_tb.csv_cells import csv_chunks
+from canning_tb.remote_fs import RemoteError, scrub
 from canning_tb.store.scanner import Scanner, default_store
 from canning_tb.store.trends import TrendWriter
 
@@ -84,6 +86,19 @@ def _memory_range(store, run, worker, window, args):
     return sections.memory_range_impl(store, run, worker, window, device, _int(args, "start_ns"), _int(args, "end_ns"))
 
 
+def _read_only(app):
+    """Every route only reads: GET and HEAD; any other method is answered 405 before the route runs."""
+    def guarded(environ, start_response):
+        if environ.get("REQUEST_METHOD", "GET") in ("GET", "HEAD"):
+            return app(environ, start_response)
+        body = json.dumps({"error": f"method {environ.get('REQUEST_METHOD')} not allowed: only GET and HEAD"})
+        response = wrappers.Response(body, status=405, content_type="application/json",
+                                     headers={"Allow": "GET, HEAD"})
+        return response(environ, start_response)
+
+    return guarded
+
+
 class CanningPlugin(base_plugin.TBPlugin):
     plugin_name = PLUGIN_NAME
 
@@ -95,6 +110,9 @@ class CanningPlugin(base_plugin.TBPlugin):
 
     # TensorBoard API ------------------------------------------------------------------------
     def get_plugin_apps(self):
+        return {path: _read_only(app) for path, app in self._apps().items()}
+
+    def _apps(self):
         return {
             "/index.js": self._serve_js,
             "/runs": self._serve_runs,
@@ -119,7 +137,8 @@ class CanningPlugin(base_plugin.TBPlugin):
         if not scanner.wait_first(0.5):
             return True
         self.trends.kick(scanner.store)
-        return bool(scanner.listing and scanner.listing["runs"])
+        # a logdir that cannot be read (bad credentials, no such bucket) shows the tab with the reason
+        return bool(scanner.error or (scanner.listing and scanner.listing["runs"]))
 
     def frontend_metadata(self):
         return base_plugin.FrontendMetadata(es_module_path="/index.js", tab_name=TAB_NAME, disable_reload=False)
@@ -141,8 +160,8 @@ class CanningPlugin(base_plugin.TBPlugin):
         scanner = self.scanner
         scanner.kick()
         if scanner.listing is None:
-            scanner.wait_first(2.0)
-        body = {"logdir": self._logdir, "loading": scanner.loading, "error": scanner.error,
+            scanner.wait_first(0.5)  # /runs answers within a second, whatever the logdir holds
+        body = {"logdir": scrub(self._logdir or "") or None, "loading": scanner.loading, "error": scanner.error,
                 "runs": (scanner.listing or {"runs": []})["runs"]}
         return http_util.Respond(request, body, "application/json")
 
@@ -155,6 +174,8 @@ class CanningPlugin(base_plugin.TBPlugin):
                 code = 202 if body.get("loading") else 200
             except RouteError as e:
                 body, code = e.body, e.code
+            except RemoteError as e:  # the remote logdir cannot be read now (credentials, network)
+                body, code = {"error": str(e)}, 502
             except Exception as e:  # request boundary: a bug shows as text in the UI, logged here
                 log.exception("canning: %s failed", request.path)
                 body, code = {"error": f"internal error: {type(e).__name__}: {e}"}, 500

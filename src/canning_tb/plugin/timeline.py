@@ -283,7 +283,7 @@ def download_impl(cache: IndexCache, store, run, worker, window):
     else one written from the events."""
     from canning_tb.timeline.chrome import chrome_trace
     try:
-        found = store.window(run, worker, window)
+        found = store.local_window(run, worker, window)  # a remote window's trace is copied here first
     except KeyError:
         raise unknown_window(run, worker, window) from None
     originals = [f for f in found.files if f.endswith((".pt.trace.json", ".pt.trace.json.gz"))]

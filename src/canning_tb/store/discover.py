@@ -8,6 +8,7 @@ A run is any folder under the logdir that directly holds profiles:
 - torch_npu output, recognised by what the folders hold, whatever their names (see
   discover_ascend.py): window folders, bare ASCEND_PROFILER_OUTPUT folders, profiler dbs.
 Names starting with "." and temporary files are never windows (atomic writers use them).
+Only regular files inside the logdir's real path are opened (links.py: one policy for links and FIFOs).
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from canning_tb.manifest import load as load_manifest
 from canning_tb.ingest.file_head import file_head
 
 from .discover_ascend import ascend_windows, folder_windows, worker_names
+from .links import Policy, walk
 
 MANIFEST_RE = re.compile(r"^(?P<worker>.+)\.(?P<window>\d+)\.canning\.json$")
 KINETO_RE = re.compile(r"^(?P<worker>.*?)(?:\.(?P<span>\d+))?\.pt\.trace\.json(?:\.gz)?$")
@@ -95,10 +97,12 @@ def _kineto_rank(path: str, worker: str) -> int:
 @lru_cache(maxsize=4096)
 def _rank_in_head(path: str, size: int, mtime_ns: int) -> int:
     found = DISTRIBUTED_RANK_RE.search(file_head(path, 65536))
-    return int(found.group(1)) if found else -1
+    rank = int(found.group(1)) if found and len(found.group(1)) < 11 else -1
+    return rank if rank < 1 << 31 else -1  # no rank at all rather than an absurd one
 
 
-def _manifest_window(folder: str, fname: str, m: re.Match) -> Window:
+def _manifest_window(folder: str, fname: str, m: re.Match, policy: Policy) -> Window | None:
+    """The window of a manifest; None when it names a file that may not be opened (links.py)."""
     path = os.path.join(folder, fname)
     try:
         st = os.stat(path)
@@ -107,6 +111,8 @@ def _manifest_window(folder: str, fname: str, m: re.Match) -> Window:
         facts = _NO_FACTS
     names, steps, rank, ascend, analysis = facts
     files = [path] + [os.path.join(folder, n) for n in names]
+    if not all(policy.usable(f, folder_ok=True) for f in files[1:]):
+        return None
     status = "ready"
     if ascend:
         # torch_npu may still be writing inside its folder (async analysis): its files are part of the
@@ -142,14 +148,15 @@ def _top_files(folder: str) -> list[str]:
         return []
 
 
-def scan_folder(folder: str, dirs: list[str], fnames: list[str]) -> dict[str, list[Window]]:
-    """Windows held directly in one folder, by worker name."""
+def scan_folder(folder: str, dirs: list[str], fnames: list[str], policy: Policy | None = None) -> dict[str, list[Window]]:
+    """Windows held directly in one folder, by worker name (fnames: regular files; policy: what may be
+    opened, by default inside this folder)."""
+    policy = policy or Policy(folder)
     found: dict[str, list[Window]] = {}
     claimed: set[str] = set()
     for fn in fnames:
         m = MANIFEST_RE.match(fn)
-        if m and not fn.startswith("."):
-            w = _manifest_window(folder, fn, m)
+        if m and not fn.startswith(".") and (w := _manifest_window(folder, fn, m, policy)) is not None:
             found.setdefault(m.group("worker"), []).append(w)
             claimed.update(w.files)
     for fn in fnames:
@@ -172,7 +179,7 @@ def scan_folder(folder: str, dirs: list[str], fnames: list[str]) -> dict[str, li
             id="default", label="", format="kineto", path=path, files=(path,), order=(0, fn),
             rank=_kineto_rank(path, worker)))
     # a torch_npu folder that a manifest names is part of that window, not one of its own
-    _add_ascend(found, ascend_windows(folder, [d for d in dirs if os.path.join(folder, d) not in claimed]))
+    _add_ascend(found, ascend_windows(folder, [d for d in dirs if os.path.join(folder, d) not in claimed], policy))
     _label(found)
     return found
 
@@ -229,15 +236,16 @@ def discover(logdir: str, recursive: bool = True, select=None) -> dict[str, Run]
     runs: dict[str, Run] = {}
     if not logdir or not os.path.isdir(logdir):
         return runs
-    itself = folder_windows(os.path.normpath(logdir))
+    policy = Policy(logdir)
+    itself = folder_windows(os.path.normpath(logdir), policy)
     if itself:  # logdir is one torch_npu window (or a folder of rank dbs): the run is "."
         found: dict[str, list[Window]] = {}
         _add_ascend(found, itself)
         _label(found)
         _add_run(runs, logdir, logdir, found, select)
         return runs
-    for folder, dirs, fnames in os.walk(logdir):
-        found = scan_folder(folder, dirs, fnames)
+    for folder, dirs, fnames in walk(logdir, policy):
+        found = scan_folder(folder, dirs, fnames, policy)
         inside = _window_dirs(folder, found)
         if not recursive:
             dirs.clear()

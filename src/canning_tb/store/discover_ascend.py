@@ -43,6 +43,23 @@ def _files(folder: str) -> tuple[str, ...]:
     return tuple(sorted(out))
 
 
+def _refused(folder: str, policy) -> str:
+    """Why the reader may not open this folder's files (it opens them by name): a link out of the
+    logdir, or a FIFO / socket / device, directly in it or in its ASCEND_PROFILER_OUTPUT; "" when none."""
+    for sub in (folder, os.path.join(folder, OUTPUT_DIR)):
+        try:
+            with os.scandir(sub) as it:
+                entries = list(it)
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.is_symlink() and not policy.inside(entry.path):
+                return "holds a link to outside the logdir (set CANNING_FOLLOW_LINKS=1 to follow it)"
+            if os.path.exists(entry.path) and not (entry.is_file() or entry.is_dir()):
+                return f"holds {entry.name}, which is not a regular file"
+    return ""
+
+
 @lru_cache(maxsize=65536)
 def _json_rank(path: str, size: int, mtime_ns: int, keys: tuple[str, ...]) -> int:
     """An int rank at keys (a path into the JSON) of a small JSON file; -1 when absent/unreadable."""
@@ -52,9 +69,9 @@ def _json_rank(path: str, size: int, mtime_ns: int, keys: tuple[str, ...]) -> in
         for k in keys:
             value = value.get(k) if isinstance(value, dict) else None
         rank = int(value)
-    except (OSError, ValueError, TypeError):
+    except (OSError, ValueError, TypeError, RecursionError):  # RecursionError: nested past any depth
         return -1
-    return rank if rank >= 0 else -1
+    return rank if 0 <= rank < 1 << 31 else -1
 
 
 def _rank_in(path: str, keys: tuple[str, ...]) -> int:
@@ -83,21 +100,26 @@ def window_rank(files: tuple[str, ...]) -> int:
     return -1
 
 
-def ascend_windows(folder: str, dirs: list[str]) -> list[dict]:
+def ascend_windows(folder: str, dirs: list[str], policy) -> list[dict]:
     """The torch_npu windows among the sub-folders of folder: dicts with worker prefix, span,
     path, files, status, rank (the caller names workers and makes Windows)."""
     out = []
     for d in dirs:
         if d.startswith("."):
             continue
-        out.extend(folder_windows(os.path.join(folder, d)))
+        out.extend(folder_windows(os.path.join(folder, d), policy))
     return out
 
 
-def folder_windows(path: str) -> list[dict]:
-    """The windows a folder is (none, one, or one per db file)."""
+def folder_windows(path: str, policy) -> list[dict]:
+    """The windows a folder is (none, one, or one per db file); none when it holds a link out of the
+    logdir (policy: store/links.py), since the reader opens its files by name."""
     kind = scan(path)
     if not kind:
+        return []
+    refused = _refused(path, policy)
+    if refused:
+        policy.refuse(path, refused)
         return []
     files = _files(path)
     dbs = loose_dbs({os.path.basename(f) for f in files if os.path.dirname(f) == path})

@@ -20,3 +20,5 @@ def load_name_map(folder: str | None, path: str | None = None) -> tuple[NameMap,
             return name_map(json.load(f)), path, None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, NameMapError) as e:
         return name_map(), path, str(e)
+    except RecursionError:
+        return name_map(), path, "nested too deeply to read"

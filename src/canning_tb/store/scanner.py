@@ -15,6 +15,8 @@ import threading
 import time
 from typing import Callable
 
+from canning_tb.remote_fs import RemoteError
+
 from .prefetcher import Prefetcher
 
 log = logging.getLogger("canning_tb.store")
@@ -79,6 +81,9 @@ class Scanner:
                 self.store.refresh()
             self.listing = listing(self.store)
             self.error = None
+        except RemoteError as e:  # bad credentials, no such bucket, network: said as it is, the last listing stays
+            log.warning("canning: %s", e)
+            self.error = str(e)
         except Exception as e:  # thread boundary: a failed scan must not take the host down
             log.exception("canning: discovery of %s failed", self.logdir)
             self.error = f"discovery of the logdir failed: {type(e).__name__}: {e}"

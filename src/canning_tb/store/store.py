@@ -15,7 +15,7 @@ from typing import Callable, Iterable
 
 from google.protobuf.message import DecodeError
 
-from canning_tb import manifest
+from canning_tb import manifest, remote_fs
 
 from . import cache
 from .discover import Run, Window, Worker, discover
@@ -86,7 +86,8 @@ def _write_cache(write, path: str) -> None:
 
 
 def compute_and_cache(window: Window, worker: str, digest_path: str):
-    """Read a window once; cache its columnar events, its digest and the timeline's index."""
+    """Read a window once; cache its columnar events, its digest and the timeline's index, then keep
+    the cache within its budget."""
     from canning_tb.timeline.index import INDEX_SUFFIX, cached_index
     table = read_window(window)
     _write_cache(table.save, events_prefix(digest_path))
@@ -94,6 +95,7 @@ def compute_and_cache(window: Window, worker: str, digest_path: str):
     _write_cache(lambda path: cache.write_atomic(path, digest.SerializeToString()), digest_path)
     # the timeline's level-of-detail index, built at ingest so the first timeline view only loads it
     _write_cache(lambda path: cached_index(table, path), events_prefix(digest_path) + INDEX_SUFFIX)
+    cache.enforce_budget(digest_path)
     return digest
 
 
@@ -121,7 +123,13 @@ class Store:
     def __init__(self, logdir: str, cache_dir: str | None = None, max_workers: int | None = None,
                  memory_items: int = 64, recursive: bool = True, select=None,
                  isolate_bytes: int | None = None):
-        self.logdir = logdir
+        # a remote logdir (s3://...) is read from a local copy (mirror.py); `logdir` is where discovery looks
+        self.url = logdir if remote_fs.is_url(logdir) else None
+        self.remote = None
+        if self.url:
+            from .mirror import Mirror
+            self.remote = Mirror(self.url)
+        self.logdir = self.remote.local if self.remote else logdir
         self._recursive, self._select = recursive, select
         # Windows larger than this are parsed in a child process: a long-lived host (TensorBoard)
         # keeps neither the parse's peak memory nor the GIL while it runs. None: always in-process.
@@ -138,6 +146,9 @@ class Store:
 
     # -- discovery -------------------------------------------------------------------------
     def refresh(self) -> None:
+        """Rescan; a remote logdir that cannot be read raises remote_fs.RemoteError (the last listing stays)."""
+        if self.remote is not None:
+            self.remote.sync()
         runs = discover(self.logdir, self._recursive, self._select)
         with self._lock:
             self._runs = runs
@@ -180,6 +191,20 @@ class Store:
         return out
 
     # -- data ----------------------------------------------------------------------------------
+    def local_window(self, run: str, worker: str, window_id: str) -> Window:
+        """The window, its files copied here first when the logdir is remote."""
+        window = self.window(run, worker, window_id)
+        self._fetch(window)
+        return window
+
+    def _fetch(self, window: Window, unless_digested: bool = False) -> bool:
+        """Copy a remote window's files here (none when its digest at the source is enough); True when copied."""
+        if self.remote is None:
+            return False
+        if unless_digested and fresh_source_digest(window):
+            return False
+        return self.remote.ensure(window.files)
+
     def _key(self, run: str, window: Window) -> tuple[str, str]:
         key = cache.window_key(window, _schema())
         return key, cache.digest_file(self.run(run).path, key, self.cache_dir)
@@ -192,13 +217,14 @@ class Store:
         """The digest of one window: from memory, the handler's own, the cache, or computed now
         (once, however many threads ask for it at the same time)."""
         window = self.window(run, worker, window_id)
+        self._fetch(window, unless_digested=True)
         key, path = self._key(run, window)
         with self._lock:
             lock = self._computing.setdefault(key, threading.Lock())
         with lock:
-            return self._digest(window, worker, key, path)
+            return self._digest(run, window, worker, key, path)
 
-    def _digest(self, window: Window, worker: str, key: str, path: str):
+    def _digest(self, run: str, window: Window, worker: str, key: str, path: str):
         from canning_tb.analysis import digest_pb2
         from canning_tb.ingest.table import InputError
         with self._lock:
@@ -208,17 +234,13 @@ class Store:
             if key in self._errors:
                 raise InputError(*self._errors[key])
         digest = self._load_cached(window, path, digest_pb2)
-        if digest is None and self._isolate(window):
-            err = _compute_in_child(window, worker, path)
-            if err:
-                with self._lock:
-                    self._errors[key] = err
-                raise InputError(*err)
+        if digest is None and self._fetch(window):  # a remote digest at the source that did not do: the key changed
+            key, path = self._key(run, window)
             digest = self._load_cached(window, path, digest_pb2)
         if digest is None:
             try:
-                digest = compute_and_cache(window, worker, path)
-            except InputError as e:
+                digest = self._compute(window, worker, path, digest_pb2)
+            except InputError as e:  # remembered until the files change (the key changes)
                 with self._lock:
                     self._errors[key] = (e.file, e.problem)
                 raise
@@ -226,6 +248,41 @@ class Store:
             self._digests[key] = digest
             while len(self._digests) > self._memory_items:
                 self._digests.popitem(last=False)
+        return digest
+
+    def has_digest(self, run: str, worker: str, window_id: str) -> bool:
+        """Whether the window's digest is already here (memory, cache, or written at the source)."""
+        return self._has_digest(run, self.window(run, worker, window_id))
+
+    def digest_cache_path(self, run: str, worker: str, window_id: str) -> str:
+        """The cache file of the window's digest (a digest computed elsewhere is stored there)."""
+        return self._key(run, self.window(run, worker, window_id))[1]
+
+    def _has_digest(self, run: str, window: Window) -> bool:
+        """Whether the window's digest is in memory, in the cache or at the source (as new as its files)."""
+        key, path = self._key(run, window)
+        with self._lock:
+            if key in self._digests:
+                return True
+        return os.path.exists(path) or fresh_source_digest(window) is not None
+
+    def _compute(self, window: Window, worker: str, path: str, digest_pb2):
+        """Digest a window here, or in a child process when its files are (or expand to) more than
+        `isolate_bytes`: a gzip file is only known to be big while it is decompressed."""
+        from canning_tb.ingest import _json
+        from canning_tb.ingest.table import InputError
+        if not self._isolate(window):
+            try:
+                with _json.host_limit(self.isolate_bytes):
+                    return compute_and_cache(window, worker, path)
+            except _json.TooBigForThisProcess:
+                pass
+        err = _compute_in_child(window, worker, path)
+        if err:
+            raise InputError(*err)
+        digest = self._load_cached(window, path, digest_pb2)
+        if digest is None:
+            raise InputError(window.path, "the digest computed in a child process could not be read back")
         return digest
 
     def _isolate(self, window: Window) -> bool:
@@ -243,6 +300,8 @@ class Store:
             except (OSError, DecodeError):  # a bad entry is just recomputed
                 continue
             if digest.schema_version == _schema():
+                if candidate == path:
+                    cache.touch(path)  # recently used: the last to be evicted
                 return digest
         return None
 
@@ -253,15 +312,25 @@ class Store:
     def table(self, run: str, worker: str, window_id: str):
         """The columnar events of one window (cached as .npz beside the digest)."""
         from canning_tb.ingest.table import EventTable
-        window = self.window(run, worker, window_id)
+        window = self.local_window(run, worker, window_id)
         prefix = self.events_prefix(run, worker, window_id)
         try:
-            return EventTable.load(prefix)
+            table = EventTable.load(prefix)
+            cache.touch(prefix + ".npz")
+            return table
         except (OSError, ValueError, KeyError):
             pass
-        t = read_window(window)
-        _write_cache(t.save, prefix)
-        return t
+        if self.isolate_bytes is not None:  # a long-lived host: big windows are parsed in a child, as for digests
+            from canning_tb.analysis import digest_pb2
+            self._compute(window, worker, self._key(run, window)[1], digest_pb2)
+            try:
+                return EventTable.load(prefix)
+            except (OSError, ValueError, KeyError):  # the cache cannot be written: read it here
+                pass
+        table = read_window(window)
+        _write_cache(table.save, prefix)
+        cache.enforce_budget(prefix + ".npz")
+        return table
 
     # -- many windows at once --------------------------------------------------------------------
     def prefetch(self, items: Iterable[tuple[str, str, str]],
@@ -275,9 +344,10 @@ class Store:
         keys: dict[tuple[str, str, str], str] = {}
         for run, worker, wid in items:
             window = self.window(run, worker, wid)
-            key, path = self._key(run, window)
-            if key in self._digests or os.path.exists(path) or fresh_source_digest(window):
+            if self._has_digest(run, window):
                 continue  # digested already (here, in the cache, or at the source)
+            self._fetch(window)
+            key, path = self._key(run, window)
             os.makedirs(os.path.dirname(path), exist_ok=True)
             todo.append(((run, worker, wid), window, path))
             keys[(run, worker, wid)] = key

@@ -76,6 +76,8 @@ class TrendWriter:
     def write_new(self, store) -> int:
         """Write the trends of every window not written yet; returns how many were written."""
         written = 0
+        if getattr(store, "remote", None) is not None:  # TensorBoard reads the remote logdir, not our copy of it
+            return written
         for run in store.runs():
             folder = store.run(run).path
             if not _writable(folder):

@@ -1,0 +1,108 @@
+"""canning-prof digest: digest every window of a logdir in parallel, ahead of the viewer.
+
+  canning-prof digest --input=PATH_OR_URL [--dask=SCHEDULER_ADDRESS] [--workers=N] [--cache-dir=DIR]
+
+Locally in processes by default, or across an existing Dask cluster (dask.distributed): each job
+reads its own window from the shared or object storage and writes the digest beside it (beside the
+manifest for our handler's windows; in the run's .canning/ cache, or the local cache for read-only
+or remote data, for the other formats). Windows already digested are skipped. One line per window
+that could not be read; the exit status is 1 when any could not.
+"""
+from __future__ import annotations
+
+import argparse
+import multiprocessing as mp
+import os
+import sys
+from concurrent.futures import ProcessPoolExecutor, as_completed
+
+from canning_tb.store import Store
+from canning_tb.store.batch import Job, Outcome, beside_of, run_job
+from canning_tb.store.cache import write_atomic
+from canning_tb.store.links import FOLLOW_ENV
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="canning-prof digest",
+                                description="Digest every window of a logdir in parallel, ahead of the viewer.")
+    p.add_argument("--input", required=True, help="a logdir or run folder: a local path or a URL (s3://, gs://, ...)")
+    p.add_argument("--dask", default=None, metavar="SCHEDULER_ADDRESS",
+                   help="run the jobs on this Dask cluster (tcp://host:8786) instead of local processes")
+    p.add_argument("--workers", type=int, default=None, help="local processes (default: the cores, at most 8)")
+    p.add_argument("--cache-dir", default=None, help="where digests go when the data folder is read-only")
+    p.add_argument("--follow-links", action="store_true",
+                   help="also read files that symbolic links lead to outside --input")
+    return p
+
+
+def jobs_for(store: Store) -> list[Job]:
+    """A job for every window of the store without a digest yet."""
+    url = store.url
+    out = []
+    for run in store.runs():
+        for worker in store.workers(run):
+            for window in store.windows(run, worker.name):
+                if window.status != "ready" or store.has_digest(run, worker.name, window.id):
+                    continue
+                out.append(Job((run, worker.name, window.id), window, beside_of(window, url, store.logdir),
+                               url, store.logdir))
+    return out
+
+
+def _local(jobs: list[Job], workers: int):
+    """Outcomes as they finish, from local processes."""
+    if workers <= 1 or len(jobs) <= 1:
+        yield from (run_job(job) for job in jobs)
+        return
+    with ProcessPoolExecutor(max_workers=min(workers, len(jobs)), mp_context=mp.get_context("spawn")) as pool:
+        futures = {pool.submit(run_job, job): job for job in jobs}
+        for future in as_completed(futures):
+            yield _outcome(futures[future], future)
+
+
+def _on_dask(jobs: list[Job], address: str):
+    """Outcomes as they finish, from the workers of a running Dask cluster."""
+    try:
+        from dask.distributed import Client
+        from dask.distributed import as_completed as dask_completed
+    except ImportError:
+        raise SystemExit("canning-prof digest: --dask needs dask.distributed: pip install 'canning-tb[dask]'") from None
+    with Client(address) as client:
+        futures = client.map(run_job, jobs, pure=False)
+        by_key = {future.key: job for future, job in zip(futures, jobs)}
+        for future in dask_completed(futures):
+            yield _outcome(by_key[future.key], future)
+
+
+def _outcome(job: Job, future) -> Outcome:
+    try:
+        return future.result()
+    except Exception as e:  # process / cluster boundary: one window's crash never stops the others
+        return Outcome(job.ident, None, None, f"{job.window.path}: internal error ({type(e).__name__}: {e})")
+
+
+def digest_command(argv: list[str]) -> int:
+    from tqdm import tqdm
+    args = parser().parse_args(argv)
+    if args.follow_links:  # the store's one policy for links (store/links.py) reads it
+        os.environ[FOLLOW_ENV] = "1"
+    store = Store(args.input, cache_dir=args.cache_dir)
+    jobs = jobs_for(store)
+    total = sum(len(store.windows(run, w.name)) for run in store.runs() for w in store.workers(run))
+    if not total:
+        raise FileNotFoundError(f"{args.input}: no profiles found")
+    outcomes = _on_dask(jobs, args.dask) if args.dask else _local(jobs, args.workers or store.max_workers)
+    failed = []
+    with tqdm(total=len(jobs), unit="window", desc="digest", file=sys.stderr, disable=not jobs) as bar:
+        for outcome in outcomes:
+            if outcome.error:
+                failed.append(outcome)
+            elif outcome.written is None:  # other formats, or read-only data: the local cache
+                write_atomic(store.digest_cache_path(*outcome.ident), outcome.digest)
+            bar.update(1)
+    for outcome in sorted(failed, key=lambda o: o.ident):
+        run, worker, window = outcome.ident
+        print(f"error: {run}/{worker}/{window}: {outcome.error}", file=sys.stderr)
+    print(f"{len(jobs) - len(failed)} digested, {total - len(jobs)} already digested, {len(failed)} failed "
+          f"({args.input})")
+    return 1 if failed else 0

@@ -1,0 +1,96 @@
+"""One policy for what discovery may open under a logdir, applied to every file and folder it lists
+(run folders, trace files, torch_npu folders, the files a manifest names):
+
+- only regular files are ever opened: a FIFO, socket or device named like a trace would block a
+  reader forever (or read without end), so it is not a window;
+- symbolic links are followed (TensorBoard's users link runs into a logdir) as long as they resolve
+  inside the logdir's real path; a link out of it is skipped, and said once in the log, unless the user
+  allows it: CANNING_FOLLOW_LINKS=1 in TensorBoard's environment, `canning-prof --follow-links`.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import stat
+
+log = logging.getLogger("canning_tb.store")
+
+FOLLOW_ENV = "CANNING_FOLLOW_LINKS"
+_said: set[tuple[str, str]] = set()
+
+
+def follow_outside() -> bool:
+    return os.environ.get(FOLLOW_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+class Policy:
+    def __init__(self, logdir: str):
+        self.logdir = logdir
+        self.root = os.path.realpath(logdir)
+        self.outside_ok = follow_outside()
+
+    def inside(self, path: str) -> bool:
+        """Whether path (after its links) is inside the logdir, or the user allows links out of it."""
+        if self.outside_ok:
+            return True
+        real = os.path.realpath(path)
+        return real == self.root or real.startswith(self.root.rstrip(os.sep) + os.sep)
+
+    def usable(self, path: str, folder_ok: bool = False) -> bool:
+        """A regular file (or a folder, where folder_ok) inside the logdir's real path; missing is usable
+        (the reader says so)."""
+        try:
+            mode = os.stat(path).st_mode
+        except OSError:
+            return not os.path.islink(path) or self.inside(path)
+        if not (stat.S_ISREG(mode) or (folder_ok and stat.S_ISDIR(mode))):
+            self.refuse(path, "not a regular file")
+            return False
+        if not self.inside(path):
+            self.refuse(path, f"a link to outside the logdir (set {FOLLOW_ENV}=1 to follow it)")
+            return False
+        return True
+
+    def refuse(self, path: str, why: str) -> None:
+        shown = os.path.relpath(path, self.logdir).replace(os.sep, "/")
+        if (shown, why) not in _said:  # once per process: the scan runs every few seconds
+            _said.add((shown, why))
+            log.warning("canning: skipped %s: %s", shown, why)
+
+
+def walk(logdir: str, policy: Policy):
+    """os.walk, top-down, following links that the policy allows, each real folder once (link loops),
+    listing only regular files; the caller may prune `dirs` in place."""
+    seen: set[str] = set()
+    stack = [logdir]
+    while stack:
+        folder = stack.pop()
+        real = os.path.realpath(folder)
+        if real in seen:
+            continue
+        seen.add(real)
+        dirs, files = _entries(folder, policy)
+        yield folder, dirs, files
+        stack.extend(os.path.join(folder, d) for d in sorted(dirs, reverse=True))
+
+
+def _entries(folder: str, policy: Policy) -> tuple[list[str], list[str]]:
+    dirs, files = [], []
+    try:
+        with os.scandir(folder) as it:
+            entries = list(it)
+    except OSError:
+        return dirs, files
+    for entry in entries:
+        try:
+            if entry.is_symlink() and not policy.inside(entry.path):
+                if not entry.name.startswith("."):
+                    policy.refuse(entry.path, f"a link to outside the logdir (set {FOLLOW_ENV}=1 to follow it)")
+                continue
+            if entry.is_dir():
+                dirs.append(entry.name)
+            elif entry.is_file():  # regular files only (after links): a FIFO or socket is never opened
+                files.append(entry.name)
+        except OSError:
+            continue
+    return sorted(dirs), sorted(files)
