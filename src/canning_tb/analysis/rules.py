@@ -22,7 +22,7 @@ TF32_CC = 8.0  # TF32 exists from compute capability 8.0 (Ampere) on
 # breakdown field -> the name the overview's "Average step breakdown" shows it under
 CATEGORY_LABELS = {"compute_ns": "Compute", "overlapped_ns": "Overlapped", "communication_ns": "Communication",
                    "memcpy_ns": "Memcpy", "memset_ns": "Memset", "device_wait_ns": "Device wait",
-                   "runtime_ns": "Runtime", "dataloader_ns": "DataLoader", "host_ns": "Host", "idle_ns": "Idle (nothing recorded)"}
+                   "runtime_ns": "Runtime", "dataloader_ns": "DataLoader", "host_ns": "Host", "idle_ns": "Idle"}
 _NOT_DEVICE = ("device_wait_ns", "runtime_ns", "dataloader_ns", "host_ns", "idle_ns")
 TINY_KERNEL_NS = 10_000  # "many tiny kernels": mean kernel time under 10 us ...
 TINY_KERNEL_MIN_CALLS = 1000  # ... over at least this many kernels

@@ -30,7 +30,7 @@ const CATEGORIES: [keyof Breakdown, string, string, string][] = [
   ["runtime_ns", "Runtime", "#7b1fa2", tip("runtime")],
   ["dataloader_ns", "DataLoader", "#f57c00", tip("dataloader")],
   ["host_ns", "Host", "#fbc02d", tip("host")],
-  ["idle_ns", "Idle (nothing recorded)", "#9e9e9e", tip("idle")],
+  ["idle_ns", "Idle", "#9e9e9e", tip("idle")],
 ];
 
 const SEVERITY_ORDER: Record<string, number> = { critical: 0, warning: 1, info: 2 };
@@ -54,7 +54,7 @@ function perfTable(figures: WindowFigures): HTMLTableElement {
     ["Communication not hidden (%)", shareText(figures.comm_not_hidden_share), tip("comm_not_hidden_share")],
     ["DataLoader share (%)", shareText(figures.dataloader_share), tip("dataloader_share")],
     ["Device idle (%)", shareText(figures.device_idle_share), figures.device_idle_share === null ? `${tip("device_idle_share")} No device work in this window.` : tip("device_idle_share")],
-    ["Idle, nothing recorded (%)", shareText(figures.idle_share), tip("idle_share")],
+    ["Idle share (%)", shareText(figures.idle_share), tip("idle_share")],
   ];
   for (const mem of figures.memory) {
     const cap = mem.capacity_bytes;
