@@ -51,7 +51,7 @@ import numpy as np
 from . import digest_pb2 as pb
 from .summary import has_device_work
 
-SLOW_RANK_RATIO = 0.05
+from .rules.thresholds import SLOW_RANK_RATIO  # the one threshold, shared with the rules
 
 
 
