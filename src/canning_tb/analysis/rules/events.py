@@ -19,14 +19,30 @@ SYNC_OPS = ("aten::item", "aten::_local_scalar_dense", "aten::nonzero", "aten::m
 _NESTED_SYNC = {"aten::_local_scalar_dense": "aten::item"}  # counted only without its caller
 MEMORY_CALL_RE = re.compile(r"^(cuda|hip)(Malloc|Free)(Async|Host)?$|^(AscendCL@)?aclrt(Malloc|Free)\w*$"
                             r"|aclMallocMemInner|aclrtFreePhysical", re.I)
-COMPILE_RE = re.compile(r"aclopCompile|OpCompile|Torch-Compiled Region|TorchDynamo|dynamo_timed|_compile\.|"
-                        r"compile_inner|CompiledFunction|inductor|GraphCompile|compile_fx", re.I)
+# compilation: torch.compile's dynamo_timed ranges (a recompile inside the window), CANN op compiles
+COMPILE_RE = re.compile(r"aclopCompile|OpCompile|entire_frame_compile|dynamo_timed|^_compile\.|compile_inner|"
+                        r"GraphCompile|compile_fx", re.I)
+OP_COMPILE_RE = re.compile(r"aclopCompile|OpCompile", re.I)
 
 
 def dataloader_name(inp: RuleInput) -> str:
     """The name of the window's longest data-loading range ("" when none is known)."""
-    found = [o for o in inp.digest.ops_by_name if DATALOADER_RE.match(o.name)]
-    return max(found, key=lambda o: o.host_total_ns).name if found else ""
+    found = host_ranges(inp, DATALOADER_RE)
+    return max(found, key=lambda name: found[name][1]) if found else ""
+
+
+def host_ranges(inp: RuleInput, rx: re.Pattern) -> dict[str, tuple[int, int]]:
+    """{name: (calls, summed duration)} of the host events (operators, annotations) named by `rx`:
+    from the events, else from the digest's operator rows."""
+    if inp.ctx is None:
+        return {o.name: (int(o.calls), int(o.host_total_ns)) for o in inp.digest.ops_by_name if rx.search(o.name)}
+    table = inp.ctx.table
+    rows = np.flatnonzero(name_mask(table, rx) & (table.events["device"] == NONE))
+    out: dict = defaultdict(lambda: (0, 0))
+    for name_id, dur in zip(table.events["name"][rows], table.events["dur"][rows]):
+        calls, total = out[table.strings[int(name_id)] or ""]
+        out[table.strings[int(name_id)] or ""] = (calls + 1, total + int(dur))
+    return dict(out)
 
 
 def _enclosing_op(inp: RuleInput, pos: int) -> str:

@@ -25,6 +25,7 @@ class Finding:
     gain_ns: int = -1  # upper bound per step; -1 unknown
     step_ns: int = 0  # the step the gain is a part of
     gain_basis: str = ""  # what bounds the gain, in words
+    gain_is_bound: bool = True  # False: gain_ns estimates the gain (it may be exceeded), not a bound
     value: float = 0.0
     figures: dict = field(default_factory=dict)
     evidence: list = field(default_factory=list)
@@ -41,8 +42,9 @@ class Finding:
             return "unknown: the data cannot support this rule"
         if self.gain_ns < 0:
             return f"not bounded by the data{': ' + self.gain_basis if self.gain_basis else ''}"
-        return (f"at most {ms(self.gain_ns)} per step ({self.gain_basis}): up to {self.speedup():.2f}x"
-                if self.step_ns > 0 else f"at most {ms(self.gain_ns)} ({self.gain_basis})")
+        word = "at most" if self.gain_is_bound else "about"
+        return (f"{word} {ms(self.gain_ns)} per step ({self.gain_basis}): up to {self.speedup():.2f}x"
+                if self.step_ns > 0 else f"{word} {ms(self.gain_ns)} ({self.gain_basis})")
 
 
 def evidence(view: str, row: str = "", label: str = "", timeline_name: str = "", ts_ns: int = -1,

@@ -9,7 +9,7 @@ import numpy as np
 from ..summary import has_device_work
 from . import thresholds as th
 from .engine import RuleInput, rule
-from .events import top_level_ops
+from .events import host_ranges, top_level_ops
 from .finding import Finding, evidence, ms
 
 # (id, title, regex over the space-joined short names of top-level operators, torch change, torch_npu change)
@@ -17,7 +17,7 @@ PATTERNS = [
     ("rms_norm", "RMSNorm written out in operators", r"pow mean add rsqrt mul(?: mul)?",
      "torch.nn.functional.rms_norm / torch.nn.RMSNorm (torch >= 2.4), or torch.compile the norm",
      "torch_npu.npu_rms_norm(x, weight, epsilon)"),
-    ("rotary", "Rotary embedding written out in operators", r"neg cat mul add",
+    ("rotary", "Rotary embedding written out in operators", r"neg(?: slice| select| narrow)* cat mul add",
      "torch.compile the rotary function (or a fused rotary kernel such as flash-attn's apply_rotary_emb)",
      "torch_npu.npu_rotary_mul(x, cos, sin)"),
     ("swiglu", "SwiGLU written out in operators", r"silu mul",
@@ -84,18 +84,18 @@ def fusable_ops(inp: RuleInput):
 
 @rule("unfused_optimizer", "time")
 def unfused_optimizer(inp: RuleInput):
-    steps = [o for o in inp.digest.ops_by_name if _OPTIMIZER_RE.match(o.name)]
-    if not steps or any(_FUSED_KERNEL_RE.search(o.name) for o in inp.digest.ops_by_name):
+    ranges = host_ranges(inp, _OPTIMIZER_RE)
+    if not ranges or host_ranges(inp, _FUSED_KERNEL_RE):
         return None
-    top = max(steps, key=lambda o: o.host_total_ns)
-    kind = _OPTIMIZER_RE.match(top.name).group(1)
-    per_step = top.host_total_ns // inp.steps
+    name, (calls, total) = max(ranges.items(), key=lambda kv: kv[1][1])
+    kind = _OPTIMIZER_RE.match(name).group(1)
+    per_step = total // inp.steps
     return Finding(
         "", "", "info", f"The {kind} optimizer runs unfused",
-        f"{top.name} runs {top.calls} times, {ms(per_step)} of host time per step, with no fused optimizer kernel.",
+        f"{name} runs {calls} times, {ms(per_step)} of host time per step, with no fused optimizer kernel.",
         why="An unfused optimizer launches several small kernels per parameter tensor.",
         change_torch=f"torch.optim.{kind}(..., fused=True) (or foreach=True where fused is not offered)",
         change_npu=f"{FUSED_OPTIMIZERS_NPU.get(kind, 'the torch_npu.optim.NpuFused* optimizer of the same kind')}",
         gain_ns=per_step, gain_basis="the optimizer step's host time per step", value=per_step,
         figures={"optimizer_ns_per_step": per_step},
-        evidence=[evidence("operators", top.name, top.name, timeline_name=top.name)])
+        evidence=[evidence("operators", name, name, timeline_name=name)])

@@ -59,7 +59,7 @@ def needs_device(inp: RuleInput):
 
 @rule("needs_shapes", "profiling")
 def needs_shapes(inp: RuleInput):
-    if inp.digest.ops_by_shape or not inp.digest.ops_by_name:
+    if any(o.input_shapes for o in inp.digest.ops_by_shape) or not inp.digest.ops_by_name:
         return None
     return Finding("", "", "info", "No input shapes: matmul / conv shapes cannot be judged",
                    "The operators carry no input shapes.", needs="profile with record_shapes=True")

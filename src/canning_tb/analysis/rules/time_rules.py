@@ -172,7 +172,7 @@ def host_bound(inp: RuleInput):
 def dominant_op(inp: RuleInput):
     top = slowest_op(inp.digest)
     # a collective on top is the communication rules' finding, not an operator to make faster
-    if top is None or top["share"] <= th.DOMINANT_SHARE or collective_kind(top["name"]):
+    if top is None or top["share"] <= th.DOMINANT_SHARE or collective_kind(top["name"]) != "Other":
         return None
     column = "Device Self Duration" if top["metric"] == "device_self_ns" else "Host Self Duration"
     per_step = top["ns"] // inp.steps
