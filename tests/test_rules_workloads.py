@@ -30,7 +30,7 @@ def test_dataloader_fires_with_the_overview_figure_and_its_gain_is_measured(load
     digest, raw = loader_runs["slow"]
     hit = hits(digest)["dataloader_share"]
     share = window_figures(digest)["dataloader_share"]  # the number the Overview shows
-    assert f"{100 * share:.1f} % of the average step (DataLoader)" in hit.seen
+    assert f"{100 * share:.1f}% of the average step (DataLoader)" in hit.seen
     # independent: the DataLoader ranges of the raw trace over the ProfilerStep ranges
     dl = sum(e["dur"] for e in raw if e.get("ph") == "X" and e["name"].startswith("enumerate(DataLoader)"))
     steps = sum(e["dur"] for e in raw if e.get("ph") == "X" and e["name"].startswith("ProfilerStep#"))
@@ -108,7 +108,7 @@ def test_dominant_operator_names_the_matmul(matmul_runs):
     digest, raw = matmul_runs["unaligned"]
     hit = hits(digest)["dominant_op"]
     top = window_figures(digest)["slowest_op"]
-    assert hit.title.startswith(top["name"]) and f"{100 * top['share']:.1f} %" in hit.seen
+    assert hit.title.startswith(top["name"]) and f"{100 * top['share']:.1f}%" in hit.seen
     assert "mm" in top["name"] or "linear" in top["name"]
 
 

@@ -201,5 +201,5 @@ def ranks_report(digests: list) -> str:
         s.rows.append([x["metric"], round(x["ratio"], 4), "yes" if x["flagged"] else "no", int(x["slowest_rank"])])
     from .rules import cluster_hits
     from .rules.text import suggestions_text
-    return str(t) + "\n\n" + str(s) + "\n\n" + suggestions_text(cluster_hits(r)).replace(
+    return str(t) + "\n\n" + str(s) + "\n\n" + suggestions_text(cluster_hits(r, digests)).replace(
         "Optimization Suggestions:", "Optimization Suggestions (across ranks):", 1)

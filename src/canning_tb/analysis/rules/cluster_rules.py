@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .. import digest_pb2 as pb
 from . import thresholds as th
+from .comm_rules import is_p2p
 from .finding import Finding, evidence, ms, pct, rank_key, to_hit
 
 
@@ -84,10 +85,23 @@ def slow_link(analysis: dict) -> list[Finding]:
     return found
 
 
-def stage_imbalance(analysis: dict) -> list[Finding]:
+def _p2p_ns(analysis: dict, digests) -> dict[int, int]:
+    """{rank: time in pipeline send / receive per step}: the analysis' p2p wait where it has one,
+    else the rank's own send / receive time (its window's communication rows)."""
+    from ..cluster import rank_ids  # cluster imports the thresholds of this package
+    out = {r["rank"]: r.get("p2p_wait_ns", 0) for r in analysis.get("ranks", [])}
+    for rank, digest in zip(rank_ids(list(digests)), digests):
+        steps = max(len(digest.average_steps) or len(digest.steps), 1)
+        own = sum(c.total_ns for c in digest.communication.collectives if is_p2p(c.kind, c.comm_type)) // steps
+        out[rank] = out.get(rank, 0) or own
+    return out
+
+
+def stage_imbalance(analysis: dict, digests=()) -> list[Finding]:
     """Pipeline stages (ranks that wait in send / receive) with unequal computing."""
     ranks = analysis.get("ranks", [])
-    waiting = [r for r in ranks if r.get("p2p_wait_ns", 0) > 0]
+    p2p = _p2p_ns(analysis, digests)
+    waiting = [r for r in ranks if p2p.get(r["rank"], 0) > 0]
     if len(ranks) < 2 or not waiting:
         return []
     computing = {r["rank"]: r["computing_ns"] for r in ranks}
@@ -96,7 +110,7 @@ def stage_imbalance(analysis: dict) -> list[Finding]:
         return []
     slow = max(computing, key=computing.get)
     mean = sum(computing.values()) / len(computing)
-    waits = ", ".join(f"rank {r['rank']} {ms(r['p2p_wait_ns'])}" for r in waiting)
+    waits = ", ".join(f"rank {r['rank']} {ms(p2p[r['rank']])}" for r in waiting)
     return [Finding(
         "stage_imbalance", "communication", "warning", f"Pipeline stages are unbalanced (rank {slow} is slowest)",
         f"Computing per step differs across the pipeline's ranks by (max - min) / mean = {pct(ratio)} "
@@ -110,9 +124,10 @@ def stage_imbalance(analysis: dict) -> list[Finding]:
         evidence=[evidence("ranks", str(slow), f"rank {slow} computing", rank=slow)])]
 
 
-def cluster_hits(analysis: dict) -> list[pb.RuleHit]:
-    """The cross-rank findings of one window position, ranked by estimated gain."""
-    found = slow_rank(analysis) + slow_link(analysis) + stage_imbalance(analysis)
+def cluster_hits(analysis: dict, digests=()) -> list[pb.RuleHit]:
+    """The cross-rank findings of one window position (`digests`: its windows, in the order
+    analyse_ranks was given them), ranked by estimated gain."""
+    found = slow_rank(analysis) + slow_link(analysis) + stage_imbalance(analysis, digests)
     for f in found:
         f.device = "cluster"
     return sorted((to_hit(f) for f in found), key=rank_key)

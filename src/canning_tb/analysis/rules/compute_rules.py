@@ -42,7 +42,7 @@ def tensor_cores_unused(inp: RuleInput):
     if cc >= th.TF32_CC:
         how += "; or TF32 for fp32 matmuls: torch.backends.cuda.matmul.allow_tf32 = True (cudnn.allow_tf32 for conv)"
     else:
-        how += f" (this GPU, compute capability {cc:.1f}, has no TF32 nor bfloat16 Tensor Cores)"
+        how += f" (compute capability {cc:.1f}: fp16 Tensor Cores only)"
     per_step = cores.get(CORE_ELIGIBLE, 0) // inp.steps
     return Finding(
         "", "", "warning", "Tensor Cores are not used",

@@ -75,7 +75,7 @@ def rank_key(hit: pb.RuleHit) -> tuple:
 
 
 def pct(x: float) -> str:
-    return f"{100 * x:.1f} %"
+    return f"{100 * x:.1f}%"
 
 
 def ms(ns: float) -> str:

@@ -26,10 +26,6 @@ def _columns(inp: RuleInput, fields) -> str:
     return ", ".join(f"{CATEGORY_LABELS[f]} {pct(_share(inp, f))}" for f in fields)
 
 
-def _device_busy(inp: RuleInput) -> float:
-    return 1.0 - sum(_share(inp, f) for f in _NOT_DEVICE)
-
-
 @rule("dataloader_share", "time")
 def dataloader_share(inp: RuleInput):
     share = window_figures(inp.digest)["dataloader_share"]
@@ -52,21 +48,18 @@ def dataloader_share(inp: RuleInput):
 
 @rule("device_idle", "time")
 def device_idle(inp: RuleInput):
-    if not has_device_work(inp.digest) or inp.step_ns <= 0:
-        return None
-    idle = 1.0 - _device_busy(inp)
-    if idle <= th.DEVICE_IDLE_SHARE:
+    idle = window_figures(inp.digest)["device_idle_share"]  # the Overview's "Device idle" (docs/glossary.md)
+    if idle is None or idle <= th.DEVICE_IDLE_SHARE:
         return None
     a = inp.digest.average
     named = [f for f in _NOT_DEVICE if getattr(a, f) > 0]
-    gap = sum(getattr(a, f) for f in _NOT_DEVICE)
     return Finding(
         "", "", "warning", "The device has no work most of the step",
-        f"The device runs nothing in {pct(idle)} of the average step: {_columns(inp, named)}.",
+        f"Device idle {pct(idle)} of the average step; the step meanwhile: {_columns(inp, named)}.",
         why="A device that waits is throughput lost; the columns named say what the step does instead.",
         change_torch="remove the bottleneck the largest column names (see its own finding); with the device idle "
                      "and nothing else large, raise the batch size.",
-        gain_ns=gap, gain_basis="the time of the average step with no device work", value=idle,
+        gain_ns=int(idle * a.total_ns), gain_basis="the Device idle time of the average step", value=idle,
         figures={"device_idle_share": idle, **{f: getattr(a, f) for f in named}},
         evidence=[evidence("overview", CATEGORY_LABELS[f], f"Average step breakdown: {CATEGORY_LABELS[f]}")
                   for f in named])
@@ -84,9 +77,9 @@ def device_wait(inp: RuleInput):
     return Finding(
         "", "", "warning", "The host waits for the device (synchronisations)",
         f"Calls that block the host until the device is done take {pct(share)} of the average step "
-        f"(Device wait, {ms(a.device_wait_ns)})" + (f": {named}." if named else "."),
+        f"(Device wait), {ms(a.device_wait_ns)}" + (f": {named}." if named else "."),
         why="Each blocking call drains the device's queue: the host cannot launch ahead, so the device idles "
-            "while the host catches up after every call. This is not launch overhead: CUDA graphs would not help.",
+            "while the host catches up after every call. This is not launch overhead: capturing the step in a graph would not remove it.",
         change_torch="keep values on the device (accumulate the loss as a tensor, call .item() / .cpu() / .tolist() "
                      "every N steps); copy with .to('cpu', non_blocking=True) into pin_memory() buffers; drop "
                      "torch.cuda.synchronize() from the loop; avoid freeing and reallocating device memory each step.",
@@ -151,7 +144,7 @@ def host_bound(inp: RuleInput):
     if not has_device_work(inp.digest) or inp.step_ns <= 0:
         return None
     host = _share(inp, "host_ns") + _share(inp, "runtime_ns")
-    if host <= th.HOST_SHARE or 1.0 - _device_busy(inp) <= th.DEVICE_IDLE_SHARE:
+    if host <= th.HOST_SHARE or (window_figures(inp.digest)["device_idle_share"] or 0.0) <= th.DEVICE_IDLE_SHARE:
         return None
     a = inp.digest.average
     return Finding(
