@@ -43,6 +43,20 @@ def overview_impl(store, run: str, worker: str, window: str) -> dict:
             "rule_hits": [to_plain(r) for r in digest.rule_hits], "figures": window_figures(digest)}
 
 
+def suggestions_impl(store, run: str, worker: str, window: str) -> dict:
+    """The window's findings (analysis/rules), in the digest's order (ranked by estimated gain),
+    their timeline evidence relative to the window start."""
+    digest = window_digest(store, run, worker, window)
+    t0 = digest.window.start_ns
+    findings = []
+    for hit in digest.rule_hits:
+        finding = to_plain(hit)
+        for item in finding["evidence"]:
+            item["ts_ns"] = relative(item["ts_ns"], t0)
+        findings.append(finding)
+    return {**_head(store, run, worker, window, digest), "findings": findings}
+
+
 def operators_impl(store, run: str, worker: str, window: str, group_by: str = "name") -> dict:
     if group_by not in GROUPS:
         raise RouteError(400, f"group_by must be one of {', '.join(GROUPS)}, not {group_by!r}")
