@@ -52,3 +52,6 @@ MEMORY_CALLS_NS = 10_000_000  # ma: aclrtMalloc / aclrtFree / cudaMalloc / cudaF
 # -- profiling itself ----------------------------------------------------------------------------
 STACK_EVENTS_SHARE = 0.50  # ours: python_function events above half of all events (with_stack)
 VIEWER_EVENTS = 1_000_000  # catapult crashes around 1 M events (google/trace-viewer#298)
+# -- schedule (msprof-analyze advisor's "schedule" checks, and torch-tb-profiler's backend check) --
+SYNC_BATCHNORM_CALLS = 20  # ma: SyncBatchNorm operators in the window, at least
+GC_NS = 1_000_000  # ma: a garbage-collection pause above 1 ms (torch_npu records them with gc_detect_threshold)

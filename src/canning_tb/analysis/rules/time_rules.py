@@ -102,7 +102,8 @@ def sync_calls_rule(inp: RuleInput):
     on_device = has_device_work(inp.digest)
     per_step = sum(c["calls"] for c in calls) / inp.steps
     host_ns = sum(c["ns"] for c in calls) // inp.steps
-    names = ", ".join(f"{c['op']} ({c['calls'] / inp.steps:.1f} per step)" for c in calls[:4])
+    names = ", ".join(f"{c['name'] + ' under ' if c['name'] != c['op'] else ''}{c['op']} "
+                      f"({c['calls'] / inp.steps:.1f} per step)" for c in calls[:4])
     return Finding(
         "", "", "info", "Synchronising calls in every step",
         f"{per_step:.1f} calls per step that make the host wait for the device's result: {names}."
