@@ -23,26 +23,26 @@ def _port() -> int:
         return s.getsockname()[1]
 
 
-def _run(tmp: Path, mode: str):
+def _run(tmp: Path, modes: list[str]) -> dict:
+    """{mode: (digests by rank, raw events by rank)} of one 2-process run profiling each mode."""
     pytest.importorskip("torch.distributed")
-    out = tmp / mode
-    out.mkdir()
     port = _port()
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    procs = [subprocess.Popen([sys.executable, str(SCRIPT), str(rank), str(port), str(out), mode], env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for rank in (0, 1)]
-    logs = [p.communicate(timeout=120)[0] for p in procs]
+    procs = [subprocess.Popen([sys.executable, str(SCRIPT), str(rank), str(port), str(tmp), ",".join(modes)],
+                              env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for rank in (0, 1)]
+    logs = [p.communicate(timeout=180)[0] for p in procs]
     assert [p.returncode for p in procs] == [0, 0], logs
-    paths = [out / f"rank{rank}.pt.trace.json" for rank in (0, 1)]
-    digests = [build_digest(read_kineto(str(p))) for p in paths]
-    raws = [json.loads(p.read_text())["traceEvents"] for p in paths]
-    return digests, raws
+    out = {}
+    for mode in modes:
+        paths = [tmp / f"{mode}.rank{rank}.pt.trace.json" for rank in (0, 1)]
+        out[mode] = ([build_digest(read_kineto(str(p))) for p in paths],
+                     [json.loads(p.read_text())["traceEvents"] for p in paths])
+    return out
 
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("dist")
-    return {mode: _run(tmp, mode) for mode in ("slow_rank", "pipeline")}
+    return _run(tmp_path_factory.mktemp("dist"), ["slow_rank", "pipeline"])
 
 
 def _mean_step_ms(raw) -> float:

@@ -113,8 +113,10 @@ def sync_calls_rule(inp: RuleInput):
         change_torch="keep the value on the device and read it every N steps; for copies use "
                      ".to('cpu', non_blocking=True) into a pin_memory() buffer.",
         change_npu="the same; leave ASCEND_LAUNCH_BLOCKING unset.",
-        gain_ns=host_ns, gain_basis="the host time of these calls per step here" +
-        ("" if on_device else "; on a device the stall they cause is larger"),
+        # on a device only the Device wait (device idle while the host is blocked) is lost time
+        gain_ns=inp.digest.average.device_wait_ns if on_device else host_ns,
+        gain_basis="the Device wait of the average step" if on_device else
+        "the host time of these calls per step here; on a device the stall they cause is larger",
         value=per_step, figures={"sync_calls_per_step": per_step},
         evidence=[evidence("operators", c["op"], f"{c['op']}: {c['calls']} calls", timeline_name=c["op"])
                   for c in calls[:3]])

@@ -63,14 +63,25 @@ function findingsList(store: AppStore, hits: RuleHit[], id: string): HTMLElement
   return h("ol", { class: "suggestions findings", id }, ...hits.map((hit, i) => finding(store, hit, `${id}-${i}`)));
 }
 
+const CLUSTER_POLL_MS = 1000;
+
+/** The cross-rank findings of this window position, asked again while the ranks are being digested (202). */
 async function crossRank(host: ViewHost, into: HTMLElement): Promise<void> {
   if ((host.run?.workers.length ?? 0) < 2) return;
+  const section = card("Across ranks (this window position)", h("p", { class: "muted", id: "sg-ranks-loading", text: "Digesting the other ranks…" }));
+  into.append(section);
   try {
-    const data = await getJSON<ClusterResponse & { loading?: boolean }>("cluster", windowParams(host.sel), host.signal);
-    if (host.signal.aborted || data.loading || !data.findings) return;
-    into.append(card("Across ranks (this window position)", data.findings.length ? findingsList(host.store, data.findings, "sg-ranks") : h("p", { class: "muted", text: "No cross-rank problem found." })));
-  } catch {
-    // the cross-rank part is optional: the Ranks view shows its own error
+    for (;;) {
+      const data = await getJSON<ClusterResponse & { loading?: boolean }>("cluster", windowParams(host.sel), host.signal);
+      if (host.signal.aborted) return;
+      if (!data.loading) {
+        section.lastElementChild?.replaceWith(data.findings.length ? findingsList(host.store, data.findings, "sg-ranks") : h("p", { class: "muted", id: "sg-ranks-none", text: "No cross-rank problem found." }));
+        return;
+      }
+      await new Promise((resolve) => setTimeout(resolve, CLUSTER_POLL_MS));
+    }
+  } catch (err) {
+    if (!host.signal.aborted) section.lastElementChild?.replaceWith(h("p", { class: "muted", text: `Across ranks: ${(err as Error).message}` }));
   }
 }
 
