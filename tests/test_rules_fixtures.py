@@ -141,3 +141,13 @@ def test_every_threshold_and_rule_is_documented():
                                               "fusable_attention", "slow_rank_computing", "slow_link",
                                               "stage_imbalance"}
     assert not [r for r in sorted(rule_ids) if f"`{r}`" not in doc]
+
+
+def test_dominant_kernel_family_on_the_resnet(resnet):
+    digest, raw = resnet
+    hit = hits(digest)["dominant_kernel_family"]
+    # independent: cuDNN's convolution kernels (fprop implicit gemm, dgrad, wgrad, winograd) of the raw trace
+    kernels = [e for e in raw if e.get("ph") == "X" and e.get("cat") == "Kernel"]
+    conv = sum(e["dur"] for e in kernels if re.search(r"conv|dgrad|wgrad|winograd|implicit_gemm|scudnn", e["name"], re.I))
+    assert hit.title.startswith("convolution") and conv / sum(e["dur"] for e in kernels) > 0.3
+    assert "channels_last" in hit.change_torch

@@ -129,6 +129,17 @@ def test_written_out_operators_name_the_fused_api(block_runs, rule, api_npu):
     assert rule not in hits(block_runs["fused"][0])
 
 
+def test_with_stack_inflating_the_trace(tmp_path, block_runs):
+    digest, raw = profiled(tmp_path, "stack", llama_block_step(fused=False, layers=2), with_stack=True)
+    hit = hits(digest)["trace_inflated"]
+    # independent: the python_function events of the raw file over all its events with a duration
+    events = [e for e in raw if e.get("ph") == "X"]
+    share = sum(e.get("cat") == "python_function" for e in events) / len(events)
+    assert hit.figures["python_function_share"] == pytest.approx(share, abs=0.02)
+    assert "with_stack=False" in hit.change_torch
+    assert "trace_inflated" not in hits(block_runs["unfused"][0])  # the same workload without with_stack
+
+
 def test_unfused_optimizer(block_runs):
     hit = hits(block_runs["unfused"][0])["unfused_optimizer"]
     assert "fused=True" in hit.change_torch and "NpuFusedSGD" in hit.change_npu

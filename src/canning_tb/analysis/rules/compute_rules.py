@@ -6,6 +6,7 @@ import json
 import re
 
 from ..kernels import CORE_ELIGIBLE, CORE_TENSOR
+from ..names import name_map
 from ..summary import has_device_work
 from . import thresholds as th
 from .engine import RuleInput, rule
@@ -77,11 +78,8 @@ def matmul_alignment(inp: RuleInput):
     mm_time = sum(getattr(o, metric) for o in d.ops_by_name if MATMUL_RE.match(o.name))
     if total <= 0 or mm_time / total <= th.MATMUL_SHARE:
         return None
-    if not mm:
-        return Finding("", "", "info", "Matmul shapes cannot be judged",
-                       f"Matmul / convolution operators take {pct(mm_time / total)} of the operators' self time, but "
-                       f"the window has no input shapes.", needs="profile with record_shapes=True",
-                       value=mm_time / total)
+    if not mm:  # no shapes: needs_shapes says which setting enables this rule
+        return None
     label = inp.device_label()
     npu = label.startswith("npu")
     align = th.CUBE_ALIGN_ELEMENTS if npu else th.ALIGN_ELEMENTS
@@ -110,6 +108,47 @@ def matmul_alignment(inp: RuleInput):
         gain_ns=-1, gain_basis=f"at most the matmul time, {ms(mm_time // inp.steps)} per step",
         value=share, figures={"matmul_share": mm_time / total, "unaligned_call_share": share, "align": align},
         evidence=[evidence("operators", o.name, f"{o.name} {o.input_shapes}", timeline_name=o.name) for o in bad[:3]])
+
+
+# what to do about a family of kernels that dominates the device time
+FAMILY_ADVICE = {
+    "matmul": ("lower precision (torch.autocast float16 / bfloat16; TF32 from compute capability 8.0) and "
+               "dimensions that are multiples of 8", "torch.autocast('npu', ...) and dimensions that are multiples of 16"),
+    "convolution": ("channels_last memory format (model.to(memory_format=torch.channels_last)), "
+                    "torch.backends.cudnn.benchmark = True, autocast", "autocast; keep the NC1HWC0 format (no TransData)"),
+    "attention": ("torch.nn.functional.scaled_dot_product_attention with a flash / memory-efficient kernel",
+                  "torch_npu.npu_fusion_attention"),
+    "copy / layout": ("fewer copies: avoid .contiguous() / .to() in the loop, keep one memory format",
+                      "avoid TransData / Cast: torch_npu.npu.config.allow_internal_format, consistent dtypes"),
+}
+_FUSE = ("fuse the small operators (torch.compile)", "the torch_npu.npu_* fused operators, graph mode")
+
+
+@rule("dominant_kernel_family", "compute")
+def dominant_kernel_family(inp: RuleInput):
+    kernels = [k for k in inp.digest.kernels_by_name if not k.communication and k.total_ns > 0]
+    total = sum(k.total_ns for k in kernels)
+    if total <= 0:
+        return None
+    names = name_map()
+    by_family: dict = {}
+    for k in kernels:
+        family = names.family(k.name)
+        by_family.setdefault(family, []).append(k)
+    family, members = max(by_family.items(), key=lambda kv: sum(k.total_ns for k in kv[1]))
+    share = sum(k.total_ns for k in members) / total
+    if share <= th.DOMINANT_SHARE or family in ("other", "communication"):
+        return None
+    torch_advice, npu_advice = FAMILY_ADVICE.get(family, _FUSE)
+    top = max(members, key=lambda k: k.total_ns)
+    return Finding(
+        "", "", "info", f"{family} kernels dominate the device time",
+        f"{family} kernels take {pct(share)} of the kernel time ({len(members)} kernels; largest {top.name}).",
+        why="The device time is as short as this family's kernels can be made.",
+        change_torch=torch_advice, change_npu=npu_advice,
+        gain_basis=f"depends on their efficiency; at most {ms(sum(k.total_ns for k in members) // inp.steps)} per step",
+        value=share, figures={"family_share": share},
+        evidence=[evidence("kernels", top.name, top.name, timeline_name=top.name)])
 
 
 @rule("tiny_kernels", "compute")

@@ -50,7 +50,7 @@ FRAGMENTATION_RATIO = 1.5  # ours: peak reserved above 1.5 x peak allocated ...
 FRAGMENTATION_MIN_BYTES = 256 * 2 ** 20  # ... and at least 256 MiB more
 MEMORY_CALLS_NS = 10_000_000  # ma: aclrtMalloc / aclrtFree / cudaMalloc / cudaFree host time in the window, above
 # -- profiling itself ----------------------------------------------------------------------------
-STACK_EVENTS_SHARE = 0.50  # ours: python_function events above half of all events (with_stack)
+STACK_EVENTS_SHARE = 0.25  # ours: python_function events above a quarter of all events (with_stack)
 VIEWER_EVENTS = 1_000_000  # catapult crashes around 1 M events (google/trace-viewer#298)
 # -- schedule (msprof-analyze advisor's "schedule" checks, and torch-tb-profiler's backend check) --
 SYNC_BATCHNORM_CALLS = 20  # ma: SyncBatchNorm operators in the window, at least
