@@ -15,6 +15,7 @@ from canning_tb.analysis.rules import cluster_hits
 from canning_tb.ingest.kineto import read_kineto
 
 SCRIPT = Path(__file__).resolve().parent / "_rules_dist.py"
+pytestmark = pytest.mark.slow  # two real processes per run (as tests/test_handler_ddp.py)
 
 
 def _port() -> int:

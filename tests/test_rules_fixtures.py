@@ -2,10 +2,12 @@
 data), one set of findings behind every output, and the thresholds as docs/rules.md lists them."""
 import gzip
 import json
+import os
 import re
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -17,7 +19,8 @@ from canning_tb.ingest.ascend import read_ascend
 from canning_tb.ingest.kineto import read_kineto
 
 RESNET = ("kineto", "resnet50_v100", "worker0.1623143089861.pt.trace.json.gz")
-PEERS_BIN = REPO / ".venv-peers" / "bin"
+# CANNING_PEERS_PYTHON: the peers' interpreter, as tests/test_peer_oracles.py reads it
+PEERS_BIN = Path(os.environ.get("CANNING_PEERS_PYTHON", REPO / ".venv-peers" / "bin" / "python")).parent
 
 
 def hits(digest):
@@ -76,6 +79,7 @@ def ascend_rank0():
     return build_digest(read_ascend(str(fixture_path("ascend", "level1", "rank0_ascend_pt"))))
 
 
+@pytest.mark.slow  # a peer tool run (~20 s)
 def test_affinity_apis_of_the_advisor_are_found(advisor, ascend_rank0):
     apis = set(re.findall(r"torch_npu\.optim\.\w+", advisor))
     assert apis, "the advisor names no affinity API on this data"
@@ -83,6 +87,7 @@ def test_affinity_apis_of_the_advisor_are_found(advisor, ascend_rank0):
     assert all(api in ours for api in apis), (apis, ours)
 
 
+@pytest.mark.slow  # a peer tool run (~20 s)
 def test_unaligned_communication_of_the_advisor_is_found(advisor, ascend_rank0):
     section = advisor[advisor.index("Byte Alignment"):]
     theirs = set(re.findall(r"hcom_\w+", section[:2000]))
@@ -91,6 +96,7 @@ def test_unaligned_communication_of_the_advisor_is_found(advisor, ascend_rank0):
     assert set(re.findall(r"hcom_\w+", hit.seen)) == theirs
 
 
+@pytest.mark.slow  # a peer tool run (~20 s)
 def test_dynamic_shape_of_the_advisor_gets_the_same_advice(advisor, ascend_rank0):
     assert "Dynamic Shape" in advisor and "jit_compile=False" in advisor
     assert "jit_compile=False" in hits(ascend_rank0)["compilation"].change_npu
@@ -151,3 +157,28 @@ def test_dominant_kernel_family_on_the_resnet(resnet):
     conv = sum(e["dur"] for e in kernels if re.search(r"conv|dgrad|wgrad|winograd|implicit_gemm|scudnn", e["name"], re.I))
     assert hit.title.startswith("convolution") and conv / sum(e["dur"] for e in kernels) > 0.3
     assert "channels_last" in hit.change_torch
+
+
+def test_cross_rank_findings_in_the_cli(tmp_path):
+    """canning-prof --mode=view (JSON and text) carries the cross-rank findings of the Ascend
+    2-rank fixture: msprof-analyze's slow-rank rule, (max - min) / mean of each rank's figure."""
+    src = fixture_path("ascend", "level1")
+    run = subprocess.run([sys.executable, "-m", "canning_tb.cli.main", "--mode=view", f"--input={src}",
+                          "--format=json"], capture_output=True, text=True, timeout=180)
+    assert run.returncode == 0, run.stderr
+    (group,) = json.loads(run.stdout)["ranks"]
+    found = {f["rule"]: f for f in group["findings"]}
+    # independent: the communication (not overlapped) of each rank as CANN wrote it in step_trace_time.csv
+    import csv
+    comm = []
+    for rank in (0, 1):
+        with open(src / f"rank{rank}_ascend_pt" / "ASCEND_PROFILER_OUTPUT" / "step_trace_time.csv") as f:
+            (row,) = list(csv.DictReader(f))
+        comm.append(float(row["Communication(Not Overlapped)"]))
+    ratio = (max(comm) - min(comm)) / (sum(comm) / 2)
+    assert ratio > thresholds.SLOW_RANK_RATIO
+    hit = found["slow_rank_communication"]
+    assert hit["figures"]["ratio"] == pytest.approx(ratio, rel=1e-3)
+    text = subprocess.run([sys.executable, "-m", "canning_tb.cli.main", "--mode=view", f"--input={src}"],
+                          capture_output=True, text=True, timeout=180).stdout
+    assert "Optimization Suggestions (across ranks):\n1. " in text and hit["title"] in text

@@ -48,16 +48,25 @@ def rank_groups(results) -> list[tuple[str, int, list]]:
     return groups
 
 
+def _ranks_json(run: str, position: int, digests: list) -> dict:
+    """The cross-rank analysis of one window position and its findings (analysis/rules)."""
+    from canning_tb.analysis.cluster import analyse_ranks
+    from canning_tb.analysis.rules import cluster_hits
+    from canning_tb.analysis.rules.text import findings_json
+    analysis = analyse_ranks(digests)
+    return {"run": run, "window_index": position, "analysis": analysis,
+            "findings": findings_json(cluster_hits(analysis, digests))}
+
+
 def view(args) -> int:
     results = digest_all(targets_for(args.input, args.cache_dir))
     groups = rank_groups(results)
     if args.format == "json":
-        from canning_tb.analysis.cluster import analyse_ranks
         dump_json({"schema": JSON_SCHEMA, "input": args.input, "windows": [
             {"run": t.run, "worker": t.worker, "window": t.window.id, "label": t.window.label,
              "format": t.window.format, "error": err, "digest": to_plain(d) if d is not None else None}
             for t, d, err in results],
-            "ranks": [{"run": run, "window_index": i, "analysis": analyse_ranks(ds)} for run, i, ds in groups]})
+            "ranks": [_ranks_json(run, i, ds) for run, i, ds in groups]})
     else:
         from canning_tb.analysis import report
         out = sys.stdout
