@@ -10,7 +10,9 @@
   within their communicator and kind, in their sequence: transfer_j = the shortest duration of
   the j-th call among the ranks, wait_j = duration - transfer_j; per step: the merged intervals
   clipped to the step, so wait + transfer <= communication <= step). A row's wait_ns /
-  p2p_wait_ns / transfer_ns are per mean step like its step_ns, `per_step` gives each step.
+  p2p_wait_ns / transfer_ns / communication_total_ns are per mean step like its step_ns,
+  `window_*` their sums over the steps, and `per_step` each step (with the step's compute /
+  overlapped / communication / other from the trace's breakdown, for the step selector).
   Keys whose call counts differ between ranks are matched on the first min(count) calls and
   listed in `unmatched`.
 - collectives: per (kind, group) totals over all ranks (calls, time, bytes, and wait / transfer
@@ -72,6 +74,7 @@ def analyse_ranks(digests: list) -> dict:
     splits = call_splits(digests)
     for rank, digest, split in zip(ranks, digests, splits):
         per[rank].update(rank_figures(digest, split))
+        _step_breakdowns(per[rank]["per_step"], digest, on_host)
     calls, sizes = _calls_by_key(ranks, digests)
     collectives, unmatched = _match_calls(calls, sizes, collective_sums(digests, splits), ranks)
     matrix, source = _matrix(digests, sizes)
@@ -105,6 +108,16 @@ def _rank_breakdown(rank: int, digest: pb.Digest, on_host: bool) -> dict:
     return {"rank": rank, "steps": len(digest.steps), "step_ns": mean.total_ns, "compute_ns": comp, "overlapped_ns": ov,
             "communication_ns": comm, "other_ns": rest, "computing_ns": comp + ov, "free_ns": rest,
             "source": "trace"}
+
+
+def _step_breakdowns(rows: list[dict], digest: pb.Digest, on_host: bool) -> None:
+    """Each `per_step` row gets its step's split as `_rank_breakdown` makes the mean step's (trace)."""
+    by_number = {s.number: s.breakdown for s in digest.steps}
+    for row in rows:
+        b = by_number[row["step"]]
+        comp = b.host_ns if on_host else b.compute_ns
+        row.update(step_ns=b.total_ns, compute_ns=comp, overlapped_ns=b.overlapped_ns, communication_ns=b.communication_ns,
+                   other_ns=max(b.total_ns - comp - b.overlapped_ns - b.communication_ns, 0))
 
 
 def _cann_breakdown(rank: int, digest: pb.Digest) -> dict:

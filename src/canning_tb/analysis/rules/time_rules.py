@@ -2,6 +2,7 @@
 overhead, synchronisations that stall the device, a dominant operator or kernel family."""
 from __future__ import annotations
 
+from .. import glossary
 from ..common import collective_kind
 from ..summary import has_device_work, slowest_op, window_figures
 from . import thresholds as th
@@ -9,10 +10,10 @@ from .engine import RuleInput, rule
 from .events import dataloader_name, sync_calls
 from .finding import Finding, evidence, ms, pct
 
-# breakdown field -> the column the overview's "Average step breakdown" shows it under
-CATEGORY_LABELS = {"compute_ns": "Compute", "overlapped_ns": "Overlapped", "communication_ns": "Communication",
-                   "memcpy_ns": "Memcpy", "memset_ns": "Memset", "device_wait_ns": "Device wait",
-                   "runtime_ns": "Runtime", "dataloader_ns": "DataLoader", "host_ns": "Host", "idle_ns": "Idle"}
+# breakdown field -> the name the views show it under (the glossary's label, docs/glossary.md)
+CATEGORY_LABELS = {f"{key}_ns": glossary.entries()[key]["label"] for key in (
+    "compute", "overlapped", "communication", "memcpy", "memset", "device_wait", "runtime", "dataloader", "host",
+    "idle")}
 _NOT_DEVICE = ("device_wait_ns", "runtime_ns", "dataloader_ns", "host_ns", "idle_ns")
 
 
@@ -55,7 +56,8 @@ def device_idle(inp: RuleInput):
     named = [f for f in _NOT_DEVICE if getattr(a, f) > 0]
     return Finding(
         "", "", "warning", "The device has no work most of the step",
-        f"Device idle {pct(idle)} of the average step; the step meanwhile: {_columns(inp, named)}.",
+        f"{glossary.entries()['device_idle_share']['label']} {pct(idle)} of the average step; the step "
+        f"meanwhile: {_columns(inp, named)}.",
         why="A device that waits is throughput lost; the columns named say what the step does instead.",
         change_torch="remove the bottleneck the largest column names (see its own finding); with the device idle "
                      "and nothing else large, raise the batch size.",
