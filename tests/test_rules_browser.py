@@ -70,6 +70,13 @@ def test_findings_in_order_with_their_parts_and_links(page, url, logdir, errors)
     expect(frame.locator("#canning-root")).to_have_attribute("data-state", "loaded", timeout=T)
     frame.locator(f"#sg-{opt}-tl-0").click()
     expect(frame.locator("#view")).to_have_attribute("data-view", "timeline")
+    # the Overview lists the same judged findings in the same order, and leads here
+    frame.locator("#tab-overview").click()
+    expect(frame.locator("#ov-suggestions > li")).to_have_count(len(judged), timeout=T)
+    for i, finding in enumerate(judged):
+        expect(frame.locator("#ov-suggestions > li").nth(i)).to_have_attribute("data-rule", finding["rule"])
+    frame.locator("#ov-all-suggestions").click()
+    expect(frame.locator("#view")).to_have_attribute("data-view", "suggestions")
     assert not errors, errors
 
 

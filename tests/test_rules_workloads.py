@@ -19,7 +19,7 @@ def loader_pair(tmp, attempt=0):
     out = {}
     for name, sleep_s in (("slow", SLEEP_S), ("clean", 0.0)):
         it = sleepy_loader(sleep_s)
-        model = linear_step(384, 384, 384)  # a few ms of compute: the clean loader stays far under 5 %
+        model = linear_step(768, 768, 512)  # ~10 ms of compute: the clean loader stays far under 5 %
         out[name] = profiled(tmp, f"{name}{attempt}", lambda: (next(it), model()))
     return out
 
