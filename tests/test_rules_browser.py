@@ -70,6 +70,7 @@ def test_findings_in_order_with_their_parts_and_links(page, url, logdir, errors)
     expect(frame.locator("#canning-root")).to_have_attribute("data-state", "loaded", timeout=T)
     frame.locator(f"#sg-{opt}-tl-0").click()
     expect(frame.locator("#view")).to_have_attribute("data-view", "timeline")
+    expect(frame.locator("#canning-root")).to_have_attribute("data-state", "loaded", timeout=T)
     # the Overview lists the same judged findings in the same order, and leads here
     frame.locator("#tab-overview").click()
     expect(frame.locator("#ov-suggestions > li")).to_have_count(len(judged), timeout=T)
