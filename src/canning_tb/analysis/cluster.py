@@ -60,8 +60,8 @@ import numpy as np
 from .cluster_spread import distributions, matrix_bins, rank_heatmap
 from .summary import has_device_work
 from .wait_transfer import call_splits, collective_sums, rank_figures
+from .rules.thresholds import SLOW_RANK_RATIO  # the one threshold, shared with the rules
 
-SLOW_RANK_RATIO = 0.05
 MATRIX_CELLS_LIMIT = 16384  # cells listed in `matrix` / `matrix_cells`; beyond, the largest (matrix_bins has all)
 RING_KINDS = ("AllReduce", "AllGather", "ReduceScatter", "AllToAll", "Broadcast", "Reduce", "Gather", "Scatter", "Send")
 ROW_FIELDS = ("step_ns", "compute_ns", "overlapped_ns", "communication_ns", "other_ns", "computing_ns", "free_ns")

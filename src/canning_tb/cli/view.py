@@ -77,13 +77,21 @@ def json_report(source: str, results, analyses, detailed: set) -> dict:
     and its whole digest when it is in `detailed`."""
     from canning_tb.analysis.summary import communication_figures, window_figures
     return {"schema": VIEW_SCHEMA, "input": source,
-            "ranks": [{"run": run, "window_index": i, "analysis": analysis} for run, i, _, analysis in analyses],
+            "ranks": [_ranks_json(run, i, members, analysis) for run, i, members, analysis in analyses],
             "windows": [{"run": t.run, "worker": t.worker, "window": t.window.id, "label": t.window.label,
                          "format": t.window.format, "error": err,
                          "figures": window_figures(d) if d is not None else None,
                          "communication": communication_figures(d) if d is not None else None,
                          "digest": to_plain(d) if d is not None and id(t) in detailed else None}
                         for t, d, err in results]}
+
+
+def _ranks_json(run: str, position: int, members: list, analysis: dict) -> dict:
+    """The cross-rank analysis of one window position and its findings (analysis/rules)."""
+    from canning_tb.analysis.rules import cluster_hits
+    from canning_tb.analysis.rules.text import findings_json
+    return {"run": run, "window_index": position, "analysis": analysis,
+            "findings": findings_json(cluster_hits(analysis, [d for _, d in members]))}
 
 
 def write_report(path: str, cache_dir: str | None = None) -> str:
