@@ -115,5 +115,5 @@ def build_digest(table: EventTable) -> pb.Digest:
     for m in d.memory:
         if m.peak_allocated_bytes >= 0:
             d.scalars[f"peak_memory_bytes/{m.device}"] = float(m.peak_allocated_bytes)
-    d.rule_hits.extend(rule_hits(d))
+    d.rule_hits.extend(rule_hits(d, ctx))
     return d

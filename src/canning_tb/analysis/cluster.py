@@ -1,7 +1,8 @@
 """Cross-rank analysis over the digests of one window of many ranks (never the traces), vectorised
 over ranks and calls with numpy: the digests are read once into flat arrays (one row per rank, one
 row per collective call of any rank), and every figure is a sort, a grouped reduction or a
-scatter over those arrays; Python loops only build the answer's rows.
+scatter over those arrays; Python loops only build the answer's rows. Wait and transfer per call
+and per step come from wait_transfer.py (their one definition), rank by rank.
 
 `analyse_ranks(digests) -> dict` (JSON-friendly, ints stay ints):
 
@@ -59,12 +60,12 @@ import numpy as np
 from .cluster_spread import distributions, matrix_bins, rank_heatmap
 from .summary import has_device_work
 from .wait_transfer import call_splits, collective_sums, rank_figures
+from .rules.thresholds import SLOW_RANK_RATIO  # the one threshold, shared with the rules
 
-SLOW_RANK_RATIO = 0.05
 MATRIX_CELLS_LIMIT = 16384  # cells listed in `matrix` / `matrix_cells`; beyond, the largest (matrix_bins has all)
 RING_KINDS = ("AllReduce", "AllGather", "ReduceScatter", "AllToAll", "Broadcast", "Reduce", "Gather", "Scatter", "Send")
 ROW_FIELDS = ("step_ns", "compute_ns", "overlapped_ns", "communication_ns", "other_ns", "computing_ns", "free_ns")
-WAIT_FIELDS = ("wait_ns", "p2p_wait_ns", "transfer_ns", "communication_total_ns")
+WAIT_FIELDS = ("wait_ns", "p2p_wait_ns", "transfer_ns", "communication_total_ns")  # wait_transfer.rank_figures
 
 
 def rank_ids(digests: list) -> list[int]:
@@ -82,16 +83,15 @@ def analyse_ranks(digests: list) -> dict:
     on_host = not any(has_device_work(d) for d in digests)
     cann = bool(digests) and all(len(d.cann_steps) for d in digests)
     cols = _cann_columns(digests) if cann else _trace_columns(digests, on_host)
-    splits = call_splits(digests)
-    figures = [rank_figures(d, s) for d, s in zip(digests, splits)]
-    for figure, digest in zip(figures, digests):
-        _step_breakdowns(figure["per_step"], digest, on_host)
-    cols.update({name: np.array([f[name] for f in figures], np.int64) for name in WAIT_FIELDS})
+    splits = call_splits(digests)  # wait / transfer of each call: wait_transfer.py, the one definition
+    figures = [rank_figures(d, split) for d, split in zip(digests, splits)]
+    for name in WAIT_FIELDS:
+        cols[name] = np.fromiter((f[name] for f in figures), np.int64, len(figures))
     calls = CallTable.of(ranks, digests)
     slots, collectives, unmatched = _match_calls(calls, ranks, collective_sums(digests, splits))
     cells, source = _matrix(digests, calls, slots)
     matrix = cells.rows(MATRIX_CELLS_LIMIT)
-    return {"ranks": _rank_rows(ranks, cols, digests, cann, figures), "collectives": collectives,
+    return {"ranks": _rank_rows(ranks, cols, digests, cann, figures, on_host), "collectives": collectives,
             "slow_ranks": _slow_ranks(ranks, cols), "groups": _groups(digests, calls, slots), "matrix": matrix,
             "matrix_cells": matrix_cells(matrix), "matrix_truncated": len(matrix) < len(cells.src),
             "matrix_bins": matrix_bins(ranks, cells), "unmatched": unmatched, "matrix_source": source,
@@ -131,18 +131,22 @@ def _cann_columns(digests: list) -> dict:
             "other_ns": free, "computing_ns": computing, "free_ns": free, "bubble_ns": _cann_mean(digests, "bubble_ns")}
 
 
-def _rank_rows(ranks: np.ndarray, cols: dict, digests: list, cann: bool, figures: list) -> list[dict]:
-    fields = ROW_FIELDS + (("cann_step_ns", "bubble_ns") if cann else ()) + WAIT_FIELDS
+def _rank_rows(ranks: np.ndarray, cols: dict, digests: list, cann: bool, figures: list, on_host: bool) -> list[dict]:
+    """The rows of `ranks`: the columns, and each rank's wait / transfer figures (wait_transfer.py:
+    mean step, window_* and per_step, whose steps get their breakdown here)."""
+    fields = ROW_FIELDS + (("cann_step_ns", "bubble_ns") if cann else ())
     lists = {name: cols[name].tolist() for name in fields}
-    steps = [len(d.steps) for d in digests]
     sources = [d.cann_steps[0].source for d in digests] if cann else ["trace"] * len(digests)
-    extra = [{k: v for k, v in f.items() if k.startswith("window_") or k == "per_step"} for f in figures]
-    return [{"rank": int(rank), "steps": steps[i], **{name: lists[name][i] for name in fields}, "source": sources[i],
-             **extra[i]} for i, rank in enumerate(ranks.tolist())]
+    rows = []
+    for i, rank in enumerate(ranks.tolist()):
+        _step_breakdowns(figures[i]["per_step"], digests[i], on_host)
+        rows.append({"rank": rank, "steps": len(digests[i].steps), **{name: lists[name][i] for name in fields},
+                     "source": sources[i], **figures[i]})
+    return rows
 
 
 def _step_breakdowns(rows: list[dict], digest, on_host: bool) -> None:
-    """Each `per_step` row gets its step's split as the mean step's trace columns make it."""
+    """Each `per_step` row gets its step's split as `_trace_columns` makes the mean step's (trace)."""
     by_number = {s.number: s.breakdown for s in digest.steps}
     for row in rows:
         b = by_number[row["step"]]
@@ -221,8 +225,9 @@ class Slots:
 
 
 def _match_calls(calls: CallTable, ranks: np.ndarray, sums: dict) -> tuple:
-    """Per (kind, group): calls, time, bytes, and each rank's wait / transfer summed over its calls
-    (wait_transfer.collective_sums, -1 unknown). Returns (slots, collectives, unmatched)."""
+    """Per (kind, group) over the ranks: calls, time, bytes, and wait / transfer summed over the calls
+    (`sums`: wait_transfer.collective_sums, by (rank index, kind, group); -1 where a rank's are unknown).
+    Returns (slots, collectives, unmatched)."""
     n_keys = len(calls.keys)
     slot_key, slot_rank = calls.key[calls.starts], calls.rank_index[calls.starts]
     counts = calls.slot_counts()
@@ -230,15 +235,15 @@ def _match_calls(calls: CallTable, ranks: np.ndarray, sums: dict) -> tuple:
     np.minimum.at(matched, slot_key, counts)
     most = np.zeros(n_keys, np.int64)
     np.maximum.at(most, slot_key, counts)
-    measured = np.ones(n_keys, bool)
-    np.logical_and.at(measured, calls.key, (calls.wait >= 0) & (calls.transit >= 0))
+    unmeasured = np.zeros(n_keys, bool)
+    np.logical_or.at(unmeasured, calls.key, (calls.wait < 0) | (calls.transit < 0))
     p2p = np.zeros(n_keys, bool)
     np.logical_or.at(p2p, calls.key, calls.p2p)
-    split = np.array([sums[(int(r),) + calls.keys[k]] for k, r in zip(slot_key.tolist(), slot_rank.tolist())],
+    split = np.array([sums[(i,) + calls.keys[k]] for i, k in zip(slot_rank.tolist(), slot_key.tolist())],
                      np.int64).reshape(-1, 2)
     slots = calls.slots(ranks, {"calls": counts, "total_ns": calls.slot_sum(calls.dur), "wait_ns": split[:, 0],
                                 "transfer_ns": split[:, 1], "bytes": calls.slot_sum(np.maximum(calls.size, 0))})
-    collectives = [_collective_row(calls, slots, k, int(matched[k]), bool(measured[k]), bool(p2p[k]))
+    collectives = [_collective_row(calls, slots, k, int(matched[k]), not unmeasured[k], bool(p2p[k]))
                    for k in range(n_keys)]
     collectives.sort(key=lambda c: (-c["total_ns"], c["kind"], c["group"]))
     unmatched = [{"kind": calls.keys[k][0], "group": calls.keys[k][1],
@@ -250,21 +255,24 @@ def _match_calls(calls: CallTable, ranks: np.ndarray, sums: dict) -> tuple:
 def _collective_row(calls: CallTable, slots: Slots, key: int, matched: int, measured: bool, p2p: bool) -> dict:
     members = slots.ranks_of(key)
     sums = {name: slots.of(key, name)[1] for name in ("calls", "total_ns", "wait_ns", "transfer_ns")}
-    known = min(sums["wait_ns"], default=-1) >= 0
-    if not known:
-        source = ""
-    elif measured:  # CANN measured each call's wait and transit on each rank
-        rank_index = np.searchsorted(calls.rank_order, members)
-        source = next((calls.sources[i] for i in rank_index.tolist() if calls.sources[i]), "") or "CANN"
-    else:
-        source = "matched calls"
+    known = all(w >= 0 for w in sums["wait_ns"])
     row = {"kind": calls.keys[key][0], "group": calls.keys[key][1], "comm_type": "p2p" if p2p else "collective",
            "ranks": len(members), "calls": sum(sums["calls"]), "matched_calls": matched,
            "total_ns": sum(sums["total_ns"]), "bytes": sum(slots.of(key, "bytes")[1]),
            "wait_ns": sum(sums["wait_ns"]) if known else -1, "transfer_ns": sum(sums["transfer_ns"]) if known else -1,
-           "wait_source": source}
+           "wait_source": _wait_source(calls, members, known, measured)}
     row["per_rank"] = {str(rank): {name: sums[name][i] for name in sums} for i, rank in enumerate(members.tolist())}
     return row
+
+
+def _wait_source(calls: CallTable, members: np.ndarray, known: bool, measured: bool) -> str:
+    """Where a collective's wait / transfer come from: CANN's file, the matched calls, or "" (unknown)."""
+    if not known:
+        return ""
+    if measured:  # CANN measured each call's wait and transit on each rank
+        rank_index = np.searchsorted(calls.rank_order, members)
+        return next((calls.sources[i] for i in rank_index.tolist() if calls.sources[i]), "") or "CANN"
+    return "matched calls"
 
 
 def _slow_ranks(ranks: np.ndarray, cols: dict) -> list[dict]:

@@ -1,6 +1,7 @@
 """How the ranks of one window spread: the views of cluster.analyse_ranks that fit thousands of ranks.
 
-- distributions: per metric of the rank rows (SPREAD_METRICS): min, quartiles, median, max, mean
+- distributions: per metric of the rank rows (SPREAD_METRICS), over the ranks where it is known
+  (not -1; a metric no rank knows is left out): min, quartiles, median, max, mean
   (numpy's linear percentiles), a histogram (HISTOGRAM_BINS equal bins from min to max), the TOP_K
   ranks with the largest and the smallest values (ties: the lower rank first), and the outliers.
 - outliers (a robust rule that a few slow ranks cannot hide, unlike the mean and standard
@@ -9,7 +10,8 @@
   modified z-score 0.6745 x deviation / MAD is beyond +-3.5 (Iglewicz and Hoaglin); `score` is
   null when MAD = 0 (most ranks equal: any rank 5 % away stands out). The OUTLIERS_SHOWN farthest
   from the median are listed, `outliers_total` counts them all; `side` is "high" or "low".
-- rank_heatmap: rank x metric, each value over the metric's median (null when the median is 0).
+- rank_heatmap: rank x metric, each value over the metric's median (null when the median is 0 or
+  the value unknown).
 - matrix_bins: the communication matrix with the ranks cut into at most MATRIX_BINS contiguous bins
   of `ranks_per_bin` ranks (in rank order, over the ranks of the view and of the matrix): bytes and
   time summed per (source bin, destination bin); with fewer ranks, one bin per rank.
@@ -28,9 +30,13 @@ MATRIX_BINS = 64
 
 
 def distributions(ranks: np.ndarray, cols: dict) -> list[dict]:
-    if not len(ranks):
-        return []
-    return [_distribution(metric, ranks, cols[metric].astype(np.float64)) for metric in SPREAD_METRICS]
+    """Per figure, over the ranks that have it (-1: unknown, e.g. wait without a matching call)."""
+    out = []
+    for metric in SPREAD_METRICS:
+        known = cols[metric] >= 0
+        if known.any():
+            out.append(_distribution(metric, ranks[known], cols[metric][known].astype(np.float64)))
+    return out
 
 
 def _distribution(metric: str, ranks: np.ndarray, values: np.ndarray) -> dict:
@@ -66,8 +72,10 @@ def rank_heatmap(ranks: np.ndarray, cols: dict) -> dict:
     ratios = []
     for metric in SPREAD_METRICS:
         values = cols[metric].astype(np.float64)
-        median = float(np.median(values)) if len(values) else 0.0
-        ratios.append([round(v, 4) for v in (values / median).tolist()] if median > 0 else [None] * len(values))
+        known = values >= 0
+        median = float(np.median(values[known])) if known.any() else 0.0
+        ratios.append([round(v / median, 4) if ok and median > 0 else None
+                       for v, ok in zip(values.tolist(), known.tolist())])
     return {"metrics": list(SPREAD_METRICS), "ranks": ranks.tolist(), "ratio_to_median": ratios}
 
 

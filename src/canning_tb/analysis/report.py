@@ -130,11 +130,29 @@ def communication_summary(digest: pb.Digest) -> Table:
     return t
 
 
-def suggestions(digest: pb.Digest) -> Table:
-    t = Table("Suggestions", ["Severity", "Suggestion"])
-    order = {"critical": 0, "warning": 1, "info": 2}
-    for h in sorted(digest.rule_hits, key=lambda h: (order.get(h.severity, 3), h.rule)):
-        t.rows.append([h.severity, f"{h.title}. {h.detail}"])
+@dataclass
+class Suggestions(Table):
+    """The findings (analysis/rules) as a table, printed as the profiling suite's
+    "Optimization Suggestions:" text; `to_dict()["findings"]` has every field for tools."""
+    hits: list = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        from .rules.text import findings_json
+        return {**super().to_dict(), "findings": findings_json(self.hits)}
+
+    def __str__(self) -> str:
+        from .rules.text import suggestions_text
+        return suggestions_text(self.hits)
+
+
+def suggestions(digest: pb.Digest, extra_hits=()) -> Suggestions:
+    """The window's findings (and `extra_hits`, e.g. the cross-rank ones), ranked by estimated gain."""
+    from .rules.finding import rank_key
+    hits = sorted([*digest.rule_hits, *extra_hits], key=rank_key)
+    t = Suggestions("Suggestions", ["Severity", "Suggestion", "Gain(ms/step)", "Speedup"], hits=hits)
+    for h in hits:
+        t.rows.append([h.severity, f"{h.title}. {h.detail}", _ms(h.gain_ns) if h.gain_ns >= 0 else None,
+                       round(h.speedup, 3) if h.speedup > 0 else None])
     if not t.rows:
         t.notes.append("No problem found by the rules.")
     return t
@@ -208,7 +226,10 @@ def ranks_report(digests: list, top: int | None = None, analysis: dict | None = 
     s = Table("Slow rank check: (max - min) / mean > 5 %", ["Metric", "Ratio", "Flagged", "Slowest rank"])
     for x in r["slow_ranks"]:
         s.rows.append([x["metric"], round(x["ratio"], 4), "yes" if x["flagged"] else "no", int(x["slowest_rank"])])
-    return str(t) + "\n\n" + str(s)
+    from .rules import cluster_hits
+    from .rules.text import suggestions_text
+    return str(t) + "\n\n" + str(s) + "\n\n" + suggestions_text(cluster_hits(r, digests)).replace(
+        "Optimization Suggestions:", "Optimization Suggestions (across ranks):", 1)
 
 
 def spread_table(analysis: dict) -> Table:

@@ -103,6 +103,8 @@ def _sorted(rows, chosen: np.ndarray, sort: str, descending: bool) -> np.ndarray
     numbers = np.array(values, np.float64 if values and isinstance(values[0], float) else np.int64)
     keys = [np.arange(len(numbers))]
     if values and hasattr(rows[0], "name"):  # equal numbers: by name, as the tables always showed them
-        names = np.array([rows[i].name.casefold() for i in chosen.tolist()], dtype=object)
-        keys.append(np.unique(names, return_inverse=True)[1].reshape(-1))
+        names = [rows[i].name.casefold() for i in chosen.tolist()]
+        by_name = np.empty(len(names), np.int64)
+        by_name[sorted(range(len(names)), key=names.__getitem__)] = np.arange(len(names))
+        keys.append(by_name)
     return np.lexsort((*keys, -numbers if descending else numbers))

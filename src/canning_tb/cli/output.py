@@ -17,7 +17,7 @@ def dump_json(obj, out=None) -> None:
 
 def is_report(path: str) -> bool:
     """The file is a JSON report of canning-prof (performance.json, `--format=json` output): its
-    schema tag opens it."""
+    schema tag is in its first bytes."""
     with open(path, "rb") as f:
         head = f.read(256)
-    return head.lstrip().startswith(b'{"schema": "canning-prof/')
+    return head.lstrip().startswith(b"{") and b'"schema": "canning-prof/' in head

@@ -58,29 +58,51 @@ def rank_groups(results) -> list[tuple[str, int, list]]:
     return groups
 
 
-def _detailed(args, targets, groups) -> set:
+def _detailed(targets, groups, detail: bool = False, workers=()) -> set:
     """The windows whose whole report is wanted: --detail, the --worker ones, and those of no rank group
     (a lone window has nothing to sum up across ranks: its own report is the report)."""
     grouped = {id(target) for _, _, members in groups for target, _ in members}
-    workers = set(args.worker or ())
-    return {id(t) for t in targets if args.detail or t.worker in workers or id(t) not in grouped}
+    return {id(t) for t in targets if detail or t.worker in set(workers) or id(t) not in grouped}
 
 
 def _analyses(groups) -> list[tuple]:
-    """(run, position, members, analyse_ranks of their digests) per rank group."""
+    """(run, position, members, analyse_ranks of the members) of each rank group."""
     from canning_tb.analysis.cluster import analyse_ranks
     return [(run, position, members, analyse_ranks([d for _, d in members])) for run, position, members in groups]
 
 
+def json_report(source: str, results, analyses, detailed: set) -> dict:
+    """The `--format=json` report (docs/cli-json.md): the ranks across each other, then each window with
+    its headline `figures` and `communication` figures (analysis/summary.py, the views' own functions),
+    and its whole digest when it is in `detailed`."""
+    from canning_tb.analysis.summary import communication_figures, window_figures
+    return {"schema": VIEW_SCHEMA, "input": source,
+            "ranks": [_ranks_json(run, i, members, analysis) for run, i, members, analysis in analyses],
+            "windows": [{"run": t.run, "worker": t.worker, "window": t.window.id, "label": t.window.label,
+                         "format": t.window.format, "error": err,
+                         "figures": window_figures(d) if d is not None else None,
+                         "communication": communication_figures(d) if d is not None else None,
+                         "digest": to_plain(d) if d is not None and id(t) in detailed else None}
+                        for t, d, err in results]}
+
+
+def _ranks_json(run: str, position: int, members: list, analysis: dict) -> dict:
+    """The cross-rank analysis of one window position and its findings (analysis/rules)."""
+    from canning_tb.analysis.rules import cluster_hits
+    from canning_tb.analysis.rules.text import findings_json
+    return {"run": run, "window_index": position, "analysis": analysis,
+            "findings": findings_json(cluster_hits(analysis, [d for _, d in members]))}
+
+
 def write_report(path: str, cache_dir: str | None = None) -> str:
-    """Writes the JSON report of every window under `path`, each with its digest, to
-    `path`/performance.json (atomically: a reader never sees half of it); returns the file's path."""
+    """Writes the JSON report of every window under `path` to `path`/performance.json (atomically);
+    returns the file's path."""
     targets = targets_for(path, cache_dir)
     results = digest_all(targets)
-    doc = _json_doc(path, results, _analyses(rank_groups(results)), {id(t) for t in targets})
+    groups = rank_groups(results)
     out = os.path.join(path, "performance.json")
     with open(out + ".tmp", "w", encoding="utf-8") as f:
-        dump_json(doc, f)
+        dump_json(json_report(path, results, _analyses(groups), _detailed(targets, groups)), f)
     os.replace(out + ".tmp", out)
     return out
 
@@ -90,26 +112,12 @@ def view(args) -> int:
     results = digest_all(targets)
     groups = rank_groups(results)
     analyses = _analyses(groups)
-    detailed = _detailed(args, targets, groups)
+    detailed = _detailed(targets, groups, args.detail, args.worker or ())
     if args.format == "json":
-        dump_json(_json_doc(args.input, results, analyses, detailed))
+        dump_json(json_report(args.input, results, analyses, detailed))
     else:
         _text_report(args, results, analyses, detailed)
     return 0 if any(d is not None for _, d, _ in results) else 1
-
-
-def _json_doc(source: str, results, analyses, detailed: set) -> dict:
-    """The `--format=json` report (docs/cli-json.md); each window with its headline `figures` and its
-    `communication` figures (analysis/summary.py, the views' own functions)."""
-    from canning_tb.analysis.summary import communication_figures, window_figures
-    return {"schema": VIEW_SCHEMA, "input": source,
-            "ranks": [{"run": run, "window_index": i, "analysis": analysis} for run, i, _, analysis in analyses],
-            "windows": [{"run": t.run, "worker": t.worker, "window": t.window.id, "label": t.window.label,
-                         "format": t.window.format, "error": err,
-                         "figures": window_figures(d) if d is not None else None,
-                         "communication": communication_figures(d) if d is not None else None,
-                         "digest": to_plain(d) if d is not None and id(t) in detailed else None}
-                        for t, d, err in results]}
 
 
 def _text_report(args, results, analyses, detailed: set) -> None:

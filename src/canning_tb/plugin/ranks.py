@@ -14,6 +14,7 @@ import threading
 from collections import OrderedDict
 
 from canning_tb.analysis.summary import rank_row, run_summary
+from canning_tb.digest_json import to_plain
 
 from .errors import RouteError, unknown_window, window_digest
 
@@ -75,10 +76,13 @@ def _answer(store, run: str, position: int, chosen: list) -> dict:
 def _ranks(members: list[dict], digests: list) -> dict:
     """analyse_ranks, and the per-rank rows (by rank) with the run summary over them."""
     from canning_tb.analysis.cluster import analyse_ranks, rank_ids  # numpy: on the first request
+    from canning_tb.analysis.rules import cluster_hits
 
     per_rank = []
     for member, rank, digest in zip(members, rank_ids(digests), digests):
         member["cluster_rank"] = rank
         per_rank.append({"rank": rank, "worker": member["worker"], "window": member["window"], **rank_row(digest)})
     per_rank.sort(key=lambda row: row["rank"])
-    return {"per_rank": per_rank, "run_summary": run_summary(per_rank), **analyse_ranks(digests)}
+    analysis = analyse_ranks(digests)
+    return {"per_rank": per_rank, "run_summary": run_summary(per_rank), **analysis,
+            "findings": [to_plain(hit) for hit in cluster_hits(analysis, digests)]}

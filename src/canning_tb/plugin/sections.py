@@ -71,6 +71,20 @@ def _group(groups: dict, group_by: str) -> str:
     return groups[group_by]
 
 
+def suggestions_impl(store, run: str, worker: str, window: str) -> dict:
+    """The window's findings (analysis/rules), in the digest's order (ranked by estimated gain),
+    their timeline evidence relative to the window start."""
+    digest = window_digest(store, run, worker, window)
+    t0 = digest.window.start_ns
+    findings = []
+    for hit in digest.rule_hits:
+        finding = to_plain(hit)
+        for item in finding["evidence"]:
+            item["ts_ns"] = relative(item["ts_ns"], t0)
+        findings.append(finding)
+    return {**_head(store, run, worker, window, digest), "findings": findings}
+
+
 def operators_impl(store, run: str, worker: str, window: str, group_by: str = "name",
                    paging: dict | None = None) -> dict:
     """One page of the operators (paging: sort, order, search, offset, limit of table_page.page)."""

@@ -60,7 +60,7 @@ def _events_span(path: str):
     events = top.get("traceEvents")
     if events is None:
         return None
-    lo, hi = _json.value_span(buf, b"traceEvents", events)
+    lo, hi = _json.value_span(buf, events)
     return buf, lo, hi
 
 

@@ -237,6 +237,29 @@ export interface RuleHit {
   title: string;
   detail: string;
   value: number | null;
+  category: string; // time | compute | communication | memory | profiling
+  seen: string;
+  why: string;
+  change_torch: string;
+  change_npu: string;
+  gain_ns: number; // upper bound per step (or an estimate, see `gain`), -1 unknown
+  speedup: number | null; // step / (step - gain_ns), -1 unknown
+  gain: string;
+  evidence: Evidence[];
+  needs: string; // the rule could not judge: the profiler setting that would enable it
+  figures: Record<string, number | null>;
+  device: string;
+}
+
+/** A row of a view's table and / or a place in the Timeline a finding rests on. */
+export interface Evidence {
+  view: string;
+  row: string;
+  label: string;
+  timeline_name: string;
+  ts_ns: number; // window-relative in /suggestions, -1 none
+  dur_ns: number;
+  rank: number;
 }
 
 // -- routes ------------------------------------------------------------------------------------------
@@ -555,6 +578,12 @@ export interface ClusterResponse {
   rank_heatmap: RankHeatmap;
   compute_source?: string; // "host" on CPU-only runs: the host operators are the computation
   unmatched: { kind: string; group: string; calls: Record<string, number> }[];
+  findings: RuleHit[]; // cross-rank findings (analysis/rules/cluster_rules.py), ranked by estimated gain
+}
+
+/** GET /suggestions: the window's findings, ranked by estimated gain (analysis/rules). */
+export interface SuggestionsResponse extends WindowHead {
+  findings: RuleHit[];
 }
 
 // -- GET /compare (analysis/compare*.py): every time and count per step, times in ns ----------------------

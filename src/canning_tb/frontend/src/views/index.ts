@@ -4,7 +4,8 @@ import { kernelsView } from "./kernels";
 import { memoryView } from "./memory";
 import { operatorsView } from "./operators";
 import { overviewView } from "./overview";
+import { suggestionsView } from "./suggestions";
 import { timelineView } from "./timeline";
 import type { ViewDef } from "./view";
 
-export const VIEWS: ViewDef[] = [overviewView, operatorsView, kernelsView, memoryView, communicationView, timelineView, compareView];
+export const VIEWS: ViewDef[] = [overviewView, suggestionsView, operatorsView, kernelsView, memoryView, communicationView, timelineView, compareView];

@@ -33,8 +33,6 @@ const CATEGORIES: [keyof Breakdown, string, string, string][] = [
   ["idle_ns", "Idle", "#9e9e9e", tip("idle")],
 ];
 
-const SEVERITY_ORDER: Record<string, number> = { critical: 0, warning: 1, info: 2 };
-
 /** part / total for display (a category of the average step as a share of it); -1 = absent. */
 function share(part: number, total: number): number {
   return total > 0 && part >= 0 ? part / total : -1;
@@ -76,15 +74,31 @@ function perfTable(figures: WindowFigures): HTMLTableElement {
   return kvTable("ov-perf", rows);
 }
 
-function suggestions(ov: OverviewResponse): HTMLElement {
-  const hits = ov.rule_hits.slice().sort((a, b) => (SEVERITY_ORDER[a.severity] ?? 3) - (SEVERITY_ORDER[b.severity] ?? 3));
-  if (!hits.length) return h("p", { id: "ov-suggestions", class: "muted", text: "No suggestion: no rule found a problem in this window." });
+/** The findings the rules could judge, in the digest's order (ranked by estimated gain); the
+ * Suggestions view has each one's evidence and what the profile could not tell. */
+function suggestions(host: ViewHost, ov: OverviewResponse): HTMLElement {
+  const hits = ov.rule_hits.filter((hit) => !hit.needs);
+  const more = h("button", { type: "button", class: "button", id: "ov-all-suggestions" }, "Evidence and details");
+  more.onclick = () => host.store.update({ view: "suggestions" });
+  if (!hits.length) return h("div", {}, h("p", { id: "ov-suggestions", class: "muted", text: "No suggestion: no rule found a problem in this window." }), more);
   return h(
-    "ul",
-    { id: "ov-suggestions", class: "suggestions" },
-    ...hits.map((hit) =>
-      h("li", { class: `sev-${hit.severity}`, "data-rule": hit.rule }, h("span", { class: "badge", text: hit.severity }), h("strong", { text: hit.title }), h("p", { text: hit.detail })),
+    "div",
+    {},
+    h(
+      "ol",
+      { id: "ov-suggestions", class: "suggestions" },
+      ...hits.map((hit) =>
+        h(
+          "li",
+          { class: `sev-${hit.severity}`, "data-rule": hit.rule },
+          h("span", { class: "badge", text: hit.severity }),
+          h("strong", { text: hit.title }),
+          h("p", { text: hit.seen || hit.detail }),
+          h("p", { class: "muted", text: `Estimated gain: ${hit.gain}` }),
+        ),
+      ),
     ),
+    more,
   );
 }
 
@@ -213,7 +227,7 @@ function show(host: ViewHost, ov: OverviewResponse): void {
   const stepsTitle = `Step time breakdown (ms), ${ov.steps.length} step${ov.steps.length === 1 ? "" : "s"}${averaged}`;
   host.el.replaceChildren(
     ...[runSection, problemsList(ov.problems, "ov-problems")].filter((el): el is HTMLElement => !!el),
-    h("div", { class: "grid2" }, card("Performance summary", perfTable(ov.figures)), card("Suggestions", suggestions(ov))),
+    h("div", { class: "grid2" }, card("Performance summary", perfTable(ov.figures)), card("Suggestions", suggestions(host, ov))),
     card(stepsTitle, stepChartEl),
     h("div", { class: "grid2" }, card("Average step breakdown", averageTable(ov.average)), card("Average step breakdown (share)", avgChartEl)),
     h("div", { class: "grid2" }, card("Devices", devicesTable(ov.info)), card("Environment and profiler settings", h("div", { class: "table-wrap short" }, environmentTable(ov.info)))),

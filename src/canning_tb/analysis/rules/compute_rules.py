@@ -1,0 +1,213 @@
+"""Compute efficiency: matmul / conv shapes and dtypes that keep Tensor Cores or cube units idle,
+judged for the device that ran them; tiny kernels; AI_CPU operators; compilation."""
+from __future__ import annotations
+
+import json
+import re
+
+from ..kernels import CORE_ELIGIBLE, CORE_TENSOR
+from ..names import name_map
+from ..summary import has_device_work
+from . import thresholds as th
+from .engine import RuleInput, rule
+from .events import COMPILE_RE, OP_COMPILE_RE, runtime_time
+from .finding import Finding, evidence, ms, pct
+
+MATMUL_RE = re.compile(r"^aten::(mm|addmm|bmm|baddbmm|matmul|linear|conv\d?d|convolution|_convolution|einsum)$")
+
+
+def _cc(text: str) -> float:
+    try:
+        return float(text)
+    except (TypeError, ValueError):
+        return 0.0
+
+
+def _max_cc(inp: RuleInput) -> float:
+    return max((_cc(d.compute_capability) for d in inp.digest.window.devices if d.kind == "cuda"), default=0.0)
+
+
+@rule("tensor_cores_unused", "compute")
+def tensor_cores_unused(inp: RuleInput):
+    """Kernels under Tensor-Core-eligible operators, none on Tensor Cores (GPU, Volta on)."""
+    cores = {c.core: c.total_ns for c in inp.digest.cores}
+    kernel_total = sum(cores.values())
+    cc = _max_cc(inp)
+    if CORE_TENSOR not in cores or cores[CORE_TENSOR] > 0 or kernel_total <= 0 or cc < th.TENSOR_CORE_CC:
+        return None
+    share = cores.get(CORE_ELIGIBLE, 0) / kernel_total
+    if share <= th.TC_ELIGIBLE_SHARE:
+        return None
+    how = "mixed precision: with torch.autocast('cuda', dtype=torch.float16" + \
+          (" or torch.bfloat16)" if cc >= th.BF16_CC else ")")
+    if cc >= th.TF32_CC:
+        how += "; or TF32 for fp32 matmuls: torch.backends.cuda.matmul.allow_tf32 = True (cudnn.allow_tf32 for conv)"
+    else:
+        how += f" (compute capability {cc:.1f}: fp16 Tensor Cores only)"
+    per_step = cores.get(CORE_ELIGIBLE, 0) // inp.steps
+    return Finding(
+        "", "", "warning", "Tensor Cores are not used",
+        f"Kernels of Tensor-Core-eligible operators take {pct(share)} of the kernel time ({CORE_ELIGIBLE}), "
+        f"yet no kernel runs on Tensor Cores (Kernels: Tensor Cores 0 %).",
+        why="fp32 matmuls / convolutions run on the CUDA cores at a fraction of the Tensor Cores' rate.",
+        change_torch=how, gain_ns=per_step,
+        gain_basis="the eligible kernels' time per step, of which Tensor Cores would save a large part",
+        value=share, figures={"tc_eligible_share": share, "compute_capability": cc},
+        evidence=[evidence("kernels", CORE_ELIGIBLE, "Kernels by core")])
+
+
+def _dims(shapes: str) -> list[list[int]]:
+    try:
+        parsed = json.loads(shapes)
+    except ValueError:
+        return []
+    return [s for s in parsed if isinstance(s, list) and len(s) >= 2 and all(isinstance(x, int) for x in s)]
+
+
+def _unaligned(shapes: str, align: int) -> bool:
+    """Any of the last two dims of a matrix input not a multiple of `align` (conv: channels)."""
+    return any(x % align for s in _dims(shapes) for x in s[-2:] if x > 1) if _dims(shapes) else False
+
+
+@rule("matmul_alignment", "compute")
+def matmul_alignment(inp: RuleInput):
+    d = inp.digest
+    metric = "device_self_ns" if has_device_work(d) else "host_self_ns"
+    total = sum(getattr(o, metric) for o in d.ops_by_name if not o.name.startswith("ProfilerStep#"))
+    mm = [o for o in d.ops_by_shape if MATMUL_RE.match(o.name) and o.input_shapes]
+    mm_time = sum(getattr(o, metric) for o in d.ops_by_name if MATMUL_RE.match(o.name))
+    if total <= 0 or mm_time / total <= th.MATMUL_SHARE:
+        return None
+    if not mm:  # no shapes: needs_shapes says which setting enables this rule
+        return None
+    label = inp.device_label()
+    npu = label.startswith("npu")
+    align = th.CUBE_ALIGN_ELEMENTS if npu else th.ALIGN_ELEMENTS
+    calls = sum(o.calls for o in mm)
+    bad = [o for o in mm if _unaligned(o.input_shapes, align)]
+    bad_calls = sum(o.calls for o in bad)
+    if not calls or bad_calls / calls <= th.UNALIGNED_CALL_SHARE:
+        return None
+    judged = ("cube units work on 16 x 16 fractals" if npu else
+              "Tensor Cores want dims that are multiples of 8 (fp16 / bf16; 16 for int8)")
+    where = "" if label.startswith(("cuda", "npu", "rocm")) else \
+        " This window ran on the CPU, which has no Tensor Cores or cube units: judged for a GPU / NPU run of the same model."
+    bad.sort(key=lambda o: -getattr(o, metric))
+    share = bad_calls / calls
+    return Finding(
+        "", "", "info" if where else "warning", "Matmul shapes keep Tensor Cores / cube units idle",
+        f"Matmul / convolution operators take {pct(mm_time / total)} of the operators' self time; "
+        f"{pct(share)} of their calls have a dimension not divisible by {align} "
+        f"(e.g. {bad[0].name} {bad[0].input_shapes}, {bad[0].calls} calls).{where}",
+        why=f"Unaligned dimensions fall back to slower kernels or padding: {judged}. Input dtypes are not in the "
+            f"trace; fp32 inputs keep them idle too unless TF32 / autocast is on.",
+        change_torch=f"pad hidden sizes, vocabulary and batch to multiples of {align} (64 is safer), and run "
+                     f"matmuls under torch.autocast (float16 / bfloat16).",
+        change_npu="pad to multiples of 16 (the inner axis to 256 for cube affinity) and use "
+                   "torch.autocast('npu', dtype=torch.float16 / bfloat16).",
+        gain_ns=-1, gain_basis=f"at most the matmul time, {ms(mm_time // inp.steps)} per step",
+        value=share, figures={"matmul_share": mm_time / total, "unaligned_call_share": share, "align": align},
+        evidence=[evidence("operators", o.name, f"{o.name} {o.input_shapes}", timeline_name=o.name) for o in bad[:3]])
+
+
+# what to do about a family of kernels that dominates the device time
+FAMILY_ADVICE = {
+    "matmul": ("lower precision (torch.autocast float16 / bfloat16; TF32 from compute capability 8.0) and "
+               "dimensions that are multiples of 8", "torch.autocast('npu', ...) and dimensions that are multiples of 16"),
+    "convolution": ("channels_last memory format (model.to(memory_format=torch.channels_last)), "
+                    "torch.backends.cudnn.benchmark = True, autocast", "autocast; keep the NC1HWC0 format (no TransData)"),
+    "attention": ("torch.nn.functional.scaled_dot_product_attention with a flash / memory-efficient kernel",
+                  "torch_npu.npu_fusion_attention"),
+    "copy / layout": ("fewer copies: avoid .contiguous() / .to() in the loop, keep one memory format",
+                      "avoid TransData / Cast: torch_npu.npu.config.allow_internal_format, consistent dtypes"),
+}
+_FUSE = ("fuse the small operators (torch.compile)", "the torch_npu.npu_* fused operators, graph mode")
+
+
+@rule("dominant_kernel_family", "compute")
+def dominant_kernel_family(inp: RuleInput):
+    kernels = [k for k in inp.digest.kernels_by_name if not k.communication and k.total_ns > 0]
+    total = sum(k.total_ns for k in kernels)
+    if total <= 0:
+        return None
+    names = name_map()
+    by_family: dict = {}
+    for k in kernels:
+        family = names.family(k.name)
+        by_family.setdefault(family, []).append(k)
+    family, members = max(by_family.items(), key=lambda kv: sum(k.total_ns for k in kv[1]))
+    share = sum(k.total_ns for k in members) / total
+    if share <= th.DOMINANT_SHARE or family in ("other", "communication"):
+        return None
+    torch_advice, npu_advice = FAMILY_ADVICE.get(family, _FUSE)
+    top = max(members, key=lambda k: k.total_ns)
+    return Finding(
+        "", "", "info", f"{family} kernels dominate the device time",
+        f"{family} kernels take {pct(share)} of the kernel time ({len(members)} kernels; largest {top.name}).",
+        why="The device time is as short as this family's kernels can be made.",
+        change_torch=torch_advice, change_npu=npu_advice,
+        gain_basis=f"depends on their efficiency; at most {ms(sum(k.total_ns for k in members) // inp.steps)} per step",
+        value=share, figures={"family_share": share},
+        evidence=[evidence("kernels", top.name, top.name, timeline_name=top.name)])
+
+
+@rule("tiny_kernels", "compute")
+def tiny_kernels(inp: RuleInput):
+    kernels = [k for k in inp.digest.kernels_by_name if not k.communication]
+    calls, total = sum(k.calls for k in kernels), sum(k.total_ns for k in kernels)
+    if calls < th.TINY_KERNEL_MIN_CALLS or total / calls >= th.TINY_KERNEL_NS:
+        return None
+    mean = total / calls
+    return Finding(
+        "", "", "info", "Many tiny kernels",
+        f"{calls} kernels with a mean of {mean / 1000:.1f} us each (Kernels: Mean Duration).",
+        why="Below ~10 us a kernel costs about as much to launch as to run.",
+        change_torch="fuse operators (torch.compile), use larger batches or CUDA graphs.",
+        change_npu="fuse operators (the torch_npu.npu_* fused APIs), graph mode, TASK_QUEUE_ENABLE=2.",
+        gain_basis="the launch overhead is in the Runtime column, see its finding", value=mean,
+        figures={"kernels": calls, "mean_kernel_ns": mean},
+        evidence=[evidence("kernels", "", "Kernels by Mean Duration")])
+
+
+@rule("ai_cpu", "compute")
+def ai_cpu(inp: RuleInput):
+    slow = [k for k in inp.digest.kernels_by_name if k.core.upper() == "AI_CPU" and k.max_ns >= th.AI_CPU_NS]
+    if not slow:
+        return None
+    slow.sort(key=lambda k: -k.total_ns)
+    worst = max(slow, key=lambda k: k.max_ns)
+    total = sum(k.total_ns for k in slow)
+    return Finding(
+        "", "", "warning", "Operators run on AI_CPU",
+        f"{len(slow)} operators run as AI_CPU tasks of at least {th.AI_CPU_NS // 1000} us (longest "
+        f"{worst.name}, {worst.max_ns / 1000:.1f} us): {', '.join(k.name for k in slow[:5])}.",
+        why="AI_CPU runs on the NPU's control CPU, far slower than AI Core, and breaks the pipeline of tasks.",
+        change_npu="change their data types (double -> float, int64 -> int32) or shapes so they run on AI Core; "
+                   "move data-dependent ops (nonzero, unique) off the hot path.",
+        gain_ns=total // inp.steps, gain_basis="these AI_CPU tasks' time per step", value=worst.max_ns,
+        figures={"ai_cpu_ops": len(slow), "ai_cpu_max_ns": worst.max_ns},
+        evidence=[evidence("kernels", k.name, f"{k.name} ({k.core})", timeline_name=k.name) for k in slow[:3]])
+
+
+@rule("compilation", "time")
+def compilation(inp: RuleInput):
+    calls, total = runtime_time(inp, COMPILE_RE)
+    window = inp.digest.window.end_ns - inp.digest.window.start_ns
+    share = total / window if window > 0 else 0.0
+    op_compile = runtime_time(inp, OP_COMPILE_RE)[0] >= th.OP_COMPILE_CALLS
+    if share <= th.COMPILE_SHARE and not op_compile:
+        return None
+    return Finding(
+        "", "", "warning", "Graph / operator compilation inside the window",
+        f"{calls} compilation events take {ms(total)}, {pct(share)} of the window.",
+        why="Compiling in the measured steps means shapes change from step to step (recompilation) or the "
+            "window starts too early; every compile stalls the step.",
+        change_torch="keep shapes static (pad / bucket sequence lengths), mark dynamic dims "
+                     "(torch._dynamo.mark_dynamic), check TORCH_LOGS=recompiles; start the profiler after warm-up "
+                     "(schedule wait / warmup).",
+        change_npu="torch_npu.npu.set_compile_mode(jit_compile=False) and "
+                   "torch_npu.npu.config.allow_internal_format = False for dynamic shapes (binary kernels, no compile).",
+        gain_ns=total // inp.steps, gain_is_bound=False, value=share,
+        gain_basis="the compilation ranges per step; guard checks and cache misses around them come on top",
+        figures={"compile_events": calls, "compile_ns": total, "compile_share": share},
+        evidence=[evidence("timeline", "", "compilation events")])

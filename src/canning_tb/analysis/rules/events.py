@@ -1,0 +1,138 @@
+"""What the rules read from the window's events, beyond the digest: which calls block the host
+and under which operator, the order of the operators (fusable sequences), runtime API time,
+compilation events, and how the trace is made up. Each returns an empty answer without events."""
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+
+import numpy as np
+
+from ...ingest.table import NONE, Kind
+from ..common import DATALOADER_RE, name_mask
+from ..steps import device_wait_rows
+from .engine import RuleInput
+
+# operators that return a device value to the host (so they wait for it): .item(), .tolist(),
+# data-dependent shapes (nonzero, masked_select); the outermost of each is counted
+SYNC_OPS = ("aten::item", "aten::_local_scalar_dense", "aten::nonzero", "aten::masked_select", "aten::tolist")
+_NESTED_SYNC = {"aten::_local_scalar_dense": "aten::item"}  # counted only without its caller
+MEMORY_CALL_RE = re.compile(r"^(cuda|hip)(Malloc|Free)(Async|Host)?$|^(AscendCL@)?aclrt(Malloc|Free)\w*$"
+                            r"|aclMallocMemInner|aclrtFreePhysical", re.I)
+# compilation: torch.compile's dynamo_timed ranges (a recompile inside the window), CANN op compiles
+COMPILE_RE = re.compile(r"aclopCompile|OpCompile|entire_frame_compile|dynamo_timed|^_compile\.|compile_inner|"
+                        r"GraphCompile|compile_fx", re.I)
+OP_COMPILE_RE = re.compile(r"aclopCompile|OpCompile", re.I)
+
+
+def dataloader_name(inp: RuleInput) -> str:
+    """The name of the window's longest data-loading range ("" when none is known)."""
+    found = host_ranges(inp, DATALOADER_RE)
+    return max(found, key=lambda name: found[name][1]) if found else ""
+
+
+def host_ranges(inp: RuleInput, rx: re.Pattern) -> dict[str, tuple[int, int]]:
+    """{name: (calls, summed duration)} of the host events (operators, annotations) named by `rx`:
+    from the events, else from the digest's operator rows."""
+    if inp.ctx is None:
+        return {o.name: (int(o.calls), int(o.host_total_ns)) for o in inp.digest.ops_by_name if rx.search(o.name)}
+    table = inp.ctx.table
+    rows = np.flatnonzero(name_mask(table, rx) & (table.events["device"] == NONE))
+    out: dict = defaultdict(lambda: (0, 0))
+    for name_id, dur in zip(table.events["name"][rows], table.events["dur"][rows]):
+        calls, total = out[table.strings[int(name_id)] or ""]
+        out[table.strings[int(name_id)] or ""] = (calls + 1, total + int(dur))
+    return dict(out)
+
+
+def _enclosing_op(inp: RuleInput, pos: int) -> str:
+    """The innermost CPU operator around host position `pos` ("" at the top)."""
+    ctx = inp.ctx
+    ev, host = ctx.ev, ctx.host
+    parent = host.parent[pos]
+    while parent != NONE:
+        row = host.rows[parent]
+        if ev["kind"][row] == int(Kind.CPU_OP):
+            return inp.ctx.table.strings[int(ev["name"][row])] or ""
+        parent = host.parent[parent]
+    return ""
+
+
+def sync_calls(inp: RuleInput) -> list[dict]:
+    """[{name, op, calls, ns}] of the calls that block the host for the device, most time first:
+    the blocking runtime calls (steps.device_wait_rows) by (call, enclosing operator); without
+    any, the operators that return a device value to the host (SYNC_OPS, digest rows)."""
+    found: dict = defaultdict(lambda: [0, 0])
+    if inp.ctx is not None:
+        rows = device_wait_rows(inp.ctx.table)
+        if len(rows):
+            pos_of = {int(r): i for i, r in enumerate(inp.ctx.host.rows)}
+            ev, strings = inp.ctx.ev, inp.ctx.table.strings
+            for row in rows:
+                pos = pos_of.get(int(row))
+                key = (strings[int(ev["name"][row])] or "", _enclosing_op(inp, pos) if pos is not None else "")
+                found[key][0] += 1
+                found[key][1] += int(ev["dur"][row])
+    if not found:
+        ops = {o.name: o for o in inp.digest.ops_by_name if o.name in SYNC_OPS}
+        for name, op in ops.items():
+            if _NESTED_SYNC.get(name) in ops:
+                continue
+            found[(name, name)] = [int(op.calls), int(op.host_total_ns)]
+    out = [{"name": k[0], "op": k[1] or k[0], "calls": v[0], "ns": v[1]} for k, v in found.items()]
+    return sorted(out, key=lambda c: (-c["ns"], c["name"]))
+
+
+def runtime_time(inp: RuleInput, rx: re.Pattern) -> tuple[int, int]:
+    """(calls, summed duration) of the host events whose name matches `rx`."""
+    if inp.ctx is None:
+        return 0, 0
+    table = inp.ctx.table
+    mask = name_mask(table, rx) & (table.events["device"] == NONE)
+    starts, ends = table.events["ts"][mask], table.events["ts"][mask] + table.events["dur"][mask]
+    return int(mask.sum()), _union_ns(starts, ends)
+
+
+def _union_ns(starts: np.ndarray, ends: np.ndarray) -> int:
+    """Length of the union of [start, end) intervals: nested matches are counted once."""
+    if len(starts) == 0:
+        return 0
+    order = np.argsort(starts, kind="stable")
+    starts, ends = starts[order], np.maximum.accumulate(ends[order])
+    gaps = np.maximum(starts[1:] - ends[:-1], 0)
+    return int(ends[-1] - starts[0] - gaps.sum())
+
+
+def event_mix(inp: RuleInput) -> dict:
+    """{events, python_function, with_shapes}: how the window's trace is made up."""
+    if inp.ctx is None:
+        return {"events": 0, "python_function": 0, "with_shapes": 0}
+    ev = inp.ctx.ev
+    return {"events": int(len(ev["ts"])), "python_function": int((ev["kind"] == int(Kind.PYTHON_FUNCTION)).sum()),
+            "with_shapes": int((ev["shapes"] != NONE).sum())}
+
+
+def top_level_ops(inp: RuleInput) -> list[tuple[list[str], np.ndarray, np.ndarray]]:
+    """Per host thread: (names, host ns, device ns) of the CPU operators called from outside any
+    other operator, in call order: the sequence a fused API would replace."""
+    if inp.ctx is None:
+        return []
+    ctx = inp.ctx
+    ev, host, strings = ctx.ev, ctx.host, ctx.table.strings
+    kinds = ev["kind"][host.rows]
+    is_op = kinds == int(Kind.CPU_OP)
+    parent_is_op = np.zeros(len(host.rows), bool)
+    has_parent = host.parent != NONE
+    parent_is_op[has_parent] = is_op[host.parent[has_parent]]
+    top = np.flatnonzero(is_op & ~parent_is_op)
+    if len(top) == 0:
+        return []
+    rows = host.rows[top]
+    device_total = ctx.device_total[top]
+    out = []
+    for tid in np.unique(ev["tid"][rows]):
+        sel = np.flatnonzero(ev["tid"][rows] == tid)
+        sel = sel[np.argsort(ev["ts"][rows[sel]], kind="stable")]
+        names = [strings[int(n)] or "" for n in ev["name"][rows[sel]]]
+        out.append((names, ev["dur"][rows[sel]], device_total[sel]))
+    return out

@@ -1,0 +1,82 @@
+"""A finding: what was seen, why it matters, what to change, the gain bound, the evidence.
+
+Rules build `Finding`s; `to_hit` writes one into the digest's RuleHit (the one shape the views,
+the text report and the JSON share).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .. import digest_pb2 as pb
+
+SEVERITY_ORDER = {"critical": 0, "warning": 1, "info": 2}
+
+
+@dataclass
+class Finding:
+    rule: str
+    category: str
+    severity: str
+    title: str
+    seen: str
+    why: str = ""
+    change_torch: str = ""
+    change_npu: str = ""
+    gain_ns: int = -1  # upper bound per step; -1 unknown
+    step_ns: int = 0  # the step the gain is a part of
+    gain_basis: str = ""  # what bounds the gain, in words
+    gain_is_bound: bool = True  # False: gain_ns estimates the gain (it may be exceeded), not a bound
+    value: float = 0.0
+    figures: dict = field(default_factory=dict)
+    evidence: list = field(default_factory=list)
+    needs: str = ""
+    device: str = ""
+
+    def speedup(self) -> float:
+        if self.gain_ns < 0 or self.step_ns <= 0:
+            return -1.0
+        return self.step_ns / max(self.step_ns - min(self.gain_ns, self.step_ns - 1), 1)
+
+    def gain_text(self) -> str:
+        if self.needs:
+            return "unknown: the data cannot support this rule"
+        if self.gain_ns < 0:
+            return f"not bounded by the data{': ' + self.gain_basis if self.gain_basis else ''}"
+        word = "at most" if self.gain_is_bound else "about"
+        return (f"{word} {ms(self.gain_ns)} per step ({self.gain_basis}): up to {self.speedup():.2f}x"
+                if self.step_ns > 0 else f"{word} {ms(self.gain_ns)} ({self.gain_basis})")
+
+
+def evidence(view: str, row: str = "", label: str = "", timeline_name: str = "", ts_ns: int = -1,
+             dur_ns: int = -1, rank: int = -1) -> pb.Evidence:
+    return pb.Evidence(view=view, row=row, label=label, timeline_name=timeline_name, ts_ns=int(ts_ns),
+                       dur_ns=int(dur_ns), rank=int(rank))
+
+
+def to_hit(f: Finding) -> pb.RuleHit:
+    detail = " ".join(x for x in (f.seen, f.why, f"Change: {f.change_torch}" if f.change_torch else "",
+                                  f"On Ascend (torch_npu): {f.change_npu}" if f.change_npu else "",
+                                  f"To enable this check: {f.needs}" if f.needs else "",
+                                  f"Gain: {f.gain_text()}." if not f.needs else "") if x)
+    hit = pb.RuleHit(rule=f.rule, severity=f.severity, title=f.title, detail=detail, value=float(f.value),
+                     category=f.category, seen=f.seen, why=f.why, change_torch=f.change_torch,
+                     change_npu=f.change_npu, gain_ns=int(f.gain_ns), speedup=float(f.speedup()),
+                     gain=f.gain_text(), needs=f.needs, device=f.device)
+    hit.evidence.extend(f.evidence)
+    for key, number in f.figures.items():
+        hit.figures[key] = float(number)
+    return hit
+
+
+def rank_key(hit: pb.RuleHit) -> tuple:
+    """Findings ranked by estimated gain (largest first); those without one after, by severity."""
+    unjudged = bool(hit.needs)
+    return (unjudged, -max(hit.gain_ns, 0), SEVERITY_ORDER.get(hit.severity, 3), hit.rule)
+
+
+def pct(x: float) -> str:
+    return f"{100 * x:.1f}%"
+
+
+def ms(ns: float) -> str:
+    return f"{ns / 1e6:.3f} ms"

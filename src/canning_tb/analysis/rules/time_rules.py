@@ -1,0 +1,185 @@
+"""Rules on where the step's time goes: data loading, an idle device, host-bound steps, launch
+overhead, synchronisations that stall the device, a dominant operator or kernel family."""
+from __future__ import annotations
+
+from .. import glossary
+from ..common import collective_kind
+from ..summary import has_device_work, slowest_op, window_figures
+from . import thresholds as th
+from .engine import RuleInput, rule
+from .events import dataloader_name, sync_calls
+from .finding import Finding, evidence, ms, pct
+
+# breakdown field -> the name the views show it under (the glossary's label, docs/glossary.md)
+CATEGORY_LABELS = {f"{key}_ns": glossary.entries()[key]["label"] for key in (
+    "compute", "overlapped", "communication", "memcpy", "memset", "device_wait", "runtime", "dataloader", "host",
+    "idle")}
+_NOT_DEVICE = ("device_wait_ns", "runtime_ns", "dataloader_ns", "host_ns", "idle_ns")
+
+
+def _share(inp: RuleInput, field: str) -> float:
+    total = inp.digest.average.total_ns
+    return getattr(inp.digest.average, field) / total if total > 0 else 0.0
+
+
+def _columns(inp: RuleInput, fields) -> str:
+    """'Runtime 12.0 %, Host 30.1 %': the named columns' shares of the average step."""
+    return ", ".join(f"{CATEGORY_LABELS[f]} {pct(_share(inp, f))}" for f in fields)
+
+
+@rule("dataloader_share", "time")
+def dataloader_share(inp: RuleInput):
+    share = window_figures(inp.digest)["dataloader_share"]
+    if share is None or share <= th.DATALOADER_SHARE:
+        return None
+    a = inp.digest.average
+    name = dataloader_name(inp)
+    return Finding(
+        "", "", "warning", "Data loading takes a large share of the step",
+        f"Data loading takes {pct(share)} of the average step (DataLoader): {ms(a.dataloader_ns)} of {ms(a.total_ns)}.",
+        why="While the training loop waits for the next batch, the device and the host run nothing else.",
+        change_torch="load in background workers: DataLoader(num_workers=N, pin_memory=True, persistent_workers=True, "
+                     "prefetch_factor=2); move decoding / augmentation out of __getitem__ or onto the device.",
+        gain_ns=a.dataloader_ns, gain_basis="the DataLoader time of the average step, if workers hide it all",
+        value=share, figures={"dataloader_share": share, "dataloader_ns": a.dataloader_ns, "step_ns": a.total_ns},
+        evidence=[evidence("overview", "DataLoader", "Average step breakdown: DataLoader"),
+                  evidence("timeline", name, f"the longest {name}", timeline_name=name)] if name else
+        [evidence("overview", "DataLoader", "Average step breakdown: DataLoader")])
+
+
+@rule("device_idle", "time")
+def device_idle(inp: RuleInput):
+    idle = window_figures(inp.digest)["device_idle_share"]  # the Overview's "Device idle" (docs/glossary.md)
+    if idle is None or idle <= th.DEVICE_IDLE_SHARE:
+        return None
+    a = inp.digest.average
+    named = [f for f in _NOT_DEVICE if getattr(a, f) > 0]
+    return Finding(
+        "", "", "warning", "The device has no work most of the step",
+        f"{glossary.entries()['device_idle_share']['label']} {pct(idle)} of the average step; the step "
+        f"meanwhile: {_columns(inp, named)}.",
+        why="A device that waits is throughput lost; the columns named say what the step does instead.",
+        change_torch="remove the bottleneck the largest column names (see its own finding); with the device idle "
+                     "and nothing else large, raise the batch size.",
+        gain_ns=int(idle * a.total_ns), gain_basis="the Device idle time of the average step", value=idle,
+        figures={"device_idle_share": idle, **{f: getattr(a, f) for f in named}},
+        evidence=[evidence("overview", CATEGORY_LABELS[f], f"Average step breakdown: {CATEGORY_LABELS[f]}")
+                  for f in named])
+
+
+@rule("device_wait", "time")
+def device_wait(inp: RuleInput):
+    """The host blocked until the device was done: synchronisations, not launch overhead."""
+    share = _share(inp, "device_wait_ns")
+    if share <= th.DEVICE_WAIT_SHARE:
+        return None
+    a = inp.digest.average
+    calls = sync_calls(inp)
+    named = "; ".join(f"{c['name']} under {c['op']} ({c['calls']} calls, {ms(c['ns'])})" for c in calls[:4])
+    return Finding(
+        "", "", "warning", "The host waits for the device (synchronisations)",
+        f"Calls that block the host until the device is done take {pct(share)} of the average step "
+        f"(Device wait), {ms(a.device_wait_ns)}" + (f": {named}." if named else "."),
+        why="Each blocking call drains the device's queue: the host cannot launch ahead, so the device idles "
+            "while the host catches up after every call. This is not launch overhead: capturing the step in a graph would not remove it.",
+        change_torch="keep values on the device (accumulate the loss as a tensor, call .item() / .cpu() / .tolist() "
+                     "every N steps); copy with .to('cpu', non_blocking=True) into pin_memory() buffers; drop "
+                     "torch.cuda.synchronize() from the loop; avoid freeing and reallocating device memory each step.",
+        change_npu="the same with torch.npu.synchronize(); and leave ASCEND_LAUNCH_BLOCKING unset (=0).",
+        gain_ns=a.device_wait_ns, gain_basis="the Device wait of the average step", value=share,
+        figures={"device_wait_share": share, "device_wait_ns": a.device_wait_ns},
+        evidence=[evidence("overview", "Device wait", "Average step breakdown: Device wait")] +
+        [evidence("operators", c["op"], f"{c['op']}: {c['calls']} blocking calls", timeline_name=c["name"])
+         for c in calls[:3]])
+
+
+@rule("sync_calls", "time")
+def sync_calls_rule(inp: RuleInput):
+    """Synchronising calls each step where the Device wait rule did not fire (e.g. a CPU run)."""
+    if _share(inp, "device_wait_ns") > th.DEVICE_WAIT_SHARE:
+        return None
+    calls = [c for c in sync_calls(inp) if c["calls"] / inp.steps >= th.SYNC_CALLS_PER_STEP]
+    if not calls:
+        return None
+    on_device = has_device_work(inp.digest)
+    per_step = sum(c["calls"] for c in calls) / inp.steps
+    host_ns = sum(c["ns"] for c in calls) // inp.steps
+    names = ", ".join(f"{c['name'] + ' under ' if c['name'] != c['op'] else ''}{c['op']} "
+                      f"({c['calls'] / inp.steps:.1f} per step)" for c in calls[:4])
+    return Finding(
+        "", "", "info", "Synchronising calls in every step",
+        f"{per_step:.1f} calls per step that make the host wait for the device's result: {names}."
+        + ("" if on_device else " This window ran on the CPU, where they wait for nothing; on a GPU or NPU "
+                                 "each one stalls the host until the device's queue drains."),
+        why="A host that waits for the device cannot queue the next kernels: the device idles after each call.",
+        change_torch="keep the value on the device and read it every N steps; for copies use "
+                     ".to('cpu', non_blocking=True) into a pin_memory() buffer.",
+        change_npu="the same; leave ASCEND_LAUNCH_BLOCKING unset.",
+        # on a device only the Device wait (device idle while the host is blocked) is lost time
+        gain_ns=inp.digest.average.device_wait_ns if on_device else host_ns,
+        gain_basis="the Device wait of the average step" if on_device else
+        "the host time of these calls per step here; on a device the stall they cause is larger",
+        value=per_step, figures={"sync_calls_per_step": per_step},
+        evidence=[evidence("operators", c["op"], f"{c['op']}: {c['calls']} calls", timeline_name=c["op"])
+                  for c in calls[:3]])
+
+
+@rule("launch_bound", "time")
+def launch_bound(inp: RuleInput):
+    share = _share(inp, "runtime_ns")
+    if not has_device_work(inp.digest) or share <= th.RUNTIME_SHARE:
+        return None
+    a = inp.digest.average
+    return Finding(
+        "", "", "warning", "Kernel launches dominate",
+        f"Launch / runtime calls with the device idle take {pct(share)} of the average step "
+        f"(Runtime, {ms(a.runtime_ns)}); blocking calls are counted apart (Device wait {pct(_share(inp, 'device_wait_ns'))}).",
+        why="The device finishes each kernel before the host has launched the next one.",
+        change_torch="capture the step in a CUDA graph (torch.compile(mode='reduce-overhead') or torch.cuda.graphs), "
+                     "fuse small operators with torch.compile, or raise the batch size.",
+        change_npu="enable the task queue (TASK_QUEUE_ENABLE=2), use graph mode (torchair) or "
+                   "torch.npu.NPUGraph, fuse operators.",
+        gain_ns=a.runtime_ns, gain_basis="the Runtime time of the average step", value=share,
+        figures={"runtime_share": share, "runtime_ns": a.runtime_ns},
+        evidence=[evidence("overview", "Runtime", "Average step breakdown: Runtime")])
+
+
+@rule("host_bound", "time")
+def host_bound(inp: RuleInput):
+    if not has_device_work(inp.digest) or inp.step_ns <= 0:
+        return None
+    host = _share(inp, "host_ns") + _share(inp, "runtime_ns")
+    if host <= th.HOST_SHARE or (window_figures(inp.digest)["device_idle_share"] or 0.0) <= th.DEVICE_IDLE_SHARE:
+        return None
+    a = inp.digest.average
+    return Finding(
+        "", "", "warning", "The step is host-bound",
+        f"Host operators and launches run while the device has no work: {_columns(inp, ['host_ns', 'runtime_ns'])} "
+        f"of the average step.",
+        why="The Python / operator dispatch path, not the device, sets the pace.",
+        change_torch="torch.compile the model (fewer, larger kernels and less Python), move host work out of the "
+                     "step, use larger batches.",
+        change_npu="the same; TASK_QUEUE_ENABLE=2 and graph mode (torchair) lower dispatch cost.",
+        gain_ns=a.host_ns + a.runtime_ns, gain_basis="Host + Runtime of the average step", value=host,
+        figures={"host_share": _share(inp, "host_ns"), "runtime_share": _share(inp, "runtime_ns")},
+        evidence=[evidence("overview", "Host", "Average step breakdown: Host"),
+                  evidence("operators", "", "Operators by Host Self Duration")])
+
+
+@rule("dominant_op", "time")
+def dominant_op(inp: RuleInput):
+    top = slowest_op(inp.digest)
+    # a collective on top is the communication rules' finding, not an operator to make faster
+    if top is None or top["share"] <= th.DOMINANT_SHARE or collective_kind(top["name"]) != "Other":
+        return None
+    column = "Device Self Duration" if top["metric"] == "device_self_ns" else "Host Self Duration"
+    per_step = top["ns"] // inp.steps
+    return Finding(
+        "", "", "info", f"{top['name']} dominates",
+        f"{top['name']} takes {pct(top['share'])} of the operators' {column} ({ms(per_step)} per step).",
+        why="The step is as fast as this operator: any gain elsewhere is bounded by what remains.",
+        change_torch="look at its rows by input shape and by call stack (Operators view): fewer or larger calls, "
+                     "lower precision (torch.autocast) or a fused / better implementation of this operator.",
+        gain_basis=f"depends on how efficient {top['name']} already is; it is at most {ms(per_step)} per step",
+        value=top["share"], figures={"op_share": top["share"], "op_ns": top["ns"]},
+        evidence=[evidence("operators", top["name"], f"{top['name']}: {column}", timeline_name=top["name"])])

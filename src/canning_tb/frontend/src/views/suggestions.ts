@@ -1,0 +1,120 @@
+// Suggestions: the findings of the rules (analysis/rules, docs/rules.md) for the selected window,
+// ranked by estimated gain as the route sends them, each with what was seen, why, what to change
+// (torch and torch_npu), the gain, and links to its evidence; then the cross-rank findings of the
+// same window position (from /cluster) when the run has several ranks. Computes nothing.
+import { getJSON, windowParams, type ClusterResponse, type Evidence, type RuleHit, type SuggestionsResponse } from "../api";
+import { h } from "../dom";
+import type { AppStore, ViewId } from "../state";
+import { card, fetchOr, problemsList } from "./common";
+import { openTimelineAt, timelineAt } from "./timeline_link";
+import { showEmpty, showLoading, type ViewDef, type ViewHost } from "./view";
+
+const TABLE_VIEWS: Record<string, ViewId> = { overview: "overview", operators: "operators", kernels: "kernels", memory: "memory", communication: "communication" };
+
+/** A button per piece of evidence: the table row (its view, searched for the row) or the Timeline. */
+function evidenceLinks(store: AppStore, items: Evidence[], id: string): HTMLElement | null {
+  const links: HTMLElement[] = [];
+  items.forEach((e, i) => {
+    const view = TABLE_VIEWS[e.view];
+    if (view) {
+      const button = h("button", { type: "button", class: "button evidence-row", id: `${id}-row-${i}`, "data-view": view, title: e.label }, `${view}: ${e.row || e.label}`);
+      button.onclick = () => {
+        if (view === "operators") store.update({ view, operators: { ...store.state.operators, search: e.row } });
+        else if (view === "kernels") store.update({ view, kernels: { ...store.state.kernels, search: e.row } });
+        else store.update({ view });
+      };
+      links.push(button);
+    }
+    if (e.timeline_name) {
+      const button = h("button", { type: "button", class: "button timeline-link", id: `${id}-tl-${i}`, "data-name": e.timeline_name }, `Timeline: ${e.timeline_name}`);
+      button.onclick = () => openTimelineAt(store, e.timeline_name);
+      links.push(button);
+    } else if (e.ts_ns >= 0) {
+      links.push(timelineAt(store, e.ts_ns, Math.max(e.dur_ns, 1_000_000), `${id}-at-${i}`, `Timeline: ${e.label || "here"}`));
+    }
+  });
+  return links.length ? h("div", { class: "evidence" }, ...links) : null;
+}
+
+function part(label: string, text: string, cls: string): HTMLElement | null {
+  return text ? h("p", { class: cls }, h("strong", { text: `${label}: ` }), text) : null;
+}
+
+function finding(store: AppStore, hit: RuleHit, id: string): HTMLElement {
+  const parts = [
+    part("Seen", hit.seen || hit.detail, "seen"),
+    part("Why", hit.why, "why"),
+    part("Change (torch)", hit.change_torch, "change-torch"),
+    part("Change (torch_npu)", hit.change_npu, "change-npu"),
+    hit.needs ? part("To enable this check", hit.needs, "needs") : part("Estimated gain", hit.gain, "gain"),
+    evidenceLinks(store, hit.evidence, id),
+  ].filter((x): x is HTMLElement => x !== null);
+  return h(
+    "li",
+    { class: `finding sev-${hit.severity}`, id, "data-rule": hit.rule, "data-gain-ns": String(hit.gain_ns) },
+    h("span", { class: "badge", text: hit.severity }),
+    h("strong", { class: "finding-title", text: hit.title }),
+    h("span", { class: "muted", text: ` ${hit.category}${hit.device ? ` · judged for ${hit.device}` : ""}` }),
+    ...parts,
+  );
+}
+
+function findingsList(store: AppStore, hits: RuleHit[], id: string): HTMLElement {
+  return h("ol", { class: "suggestions findings", id }, ...hits.map((hit, i) => finding(store, hit, `${id}-${i}`)));
+}
+
+const CLUSTER_POLL_MS = 1000;
+
+/** The cross-rank findings of this window position, asked again while the ranks are being digested (202). */
+async function crossRank(host: ViewHost, into: HTMLElement): Promise<void> {
+  if ((host.run?.workers.length ?? 0) < 2) return;
+  const section = card("Across ranks (this window position)", h("p", { class: "muted", id: "sg-ranks-loading", text: "Digesting the other ranks…" }));
+  into.append(section);
+  try {
+    for (;;) {
+      const data = await getJSON<ClusterResponse & { loading?: boolean }>("cluster", windowParams(host.sel), host.signal);
+      if (host.signal.aborted) return;
+      if (!data.loading) {
+        section.lastElementChild?.replaceWith(data.findings.length ? findingsList(host.store, data.findings, "sg-ranks") : h("p", { class: "muted", id: "sg-ranks-none", text: "No cross-rank problem found." }));
+        return;
+      }
+      await new Promise((resolve) => setTimeout(resolve, CLUSTER_POLL_MS));
+    }
+  } catch (err) {
+    if (!host.signal.aborted) section.lastElementChild?.replaceWith(h("p", { class: "muted", text: `Across ranks: ${(err as Error).message}` }));
+  }
+}
+
+async function load(host: ViewHost): Promise<void> {
+  showLoading(host, "Running the rules on this window…");
+  const data = await fetchOr<SuggestionsResponse>(host, "suggestions", windowParams(host.sel));
+  if (!data) return;
+  const judged = data.findings.filter((f) => !f.needs);
+  const unjudged = data.findings.filter((f) => f.needs);
+  if (!data.findings.length) {
+    showEmpty(host, "No suggestion", "No rule found a problem in this window.");
+    return;
+  }
+  host.el.replaceChildren();
+  const root = h("div", { id: "suggestions-root" });
+  root.append(
+    card(
+      "Optimization suggestions",
+      problemsList(data.problems, "sg-problems"),
+      h("p", { class: "muted", text: "Ranked by estimated gain per step. Each gain is bounded from this window's data (docs/rules.md)." }),
+      judged.length ? findingsList(host.store, judged, "sg") : h("p", { class: "muted", text: "No problem found by the rules that could judge this window." }),
+    ),
+  );
+  if (unjudged.length) root.append(card("What this profile cannot tell", findingsList(host.store, unjudged, "sg-needs")));
+  host.el.append(root);
+  host.setState("loaded");
+  await crossRank(host, root);
+}
+
+export const suggestionsView: ViewDef = {
+  id: "suggestions",
+  title: "Suggestions",
+  mount(host) {
+    void load(host);
+  },
+};

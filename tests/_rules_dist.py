@@ -1,0 +1,67 @@
+"""One rank of a real 2-process gloo run for the cross-rank rules (run as a script by the tests).
+
+usage: _rules_dist.py RANK PORT OUT MODE[,MODE...] (one profile per mode, one process group);
+MODE = "slow_rank" (both ranks all-reduce each step,
+rank 1 computes 3x longer), "pipeline" / "balanced" (stage 0 sends 4 micro-batches of activations
+to stage 1, which answers each; "pipeline" gives stage 1 four times stage 0's work per micro-batch,
+"balanced" splits the same total work evenly)."""
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+from torch.profiler import ProfilerActivity, profile, schedule
+
+
+def busy(ms: float) -> None:
+    """Real compute for about `ms` ms (matmuls), timed by the wall clock."""
+    end = time.perf_counter() + ms / 1e3
+    a = torch.randn(256, 256) / 16
+    while time.perf_counter() < end:  # few, large operators: their time is the computing measured
+        a = torch.tanh(a @ a)
+
+
+def main(rank: int, port: int, out: str, modes: str) -> None:
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=2)
+    for mode in modes.split(","):
+        profile_mode(rank, out, mode)
+        dist.barrier()
+    dist.destroy_process_group()
+
+
+def profile_mode(rank: int, out: str, mode: str) -> None:
+    x = torch.randn(1024)
+    micro = 4  # micro-batches per step: stage 1 works on one while stage 0 computes the next
+    work = {"slow_rank": (10, 30), "pipeline": (4, 16), "balanced": (10, 10)}[mode]
+
+    def step():
+        if mode == "slow_rank":
+            busy(work[rank])
+            dist.all_reduce(x)
+        elif rank == 0:
+            sends = []
+            for _ in range(micro):
+                busy(work[0])
+                sends.append(dist.isend(x.clone(), 1))
+            for _ in range(micro):
+                dist.recv(x, 1)
+            for handle in sends:
+                handle.wait()
+        else:  # answers without blocking: gloo's send would wait for stage 0's matching receive
+            answers = []
+            for _ in range(micro):
+                dist.recv(x, 0)
+                busy(work[1])
+                answers.append(dist.isend(x.clone(), 0))
+            for handle in answers:
+                handle.wait()
+
+    with profile(activities=[ProfilerActivity.CPU], schedule=schedule(wait=0, warmup=1, active=4),
+                 on_trace_ready=lambda p: p.export_chrome_trace(f"{out}/{mode}.rank{rank}.pt.trace.json")) as prof:
+        for _ in range(5):
+            step()
+            prof.step()
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4])

@@ -1,0 +1,117 @@
+"""Real CPU workloads, each built to show one problem the rules look for, and their clean twins.
+
+`profiled(tmp, name, step, **settings)` runs `step` under torch.profiler (1 warm-up step, ACTIVE
+recorded steps) and returns (digest, raw trace events); the raw events let a test check the
+figures the findings quote by a second, independent reading of the file.
+"""
+import json
+import time
+
+import pytest
+
+ACTIVE = 3
+
+
+def profiled(tmp_path, name, step, **settings):
+    torch = pytest.importorskip("torch")
+    from torch.profiler import ProfilerActivity, profile, schedule
+
+    from canning_tb.analysis.build import build_digest
+    from canning_tb.ingest.kineto import read_kineto
+    path = tmp_path / f"{name}.pt.trace.json"
+    torch.manual_seed(0)
+    with profile(activities=[ProfilerActivity.CPU], schedule=schedule(wait=0, warmup=1, active=ACTIVE),
+                 on_trace_ready=lambda p: p.export_chrome_trace(str(path)), **settings) as prof:
+        for _ in range(ACTIVE + 1):
+            step()
+            prof.step()
+    raw = json.loads(path.read_text())["traceEvents"]
+    return build_digest(read_kineto(str(path))), raw
+
+
+def step_ms(raw, fastest: bool = False) -> float:
+    """Mean (or the shortest) ProfilerStep#N duration of the raw trace (ms): the loop's own measure."""
+    durs = [e["dur"] for e in raw if e.get("ph") == "X" and e.get("name", "").startswith("ProfilerStep#")]
+    return (min(durs) if fastest else sum(durs) / len(durs)) / 1e3
+
+
+def sleepy_loader(sleep_s):
+    """A DataLoader whose samples take `sleep_s` each to load (batch of 2)."""
+    import torch
+    from torch.utils.data import DataLoader, Dataset
+
+    class Slow(Dataset):
+        def __len__(self):
+            return 1000
+
+        def __getitem__(self, i):
+            if sleep_s:
+                time.sleep(sleep_s)
+            return torch.randn(64)
+    return iter(DataLoader(Slow(), batch_size=2, num_workers=0))
+
+
+def linear_step(in_features, out_features, batch, item=False):
+    import torch
+    model = torch.nn.Linear(in_features, out_features)
+    x = torch.randn(batch, in_features)
+
+    def step():
+        y = model(x)
+        if item:
+            y.sum().item()  # the host reads the value back every step
+    return step
+
+
+def rms_norm_manual(x, w, eps=1e-6):
+    import torch
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * w
+
+
+def rotate_half(x):
+    import torch
+    half = x.shape[-1] // 2
+    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+
+def llama_block_step(fused: bool, layers=2):
+    """A small decoder-like block per layer: RMSNorm, rotary embedding, SwiGLU MLP, an SGD step;
+    written out operator by operator (fused=False) or with the fused APIs (fused=True)."""
+    import torch
+    import torch.nn.functional as F
+    dim = 64
+    weights = [torch.nn.Parameter(torch.randn(dim, 2 * dim) * 0.05) for _ in range(layers)]
+    norm_w = torch.ones(dim)
+    cos, sin = torch.randn(16, dim), torch.randn(16, dim)
+    opt = torch.optim.SGD(weights, lr=0.01, **({"fused": True} if fused else {"foreach": False}))
+    x0 = torch.randn(16, dim)
+
+    def step():
+        x = x0
+        for w in weights:
+            if fused:
+                h = F.rms_norm(x, (dim,), norm_w)
+                a, b = (h @ w).chunk(2, dim=-1)
+                x = F.gelu(a) + b
+            else:
+                h = rms_norm_manual(x, norm_w)
+                h = h * cos + rotate_half(h) * sin
+                a, b = (h @ w).chunk(2, dim=-1)
+                x = F.silu(a) * b
+        x.sum().backward()
+        opt.step()
+        opt.zero_grad()
+    return step
+
+
+def recompiling_step(dynamic_shapes: bool):
+    """torch.compile (eager backend: no C++ compiler needed) of a small function, called with a
+    new length each step (recompiles inside the window) or always the same one."""
+    import torch
+    fn = torch.compile(lambda x: (x * 2).sin().sum(), backend="eager", dynamic=False)
+    count = [0]
+
+    def step():
+        count[0] += 1
+        fn(torch.randn(100 + (count[0] if dynamic_shapes else 0)))
+    return step

@@ -1,0 +1,190 @@
+"""Each rule fires on a real CPU profile of a workload built to show its problem, stays silent on
+the clean twin, and its gain estimate is checked against the measured gain where removing the
+problem is the twin (tolerances stated at each check)."""
+import pytest
+
+from _rules_workloads import (ACTIVE, linear_step, llama_block_step, profiled, recompiling_step, sleepy_loader,
+                              step_ms)
+
+from canning_tb.analysis.summary import window_figures
+
+SLEEP_S = 0.015  # per sample, 2 samples per batch: 30 ms of data loading per step (well above the noise)
+
+
+def hits(digest):
+    return {h.rule: h for h in digest.rule_hits}
+
+
+def loader_pair(tmp, attempt=0):
+    out = {}
+    for name, sleep_s in (("slow", SLEEP_S), ("clean", 0.0)):
+        it = sleepy_loader(sleep_s)
+        model = linear_step(768, 768, 512)  # ~10 ms of compute: the clean loader stays far under 5 %
+        out[name] = profiled(tmp, f"{name}{attempt}", lambda: (next(it), model()))
+    return out
+
+
+@pytest.fixture(scope="module")
+def loader_runs(tmp_path_factory):
+    return loader_pair(tmp_path_factory.mktemp("loader"))
+
+
+def test_dataloader_fires_with_the_overview_figure_and_its_gain_is_measured(loader_runs, tmp_path):
+    digest, raw = loader_runs["slow"]
+    hit = hits(digest)["dataloader_share"]
+    share = window_figures(digest)["dataloader_share"]  # the number the Overview shows
+    assert f"{100 * share:.1f}% of the average step (DataLoader)" in hit.seen
+    # independent: the DataLoader ranges of the raw trace over the ProfilerStep ranges
+    dl = sum(e["dur"] for e in raw if e.get("ph") == "X" and e["name"].startswith("enumerate(DataLoader)"))
+    steps = sum(e["dur"] for e in raw if e.get("ph") == "X" and e["name"].startswith("ProfilerStep#"))
+    assert share == pytest.approx(dl / steps, abs=0.02)
+    assert "num_workers" in hit.change_torch and hit.evidence
+    assert any(e.timeline_name.startswith("enumerate(DataLoader)") for e in hit.evidence)
+    assert hit.speedup == pytest.approx(digest.average.total_ns / (digest.average.total_ns - hit.gain_ns))
+    # the gain: the clean twin loads the same batches with no sleep. Measured gain = the fastest
+    # step(slow) - the fastest step(clean) (the fastest: least disturbed by other processes). On a
+    # quiet machine the two agree within a millisecond. The tolerance is for a shared 2-core
+    # machine under load, measured there: sleeps overshoot (into the estimate, so measured down to
+    # half of it) and a process woken from its sleep waits for a core (after the DataLoader range,
+    # so measured up to twice the estimate); one pair of runs can be disturbed throughout, so up to
+    # 3 pairs are run and one must agree.
+    seen = []
+    runs = loader_runs
+    for attempt in range(3):
+        estimate_ms = hits(runs["slow"][0])["dataloader_share"].gain_ns / 1e6
+        measured_ms = step_ms(runs["slow"][1], fastest=True) - step_ms(runs["clean"][1], fastest=True)
+        seen.append((round(measured_ms, 2), round(estimate_ms, 2)))
+        if 0.5 * estimate_ms <= measured_ms <= 2 * estimate_ms + 1.0:
+            break
+        runs = loader_pair(tmp_path, attempt + 1)
+    else:
+        pytest.fail(f"measured vs estimated gain (ms) of 3 pairs of runs: {seen}")
+
+
+def test_dataloader_silent_on_the_clean_twin(loader_runs):
+    assert "dataloader_share" not in hits(loader_runs["clean"][0])
+
+
+def test_cpu_run_says_which_setting_enables_the_device_rules(loader_runs):
+    digest, _ = loader_runs["clean"]
+    found = hits(digest)
+    assert "ProfilerActivity.CUDA" in found["needs_device"].needs
+    assert "record_shapes=True" in found["needs_shapes"].needs  # profiled without shapes
+    assert not {"device_idle", "launch_bound", "host_bound", "device_wait"} & set(found)
+
+
+@pytest.fixture(scope="module")
+def item_runs(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("item")
+    return {name: profiled(tmp, name, linear_step(64, 64, 8, item=item)) for name, item in (("item", True),
+                                                                                            ("clean", False))}
+
+
+def test_item_each_step_is_a_synchronisation(item_runs):
+    digest, raw = item_runs["item"]
+    hit = hits(digest)["sync_calls"]
+    # independent: aten::item calls in the recorded steps, from the raw file
+    items = [e for e in raw if e.get("ph") == "X" and e["name"] == "aten::item"]
+    assert len(items) == ACTIVE
+    assert "aten::item (1.0 per step)" in hit.seen
+    assert "ran on the CPU" in hit.seen  # judged for the device it ran on
+    assert "non_blocking=True" in hit.change_torch
+    assert hit.gain_ns <= sum(e["dur"] for e in items) * 1000 / ACTIVE + 1000  # the calls' own host time
+    assert "sync_calls" not in hits(item_runs["clean"][0])
+
+
+@pytest.fixture(scope="module")
+def matmul_runs(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("matmul")
+    return {"unaligned": profiled(tmp, "unaligned", linear_step(1000, 999, 255), record_shapes=True),
+            "aligned": profiled(tmp, "aligned", linear_step(1024, 1024, 256), record_shapes=True)}
+
+
+def test_unaligned_fp32_matmul_is_told_for_which_device(matmul_runs):
+    digest, raw = matmul_runs["unaligned"]
+    hit = hits(digest)["matmul_alignment"]
+    assert "CPU, which has no Tensor Cores" in hit.seen and hit.device == "cpu"
+    assert hit.figures["align"] == 8
+    # independent: the addmm calls' input dims from the raw file; every one has 999 or 255
+    mm = [e for e in raw if e.get("ph") == "X" and e["name"] == "aten::addmm"]
+    assert mm and all(any(d % 8 for dims in e["args"]["Input Dims"] for d in dims[-2:] if d > 1) for e in mm)
+    assert hit.figures["unaligned_call_share"] == pytest.approx(1.0)
+    assert any(e.view == "operators" and e.row.startswith("aten::") for e in hit.evidence)
+    assert "autocast" in hit.change_torch and "16" in hit.change_npu
+
+
+def test_aligned_matmul_is_silent(matmul_runs):
+    found = hits(matmul_runs["aligned"][0])
+    assert "matmul_alignment" not in found
+
+
+def test_dominant_operator_names_the_matmul(matmul_runs):
+    digest, raw = matmul_runs["unaligned"]
+    hit = hits(digest)["dominant_op"]
+    top = window_figures(digest)["slowest_op"]
+    assert hit.title.startswith(top["name"]) and f"{100 * top['share']:.1f}%" in hit.seen
+    assert "mm" in top["name"] or "linear" in top["name"]
+
+
+@pytest.fixture(scope="module")
+def block_runs(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("block")
+    return {"unfused": profiled(tmp, "unfused", llama_block_step(fused=False, layers=2)),
+            "fused": profiled(tmp, "fused", llama_block_step(fused=True, layers=2))}
+
+
+@pytest.mark.parametrize("rule,api_npu", [("fusable_rms_norm", "npu_rms_norm"), ("fusable_rotary", "npu_rotary_mul"),
+                                          ("fusable_swiglu", "npu_swiglu")])
+def test_written_out_operators_name_the_fused_api(block_runs, rule, api_npu):
+    hit = hits(block_runs["unfused"][0])[rule]
+    # by construction: one occurrence per layer per step, 2 layers, ACTIVE recorded steps
+    assert hit.figures["occurrences"] == 2 * ACTIVE
+    assert api_npu in hit.change_npu and hit.change_torch
+    assert rule not in hits(block_runs["fused"][0])
+
+
+def test_with_stack_inflating_the_trace(tmp_path, block_runs):
+    digest, raw = profiled(tmp_path, "stack", llama_block_step(fused=False, layers=2), with_stack=True)
+    hit = hits(digest)["trace_inflated"]
+    # independent: the python_function events of the raw file over all its events with a duration
+    events = [e for e in raw if e.get("ph") == "X"]
+    share = sum(e.get("cat") == "python_function" for e in events) / len(events)
+    assert hit.figures["python_function_share"] == pytest.approx(share, abs=0.02)
+    assert "with_stack=False" in hit.change_torch
+    assert "trace_inflated" not in hits(block_runs["unfused"][0])  # the same workload without with_stack
+
+
+def test_unfused_optimizer(block_runs):
+    hit = hits(block_runs["unfused"][0])["unfused_optimizer"]
+    assert "fused=True" in hit.change_torch and "NpuFusedSGD" in hit.change_npu
+    assert "unfused_optimizer" not in hits(block_runs["fused"][0])
+
+
+@pytest.fixture(scope="module")
+def compile_runs(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("compile")
+    return {"recompiling": profiled(tmp, "recompiling", recompiling_step(True)),
+            "static": profiled(tmp, "static", recompiling_step(False))}
+
+
+def test_recompilation_in_the_window_and_its_gain(compile_runs, tmp_path):
+    digest, raw = compile_runs["recompiling"]
+    hit = hits(digest)["compilation"]
+    assert "mark_dynamic" in hit.change_torch and "jit_compile=False" in hit.change_npu
+    assert "compilation" not in hits(compile_runs["static"][0])
+    # the static twin compiles once, in the warm-up step: measured gain = step(recompiling) -
+    # step(static). The estimate is the compile ranges' time per step ("about": guard checks and
+    # cache misses outside those ranges add a little), so within 25 % either way; up to 3 pairs of
+    # runs (a shared 2-core machine), one must agree
+    assert "about" in hit.gain
+    seen, runs = [], compile_runs
+    for attempt in range(3):
+        estimate_ms = hits(runs["recompiling"][0])["compilation"].gain_ns / 1e6
+        measured_ms = step_ms(runs["recompiling"][1]) - step_ms(runs["static"][1])
+        seen.append((round(measured_ms, 2), round(estimate_ms, 2)))
+        if 0.75 * estimate_ms <= measured_ms <= 1.25 * estimate_ms:
+            break
+        runs = {name: profiled(tmp_path, f"{name}{attempt}", recompiling_step(name == "recompiling"))
+                for name in ("recompiling", "static")}
+    else:
+        pytest.fail(f"measured vs estimated gain (ms) of 3 pairs of runs: {seen}")
