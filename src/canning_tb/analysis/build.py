@@ -10,6 +10,7 @@ from .communication import communication_stats
 from .context import Context
 from .digest import SCHEMA_VERSION
 from .kernels import kernel_stats
+from .gpu_metrics import gpu_efficiency
 from .memory import memory_stats
 from .ops import op_stats
 from .rules import rule_hits
@@ -99,6 +100,8 @@ def build_digest(table: EventTable) -> pb.Digest:
     d.kernels_by_op.extend(ko)
     d.cores.extend(cores)
     d.memory.extend(memory_stats(ctx))
+    kept = np.isin(nums, list(d.average_steps))  # the device figures are of the steps the average keeps
+    d.gpu_efficiency.extend(gpu_efficiency(table, starts[kept], ends[kept]))
     d.communication.CopyFrom(communication_stats(ctx, starts, ends, nums, res))
     for p in table.problems:
         d.problems.add(file=str(p.file), message=str(p.message), severity=str(p.severity))
