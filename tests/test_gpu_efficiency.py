@@ -12,7 +12,7 @@ import pytest
 from _raw_kineto import Trace, step_spans
 from canning_tb.analysis.build import build_digest
 from canning_tb.analysis.gpu_metrics import gpu_efficiency
-from canning_tb.analysis.kernels import uses_tensor_cores
+from canning_tb.analysis.tensor_cores import uses_tensor_cores
 from canning_tb.ingest.kineto import read_kineto
 from conftest import fixture_path
 

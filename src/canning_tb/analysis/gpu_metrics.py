@@ -10,7 +10,7 @@ over its kernels (KERNEL and COMM_KERNEL events; copies and memsets are not kern
 - est. achieved occupancy = the kernels' `est. achieved occupancy %` averaged with the weight of
   each kernel's time inside S (kernels without the value, or a negative one, left out);
 - Tensor Core share = time inside S of kernels whose name says Tensor Cores
-  (kernels.uses_tensor_cores) / time inside S of all kernels; each kernel counted once. CUDA
+  (tensor_cores.uses_tensor_cores) / time inside S of all kernels; each kernel counted once. CUDA
   only (the name patterns are NVIDIA's): -1 on ROCm and other GPUs.
 A figure is -1 (unknown) when the trace carries nothing it needs (e.g. no `blocks per SM`).
 """
@@ -21,7 +21,7 @@ import numpy as np
 from ..ingest.table import METRIC_BLOCKS_PER_SM, METRIC_OCCUPANCY, EventTable, Kind
 from . import digest_pb2 as pb
 from . import intervals as iv
-from .kernels import uses_tensor_cores
+from .tensor_cores import is_cuda_window, uses_tensor_cores
 
 UNKNOWN = -1.0
 
@@ -29,12 +29,6 @@ UNKNOWN = -1.0
 def kernel_rows(table: EventTable) -> np.ndarray:
     kind = table.events["kind"]
     return np.flatnonzero((kind == int(Kind.KERNEL)) | (kind == int(Kind.COMM_KERNEL)))
-
-
-def is_cuda_window(table: EventTable) -> bool:
-    """The window's GPUs are NVIDIA's (deviceProperties without AMD names, or only labelled "GPU N")."""
-    kinds = {str(dv.get("kind", "")).lower() for dv in table.meta.devices}
-    return table.meta.format != "ascend" and bool(kinds) and not kinds - {"cuda", "gpu"}
 
 
 def is_gpu_window(table: EventTable) -> bool:

@@ -84,6 +84,7 @@ METRIC_REGISTERS = "registers_per_thread"
 METRIC_SHARED_MEMORY = "shared_memory_bytes"
 METRIC_AIC_TIME = "aic_time_ns"
 METRIC_AIV_TIME = "aiv_time_ns"
+METRIC_MIX_BLOCK_DIM = "mix_block_dim"
 
 MEMORY_COLUMNS: dict[str, Any] = {
     "ts": np.int64,  # ns
@@ -294,11 +295,11 @@ def sort_with_metrics(cols: dict[str, np.ndarray], metrics: dict[str, np.ndarray
     return {k: v[order] for k, v in cols.items()}, {k: v[order] for k, v in metrics.items()}
 
 
-def metric_columns(rows: list[dict], key: str = "metrics") -> dict[str, np.ndarray]:
-    """EventTable.metrics from row dicts that may hold `key`: {metric name: value} (row readers)."""
-    names = sorted({m for r in rows for m in (r.get(key) or ())})
-    out = {m: np.full(len(rows), np.nan) for m in names}
-    for i, r in enumerate(rows):
-        for m, v in (r.get(key) or {}).items():
-            out[m][i] = v
+def metric_columns(pairs, n: int) -> dict[str, np.ndarray]:
+    """EventTable.metrics of n rows from (row index, {metric name: value}) pairs (row readers)."""
+    pairs = [(i, m) for i, m in pairs if m]
+    out = {name: np.full(n, np.nan) for name in sorted({name for _, m in pairs for name in m})}
+    for i, m in pairs:
+        for name, v in m.items():
+            out[name][i] = v
     return out

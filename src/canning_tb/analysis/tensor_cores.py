@@ -1,0 +1,90 @@
+"""Tensor Cores (CUDA GPUs): which kernels ran on them, which operators can use them, and the share
+of each operator's kernel time on them.
+
+- A kernel ran on Tensor Cores when its name contains one of TC_KERNEL_SUBSTRINGS (case-sensitive
+  substrings of the cuBLAS / cuDNN / CUTLASS kernel naming: the mma shape codes 884 / 1688 / 16816 /
+  8816, hmma / imma, xmma gemm / conv kernels, tf32 gemms, sm80+ cutlass tensorop kernels, flash
+  attention), as the old TensorBoard plugin's allowlist does.
+- An operator is Tensor-Core eligible when its name is in TC_ELIGIBLE_OPS (the matmul / convolution
+  / attention-like ops autocast runs in fp16 / bf16, which cuBLAS / cuDNN can run on Tensor Cores).
+- op_tc_shares: per group of operator calls, the Tensor Core kernel time over all kernel time
+  (KERNEL and COMM_KERNEL), of the kernels its calls launched themselves (self) and of those launched
+  by them or any op inside them (total). A kernel under two nested calls of the same group counts
+  once. -1 where the group launched no kernel, or off CUDA.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..ingest.table import NONE, EventTable, Kind
+from .context import Context
+
+TC_KERNEL_SUBSTRINGS = (
+    "h884", "s884", "h1688", "s1688", "i8816", "16816", "884gemm", "1688gemm", "hmma", "imma", "HMMA",
+    "xmma_gemm", "xmma_implicit_gemm", "xmma_fprop", "xmma_dgrad", "xmma_wgrad", "gemm_tf32", "tf32gemm",
+    "_tensorop_", "tensorop", "wmma", "sm80_xmma", "sm90_xmma", "flash_fwd", "flash_bwd", "fmha",
+)
+
+TC_ELIGIBLE_OPS = frozenset(
+    "aten::" + n for n in (
+        "conv1d conv2d conv3d conv_tbc conv_transpose1d conv_transpose2d conv_transpose3d convolution _convolution "
+        "cudnn_convolution cudnn_convolution_transpose convolution_backward "
+        "addmm addmm_ addbmm baddbmm bmm mm matmul linear _addmm_activation chain_matmul addmv addr "
+        "einsum tensordot prelu lstm_cell gru_cell rnn_tanh_cell rnn_relu_cell _thnn_fused_lstm_cell "
+        "scaled_dot_product_attention _scaled_dot_product_efficient_attention _scaled_dot_product_flash_attention "
+        "_scaled_dot_product_cudnn_attention _flash_attention_forward _efficient_attention_forward "
+        "mm_backward bmm_backward _scaled_mm"
+    ).split())
+
+
+def uses_tensor_cores(name: str) -> bool:
+    return any(s in name for s in TC_KERNEL_SUBSTRINGS)
+
+
+def is_cuda_window(table: EventTable) -> bool:
+    """The window's GPUs are NVIDIA's (deviceProperties without AMD names, or only labelled "GPU N")."""
+    kinds = {str(dv.get("kind", "")).lower() for dv in table.meta.devices}
+    return table.meta.format != "ascend" and bool(kinds) and not kinds - {"cuda", "gpu"}
+
+
+def _kernel_owners(ctx: Context) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(launching host position, duration, on Tensor Cores) of the kernels that have an owner."""
+    dev = ctx.device_rows
+    kind = ctx.ev["kind"][dev]
+    owner = ctx.device_owner
+    sel = np.flatnonzero(((kind == int(Kind.KERNEL)) | (kind == int(Kind.COMM_KERNEL))) & (owner != NONE))
+    names = ctx.ev["name"][dev[sel]]
+    uniq = np.unique(names)
+    tc_ids = uniq[[uses_tensor_cores(ctx.table.strings[int(n)] or "") for n in uniq]]
+    return owner[sel], ctx.ev["dur"][dev[sel]].astype(np.float64), np.isin(names, tc_ids)
+
+
+def _ratio(part: np.ndarray, whole: np.ndarray) -> np.ndarray:
+    return np.where(whole > 0, part / np.where(whole > 0, whole, 1.0), -1.0)
+
+
+def op_tc_shares(ctx: Context, pos: np.ndarray, inv: np.ndarray, ng: int) -> tuple[np.ndarray, np.ndarray]:
+    """(self share, total share) per group; pos: host positions of the calls, inv: their groups."""
+    unknown = np.full(ng, -1.0)
+    if ng == 0 or len(ctx.host.rows) == 0 or not is_cuda_window(ctx.table):
+        return unknown, unknown.copy()
+    owner, dur, tc = _kernel_owners(ctx)
+    group_of = np.full(len(ctx.host.rows), -1, np.int64)
+    group_of[pos] = inv
+    g = group_of[owner]
+    mine = g >= 0
+    self_all = np.bincount(g[mine], weights=dur[mine], minlength=ng)
+    self_tc = np.bincount(g[mine & tc], weights=dur[mine & tc], minlength=ng)
+    # (kernel, group) pairs over the kernel's chain of enclosing ops, each pair once
+    pairs, cur, idx = [], owner.copy(), np.arange(len(owner))
+    while len(cur):
+        grp = group_of[cur]
+        pairs.append(idx[grp >= 0] * ng + grp[grp >= 0])
+        up = ctx.host.parent[cur]
+        keep = up != NONE
+        cur, idx = up[keep], idx[keep]
+    uniq = np.unique(np.concatenate(pairs)) if pairs else np.zeros(0, np.int64)
+    k, grp = uniq // ng, uniq % ng
+    total_all = np.bincount(grp, weights=dur[k], minlength=ng)
+    total_tc = np.bincount(grp[tc[k]], weights=dur[k][tc[k]], minlength=ng)
+    return _ratio(self_tc, self_all), _ratio(total_tc, total_all)
