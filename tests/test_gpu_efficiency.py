@@ -5,7 +5,7 @@
 - the MI250 (ROCm) trace, which carries none of the kernel estimates: unknown, not 0.
 """
 import json
-from collections import defaultdict
+from collections import Counter, defaultdict
 
 import pytest
 
@@ -142,3 +142,68 @@ def test_rocm_trace_without_estimates_is_unknown():
 def test_cpu_only_trace_has_no_gpu_figures():
     d = build_digest(read_kineto(str(fixture_path("hta", "cpu_only", "rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz"))))
     assert len(d.gpu_efficiency) == 0
+
+
+def test_kernel_columns_by_hand():
+    """Kernels view: blocks per SM and occupancy weighted by each call's duration (as the old plugin's
+    kernel table), the most frequent registers per thread and shared memory, from the raw JSON."""
+    path = fixture_path("kineto", "resnet50_v100", "worker0.1623143089861.pt.trace.json.gz")
+    d = build_digest(read_kineto(str(path)))
+    calls = defaultdict(list)
+    for k in Trace(path).device:
+        if k.cat == "kernel":
+            calls[k.name].append(k)
+    for stat in d.kernels_by_name[:40]:
+        ks = calls[stat.name]
+        weight = sum(k.dur for k in ks)
+        assert stat.mean_blocks_per_sm == pytest.approx(sum(float(k.args["blocks per SM"]) * k.dur for k in ks) / weight)
+        assert stat.mean_occupancy_pct == pytest.approx(
+            sum(float(k.args["est. achieved occupancy %"]) * k.dur for k in ks) / weight)
+        for field, arg in (("registers_per_thread", "registers per thread"), ("shared_memory_bytes", "shared memory")):
+            counts = Counter(int(k.args[arg]) for k in ks)
+            top = max(counts.values())
+            assert int(getattr(stat, field)) in {v for v, c in counts.items() if c == top}
+
+
+def test_operator_tensor_core_shares_by_hand():
+    """Operators view: the Tensor Core share of each operator's kernel time, self and total (a kernel
+    under two nested calls of the same operator counted once), by a walk up the raw trace's op tree.
+    The launching op is the stated one (analysis/context.py): the host op with the kernel's external
+    id (NCCL kernels name record_param_comms so), else the op around its runtime launch."""
+    path = fixture_path("hta", "nccl_parser_config", "nccl_data.json.gz")
+    d = build_digest(read_kineto(str(path)))
+    trace = Trace(path)
+    by_ext = defaultdict(list)
+    for op in trace.ops:
+        if op.ext is not None:
+            by_ext[op.ext].append(op)
+    self_t, self_tc = defaultdict(int), defaultdict(int)
+    total_t, total_tc = defaultdict(int), defaultdict(int)
+    for k in trace.device:
+        same_ext = by_ext.get(k.ext, [])
+        op = same_ext[0] if len(same_ext) == 1 else trace.owner.get(k)
+        if k.cat != "kernel" or op is None:
+            continue
+        tc = uses_tensor_cores(k.name)
+        if op.cat == "cpu_op":
+            self_t[op.name] += k.dur
+            self_tc[op.name] += k.dur if tc else 0
+        names, cur = set(), op
+        while cur is not None:
+            if cur.cat == "cpu_op":
+                names.add(cur.name)
+            cur = cur.parent
+        for name in names:
+            total_t[name] += k.dur
+            total_tc[name] += k.dur if tc else 0
+    checked = 0
+    for o in d.ops_by_name:
+        if o.name not in total_t:
+            assert o.tc_total_share == -1
+            continue
+        assert o.tc_total_share == pytest.approx(total_tc[o.name] / total_t[o.name], abs=1e-12)
+        assert o.tc_self_share == (pytest.approx(self_tc[o.name] / self_t[o.name], abs=1e-12) if self_t[o.name] else -1)
+        checked += 1
+    assert checked > 20
+    conv = next(o for o in d.ops_by_name if o.name == "aten::cudnn_convolution")
+    assert conv.tc_eligible and conv.tc_total_share > 0.5

@@ -12,6 +12,7 @@ from .digest import SCHEMA_VERSION
 from .kernels import kernel_stats
 from .gpu_metrics import gpu_efficiency
 from .memory import memory_stats
+from .modules import module_tree
 from .npu_metrics import npu_efficiency
 from .ops import op_stats
 from .rules import rule_hits
@@ -104,6 +105,7 @@ def build_digest(table: EventTable) -> pb.Digest:
     kept = np.isin(nums, list(d.average_steps))  # the device figures are of the steps the average keeps
     d.gpu_efficiency.extend(gpu_efficiency(table, starts[kept], ends[kept]))
     d.npu_efficiency.extend(npu_efficiency(table, starts[kept], ends[kept]))
+    d.modules.extend(module_tree(ctx))
     d.communication.CopyFrom(communication_stats(ctx, starts, ends, nums, res))
     for p in table.problems:
         d.problems.add(file=str(p.file), message=str(p.message), severity=str(p.severity))
