@@ -15,6 +15,7 @@ import { RawChart, tipLines } from "../chart";
 import { h } from "../dom";
 import { bytes, int, ms, pct } from "../format";
 import { card, errorText, fetchOr, kvTable, pollCluster, problemsList, rankProgress } from "./common";
+import { efficiencyCard } from "./efficiency";
 import { showEmpty, showLoading, type ViewDef, type ViewHost } from "./view";
 
 const CATEGORIES: [keyof Breakdown, string, string, string][] = [
@@ -209,6 +210,7 @@ function show(host: ViewHost, ov: OverviewResponse): void {
   host.el.replaceChildren(
     ...[runSection, problemsList(ov.problems, "ov-problems")].filter((el): el is HTMLElement => !!el),
     h("div", { class: "grid2" }, card("Performance summary", perfTable(ov.figures)), card("Suggestions", suggestions(ov))),
+    ...[efficiencyCard(ov)].filter((el): el is HTMLElement => !!el),
     card(stepsTitle, stepChartEl),
     h("div", { class: "grid2" }, card("Average step breakdown", averageTable(ov.average)), card("Average step breakdown (share)", avgChartEl)),
     h("div", { class: "grid2" }, card("Devices", devicesTable(ov.info)), card("Environment and profiler settings", h("div", { class: "table-wrap short" }, environmentTable(ov.info)))),
