@@ -123,6 +123,8 @@ def test_msprof_analyze_flags_the_same_rank(four, tmp_path):
 def _digest(rank: int, calls: list[tuple]) -> pb.Digest:
     d = pb.Digest()
     d.window.rank = rank
+    d.steps.add(number=1, start_ns=0, dur_ns=1000)  # a rank's wait / transfer are per step: one spanning the calls
+    d.average_steps.append(1)
     for kind, group, seq, start, dur, ctype in calls:
         d.communication.calls.add(kind=kind, group=group, seq=seq, start_ns=start, dur_ns=dur, bytes=-1,
                                   comm_type=ctype, wait_ns=-1, transit_ns=-1, synchronization_ns=-1)

@@ -101,6 +101,15 @@ def test_performance_mode_profiles_an_unchanged_script(tmp_path):
     names = {o["name"] for o in w["digest"]["ops_by_name"]}
     assert {"aten::addmm", "aten::relu", "aten::mean"} <= names
     assert len(w["digest"]["steps"]) == 3
+    # the profiling-suite docs' second command works as written: the report is left beside the windows
+    assert "--mode=view --input=" + str(out_dir / "performance.json") in p.stderr
+    saved = json.loads((out_dir / "performance.json").read_text())
+    assert saved["schema"] == "canning-prof/1" and [x["digest"]["steps"] for x in saved["windows"]] == [w["digest"]["steps"]]
+    again = run_cli("--mode=view", f"--input={out_dir / 'performance.json'}", "--format=json")
+    (w2,) = json.loads(again.stdout)["windows"]
+    assert w2["digest"] == w["digest"] and w2["figures"] == w["figures"]
+    text = run_cli("--mode=view", f"--input={out_dir / 'performance.json'}")
+    assert "aten::addmm" in text.stdout
 
 
 def test_compare_two_runs(tmp_path):

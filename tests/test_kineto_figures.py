@@ -252,7 +252,7 @@ def test_device_idle_quotes_the_idle_column_not_the_device_free_time():
     d = pb.Digest(average=a)
     d.kernels_by_name.add(name="k", calls=1, total_ns=200)
     (hit,) = [h for h in rule_hits(d) if h.rule == "device_idle"]
-    assert "Idle 0.7%" in hit.detail and "Runtime 10.0%" in hit.detail and "Host 69.3%" in hit.detail
+    assert "Idle (nothing recorded) 0.7%" in hit.detail and "Runtime 10.0%" in hit.detail and "Host 69.3%" in hit.detail
     assert hit.value == pytest.approx(0.8)
 
 

@@ -340,3 +340,39 @@ def test_reload_restores_the_view_and_the_selection(page, url, errors):
     expect(frame.locator("#op-search")).to_have_value(term)
     expect(frame.locator("#op-count")).to_have_text(f"{matching} of {len(rows)} operators match “{term}”")
     assert not errors, errors
+
+
+def _kv(frame, table_id):
+    rows = frame.locator(f"#{table_id} tbody tr")
+    return {rows.nth(i).locator("th").inner_text(): rows.nth(i).locator("td").inner_text() for i in range(rows.count())}
+
+
+def test_communication_this_rank_is_the_ranks_row_and_follows_the_step(page, url, logdir, errors):
+    """Ascend level1, rank 1: the "This rank" card and the ranks table show one wait / transfer, the
+    one CANN measured (communication.json, read here with json); the step selector shows step 50."""
+    ops = json.loads(next((logdir / "ascend").glob("rank1_ascend_pt/ASCEND_PROFILER_OUTPUT/communication.json"))
+                     .read_text())
+    infos = [v["Communication Time Info"] for step in ops.values() for kind in step.values() for k, v in kind.items()
+             if "@" in k and "total" not in k.split("@")[0].lower()]
+    wait = sum(min(i["Wait Time(ms)"], i["Elapse Time(ms)"]) for i in infos)
+    transfer = sum(min(i["Transit Time(ms)"], i["Elapse Time(ms)"] - min(i["Wait Time(ms)"], i["Elapse Time(ms)"]))
+                   for i in infos)
+    frame = open_view(page, url, "ascend", "rank1", "default", "communication")
+    loaded(frame)
+    expect(frame.locator("#comm-rank-table tbody tr")).to_have_count(2)
+    card = _kv(frame, "comm-summary")
+    assert card["Wait (ms)"] == f"{wait:,.3f}" and card["Transfer (ms)"] == f"{transfer:,.3f}"
+    row = frame.locator("#comm-rank-table tbody tr").nth(1).locator("td")
+    heads = frame.locator("#comm-rank-table thead th").all_inner_texts()
+    assert row.nth(heads.index("Wait (ms)")).inner_text() == card["Wait (ms)"]
+    assert row.nth(heads.index("Transfer (ms)")).inner_text() == card["Transfer (ms)"]
+    # every figure says how it is computed
+    for th in frame.locator("#comm-summary tbody th").all():
+        assert th.get_attribute("title"), th.inner_text()
+    assert "shortest duration" in frame.locator("#comm-definition").inner_text()
+    # one step in this window: choosing it gives the same figures, titled for the step
+    frame.locator("#comm-step").select_option("50")
+    expect(frame.locator("#comm-rank-chart")).to_have_attribute("data-step", "50")
+    assert _kv(frame, "comm-summary")["Wait (ms)"] == card["Wait (ms)"]
+    expect(frame.locator("#comm-table tbody tr")).to_have_count(1)  # AllReduce in step 50
+    assert not errors, errors

@@ -5,16 +5,18 @@
 - ranks: per rank, from the mean step breakdown: compute (device compute not overlapped),
   overlapped, communication (not overlapped), other (memcpy, memset, runtime, dataloader, host,
   idle: the device is not computing nor communicating), step time; and wait / transfer.
-- wait vs transfer: calls are matched within their communicator (group) and kind, in their
-  sequence in that communicator (HCCL numbers its calls: hcom_allReduce__586_2_1 is call 2; else
-  the order by start). Where CANN measured each call's wait and transit on every rank
-  (communication.json) those are used (`wait_source` names the file, as msprof-analyze does);
-  otherwise the torch-tb-profiler rule: transfer_j = the shortest duration of the j-th call among
-  the ranks (the rank that arrived last did not wait); each rank's wait_j = its duration -
-  transfer_j. Keys whose call counts differ between ranks are matched on the first min(count)
-  calls and listed in `unmatched`. Waits in pipeline-parallel send / receive (comm_type "p2p")
-  go to a rank's `p2p_wait_ns`, the others to its `wait_ns`.
-- collectives: per (kind, group) totals over all ranks (calls, time, bytes, wait, transfer).
+- wait vs transfer: analysis/wait_transfer.py, the one definition (per call: CANN's measured wait
+  and transit where this rank has them, else the torch-tb-profiler rule over the calls matched
+  within their communicator and kind, in their sequence: transfer_j = the shortest duration of
+  the j-th call among the ranks, wait_j = duration - transfer_j; per step: the merged intervals
+  clipped to the step, so wait + transfer <= communication <= step). A row's wait_ns /
+  p2p_wait_ns / transfer_ns / communication_total_ns are per mean step like its step_ns,
+  `window_*` their sums over the steps, and `per_step` each step (with the step's compute /
+  overlapped / communication / other from the trace's breakdown, for the step selector).
+  Keys whose call counts differ between ranks are matched on the first min(count) calls and
+  listed in `unmatched`.
+- collectives: per (kind, group) totals over all ranks (calls, time, bytes, and wait / transfer
+  summed over the calls, like the time; -1 where a rank's calls have none).
 - CPU-only runs (no device work on any rank, `summary.has_device_work`): the host operators are
   the computation, so compute = host time and `compute_source` = "host" (else "device").
 - groups: the communicators the files declare (Ascend: profiler_metadata.json's
@@ -50,6 +52,7 @@ import numpy as np
 
 from . import digest_pb2 as pb
 from .summary import has_device_work
+from .wait_transfer import call_splits, collective_sums, rank_figures
 
 SLOW_RANK_RATIO = 0.05
 
@@ -68,8 +71,12 @@ def analyse_ranks(digests: list) -> dict:
     on_host = not any(has_device_work(d) for d in digests)
     cann = bool(digests) and all(len(d.cann_steps) for d in digests)
     per = {r: (_cann_breakdown(r, d) if cann else _rank_breakdown(r, d, on_host)) for r, d in zip(ranks, digests)}
+    splits = call_splits(digests)
+    for rank, digest, split in zip(ranks, digests, splits):
+        per[rank].update(rank_figures(digest, split))
+        _step_breakdowns(per[rank]["per_step"], digest, on_host)
     calls, sizes = _calls_by_key(ranks, digests)
-    collectives, unmatched = _match_calls(calls, sizes, per)
+    collectives, unmatched = _match_calls(calls, sizes, collective_sums(digests, splits), ranks)
     matrix, source = _matrix(digests, sizes)
     return {"ranks": [per[r] for r in sorted(per)], "collectives": collectives, "slow_ranks": _slow_ranks(per),
             "groups": _groups(digests, calls), "matrix": matrix, "matrix_cells": matrix_cells(matrix), "unmatched": unmatched,
@@ -100,7 +107,17 @@ def _rank_breakdown(rank: int, digest: pb.Digest, on_host: bool) -> dict:
     rest = max(mean.total_ns - comp - ov - comm, 0)
     return {"rank": rank, "steps": len(digest.steps), "step_ns": mean.total_ns, "compute_ns": comp, "overlapped_ns": ov,
             "communication_ns": comm, "other_ns": rest, "computing_ns": comp + ov, "free_ns": rest,
-            "wait_ns": 0, "transfer_ns": 0, "p2p_wait_ns": 0, "source": "trace"}
+            "source": "trace"}
+
+
+def _step_breakdowns(rows: list[dict], digest: pb.Digest, on_host: bool) -> None:
+    """Each `per_step` row gets its step's split as `_rank_breakdown` makes the mean step's (trace)."""
+    by_number = {s.number: s.breakdown for s in digest.steps}
+    for row in rows:
+        b = by_number[row["step"]]
+        comp = b.host_ns if on_host else b.compute_ns
+        row.update(step_ns=b.total_ns, compute_ns=comp, overlapped_ns=b.overlapped_ns, communication_ns=b.communication_ns,
+                   other_ns=max(b.total_ns - comp - b.overlapped_ns - b.communication_ns, 0))
 
 
 def _cann_breakdown(rank: int, digest: pb.Digest) -> dict:
@@ -115,8 +132,7 @@ def _cann_breakdown(rank: int, digest: pb.Digest) -> dict:
     return {"rank": rank, "steps": len(digest.steps), "step_ns": digest.average.total_ns,
             "cann_step_ns": computing + comm + free, "compute_ns": max(computing - ov, 0),
             "overlapped_ns": ov, "communication_ns": comm, "other_ns": free, "computing_ns": computing,
-            "free_ns": free, "bubble_ns": mean("bubble_ns"), "wait_ns": 0, "transfer_ns": 0, "p2p_wait_ns": 0,
-            "source": steps[0].source}
+            "free_ns": free, "bubble_ns": mean("bubble_ns"), "source": steps[0].source}
 
 
 def _calls_by_key(ranks: list[int], digests: list) -> tuple[dict, dict]:
@@ -138,48 +154,42 @@ def _calls_by_key(ranks: list[int], digests: list) -> tuple[dict, dict]:
     return calls, sizes
 
 
-def _match_calls(calls: dict, sizes: dict, per: dict) -> tuple[list, list]:
-    """Wait / transfer of each (kind, group) across ranks: CANN's own when every rank measured them,
-    else the j-th call rule of the module doc; each rank's wait goes to its collective or its p2p
-    (pipeline send / receive) wait. Returns (collectives, unmatched)."""
+def _match_calls(calls: dict, sizes: dict, sums: dict, ranks: list[int]) -> tuple[list, list]:
+    """Per (kind, group) over the ranks: calls, time, bytes, and wait / transfer summed over the calls
+    (wait_transfer.collective_sums; -1 where a rank's are unknown). Returns (collectives, unmatched)."""
+    index = {rank: i for i, rank in enumerate(ranks)}
     collectives, unmatched = [], []
     for key, by_rank in calls.items():
         members = sorted(by_rank)
         if len({len(by_rank[r]) for r in members}) > 1:
             unmatched.append({"kind": key[0], "group": key[1],
                               "calls": {str(r): int(len(by_rank[r])) for r in members}})
-        waits, transfers, source = _waits(by_rank, members)
         comm_type = "p2p" if any(c[3] == "p2p" for r in members for c in by_rank[r]) else "collective"
         durations = {r: sum(c[0] for c in by_rank[r]) for r in members}
+        split = {r: sums[(index[r],) + key] for r in members}
+        known = all(w >= 0 for w, _ in split.values())
         row = {"kind": key[0], "group": key[1], "comm_type": comm_type, "ranks": len(members),
                "calls": int(sum(len(by_rank[r]) for r in members)),
                "matched_calls": int(min(len(by_rank[r]) for r in members)), "total_ns": int(sum(durations.values())),
                "bytes": int(sum(int(b[b >= 0].sum()) for b in sizes[key].values())),
-               "wait_ns": int(sum(waits.values())), "transfer_ns": int(sum(transfers.values())),
-               "wait_source": source, "per_rank": {}}
+               "wait_ns": sum(w for w, _ in split.values()) if known else -1,
+               "transfer_ns": sum(t for _, t in split.values()) if known else -1,
+               "wait_source": _wait_source(by_rank, members, known), "per_rank": {}}
         for rank in members:
-            per[rank]["p2p_wait_ns" if comm_type == "p2p" else "wait_ns"] += waits[rank]
-            per[rank]["transfer_ns"] += transfers[rank]
             row["per_rank"][str(rank)] = {"calls": len(by_rank[rank]), "total_ns": durations[rank],
-                                          "wait_ns": waits[rank], "transfer_ns": transfers[rank]}
+                                          "wait_ns": split[rank][0], "transfer_ns": split[rank][1]}
         collectives.append(row)
     collectives.sort(key=lambda c: (-c["total_ns"], c["kind"], c["group"]))
     return collectives, unmatched
 
 
-def _waits(by_rank: dict, members: list[int]) -> tuple[dict, dict, str]:
-    """({rank: wait}, {rank: transfer}, source) of one (kind, group)."""
-    measured = all(c[1] >= 0 and c[2] >= 0 for r in members for c in by_rank[r])
-    if measured:  # CANN measured each call's wait and transit on each rank
-        source = next((c[4] for r in members for c in by_rank[r] if c[4]), "") or "CANN"
-        return ({r: int(sum(c[1] for c in by_rank[r])) for r in members},
-                {r: int(sum(c[2] for c in by_rank[r])) for r in members}, source)
-    matched = min(len(by_rank[r]) for r in members)
-    mat = np.array([[c[0] for c in by_rank[r][:matched]] for r in members], np.int64).reshape(len(members), matched)
-    transfer = mat.min(axis=0) if matched else np.zeros(0, np.int64)
-    wait = mat - transfer[None, :]
-    return ({r: int(wait[i].sum()) for i, r in enumerate(members)},
-            {r: int(transfer.sum()) for r in members}, "matched calls")
+def _wait_source(by_rank: dict, members: list[int], known: bool) -> str:
+    """Where a collective's wait / transfer come from: CANN's file, the matched calls, or "" (unknown)."""
+    if not known:
+        return ""
+    if all(c[1] >= 0 and c[2] >= 0 for r in members for c in by_rank[r]):
+        return next((c[4] for r in members for c in by_rank[r] if c[4]), "") or "CANN"
+    return "matched calls"
 
 
 def _slow_ranks(per: dict) -> list[dict]:

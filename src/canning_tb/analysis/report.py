@@ -90,21 +90,32 @@ def memory_summary(digest: pb.Digest) -> Table:
 
 
 def communication_summary(digest: pb.Digest) -> Table:
+    """Per collective (wait / transfer summed over its calls), and this rank's mean step in the notes:
+    the figures of summary.communication_figures (docs/glossary.md)."""
+    from .summary import communication_figures
     t = Table("Communication summary", ["Collective", "Group", "Calls", "Total(ms)", "Avg(ms)", "Bytes",
-                                        "Transit bytes", "Wait(ms)", "Bandwidth(GB/s)"])
+                                        "Transit bytes", "Wait(ms)", "Transfer(ms)", "Bandwidth(GB/s)"])
     for c in digest.communication.collectives:
         t.rows.append([c.kind, c.group, int(c.calls), _ms(c.total_ns), _ms(c.total_ns / c.calls) if c.calls else 0.0,
                        int(c.bytes) if c.bytes >= 0 else None, int(c.transit_bytes) if c.transit_bytes > 0 else None,
-                       _ms(c.wait_ns) if c.wait_ns >= 0 else None,
+                       _ms(c.wait_ns) if c.wait_ns >= 0 else None, _ms(c.transfer_ns) if c.transfer_ns >= 0 else None,
                        round(c.bandwidth_gbps, 3) if c.bandwidth_gbps >= 0 else None])
     cm = digest.communication
     if cm.source:
-        t.notes.append(f"Wait, transit bytes and bandwidth as CANN measured them ({cm.source}).")
+        t.notes.append(f"Wait, transfer, transit bytes and bandwidth as CANN measured them ({cm.source}).")
     if digest.step_source not in ("", "trace"):
         t.notes.append(f"Steps as CANN measured them ({digest.step_source}): the window has no ProfilerStep ranges.")
-    if cm.total_ns:
-        t.notes.append(f"Communication {_ms(cm.total_ns)} ms, of which {_ms(cm.not_overlapped_ns)} ms not overlapped "
-                       f"with compute ({100 * cm.not_overlapped_share:.1f}% of the step time).")
+    if cm.collectives:
+        mean = communication_figures(digest)["mean"]
+        share = mean["not_overlapped_share"]
+        t.notes.append(f"Mean step: communication {_ms(mean['total_ns'])} ms, of which {_ms(mean['not_overlapped_ns'])} ms "
+                       f"not overlapped with compute ({'n/a' if share is None else f'{100 * share:.1f}%'} of the step).")
+        if mean["wait_ns"] >= 0:
+            t.notes.append(f"Mean step: wait {_ms(mean['wait_ns'])} ms, transfer {_ms(mean['transfer_ns'])} ms "
+                           f"(p2p wait {_ms(mean['p2p_wait_ns'])} ms).")
+        else:
+            t.notes.append("Wait and transfer: unknown from this rank's trace alone (they need the other ranks' "
+                           "profiles of the same steps: canning-prof --mode=view on the run folder, or TensorBoard).")
     return t
 
 

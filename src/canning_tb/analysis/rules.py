@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from . import digest_pb2 as pb
 from .kernels import CORE_ELIGIBLE, CORE_TENSOR
-from .summary import has_device_work
+from .summary import has_device_work, step_shares
 
 DATALOADER_SHARE = 0.05
 COMM_NOT_OVERLAPPED_SHARE = 0.10
@@ -22,17 +22,12 @@ TF32_CC = 8.0  # TF32 exists from compute capability 8.0 (Ampere) on
 # breakdown field -> the name the overview's "Average step breakdown" shows it under
 CATEGORY_LABELS = {"compute_ns": "Compute", "overlapped_ns": "Overlapped", "communication_ns": "Communication",
                    "memcpy_ns": "Memcpy", "memset_ns": "Memset", "device_wait_ns": "Device wait",
-                   "runtime_ns": "Runtime", "dataloader_ns": "DataLoader", "host_ns": "Host", "idle_ns": "Idle"}
+                   "runtime_ns": "Runtime", "dataloader_ns": "DataLoader", "host_ns": "Host", "idle_ns": "Idle (nothing recorded)"}
 _NOT_DEVICE = ("device_wait_ns", "runtime_ns", "dataloader_ns", "host_ns", "idle_ns")
 TINY_KERNEL_NS = 10_000  # "many tiny kernels": mean kernel time under 10 us ...
 TINY_KERNEL_MIN_CALLS = 1000  # ... over at least this many kernels
 AI_CPU_NS = 20_000
 HOST_SHARE = 0.50
-
-
-def _device_share(b: pb.Breakdown) -> float:
-    busy = b.compute_ns + b.overlapped_ns + b.communication_ns + b.memcpy_ns + b.memset_ns
-    return busy / b.total_ns if b.total_ns else 0.0
 
 
 def _cc(s: str) -> float:
@@ -54,10 +49,10 @@ def _shares(a: pb.Breakdown, fields) -> str:
 def _device_rules(a: pb.Breakdown, hit) -> None:
     """Rules on how the average step of a window with device work spends the device's time."""
     total = a.total_ns
-    idle = 1.0 - _device_share(a)
+    idle = step_shares(a, True)["device_idle_share"] or 0.0  # the Overview's "Device idle" figure
     if idle > DEVICE_IDLE_SHARE:
         hit("device_idle", "warning", "The device has no work most of the step",
-            f"The device has no work in {_pct(idle)} of the average step: "
+            f"Device idle {_pct(idle)}: the device has no work in that share of the average step: "
             f"{_shares(a, [f for f in _NOT_DEVICE if getattr(a, f) > 0])}. "
             f"Increase the batch size, or remove the host-side bottleneck named there.", idle)
     wait = a.device_wait_ns / total

@@ -3,9 +3,17 @@
 One function computes each figure, so the Overview (`window_figures`), the per-rank rows of the
 run table (`rank_row`) and the run summary (`run_summary`) always show the same number:
 
-- shares are of the average step (`Digest.average.total_ns`): compute = (compute + overlapped) /
-  step, communication not hidden = communication (not overlapped) / step, dataloader / step;
-  None when the window has no step time.
+- shares are of the average step (`Digest.average.total_ns`), None when the window has no step
+  time (`step_shares`, the one place each is computed; docs/glossary.md words them):
+  compute = (compute + overlapped) / step where the window has device work; on a window without
+  any (CPU-only) the host operators are the computation: compute = host / step
+  (`compute_source` "host"); communication not hidden = communication (not overlapped) / step;
+  dataloader / step; idle = nothing recorded (the breakdown's Idle) / step; device idle = the step
+  minus the device's busy time (compute, overlapped, communication, memcpy, memset) / step, None
+  without device work (the figure the suggestions quote).
+- communication of this rank per step and for the mean step (`communication_figures`): total =
+  overlapped + not overlapped of the step breakdown; wait / transfer from
+  analysis/wait_transfer.py (the one definition, the ranks table's too).
 - the slowest operator: the operator (ProfilerStep#* ranges excluded) with the most device self
   time, or host self time when the window has no device work (`has_device_work`); its share is
   its time over the sum of that metric over the same operators.
@@ -60,6 +68,24 @@ def memory_peaks(digest: pb.Digest) -> list[dict]:
             for m in devices]
 
 
+DEVICE_BUSY = ("compute_ns", "overlapped_ns", "communication_ns", "memcpy_ns", "memset_ns")
+
+
+def step_shares(breakdown: pb.Breakdown, on_device: bool) -> dict:
+    """The shares of one breakdown (a step or the mean step): see the module doc."""
+    total = breakdown.total_ns
+    computing = breakdown.compute_ns + breakdown.overlapped_ns if on_device else breakdown.host_ns
+    busy = sum(getattr(breakdown, field) for field in DEVICE_BUSY)
+    return {
+        "compute_share": _share(computing, total),
+        "compute_source": "device" if on_device else "host",
+        "comm_not_hidden_share": _share(breakdown.communication_ns, total),
+        "dataloader_share": _share(breakdown.dataloader_ns, total),
+        "idle_share": _share(breakdown.idle_ns, total),
+        "device_idle_share": _share(max(total - busy, 0), total) if on_device else None,
+    }
+
+
 def window_figures(digest: pb.Digest) -> dict:
     """The window's headline figures (GET /overview `figures`)."""
     mean = digest.average
@@ -67,12 +93,54 @@ def window_figures(digest: pb.Digest) -> dict:
         "steps": len(digest.steps),
         "total_step_ns": sum(max(0, s.dur_ns) for s in digest.steps),
         "average_step_ns": mean.total_ns,
-        "compute_share": _share(mean.compute_ns + mean.overlapped_ns, mean.total_ns),
-        "comm_not_hidden_share": _share(mean.communication_ns, mean.total_ns),
-        "dataloader_share": _share(mean.dataloader_ns, mean.total_ns),
+        **step_shares(mean, has_device_work(digest)),
         "memory": memory_peaks(digest),
         "slowest_op": slowest_op(digest),
     }
+
+
+def _comm_row(breakdown: pb.Breakdown, split: dict) -> dict:
+    return {"dur_ns": breakdown.total_ns, "total_ns": breakdown.overlapped_ns + breakdown.communication_ns,
+            "overlapped_ns": breakdown.overlapped_ns, "not_overlapped_ns": breakdown.communication_ns,
+            "not_overlapped_share": _share(breakdown.communication_ns, breakdown.total_ns),
+            **{key: split.get(key, -1) for key in ("wait_ns", "p2p_wait_ns", "transfer_ns")}}
+
+
+def communication_figures(digest: pb.Digest, ranks: list | None = None) -> dict:
+    """This rank's communication: `mean` (the mean step, the ranks table's unit), `window` (all
+    steps) and `steps` (one row per step, with its calls per collective). Wait / transfer:
+    wait_transfer.rank_figures with the calls matched over `ranks` (digests of the same window of
+    the other ranks, this one included), or over this digest alone (CANN's own, else unknown)."""
+    from .wait_transfer import wait_transfer  # numpy: only where communication is shown
+
+    peers = ranks or [digest]
+    found = wait_transfer(peers)[next(i for i, d in enumerate(peers) if d is digest)]
+    per_step = {row["step"]: row for row in found["per_step"]}
+    steps = []
+    for step in digest.steps:
+        row = {"step": int(step.number), **_comm_row(step.breakdown, per_step.get(step.number, {})),
+               "collectives": _step_collectives(digest, step.number)}
+        steps.append(row)
+    window = pb.Breakdown(total_ns=sum(s.dur_ns for s in digest.steps),
+                          overlapped_ns=sum(s.breakdown.overlapped_ns for s in digest.steps),
+                          communication_ns=sum(s.breakdown.communication_ns for s in digest.steps))
+    totals = {key: found[f"window_{key}"] for key in ("wait_ns", "p2p_wait_ns", "transfer_ns")}
+    return {"mean": _comm_row(digest.average, found), "window": _comm_row(window, totals), "steps": steps,
+            "calls_truncated": digest.communication.calls_truncated}
+
+
+def _step_collectives(digest: pb.Digest, number: int) -> list[dict]:
+    """Calls, summed durations and bytes per (kind, group) of the calls of one step."""
+    out: dict = {}
+    for call in digest.communication.calls:
+        if call.step != number:
+            continue
+        row = out.setdefault((call.kind, call.group), {"kind": call.kind, "group": call.group, "calls": 0,
+                                                       "total_ns": 0, "bytes": 0})
+        row["calls"] += 1
+        row["total_ns"] += call.dur_ns
+        row["bytes"] = row["bytes"] + call.bytes if row["bytes"] >= 0 and call.bytes >= 0 else -1
+    return sorted(out.values(), key=lambda r: (-r["total_ns"], r["kind"], r["group"]))
 
 
 def rank_row(digest: pb.Digest) -> dict:

@@ -74,7 +74,21 @@ def run_script(args) -> int:
         sys.argv = old_argv
         handle.remove()
         prof.stop()
+    report = _write_report(args)
     print(f"canning-prof: {steps[0]} optimizer steps; profiles in {args.output}\n"
-          f"  report:      canning-prof --mode=view --input={args.output}\n"
-          f"  TensorBoard: tensorboard --logdir {args.output}", file=sys.stderr)
+          + (f"  report:      canning-prof --mode=view --input={report}\n" if report else "")
+          + f"  TensorBoard: tensorboard --logdir {args.output}", file=sys.stderr)
     return code
+
+
+def _write_report(args) -> str | None:
+    """performance.json beside the windows (what `--mode=view --input=` reads back), or None when the
+    run recorded no window."""
+    from canning_tb.ingest.table import InputError
+
+    from .view import write_report
+    try:
+        return write_report(args.output, args.cache_dir)
+    except (FileNotFoundError, InputError) as e:
+        print(f"canning-prof: no report written: {e}", file=sys.stderr)
+        return None

@@ -5,6 +5,8 @@ import os
 
 from canning_tb.store import Store, Window
 
+from .output import is_report
+
 
 class Target:
     """One window to report on, with the store that can digest it."""
@@ -35,6 +37,9 @@ def targets_for(path: str, cache_dir: str | None = None) -> list[Target]:
     path = os.path.abspath(path)
     if not os.path.exists(path):
         raise FileNotFoundError(f"{path}: no such file or folder")
+    if os.path.isfile(path) and is_report(path):
+        # performance.json (or a saved --format=json report): the windows of the folder it sits in
+        path = os.path.dirname(path)
     if os.path.isfile(path) or path.rstrip("/").endswith(("_ascend_pt", "_ascend_ms")):
         # a single window: discovery of its parent folder classifies it; keep only that one
         parent = os.path.dirname(path.rstrip("/"))

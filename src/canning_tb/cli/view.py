@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import sys
 
 from canning_tb.digest_json import to_plain
@@ -48,16 +49,36 @@ def rank_groups(results) -> list[tuple[str, int, list]]:
     return groups
 
 
+def json_report(source: str, results, groups) -> dict:
+    """The `--format=json` report (docs/cli-json.md); each window with its headline `figures` and its
+    `communication` figures (analysis/summary.py, the views' own functions)."""
+    from canning_tb.analysis.cluster import analyse_ranks
+    from canning_tb.analysis.summary import communication_figures, window_figures
+    return {"schema": JSON_SCHEMA, "input": source, "windows": [
+        {"run": t.run, "worker": t.worker, "window": t.window.id, "label": t.window.label,
+         "format": t.window.format, "error": err, "digest": to_plain(d) if d is not None else None,
+         "figures": window_figures(d) if d is not None else None,
+         "communication": communication_figures(d) if d is not None else None}
+        for t, d, err in results],
+        "ranks": [{"run": run, "window_index": i, "analysis": analyse_ranks(ds)} for run, i, ds in groups]}
+
+
+def write_report(path: str, cache_dir: str | None = None) -> str:
+    """Writes the JSON report of every window under `path` to `path`/performance.json (atomically);
+    returns the file's path."""
+    results = digest_all(targets_for(path, cache_dir))
+    out = os.path.join(path, "performance.json")
+    with open(out + ".tmp", "w", encoding="utf-8") as f:
+        dump_json(json_report(path, results, rank_groups(results)), f)
+    os.replace(out + ".tmp", out)
+    return out
+
+
 def view(args) -> int:
     results = digest_all(targets_for(args.input, args.cache_dir))
     groups = rank_groups(results)
     if args.format == "json":
-        from canning_tb.analysis.cluster import analyse_ranks
-        dump_json({"schema": JSON_SCHEMA, "input": args.input, "windows": [
-            {"run": t.run, "worker": t.worker, "window": t.window.id, "label": t.window.label,
-             "format": t.window.format, "error": err, "digest": to_plain(d) if d is not None else None}
-            for t, d, err in results],
-            "ranks": [{"run": run, "window_index": i, "analysis": analyse_ranks(ds)} for run, i, ds in groups]})
+        dump_json(json_report(args.input, results, groups))
     else:
         from canning_tb.analysis import report
         out = sys.stdout

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 from canning_tb.analysis.memory_range import memory_range
-from canning_tb.analysis.summary import has_device_work, kernel_total_ns, window_figures
+from canning_tb.analysis.summary import communication_figures, has_device_work, kernel_total_ns, window_figures
 from canning_tb.digest_json import to_plain
 
 from .errors import RouteError, short_path, window_digest
@@ -140,4 +140,7 @@ def communication_impl(store, run: str, worker: str, window: str) -> dict:
     comm = to_plain(digest.communication)
     for call in comm["calls"]:
         call["start_ns"] = relative(call["start_ns"], t0)
-    return {**_head(store, run, worker, window, digest), "communication": comm}
+    # this rank alone: wait / transfer where CANN measured them, else unknown (the view takes the
+    # ranks' own from /cluster, the same definition with the calls matched across ranks)
+    return {**_head(store, run, worker, window, digest), "communication": comm,
+            "figures": communication_figures(digest)}

@@ -216,6 +216,8 @@ def _sniff(path: str, size: int, mtime_ns: int) -> bool:
     head = file_head(path, 65536)
     if head.lstrip()[:1] == b"[":  # a bare array of events (torch_npu's export_chrome_trace)
         return b'"ph"' in head and b'"ts"' in head
+    if b'"schema": "canning-prof/' in head[:256]:  # canning-prof's own report (performance.json): digests, no events
+        return False
     return b'"traceEvents"' in head or b'"schemaVersion"' in head
 
 

@@ -351,6 +351,9 @@ export interface WindowFigures {
   compute_share: number | null;
   comm_not_hidden_share: number | null;
   dataloader_share: number | null;
+  idle_share: number | null; // nothing recorded (the breakdown's Idle)
+  device_idle_share: number | null; // the step minus the device's busy time; null without device work
+  compute_source: string; // "host" on windows without device work: the host operators are the computation
   memory: MemoryFigure[];
   slowest_op: SlowestOp | null;
 }
@@ -427,8 +430,38 @@ export interface MemoryRangeResponse {
 }
 
 /** GET /communication */
+/** This rank's communication over one step, the mean step or the window (analysis/summary.py
+ * communication_figures; wait / transfer: analysis/wait_transfer.py, -1 unknown). */
+export interface CommFigureRow {
+  dur_ns: number;
+  total_ns: number;
+  overlapped_ns: number;
+  not_overlapped_ns: number;
+  not_overlapped_share: number | null;
+  wait_ns: number;
+  p2p_wait_ns: number;
+  transfer_ns: number;
+}
+export interface StepCollective {
+  kind: string;
+  group: string;
+  calls: number;
+  total_ns: number;
+  bytes: number;
+}
+export interface CommStepRow extends CommFigureRow {
+  step: number;
+  collectives: StepCollective[];
+}
+export interface CommFigures {
+  mean: CommFigureRow;
+  window: CommFigureRow;
+  steps: CommStepRow[];
+  calls_truncated: boolean;
+}
 export interface CommunicationResponse extends WindowHead {
   communication: Communication;
+  figures: CommFigures;
 }
 
 /** GET /cluster while the ranks' windows are being digested (HTTP 202). */
@@ -441,22 +474,35 @@ export interface ClusterMember {
   worker: string;
   rank: number;
   window: string;
+  digest_rank: number;
+  cluster_rank: number; // the rank id of this worker in `ranks` (positions when the digests' ranks repeat)
 }
 export interface ClusterProblem {
   worker: string;
   window: string;
   message: string;
 }
-export interface RankRow {
-  rank: number;
-  steps: number;
+/** One rank over one step (or the mean step): the split and wait / transfer (analysis/wait_transfer.py). */
+export interface RankSplit {
   step_ns: number;
   compute_ns: number;
   overlapped_ns: number;
   communication_ns: number;
   other_ns: number;
+  communication_total_ns: number;
   wait_ns: number;
+  p2p_wait_ns: number;
   transfer_ns: number;
+}
+export interface RankStep extends RankSplit {
+  step: number;
+  start_ns: number;
+  dur_ns: number;
+}
+export interface RankRow extends RankSplit {
+  rank: number;
+  steps: number;
+  per_step: RankStep[];
 }
 export interface SlowRank {
   metric: string;

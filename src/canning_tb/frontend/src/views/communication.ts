@@ -1,10 +1,22 @@
 // Communication: the collectives of this window, and across the ranks of the run (route /cluster,
 // computed by analysis/cluster.py): step split per rank, wait vs transfer, slow-rank findings and
-// the communication matrix.
-import { windowParams, type ClusterResponse, type CollectiveStat, type CommunicationResponse, type MatrixCell, type RankRow } from "../api";
+// the communication matrix. A step selector shows one step instead of the mean step; every figure
+// is analysis's (summary.communication_figures, wait_transfer.py), with its glossary tooltip.
+import {
+  windowParams,
+  type ClusterResponse,
+  type CollectiveStat,
+  type CommFigureRow,
+  type CommunicationResponse,
+  type MatrixCell,
+  type RankRow,
+  type RankSplit,
+  type StepCollective,
+} from "../api";
 import { RawChart, tipLines } from "../chart";
 import { h } from "../dom";
 import { fixed2, int, mb, ms, pct } from "../format";
+import { tip, UNKNOWN_TIP } from "../glossary";
 import { card, errorText, fetchOr, kvTable, pollCluster, problemsList, rankProgress, SortTable, type Col } from "./common";
 import { openTimelineAt } from "./timeline_link";
 import { showEmpty, showLoading, type ViewDef, type ViewHost } from "./view";
@@ -19,10 +31,37 @@ const COLL_COLS: Col<Collective>[] = [
   { key: "avg", label: "Avg (ms)", num: true, value: (c) => (c.calls ? c.total_ns / c.calls : -1), fmt: (c) => ms(c.calls ? c.total_ns / c.calls : -1) },
   { key: "max", label: "Max (ms)", num: true, value: (c) => c.max_ns, fmt: (c) => ms(c.max_ns) },
   { key: "bytes", label: "Size (MB)", num: true, value: (c) => c.bytes, fmt: (c) => mb(c.bytes) },
-  { key: "bw", label: "Bandwidth (GB/s)", num: true, value: (c) => c.bandwidth_gbps ?? -1, fmt: (c) => fixed2(c.bandwidth_gbps ?? -1), tip: "Bytes / transfer time, 1 GB = 1e9 bytes" },
-  { key: "wait", label: "Wait (ms)", num: true, value: (c) => c.wait_ns, fmt: (c) => ms(c.wait_ns), tip: "Time waiting for the other ranks" },
-  { key: "transfer", label: "Transfer (ms)", num: true, value: (c) => c.transfer_ns, fmt: (c) => ms(c.transfer_ns), tip: "Time moving data" },
+  { key: "bw", label: "Bandwidth (GB/s)", num: true, value: (c) => c.bandwidth_gbps ?? -1, fmt: (c) => fixed2(c.bandwidth_gbps ?? -1), tip: tip("bandwidth") },
+  { key: "wait", label: "Wait (ms)", num: true, value: (c) => c.wait_ns, fmt: (c) => ms(c.wait_ns), tip: `${tip("collective_wait_transfer")} ${tip("wait")}` },
+  { key: "transfer", label: "Transfer (ms)", num: true, value: (c) => c.transfer_ns, fmt: (c) => ms(c.transfer_ns), tip: `${tip("collective_wait_transfer")} ${tip("transfer")}` },
 ];
+
+/** The collectives of one step (from its calls): no per-call wait / transfer split per step. */
+const STEP_COLL_COLS: Col<StepCollective>[] = [
+  { key: "kind", label: "Kind", value: (c) => c.kind },
+  { key: "group", label: "Group", value: (c) => c.group, tip: "Process group" },
+  { key: "calls", label: "Calls", num: true, value: (c) => c.calls, fmt: (c) => int(c.calls) },
+  { key: "total", label: "Total (ms)", num: true, value: (c) => c.total_ns, fmt: (c) => ms(c.total_ns), tip: "Sum of the calls' durations in this step" },
+  { key: "bytes", label: "Size (MB)", num: true, value: (c) => c.bytes, fmt: (c) => mb(c.bytes) },
+];
+
+/** The step the view shows: null for the mean step (the unit of every per-rank figure). */
+type StepChoice = number | null;
+
+/** A rank's split over the chosen step (its per_step row) or the mean step (the row itself). */
+function rankSplit(row: RankRow, step: StepChoice): RankSplit | null {
+  if (step === null) return row;
+  return row.per_step.find((s) => s.step === step) ?? null;
+}
+
+type SplitRow = RankSplit & { rank: number };
+
+function splitRows(cl: ClusterResponse, step: StepChoice): SplitRow[] {
+  return cl.ranks.flatMap((row) => {
+    const split = rankSplit(row, step);
+    return split ? [{ ...split, rank: row.rank }] : [];
+  });
+}
 
 const METRIC_TEXT: Record<string, string> = {
   computing: "Computing (compute + overlapped)",
@@ -30,25 +69,27 @@ const METRIC_TEXT: Record<string, string> = {
   free: "Free (neither computing nor communicating)",
 };
 
-function rankTable(cl: ClusterResponse, computeLabel: string): SortTable<RankRow> {
+function rankTable(cl: ClusterResponse, computeLabel: string, step: StepChoice): SortTable<SplitRow> {
   const rankName = new Map(cl.workers.map((w) => [w.rank, w.worker]));
-  const table = new SortTable<RankRow>(
+  const table = new SortTable<SplitRow>(
     "comm-rank-table",
     [
       { key: "rank", label: "Rank", num: true, value: (row) => row.rank, fmt: (row) => String(row.rank) },
       { key: "worker", label: "Worker", value: (row) => rankName.get(row.rank) ?? "" },
-      { key: "step", label: "Step (ms)", num: true, value: (row) => row.step_ns, fmt: (row) => ms(row.step_ns) },
-      { key: "compute", label: `${computeLabel} (ms)`, num: true, value: (row) => row.compute_ns, fmt: (row) => ms(row.compute_ns) },
-      { key: "overlapped", label: "Overlapped (ms)", num: true, value: (row) => row.overlapped_ns, fmt: (row) => ms(row.overlapped_ns) },
-      { key: "comm", label: "Communication (ms)", num: true, value: (row) => row.communication_ns, fmt: (row) => ms(row.communication_ns), tip: "Not overlapped" },
-      { key: "other", label: "Other (ms)", num: true, value: (row) => row.other_ns, fmt: (row) => ms(row.other_ns), tip: "Memcpy, runtime, data loading, host, idle" },
-      { key: "wait", label: "Wait (ms)", num: true, value: (row) => row.wait_ns, fmt: (row) => ms(row.wait_ns) },
-      { key: "transfer", label: "Transfer (ms)", num: true, value: (row) => row.transfer_ns, fmt: (row) => ms(row.transfer_ns) },
+      { key: "step", label: "Step (ms)", num: true, value: (row) => row.step_ns, fmt: (row) => ms(row.step_ns), tip: tip("step_time") },
+      { key: "compute", label: `${computeLabel} (ms)`, num: true, value: (row) => row.compute_ns, fmt: (row) => ms(row.compute_ns), tip: tip(cl.compute_source === "host" ? "host" : "compute") },
+      { key: "overlapped", label: "Overlapped (ms)", num: true, value: (row) => row.overlapped_ns, fmt: (row) => ms(row.overlapped_ns), tip: tip("overlapped") },
+      { key: "comm", label: "Communication (ms)", num: true, value: (row) => row.communication_ns, fmt: (row) => ms(row.communication_ns), tip: tip("communication") },
+      { key: "other", label: "Other (ms)", num: true, value: (row) => row.other_ns, fmt: (row) => ms(row.other_ns), tip: tip("free") },
+      { key: "wait", label: "Wait (ms)", num: true, value: (row) => row.wait_ns, fmt: (row) => ms(row.wait_ns), tip: tip("wait") },
+      { key: "p2p", label: "P2P wait (ms)", num: true, value: (row) => row.p2p_wait_ns, fmt: (row) => ms(row.p2p_wait_ns), tip: tip("p2p_wait") },
+      { key: "transfer", label: "Transfer (ms)", num: true, value: (row) => row.transfer_ns, fmt: (row) => ms(row.transfer_ns), tip: tip("transfer") },
     ],
     "rank",
     false,
+    step === null ? "No rank." : `No rank has step ${step}.`,
   );
-  table.setRows(cl.ranks);
+  table.setRows(splitRows(cl, step));
   return table;
 }
 
@@ -71,16 +112,16 @@ function slowRankFindings(cl: ClusterResponse): HTMLElement {
   );
 }
 
-function drawRankSplit(el: HTMLElement, cl: ClusterResponse, computeLabel: string): RawChart {
+function drawRankSplit(el: HTMLElement, rows: SplitRow[], computeLabel: string): RawChart {
   const chart = new RawChart(el);
-  const cats: [keyof RankRow, string, string][] = [
+  const cats: [keyof RankSplit, string, string][] = [
     ["compute_ns", computeLabel, "#388e3c"],
     ["overlapped_ns", "Overlapped", "#8bc34a"],
     ["communication_ns", "Communication (not overlapped)", "#c62828"],
     ["other_ns", "Other / idle", "#9e9e9e"],
   ];
   const tooltip = (index: number) => {
-    const row = cl.ranks[index];
+    const row = rows[index];
     return tipLines(`rank ${row.rank}: step ${ms(row.step_ns)} ms`, cats.map(([key, label]) => `${label}: ${ms(row[key])} ms`));
   };
   chart.set({
@@ -88,27 +129,45 @@ function drawRankSplit(el: HTMLElement, cl: ClusterResponse, computeLabel: strin
     legend: { top: 0 },
     grid: { left: 8, right: 24, top: 32, bottom: 24, containLabel: true },
     xAxis: { type: "value", name: "ms", nameLocation: "middle", nameGap: 22 },
-    yAxis: { type: "category", data: cl.ranks.map((row) => `rank ${row.rank}`), inverse: true },
-    series: cats.map(([key, label, color]) => ({ type: "bar", name: label, stack: "rank", itemStyle: { color }, barMaxWidth: 28, data: cl.ranks.map((row) => row[key] / 1e6) })),
+    yAxis: { type: "category", data: rows.map((row) => `rank ${row.rank}`), inverse: true },
+    series: cats.map(([key, label, color]) => ({ type: "bar", name: label, stack: "rank", itemStyle: { color }, barMaxWidth: 28, data: rows.map((row) => row[key] / 1e6) })),
   });
   return chart;
 }
 
-function drawWaitTransfer(el: HTMLElement, cl: ClusterResponse): RawChart {
+/** Unknown (-1) is not drawn: no bar rather than a bar at 0. */
+function known(ns: number): number | null {
+  return ns < 0 ? null : ns / 1e6;
+}
+
+function drawWaitTransfer(el: HTMLElement, rows: SplitRow[]): RawChart {
   const chart = new RawChart(el);
   const tooltip = (index: number) => {
-    const row = cl.ranks[index];
-    return tipLines(`rank ${row.rank}`, [`Wait: ${ms(row.wait_ns)} ms`, `Transfer: ${ms(row.transfer_ns)} ms`]);
+    const row = rows[index];
+    return tipLines(`rank ${row.rank}: communication ${ms(row.communication_total_ns)} ms`, [
+      `Wait: ${ms(row.wait_ns)} ms`,
+      `P2P wait: ${ms(row.p2p_wait_ns)} ms`,
+      `Transfer: ${ms(row.transfer_ns)} ms`,
+    ]);
   };
   chart.set({
     tooltip: { trigger: "axis", axisPointer: { type: "shadow" }, confine: true, formatter: (ps: { dataIndex: number }[]) => tooltip(ps[0]?.dataIndex ?? 0) },
     legend: { top: 0 },
     grid: { left: 8, right: 24, top: 32, bottom: 24, containLabel: true },
-    xAxis: { type: "category", data: cl.ranks.map((row) => `rank ${row.rank}`) },
-    yAxis: { type: "value", name: "ms" },
+    xAxis: { type: "category", data: rows.map((row) => `rank ${row.rank}`) },
+    yAxis: { type: "value", name: "ms", min: 0 },
     series: [
-      { type: "bar", name: "Wait", itemStyle: { color: "#f57c00" }, barMaxWidth: 36, data: cl.ranks.map((row) => row.wait_ns / 1e6) },
-      { type: "bar", name: "Transfer", itemStyle: { color: "#1976d2" }, barMaxWidth: 36, data: cl.ranks.map((row) => row.transfer_ns / 1e6) },
+      { type: "bar", name: "Wait", stack: "comm", itemStyle: { color: "#f57c00" }, barMaxWidth: 36, data: rows.map((row) => known(row.wait_ns)) },
+      { type: "bar", name: "P2P wait", stack: "comm", itemStyle: { color: "#ffb74d" }, barMaxWidth: 36, data: rows.map((row) => known(row.p2p_wait_ns)) },
+      { type: "bar", name: "Transfer", stack: "comm", itemStyle: { color: "#1976d2" }, barMaxWidth: 36, data: rows.map((row) => known(row.transfer_ns)) },
+      {
+        type: "bar",
+        name: "Communication",
+        barGap: "-100%",
+        itemStyle: { color: "rgba(0,0,0,0)", borderColor: "#616161", borderType: "dashed" },
+        barMaxWidth: 36,
+        data: rows.map((row) => known(row.communication_total_ns)),
+      },
     ],
   });
   return chart;
@@ -141,29 +200,32 @@ function matrixCard(cl: ClusterResponse, el: HTMLElement): HTMLElement {
   return card(title, el);
 }
 
-function clusterSection(host: ViewHost, cl: ClusterResponse, charts: RawChart[]): HTMLElement[] {
+function clusterSection(host: ViewHost, cl: ClusterResponse, step: StepChoice, charts: RawChart[]): HTMLElement[] {
   const list = h("p", { id: "comm-ranks", class: "muted", text: `Ranks: ${cl.ranks.map((row) => row.rank).join(", ")} (window ${cl.window_index + 1} of each rank)` });
   if (cl.ranks.length < 2) {
     const why = "Only one rank in this run: the comparison across ranks (wait vs transfer, slow ranks, matrix) needs the profiles of two or more ranks in the same run folder.";
     return [card("Across ranks", list, h("p", { class: "muted", text: why }))];
   }
+  const rows = splitRows(cl, step);
+  const which = step === null ? "mean step" : `step ${step}`;
   const computeLabel = cl.compute_source === "host" ? "Compute (host ops)" : "Compute";
-  const splitEl = h("div", { id: "comm-rank-chart", class: "chart", "data-ranks": cl.ranks.length });
-  const waitEl = h("div", { id: "comm-wait-chart", class: "chart" });
+  const splitEl = h("div", { id: "comm-rank-chart", class: "chart", "data-ranks": rows.length, "data-step": step ?? "mean" });
+  const waitEl = h("div", { id: "comm-wait-chart", class: "chart", title: `${tip("wait")} ${tip("transfer")}` });
   const matrixEl = cl.matrix_cells.length ? h("div", { id: "comm-matrix", class: "chart", "data-cells": cl.matrix_cells.length }) : null;
   const unmatched = cl.unmatched.length
     ? h("p", { class: "muted", text: `Call counts differ between ranks for ${cl.unmatched.map((u) => `${u.kind} (${u.group})`).join(", ")}: matched on the common calls only.` })
     : null;
+  const definition = h("p", { id: "comm-definition", class: "muted", text: `Wait and transfer: ${tip("wait")} ${tip("transfer")}` });
   const out = [
-    card("Across ranks: average step (ms)", list, splitEl),
-    h("div", { class: "grid2" }, card("Wait vs transfer per rank (ms)", waitEl), card("Slow ranks", slowRankFindings(cl), unmatched)),
-    card("Ranks", h("div", { class: "table-wrap short" }, rankTable(cl, computeLabel).el)),
+    card(`Across ranks: ${which} (ms)`, list, splitEl),
+    h("div", { class: "grid2" }, card(`Wait vs transfer per rank, ${which} (ms)`, waitEl, definition), card("Slow ranks (mean step)", slowRankFindings(cl), unmatched)),
+    card(`Ranks, ${which}`, h("div", { class: "table-wrap short" }, rankTable(cl, computeLabel, step).el)),
     ...(matrixEl ? [matrixCard(cl, matrixEl)] : []),
   ];
   // draw once in the document
   queueMicrotask(() => {
     if (host.signal.aborted) return;
-    charts.push(drawRankSplit(splitEl, cl, computeLabel), drawWaitTransfer(waitEl, cl));
+    charts.push(drawRankSplit(splitEl, rows, computeLabel), drawWaitTransfer(waitEl, rows));
     if (matrixEl) charts.push(drawMatrix(matrixEl, cl.matrix_cells));
   });
   return out;
@@ -178,9 +240,56 @@ function showNoCommunication(host: ViewHost, data: CommunicationResponse): void 
   );
 }
 
-/** This rank's part: the problems, its collectives and its summary. */
-function rankParts(host: ViewHost, data: CommunicationResponse): HTMLElement[] {
-  const comm = data.communication;
+/** What the view shows: this window's answer, the ranks' (once loaded) and the chosen step. */
+interface CommView {
+  data: CommunicationResponse;
+  cl: ClusterResponse | null;
+  step: StepChoice;
+}
+
+/** This rank's figures for the chosen step; wait / transfer from the ranks' row (calls matched across
+ * the ranks) when the run has several, else this rank's own (CANN's measurement, or unknown). */
+function thisRank(view: CommView, worker: string): CommFigureRow | null {
+  const { data, cl, step } = view;
+  const own = step === null ? data.figures.mean : data.figures.steps.find((s) => s.step === step);
+  if (!own) return null;
+  const member = cl && cl.ranks.length > 1 ? cl.workers.find((w) => w.worker === worker) : undefined;
+  const row = member ? cl?.ranks.find((r) => r.rank === member.cluster_rank) : undefined;
+  const split = row ? rankSplit(row, step) : null;
+  return split ? { ...own, wait_ns: split.wait_ns, p2p_wait_ns: split.p2p_wait_ns, transfer_ns: split.transfer_ns } : own;
+}
+
+function figureRow(label: string, value: string, definition: string): [string, string, string] {
+  return [label, value, value === "–" ? `${definition} ${UNKNOWN_TIP}` : definition];
+}
+
+function thisRankCard(view: CommView, worker: string): HTMLElement {
+  const row = thisRank(view, worker);
+  const which = view.step === null ? "mean step" : `step ${view.step}`;
+  if (!row) return card(`This rank, ${which}`, h("p", { class: "muted", text: `This rank has no step ${view.step}.` }));
+  const alone = !(view.cl && view.cl.ranks.length > 1);
+  const waitNote = row.wait_ns < 0 && alone ? " Unknown from this rank's trace alone: it needs the other ranks' profiles of the same steps in this run folder." : "";
+  const summary = kvTable("comm-summary", [
+    figureRow("Step (ms)", ms(row.dur_ns), tip("step_time")),
+    figureRow("Communication (ms)", ms(row.total_ns), tip("comm_total")),
+    figureRow("Not overlapped (ms)", ms(row.not_overlapped_ns), tip("communication")),
+    figureRow("Overlapped with compute (ms)", ms(row.overlapped_ns), tip("overlapped")),
+    figureRow("Not overlapped of the step (%)", pct(row.not_overlapped_share ?? -1), tip("comm_not_hidden_share")),
+    figureRow("Wait (ms)", ms(row.wait_ns), tip("wait") + waitNote),
+    figureRow("P2P wait (ms)", ms(row.p2p_wait_ns), tip("p2p_wait") + waitNote),
+    figureRow("Transfer (ms)", ms(row.transfer_ns), tip("transfer") + waitNote),
+  ]);
+  return card(`This rank, ${which}`, summary);
+}
+
+function collectivesCard(host: ViewHost, view: CommView): HTMLElement {
+  const rank = view.data.info.rank >= 0 ? view.data.info.rank : "?";
+  if (view.step !== null) {
+    const found = view.data.figures.steps.find((s) => s.step === view.step);
+    const table = new SortTable<StepCollective>("comm-table", STEP_COLL_COLS, "total", true, `No collective in step ${view.step}.`);
+    table.setRows(found?.collectives ?? []);
+    return card(`Collectives of rank ${rank}, step ${view.step}`, h("div", { class: "table-wrap short" }, table.el));
+  }
   const collTable = new SortTable<Collective>("comm-table", COLL_COLS, "total", true, "This rank has no collective in this window.", undefined, {
     decorateRow: (collective, row) => {
       row.title = "Double-click: the slowest call of this kind in the Timeline";
@@ -188,34 +297,55 @@ function rankParts(host: ViewHost, data: CommunicationResponse): HTMLElement[] {
       return null;
     },
   });
-  collTable.setRows(comm.collectives);
-  const summary = kvTable("comm-summary", [
-    ["Communication (ms)", ms(comm.total_ns), "Union of the collectives' time"],
-    ["Not overlapped (ms)", ms(comm.not_overlapped_ns)],
-    ["Overlapped with compute (ms)", ms(comm.overlapped_ns)],
-    ["Not overlapped of the step (%)", pct(comm.not_overlapped_share ?? -1)],
-    ["Wait (ms)", ms(comm.wait_ns)],
-    ["Transfer (ms)", ms(comm.transfer_ns)],
-  ]);
-  return [
-    ...[problemsList(data.problems, "comm-problems")].filter((el): el is HTMLElement => !!el),
-    card(`Collectives of rank ${data.info.rank >= 0 ? data.info.rank : "?"}`, h("div", { class: "table-wrap short" }, collTable.el)),
-    card("This rank", summary),
-  ];
+  collTable.setRows(view.data.communication.collectives);
+  return card(`Collectives of rank ${rank} (window)`, h("div", { class: "table-wrap short" }, collTable.el));
+}
+
+function stepSelect(view: CommView, onChange: (step: StepChoice) => void): HTMLElement {
+  const select = h("select", { id: "comm-step", title: "The mean step (the unit of every per-rank figure) or one step of the window" }) as HTMLSelectElement;
+  select.append(h("option", { value: "", text: "Mean step" }), ...view.data.figures.steps.map((s) => h("option", { value: String(s.step), text: `Step ${s.step}` })));
+  select.value = view.step === null ? "" : String(view.step);
+  select.onchange = () => onChange(select.value === "" ? null : Number(select.value));
+  return h("label", { class: "toolbar", id: "comm-step-bar" }, "Step ", select);
+}
+
+/** Draws the whole view for the chosen step (again on each change of step). */
+function render(host: ViewHost, view: CommView): void {
+  const charts: RawChart[] = [];
+  const dispose = () => charts.forEach((chart) => chart.dispose());
+  host.signal.addEventListener("abort", dispose, { once: true });
+  const rerender = (step: StepChoice) => {
+    dispose();
+    host.signal.removeEventListener("abort", dispose);
+    render(host, { ...view, step });
+  };
+  const problems = view.cl?.problems.length
+    ? [h("ul", { class: "problems" }, ...view.cl.problems.map((problem) => h("li", { class: "error", text: `${problem.worker} / ${problem.window}: ${problem.message}` })))]
+    : [];
+  host.el.replaceChildren(
+    ...[problemsList(view.data.problems, "comm-problems")].filter((el): el is HTMLElement => !!el),
+    stepSelect(view, rerender),
+    collectivesCard(host, view),
+    thisRankCard(view, host.sel.worker),
+    ...problems,
+    ...(view.cl ? clusterSection(host, view.cl, view.step, charts) : []),
+  );
 }
 
 /** The cross-rank part, once /cluster has digested every rank's window (polled with progress). */
-async function showCluster(host: ViewHost, data: CommunicationResponse, parts: HTMLElement[]): Promise<void> {
+async function showCluster(host: ViewHost, data: CommunicationResponse): Promise<void> {
   const progress = rankProgress("comm-progress");
   progress.update(0, host.run?.workers.length ?? 1);
-  host.el.replaceChildren(...parts, progress.el);
+  render(host, { data, cl: null, step: null });
+  host.el.append(progress.el);
   let cl: ClusterResponse;
   try {
     cl = await pollCluster(windowParams(host.sel), host.signal, progress.update);
   } catch (err) {
     if (host.signal.aborted || (err as Error).name === "AbortError") return;
+    progress.el.remove();
     const notice = h("div", { class: "notice error", id: "comm-cluster-error", role: "alert" }, h("strong", { text: "Cannot compare the ranks. " }), errorText(err));
-    host.el.replaceChildren(...parts, notice);
+    host.el.append(notice);
     host.setState("loaded");
     return;
   }
@@ -224,12 +354,8 @@ async function showCluster(host: ViewHost, data: CommunicationResponse, parts: H
     showNoCommunication(host, data);
     return;
   }
-  const problems = cl.problems.length
-    ? [h("ul", { class: "problems" }, ...cl.problems.map((problem) => h("li", { class: "error", text: `${problem.worker} / ${problem.window}: ${problem.message}` })))]
-    : [];
-  const charts: RawChart[] = [];
-  host.signal.addEventListener("abort", () => charts.forEach((chart) => chart.dispose()));
-  host.el.replaceChildren(...parts, ...problems, ...clusterSection(host, cl, charts));
+  const chosen = host.el.querySelector<HTMLSelectElement>("#comm-step");
+  render(host, { data, cl, step: chosen && chosen.value !== "" ? Number(chosen.value) : null });
   host.setState("loaded");
 }
 
@@ -239,7 +365,7 @@ async function load(host: ViewHost): Promise<void> {
   if (!data || host.signal.aborted) return;
   const multi = (host.run?.workers.length ?? 1) > 1;
   if (!data.communication.collectives.length && !multi) showNoCommunication(host, data);
-  else await showCluster(host, data, rankParts(host, data));
+  else await showCluster(host, data);
 }
 
 export const communicationView: ViewDef = {

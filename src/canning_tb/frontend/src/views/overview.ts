@@ -14,21 +14,23 @@ import {
 import { RawChart, tipLines } from "../chart";
 import { h } from "../dom";
 import { bytes, int, ms, pct } from "../format";
+import { tip } from "../glossary";
 import { card, errorText, fetchOr, kvTable, pollCluster, problemsList, rankProgress } from "./common";
 import { efficiencyCard } from "./efficiency";
 import { showEmpty, showLoading, type ViewDef, type ViewHost } from "./view";
 
+// [field, label, colour, tooltip]: the tooltips are the glossary's (analysis/glossary.json)
 const CATEGORIES: [keyof Breakdown, string, string, string][] = [
-  ["compute_ns", "Compute", "#388e3c", "Device compute not overlapped by communication"],
-  ["overlapped_ns", "Overlapped", "#8bc34a", "Communication hidden behind device compute"],
-  ["communication_ns", "Communication", "#c62828", "Communication not overlapped by compute"],
-  ["memcpy_ns", "Memcpy", "#1976d2", "Memory copies, device not computing"],
-  ["memset_ns", "Memset", "#64b5f6", "Memory sets, device not computing"],
-  ["device_wait_ns", "Device wait", "#ad1457", "The host blocked until the device is done (synchronize, blocking device-to-host copy such as .item() / .cpu(), cudaFree), device idle"],
-  ["runtime_ns", "Runtime", "#7b1fa2", "Kernel launch / runtime API while the device is idle"],
-  ["dataloader_ns", "DataLoader", "#f57c00", "Data loading"],
-  ["host_ns", "Host", "#fbc02d", "Host operators running while the device is idle (CPU-only: the operator time)"],
-  ["idle_ns", "Idle", "#9e9e9e", "Nothing recorded"],
+  ["compute_ns", "Compute", "#388e3c", tip("compute")],
+  ["overlapped_ns", "Overlapped", "#8bc34a", tip("overlapped")],
+  ["communication_ns", "Communication", "#c62828", tip("communication")],
+  ["memcpy_ns", "Memcpy", "#1976d2", tip("memcpy")],
+  ["memset_ns", "Memset", "#64b5f6", tip("memset")],
+  ["device_wait_ns", "Device wait", "#ad1457", tip("device_wait")],
+  ["runtime_ns", "Runtime", "#7b1fa2", tip("runtime")],
+  ["dataloader_ns", "DataLoader", "#f57c00", tip("dataloader")],
+  ["host_ns", "Host", "#fbc02d", tip("host")],
+  ["idle_ns", "Idle (nothing recorded)", "#9e9e9e", tip("idle")],
 ];
 
 const SEVERITY_ORDER: Record<string, number> = { critical: 0, warning: 1, info: 2 };
@@ -46,18 +48,20 @@ function shareText(value: number | null): string {
 function perfTable(figures: WindowFigures): HTMLTableElement {
   const rows: [string, string, string?][] = [
     ["Steps", int(figures.steps), "ProfilerStep# ranges in the window"],
-    ["Total step time (ms)", ms(figures.total_step_ns), "Sum of the step durations"],
-    ["Average step time (ms)", ms(figures.average_step_ns)],
-    ["Device compute share (%)", shareText(figures.compute_share), "Compute, overlapped communication included, of the average step"],
-    ["Communication not hidden (%)", shareText(figures.comm_not_hidden_share), "Communication not overlapped by compute, of the average step"],
-    ["DataLoader share (%)", shareText(figures.dataloader_share)],
+    ["Total step time (ms)", ms(figures.total_step_ns), tip("total_step_time")],
+    ["Average step time (ms)", ms(figures.average_step_ns), tip("step_time")],
+    [figures.compute_source === "host" ? "Compute share, host operators (%)" : "Device compute share (%)", shareText(figures.compute_share), tip("compute_share")],
+    ["Communication not hidden (%)", shareText(figures.comm_not_hidden_share), tip("comm_not_hidden_share")],
+    ["DataLoader share (%)", shareText(figures.dataloader_share), tip("dataloader_share")],
+    ["Device idle (%)", shareText(figures.device_idle_share), figures.device_idle_share === null ? `${tip("device_idle_share")} No device work in this window.` : tip("device_idle_share")],
+    ["Idle, nothing recorded (%)", shareText(figures.idle_share), tip("idle_share")],
   ];
   for (const mem of figures.memory) {
     const cap = mem.capacity_bytes;
     rows.push([
       `Memory peak, ${mem.device}`,
       cap > 0 ? `${bytes(mem.peak_bytes)} of ${bytes(cap)} (${pct(mem.peak_bytes / cap)}%)` : `${bytes(mem.peak_bytes)} (capacity unknown)`,
-      "Peak allocated memory vs the device capacity",
+      tip("memory_peak"),
     ]);
   }
   const top = figures.slowest_op;
@@ -66,7 +70,7 @@ function perfTable(figures: WindowFigures): HTMLTableElement {
     rows.push([
       `Slowest operator (by ${side} self time)`,
       `${top.name}: ${ms(top.ns)} ms, ${pct(top.share)}%`,
-      `Share of all operators' ${side} self time`,
+      tip("slowest_op"),
     ]);
   }
   return kvTable("ov-perf", rows);
@@ -127,11 +131,11 @@ function devicesTable(info: WindowInfo): HTMLTableElement {
 }
 
 function environmentTable(info: OverviewResponse["info"]): HTMLTableElement {
-  const rows: [string, string][] = [
+  const rows: [string, string, string?][] = [
     ["Format", info.format],
     ["Worker", info.worker || "–"],
     ["Rank", info.rank >= 0 ? String(info.rank) : "–"],
-    ["World size", info.world_size > 0 ? String(info.world_size) : "–"],
+    ["World size", info.world_size > 0 ? String(info.world_size) : "–", info.world_size > 0 ? tip("world_size") : `${tip("world_size")} Not recorded in the files.`],
     ["Host", info.host || "–"],
     ["PID", info.pid > 0 ? String(info.pid) : "–"],
     ["Window length (ms)", ms(info.duration_ns)],
