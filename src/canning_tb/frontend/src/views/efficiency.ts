@@ -4,30 +4,21 @@
 import type { GpuEfficiency, NpuEfficiency, OverviewResponse } from "../api";
 import { h } from "../dom";
 import { fixed2, ms, pct } from "../format";
+import { tip } from "../glossary";
 import { card } from "./common";
 
-const SPAN_TIP = "over the steps the average keeps";
-
 const GPU_ROWS: [string, string, (g: GpuEfficiency) => string][] = [
-  ["GPU utilization (%)", `Time with at least one kernel running on this GPU, of the step time ${SPAN_TIP}`, (g) => pct(g.utilization ?? -1)],
-  [
-    "Est. SM efficiency (%)",
-    "Mean over the step time of min(sum of blocks per SM of the running kernels, 1): a kernel with fewer blocks than SMs leaves SMs idle (needs the trace's 'blocks per SM')",
-    (g) => pct(g.sm_efficiency ?? -1),
-  ],
-  [
-    "Est. achieved occupancy (%)",
-    "The kernels' estimated achieved occupancy, mean weighted by each kernel's time in the steps (needs the trace's 'est. achieved occupancy %')",
-    (g) => fixed2(g.achieved_occupancy_pct ?? -1),
-  ],
-  ["Kernel time on Tensor Cores (%)", "Time of the kernels whose name says Tensor Cores, of all kernel time in the steps (CUDA only)", (g) => pct(g.tensor_core_share ?? -1)],
+  ["GPU utilization (%)", tip("gpu_utilization"), (g) => pct(g.utilization ?? -1)],
+  ["Est. SM efficiency (%)", tip("sm_efficiency"), (g) => pct(g.sm_efficiency ?? -1)],
+  ["Est. achieved occupancy (%)", tip("achieved_occupancy"), (g) => fixed2(g.achieved_occupancy_pct ?? -1)],
+  ["Kernel time on Tensor Cores (%)", tip("tensor_core_share"), (g) => pct(g.tensor_core_share ?? -1)],
   ["Step time covered (ms)", "The step time the figures are of", (g) => ms(g.span_ns)],
 ];
 
 const NPU_ROWS: [string, string, (n: NpuEfficiency) => string][] = [
-  ["AI Core utilisation (%)", `Time with at least one AI Core task (cube, vector or mix) running, of the step time ${SPAN_TIP}`, (n) => pct(n.ai_core_utilization ?? -1)],
-  ["Cube share (%)", "Cube (AI_CORE) task time of the cube + vector + mix task time in the steps", (n) => pct(n.cube_share ?? -1)],
-  ["Cube / vector / mix / AI CPU (ms)", "Task time in the steps by accelerator core, each task once", (n) => [n.cube_ns, n.vector_ns, n.mix_ns, n.ai_cpu_ns].map(ms).join(" / ")],
+  ["AI Core utilisation (%)", tip("ai_core_utilization"), (n) => pct(n.ai_core_utilization ?? -1)],
+  ["Cube share (%)", tip("cube_share"), (n) => pct(n.cube_share ?? -1)],
+  ["Cube / vector / mix / AI CPU (ms)", tip("core_time"), (n) => [n.cube_ns, n.vector_ns, n.mix_ns, n.ai_cpu_ns].map(ms).join(" / ")],
   ["Step time covered (ms)", "The step time the figures are of", (n) => ms(n.span_ns)],
 ];
 
@@ -42,14 +33,7 @@ function table<T>(id: string, devices: T[], name: (d: T) => string, rows: [strin
 
 function pmuRows(npus: NpuEfficiency[]): [string, string, (n: NpuEfficiency) => string][] {
   const names = [...new Set(npus.flatMap((n) => n.pmu.map((m) => m.name)))].sort();
-  return names.map((name) => {
-    const tip = name.startsWith("aic_")
-      ? "PMU, cube core: sum(ratio × cube time) / sum(cube time) over the window's tasks"
-      : name.startsWith("aiv_")
-        ? "PMU, vector core: sum(ratio × vector time) / sum(vector time) over the window's tasks"
-        : "PMU, weighted by task time over the window's tasks";
-    return [name, tip, (n: NpuEfficiency) => fixed2(n.pmu.find((m) => m.name === name)?.value ?? -1)];
-  });
+  return names.map((name) => [name, tip("pmu_ratio"), (n: NpuEfficiency) => fixed2(n.pmu.find((m) => m.name === name)?.value ?? -1)]);
 }
 
 /** The card, or null when the window has no GPU or NPU figures (a CPU-only profile). */

@@ -6,6 +6,7 @@ import { windowParams, type KernelsResponse, type KernelStat } from "../api";
 import { Chart, type Item } from "../chart";
 import { h, option } from "../dom";
 import { fixed2, int, pct, us } from "../format";
+import { tip } from "../glossary";
 import type { KernelsOptions } from "../state";
 import { card, downloadCSV, fetchOr, problemsList, safeName, SortTable, type Col } from "./common";
 import { openTimelineAt } from "./timeline_link";
@@ -53,10 +54,10 @@ function measured(kernels: Kernel[]): Measured {
 }
 
 const GPU_COLUMNS: Record<string, { label: string; tip: string; fmt: (v: number) => string }> = {
-  mean_blocks_per_sm: { label: "Mean Blocks per SM", tip: "Blocks per SM of the kernel's launches, mean weighted by duration (the trace's estimate)", fmt: fixed2 },
-  mean_occupancy_pct: { label: "Mean Est. Achieved Occupancy (%)", tip: "The trace's estimated achieved occupancy, mean weighted by duration", fmt: fixed2 },
-  registers_per_thread: { label: "Registers per Thread", tip: "Registers per thread (the most frequent value over the launches)", fmt: int },
-  shared_memory_bytes: { label: "Shared Memory (bytes)", tip: "Shared memory per block, static + dynamic (the most frequent value over the launches)", fmt: int },
+  mean_blocks_per_sm: { label: "Mean Blocks per SM", tip: tip("blocks_per_sm"), fmt: fixed2 },
+  mean_occupancy_pct: { label: "Mean Est. Achieved Occupancy (%)", tip: tip("kernel_occupancy"), fmt: fixed2 },
+  registers_per_thread: { label: "Registers per Thread", tip: tip("registers_per_thread"), fmt: int },
+  shared_memory_bytes: { label: "Shared Memory (bytes)", tip: tip("shared_memory"), fmt: int },
 };
 
 function measuredColumns(m: Measured): Col<Kernel>[] {
@@ -65,11 +66,10 @@ function measuredColumns(m: Measured): Col<Kernel>[] {
     const get = (k: Kernel) => (k[field] as number | null) ?? -1;
     return { key: field, label: spec.label, num: true, tip: spec.tip, value: get, fmt: (k: Kernel) => spec.fmt(get(k)) };
   });
-  if (m.mix) cols.push({ key: "mean_mix_block_dim", label: "Mean Mix Block Dim", num: true, tip: "MIX tasks: the vector cores' block dim, mean per launch", value: (k) => k.mean_mix_block_dim ?? -1, fmt: (k) => fixed2(k.mean_mix_block_dim ?? -1) });
+  if (m.mix) cols.push({ key: "mean_mix_block_dim", label: "Mean Mix Block Dim", num: true, tip: tip("mix_block_dim"), value: (k) => k.mean_mix_block_dim ?? -1, fmt: (k) => fixed2(k.mean_mix_block_dim ?? -1) });
   for (const name of m.pmu) {
     const get = (k: Kernel) => k.pmu[name] ?? -1;
-    const tip = name.startsWith("aic_") ? "PMU, cube core: share of the cube time (weighted by it)" : name.startsWith("aiv_") ? "PMU, vector core: share of the vector time (weighted by it)" : "PMU, weighted by duration";
-    cols.push({ key: `pmu:${name}`, label: name, num: true, tip, value: get, fmt: (k) => fixed2(get(k)) });
+    cols.push({ key: `pmu:${name}`, label: name, num: true, tip: tip("pmu_ratio"), value: get, fmt: (k) => fixed2(get(k)) });
   }
   return cols;
 }

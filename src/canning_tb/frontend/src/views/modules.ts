@@ -5,6 +5,7 @@ import { windowParams, type ModuleNode, type ModulesResponse } from "../api";
 import { h, option } from "../dom";
 import { FlameChart, type FlameNode } from "../flame";
 import { int, us } from "../format";
+import { tip } from "../glossary";
 import { card, fetchOr, problemsList } from "./common";
 import { showEmpty, showLoading, type ViewDef, type ViewHost } from "./view";
 
@@ -12,11 +13,11 @@ type Metric = "host_total_ns" | "device_total_ns";
 
 const COLUMNS: [keyof ModuleNode, string, string][] = [
   ["calls", "Calls", "Calls of the module in the window"],
-  ["operators", "Operators", "CPU operators called directly in the module (not in a child module or another operator)"],
-  ["host_total_ns", "Host Total (µs)", "Time in the module's forward calls"],
-  ["host_self_ns", "Host Self (µs)", "Host total minus the child modules' calls"],
-  ["device_total_ns", "Device Total (µs)", "Device time launched inside the module's calls, each kernel once"],
-  ["device_self_ns", "Device Self (µs)", "Device time launched in the module, not in a child module"],
+  ["operators", "Operators", tip("module_operators")],
+  ["host_total_ns", "Host Total (µs)", tip("module_host_total")],
+  ["host_self_ns", "Host Self (µs)", tip("module_host_self")],
+  ["device_total_ns", "Device Total (µs)", tip("module_device_total")],
+  ["device_self_ns", "Device Self (µs)", tip("module_device_self")],
 ];
 
 function treeTable(nodes: ModuleNode[]): HTMLTableElement {

@@ -4,6 +4,7 @@ import { getJSON, windowParams, type GroupBy, type OperatorDetailResponse, type 
 import { Chart, type Item } from "../chart";
 import { clear, h, option } from "../dom";
 import { int, pct, us } from "../format";
+import { tip } from "../glossary";
 import type { OperatorsOptions } from "../state";
 import { downloadCSV, errorText, fetchOr, problemsList, safeName, SortTable, type Col } from "./common";
 import { timelineLink } from "./timeline_link";
@@ -46,9 +47,9 @@ const COLUMNS: Record<Key, Column> = {
   host_total_ns: col("host_total_ns", "Host Total (µs)", "Time on the host in the operator and its children", (r) => us(r.host_total_ns)),
   device_self_ns: col("device_self_ns", "Device Self (µs)", "Device time of the kernels the operator launched itself", (r) => us(r.device_self_ns)),
   device_total_ns: col("device_total_ns", "Device Total (µs)", "Device time of the kernels launched by the operator and its children", (r) => us(r.device_total_ns)),
-  tc_eligible: col("tc_eligible", "Tensor Cores Eligible", "The operator is of a kind that can run on Tensor Cores (matmul, convolution, attention…)", (r) => (r.tc_eligible ? "Yes" : "No"), false),
-  tc_self_share: tcShare("tc_self_share", "Tensor Cores Self (%)", "Share of the time of the kernels the operator launched itself that ran on Tensor Cores"),
-  tc_total_share: tcShare("tc_total_share", "Tensor Cores Total (%)", "Share of the time of the kernels launched by the operator and its children that ran on Tensor Cores (each kernel once)"),
+  tc_eligible: col("tc_eligible", "Tensor Cores Eligible", tip("tc_eligible"), (r) => (r.tc_eligible ? "Yes" : "No"), false),
+  tc_self_share: tcShare("tc_self_share", "Tensor Cores Self (%)", tip("tc_self_share")),
+  tc_total_share: tcShare("tc_total_share", "Tensor Cores Total (%)", tip("tc_total_share")),
 };
 
 const GROUP_LABELS: Record<GroupBy, string> = { name: "Operator", shape: "Operator + input shapes", stack: "Operator + call stack" };
