@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ingest.table import NONE, EventTable, Kind
+from .common import sum_up_tree
 from .context import Context
 
 TC_KERNEL_SUBSTRINGS = (
@@ -47,16 +48,33 @@ def is_cuda_window(table: EventTable) -> bool:
     return table.meta.format != "ascend" and bool(kinds) and not kinds - {"cuda", "gpu"}
 
 
-def _kernel_owners(ctx: Context) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(launching host position, duration, on Tensor Cores) of the kernels that have an owner."""
+def _kernel_time(ctx: Context) -> tuple[np.ndarray, np.ndarray]:
+    """(all kernels, Tensor Core kernels) time launched by each host position itself."""
     dev = ctx.device_rows
     kind = ctx.ev["kind"][dev]
     owner = ctx.device_owner
     sel = np.flatnonzero(((kind == int(Kind.KERNEL)) | (kind == int(Kind.COMM_KERNEL))) & (owner != NONE))
     names = ctx.ev["name"][dev[sel]]
     uniq = np.unique(names)
-    tc_ids = uniq[[uses_tensor_cores(ctx.table.strings[int(n)] or "") for n in uniq]]
-    return owner[sel], ctx.ev["dur"][dev[sel]].astype(np.float64), np.isin(names, tc_ids)
+    tc = np.isin(names, uniq[[uses_tensor_cores(ctx.table.strings[int(n)] or "") for n in uniq]])
+    dur = ctx.ev["dur"][dev[sel]].astype(np.float64)
+    n = len(ctx.host.rows)
+    return (np.bincount(owner[sel], weights=dur, minlength=n),
+            np.bincount(owner[sel][tc], weights=dur[tc], minlength=n))
+
+
+def _outermost(ctx: Context, group_of: np.ndarray) -> np.ndarray:
+    """Per host position: a call of a group with no call of the same group around it."""
+    parent = ctx.host.parent
+    nested = np.zeros(len(parent), bool)
+    up = parent.copy()
+    while True:
+        alive = np.flatnonzero(up != NONE)
+        if len(alive) == 0:
+            break
+        nested[alive] |= group_of[up[alive]] == group_of[alive]
+        up[alive] = parent[up[alive]]
+    return (group_of >= 0) & ~nested
 
 
 def _ratio(part: np.ndarray, whole: np.ndarray) -> np.ndarray:
@@ -64,27 +82,19 @@ def _ratio(part: np.ndarray, whole: np.ndarray) -> np.ndarray:
 
 
 def op_tc_shares(ctx: Context, pos: np.ndarray, inv: np.ndarray, ng: int) -> tuple[np.ndarray, np.ndarray]:
-    """(self share, total share) per group; pos: host positions of the calls, inv: their groups."""
+    """(self share, total share) per group; pos: host positions of the calls, inv: their groups.
+    Total: each call's kernels and its descendants' (sum_up_tree), over the calls with no call of the
+    same group around them, so a kernel under nested calls of one group counts once."""
     unknown = np.full(ng, -1.0)
     if ng == 0 or len(ctx.host.rows) == 0 or not is_cuda_window(ctx.table):
         return unknown, unknown.copy()
-    owner, dur, tc = _kernel_owners(ctx)
+    own_all, own_tc = _kernel_time(ctx)
     group_of = np.full(len(ctx.host.rows), -1, np.int64)
     group_of[pos] = inv
-    g = group_of[owner]
-    mine = g >= 0
-    self_all = np.bincount(g[mine], weights=dur[mine], minlength=ng)
-    self_tc = np.bincount(g[mine & tc], weights=dur[mine & tc], minlength=ng)
-    # (kernel, group) pairs over the kernel's chain of enclosing ops, each pair once
-    pairs, cur, idx = [], owner.copy(), np.arange(len(owner))
-    while len(cur):
-        grp = group_of[cur]
-        pairs.append(idx[grp >= 0] * ng + grp[grp >= 0])
-        up = ctx.host.parent[cur]
-        keep = up != NONE
-        cur, idx = up[keep], idx[keep]
-    uniq = np.unique(np.concatenate(pairs)) if pairs else np.zeros(0, np.int64)
-    k, grp = uniq // ng, uniq % ng
-    total_all = np.bincount(grp, weights=dur[k], minlength=ng)
-    total_tc = np.bincount(grp[tc[k]], weights=dur[k][tc[k]], minlength=ng)
+    self_all = np.bincount(inv, weights=own_all[pos], minlength=ng)
+    self_tc = np.bincount(inv, weights=own_tc[pos], minlength=ng)
+    top = np.flatnonzero(_outermost(ctx, group_of))
+    sub_all, sub_tc = sum_up_tree(own_all, ctx.host), sum_up_tree(own_tc, ctx.host)
+    total_all = np.bincount(group_of[top], weights=sub_all[top], minlength=ng)
+    total_tc = np.bincount(group_of[top], weights=sub_tc[top], minlength=ng)
     return _ratio(self_tc, self_all), _ratio(total_tc, total_all)
