@@ -32,8 +32,10 @@ def kernel_rows(table: EventTable) -> np.ndarray:
 
 
 def is_gpu_window(table: EventTable) -> bool:
-    kinds = {str(dv.get("kind", "")).lower() for dv in table.meta.devices}
-    return table.meta.format != "ascend" and bool(kinds & {"cuda", "gpu", "rocm"})
+    """GPU devices recorded (deviceProperties, "GPU N" labels), or none recorded at all: a Kineto
+    trace's kernels run on a GPU unless the file says the devices are something else."""
+    kinds = {str(dv.get("kind", "")).lower() for dv in table.meta.devices} - {"cpu"}
+    return table.meta.format != "ascend" and (not kinds or bool(kinds & {"cuda", "gpu", "rocm"}))
 
 
 def sm_efficiency_integral(starts: np.ndarray, ends: np.ndarray, blocks: np.ndarray, span) -> float:
