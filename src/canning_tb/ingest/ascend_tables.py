@@ -8,6 +8,7 @@ docs/formats/ascend.md.
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -94,7 +95,7 @@ def read_kernel_details(path: str, display: str, problems: list[Problem], device
             row["shapes"] = sh
         if row["blocks"] is None:
             del row["blocks"]
-        metrics = {name: v for name, (get, scale) in pmu.items() if (v := to_float(get(r))) is not None}
+        metrics = {name: v for name, (get, _) in pmu.items() if (v := to_float(get(r))) is not None and math.isfinite(v)}
         if metrics:
             row["metrics"] = {name: v * pmu[name][1] for name, v in metrics.items()}
         out.append(row)
