@@ -32,7 +32,7 @@ def load_events(path):
 class Ev:
     """One duration event, times in ns."""
 
-    __slots__ = ("name", "cat", "thread", "start", "end", "corr", "ext", "parent", "index", "dev_self", "args")
+    __slots__ = ("name", "cat", "thread", "start", "end", "corr", "ext", "parent", "index", "args")
 
     def __init__(self, raw, index):
         self.name, self.cat = raw["name"], raw.get("cat", "").lower()
@@ -45,7 +45,6 @@ class Ev:
         self.ext = args.get("External id", args.get("external id"))
         self.parent = None
         self.index = index
-        self.dev_self = 0
 
     @property
     def dur(self):
@@ -68,6 +67,41 @@ def nest_by_stack(events):
             stack.append(e)
 
 
+def _covered(events) -> int:
+    """Length of the union of the events' [start, end) (a sweep by start)."""
+    covered, reach = 0, None
+    for d in sorted(events, key=lambda d: d.start):
+        lo = d.start if reach is None else max(d.start, reach)
+        covered += max(0, d.end - lo)
+        reach = d.end if reach is None else max(reach, d.end)
+    return covered
+
+
+OPS = {"cpu_op", "operator"}
+
+
+def fold_targets(events) -> dict:
+    """{event: the event it counts in}: an operator that is the only child of an operator of the same
+    name (a redispatch) counts in that parent, up to the outermost, as torch's key_averages() folds
+    them; every other event counts in itself. Needs .parent (nest_by_stack)."""
+    children = defaultdict(int)
+    for e in events:
+        if e.parent is not None:
+            children[e.parent] += 1
+
+    def folded(e):
+        p = e.parent
+        return p is not None and e.cat in OPS and p.cat in OPS and p.name == e.name and children[p] == 1
+
+    target = {}
+    for e in events:
+        cur = e
+        while folded(cur):
+            cur = cur.parent
+        target[e] = cur
+    return target
+
+
 class Trace:
     """Host ops, launches and device events of one trace, joined by hand."""
 
@@ -79,39 +113,59 @@ class Trace:
         self.runtime = [e for e in xs if e.cat in RUNTIME]
         self.device = [e for e in xs if e.cat in DEVICE]
         nest_by_stack(self.host)
+        self.target = fold_targets(self.host)
         launch = {e.corr: e for e in self.runtime if e.corr is not None}
         self.owner = {}  # device event -> launching op/annotation (innermost enclosing its launch)
         for d in self.device:
             rt = launch.get(d.corr)
             if rt is None or rt.parent is None or rt.parent.cat in RUNTIME:
                 continue
-            self.owner[d] = rt.parent
-            rt.parent.dev_self += d.dur
-        self.dev_total = {}
-        for op in self.host:  # every ancestor of the owner gets the device time (children summed)
-            self.dev_total.setdefault(op, 0)
+            self.owner[d] = self.target[rt.parent]
+        self.dev_under = defaultdict(set)  # op -> the device events launched by it or its descendants
         for d, op in self.owner.items():
             cur = op
             while cur is not None:
-                self.dev_total[cur] += d.dur
+                self.dev_under[cur].add(d)
                 cur = cur.parent
+
+    def op_self(self) -> dict:
+        """{name: (calls, host self ns)} of the CPU operators: duration minus the direct children's
+        (annotations and runtime calls among them), folded calls added to the call they fold into."""
+        own = {e: e.dur for e in self.host}
+        for e in self.host:
+            if e.parent is not None:
+                own[e.parent] -= e.dur
+        out = defaultdict(lambda: [0, 0])
+        for e in self.host:
+            top = self.target[e]
+            if top.cat in OPS and not STEP.match(top.name):
+                out[top.name][1] += own[e]
+                out[top.name][0] += top is e
+        return {name: tuple(v) for name, v in out.items()}
 
     def steps(self):
         return sorted((e for e in self.ops if STEP.match(e.name)), key=lambda e: e.start)
 
     def op_rows(self):
         """{name: {calls, host_total, device_self, device_total, kernels: {kernel: [calls, total]}}}
-        over the CPU operators (not annotations), ProfilerStep#N excluded."""
-        rows = {}
+        over the CPU operators (not annotations), ProfilerStep#N excluded. device_self / device_total:
+        the length of the union of the intervals of the device events launched by a call of the name
+        / by a call or anything under it (each event once, overlaps once)."""
+        rows, under, own = {}, defaultdict(set), defaultdict(set)
         for op in self.ops:
-            if op.cat == "user_annotation" or STEP.match(op.name):
+            if op.cat == "user_annotation" or STEP.match(op.name) or self.target[op] is not op:
                 continue
             r = rows.setdefault(op.name, {"calls": 0, "host_total": 0, "device_self": 0, "device_total": 0,
                                           "kernels": defaultdict(lambda: [0, 0])})
             r["calls"] += 1
             r["host_total"] += op.dur
-            r["device_self"] += op.dev_self
-            r["device_total"] += self.dev_total[op]
+            under[op.name] |= self.dev_under[op]
+        for d, op in self.owner.items():
+            if op.name in rows and op.cat != "user_annotation":
+                own[op.name].add(d)
+        for name in rows:
+            rows[name]["device_self"] = _covered(own[name])
+            rows[name]["device_total"] = _covered(under[name])
         for d, op in self.owner.items():
             if op.name in rows and op.cat != "user_annotation":
                 k = rows[op.name]["kernels"][d.name]

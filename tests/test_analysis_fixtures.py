@@ -134,8 +134,10 @@ def test_resnet_steps(resnet):
 
 def test_resnet_top_op_by_host_self(resnet):
     d, events = resnet
-    # self = dur - direct children's dur, per thread, with a plain stack over host ops
-    ops = [e for e in events if e.get("cat", "").lower() in ("operator", "cpu_op", "user_annotation")]
+    # self = dur - direct children's dur (runtime calls among them, as key_averages()), per thread,
+    # with a plain stack over host ops
+    ops = [e for e in events if e.get("cat", "").lower() in ("operator", "cpu_op", "user_annotation", "runtime",
+                                                             "cuda_runtime", "cuda_driver")]
     by_thread = defaultdict(list)
     for e in ops:
         by_thread[(e["pid"], e["tid"])].append(e)
@@ -152,7 +154,7 @@ def test_resnet_top_op_by_host_self(resnet):
                 selfs[stack[-1][1]] -= ns(e["dur"])
             stack.append((end, i))
         for e, v in zip(evs, selfs):
-            if not e["name"].startswith("ProfilerStep#") and e.get("cat", "").lower() != "user_annotation":
+            if not e["name"].startswith("ProfilerStep#") and e.get("cat", "").lower() in ("operator", "cpu_op"):
                 self_by_name[e["name"]] += v
     name, value = self_by_name.most_common(1)[0]
     top = max(d.ops_by_name, key=lambda o: o.host_self_ns)

@@ -201,7 +201,8 @@ def test_ops_device_attribution_and_kernels():
     by = {o.name: o for o in d.ops_by_name}
     assert "ProfilerStep#1" not in by
     a = by["aten::addmm"]
-    assert a.calls == 1 and a.device_self_ns == 40 + 30 + 40 and a.device_total_ns == 110
+    # k1 [20, 60), the comm kernel [50, 80) and k2 [90, 130): their union, the overlap [50, 60) once
+    assert a.calls == 1 and a.device_self_ns == (80 - 20) + (130 - 90) == a.device_total_ns
     assert a.tc_eligible and not by["aten::copy_"].tc_eligible
     assert by["aten::copy_"].device_self_ns == 10  # the memcpy
     assert {k.name: k.calls for k in a.kernels} == {"k1": 1, "k2": 1, "ncclDevKernel_AllReduce_Sum_f32_RING_LL": 1}

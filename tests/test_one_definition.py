@@ -14,6 +14,7 @@ import os
 import socket
 import subprocess
 import sys
+from collections import defaultdict
 from pathlib import Path
 
 import pytest
@@ -187,10 +188,11 @@ def test_gloo_run_wait_transfer_by_hand(gloo_run):
         transfer = _union([(s + d - t, s + d) for (s, d), t in zip(mine, shortest)])
         wait = _minus(_union([(s, s + d - t) for (s, d), t in zip(mine, shortest)]), transfer)
         by_step = {p["step"]: p for p in rows[rank]["per_step"]}
+        slack = 4 * count  # µs floats -> ns: each call's ends may round apart by a nanosecond
         for step in digest.steps:
             lo, hi = step.start_ns, step.start_ns + step.dur_ns
-            assert abs(by_step[step.number]["transfer_ns"] - _inside(transfer, lo, hi)) <= 2
-            assert abs(by_step[step.number]["wait_ns"] - _inside(wait, lo, hi)) <= 2
+            assert abs(by_step[step.number]["transfer_ns"] - _inside(transfer, lo, hi)) <= slack
+            assert abs(by_step[step.number]["wait_ns"] - _inside(wait, lo, hi)) <= slack
         # the "this rank" card with the other ranks, the table and the CLI say the same
         assert communication_figures(digest, digests)["mean"]["transfer_ns"] == rows[rank]["transfer_ns"]
         # alone, a CPU trace cannot tell waiting from moving data: unknown, never 0
@@ -204,6 +206,14 @@ def test_gloo_run_wait_transfer_by_hand(gloo_run):
         assert fig["compute_share"] == pytest.approx(digest.average.host_ns / digest.average.total_ns)
         assert fig["compute_share"] > 0
         assert not [h for h in digest.rule_hits if h.rule == "device_idle"]
+        # the CPU allocator reserves nothing (Kineto writes "Total Reserved": 0): unknown, never 0
+        (cpu,) = [m for m in digest.memory if m.device == "CPU"]
+        assert cpu.peak_reserved_bytes == -1 and not cpu.curve_reserved_bytes and cpu.peak_allocated_bytes > 0
+        table = report.memory_summary(digest)
+        row = table.rows[[r[0] for r in table.rows].index("CPU")]
+        assert row[table.columns.index("Peak reserved")] is None
+        (line,) = [x for x in str(table).splitlines() if x.startswith("CPU")]
+        assert "unknown" in line and "0.00 MB" not in line
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         assert cli_main(["--mode=view", f"--input={gloo_run}", "--format=json"]) == 0
@@ -234,3 +244,111 @@ def test_glossary_doc_is_the_table():
     assert (REPO / "docs" / "glossary.md").read_text() == glossary.markdown()
     for key, entry in glossary.entries().items():
         assert entry["tip"] and "\n" not in entry["tip"] and entry["label"], key
+
+
+def test_reserved_memory_where_the_file_records_it():
+    """HTA's V100 trace records Total Reserved: its peak is the largest value the raw [memory]
+    events of that GPU carry (read here with json); on its CPU (all 0) it is unknown."""
+    path = fixture_path("hta", "df_index_resolver", "df_index_resolver.json.gz")
+    events = json.loads(gzip.decompress(path.read_bytes()))["traceEvents"]
+    gpu = [e["args"] for e in events if e.get("name") == "[memory]" and e["args"].get("Device Type") == 1]
+    store = Store(str(path.parent))
+    _, _, (digest,) = _digests(store)
+    mem = {m.device: m for m in digest.memory}
+    assert mem["cuda:1"].peak_reserved_bytes == max(a["Total Reserved"] for a in gpu) > 0
+    assert len(mem["cuda:1"].curve_reserved_bytes) == len(mem["cuda:1"].curve_ts_ns)
+    assert mem["CPU"].peak_reserved_bytes == -1 and not mem["CPU"].curve_reserved_bytes
+
+
+@pytest.mark.parametrize("name", sorted(RUNS))
+def test_no_operator_device_time_exceeds_the_window(name):
+    """Nested calls of one name (HcclAllreduce inside HcclAllreduce on Ascend) and kernels at the same
+    time count once: device self <= device total <= the window's length."""
+    _, _, digests = _digests(Store(str(_path(name))))
+    for digest in digests:
+        window = digest.window.end_ns - digest.window.start_ns
+        for rows in (digest.ops_by_name, digest.ops_by_shape, digest.ops_by_stack):
+            for op in rows:
+                assert 0 <= op.device_self_ns <= op.device_total_ns <= window, (op.name, op.device_total_ns, window)
+
+
+def test_host_self_time_leaves_out_the_launches_as_key_averages_does():
+    """aten::addmm [9, 29) launches three kernels (cudaLaunchKernel of 1 each, inside it): its host
+    self time is 20 - 3, as torch's key_averages() (launches are children with rows of their own)."""
+    from test_analysis_synthetic import gpu_table
+
+    from canning_tb.analysis.build import build_digest
+    by = {o.name: o for o in build_digest(gpu_table()).ops_by_name}
+    assert by["aten::addmm"].host_total_ns == 20 and by["aten::addmm"].host_self_ns == 20 - 3
+
+
+def test_operator_rows_are_key_averages(tmp_path):
+    """A real torch.profiler run on the CPU: every operator row (calls, host self, host total) is the
+    row key_averages() gives for that name, redispatched calls (aten::mean inside aten::mean)
+    folded into their parent as torch folds them."""
+    torch = pytest.importorskip("torch")
+    from torch.profiler import ProfilerActivity, profile
+
+    from canning_tb.analysis.build import build_digest
+    from canning_tb.ingest.kineto import read_kineto
+    model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(), torch.nn.Linear(128, 8))
+    x = torch.randn(32, 64)
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        for _ in range(3):
+            model(x).pow(2).mean().backward()
+    path = tmp_path / "cpu.pt.trace.json"
+    prof.export_chrome_trace(str(path))
+    ours = {o.name: o for o in build_digest(read_kineto(str(path))).ops_by_name}
+    theirs = {a.key: a for a in prof.key_averages()}
+    assert "aten::mean" in ours and "aten::mul" in ours
+    for name, op in ours.items():
+        if name not in theirs:
+            continue
+        a = theirs[name]
+        slack = 2 * op.calls  # µs with 3 decimals in the file: a nanosecond per end
+        assert op.calls == a.count, name
+        assert abs(op.host_self_ns - a.self_cpu_time_total * 1000) <= slack, name
+        assert abs(op.host_total_ns - a.cpu_time_total * 1000) <= slack, name
+
+
+def _matrix_ranks(rank_dir: Path) -> dict:
+    """{group: ranks linked} from communication_matrix.json, read here with json ("src-dst" keys)."""
+    found = defaultdict(set)
+    raw = json.loads((rank_dir / "ASCEND_PROFILER_OUTPUT" / "communication_matrix.json").read_text())
+    for step in raw.values():
+        for kind in step.values():
+            for key, links in kind.items():
+                for link in links:
+                    found[key.split("@")[-1]].update(int(x) for x in link.split("-"))
+    return found
+
+
+def test_world_size_and_groups_come_from_the_files():
+    # level1: no file states the world size; the matrix links ranks 0..7: at least 8
+    level1 = fixture_path("ascend", "level1")
+    linked = _matrix_ranks(level1 / "rank0_ascend_pt")
+    store = Store(str(level1))
+    _, workers, digests = _digests(store)
+    for digest in digests:
+        assert digest.window.world_size == max(max(r) for r in linked.values()) + 1 == 8
+        (group,) = digest.communication.groups
+        assert group.members == len(linked[group.group]) and group.group.isdigit()
+        assert group.label == f"{group.members} ranks ({group.group[:4]}…{group.group[-4:]})"
+        assert group.label in str(report.communication_summary(digest))
+    # level0: no matrix, and no file names the world size or the groups: unknown, not 1
+    level0 = fixture_path("ascend", "level0")
+    assert not list(level0.rglob("communication_matrix.json"))
+    for meta in list(level0.rglob("profiler_info*.json")) + list(level0.rglob("profiler_metadata.json")):
+        text = meta.read_text()
+        assert "world_size" not in text and "parallel_group_info" not in text, meta
+    _, _, digests = _digests(Store(str(level0)))
+    assert {d.window.world_size for d in digests} == {-1}
+    assert report.window_report(digests[0]).startswith(f"rank {digests[0].window.rank}/unknown ")
+    # Kineto: distributedInfo.world_size
+    dlrm = fixture_path("param", "dlrm_8ranks")
+    _, workers, digests = _digests(Store(str(dlrm)))
+    for digest in digests:
+        (trace,) = [p for p in dlrm.glob("*.json.gz") if p.name.startswith(digest.window.worker + ".")] or \
+            [next(dlrm.glob("*.json.gz"))]
+        info = json.loads(gzip.decompress(trace.read_bytes()))["distributedInfo"]
+        assert digest.window.world_size == info["world_size"] == 8

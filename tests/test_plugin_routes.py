@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,7 @@ from tensorboard.backend import application
 from tensorboard.plugins import base_plugin
 from werkzeug.test import Client
 
+from _raw_kineto import Trace
 from conftest import fixture_path
 
 from canning_tb.plugin.loader import CanningLoader
@@ -35,34 +37,10 @@ HTA_WINDOW = "1669783687"
 
 
 def independent_host_self(path):
-    """{op name: (calls, host self µs)} by nesting the host ranges of each thread.
-
-    Operators are `cpu_op` (2021: `Operator`) events; record_function ranges (`user_annotation`)
-    nest with them (they are children that take self time away) but are not operators.
-    """
-    opener = gzip.open if str(path).endswith(".gz") else open
-    with opener(path, "rt") as f:
-        events = json.load(f)["traceEvents"]
-    threads = collections.defaultdict(list)
-    for e in events:
-        if e.get("ph") == "X" and e.get("cat") in ("Operator", "cpu_op", "user_annotation"):
-            threads[(e["pid"], e["tid"])].append(e)
-    self_us, calls = collections.Counter(), collections.Counter()
-    for evs in threads.values():
-        evs.sort(key=lambda e: (e["ts"], -e["dur"]))
-        stack = []  # [end, event, time of direct children]
-        for e in evs:
-            while stack and stack[-1][0] <= e["ts"]:
-                _, ev, ch = stack.pop()
-                self_us[ev["name"]] += ev["dur"] - ch
-            if stack:
-                stack[-1][2] += e["dur"]
-            stack.append([e["ts"] + e["dur"], e, 0])
-            calls[e["name"]] += 1
-        for _, ev, ch in stack:
-            self_us[ev["name"]] += ev["dur"] - ch
-    ops = {e["name"] for evs in threads.values() for e in evs if e["cat"] != "user_annotation"}
-    return {n: (calls[n], self_us[n]) for n in ops}
+    """{op name: (calls, host self µs)} by nesting the host ranges of each thread (tests/_raw_kineto.py:
+    a stack walk; record_function ranges and runtime calls are children that take self time away but
+    are not operators; a redispatched call counts in its parent, as in torch's key_averages())."""
+    return {name: (calls, Decimal(self_ns) / 1000) for name, (calls, self_ns) in Trace(path).op_self().items()}
 
 
 # -- logdirs -----------------------------------------------------------------------------------------

@@ -191,12 +191,23 @@ def test_memory(page, url, raw, errors):
     expect(frame.locator("#mem-device")).to_have_value("cuda:0")
     summary = frame.locator("#mem-summary")
     expect(summary.locator("tr", has_text="Peak allocated (MB)").locator("td")).to_have_text(f"{peak / 2**20:,.1f}")
-    expect(summary.locator("tr", has_text="Capacity (MB)").locator("td")).not_to_have_text("unknown")
+    expect(summary.locator("tr", has_text="Capacity (MB)").locator("td")).not_to_have_text("–")
     expect(frame.locator("#mem-window-ops tbody tr").first).to_be_visible()
+    # the 2021 file records no reserved memory (no "Total Reserved" arg): unknown, not a flat 0 line
+    assert not any("Total Reserved" in e.get("args", {}) for e in raw if e.get("name") == "[memory]")
+    expect(frame.locator("#mem-chart")).to_have_attribute("data-series", "Allocated")
+    expect(summary.locator("tr", has_text="Peak reserved (MB)").locator("td")).to_have_text("–")
+    assert "not recorded" in summary.locator("tr", has_text="Peak reserved (MB)").locator("th").get_attribute("title").lower()
+    # it has memory (profile_memory=True) but no allocation addresses: the range tables say so
+    drag_across(page, frame.locator("#mem-chart"), 0.3, 0.6)
+    expect(frame.locator("#mem-range")).to_contain_text("Range", timeout=10_000)
+    expect(frame.locator("#mem-events")).to_contain_text("no allocation events with addresses")
+    expect(frame.locator("#mem-events")).not_to_contain_text("profile_memory=True")
     # Ascend rank 0: allocation events follow the zoomed range
     frame.locator("#run-select").select_option("ascend")
     loaded(frame)
     expect(frame.locator("#mem-device")).to_have_value("npu:0")
+    expect(frame.locator("#mem-chart")).to_have_attribute("data-series", "Allocated,Reserved,Active")
     count = frame.locator("#mem-event-count")
     expect(count).to_contain_text(" events")
     n_all = int(count.inner_text().split(" of ")[1].split()[0].replace(",", ""))
@@ -360,6 +371,9 @@ def test_communication_this_rank_is_the_ranks_row_and_follows_the_step(page, url
     frame = open_view(page, url, "ascend", "rank1", "default", "communication")
     loaded(frame)
     expect(frame.locator("#comm-rank-table tbody tr")).to_have_count(2)
+    # the communicator: no name in the files, the matrix links 8 ranks: that, not a 20-digit hash
+    group = next(k.split("@")[-1] for step in ops.values() for kind in step.values() for k in kind if "@" in k)
+    expect(frame.locator("#comm-table tbody tr").first.locator("td").nth(1)).to_have_text(f"8 ranks ({group[:4]}…{group[-4:]})")
     card = _kv(frame, "comm-summary")
     assert card["Wait (ms)"] == f"{wait:,.3f}" and card["Transfer (ms)"] == f"{transfer:,.3f}"
     row = frame.locator("#comm-rank-table tbody tr").nth(1).locator("td")

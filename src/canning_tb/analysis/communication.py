@@ -109,7 +109,7 @@ def communication_stats(ctx: Context, step_starts: np.ndarray, step_ends: np.nda
     ascend.number_unsequenced(c)
     ascend.totals(c)
     c.links.extend(ascend.links(t))
-    c.groups.extend(ascend.groups(t))
+    c.groups.extend(ascend.groups(t, [s.group for s in c.collectives]))
     return c
 
 

@@ -111,8 +111,46 @@ def links(table: EventTable) -> list:
                     bandwidth_gbps=r["bandwidth_gbps"] or 0.0, op=r["op"] or r["link"] or "") for r in chosen]
 
 
-def groups(table: EventTable) -> list:
+def groups(table: EventTable, called: list[str]) -> list:
+    """The communicators the files declare, and those the calls name (`called`) that no file declares,
+    with how many ranks the communication matrix links in each; every one with its `label`."""
     source = table.meta.environment.get("source.comm_groups", "")
-    return [pb.CommGroup(group=g["group"], name=g["name"] or "", ranks=[int(x) for x in g["ranks"].split(",") if x],
-                         rank_in_group=-1 if g["rank_in_group"] is None else g["rank_in_group"], source=source)
-            for g in side.rows(table.side, "comm_groups")]
+    out = [pb.CommGroup(group=g["group"], name=g["name"] or "", ranks=[int(x) for x in g["ranks"].split(",") if x],
+                        rank_in_group=-1 if g["rank_in_group"] is None else g["rank_in_group"], source=source)
+           for g in side.rows(table.side, "comm_groups")]
+    linked: dict[str, set] = defaultdict(set)
+    for link in side.rows(table.side, "comm_matrix"):
+        linked[link["group"] or ""].update(x for x in (link["src"], link["dst"]) if x is not None)
+    declared = {g.group for g in out}
+    matrix_source = source_of(table, "comm_matrix") or "communication matrix"
+    for group in dict.fromkeys(called):
+        if group and group not in declared:
+            out.append(pb.CommGroup(group=group, rank_in_group=-1, source=matrix_source if linked.get(group) else ""))
+    for g in out:
+        g.members = len(g.ranks) or len(linked.get(g.group, ())) or -1
+        g.label = group_label(g)
+    return out
+
+
+def _short(group: str) -> str:
+    """A long number (HCCL's hash of the communicator) shortened; readable ids kept whole."""
+    return f"{group[:4]}…{group[-4:]}" if group.isdigit() and len(group) > 12 else group
+
+
+def _ranks_text(ranks: list[int]) -> str:
+    ordered = sorted(ranks)
+    if len(ordered) > 2 and ordered == list(range(ordered[0], ordered[-1] + 1)):
+        return f"ranks {ordered[0]}-{ordered[-1]}"
+    return "ranks " + ",".join(str(r) for r in ordered)
+
+
+def group_label(g: pb.CommGroup) -> str:
+    """What views show for a communicator instead of its raw id (a 20-digit hash on HCCL): its name,
+    else the ranks it holds, else how many ranks the matrix links, with the end of its id."""
+    if g.name and g.name != g.group:
+        return f"{g.name} ({_ranks_text(list(g.ranks))})" if g.ranks else g.name
+    if g.ranks:
+        return f"{_ranks_text(list(g.ranks))} ({_short(g.group)})"
+    if g.members > 0:
+        return f"{g.members} ranks ({_short(g.group)})"
+    return _short(g.group)

@@ -77,10 +77,46 @@ class Context:
 
     @cached_property
     def host_self(self) -> np.ndarray:
-        """dur minus the durations of direct children (RUNTIME children not subtracted)."""
+        """dur minus the durations of its direct children on its thread, runtime calls
+        (cudaLaunchKernel, aclrt*) among them: torch's key_averages() self CPU time, which counts
+        launches in their own rows (and so did torch-tb-profiler)."""
         h = self.host
         dur = self.ev["dur"][h.rows]
         child = np.zeros(len(h.rows), np.int64)
-        sel = (h.parent != NONE) & (self.host_kind != int(Kind.RUNTIME))
+        sel = h.parent != NONE
         np.add.at(child, h.parent[sel], dur[sel])
         return np.maximum(dur - child, 0)
+
+    @cached_property
+    def op_target(self) -> np.ndarray:
+        """Per host position: itself, or, for an operator call that is the only child of a call of the
+        same name (a redispatch: aten::mean inside aten::mean), the outermost such ancestor. torch's
+        key_averages() folds those into the parent (one call; its children and kernels move up), and
+        so do the operator tables."""
+        h = self.host
+        parent = h.parent
+        up = np.maximum(parent, 0)
+        children = np.bincount(parent[parent != NONE], minlength=len(h.rows))
+        names = self.ev["name"][h.rows]
+        is_op = self.host_kind == int(Kind.CPU_OP)
+        folded = (parent != NONE) & is_op & is_op[up] & (names == names[up]) & (children[up] == 1)
+        target = np.arange(len(h.rows))
+        while folded[target].any():
+            target = np.where(folded[target], parent[target], target)
+        return target
+
+    @cached_property
+    def op_self(self) -> np.ndarray:
+        """host_self with each folded call's self added to the call it folds into (op_target)."""
+        out = np.zeros(len(self.host.rows), np.int64)
+        np.add.at(out, self.op_target, self.host_self)
+        return out
+
+    @cached_property
+    def op_owner(self) -> np.ndarray:
+        """device_owner with folded calls replaced by the call they fold into (op_target)."""
+        own = self.device_owner.copy()
+        ok = own != NONE
+        own[ok] = self.op_target[own[ok]]
+        return own
+

@@ -138,13 +138,20 @@ def _curve(d, t: EventTable, curve_rows: np.ndarray) -> None:
         d.peak_ts_ns = int(mem["ts"][cr[p]])
         d.curve_ts_ns.extend(mem["ts"][cr[keep]].tolist())
         d.curve_allocated_bytes.extend(a[keep].tolist())
-        d.curve_reserved_bytes.extend(mem["reserved"][cr[keep]].tolist())
+        if _reserved_recorded(mem["reserved"][cr]):
+            d.curve_reserved_bytes.extend(mem["reserved"][cr[keep]].tolist())
         act = mem["active"][cr[keep]]
         if (act != NONE).any():
             d.curve_active_bytes.extend(act.tolist())
     res = mem["reserved"][curve_rows]
-    if (res != NONE).any():
+    if _reserved_recorded(res[res != NONE]):
         d.peak_reserved_bytes = int(res[res != NONE].max())
+
+
+def _reserved_recorded(reserved: np.ndarray) -> bool:
+    """The records say how much the allocator reserved: some value, none absent, not all 0 (the CPU
+    allocator reserves nothing: Kineto writes 0 there, which is "not recorded", not a figure)."""
+    return len(reserved) > 0 and bool((reserved != NONE).all()) and int(reserved.max()) > 0
 
 
 def _components(d, t: EventTable, dm: np.ndarray, comp_names: dict[int, str]) -> None:

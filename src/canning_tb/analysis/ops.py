@@ -1,12 +1,18 @@
 """Operator statistics: by name, by name + input shapes, by name + call stack.
 
-Rows: CPU_OP events on the host, ProfilerStep#N excluded.
+Rows: CPU_OP events on the host, ProfilerStep#N excluded; a call that is the only child of a call
+of the same name (a redispatch) is folded into that call, as torch's key_averages() does
+(`Context.op_target`): one call, its self time and kernels added to the parent's.
 - host total = the event's duration; host self = total minus its direct children on the same
-  thread (CPU_OP / USER_ANNOTATION children; RUNTIME launches are not subtracted, as in
-  torch-tb-profiler); nesting from `common.nest` (sort-based, vectorised).
-- device self = duration of the device events (kernels, memcpy, memset, communication) whose
-  launching innermost op is this op (see `context.Context`); device total = self plus all
-  descendants' device self.
+  thread (CPU_OP / USER_ANNOTATION children and RUNTIME calls such as cudaLaunchKernel: as
+  torch's key_averages() self CPU time and torch-tb-profiler count it); nesting from
+  `common.nest` (sort-based, vectorised).
+- device self of a row (name, shape or stack) = the length of the union of the intervals of the
+  device events (kernels, memcpy, memset, communication) whose launching innermost op is one of
+  its calls (see `context.Context`); device total = the same over the events launched by its
+  calls and their descendants: a kernel under two nested calls of the same name (HcclAllreduce
+  inside HcclAllreduce on Ascend) counts once, kernels running at the same time count once, so
+  self <= total <= the window (`_device_union`).
 - call stack: the `stack` column; when empty, the names of the enclosing PYTHON_FUNCTION events
   on the same thread, innermost first, up to 16 frames (the cheap version).
 - tc_eligible: the op name is in tensor_cores.TC_ELIGIBLE_OPS (matmul / convolution / attention-like
@@ -32,7 +38,9 @@ def _op_positions(ctx: Context) -> np.ndarray:
     t = ctx.table
     step_ids = ids_matching(t, STEP_RE)
     rows = ctx.host.rows
-    return np.flatnonzero((ctx.host_kind == int(Kind.CPU_OP)) & ~id_mask(ctx.ev["name"][rows], step_ids, len(t.strings)))
+    kept = ctx.op_target == np.arange(len(rows))  # a redispatched call counts in its parent's row
+    return np.flatnonzero((ctx.host_kind == int(Kind.CPU_OP)) & kept & ~id_mask(ctx.ev["name"][rows], step_ids,
+                                                                               len(t.strings)))
 
 
 def python_stacks(ctx: Context, op_rows: np.ndarray) -> tuple[np.ndarray, list[str]]:
@@ -82,14 +90,61 @@ def _group(keys: np.ndarray):
     return group_rows(keys)
 
 
+def _launched_under(ctx: Context, pos: np.ndarray, inv: np.ndarray, nested: bool) -> tuple[np.ndarray, np.ndarray]:
+    """(group, device row) pairs, each once: the device events launched by a call of the group, and
+    with `nested` by any of its descendants too (walking up from each event's launching op)."""
+    own = ctx.op_owner
+    ok = own != NONE
+    group_of_pos = np.full(len(ctx.host.rows), -1, np.int64)
+    group_of_pos[pos] = inv
+    dev = ctx.device_rows[ok]
+    cur = own[ok].astype(np.int64)
+    groups, events = [], []
+    alive = np.arange(len(cur))
+    while len(alive):
+        found = group_of_pos[cur[alive]]
+        hit = found >= 0
+        groups.append(found[hit])
+        events.append(dev[alive[hit]])
+        if not nested:
+            break
+        cur[alive] = ctx.host.parent[cur[alive]]
+        alive = alive[cur[alive] != NONE]
+    if not groups or not sum(len(g) for g in groups):
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    pairs = np.unique(np.stack([np.concatenate(groups), np.concatenate(events)], axis=1), axis=0)
+    return pairs[:, 0], pairs[:, 1]
+
+
+def _device_union(ctx: Context, pos: np.ndarray, inv: np.ndarray, ng: int, nested: bool) -> np.ndarray:
+    """Per group: the length of the union of the device intervals launched by its calls (module doc)."""
+    group, rows = _launched_under(ctx, pos, inv, nested)
+    out = np.zeros(ng, np.int64)
+    if len(group) == 0:
+        return out
+    start = ctx.ev["ts"][rows].astype(np.int64)
+    end = start + ctx.ev["dur"][rows].astype(np.int64)
+    order = np.lexsort((start, group))
+    group, start, end = group[order], start[order], end[order]
+    first = np.r_[True, group[1:] != group[:-1]]
+    base = np.minimum.reduceat(start, np.flatnonzero(first))[np.cumsum(first) - 1]
+    start, end = start - base, end - base  # per group from 0, so that groups stack below `span`
+    span = int(end.max()) + 1
+    reach = np.maximum.accumulate(end + group * span)  # the furthest end so far, group by group
+    before = np.r_[0, reach[:-1]] - group * span
+    before[first] = 0
+    np.add.at(out, group, np.maximum(0, end - np.maximum(start, before)))
+    return out
+
+
 def _stats(ctx: Context, pos: np.ndarray, inv: np.ndarray, ng: int):
     ev, h = ctx.ev, ctx.host
     dur = ev["dur"][h.rows[pos]]
     calls = np.bincount(inv, minlength=ng)
-    hs = np.bincount(inv, weights=ctx.host_self[pos], minlength=ng)
+    hs = np.bincount(inv, weights=ctx.op_self[pos], minlength=ng)
     ht = np.bincount(inv, weights=dur, minlength=ng)
-    ds = np.bincount(inv, weights=ctx.device_self[pos], minlength=ng)
-    dt = np.bincount(inv, weights=ctx.device_total[pos], minlength=ng)
+    ds = _device_union(ctx, pos, inv, ng, nested=False)
+    dt = _device_union(ctx, pos, inv, ng, nested=True)
     mn = np.full(ng, np.iinfo(np.int64).max, np.int64)
     mx = np.full(ng, np.iinfo(np.int64).min, np.int64)
     np.minimum.at(mn, inv, dur)
@@ -101,7 +156,7 @@ def _top_kernels(ctx: Context, pos: np.ndarray, inv: np.ndarray, ng: int) -> lis
     """Per group: [(kernel name id, calls, total ns)] of the device events launched by its ops
     (the op itself, not its children), top TOP_KERNELS by time."""
     out: list[list] = [[] for _ in range(ng)]
-    own = ctx.device_owner
+    own = ctx.op_owner
     ok = own != NONE
     if not ok.any():
         return out

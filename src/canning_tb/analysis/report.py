@@ -57,8 +57,8 @@ class Table:
 
 
 def _fmt(c) -> str:
-    if c is None:  # unknown in the data (.rows keep None; CSV leaves the cell empty)
-        return "n/a"
+    if c is None:  # not recorded in the files (.rows keep None; CSV leaves the cell empty)
+        return "unknown"
     if isinstance(c, float):
         return f"{c:.3f}"
     return str(c)
@@ -78,10 +78,11 @@ def memory_summary(digest: pb.Digest) -> Table:
     t = Table("Memory summary", ["Device", "Allocations", "Frees", "Allocated", "Peak memory", "Peak reserved", "Capacity"])
     n_empty = 0
     for m in digest.memory:
+        # None: the file does not record it (printed "unknown", an empty CSV cell), never 0
         t.rows.append([m.device, int(m.allocations), int(m.frees), _mb(m.allocated_bytes),
-                       _mb(m.peak_allocated_bytes) if m.peak_allocated_bytes >= 0 else "n/a",
-                       _mb(m.peak_reserved_bytes) if m.peak_reserved_bytes >= 0 else "n/a",
-                       _mb(m.capacity_bytes) if m.capacity_bytes > 0 else "n/a"])
+                       _mb(m.peak_allocated_bytes) if m.peak_allocated_bytes >= 0 else None,
+                       _mb(m.peak_reserved_bytes) if m.peak_reserved_bytes >= 0 else None,
+                       _mb(m.capacity_bytes) if m.capacity_bytes > 0 else None])
         n_empty = max(n_empty, m.empty_cache_calls)
     if n_empty:
         t.notes.append(f"Warning: empty_cache was called {n_empty} times; it slows the steps that follow "
@@ -95,8 +96,9 @@ def communication_summary(digest: pb.Digest) -> Table:
     from .summary import communication_figures
     t = Table("Communication summary", ["Collective", "Group", "Calls", "Total(ms)", "Avg(ms)", "Bytes",
                                         "Transit bytes", "Wait(ms)", "Transfer(ms)", "Bandwidth(GB/s)"])
+    labels = {g.group: g.label or g.group for g in digest.communication.groups}  # names, not raw hashes
     for c in digest.communication.collectives:
-        t.rows.append([c.kind, c.group, int(c.calls), _ms(c.total_ns), _ms(c.total_ns / c.calls) if c.calls else 0.0,
+        t.rows.append([c.kind, labels.get(c.group, c.group), int(c.calls), _ms(c.total_ns), _ms(c.total_ns / c.calls) if c.calls else 0.0,
                        int(c.bytes) if c.bytes >= 0 else None, int(c.transit_bytes) if c.transit_bytes > 0 else None,
                        _ms(c.wait_ns) if c.wait_ns >= 0 else None, _ms(c.transfer_ns) if c.transfer_ns >= 0 else None,
                        round(c.bandwidth_gbps, 3) if c.bandwidth_gbps >= 0 else None])
@@ -109,7 +111,7 @@ def communication_summary(digest: pb.Digest) -> Table:
         mean = communication_figures(digest)["mean"]
         share = mean["not_overlapped_share"]
         t.notes.append(f"Mean step: communication {_ms(mean['total_ns'])} ms, of which {_ms(mean['not_overlapped_ns'])} ms "
-                       f"not overlapped with compute ({'n/a' if share is None else f'{100 * share:.1f}%'} of the step).")
+                       f"not overlapped with compute ({'unknown' if share is None else f'{100 * share:.1f}%'} of the step).")
         if mean["wait_ns"] >= 0:
             t.notes.append(f"Mean step: wait {_ms(mean['wait_ns'])} ms, transfer {_ms(mean['transfer_ns'])} ms "
                            f"(p2p wait {_ms(mean['p2p_wait_ns'])} ms).")
@@ -181,7 +183,8 @@ def device_summary(digest: pb.Digest) -> Table:
 def window_report(digest: pb.Digest, top: int = 10) -> str:
     """All the text twins of one window, as one printable block."""
     w = digest.window
-    head = f"rank {w.rank}/{w.world_size}  format {w.format}  steps {len(digest.steps)}  " \
+    world = w.world_size if w.world_size > 0 else "unknown"
+    head = f"rank {w.rank}/{world}  format {w.format}  steps {len(digest.steps)}  " \
            f"average step {_ms(digest.average.total_ns)} ms"
     parts = [head, str(step_summary(digest)), str(op_summary(digest, limit=top))]
     if digest.kernels_by_name:

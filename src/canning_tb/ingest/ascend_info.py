@@ -192,6 +192,8 @@ def rank_from_data(table: EventTable) -> None:
         table.meta.world_size = max(linked) + 1
         env["world_size"] = str(table.meta.world_size)
         env["world_size_source"] = "communication_matrix ranks"
+    if "world_size" not in env:  # no file says it: unknown, never 1 (level0 exports of a multi-card job say nothing)
+        table.meta.world_size = -1
     if env.get("rank_source") is not None:
         return
     members = {g["group"]: g["ranks"].split(",") for g in side.rows(table.side, "comm_groups") if g["ranks"]}

@@ -280,6 +280,8 @@ export interface CommGroup {
   ranks: number[];
   rank_in_group: number;
   source: string;
+  label: string;
+  members: number;
 }
 
 export interface Problem {

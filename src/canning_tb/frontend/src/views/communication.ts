@@ -23,9 +23,20 @@ import { showEmpty, showLoading, type ViewDef, type ViewHost } from "./view";
 
 type Collective = CollectiveStat;
 
-const COLL_COLS: Col<Collective>[] = [
+/** A communicator as the files name it (its label: name, ranks, or size; analysis), its id on hover. */
+type GroupLabels = Map<string, string>;
+
+function groupLabels(data: CommunicationResponse): GroupLabels {
+  return new Map(data.communication.groups.map((g) => [g.group, g.label || g.group]));
+}
+
+function groupCol<T extends { group: string }>(labels: GroupLabels): Col<T> {
+  return { key: "group", label: "Group", value: (c) => labels.get(c.group) ?? c.group, tip: "Communicator: its name, else the ranks it holds (hover a row for its id)" };
+}
+
+const COLL_COLS = (labels: GroupLabels): Col<Collective>[] => [
   { key: "kind", label: "Kind", value: (c) => c.kind },
-  { key: "group", label: "Group", value: (c) => c.group, tip: "Process group" },
+  groupCol<Collective>(labels),
   { key: "calls", label: "Calls", num: true, value: (c) => c.calls, fmt: (c) => int(c.calls) },
   { key: "total", label: "Total (ms)", num: true, value: (c) => c.total_ns, fmt: (c) => ms(c.total_ns) },
   { key: "avg", label: "Avg (ms)", num: true, value: (c) => (c.calls ? c.total_ns / c.calls : -1), fmt: (c) => ms(c.calls ? c.total_ns / c.calls : -1) },
@@ -37,9 +48,9 @@ const COLL_COLS: Col<Collective>[] = [
 ];
 
 /** The collectives of one step (from its calls): no per-call wait / transfer split per step. */
-const STEP_COLL_COLS: Col<StepCollective>[] = [
+const STEP_COLL_COLS = (labels: GroupLabels): Col<StepCollective>[] => [
   { key: "kind", label: "Kind", value: (c) => c.kind },
-  { key: "group", label: "Group", value: (c) => c.group, tip: "Process group" },
+  groupCol<StepCollective>(labels),
   { key: "calls", label: "Calls", num: true, value: (c) => c.calls, fmt: (c) => int(c.calls) },
   { key: "total", label: "Total (ms)", num: true, value: (c) => c.total_ns, fmt: (c) => ms(c.total_ns), tip: "Sum of the calls' durations in this step" },
   { key: "bytes", label: "Size (MB)", num: true, value: (c) => c.bytes, fmt: (c) => mb(c.bytes) },
@@ -235,7 +246,7 @@ function showNoCommunication(host: ViewHost, data: CommunicationResponse): void 
   showEmpty(
     host,
     "No communication in this window",
-    `This window has no collective (NCCL / HCCL / Gloo all_reduce, all_gather, send/recv…)${data.info.world_size > 1 ? "" : ": it looks like a single-rank run (world size 1)"}.`,
+    `This window has no collective (NCCL / HCCL / Gloo all_reduce, all_gather, send/recv…)${data.info.world_size === 1 ? ": it looks like a single-rank run (world size 1)" : ""}.`,
     "Profile a distributed run (torch.distributed, DDP / FSDP) and write every rank's profile into the same run folder to compare the ranks here.",
   );
 }
@@ -286,13 +297,18 @@ function collectivesCard(host: ViewHost, view: CommView): HTMLElement {
   const rank = view.data.info.rank >= 0 ? view.data.info.rank : "?";
   if (view.step !== null) {
     const found = view.data.figures.steps.find((s) => s.step === view.step);
-    const table = new SortTable<StepCollective>("comm-table", STEP_COLL_COLS, "total", true, `No collective in step ${view.step}.`);
+    const table = new SortTable<StepCollective>("comm-table", STEP_COLL_COLS(groupLabels(view.data)), "total", true, `No collective in step ${view.step}.`, undefined, {
+      decorateRow: (collective, row) => {
+        row.title = `Communicator ${collective.group || "(unnamed)"}`;
+        return null;
+      },
+    });
     table.setRows(found?.collectives ?? []);
     return card(`Collectives of rank ${rank}, step ${view.step}`, h("div", { class: "table-wrap short" }, table.el));
   }
-  const collTable = new SortTable<Collective>("comm-table", COLL_COLS, "total", true, "This rank has no collective in this window.", undefined, {
+  const collTable = new SortTable<Collective>("comm-table", COLL_COLS(groupLabels(view.data)), "total", true, "This rank has no collective in this window.", undefined, {
     decorateRow: (collective, row) => {
-      row.title = "Double-click: the slowest call of this kind in the Timeline";
+      row.title = `Communicator ${collective.group || "(unnamed)"}. Double-click: the slowest call of this kind in the Timeline`;
       row.ondblclick = () => openTimelineAt(host.store, collective.kind, "collective");
       return null;
     },

@@ -18,6 +18,7 @@ import { h, option } from "../dom";
 import { bytes, int, mb, ms } from "../format";
 import { card, errorText, fetchOr, kvTable, problemsList, SortTable, type Col } from "./common";
 import { timelineAt } from "./timeline_link";
+import { tip, UNKNOWN_TIP } from "../glossary";
 import { showEmpty, showLoading, type ViewDef, type ViewHost } from "./view";
 
 const MB = 1048576;
@@ -59,6 +60,13 @@ const COMPONENT_COLS: Col<ComponentMemory>[] = [
 ];
 
 const NO_EVENTS = "No allocation events for this device in the digest (they need profile_memory=True and allocation records with addresses).";
+const NO_EVENTS_RECORDED =
+  "This file records the memory curve of this device but no allocation events with addresses (older PyTorch, or a format without them): there are no allocations to list for a range.";
+
+/** Why a device's allocation tables are empty: memory was not recorded, or only its curve was. */
+function noEventsText(dev: DeviceMemory): string {
+  return dev.curve_ts_ns.length ? NO_EVENTS_RECORDED : NO_EVENTS;
+}
 
 /** ms on the chart -> ns, snapped outwards to whole µs so the label (ms, 3 decimals) is exact. */
 function snapRange(loMs: number, hiMs: number): Range {
@@ -68,9 +76,9 @@ function snapRange(loMs: number, hiMs: number): Range {
 function summaryTable(dev: DeviceMemory): HTMLTableElement {
   const cap = dev.capacity_bytes;
   return kvTable("mem-summary", [
-    ["Peak allocated (MB)", mb(dev.peak_allocated_bytes), `at ${ms(dev.peak_ts_ns)} ms`],
-    ["Peak reserved (MB)", mb(dev.peak_reserved_bytes)],
-    ["Capacity (MB)", cap > 0 ? mb(cap) : "unknown"],
+    ["Peak allocated (MB)", mb(dev.peak_allocated_bytes), `${tip("memory_peak")} At ${ms(dev.peak_ts_ns)} ms.`],
+    ["Peak reserved (MB)", mb(dev.peak_reserved_bytes), dev.peak_reserved_bytes < 0 ? `${tip("peak_reserved")} ${UNKNOWN_TIP}` : tip("peak_reserved")],
+    ["Capacity (MB)", cap > 0 ? mb(cap) : "–", cap > 0 ? "Device memory from the trace's device properties" : `Device memory: ${UNKNOWN_TIP}`],
     ["Peak allocated of capacity (%)", cap > 0 ? ((100 * dev.peak_allocated_bytes) / cap).toFixed(1) : "–"],
     ["Allocations", int(dev.allocations)],
     ["Frees", int(dev.frees)],
@@ -109,8 +117,10 @@ function chartOption(dev: DeviceMemory, showCapacity: boolean): Record<string, u
       markPoint: { symbol: "pin", symbolSize: 44, data: [peak] },
       markLine: showCapacity && cap > 0 ? capLine : undefined,
     },
-    { type: "line", name: "Reserved", step: "end", showSymbol: false, data: pair(dev.curve_reserved_bytes) },
   ];
+  // reserved only where the file records it (analysis leaves the curve empty otherwise): no flat 0 line
+  if (dev.curve_reserved_bytes.length === times.length && times.length)
+    series.push({ type: "line", name: "Reserved", step: "end", showSymbol: false, data: pair(dev.curve_reserved_bytes) });
   if (dev.curve_active_bytes.length === times.length && times.length)
     series.push({ type: "line", name: "Active", step: "end", showSymbol: false, data: pair(dev.curve_active_bytes) });
   type Point = { seriesName: string; value: [number, number] };
@@ -123,7 +133,7 @@ function chartOption(dev: DeviceMemory, showCapacity: boolean): Record<string, u
     legend: { top: 0 },
     grid: { left: 8, right: 24, top: 32, bottom: 64, containLabel: true },
     xAxis: { type: "value", name: "Time (ms)", nameLocation: "middle", nameGap: 24, min: "dataMin", max: "dataMax" },
-    yAxis: { type: "value", name: "MB" },
+    yAxis: { type: "value", name: "MB", min: 0 },
     dataZoom: [
       { type: "inside", xAxisIndex: 0, filterMode: "none" },
       { type: "slider", xAxisIndex: 0, filterMode: "none", bottom: 8, height: 20 },
@@ -155,7 +165,9 @@ class MemoryChart {
   }
 
   draw(showCapacity: boolean): void {
-    this.raw.set(chartOption(this.dev, showCapacity));
+    const option = chartOption(this.dev, showCapacity);
+    this.el.dataset.series = (option.series as { name: string }[]).map((series) => series.name).join(",");
+    this.raw.set(option);
     const chart = this.raw.chart;
     chart.dispatchAction({ type: "takeGlobalCursor", key: "brush", brushOption: { brushType: "lineX", brushMode: "single" } });
     if (this.brushed)
@@ -279,8 +291,8 @@ class MemoryPanel {
       : "Whole window: drag across the chart to select a time range (or zoom with the mouse wheel / the slider).";
     this.resetBtn.disabled = !range;
     if (!dev.events.length) {
-      this.events.setRows([], NO_EVENTS);
-      this.rangeOps.setRows([], NO_EVENTS);
+      this.events.setRows([], noEventsText(dev));
+      this.rangeOps.setRows([], noEventsText(dev));
       this.eventCount.textContent = "";
       return;
     }
