@@ -31,4 +31,4 @@ def test_device_summary_unknown_is_not_zero():
     d = build_digest(read_kineto(str(fixture_path("hta", "amd_trace", "mi250_minitoy_train_ROCm6_2_kineto.json.gz"))))
     table = device_summary(d)
     assert table.rows and all(row[2] is None and row[3] is None and row[4] is None for row in table.rows)
-    assert "n/a" in str(table)
+    assert "unknown" in str(table)  # report._fmt: None is shown as unknown

@@ -49,10 +49,11 @@ def is_cuda_window(table: EventTable) -> bool:
 
 
 def _kernel_time(ctx: Context) -> tuple[np.ndarray, np.ndarray]:
-    """(all kernels, Tensor Core kernels) time launched by each host position itself."""
+    """(all kernels, Tensor Core kernels) time launched by each host position itself (a redispatched
+    call's kernels in the call it folds into, Context.op_owner, as the operator rows count them)."""
     dev = ctx.device_rows
     kind = ctx.ev["kind"][dev]
-    owner = ctx.device_owner
+    owner = ctx.op_owner
     sel = np.flatnonzero(((kind == int(Kind.KERNEL)) | (kind == int(Kind.COMM_KERNEL))) & (owner != NONE))
     names = ctx.ev["name"][dev[sel]]
     uniq = np.unique(names)
