@@ -62,8 +62,8 @@ bench: setup
 
 # the timeline's tiles, bytes per view, first paint and heap (medium trace; SIZE=long for ~1 GB)
 bench-timeline: setup chromium
-	$(BIN)/python benchmarks/bench_timeline.py --size $(or $(SIZE),medium) --browser \
-	  --ranks-dir $(or $(RANKS),../shared/fixtures/param/dlrm_8ranks)
+	$(BIN)/python benchmarks/bench_timeline.py --size $(or $(SIZE),medium) --browser --tbprof \
+	  $(if $(RANKS),--ranks-dir $(RANKS),--ranks 16)
 
 # mutation testing of analysis/ and ingest/ (slow; not part of `make test`): docs/mutants.md.
 # MUTANTS narrows the run to mutant names, e.g. MUTANTS='canning_tb.analysis.ops*'

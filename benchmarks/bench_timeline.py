@@ -1,12 +1,16 @@
 """Timeline benchmark: index build time, tile latency while zooming and panning over HTTP against a
-real TensorBoard, bytes per view, and (with --browser) first paint, JS heap and draw time in Chromium.
+real TensorBoard, bytes per view, and (with --browser) in Chromium the time from opening the tab to
+the first painted timeline after ingest, tile latency and bytes seen by the page while zooming and
+panning, JS heap and redraw rate; every rank of a generated N-rank run on one axis; and (with
+--tbprof) the same trace through torch-tb-profiler's /trace route.
 
     python benchmarks/bench_timeline.py [--size small|medium|long] [--trace-dir DIR] [--browser]
-                                        [--ranks-dir RUN_WITH_RANKS]
+                                        [--ranks N | --ranks-dir RUN_WITH_RANKS] [--tbprof]
 
 The trace is the ingest benchmark's (make_big_trace.py: a real torch.profiler run; generated once into
-benchmarks/out/<size>/run, reused after). Prints the figures and writes benchmarks/out/timeline.json.
-Not part of `make test`.
+benchmarks/out/<size>/run, reused after); the N-rank run is make_ranks.py's (the DLRM fixture's real
+ranks copied with their rank ids changed and times shifted). Prints the figures and writes
+benchmarks/out/timeline.json. Not part of `make test`.
 """
 from __future__ import annotations
 
@@ -63,16 +67,16 @@ def build_figures(run_dir: str, cache_dir: str) -> dict:
             "index_bytes": os.path.getsize(path), "run": run, "worker": worker, "window": window}
 
 
-def start_tensorboard(logdir: str, log_path: str, env: dict):
+def start_tensorboard(logdir: str, log_path: str, env: dict, python: str = sys.executable, plugin: str = "canning"):
     log_file = open(log_path, "wb")
-    proc = subprocess.Popen([sys.executable, "-c", LAUNCHER, "--logdir", logdir, "--host", "127.0.0.1", "--port", "0"],
+    proc = subprocess.Popen([python, "-c", LAUNCHER, "--logdir", logdir, "--host", "127.0.0.1", "--port", "0"],
                             stdout=log_file, stderr=subprocess.STDOUT, env=env)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         with open(log_path, errors="replace") as f:
             match = re.search(r"TensorBoard \S+ at (http://127\.0\.0\.1:\d+)/", f.read())
         if match:
-            return proc, match.group(1) + "/data/plugin/canning/"
+            return proc, match.group(1) + f"/data/plugin/{plugin}/"
         if proc.poll() is not None:
             break
         time.sleep(0.2)
@@ -151,61 +155,134 @@ def ranks_figures(base: str, run: str) -> dict:
             "ranks_bytes_per_view": total, "ranks_slowest_tile_ms": round(slowest * 1000, 1)}
 
 
-def browser_figures(root_url: str, names: dict) -> dict:
-    """Chromium (Debian's): time to TensorBoard's page with the plugin's shell, and to the first painted
-    timeline (the index already built), the page's JS heap, and the mean time of a pan redraw (100 'd'
-    keys dispatched at once)."""
-    from playwright.sync_api import sync_playwright
-    state = {"run": names["run"], "worker": names["worker"], "window": names["window"], "view": "timeline"}
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return round(ordered[int(share * (len(ordered) - 1))], 1) if ordered else 0.0
+
+
+def _open_tab(page, root_url: str, names: dict, view: str) -> tuple[object, float]:
+    """TensorBoard's page with the plugin on `view` (its data loaded), then the Timeline tab clicked:
+    (the plugin's frame, seconds from the click to the first painted timeline)."""
+    state = {"run": names["run"], "worker": names["worker"], "window": names["window"], "view": view,
+             **names.get("state", {})}
     hash_part = "&".join(f"p.canning.{k}={urllib.parse.quote(v, safe='')}" for k, v in state.items())
+    page.goto(f"{root_url}/#canning&{hash_part}")
+    frame = page.frame_locator('iframe[src*="plugin_entry.html?name=canning"]')
+    frame.locator('#canning-root[data-state="loaded"]').wait_for(timeout=600_000)
+    start = time.perf_counter()
+    frame.locator("#tab-timeline").click()
+    canvas = frame.locator("#timeline-canvas")
+    canvas.wait_for(timeout=600_000)
+    page.wait_for_function("el => el.dataset.items && el.dataset.items !== '0'",
+                           arg=canvas.element_handle(), timeout=600_000)
+    return frame, time.perf_counter() - start
+
+
+def _zoom_and_pan(page, canvas, steps: int = 30) -> None:
+    """W (zoom in) and D / A (pan) as a user presses them, each followed by the tile it asks for."""
+    box = canvas.bounding_box()
+    page.mouse.move(box["x"] + box["width"] * 0.6, box["y"] + 80)
+    for step in range(steps):
+        page.keyboard.press("w" if step % 3 != 2 else ("d" if step % 2 else "a"))
+        page.wait_for_timeout(250)
+
+
+def _redraw_ms(canvas) -> float:
+    """Mean time of a pan redraw of what is in sight (100 'd' keys dispatched at once: each redraws
+    synchronously)."""
+    return canvas.evaluate("""el => { const t0 = performance.now();
+        for (let i = 0; i < 100; i++) el.ownerDocument.dispatchEvent(new KeyboardEvent('keydown', {key: 'd'}));
+        return (performance.now() - t0) / 100; }""")
+
+
+def browser_figures(root_url: str, names: dict, prefix: str = "") -> dict:
+    """Chromium (Debian's), TensorBoard warm on the window (ingested, index cached on disk, not in
+    memory): the plugin shown on the Overview, then the Timeline tab: first paint, then 30 zoom / pan
+    keys: the page's own timings of the tile requests (Resource Timing), bytes per view, JS heap."""
+    from playwright.sync_api import sync_playwright
     chromium = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
     with sync_playwright() as play:
         browser = play.chromium.launch(executable_path=chromium, args=["--no-sandbox", "--disable-gpu",
                                                                         "--disable-dev-shm-usage"])
         page = browser.new_page(viewport={"width": 1900, "height": 1000})
-        start = time.perf_counter()
-        page.goto(f"{root_url}/#canning&{hash_part}")
-        frame = page.frame_locator('iframe[src*="plugin_entry.html?name=canning"]')
-        frame.locator("#canning-root").wait_for(timeout=600_000)
-        shell_s = time.perf_counter() - start  # TensorBoard's page and the plugin's shell, before the timeline
+        frame, first_paint_s = _open_tab(page, root_url, names, "overview")
         canvas = frame.locator("#timeline-canvas")
-        canvas.wait_for(timeout=600_000)
-        page.wait_for_function("el => el.dataset.items && el.dataset.items !== '0'", arg=canvas.element_handle(),
-                               timeout=600_000)
-        first_paint_s = time.perf_counter() - start
-        items = int(canvas.get_attribute("data-items"))
-        draw_ms = canvas.evaluate("""el => { const t0 = performance.now();
-            for (let i = 0; i < 100; i++) el.ownerDocument.dispatchEvent(new KeyboardEvent('keydown', {key: 'd'}));
-            return (performance.now() - t0) / 100; }""")
+        items_first = int(canvas.get_attribute("data-items"))
+        redraw_ms = _redraw_ms(canvas)
+        _zoom_and_pan(page, canvas)
+        tiles = canvas.evaluate("""el => el.ownerDocument.defaultView.performance.getEntriesByType('resource')
+            .filter(e => e.name.includes('timeline_tile')).map(e => [e.duration, e.encodedBodySize])""")
         cdp = page.context.new_cdp_session(page)
+        cdp.send("HeapProfiler.collectGarbage")
         cdp.send("Performance.enable")
         metrics = {m["name"]: m["value"] for m in cdp.send("Performance.getMetrics")["metrics"]}
         browser.close()
-    return {"shell_shown_s": round(shell_s, 2), "first_paint_s": round(first_paint_s, 2), "items_drawn": items, "pan_redraw_ms": round(draw_ms, 2),
-            "js_heap_mb": round(metrics.get("JSHeapUsedSize", 0) / 2**20, 1)}
+    return {f"{prefix}first_paint_after_tab_s": round(first_paint_s, 2), f"{prefix}items_drawn": items_first,
+            f"{prefix}redraw_ms": round(redraw_ms, 2), f"{prefix}redraw_fps": round(1000 / max(redraw_ms, 1e-3)),
+            f"{prefix}browser_tiles": len(tiles),
+            f"{prefix}browser_tile_p50_ms": percentile([t for t, _ in tiles], 0.5),
+            f"{prefix}browser_tile_p95_ms": percentile([t for t, _ in tiles], 0.95),
+            f"{prefix}browser_tile_bytes_max": max((b for _, b in tiles), default=0),
+            f"{prefix}js_heap_mb": round(metrics.get("JSHeapUsedSize", 0) / 2**20, 1)}
 
 
 def served_figures(run_dir: str, work: str, figures: dict, args) -> None:
-    """The figures measured against real TensorBoards (cold: the first request reads and indexes)."""
+    """The figures measured against real TensorBoards: cold (the first request reads and indexes),
+    then a fresh TensorBoard on the same cache for the browser (the window ingested, as after
+    TensorBoard's own prefetch)."""
     env = dict(os.environ, CANNING_CACHE_DIR=os.path.join(work, "tb-cache"))
     proc, base = start_tensorboard(run_dir, os.path.join(work, "tb.log"), env)
     try:
         log("tiles over HTTP (the first request ingests and indexes in TensorBoard)")
         figures.update(http_figures(base, figures))
-        if args.browser:
-            log("first paint and heap in Chromium")
-            figures.update(browser_figures(base.split("/data/")[0], figures))
     finally:
         proc.terminate()
         proc.wait(timeout=30)
-    if args.ranks_dir:
-        log(f"every rank of {args.ranks_dir}")
-        proc, base = start_tensorboard(args.ranks_dir, os.path.join(work, "tb-ranks.log"), env)
+    if args.browser:
+        log("first paint, tiles and heap in Chromium (a fresh TensorBoard, the window ingested)")
+        proc, base = start_tensorboard(run_dir, os.path.join(work, "tb-warm.log"), env)
         try:
-            figures.update(ranks_figures(base, "."))
+            figures.update(browser_figures(base.split("/data/")[0], figures))
         finally:
             proc.terminate()
             proc.wait(timeout=30)
+
+
+def private_run(run_dir: str, work: str, name: str) -> str:
+    """A run folder of our own holding links to the run's files: the caches TensorBoard writes beside
+    a writable run (`.canning/`) land in it, never in the given folder (others may time it cold)."""
+    linked = os.path.join(work, name)
+    os.makedirs(linked)
+    for entry in os.listdir(run_dir):
+        if not entry.startswith("."):
+            os.symlink(os.path.abspath(os.path.join(run_dir, entry)), os.path.join(linked, entry))
+    return linked
+
+
+def ranks_dir(args) -> str | None:
+    if args.ranks_dir or not args.ranks:
+        return args.ranks_dir
+    out = os.path.join(OUT, f"ranks{args.ranks}")
+    if not os.path.isdir(out):
+        subprocess.run([sys.executable, os.path.join(HERE, "make_ranks.py"), "--ranks", str(args.ranks),
+                        "--repeat", str(args.ranks_repeat), "--out", out], check=True)
+    return out
+
+
+def ranks_served(run: str, work: str, figures: dict, args) -> None:
+    """Every rank of a multi-rank run on one axis: over HTTP, then (with --browser) in Chromium."""
+    env = dict(os.environ, CANNING_CACHE_DIR=os.path.join(work, "tb-ranks-cache"))
+    proc, base = start_tensorboard(run, os.path.join(work, "tb-ranks.log"), env)
+    try:
+        figures.update(ranks_figures(base, "."))
+        if args.browser:
+            _, body = fetch(base, "timeline_ranks", run=".", window_index=0)
+            first = json.loads(body)["ranks"][0]
+            names = {"run": ".", "worker": first["worker"], "window": first["window"], "state": {"tl.ranks": "true"}}
+            figures.update(browser_figures(base.split("/data/")[0], names, prefix="ranks_"))
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
 
 
 def main() -> None:
@@ -213,25 +290,42 @@ def main() -> None:
     parser.add_argument("--size", choices=sorted(SIZES_MB), default="medium")
     parser.add_argument("--trace-dir", help="a run folder to use instead of a generated trace")
     parser.add_argument("--browser", action="store_true", help="also measure in Chromium")
-    parser.add_argument("--ranks-dir", help="a multi-rank run folder: every rank on one axis, over HTTP")
+    parser.add_argument("--ranks", type=int, default=0, help="generate an N-rank run (make_ranks.py) and show it")
+    parser.add_argument("--ranks-repeat", type=int, default=20, help="steps per generated rank")
+    parser.add_argument("--ranks-dir", help="a multi-rank run folder: every rank on one axis")
+    parser.add_argument("--tbprof", action="store_true", help="also the trace through torch-tb-profiler's /trace")
+    parser.add_argument("--skip-single", action="store_true", help="only the ranks / tbprof figures")
     args = parser.parse_args()
     run_dir = args.trace_dir or ensure_trace(args.size)
     if not args.trace_dir:  # our generated run: TensorBoard's cache beside it goes, so its open is cold
         shutil.rmtree(os.path.join(run_dir, ".canning"), ignore_errors=True)
     work = tempfile.mkdtemp(prefix="bench-timeline-")
+    figures: dict = {"uptime": subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()}
     try:
-        log(f"ingest and index build of {run_dir}")
-        figures = build_figures(run_dir, os.path.join(work, "direct"))
-        served_figures(run_dir, work, figures, args)
+        if not args.skip_single:
+            log(f"ingest and index build of {run_dir}")
+            figures.update(build_figures(run_dir, os.path.join(work, "direct")))
+            served_figures(private_run(run_dir, work, "run"), work, figures, args)
+        multi = ranks_dir(args)
+        if multi:
+            log(f"every rank of {multi}")
+            ranks_served(private_run(multi, work, "ranks"), work, figures, args)
+        if args.tbprof:
+            from timeline_peer import tbprof_trace_figures
+            log("the same trace through torch-tb-profiler's /trace")
+            peer_run = private_run(run_dir, work, "tbprof-run")
+            figures.update(tbprof_trace_figures(peer_run, work, start_tensorboard, fetch,
+                                                os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     figures["trace_bytes"] = sum(os.path.getsize(os.path.join(run_dir, f)) for f in os.listdir(run_dir)
                                  if os.path.isfile(os.path.join(run_dir, f)))
+    figures["uptime_after"] = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
     os.makedirs(OUT, exist_ok=True)
-    with open(os.path.join(OUT, "timeline.json"), "w") as f:
+    with open(os.path.join(OUT, f"timeline-{os.path.basename(os.path.dirname(run_dir))}.json"), "w") as f:
         json.dump(figures, f, indent=1)
     for key, value in figures.items():
-        print(f"{key:>22}: {value}")
+        print(f"{key:>30}: {value}")
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ Expected operators come from an independent reading of the raw trace (test_plugi
 """
 import gzip
 import json
+import re
 import shutil
 
 import pytest
@@ -44,6 +45,8 @@ def test_operators_view(page, tensorboard_url, good_logdir, errors):
     frame.locator("#worker-select").select_option("worker0")
     expect(frame.locator("#window-select option")).to_have_count(2)
     frame.locator("#window-select").select_option(RESNET_WINDOW)
+    expect(frame.locator("#tab-overview")).to_have_attribute("aria-selected", "true")  # the default view
+    frame.locator("#tab-operators").click()
     expect(frame.locator("#tab-operators")).to_have_attribute("aria-selected", "true")
     root = frame.locator("#canning-root")
     expect(root).to_have_attribute("data-state", "loaded", timeout=T)
@@ -106,8 +109,14 @@ def check_expanded_rows(frame, table, good_logdir):
     srows = detail.locator(".op-stacks tbody tr")
     expect(srows).to_have_count(len(stacks))
     top_stack, top_calls = stacks.most_common(1)[0]
-    row = srows.filter(has=frame.locator("td.stack", has_text=top_stack.split(";")[0])).filter(has_text=f"{top_calls:,}")
-    expect(row.first.locator("td.stack .frame")).to_have_count(len(top_stack.split(";")))
+    frames = top_stack.split(";")
+    # each frame shows its package-relative path (torch/nn/...), the whole path on hover
+    short = re.sub(r"^.*/site-packages/", "", frames[0])
+    assert short.startswith("torch/") and short != frames[0]
+    row = srows.filter(has=frame.locator("td.stack", has_text=short)).filter(has_text=f"{top_calls:,}")
+    expect(row.first.locator("td.stack .frame")).to_have_count(len(frames))
+    expect(row.first.locator("td.stack .frame").first).to_have_text(short)
+    expect(row.first.locator("td.stack .frame").first).to_have_attribute("title", frames[0])
     expect(detail.locator(".op-kernels tbody tr")).to_have_text(["This operator launched no kernel itself (its children may have)."])
     # ... and stays open when re-sorted and searched
     table.locator('th[data-key="calls"]').click()
@@ -152,7 +161,8 @@ def test_bad_trace_shows_its_error(page, tmp_path, errors):
         expect(frame.locator("#view-error")).to_contain_text("broken/worker0.1.pt.trace.json.gz: ")
         frame.locator("#run-select").select_option("resnet")  # the other runs still work
         expect(root).to_have_attribute("data-state", "loaded", timeout=T)
-        expect(frame.locator("#op-table tbody tr").first).to_be_visible()
+        frame.locator("#tab-operators").click()
+        expect(frame.locator("#op-table tbody tr").first).to_be_visible(timeout=T)
     finally:
         stop_tensorboard(proc, log)
     # the only console errors are the browser's notes of the 422 answer

@@ -3,7 +3,10 @@ and a second reading of the raw trace files (json/gzip here), through the real S
 HTTP routes."""
 import gzip
 import json
+import os
 import struct
+import threading
+import time
 from collections import defaultdict
 
 import numpy as np
@@ -184,7 +187,11 @@ def client(tmp_path_factory):
 
 
 def get(client, route, **params):
-    resp = client.get(f"/data/plugin/canning/timeline_{route}", query_string=params)
+    """One route's answer; /timeline_tracks asked again while it says loading, as the browser does."""
+    for _ in range(120):
+        resp = client.get(f"/data/plugin/canning/timeline_{route}", query_string=params)
+        if not (route == "tracks" and resp.status_code == 202):
+            break
     return resp.status_code, resp.get_data(), resp.headers
 
 
@@ -250,7 +257,7 @@ def test_collective_peers_across_ranks_against_the_raw_files(client):
 def test_memory_counters_keep_each_devices_peak():
     store, run, worker, win = first_window(("hta", "df_index_resolver"))
     cache = timeline.IndexCache()
-    duration = timeline.tracks_impl(cache, store, run, worker, win)["duration_ns"]
+    duration = timeline.tracks_impl(cache, store, run, worker, win, wait_s=120)["duration_ns"]
     answer = timeline.counters_impl(cache, store, run, worker, win, 0, duration, 300)
     peaks = defaultdict(int)  # by hand: the largest "Total Allocated" / "Total Reserved" per device
     for event in raw_events(store.window(run, worker, win).files[0]):
@@ -268,7 +275,7 @@ def test_memory_counters_keep_each_devices_peak():
 
 def test_step_track_matches_the_profiler_steps():
     cache, store, run, worker, win, loaded, raw = resnet()
-    steps = timeline.tracks_impl(cache, store, run, worker, win)["steps"]
+    steps = timeline.tracks_impl(cache, store, run, worker, win, wait_s=120)["steps"]
     expected = sorted((e["ts"], e["name"]) for e in raw if e.get("name", "").startswith("ProfilerStep#"))
     assert [s["number"] for s in steps] == [int(name.split("#")[1]) for _, name in expected]
     assert [s["start_ns"] for s in steps] == [round(ts * 1000) - loaded.origin for ts, _ in expected]
@@ -302,22 +309,23 @@ def test_api_ts_declares_only_fields_the_timeline_routes_send(client):
     assert missing == [] and answers["TimelineSliceResponse"]["links"] and answers["TimelinePeersResponse"]["peers"]
 
 
-def test_the_index_is_built_once_and_read_back_from_the_cache(tmp_path, monkeypatch):
+def test_the_index_is_built_at_ingest_and_read_back_from_the_cache(tmp_path, monkeypatch):
     import canning_tb.timeline.index as index_module
     store = Store(str(fixture_path("kineto", "resnet50_v100")), cache_dir=str(tmp_path))
     run = store.runs()[0]
     worker = store.workers(run)[0].name
     win = store.windows(run, worker)[0].id
-    built = timeline.IndexCache().get(store, run, worker, win).index
     path = store.events_prefix(run, worker, win) + ".timeline.npz"
-    assert path.startswith(str(tmp_path))
+    store.digest(run, worker, win)  # ingest: the events, the digest, and the index beside them
+    assert path.startswith(str(tmp_path)) and os.path.exists(path)
+    expected = index_module.build_index(store.table(run, worker, win))
 
     def no_build(table):
         raise AssertionError("the index was built again")
 
     monkeypatch.setattr(index_module, "build_index", no_build)
     again = timeline.IndexCache().get(store, run, worker, win).index
-    assert np.array_equal(again.order, built.order) and np.array_equal(again.depth, built.depth)
+    assert np.array_equal(again.order, expected.order) and np.array_equal(again.depth, expected.depth)
 
 
 def generated_table(seed: int):
@@ -374,6 +382,31 @@ def test_generated_windows_lose_no_slice_at_any_zoom(seed):
             assert np.any((tile.start[mine] <= ev["ts"][event]) & (tile.end[mine] >= end[event])), event
 
 
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_vectorised_depths_follow_the_stack_rule_where_tracks_nest(seed):
+    from canning_tb.timeline.index import _bad_tracks, _nested_depths, _tracks
+    table = generated_table(seed)
+    ev = table.events
+    ts, end = ev["ts"], ev["ts"] + ev["dur"]
+    track_of = _tracks(table)[4]
+    depth = _nested_depths(ts, end, track_of, np.lexsort((-(end - ts), ts, track_of)))
+    bad = set(_bad_tracks(ts, end, track_of, depth).tolist())
+    hand = hand_depths(table)
+    host = set(track_of[ev["device"] == -1].tolist())
+    assert host and not host & bad  # the host threads nest: no loop for them
+    for row in range(len(table)):
+        if int(track_of[row]) not in bad:
+            assert depth[row] == hand[row], row
+
+
+def test_zero_length_events_at_a_start_sit_on_the_stack_rule_depth():
+    from canning_tb.timeline.index import stack_depths
+    # A [0,10) with B [0,5) and an instant at 0 inside; two instants at 3; C [20,25) and an instant at 20
+    ts = np.array([0, 0, 0, 3, 3, 20, 20], np.int64)
+    end = np.array([10, 0, 5, 3, 3, 20, 25], np.int64)
+    assert stack_depths(ts, end, np.zeros(7, np.int32)).tolist() == [0, 2, 1, 2, 2, 1, 0]
+
+
 def test_search_by_collective_kind_finds_the_slowest_kernel_of_that_kind(client):
     ranks = json.loads(get(client, "ranks", run=".", window_index=0)[1])["ranks"]
     member = ranks[2]
@@ -417,13 +450,32 @@ def test_ranks_of_an_unknown_run_or_position(client):
     assert get(client, "ranks", run=".", worker="nobody", window="1")[0] == 404
 
 
-def test_tracks_say_loading_while_the_index_is_built_then_answer(tmp_path):
+def test_tracks_say_loading_with_the_stage_and_what_is_ready_then_answer(tmp_path, monkeypatch):
     store = Store(str(fixture_path("kineto", "resnet50_v100")), cache_dir=str(tmp_path))
     run = store.runs()[0]
     worker = store.workers(run)[0].name
     win = store.windows(run, worker)[0].id
+    gate = threading.Event()
+    read_events = timeline._events
+
+    def held_events(*args):  # the events stay "being loaded" until the test lets them go
+        assert gate.wait(60)
+        return read_events(*args)
+
+    monkeypatch.setattr(timeline, "_events", held_events)
     cache = timeline.IndexCache()
     first = timeline.tracks_impl(cache, store, run, worker, win, wait_s=0)
-    assert first == {"run": run, "worker": worker, "window": win, "loading": True}
+    assert first["loading"] is True and first["stage"] in ("reading the trace", "loading the events")
+    deadline = time.monotonic() + 60
+    while first.get("stage") != "loading the events" and time.monotonic() < deadline:
+        first = timeline.tracks_impl(cache, store, run, worker, win, wait_s=0.1)
+    # the digest is known: the ruler and the step track can be drawn before the events are in
+    assert first["loading"] is True and first["stage"] == "loading the events" and first["elapsed_s"] >= 0
+    gate.set()
     answer = timeline.tracks_impl(cache, store, run, worker, win, wait_s=120)
     assert "loading" not in answer and answer["events"] == len(store.table(run, worker, win))
+    assert (first["steps"], first["duration_ns"], first["start_ns"]) == (
+        answer["steps"], answer["duration_ns"], answer["start_ns"])
+    raw = raw_events(next(f for f in store.window(run, worker, win).files if f.endswith(".gz")))
+    assert [s["number"] for s in first["steps"]] == sorted(
+        int(e["name"].split("#")[1]) for e in raw if e.get("name", "").startswith("ProfilerStep#"))

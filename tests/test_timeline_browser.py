@@ -1,10 +1,17 @@
-"""The Timeline tab in a real TensorBoard, driven by real Chromium, on the 8-rank DLRM run and an
-Ascend fixture: zoom, pan, click a slice and read its details, search, range summary, ranks side by
-side with both alignments and collective peers, and the link from the Operators view. Expected
-values come from the raw trace files read here (gzip/json)."""
+"""The Timeline tab in a real TensorBoard, driven by real Chromium, on the demo's real 2-rank gloo run
+(examples/train_ddp.py), the 8-rank DLRM run and an Ascend fixture: zoom, pan, click a slice and read
+its details, follow a flow, search, range summary, ranks side by side with both alignments and
+collective peers, the NPU counter tracks, and the link from the Operators view. Expected values come
+from the raw trace files read here (gzip/json)."""
 import gzip
 import json
+import os
+import re
 import shutil
+import socket
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
@@ -16,6 +23,26 @@ pytestmark = pytest.mark.browser
 
 DLRM_WORKER, DLRM_WINDOW = "worker0_step_12", "1694128201545"
 COLLECTIVE = "nccl:all_to_all"
+DEMO_COLLECTIVE = "gloo:all_reduce"  # DDP's gradient all-reduce, as torch.profiler names it over gloo
+
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def run_demo(logdir):
+    """examples/train_ddp.py on 2 real processes (gloo, CPU), as torchrun starts them."""
+    pytest.importorskip("torch.distributed")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    procs = []
+    for rank in range(2):
+        env = {**os.environ, "RANK": str(rank), "LOCAL_RANK": str(rank), "WORLD_SIZE": "2",
+               "LOCAL_WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}
+        procs.append(subprocess.Popen([sys.executable, str(REPO / "examples" / "train_ddp.py"), str(logdir), "6"],
+                                      env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+    outs = [p.communicate(timeout=300)[0] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs
 
 
 @pytest.fixture(scope="module")
@@ -23,6 +50,7 @@ def logdir(tmp_path_factory):
     root = tmp_path_factory.mktemp("timeline_logdir")
     shutil.copytree(fixture_path("param", "dlrm_8ranks"), root / "dlrm")
     shutil.copytree(fixture_path("ascend", "level1"), root / "ascend")
+    run_demo(root / "demo")
     return root
 
 
@@ -45,7 +73,7 @@ def expect_longest_call_shown(frame, logdir, name):
 
 def open_timeline(page, url, run, worker=None, window=None):
     frame = open_plugin(page, url)
-    expect(frame.locator("#run-select option")).to_have_count(2, timeout=T)
+    expect(frame.locator("#run-select option")).to_have_count(3, timeout=T)
     frame.locator("#run-select").select_option(run)
     if worker:
         frame.locator("#worker-select").select_option(worker)
@@ -248,5 +276,68 @@ def test_ascend_timeline(page, url, logdir, errors):
     assert int(canvas.get_attribute("data-lanes")) < lanes
     canvas.click(position={"x": 40, "y": 24 + 17 + 8})
     expect(canvas).to_have_attribute("data-lanes", str(lanes))
+    # the NPU counters: AI Core Freq, HBM, LLC and NPU MEM open at first (the raw file's series), the
+    # PMU / QoS / SoC levels folded; a group's label opens it
+    series = {(e["name"], e["args"].get("acc_id")) for e in raw if e.get("ph") == "C"}
+    physical = {name for name, _ in series if name.startswith(("AI Core Freq", "HBM", "LLC", "APP/", "Device/"))}
+    expect(canvas).to_have_attribute("data-npu-lanes", str(len(physical)))
+    frame.locator(".timeline-canvas-wrap").evaluate("el => { el.scrollTop = el.scrollHeight; }")
+    expect(canvas).not_to_have_attribute("data-group-y", "-1")
+    lanes = int(canvas.get_attribute("data-lanes"))
+    canvas.click(position={"x": 40, "y": int(canvas.get_attribute("data-group-y"))})
+    expect(canvas).not_to_have_attribute("data-lanes", str(lanes))
     shot(page, "timeline-ascend")
+    assert errors == []
+
+
+def test_follow_a_flow_from_a_launch_to_its_kernel(page, url, logdir, errors):
+    frame, canvas = open_timeline(page, url, "dlrm", DLRM_WORKER, DLRM_WINDOW)
+    raw = raw_events(logdir / "dlrm" / f"{DLRM_WORKER}.{DLRM_WINDOW}.pt.trace.json.gz")
+    kernels = {e["args"]["correlation"]: e for e in raw if e.get("ph") == "X" and e.get("cat") == "kernel"}
+    launches = sorted((e for e in raw if e.get("ph") == "X" and e["name"] == "cudaLaunchKernel"
+                       and e["args"].get("correlation") in kernels), key=lambda e: e["ts"])
+    frame.locator("#timeline-search").fill("cudaLaunchKernel")
+    frame.locator("#timeline-search").press("Enter")
+    details = frame.locator("#timeline-details")
+    expect(details).to_contain_text("cudaLaunchKernel", timeout=T)
+    kernel = kernels[launches[0]["args"]["correlation"]]  # the first launch by start: search's first match
+    link = frame.locator("#timeline-links button", has_text=kernel["name"][:40]).first
+    expect(link).to_be_visible(timeout=T)
+    launch_event = details.get_attribute("data-event")
+    link.click()
+    expect(details).not_to_have_attribute("data-event", launch_event, timeout=T)
+    expect(frame.locator("#timeline-slice-table")).to_contain_text(f"{kernel['dur']:,.1f}")
+    # every arg the file holds for it, as written (read from the file in the background)
+    raw_args = frame.locator("#timeline-raw-args")
+    expect(raw_args).to_contain_text("registers per thread", timeout=T)
+    expect(raw_args).to_contain_text(json.dumps(kernel["args"]["grid"]).replace(" ", ""))
+    # and back: the kernel's links hold its launch
+    expect(frame.locator(f'#timeline-links button[data-event="{launch_event}"]')).to_have_count(1)
+    assert errors == []
+
+
+def test_demo_two_ranks_side_by_side_with_the_last_to_arrive(page, url, logdir, errors):
+    first = sorted((logdir / "demo").glob("rank0.*.pt.trace.json.gz"))[0].name
+    worker, window = re.match(r"^(.+?)\.(\d+)\.pt\.trace\.json\.gz$", first).groups()
+    frame, canvas = open_timeline(page, url, "demo", worker, window)
+    frame.locator("#timeline-ranks").check()
+    expect(canvas).to_have_attribute("data-ranks", "2", timeout=T)
+    expect(canvas).not_to_have_attribute("data-items", "0", timeout=T)
+    frame.locator("#timeline-align").select_option("step")
+    # the first window of each rank: its first all-reduce, and which rank started it last (raw files)
+    starts = {}
+    for path in sorted((logdir / "demo").glob("*.pt.trace.json.gz")):
+        with gzip.open(path, "rt") as f:
+            doc = json.load(f)
+        if doc["distributedInfo"]["rank"] in starts:
+            continue  # the second window of that rank
+        calls = sorted(e["ts"] for e in doc["traceEvents"] if e.get("ph") == "X" and e["name"] == DEMO_COLLECTIVE)
+        starts[doc["distributedInfo"]["rank"]] = calls[0]
+    assert sorted(starts) == [0, 1]
+    frame.locator("#timeline-search").fill(DEMO_COLLECTIVE)
+    frame.locator("#timeline-search").press("Enter")
+    expect(frame.locator("#timeline-details")).to_contain_text(DEMO_COLLECTIVE, timeout=T)
+    expect(frame.locator("#timeline-peers li")).to_have_count(2, timeout=T)
+    expect(frame.locator("#timeline-peers .last")).to_have_attribute("data-rank", str(max(starts, key=starts.get)))
+    shot(page, "timeline-demo")
     assert errors == []

@@ -1,87 +1,190 @@
 """Bytes in, JSON pieces out: file loading, repair of common damage, chunked array decoding.
 
-Memory is the constraint: the file is held once (a bytearray, filled in place even for .gz),
-the top-level object is decoded into zero-copy `msgspec.Raw` views, and a big array is decoded
-a few MB at a time so that only one chunk of Python objects is alive at once.
+Memory is the constraint: the file is held once (a bytearray, filled in place even for .gz), every
+repair works in place, the top-level object is decoded into zero-copy `msgspec.Raw` views, and a big
+array is decoded a few MB at a time so that only one chunk of Python objects is alive at once.
+
+Files are read, never memory-mapped: a trace rewritten in place while it is read (a script exporting
+again to the same name) then gives at worst bad JSON for that read, never a SIGBUS. What a file
+expands to is capped (`CANNING_MAX_TRACE_BYTES`), and a caller may cap it lower for its own process
+(`host_limit`): a gzip bomb is stopped while it is decompressed, whatever its trailer claims.
 """
 from __future__ import annotations
 
-import mmap
+import contextlib
+import contextvars
 import os
 import re
 import zlib
 from typing import Any, Callable, Iterator
 
 import msgspec
+import numpy as np
 
+from .file_head import file_head
 from .table import InputError, Problem
 
 CHUNK = 4 << 20  # bytes of array text decoded at once
 _READ = 1 << 20
+CAP_ENV = "CANNING_MAX_TRACE_BYTES"
+DEFAULT_CAP = 8 << 30
+_DEFLATE_MAX_RATIO = 1032  # deflate cannot expand more than this: bounds what a trailer may claim
+TOO_DEEP = "JSON nested deeper than the decoder allows (about 1,000 levels)"
 
 _BAD_TOKEN = re.compile(rb"([\[:,]\s*)(?:-?Infinity|NaN|nan|-?inf|N/A|undefined)(?=\s*[,\]}])")
 _CONTROL = bytes(range(32)).maketrans(bytes(range(32)), b" " * 32)
 _BYTE_AT = re.compile(r"\(byte (\d+)\)")
+# a \uD800-\uDBFF escape not followed by a \uDC00-\uDFFF one, or the latter without the former
+_LONE_SURROGATE = re.compile(rb"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"
+                             rb"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}")
+_JSON_START = b'{["-0123456789tfn'
+_host_limit: contextvars.ContextVar[int | None] = contextvars.ContextVar("canning_host_limit", default=None)
 
 
-def read_bytes(path: str) -> bytearray | mmap.mmap:
-    """The whole (decompressed) file; gzip is recognised by its magic bytes, not the name.
+class TooBigForThisProcess(Exception):
+    """The file expands past what this process may hold (`host_limit`): read it in a child process."""
 
-    A plain file is mapped copy-on-write rather than read: no copy of hundreds of MB, and the
-    brief bracket writes of `iter_chunks` stay private to this process.
-    """
+
+@contextlib.contextmanager
+def host_limit(nbytes: int | None):
+    """Within the block, a file expanding past nbytes raises TooBigForThisProcess (not an input error)."""
+    token = _host_limit.set(nbytes)
+    try:
+        yield
+    finally:
+        _host_limit.reset(token)
+
+
+def expansion_cap() -> int:
+    """The most bytes one file may expand to (`CANNING_MAX_TRACE_BYTES`, default 8 GiB)."""
+    try:
+        return max(1, int(os.environ.get(CAP_ENV, "")))
+    except ValueError:
+        return DEFAULT_CAP
+
+
+def _size_text(nbytes: int) -> str:
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if nbytes >= 1 << shift:
+            return f"{nbytes / (1 << shift):g} {unit}"
+    return f"{nbytes} bytes"
+
+
+class _Limits:
+    """The cap (an input error) and this process's limit (read it elsewhere), checked as bytes come."""
+
+    def __init__(self, path: str):
+        self.path, self.cap, self.host = path, expansion_cap(), _host_limit.get()
+
+    def check(self, nbytes: int) -> None:
+        if nbytes > self.cap:
+            raise InputError(self.path, f"expands past the {_size_text(self.cap)} cap on one file "
+                                        f"(set {CAP_ENV} to read bigger files)")
+        if self.host is not None and nbytes > self.host:
+            raise TooBigForThisProcess(self.path)
+
+
+def check_size(path: str, nbytes: int) -> None:
+    """InputError past the cap, TooBigForThisProcess past this process's limit."""
+    _Limits(path).check(nbytes)
+
+
+def refuse_non_json(path: str) -> None:
+    """Refuse from its first bytes a file that cannot be JSON (binary junk, UTF-16): no full read."""
+    head = file_head(path, 4096)
+    start = head.lstrip(b"\xef\xbb\xbf").lstrip(b" \t\r\n")[:1]
+    if head and start and start not in _JSON_START:
+        raise InputError(path, f"not a trace: starts with bytes {head[:8].hex(' ')}, not JSON text")
+
+
+def read_bytes(path: str) -> bytearray:
+    """The whole (decompressed) file; gzip is recognised by its magic bytes, not the name. The file
+    may shrink, grow or change while it is read: what was read is returned (bad JSON at worst)."""
+    limits = _Limits(path)
     try:
         handle = open(path, "rb")
     except OSError as e:
         raise InputError(path, f"cannot open: {e.strerror or e}") from None
     with handle:
-        size = os.fstat(handle.fileno()).st_size
-        if size == 0:
-            raise InputError(path, "empty file")
-        if handle.read(2) == b"\x1f\x8b":
-            handle.seek(0)
-            return _gunzip(path, handle.read())
         try:
-            return mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_COPY)
-        except (OSError, ValueError):  # a filesystem that cannot map: read it
-            handle.seek(0)
-            buf = bytearray(size)
-            handle.readinto(buf)
-            return buf
+            size = os.fstat(handle.fileno()).st_size
+            magic = handle.read(2)
+            if magic == b"\x1f\x8b":
+                buf = _gunzip(path, handle, size, limits)
+            else:
+                limits.check(size)
+                buf = _read_plain(handle, size, magic, limits)
+        except OSError as e:
+            raise InputError(path, f"cannot read: {e.strerror or e}") from None
+    if not buf:
+        raise InputError(path, "empty file")
+    return buf
 
 
-def _gunzip(path: str, comp: bytes) -> bytearray:
-    # ISIZE (last 4 bytes) lets us fill a preallocated buffer: no 2x peak from joining pieces.
-    guess = int.from_bytes(comp[-4:], "little") if len(comp) >= 18 else 0
-    guess = min(guess, 64 * len(comp) + (1 << 20))  # a damaged trailer must not make us allocate GBs
-    out = bytearray(guess)
-    pos, start = 0, 0
-    while start < len(comp):
-        member = zlib.decompressobj(wbits=31)
-        try:
-            for at in range(start, len(comp), _READ):
-                piece = member.decompress(comp[at:at + _READ])
-                if piece:
-                    if pos + len(piece) > len(out):
-                        out.extend(b"\0" * (pos + len(piece) - len(out)))
-                    out[pos:pos + len(piece)] = piece
-                    pos += len(piece)
-                if member.eof:
+def _read_plain(handle, size: int, start: bytes, limits: _Limits) -> bytearray:
+    buf = bytearray(max(size, len(start)))
+    buf[:len(start)] = start
+    pos = len(start)
+    while True:
+        if pos == len(buf):  # full: the file may have grown since fstat
+            more = handle.read(_READ)
+            if not more:
+                break
+            limits.check(pos + len(more))
+            buf[pos:] = more
+            pos += len(more)
+            continue
+        with memoryview(buf) as view:
+            got = handle.readinto(view[pos:])
+        if not got:
+            break
+        pos += got
+    del buf[pos:]  # the file shrank while it was read
+    return buf
+
+
+def _gunzip(path: str, handle, comp_size: int, limits: _Limits) -> bytearray:
+    """Stream-decompress (members one after the other), checking the limits as the bytes come. The
+    trailer's size (mod 2**32, and anyone can write it) only sizes the first allocation, when plausible."""
+    handle.seek(max(0, comp_size - 4))
+    claimed = int.from_bytes(handle.read(4), "little") if comp_size >= 18 else 0
+    plausible = min(limits.cap, limits.host or limits.cap, _DEFLATE_MAX_RATIO * comp_size)
+    out = bytearray(claimed if 0 < claimed <= plausible else min(4 * comp_size, plausible))
+    handle.seek(0)
+    pos, pending, member = 0, b"", None
+    try:
+        while True:
+            if not pending:
+                pending = handle.read(_READ)
+                if not pending:
                     break
-            piece = member.flush()
-            if piece:
-                out[pos:pos] = piece
-                pos += len(piece)
-        except zlib.error as e:
-            raise InputError(path, f"corrupt gzip stream ({e})") from None
-        if not member.eof:
-            raise InputError(path, f"truncated gzip stream (ends after {pos} uncompressed bytes)")
-        rest = member.unused_data.lstrip(b"\0")  # another gzip member may follow
-        start = len(comp) - len(rest) if rest else len(comp)
+            if member is None:
+                pending = pending.lstrip(b"\0")  # padding between members
+                if not pending:
+                    continue
+                member = zlib.decompressobj(wbits=31)
+            piece = member.decompress(pending, _READ * 4)
+            pending = member.unconsumed_tail
+            pos = _append(out, pos, piece, limits)
+            if member.eof:
+                pending, member = member.unused_data, None
+        if member is not None:
+            pos = _append(out, pos, member.flush(), limits)
+    except zlib.error as e:
+        raise InputError(path, f"corrupt gzip stream ({e})") from None
+    if member is not None and not member.eof:
+        raise InputError(path, f"truncated gzip stream (ends after {pos} uncompressed bytes)")
     del out[pos:]
     if pos == 0:
         raise InputError(path, "empty file (empty gzip stream)")
     return out
+
+
+def _append(out: bytearray, pos: int, piece: bytes, limits: _Limits) -> int:
+    if piece:
+        limits.check(pos + len(piece))
+        out[pos:pos + len(piece)] = piece  # in place while the first allocation lasts, then appended
+    return pos + len(piece)
 
 
 def _kind(buf: bytearray) -> str:
@@ -92,52 +195,96 @@ def _kind(buf: bytearray) -> str:
 
 
 def decode_top(path: str, buf: bytearray, problems: list[Problem]) -> tuple[dict[str, msgspec.Raw], bytearray]:
-    """The top-level object as {key: Raw}; repairs NaN / N/A tokens and control characters."""
+    """The top-level object as {key: Raw}; repairs, in place, a byte-order mark, control characters,
+    lone UTF-16 surrogate escapes and NaN / N/A tokens."""
+    if buf[:3] == b"\xef\xbb\xbf":
+        buf[:3] = b"   "
     repaired: set[str] = set()
     while True:
         try:
-            top = msgspec.json.decode(buf, type=dict[str, msgspec.Raw])
-            return top, buf
+            return msgspec.json.decode(buf, type=dict[str, msgspec.Raw]), buf
+        except RecursionError:
+            raise InputError(path, TOO_DEEP) from None
         except msgspec.ValidationError:
             raise InputError(path, f"expected an object with traceEvents, got {_kind(buf)}") from None
         except msgspec.DecodeError as e:
             msg = str(e)
-            if "truncated" in msg:
+            if "truncated" in msg and not _LONE_SURROGATE.search(buf):
                 raise InputError(path, f"not JSON: unexpected end at byte {len(buf)}") from None
             where = _BYTE_AT.search(msg)
-            at = int(where.group(1)) if where else -1
-            bad = bytes(buf[at:at + 12]) if at >= 0 else b""
-            fix = None
-            if bad[:1] and bad[0] < 32 and "control" not in repaired:
-                fix = "control"
-                buf = bytearray(memoryview(buf)).translate(_CONTROL)
-                problems.append(Problem(path, "control characters inside strings replaced by spaces", "warning"))
-            elif at >= 0 and "tokens" not in repaired:
-                new, count = _BAD_TOKEN.subn(rb"\1null", buf)
-                if count:
-                    fix = "tokens"
-                    buf = bytearray(new)
-                    problems.append(Problem(path, f"{count} bare NaN/Infinity/N/A values read as null", "warning"))
+            fix = _repair(buf, int(where.group(1)) if where else -1, msg, repaired)
             if fix is None:
                 raise InputError(path, f"not JSON: {msg}") from None
-            repaired.add(fix)
+            repaired.add(fix[0])
+            problems.append(Problem(path, fix[1], "warning"))
 
 
-def value_span(buf: bytearray, key: bytes, raw: msgspec.Raw) -> tuple[int, int]:
-    """Where the value `raw` of top-level `key` lies in buf (Raw keeps no offset)."""
+def _repair(buf: bytearray, at: int, msg: str, repaired: set[str]) -> tuple[str, str] | None:
+    """(what, warning) of one in-place repair of the damage at byte `at`; None when none applies."""
+    bad = bytes(buf[at:at + 12]) if at >= 0 else b""
+    if bad[:1] and bad[0] < 32 and "control" not in repaired:
+        for lo in range(0, len(buf), _READ):
+            buf[lo:lo + _READ] = buf[lo:lo + _READ].translate(_CONTROL)
+        return "control", "control characters inside strings replaced by spaces"
+    if ("surrogate" in msg or "escape" in msg or "truncated" in msg) and "surrogate" not in repaired:
+        count = 0
+        for match in _LONE_SURROGATE.finditer(buf):
+            buf[match.start():match.end()] = b"\\ufffd"  # same length: no copy
+            count += 1
+        if count:
+            return "surrogate", f"{count} lone UTF-16 surrogate escapes replaced (U+FFFD)"
+    if at >= 0 and "tokens" not in repaired:
+        count = _null_tokens(buf)
+        if count:
+            return "tokens", f"{count} bare NaN/Infinity/N/A values read as null"
+    return None
+
+
+def _null_tokens(buf: bytearray) -> int:
+    """Replace NaN / Infinity / N/A tokens by null in place; the text may grow (NaN -> null), so it is
+    first moved to the end of the grown buffer, then rewritten forwards: no second copy of the file."""
+    count, growth, shift = 0, 0, 0
+    for match in _BAD_TOKEN.finditer(buf):
+        count += 1
+        growth += 4 - (match.end() - match.end(1))
+        shift = max(shift, growth)  # the output never overtakes the text still to be read
+    if not count:
+        return 0
+    size = len(buf)
+    if shift:
+        buf.extend(bytes(min(shift, _READ)))
+        while len(buf) < size + shift:
+            buf.extend(bytes(min(size + shift - len(buf), _READ)))
+        for hi in range(size, 0, -_READ):  # move the text right, last piece first
+            lo = max(0, hi - _READ)
+            buf[lo + shift:hi + shift] = buf[lo:hi]
+    out, last = 0, shift
+    for match in _BAD_TOKEN.finditer(buf, shift):
+        out = _move(buf, out, last, match.end(1))
+        buf[out:out + 4] = b"null"
+        out, last = out + 4, match.end()
+    out = _move(buf, out, last, len(buf))
+    del buf[out:]
+    return count
+
+
+def _move(buf: bytearray, out: int, lo: int, hi: int) -> int:
+    """Copy buf[lo:hi] to buf[out:] (out <= lo) in pieces; the new end of the output."""
+    for at in range(lo, hi, _READ):
+        piece = buf[at:min(hi, at + _READ)]
+        buf[out:out + len(piece)] = piece
+        out += len(piece)
+    return out
+
+
+def value_span(buf: bytearray, raw: msgspec.Raw) -> tuple[int, int]:
+    """Where the value `raw` lies in buf: a Raw decoded from buf is a view into it (no search)."""
     size = len(memoryview(raw))
-    head = bytes(memoryview(raw)[:64])
-    key_at = buf.find(b'"' + key + b'"')
-    while key_at >= 0:
-        after = key_at + len(key) + 2
-        colon = re.match(rb"\s*:\s*", bytes(buf[after:after + 64]))
-        if colon:
-            start = after + colon.end()
-            tail = bytes(memoryview(raw)[-64:])
-            if buf[start:start + len(head)] == head and buf[start + size - len(tail):start + size] == tail:
-                return start, start + size
-        key_at = buf.find(b'"' + key + b'"', key_at + 1)
-    raise ValueError("value not found")
+    start = int(np.frombuffer(raw, np.uint8).ctypes.data - np.frombuffer(buf, np.uint8).ctypes.data) \
+        if size else -1
+    if not 0 <= start <= len(buf) - size:
+        raise ValueError("the value is not a view into the buffer")
+    return start, start + size
 
 
 def _next_cut(buf: bytearray, pos: int, end: int) -> int:
@@ -190,3 +337,96 @@ def iter_chunks(buf: bytearray, start: int, end: int, decode: Callable[[bytes], 
             hi = _next_cut(buf, hi + 1, stop)
         yield out
         lo = hi + 1
+
+
+# -- a big array read from the file a block at a time (no whole-file buffer) ----------------------
+_EDGE = 64 << 10  # bytes of head / tail searched for the array's ends
+_BLOCK = 32 << 20  # bytes read at once by iter_file_chunks
+_ARRAY_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
+_ELEMENT_CUT = re.compile(rb"\}\s*,\s*\{")
+
+
+class _Element(msgspec.Struct, gc=False):
+    """Any array element, its fields skipped: decoding a list of these only checks the syntax."""
+
+
+_CHECK = msgspec.json.Decoder(list[_Element | list | str | int | float | bool | None])
+
+
+class ArrayPlan:
+    """Where the traceEvents array of a plain file lies: `start` ('[') to `end` (after ']'), and the
+    other top-level keys (decoded from the head and tail alone, the array replaced by [])."""
+
+    def __init__(self, top: dict[str, msgspec.Raw], start: int, end: int):
+        self.top, self.start, self.end = top, start, end
+
+    def split(self, path: str, parts: int) -> list[tuple[int, int]]:
+        """[lo, hi) byte ranges of the array's elements (no brackets, no separating commas), cut
+        between two elements near equal sizes."""
+        lo, stop = self.start + 1, self.end - 1
+        bounds = [lo]
+        with open(path, "rb") as f:
+            for k in range(1, parts):
+                at = lo + (stop - lo) * k // parts
+                f.seek(at)
+                found = _ELEMENT_CUT.search(f.read(_BLOCK))
+                if found is None:
+                    break
+                bounds += [at + found.start() + 1, at + found.end() - 1]  # '}' ends one, '{' starts the next
+        bounds.append(stop)
+        return list(zip(bounds[::2], bounds[1::2]))
+
+
+def plan_array(path: str, min_bytes: int) -> ArrayPlan | None:
+    """The plan of a plain (not gzipped) file of at least min_bytes whose top-level object holds
+    traceEvents between a small head and tail; None for anything else (then read it whole)."""
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        if size < max(min_bytes, 4 * _EDGE):
+            return None
+        head = f.read(_EDGE)
+        f.seek(size - _EDGE)
+        tail = f.read(_EDGE)
+    found = _ARRAY_KEY.search(head)
+    if head[:2] == b"\x1f\x8b" or found is None:
+        return None
+    start = found.end() - 1
+    for close in re.finditer(rb"\]", tail):  # the earliest ']' after which the text closes the object
+        text = head[:start] + b"[]" + tail[close.end():]
+        try:
+            top = msgspec.json.decode(text, type=dict[str, msgspec.Raw])
+        except (msgspec.DecodeError, RecursionError):
+            continue
+        if bytes(top.get("traceEvents", b"")) == b"[]":
+            return ArrayPlan(top, start, size - _EDGE + close.end())
+    return None
+
+
+def iter_file_chunks(path: str, lo: int, hi: int, decode: Callable[[bytes], Any],
+                     on_utf8: Callable[[], None]) -> Iterator[Any]:
+    """iter_chunks over the array elements in the file's bytes [lo, hi), read a block at a time;
+    each block ends where an element ends ('}' before ',' '{')."""
+    with open(path, "rb") as f:
+        pos = lo
+        while pos < hi:
+            f.seek(pos)
+            size = min(_BLOCK, hi - pos)
+            buf = bytearray(size + 2)
+            with memoryview(buf) as view:
+                got = f.readinto(view[1:size + 1])
+            if got != size:
+                raise InputError(path, "the file changed while it was read")
+            end, nxt = size + 1, hi
+            if pos + size < hi:  # not the last block: stop after the last whole element
+                cut = buf.rfind(b"}", 0, end)
+                while cut > 0 and not _ELEMENT_CUT.match(buf, cut):
+                    cut = buf.rfind(b"}", 0, cut)
+                if cut <= 0:
+                    raise msgspec.DecodeError("no element boundary in a block")
+                after = _ELEMENT_CUT.match(buf, cut)
+                end, nxt = cut + 1, pos + after.end() - 2  # buf[i] is file byte pos + i - 1
+            buf[0], buf[end] = 0x5B, 0x5D  # '[' piece ']'
+            with memoryview(buf) as view:
+                _CHECK.decode(view[:end + 1])  # one syntax pass: bad text goes to the whole-file path
+            yield from iter_chunks(buf, 0, end + 1, decode, on_utf8)
+            pos = nxt

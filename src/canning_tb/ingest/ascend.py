@@ -37,7 +37,8 @@ _SIDE_SOURCES = {"step_trace": "step_trace_time.csv", "comm_ops": "communication
                  "comm_bandwidth": "communication.json", "comm_packets": "communication.json",
                  "comm_matrix": "communication_matrix.json", "op_statistic": "op_statistic.csv",
                  "operator_details": "operator_details.csv", "operator_memory": "operator_memory.csv",
-                 "npu_module_mem": "npu_module_mem.csv", "overlap_analysis": "trace_view.json"}
+                 "npu_module_mem": "npu_module_mem.csv", "overlap_analysis": "trace_view.json",
+                 "npu_counters": "trace_view.json"}
 _FROM_ANALYSIS_DB = ("step_trace", "comm_ops", "comm_bandwidth", "comm_packets", "comm_matrix")
 
 # file -> what it adds, for the note written when it is missing
@@ -131,6 +132,7 @@ def _read_text(r: _Reader) -> None:
         table.meta.thread_names.update(trace.thread_names)
         side.put(table.side, "overlap_analysis", [side.row("overlap_analysis", name=name, start_ns=a, end_ns=b)
                                                   for name, spans in trace.overlap.items() for a, b in spans])
+        side.put(table.side, "npu_counters", trace.counters)
     set_devices(table.meta, devs)
     _note_missing_text(r, trace is not None, comm is not None)
 

@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import csv
 import io
+import math
+import os
 import re
 from typing import Any, Callable, Iterator
 
-from .table import NONE, Problem
+from . import _json
+from .table import NONE, InputError, Problem
 
 _NUM_RE = re.compile(r"^([+-]?)(\d*)(?:\.(\d*))?$")
 _MISSING = {"", "N/A", "NA", "n/a", "None", "null", "-", "nan", "NaN"}
@@ -23,33 +26,39 @@ _MISSING = {"", "N/A", "NA", "n/a", "None", "null", "-", "nan", "NaN"}
 
 def us_to_ns(cell: Any) -> int | None:
     """µs (string with decimals, int or float) -> int ns. Strings are converted exactly
-    (split on '.', no float); more than 3 decimals round half up to the ns."""
-    if cell is None:
-        return None
-    if isinstance(cell, bool):
+    (split on '.', no float); more than 3 decimals round half up to the ns. None for what is no
+    number or lies out of range (inf, 1e400, past int64 ns)."""
+    if cell is None or isinstance(cell, bool):
         return None
     if isinstance(cell, int):
-        return cell * 1000
+        return _in_range(cell * 1000)
     if isinstance(cell, float):
-        if cell != cell:  # NaN
-            return None
-        return int(round(cell * 1000))
+        return _scale(cell, 1000)
     s = str(cell).strip().strip('"').strip()
     if s in _MISSING:
         return None
     m = _NUM_RE.match(s)
     if m and (m.group(2) or m.group(3)):
         sign = -1 if m.group(1) == "-" else 1
-        whole = int(m.group(2) or "0")
+        whole = int(m.group(2) or "0") if len(m.group(2) or "") < 20 else _LIMIT
         frac = m.group(3) or ""
         ns = whole * 1000 + int((frac[:3]).ljust(3, "0"))
         if len(frac) > 3 and frac[3] >= "5":
             ns += 1
-        return sign * ns
-    try:
-        return int(round(float(s) * 1000))
-    except ValueError:
-        return None
+        return _in_range(sign * ns)
+    return _scale(to_float(s), 1000)
+
+
+def unreadable(cell: Any) -> bool:
+    """A cell that holds something but no usable number (inf, 1e400, text): not merely empty / N/A."""
+    return cell is not None and str(cell).strip().strip('"').strip() not in _MISSING and to_float(cell) is None
+
+
+_LIMIT = 1 << 62  # ns and bytes beyond this are no measurement (and a sum of two must fit int64)
+
+
+def _in_range(value: int) -> int | None:
+    return value if -_LIMIT < value < _LIMIT else None
 
 
 def ms_to_ns(v: Any) -> int | None:
@@ -64,32 +73,40 @@ def us_float_to_ns(v: Any) -> int | None:
 
 def _scale(v: Any, factor: int) -> int | None:
     f = to_float(v)
-    return None if f is None else int(round(f * factor))
+    if f is None or not abs(f * factor) < _LIMIT:  # also false for inf and NaN
+        return None
+    return int(round(f * factor))
 
 
 def to_float(cell: Any) -> float | None:
+    """A finite float, or None (NaN, inf and 1e400 are no measurement)."""
     if cell is None or isinstance(cell, bool):
         return None
     if isinstance(cell, (int, float)):
-        return float(cell)
-    s = str(cell).strip().strip('"').strip()
-    if s in _MISSING:
-        return None
-    try:
-        return float(s)
-    except ValueError:
-        return None
+        try:
+            f = float(cell)
+        except OverflowError:
+            return None
+    else:
+        s = str(cell).strip().strip('"').strip()
+        if s in _MISSING:
+            return None
+        try:
+            f = float(s)
+        except ValueError:
+            return None
+    return f if math.isfinite(f) else None
 
 
 def to_int(cell: Any) -> int | None:
     if cell is None or isinstance(cell, bool):
         return None
     if isinstance(cell, int):
-        return cell
+        return _in_range(cell)
     f = to_float(cell)
     if f is None:
         return None
-    return int(round(f))
+    return _in_range(int(round(f)))
 
 
 def mb_to_bytes(cell: Any) -> int | None:
@@ -171,10 +188,13 @@ def read_bytes(path: str, display: str, problems: list[Problem]) -> bytes | None
     """The whole file; None (with an error Problem) when it cannot be read."""
     try:
         with open(path, "rb") as f:
+            _json.check_size(path, os.fstat(f.fileno()).st_size)
             return f.read()
     except OSError as e:
         problems.append(Problem(display, f"cannot read: {e}"))
-        return None
+    except InputError as e:
+        problems.append(Problem(display, e.problem))
+    return None
 
 
 def read_csv(path: str, display: str, problems: list[Problem]) -> CsvFile | None:

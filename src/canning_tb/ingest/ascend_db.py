@@ -1,6 +1,6 @@
 """SQLite export of torch_npu (``ascend_pytorch_profiler[_{rank}].db`` + ``analysis.db``) -> EventTable.
 
-Opened read-only (``file:...?mode=ro`` URI). Times are ns and sizes bytes in the profiler db; names
+Opened immutable (``file:...?immutable=1`` URI: nothing of the user's is written or touched). Times are ns and sizes bytes in the profiler db; names
 are ids into STRING_IDS. This module reads the window's facts and the host side (PYTORCH_API,
 STEP_TIME, CANN_API); ``ascend_db_device`` the device tasks; ``ascend_db_side`` memory and the side
 tables. The table-by-table mapping is in docs/formats/ascend.md.
@@ -10,7 +10,9 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import sqlite3
+import tempfile
 from typing import Any
 
 from .ascend_csv import norm_shapes, to_int
@@ -25,8 +27,40 @@ _API_CATS = {50001: "cpu_op", 50002: "queue", 50003: "python_function", 50004: "
 
 
 def _connect(path: str) -> sqlite3.Connection:
-    uri = "file:" + os.path.abspath(path).replace("?", "%3f").replace("#", "%23") + "?mode=ro"
-    return sqlite3.connect(uri, uri=True)
+    """Open without changing a byte or an mtime of the user's files: `immutable=1` (read-only alone
+    still creates or touches -shm / -wal). A db whose -wal holds data not yet checkpointed is opened
+    from a private copy instead (immutable would not see that data)."""
+    try:
+        wal = os.path.getsize(path + "-wal")
+    except OSError:
+        wal = 0
+    if wal:
+        return _connect_copy(path)
+    return sqlite3.connect(_uri(path) + "?immutable=1", uri=True)
+
+
+def _uri(path: str) -> str:
+    return "file:" + os.path.abspath(path).replace("?", "%3f").replace("#", "%23")
+
+
+def _connect_copy(path: str) -> sqlite3.Connection:
+    """The db and its -wal copied to a temporary folder, checkpointed there, and the copy opened
+    immutable; the folder is removed at once (the open file stays readable on POSIX)."""
+    folder = tempfile.mkdtemp(prefix="canning-db-")
+    try:
+        copy = os.path.join(folder, os.path.basename(path))
+        shutil.copyfile(path, copy)
+        shutil.copyfile(path + "-wal", copy + "-wal")
+        own = sqlite3.connect(copy)
+        try:
+            own.execute("pragma wal_checkpoint(TRUNCATE)").fetchall()
+        finally:
+            own.close()
+        conn = sqlite3.connect(_uri(copy) + "?immutable=1", uri=True)
+        conn.execute("select count(*) from sqlite_master").fetchone()  # opens the file before it is removed
+        return conn
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 class Db:
@@ -59,6 +93,9 @@ def read_ascend_db(lay, table: EventTable, used: list[str]) -> None:
         db = Db(_connect(path))
     except sqlite3.Error as e:
         raise InputError(display, f"not a readable SQLite file: {e}") from None
+    if not db.tables:
+        db.c.close()
+        raise InputError(display, "a SQLite file without any table (an empty or unfinished export?)")
     try:
         _read_profiler_db(db, table)
     except sqlite3.Error as e:
@@ -109,7 +146,7 @@ def _window_facts(db: Db, table: EventTable) -> None:
     for k, v in db.rows("META_DATA", "select name, value from META_DATA"):
         try:
             md[k] = json.loads(v) if isinstance(v, str) and v[:1] in "{[" else v
-        except ValueError:
+        except (ValueError, RecursionError):
             md[k] = v
     if md:
         apply_metadata(md, table)

@@ -8,6 +8,7 @@ import numpy as np
 
 from . import ascend_tables as T
 from . import side_tables as side
+from .ascend_counters import db_counter_rows
 from .ascend_csv import ms_to_ns, to_float, to_int, us_float_to_ns
 from .table import MEMORY_COLUMNS, NONE, EventTable, sort_by_time
 
@@ -54,6 +55,7 @@ def read_memory_tables(db, table: EventTable) -> None:
         side.row("overlap_analysis", name=_OVERLAP_NAMES.get(typ, str(typ)), start_ns=int(st), end_ns=int(en))
         for st, en, typ in db.rows("OVERLAP_ANALYSIS", "select startNs, endNs, type from OVERLAP_ANALYSIS "
                                                        "order by startNs")])
+    side.put(table.side, "npu_counters", db_counter_rows(db))
 
 
 def _step_trace(db, table: EventTable) -> None:

@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import side_tables as side
+from ._json import TOO_DEEP
 from .ascend_csv import (device_index, device_name, kb_to_bytes, mb_to_bytes, ms_to_ns, none_to, norm_shapes,
-                         norm_stack, read_csv, to_float, to_int, us_float_to_ns, us_to_ns)
+                         norm_stack, read_csv, to_float, to_int, unreadable, us_float_to_ns, us_to_ns)
 from .table import (METRIC_AIC_TIME, METRIC_AIV_TIME, METRIC_MIX_BLOCK_DIM, NONE, Kind, Problem,
                     is_comm_kernel_name)
 
@@ -28,6 +29,9 @@ def _load_json(path: str, display: str, problems: list[Problem]) -> Any:
             return json.loads(f.read().decode("utf-8-sig"))
     except (OSError, ValueError) as e:
         problems.append(Problem(display, f"not valid JSON (truncated or still being written?): {e}"))
+        return None
+    except RecursionError:
+        problems.append(Problem(display, TOO_DEEP))
         return None
 
 
@@ -71,13 +75,16 @@ def read_kernel_details(path: str, display: str, problems: list[Problem], device
     g_shapes = f.getter("Input Shapes")
     pmu = _pmu_getters(f)
     out = []
-    bad_ts = 0
+    bad_ts = bad_dur = 0
     for r in f.rows:
         ts = us_to_ns(g_ts(r))
         if ts is None:
             bad_ts += 1
             continue
-        dur = us_to_ns(g_dur(r)) or 0
+        dur = us_to_ns(g_dur(r))
+        if dur is None and unreadable(g_dur(r)):  # inf, 1e400: the row, not a silent 0
+            bad_dur += 1
+            continue
         name = (g_name(r) or "").strip()
         typ = (g_type(r) or "").strip()
         core = (g_core(r) or "").strip()
@@ -86,7 +93,7 @@ def read_kernel_details(path: str, display: str, problems: list[Problem], device
         if dev == NONE:
             dev = device_hint
         stream = to_int(g_stream(r))
-        row = {"ts": ts, "dur": max(dur, 0), "name": name, "cat": "kernel_details",
+        row = {"ts": ts, "dur": max(dur or 0, 0), "name": name, "cat": "kernel_details",
                "kind": int(Kind.COMM_KERNEL if comm else Kind.KERNEL), "device": dev,
                "stream": none_to(stream),
                "core": core or None, "blocks": to_int(g_blk(r)), "op_type": typ or None}
@@ -101,6 +108,9 @@ def read_kernel_details(path: str, display: str, problems: list[Problem], device
         out.append(row)
     if bad_ts:
         problems.append(Problem(display, f"{bad_ts} row(s) without a start time skipped", "warning"))
+    if bad_dur:
+        problems.append(Problem(display, f"{bad_dur} row(s) with a duration that is no number in range skipped",
+                                "warning"))
     return out
 
 
@@ -117,12 +127,17 @@ def read_memory_record(path: str, display: str, problems: list[Problem]) -> list
     g_a, g_r, g_ac = f.getter("Total Allocated(MB)"), f.getter("Total Reserved(MB)"), f.getter("Total Active(MB)")
     g_d = f.getter("Device Type", "Device")
     out = []
+    bad = 0
     for r in f.rows:
         ts = us_to_ns(g_ts(r))
         if ts is None:
+            bad += unreadable(g_ts(r))
             continue
         out.append((ts, device_name(g_d(r)), mb_to_bytes(g_a(r)), mb_to_bytes(g_r(r)), mb_to_bytes(g_ac(r)),
                     (g_c(r) or "").strip() or None))
+    if bad:
+        problems.append(Problem(display, f"{bad} row(s) with a timestamp that is no number in range skipped",
+                                "warning"))
     return out
 
 

@@ -13,6 +13,8 @@ from typing import Any
 
 import msgspec
 
+from ._json import TOO_DEEP
+from .ascend_counters import trace_counter_rows
 from .ascend_csv import none_to, norm_shapes, norm_stack, read_bytes, to_int, us_to_ns
 from .table import NONE, Kind, Problem, is_comm_kernel_name
 
@@ -39,6 +41,7 @@ class TraceData:
     devices: set[int] = field(default_factory=set)
     device_rows: list[int] = field(default_factory=list)  # indices of Ascend Hardware / HCCL group rows
     hardware_pid: int = NONE
+    counters: list[dict] = field(default_factory=list)  # npu_counters side table rows ("ph":"C" events)
 
 
 def hccl_bytes(args: dict) -> int:
@@ -79,6 +82,9 @@ def _decode(path: str, display: str, problems: list[Problem]) -> list | None:
         events = msgspec.json.decode(raw)
     except msgspec.DecodeError as e:
         problems.append(Problem(display, f"not valid JSON (truncated or still being written?): {e}"))
+        return None
+    except RecursionError:
+        problems.append(Problem(display, TOO_DEEP))
         return None
     if isinstance(events, dict):  # tolerate the {"traceEvents": [...]} form
         events = events.get("traceEvents")
@@ -128,6 +134,9 @@ class _Parse:
             if e.get("cat") == "async_npu" or e.get("name") == "torch_to_npu":
                 self.flows[e.get("id")][ph] = e
             return True
+        if ph == "C":
+            self._counter(e)
+            return True
         if ph != "X":
             return True
         ts = us_to_ns(e.get("ts"))
@@ -148,6 +157,13 @@ class _Parse:
         row["kind"] = int(handler(self, row, args, (raw_pid, raw_tid), dev) if handler else self._other(row, dev))
         self.td.rows.append(row)
         return True
+
+    def _counter(self, e: dict) -> None:
+        pid = to_int(e.get("pid"))
+        if pid is None or pid < 0:
+            return
+        dev = self.device_hint if self.device_hint != NONE else (pid & 31)
+        self.td.counters.extend(trace_counter_rows(e, self.pnames.get(e.get("pid"), ""), dev))
 
     def _other(self, row: dict, dev: int) -> Kind:
         if dev != NONE:

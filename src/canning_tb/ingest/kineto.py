@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import decimal
 import json
+import os
 import re
 from collections import Counter
 from operator import attrgetter
@@ -28,7 +29,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from . import _json
+from . import _json, kineto_parallel
 from ._stacks import fill_python_stacks
 from .table import (EVENT_COLUMNS, MEMORY_COLUMNS, METRIC_BLOCKS_PER_SM, METRIC_OCCUPANCY, METRIC_REGISTERS,
                     METRIC_SHARED_MEMORY, NONE, EventTable, InputError, Kind, Meta, Problem, Strings,
@@ -143,6 +144,9 @@ _DTYPE_SIZE = {
 _DEVICE_TYPE = {0: "cpu", 1: "cuda", 6: "cuda", 12: "xpu", 13: "mps", 15: "hpu", 19: "mtia", 20: "npu"}
 _INT_TEXT = re.compile(r"^\s*(?:stream\s*|thread\s*)?(-?\d+)\s*$", re.I)
 _I64 = (-(1 << 63), (1 << 63) - 1)
+_MAX_RANKS = 1 << 31  # ranks and world sizes are int32 in the digest
+_NS_LIMIT = 1 << 62  # |ts|, |dur| in ns below this: ts + dur still fits int64
+_US_LIMIT = float(_NS_LIMIT // 1000)
 
 
 class _NeedExact(Exception):
@@ -189,10 +193,16 @@ def _dec_ns(v) -> int:
         return NONE
     if isinstance(v, decimal.Decimal):
         return int((v * 1000).to_integral_value(decimal.ROUND_HALF_EVEN))
+    if not abs(float(v)) < _US_LIMIT:
+        raise OverflowError("time out of range")
     return int(_to_ns(np.array([float(v)]))[0])
 
 
 class _Reader:
+    # event columns holding ids into `strs` (kineto_parallel translates them when it merges two readers):
+    # a new string column goes here; a new numeric column needs nothing
+    STRING_COLUMNS = ("name", "cat", "stack", "group")
+
     def __init__(self, path: str):
         self.path = path
         self.problems: list[Problem] = []
@@ -212,6 +222,15 @@ class _Reader:
         self.iter_start = NONE
         self.exact = False
         self.count = Counter()
+
+    def __getstate__(self) -> dict:  # sent from a child process (kineto_parallel): no bound method
+        state = dict(self.__dict__)
+        del state["sid"]
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self.sid = self.strs.__getitem__
 
     # -- decoding -------------------------------------------------------------------------------
     def chunk(self, piece: bytes) -> None:
@@ -269,11 +288,16 @@ class _Reader:
         if mem:
             self._memory(mem)
 
-    def _ns1(self, v) -> int:
+    def _ns1(self, v, count: bool = False) -> int:
+        """µs -> int ns; NONE for what is no time (NaN, text) or lies out of range (counted when asked)."""
         try:
-            return _dec_ns(v) if v == v else NONE
+            ns = _dec_ns(v) if v == v else NONE
         except (ValueError, TypeError, OverflowError, decimal.InvalidOperation):
             return NONE
+        if ns != NONE and not -_NS_LIMIT < ns < _NS_LIMIT:
+            self.count["range"] += count
+            return NONE
+        return ns
 
     def _decode(self, piece: bytes, dec: msgspec.json.Decoder) -> list:
         try:
@@ -286,7 +310,7 @@ class _Reader:
             try:
                 out.append(msgspec.json.decode(raw, type=typ))
             except msgspec.ValidationError:
-                ev = _coerce(msgspec.json.decode(raw), typ)
+                ev = _coerce(_lenient(raw), typ)
                 if ev is None:
                     self.count["malformed"] += 1
                 else:
@@ -338,12 +362,16 @@ class _Reader:
         """(ts ns, dur ns, usable) of the events, exact when the floats cannot be."""
         n = len(events)
         if self.exact:
-            ts_ns = np.fromiter(map(self._ns1, map(attrgetter("ts"), events)), np.int64, n)
-            dur_ns = np.fromiter(map(self._ns1, map(attrgetter("dur"), events)), np.int64, n)
+            ts = [self._ns1(e.ts, count=True) for e in events]
+            dur = [self._ns1(e.dur, count=True) for e in events]
+            ts_ns, dur_ns = np.array(ts, np.int64), np.array(dur, np.int64)
             return ts_ns, dur_ns, (ts_ns != NONE) & (dur_ns != NONE)
         ts = np.fromiter(map(attrgetter("ts"), events), np.float64, n)
         dur = np.fromiter(map(attrgetter("dur"), events), np.float64, n)
         ok = np.isfinite(ts) & np.isfinite(dur)
+        fits = (np.abs(np.where(ok, ts, 0)) < _US_LIMIT) & (np.abs(np.where(ok, dur, 0)) < _US_LIMIT)
+        self.count["range"] += int((ok & ~fits).sum())
+        ok &= fits
         _check_exact(ts[ok])
         return _to_ns(np.where(ok, ts, 0)), _to_ns(np.where(ok, dur, 0)), ok
 
@@ -530,7 +558,13 @@ class _Reader:
                 if isinstance(v, (str, int, float, bool)):
                     env[f"distributed.{k}"] = str(v)
             meta.world_size = _int(dist.get("world_size"), 1)
+            if not 0 < meta.world_size <= _MAX_RANKS:
+                self.problems.append(Problem(self.path, f"distributedInfo.world_size {meta.world_size} "
+                                                        f"is no number of processes: ignored", "warning"))
+                meta.world_size = 1
         rank = _int(dist.get("rank"), None) if isinstance(dist, dict) else None
+        if rank is not None and not 0 <= rank < _MAX_RANKS:
+            raise InputError(self.path, f"distributedInfo.rank is {rank}: not a rank (0 to {_MAX_RANKS - 1})")
         if rank is None:
             # A trace without distributedInfo is a single process: rank 0 is a fact, not a guess.
             if isinstance(dist, dict):
@@ -591,11 +625,16 @@ class _Reader:
 
     def _report(self) -> None:
         count = self.count
-        if count["missing"]:
-            self.problems.append(Problem(self.path, f"{count['missing']} events without a usable name, ts or dur skipped",
+        missing = count["missing"] - count["range"]  # those out of range are told apart below
+        if missing:
+            self.problems.append(Problem(self.path, f"{missing} events without a usable name, ts or dur skipped",
                                          "warning"))
         if count["malformed"]:
             self.problems.append(Problem(self.path, f"{count['malformed']} malformed events skipped", "warning"))
+        if count["range"]:
+            self.problems.append(Problem(self.path, f"{count['range']} events with ts or dur out of range "
+                                                    f"(beyond ±{_NS_LIMIT // 10 ** 9 // 86400 // 365} years) skipped",
+                                         "warning"))
         if count["negative"]:
             self.problems.append(Problem(self.path, f"{count['negative']} negative durations set to 0", "warning"))
         if count["utf8"]:
@@ -603,8 +642,20 @@ class _Reader:
 
 
 def read_kineto(path: str) -> EventTable:
-    """One Kineto trace file -> EventTable; raises InputError when nothing can be read."""
+    """One Kineto trace file -> EventTable; raises InputError when nothing can be read. A big plain
+    file is read by two processes a block at a time (kineto_parallel), anything else whole."""
     path = str(path)
+    _json.refuse_non_json(path)
+    try:
+        _json.check_size(path, os.path.getsize(path))
+        reader, top_raw = kineto_parallel.read_ranges(path, _Reader)
+    except (kineto_parallel.NotPlanned, OSError):
+        return _read_whole(path)
+    return reader.finish(_small_values(top_raw))
+
+
+def _read_whole(path: str) -> EventTable:
+    """The file held once in memory: repaired in place where it is damaged, decoded in chunks."""
     reader = _Reader(path)
     buf = _json.read_bytes(path)
     top_raw, buf = _json.decode_top(path, buf, reader.problems)
@@ -613,11 +664,7 @@ def read_kineto(path: str) -> EventTable:
         raise InputError(path, "expected an object with traceEvents, found no traceEvents key")
     top = _small_values(top_raw)
     del top_raw  # its Raw views keep the whole buffer alive
-    try:
-        lo, hi = _json.value_span(buf, b"traceEvents", raw_events)
-    except ValueError:  # key written with escapes: work on a copy of the array text
-        buf = bytearray(memoryview(raw_events))
-        lo, hi = 0, len(buf)
+    lo, hi = _json.value_span(buf, raw_events)
     del raw_events
     if buf[lo] != 0x5B:  # '['
         raise InputError(path, f"traceEvents is not a list (got {_json._kind(buf[lo:lo + 8])})")
@@ -630,6 +677,8 @@ def read_kineto(path: str) -> EventTable:
             pass
     except msgspec.DecodeError as e:  # cannot happen for text decode_top accepted; be clear if it does
         raise InputError(path, f"not JSON inside traceEvents: {e}") from None
+    except RecursionError:
+        raise InputError(path, _json.TOO_DEEP) from None
     del buf
     return reader.finish(top)
 
@@ -795,6 +844,26 @@ def _num(v):
         except decimal.InvalidOperation:
             return None
     return None
+
+
+def _lenient(raw: msgspec.Raw):
+    """An event as plain objects; a field that cannot be (a number out of any range) is left out."""
+    try:
+        return msgspec.json.decode(raw)
+    except msgspec.ValidationError:
+        pass
+    try:
+        fields = msgspec.json.decode(raw, type=dict[str, msgspec.Raw])
+    except msgspec.ValidationError:
+        return None
+    out = {}
+    for key, value in fields.items():
+        try:
+            out[key] = msgspec.json.decode(value)
+        except msgspec.ValidationError:
+            if key == "args":
+                out[key] = _lenient(value)
+    return out
 
 
 def _coerce(obj, typ) -> Ev | None:

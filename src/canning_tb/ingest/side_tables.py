@@ -130,6 +130,15 @@ SIDE_TABLES: dict[str, SideTable] = {t.name: t for t in (
     _table("overlap_analysis", "CANN's Overlap Analysis intervals (trace_view.json process, OVERLAP_ANALYSIS table)",
            ("name", "str", "", "Computing, Communication, Communication(Not Overlapped), Free"),
            ("start_ns", "int", "ns", "start"), ("end_ns", "int", "ns", "end")),
+    _table("npu_counters", "The NPU's sampled counters (trace_view.json 'ph':'C' events; profiler db AICORE_FREQ, HBM, "
+                           "LLC, NPU_MEM, ACC_PMU, SOC_BANDWIDTH_LEVEL): one row per sample of one series",
+           ("group", "str", "", "the counter's process in trace_view.json: AI Core Freq, HBM, LLC, NPU MEM, Acc PMU, "
+                                "QoS, Stars Soc Info"),
+           ("counter", "str", "", "the series, e.g. 'HBM 0/Read', 'APP/HBM', 'read_bandwidth acc_id 1'"),
+           ("unit", "str", "", "the unit of `value`: MHz, bytes, bytes/s, or the file's own ('%', '' for levels)"),
+           ("device", "str", "", "'npu:N'"),
+           ("ts_ns", "int", "ns", "sample time"),
+           ("value", "float", "", "the sample, in `unit` (KB and MB/s converted to bytes and bytes/s)")),
 )}
 
 

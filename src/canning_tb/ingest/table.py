@@ -12,6 +12,8 @@ import enum
 import json
 import os
 import re
+import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -234,18 +236,52 @@ class EventTable:
         os.replace(tmp, path_prefix + ".json")
 
     @classmethod
-    def load(cls, path_prefix: str) -> "EventTable":
+    def load(cls, path_prefix: str, lazy: bool = False) -> "EventTable":
+        """The cached table; `lazy`: each column is read from the file when first used (a viewer that
+        needs two columns of a big window does not wait for all of them)."""
         with open(path_prefix + ".json", encoding="utf-8") as f:
             sidecar = json.load(f)
-        with np.load(path_prefix + ".npz") as z:
-            events = {k: z[f"e_{k}"] for k in EVENT_COLUMNS}
-            memory = {k: z[f"m_{k}"] for k in MEMORY_COLUMNS}
-            metrics = {k: z[f"x_{i}"] for i, k in enumerate(sidecar.get("metrics", []))}
+        names = sidecar.get("metrics", [])  # the measurement columns are few: read at once
+        if lazy:
+            archive = np.load(path_prefix + ".npz")
+            events, memory = LazyColumns(archive, "e_", EVENT_COLUMNS), LazyColumns(archive, "m_", MEMORY_COLUMNS)
+            metrics = {k: archive[f"x_{i}"] for i, k in enumerate(names)}
+        else:
+            with np.load(path_prefix + ".npz") as z:
+                events = {k: z[f"e_{k}"] for k in EVENT_COLUMNS}
+                memory = {k: z[f"m_{k}"] for k in MEMORY_COLUMNS}
+                metrics = {k: z[f"x_{i}"] for i, k in enumerate(names)}
         meta = Meta(**sidecar["meta"])
         meta.process_names = {int(k): v for k, v in meta.process_names.items()}
         return cls(events=events, memory=memory, strings=Strings(sidecar["strings"]), meta=meta,
                    problems=[Problem(**p) for p in sidecar["problems"]], side=sidecar.get("side", {}),
                    metrics=metrics)
+
+
+class LazyColumns(Mapping):
+    """Columns of a cached table read from its open .npz on first use, then kept (thread-safe)."""
+
+    def __init__(self, archive, prefix: str, spec: dict[str, Any]):
+        self._archive, self._prefix, self._spec = archive, prefix, spec
+        self._read: dict[str, np.ndarray] = {}
+        self._lock = threading.Lock()
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        column = self._read.get(name)
+        if column is None:
+            if name not in self._spec:
+                raise KeyError(name)
+            with self._lock:
+                column = self._read.get(name)
+                if column is None:
+                    column = self._read[name] = self._archive[self._prefix + name]
+        return column
+
+    def __iter__(self):
+        return iter(self._spec)
+
+    def __len__(self) -> int:
+        return len(self._spec)
 
 
 def _jsonable(o: Any) -> Any:

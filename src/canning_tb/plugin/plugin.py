@@ -6,6 +6,7 @@ thread, so `is_active()` and /runs never wait on a big logdir. Errors are JSON {
 """
 from __future__ import annotations
 
+import json
 import logging
 import os
 
@@ -69,6 +70,19 @@ def _memory_range(store, run, worker, window, args):
     return sections.memory_range_impl(store, run, worker, window, device, _int(args, "start_ns"), _int(args, "end_ns"))
 
 
+def _read_only(app):
+    """Every route only reads: GET and HEAD; any other method is answered 405 before the route runs."""
+    def guarded(environ, start_response):
+        if environ.get("REQUEST_METHOD", "GET") in ("GET", "HEAD"):
+            return app(environ, start_response)
+        body = json.dumps({"error": f"method {environ.get('REQUEST_METHOD')} not allowed: only GET and HEAD"})
+        response = wrappers.Response(body, status=405, content_type="application/json",
+                                     headers={"Allow": "GET, HEAD"})
+        return response(environ, start_response)
+
+    return guarded
+
+
 class CanningPlugin(base_plugin.TBPlugin):
     plugin_name = PLUGIN_NAME
 
@@ -80,6 +94,9 @@ class CanningPlugin(base_plugin.TBPlugin):
 
     # TensorBoard API ------------------------------------------------------------------------
     def get_plugin_apps(self):
+        return {path: _read_only(app) for path, app in self._apps().items()}
+
+    def _apps(self):
         return {
             "/index.js": self._serve_js,
             "/runs": self._serve_runs,

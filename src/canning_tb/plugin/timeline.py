@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from collections import OrderedDict
 from concurrent import futures
 from dataclasses import dataclass
@@ -25,6 +26,8 @@ class Loaded:
     end: int  # window end, absolute ns
     rank: int
     steps: list  # [{number, start_ns, dur_ns}] from the digest (start relative to the window start)
+    counters: list  # the NPU counters' Series (timeline/counters.py)
+    memory: list  # the memory totals per device and measure (timeline/counters.py memory_series)
 
 
 class IndexCache:
@@ -36,7 +39,10 @@ class IndexCache:
         self._loaded: OrderedDict[str, Loaded] = OrderedDict()
         self._building: dict[str, threading.Lock] = {}
         self._jobs: dict[tuple[str, str, str], futures.Future] = {}
+        self._progress: dict[tuple[str, str, str], dict] = {}  # windows being loaded: stage, facts, since
         self._pool = futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="canning-timeline")
+        self._args_jobs: dict[str, futures.Future] = {}  # events prefix -> the raw args build
+        self._args_pool: futures.ProcessPoolExecutor | None = None
 
     def ready(self, store, run: str, worker: str, window: str, wait_s: float) -> Loaded | None:
         """The window's events and index, read and built in a background thread: None while they
@@ -57,7 +63,32 @@ class IndexCache:
                     if self._jobs.get(key) is job:
                         del self._jobs[key]
 
+    def progress(self, run: str, worker: str, window: str) -> dict:
+        """How far the loading of a window has got: `stage` ("reading the trace": ingest and digest;
+        "loading the events"; "indexing"), `elapsed_s`, and once the digest is known the window's
+        `rank`, `start_ns`, `duration_ns` and `steps` (what the browser can draw already)."""
+        with self._lock:
+            found = dict(self._progress.get((run, worker, window)) or {"stage": "reading the trace"})
+        since = found.pop("since", time.monotonic())
+        return dict(found, elapsed_s=round(time.monotonic() - since, 1))
+
+    def _note(self, key: tuple, stage: str, facts: dict | None = None) -> None:
+        with self._lock:
+            found = self._progress.setdefault(key, {"since": time.monotonic()})
+            found.update(facts or {}, stage=stage)
+
     def get(self, store, run: str, worker: str, window: str) -> Loaded:
+        key = (run, worker, window)
+        try:
+            return self._get(store, key)
+        finally:
+            with self._lock:
+                self._progress.pop(key, None)
+
+    def _get(self, store, key: tuple) -> Loaded:
+        run, worker, window = key
+        with self._lock:  # a second ask of a window being loaded keeps its stage
+            self._progress.setdefault(key, {"since": time.monotonic(), "stage": "reading the trace"})
         digest = window_digest(store, run, worker, window)  # 404 / 422 for unknown or bad windows
         prefix = store.events_prefix(run, worker, window)
         with self._lock:
@@ -69,33 +100,72 @@ class IndexCache:
             with self._lock:
                 if prefix in self._loaded:
                     return self._loaded[prefix]
-            table = store.table(run, worker, window)
             origin = int(digest.window.start_ns)
-            steps = [{"number": int(step.number), "start_ns": int(step.start_ns) - origin, "dur_ns": int(step.dur_ns)}
-                     for step in digest.steps]
-            loaded = Loaded(table, _index(table, prefix + ".timeline.npz"), origin, int(digest.window.end_ns),
-                            int(digest.window.rank), steps)
+            facts = {"rank": int(digest.window.rank), "start_ns": origin,
+                     "duration_ns": int(digest.window.end_ns) - origin,
+                     "steps": [{"number": int(step.number), "start_ns": int(step.start_ns) - origin,
+                                "dur_ns": int(step.dur_ns)} for step in digest.steps]}
+            self._note(key, "loading the events", facts)
+            table = _events(store, key, prefix)
+            self._note(key, "indexing", facts)
+            loaded = Loaded(table, _index(table, prefix), origin, int(digest.window.end_ns), facts["rank"],
+                            facts["steps"], *_series(table))
             with self._lock:
                 self._loaded[prefix] = loaded
                 while len(self._loaded) > self._items:
                     self._loaded.popitem(last=False)
         return loaded
 
+    def raw_args_state(self, prefix: str, rows: int) -> str:
+        """"ready" when the window's raw args store is there; else its build is started (once, in a
+        separate process: it reads the whole trace again) and this says "pending" ("failed" when
+        the build broke: the details then show the table's columns only)."""
+        from canning_tb.timeline.raw_args import build_from_cache, has_raw_args
+        if has_raw_args(prefix, rows):
+            return "ready"
+        with self._lock:
+            job = self._args_jobs.get(prefix)
+            if job is None:
+                if self._args_pool is None:
+                    import multiprocessing
+                    self._args_pool = futures.ProcessPoolExecutor(
+                        max_workers=1, mp_context=multiprocessing.get_context("spawn"))
+                job = self._args_jobs[prefix] = self._args_pool.submit(build_from_cache, prefix)
+        if not job.done():
+            return "pending"
+        error = job.exception()
+        if error is not None:
+            log.warning("canning: the raw args of %s could not be read: %s", prefix, error)
+            return "failed"
+        with self._lock:  # built: a later ask finds the files (or builds again if they went)
+            self._args_jobs.pop(prefix, None)
+        return "ready" if has_raw_args(prefix, rows) else "failed"
 
-def _index(table, path: str):
-    from canning_tb.timeline.index import TimelineIndex, build_index
+
+def _events(store, key: tuple, prefix: str):
+    """The window's cached events, each column read when first used (the first view needs few of
+    them); read from its files (and cached) when there is no cache yet."""
+    from canning_tb.ingest.table import EventTable
     try:
-        index = TimelineIndex.load(path)
-        if len(index.track_of) == len(table):
-            return index
+        return EventTable.load(prefix, lazy=True)
     except (OSError, ValueError, KeyError):
-        pass
-    index = build_index(table)
+        return store.table(*key)
+
+
+def _series(table) -> tuple[list, list]:
+    """The window's NPU counters and memory totals, ready to downsample."""
+    from canning_tb.timeline.counters import memory_series, npu_series
+    return npu_series(table), memory_series(table)
+
+
+def _index(table, prefix: str):
+    from canning_tb.timeline.index import INDEX_SUFFIX, build_index, cached_index
+    path = prefix + INDEX_SUFFIX
     try:
-        index.save(path)
+        return cached_index(table, path)
     except OSError as e:  # a cache we cannot write only costs time
         log.warning("canning: cannot write timeline index %s: %s", path, e)
-    return index
+        return build_index(table)
 
 
 def _track_name(table, pid: int, tid: int, device: int, python: bool) -> str:
@@ -105,12 +175,16 @@ def _track_name(table, pid: int, tid: int, device: int, python: bool) -> str:
     return f"{process} / {thread}{' / Python' if python else ''}"
 
 
-def tracks_impl(cache: IndexCache, store, run: str, worker: str, window: str, wait_s: float = 5.0) -> dict:
-    """The window's tracks; `{"loading": true, ...}` while its index is still being built."""
+def tracks_impl(cache: IndexCache, store, run: str, worker: str, window: str, wait_s: float = 3.0) -> dict:
+    """The window's tracks; `{"loading": true, stage, ...}` (IndexCache.progress) while they are not
+    ready after `wait_s`: the browser draws what it has and asks again (each ask waits `wait_s`)."""
     import numpy as np
+
+    from canning_tb.timeline.counters import series_info
     loaded = cache.ready(store, run, worker, window, wait_s)
     if loaded is None:
-        return {"run": run, "worker": worker, "window": window, "loading": True}
+        return {"run": run, "worker": worker, "window": window, "loading": True,
+                **cache.progress(run, worker, window)}
     index, table = loaded.index, loaded.table
     counts = np.diff(index.row_offsets)
     tracks = []
@@ -121,10 +195,10 @@ def tracks_impl(cache: IndexCache, store, run: str, worker: str, window: str, wa
         tracks.append({"id": track, "name": _track_name(table, pid, tid, device, python), "pid": pid, "tid": tid,
                        "device": device, "kind": "device" if device >= 0 else ("python" if python else "host"),
                        "rows": [int(row) for row in rows], "events": int(counts[rows].sum())})
-    devices = sorted({table.strings[int(d)] or "" for d in table.memory["device"].tolist()})
+    devices = sorted({device for device, *_ in loaded.memory})
     return {"run": run, "worker": worker, "window": window, "rank": loaded.rank, "start_ns": loaded.origin,
             "duration_ns": loaded.end - loaded.origin, "events": len(table), "tracks": tracks,
-            "steps": loaded.steps, "memory_devices": devices}
+            "steps": loaded.steps, "memory_devices": devices, "counters": series_info(loaded.counters)}
 
 
 def _tracks_filter(loaded: Loaded, tracks: list[int] | None):
@@ -161,10 +235,16 @@ def tile_impl(cache: IndexCache, store, run, worker, window, tracks: list[int] |
 
 def slice_impl(cache: IndexCache, store, run, worker, window, event: int) -> dict:
     from canning_tb.timeline.details import slice_details
+    from canning_tb.timeline.raw_args import read_raw_args
     loaded = cache.get(store, run, worker, window)
     if not 0 <= event < len(loaded.table):
         raise RouteError(404, f"no event {event} in this window ({len(loaded.table)} events)")
-    return slice_details(loaded.table, loaded.index, event, loaded.origin)
+    details = slice_details(loaded.table, loaded.index, event, loaded.origin)
+    prefix = store.events_prefix(run, worker, window)
+    state = cache.raw_args_state(prefix, len(loaded.table))
+    details["raw_args_state"] = state
+    details["raw_args"] = read_raw_args(prefix, event) if state == "ready" else None
+    return details
 
 
 def search_impl(cache: IndexCache, store, run, worker, window, text: str, at_ns: int,
@@ -190,11 +270,12 @@ def summary_impl(cache: IndexCache, store, run, worker, window, start_ns: int, e
 
 
 def counters_impl(cache: IndexCache, store, run, worker, window, start_ns: int, end_ns: int, width: int) -> dict:
-    from canning_tb.timeline.counters import memory_counters
+    from canning_tb.timeline.counters import memory_counters, npu_counters
     loaded = cache.get(store, run, worker, window)
     t0, t1 = loaded.origin + start_ns, loaded.origin + end_ns
     return {"start_ns": start_ns, "end_ns": end_ns,
-            "memory": memory_counters(loaded.table, t0, t1, width, loaded.origin)}
+            "memory": memory_counters(loaded.memory, t0, t1, width, loaded.origin),
+            "npu": npu_counters(loaded.counters, t0, t1, width, loaded.origin)}
 
 
 def download_impl(cache: IndexCache, store, run, worker, window):

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import stat
 import tempfile
+import time
 from functools import lru_cache
 
 from canning_tb.manifest import DIGEST_SUFFIX
@@ -44,12 +46,26 @@ def window_key(window: Window, schema: int) -> str:
     "ready" with no file changing (older versions write no end marker), and must then be read again."""
     h = hashlib.sha1(f"v{schema}|{code_revision()}|{window.format}|{window.status}".encode())
     for f in sorted(window.files):
-        try:
-            st = os.stat(f)
-            h.update(f"|{os.path.basename(f)}:{st.st_size}:{st.st_mtime_ns}".encode())
-        except OSError:
-            h.update(f"|{os.path.basename(f)}:missing".encode())
+        h.update(_file_identity(f).encode())
     return h.hexdigest()[:20]
+
+
+_SQLITE_SIDE = ("-shm", "-journal")  # SQLite's own bookkeeping: any reader may touch them
+
+
+def _file_identity(path: str) -> str:
+    """What of a file says its data changed: size and mtime; nothing of SQLite's -shm / -journal,
+    and only the size of a -wal (which a reader may create empty or touch, a writer only grows)."""
+    name = os.path.basename(path)
+    if name.endswith(_SQLITE_SIDE):
+        return ""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return f"|{name}:missing"
+    if name.endswith("-wal"):
+        return f"|{name}:{st.st_size}" if st.st_size else ""
+    return f"|{name}:{st.st_size}:{st.st_mtime_ns}"
 
 
 def _writable(folder: str) -> bool:
@@ -99,3 +115,73 @@ def write_atomic(path: str, data: bytes) -> None:
         except OSError:
             pass
         raise
+
+
+# -- size budget ------------------------------------------------------------------------------------
+BUDGET_ENV = "CANNING_CACHE_MAX_BYTES"
+DEFAULT_BUDGET = 4 << 30
+
+
+_HASH16 = re.compile(r"^[0-9a-f]{16}$")  # a run's folder in the user cache (cache_dir_for)
+_ENTRY = re.compile(r"^[0-9a-f]{20}\.")  # a window's entries: <window_key>.<what>
+
+
+def budget() -> int:
+    """Bytes one cache may hold (`CANNING_CACHE_MAX_BYTES`): a run's .canning/, or the whole user cache."""
+    try:
+        return max(0, int(os.environ.get(BUDGET_ENV, "")))
+    except ValueError:
+        return DEFAULT_BUDGET
+
+
+def touch(path: str) -> None:
+    """Mark an entry as just used (its mtime is the clock of the least-recently-used eviction; atime
+    is not kept by every mount). The time is given in ns: the kernel's own "now" is coarse (a few ms)."""
+    now = time.time_ns()
+    try:
+        os.utime(path, ns=(now, now))
+    except OSError:
+        pass
+
+
+def enforce_budget(entry_path: str) -> int:
+    """Remove least recently used windows' entries (all files of one key together) until the cache
+    that holds entry_path fits the budget; entry_path's own window is kept. Returns bytes removed."""
+    folder = os.path.dirname(entry_path)
+    keep = os.path.basename(entry_path).split(".", 1)[0]
+    if os.path.basename(folder) == CACHE_DIRNAME:
+        folders = [folder]
+    else:  # the user cache (or --cache-dir): one folder per run, one budget for all
+        root = os.path.dirname(folder)
+        folders = [e.path for e in _scandir(root) if e.is_dir(follow_symlinks=False) and _HASH16.match(e.name)]
+    entries: dict[tuple[str, str], list] = {}  # (folder, key) -> [newest mtime, bytes, paths]
+    for sub in folders:
+        for e in _scandir(sub):
+            if not e.is_file(follow_symlinks=False) or not _ENTRY.match(e.name) or ".tmp" in e.name:
+                continue  # not ours, or being written
+            st = e.stat(follow_symlinks=False)
+            entry = entries.setdefault((sub, e.name.split(".", 1)[0]), [0, 0, []])
+            entry[0] = max(entry[0], st.st_mtime_ns)
+            entry[1] += st.st_size
+            entry[2].append(e.path)
+    total, limit, removed = sum(e[1] for e in entries.values()), budget(), 0
+    for (sub, key), (_, size, paths) in sorted(entries.items(), key=lambda item: item[1][0]):
+        if total <= limit:
+            break
+        if sub == folder and key == keep:
+            continue
+        for path in paths:
+            try:
+                os.unlink(path)
+            except OSError:
+                continue
+        total, removed = total - size, removed + size
+    return removed
+
+
+def _scandir(folder: str) -> list:
+    try:
+        with os.scandir(folder) as it:
+            return list(it)
+    except OSError:
+        return []

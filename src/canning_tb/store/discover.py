@@ -95,7 +95,8 @@ def _kineto_rank(path: str, worker: str) -> int:
 @lru_cache(maxsize=4096)
 def _rank_in_head(path: str, size: int, mtime_ns: int) -> int:
     found = DISTRIBUTED_RANK_RE.search(file_head(path, 65536))
-    return int(found.group(1)) if found else -1
+    rank = int(found.group(1)) if found and len(found.group(1)) < 11 else -1
+    return rank if rank < 1 << 31 else -1  # no rank at all rather than an absurd one
 
 
 def _manifest_window(folder: str, fname: str, m: re.Match) -> Window:

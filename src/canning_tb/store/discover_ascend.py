@@ -52,9 +52,9 @@ def _json_rank(path: str, size: int, mtime_ns: int, keys: tuple[str, ...]) -> in
         for k in keys:
             value = value.get(k) if isinstance(value, dict) else None
         rank = int(value)
-    except (OSError, ValueError, TypeError):
+    except (OSError, ValueError, TypeError, RecursionError):  # RecursionError: nested past any depth
         return -1
-    return rank if rank >= 0 else -1
+    return rank if 0 <= rank < 1 << 31 else -1
 
 
 def _rank_in(path: str, keys: tuple[str, ...]) -> int:

@@ -77,11 +77,16 @@ def _write_cache(write, path: str) -> None:
 
 
 def compute_and_cache(window: Window, worker: str, digest_path: str):
-    """Read a window once; cache its columnar events (for the timeline) and its digest."""
+    """Read a window once; cache its columnar events, its digest and the timeline's index, then keep
+    the cache within its budget."""
+    from canning_tb.timeline.index import INDEX_SUFFIX, cached_index
     table = read_window(window)
     _write_cache(table.save, events_prefix(digest_path))
     digest = _digest_table(table, worker)
     _write_cache(lambda path: cache.write_atomic(path, digest.SerializeToString()), digest_path)
+    # the timeline's level-of-detail index, built at ingest so the first timeline view only loads it
+    _write_cache(lambda path: cached_index(table, path), events_prefix(digest_path) + INDEX_SUFFIX)
+    cache.enforce_budget(digest_path)
     return digest
 
 
@@ -192,17 +197,10 @@ class Store:
             if key in self._errors:
                 raise InputError(*self._errors[key])
         digest = self._load_cached(window, path, digest_pb2)
-        if digest is None and self._isolate(window):
-            err = _compute_in_child(window, worker, path)
-            if err:
-                with self._lock:
-                    self._errors[key] = err
-                raise InputError(*err)
-            digest = self._load_cached(window, path, digest_pb2)
         if digest is None:
             try:
-                digest = compute_and_cache(window, worker, path)
-            except InputError as e:
+                digest = self._compute(window, worker, path, digest_pb2)
+            except InputError as e:  # remembered until the files change (the key changes)
                 with self._lock:
                     self._errors[key] = (e.file, e.problem)
                 raise
@@ -210,6 +208,25 @@ class Store:
             self._digests[key] = digest
             while len(self._digests) > self._memory_items:
                 self._digests.popitem(last=False)
+        return digest
+
+    def _compute(self, window: Window, worker: str, path: str, digest_pb2):
+        """Digest a window here, or in a child process when its files are (or expand to) more than
+        `isolate_bytes`: a gzip file is only known to be big while it is decompressed."""
+        from canning_tb.ingest import _json
+        from canning_tb.ingest.table import InputError
+        if not self._isolate(window):
+            try:
+                with _json.host_limit(self.isolate_bytes):
+                    return compute_and_cache(window, worker, path)
+            except _json.TooBigForThisProcess:
+                pass
+        err = _compute_in_child(window, worker, path)
+        if err:
+            raise InputError(*err)
+        digest = self._load_cached(window, path, digest_pb2)
+        if digest is None:
+            raise InputError(window.path, "the digest computed in a child process could not be read back")
         return digest
 
     def _isolate(self, window: Window) -> bool:
@@ -233,6 +250,8 @@ class Store:
             except (OSError, DecodeError):  # a bad entry is just recomputed
                 continue
             if digest.schema_version == _schema():
+                if candidate == path:
+                    cache.touch(path)  # recently used: the last to be evicted
                 return digest
         return None
 
@@ -246,12 +265,22 @@ class Store:
         window = self.window(run, worker, window_id)
         prefix = self.events_prefix(run, worker, window_id)
         try:
-            return EventTable.load(prefix)
+            table = EventTable.load(prefix)
+            cache.touch(prefix + ".npz")
+            return table
         except (OSError, ValueError, KeyError):
             pass
-        t = read_window(window)
-        _write_cache(t.save, prefix)
-        return t
+        if self.isolate_bytes is not None:  # a long-lived host: big windows are parsed in a child, as for digests
+            from canning_tb.analysis import digest_pb2
+            self._compute(window, worker, self._key(run, window)[1], digest_pb2)
+            try:
+                return EventTable.load(prefix)
+            except (OSError, ValueError, KeyError):  # the cache cannot be written: read it here
+                pass
+        table = read_window(window)
+        _write_cache(table.save, prefix)
+        cache.enforce_budget(prefix + ".npz")
+        return table
 
     # -- many windows at once --------------------------------------------------------------------
     def prefetch(self, items: Iterable[tuple[str, str, str]],

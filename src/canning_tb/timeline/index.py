@@ -18,6 +18,9 @@ import numpy as np
 from canning_tb.ingest.table import NONE, EventTable, Kind
 
 
+INDEX_SUFFIX = ".timeline.npz"  # beside the window's cached events: <events prefix>.timeline.npz
+
+
 @lru_cache(maxsize=1)
 def index_version() -> str:
     """Identity of the code that builds the index: an index cached by other code is rebuilt."""
@@ -59,6 +62,12 @@ class TimelineIndex:
             return cls(**{name: z[name] for name in cls.__dataclass_fields__})
 
 
+def _codes(column: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(sorted distinct values, each row's index among them)."""
+    values, codes = np.unique(column, return_inverse=True)
+    return values, codes.reshape(-1).astype(np.int64)
+
+
 def _tracks(table: EventTable) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(pid, tid, device, python) per track, host threads first, and each event's track.
 
@@ -69,32 +78,84 @@ def _tracks(table: EventTable) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.n
     ev = table.events
     is_device = (ev["device"] != NONE).astype(np.int64)
     is_python = (ev["kind"] == int(Kind.PYTHON_FUNCTION)).astype(np.int64)
-    keys = np.stack([is_device, ev["pid"], ev["tid"], is_python], axis=1)
-    uniq, track_of = np.unique(keys, axis=0, return_inverse=True)
-    track_of = track_of.reshape(-1).astype(np.int32)
-    device = np.full(len(uniq), NONE, np.int32)
+    pids, pid_code = _codes(ev["pid"])
+    tids, tid_code = _codes(ev["tid"])
+    # one int64 key per event, ordered as (is_device, pid, tid, is_python) are: codes keep the order
+    key = ((is_device * len(pids) + pid_code) * len(tids) + tid_code) * 2 + is_python
+    keys, track_of = _codes(key)
+    device = np.full(len(keys), NONE, np.int32)
     if len(ev["device"]):
         device[track_of] = ev["device"]
-    return uniq[:, 1], uniq[:, 2], device, uniq[:, 3].astype(bool), track_of
+    return (pids[keys // 2 // len(tids) % max(1, len(pids))] if len(keys) else np.zeros(0, np.int64),
+            tids[keys // 2 % max(1, len(tids))] if len(keys) else np.zeros(0, np.int64),
+            device, (keys % 2).astype(bool), track_of.astype(np.int32))
 
 
-def stack_depths(ts: np.ndarray, end: np.ndarray, track_of: np.ndarray) -> np.ndarray:
-    """Depth of every event within its track by the stack rule (events visited by track, start,
-    longest first)."""
-    order = np.lexsort((-(end - ts), ts, track_of))
-    depth = np.zeros(len(ts), np.int32)
+def _stack_loop(ts: list, end: list, rows: list, depth: np.ndarray) -> None:
+    """The stack rule over one track's events (in visiting order), written into `depth`."""
     stack_ends: list[int] = []
-    current = -1
-    for row, track, start, stop in zip(order.tolist(), track_of[order].tolist(), ts[order].tolist(),
-                                       end[order].tolist()):
-        if track != current:
-            stack_ends, current = [], track
+    for row, start, stop in zip(rows, ts, end):
         while stack_ends and stack_ends[-1] <= start:
             stack_ends.pop()
         # an open event below may have ended already (partial overlap): going above every event
         # still on the stack keeps each row's events disjoint
         depth[row] = len(stack_ends)
         stack_ends.append(stop)
+
+
+def _nested_depths(ts: np.ndarray, end: np.ndarray, track_of: np.ndarray, order: np.ndarray) -> np.ndarray | None:
+    """Depth where a track's events nest properly: the events of the track before it in visiting
+    order, less those that ended by its start (no loop in Python). None when the (track, time) keys
+    would not fit an int64."""
+    if len(order) == 0:
+        return np.zeros(0, np.int32)
+    base = int(min(ts.min(), end.min()))
+    span = int(max(ts.max(), end.max())) - base + 1
+    if (int(track_of.max()) + 1) * span >= 2**62:
+        return None
+    tracks = track_of[order].astype(np.int64)
+    first = np.flatnonzero(np.append(True, tracks[1:] != tracks[:-1]))
+    track_start = np.repeat(first, np.diff(np.append(first, len(order))))
+    # one sorted key per (track, end): how many of the track's events ended by each start
+    ends = np.sort(tracks * span + (end[order] - base))
+    starts = tracks * span + (ts[order] - base)
+    ended = np.searchsorted(ends, starts, side="right") - track_start
+    # zero-length events at its start that are not before it in visiting order (itself, those after
+    # it) have "ended" by its start but were never on its stack
+    zero = (end[order] == ts[order]).astype(np.int64)
+    first_of_start = np.append(True, starts[1:] != starts[:-1])
+    same = np.cumsum(first_of_start) - 1
+    before = np.cumsum(zero) - zero  # zero-length events before each position
+    zero_before = before - before[first_of_start][same]
+    ended -= np.bincount(same, weights=zero).astype(np.int64)[same] - zero_before
+    depth = np.empty(len(order), np.int32)
+    depth[order] = np.arange(len(order)) - track_start - ended
+    return depth
+
+
+def _bad_tracks(ts: np.ndarray, end: np.ndarray, track_of: np.ndarray, depth: np.ndarray) -> np.ndarray:
+    """Tracks where the depths above leave two events of one row overlapping (partial overlaps)."""
+    if len(ts) == 0:
+        return np.zeros(0, np.int64)
+    order = np.lexsort((ts, depth, track_of))
+    same_row = (track_of[order][1:] == track_of[order][:-1]) & (depth[order][1:] == depth[order][:-1])
+    overlap = same_row & (ts[order][1:] < end[order][:-1])
+    return np.unique(np.concatenate([track_of[order][1:][overlap], track_of[depth < 0]]))
+
+
+def stack_depths(ts: np.ndarray, end: np.ndarray, track_of: np.ndarray) -> np.ndarray:
+    """Depth of every event within its track by the stack rule (events visited by track, start,
+    longest first): vectorised where a track nests properly, the loop for the other tracks."""
+    order = np.lexsort((-(end - ts), ts, track_of))
+    depth = _nested_depths(ts, end, track_of, order)
+    if depth is None:
+        depth = np.zeros(len(ts), np.int32)
+        bad = np.unique(track_of)
+    else:
+        bad = _bad_tracks(ts, end, track_of, depth)
+    for track in bad.tolist():
+        rows = order[track_of[order] == track]
+        _stack_loop(ts[rows].tolist(), end[rows].tolist(), rows.tolist(), depth)
     return depth
 
 
@@ -116,3 +177,17 @@ def build_index(table: EventTable) -> TimelineIndex:
         row_track=pairs[starts, 0].astype(np.int32), row_depth=pairs[starts, 1].astype(np.int32),
         row_offsets=np.append(starts, len(order)).astype(np.int64),
         sorted_ts=ts[order], sorted_end=end[order])
+
+
+def cached_index(table: EventTable, path: str) -> TimelineIndex:
+    """The index saved at `path` when it was built by this code for this table, else built now and
+    saved there (OSError from a cache folder we cannot write is the caller's to log)."""
+    try:
+        index = TimelineIndex.load(path)
+        if len(index.track_of) == len(table):
+            return index
+    except (OSError, ValueError, KeyError):
+        pass
+    index = build_index(table)
+    index.save(path)
+    return index

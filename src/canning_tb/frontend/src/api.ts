@@ -756,12 +756,19 @@ export interface TimelineStep {
   dur_ns: number;
 }
 
-/** /timeline_tracks while the window's index is still being built (HTTP 202) */
+/** /timeline_tracks while the window is still being read or indexed (HTTP 202) */
 export interface TimelineTracksLoading {
   run: string;
   worker: string;
   window: string;
   loading: true;
+  stage: "reading the trace" | "loading the events" | "indexing";
+  elapsed_s: number;
+  /** known once the window's digest is (what can be drawn already: the ruler and the steps) */
+  rank?: number;
+  start_ns?: number;
+  duration_ns?: number;
+  steps?: TimelineStep[];
 }
 
 export interface TimelineTracksResponse {
@@ -775,6 +782,19 @@ export interface TimelineTracksResponse {
   tracks: TimelineTrack[];
   steps: TimelineStep[];
   memory_devices: string[];
+  /** the NPU's sampled counters (AI Core frequency, HBM / LLC bandwidth, NPU memory ...) */
+  counters: TimelineCounterInfo[];
+}
+
+export interface TimelineCounterInfo {
+  id: number;
+  group: string;
+  name: string;
+  /** MHz, bytes, bytes/s, or the file's own unit ("%", "" for levels) */
+  unit: string;
+  device: string;
+  /** the series' highest value in the window (the lane's scale) */
+  max: number;
 }
 
 export interface TimelineTileHeader {
@@ -816,6 +836,10 @@ export interface TimelineSliceResponse extends TimelineBrief {
   call_stack: string[];
   args: Record<string, string | number>;
   links: TimelineBrief[];
+  /** every arg of the event as the trace file wrote it (null while pending, or where the file has none) */
+  raw_args: Record<string, unknown> | null;
+  /** "pending": the file is being read for them (ask again); "failed": it could not be */
+  raw_args_state: "ready" | "pending" | "failed";
 }
 
 export interface TimelineSearchResponse {
@@ -848,10 +872,17 @@ export interface TimelineCounter {
   bytes: number[];
 }
 
+export interface TimelineNpuCounter {
+  id: number;
+  ts_ns: number[];
+  values: number[];
+}
+
 export interface TimelineCountersResponse {
   start_ns: number;
   end_ns: number;
   memory: TimelineCounter[];
+  npu: TimelineNpuCounter[];
 }
 
 export interface TimelineRank {

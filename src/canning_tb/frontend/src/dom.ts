@@ -34,3 +34,8 @@ export function option(value: string, label: string, selected = false): HTMLOpti
   opt.selected = selected;
   return opt;
 }
+
+/** Text that may be cut short by its box (CSS class "elide"): the whole text stays on hover. */
+export function elided<K extends keyof HTMLElementTagNameMap>(tag: K, text: string, shown = text, cls = ""): HTMLElementTagNameMap[K] {
+  return h(tag, { class: `elide ${cls}`.trim(), text: shown, title: text });
+}

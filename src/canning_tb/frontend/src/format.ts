@@ -48,3 +48,23 @@ export function mb(size: number): string {
 export function fixed2(x: number): string {
   return x < 0 || !Number.isFinite(x) ? ABSENT : TWO.format(x);
 }
+
+// Python frames name files by absolute path ("/home/u/.local/lib/python3.9/site-packages/torch/
+// nn/modules/linear.py(125): forward"); the part that says which module it is starts after the
+// installation folder.
+const INSTALL_DIRS = /^.*[\\/](?:site-packages|dist-packages)[\\/]|^.*[\\/]lib[\\/]python\d+(?:\.\d+)?[\\/]/;
+
+/** A frame's path shortened to the package-relative one (torch/nn/modules/linear.py(125): forward);
+ * a path outside any installation folder (the user's own code) is kept whole. */
+export function shortFrame(frame: string): string {
+  return frame.trim().replace(INSTALL_DIRS, "");
+}
+
+/** A call stack ("frame;frame;…") with every frame shortened. */
+export function shortStack(stack: string): string {
+  return stack
+    .split(";")
+    .filter((frame) => frame.trim() !== "")
+    .map(shortFrame)
+    .join(";");
+}

@@ -6,7 +6,8 @@ import css from "./style.css";
 import { getJSON, type RunEntry, type RunsResponse, type Selection, type WorkerEntry } from "./api";
 import { clear, h, option } from "./dom";
 import { AppStore, readURL, type AppState } from "./state";
-import { errorText } from "./views/common";
+import { followTheme } from "./theme";
+import { bindTableSorts, errorText } from "./views/common";
 import { VIEWS } from "./views/index";
 import { showEmpty, type ViewState } from "./views/view";
 
@@ -17,45 +18,126 @@ function workerLabel(worker: WorkerEntry): string {
   return worker.rank >= 0 && !worker.name.includes(String(worker.rank)) ? `rank ${worker.rank} · ${worker.name}` : worker.name;
 }
 
-function sameSelection(a: AppState, b: AppState): boolean {
+type Picked = Pick<AppState, "run" | "worker" | "window">;
+
+function sameSelection(a: Picked, b: Picked): boolean {
   return a.run === b.run && a.worker === b.worker && a.window === b.window;
 }
 
-/** The names the selection falls back to when the state's are not (or no longer) listed. */
-function validSelection(state: AppState, runs: RunEntry[]): Pick<AppState, "run" | "worker" | "window"> {
+/** Whether `to` selects another window than `from` did; a name `from` left empty (a link with the
+ * run only) is filled in, not moved from. */
+function movedFrom(from: Picked, to: Picked): boolean {
+  return (["run", "worker", "window"] as const).some((key) => from[key] !== "" && from[key] !== to[key]);
+}
+
+/** Time ranges and a selected slice belong to the window they were chosen in (ns from its start,
+ * an event of its trace): another window starts without them. */
+function forgetWindowPlaces(state: AppState): Partial<AppState> {
+  const fix: Partial<AppState> = {};
+  if (state.memory.range) fix.memory = { ...state.memory, range: null };
+  if (state.timeline.range || state.timeline.event >= 0) fix.timeline = { ...state.timeline, range: null, event: -1 };
+  return fix;
+}
+
+/** The names the selection falls back to when the state's are not (or no longer) listed, and a
+ * note for each name the state asked for that is not there (shown when the state is a link's). */
+function validSelection(state: AppState, runs: RunEntry[]): { pick: Picked; notes: string[] } {
+  const notes: string[] = [];
+  const missing = (what: string, name: string, instead: string) => {
+    if (name) notes.push(`${what} “${name}” is not in the logdir (any more): showing “${instead}”`);
+  };
   const run = runs.find((r) => r.name === state.run) ?? runs[0];
-  const worker = run?.workers.find((w) => w.name === state.worker) ?? run?.workers[0];
+  if (run.name !== state.run) missing("run", state.run, run.name);
+  const worker = run.workers.find((w) => w.name === state.worker) ?? run.workers[0];
+  if (worker && worker.name !== state.worker && run.name === state.run) missing(`worker of run ${run.name}`, state.worker, worker.name);
   const win = worker?.windows.find((w) => w.id === state.window) ?? worker?.windows[0];
-  return { run: run?.name ?? "", worker: worker?.name ?? "", window: win?.id ?? "" };
+  if (win && win.id !== state.window && worker.name === state.worker) missing(`window of ${worker.name}`, state.window, win.label);
+  return { pick: { run: run.name, worker: worker?.name ?? "", window: win?.id ?? "" }, notes };
+}
+
+/** Whether a name the selection asks for is not listed yet (a link's run may appear only once
+ * TensorBoard has read the logdir): then the shell waits instead of falling back. */
+function notListedYet(state: AppState, runs: RunEntry[]): boolean {
+  const run = runs.find((r) => r.name === state.run);
+  const worker = run?.workers.find((w) => w.name === state.worker);
+  if (state.run && !run) return true;
+  if (state.worker && !worker) return true;
+  return !!state.window && !worker?.windows.some((w) => w.id === state.window);
+}
+
+/** Any text cut short by its box (an ellipsis) gets its whole text as a title when hovered, so no
+ * view has to remember it for each cell. */
+function titleIfCut(target: EventTarget | null): void {
+  if (!(target instanceof HTMLElement) || target.title || !target.textContent) return;
+  if (target.scrollWidth > target.clientWidth + 1 && getComputedStyle(target).textOverflow === "ellipsis") target.title = target.textContent;
 }
 
 class Shell {
-  private store = new AppStore(readURL());
+  private url = readURL();
+  private store = new AppStore(this.url.state);
   private root = h("div", { id: "canning-root", "data-state": "loading" });
   private runSel = h("select", { id: "run-select", "aria-label": "Run" });
   private workerSel = h("select", { id: "worker-select", "aria-label": "Worker" });
   private windowSel = h("select", { id: "window-select", "aria-label": "Window" });
+  private windowLabel = h("div", { id: "window-label", class: "window-label" });
   private windowMeta = h("div", { id: "window-meta", class: "meta" });
+  private note = h("div", { id: "url-note", class: "notice warn", role: "note", hidden: true });
   private status = h("div", { id: "discovery-status", class: "meta", role: "status" });
   private tabs = h("nav", { id: "view-tabs", class: "tabs", role: "tablist" });
   private viewEl = h("section", { id: "view", class: "view", "data-state": "loading" });
   private runs: RunEntry[] = [];
   private runsKey = "";
   private runsLoaded = false;
+  private discovering = true;
+  /** the selection is still the link's (not yet resolved against the listing, not changed by the user) */
+  private fromLink = true;
   private current: AbortController | null = null;
   private mountedKey = "";
 
   start(parent: HTMLElement): void {
-    this.root.append(this.sidebar(), h("main", { class: "main" }, this.tabs, this.viewEl));
+    this.root.append(this.sidebar(), h("main", { class: "main" }, this.tabs, this.note, this.viewEl));
     parent.append(this.root);
     this.buildTabs();
-    this.runSel.onchange = () => this.store.update({ run: this.runSel.value });
-    this.workerSel.onchange = () => this.store.update({ worker: this.workerSel.value });
-    this.windowSel.onchange = () => this.store.update({ window: this.windowSel.value });
+    bindTableSorts(this.store);
+    this.root.addEventListener("mouseover", (ev) => titleIfCut(ev.target));
+    this.showNotes(this.url.notes);
+    // the charts take their colours when drawn: draw the view again in the new theme
+    followTheme(() => this.mount(true));
+    this.runSel.onchange = () => this.pick({ run: this.runSel.value });
+    this.workerSel.onchange = () => this.pick({ worker: this.workerSel.value });
+    this.windowSel.onchange = () => this.pick({ window: this.windowSel.value });
     this.store.subscribe((state, previous) => this.onState(state, previous));
     this.setState("loading");
     this.viewEl.append(h("div", { class: "notice loading", role: "status" }, h("span", { class: "spinner" }), "Looking for profiles under the logdir…"));
     void this.poll();
+  }
+
+  /** The user picks another run, worker or window: the link's notes no longer apply. */
+  private pick(patch: Partial<AppState>): void {
+    this.fromLink = false;
+    this.showNotes([]);
+    this.store.update(patch);
+  }
+
+  /** Says which of the link's values could not be used, and what is shown instead. */
+  private showNotes(notes: string[]): void {
+    const shown = new Set(Array.from(this.note.querySelectorAll("li"), (li) => li.textContent ?? ""));
+    const fresh = notes.filter((note) => !shown.has(note));
+    if (!notes.length) {
+      this.note.hidden = true;
+      clear(this.note);
+      return;
+    }
+    if (!fresh.length) return;
+    let list = this.note.querySelector("ul");
+    if (!list) {
+      const close = h("button", { type: "button", class: "link-button note-close", "aria-label": "Dismiss", text: "Dismiss" });
+      close.onclick = () => this.showNotes([]);
+      list = h("ul");
+      this.note.append(h("strong", { text: "This link asks for something not available here; " }), "the rest of it is shown.", list, close);
+    }
+    list.append(...fresh.map((note) => h("li", { text: note })));
+    this.note.hidden = false;
   }
 
   private sidebar(): HTMLElement {
@@ -66,6 +148,7 @@ class Shell {
       h("label", { class: "field" }, h("span", { text: "Run" }), this.runSel),
       h("label", { class: "field" }, h("span", { text: "Worker (rank)" }), this.workerSel),
       h("label", { class: "field" }, h("span", { text: "Window" }), this.windowSel),
+      this.windowLabel,
       this.windowMeta,
       this.status,
     );
@@ -106,10 +189,12 @@ class Shell {
 
   private onRuns(data: RunsResponse): void {
     this.runsLoaded = true;
+    const discovered = this.discovering && !data.loading;
+    this.discovering = data.loading;
     this.status.textContent = data.error ? data.error : data.loading ? "Looking for new profiles…" : "";
     this.status.classList.toggle("error-text", !!data.error);
     const key = JSON.stringify(data.runs);
-    if (key === this.runsKey && this.runs.length) return;
+    if (key === this.runsKey && this.runs.length && !discovered) return;
     this.runsKey = key;
     this.runs = data.runs;
     if (!data.runs.length) {
@@ -137,12 +222,18 @@ class Shell {
   private onState(state: AppState, previous: AppState, listed = false): void {
     if (!this.runs.length) return;
     if (!listed && sameSelection(state, previous) && state.view === previous.view) return;
-    const valid = validSelection(state, this.runs);
-    const fix: Partial<AppState> = { ...valid };
-    // a time range belongs to the window it was selected in
-    if (!sameSelection(state, previous) && state.memory.range) fix.memory = { ...state.memory, range: null };
+    if (this.fromLink && this.discovering && notListedYet(state, this.runs)) {
+      this.viewEl.replaceChildren(h("div", { class: "notice loading", role: "status" }, h("span", { class: "spinner" }), `Looking for ${state.run} / ${state.worker || "…"} under the logdir…`));
+      return;
+    }
+    const { pick: valid, notes } = validSelection(state, this.runs);
+    // notes are about the link; a run the user picks has other workers, as it should
+    if (this.fromLink && notes.length) this.showNotes(notes);
+    this.fromLink = false;
+    const moved = movedFrom(previous, state) || movedFrom(state, valid);
+    const fix: Partial<AppState> = { ...valid, ...(moved ? forgetWindowPlaces(state) : {}) };
     // the corrected state comes back here as an update of its own; draw from the latest either way
-    if (valid.run !== state.run || valid.worker !== state.worker || valid.window !== state.window || fix.memory) this.store.update(fix);
+    if (!sameSelection(state, valid) || fix.memory || fix.timeline) this.store.update(fix);
     this.renderSelectors(this.store.state);
     this.mount();
   }
@@ -152,6 +243,7 @@ class Shell {
     clear(this.workerSel);
     clear(this.windowSel);
     this.windowMeta.textContent = "";
+    this.windowLabel.textContent = "";
   }
 
   private renderSelectors(state: AppState): void {
@@ -165,6 +257,12 @@ class Shell {
       this.windowSel.append(option(win.id, label, win.id === state.window));
     }
     const win = worker?.windows.find((w) => w.id === state.window);
+    // a <select> cuts a long label: the whole label is written out below it, wrapped
+    const label = this.windowSel.selectedOptions[0]?.textContent ?? "";
+    this.windowLabel.textContent = label;
+    this.windowSel.title = label;
+    this.runSel.title = this.runSel.selectedOptions[0]?.textContent ?? "";
+    this.workerSel.title = this.workerSel.selectedOptions[0]?.textContent ?? "";
     this.windowMeta.textContent = win ? `${win.format} · ${win.files.join(", ")}` : "";
     this.windowMeta.title = this.windowMeta.textContent;
     for (const tab of Array.from(this.tabs.children) as HTMLElement[]) {

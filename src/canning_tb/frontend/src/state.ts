@@ -10,7 +10,7 @@ import type { GroupBy } from "./api";
 
 export type ViewId = "overview" | "operators" | "kernels" | "modules" | "memory" | "communication" | "timeline" | "compare";
 export const VIEW_IDS: ViewId[] = ["overview", "operators", "kernels", "modules", "memory", "communication", "timeline", "compare"];
-export const DEFAULT_VIEW: ViewId = "operators";
+export const DEFAULT_VIEW: ViewId = "overview";
 
 export interface OperatorsOptions {
   group: GroupBy;
@@ -65,6 +65,12 @@ export interface AppState {
   memory: MemoryOptions;
   timeline: TimelineOptions;
   compare: CompareOptions;
+  /** each table's sort ("key" or "-key" for descending), by the table's element id: every SortTable
+   * keeps its sort here by itself (views/common.ts), so tables added later get it too */
+  sorts: Record<string, string>;
+  /** free options of views that keep their own ("module.depth" -> "3"): URL keys `o.<name>`, so a
+   * view added later keeps its options in the URL without a change here */
+  options: Record<string, string>;
 }
 
 function defaultState(): AppState {
@@ -78,6 +84,8 @@ function defaultState(): AppState {
     memory: { device: "", range: null },
     timeline: { range: null, event: -1, search: "", ranks: false, align: "clock", focus: "", focusBy: "name" },
     compare: { run: "", worker: "", window: "", group: "name", table: "operators", search: "" },
+    sorts: {},
+    options: {},
   };
 }
 
@@ -116,67 +124,113 @@ function toParams(state: AppState): [string, string][] {
     ["cmp.group", state.compare.group, base.compare.group],
     ["cmp.table", state.compare.table, base.compare.table],
     ["cmp.search", state.compare.search, ""],
+    ...Object.entries(state.sorts).map(([table, sort]): [string, string, string] => [`sort.${table}`, sort, ""]),
+    ...Object.entries(state.options).map(([name, value]): [string, string, string] => [`o.${name}`, value, ""]),
   ];
   return flat.filter(([, value, dflt]) => value !== dflt).map(([key, value]) => [key, value]);
 }
 
-function oneOf<T extends string>(value: string | undefined, allowed: readonly T[], dflt: T): T {
-  return allowed.includes(value as T) ? (value as T) : dflt;
+/** Reads a URL's keys; a value it cannot use falls back to the default and leaves a note. */
+class ParamReader {
+  readonly notes: string[] = [];
+  constructor(private params: Map<string, string>) {}
+
+  text(key: string): string {
+    return this.params.get(key) ?? "";
+  }
+
+  /** the value when `parse` accepts it; absent or rejected: `dflt` (rejected: with a note) */
+  parsed<T>(key: string, parse: (text: string) => T | null, dflt: T): T {
+    const text = this.params.get(key);
+    if (text === undefined || text === "") return dflt;
+    const value = parse(text);
+    if (value !== null) return value;
+    this.notes.push(`the link's ${key}=“${text}” is not valid here`);
+    return dflt;
+  }
+
+  oneOf<T extends string>(key: string, allowed: readonly T[], dflt: T): T {
+    return this.parsed(key, (text) => (allowed.includes(text as T) ? (text as T) : null), dflt);
+  }
+
+  bool(key: string, dflt: boolean): boolean {
+    return this.parsed(key, (text) => (text === "true" ? true : text === "false" ? false : null), dflt);
+  }
+
+  /** the keys under a prefix ("sort." -> {"op-table": "-calls"}) */
+  under(prefix: string): Record<string, string> {
+    const out: Record<string, string> = {};
+    for (const [key, value] of this.params) if (key.startsWith(prefix) && key.length > prefix.length && value !== "") out[key.slice(prefix.length)] = value;
+    return out;
+  }
 }
 
-function parseRange(text: string | undefined): [number, number] | null {
-  const match = /^(\d+)-(\d+)$/.exec(text ?? "");
+function parseRange(text: string): [number, number] | null {
+  const match = /^(\d+)-(\d+)$/.exec(text);
   if (!match) return null;
   const [lo, hi] = [Number(match[1]), Number(match[2])];
   return lo <= hi ? [lo, hi] : null;
 }
 
 /** A timeline range "lo~hi" (ns, may be negative: other ranks can start before the selected one). */
-function parseSpan(text: string | undefined): [number, number] | null {
-  const match = /^(-?\d+)~(-?\d+)$/.exec(text ?? "");
+function parseSpan(text: string): [number, number] | null {
+  const match = /^(-?\d+)~(-?\d+)$/.exec(text);
   if (!match) return null;
   const [lo, hi] = [Number(match[1]), Number(match[2])];
   return lo < hi ? [lo, hi] : null;
 }
 
-function timelineFromParams(options: TimelineOptions, get: (key: string) => string | undefined): void {
-  options.range = parseSpan(get("tl.range"));
-  const event = Number(get("tl.event") ?? -1);
-  options.event = Number.isInteger(event) && event >= 0 ? event : -1;
-  options.search = get("tl.search") ?? "";
-  options.ranks = get("tl.ranks") === "true";
-  options.align = oneOf(get("tl.align"), ["clock", "step"] as const, options.align);
-  options.focus = get("tl.focus") ?? "";
-  options.focusBy = oneOf(get("tl.focusby"), ["name", "collective"] as const, options.focusBy);
+function parseTop(text: string): number | null {
+  const top = Number(text);
+  return Number.isInteger(top) && top >= 1 && top <= 50 ? top : null;
 }
 
-/** The state a URL's keys describe; unknown or malformed values fall back to the defaults. */
-function fromParams(params: Map<string, string>): AppState {
+function parseEvent(text: string): number | null {
+  const event = Number(text);
+  return Number.isInteger(event) && event >= -1 ? event : null;
+}
+
+const GROUPS = ["name", "shape", "stack"] as const;
+
+function timelineFromParams(options: TimelineOptions, read: ParamReader): void {
+  options.range = read.parsed("tl.range", parseSpan, null);
+  options.event = read.parsed("tl.event", parseEvent, -1);
+  options.search = read.text("tl.search");
+  options.ranks = read.bool("tl.ranks", false);
+  options.align = read.oneOf("tl.align", ["clock", "step"] as const, options.align);
+  options.focus = read.text("tl.focus");
+  options.focusBy = read.oneOf("tl.focusby", ["name", "collective"] as const, options.focusBy);
+}
+
+function operatorsFromParams(ops: OperatorsOptions, read: ParamReader): void {
+  ops.group = read.oneOf("op.group", GROUPS, ops.group);
+  ops.search = read.text("op.search");
+  ops.top = read.parsed("op.top", parseTop, ops.top);
+  ops.chart = read.oneOf("op.chart", ["bar", "pie"] as const, ops.chart);
+  ops.sort = read.text("op.sort");
+  ops.desc = read.bool("op.desc", true);
+}
+
+/** The state a URL's keys describe, and a note for each value that fell back to its default. */
+function fromParams(params: Map<string, string>): { state: AppState; notes: string[] } {
   const state = defaultState();
-  const get = (key: string) => params.get(key);
-  state.run = get("run") ?? "";
-  state.worker = get("worker") ?? "";
-  state.window = get("window") ?? "";
-  state.view = oneOf(get("view"), VIEW_IDS, DEFAULT_VIEW);
-  const ops = state.operators;
-  ops.group = oneOf(get("op.group"), ["name", "shape", "stack"] as const, ops.group);
-  ops.search = get("op.search") ?? "";
-  const top = Math.round(Number(get("op.top") ?? ops.top));
-  ops.top = Number.isFinite(top) && top >= 1 ? Math.min(50, top) : ops.top;
-  ops.chart = oneOf(get("op.chart"), ["bar", "pie"] as const, ops.chart);
-  ops.sort = get("op.sort") ?? "";
-  ops.desc = get("op.desc") !== "false";
-  state.kernels.group = oneOf(get("k.group"), ["name", "op"] as const, state.kernels.group);
-  state.kernels.search = get("k.search") ?? "";
-  state.memory.device = get("mem.device") ?? "";
-  state.memory.range = parseRange(get("mem.range"));
-  timelineFromParams(state.timeline, get);
+  const read = new ParamReader(params);
+  [state.run, state.worker, state.window] = [read.text("run"), read.text("worker"), read.text("window")];
+  state.view = read.oneOf("view", VIEW_IDS, DEFAULT_VIEW);
+  operatorsFromParams(state.operators, read);
+  state.kernels.group = read.oneOf("k.group", ["name", "op"] as const, state.kernels.group);
+  state.kernels.search = read.text("k.search");
+  state.memory.device = read.text("mem.device");
+  state.memory.range = read.parsed("mem.range", parseRange, null);
+  timelineFromParams(state.timeline, read);
   const cmp = state.compare;
-  [cmp.run, cmp.worker, cmp.window] = [get("cmp.run") ?? "", get("cmp.worker") ?? "", get("cmp.window") ?? ""];
-  cmp.group = oneOf(get("cmp.group"), ["name", "shape", "stack"] as const, cmp.group);
-  cmp.table = oneOf(get("cmp.table"), ["operators", "kernels", "families"] as const, cmp.table);
-  cmp.search = get("cmp.search") ?? "";
-  return state;
+  [cmp.run, cmp.worker, cmp.window] = [read.text("cmp.run"), read.text("cmp.worker"), read.text("cmp.window")];
+  cmp.group = read.oneOf("cmp.group", GROUPS, cmp.group);
+  cmp.table = read.oneOf("cmp.table", ["operators", "kernels", "families"] as const, cmp.table);
+  cmp.search = read.text("cmp.search");
+  state.sorts = read.under("sort.");
+  state.options = read.under("o.");
+  return { state, notes: read.notes };
 }
 
 /** The window whose location holds the state: TensorBoard's top page when we are in its iframe. */
@@ -194,21 +248,35 @@ function hashParts(win: Window): string[] {
   return win.location.hash.replace(/^#/, "").split("&").filter((part) => part !== "");
 }
 
-export function readURL(): AppState {
+/** %-decoding that gives null for a malformed escape (a hand-edited or cut link) instead of throwing. */
+function decode(text: string): string | null {
+  try {
+    return decodeURIComponent(text);
+  } catch (err) {
+    if (err instanceof URIError) return null;
+    throw err;
+  }
+}
+
+/** The state in the URL, and a note for each of its values that could not be used. */
+export function readURL(): { state: AppState; notes: string[] } {
   const params = new Map<string, string>();
+  const bad: string[] = [];
   for (const part of hashParts(hostWindow())) {
     const eq = part.indexOf("=");
     if (eq < 0) continue;
-    const key = decodeURIComponent(part.slice(0, eq));
-    if (key.startsWith(PREFIX)) params.set(key.slice(PREFIX.length), decodeURIComponent(part.slice(eq + 1)));
+    const [key, value] = [decode(part.slice(0, eq)), decode(part.slice(eq + 1))];
+    if (key === null || value === null) bad.push(`the link's “${part}” is not well-formed`);
+    else if (key.startsWith(PREFIX)) params.set(key.slice(PREFIX.length), value);
   }
-  return fromParams(params);
+  const read = fromParams(params);
+  return { state: read.state, notes: [...bad, ...read.notes] };
 }
 
 /** Writes the state into the hash, keeping TensorBoard's own parts (the tab name first). */
 function writeURL(state: AppState): void {
   const win = hostWindow();
-  const others = hashParts(win).filter((part) => !decodeURIComponent(part).startsWith(PREFIX));
+  const others = hashParts(win).filter((part) => !(decode(part) ?? part).startsWith(PREFIX));
   const ours = toParams(state).map(([key, value]) => `${encodeURIComponent(PREFIX + key)}=${encodeURIComponent(value)}`);
   const hash = `#${[...others, ...ours].join("&")}`;
   if (hash === win.location.hash || (hash === "#" && !win.location.hash)) return;
@@ -262,5 +330,21 @@ export class AppStore {
 
   compare(patch: Partial<CompareOptions>): void {
     this.update({ compare: { ...this.current.compare, ...patch } });
+  }
+
+  /** A table's sort ("key" / "-key" descending); "" forgets it. */
+  sort(table: string, sort: string): void {
+    const sorts = { ...this.current.sorts };
+    if (sort) sorts[table] = sort;
+    else delete sorts[table];
+    this.update({ sorts });
+  }
+
+  /** A view's own option ("module.depth"); "" forgets it. */
+  option(name: string, value: string): void {
+    const options = { ...this.current.options };
+    if (value) options[name] = value;
+    else delete options[name];
+    this.update({ options });
   }
 }

@@ -3,6 +3,7 @@
 import { ApiError, getJSON, type ClusterLoading, type ClusterResponse, type Problem } from "../api";
 import { clear, h } from "../dom";
 import { int } from "../format";
+import type { AppStore } from "../state";
 import { showError, type ViewHost } from "./view";
 
 export interface Col<T> {
@@ -14,6 +15,8 @@ export interface Col<T> {
   value: (r: T) => number | string;
   /** the text shown (defaults to the value) */
   fmt?: (r: T) => string;
+  /** the text on hover (defaults to the text shown, for text cells): the whole of a shortened text */
+  title?: (r: T) => string;
   cls?: string;
 }
 
@@ -38,8 +41,24 @@ export function problemsList(problems: Problem[], id: string): HTMLElement | nul
   return h("ul", { class: "problems", id }, ...problems.map((p) => h("li", { class: p.severity, text: `${p.file ? `${p.file}: ` : ""}${p.message}` })));
 }
 
+/** A titled card; a table put straight in it is wrapped so that its columns scroll inside the card. */
 export function card(title: string, ...children: (Node | string | null)[]): HTMLElement {
-  return h("section", { class: "card" }, h("h3", { class: "section-title", text: title }), ...children.filter((c): c is Node | string => c !== null));
+  const wrapped = children.map((c) => (c instanceof HTMLTableElement ? h("div", { class: "table-wrap" }, c) : c));
+  return h("section", { class: "card" }, h("h3", { class: "section-title", text: title }), ...wrapped.filter((c): c is Node | string => c !== null));
+}
+
+/** What a colour means, under a table or chart that uses it: [CSS class of the swatch, text]. */
+export function legend(id: string, entries: [string, string][]): HTMLElement {
+  return h("p", { id, class: "legend" }, ...entries.map(([cls, text]) => h("span", { class: "legend-entry" }, h("span", { class: `swatch ${cls}` }), text)));
+}
+
+/** Selects another worker (rank) of the run, at the window of the same position (a row of a
+ * table across ranks links to that rank). */
+export function openRank(host: ViewHost, worker: string, windowIndex: number): void {
+  const entry = host.run?.workers.find((w) => w.name === worker);
+  if (!entry) return;
+  const win = entry.windows[windowIndex] ?? entry.windows[0];
+  host.store.update({ worker, window: win?.id ?? "" });
 }
 
 /** A two-column table of label / value pairs. */
@@ -86,6 +105,14 @@ export interface SortTableHooks<T> {
   moreText?: string;
 }
 
+// Every table's sort is kept in the app state under the table's id (so in the URL), unless its view
+// keeps it itself (hooks.onSort). The shell binds the store once.
+let sortStore: AppStore | null = null;
+
+export function bindTableSorts(store: AppStore): void {
+  sortStore = store;
+}
+
 /** A table sorted by clicking its headers; shows at most `max` rows. */
 export class SortTable<T> {
   readonly el: HTMLTableElement;
@@ -100,6 +127,10 @@ export class SortTable<T> {
     private hooks: SortTableHooks<T> = {},
   ) {
     this.el = h("table", { id, class: "data-table" });
+    const saved = hooks.onSort ? "" : (sortStore?.state.sorts[id] ?? "");
+    const key = saved.replace(/^-/, "");
+    // a saved column the table does not have (a stale link) leaves the view's default
+    if (saved && (!cols.length || cols.some((c) => c.key === key))) [this.sortKey, this.desc] = [key, saved.startsWith("-")];
   }
 
   setColumns(cols: Col<T>[]): void {
@@ -152,7 +183,8 @@ export class SortTable<T> {
           this.desc = !!c.num; // numbers: largest first; text: A-Z
         }
         this.render();
-        this.hooks.onSort?.();
+        if (this.hooks.onSort) this.hooks.onSort();
+        else sortStore?.sort(this.el.id, `${this.desc ? "-" : ""}${this.sortKey}`);
       };
       th.onclick = sort;
       th.onkeydown = (ev) => {
@@ -170,7 +202,8 @@ export class SortTable<T> {
       for (const c of this.cols) {
         const text = c.fmt ? c.fmt(r) : String(c.value(r));
         const td = h("td", { class: c.cls ?? (c.num ? "num" : "text"), text });
-        if (!c.num) td.title = text;
+        if (c.title) td.title = c.title(r);
+        else if (!c.num) td.title = text;
         row.append(td);
       }
       body.append(row);

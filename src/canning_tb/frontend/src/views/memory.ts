@@ -13,7 +13,7 @@ import {
   type OpMemoryStat,
   type RangeOp,
 } from "../api";
-import { RawChart, tipLines } from "../chart";
+import { peakMark, RawChart, tipLines } from "../chart";
 import { h, option } from "../dom";
 import { bytes, int, mb, ms } from "../format";
 import { card, errorText, fetchOr, kvTable, problemsList, SortTable, type Col } from "./common";
@@ -109,12 +109,11 @@ function chartOption(dev: DeviceMemory, showCapacity: boolean): Record<string, u
   const times = dev.curve_ts_ns.map((ns) => ns / 1e6);
   const pair = (values: number[]) => values.map((value, i) => [times[i], value / MB]);
   const cap = dev.capacity_bytes;
-  const peak = { name: "Peak", coord: [dev.peak_ts_ns / 1e6, dev.peak_allocated_bytes / MB], value: (dev.peak_allocated_bytes / MB).toFixed(0) };
   const capLine = { symbol: "none", lineStyle: { color: "#c62828", type: "dashed" }, label: { formatter: `Capacity ${mb(cap)} MB` }, data: [{ yAxis: cap / MB }] };
   const series: unknown[] = [
     {
       type: "line", name: "Allocated", step: "end", showSymbol: false, data: pair(dev.curve_allocated_bytes),
-      markPoint: { symbol: "pin", symbolSize: 44, data: [peak] },
+      markPoint: peakMark(dev.peak_ts_ns / 1e6, dev.peak_allocated_bytes / MB, (dev.peak_allocated_bytes / MB).toFixed(0)),
       markLine: showCapacity && cap > 0 ? capLine : undefined,
     },
   ];

@@ -3,7 +3,7 @@
 import { getJSON, windowParams, type GroupBy, type OperatorDetailResponse, type OperatorsResponse, type OpStat } from "../api";
 import { Chart, type Item } from "../chart";
 import { clear, h, option } from "../dom";
-import { int, pct, us } from "../format";
+import { int, pct, shortFrame, shortStack, us } from "../format";
 import { tip } from "../glossary";
 import type { OperatorsOptions } from "../state";
 import { downloadCSV, errorText, fetchOr, problemsList, safeName, SortTable, type Col } from "./common";
@@ -41,7 +41,7 @@ function tcShare(key: "tc_self_share" | "tc_total_share", label: string, tip: st
 const COLUMNS: Record<Key, Column> = {
   name: col("name", "Name", "Operator name", (r) => r.name, false),
   input_shapes: col("input_shapes", "Input Shapes", "Shapes of the inputs (record_shapes=True)", (r) => r.input_shapes, false),
-  call_stack: col("call_stack", "Call Stack", "Python call stack (with_stack=True)", (r) => r.call_stack, false),
+  call_stack: { ...col("call_stack", "Call Stack", "Python call stack (with_stack=True); package paths shortened, the whole stack on hover", (r) => shortStack(r.call_stack), false), title: (r) => r.call_stack },
   calls: col("calls", "Calls", "Number of calls in the window", (r) => int(r.calls)),
   host_self_ns: col("host_self_ns", "Host Self (µs)", "Time on the host in the operator itself, children excluded", (r) => us(r.host_self_ns)),
   host_total_ns: col("host_total_ns", "Host Total (µs)", "Time on the host in the operator and its children", (r) => us(r.host_total_ns)),
@@ -275,7 +275,7 @@ class OperatorsPanel {
           "tr",
           {},
           ...stackCols.map(([, fmt]) => h("td", { class: "num", text: fmt(stack) })),
-          h("td", { class: "stack" }, ...frames.map((frame) => h("div", { class: "frame", text: frame }))),
+          h("td", { class: "stack" }, ...frames.map((frame) => h("div", { class: "frame", text: shortFrame(frame), title: frame }))),
         ),
       );
     }

@@ -15,7 +15,7 @@ import { RawChart, tipLines } from "../chart";
 import { h } from "../dom";
 import { bytes, int, ms, pct } from "../format";
 import { tip } from "../glossary";
-import { card, errorText, fetchOr, kvTable, pollCluster, problemsList, rankProgress } from "./common";
+import { card, errorText, fetchOr, kvTable, legend, openRank, pollCluster, problemsList, rankProgress } from "./common";
 import { efficiencyCard } from "./efficiency";
 import { showEmpty, showLoading, type ViewDef, type ViewHost } from "./view";
 
@@ -253,17 +253,19 @@ function rangeText(range: FigureRange | null, fmt: (value: number) => string): s
   return range.min === range.max ? fmt(range.max) : `${fmt(range.min)} – ${fmt(range.max)}`;
 }
 
-function rankRow(row: RankFigures, slow: string[] | undefined): HTMLTableRowElement {
+function rankRow(row: RankFigures, slow: string[] | undefined, open: (worker: string) => void): HTMLTableRowElement {
+  const link = h("button", { type: "button", class: "link-button elide", text: row.worker, title: `Open ${row.worker} (rank ${row.rank})` });
+  link.onclick = () => open(row.worker);
   return h(
     "tr",
     { class: slow ? "slow" : "", "data-rank": row.rank, title: slow ? `Slow rank: ${slow.join(", ")}` : undefined },
     h("td", { class: "num rank", text: String(row.rank) }),
-    h("td", { class: "text", text: row.worker, title: row.worker }),
+    h("td", { class: "text" }, link),
     h("td", { class: "num", text: ms(row.step_ns) }),
     h("td", { class: "num", text: shareText(row.compute_share) }),
     h("td", { class: "num", text: shareText(row.comm_not_hidden_share) }),
     h("td", { class: "num", text: row.memory_peak_bytes >= 0 ? `${bytes(row.memory_peak_bytes)} (${row.memory_device})` : "–" }),
-    h("td", { class: "text", text: opText(row.slowest_op, row.slowest_op_ns, row.slowest_op_metric), title: row.slowest_op }),
+    h("td", { class: "text", text: opText(row.slowest_op, row.slowest_op_ns, row.slowest_op_metric) }), // cut: whole on hover
   );
 }
 
@@ -283,22 +285,24 @@ function wholeRunRow(summary: RunSummary): HTMLTableRowElement {
   );
 }
 
-function runTable(cl: ClusterResponse): HTMLElement {
+function runTable(cl: ClusterResponse, open: (worker: string) => void): HTMLElement {
   const flagged = new Map<number, string[]>();
   for (const slow of cl.slow_ranks) if (slow.flagged) flagged.set(slow.slowest_rank, [...(flagged.get(slow.slowest_rank) ?? []), slow.metric]);
   const table = h("table", { id: "ov-run", class: "data-table run-overview" });
   table.append(h("thead", {}, h("tr", {}, ...RUN_HEAD.map(([label, tip, num]) => h("th", { class: num ? "num" : "", title: tip, text: label })))));
   const body = h("tbody");
-  for (const row of cl.per_rank) body.append(rankRow(row, flagged.get(row.rank)));
+  for (const row of cl.per_rank) body.append(rankRow(row, flagged.get(row.rank), open));
   body.append(wholeRunRow(cl.run_summary));
   table.append(body);
   return table;
 }
 
-function runParts(cl: ClusterResponse): HTMLElement[] {
+function runParts(host: ViewHost, cl: ClusterResponse): HTMLElement[] {
   const slow = cl.slow_ranks.filter((finding) => finding.flagged);
-  const parts: HTMLElement[] = [h("div", { class: "table-wrap short" }, runTable(cl))];
+  const open = (worker: string) => openRank(host, worker, cl.window_index);
+  const parts: HTMLElement[] = [h("div", { class: "table-wrap short" }, runTable(cl, open))];
   if (slow.length) {
+    parts.push(legend("ov-run-legend", [["error", "Red rank: a slow rank, its figure more than 5% off the mean of the ranks (hover the row for which)"]]));
     const text = slow.map((finding) => `${finding.metric}: rank ${finding.slowest_rank} (${pct(finding.ratio)}%)`).join("; ");
     parts.push(h("p", { class: "muted", id: "ov-run-slow", text: `Slow ranks (spread over 5% of the mean): ${text}. See the Communication view.` }));
   }
@@ -318,7 +322,7 @@ function runOverview(host: ViewHost): HTMLElement {
       if (host.signal.aborted) return;
       title.textContent = `Run overview (all ranks, window ${cl.window_index + 1})`;
       title.title = `The ${cl.window_index + 1}. window of every rank of the run`;
-      el.replaceChildren(title, ...runParts(cl));
+      el.replaceChildren(title, ...runParts(host, cl));
       el.dataset.state = "loaded";
     },
     (err) => {

@@ -2,17 +2,18 @@
 // <canvas>, drawn from /timeline_tile answers at the canvas' pixel width; every rank's window side by
 // side on one axis (by clock or by first step); details, search, range summaries and collective peers
 // from their routes. The visible range, the selected slice and the options live in the app state.
-import { getJSON, type Selection, type TimelineBrief, type TimelinePeersResponse, type TimelineRank, type TimelineSearchResponse, type TimelineSliceResponse, type TimelineSummaryResponse } from "../api";
+import { getJSON, type Selection, type TimelineBrief, type TimelineTracksLoading, type TimelineTracksResponse, type TimelinePeersResponse, type TimelineRank, type TimelineSearchResponse, type TimelineSliceResponse, type TimelineSummaryResponse } from "../api";
 import { h, option } from "../dom";
 import { errorText } from "./common";
 import { GUTTER, RULER, drawGrid, drawLanes, drawRuler, toNs, type Boxes, type Marks, type Viewport } from "./timeline_draw";
 import { attachInput, type TimelineActions } from "./timeline_input";
 import { drawMarks } from "./timeline_marks";
-import { layout, loadRanks, loadTracks, refreshRank, shifts, type Lane, type RankView } from "./timeline_model";
+import { layout, loadRanks, loadTracks, openAtFirst, progressText, refreshRank, shifts, type Lane, type RankView } from "./timeline_model";
 import { detailsPanel, summaryPanel, type SideActions } from "./timeline_side";
 import { showError, showLoading, type ViewDef, type ViewHost } from "./view";
 
 const MIN_SPAN = 1000; // ns
+const ARGS_POLL_MS = 1500;
 
 class TimelinePanel implements TimelineActions, SideActions {
   private canvas = h("canvas", { id: "timeline-canvas", tabindex: "0" });
@@ -22,6 +23,8 @@ class TimelinePanel implements TimelineActions, SideActions {
   private side = h("div", { id: "timeline-side", class: "timeline-sidebar" });
   private count = h("span", { id: "timeline-search-count", class: "muted" });
   private status = h("span", { id: "timeline-status", class: "muted" });
+  /** what the server is still reading or indexing (ranks drawn with their ruler and steps only) */
+  private progress = h("span", { id: "timeline-progress", class: "muted" });
   private view: Viewport = { lo: 0, hi: 1, width: 1, top: RULER, height: RULER };
   private lanes: Lane[] = [];
   private boxes: Boxes = new Map();
@@ -50,6 +53,7 @@ class TimelinePanel implements TimelineActions, SideActions {
     this.view = { lo, hi, width: Math.max(1, this.wrap.clientWidth - GUTTER), top: RULER, height: RULER };
     this.lanes = layout(this.ranks);
     this.refetch();
+    if (this.ranks.some((rank) => rank.pending)) void this.poll();
     if (this.options.focus) void this.focus(this.options.focus);
     else if (this.options.event >= 0) void this.select(this.selected, this.options.event, false);
   }
@@ -84,8 +88,37 @@ class TimelinePanel implements TimelineActions, SideActions {
     const params = new URLSearchParams({ ...this.host.sel }).toString();
     const download = h("a", { id: "timeline-download", class: "button", href: `./timeline_download?${params}`, download: "" }, "Download trace");
     return h("div", { class: "toolbar" }, h("label", { class: "grow" }, search), prev, next, this.count, fit,
-      h("label", {}, ranks, "All ranks"), h("label", {}, "Align ", align), download, this.status,
+      h("label", {}, ranks, "All ranks"), h("label", {}, "Align ", align), download, this.progress, this.status,
       h("span", { class: "muted", text: "Wheel/W/S zoom · drag/A/D pan · shift+drag selects · F fits" }));
+  }
+
+  /** Ask again for the tracks of ranks the server is still reading or indexing; draw each as it comes. */
+  private async poll(): Promise<void> {
+    while (!this.host.signal.aborted) {
+      const pending = this.ranks.filter((rank) => rank.pending);
+      if (!pending.length) break;
+      const texts: string[] = [];
+      for (const rank of pending) {
+        try {
+          const answer = await getJSON<TimelineTracksResponse | TimelineTracksLoading>("timeline_tracks", { ...rank.sel }, this.host.signal);
+          if ("loading" in answer) texts.push(`${rank.label}: ${progressText(answer)}`);
+          else Object.assign(rank, { tracks: answer, pending: false, openGroups: openAtFirst(answer) });
+        } catch (err) {
+          if ((err as Error).name === "AbortError") return;
+          rank.pending = false;
+          this.status.textContent = `${rank.label}: ${errorText(err)}`;
+        }
+      }
+      this.progress.textContent = texts.join("; ");
+      this.progress.dataset.pending = String(texts.length);
+      if (texts.length < pending.length) {
+        this.lanes = layout(this.ranks);
+        this.draw();
+        this.refetch();
+      }
+    }
+    this.progress.textContent = "";
+    this.progress.dataset.pending = "0";
   }
 
   // -- drawing ------------------------------------------------------------------------------------
@@ -131,6 +164,10 @@ class TimelinePanel implements TimelineActions, SideActions {
     data.ranks = String(this.ranks.length);
     data.lanes = String(this.lanes.length);
     data.shifts = this.ranks.map((rank) => `${rank.tracks.rank}:${Math.round(rank.shift)}`).join(",");
+    data.npuLanes = String(this.lanes.filter((lane) => lane.kind === "npu").length);
+    // canvas y of the first NPU counter group's label (-1 when none is in sight)
+    const group = this.lanes.find((lane) => lane.kind === "group" && this.view.top + lane.y >= RULER && this.view.top + lane.y + lane.height <= this.view.height);
+    data.groupY = String(group ? Math.round(this.view.top + group.y + group.height / 2) : -1);
     const box = this.selectedBox();
     data.selectedBox = box ? [box.x, box.y, box.w, box.h].map((v) => Math.round(v)).join(",") : "";
   }
@@ -235,6 +272,13 @@ class TimelinePanel implements TimelineActions, SideActions {
       this.draw();
       return;
     }
+    if (lane.kind === "group" && lane.group) {
+      const open = this.ranks[lane.rank].openGroups;
+      if (!open.delete(lane.group)) open.add(lane.group);
+      this.lanes = layout(this.ranks);
+      this.draw();
+      return;
+    }
     if (lane.kind === "rank") {
       this.ranks[lane.rank].collapsed = !this.ranks[lane.rank].collapsed;
       this.lanes = layout(this.ranks);
@@ -292,6 +336,23 @@ class TimelinePanel implements TimelineActions, SideActions {
       ...Array.from(this.side.querySelectorAll("#timeline-summary")));
     if (reveal) this.reveal(rank, slice);
     else this.draw();
+    if (slice.raw_args_state === "pending") window.setTimeout(() => void this.refreshArgs(rank, slice.event), ARGS_POLL_MS);
+  }
+
+  /** The selected slice's details again, once the server has read the file's args. */
+  private async refreshArgs(rank: number, event: number): Promise<void> {
+    const still = () => this.marks.selected?.rank === rank && this.marks.selected.event === event && !this.host.signal.aborted;
+    if (!still()) return;
+    try {
+      const sel = this.ranks[rank].sel;
+      const [slice, peers] = await Promise.all([
+        getJSON<TimelineSliceResponse>("timeline_slice", { ...sel, event: String(event) }, this.host.signal),
+        getJSON<TimelinePeersResponse>("timeline_peers", { ...sel, event: String(event) }, this.host.signal),
+      ]);
+      if (still()) this.showSelection(rank, slice, peers, false);
+    } catch (err) {
+      if ((err as Error).name !== "AbortError") this.status.textContent = errorText(err);
+    }
   }
 
   private sideActions(rank: number): SideActions {
@@ -378,11 +439,12 @@ async function rankViews(host: ViewHost): Promise<{ views: RankView[]; list: Tim
   const options = host.store.state.timeline;
   const { ranks, selected, errors } = await loadRanks(host.sel, options.ranks, host.signal);
   const sels: Selection[] = ranks.length ? ranks.map((r) => ({ run: host.sel.run, worker: r.worker, window: r.window })) : [host.sel];
-  const tracks = await Promise.all(sels.map((sel) => loadTracks(sel, host.signal)));
+  const tracks = await Promise.all(sels.map((sel) => loadTracks(sel, host.signal, true, (text) => showLoading(host, `Timeline: ${text}`))));
   const offsets = ranks.length ? shifts(ranks, selected, options.align) : [0];
   const views = sels.map((sel, i) => ({
-    sel, tracks: tracks[i], shift: offsets[i], collapsed: false, folded: new Set<number>(), tile: null, counters: null,
-    label: `rank ${tracks[i].rank} · ${sel.worker}`,
+    sel, tracks: tracks[i].tracks, shift: offsets[i], collapsed: false, folded: new Set<number>(), tile: null, counters: null,
+    openGroups: openAtFirst(tracks[i].tracks), pending: tracks[i].pending,
+    label: `rank ${tracks[i].tracks.rank} · ${sel.worker}`,
   }));
   return { views, list: ranks, selected: ranks.length ? selected : 0, errors };
 }

@@ -217,24 +217,36 @@ function drawSteps(ctx: CanvasRenderingContext2D, view: Viewport, rank: RankView
   });
 }
 
-function drawCounter(ctx: CanvasRenderingContext2D, view: Viewport, rank: RankView, lane: Lane): void {
-  const top = view.top;
-  const counter = rank.counters?.memory[lane.counter];
-  if (!counter || !counter.bytes.length) return;
-  const peak = Math.max(...counter.bytes, 1);
-  const bottom = top + lane.y + lane.height - 1;
+/** A counter as a step curve filled down to the lane's bottom, scaled to `peak`. */
+function drawCurve(ctx: CanvasRenderingContext2D, view: Viewport, shift: number, lane: Lane, ts: number[], values: number[], peak: number, colour: string): void {
+  if (!ts.length) return;
+  const bottom = view.top + lane.y + lane.height - 1;
+  const yOf = (value: number) => bottom - (value / (peak > 0 ? peak : 1)) * (lane.height - 4);
   ctx.beginPath();
-  ctx.moveTo(toX(view, counter.ts_ns[0] + rank.shift), bottom);
-  counter.ts_ns.forEach((t, i) => {
-    const x = toX(view, t + rank.shift);
-    const y = bottom - (counter.bytes[i] / peak) * (lane.height - 4);
-    if (i > 0) ctx.lineTo(x, bottom - (counter.bytes[i - 1] / peak) * (lane.height - 4));
-    ctx.lineTo(x, y);
+  ctx.moveTo(toX(view, ts[0] + shift), bottom);
+  ts.forEach((t, i) => {
+    const x = toX(view, t + shift);
+    if (i > 0) ctx.lineTo(x, yOf(values[i - 1]));
+    ctx.lineTo(x, yOf(values[i]));
   });
-  ctx.lineTo(GUTTER + view.width, bottom - (counter.bytes[counter.bytes.length - 1] / peak) * (lane.height - 4));
+  ctx.lineTo(GUTTER + view.width, yOf(values[values.length - 1]));
   ctx.lineTo(GUTTER + view.width, bottom);
-  ctx.fillStyle = counter.measure === "allocated" ? "rgba(33,150,243,0.35)" : "rgba(156,39,176,0.25)";
+  ctx.fillStyle = colour;
   ctx.fill();
+}
+
+function drawCounter(ctx: CanvasRenderingContext2D, view: Viewport, rank: RankView, lane: Lane): void {
+  const counter = rank.counters?.memory[lane.counter];
+  if (!counter) return;
+  const colour = counter.measure === "allocated" ? "rgba(33,150,243,0.35)" : "rgba(156,39,176,0.25)";
+  drawCurve(ctx, view, rank.shift, lane, counter.ts_ns, counter.bytes, Math.max(...counter.bytes, 1), colour);
+}
+
+function drawNpuCounter(ctx: CanvasRenderingContext2D, view: Viewport, rank: RankView, lane: Lane): void {
+  const counter = rank.counters?.npu.find((one) => one.id === lane.counter);
+  const info = rank.tracks.counters[lane.counter];
+  if (!counter || !info) return;
+  drawCurve(ctx, view, rank.shift, lane, counter.ts_ns, counter.values, info.max, "rgba(0,137,123,0.35)");
 }
 
 /** Lanes' backgrounds, contents and labels; returns the boxes drawn per rank. */
@@ -251,6 +263,7 @@ export function drawLanes(ctx: CanvasRenderingContext2D, view: Viewport, ranks: 
       ctx.fillRect(0, view.top + lane.y, GUTTER + view.width, lane.height);
     } else if (lane.kind === "steps") drawSteps(ctx, view, rank, lane);
     else if (lane.kind === "counter") drawCounter(ctx, view, rank, lane);
+    else if (lane.kind === "npu") drawNpuCounter(ctx, view, rank, lane);
   }
   ranks.forEach((rank, i) => {
     if (rank.tile) boxes.set(i, drawTile(ctx, view, i, rank, rank.tile, lanes, index));
@@ -261,7 +274,8 @@ export function drawLanes(ctx: CanvasRenderingContext2D, view: Viewport, ranks: 
     if (!lane.label) continue;
     ctx.fillStyle = lane.kind === "rank" ? "#212121" : "#616161";
     ctx.font = lane.kind === "rank" ? "bold 12px system-ui, sans-serif" : "11px system-ui, sans-serif";
-    const open = lane.kind === "rank" ? !ranks[lane.rank].collapsed : !ranks[lane.rank].folded.has(lane.track);
+    const open = lane.kind === "rank" ? !ranks[lane.rank].collapsed
+      : lane.kind === "group" ? ranks[lane.rank].openGroups.has(lane.group ?? "") : !ranks[lane.rank].folded.has(lane.track);
     const text = lane.kind === "rank" || lane.foldable ? `${open ? "▾" : "▸"} ${lane.label}` : lane.label;
     ctx.fillText(elide(ctx, text, GUTTER - 8), 4, view.top + lane.y + lane.height / 2);
   }

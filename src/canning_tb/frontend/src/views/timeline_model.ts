@@ -5,6 +5,7 @@ import {
   getJSON,
   getTile,
   type Selection,
+  type TimelineCounterInfo,
   type TimelineCountersResponse,
   type TimelineRank,
   type TimelineRanksResponse,
@@ -24,9 +25,13 @@ export interface RankView {
   folded: Set<number>;
   tile: TimelineTile | null;
   counters: TimelineCountersResponse | null;
+  /** NPU counter groups shown with their series (the others show their name only) */
+  openGroups: Set<string>;
+  /** the server is still reading or indexing this rank: its ruler and steps only */
+  pending: boolean;
 }
 
-export type LaneKind = "rank" | "steps" | "row" | "counter";
+export type LaneKind = "rank" | "steps" | "row" | "counter" | "group" | "npu";
 
 export interface Lane {
   kind: LaneKind;
@@ -34,17 +39,46 @@ export interface Lane {
   label: string;
   y: number;
   height: number;
-  /** row lanes: the (track, depth) they draw; counter lanes: the counter's index */
+  /** row lanes: the (track, depth) they draw; counter lanes: the memory counter's index; npu lanes: the
+   * NPU counter's id; group lanes: the group's key in `openGroups` */
   track: number;
   depth: number;
   counter: number;
   /** a track's first row whose other rows can be folded */
   foldable: boolean;
+  group?: string;
 }
 
 export const ROW_HEIGHT = 17;
 const RANK_HEIGHT = 20;
 const COUNTER_HEIGHT = 36;
+const NPU_HEIGHT = 28;
+
+/** Groups of NPU counters open at first: few series in a physical unit (frequency, bandwidth, memory). */
+export function openAtFirst(tracks: TimelineTracksResponse): Set<string> {
+  const groups = new Map<string, TimelineCounterInfo[]>();
+  for (const info of tracks.counters) groups.set(groupKey(info), [...(groups.get(groupKey(info)) ?? []), info]);
+  const physical = new Set(["MHz", "bytes", "bytes/s"]);
+  return new Set([...groups].filter(([, series]) => series.length <= 8 && series.some((s) => physical.has(s.unit))).map(([key]) => key));
+}
+
+function groupKey(info: TimelineCounterInfo): string {
+  return `${info.device} · ${info.group}`;
+}
+
+function npuLanes(rank: RankView, index: number, push: (lane: Omit<Lane, "y">) => void): void {
+  const base = { rank: index, track: -1, depth: -1, counter: -1, foldable: true };
+  let last = "";
+  for (const info of rank.tracks.counters) {
+    const key = groupKey(info);
+    if (key !== last) push({ ...base, kind: "group", label: key, height: ROW_HEIGHT, group: key });
+    last = key;
+    if (rank.openGroups.has(key)) {
+      const unit = info.unit ? ` (${info.unit})` : "";
+      push({ ...base, kind: "npu", label: `${info.name}${unit}`, height: NPU_HEIGHT, counter: info.id, foldable: false });
+    }
+  }
+}
 
 /** The lanes of every rank, top to bottom: a header, the steps, each track's rows, the counters. */
 export function layout(ranks: RankView[]): Lane[] {
@@ -69,6 +103,7 @@ export function layout(ranks: RankView[]): Lane[] {
     (rank.counters?.memory ?? []).forEach((counter, i) => {
       push({ ...base, kind: "counter", label: `${counter.device} ${counter.measure}`, height: COUNTER_HEIGHT, counter: i });
     });
+    npuLanes(rank, index, push);
   });
   return lanes;
 }
@@ -91,13 +126,31 @@ export async function loadRanks(sel: Selection, all: boolean, signal: AbortSigna
   return { ranks, selected: Math.max(0, selected), errors };
 }
 
-const POLL_MS = 1000;
+const POLL_MS = 200; // between asks; each ask itself waits up to a second on the server
 
-/** The window's tracks, asking again while the server is still indexing it. */
-export async function loadTracks(sel: Selection, signal: AbortSignal): Promise<TimelineTracksResponse> {
+/** A rank's tracks while the server still reads or indexes it: the ruler and steps it knows already. */
+function pendingTracks(answer: TimelineTracksLoading): TimelineTracksResponse | null {
+  if (answer.duration_ns === undefined || answer.start_ns === undefined) return null;
+  return {
+    run: answer.run, worker: answer.worker, window: answer.window, rank: answer.rank ?? 0, start_ns: answer.start_ns,
+    duration_ns: answer.duration_ns, events: 0, tracks: [], steps: answer.steps ?? [], memory_devices: [], counters: [],
+  };
+}
+
+export function progressText(answer: TimelineTracksLoading): string {
+  return `${answer.stage}… (${answer.elapsed_s.toFixed(0)} s)`;
+}
+
+/** The window's tracks, asking again while the server is still reading or indexing it; with
+ * `partial`, a pending answer (`pending: true`) as soon as the window's extent and steps are known. */
+export async function loadTracks(sel: Selection, signal: AbortSignal, partial = false,
+  progress: (text: string) => void = () => undefined): Promise<{ tracks: TimelineTracksResponse; pending: boolean }> {
   for (;;) {
     const answer = await getJSON<TimelineTracksResponse | TimelineTracksLoading>("timeline_tracks", { ...sel }, signal);
-    if (!("loading" in answer)) return answer;
+    if (!("loading" in answer)) return { tracks: answer, pending: false };
+    const known = partial ? pendingTracks(answer) : null;
+    if (known) return { tracks: known, pending: true };
+    progress(progressText(answer));
     await new Promise((resolve) => setTimeout(resolve, POLL_MS));
     if (signal.aborted) throw new DOMException("aborted", "AbortError");
   }
@@ -108,13 +161,13 @@ export async function refreshRank(rank: RankView, lo: number, hi: number, width:
   const start = Math.floor(lo - rank.shift);
   const end = Math.max(start + 1, Math.ceil(hi - rank.shift));
   const params = { ...rank.sel, start_ns: String(start), end_ns: String(end), width: String(Math.max(1, Math.round(width))) };
-  if (rank.collapsed) {
+  if (rank.collapsed || rank.pending) {
     rank.tile = null;
     return;
   }
   const [tile, counters] = await Promise.all([
     getTile(params, signal),
-    rank.tracks.memory_devices.length ? getJSON<TimelineCountersResponse>("timeline_counters", params, signal) : Promise.resolve(null),
+    rank.tracks.memory_devices.length || rank.tracks.counters.length ? getJSON<TimelineCountersResponse>("timeline_counters", params, signal) : Promise.resolve(null),
   ]);
   rank.tile = tile;
   rank.counters = counters;

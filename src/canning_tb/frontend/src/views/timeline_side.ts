@@ -2,7 +2,7 @@
 // collective peers) and the summary of a selected range. They show the routes' answers as they are.
 import type { TimelineBrief, TimelinePeersResponse, TimelineSliceResponse, TimelineSummaryResponse } from "../api";
 import { h } from "../dom";
-import { bytes, int, us } from "../format";
+import { bytes, int, shortFrame, us } from "../format";
 import { kvTable } from "./common";
 import { timeText } from "./timeline_draw";
 
@@ -55,8 +55,14 @@ export function detailsPanel(slice: TimelineSliceResponse, peers: TimelinePeersR
   for (const [key, value] of Object.entries(slice.args)) if (key !== "shapes" && key !== "stack") rows.push([key, argText(key, value)]);
   const panel = h("section", { id: "timeline-details", class: "card timeline-side", "data-event": String(slice.event) },
     h("h3", { class: "section-title", text: "Slice" }), kvTable("timeline-slice-table", rows, ["Field", "Value"]));
+  if (slice.raw_args && Object.keys(slice.raw_args).length) {
+    const raw = Object.entries(slice.raw_args).map(([key, value]): [string, string] => [key, typeof value === "string" ? value : JSON.stringify(value)]);
+    panel.append(h("h4", { text: "Args (as in the file)" }), kvTable("timeline-raw-args", raw, ["Arg", "Value"]));
+  } else if (slice.raw_args_state === "pending") {
+    panel.append(h("p", { id: "timeline-raw-args-pending", class: "muted", text: "Reading every arg of the trace file…" }));
+  }
   if (slice.call_stack.length) {
-    panel.append(h("h4", { text: "Call stack" }), h("ol", { id: "timeline-stack", class: "stack" }, ...slice.call_stack.map((frame) => h("li", { text: frame }))));
+    panel.append(h("h4", { text: "Call stack" }), h("ol", { id: "timeline-stack", class: "stack" }, ...slice.call_stack.map((frame) => h("li", { text: shortFrame(frame), title: frame }))));
   }
   if (slice.links.length) panel.append(h("h4", { text: `Linked events (${int(slice.links.length)})` }), linksList(slice, actions));
   if (peers?.collective && peers.peers.length) panel.append(h("h4", { text: "Peers on every rank" }), peersList(peers, rankIndex, actions));
@@ -70,7 +76,7 @@ export function summaryPanel(summary: TimelineSummaryResponse, actions: SideActi
     h("thead", {}, h("tr", {}, h("th", { text: "Name" }), h("th", { class: "num", text: "Time in range (µs)" }), h("th", { class: "num", text: "Events" }))));
   const body = h("tbody");
   for (const row of summary.rows) {
-    body.append(h("tr", {}, h("td", { class: "name", text: row.name }), h("td", { class: "num", text: us(row.total_ns) }), h("td", { class: "num", text: int(row.count) })));
+    body.append(h("tr", {}, h("td", { class: "name", text: row.name, title: row.name }), h("td", { class: "num", text: us(row.total_ns) }), h("td", { class: "num", text: int(row.count) })));
   }
   table.append(body);
   return h("section", { id: "timeline-summary", class: "card timeline-side" },
