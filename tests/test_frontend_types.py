@@ -182,6 +182,7 @@ def test_every_field_api_ts_declares_is_in_the_routes_answers(client):
         "MemoryRangeResponse": get(client, "memory_range", **get_hta(), device="CPU", start_ns="0", end_ns="1000000000000"),
         "CommunicationResponse": get(client, "communication", **window),
         "SuggestionsResponse": get(client, "suggestions", **window),
+        "ModulesResponse": get(client, "modules", **window),
         "ClusterResponse": get_cluster(client, **window)[:2],
     }
     missing = []

@@ -10,7 +10,10 @@ from .communication import communication_stats
 from .context import Context
 from .digest import SCHEMA_VERSION
 from .kernels import kernel_stats
+from .gpu_metrics import gpu_efficiency
 from .memory import memory_stats
+from .modules import module_tree
+from .npu_metrics import npu_efficiency
 from .ops import op_stats
 from .rules import rule_hits
 from .steps import breakdowns, step_rows
@@ -100,6 +103,10 @@ def build_digest(table: EventTable) -> pb.Digest:
     d.kernels_by_op.extend(ko)
     d.cores.extend(cores)
     d.memory.extend(memory_stats(ctx))
+    kept = np.isin(nums, list(d.average_steps))  # the device figures are of the steps the average keeps
+    d.gpu_efficiency.extend(gpu_efficiency(table, starts[kept], ends[kept]))
+    d.npu_efficiency.extend(npu_efficiency(table, starts[kept], ends[kept]))
+    d.modules.extend(module_tree(ctx))
     d.communication.CopyFrom(communication_stats(ctx, starts, ends, nums, res))
     fill_own(d)  # wait / transfer: the one definition (analysis/wait_transfer.py)
     for p in table.problems:

@@ -21,6 +21,9 @@ Which function computes which figure (everything else reads these, never recompu
 - `analysis/summary.py` `communication_figures`: this rank's communication per step / mean step / window.
 - `analysis/steps.py` `breakdowns`: the step breakdown categories; `cluster.py` `analyse_ranks`: per-rank rows.
 - `analysis/context.py` `host_self`, `ops.py` `op_stats`: host self / total, device self / total.
+- `analysis/gpu_metrics.py` / `npu_metrics.py`: device efficiency (GPU utilization, est. SM efficiency,
+  est. achieved occupancy, Tensor Core share; AI Core utilisation, core times, PMU ratios);
+  `tensor_cores.py`: Tensor Core eligibility and shares per operator; `modules.py`: the module tree.
 Unknown is never 0: a figure the files do not record is `-1` in the digest, `null` in JSON, "–" in views.
 """
 

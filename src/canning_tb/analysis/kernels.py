@@ -4,14 +4,17 @@ Kernels here are KERNEL and COMM_KERNEL events (device compute and device commun
 memcpy/memset are not kernels). The launching op is the innermost host op/annotation that
 launched it (context.Context.device_owner); "" when unknown.
 
-Tensor Cores (GPU): a kernel uses them when its name contains one of TC_KERNEL_SUBSTRINGS
-(case-sensitive substrings of the cuBLAS / cuDNN / CUTLASS kernel naming: the mma shape codes
-884 / 1688 / 16816 / 8816, hmma/imma, xmma gemm/conv kernels, tf32 gemms, sm80+ cutlass
-tensorop kernels, flash attention). `cores` reports NPU time per accelerator core (the `core`
+Tensor Cores (GPU): a kernel uses them when its name says so (tensor_cores.uses_tensor_cores).
+`cores` reports NPU time per accelerator core (the `core`
 column), and on CUDA GPUs a partition of the compute kernel time, each kernel counted once:
 CORE_TENSOR (its name says Tensor Cores), CORE_ELIGIBLE (not on Tensor Cores, launched under a
-Tensor-Core-eligible operator: its launching op or any op enclosing it is in ops.TC_ELIGIBLE_OPS),
+Tensor-Core-eligible operator: its launching op or any op enclosing it is in TC_ELIGIBLE_OPS),
 CORE_OTHER (the rest).
+
+Per-kernel measurements, where the trace carries them (EventTable.metrics): mean blocks per SM and
+mean est. achieved occupancy weighted by each call's duration (as the old TensorBoard plugin), the
+most frequent registers per thread and shared memory; NPU: the mean MIX block dim and the PMU
+ratios (npu_metrics.pmu_means). -1 (empty map) where unknown.
 """
 from __future__ import annotations
 
@@ -19,28 +22,19 @@ import re
 
 import numpy as np
 
-from ..ingest.table import NONE, Kind
+from ..ingest.table import (METRIC_BLOCKS_PER_SM, METRIC_MIX_BLOCK_DIM, METRIC_OCCUPANCY, METRIC_REGISTERS,
+                            METRIC_SHARED_MEMORY, NONE, Kind)
 from . import digest_pb2 as pb
 from .common import group_rows, id_mask
 from .context import Context
-from .ops import TC_ELIGIBLE_OPS
+from .npu_metrics import pmu_means
+from .tensor_cores import TC_ELIGIBLE_OPS, is_cuda_window, uses_tensor_cores
 
 CORE_TENSOR = "Tensor Cores"
 CORE_ELIGIBLE = "Other, under Tensor-Core-eligible operators"
 CORE_OTHER = "Other"
 
-TC_KERNEL_SUBSTRINGS = (
-    "h884", "s884", "h1688", "s1688", "i8816", "16816", "884gemm", "1688gemm", "hmma", "imma", "HMMA",
-    "xmma_gemm", "xmma_implicit_gemm", "xmma_fprop", "xmma_dgrad", "xmma_wgrad", "gemm_tf32", "tf32gemm",
-    "_tensorop_", "tensorop", "wmma", "sm80_xmma", "sm90_xmma", "flash_fwd", "flash_bwd", "fmha",
-)
-
-
 HCCL_CALL_RE = re.compile(r"(?<=_)_?\d+_\d+_\d+$")  # the per-call suffix of an HCCL operator name
-
-
-def uses_tensor_cores(name: str) -> bool:
-    return any(s in name for s in TC_KERNEL_SUBSTRINGS)
 
 
 def _kernel_rows(ctx: Context) -> tuple[np.ndarray, np.ndarray]:
@@ -99,7 +93,59 @@ def _group_stats(ctx: Context, rows: np.ndarray, keys: np.ndarray):
         out[uu[first, 0]] = uu[first, 1]
         return out
 
-    return u, calls, tot, mn, mx, mean_blocks, most(ev["stream"]), most(ev["device"]), most(ev["core"])
+    return u, calls, tot, mn, mx, mean_blocks, most(ev["stream"]), most(ev["device"]), most(ev["core"]), inv
+
+
+def _weighted_mean(values: np.ndarray, weight: np.ndarray, inv: np.ndarray, ng: int) -> np.ndarray:
+    """Per group: sum(value x weight) / sum(weight) over the known values; -1 without any."""
+    ok = ~np.isnan(values) & (values >= 0)
+    num = np.bincount(inv[ok], weights=values[ok] * weight[ok], minlength=ng)
+    den = np.bincount(inv[ok], weights=weight[ok], minlength=ng)
+    plain = np.bincount(inv[ok], weights=values[ok], minlength=ng) / np.maximum(np.bincount(inv[ok], minlength=ng), 1)
+    has = np.bincount(inv[ok], minlength=ng) > 0  # calls of 0 ns: the plain mean
+    return np.where(den > 0, num / np.where(den > 0, den, 1.0), np.where(has, plain, -1.0))
+
+
+def _most_frequent(values: np.ndarray, inv: np.ndarray, ng: int) -> np.ndarray:
+    ok = ~np.isnan(values)
+    out = np.full(ng, -1.0)
+    if not ok.any():
+        return out
+    uu, cinv = group_rows(np.stack([inv[ok], values[ok].astype(np.int64)], axis=1))
+    cnt = np.bincount(cinv.reshape(-1))
+    order = np.lexsort((-cnt, uu[:, 0]))
+    g = uu[order, 0]
+    first = order[np.r_[True, g[1:] != g[:-1]]]
+    out[uu[first, 0]] = uu[first, 1]
+    return out
+
+
+def _metric_stats(ctx: Context, rows: np.ndarray, inv: np.ndarray, ng: int) -> dict:
+    """{KernelStat field: value per group} of the measurements the table carries."""
+    t = ctx.table
+    dur = ctx.ev["dur"][rows].astype(np.float64)
+    out = {}
+    for field, metric in (("mean_blocks_per_sm", METRIC_BLOCKS_PER_SM), ("mean_occupancy_pct", METRIC_OCCUPANCY),
+                          ("mean_mix_block_dim", METRIC_MIX_BLOCK_DIM)):
+        if metric in t.metrics:
+            out[field] = _weighted_mean(t.metrics[metric][rows], dur, inv, ng)
+    for field, metric in (("registers_per_thread", METRIC_REGISTERS), ("shared_memory_bytes", METRIC_SHARED_MEMORY)):
+        if metric in t.metrics:
+            out[field] = _most_frequent(t.metrics[metric][rows], inv, ng)
+    pmu = pmu_means(t, rows, inv, ng)
+    if pmu:
+        out["pmu"] = pmu
+    return out
+
+
+def _set_metrics(k: pb.KernelStat, stats: dict, i: int) -> None:
+    k.mean_blocks_per_sm = k.mean_occupancy_pct = k.registers_per_thread = -1.0
+    k.shared_memory_bytes = k.mean_mix_block_dim = -1.0
+    for field, values in stats.items():
+        if field == "pmu":
+            k.pmu.update({name: float(v[i]) for name, v in values.items() if not np.isnan(v[i])})
+        else:
+            setattr(k, field, float(values[i]))
 
 
 def kernel_stats(ctx: Context) -> tuple[list, list, list]:
@@ -117,10 +163,11 @@ def kernel_stats(ctx: Context) -> tuple[list, list, list]:
         op_name[has] = ev["name"][ctx.host.rows[owner[has]]]
 
     def build(keys, with_op):
-        u, calls, tot, mn, mx, mb, stream, device, core = _group_stats(ctx, rows, keys)
+        u, calls, tot, mn, mx, mb, stream, device, core, inv = _group_stats(ctx, rows, keys)
+        inv = inv.reshape(-1)
         is_comm = np.zeros(len(u), bool)
-        _, inv = group_rows(keys)
-        np.logical_or.at(is_comm, inv.reshape(-1), comm)
+        np.logical_or.at(is_comm, inv, comm)
+        measured = _metric_stats(ctx, rows, inv, len(u))
         out = []
         for i in range(len(u)):
             nm = names[int(u[i, 0])]
@@ -129,6 +176,7 @@ def kernel_stats(ctx: Context) -> tuple[list, list, list]:
                               mean_blocks=float(mb[i]), tensor_cores=uses_tensor_cores(nm), communication=bool(is_comm[i]))
             if with_op:
                 k.op_name = t.strings[int(u[i, 1])] or "" if u[i, 1] >= 0 else ""
+            _set_metrics(k, measured, i)
             out.append(k)
         out.sort(key=lambda k: (-k.total_ns, k.name, k.op_name))
         return out
@@ -151,7 +199,7 @@ def _cores(ctx: Context, rows: np.ndarray, dpos: np.ndarray) -> list:
             cores.append(pb.CoreStat(core=t.strings[int(u[i])] if u[i] >= 0 else "unknown", calls=int(calls[i]),
                                      total_ns=int(round(tot[i]))))
         return cores
-    if not _tensor_core_device(ctx, rows):
+    if not is_cuda_window(t) or not (ev["kind"][rows] == int(Kind.KERNEL)).any():
         return cores
     name = ev["name"][rows].astype(np.int64)
     uniq = np.unique(name)
@@ -161,16 +209,6 @@ def _cores(ctx: Context, rows: np.ndarray, dpos: np.ndarray) -> list:
     for label, m in ((CORE_TENSOR, tc & kern), (CORE_ELIGIBLE, ~tc & kern & eligible), (CORE_OTHER, ~tc & kern & ~eligible)):
         cores.append(pb.CoreStat(core=label, calls=int(m.sum()), total_ns=int(ev["dur"][rows][m].sum())))
     return cores
-
-
-def _tensor_core_device(ctx: Context, rows: np.ndarray) -> bool:
-    """Compute kernels on a window whose devices are CUDA GPUs ("gpu": labelled only, without
-    deviceProperties), not AMD / NPU / MTIA or any other kind."""
-    t = ctx.table
-    kinds = {str(dv.get("kind", "")).lower() for dv in t.meta.devices}
-    if t.meta.format == "ascend" or kinds - {"cuda", "gpu"}:
-        return False
-    return bool((ctx.ev["kind"][rows] == int(Kind.KERNEL)).any())
 
 
 def _under_eligible_op(ctx: Context, dpos: np.ndarray) -> np.ndarray:

@@ -15,8 +15,9 @@ of the same name (a redispatch) is folded into that call, as torch's key_average
   self <= total <= the window (`_device_union`).
 - call stack: the `stack` column; when empty, the names of the enclosing PYTHON_FUNCTION events
   on the same thread, innermost first, up to 16 frames (the cheap version).
-- tc_eligible: the op name is in TC_ELIGIBLE_OPS (matmul / convolution / attention-like ops that
-  cuBLAS / cuDNN run on Tensor Cores in fp16/bf16/tf32).
+- tc_eligible: the op name is in tensor_cores.TC_ELIGIBLE_OPS (matmul / convolution / attention-like
+  ops that cuBLAS / cuDNN run on Tensor Cores in fp16/bf16/tf32); tc_self_share / tc_total_share:
+  tensor_cores.op_tc_shares.
 """
 from __future__ import annotations
 
@@ -26,17 +27,7 @@ from ..ingest.table import NONE, Kind
 from . import digest_pb2 as pb
 from .common import STEP_RE, group_rows, id_mask, ids_matching, nest
 from .context import Context
-
-TC_ELIGIBLE_OPS = frozenset(
-    "aten::" + n for n in (
-        "conv1d conv2d conv3d conv_tbc conv_transpose1d conv_transpose2d conv_transpose3d convolution _convolution "
-        "cudnn_convolution cudnn_convolution_transpose convolution_backward "
-        "addmm addmm_ addbmm baddbmm bmm mm matmul linear _addmm_activation chain_matmul addmv addr "
-        "einsum tensordot prelu lstm_cell gru_cell rnn_tanh_cell rnn_relu_cell _thnn_fused_lstm_cell "
-        "scaled_dot_product_attention _scaled_dot_product_efficient_attention _scaled_dot_product_flash_attention "
-        "_scaled_dot_product_cudnn_attention _flash_attention_forward _efficient_attention_forward "
-        "mm_backward bmm_backward _scaled_mm"
-    ).split())
+from .tensor_cores import TC_ELIGIBLE_OPS, op_tc_shares
 
 TOP_KERNELS = 5
 MAX_STACK_FRAMES = 16
@@ -218,13 +209,15 @@ def op_stats(ctx: Context) -> tuple[list, list, list]:
         ng = len(u)
         calls, hs, ht, ds, dt, mn, mx = _stats(ctx, p, inv, ng)
         kern = _top_kernels(ctx, p, inv, ng)
+        tc_self, tc_total = op_tc_shares(ctx, p, inv, ng)
         res = []
         for gi in range(ng):
             nm = t.strings[int(u[gi, 0])] or ""
             o = pb.OpStat(name=nm, calls=int(calls[gi]), host_self_ns=int(round(hs[gi])), host_total_ns=int(round(ht[gi])),
                           device_self_ns=int(round(ds[gi])), device_total_ns=int(round(dt[gi])),
                           host_total_min_ns=int(mn[gi]), host_total_max_ns=int(mx[gi]),
-                          has_call_stack=int(u[gi, 0]) in has_stack_names, tc_eligible=nm in TC_ELIGIBLE_OPS)
+                          has_call_stack=int(u[gi, 0]) in has_stack_names, tc_eligible=nm in TC_ELIGIBLE_OPS,
+                          tc_self_share=float(tc_self[gi]), tc_total_share=float(tc_total[gi]))
             if with_shape:
                 o.input_shapes = t.strings[int(u[gi, 1])] or "" if u[gi, 1] >= 0 else ""
             if with_stack:

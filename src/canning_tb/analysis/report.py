@@ -188,6 +188,25 @@ def kernel_summary(digest: pb.Digest, limit: int | None = None) -> Table:
     return t
 
 
+def _pct(share: float) -> float | None:
+    return None if share < 0 else round(100 * share, 2)
+
+
+def device_summary(digest: pb.Digest) -> Table:
+    """The overview's GPU / NPU efficiency card (digest gpu_efficiency / npu_efficiency), one row
+    per device; None (n/a) where the trace lacks what a figure needs."""
+    t = Table("Device efficiency (%, over the steps the average keeps)",
+              ["Device", "Utilization", "Est. SM efficiency", "Est. achieved occupancy", "Tensor Cores / cube share"])
+    for g in digest.gpu_efficiency:
+        t.rows.append([f"GPU {g.device}: {g.name}", _pct(g.utilization), _pct(g.sm_efficiency),
+                       None if g.achieved_occupancy_pct < 0 else round(g.achieved_occupancy_pct, 2),
+                       _pct(g.tensor_core_share)])
+    for n in digest.npu_efficiency:
+        t.rows.append([f"NPU {n.device}: {n.name}", _pct(n.ai_core_utilization), None, None, _pct(n.cube_share)])
+        t.notes.append(f"NPU {n.device} PMU: " + (", ".join(f"{m.name} {m.value:.3f}" for m in n.pmu) or "not collected"))
+    return t
+
+
 def window_report(digest: pb.Digest, top: int = 10) -> str:
     """All the text twins of one window, as one printable block."""
     w = digest.window
@@ -197,6 +216,8 @@ def window_report(digest: pb.Digest, top: int = 10) -> str:
     parts = [head, str(step_summary(digest)), str(op_summary(digest, limit=top))]
     if digest.kernels_by_name:
         parts.append(str(kernel_summary(digest, limit=top)))
+    if digest.gpu_efficiency or digest.npu_efficiency:
+        parts.append(str(device_summary(digest)))
     if digest.memory:
         parts.append(str(memory_summary(digest)))
     if digest.communication.collectives:

@@ -19,7 +19,8 @@ from .ascend_csv import norm_shapes, to_int
 from .ascend_db_device import read_device_tasks
 from .ascend_db_side import read_analysis_db, read_memory_tables
 from .ascend_info import apply_metadata
-from .table import EVENT_COLUMNS, NONE, ColumnBuilder, EventTable, InputError, Kind, Problem, sort_by_time
+from .table import (EVENT_COLUMNS, NONE, ColumnBuilder, EventTable, InputError, Kind, Problem, metric_columns,
+                    sort_with_metrics)
 
 _SHAPE_RE = re.compile(r"^[\d,\s;\[\]\"\r\n-]*$")
 _API_CATS = {50001: "cpu_op", 50002: "queue", 50003: "python_function", 50004: "mstx"}
@@ -120,8 +121,9 @@ def _read_profiler_db(db: Db, table: EventTable) -> None:
     steps_seen = _pytorch_api(db, table, b, ext_of_conn)
     _step_time(db, table, b, steps_seen)
     _cann_api(db, table, b)
-    read_device_tasks(db, table, b, ext_of_conn)
-    table.events = sort_by_time(b.freeze())
+    metrics: dict[int, dict] = {}
+    read_device_tasks(db, table, b, ext_of_conn, metrics)
+    table.events, table.metrics = sort_with_metrics(b.freeze(), metric_columns(metrics.items(), len(b)))
     read_memory_tables(db, table)
 
 

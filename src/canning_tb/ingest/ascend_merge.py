@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .table import EVENT_COLUMNS, MEMORY_COLUMNS, NONE, ColumnBuilder, EventTable, Kind, sort_by_time
+from .table import (EVENT_COLUMNS, MEMORY_COLUMNS, NONE, ColumnBuilder, EventTable, Kind, metric_columns,
+                    sort_by_time, sort_with_metrics)
 
 MATCH_TOLERANCE_NS = 2000
 _STRING_COLS = ("name", "cat", "shapes", "stack", "core", "group")
@@ -91,7 +92,8 @@ def fill_events(table: EventTable, rows: list[dict]) -> None:
                 continue
             vals[c] = s.id(v) if c in _STRING_COLS else v
         b.add(**vals)
-    table.events = sort_by_time(b.freeze())
+    metrics = metric_columns(((i, r.get("metrics")) for i, r in enumerate(rows)), len(rows))
+    table.events, table.metrics = sort_with_metrics(b.freeze(), metrics)
 
 
 def fill_memory(table: EventTable, mem: list[tuple]) -> None:

@@ -8,6 +8,7 @@ docs/formats/ascend.md.
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,7 +17,8 @@ from . import side_tables as side
 from ._json import TOO_DEEP
 from .ascend_csv import (device_index, device_name, kb_to_bytes, mb_to_bytes, ms_to_ns, none_to, norm_shapes,
                          norm_stack, read_csv, to_float, to_int, unreadable, us_float_to_ns, us_to_ns)
-from .table import NONE, Kind, Problem, is_comm_kernel_name
+from .table import (METRIC_AIC_TIME, METRIC_AIV_TIME, METRIC_MIX_BLOCK_DIM, NONE, Kind, Problem,
+                    is_comm_kernel_name)
 
 MB_DECIMAL = 1_000_000
 
@@ -34,6 +36,24 @@ def _load_json(path: str, display: str, problems: list[Problem]) -> Any:
 
 
 # -- kernel_details.csv ---------------------------------------------------------------------------
+# the PMU columns kept as event metrics (table.METRIC_*): ratios under CANN's names, the core times
+# they are ratios of, the MIX tasks' vector block dim; (header, metric name, scale to our units)
+_PMU_FIXED = ((("aicore_time(us)", "aic_total_time(us)"), METRIC_AIC_TIME, 1000.0),
+              (("aiv_time(us)", "aiv_total_time(us)"), METRIC_AIV_TIME, 1000.0),
+              (("Mix Block Dim", "Mix Block Num"), METRIC_MIX_BLOCK_DIM, 1.0),
+              (("cube_utilization(%)",), "cube_utilization_pct", 1.0))
+
+
+def _pmu_getters(f) -> dict:
+    """{metric: (getter, scale)} of the PMU columns the file has (they depend on aic_metrics)."""
+    out = {name: (f.getter(*headers), scale) for headers, name, scale in _PMU_FIXED if f.has(*headers)}
+    for header in f.header:
+        name = header.strip()
+        if name.startswith(("aic_", "aiv_")) and name.endswith(("_ratio", "_rate")):
+            out[name] = (f.getter(header), 1.0)
+    return out
+
+
 def read_kernel_details(path: str, display: str, problems: list[Problem], device_hint: int) -> list[dict] | None:
     """Rows of kernel_details.csv as event rows (KERNEL / COMM_KERNEL); None if unreadable."""
     f = read_csv(path, display, problems)
@@ -53,6 +73,7 @@ def read_kernel_details(path: str, display: str, problems: list[Problem], device
     g_dev = f.getter("Device_id", "Device ID", "Device Id")
     g_stream = f.getter("Stream ID", "Stream Id")
     g_shapes = f.getter("Input Shapes")
+    pmu = _pmu_getters(f)
     out = []
     bad_ts = bad_dur = 0
     for r in f.rows:
@@ -81,6 +102,9 @@ def read_kernel_details(path: str, display: str, problems: list[Problem], device
             row["shapes"] = sh
         if row["blocks"] is None:
             del row["blocks"]
+        metrics = {name: v for name, (get, _) in pmu.items() if (v := to_float(get(r))) is not None and math.isfinite(v)}
+        if metrics:
+            row["metrics"] = {name: v * pmu[name][1] for name, v in metrics.items()}
         out.append(row)
     if bad_ts:
         problems.append(Problem(display, f"{bad_ts} row(s) without a start time skipped", "warning"))

@@ -31,8 +31,9 @@ import numpy as np
 
 from . import _json, kineto_parallel
 from ._stacks import fill_python_stacks
-from .table import (EVENT_COLUMNS, MEMORY_COLUMNS, NONE, EventTable, InputError, Kind, Meta, Problem,
-                    Strings, is_comm_kernel_name)
+from .table import (EVENT_COLUMNS, MEMORY_COLUMNS, METRIC_BLOCKS_PER_SM, METRIC_OCCUPANCY, METRIC_REGISTERS,
+                    METRIC_SHARED_MEMORY, NONE, EventTable, InputError, Kind, Meta, Problem, Strings,
+                    is_comm_kernel_name)
 
 _NAN = float("nan")
 _EMPTY = msgspec.Raw(b"")
@@ -51,6 +52,11 @@ class Args(msgspec.Struct, gc=False):
     stack: str | None = F(default=None, name="Call stack")
     nbytes: int = F(default=-1, name="bytes")
     grid: list[int] | None = None
+    blocks_per_sm: float = F(default=_NAN, name="blocks per SM")
+    occupancy: float = F(default=_NAN, name="est. achieved occupancy %")
+    occupancy_2021: float = F(default=_NAN, name="theoretical occupancy %")  # the same estimate, its 2021 name
+    registers: float = F(default=_NAN, name="registers per thread")
+    shared_memory: float = F(default=_NAN, name="shared memory")
     in_nelems: int = F(default=-1, name="In msg nelems")
     out_nelems: int = F(default=-1, name="Out msg nelems")
     dtype: str | None = None
@@ -121,8 +127,12 @@ _HOST = {"ext", "ext2", "dims", "stack", "pg_name"}
 _DEV = {"device", "stream", "correlation", "ext", "ext2", "nbytes"}
 _ALL = {f.name for f in msgspec.structs.fields(Args)}
 _WANT = {Kind.PYTHON_FUNCTION: set(), Kind.CPU_OP: _HOST, Kind.USER_ANNOTATION: _HOST,
-         Kind.RUNTIME: {"ext", "ext2", "correlation"}, Kind.KERNEL: _DEV | {"grid", "pg_name"},
+         Kind.RUNTIME: {"ext", "ext2", "correlation"}, Kind.KERNEL: _DEV | {"grid", "pg_name", "metrics"},
          Kind.MEMCPY: _DEV, Kind.MEMSET: _DEV, Kind.GPU_USER_ANNOTATION: _DEV}
+# kernel args -> EventTable.metrics (the 2021 occupancy name filled in where the current one is absent)
+_KERNEL_METRICS = ((METRIC_BLOCKS_PER_SM, "blocks_per_sm"), (METRIC_OCCUPANCY, "occupancy"),
+                   (METRIC_REGISTERS, "registers"), (METRIC_SHARED_MEMORY, "shared_memory"))
+_METRIC_KEY = "metric:"  # prefix of metric columns in the parts, until finish() splits them out
 _DEVICE_KINDS = (Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET, Kind.GPU_USER_ANNOTATION, Kind.COMM_KERNEL)
 _DTYPE_SIZE = {
     "float": 4, "float32": 4, "half": 2, "float16": 2, "bfloat16": 2, "double": 8, "float64": 8,
@@ -344,6 +354,8 @@ class _Reader:
             self._group_columns(args, cols["group"], cols["bytes"])
         if "dims" in want:
             _collective_bytes(args, cols["bytes"], self._collective_rows(events, name))
+        if "metrics" in want:
+            cols.update(_kernel_metrics(args, n))
         self._keep(cols, ok)
 
     def _times(self, events: list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -449,7 +461,11 @@ class _Reader:
 
     # -- the table --------------------------------------------------------------------------------
     def finish(self, top: dict[str, Any]) -> EventTable:
+        metric_names = sorted({k for p in self.ev_parts for k in p if k.startswith(_METRIC_KEY)})
+        sizes = [len(p["ts"]) for p in self.ev_parts]
         ev = _concat(self.ev_parts, EVENT_COLUMNS, exclude=("kind", "core"))
+        for k in metric_names:  # NaN for the parts (categories) without the metric
+            ev[k] = np.concatenate([p.get(k, np.full(size, np.nan)) for p, size in zip(self.ev_parts, sizes)])
         self.ev_parts = []
         mem = _concat(self.mem_parts, MEMORY_COLUMNS)
         self.mem_parts = []
@@ -466,7 +482,8 @@ class _Reader:
         ev["stream"][fix] = ev["tid"][fix]
         _sort_in_place(ev)
         _sort_in_place(mem)
-        table = EventTable(events=ev, memory=mem, strings=strings, problems=self.problems)
+        metrics = {k[len(_METRIC_KEY):]: ev.pop(k) for k in metric_names}
+        table = EventTable(events=ev, memory=mem, strings=strings, problems=self.problems, metrics=metrics)
         table.meta = self._meta_of(top, table)
         fill_python_stacks(table)
         self._report()
@@ -685,6 +702,18 @@ def _arg_columns(args: list, want: set, n: int) -> dict[str, np.ndarray]:
         out["blocks"] = np.full(n, NONE, np.int64)
     return out
 
+def _kernel_metrics(args: list, n: int) -> dict[str, np.ndarray]:
+    """Metric columns of kernels from their args (EventTable.metrics), only those some kernel has."""
+    out = {}
+    for metric, attr in _KERNEL_METRICS:
+        col = np.fromiter(map(attrgetter(attr), args), np.float64, n)
+        if attr == "occupancy":
+            col = np.where(np.isnan(col), np.fromiter(map(attrgetter("occupancy_2021"), args), np.float64, n), col)
+        if not np.isnan(col).all():
+            out[_METRIC_KEY + metric] = col
+    return out
+
+
 def _small_values(top_raw: dict) -> dict[str, Any]:
     top: dict[str, Any] = {}
     for k, v in top_raw.items():
@@ -878,6 +907,9 @@ def _coerce_arg(v, t):
         if n is None or not _finite(n) or n != int(n):
             return None
         return int(n)
+    if t is float:
+        n = _num(v)
+        return float(n) if n is not None and _finite(n) else None
     if t is msgspec.Raw:
         return msgspec.Raw(msgspec.json.encode(v))
     if t == (list[int] | None):

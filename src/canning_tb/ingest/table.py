@@ -74,6 +74,20 @@ EVENT_COLUMNS: dict[str, Any] = {
     "group": np.int32,  # string id of the communication group, NONE if none
 }
 
+# Optional per-event measurements some formats carry for device work (EventTable.metrics):
+# name -> float64 column as long as the events, NaN where the event has none. Only present when
+# the file has them. GPU (Kineto kernel args): blocks per SM, estimated achieved occupancy (%),
+# registers per thread, shared memory (bytes). NPU (kernel_details.csv / TASK_PMU_INFO): the PMU
+# ratios (aic_mac_ratio, aiv_vec_ratio ...) under their CANN names, `aic_time_ns` / `aiv_time_ns`
+# (the cube / vector core time the ratios are of), `mix_block_dim`, `cube_utilization_pct`.
+METRIC_BLOCKS_PER_SM = "blocks_per_sm"
+METRIC_OCCUPANCY = "occupancy_pct"
+METRIC_REGISTERS = "registers_per_thread"
+METRIC_SHARED_MEMORY = "shared_memory_bytes"
+METRIC_AIC_TIME = "aic_time_ns"
+METRIC_AIV_TIME = "aiv_time_ns"
+METRIC_MIX_BLOCK_DIM = "mix_block_dim"
+
 MEMORY_COLUMNS: dict[str, Any] = {
     "ts": np.int64,  # ns
     "device": np.int32,  # string id: "CPU", "cuda:0", "npu:0"
@@ -171,6 +185,8 @@ class EventTable:
     # Pre-aggregated tables some formats carry and a trace cannot give (Ascend step_trace_time.csv,
     # communication.json ...): table name -> rows, each table declared in side_tables.SIDE_TABLES.
     side: dict[str, list[dict]] = field(default_factory=dict)
+    # Optional per-event measurements (METRIC_* above): name -> float64 column, NaN unknown.
+    metrics: dict[str, np.ndarray] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.events["ts"])
@@ -192,12 +208,17 @@ class EventTable:
                     raise AssertionError(f"column {k}: length {len(a)} != {n}")
         for name, table_rows in self.side.items():
             check_rows(name, table_rows)
+        for name, col in self.metrics.items():
+            if col.dtype != np.float64 or len(col) != len(self):
+                raise AssertionError(f"metric {name}: not float64 or length {len(col)} != {len(self)}")
 
     # -- cache form: one .npz of columns plus one JSON of everything else ----------------------
     def save(self, path_prefix: str) -> None:
         """Write `<prefix>.npz` and `<prefix>.json` atomically (timeline and digest caches)."""
         arrays = {f"e_{k}": v for k, v in self.events.items()}
         arrays.update({f"m_{k}": v for k, v in self.memory.items()})
+        metric_names = sorted(self.metrics)
+        arrays.update({f"x_{i}": self.metrics[k] for i, k in enumerate(metric_names)})
         tmp = f"{path_prefix}.npz.tmp{os.getpid()}"
         with open(tmp, "wb") as f:
             np.savez(f, **arrays)
@@ -207,6 +228,7 @@ class EventTable:
             "meta": self.meta.__dict__,
             "problems": [p.__dict__ for p in self.problems],
             "side": self.side,
+            "metrics": metric_names,
         }
         tmp = f"{path_prefix}.json.tmp{os.getpid()}"
         with open(tmp, "w", encoding="utf-8") as f:
@@ -219,17 +241,21 @@ class EventTable:
         needs two columns of a big window does not wait for all of them)."""
         with open(path_prefix + ".json", encoding="utf-8") as f:
             sidecar = json.load(f)
+        names = sidecar.get("metrics", [])  # the measurement columns are few: read at once
         if lazy:
             archive = np.load(path_prefix + ".npz")
             events, memory = LazyColumns(archive, "e_", EVENT_COLUMNS), LazyColumns(archive, "m_", MEMORY_COLUMNS)
+            metrics = {k: archive[f"x_{i}"] for i, k in enumerate(names)}
         else:
             with np.load(path_prefix + ".npz") as z:
                 events = {k: z[f"e_{k}"] for k in EVENT_COLUMNS}
                 memory = {k: z[f"m_{k}"] for k in MEMORY_COLUMNS}
+                metrics = {k: z[f"x_{i}"] for i, k in enumerate(names)}
         meta = Meta(**sidecar["meta"])
         meta.process_names = {int(k): v for k, v in meta.process_names.items()}
         return cls(events=events, memory=memory, strings=Strings(sidecar["strings"]), meta=meta,
-                   problems=[Problem(**p) for p in sidecar["problems"]], side=sidecar.get("side", {}))
+                   problems=[Problem(**p) for p in sidecar["problems"]], side=sidecar.get("side", {}),
+                   metrics=metrics)
 
 
 class LazyColumns(Mapping):
@@ -297,3 +323,19 @@ def sort_by_time(cols: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """Readers hand over rows ordered by start time (stable)."""
     order = np.argsort(cols["ts"], kind="stable")
     return {k: v[order] for k, v in cols.items()}
+
+
+def sort_with_metrics(cols: dict[str, np.ndarray], metrics: dict[str, np.ndarray]):
+    """sort_by_time for events and their metric columns together: (events, metrics)."""
+    order = np.argsort(cols["ts"], kind="stable")
+    return {k: v[order] for k, v in cols.items()}, {k: v[order] for k, v in metrics.items()}
+
+
+def metric_columns(pairs, n: int) -> dict[str, np.ndarray]:
+    """EventTable.metrics of n rows from (row index, {metric name: value}) pairs (row readers)."""
+    pairs = [(i, m) for i, m in pairs if m]
+    out = {name: np.full(n, np.nan) for name in sorted({name for _, m in pairs for name in m})}
+    for i, m in pairs:
+        for name, v in m.items():
+            out[name][i] = v
+    return out

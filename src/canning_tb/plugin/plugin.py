@@ -125,6 +125,7 @@ class CanningPlugin(base_plugin.TBPlugin):
             "/memory_range": self._window_route(_memory_range, with_args=True),
             "/communication": self._window_route(sections.communication_impl),
             "/suggestions": self._window_route(sections.suggestions_impl),
+            "/modules": self._window_route(sections.modules_impl),
             "/cluster": self._route(self._cluster),
             **timeline_apps(self),
             "/compare": self._route(lambda request: compare_request(self._store(), request.args)),

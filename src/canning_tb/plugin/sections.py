@@ -44,7 +44,26 @@ def overview_impl(store, run: str, worker: str, window: str) -> dict:
     return {**_head(store, run, worker, window, digest), "schema_version": digest.schema_version,
             "steps": steps, "average": to_plain(digest.average),
             "scalars": {k: v if math.isfinite(v) else None for k, v in digest.scalars.items()},  # JSON has no NaN
-            "rule_hits": [to_plain(r) for r in digest.rule_hits], "figures": window_figures(digest)}
+            "rule_hits": [to_plain(r) for r in digest.rule_hits], "figures": window_figures(digest),
+            **device_efficiency(digest)}
+
+
+def device_efficiency(digest) -> dict:
+    """The overview's GPU / NPU card: the digest's per-device efficiency figures, as they are."""
+    return {"gpu_efficiency": [to_plain(g) for g in digest.gpu_efficiency],
+            "npu_efficiency": [to_plain(n) for n in digest.npu_efficiency]}
+
+
+def modules_impl(store, run: str, worker: str, window: str) -> dict:
+    """The nn.Module tree (empty when the trace has no module calls: with_modules / with_stack off)."""
+    digest = window_digest(store, run, worker, window)
+    t0 = digest.window.start_ns
+    nodes = []
+    for node in digest.modules:
+        plain = to_plain(node)
+        plain["first_start_ns"] = relative(node.first_start_ns, t0)
+        nodes.append(plain)
+    return {**_head(store, run, worker, window, digest), "modules": nodes}
 
 
 def _page(rows, row_type, search_fields: tuple, paging: dict | None):

@@ -90,6 +90,8 @@ export interface OpStat {
   kernels: KernelRef[];
   has_call_stack: boolean;
   tc_eligible: boolean;
+  tc_self_share: number | null; // share of its own kernels' time on Tensor Cores, -1 unknown
+  tc_total_share: number | null; // ... of the kernels under it, each once
 }
 
 export interface KernelStat {
@@ -105,6 +107,63 @@ export interface KernelStat {
   mean_blocks: number | null;
   tensor_cores: boolean;
   communication: boolean;
+  mean_blocks_per_sm: number | null; // -1: the trace does not carry it
+  mean_occupancy_pct: number | null;
+  registers_per_thread: number | null;
+  shared_memory_bytes: number | null;
+  pmu: Record<string, number | null>; // NPU PMU ratios over the kernel's tasks
+  mean_mix_block_dim: number | null;
+}
+
+/** One GPU's efficiency figures over the steps the average keeps; -1 where unknown. */
+export interface GpuEfficiency {
+  device: number;
+  name: string;
+  span_ns: number;
+  busy_ns: number;
+  utilization: number | null;
+  sm_efficiency: number | null;
+  achieved_occupancy_pct: number | null;
+  tensor_core_share: number | null;
+  kernels: number;
+  kernels_with_blocks_per_sm: number;
+  kernels_with_occupancy: number;
+}
+
+export interface NpuPmuMetric {
+  name: string;
+  value: number | null;
+  tasks: number;
+}
+
+/** One NPU's efficiency figures: AI Core utilisation, time per core type, PMU ratios. */
+export interface NpuEfficiency {
+  device: number;
+  name: string;
+  span_ns: number;
+  ai_core_busy_ns: number;
+  ai_core_utilization: number | null;
+  cube_ns: number;
+  vector_ns: number;
+  mix_ns: number;
+  ai_cpu_ns: number;
+  cube_share: number | null;
+  pmu: NpuPmuMetric[];
+}
+
+/** One nn.Module instance path and its times over its calls. */
+export interface ModuleNode {
+  name: string;
+  path: string;
+  depth: number;
+  parent: number; // index in the list, -1 for a root
+  calls: number;
+  host_total_ns: number;
+  host_self_ns: number;
+  device_total_ns: number;
+  device_self_ns: number;
+  operators: number;
+  first_start_ns: number;
 }
 
 export interface CoreStat {
@@ -332,6 +391,8 @@ export interface OverviewResponse extends WindowHead {
   scalars: Record<string, number | null>;
   rule_hits: RuleHit[];
   figures: WindowFigures;
+  gpu_efficiency: GpuEfficiency[];
+  npu_efficiency: NpuEfficiency[];
 }
 
 export type GroupBy = "name" | "shape" | "stack";
@@ -378,6 +439,11 @@ export interface KernelsResponse extends WindowHead, TablePage {
   kernels_by_op_all: number;
   cores: CoreStat[];
   total_ns: number; // device time of all kernels: the share column's denominator
+}
+
+/** GET /modules */
+export interface ModulesResponse extends WindowHead {
+  modules: ModuleNode[]; // depth first; empty without nn.Module events
 }
 
 /** GET /memory */

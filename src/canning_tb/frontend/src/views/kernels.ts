@@ -1,10 +1,12 @@
 // Kernels: device kernels by name or by name + launching operator, with the share of device time,
 // Tensor Core use (GPU) or accelerator core and block dim (NPU), a pie of the top kernels and a
-// pie of the cores.
+// pie of the cores. Measured columns where the trace carries them: GPU blocks per SM, est. achieved
+// occupancy, registers and shared memory; NPU MIX block dim and the PMU ratios.
 import { windowParams, type KernelsResponse, type KernelStat } from "../api";
 import { Chart, type Item } from "../chart";
 import { h, option } from "../dom";
 import { fixed2, int, pct, us } from "../format";
+import { tip } from "../glossary";
 import type { KernelsOptions } from "../state";
 import { card, fetchOr, problemsList, safeName, SortTable, type Col } from "./common";
 import { openTimelineAt } from "./timeline_link";
@@ -37,6 +39,41 @@ function columns(npu: boolean, byOp: boolean, total: number, blocks: boolean): C
   return cols;
 }
 
+/** The measured columns the window's kernels carry (none when no kernel has the value). */
+interface Measured {
+  gpu: (keyof KernelStat)[];
+  mix: boolean;
+  pmu: string[];
+}
+
+function measured(kernels: Kernel[]): Measured {
+  const has = (field: keyof KernelStat) => kernels.some((k) => ((k[field] as number | null) ?? -1) >= 0);
+  const gpu = (["mean_blocks_per_sm", "mean_occupancy_pct", "registers_per_thread", "shared_memory_bytes"] as (keyof KernelStat)[]).filter(has);
+  const pmu = [...new Set(kernels.flatMap((k) => Object.keys(k.pmu)))].sort();
+  return { gpu, mix: kernels.some((k) => (k.mean_mix_block_dim ?? -1) > 0), pmu };
+}
+
+const GPU_COLUMNS: Record<string, { label: string; tip: string; fmt: (v: number) => string }> = {
+  mean_blocks_per_sm: { label: "Mean Blocks per SM", tip: tip("blocks_per_sm"), fmt: fixed2 },
+  mean_occupancy_pct: { label: "Mean Est. Achieved Occupancy (%)", tip: tip("kernel_occupancy"), fmt: fixed2 },
+  registers_per_thread: { label: "Registers per Thread", tip: tip("registers_per_thread"), fmt: int },
+  shared_memory_bytes: { label: "Shared Memory (bytes)", tip: tip("shared_memory"), fmt: int },
+};
+
+function measuredColumns(m: Measured): Col<Kernel>[] {
+  const cols: Col<Kernel>[] = m.gpu.map((field) => {
+    const spec = GPU_COLUMNS[field];
+    const get = (k: Kernel) => (k[field] as number | null) ?? -1;
+    return { key: field, label: spec.label, num: true, tip: spec.tip, value: get, fmt: (k: Kernel) => spec.fmt(get(k)) };
+  });
+  if (m.mix) cols.push({ key: "mean_mix_block_dim", label: "Mean Mix Block Dim", num: true, tip: tip("mix_block_dim"), value: (k) => k.mean_mix_block_dim ?? -1, fmt: (k) => fixed2(k.mean_mix_block_dim ?? -1) });
+  for (const name of m.pmu) {
+    const get = (k: Kernel) => k.pmu[name] ?? -1;
+    cols.push({ key: `pmu:${name}`, label: name, num: true, tip: tip("pmu_ratio"), value: get, fmt: (k) => fixed2(get(k)) });
+  }
+  return cols;
+}
+
 function showNoKernels(host: ViewHost): void {
   showEmpty(
     host,
@@ -51,6 +88,7 @@ class KernelsPanel {
   private readonly npu: boolean;
   private readonly blocks: boolean;
   private readonly byOpAvailable: boolean;
+  private readonly measured: Measured;
   private table: SortTable<Kernel>;
   private count = h("span", { id: "kernel-count", class: "muted" });
 
@@ -61,6 +99,7 @@ class KernelsPanel {
     this.npu = data.kernels_by_name.some((k) => k.core !== "");
     this.blocks = data.kernels_by_name.some((k) => (k.mean_blocks ?? -1) > 0);
     this.byOpAvailable = data.kernels_by_op.length > 0;
+    this.measured = measured(data.kernels_by_name);
     this.table = new SortTable<Kernel>("kernel-table", this.columns(), "total_ns", true, "No kernel matches the search.", undefined, {
       decorateRow: (kernel, row) => {
         row.title = "Double-click: the longest call in the Timeline";
@@ -76,7 +115,7 @@ class KernelsPanel {
   }
 
   private columns(): Col<Kernel>[] {
-    return columns(this.npu, this.options().group === "op", this.data.total_ns, this.blocks);
+    return [...columns(this.npu, this.options().group === "op", this.data.total_ns, this.blocks), ...measuredColumns(this.measured)];
   }
 
   private toolbar(): HTMLElement {

@@ -5,7 +5,8 @@
 import { getJSON, windowParams, type GroupBy, type OperatorDetailResponse, type OperatorsResponse, type OpStat } from "../api";
 import { Chart, type Item } from "../chart";
 import { clear, h, option } from "../dom";
-import { int, shortFrame, shortStack, us } from "../format";
+import { int, pct, shortFrame, shortStack, us } from "../format";
+import { tip } from "../glossary";
 import type { OperatorsOptions } from "../state";
 import { errorText, fetchOr, problemsList, SortTable, type Col } from "./common";
 import { Pager } from "./pager";
@@ -14,13 +15,30 @@ import { showLoading, type ViewDef, type ViewHost } from "./view";
 
 type OpRow = OpStat;
 type StackRow = OperatorDetailResponse["stacks"][number];
-type Key = "name" | "input_shapes" | "call_stack" | "calls" | "host_self_ns" | "host_total_ns" | "device_self_ns" | "device_total_ns";
+type Key =
+  | "name"
+  | "input_shapes"
+  | "call_stack"
+  | "calls"
+  | "host_self_ns"
+  | "host_total_ns"
+  | "device_self_ns"
+  | "device_total_ns"
+  | "tc_eligible"
+  | "tc_self_share"
+  | "tc_total_share";
 
 type Column = Col<OpRow> & { key: Key; fmt: (r: OpRow) => string };
 
 function col(key: Key, label: string, tip: string, fmt: (r: OpRow) => string, num = true): Column {
   // the name cell is class "name" (it holds the row's toggle); other text cells "text"
-  return { key, label, tip, fmt, num, value: (r) => r[key], cls: key === "name" ? "name" : undefined };
+  const value = (r: OpRow) => (typeof r[key] === "boolean" ? (r[key] ? "Yes" : "No") : (r[key] as number | string | null) ?? -1);
+  return { key, label, tip, fmt, num, value, cls: key === "name" ? "name" : undefined };
+}
+
+/** Tensor Core share columns (GPU): a share 0..1 shown in %, -1 unknown. */
+function tcShare(key: "tc_self_share" | "tc_total_share", label: string, tip: string): Column {
+  return { ...col(key, label, tip, (r) => pct(r[key] ?? -1)), value: (r) => r[key] ?? -1 };
 }
 
 const COLUMNS: Record<Key, Column> = {
@@ -32,6 +50,9 @@ const COLUMNS: Record<Key, Column> = {
   host_total_ns: col("host_total_ns", "Host Total (µs)", "Time on the host in the operator and its children", (r) => us(r.host_total_ns)),
   device_self_ns: col("device_self_ns", "Device Self (µs)", "Device time of the kernels the operator launched itself", (r) => us(r.device_self_ns)),
   device_total_ns: col("device_total_ns", "Device Total (µs)", "Device time of the kernels launched by the operator and its children", (r) => us(r.device_total_ns)),
+  tc_eligible: col("tc_eligible", "Tensor Cores Eligible", tip("tc_eligible"), (r) => (r.tc_eligible ? "Yes" : "No"), false),
+  tc_self_share: tcShare("tc_self_share", "Tensor Cores Self (%)", tip("tc_self_share")),
+  tc_total_share: tcShare("tc_total_share", "Tensor Cores Total (%)", tip("tc_total_share")),
 };
 
 const GROUP_LABELS: Record<GroupBy, string> = { name: "Operator", shape: "Operator + input shapes", stack: "Operator + call stack" };
@@ -44,6 +65,7 @@ function columnsFor(data: OperatorsResponse): Column[] {
   if (data.group_by === "stack") cols.push(COLUMNS.call_stack);
   cols.push(COLUMNS.calls, COLUMNS.host_self_ns, COLUMNS.host_total_ns);
   if (data.has_device) cols.push(COLUMNS.device_self_ns, COLUMNS.device_total_ns);
+  if (data.rows.some((r) => (r.tc_total_share ?? -1) >= 0)) cols.push(COLUMNS.tc_eligible, COLUMNS.tc_self_share, COLUMNS.tc_total_share);
   return cols;
 }
 
@@ -192,7 +214,7 @@ class OperatorsPanel {
 
   private metric(): Column {
     const sorted = COLUMNS[this.opts.sort as Key];
-    if (sorted && sorted.num) return sorted;
+    if (sorted && sorted.num && !sorted.key.startsWith("tc_")) return sorted; // the chart shows times and calls
     return this.data.has_device ? COLUMNS.device_self_ns : COLUMNS.host_self_ns;
   }
 

@@ -17,6 +17,7 @@ import { bytes, int, ms, pct } from "../format";
 import { tip } from "../glossary";
 import { card, errorText, fetchOr, kvTable, legend, openRank, pollCluster, problemsList, rankProgress } from "./common";
 import { RANKS_AS_ROWS, spreadParts } from "./ranks_spread";
+import { efficiencyCard } from "./efficiency";
 import { showEmpty, showLoading, type ViewDef, type ViewHost } from "./view";
 
 // [field, label, colour, tooltip]: the tooltips are the glossary's (analysis/glossary.json)
@@ -228,6 +229,7 @@ function show(host: ViewHost, ov: OverviewResponse): void {
   host.el.replaceChildren(
     ...[runSection, problemsList(ov.problems, "ov-problems")].filter((el): el is HTMLElement => !!el),
     h("div", { class: "grid2" }, card("Performance summary", perfTable(ov.figures)), card("Suggestions", suggestions(host, ov))),
+    ...[efficiencyCard(ov)].filter((el): el is HTMLElement => !!el),
     card(stepsTitle, stepChartEl),
     h("div", { class: "grid2" }, card("Average step breakdown", averageTable(ov.average)), card("Average step breakdown (share)", avgChartEl)),
     h("div", { class: "grid2" }, card("Devices", devicesTable(ov.info)), card("Environment and profiler settings", h("div", { class: "table-wrap short" }, environmentTable(ov.info)))),
