@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from conftest import fixture_path
+from test_numbers_ascend_steps import minus, union  # the interval arithmetic of the hand readings
 
 from canning_tb.analysis import glossary, report
 from canning_tb.analysis.cluster import analyse_ranks
@@ -130,32 +131,6 @@ def test_cann_waits_are_the_same_in_card_table_cli_and_summary(tmp_path):
         assert f"wait {round(wait / 1e6, 3)} ms, transfer {round(transfer / 1e6, 3)} ms" in notes
 
 
-def _union(intervals):
-    out = []
-    for lo, hi in sorted(i for i in intervals if i[1] > i[0]):
-        if out and lo <= out[-1][1]:
-            out[-1][1] = max(out[-1][1], hi)
-        else:
-            out.append([lo, hi])
-    return out
-
-
-def _minus(a, b):
-    """Interval set a minus b (both merged)."""
-    out = []
-    for lo, hi in a:
-        cur = lo
-        for blo, bhi in b:
-            if bhi <= cur or blo >= hi:
-                continue
-            if blo > cur:
-                out.append([cur, blo])
-            cur = max(cur, bhi)
-        if cur < hi:
-            out.append([cur, hi])
-    return out
-
-
 def _inside(iset, lo, hi):
     return sum(max(0, min(h, hi) - max(l, lo)) for l, h in iset)
 
@@ -185,8 +160,8 @@ def test_gloo_run_wait_transfer_by_hand(gloo_run):
     for digest in digests:
         rank = digest.window.rank
         mine = calls[rank][:count]
-        transfer = _union([(s + d - t, s + d) for (s, d), t in zip(mine, shortest)])
-        wait = _minus(_union([(s, s + d - t) for (s, d), t in zip(mine, shortest)]), transfer)
+        transfer = union([(s + d - t, s + d) for (s, d), t in zip(mine, shortest)])
+        wait = minus(union([(s, s + d - t) for (s, d), t in zip(mine, shortest)]), transfer)
         by_step = {p["step"]: p for p in rows[rank]["per_step"]}
         slack = 4 * count  # µs floats -> ns: each call's ends may round apart by a nanosecond
         for step in digest.steps:
