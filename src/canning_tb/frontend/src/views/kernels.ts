@@ -19,16 +19,16 @@ function columns(npu: boolean, byOp: boolean, total: number, blocks: boolean): C
   const cols: Col<Kernel>[] = [{ key: "name", label: "Name", value: (k) => k.name, cls: "name", tip: "Kernel name" }];
   if (byOp) cols.push({ key: "op_name", label: "Operator", value: (k) => k.op_name, tip: "Operator that launched the kernel" });
   cols.push(
-    { key: "calls", label: "Calls", num: true, value: (k) => k.calls, fmt: (k) => int(k.calls) },
-    { key: "total_ns", label: "Total (µs)", num: true, value: (k) => k.total_ns / 1000, fmt: (k) => us(k.total_ns) },
-    { key: "mean_ns", label: "Mean (µs)", num: true, value: (k) => mean(k) / 1000, fmt: (k) => us(mean(k)) },
-    { key: "min_ns", label: "Min (µs)", num: true, value: (k) => k.min_ns / 1000, fmt: (k) => us(k.min_ns) },
-    { key: "max_ns", label: "Max (µs)", num: true, value: (k) => k.max_ns / 1000, fmt: (k) => us(k.max_ns) },
+    { key: "calls", label: "Calls", num: true, value: (k) => k.calls, fmt: (k) => int(k.calls), tip: tip("kernel_calls") },
+    { key: "total_ns", label: "Total (µs)", num: true, value: (k) => k.total_ns / 1000, fmt: (k) => us(k.total_ns), tip: tip("kernel_total") },
+    { key: "mean_ns", label: "Mean (µs)", num: true, value: (k) => mean(k) / 1000, fmt: (k) => us(mean(k)), tip: tip("kernel_mean") },
+    { key: "min_ns", label: "Min (µs)", num: true, value: (k) => k.min_ns / 1000, fmt: (k) => us(k.min_ns), tip: tip("kernel_min") },
+    { key: "max_ns", label: "Max (µs)", num: true, value: (k) => k.max_ns / 1000, fmt: (k) => us(k.max_ns), tip: tip("kernel_max") },
     {
       key: "share",
       label: "Device time (%)",
       num: true,
-      tip: "Share of the time of all kernels",
+      tip: tip("kernel_share"),
       value: (k) => (total > 0 ? (100 * k.total_ns) / total : 0),
       fmt: (k) => pct(total > 0 ? k.total_ns / total : -1),
     },
