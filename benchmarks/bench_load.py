@@ -4,8 +4,8 @@
 
 The logdir (benchmarks/out/load/logdir, rebuilt each run with a fresh cache) holds the real fixtures
 (kineto/resnet50_v100, hta/df_index_resolver, ascend/level1, the SQLite export ascend/db_level1) and one
-big generated trace (default: /work/bench-data/100mb/run, made by
-`make_big_trace.py --target-mb 100 --out /work/bench-data/100mb/run`; hard-linked, else copied). Then:
+big generated trace (default: benchmarks/out/100mb/run, made there by
+`make_big_trace.py --target-mb 100` on the first run; hard-linked, else copied). Then:
 
 1. warm-up: each window's /overview once, one after another (the cold digests; their times are reported
    apart, they are not part of the load figures);
@@ -180,10 +180,14 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--clients", type=int, default=20)
     ap.add_argument("--seconds", type=float, default=60)
-    ap.add_argument("--big-trace", type=Path, default=Path("/work/bench-data/100mb/run"),
-                    help="a run folder holding the big generated trace (make_big_trace.py)")
+    ap.add_argument("--big-trace", type=Path, default=HERE / "out" / "100mb" / "run",
+                    help="a run folder holding the big trace; generated there (make_big_trace.py, "
+                         "reused once made) when it holds none")
     args = ap.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
+    if not any(args.big_trace.glob("*.pt.trace.json*")):
+        subprocess.run([sys.executable, str(HERE / "make_big_trace.py"), "--target-mb", "100",
+                        "--out", str(args.big_trace)], check=True)
     shutil.rmtree(OUT / "user-cache", ignore_errors=True)
     logdir = build_logdir(args.big_trace)
     inputs_before = tree_bytes(logdir, skip_cache=True)
