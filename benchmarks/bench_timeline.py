@@ -230,7 +230,8 @@ def served_figures(run_dir: str, work: str, figures: dict, args) -> None:
     """The figures measured against real TensorBoards: cold (the first request reads and indexes),
     then a fresh TensorBoard on the same cache for the browser (the window ingested, as after
     TensorBoard's own prefetch)."""
-    env = dict(os.environ, CANNING_CACHE_DIR=os.path.join(work, "tb-cache"))
+    # the run folder holds links to the trace outside the logdir: the user says they may be followed
+    env = dict(os.environ, CANNING_CACHE_DIR=os.path.join(work, "tb-cache"), CANNING_FOLLOW_LINKS="1")
     proc, base = start_tensorboard(run_dir, os.path.join(work, "tb.log"), env)
     try:
         log("tiles over HTTP (the first request ingests and indexes in TensorBoard)")
@@ -271,7 +272,7 @@ def ranks_dir(args) -> str | None:
 
 def ranks_served(run: str, work: str, figures: dict, args) -> None:
     """Every rank of a multi-rank run on one axis: over HTTP, then (with --browser) in Chromium."""
-    env = dict(os.environ, CANNING_CACHE_DIR=os.path.join(work, "tb-ranks-cache"))
+    env = dict(os.environ, CANNING_CACHE_DIR=os.path.join(work, "tb-ranks-cache"), CANNING_FOLLOW_LINKS="1")
     proc, base = start_tensorboard(run, os.path.join(work, "tb-ranks.log"), env)
     try:
         figures.update(ranks_figures(base, "."))
