@@ -65,7 +65,6 @@ def test_gpu_card_and_kernel_columns(page, url, errors):
     for i in range(4):
         expect(rows.nth(i).locator("td")).not_to_have_text("–")
     expect(rows.nth(3).locator("td")).to_have_text("0.0")  # no Tensor Core kernel in this fp32 run
-    shot(page, "overview-gpu-efficiency")
     frame.locator("#tab-kernels").click()
     loaded(frame)
     table = frame.locator("#kernel-table")

@@ -8,7 +8,7 @@ import urllib.request
 import pytest
 from playwright.sync_api import expect
 
-from _tb import T, copy_resnet, open_plugin, serve
+from _tb import T, copy_resnet, open_plugin, serve, shot
 from conftest import fixture_path
 from test_plugin_routes import RESNET_WINDOW
 
@@ -62,6 +62,7 @@ def test_findings_in_order_with_their_parts_and_links(page, url, logdir, errors)
     assert judged[0]["rule"] == "dataloader_share"
     assert f"{100 * overview['figures']['dataloader_share']:.1f}% of the average step (DataLoader)" in shown
     expect(first.locator(".gain")).to_contain_text("up to")
+    shot(page, "suggestions")
     # a table row link: the optimizer finding opens the Operators view searched for its row
     (opt,) = [i for i, f in enumerate(judged) if f["rule"] == "unfused_optimizer"]
     frame.locator(f"#sg-{opt}-row-0").click()
