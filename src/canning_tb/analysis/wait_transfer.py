@@ -112,7 +112,8 @@ def _mean(rows: list[dict], field: str, numbers: set[int]) -> int:
     chosen = [r[field] for r in rows if r["step"] in numbers] or [r[field] for r in rows]
     if not chosen or min(chosen) < 0:
         return UNKNOWN
-    return int(round(sum(chosen) / len(chosen)))
+    # floored, not rounded: parts rounded apart could sum 1 ns past their rounded total
+    return sum(chosen) // len(chosen)
 
 
 def rank_figures(digest: pb.Digest, split: np.ndarray) -> dict:
