@@ -4,6 +4,8 @@ from __future__ import annotations
 import json
 import sys
 
+from canning_tb.ingest.file_head import file_head, is_canning_report
+
 JSON_SCHEMA = "canning-prof/1"  # --mode=compare
 VIEW_SCHEMA = "canning-prof/2"  # --mode=view; 2: the run-level report, window digests on request
 
@@ -16,8 +18,5 @@ def dump_json(obj, out=None) -> None:
 
 
 def is_report(path: str) -> bool:
-    """The file is a JSON report of canning-prof (performance.json, `--format=json` output): its
-    schema tag is in its first bytes."""
-    with open(path, "rb") as f:
-        head = f.read(256)
-    return head.lstrip().startswith(b"{") and b'"schema": "canning-prof/' in head
+    """The file is a JSON report of canning-prof (performance.json, `--format=json` output)."""
+    return is_canning_report(file_head(path, 256))

@@ -16,3 +16,9 @@ def file_head(path: str, limit: int) -> bytes:
     except (OSError, zlib.error, gzip.BadGzipFile):
         return b""
     return head
+
+
+def is_canning_report(head: bytes) -> bool:
+    """canning-prof's own JSON report (performance.json, a saved `--format=json`): its schema tag is
+    in the first bytes. Discovery skips it (digests, no events); the CLI reads it as its folder."""
+    return head.lstrip().startswith(b"{") and b'"schema": "canning-prof/' in head[:256]

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from canning_tb.manifest import ManifestError, ascend_output_files, ascend_status
 from canning_tb.manifest import load as load_manifest
-from canning_tb.ingest.file_head import file_head
+from canning_tb.ingest.file_head import file_head, is_canning_report
 
 from .discover_ascend import ascend_windows, folder_windows, worker_names
 from .links import Policy, walk
@@ -223,7 +223,7 @@ def _sniff(path: str, size: int, mtime_ns: int) -> bool:
     head = file_head(path, 65536)
     if head.lstrip()[:1] == b"[":  # a bare array of events (torch_npu's export_chrome_trace)
         return b'"ph"' in head and b'"ts"' in head
-    if b'"schema": "canning-prof/' in head[:256]:  # canning-prof's own report (performance.json): digests, no events
+    if is_canning_report(head):
         return False
     return b'"traceEvents"' in head or b'"schemaVersion"' in head
 
