@@ -2,7 +2,7 @@
 over ranks and calls with numpy: the digests are read once into flat arrays (one row per rank, one
 row per collective call of any rank), and every figure is a sort, a grouped reduction or a
 scatter over those arrays; Python loops only build the answer's rows. Wait and transfer per call
-and per step come from wait_transfer.py (their one definition), rank by rank.
+and per step come from wait_transfer.py (their one definition), all ranks in one pass.
 
 `analyse_ranks(digests) -> dict` (JSON-friendly, ints stay ints):
 
@@ -59,7 +59,7 @@ import numpy as np
 
 from .cluster_spread import distributions, matrix_bins, rank_heatmap
 from .summary import has_device_work
-from .wait_transfer import call_splits, collective_sums, rank_figures
+from .wait_transfer import call_splits, collective_sums, rank_figures_many
 from .rules.thresholds import SLOW_RANK_RATIO  # the one threshold, shared with the rules
 
 MATRIX_CELLS_LIMIT = 16384  # cells listed in `matrix` / `matrix_cells`; beyond, the largest (matrix_bins has all)
@@ -84,7 +84,7 @@ def analyse_ranks(digests: list) -> dict:
     cann = bool(digests) and all(len(d.cann_steps) for d in digests)
     cols = _cann_columns(digests) if cann else _trace_columns(digests, on_host)
     splits = call_splits(digests)  # wait / transfer of each call: wait_transfer.py, the one definition
-    figures = [rank_figures(d, split) for d, split in zip(digests, splits)]
+    figures = rank_figures_many(digests, splits)  # every rank's steps measured in one pass
     for name in WAIT_FIELDS:
         cols[name] = np.fromiter((f[name] for f in figures), np.int64, len(figures))
     calls = CallTable.of(ranks, digests)

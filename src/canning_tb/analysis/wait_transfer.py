@@ -31,13 +31,6 @@ from . import intervals as iv
 UNKNOWN = -1
 
 
-def _measured(call: pb.CommCall) -> tuple[int, int] | None:
-    if call.wait_ns < 0 or call.transit_ns < 0:
-        return None
-    wait = min(call.wait_ns, call.dur_ns)
-    return wait, min(call.transit_ns, call.dur_ns - wait)
-
-
 def _sequences(digest: pb.Digest) -> dict[tuple[str, str], list[int]]:
     """{(kind, group): indices of this rank's calls in their order in the communicator}."""
     calls = digest.communication.calls
@@ -49,63 +42,145 @@ def _sequences(digest: pb.Digest) -> dict[tuple[str, str], list[int]]:
     return out
 
 
-def call_splits(digests: list) -> list[np.ndarray]:
-    """Per digest, an (n_calls, 2) array of (wait_ns, transfer_ns) per call, -1 unknown."""
-    out = [np.full((len(d.communication.calls), 2), UNKNOWN, np.int64) for d in digests]
-    matched: dict = defaultdict(dict)  # (kind, group) -> {digest index: call indices in sequence}
-    for i, digest in enumerate(digests):
-        for j, call in enumerate(digest.communication.calls):
-            split = _measured(call)
-            if split is not None:
-                out[i][j] = split
-        for key, indices in _sequences(digest).items():
-            matched[key][i] = indices
-    for members in matched.values():
-        if len(members) < 2:
-            continue
-        count = min(len(indices) for indices in members.values())
-        durations = np.array([[digests[i].communication.calls[j].dur_ns for j in indices[:count]]
-                              for i, indices in members.items()], np.int64).reshape(len(members), count)
-        transfer = durations.min(axis=0) if count else np.zeros(0, np.int64)
-        for row, (i, indices) in enumerate(members.items()):
-            chosen = np.array(indices[:count], np.int64)
-            todo = chosen[out[i][chosen, 0] < 0]  # CANN's own measurement wins
-            pick = np.isin(chosen, todo)
-            out[i][todo, 0] = durations[row, pick] - transfer[pick]
-            out[i][todo, 1] = transfer[pick]
+def _call_columns(digests: list) -> dict:
+    """Every call of every digest as flat arrays (digest by digest, each in its own order)."""
+    calls = [d.communication.calls for d in digests]
+    keys: dict = {}
+
+    def column(read) -> np.ndarray:
+        return np.fromiter((read(c) for part in calls for c in part), np.int64)
+    return {"digest": np.repeat(np.arange(len(digests)), [len(c) for c in calls]),
+            "key": column(lambda c: keys.setdefault((c.kind, c.group), len(keys))), "seq": column(lambda c: c.seq),
+            "start": column(lambda c: c.start_ns), "dur": column(lambda c: c.dur_ns),
+            "wait": column(lambda c: c.wait_ns), "transit": column(lambda c: c.transit_ns)}
+
+
+def _shortest_matched(col: dict) -> tuple[np.ndarray, np.ndarray]:
+    """(matched, transfer) per call: whether the same call (kind and communicator, place in its sequence:
+    seq, then start) is in two or more digests, and then the shortest duration of it among them."""
+    n = len(col["key"])
+    order = np.lexsort((np.arange(n), col["start"], col["seq"], col["digest"], col["key"]))
+    key, digest, dur = col["key"][order], col["digest"][order], col["dur"][order]
+    new = np.ones(n, bool)
+    new[1:] = (key[1:] != key[:-1]) | (digest[1:] != digest[:-1])
+    first = np.flatnonzero(new)
+    pos = np.arange(n) - first[np.cumsum(new) - 1]  # place of each call in its digest's sequence
+    slot_key, slot_len = key[first], np.diff(np.append(first, n))
+    keys = int(key.max()) + 1 if n else 0
+    count = np.full(keys, np.iinfo(np.int64).max)
+    np.minimum.at(count, slot_key, slot_len)
+    count[np.bincount(slot_key, minlength=keys) < 2] = 0  # a call of one digest only: nothing to match
+    place = np.concatenate([[0], np.cumsum(count)[:-1]])[key] + pos
+    inside = pos < count[key]
+    shortest = np.full(int(count.sum()), np.iinfo(np.int64).max)
+    np.minimum.at(shortest, place[inside], dur[inside])
+    matched, transfer = np.zeros(n, bool), np.zeros(n, np.int64)
+    matched[order[inside]] = True
+    transfer[order[inside]] = shortest[place[inside]]
+    return matched, transfer
+
+
+def call_splits(digests: list, match: bool = True) -> list[np.ndarray]:
+    """Per digest, an (n_calls, 2) array of (wait_ns, transfer_ns) per call, -1 unknown; match=False:
+    each digest's own (CANN's measurement), as call_splits([digest]) of each one (nothing to match)."""
+    col = _call_columns(digests)
+    out = np.full((len(col["key"]), 2), UNKNOWN, np.int64)
+    measured = (col["wait"] >= 0) & (col["transit"] >= 0)
+    wait = np.minimum(col["wait"], col["dur"])
+    out[measured, 0] = wait[measured]
+    out[measured, 1] = np.minimum(col["transit"], col["dur"] - wait)[measured]
+    matched, transfer = _shortest_matched(col) if match else (np.zeros(len(out), bool), out[:, 1])
+    todo = matched & (out[:, 0] < 0)  # CANN's own measurement wins
+    out[todo, 0] = col["dur"][todo] - transfer[todo]
+    out[todo, 1] = transfer[todo]
+    return np.split(out, np.cumsum([len(d.communication.calls) for d in digests])[:-1])
+
+
+class _Many:
+    """The calls and steps of many ranks on one time line: each rank's instants shifted by its own
+    offset so that the ranks' spans lie apart (at least 2 ns between them), so every interval set
+    of all the ranks is computed by one numpy pass, and a step's measure only sees its own rank's
+    intervals (the shift is exact: int64 instants, each rank's moved as a whole)."""
+
+    def __init__(self, digests: list, splits: list[np.ndarray]):
+        def column(read, items, dtype=np.int64) -> np.ndarray:
+            return np.fromiter((read(x) for part in items for x in part), dtype)
+
+        calls = [d.communication.calls for d in digests]
+        steps = [d.steps for d in digests]
+        self.call_rank = np.repeat(np.arange(len(digests)), [len(c) for c in calls])
+        self.step_rank = np.repeat(np.arange(len(digests)), [len(s) for s in steps])
+        start = column(lambda c: c.start_ns, calls)
+        dur = np.maximum(column(lambda c: c.dur_ns, calls), 0)
+        self.p2p = column(lambda c: c.comm_type == "p2p", calls, bool)
+        split = np.concatenate(splits) if splits else np.zeros((0, 2), np.int64)
+        split = split.reshape(-1, 2)
+        self.known = split[:, 0] >= 0
+        self.step = column(lambda s: s.number, steps)
+        self.step_start = column(lambda s: s.start_ns, steps)
+        self.step_dur = column(lambda s: s.dur_ns, steps)
+        low = self.step_start
+        high = low + np.maximum(self.step_dur, 0)
+        wait_end = start + split[:, 0]
+        points = [(start, self.call_rank), (start + dur, self.call_rank), (low, self.step_rank),
+                  (high, self.step_rank), (wait_end[self.known], self.call_rank[self.known]),
+                  ((wait_end + split[:, 1])[self.known], self.call_rank[self.known])]
+        shift = self._shifts(len(digests), points)
+        self.start, self.end = start + shift[self.call_rank], start + dur + shift[self.call_rank]
+        self.wait_end = wait_end + shift[self.call_rank]
+        self.transfer_end = self.wait_end + split[:, 1]
+        self.low, self.high = low + shift[self.step_rank], high + shift[self.step_rank]
+        # a rank whose calls all lack wait / transfer has them unknown (one without calls: 0)
+        has_calls = np.bincount(self.call_rank, minlength=len(digests)) > 0
+        any_known = np.bincount(self.call_rank[self.known], minlength=len(digests)) > 0
+        self.rank_known = ~has_calls | any_known
+
+    @staticmethod
+    def _shifts(ranks: int, points: list) -> np.ndarray:
+        """Per rank, what to add to its instants so the ranks' spans follow each other, 2 ns apart."""
+        values = np.concatenate([p for p, _ in points])
+        owner = np.concatenate([r for _, r in points])
+        low = np.full(ranks, np.iinfo(np.int64).max)
+        high = np.full(ranks, np.iinfo(np.int64).min)
+        np.minimum.at(low, owner, values)
+        np.maximum.at(high, owner, values)
+        empty = high < low
+        low[empty], high[empty] = 0, 0
+        span = high - low + 2
+        return np.concatenate([[0], np.cumsum(span)[:-1]]) - low
+
+    def sets(self):
+        """(transfer, collective wait, p2p wait, all calls) interval sets of all the ranks."""
+        known, p2p = self.known, self.p2p
+        transfer = iv.union(self.wait_end[known], self.transfer_end[known])
+        wait = iv.subtract(iv.union(self.start[known & ~p2p], self.wait_end[known & ~p2p]), transfer)
+        p2p_wait = iv.subtract(iv.union(self.start[known & p2p], self.wait_end[known & p2p]),
+                               iv.union_sets(transfer, wait))
+        return transfer, wait, p2p_wait, iv.union(self.start, self.end)
+
+
+def step_figures_many(digests: list, splits: list[np.ndarray]) -> list[list[dict]]:
+    """Per digest, [{step, start_ns, dur_ns, communication_total_ns, wait_ns, p2p_wait_ns, transfer_ns}]
+    per step (wait / transfer -1 where no call of the rank has them); `splits`: call_splits."""
+    many = _Many(digests, splits)
+    transfer, wait, p2p_wait, calls = many.sets()
+    measures = {name: iv.measure(found, many.low, many.high).tolist() for name, found in
+                (("communication_total_ns", calls), ("wait_ns", wait), ("p2p_wait_ns", p2p_wait),
+                 ("transfer_ns", transfer))}
+    known = many.rank_known.tolist()
+    out: list[list[dict]] = [[] for _ in digests]
+    for k, (rank, number, start, dur) in enumerate(zip(many.step_rank.tolist(), many.step.tolist(),
+                                                       many.step_start.tolist(), many.step_dur.tolist())):
+        row = {"step": number, "start_ns": start, "dur_ns": dur}
+        for name, values in measures.items():
+            row[name] = values[k] if known[rank] or name == "communication_total_ns" else UNKNOWN
+        out[rank].append(row)
     return out
 
 
-def _sets(digest: pb.Digest, split: np.ndarray):
-    """(transfer, collective wait, p2p wait, all calls) interval sets of one rank."""
-    calls = digest.communication.calls
-    start = np.array([c.start_ns for c in calls], np.int64)
-    end = start + np.array([max(c.dur_ns, 0) for c in calls], np.int64)
-    p2p = np.array([c.comm_type == "p2p" for c in calls], bool)
-    known = split[:, 0] >= 0 if len(calls) else np.zeros(0, bool)
-    wait_end = start + split[:, 0]
-    transfer = iv.union(wait_end[known], (wait_end + split[:, 1])[known])
-    wait = iv.subtract(iv.union(start[known & ~p2p], wait_end[known & ~p2p]), transfer)
-    p2p_wait = iv.subtract(iv.union(start[known & p2p], wait_end[known & p2p]), iv.union_sets(transfer, wait))
-    return transfer, wait, p2p_wait, iv.union(start, end), not len(calls) or bool(known.any())
-
-
 def step_figures(digest: pb.Digest, split: np.ndarray) -> list[dict]:
-    """[{step, start_ns, dur_ns, communication_total_ns, wait_ns, p2p_wait_ns, transfer_ns}] per step of the
-    digest (wait / transfer -1 where no call of the rank has them)."""
-    steps = list(digest.steps)
-    lo = np.array([s.start_ns for s in steps], np.int64)
-    hi = lo + np.array([max(s.dur_ns, 0) for s in steps], np.int64)
-    transfer, wait, p2p_wait, calls, known = _sets(digest, split)
-    measures = {name: iv.measure(found, lo, hi) for name, found in
-                (("communication_total_ns", calls), ("wait_ns", wait), ("p2p_wait_ns", p2p_wait), ("transfer_ns", transfer))}
-    rows = []
-    for k, step in enumerate(steps):
-        row = {"step": int(step.number), "start_ns": int(step.start_ns), "dur_ns": int(step.dur_ns)}
-        for name, values in measures.items():
-            row[name] = int(values[k]) if known or name == "communication_total_ns" else UNKNOWN
-        rows.append(row)
-    return rows
+    """step_figures_many of one digest."""
+    return step_figures_many([digest], [split])[0]
 
 
 def _mean(rows: list[dict], field: str, numbers: set[int]) -> int:
@@ -119,19 +194,31 @@ def _mean(rows: list[dict], field: str, numbers: set[int]) -> int:
 def rank_figures(digest: pb.Digest, split: np.ndarray) -> dict:
     """One rank's wait / p2p wait / transfer / communication: the mean step (as `step_ns`), the window
     totals (`window_*`) and `per_step` (step_figures)."""
-    rows = step_figures(digest, split)
-    numbers = set(digest.average_steps)
-    out = {"per_step": rows}
-    for field in ("communication_total_ns", "wait_ns", "p2p_wait_ns", "transfer_ns"):
-        out[field] = _mean(rows, field, numbers)
-        known = [r[field] for r in rows]
-        out[f"window_{field}"] = sum(known) if known and min(known) >= 0 else UNKNOWN
+    return rank_figures_many([digest], [split])[0]
+
+
+def rank_figures_many(digests: list, splits: list[np.ndarray]) -> list[dict]:
+    """`rank_figures` of each digest, the steps of all of them measured at once (step_figures_many)."""
+    out = []
+    for digest, rows in zip(digests, step_figures_many(digests, splits)):
+        numbers = set(digest.average_steps)
+        found = {"per_step": rows}
+        for field in ("communication_total_ns", "wait_ns", "p2p_wait_ns", "transfer_ns"):
+            found[field] = _mean(rows, field, numbers)
+            known = [r[field] for r in rows]
+            found[f"window_{field}"] = sum(known) if known and min(known) >= 0 else UNKNOWN
+        out.append(found)
     return out
 
 
 def wait_transfer(digests: list) -> list[dict]:
     """`rank_figures` of each digest, with calls matched across all of them."""
-    return [rank_figures(d, s) for d, s in zip(digests, call_splits(digests))]
+    return rank_figures_many(digests, call_splits(digests))
+
+
+def own_figures(digests: list) -> list[dict]:
+    """`rank_figures` of each digest from its own files alone (no call matched with another digest)."""
+    return rank_figures_many(digests, call_splits(digests, match=False))
 
 
 def collective_sums(digests: list, splits: list[np.ndarray]) -> dict:
