@@ -53,12 +53,16 @@ def _share(part: int, total: int) -> float | None:
 def slowest_op(digest: pb.Digest) -> dict | None:
     """{name, ns, metric, share} of the operator with the most self time (see the module doc)."""
     metric = "device_self_ns" if has_device_work(digest) else "host_self_ns"
-    ops = [o for o in digest.ops_by_name if not o.name.startswith(STEP_RANGE_PREFIX) and getattr(o, metric) > 0]
-    if not ops:
+    top, top_ns, total = None, 0, 0
+    for op in digest.ops_by_name:  # one pass: a run overview asks this of every rank
+        ns = getattr(op, metric)
+        if ns > 0 and not op.name.startswith(STEP_RANGE_PREFIX):
+            total += ns
+            if ns > top_ns:  # the first of equal ones, as max() picks
+                top, top_ns = op, ns
+    if top is None:
         return None
-    top = max(ops, key=lambda o: getattr(o, metric))
-    total = sum(getattr(o, metric) for o in ops)
-    return {"name": top.name, "ns": getattr(top, metric), "metric": metric, "share": getattr(top, metric) / total}
+    return {"name": top.name, "ns": top_ns, "metric": metric, "share": top_ns / total}
 
 
 def memory_peaks(digest: pb.Digest) -> list[dict]:
@@ -106,15 +110,16 @@ def _comm_row(breakdown: pb.Breakdown, split: dict) -> dict:
             **{key: split.get(key, -1) for key in ("wait_ns", "p2p_wait_ns", "transfer_ns")}}
 
 
-def communication_figures(digest: pb.Digest, ranks: list | None = None) -> dict:
+def communication_figures(digest: pb.Digest, ranks: list | None = None, found: dict | None = None) -> dict:
     """This rank's communication: `mean` (the mean step, the ranks table's unit), `window` (all
     steps) and `steps` (one row per step, with its calls per collective). Wait / transfer:
     wait_transfer.rank_figures with the calls matched over `ranks` (digests of the same window of
-    the other ranks, this one included), or over this digest alone (CANN's own, else unknown)."""
-    from .wait_transfer import wait_transfer  # numpy: only where communication is shown
-
-    peers = ranks or [digest]
-    found = wait_transfer(peers)[next(i for i, d in enumerate(peers) if d is digest)]
+    the other ranks, this one included), or over this digest alone (CANN's own, else unknown);
+    `found`: those figures when already computed (wait_transfer.own_figures of many windows at once)."""
+    if found is None:
+        from .wait_transfer import wait_transfer  # numpy: only where communication is shown
+        peers = ranks or [digest]
+        found = wait_transfer(peers)[next(i for i, d in enumerate(peers) if d is digest)]
     per_step = {row["step"]: row for row in found["per_step"]}
     steps = []
     for step in digest.steps:

@@ -76,12 +76,15 @@ def json_report(source: str, results, analyses, detailed: set) -> dict:
     its headline `figures` and `communication` figures (analysis/summary.py, the views' own functions),
     and its whole digest when it is in `detailed`."""
     from canning_tb.analysis.summary import communication_figures, window_figures
+    from canning_tb.analysis.wait_transfer import own_figures
+    read = [d for _, d, _ in results if d is not None]
+    own = dict(zip(map(id, read), own_figures(read)))  # every window's own wait / transfer in one pass
     return {"schema": VIEW_SCHEMA, "input": source,
             "ranks": [_ranks_json(run, i, members, analysis) for run, i, members, analysis in analyses],
             "windows": [{"run": t.run, "worker": t.worker, "window": t.window.id, "label": t.window.label,
                          "format": t.window.format, "error": err,
                          "figures": window_figures(d) if d is not None else None,
-                         "communication": communication_figures(d) if d is not None else None,
+                         "communication": communication_figures(d, found=own[id(d)]) if d is not None else None,
                          "digest": to_plain(d) if d is not None and id(t) in detailed else None}
                         for t, d, err in results]}
 
