@@ -1,19 +1,27 @@
 """Many-rank benchmark: a generated run of N ranks, digests at the source, opened by the plugin's run
 overview and communication routes and by the CLI report.
 
-    python benchmarks/bench_ranks.py [--ranks 256 1024] [--no-tensorboard] [--s3] [--out DIR]
+    python benchmarks/bench_ranks.py [--ranks 256 1024] [--no-tensorboard] [--s3] [--out DIR] [--baseline SRC]
 
 The run is generated from the 8 real ranks of the DLRM fixture (param/dlrm_8ranks: V100, NCCL):
 rank r takes the digest of fixture rank r % 8, with every duration scaled by a per-rank jitter
 (+-2 %) and its computing by a further per-rank factor; ranks 3 and N-5 compute 30 % longer
 (tests/_many_ranks.py writes it as the handler does: manifest, trace link, digest beside it).
 
-Measured, per size:
-- impl: the store + route layer in this process (what TensorBoard runs): a fresh Store (discovery),
-  GET /cluster's `cluster_impl` cold (digests read from disk) and warm (asked again), response bytes;
-- tensorboard: a real TensorBoard on the run: /runs until listed, then /cluster cold and warm over HTTP;
-- cli: `canning-prof --mode=view --format=json` (the run report) and `--format=text`, wall and bytes,
-  each twice (the second run is warm: the OS page cache holds the digests).
+Measured, per size (wall `_s` and CPU `_cpu_s` seconds; on a busy machine wall is the CPU time
+plus the wait for a core, so compare CPU times, or run with --baseline):
+- impl: the store + route layer in a fresh process, as TensorBoard's request thread runs it:
+  imports, a fresh Store (discovery), then cold (digests read from disk) GET /overview and
+  /communication of one rank's window and /cluster of the run (`run_overview_cold_s` = /overview +
+  /cluster, what the Overview tab waits for; `communication_view_cold_s` = /communication +
+  /cluster), /cluster warm (asked again), response bytes;
+- tensorboard: a real TensorBoard on the run: /runs until listed, then the same routes over HTTP
+  (CPU: the TensorBoard process's, read from /proc);
+- cli: `canning-prof --mode=view --format=json` (the run report) and `--format=text`, wall, CPU and
+  bytes, each twice (the second run is warm: the OS page cache holds the digests).
+- baseline (--baseline SRC, e.g. main's `src` from `git archive main src`): impl, tensorboard and
+  cli again with that code first on PYTHONPATH, in the same run, and the ratios of this code's
+  figures to it (`speedup`: baseline / this, > 1 is faster).
 - s3 (--s3): the same run uploaded to a real S3 API server on localhost (moto, as the tests start it),
   opened from a cold start (no local copy yet): the store's first sync (manifests and digests copied,
   traces not) and /cluster, then a real TensorBoard on s3://.
@@ -66,27 +74,82 @@ def timed(fn):
     return out, round(time.perf_counter() - start, 3)
 
 
-def bench_impl(logdir: str) -> dict:
-    """cluster_impl cold and warm in this process, as TensorBoard's thread runs it."""
+def bench_impl(logdir: str, src: str | None = None) -> dict:
+    """The routes in a fresh process (this code, or SRC's), as TensorBoard's request thread runs them."""
+    done = subprocess.run([sys.executable, os.path.abspath(__file__), "--impl", logdir], env=_env(src),
+                          capture_output=True, text=True, check=True)
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def _env(src: str | None) -> dict:
+    """The environment of a child running SRC's code (None: this checkout's, as the parent imports it)."""
+    import canning_tb
+    code = src or os.path.dirname(os.path.dirname(canning_tb.__file__))
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([code, os.environ.get("PYTHONPATH", "")])}
+
+
+def impl_child(logdir: str) -> None:
+    """--impl LOGDIR: the route figures of this process's code, printed as one JSON line."""
+    clock = Clock()
     from canning_tb.plugin.ranks import cluster_impl
+    from canning_tb.plugin.sections import communication_impl, overview_impl
     from canning_tb.store import Store
     from canning_tb.store.prefetcher import Prefetcher
-
-    # a remote logdir's caches go to its local copy (CANNING_CACHE_DIR)
-    cache_dir = None if "://" in logdir else os.path.join(logdir, "..", "cache")
-    store, discover_s = timed(lambda: Store(logdir, cache_dir=cache_dir))
+    out = {"import": clock.lap()}
+    cache_dir = None if "://" in logdir else os.path.join(logdir, "..", "cache")  # remote: CANNING_CACHE_DIR
+    store = Store(logdir, cache_dir=cache_dir)
+    out["discover"] = clock.lap()
     prefetcher = Prefetcher(store)
     run = store.runs()[0]
+    workers = store.workers(run)
 
-    def answer() -> dict:
+    def window(i: int) -> tuple:
+        return run, workers[i].name, store.windows(run, workers[i].name)[0].id
+
+    def cluster() -> dict:
         while (body := cluster_impl(store, prefetcher, run, 0)).get("loading"):
             time.sleep(0.05)
         return body
 
-    body, cold_s = timed(answer)
-    _, warm_s = timed(answer)
-    return {"discover_s": discover_s, "cluster_cold_s": cold_s, "cluster_warm_s": warm_s,
-            "cluster_bytes": len(json.dumps(body)), "ranks": len(body["ranks"])}
+    overview_impl(store, *window(0))
+    out["overview_cold"] = clock.lap()
+    communication_impl(store, *window(1))
+    out["communication_cold"] = clock.lap()
+    body = cluster()
+    out["cluster_cold"] = clock.lap()
+    cluster()
+    out["cluster_warm"] = clock.lap()
+    figures = {f"{name}_{unit}": value for name, lap in out.items() for unit, value in zip(("s", "cpu_s"), lap)}
+    figures.update(_views(figures), cluster_bytes=len(json.dumps(body)), ranks=len(body["ranks"]))
+    print(json.dumps(figures))
+
+
+def _views(figures: dict) -> dict:
+    """What a view waits for from cold: its own window's route, then /cluster."""
+    return {f"{view}_cold_{unit}": round(figures[f"{route}_cold_{unit}"] + figures[f"cluster_cold_{unit}"], 3)
+            for view, route in (("run_overview", "overview"), ("communication_view", "communication"))
+            for unit in ("s", "cpu_s")}
+
+
+class Clock:
+    """Wall and CPU seconds (of this process, or of another one's /proc/PID/stat) since the last lap."""
+
+    def __init__(self, pid: int | None = None):
+        self.pid = pid
+        self.last = self._now()
+
+    def _now(self) -> tuple[float, float]:
+        if self.pid is None:
+            return time.perf_counter(), time.process_time()
+        with open(f"/proc/{self.pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return time.perf_counter(), (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def lap(self) -> tuple[float, float]:
+        now = self._now()
+        out = tuple(round(b - a, 3) for a, b in zip(self.last, now))
+        self.last = now
+        return out
 
 
 def _get(url: str) -> tuple[int, bytes]:
@@ -95,9 +158,9 @@ def _get(url: str) -> tuple[int, bytes]:
         return r.status, r.read()
 
 
-def bench_tensorboard(logdir: str, run: str, scratch: str) -> dict:
+def bench_tensorboard(logdir: str, run: str, scratch: str, src: str | None = None) -> dict:
     log_path = os.path.join(scratch, "tb.log")
-    env = {**os.environ, "CANNING_CACHE_DIR": os.path.join(scratch, "tb-cache")}
+    env = {**_env(src), "CANNING_CACHE_DIR": os.path.join(scratch, "tb-cache")}
     with open(log_path, "wb") as out:
         start = time.perf_counter()
         proc = subprocess.Popen([sys.executable, "-c", LAUNCHER, "--logdir", logdir, "--host", "127.0.0.1",
@@ -118,28 +181,37 @@ def _tensorboard_figures(proc, log_path: str, run: str, start: float) -> dict:
     while not any(r["name"] == run for r in json.loads(_get(base + "/runs")[1])["runs"]):
         time.sleep(0.1)
     listed_s = round(time.perf_counter() - start, 3)
+    workers = next(r for r in json.loads(_get(base + "/runs")[1])["runs"] if r["name"] == run)["workers"]
+    ranks = [f"run={run}&worker={w['name']}&window={w['windows'][0]['id']}" for w in workers[:2]]
 
-    def cluster() -> bytes:
+    def ask(route: str) -> bytes:
         while True:
-            status, body = _get(f"{base}/cluster?run={run}&window_index=0")
+            status, body = _get(f"{base}/{route}")
             if status == 200:
                 return body
             time.sleep(0.05)
 
-    body, cold_s = timed(cluster)
-    _, warm_s = timed(cluster)
-    return {"start_to_listed_s": listed_s, "cluster_cold_s": cold_s, "cluster_warm_s": warm_s,
-            "cluster_bytes": len(body), "start_to_cluster_s": round(listed_s + cold_s, 3)}
+    clock, figures = Clock(proc.pid), {"start_to_listed_s": listed_s}
+    for name, route in (("overview_cold", f"overview?{ranks[0]}"), ("communication_cold", f"communication?{ranks[1]}"),
+                        ("cluster_cold", f"cluster?run={run}&window_index=0"),
+                        ("cluster_warm", f"cluster?run={run}&window_index=0")):
+        body = ask(route)
+        figures[f"{name}_s"], figures[f"{name}_cpu_s"] = clock.lap()
+    return {**figures, **_views(figures), "cluster_bytes": len(body),
+            "start_to_cluster_s": round(listed_s + figures["cluster_cold_s"], 3)}
 
 
-def bench_cli(run: str) -> dict:
+def bench_cli(run: str, src: str | None = None) -> dict:
+    import resource
     cli = [sys.executable, "-m", "canning_tb.cli.main", "--mode=view", f"--input={run}"]
     out = {}
     for fmt in ("json", "text"):
         for attempt in ("first", "again"):
-            start = time.perf_counter()
-            done = subprocess.run(cli + [f"--format={fmt}"], capture_output=True, check=True)
+            start, used = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
+            done = subprocess.run(cli + [f"--format={fmt}"], capture_output=True, check=True, env=_env(src))
             out[f"{fmt}_{attempt}_s"] = round(time.perf_counter() - start, 3)
+            now = resource.getrusage(resource.RUSAGE_CHILDREN)
+            out[f"{fmt}_{attempt}_cpu_s"] = round(now.ru_utime + now.ru_stime - used.ru_utime - used.ru_stime, 3)
         out[f"{fmt}_bytes"] = len(done.stdout)
     return out
 
@@ -166,26 +238,53 @@ def bench_s3(logdir: str, run: str, scratch: str, with_tensorboard: bool) -> dic
         server.stop()
 
 
+def measure(logdir: str, run: str, scratch: str, args) -> dict:
+    """impl, tensorboard and cli, each of this code then of the baseline's (when given)."""
+    codes = {"this": None, **({"baseline": os.path.abspath(args.baseline)} if args.baseline else {})}
+    figures: dict = {code: {} for code in codes}
+    parts = [("impl", lambda src, tag: bench_impl(logdir, src))]
+    if not args.no_tensorboard:
+        parts.append(("tensorboard", lambda src, tag: bench_tensorboard(
+            logdir, os.path.basename(run), _folder(scratch, tag), src)))
+    parts.append(("cli", lambda src, tag: bench_cli(run, src)))
+    for part, bench in parts:
+        for code, src in codes.items():
+            figures[code][part] = bench(src, code)
+            log(f"{os.path.basename(run)}, {part}, {code}: {figures[code][part]}")
+    out = figures["this"]
+    if args.baseline:
+        out["baseline"] = figures["baseline"]
+        out["speedup"] = {part: {key: round(value / out[part][key], 2) for key, value in figures["baseline"][part].items()
+                                 if key.endswith("_s") and out[part].get(key)} for part, _ in parts}
+        log(f"{os.path.basename(run)}, speedup (baseline / this): {out['speedup']}")
+    return out
+
+
+def _folder(scratch: str, name: str) -> str:
+    path = os.path.join(scratch, name)
+    os.makedirs(path, exist_ok=True)
+    return path
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--ranks", type=int, nargs="+", default=[256, 1024])
     parser.add_argument("--no-tensorboard", action="store_true", help="skip the real TensorBoard")
     parser.add_argument("--s3", action="store_true", help="also open the run from a local S3 API server (moto)")
+    parser.add_argument("--baseline", metavar="SRC", help="a src folder of other code (e.g. main's) to compare with")
+    parser.add_argument("--impl", metavar="LOGDIR", help=argparse.SUPPRESS)  # the child of bench_impl
     parser.add_argument("--out", default=os.path.join(HERE, "out"))
     args = parser.parse_args()
+    if args.impl:
+        impl_child(args.impl)
+        return 0
     os.makedirs(args.out, exist_ok=True)
     results = {}
     for ranks in args.ranks:
         with tempfile.TemporaryDirectory(prefix=f"ranks{ranks}-") as scratch:
             logdir = os.path.join(scratch, "logdir")
             run = generate(logdir, ranks)
-            figures = {"impl": bench_impl(logdir)}
-            log(f"{ranks} ranks, store + impl: {figures['impl']}")
-            if not args.no_tensorboard:
-                figures["tensorboard"] = bench_tensorboard(logdir, os.path.basename(run), scratch)
-                log(f"{ranks} ranks, TensorBoard: {figures['tensorboard']}")
-            figures["cli"] = bench_cli(run)
-            log(f"{ranks} ranks, CLI: {figures['cli']}")
+            figures = measure(logdir, run, scratch, args)
             if args.s3:
                 figures["s3"] = bench_s3(logdir, os.path.basename(run), scratch, not args.no_tensorboard)
                 log(f"{ranks} ranks, on S3 (moto), cold: {figures['s3']}")
