@@ -15,6 +15,7 @@ import pytest
 
 from canning_tb.analysis.build import build_digest
 from canning_tb.analysis.cluster import analyse_ranks
+from canning_tb.analysis.summary import communication_figures, rank_row, window_figures
 from canning_tb.analysis.wait_transfer import wait_transfer
 from canning_tb.ingest.ascend import read_ascend
 from canning_tb.ingest.kineto import read_kineto
@@ -163,6 +164,9 @@ def test_store_and_cluster_route_read_the_digests_at_the_source(dlrm, tmp_path):
     assert not list((tmp_path / "cache").rglob("*.digest.pb"))
     assert_equal_to_loops(answer, digests)
     assert [r["step_ns"] for r in answer["per_rank"]] == [d.average.total_ns for d in digests]
+    # read in part (store/digest_part.py): the rows are those of the whole digests
+    assert [{k: v for k, v in row.items() if k not in ("worker", "window")} for row in answer["per_rank"]] == [
+        {"rank": d.window.rank, **rank_row(d)} for d in digests]
     assert cluster_impl(store, prefetcher, "run", 0) is answer  # kept while no file changed
     slower = write_many_ranks(str(logdir / "run"), dlrm, 64, slow={17: 1.5, 40: 2.0})
     again = cluster_impl(store, prefetcher, "run", 0)
@@ -187,6 +191,9 @@ def test_cli_run_report_leads_with_the_ranks_and_details_on_request(dlrm, tmp_pa
     windows = {w["worker"]: w for w in report["windows"]}
     assert len(windows) == 24 and all(w["digest"] is None for w in windows.values())
     assert windows["rank5"]["figures"]["average_step_ns"] == digests[5].average.total_ns
+    for rank in (0, 5, 23):  # the ranks read in part, their own wait / transfer all at once: as one whole digest
+        assert windows[f"rank{rank}"]["figures"] == json.loads(json.dumps(window_figures(digests[rank])))
+        assert windows[f"rank{rank}"]["communication"] == json.loads(json.dumps(communication_figures(digests[rank])))
     picked = json.loads(run_cli(f"--input={run}", "--format=json", "--worker=rank5"))
     detailed = {w["worker"] for w in picked["windows"] if w["digest"] is not None}
     assert detailed == {"rank5"}

@@ -23,6 +23,11 @@ class Target:
     def digest(self):
         return self.store.digest(self.run, self.worker, self.window.id)
 
+    def part(self):
+        """The fields of the digest that the report across ranks reads (store/digest_part.py)."""
+        from canning_tb.store.digest_part import RANKS
+        return self.store.digest_part(self.run, self.worker, self.window.id, RANKS)
+
 
 def _all_targets(store: Store, none_found: str) -> list[Target]:
     """Every window of the store; raises FileNotFoundError(none_found) when there is none."""

@@ -24,15 +24,16 @@ def short_path(store, path: str) -> str:
     return path
 
 
-def digest_all(targets) -> list[tuple]:
-    """(target, digest or None, error or None) for each target, digesting in parallel."""
+def digest_all(targets, parts: set = frozenset()) -> list[tuple]:
+    """(target, digest or None, error or None) for each target, digesting in parallel; the targets whose
+    id is in `parts` are read as the part of their digest that the ranks' report reads (Target.part)."""
     store = targets[0].store
     if len(targets) > 1:
         store.prefetch([(t.run, t.worker, t.window.id) for t in targets], progress=ProgressBar("windows"))
     out = []
     for target in targets:
         try:
-            out.append((target, target.digest(), None))
+            out.append((target, target.part() if id(target) in parts else target.digest(), None))
         except InputError as e:  # the file relative to the logdir, as the user knows it
             out.append((target, None, f"{short_path(store, e.file)}: {e.problem}"))
         except Exception as e:  # window boundary: a bug met in one window must not cost the others their report
@@ -40,6 +41,33 @@ def digest_all(targets) -> list[tuple]:
             out.append((target, None, f"{target.window.path}: internal error ({type(e).__name__}: {e}); "
                                       f"the traceback is on stderr"))
     return out
+
+
+def read_all(targets, detail: bool = False, workers=()) -> tuple[list, list, set]:
+    """(results of digest_all, rank_groups, the detailed windows' ids): the windows that share a position
+    with other workers are read in part (the report sums them up across ranks), then the whole digest
+    of any of them whose own report is wanted after all."""
+    from canning_tb.analysis.digest_pb2 import Digest
+    shared = set() if detail else {id(t) for t in _sharing(targets) if t.worker not in set(workers)}
+    results = digest_all(targets, shared)
+    groups = rank_groups(results)
+    detailed = _detailed(targets, groups, detail, workers)
+    results = [(t, t.digest(), err) if id(t) in detailed and d is not None and not isinstance(d, Digest)
+               else (t, d, err) for t, d, err in results]
+    return results, groups, detailed
+
+
+def _sharing(targets) -> list:
+    """The targets at a window position that several workers of their run have (Store.windows_at)."""
+    store = targets[0].store
+    shared = set()
+    for run in {t.run for t in targets}:
+        position = 0
+        while chosen := store.windows_at(run, position):
+            if len(chosen) > 1:
+                shared.update((run, worker.name, window.id) for worker, window in chosen)
+            position += 1
+    return [t for t in targets if (t.run, t.worker, t.window.id) in shared]
 
 
 def rank_groups(results) -> list[tuple[str, int, list]]:
@@ -100,22 +128,17 @@ def _ranks_json(run: str, position: int, members: list, analysis: dict) -> dict:
 def write_report(path: str, cache_dir: str | None = None) -> str:
     """Writes the JSON report of every window under `path` to `path`/performance.json (atomically);
     returns the file's path."""
-    targets = targets_for(path, cache_dir)
-    results = digest_all(targets)
-    groups = rank_groups(results)
+    results, groups, detailed = read_all(targets_for(path, cache_dir))
     out = os.path.join(path, "performance.json")
     with open(out + ".tmp", "w", encoding="utf-8") as f:
-        dump_json(json_report(path, results, _analyses(groups), _detailed(targets, groups)), f)
+        dump_json(json_report(path, results, _analyses(groups), detailed), f)
     os.replace(out + ".tmp", out)
     return out
 
 
 def view(args) -> int:
-    targets = targets_for(args.input, args.cache_dir)
-    results = digest_all(targets)
-    groups = rank_groups(results)
+    results, groups, detailed = read_all(targets_for(args.input, args.cache_dir), args.detail, args.worker or ())
     analyses = _analyses(groups)
-    detailed = _detailed(targets, groups, args.detail, args.worker or ())
     if args.format == "json":
         dump_json(json_report(args.input, results, analyses, detailed))
     else:

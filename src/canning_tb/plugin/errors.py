@@ -29,13 +29,14 @@ def short_path(store, path: str) -> str:
     return path
 
 
-def window_digest(store, run: str, worker: str, window: str):
-    """The window's digest; 404 for ids the store did not discover (they are only ever looked
-    up there, never joined into a path), 422 "<file>: <problem>" for unreadable input."""
+def window_digest(store, run: str, worker: str, window: str, fields: tuple | None = None):
+    """The window's digest (only `fields` of it when given: Store.digest_part); 404 for ids the store
+    did not discover (they are only ever looked up there, never joined into a path), 422 "<file>:
+    <problem>" for unreadable input."""
     from canning_tb.ingest.table import InputError  # numpy: on the first request, not at TensorBoard start
 
     try:
-        return store.digest(run, worker, window)
+        return store.digest_part(run, worker, window, fields) if fields else store.digest(run, worker, window)
     except KeyError:
         raise unknown_window(run, worker, window) from None
     except InputError as e:

@@ -15,6 +15,7 @@ from collections import OrderedDict
 
 from canning_tb.analysis.summary import rank_row, run_summary
 from canning_tb.digest_json import to_plain
+from canning_tb.store.digest_part import RANKS
 
 from .errors import RouteError, unknown_window, window_digest
 
@@ -60,7 +61,7 @@ def _answer(store, run: str, position: int, chosen: list) -> dict:
     members, digests, problems = [], [], []
     for worker, win in chosen:
         try:
-            digest = window_digest(store, run, worker.name, win.id)
+            digest = window_digest(store, run, worker.name, win.id, RANKS)  # the fields the ranks' views read
         except RouteError as e:
             problems.append({"worker": worker.name, "window": win.id, "message": e.body["error"]})
             continue

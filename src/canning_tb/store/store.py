@@ -233,10 +233,10 @@ class Store:
                 return self._digests[key]
             if key in self._errors:
                 raise InputError(*self._errors[key])
-        digest = self._load_cached(window, path, digest_pb2)
+        digest = self._load_cached(window, path, digest_pb2.Digest)
         if digest is None and self._fetch(window):  # a remote digest at the source that did not do: the key changed
             key, path = self._key(run, window)
-            digest = self._load_cached(window, path, digest_pb2)
+            digest = self._load_cached(window, path, digest_pb2.Digest)
         if digest is None:
             try:
                 digest = self._compute(window, worker, path, digest_pb2)
@@ -249,6 +249,19 @@ class Store:
             while len(self._digests) > self._memory_items:
                 self._digests.popitem(last=False)
         return digest
+
+    def digest_part(self, run: str, worker: str, window_id: str, fields: tuple):
+        """The window's digest with only `fields` read (store/digest_part.py), for views across many
+        ranks; the whole digest when it is in memory or not computed yet (digest() computes it)."""
+        from .digest_part import part_class
+        window = self.window(run, worker, window_id)
+        self._fetch(window, unless_digested=True)
+        key, path = self._key(run, window)
+        with self._lock:
+            found, failed = self._digests.get(key), key in self._errors
+        if found is None and not failed:
+            found = self._load_cached(window, path, part_class(fields))
+        return self.digest(run, worker, window_id) if found is None else found
 
     def has_digest(self, run: str, worker: str, window_id: str) -> bool:
         """Whether the window's digest is already here (memory, cache, or written at the source)."""
@@ -280,7 +293,7 @@ class Store:
         err = _compute_in_child(window, worker, path)
         if err:
             raise InputError(*err)
-        digest = self._load_cached(window, path, digest_pb2)
+        digest = self._load_cached(window, path, digest_pb2.Digest)
         if digest is None:
             raise InputError(window.path, "the digest computed in a child process could not be read back")
         return digest
@@ -291,12 +304,12 @@ class Store:
         return sum(os.path.getsize(f) for f in window.files if os.path.isfile(f)) > self.isolate_bytes
 
     @staticmethod
-    def _load_cached(window: Window, path: str, digest_pb2):
+    def _load_cached(window: Window, path: str, message):
         src = fresh_source_digest(window)
         for candidate in ([src] if src else []) + [path]:
             try:
                 with open(candidate, "rb") as f:
-                    digest = digest_pb2.Digest.FromString(f.read())
+                    digest = message.FromString(f.read())
             except (OSError, DecodeError):  # a bad entry is just recomputed
                 continue
             if digest.schema_version == _schema():
