@@ -254,8 +254,8 @@ def measure(logdir: str, run: str, scratch: str, args) -> dict:
     out = figures["this"]
     if args.baseline:
         out["baseline"] = figures["baseline"]
-        out["speedup"] = {part: {key: round(value / out[part][key], 2) for key, value in figures["baseline"][part].items()
-                                 if key.endswith("_s") and out[part].get(key)} for part, _ in parts}
+        out["speedup"] = {part: {key: round(value / out[part][key], 2) for key, value in base.items()
+                                 if key.endswith("_s") and out[part].get(key)} for part, base in out["baseline"].items()}
         log(f"{os.path.basename(run)}, speedup (baseline / this): {out['speedup']}")
     return out
 
