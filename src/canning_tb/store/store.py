@@ -140,15 +140,30 @@ class _BackgroundJobs:
     def __init__(self):
         self._pool: ProcessPoolExecutor | None = None
         self._lock = threading.Lock()
+        self._pending: dict[str, object] = {}  # key -> Future of the job not yet done
 
-    def submit(self, job: Callable, *args) -> None:
+    def submit(self, key: str, job: Callable, *args) -> None:
         import multiprocessing as mp
         with self._lock:
             if self._pool is None:
                 self._pool = ProcessPoolExecutor(max_workers=1, mp_context=mp.get_context("spawn"),
                                                  initializer=_lower_priority)
-            future = self._pool.submit(job, *args)
+            future = self._pending[key] = self._pool.submit(job, *args)
         future.add_done_callback(_log_failure)
+        future.add_done_callback(lambda done: self._forget(key, done))
+
+    def wait(self, key: str, timeout: float) -> None:
+        """Until the job under `key` is done (or `timeout` seconds); at once when there is none."""
+        from concurrent.futures import wait
+        with self._lock:
+            future = self._pending.get(key)
+        if future is not None:
+            wait([future], timeout=timeout)
+
+    def _forget(self, key: str, done) -> None:
+        with self._lock:
+            if self._pending.get(key) is done:
+                del self._pending[key]
 
 
 def _lower_priority() -> None:
@@ -292,12 +307,18 @@ class Store:
                     self._errors[key] = (e.file, e.problem)
                 raise
             if self._indexer:
-                self._indexer.submit(build_timeline_index, path)
+                self._indexer.submit(path, build_timeline_index, path)
         with self._lock:
             self._digests[key] = digest
             while len(self._digests) > self._memory_items:
                 self._digests.popitem(last=False)
         return digest
+
+    def wait_timeline_index(self, run: str, worker: str, window_id: str, timeout: float = 60.0) -> None:
+        """Until the background build of the window's timeline index (if one runs) is done: the timeline
+        then loads it instead of building it a second time."""
+        if self._indexer:
+            self._indexer.wait(self._key(run, self.window(run, worker, window_id))[1], timeout)
 
     def has_digest(self, run: str, worker: str, window_id: str) -> bool:
         """Whether the window's digest is already here (memory, cache, or written at the source)."""
