@@ -18,6 +18,10 @@ the collectives' waits. So wait + p2p wait + transfer <= the step's communicatio
 of its calls) <= the step's duration. Per window (`rank_figures`): the mean over the steps the
 average is taken over (Digest.average_steps), the unit of every per-rank row; `window_*` the sum
 over all steps.
+
+Many ranks at once (a run overview of 1,000 ranks): the calls of every rank are matched by one sort,
+and every rank's steps are measured in one numpy pass (`step_figures_many`, `rank_figures_many`,
+`own_figures`); a single digest is the case of one.
 """
 from __future__ import annotations
 
