@@ -80,13 +80,30 @@ def kind_mask(table: EventTable, kinds) -> np.ndarray:
 
 
 def thread_keys(table: EventTable, rows: np.ndarray) -> np.ndarray:
-    """One int per (pid, tid) of the given rows: an index into the unique pairs."""
+    """One int per (pid, tid) of the given rows: the rank of its pair among the rows' distinct pairs."""
     ev = table.events
-    pairs = np.stack([ev["pid"][rows], ev["tid"][rows]], axis=1)
-    if len(pairs) == 0:
+    if len(rows) == 0:
         return np.zeros(0, np.int64)
-    _, inv = group_rows(pairs)
-    return inv
+    pid_code, _ = dense_codes(ev["pid"][rows])
+    tid_code, tid_count = dense_codes(ev["tid"][rows])
+    return dense_codes(pid_code * tid_count + tid_code)[0]
+
+
+def dense_codes(values: np.ndarray) -> tuple[np.ndarray, int]:
+    """(rank of each value among the distinct values, number of distinct values): np.unique's
+    inverse, by a lookup table when the values span a small range (thread ids, codes), no sort."""
+    values = np.asarray(values, np.int64)
+    if len(values) == 0:
+        return np.zeros(0, np.int64), 0
+    low = int(values.min())
+    span = int(values.max()) - low + 1
+    if span > 4 * len(values) + (1 << 16):
+        uniq, inverse = np.unique(values, return_inverse=True)
+        return inverse.reshape(-1).astype(np.int64), len(uniq)
+    present = np.zeros(span, bool)
+    present[values - low] = True
+    rank = np.cumsum(present) - 1
+    return rank[values - low], int(rank[-1]) + 1
 
 
 @dataclass
@@ -108,7 +125,8 @@ def nest(table: EventTable, rows: np.ndarray) -> Nesting:
     number of earlier events still open at its start, i - #{j < i: end_j <= start_i}; its
     parent is the last earlier event of depth d-1, found by one searchsorted over
     (depth, position) keys. A parent that does not contain the child (records that overlap
-    without nesting) is dropped, so such an event becomes a root.
+    without nesting) is dropped, so such an event becomes a root. All threads are handled at
+    once: each thread's times are moved into a range of their own (`_thread_times`).
     """
     rows = np.asarray(rows, dtype=np.int64)
     parent = np.full(len(rows), NONE, np.int64)
@@ -116,32 +134,57 @@ def nest(table: EventTable, rows: np.ndarray) -> Nesting:
     if len(rows) == 0:
         return Nesting(rows, parent, depth)
     ev = table.events
-    keys = thread_keys(table, rows)
-    ts_all = ev["ts"][rows]
-    dur_all = ev["dur"][rows]
-    order_all = np.lexsort((-dur_all, ts_all, keys))
-    bounds = np.flatnonzero(np.r_[True, keys[order_all][1:] != keys[order_all][:-1], True])
-    dropped = False
-    for lo, hi in zip(bounds[:-1], bounds[1:]):
-        pos_in_rows = order_all[lo:hi]
-        thread_depth, local_parent = _nest_sorted(ts_all[pos_in_rows], dur_all[pos_in_rows])
-        parent[pos_in_rows] = np.where(local_parent >= 0, pos_in_rows[np.maximum(local_parent, 0)], NONE)
-        depth[pos_in_rows] = thread_depth
-        dropped |= bool(((thread_depth > 0) & (local_parent < 0)).any())
-    if not dropped:
+    start, end = _thread_times(thread_keys(table, rows), ev["ts"][rows], ev["dur"][rows])
+    order = _start_order(start, end)
+    sorted_depth, local_parent = _nest_sorted(start[order], end[order])
+    parent[order] = np.where(local_parent >= 0, order[np.maximum(local_parent, 0)], NONE)
+    depth[order] = sorted_depth
+    if not ((sorted_depth > 0) & (local_parent < 0)).any():
         return Nesting(rows, parent, depth)
     return Nesting(rows, parent, _depth_from_parents(parent))
 
 
-def _open_depth(start: np.ndarray, dur: np.ndarray) -> np.ndarray:
-    """Depth of each event of one thread, sorted by (start, longer first): how many earlier
-    events are still open at its start."""
+def _thread_times(keys: np.ndarray, ts: np.ndarray, dur: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(start, end) moved so that thread k's times lie in a range of their own, below thread k+1's:
+    order and equality within a thread are kept, and no event of one thread compares with another's
+    as earlier-and-open or as a container. Times ranked first when the shifted values would overflow."""
+    start, end = ts.astype(np.int64), ts.astype(np.int64) + dur
+    base = min(int(start.min()), int(end.min()))
+    span = max(int(start.max()), int(end.max())) - base + 1
+    threads = int(keys.max()) + 1
+    if threads * span >= 2 ** 62:
+        ranks, span = dense_codes(np.concatenate([start, end]))
+        start, end, base = ranks[: len(ts)], ranks[len(ts):], 0
+    offset = keys.astype(np.int64) * span - base
+    return start + offset, end + offset
+
+
+def _start_order(start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Positions by (start, longer first), ties in position order (np.lexsort((-dur, start)));
+    rows come nearly sorted by start, so a stable sort by start and one by (start group, length)
+    of the nearly sorted result are cheap."""
+    by_start = np.argsort(start, kind="stable")
+    first = start[by_start]
+    group = np.cumsum(np.r_[True, first[1:] != first[:-1]])
+    length = (end - start)[by_start]
+    longest, spread = int(length.max()), int(length.max()) - int(length.min())
+    if int(group[-1]) * (spread + 1) + spread < 2 ** 62:
+        return by_start[np.argsort(group * (spread + 1) + (longest - length), kind="stable")]
+    return by_start[np.lexsort((-length, group))]
+
+
+def _open_depth(start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Depth of each event sorted by (start, longer first): how many earlier events are still
+    open at its start."""
     count = len(start)
     pos = np.arange(count, dtype=np.int64)
-    ended = np.searchsorted(np.sort(start + dur), start, side="right")
+    ended = _count_at_or_below(end, start)
+    zero = end == start
+    if not zero.any():
+        return np.maximum(pos - ended, 0)
     # zero-length events at the same start sort last in their group: those at positions >= pos
     # are counted by `ended` but are not earlier events
-    zeros_before = np.r_[0, np.cumsum((dur == 0).astype(np.int64))]
+    zeros_before = np.r_[0, np.cumsum(zero, dtype=np.int64)]
     new_start = np.r_[True, start[1:] != start[:-1]]
     first_same = np.maximum.accumulate(np.where(new_start, pos, 0))
     last_start = np.r_[start[1:] != start[:-1], True]
@@ -151,17 +194,34 @@ def _open_depth(start: np.ndarray, dur: np.ndarray) -> np.ndarray:
     return np.maximum(pos - (ended - not_earlier), 0)
 
 
-def _nest_sorted(start: np.ndarray, dur: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(depth, parent position or -1) of one thread's events sorted by (start, longer first)."""
+def _count_at_or_below(values: np.ndarray, queries: np.ndarray) -> np.ndarray:
+    """For each of the sorted `queries`: how many `values` are <= it (searchsorted(sort(values),
+    queries, 'right')), by one stable merge: values first, so a tie counts as below."""
+    merged = np.argsort(np.concatenate([values, queries]), kind="stable")
+    is_value = merged < len(values)
+    return np.cumsum(is_value)[~is_value]
+
+
+def _count_below(values: np.ndarray, queries: np.ndarray) -> np.ndarray:
+    """searchsorted(values, queries, 'left') for sorted values and sorted queries, by one stable
+    merge (two sorted runs): queries first, so a tie does not count as below."""
+    merged = np.argsort(np.concatenate([queries, values]), kind="stable")
+    is_value = merged >= len(queries)
+    return np.cumsum(is_value)[~is_value]
+
+
+def _nest_sorted(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(depth, parent position or -1) of events sorted by (start, longer first)."""
     count = len(start)
     pos = np.arange(count, dtype=np.int64)
-    end = start + dur
-    dep = _open_depth(start, dur)
+    dep = _open_depth(start, end)
     key = dep * (count + 1) + pos
     small = dep.astype(np.int16) if dep.max(initial=0) < 32000 else dep
     by_depth = np.argsort(small, kind="stable")  # (depth, position) order: positions already ascend
     # the last earlier event one level up: the key just below (depth - 1, pos)
-    below = np.searchsorted(key[by_depth], (dep - 1) * (count + 1) + pos, side="left") - 1
+    wanted = (dep - 1) * (count + 1) + pos
+    below = np.empty(count, np.int64)
+    below[by_depth] = _count_below(key[by_depth], wanted[by_depth]) - 1  # queries ascend in this order too
     cand = np.where(below >= 0, by_depth[np.maximum(below, 0)], -1)
     safe = np.maximum(cand, 0)
     ok = (dep > 0) & (cand >= 0) & (dep[safe] == dep - 1) & (end[safe] >= end)
