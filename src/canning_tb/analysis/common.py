@@ -61,12 +61,14 @@ def ids_matching(table: EventTable, rx: re.Pattern) -> np.ndarray:
 
 def id_mask(col: np.ndarray, ids, size: int) -> np.ndarray:
     """col in ids, for small non-negative id spaces (string ids, kinds), by a lookup table."""
-    lut = np.zeros(max(int(size), 1) + 1, bool)
     ids = np.asarray(ids, dtype=np.int64)
+    if len(ids) == 0 or len(col) == 0:
+        return np.zeros(len(col), bool)
+    lut = np.zeros(max(int(size), 1) + 1, bool)  # the last entry stays False: NONE (-1) reads it
     lut[ids[(ids >= 0) & (ids < size)]] = True
-    c = col.astype(np.int64)
-    c = np.where((c >= 0) & (c < size), c, size)
-    return lut[c]
+    if int(col.min()) < NONE or int(col.max()) >= size:
+        col = np.where((col >= 0) & (col < size), col, size)
+    return lut[col]
 
 
 def name_mask(table: EventTable, rx: re.Pattern) -> np.ndarray:
@@ -91,19 +93,21 @@ def thread_keys(table: EventTable, rows: np.ndarray) -> np.ndarray:
 
 def dense_codes(values: np.ndarray) -> tuple[np.ndarray, int]:
     """(rank of each value among the distinct values, number of distinct values): np.unique's
-    inverse, by a lookup table when the values span a small range (thread ids, codes), no sort."""
+    inverse without sorting the values: by a lookup table when they span a small range (ids), else
+    from the first value of each run (thread ids of time-ordered rows come in long runs)."""
     values = np.asarray(values, np.int64)
     if len(values) == 0:
         return np.zeros(0, np.int64), 0
     low = int(values.min())
     span = int(values.max()) - low + 1
-    if span > 4 * len(values) + (1 << 16):
-        uniq, inverse = np.unique(values, return_inverse=True)
-        return inverse.reshape(-1).astype(np.int64), len(uniq)
-    present = np.zeros(span, bool)
-    present[values - low] = True
-    rank = np.cumsum(present) - 1
-    return rank[values - low], int(rank[-1]) + 1
+    if span <= 2 * len(values) + (1 << 16):
+        present = np.zeros(span, bool)
+        present[values - low] = True
+        rank = np.cumsum(present) - 1
+        return rank[values - low], int(rank[-1]) + 1
+    heads = values[np.r_[True, values[1:] != values[:-1]]]
+    uniq = np.unique(heads)
+    return np.searchsorted(uniq, values).astype(np.int64), len(uniq)
 
 
 @dataclass
@@ -301,7 +305,8 @@ def innermost_at(table: EventTable, nesting: Nesting, times: np.ndarray, thread_
 
 def group_rows(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Like np.unique(keys, axis=0, return_inverse=True) for an (n, k) int array, but fast:
-    one lexsort and a boundary scan. Returns (unique keys (g, k) in sorted order, inverse (n,))."""
+    the columns packed into one int64 and ranked (dense_codes), or one lexsort and a boundary scan
+    when they do not pack. Returns (unique keys (g, k) in sorted order, inverse (n,))."""
     keys = np.asarray(keys)
     if keys.ndim == 1:
         keys = keys[:, None]
@@ -309,18 +314,13 @@ def group_rows(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if n == 0:
         return keys[:0], np.zeros(0, np.int64)
     cols = [keys[:, j] for j in range(keys.shape[1])]
-    # pack the columns into one int64 key when their ranges allow: one argsort instead of lexsort
-    packed = np.zeros(n, np.int64)
-    room = 1
-    for c in cols:
-        lo, hi = int(c.min()), int(c.max())
-        span = hi - lo + 1
-        if room > (2 ** 62) // max(span, 1):
-            packed = None
-            break
-        packed = packed * span + (c.astype(np.int64) - lo)
-        room *= span
-    order = np.argsort(packed, kind="stable") if packed is not None else np.lexsort(cols[::-1])
+    packed = _packed(cols)
+    if packed is not None:
+        inv, count = dense_codes(packed)
+        sample = np.empty(count, np.int64)
+        sample[inv] = np.arange(n)  # any row of each group: they hold the same keys
+        return keys[sample], inv
+    order = np.lexsort(cols[::-1])
     change = np.zeros(n, bool)
     change[0] = True
     for c in cols:
@@ -330,3 +330,18 @@ def group_rows(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     inv = np.empty(n, np.int64)
     inv[order] = gid
     return keys[order[change]], inv
+
+
+def _packed(cols: list[np.ndarray]) -> np.ndarray | None:
+    """The columns as one int64 that sorts like them (column 0 first), or None when their ranges
+    do not fit in one."""
+    packed = np.zeros(len(cols[0]), np.int64)
+    room = 1
+    for c in cols:
+        lo, hi = int(c.min()), int(c.max())
+        span = hi - lo + 1
+        if room > (2 ** 62) // max(span, 1):
+            return None
+        packed = packed * span + (c.astype(np.int64) - lo)
+        room *= span
+    return packed
