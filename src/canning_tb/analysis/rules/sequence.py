@@ -14,8 +14,9 @@ from dataclasses import dataclass
 import numpy as np
 
 _FIRST_CODE = 0x10000  # word characters: above the basic plane, so no surrogate and no regex syntax
-_SIMPLE_RE = re.compile(r"[\w ()|*?:]+")  # patterns of words, spaces, (?: ), |, * and ? are rewritten
-_WORD_RE = re.compile(r"\w+")
+# a pattern is rewritten when it is made of words, single spaces, (?: ), |, * and ?
+_NOT_REWRITTEN_RE = re.compile(r"[.^$+\[\]{}\\]|[^\S ]|\((?!\?:)")
+_WORD_RE = re.compile(r"(?<!\(\?)[^\s()|*?]+")  # the ':' of '(?:' is syntax, not a word
 _PLAIN_RE = re.compile(r"\S+(?: \S+)*")
 
 
@@ -32,7 +33,7 @@ class Sequence:
         """(first operator, operator after the last) of each match of `regex`, leftmost first."""
         if self.words is None:
             rx = re.compile(r"(?<!\S)" + regex + r"(?!\S)")
-        elif _SIMPLE_RE.fullmatch(regex):
+        elif not _NOT_REWRITTEN_RE.search(regex):
             rx = re.compile(_WORD_RE.sub(lambda m: self._word(m.group(0)), regex).replace(" ", ""))
         else:
             raise ValueError(f"not a pattern of words: {regex!r}")
