@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -55,8 +56,18 @@ def collective_kind(name: str) -> str:
 
 
 def ids_matching(table: EventTable, rx: re.Pattern) -> np.ndarray:
-    """String ids whose text matches rx (a loop over distinct strings, not events)."""
-    return np.array([i for i, s in enumerate(table.strings.values) if rx.search(s)], dtype=np.int32)
+    """String ids whose text matches rx (a loop over distinct strings, not events). Remembered per
+    strings table and pattern, since several sections ask for the same: do not modify the result."""
+    found = _IDS_MATCHING.setdefault(table.strings, {})
+    key = (rx.pattern, rx.flags, len(table.strings))  # a table whose strings grew is looked at again
+    if key not in found:
+        ids = np.array([i for i, s in enumerate(table.strings.values) if rx.search(s)], dtype=np.int32)
+        ids.flags.writeable = False
+        found[key] = ids
+    return found[key]
+
+
+_IDS_MATCHING: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # Strings -> {pattern: ids}
 
 
 def id_mask(col: np.ndarray, ids, size: int) -> np.ndarray:
@@ -280,6 +291,7 @@ def innermost_at(table: EventTable, nesting: Nesting, times: np.ndarray, thread_
     ev = table.events
     keys = thread_keys(table, rows)
     counts = np.bincount(keys)
+    end_of = ev["ts"][rows] + ev["dur"][rows]
     for key in np.argsort(-counts, kind="stable"):
         todo = np.flatnonzero(out == NONE)
         if len(todo) == 0:
@@ -293,7 +305,6 @@ def innermost_at(table: EventTable, nesting: Nesting, times: np.ndarray, thread_
         j = np.searchsorted(s, t, side="right") - 1
         cand = np.where(j >= 0, pos[np.maximum(j, 0)], NONE)
         # walk up the parents until the candidate contains t
-        end_of = ev["ts"][rows] + ev["dur"][rows]
         for _ in range(int(nesting.depth.max()) + 2 if len(nesting.depth) else 1):
             bad = (cand != NONE) & (end_of[np.maximum(cand, 0)] < t)
             if not bad.any():

@@ -37,21 +37,26 @@ EMPTY_CACHE_RE = re.compile(r"empty_cache", re.I)
 
 
 def downsample(values: np.ndarray, max_points: int = MAX_POINTS) -> np.ndarray:
-    """Indices to keep: min/max per bucket, first and last, the global maximum always kept."""
+    """Indices to keep: min/max per bucket (the first of equal ones), first and last, the global
+    maximum always kept."""
     n = len(values)
     if n <= max_points:
         return np.arange(n)
     nb = max(1, (max_points - 2) // 2)
     edges = np.linspace(0, n, nb + 1).astype(np.int64)
-    idx = np.arange(n)
-    bucket = np.searchsorted(edges, idx, side="right") - 1
-    # argmax / argmin per bucket via lexsort
-    o_max = np.lexsort((-values, bucket))
-    o_min = np.lexsort((values, bucket))
-    first_in_bucket = np.r_[True, bucket[o_max][1:] != bucket[o_max][:-1]]
-    keep = np.concatenate([[0, n - 1, int(np.argmax(values))], o_max[first_in_bucket],
-                           o_min[np.r_[True, bucket[o_min][1:] != bucket[o_min][:-1]]]])
+    starts = edges[:-1][edges[:-1] < edges[1:]]  # the buckets that hold an index
+    keep = np.concatenate([[0, n - 1, int(np.argmax(values))], _first_extreme(values, starts, np.maximum),
+                           _first_extreme(values, starts, np.minimum)])
     return np.unique(keep)
+
+
+def _first_extreme(values: np.ndarray, starts: np.ndarray, extreme: np.ufunc) -> np.ndarray:
+    """Per bucket of consecutive values (from each of `starts` to the next): the index of the first
+    value equal to the bucket's maximum (np.maximum) or minimum (np.minimum)."""
+    best = extreme.reduceat(values, starts)
+    bucket = np.repeat(np.arange(len(starts)), np.diff(np.r_[starts, len(values)]))
+    index = np.where(values == best[bucket], np.arange(len(values)), len(values))
+    return np.minimum.reduceat(index, starts)
 
 
 def _device_capacity(table: EventTable, device: str) -> int:
