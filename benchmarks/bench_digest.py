@@ -59,7 +59,8 @@ def main() -> None:
         table = EventTable.load(args.table)
     walls, cpus = timed_digests(table, args.repeat)
     print(f"events {len(table)}  build_digest x{args.repeat}: median wall {statistics.median(walls):.3f} s, "
-          f"median CPU {statistics.median(cpus):.3f} s  (wall {', '.join(f'{w:.3f}' for w in walls)})")
+          f"median CPU {statistics.median(cpus):.3f} s  (wall {', '.join(f'{w:.3f}' for w in walls)}; "
+          f"CPU {', '.join(f'{c:.3f}' for c in cpus)}: the first call of a process pays for fresh memory)")
     print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
 
 

@@ -1,7 +1,7 @@
 """The digest's vectorised building blocks against straightforward per-event computations, on real
 fixtures and on hand-made edge cases: the nesting of events (common.nest), the grouping helpers
-(group_rows, dense_codes, thread_keys, id_mask) and the fusion rule's word-by-word scan of operator
-sequences (rules/sequence.py, rules/fusion.py). Their speed is measured by benchmarks/bench_digest.py."""
+(group_rows, dense_codes, thread_keys, id_mask), the fusion rule's word-by-word scan of operator
+sequences (rules/sequence.py, rules/fusion.py) and the memory curve's and events' selections. Their speed is measured by benchmarks/bench_digest.py."""
 from __future__ import annotations
 
 import bisect
@@ -17,6 +17,7 @@ import pytest
 from canning_tb.analysis.build import build_digest
 from canning_tb.analysis.common import dense_codes, group_rows, id_mask, nest, thread_keys
 from canning_tb.analysis.context import Context
+from canning_tb.analysis.memory import _largest, downsample
 from canning_tb.analysis.rules.engine import RuleInput
 from canning_tb.analysis.rules.events import top_level_ops
 from canning_tb.analysis.rules.fusion import PATTERNS, _matches, _thread_sequences
@@ -236,3 +237,27 @@ def test_fusion_matches_as_character_scan_on_fixtures(parts):
                 first = first or t.strings[int(ids[lo])]
         assert count > 0
         assert _matches(inp, threads, regex) == (count, total, first)
+
+
+def test_memory_downsample_as_per_bucket_loop():
+    """The memory curve keeps, per bucket of consecutive points, the first maximum and the first
+    minimum, plus the first, the last and the global maximum."""
+    rng = np.random.default_rng(3)
+    values = rng.integers(0, 50, 5000).astype(np.int64)  # many equal values: the first one counts
+    max_points = 102
+    buckets = max(1, (max_points - 2) // 2)
+    edges = np.linspace(0, len(values), buckets + 1).astype(np.int64)
+    expected = {0, len(values) - 1, int(np.argmax(values))}
+    for lo, hi in zip(edges[:-1].tolist(), edges[1:].tolist()):
+        part = values[lo:hi].tolist()
+        expected |= {lo + part.index(max(part)), lo + part.index(min(part))}
+    assert downsample(values, max_points).tolist() == sorted(expected)
+    assert downsample(values[:50], max_points).tolist() == list(range(50))
+
+
+def test_largest_memory_events_as_full_sort():
+    rng = np.random.default_rng(5)
+    sizes = rng.integers(1, 30, 3000).astype(np.int64)
+    when = rng.integers(0, 100, 3000).astype(np.int64)
+    for count in (1, 10, 500, 2999):
+        assert _largest(sizes, when, count).tolist() == np.lexsort((when, -sizes))[:count].tolist()

@@ -203,15 +203,23 @@ def _events(d, t: EventTable, rec: np.ndarray, inner: np.ndarray, op_nest) -> No
     ev_bytes = np.r_[ev_bytes, -b_s[orphan]]
     ev_a = np.r_[ev_a, np.full(int(orphan.sum()), -1, np.int64)]
     ev_f = np.r_[ev_f, ts[order[orphan]]]
-    n = len(ev_bytes)
     when = np.where(ev_a >= 0, ev_a, ev_f)
-    keep = np.lexsort((ev_bytes, when))  # by time
-    if n > MAX_EVENTS:  # the largest, largest first (as the schema says)
-        keep = np.lexsort((when, -ev_bytes))[:MAX_EVENTS]
+    if len(ev_bytes) > MAX_EVENTS:  # the largest, largest first (as the schema says)
+        keep = _largest(ev_bytes, when, MAX_EVENTS)
         d.events_truncated = True
-    for i in keep:
-        d.events.add(op=t.strings[int(ev_op[i])] or "" if ev_op[i] >= 0 else "", bytes=int(ev_bytes[i]),
-                     alloc_ns=int(ev_a[i]), free_ns=int(ev_f[i]))
+    else:
+        keep = np.lexsort((ev_bytes, when))  # by time
+    names = [t.strings[op] or "" if op >= 0 else "" for op in ev_op[keep].tolist()]
+    for name, size, alloc, free in zip(names, ev_bytes[keep].tolist(), ev_a[keep].tolist(), ev_f[keep].tolist()):
+        d.events.add(op=name, bytes=size, alloc_ns=alloc, free_ns=free)
+
+
+def _largest(sizes: np.ndarray, when: np.ndarray, count: int) -> np.ndarray:
+    """np.lexsort((when, -sizes))[:count]: the `count` largest, by size down, then time, then index;
+    only the sizes at or above the count-th largest are sorted."""
+    threshold = np.partition(sizes, len(sizes) - count)[len(sizes) - count]
+    candidates = np.flatnonzero(sizes >= threshold)
+    return candidates[np.lexsort((when[candidates], -sizes[candidates]))][:count]
 
 
 def _op_memory(d, t: EventTable, rec: np.ndarray, inner: np.ndarray, op_nest) -> None:
