@@ -95,11 +95,11 @@ def kind_mask(table: EventTable, kinds) -> np.ndarray:
 def thread_keys(table: EventTable, rows: np.ndarray) -> np.ndarray:
     """One int per (pid, tid) of the given rows: the rank of its pair among the rows' distinct pairs."""
     ev = table.events
-    if len(rows) == 0:
-        return np.zeros(0, np.int64)
-    pid_code, _ = dense_codes(ev["pid"][rows])
-    tid_code, tid_count = dense_codes(ev["tid"][rows])
-    return dense_codes(pid_code * tid_count + tid_code)[0]
+    pid, tid = ev["pid"][rows], ev["tid"][rows]
+    packed = _packed([pid, tid]) if len(rows) else None
+    if packed is None:
+        return group_rows(np.stack([pid, tid], axis=1))[1]
+    return dense_codes(packed)[0]
 
 
 def dense_codes(values: np.ndarray) -> tuple[np.ndarray, int]:
