@@ -163,15 +163,16 @@ def _thread_times(keys: np.ndarray, ts: np.ndarray, dur: np.ndarray) -> tuple[np
     """(start, end) moved so that thread k's times lie in a range of their own, below thread k+1's:
     order and equality within a thread are kept, and no event of one thread compares with another's
     as earlier-and-open or as a container. Times ranked first when the shifted values would overflow."""
-    start, end = ts.astype(np.int64), ts.astype(np.int64) + dur
+    start = ts.astype(np.int64)
+    end = start + dur
     base = min(int(start.min()), int(end.min()))
     span = max(int(start.max()), int(end.max())) - base + 1
     threads = int(keys.max()) + 1
     if threads * span >= 2 ** 62:
         ranks, span = dense_codes(np.concatenate([start, end]))
         start, end, base = ranks[: len(ts)], ranks[len(ts):], 0
-    offset = keys.astype(np.int64) * span - base
-    return start + offset, end + offset
+    offset = keys.astype(np.int64) * span
+    return (start - base) + offset, (end - base) + offset
 
 
 def _start_order(start: np.ndarray, end: np.ndarray) -> np.ndarray:
