@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from canning_tb.analysis.build import build_digest
-from canning_tb.analysis.common import dense_codes, group_rows, id_mask, nest, thread_keys
+from canning_tb.analysis.common import dense_codes, group_rows, id_mask, ids_matching, nest, thread_keys
 from canning_tb.analysis.context import Context
 from canning_tb.analysis.memory import _largest, downsample
 from canning_tb.analysis.rules.engine import RuleInput
@@ -261,3 +261,11 @@ def test_largest_memory_events_as_full_sort():
     when = rng.integers(0, 100, 3000).astype(np.int64)
     for count in (1, 10, 500, 2999):
         assert _largest(sizes, when, count).tolist() == np.lexsort((when, -sizes))[:count].tolist()
+
+
+def test_ids_matching_sees_strings_added_later():
+    t = table([ev("aten::mul", Kind.CPU_OP, 0, 10), ev("aten::add", Kind.CPU_OP, 20, 10)])
+    rx = re.compile(r"^aten::(mul|div)$")
+    assert ids_matching(t, rx).tolist() == [t.strings.find("aten::mul")]
+    t.strings.id("aten::div")
+    assert ids_matching(t, rx).tolist() == [t.strings.find("aten::mul"), t.strings.find("aten::div")]
