@@ -229,19 +229,19 @@ def _count_below(values: np.ndarray, queries: np.ndarray) -> np.ndarray:
 def _nest_sorted(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(depth, parent position or -1) of events sorted by (start, longer first)."""
     count = len(start)
-    pos = np.arange(count, dtype=np.int64)
     dep = _open_depth(start, end)
-    key = dep * (count + 1) + pos
     small = dep.astype(np.int16) if dep.max(initial=0) < 32000 else dep
     by_depth = np.argsort(small, kind="stable")  # (depth, position) order: positions already ascend
-    # the last earlier event one level up: the key just below (depth - 1, pos)
-    wanted = (dep - 1) * (count + 1) + pos
-    below = np.empty(count, np.int64)
-    below[by_depth] = _count_below(key[by_depth], wanted[by_depth]) - 1  # queries ascend in this order too
+    depth = dep[by_depth]
+    key = depth * (count + 1) + by_depth  # ascending
+    # the last earlier event one level up: the key just below (depth - 1, position)
+    below = _count_below(key, key - (count + 1)) - 1
     cand = np.where(below >= 0, by_depth[np.maximum(below, 0)], -1)
     safe = np.maximum(cand, 0)
-    ok = (dep > 0) & (cand >= 0) & (dep[safe] == dep - 1) & (end[safe] >= end)
-    return dep, np.where(ok, cand, -1)
+    ok = (depth > 0) & (cand >= 0) & (dep[safe] == depth - 1) & (end[safe] >= end[by_depth])
+    parent = np.empty(count, np.int64)
+    parent[by_depth] = np.where(ok, cand, -1)
+    return dep, parent
 
 
 def _depth_from_parents(parent: np.ndarray) -> np.ndarray:
