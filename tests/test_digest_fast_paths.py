@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from canning_tb.analysis.build import build_digest
-from canning_tb.analysis.common import dense_codes, group_rows, id_mask, ids_matching, nest, thread_keys
+from canning_tb.analysis.common import dense_codes, group_rows, id_mask, ids_matching, nest, sum_up_tree, thread_keys
 from canning_tb.analysis.context import Context
 from canning_tb.analysis.memory import _largest, downsample
 from canning_tb.analysis.rules.engine import RuleInput
@@ -269,3 +269,18 @@ def test_ids_matching_sees_strings_added_later():
     assert ids_matching(t, rx).tolist() == [t.strings.find("aten::mul")]
     t.strings.id("aten::div")
     assert ids_matching(t, rx).tolist() == [t.strings.find("aten::mul"), t.strings.find("aten::div")]
+
+
+def test_sum_up_tree_as_walk_to_the_root():
+    """Each node's value is added to itself and to every ancestor, column by column."""
+    ctx = Context(fixture_table(FIXTURES[0]))
+    host = ctx.host
+    values = np.stack([ctx.ev["dur"][host.rows], np.arange(len(host.rows)) % 7], axis=1).astype(np.int64)
+    expected = np.zeros_like(values)
+    for node in range(len(host.rows)):
+        at = node
+        while at != NONE:
+            expected[at] += values[node]
+            at = host.parent[at]
+    assert np.array_equal(sum_up_tree(values, host), expected)
+    assert np.array_equal(sum_up_tree(values[:, 0], host), expected[:, 0])

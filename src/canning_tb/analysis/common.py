@@ -257,12 +257,17 @@ def _depth_from_parents(parent: np.ndarray) -> np.ndarray:
 
 
 def sum_up_tree(values: np.ndarray, nesting: Nesting) -> np.ndarray:
-    """Inclusive sums: each node's value plus all its descendants' (loop over depth levels only)."""
-    tot = values.astype(np.float64 if values.dtype.kind == "f" else np.int64).copy()
+    """Inclusive sums: each node's value plus all its descendants' (loop over depth levels only).
+    `values` may hold several columns (n, k): each is summed up alike."""
+    tot = values.astype(np.float64 if values.dtype.kind == "f" else np.int64)
     if len(tot) == 0:
         return tot
-    for d in range(int(nesting.depth.max()), 0, -1):
-        sel = np.flatnonzero(nesting.depth == d)
+    deepest = int(nesting.depth.max())
+    small = nesting.depth.astype(np.int16) if deepest < 32000 else nesting.depth
+    by_depth = np.argsort(small, kind="stable")  # each level's nodes in position order
+    bounds = np.searchsorted(nesting.depth[by_depth], np.arange(deepest + 2))
+    for level in range(deepest, 0, -1):
+        sel = by_depth[bounds[level]:bounds[level + 1]]
         np.add.at(tot, nesting.parent[sel], tot[sel])
     return tot
 

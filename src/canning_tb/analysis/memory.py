@@ -237,9 +237,7 @@ def _op_memory(d, t: EventTable, rec: np.ndarray, inner: np.ndarray, op_nest) ->
     np.add.at(self_alloc, pos[bb > 0], 1)
     np.add.at(self_bytes, pos[bb > 0], bb[bb > 0])
     np.add.at(self_inc, pos, bb)
-    tot_alloc = sum_up_tree(self_alloc, op_nest)
-    tot_bytes = sum_up_tree(self_bytes, op_nest)
-    tot_inc = sum_up_tree(self_inc, op_nest)
+    tot_alloc, tot_bytes, tot_inc = sum_up_tree(np.stack([self_alloc, self_bytes, self_inc], axis=1), op_nest).T
     names = t.events["name"][op_nest.rows]
     touched = tot_alloc + np.abs(tot_inc) > 0
     if not touched.any():
