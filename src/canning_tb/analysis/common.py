@@ -286,7 +286,7 @@ def join_on(keys_from: np.ndarray, keys_to: np.ndarray) -> np.ndarray:
     return out
 
 
-def innermost_at(table: EventTable, nesting: Nesting, times: np.ndarray, thread_rows_mask=None) -> np.ndarray:
+def innermost_at(table: EventTable, nesting: Nesting, times: np.ndarray) -> np.ndarray:
     """For each instant, the position (in nesting.rows) of the innermost event containing it on the
     busiest thread that has one; NONE when none contains it. Threads are tried busiest first."""
     times = np.asarray(times, np.int64)
@@ -298,6 +298,7 @@ def innermost_at(table: EventTable, nesting: Nesting, times: np.ndarray, thread_
     keys = thread_keys(table, rows)
     counts = np.bincount(keys)
     end_of = ev["ts"][rows] + ev["dur"][rows]
+    steps = int(nesting.depth.max()) + 2
     for key in np.argsort(-counts, kind="stable"):
         todo = np.flatnonzero(out == NONE)
         if len(todo) == 0:
@@ -306,16 +307,17 @@ def innermost_at(table: EventTable, nesting: Nesting, times: np.ndarray, thread_
         s = ev["ts"][rows[pos]]
         order = np.argsort(s, kind="stable")
         pos, s = pos[order], s[order]
-        e = s + ev["dur"][rows[pos]]
         t = times[todo]
         j = np.searchsorted(s, t, side="right") - 1
         cand = np.where(j >= 0, pos[np.maximum(j, 0)], NONE)
-        # walk up the parents until the candidate contains t
-        for _ in range(int(nesting.depth.max()) + 2 if len(nesting.depth) else 1):
-            bad = (cand != NONE) & (end_of[np.maximum(cand, 0)] < t)
-            if not bad.any():
+        # walk up the parents until the candidate contains t (only the instants still outside theirs)
+        bad = np.flatnonzero((cand != NONE) & (end_of[np.maximum(cand, 0)] < t))
+        for _ in range(steps):
+            if not len(bad):
                 break
-            cand = np.where(bad, nesting.parent[np.maximum(cand, 0)], cand)
+            cand[bad] = nesting.parent[cand[bad]]
+            up = cand[bad]
+            bad = bad[(up != NONE) & (end_of[np.maximum(up, 0)] < t[bad])]
         out[todo] = cand
     return out
 
