@@ -28,7 +28,7 @@ import numpy as np
 from ..ingest import side_tables as side
 from ..ingest.table import NONE, EventTable, Kind
 from . import digest_pb2 as pb
-from .common import id_mask, ids_matching, innermost_at, nest, sum_up_tree
+from .common import group_rows, id_mask, ids_matching, innermost_at, nest, sum_up_tree
 from .context import Context
 
 MAX_POINTS = 2000
@@ -242,8 +242,8 @@ def _op_memory(d, t: EventTable, rec: np.ndarray, inner: np.ndarray, op_nest) ->
     touched = tot_alloc + np.abs(tot_inc) > 0
     if not touched.any():
         return
-    u, inv = np.unique(names[touched], return_inverse=True)
-    inv = inv.reshape(-1)
+    u, inv = group_rows(names[touched])
+    u = u[:, 0]
     agg = [np.bincount(inv, weights=x[touched], minlength=len(u)).astype(np.int64)
            for x in (tot_alloc, tot_bytes, self_alloc, self_bytes, tot_inc, self_inc)]
     order = np.argsort(-agg[1], kind="stable")
