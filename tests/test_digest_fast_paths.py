@@ -1,7 +1,8 @@
 """The digest's vectorised building blocks against straightforward per-event computations, on real
 fixtures and on hand-made edge cases: the nesting of events (common.nest), the grouping helpers
 (group_rows, dense_codes, thread_keys, id_mask), the fusion rule's word-by-word scan of operator
-sequences (rules/sequence.py, rules/fusion.py) and the memory curve's and events' selections. Their speed is measured by benchmarks/bench_digest.py."""
+sequences (rules/sequence.py, rules/fusion.py) and the memory curve's and events' selections.
+Their speed is measured by benchmarks/bench_digest.py."""
 from __future__ import annotations
 
 import bisect
