@@ -51,13 +51,13 @@ class WindowPublisher:
             self.publish(stage, man)
         except OSError as e:  # RemoteError (network, credentials, bucket) or the staged files
             remote_fs.remove_local(stage, staged_names(man))
-            answer["error"] = remote_fs.scrub(f"{type(e).__name__}: {e}")
+            answer["error"] = said(e)
             return answer
         if job.get("scalars"):
             try:
                 self.upload_whole(job["scalars"])
             except OSError as e:
-                answer["scalars_error"] = remote_fs.scrub(f"{type(e).__name__}: {e}")
+                answer["scalars_error"] = said(e)
         if job.get("digest"):
             self._start_digest(job["manifest"])
         else:
@@ -76,12 +76,20 @@ class WindowPublisher:
                 temps[name] = remote_fs.temp_key(f"{self.root}/{name}")
                 remote_fs.call(self.url, self.fs.put, local, temps[name], recursive=os.path.isdir(local))
             for name in staged_names(man):  # server-side moves: quick, no reader sees half a window
-                remote_fs.call(self.url, self.fs.mv, temps[name], f"{self.root}/{name}",
-                               recursive=os.path.isdir(os.path.join(stage, name)))
+                self._move(temps[name], f"{self.root}/{name}", os.path.isdir(os.path.join(stage, name)))
                 del temps[name]
         except OSError:
             self._remove_keys(temps.values())
             raise
+
+    def _move(self, tmp: str, key: str, folder: bool) -> None:
+        """A folder (torch_npu's window) key by key: fsspec's recursive move of an S3 prefix looks for
+        the prefix itself as a key."""
+        if not folder:
+            remote_fs.call(self.url, self.fs.mv, tmp, key)
+            return
+        for inner in remote_fs.call(self.url, self.fs.find, tmp):
+            remote_fs.call(self.url, self.fs.mv, inner, key + inner[len(tmp):])
 
     def upload_whole(self, local: str) -> None:
         """A file that grows (TensorBoard's event file): replaced whole, its readers take a partial record."""
@@ -112,6 +120,11 @@ class WindowPublisher:
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, start_new_session=True))
         except OSError as e:
             log.warning("could not start the background digest for %s: %s", manifest_path, e)
+
+
+def said(err: OSError) -> str:
+    """The error for the warning: a RemoteError already names the URL and the reason, without secrets."""
+    return str(err) if isinstance(err, remote_fs.RemoteError) else remote_fs.scrub(f"{type(err).__name__}: {err}")
 
 
 def staged_names(man: Manifest) -> list[str]:
