@@ -74,7 +74,10 @@ class WindowPublisher:
             for name in staged_names(man):
                 local = os.path.join(stage, name)
                 temps[name] = remote_fs.temp_key(f"{self.root}/{name}")
-                remote_fs.call(self.url, self.fs.put, local, temps[name], recursive=os.path.isdir(local))
+                if os.path.isdir(local):
+                    remote_fs.call(self.url, self.fs.put, local, temps[name], recursive=True)
+                else:  # put_file: one request, where put() first asks whether the key is a folder
+                    remote_fs.call(self.url, self.fs.put_file, local, temps[name])
             for name in staged_names(man):  # server-side moves: quick, no reader sees half a window
                 self._move(temps[name], f"{self.root}/{name}", os.path.isdir(os.path.join(stage, name)))
                 del temps[name]
@@ -83,13 +86,12 @@ class WindowPublisher:
             raise
 
     def _move(self, tmp: str, key: str, folder: bool) -> None:
-        """A folder (torch_npu's window) key by key: fsspec's recursive move of an S3 prefix looks for
-        the prefix itself as a key."""
-        if not folder:
-            remote_fs.call(self.url, self.fs.mv, tmp, key)
-            return
-        for inner in remote_fs.call(self.url, self.fs.find, tmp):
-            remote_fs.call(self.url, self.fs.mv, inner, key + inner[len(tmp):])
+        """Copy then delete, file by file: fsspec's mv() lists and probes each path first, and its
+        recursive move of an S3 prefix looks for the prefix itself as a key (torch_npu's folders)."""
+        inner = remote_fs.call(self.url, self.fs.find, tmp) if folder else [tmp]
+        for path in inner:
+            remote_fs.call(self.url, self.fs.cp_file, path, key + path[len(tmp):])
+            remote_fs.call(self.url, self.fs.rm_file, path)
 
     def upload_whole(self, local: str) -> None:
         """A file that grows (TensorBoard's event file): replaced whole, its readers take a partial record."""
