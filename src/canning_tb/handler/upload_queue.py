@@ -59,10 +59,14 @@ class UploadQueue:
                 log.warning("canning: %d profiler windows wait for their upload to %s: training waits for the "
                             "upload (it is slower than the windows)", len(self._waiting), remote_fs.scrub(self.url))
             self._read(block=True)
-        if self._proc is None:
-            self._start()
-        job = {"manifest": os.path.join(stage, manifest.manifest), "scalars": scalars, "digest": digest}
         self._waiting[manifest.manifest] = (stage, manifest)
+        if self._proc is None:
+            try:
+                self._start()
+            except OSError as e:  # no process left to start (limits, memory): this window is not uploaded
+                self._give_up(f"could not start the upload process: {e}")
+                return
+        job = {"manifest": os.path.join(stage, manifest.manifest), "scalars": scalars, "digest": digest}
         try:
             self._proc.stdin.write((json.dumps(job) + "\n").encode())
             self._proc.stdin.flush()
@@ -97,8 +101,12 @@ class UploadQueue:
             return
         *lines, self._unread = (self._unread + data).split(b"\n")
         for line in lines:
-            answer = json.loads(line)
-            self._waiting.pop(answer["window"], None)
+            try:
+                answer = json.loads(line)
+                self._waiting.pop(answer["window"])
+            except (ValueError, KeyError, TypeError):  # not one of its answers: the window stays waiting
+                log.debug("canning: unexpected line from the upload process: %r", line[:200])
+                continue
             self._on_answer(answer)
 
     def _ended(self) -> None:
@@ -106,8 +114,11 @@ class UploadQueue:
         code = self._proc.wait()
         self._proc.stdout.close()
         self._proc = None
+        self._give_up(f"the upload process exited (code {code}) before uploading it")
+
+    def _give_up(self, why: str) -> None:
+        """Every waiting window is not uploaded: its staged files are removed, each one said."""
         for window, (stage, manifest) in list(self._waiting.items()):
             remote_fs.remove_local(stage, [f.name for f in manifest.files] + [manifest.manifest])
-            self._on_answer({"window": window, "error": f"the upload process exited (code {code}) before "
-                                                        f"uploading it", "scalars_error": None})
+            self._on_answer({"window": window, "error": why, "scalars_error": None})
         self._waiting.clear()

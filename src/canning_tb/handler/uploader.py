@@ -144,17 +144,18 @@ def wait_for_analysis(folder: str, limit_s: float = ANALYSIS_WAIT_S) -> None:
         time.sleep(ANALYSIS_POLL_S)
 
 
-def _answer(answer: dict) -> bool:
+def _answer(out, answer: dict) -> bool:
     """Tell the handler; False once nobody reads (the training process is gone): uploads go on."""
     try:
-        sys.stdout.write(json.dumps(answer) + "\n")
-        sys.stdout.flush()
+        out.write(json.dumps(answer) + "\n")
+        out.flush()
         return True
     except (BrokenPipeError, ValueError):
         return False
 
 
-def serve(url: str, lines) -> None:
+def serve(url: str, lines, out) -> None:
+    """Upload the windows read from lines, answering on out."""
     publisher = WindowPublisher(url)
     listening = True
     for line in lines:
@@ -163,11 +164,11 @@ def serve(url: str, lines) -> None:
             answer = publisher.handle(job)
         except Exception as e:  # process boundary: one window's failure never stops the next
             log.warning("could not upload %s", job.get("manifest"), exc_info=True)
-            answer = {"window": os.path.basename(job.get("manifest", "")), "error": f"{type(e).__name__}: {e}",
+            answer = {"window": os.path.basename(job.get("manifest", "")), "error": remote_fs.scrub(f"{type(e).__name__}: {e}"),
                       "scalars_error": None}
         if answer["error"] is not None and not listening:
             log.warning("could not upload %s: %s", answer["window"], answer["error"])
-        listening = listening and _answer(answer)
+        listening = listening and _answer(out, answer)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -181,7 +182,9 @@ def main(argv: list[str] | None = None) -> int:
         os.nice(NICENESS)
     except (AttributeError, OSError):  # not on this platform: the process still runs apart from training
         pass
-    serve(args[0], sys.stdin)
+    answers = os.fdopen(os.dup(sys.stdout.fileno()), "w")  # the handler's pipe: answers only
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # anything a library prints goes to stderr
+    serve(args[0], sys.stdin, answers)
     return 0
 
 
