@@ -17,6 +17,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -25,8 +26,9 @@ from _s3 import s3  # noqa: F401  (the fixture)
 torch = pytest.importorskip("torch")
 from canning import profiling_suite as ps  # noqa: E402
 
+REPO = Path(__file__).resolve().parents[1]
 REQUEST_LINE = re.compile(rb"^(?:GET|PUT|POST|DELETE|HEAD) (\S+) HTTP/1\.1", re.M)
-HOLD_TIMEOUT_S = 120
+HOLD_TIMEOUT_S = 60
 OUT = "ASCEND_PROFILER_OUTPUT"
 
 
@@ -97,8 +99,8 @@ class Gate:
                     caught = self._caught = (threading.Event(), [True])
                     self._pattern = None
                     self.held.set()
-            if caught is not None:
-                caught[0].wait()
+            if caught is not None:  # held until released; a step that waits for it fails the test, not hangs it
+                caught[0].wait(HOLD_TIMEOUT_S)
                 return caught[1][0]
         return True
 
@@ -188,6 +190,45 @@ def test_the_step_returns_while_its_window_uploads_and_every_window_lands_in_ord
     assert len([k for k in keys if k.startswith("events.out.tfevents.")]) == 1  # the scalars came along
     staged = [n for n in os.listdir(handler.remote.stage) if not n.startswith("events.out.tfevents.")]
     assert staged == []  # nothing left behind on the training machine
+
+
+def test_a_held_upload_on_one_gloo_rank_stalls_neither_rank(s3, gate, tmp_path):  # noqa: F811
+    """examples/train_ddp.py on 2 gloo ranks: rank 0's first window waits at the gate while both ranks run
+    every step (each step all-reduces across the ranks); released, all four windows land, in order."""
+    pytest.importorskip("torch.distributed")
+    from test_handler_ddp import free_port
+    fs = fresh_bucket(s3, "ddp")
+    gate.hold(b"/.rank0.")  # rank 0's first file under its temporary key
+    port, procs, logs = free_port(), [], []
+    for rank in range(2):
+        env = {**os.environ, "RANK": str(rank), "LOCAL_RANK": str(rank), "WORLD_SIZE": "2",
+               "LOCAL_WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}
+        logs.append(tmp_path / f"rank{rank}.log")
+        with open(logs[-1], "w") as out:
+            procs.append(subprocess.Popen([sys.executable, str(REPO / "examples" / "train_ddp.py"),
+                                           "s3://ddp/logs/run", "10"], env=env, cwd=tmp_path, stdout=out,
+                                          stderr=subprocess.STDOUT))
+    try:
+        gate.wait_held()
+        deadline = time.monotonic() + 300
+        while "step   9" not in logs[0].read_text() and time.monotonic() < deadline:
+            assert all(p.poll() is None for p in procs), logs[0].read_text()
+            time.sleep(0.2)
+        assert "step   9" in logs[0].read_text()  # the last step ran, its window's upload still held
+        assert gate.held.is_set() and not fs.glob("ddp/logs/run/*.canning.json")
+    finally:
+        gate.release()
+        codes = [p.wait(timeout=300) for p in procs]
+    assert codes == [0, 0], [log.read_text() for log in logs]
+    fs.invalidate_cache()
+    keys = [os.path.basename(k) for k in fs.find("ddp/logs/run")]
+    assert not [k for k in keys if k.startswith(".")], keys
+    manifests = sorted(k for k in keys if k.endswith(".canning.json"))
+    ranks = sorted(json.loads(fs.cat(f"ddp/logs/run/{m}"))["rank"] for m in manifests)
+    assert ranks == [0, 0, 1, 1]
+    for rank in ("rank0.", "rank1."):  # each rank's windows published in window order
+        mine = [m for m in final_manifest_puts(gate, "ddp") if m.startswith(rank)]
+        assert mine == sorted(m for m in manifests if m.startswith(rank))
 
 
 KILLED_RANK = """
