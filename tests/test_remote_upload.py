@@ -306,6 +306,38 @@ def test_a_bucket_removed_mid_run_is_said_once_and_later_windows_still_upload(s3
     assert not [n for n in os.listdir(handler.remote.stage) if ".pt.trace." in n or n.endswith(".canning.json")]
 
 
+RAW_TORCH = """
+import sys, torch
+from canning import profiling_suite as ps
+handler = ps.tensorboard_trace_handler(sys.argv[1], worker_name="raw", digest=False)
+with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], on_trace_ready=handler,
+                            schedule=torch.profiler.schedule(wait=0, warmup=1, active=1, repeat=2)) as prof:
+    for _ in range(4):
+        torch.randn(64, 64).sum()
+        prof.step()
+"""
+
+
+def test_interpreter_exit_waits_for_the_uploads_of_a_raw_torch_profile(s3, tmp_path):  # noqa: F811
+    """torch.profiler.profile never calls our stop(): the exit does. Its answers are read then, so a
+    failure is said by the training process itself, and the windows that can land have landed."""
+    fs = fresh_bucket(s3, "atexit")
+    script = tmp_path / "raw.py"
+    script.write_text(RAW_TORCH)
+    for url, landed in (("s3://atexit/logs/run", 2), ("s3://atexit-gone/logs/run", 0)):
+        done = subprocess.run([sys.executable, str(script), url], capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        said = [line for line in done.stderr.splitlines() if "could not write profiler window" in line]
+        if landed:
+            assert not said, done.stderr
+            fs.invalidate_cache()
+            assert len(fs.glob("atexit/logs/run/raw.*.canning.json")) == landed
+        else:
+            assert len(said) == 1 and re.search(r"window raw\.\d{18} into 's3://atexit-gone/logs/run' "
+                                                r"\(s3://atexit-gone/logs/run: no such bucket or path\)", said[0])
+            assert s3.secret not in done.stderr
+
+
 def test_async_mode_with_a_remote_folder(s3, tmp_path, monkeypatch):  # noqa: F811
     """CPU: accepted (it is torch_npu's option); NPU (the fake torch_npu): the step does not wait for
     torch_npu's analysis, the uploader does, and the analysed folder lands with its digest."""

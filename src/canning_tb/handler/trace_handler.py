@@ -30,6 +30,7 @@ from .scalars import ScalarWriter
 from .upload_queue import DIGEST_MODULE, child_env
 
 log = logging.getLogger(__name__)
+_SHOWN = {"upload": "window", "uploaded scalars": "scalars"}  # what a warning calls each kind of failure
 
 
 class TraceHandler:
@@ -197,8 +198,7 @@ class TraceHandler:
             return
         self._failing.add(what)
         logging.warning("canning: could not write profiler %s %s into %r (%s); training continues, "
-                        "later windows will retry", "window" if what == "upload" else what, window,
-                        self.dir_name, why)
+                        "later windows will retry", _SHOWN.get(what, what), window, self.dir_name, why)
 
 
 def _settings(prof) -> dict:

@@ -45,10 +45,6 @@ class UploadQueue:
         self._unread = b""
         self._said_full = False
 
-    @property
-    def pid(self) -> int | None:
-        return self._proc.pid if self._proc is not None else None
-
     def submit(self, stage: str, manifest: Manifest, scalars: str | None, digest: bool) -> None:
         """Queue a staged window; waits only while `limit` windows already wait for their upload."""
         if self._proc is not None:

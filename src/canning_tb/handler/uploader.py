@@ -5,7 +5,8 @@ to its stdin; it uploads them in that order and answers one JSON line per window
 ({"window", "error", "scalars_error"}), so the training step only ever waits for the local write.
 Each window's files are uploaded under hidden temporary keys first (the slow part), then moved to
 their names, the manifest last: a process killed while uploading leaves only temporary keys, which
-the next uploader of this host removes. Then the window's digest is started (source_digest), or its
+the next uploader of this host removes (killed during the moves, server-side copies of a few ms, it
+may leave a whole trace under its name without its manifest: read as a plain torch.profiler trace). Then the window's digest is started (source_digest), or its
 staged files are removed. Runs at a low priority; Ctrl-C is ignored (the handler's stop() still
 flushes through it); end of stdin means: finish the windows received, then exit.
 """
@@ -58,9 +59,7 @@ class WindowPublisher:
                 self.upload_whole(job["scalars"])
             except OSError as e:
                 answer["scalars_error"] = said(e)
-        if job.get("digest"):
-            self._start_digest(job["manifest"])
-        else:
+        if not (job.get("digest") and self._start_digest(job["manifest"])):
             remote_fs.remove_local(stage, staged_names(man))
         return answer
 
@@ -112,7 +111,7 @@ class WindowPublisher:
             except OSError as e:  # the first failure is the one reported; the next start removes it
                 log.debug("could not remove %s: %s", key, e)
 
-    def _start_digest(self, manifest_path: str) -> None:
+    def _start_digest(self, manifest_path: str) -> bool:
         """The window's digest, uploaded beside it by its own low-priority process (which then removes
         the staged files); this process inherits the handler's environment (PYTHONPATH included)."""
         self._children = [c for c in self._children if c.poll() is None]  # no zombies left behind
@@ -122,6 +121,8 @@ class WindowPublisher:
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, start_new_session=True))
         except OSError as e:
             log.warning("could not start the background digest for %s: %s", manifest_path, e)
+            return False
+        return True
 
 
 def said(err: OSError) -> str:
