@@ -192,6 +192,42 @@ def test_the_step_returns_while_its_window_uploads_and_every_window_lands_in_ord
     assert staged == []  # nothing left behind on the training machine
 
 
+def test_past_max_pending_uploads_the_step_waits_for_the_upload(s3, gate, caplog):  # noqa: F811
+    """Back-pressure: with one window allowed to wait, the step that ends the next window waits until
+    the first is uploaded (training runs in a thread here, so the test can watch it wait)."""
+    fs = fresh_bucket(s3, "bounded")
+    gate.hold(b".pt.trace.json.gz.")  # window 0's trace
+    _, prof = windows_profile("s3://bounded/logs/run", 2, digest=False, max_pending_uploads=1)
+    steps_done = []
+
+    def train():
+        with prof:
+            for step in range(4):
+                work(prof, 1)
+                steps_done.append(step)
+
+    def waiting_said():
+        return [r for r in caplog.records if "training waits for the upload" in r.getMessage()]
+
+    trainer = threading.Thread(target=train)
+    with caplog.at_level("WARNING"):
+        trainer.start()
+        try:
+            gate.wait_held()
+            deadline = time.monotonic() + HOLD_TIMEOUT_S
+            while not waiting_said() and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert waiting_said() and trainer.is_alive()
+            assert steps_done == [0, 1, 2]  # step 3 ended window 1: it waits for window 0's upload
+            assert not fs.glob("bounded/logs/run/*.canning.json")
+        finally:
+            gate.release()
+            trainer.join(HOLD_TIMEOUT_S)
+    assert steps_done == [0, 1, 2, 3]
+    fs.invalidate_cache()
+    assert len(fs.glob("bounded/logs/run/*.canning.json")) == 2
+
+
 def test_a_held_upload_on_one_gloo_rank_stalls_neither_rank(s3, gate, tmp_path):  # noqa: F811
     """examples/train_ddp.py on 2 gloo ranks: rank 0's first window waits at the gate while both ranks run
     every step (each step all-reduces across the ranks); released, all four windows land, in order."""
