@@ -228,6 +228,7 @@ def test_past_max_pending_uploads_the_step_waits_for_the_upload(s3, gate, caplog
     assert len(fs.glob("bounded/logs/run/*.canning.json")) == 2
 
 
+@pytest.mark.slow
 def test_a_held_upload_on_one_gloo_rank_stalls_neither_rank(s3, gate, tmp_path):  # noqa: F811
     """examples/train_ddp.py on 2 gloo ranks: rank 0's first window waits at the gate while both ranks run
     every step (each step all-reduces across the ranks); released, all four windows land, in order."""
@@ -354,6 +355,7 @@ with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], on
 """
 
 
+@pytest.mark.slow
 def test_interpreter_exit_waits_for_the_uploads_of_a_raw_torch_profile(s3, tmp_path):  # noqa: F811
     """torch.profiler.profile never calls our stop(): the exit does. Its answers are read then, so a
     failure is said by the training process itself, and the windows that can land have landed."""
