@@ -145,12 +145,14 @@ def final_manifest_puts(gate, bucket):
 
 
 def wait_ended(pid: int):
-    """Until the process is gone or a zombie (read from /proc: SIGKILL is delivered asynchronously)."""
+    """Until the process is gone, or a zombie whose threads have all ended (read from /proc: SIGKILL is
+    delivered asynchronously, and a process's files close only when its last thread ends)."""
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         try:
+            tasks = os.listdir(f"/proc/{pid}/task")
             with open(f"/proc/{pid}/stat", "rb") as f:
-                if f.read().rsplit(b")", 1)[1].split()[0] == b"Z":
+                if f.read().rsplit(b")", 1)[1].split()[0] == b"Z" and tasks == [str(pid)]:
                     return
         except FileNotFoundError:
             return
@@ -252,7 +254,7 @@ def test_a_held_upload_on_one_gloo_rank_stalls_neither_rank(s3, gate, tmp_path):
             assert all(p.poll() is None for p in procs), logs[0].read_text()
             time.sleep(0.2)
         assert "step   9" in logs[0].read_text()  # the last step ran, its window's upload still held
-        assert gate.held.is_set() and not fs.glob("ddp/logs/run/*.canning.json")
+        assert gate.held.is_set() and not fs.glob("ddp/logs/run/rank0.*.canning.json")
     finally:
         gate.release()
         codes = [p.wait(timeout=300) for p in procs]
@@ -374,6 +376,45 @@ def test_interpreter_exit_waits_for_the_uploads_of_a_raw_torch_profile(s3, tmp_p
             assert len(said) == 1 and re.search(r"window raw\.\d{18} into 's3://atexit-gone/logs/run' "
                                                 r"\(s3://atexit-gone/logs/run: no such bucket or path\)", said[0])
             assert s3.secret not in done.stderr
+
+
+def uploader_pids(url: str) -> list[int]:
+    """The upload processes of this test process for url, read from /proc."""
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                parent = int(f.read().rsplit(b")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        if parent == os.getpid() and b"canning_tb.handler.uploader" in argv and url.encode() in argv:
+            found.append(int(entry))
+    return found
+
+
+def test_an_uploader_killed_alone_is_said_and_replaced(s3, gate, caplog):  # noqa: F811
+    """The upload process dies (the OOM killer, a crash) with window 0 in hand: the training process says
+    so, naming the window, and the next window is uploaded by a new one."""
+    fs = fresh_bucket(s3, "replaced")
+    gate.hold(b".pt.trace.json.gz.")
+    _, prof = windows_profile("s3://replaced/logs/run", 2, digest=False)
+    with caplog.at_level("WARNING"), prof:
+        work(prof, 2)
+        gate.wait_held()
+        (pid,) = uploader_pids("s3://replaced/logs/run")
+        os.kill(pid, signal.SIGKILL)
+        wait_ended(pid)
+        gate.release(forward=False)
+        work(prof, 2)
+    said = [r.getMessage() for r in caplog.records if "could not write profiler window" in r.getMessage()]
+    assert len(said) == 1 and re.search(r"window w\.\d{13}00000 into 's3://replaced/logs/run' \(the upload process "
+                                        r"exited \(code -9\) before uploading it\)", said[0]), said
+    fs.invalidate_cache()
+    (landed,) = fs.glob("replaced/logs/run/*.canning.json")
+    assert landed.endswith("00001.canning.json")
+    assert not [k for k in fs.find("replaced") if os.path.basename(k).startswith(".")]
 
 
 def test_async_mode_with_a_remote_folder(s3, tmp_path, monkeypatch):  # noqa: F811

@@ -55,19 +55,29 @@ class UploadQueue:
                 log.warning("canning: %d profiler windows wait for their upload to %s: training waits for the "
                             "upload (it is slower than the windows)", len(self._waiting), remote_fs.scrub(self.url))
             self._read(block=True)
+        line = (json.dumps({"manifest": os.path.join(stage, manifest.manifest), "scalars": scalars,
+                            "digest": digest}) + "\n").encode()
+        why = self._send(line)
         self._waiting[manifest.manifest] = (stage, manifest)
-        if self._proc is None:
+        if why is not None:
+            self._give_up(why)
+
+    def _send(self, line: bytes) -> str | None:
+        """Write a job to the uploader, starting one if needed; a dead one (killed, crashed) is said
+        and replaced once. None when sent, else why not."""
+        for _attempt in range(2):
+            if self._proc is None:
+                try:
+                    self._start()
+                except OSError as e:  # no process left to start (limits, memory)
+                    return f"could not start the upload process: {e}"
             try:
-                self._start()
-            except OSError as e:  # no process left to start (limits, memory): this window is not uploaded
-                self._give_up(f"could not start the upload process: {e}")
-                return
-        job = {"manifest": os.path.join(stage, manifest.manifest), "scalars": scalars, "digest": digest}
-        try:
-            self._proc.stdin.write((json.dumps(job) + "\n").encode())
-            self._proc.stdin.flush()
-        except BrokenPipeError:  # it died meanwhile: its answers, then the windows it never answered for
-            self.flush()
+                self._proc.stdin.write(line)
+                self._proc.stdin.flush()
+                return None
+            except BrokenPipeError:  # it died meanwhile: its answers, then the windows it never answered for
+                self.flush()
+        return "the upload process exited at once, twice"
 
     def flush(self) -> None:
         """Wait until every queued window is uploaded (or failed), then let the uploader exit."""
