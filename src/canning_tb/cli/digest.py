@@ -6,7 +6,9 @@ Locally in processes by default, or across an existing Dask cluster (dask.distri
 reads its own window from the shared or object storage and writes the digest beside it (beside the
 manifest for our handler's windows; in the run's .canning/ cache, or the local cache for read-only
 or remote data, for the other formats). Windows already digested are skipped. One line per window
-that could not be read; the exit status is 1 when any could not.
+that could not be read; the exit status is 1 when any could not. For a remote logdir it then writes
+one object per run folder holding its manifests and digests (store/pack.py): a viewer with no local
+copy yet fetches it in one request instead of two per window.
 """
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ import os
 import sys
 from concurrent.futures import ProcessPoolExecutor, as_completed
 
+from canning_tb.remote_fs import RemoteError
 from canning_tb.store import Store
 from canning_tb.store.batch import Job, Outcome, beside_of, run_job
 from canning_tb.store.cache import write_atomic
@@ -105,4 +108,20 @@ def digest_command(argv: list[str]) -> int:
         print(f"error: {run}/{worker}/{window}: {outcome.error}", file=sys.stderr)
     print(f"{len(jobs) - len(failed)} digested, {total - len(jobs)} already digested, {len(failed)} failed "
           f"({args.input})")
-    return 1 if failed else 0
+    packed = _write_packs(store)
+    return 1 if failed or not packed else 0
+
+
+def _write_packs(store: Store) -> bool:
+    """A remote logdir: one object per run folder with its manifests and digests (store/pack.py), which
+    a viewer with no local copy fetches in one request. False when it could not be written."""
+    if store.remote is None:
+        return True
+    try:
+        store.refresh()  # the digests just written beside the windows, as listed now
+        for url in store.remote.write_packs():
+            print(f"packed the manifests and digests of {url.rsplit('/', 1)[0]} into {url}")
+    except RemoteError as e:
+        print(f"error: the pack of digests could not be written: {e}", file=sys.stderr)
+        return False
+    return True
