@@ -11,6 +11,8 @@ What is copied when:
   folders), which discovery recognises by their content;
 - on demand (`ensure`): the trace files a manifest names, when a view needs the events (timeline, or
   a window with no digest at the source).
+A run folder's manifests and digests come from its pack (pack.py: one object, one request) when
+enough of them are missing here and the pack holds them as listed; the others one request each.
 Listing: the whole prefix at the first sync and every `full_every` seconds; in between only the root
 and the folders that hold windows (one short listing each), so new windows of a running job appear
 without listing the whole bucket on every refresh. Hidden names and temporary keys are never copied:

@@ -1,7 +1,7 @@
 """One object per run folder on object storage that holds the manifests and digests of its windows
 (`canning-prof digest` writes it), so that a viewer with no local copy yet fetches them in one request
-instead of two per window: on a server that costs milliseconds per request, a thousand ranks take
-seconds either way.
+instead of two per window: each request costs milliseconds of the server and of the client, and a
+thousand ranks are two thousand requests.
 
 The pack is only a faster way to the same bytes, never a second truth: `PACK_NAME` in the run folder,
 a zip archive whose `index.json` gives, for each file name, the identity (etag and size) of the object
