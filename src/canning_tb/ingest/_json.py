@@ -302,16 +302,26 @@ def _next_cut(buf: bytearray, pos: int, end: int) -> int:
     return end
 
 
+class _Element(msgspec.Struct, gc=False):
+    """Any array element, its fields skipped: decoding a list of these only checks the syntax."""
+
+
+_CHECK = msgspec.json.Decoder(list[_Element | list | str | int | float | bool | None])
+
+
 def iter_chunks(buf: bytearray, start: int, end: int, decode: Callable[[bytes], Any],
                 on_utf8: Callable[[], None], chunk: int = CHUNK) -> Iterator[Any]:
     """decode(b"[...]") over pieces of the array buf[start:end] ('[' at start, ']' at end-1).
 
     A cut at a wrong place (inside a string or a nested object) always leaves the piece
-    unbalanced, so it fails to decode; the piece is then extended to the next cut. The array
-    as a whole was already validated by `decode_top`.
+    unbalanced, so it fails to decode; the piece is then extended to the next cut. Damaged text
+    fails too: the first failure checks the syntax of the rest of the array in one pass, so
+    damage raises at once instead of growing a piece element by element (a good file pays for
+    no syntax pass at all).
     """
     lo, stop = start + 1, end - 1
     view = memoryview(buf)
+    checked = False
     while lo < stop:
         hi = _next_cut(buf, lo + chunk, stop)
         while True:
@@ -334,23 +344,31 @@ def iter_chunks(buf: bytearray, start: int, end: int, decode: Callable[[bytes], 
                     raise
             finally:
                 buf[lo - 1], buf[hi] = before, after
+            checked = checked or _check_syntax(buf, lo, stop)
             hi = _next_cut(buf, hi + 1, stop)
         yield out
         lo = hi + 1
+
+
+def _check_syntax(buf: bytearray, lo: int, stop: int) -> bool:
+    """True when buf[lo:stop] is a valid sequence of array elements; raises DecodeError if not."""
+    before, after = buf[lo - 1], buf[stop]
+    buf[lo - 1], buf[stop] = 0x5B, 0x5D
+    try:
+        with memoryview(buf) as view:
+            _CHECK.decode(view[lo - 1:stop + 1])
+    finally:
+        buf[lo - 1], buf[stop] = before, after
+    return True
 
 
 # -- a big array read from the file a block at a time (no whole-file buffer) ----------------------
 _EDGE = 64 << 10  # bytes of head / tail searched for the array's ends
 _BLOCK = 32 << 20  # bytes read at once by iter_file_chunks
 _ARRAY_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
-_ELEMENT_CUT = re.compile(rb"\}\s*,\s*\{")
-
-
-class _Element(msgspec.Struct, gc=False):
-    """Any array element, its fields skipped: decoding a list of these only checks the syntax."""
-
-
-_CHECK = msgspec.json.Decoder(list[_Element | list | str | int | float | bool | None])
+# '}' ',' '{' then a key and its ':' (looked at, not consumed): inside a string the text '}, {"' can only
+# be the string's own end, never followed by `"key":`, so a block is never cut inside a string
+_ELEMENT_CUT = re.compile(rb'\}\s*,\s*\{(?=\s*"[^"\\]*"\s*:)')
 
 
 class ArrayPlan:
@@ -426,7 +444,5 @@ def iter_file_chunks(path: str, lo: int, hi: int, decode: Callable[[bytes], Any]
                 after = _ELEMENT_CUT.match(buf, cut)
                 end, nxt = cut + 1, pos + after.end() - 2  # buf[i] is file byte pos + i - 1
             buf[0], buf[end] = 0x5B, 0x5D  # '[' piece ']'
-            with memoryview(buf) as view:
-                _CHECK.decode(view[:end + 1])  # one syntax pass: bad text goes to the whole-file path
             yield from iter_chunks(buf, 0, end + 1, decode, on_utf8)
             pos = nxt

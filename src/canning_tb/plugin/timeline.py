@@ -108,6 +108,7 @@ class IndexCache:
             self._note(key, "loading the events", facts)
             table = _events(store, key, prefix)
             self._note(key, "indexing", facts)
+            store.wait_timeline_index(run, worker, window)
             loaded = Loaded(table, _index(table, prefix), origin, int(digest.window.end_ns), facts["rank"],
                             facts["steps"], *_series(table))
             with self._lock:

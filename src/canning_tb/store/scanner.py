@@ -26,9 +26,9 @@ ISOLATE_BYTES = 16 << 20  # windows whose files exceed this are digested in a ch
 
 def default_store(logdir: str):
     """A Store that parses big windows in a child process, so the host keeps serving (GIL) and
-    does not keep the parse's peak memory."""
+    does not keep the parse's peak memory, and builds timeline indexes in the background."""
     from .store import Store
-    return Store(logdir, isolate_bytes=ISOLATE_BYTES)
+    return Store(logdir, isolate_bytes=ISOLATE_BYTES, timeline_index=True)
 
 
 class Scanner:

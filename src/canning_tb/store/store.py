@@ -86,17 +86,31 @@ def _write_cache(write, path: str) -> None:
 
 
 def compute_and_cache(window: Window, worker: str, digest_path: str):
-    """Read a window once; cache its columnar events, its digest and the timeline's index, then keep
-    the cache within its budget."""
-    from canning_tb.timeline.index import INDEX_SUFFIX, cached_index
+    """Read a window once; cache its columnar events and its digest, then keep the cache within its
+    budget. The events are written while the digest is built: the write mostly waits on the disk,
+    which lets the analysis have the GIL (the digest never changes the table)."""
     table = read_window(window)
-    _write_cache(table.save, events_prefix(digest_path))
-    digest = _digest_table(table, worker)
+    saving = threading.Thread(target=_write_cache, args=(table.save, events_prefix(digest_path)),
+                              name="canning-save-events")
+    saving.start()
+    try:
+        digest = _digest_table(table, worker)
+    finally:
+        saving.join()
     _write_cache(lambda path: cache.write_atomic(path, digest.SerializeToString()), digest_path)
-    # the timeline's level-of-detail index, built at ingest so the first timeline view only loads it
-    _write_cache(lambda path: cached_index(table, path), events_prefix(digest_path) + INDEX_SUFFIX)
     cache.enforce_budget(digest_path)
     return digest
+
+
+def build_timeline_index(digest_path: str) -> None:
+    """Worker-process job: the timeline's level-of-detail index of a digested window, from its cached
+    events, so the first timeline view only loads it (a missing events cache: the view builds it)."""
+    from canning_tb.ingest.table import EventTable
+    from canning_tb.timeline.index import INDEX_SUFFIX, cached_index
+    prefix = events_prefix(digest_path)
+    if os.path.exists(prefix + INDEX_SUFFIX) or not os.path.exists(prefix + ".json"):
+        return
+    _write_cache(lambda path: cached_index(EventTable.load(prefix, lazy=True), path), prefix + INDEX_SUFFIX)
 
 
 def _compute_into_cache(window: Window, worker: str, cache_path: str) -> tuple[str, str] | None:
@@ -119,10 +133,55 @@ def _compute_in_child(window: Window, worker: str, digest_path: str) -> tuple[st
         return pool.submit(_compute_into_cache, window, worker, digest_path).result()
 
 
+class _BackgroundJobs:
+    """Jobs run one at a time in one spawned low-priority process, started on first use; a failed job
+    is logged and costs only itself (the timeline then builds its index on demand)."""
+
+    def __init__(self):
+        self._pool: ProcessPoolExecutor | None = None
+        self._lock = threading.Lock()
+        self._pending: dict[str, object] = {}  # key -> Future of the job not yet done
+
+    def submit(self, key: str, job: Callable, *args) -> None:
+        import multiprocessing as mp
+        with self._lock:
+            if self._pool is None:
+                self._pool = ProcessPoolExecutor(max_workers=1, mp_context=mp.get_context("spawn"),
+                                                 initializer=_lower_priority)
+            future = self._pending[key] = self._pool.submit(job, *args)
+        future.add_done_callback(_log_failure)
+        future.add_done_callback(lambda done: self._forget(key, done))
+
+    def wait(self, key: str, timeout: float) -> None:
+        """Until the job under `key` is done (or `timeout` seconds); at once when there is none."""
+        from concurrent.futures import wait
+        with self._lock:
+            future = self._pending.get(key)
+        if future is not None:
+            wait([future], timeout=timeout)
+
+    def _forget(self, key: str, done) -> None:
+        with self._lock:
+            if self._pending.get(key) is done:
+                del self._pending[key]
+
+
+def _lower_priority() -> None:
+    try:
+        os.nice(10)
+    except OSError:  # not allowed here: run at the same priority
+        pass
+
+
+def _log_failure(future) -> None:
+    if not future.cancelled() and future.exception() is not None:
+        log.warning("canning: background job failed: %s", future.exception())
+
+
 class Store:
     def __init__(self, logdir: str, cache_dir: str | None = None, max_workers: int | None = None,
                  memory_items: int = 64, recursive: bool = True, select=None,
-                 isolate_bytes: int | None = None):
+                 isolate_bytes: int | None = None, timeline_index: bool = False):
         # a remote logdir (s3://...) is read from a local copy (mirror.py); `logdir` is where discovery looks
         self.url = logdir if remote_fs.is_url(logdir) else None
         self.remote = None
@@ -134,6 +193,9 @@ class Store:
         # Windows larger than this are parsed in a child process: a long-lived host (TensorBoard)
         # keeps neither the parse's peak memory nor the GIL while it runs. None: always in-process.
         self.isolate_bytes = isolate_bytes
+        # a viewer's store also builds each window's timeline index once the digest is handed back, in a
+        # background process (the CLI and batch digests never show a timeline: they skip it)
+        self._indexer = _BackgroundJobs() if timeline_index else None
         self.cache_dir = cache_dir
         self.max_workers = max_workers or max(1, min(os.cpu_count() or 1, 8))
         self._lock = threading.RLock()
@@ -244,11 +306,19 @@ class Store:
                 with self._lock:
                     self._errors[key] = (e.file, e.problem)
                 raise
+            if self._indexer:
+                self._indexer.submit(path, build_timeline_index, path)
         with self._lock:
             self._digests[key] = digest
             while len(self._digests) > self._memory_items:
                 self._digests.popitem(last=False)
         return digest
+
+    def wait_timeline_index(self, run: str, worker: str, window_id: str, timeout: float = 60.0) -> None:
+        """Until the background build of the window's timeline index (if one runs) is done: the timeline
+        then loads it instead of building it a second time."""
+        if self._indexer:
+            self._indexer.wait(self._key(run, self.window(run, worker, window_id))[1], timeout)
 
     def has_digest(self, run: str, worker: str, window_id: str) -> bool:
         """Whether the window's digest is already here (memory, cache, or written at the source)."""
