@@ -79,7 +79,9 @@ def object_gets(requests, bucket):
 def answer(store):
     """/cluster of the run's first window position, once its digests are read."""
     prefetcher = Prefetcher(store)
+    deadline = time.monotonic() + 300
     while (body := cluster_impl(store, prefetcher, RUN, 0)).get("loading"):
+        assert time.monotonic() < deadline, body
         time.sleep(0.05)
     return body
 
