@@ -22,9 +22,11 @@ plus the wait for a core, so compare CPU times, or run with --baseline):
 - baseline (--baseline SRC, e.g. main's `src` from `git archive main src`): impl, tensorboard and
   cli again with that code first on PYTHONPATH, in the same run, and the ratios of this code's
   figures to it (`speedup`: baseline / this, > 1 is faster).
-- s3 (--s3): the same run uploaded to a real S3 API server on localhost (moto, as the tests start it),
-  opened from a cold start (no local copy yet): the store's first sync (manifests and digests copied,
-  traces not) and /cluster, then a real TensorBoard on s3://.
+- s3 (--s3): the same run uploaded to a real S3 API server on localhost (moto, as the tests start it)
+  as the handler writes it (the digests after the windows), opened from a cold start (no local copy
+  yet): the store's first sync (manifests and digests copied, traces not) and /cluster, then a real
+  TensorBoard on s3://, and the requests moto served meanwhile; twice: with the digests each rank
+  wrote (`per_object`), then with the pack `canning-prof digest` writes (`packed`, store/pack.py).
 Prints the figures and writes OUT/ranks.json. Not a test; not part of `make test`.
 """
 from __future__ import annotations
@@ -66,12 +68,6 @@ def generate(folder: str, ranks: int) -> str:
     size = sum(os.path.getsize(p) for p in glob.glob(os.path.join(run, "*.digest.pb")))
     log(f"{ranks} ranks generated in {run}: digests {size / ranks / 1024:.0f} KB per rank")
     return run
-
-
-def timed(fn):
-    start = time.perf_counter()
-    out = fn()
-    return out, round(time.perf_counter() - start, 3)
 
 
 def bench_impl(logdir: str, src: str | None = None) -> dict:
@@ -217,7 +213,9 @@ def bench_cli(run: str, src: str | None = None) -> dict:
 
 
 def bench_s3(logdir: str, run: str, scratch: str, with_tensorboard: bool) -> dict:
-    """The run on a local S3 API server, opened cold: the store (discovery copies the digests) and TensorBoard."""
+    """The run on a local S3 API server, opened cold (no local copy yet) by the store and TensorBoard:
+    first with the digests each rank wrote (two requests per window), then with the pack that
+    `canning-prof digest` writes (one request per run)."""
     from _s3 import S3Server
     server = S3Server(scratch)
     saved = dict(os.environ)
@@ -225,12 +223,14 @@ def bench_s3(logdir: str, run: str, scratch: str, with_tensorboard: bool) -> dic
     try:
         fs = server.fs()
         fs.mkdir("bench")
-        _, upload_s = timed(lambda: fs.put(os.path.join(logdir, run), f"bench/logdir/{run}", recursive=True))
-        os.environ["CANNING_CACHE_DIR"] = os.path.join(scratch, "s3-impl-cache")
-        figures = {"upload_s": upload_s, **bench_impl("s3://bench/logdir")}
-        if with_tensorboard:
-            os.makedirs(os.path.join(scratch, "s3"))
-            figures["tensorboard"] = bench_tensorboard("s3://bench/logdir", run, os.path.join(scratch, "s3"))
+        upload_s = _upload(fs, os.path.join(logdir, run), f"bench/logdir/{run}")
+        figures = {"upload_s": upload_s, "per_object": _cold(server, run, scratch, "per-object", with_tensorboard)}
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "canning_tb.cli.main", "digest", "--input=s3://bench/logdir"],
+                       check=True, capture_output=True, env={**os.environ, "CANNING_CACHE_DIR": os.path.join(
+                           scratch, "s3-digest-cache")})
+        figures["pack_written_s"] = round(time.perf_counter() - start, 3)
+        figures["packed"] = _cold(server, run, scratch, "packed", with_tensorboard)
         return figures
     finally:
         os.environ.clear()
@@ -264,6 +264,37 @@ def _folder(scratch: str, name: str) -> str:
     path = os.path.join(scratch, name)
     os.makedirs(path, exist_ok=True)
     return path
+
+
+def _upload(fs, local: str, remote: str) -> float:
+    """Upload a run as the handler writes it: each window's files, then the digests (written after)."""
+    names = sorted(os.listdir(local))
+    later = [n for n in names if n.endswith(".digest.pb")]
+    start = time.perf_counter()
+    for batch in ([n for n in names if n not in later], later):
+        fs.put([os.path.join(local, n) for n in batch], [f"{remote}/{n}" for n in batch])
+    return round(time.perf_counter() - start, 3)
+
+
+def _cold(server, run: str, scratch: str, name: str, with_tensorboard: bool) -> dict:
+    """A fresh store on s3:// with an empty cache (its first sync copies manifests and digests, no
+    trace), then /cluster; and a real TensorBoard, also with an empty cache. Requests counted in moto's log."""
+    before = _requests(server)
+    os.environ["CANNING_CACHE_DIR"] = os.path.join(scratch, f"s3-{name}-impl-cache")
+    figures = bench_impl("s3://bench/logdir")
+    figures["requests"] = _requests(server) - before
+    log(f"on S3 (moto), cold, {name}: {figures}")
+    if with_tensorboard:
+        os.makedirs(os.path.join(scratch, f"s3-{name}"))
+        figures["tensorboard"] = bench_tensorboard("s3://bench/logdir", run, os.path.join(scratch, f"s3-{name}"))
+        log(f"on S3 (moto), cold, {name}, TensorBoard: {figures['tensorboard']}")
+    return figures
+
+
+def _requests(server) -> int:
+    """Requests moto has logged so far."""
+    with open(server.log.name, "rb") as f:
+        return len(re.findall(rb'"(?:GET|HEAD|PUT|POST|DELETE) ', f.read()))
 
 
 def main() -> int:

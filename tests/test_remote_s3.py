@@ -3,6 +3,7 @@ authentication on): the handler writing a real 2-rank gloo run to s3://, TensorB
 showing it from the digests written at the source, a window appearing while TensorBoard runs, half
 a window never shown, and bad credentials or a missing bucket said clearly by the plugin and the CLI."""
 import gzip
+import io
 import json
 import os
 import subprocess
@@ -11,6 +12,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -210,8 +212,18 @@ def test_digest_command_digests_a_bucket_beside_its_windows(s3, tmp_path, monkey
     assert not fs.glob("batch/logs/run/*.digest.pb")
     monkeypatch.setenv("CANNING_CACHE_DIR", str(tmp_path / "cache"))
     assert main(["digest", "--input=s3://batch/logs", "--workers=2"]) == 0
-    assert "2 digested" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "2 digested" in out and "into s3://batch/logs/run/canning-digests.zip" in out
     fs.invalidate_cache()
+    # the run's pack holds the manifests and the digests just written, as the bucket lists them now
+    with zipfile.ZipFile(io.BytesIO(fs.cat("batch/logs/run/canning-digests.zip"))) as pack:
+        index = json.loads(pack.read("index.json"))["files"]
+        listed = {os.path.basename(k): v for k, v in fs.find("batch/logs/run", detail=True).items()
+                  if k.endswith((".canning.json", ".digest.pb"))}
+        assert sorted(index) == sorted(listed) and len(index) == 4
+        for name, info in listed.items():
+            assert index[name] == {"etag": info["ETag"], "size": info["size"]}
+            assert pack.read(name) == fs.cat(f"batch/logs/run/{name}")
     # each digest beside its manifest in the bucket, equal to one computed here from a plain download
     for manifest in fs.glob("batch/logs/run/*.canning.json"):
         local = tmp_path / "check" / os.path.basename(manifest)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -55,18 +56,30 @@ def collective_kind(name: str) -> str:
 
 
 def ids_matching(table: EventTable, rx: re.Pattern) -> np.ndarray:
-    """String ids whose text matches rx (a loop over distinct strings, not events)."""
-    return np.array([i for i, s in enumerate(table.strings.values) if rx.search(s)], dtype=np.int32)
+    """String ids whose text matches rx (a loop over distinct strings, not events). Remembered per
+    strings table and pattern, since several sections ask for the same: do not modify the result."""
+    found = _IDS_MATCHING.setdefault(table.strings, {})
+    key = (rx.pattern, rx.flags, len(table.strings))  # a table whose strings grew is looked at again
+    if key not in found:
+        ids = np.array([i for i, s in enumerate(table.strings.values) if rx.search(s)], dtype=np.int32)
+        ids.flags.writeable = False
+        found[key] = ids
+    return found[key]
+
+
+_IDS_MATCHING: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # Strings -> {pattern: ids}
 
 
 def id_mask(col: np.ndarray, ids, size: int) -> np.ndarray:
     """col in ids, for small non-negative id spaces (string ids, kinds), by a lookup table."""
-    lut = np.zeros(max(int(size), 1) + 1, bool)
     ids = np.asarray(ids, dtype=np.int64)
+    if len(ids) == 0 or len(col) == 0:
+        return np.zeros(len(col), bool)
+    lut = np.zeros(max(int(size), 1) + 1, bool)  # the last entry stays False: NONE (-1) reads it
     lut[ids[(ids >= 0) & (ids < size)]] = True
-    c = col.astype(np.int64)
-    c = np.where((c >= 0) & (c < size), c, size)
-    return lut[c]
+    if int(col.min()) < NONE or int(col.max()) >= size:
+        col = np.where((col >= 0) & (col < size), col, size)
+    return lut[col]
 
 
 def name_mask(table: EventTable, rx: re.Pattern) -> np.ndarray:
@@ -80,13 +93,32 @@ def kind_mask(table: EventTable, kinds) -> np.ndarray:
 
 
 def thread_keys(table: EventTable, rows: np.ndarray) -> np.ndarray:
-    """One int per (pid, tid) of the given rows: an index into the unique pairs."""
+    """One int per (pid, tid) of the given rows: the rank of its pair among the rows' distinct pairs."""
     ev = table.events
-    pairs = np.stack([ev["pid"][rows], ev["tid"][rows]], axis=1)
-    if len(pairs) == 0:
-        return np.zeros(0, np.int64)
-    _, inv = group_rows(pairs)
-    return inv
+    pid, tid = ev["pid"][rows], ev["tid"][rows]
+    packed = _packed([pid, tid]) if len(rows) else None
+    if packed is None:
+        return group_rows(np.stack([pid, tid], axis=1))[1]
+    return dense_codes(packed)[0]
+
+
+def dense_codes(values: np.ndarray) -> tuple[np.ndarray, int]:
+    """(rank of each value among the distinct values, number of distinct values): np.unique's
+    inverse without sorting the values: by a lookup table when they span a small range (ids), else
+    from the first value of each run (thread ids of time-ordered rows come in long runs)."""
+    values = np.asarray(values, np.int64)
+    if len(values) == 0:
+        return np.zeros(0, np.int64), 0
+    low = int(values.min())
+    span = int(values.max()) - low + 1
+    if span <= 2 * len(values) + (1 << 16):
+        present = np.zeros(span, bool)
+        present[values - low] = True
+        rank = np.cumsum(present) - 1
+        return rank[values - low], int(rank[-1]) + 1
+    heads = values[np.r_[True, values[1:] != values[:-1]]]
+    uniq = np.unique(heads)
+    return np.searchsorted(uniq, values).astype(np.int64), len(uniq)
 
 
 @dataclass
@@ -108,7 +140,8 @@ def nest(table: EventTable, rows: np.ndarray) -> Nesting:
     number of earlier events still open at its start, i - #{j < i: end_j <= start_i}; its
     parent is the last earlier event of depth d-1, found by one searchsorted over
     (depth, position) keys. A parent that does not contain the child (records that overlap
-    without nesting) is dropped, so such an event becomes a root.
+    without nesting) is dropped, so such an event becomes a root. All threads are handled at
+    once: each thread's times are moved into a range of their own (`_thread_times`).
     """
     rows = np.asarray(rows, dtype=np.int64)
     parent = np.full(len(rows), NONE, np.int64)
@@ -116,32 +149,58 @@ def nest(table: EventTable, rows: np.ndarray) -> Nesting:
     if len(rows) == 0:
         return Nesting(rows, parent, depth)
     ev = table.events
-    keys = thread_keys(table, rows)
-    ts_all = ev["ts"][rows]
-    dur_all = ev["dur"][rows]
-    order_all = np.lexsort((-dur_all, ts_all, keys))
-    bounds = np.flatnonzero(np.r_[True, keys[order_all][1:] != keys[order_all][:-1], True])
-    dropped = False
-    for lo, hi in zip(bounds[:-1], bounds[1:]):
-        pos_in_rows = order_all[lo:hi]
-        thread_depth, local_parent = _nest_sorted(ts_all[pos_in_rows], dur_all[pos_in_rows])
-        parent[pos_in_rows] = np.where(local_parent >= 0, pos_in_rows[np.maximum(local_parent, 0)], NONE)
-        depth[pos_in_rows] = thread_depth
-        dropped |= bool(((thread_depth > 0) & (local_parent < 0)).any())
-    if not dropped:
+    start, end = _thread_times(thread_keys(table, rows), ev["ts"][rows], ev["dur"][rows])
+    order = _start_order(start, end)
+    sorted_depth, local_parent = _nest_sorted(start[order], end[order])
+    parent[order] = np.where(local_parent >= 0, order[np.maximum(local_parent, 0)], NONE)
+    depth[order] = sorted_depth
+    if not ((sorted_depth > 0) & (local_parent < 0)).any():
         return Nesting(rows, parent, depth)
     return Nesting(rows, parent, _depth_from_parents(parent))
 
 
-def _open_depth(start: np.ndarray, dur: np.ndarray) -> np.ndarray:
-    """Depth of each event of one thread, sorted by (start, longer first): how many earlier
-    events are still open at its start."""
+def _thread_times(keys: np.ndarray, ts: np.ndarray, dur: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(start, end) moved so that thread k's times lie in a range of their own, below thread k+1's:
+    order and equality within a thread are kept, and no event of one thread compares with another's
+    as earlier-and-open or as a container. Times ranked first when the shifted values would overflow."""
+    start = ts.astype(np.int64)
+    end = start + dur
+    base = min(int(start.min()), int(end.min()))
+    span = max(int(start.max()), int(end.max())) - base + 1
+    threads = int(keys.max()) + 1
+    if threads * span >= 2 ** 62:
+        ranks, span = dense_codes(np.concatenate([start, end]))
+        start, end, base = ranks[: len(ts)], ranks[len(ts):], 0
+    offset = keys.astype(np.int64) * span
+    return (start - base) + offset, (end - base) + offset
+
+
+def _start_order(start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Positions by (start, longer first), ties in position order (np.lexsort((-dur, start)));
+    rows come nearly sorted by start, so a stable sort by start and one by (start group, length)
+    of the nearly sorted result are cheap."""
+    by_start = np.argsort(start, kind="stable")
+    first = start[by_start]
+    group = np.cumsum(np.r_[True, first[1:] != first[:-1]])
+    length = (end - start)[by_start]
+    longest, spread = int(length.max()), int(length.max()) - int(length.min())
+    if int(group[-1]) * (spread + 1) + spread < 2 ** 62:
+        return by_start[np.argsort(group * (spread + 1) + (longest - length), kind="stable")]
+    return by_start[np.lexsort((-length, group))]
+
+
+def _open_depth(start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Depth of each event sorted by (start, longer first): how many earlier events are still
+    open at its start."""
     count = len(start)
     pos = np.arange(count, dtype=np.int64)
-    ended = np.searchsorted(np.sort(start + dur), start, side="right")
+    ended = _count_at_or_below(end, start)
+    zero = end == start
+    if not zero.any():
+        return np.maximum(pos - ended, 0)
     # zero-length events at the same start sort last in their group: those at positions >= pos
     # are counted by `ended` but are not earlier events
-    zeros_before = np.r_[0, np.cumsum((dur == 0).astype(np.int64))]
+    zeros_before = np.r_[0, np.cumsum(zero, dtype=np.int64)]
     new_start = np.r_[True, start[1:] != start[:-1]]
     first_same = np.maximum.accumulate(np.where(new_start, pos, 0))
     last_start = np.r_[start[1:] != start[:-1], True]
@@ -151,21 +210,38 @@ def _open_depth(start: np.ndarray, dur: np.ndarray) -> np.ndarray:
     return np.maximum(pos - (ended - not_earlier), 0)
 
 
-def _nest_sorted(start: np.ndarray, dur: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(depth, parent position or -1) of one thread's events sorted by (start, longer first)."""
+def _count_at_or_below(values: np.ndarray, queries: np.ndarray) -> np.ndarray:
+    """For each of the sorted `queries`: how many `values` are <= it (searchsorted(sort(values),
+    queries, 'right')), by one stable merge: values first, so a tie counts as below."""
+    merged = np.argsort(np.concatenate([values, queries]), kind="stable")
+    is_value = merged < len(values)
+    return np.cumsum(is_value)[~is_value]
+
+
+def _count_below(values: np.ndarray, queries: np.ndarray) -> np.ndarray:
+    """searchsorted(values, queries, 'left') for sorted values and sorted queries, by one stable
+    merge (two sorted runs): queries first, so a tie does not count as below."""
+    merged = np.argsort(np.concatenate([queries, values]), kind="stable")
+    is_value = merged >= len(queries)
+    return np.cumsum(is_value)[~is_value]
+
+
+def _nest_sorted(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(depth, parent position or -1) of events sorted by (start, longer first)."""
     count = len(start)
-    pos = np.arange(count, dtype=np.int64)
-    end = start + dur
-    dep = _open_depth(start, dur)
-    key = dep * (count + 1) + pos
+    dep = _open_depth(start, end)
     small = dep.astype(np.int16) if dep.max(initial=0) < 32000 else dep
     by_depth = np.argsort(small, kind="stable")  # (depth, position) order: positions already ascend
-    # the last earlier event one level up: the key just below (depth - 1, pos)
-    below = np.searchsorted(key[by_depth], (dep - 1) * (count + 1) + pos, side="left") - 1
+    depth = dep[by_depth]
+    key = depth * (count + 1) + by_depth  # ascending
+    # the last earlier event one level up: the key just below (depth - 1, position)
+    below = _count_below(key, key - (count + 1)) - 1
     cand = np.where(below >= 0, by_depth[np.maximum(below, 0)], -1)
     safe = np.maximum(cand, 0)
-    ok = (dep > 0) & (cand >= 0) & (dep[safe] == dep - 1) & (end[safe] >= end)
-    return dep, np.where(ok, cand, -1)
+    ok = (depth > 0) & (cand >= 0) & (dep[safe] == depth - 1) & (end[safe] >= end[by_depth])
+    parent = np.empty(count, np.int64)
+    parent[by_depth] = np.where(ok, cand, -1)
+    return dep, parent
 
 
 def _depth_from_parents(parent: np.ndarray) -> np.ndarray:
@@ -181,12 +257,17 @@ def _depth_from_parents(parent: np.ndarray) -> np.ndarray:
 
 
 def sum_up_tree(values: np.ndarray, nesting: Nesting) -> np.ndarray:
-    """Inclusive sums: each node's value plus all its descendants' (loop over depth levels only)."""
-    tot = values.astype(np.float64 if values.dtype.kind == "f" else np.int64).copy()
+    """Inclusive sums: each node's value plus all its descendants' (loop over depth levels only).
+    `values` may hold several columns (n, k): each is summed up alike."""
+    tot = values.astype(np.float64 if values.dtype.kind == "f" else np.int64)
     if len(tot) == 0:
         return tot
-    for d in range(int(nesting.depth.max()), 0, -1):
-        sel = np.flatnonzero(nesting.depth == d)
+    deepest = int(nesting.depth.max())
+    small = nesting.depth.astype(np.int16) if deepest < 32000 else nesting.depth
+    by_depth = np.argsort(small, kind="stable")  # each level's nodes in position order
+    bounds = np.searchsorted(nesting.depth[by_depth], np.arange(deepest + 2))
+    for level in range(deepest, 0, -1):
+        sel = by_depth[bounds[level]:bounds[level + 1]]
         np.add.at(tot, nesting.parent[sel], tot[sel])
     return tot
 
@@ -205,7 +286,7 @@ def join_on(keys_from: np.ndarray, keys_to: np.ndarray) -> np.ndarray:
     return out
 
 
-def innermost_at(table: EventTable, nesting: Nesting, times: np.ndarray, thread_rows_mask=None) -> np.ndarray:
+def innermost_at(table: EventTable, nesting: Nesting, times: np.ndarray) -> np.ndarray:
     """For each instant, the position (in nesting.rows) of the innermost event containing it on the
     busiest thread that has one; NONE when none contains it. Threads are tried busiest first."""
     times = np.asarray(times, np.int64)
@@ -216,6 +297,8 @@ def innermost_at(table: EventTable, nesting: Nesting, times: np.ndarray, thread_
     ev = table.events
     keys = thread_keys(table, rows)
     counts = np.bincount(keys)
+    end_of = ev["ts"][rows] + ev["dur"][rows]
+    steps = int(nesting.depth.max()) + 2
     for key in np.argsort(-counts, kind="stable"):
         todo = np.flatnonzero(out == NONE)
         if len(todo) == 0:
@@ -224,24 +307,25 @@ def innermost_at(table: EventTable, nesting: Nesting, times: np.ndarray, thread_
         s = ev["ts"][rows[pos]]
         order = np.argsort(s, kind="stable")
         pos, s = pos[order], s[order]
-        e = s + ev["dur"][rows[pos]]
         t = times[todo]
         j = np.searchsorted(s, t, side="right") - 1
         cand = np.where(j >= 0, pos[np.maximum(j, 0)], NONE)
-        # walk up the parents until the candidate contains t
-        end_of = ev["ts"][rows] + ev["dur"][rows]
-        for _ in range(int(nesting.depth.max()) + 2 if len(nesting.depth) else 1):
-            bad = (cand != NONE) & (end_of[np.maximum(cand, 0)] < t)
-            if not bad.any():
+        # walk up the parents until the candidate contains t (only the instants still outside theirs)
+        bad = np.flatnonzero((cand != NONE) & (end_of[np.maximum(cand, 0)] < t))
+        for _ in range(steps):
+            if not len(bad):
                 break
-            cand = np.where(bad, nesting.parent[np.maximum(cand, 0)], cand)
+            cand[bad] = nesting.parent[cand[bad]]
+            up = cand[bad]
+            bad = bad[(up != NONE) & (end_of[np.maximum(up, 0)] < t[bad])]
         out[todo] = cand
     return out
 
 
 def group_rows(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Like np.unique(keys, axis=0, return_inverse=True) for an (n, k) int array, but fast:
-    one lexsort and a boundary scan. Returns (unique keys (g, k) in sorted order, inverse (n,))."""
+    the columns packed into one int64 and ranked (dense_codes), or one lexsort and a boundary scan
+    when they do not pack. Returns (unique keys (g, k) in sorted order, inverse (n,))."""
     keys = np.asarray(keys)
     if keys.ndim == 1:
         keys = keys[:, None]
@@ -249,18 +333,13 @@ def group_rows(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if n == 0:
         return keys[:0], np.zeros(0, np.int64)
     cols = [keys[:, j] for j in range(keys.shape[1])]
-    # pack the columns into one int64 key when their ranges allow: one argsort instead of lexsort
-    packed = np.zeros(n, np.int64)
-    room = 1
-    for c in cols:
-        lo, hi = int(c.min()), int(c.max())
-        span = hi - lo + 1
-        if room > (2 ** 62) // max(span, 1):
-            packed = None
-            break
-        packed = packed * span + (c.astype(np.int64) - lo)
-        room *= span
-    order = np.argsort(packed, kind="stable") if packed is not None else np.lexsort(cols[::-1])
+    packed = _packed(cols)
+    if packed is not None:
+        inv, count = dense_codes(packed)
+        sample = np.empty(count, np.int64)
+        sample[inv] = np.arange(n)  # any row of each group: they hold the same keys
+        return keys[sample], inv
+    order = np.lexsort(cols[::-1])
     change = np.zeros(n, bool)
     change[0] = True
     for c in cols:
@@ -270,3 +349,18 @@ def group_rows(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     inv = np.empty(n, np.int64)
     inv[order] = gid
     return keys[order[change]], inv
+
+
+def _packed(cols: list[np.ndarray]) -> np.ndarray | None:
+    """The columns as one int64 that sorts like them (column 0 first), or None when their ranges
+    do not fit in one."""
+    packed = np.zeros(len(cols[0]), np.int64)
+    room = 1
+    for c in cols:
+        lo, hi = int(c.min()), int(c.max())
+        span = hi - lo + 1
+        if room > (2 ** 62) // max(span, 1):
+            return None
+        packed = packed * span + (c.astype(np.int64) - lo)
+        room *= span
+    return packed

@@ -70,25 +70,27 @@ def _kind_from_launcher(ctx: Context, rows: np.ndarray, kinds: np.ndarray) -> No
     pos = np.searchsorted(ctx.device_rows, rows)
     ok = (pos < len(ctx.device_rows)) & (ctx.device_rows[np.minimum(pos, len(ctx.device_rows) - 1)] == rows)
     owner = np.where(ok, ctx.device_owner[np.minimum(pos, len(ctx.device_rows) - 1)], NONE)
-    cache: dict[int, str] = {}
     found = np.full(len(rows), "", dtype=object)
     cur = owner.copy()
     for _ in range(4):
-        alive = (cur != NONE) & (found == "")
-        if not alive.any():
+        alive = np.flatnonzero((cur != NONE) & (found == ""))
+        if not len(alive):
             break
-        for i in np.flatnonzero(alive):
-            nid = int(ev["name"][ctx.host.rows[cur[i]]])
-            k = cache.get(nid)
-            if k is None:
-                s = t.strings[nid] or ""
-                k = collective_kind(s) if HOST_COMM_RE.search(s) else "Other"
-                cache[nid] = k
-            if k != "Other":
-                found[i] = k
-        cur = np.where(alive, ctx.host.parent[np.maximum(cur, 0)], NONE)
+        # the kind of each distinct launcher name, then looked up per kernel
+        names, which = np.unique(ev["name"][ctx.host.rows[cur[alive]]], return_inverse=True)
+        kind_of = np.array([_launcher_kind(t.strings[int(n)] or "") for n in names], dtype=object)
+        launcher = kind_of[which.reshape(-1)]
+        named = launcher != "Other"
+        found[alive[named]] = launcher[named]
+        up = np.full(len(cur), NONE, np.int64)
+        up[alive] = ctx.host.parent[cur[alive]]
+        cur = up
     sel = found != ""
     kinds[sel] = found[sel]
+
+
+def _launcher_kind(name: str) -> str:
+    return collective_kind(name) if HOST_COMM_RE.search(name) else "Other"
 
 
 def communication_stats(ctx: Context, step_starts: np.ndarray, step_ends: np.ndarray, step_nums: np.ndarray,

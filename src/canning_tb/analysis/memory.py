@@ -28,7 +28,7 @@ import numpy as np
 from ..ingest import side_tables as side
 from ..ingest.table import NONE, EventTable, Kind
 from . import digest_pb2 as pb
-from .common import id_mask, ids_matching, innermost_at, nest, sum_up_tree
+from .common import group_rows, id_mask, ids_matching, innermost_at, nest, sum_up_tree
 from .context import Context
 
 MAX_POINTS = 2000
@@ -37,21 +37,26 @@ EMPTY_CACHE_RE = re.compile(r"empty_cache", re.I)
 
 
 def downsample(values: np.ndarray, max_points: int = MAX_POINTS) -> np.ndarray:
-    """Indices to keep: min/max per bucket, first and last, the global maximum always kept."""
+    """Indices to keep: min/max per bucket (the first of equal ones), first and last, the global
+    maximum always kept."""
     n = len(values)
     if n <= max_points:
         return np.arange(n)
     nb = max(1, (max_points - 2) // 2)
     edges = np.linspace(0, n, nb + 1).astype(np.int64)
-    idx = np.arange(n)
-    bucket = np.searchsorted(edges, idx, side="right") - 1
-    # argmax / argmin per bucket via lexsort
-    o_max = np.lexsort((-values, bucket))
-    o_min = np.lexsort((values, bucket))
-    first_in_bucket = np.r_[True, bucket[o_max][1:] != bucket[o_max][:-1]]
-    keep = np.concatenate([[0, n - 1, int(np.argmax(values))], o_max[first_in_bucket],
-                           o_min[np.r_[True, bucket[o_min][1:] != bucket[o_min][:-1]]]])
+    starts = edges[:-1][edges[:-1] < edges[1:]]  # the buckets that hold an index
+    keep = np.concatenate([[0, n - 1, int(np.argmax(values))], _first_extreme(values, starts, np.maximum),
+                           _first_extreme(values, starts, np.minimum)])
     return np.unique(keep)
+
+
+def _first_extreme(values: np.ndarray, starts: np.ndarray, extreme: np.ufunc) -> np.ndarray:
+    """Per bucket of consecutive values (from each of `starts` to the next): the index of the first
+    value equal to the bucket's maximum (np.maximum) or minimum (np.minimum)."""
+    best = extreme.reduceat(values, starts)
+    bucket = np.repeat(np.arange(len(starts)), np.diff(np.r_[starts, len(values)]))
+    index = np.where(values == best[bucket], np.arange(len(values)), len(values))
+    return np.minimum.reduceat(index, starts)
 
 
 def _device_capacity(table: EventTable, device: str) -> int:
@@ -198,15 +203,23 @@ def _events(d, t: EventTable, rec: np.ndarray, inner: np.ndarray, op_nest) -> No
     ev_bytes = np.r_[ev_bytes, -b_s[orphan]]
     ev_a = np.r_[ev_a, np.full(int(orphan.sum()), -1, np.int64)]
     ev_f = np.r_[ev_f, ts[order[orphan]]]
-    n = len(ev_bytes)
     when = np.where(ev_a >= 0, ev_a, ev_f)
-    keep = np.lexsort((ev_bytes, when))  # by time
-    if n > MAX_EVENTS:  # the largest, largest first (as the schema says)
-        keep = np.lexsort((when, -ev_bytes))[:MAX_EVENTS]
+    if len(ev_bytes) > MAX_EVENTS:  # the largest, largest first (as the schema says)
+        keep = _largest(ev_bytes, when, MAX_EVENTS)
         d.events_truncated = True
-    for i in keep:
-        d.events.add(op=t.strings[int(ev_op[i])] or "" if ev_op[i] >= 0 else "", bytes=int(ev_bytes[i]),
-                     alloc_ns=int(ev_a[i]), free_ns=int(ev_f[i]))
+    else:
+        keep = np.lexsort((ev_bytes, when))  # by time
+    names = [t.strings[op] or "" if op >= 0 else "" for op in ev_op[keep].tolist()]
+    for name, size, alloc, free in zip(names, ev_bytes[keep].tolist(), ev_a[keep].tolist(), ev_f[keep].tolist()):
+        d.events.add(op=name, bytes=size, alloc_ns=alloc, free_ns=free)
+
+
+def _largest(sizes: np.ndarray, when: np.ndarray, count: int) -> np.ndarray:
+    """np.lexsort((when, -sizes))[:count]: the `count` largest, by size down, then time, then index;
+    only the sizes at or above the count-th largest are sorted."""
+    threshold = np.partition(sizes, len(sizes) - count)[len(sizes) - count]
+    candidates = np.flatnonzero(sizes >= threshold)
+    return candidates[np.lexsort((when[candidates], -sizes[candidates]))][:count]
 
 
 def _op_memory(d, t: EventTable, rec: np.ndarray, inner: np.ndarray, op_nest) -> None:
@@ -224,15 +237,13 @@ def _op_memory(d, t: EventTable, rec: np.ndarray, inner: np.ndarray, op_nest) ->
     np.add.at(self_alloc, pos[bb > 0], 1)
     np.add.at(self_bytes, pos[bb > 0], bb[bb > 0])
     np.add.at(self_inc, pos, bb)
-    tot_alloc = sum_up_tree(self_alloc, op_nest)
-    tot_bytes = sum_up_tree(self_bytes, op_nest)
-    tot_inc = sum_up_tree(self_inc, op_nest)
+    tot_alloc, tot_bytes, tot_inc = sum_up_tree(np.stack([self_alloc, self_bytes, self_inc], axis=1), op_nest).T
     names = t.events["name"][op_nest.rows]
     touched = tot_alloc + np.abs(tot_inc) > 0
     if not touched.any():
         return
-    u, inv = np.unique(names[touched], return_inverse=True)
-    inv = inv.reshape(-1)
+    u, inv = group_rows(names[touched])
+    u = u[:, 0]
     agg = [np.bincount(inv, weights=x[touched], minlength=len(u)).astype(np.int64)
            for x in (tot_alloc, tot_bytes, self_alloc, self_bytes, tot_inc, self_inc)]
     order = np.argsort(-agg[1], kind="stable")

@@ -86,6 +86,9 @@ class Profile:
             _npu.quiet_stop(self.profiler)  # may call on_trace_ready for the window in progress
         else:
             self.profiler.stop()  # may call on_trace_ready for the window in progress
+        flush = getattr(self.on_trace_ready, "canning_flush", None)
+        if flush is not None:  # e.g. the uploads of a remote run folder: done when stop() returns
+            flush()
         return self
 
     def step(self):

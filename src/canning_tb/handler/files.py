@@ -52,7 +52,16 @@ def alive(pid: int) -> bool:
         return False
     except PermissionError:  # someone else's process
         return True
-    return True
+    return not _zombie(pid)
+
+
+def _zombie(pid: int) -> bool:
+    """Ended but not yet reaped (a killed rank's child, until init reaps it): it writes nothing more."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] == b"Z"
+    except (OSError, IndexError):  # no /proc here: as alive as kill() says
+        return False
 
 
 def claim_temp(path: str) -> None:

@@ -9,7 +9,8 @@ On NPU, torch_npu writes <worker>[_<pid>]_<ts>_ascend_pt/ itself (see npu.py) an
 The manifest's fields are in canning_tb.manifest.
 Temp files start with '.' and end with '.tmp'; readers skip them; a failed window removes its own, and
 the first window of a handler removes those that killed processes of this host left behind.
-A remote dir_name (s3://...) is written through a local staging folder, then uploaded (remote.py).
+A remote dir_name (s3://...) is written through a local staging folder, then uploaded in the background,
+in order (remote.py): the training step waits for the local write only; stop() and exit wait for the uploads.
 """
 import logging
 import os
@@ -24,19 +25,21 @@ from canning_tb.manifest import PROFILER_SETTINGS, FileEntry, Manifest
 from canning_tb.remote_fs import is_url
 
 from . import files, identity, npu
-from .remote import RemoteRun, drop_staged
+from .remote import MAX_PENDING_UPLOADS, RemoteRun
 from .scalars import ScalarWriter
+from .upload_queue import DIGEST_MODULE, child_env
 
 log = logging.getLogger(__name__)
-DIGEST_MODULE = "canning_tb.store.source_digest"  # the one background-digest entry point
+_SHOWN = {"upload": "window", "uploaded scalars": "scalars"}  # what a warning calls each kind of failure
 
 
 class TraceHandler:
     def __init__(self, dir_name, worker_name=None, use_gzip=True, digest=True, *, analyse_flag=True,
-                 async_mode=False, npu_handler_factory=None):
+                 async_mode=False, max_pending_uploads=MAX_PENDING_UPLOADS, npu_handler_factory=None):
         self.dir_name = os.fspath(dir_name)
         # a remote run folder: windows are staged here, then uploaded (RemoteError now if its back-end is missing)
-        self.remote = RemoteRun(self.dir_name) if is_url(self.dir_name) else None
+        self.remote = (RemoteRun(self.dir_name, self._uploaded, max_pending_uploads) if is_url(self.dir_name)
+                       else None)
         self.local_dir = self.remote.stage if self.remote else self.dir_name
         self.worker_name = worker_name
         self.use_gzip = use_gzip
@@ -52,9 +55,6 @@ class TraceHandler:
         self._children = []
         # A raw torch_npu profile (not ps.Profile) never calls canning_prepare: torch_npu's output folder
         # must point here before its first window starts, unless a running profile writes elsewhere.
-        if self.remote is not None and self.async_mode:
-            raise ValueError("async_mode=True needs a local run folder: torch_npu would still be writing its "
-                             "folder when the window is uploaded")
         if "torch_npu" in sys.modules and claimed_elsewhere(self.local_dir) is None:
             self._make_npu_handler()
 
@@ -72,14 +72,20 @@ class TraceHandler:
         try:
             manifest = self._write_window(prof, index, t_call)
         except Exception as e:  # disk full, read-only, path under a file...: training goes on
-            self._warn(e)
+            self._warn("window", index, f"{type(e).__name__}: {e}")
             return
         self._failing.discard("window")
         self._write_scalars(manifest)
-        if self.digest and manifest.analysis in ("", "sync"):  # else torch_npu's output is not there yet
+        if self.remote is not None:  # the uploader waits for torch_npu's background analysis (async)
+            scalars = self._scalars.path if self._scalars is not None else None
+            self.remote.submit(manifest, scalars, self.digest and manifest.analysis in ("", "sync", "async"))
+        elif self.digest and manifest.analysis in ("", "sync"):  # else torch_npu's output is not there yet
             self._start_digest(os.path.join(self.local_dir, manifest.manifest))
-        elif self.remote is not None:
-            drop_staged(self.local_dir, manifest)
+
+    # Profile.stop() calls this: the windows of the collection are uploaded when it returns.
+    def canning_flush(self):
+        if self.remote is not None:
+            self.remote.flush()
 
     # --- one window --------------------------------------------------------------------------------
     def _write_window(self, prof, index, t_call) -> Manifest:
@@ -111,12 +117,6 @@ class TraceHandler:
             trace_events=events, files=entries, analysis=analysis)
         local = os.path.join(self.local_dir, manifest.manifest)
         files.publish_json(manifest.to_dict(), local)
-        if self.remote is not None:
-            try:
-                self.remote.publish(manifest)  # the manifest last
-            except OSError:
-                drop_staged(self.local_dir, manifest)
-                raise
         return manifest
 
     def _kineto_window(self, prof, stem):
@@ -167,21 +167,14 @@ class TraceHandler:
             if self._scalars is None:
                 self._scalars = ScalarWriter(self.local_dir, manifest.rank, manifest.world_size)
             self._scalars.write(step, values, manifest.wall_end_ns / 1e9)
-            if self.remote is not None:
-                self.remote.upload_appended(self._scalars.path)
             self._failing.discard("scalars")
         except Exception as e:
-            self._warn(e, what="scalars")
+            self._warn("scalars", manifest.window, f"{type(e).__name__}: {e}")
 
     def _start_digest(self, manifest_path):
-        # the child must run this very canning_tb (a checkout may shadow the installed one)
-        src_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (src_root, env.get("PYTHONPATH")) if p)
-        remote = ["--publish", self.remote.url] if self.remote is not None else []
         try:
             self._children.append(subprocess.Popen(
-                [sys.executable, "-m", DIGEST_MODULE, *remote, manifest_path], env=env,
+                [sys.executable, "-m", DIGEST_MODULE, manifest_path], env=child_env(),
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, start_new_session=True))
         except OSError as e:
             log.warning("canning: could not start the background digest for %s: %s", manifest_path, e)
@@ -189,13 +182,23 @@ class TraceHandler:
     def _reap(self):
         self._children = [c for c in self._children if c.poll() is None]  # no zombies left behind
 
-    def _warn(self, e, what="window"):
+    def _uploaded(self, answer: dict):
+        """The uploader's answer for one window (read at a later window's call, or at stop())."""
+        window = answer["window"][: -len(".canning.json")]
+        for what, error in (("upload", answer["error"]), ("uploaded scalars", answer["scalars_error"])):
+            if error is None:
+                self._failing.discard(what)
+            else:
+                self._warn(what, window, error)
+
+    def _warn(self, what: str, window, why: str):
+        """One warning per streak of errors of one kind, naming the window and the error."""
         if what in self._failing:
-            log.debug("canning: %s %d not written to %s: %s", what, self.window - 1, self.dir_name, e)
+            log.debug("canning: %s of window %s not written to %s: %s", what, window, self.dir_name, why)
             return
         self._failing.add(what)
-        logging.warning("canning: could not write profiler %s %d into %r (%s: %s); training continues, "
-                        "later windows will retry", what, self.window - 1, self.dir_name, type(e).__name__, e)
+        logging.warning("canning: could not write profiler %s %s into %r (%s); training continues, "
+                        "later windows will retry", _SHOWN.get(what, what), window, self.dir_name, why)
 
 
 def _settings(prof) -> dict:

@@ -11,6 +11,8 @@ What is copied when:
   folders), which discovery recognises by their content;
 - on demand (`ensure`): the trace files a manifest names, when a view needs the events (timeline, or
   a window with no digest at the source).
+A run folder's manifests and digests come from its pack (pack.py: one object, one request) when
+enough of them are missing here and the pack holds them as listed; the others one request each.
 Listing: the whole prefix at the first sync and every `full_every` seconds; in between only the root
 and the folders that hold windows (one short listing each), so new windows of a running job appear
 without listing the whole bucket on every refresh. Hidden names and temporary keys are never copied:
@@ -31,6 +33,7 @@ from canning_tb import remote_fs
 from canning_tb.manifest import ManifestError, MANIFEST_SUFFIX
 from canning_tb.manifest import load as load_manifest
 
+from . import pack
 from .cache import user_cache_root
 
 log = logging.getLogger("canning_tb.store")
@@ -46,8 +49,7 @@ def _skipped(rel: str) -> bool:
 
 
 def _identity(info: dict) -> str:
-    tag = info.get("ETag") or info.get("etag") or info.get("md5Hash") or info.get("md5") or ""
-    return f"{tag}|{info.get('size')}|{_mtime(info)}"
+    return f"{pack.tag(info)}|{info.get('size')}|{_mtime(info)}"
 
 
 def _mtime(info: dict) -> float | None:
@@ -141,10 +143,12 @@ class Mirror:
 
     # -- copying -----------------------------------------------------------------------------------
     def _copy_eager(self) -> None:
-        manifests = sorted(rel for rel in self._remote if rel.endswith(MANIFEST_SUFFIX))
-        self._copy(manifests)
+        small = sorted(rel for rel in self._remote if pack.packable(rel))  # manifests and digests: first, together
+        self._unpack(small)
+        self._copy(small)
+        manifests = [rel for rel in small if rel.endswith(MANIFEST_SUFFIX)]
         self._lazy = self._named_by_manifests(manifests)
-        self._copy(sorted(rel for rel in self._remote if rel not in self._lazy))
+        self._copy(sorted(rel for rel in self._remote if rel not in self._lazy and not pack.is_pack(rel)))
         for rel in [r for r in self._copied if r not in self._remote]:  # gone remotely: gone here
             self._drop(rel)
         self._save_index()
@@ -168,11 +172,15 @@ class Mirror:
     def local_path(self, rel: str) -> str:
         return os.path.join(self.local, *rel.split("/"))
 
+    def _stale(self, rel: str) -> bool:
+        """A listed file whose listed version is not here."""
+        return rel in self._remote and not (
+            self._copied.get(rel) == _identity(self._remote[rel]) and os.path.isfile(self.local_path(rel)))
+
     def _copy(self, rels: list[str]) -> bool:
         """Copy the remote files whose version is not here yet, many at a time (the back-end's own
         concurrent transfers: a thousand digests of a few KB each); True when any was copied."""
-        todo = [rel for rel in rels if rel in self._remote and not (
-            self._copied.get(rel) == _identity(self._remote[rel]) and os.path.isfile(self.local_path(rel)))]
+        todo = [rel for rel in rels if self._stale(rel)]
         if not todo:
             return False
         tmps = [os.path.join(os.path.dirname(self.local_path(rel)), f".{os.path.basename(rel)}.{os.getpid()}.tmp")
@@ -182,16 +190,80 @@ class Mirror:
         try:
             remote_fs.call(self.url, self.fs.get, [f"{self.root}/{rel}" for rel in todo], tmps)
             for rel, tmp in zip(todo, tmps):
-                mtime = _mtime(self._remote[rel])
-                if mtime is not None:  # the remote time: a digest written after its trace stays newer
-                    os.utime(tmp, (mtime, mtime))
-                os.replace(tmp, self.local_path(rel))
-                self._copied[rel] = _identity(self._remote[rel])
+                self._place(rel, tmp)
         finally:
             for tmp in tmps:
                 if os.path.exists(tmp):
                     os.remove(tmp)
         return True
+
+    def _place(self, rel: str, tmp: str) -> None:
+        """Move the copy of a listed file (written at tmp) into place, with the remote time."""
+        mtime = _mtime(self._remote[rel])
+        if mtime is not None:  # the remote time: a digest written after its trace stays newer
+            os.utime(tmp, (mtime, mtime))
+        os.replace(tmp, self.local_path(rel))
+        self._copied[rel] = _identity(self._remote[rel])
+
+    # -- packs of digests (pack.py) -----------------------------------------------------------------
+    def _unpack(self, rels: list[str]) -> None:
+        """Copy from each folder's pack the files among `rels` that it holds as listed, when enough of
+        them are missing here; each version of a pack is fetched once."""
+        by_folder: dict[str, list[str]] = {}
+        for rel in rels:
+            if self._stale(rel):
+                by_folder.setdefault(rel.rsplit("/", 1)[0] if "/" in rel else "", []).append(rel)
+        for folder, todo in sorted(by_folder.items()):
+            packed = f"{folder}/{pack.PACK_NAME}" if folder else pack.PACK_NAME
+            info = self._remote.get(packed)
+            if info is None or len(todo) < pack.WORTH or self._copied.get(packed) == _identity(info):
+                continue
+            self._unpack_one(packed, todo)
+            self._copied[packed] = _identity(info)  # this version is used up: not fetched again
+
+    def _unpack_one(self, packed: str, todo: list[str]) -> None:
+        folder = os.path.dirname(self.local_path(packed))
+        os.makedirs(folder, exist_ok=True)
+        local = pack.local_tmp(folder)
+        prefix = packed[: -len(pack.PACK_NAME)]
+        try:
+            try:
+                remote_fs.call(self.url, self.fs.get_file, f"{self.root}/{packed}", local)
+            except remote_fs.RemoteNotFound:  # removed since the listing: the files come one by one
+                return
+            wanted = {rel[len(prefix):]: self._remote[rel] for rel in todo}
+            for name, data in pack.read(local, wanted, remote_fs.join(self.url, packed)):
+                tmp = os.path.join(folder, f".{name}.{os.getpid()}.tmp")
+                with open(tmp, "wb") as f:
+                    f.write(data)
+                self._place(prefix + name, tmp)
+        finally:
+            if os.path.exists(local):
+                os.remove(local)
+
+    def write_packs(self) -> list[str]:
+        """Write a pack of the manifests and digests of each folder that holds windows (the copies
+        here must be of the listed versions: call after sync); the URLs of the packs written."""
+        by_folder: dict[str, dict[str, tuple[str, dict]]] = {}
+        with self._lock:
+            for rel, info in self._remote.items():
+                if pack.packable(rel) and pack.tag(info) and not self._stale(rel):
+                    folder, name = rel.rsplit("/", 1) if "/" in rel else ("", rel)
+                    by_folder.setdefault(folder, {})[name] = (self.local_path(rel), info)
+        written = []
+        for folder, files in sorted(by_folder.items()):
+            if not any(name.endswith(MANIFEST_SUFFIX) for name in files):
+                continue
+            packed = f"{folder}/{pack.PACK_NAME}" if folder else pack.PACK_NAME
+            local = pack.local_tmp(os.path.dirname(self.local_path(packed)))
+            try:
+                pack.write(local, files)
+                remote_fs.call(self.url, remote_fs.put_atomic, self.fs, local, f"{self.root}/{packed}")
+            finally:
+                if os.path.exists(local):
+                    os.remove(local)
+            written.append(remote_fs.join(self.url, packed))
+        return written
 
     def _drop(self, rel: str) -> None:
         self._copied.pop(rel, None)

@@ -112,15 +112,14 @@ def event_mix(inp: RuleInput) -> dict:
             "with_shapes": int((ev["shapes"] != NONE).sum())}
 
 
-def top_level_ops(inp: RuleInput) -> list[tuple[list[str], np.ndarray, np.ndarray]]:
-    """Per host thread: (names, host ns, device ns) of the CPU operators called from outside any
+def top_level_ops(inp: RuleInput) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Per host thread: (name ids, host ns, device ns) of the CPU operators called from outside any
     other operator, in call order: the sequence a fused API would replace."""
     if inp.ctx is None:
         return []
     ctx = inp.ctx
-    ev, host, strings = ctx.ev, ctx.host, ctx.table.strings
-    kinds = ev["kind"][host.rows]
-    is_op = kinds == int(Kind.CPU_OP)
+    ev, host = ctx.ev, ctx.host
+    is_op = ev["kind"][host.rows] == int(Kind.CPU_OP)
     parent_is_op = np.zeros(len(host.rows), bool)
     has_parent = host.parent != NONE
     parent_is_op[has_parent] = is_op[host.parent[has_parent]]
@@ -128,11 +127,12 @@ def top_level_ops(inp: RuleInput) -> list[tuple[list[str], np.ndarray, np.ndarra
     if len(top) == 0:
         return []
     rows = host.rows[top]
+    tids = ev["tid"][rows]
+    by_thread = np.lexsort((ev["ts"][rows], tids))  # per thread (ascending tid), then in call order
+    bounds = np.flatnonzero(np.r_[True, tids[by_thread][1:] != tids[by_thread][:-1], True])
     device_total = ctx.device_total[top]
     out = []
-    for tid in np.unique(ev["tid"][rows]):
-        sel = np.flatnonzero(ev["tid"][rows] == tid)
-        sel = sel[np.argsort(ev["ts"][rows[sel]], kind="stable")]
-        names = [strings[int(n)] or "" for n in ev["name"][rows[sel]]]
-        out.append((names, ev["dur"][rows[sel]], device_total[sel]))
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        sel = by_thread[lo:hi]
+        out.append((ev["name"][rows[sel]], ev["dur"][rows[sel]], device_total[sel]))
     return out

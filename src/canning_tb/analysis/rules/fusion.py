@@ -11,6 +11,7 @@ from . import thresholds as th
 from .engine import RuleInput, rule
 from .events import host_ranges, top_level_ops
 from .finding import Finding, evidence, ms
+from .sequence import Sequence, sequences
 
 # (id, title, regex over the space-joined short names of top-level operators, torch change, torch_npu change)
 PATTERNS = [
@@ -37,35 +38,51 @@ FUSED_OPTIMIZERS_NPU = {"SGD": "torch_npu.optim.NpuFusedSGD", "Adam": "torch_npu
 _FUSED_KERNEL_RE = re.compile(r"_fused_(adam|sgd|adagrad)", re.I)
 
 
-def _short(name: str) -> str:
-    return name.split("::", 1)[-1]
-
-
-def _matches(inp: RuleInput, regex: str) -> tuple[int, int, str]:
-    """(occurrences, summed time of the matched operators, first operator name) over all threads."""
-    rx = re.compile(r"(?<!\S)" + regex + r"(?!\S)")
+def _thread_sequences(inp: RuleInput) -> list[tuple[Sequence, np.ndarray, np.ndarray]]:
+    """Per host thread: (its top-level operators' short names as a Sequence, their name ids, their
+    times): device time when the window has device work, else host time."""
+    found = top_level_ops(inp)
+    if not found:
+        return []
+    short = [name.split("::", 1)[-1] for name in inp.ctx.table.strings.values]
     device = has_device_work(inp.digest)
+    seqs = sequences(short, [name_ids for name_ids, _, _ in found])
+    return [(seq, name_ids, device_ns if device else host_ns)
+            for seq, (name_ids, host_ns, device_ns) in zip(seqs, found)]
+
+
+def _matches(inp: RuleInput, threads, regex: str) -> tuple[int, int, str]:
+    """(occurrences, summed time of the matched operators, first operator name) over all threads."""
     count, total, first = 0, 0, ""
-    for names, host_ns, device_ns in top_level_ops(inp):
-        text = " ".join(_short(n) for n in names)
-        starts = np.cumsum([0] + [len(_short(n)) + 1 for n in names])  # char offset -> op index
-        times = device_ns if device else host_ns
-        for m in rx.finditer(text):
-            lo, hi = int(np.searchsorted(starts, m.start())), int(np.searchsorted(starts, m.end()))
-            count += 1
-            total += int(times[lo:hi].sum())
-            first = first or names[lo]
+    for seq, name_ids, times in threads:
+        spans = seq.spans(regex)
+        if len(spans) == 0:
+            continue
+        lo, hi = spans[:, 0], spans[:, 1]
+        summed = np.r_[0, np.cumsum(times, dtype=np.int64)]
+        count += len(spans)
+        total += int((summed[hi] - summed[lo]).sum())
+        first = first or _first_name(inp.ctx.table.strings, name_ids[lo[lo < len(name_ids)]])
     return count, total, first
+
+
+def _first_name(strings, name_ids: np.ndarray) -> str:
+    """The first non-empty name among the ids ("" when none)."""
+    for name_id in name_ids:
+        if strings[int(name_id)]:
+            return strings[int(name_id)]
+    return ""
 
 
 @rule("fusable_ops", "time")
 def fusable_ops(inp: RuleInput):
     npu = inp.device_label().startswith("npu")
     found = []
+    threads = _thread_sequences(inp)
     for pid, title, regex, torch_change, npu_change in PATTERNS:
         if not torch_change and not npu:
             continue
-        count, total, first = _matches(inp, regex)
+        count, total, first = _matches(inp, threads, regex)
         if count < th.FUSION_MIN_REPEATS:
             continue
         per_step = total // inp.steps
