@@ -10,7 +10,10 @@ REPO = Path(__file__).resolve().parents[1]
 FIXTURES = Path(os.environ.get("CANNING_FIXTURES", REPO.parent / "shared" / "fixtures"))
 
 # Digests of read-only folders (the shared fixtures) go to the user cache: keep the tests' own.
-os.environ.setdefault("CANNING_CACHE_DIR", tempfile.mkdtemp(prefix="canning-test-cache-"))
+# Removed when the test process ends (a module-level TemporaryDirectory is cleaned up at exit).
+_TEST_CACHE = None if "CANNING_CACHE_DIR" in os.environ else tempfile.TemporaryDirectory(prefix="canning-test-cache-")
+if _TEST_CACHE is not None:
+    os.environ["CANNING_CACHE_DIR"] = _TEST_CACHE.name
 
 CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")  # Debian's package, never `playwright install`
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",

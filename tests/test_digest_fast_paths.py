@@ -34,10 +34,13 @@ FIXTURES = [("kineto", "resnet50_v100"), ("hta", "trace_diff"), ("hta", "df_inde
             ("param", "dlrm_8ranks"), ("hta", "amd_trace")]
 
 
+_CACHES = tempfile.TemporaryDirectory(prefix="fast-paths-")  # removed when the test process ends
+
+
 @lru_cache(maxsize=None)
 def fixture_table(parts: tuple[str, ...]):
     """The first window of a fixture folder, read as a viewer reads it."""
-    store = Store(str(fixture_path(*parts)), cache_dir=tempfile.mkdtemp(prefix="fast-paths-"))
+    store = Store(str(fixture_path(*parts)), cache_dir=tempfile.mkdtemp(dir=_CACHES.name))
     run = store.runs()[0]
     worker = store.workers(run)[0]
     return read_window(store.windows(run, worker.name)[0])

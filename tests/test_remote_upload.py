@@ -364,9 +364,13 @@ def test_interpreter_exit_waits_for_the_uploads_of_a_raw_torch_profile(s3, tmp_p
     fs = fresh_bucket(s3, "atexit")
     script = tmp_path / "raw.py"
     script.write_text(RAW_TORCH)
+    temp = tmp_path / "tmp"  # the training process's temporary folder, where it stages its windows
+    temp.mkdir()
     for url, landed in (("s3://atexit/logs/run", 2), ("s3://atexit-gone/logs/run", 0)):
-        done = subprocess.run([sys.executable, str(script), url], capture_output=True, text=True, timeout=300)
+        done = subprocess.run([sys.executable, str(script), url], capture_output=True, text=True, timeout=300,
+                              env={**os.environ, "TMPDIR": str(temp)})
         assert done.returncode == 0, done.stderr
+        assert not [p.name for p in temp.iterdir() if p.name.startswith("canning-stage-")]  # nothing left behind
         said = [line for line in done.stderr.splitlines() if "could not write profiler window" in line]
         if landed:
             assert not said, done.stderr

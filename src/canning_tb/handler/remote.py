@@ -15,6 +15,7 @@ from canning_tb import remote_fs
 from canning_tb.manifest import Manifest
 
 from . import files
+from .scalars import ScalarWriter
 from .upload_queue import UploadQueue
 
 STAGE_PREFIX = "canning-stage-"
@@ -29,13 +30,26 @@ class RemoteRun:
         self.queue = UploadQueue(self.url, max_pending, on_answer)
         _remove_stale_stages()
         self.stage = tempfile.mkdtemp(prefix=f"{STAGE_PREFIX}{os.getpid()}-")
-        atexit.register(self.flush)  # the last windows are uploaded before the interpreter exits
+        atexit.register(self.close)  # the last windows are uploaded before the interpreter exits
 
     def submit(self, manifest: Manifest, scalars: str | None, digest: bool) -> None:
         self.queue.submit(self.stage, manifest, scalars, digest)
 
     def flush(self) -> None:
         self.queue.flush()
+
+    def close(self) -> None:
+        """At exit, once every window is uploaded: the staged scalars file goes, and the staging folder
+        with it unless a background digest still reads a window there (it removes that window itself;
+        the next run's _remove_stale_stages takes the empty folder)."""
+        self.flush()
+        try:
+            for name in os.listdir(self.stage):
+                if name.startswith(ScalarWriter.PREFIX):
+                    os.remove(os.path.join(self.stage, name))
+            os.rmdir(self.stage)
+        except OSError:
+            pass
 
 
 def drop_staged(folder: str, manifest: Manifest) -> None:

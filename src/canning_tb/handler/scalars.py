@@ -11,9 +11,11 @@ import time
 
 
 class ScalarWriter:
+    PREFIX = "events.out.tfevents."
+
     def __init__(self, dir_name: str, rank: int, world_size: int):
         self._suffix = f"/rank{rank}" if world_size > 1 else ""  # one line per rank in a multi-rank run
-        self.path = os.path.join(dir_name, f"events.out.tfevents.{int(time.time()):010d}."
+        self.path = os.path.join(dir_name, f"{self.PREFIX}{int(time.time()):010d}."
                                            f"{socket.gethostname()}.{os.getpid()}.canning")
         self._started = False
 
