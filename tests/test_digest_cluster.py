@@ -88,7 +88,9 @@ def test_dask_cluster_digests_a_64_rank_logdir_like_the_local_digest(real_trace,
     logdir = tmp_path / "logdir"
     make_logdir(logdir, real_trace, broken=True)
     want = expected_digests(logdir, tmp_path / "here")
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+    import dask
+    with dask.config.set({"temporary-directory": str(tmp_path / "dask")}), \
+            distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
         code = main(["digest", f"--input={logdir}", f"--dask={cluster.scheduler_address}"])
     out, err = capsys.readouterr()
     assert code == 1  # the one broken window, said on its own line; the others digested
