@@ -13,6 +13,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections import Counter
 from pathlib import Path
@@ -348,8 +349,9 @@ def test_missing_device_goes_through_our_help(monkeypatch, version):
     assert prof.backend == "torch" and prof.activities == [ps.ProfilerActivity.CPU]
 
 
-def test_device_lost_before_start_goes_through_our_help(monkeypatch):
+def test_device_lost_before_start_goes_through_our_help(monkeypatch, tmp_path):
     use_double(monkeypatch, "current")
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where the private folder would go
     strict, lenient = ps.Profile(activities=NPU), ps.Profile(activities=NPU, start_on_cpu=True)
     monkeypatch.setenv("NPU_DOUBLE_DEVICES", "0")  # torch_npu checks again when it builds its profile
     with pytest.raises(NpuUnavailableError, match="set_env.sh"):
@@ -358,6 +360,8 @@ def test_device_lost_before_start_goes_through_our_help(monkeypatch):
         with lenient:
             work(1)
     assert lenient.backend == "torch" and "aten::addmm" in {e.key for e in lenient.key_averages()}
+    left = [name for name in os.listdir(tmp_path) if name.startswith("canning-npu-")]
+    assert left == []  # no empty folder left for a torch_npu that never wrote
 
 
 def test_settings_torch_npu_would_reset(tmp_path, version):
@@ -385,6 +389,9 @@ def test_second_handler_in_one_process_is_refused(tmp_path, version):
 
 def test_profile_without_handler_leaves_nothing_in_the_working_directory(tmp_path, monkeypatch, version):
     monkeypatch.chdir(tmp_path)
+    temp = tmp_path.parent / f"{tmp_path.name}-temp"  # where the data goes instead: not /tmp, not the cwd
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
     with ps.Profile(activities=NPU) as prof:
         work(2)
     assert os.listdir(tmp_path) == []
@@ -394,6 +401,7 @@ def test_profile_without_handler_leaves_nothing_in_the_working_directory(tmp_pat
     with ps.Profile(activities=NPU, on_trace_ready=lambda p: seen.append(len(p.key_averages()))):
         work(2)
     assert os.listdir(tmp_path) == [] and seen == [len(prof.key_averages())]
+    assert len([p for p in temp.iterdir() if p.name.startswith("canning-npu-")]) == 2  # one folder a profile
 
 
 # --- a real 2-process torch.distributed (gloo) run sharing one log folder ------------------------------

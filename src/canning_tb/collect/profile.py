@@ -7,6 +7,7 @@ On NPU, results (key_averages, events, the summaries) come from the folder torch
 wrote for the last window (npu_results.py), since torch_npu's profile has no key_averages().
 """
 import functools
+import os
 import time
 import warnings
 from collections import OrderedDict
@@ -119,6 +120,7 @@ class Profile:
         try:
             return self._backend.new_profile(self._trace_ready)
         except _backend.NpuUnavailableError as e:  # torch_npu found no device only now
+            self._drop_private_dir()
             if not self._start_on_cpu:
                 raise
             warnings.warn(f"{e} Profiling the CPU only (start_on_cpu=True).", RuntimeWarning, stacklevel=3)
@@ -127,6 +129,15 @@ class Profile:
             self.settings["activities"] = ["CPU"]
             self._private_handler = None  # torch_npu's, for torch_npu's profile only
             return self._backend.new_profile(self._trace_ready)
+
+    def _drop_private_dir(self) -> None:
+        """The temporary folder made for torch_npu's output, while torch_npu has written nothing there."""
+        if self._private_dir is not None:
+            try:
+                os.rmdir(self._private_dir)  # fails when not empty: an earlier window's data stays
+                self._private_dir = None
+            except OSError:
+                pass
 
     def _trace_ready(self, backend_prof):
         self._digest = None
