@@ -148,3 +148,40 @@ def test_digest_in_background_never_blocks(tmp_path):
     assert h._children[0].wait(timeout=90) == 0  # exits quietly even when the digest cannot be built
     assert source_digest.main([str(tmp_path / "missing.canning.json")]) == 0
     assert [n for n in listing(tmp_path) if n.endswith(".digest.pb")], listing(tmp_path)
+
+
+def test_a_copy_that_changed_the_times_keeps_the_digests_written_at_the_source(tmp_path):
+    """cp -r and aws s3 sync give every file a new time, in no particular order: a digest may then look
+    older than its trace. The sizes the manifest records still say it is the same window, so the viewer
+    reads the digest instead of the trace; a trace of another size is read again."""
+    import shutil
+    import time
+    from canning_tb.analysis.digest_pb2 import Digest
+    from canning_tb.ingest.table import InputError
+    from canning_tb.store import Store
+    run = tmp_path / "logs" / "run"
+    h = TraceHandler(str(run), digest=True)
+    train(h, windows=2)
+    assert [c.wait(timeout=120) for c in h._children] == [0, 0]
+    copy = tmp_path / "copy" / "run"
+    shutil.copytree(run, copy, copy_function=shutil.copyfile)  # new times, as a plain copy gives
+    later = time.time() + 3600
+    digests = sorted(copy.glob("*.digest.pb"))
+    traces = sorted(p for p in copy.iterdir() if TRACE_RE.match(p.name))
+    assert len(digests) == len(traces) == 2
+    for trace in traces:
+        trace.write_bytes(b"\0" * trace.stat().st_size)  # same size, no longer a trace: reading it fails
+        os.utime(trace, (later, later))  # ... and newer than the digests
+    store = Store(str(copy.parent), cache_dir=str(tmp_path / "cache"))
+    (name,) = store.runs()
+    (worker,) = store.workers(name)
+    windows = store.windows(name, worker.name)
+    assert len(windows) == 2
+    for win in windows:
+        digest = copy / os.path.basename(win.path).replace(".canning.json", ".digest.pb")
+        assert store.digest(name, worker.name, win.id) == Digest.FromString(digest.read_bytes())
+    with open(traces[1], "ab") as f:  # a trace that changed since its digest: read again
+        f.write(b"\0")
+    fresh = Store(str(copy.parent), cache_dir=str(tmp_path / "cache2"))
+    with pytest.raises(InputError):
+        fresh.digest(name, worker.name, fresh.windows(name, worker.name)[1].id)

@@ -44,6 +44,9 @@ class Window:
     status: str = "ready"  # "ready" | "incomplete" (torch_npu raw data, not analysed) | "analysing" (being written)
     rank: int = -1
     steps: tuple[int, ...] = ()
+    # (path, bytes) of the plain files a manifest names, as it records them: a copy that changed their
+    # times (cp -r, aws s3 sync) still has the digest written at the source (store.fresh_source_digest)
+    sizes: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass
@@ -109,7 +112,7 @@ def _manifest_window(folder: str, fname: str, m: re.Match, policy: Policy) -> Wi
         facts = _manifest_facts(path, st.st_size, st.st_mtime_ns)
     except OSError:
         facts = _NO_FACTS
-    names, steps, rank, ascend, analysis = facts
+    names, steps, rank, ascend, analysis, sizes = facts
     files = [path] + [os.path.join(folder, n) for n in names]
     if not all(policy.usable(f, folder_ok=True) for f in files[1:]):
         return None
@@ -122,22 +125,27 @@ def _manifest_window(folder: str, fname: str, m: re.Match, policy: Policy) -> Wi
         status = ascend_status(ascend_path, analysis)
     idx = int(m.group("window"))
     return Window(id=m.group("window"), label="", format="canning", path=path, files=tuple(files),
-                  order=(idx,), status=status, rank=rank, steps=steps)
+                  order=(idx,), status=status, rank=rank, steps=steps,
+                  sizes=tuple((os.path.join(folder, n), b) for n, b in sizes))
 
 
-_NO_FACTS: tuple = ((), (), -1, None, "")
+_NO_FACTS: tuple = ((), (), -1, None, "", ())
 
 
 @lru_cache(maxsize=65536)
 def _manifest_facts(path: str, size: int, mtime_ns: int) -> tuple:
-    """(file names, steps, rank, torch_npu folder name or None, analysis) of a manifest; read once per
-    version of the file, since the plugin rescans the logdir every few seconds. A manifest we cannot
-    read still marks a window (the reader reports the problem): it gives no facts here."""
+    """(file names, steps, rank, torch_npu folder name or None, analysis, (name, bytes) of its files) of
+    a manifest; read once per version of the file, since the plugin rescans the logdir every few
+    seconds. A manifest we cannot read still marks a window (the reader reports the problem): it gives
+    no facts here. Sizes only when every file is a plain one with its size recorded: torch_npu's folder
+    changes while it is analysed."""
     try:
         man = load_manifest(path)
     except ManifestError:
         return _NO_FACTS
-    return (tuple(f.name for f in man.files), tuple(man.steps), man.rank, man.ascend_folder, man.analysis)
+    plain = man.ascend_folder is None and all(f.bytes is not None and not f.kind for f in man.files)
+    sizes = tuple((f.name, f.bytes) for f in man.files) if plain and man.files else ()
+    return (tuple(f.name for f in man.files), tuple(man.steps), man.rank, man.ascend_folder, man.analysis, sizes)
 
 
 def _top_files(folder: str) -> list[str]:
