@@ -4,15 +4,19 @@ import json
 import logging
 import os
 import re
+import shutil
 import socket
 import threading
+import time
 
 import pytest
 
 torch = pytest.importorskip("torch")
 from canning import profiling_suite as ps  # noqa: E402
+from canning_tb.analysis.digest_pb2 import Digest  # noqa: E402
 from canning_tb.handler import TraceHandler  # noqa: E402
-from canning_tb.store import source_digest  # noqa: E402
+from canning_tb.ingest.table import InputError  # noqa: E402
+from canning_tb.store import Store, source_digest  # noqa: E402
 
 TRACE_RE = re.compile(r"^(?P<worker>.+?)\.(?P<window>\d+)\.pt\.trace\.json(\.gz)?$")
 NET = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 4))
@@ -154,11 +158,6 @@ def test_a_copy_that_changed_the_times_keeps_the_digests_written_at_the_source(t
     """cp -r and aws s3 sync give every file a new time, in no particular order: a digest may then look
     older than its trace. The sizes the manifest records still say it is the same window, so the viewer
     reads the digest instead of the trace; a trace of another size is read again."""
-    import shutil
-    import time
-    from canning_tb.analysis.digest_pb2 import Digest
-    from canning_tb.ingest.table import InputError
-    from canning_tb.store import Store
     run = tmp_path / "logs" / "run"
     h = TraceHandler(str(run), digest=True)
     train(h, windows=2)

@@ -7,8 +7,9 @@ Each window's files are uploaded under hidden temporary keys first (the slow par
 their names, the manifest last: a process killed while uploading leaves only temporary keys, which
 the next uploader of this host removes (killed during the moves, server-side copies of a few ms, it
 may leave a whole trace under its name without its manifest: read as a plain torch.profiler trace).
-Then the window's digest is started (source_digest), or its staged files are removed. Runs at a low priority; Ctrl-C is ignored (the handler's stop() still
-flushes through it); end of stdin means: finish the windows received, then exit.
+Then the window's digest is started (source_digest), or its staged files are removed. Runs at a low
+priority; Ctrl-C is ignored (the handler's stop() still flushes through it); end of stdin means:
+finish the windows received, then exit.
 """
 from __future__ import annotations
 
