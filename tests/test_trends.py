@@ -131,5 +131,7 @@ def test_handler_windows_get_the_full_figures_too(tmp_path, tmp_path_factory):
     (point,) = events.Scalars(TAG)
     assert point.step == max(int(e["name"].split("#")[1]) for e in steps)
     # the digest's step runs from ProfilerStep#N to the later of its host end and its device work
-    # (none on the CPU), so the mean equals the raw ranges' mean (trace in µs with ns decimals)
-    assert point.value == pytest.approx(sum(e["dur"] for e in steps) / len(steps) / 1000, rel=1e-6)
+    # (none on the CPU), so the mean equals the raw ranges' mean (trace in µs with ns decimals), kept
+    # in whole ns, then written as a float32 scalar (TensorBoard's simple_value)
+    mean_ns = round(sum(round(e["dur"] * 1000) for e in steps) / len(steps))
+    assert point.value == pytest.approx(mean_ns / 1e6, rel=1e-7)
