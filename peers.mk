@@ -1,4 +1,4 @@
-# Peer tools used as test oracles (tests/test_peer_oracles.py): Holistic Trace Analysis and
+# Peer tools used as test oracles (tests/oracles/test_peer_oracles.py): Holistic Trace Analysis and
 # msprof-analyze, in their own venv so that their pins never touch .venv. The lead includes this
 # file from the Makefile and makes `test` depend on `peers`. Idempotent: pip runs only when this
 # file changed since the last install (stamp .venv-peers/.installed).

@@ -100,7 +100,7 @@ def run_one(label: str, cmd: list[str], timeout: float, log_dir: str, env_extra:
 
 def ours_available() -> str | None:
     """None when our pipeline can be imported, else what is missing."""
-    missing = [m for m in ("canning_tb.store", "canning_tb.ingest.kineto", "canning_tb.analysis.build")
+    missing = [m for m in ("canning_tb.store", "canning_tb.ingest.kineto.read", "canning_tb.analysis.build")
                if importlib.util.find_spec(m) is None]
     return ", ".join(missing) or None
 

@@ -58,7 +58,7 @@ def log(msg: str) -> None:
 
 def generate(folder: str, ranks: int) -> str:
     from canning_tb.analysis.build import build_digest
-    from canning_tb.ingest.kineto import read_kineto
+    from canning_tb.ingest.kineto.read import read_kineto
     traces = sorted(glob.glob(os.path.join(FIXTURES, "param", "dlrm_8ranks", "*.pt.trace.json.gz")))
     if len(traces) != 8:
         raise SystemExit(f"the DLRM fixture is not under {FIXTURES}/param/dlrm_8ranks (set CANNING_FIXTURES)")

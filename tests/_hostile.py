@@ -1,4 +1,4 @@
-"""Builders of the bad-input corpus (tests/test_hostile_inputs.py): each case is one run folder made
+"""Builders of the bad-input corpus (tests/plugin/test_hostile_inputs.py): each case is one run folder made
 from a real fixture changed in one hostile or unlucky way.
 
 To add a case, append `Case(name, build, status, words)` to CASES: `build(run_dir)` writes the run's

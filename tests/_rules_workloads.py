@@ -17,7 +17,7 @@ def profiled(tmp_path, name, step, **settings):
     from torch.profiler import ProfilerActivity, profile, schedule
 
     from canning_tb.analysis.build import build_digest
-    from canning_tb.ingest.kineto import read_kineto
+    from canning_tb.ingest.kineto.read import read_kineto
     path = tmp_path / f"{name}.pt.trace.json"
     torch.manual_seed(0)
     with profile(activities=[ProfilerActivity.CPU], schedule=schedule(wait=0, warmup=1, active=ACTIVE),

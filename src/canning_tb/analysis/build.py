@@ -6,7 +6,7 @@ import numpy as np
 from ..ingest.table import EventTable
 from . import digest_pb2 as pb
 from .cann import cann_steps, ops_from_operator_details, steps_from_cann
-from .communication import communication_stats
+from .communication.collectives import communication_stats
 from .context import Context
 from .digest import SCHEMA_VERSION
 from .kernels import kernel_stats
@@ -17,7 +17,7 @@ from .npu_metrics import npu_efficiency
 from .ops import op_stats
 from .rules import rule_hits
 from .steps import breakdowns, step_rows
-from .wait_transfer import fill_own
+from .communication.wait_transfer import fill_own
 
 _FIELDS = {"compute": "compute_ns", "overlapped": "overlapped_ns", "communication": "communication_ns",
            "memcpy": "memcpy_ns", "memset": "memset_ns", "device_wait": "device_wait_ns", "runtime": "runtime_ns",
@@ -108,7 +108,7 @@ def build_digest(table: EventTable) -> pb.Digest:
     d.npu_efficiency.extend(npu_efficiency(table, starts[kept], ends[kept]))
     d.modules.extend(module_tree(ctx))
     d.communication.CopyFrom(communication_stats(ctx, starts, ends, nums, res))
-    fill_own(d)  # wait / transfer: the one definition (analysis/wait_transfer.py)
+    fill_own(d)  # wait / transfer: the one definition (analysis/communication/wait_transfer.py)
     for p in table.problems:
         d.problems.add(file=str(p.file), message=str(p.message), severity=str(p.severity))
     _cann_scalars(d)

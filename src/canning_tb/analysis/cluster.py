@@ -9,7 +9,7 @@ and per step come from wait_transfer.py (their one definition), all ranks in one
 - ranks: per rank, from the mean step breakdown: compute (device compute not overlapped),
   overlapped, communication (not overlapped), other (memcpy, memset, runtime, dataloader, host,
   idle: the device is not computing nor communicating), step time; and wait / transfer.
-- wait vs transfer: analysis/wait_transfer.py, the one definition (per call: CANN's measured wait
+- wait vs transfer: analysis/communication/wait_transfer.py, the one definition (per call: CANN's measured wait
   and transit where this rank has them, else the torch-tb-profiler rule over the calls matched
   within their communicator and kind, in their sequence: transfer_j = the shortest duration of
   the j-th call among the ranks, wait_j = duration - transfer_j; per step: the merged intervals
@@ -59,7 +59,7 @@ import numpy as np
 
 from .cluster_spread import distributions, matrix_bins, rank_heatmap
 from .summary import has_device_work
-from .wait_transfer import call_splits, collective_sums, rank_figures_many
+from .communication.wait_transfer import call_splits, collective_sums, rank_figures_many
 from .rules.thresholds import SLOW_RANK_RATIO  # the one threshold, shared with the rules
 
 MATRIX_CELLS_LIMIT = 16384  # cells listed in `matrix` / `matrix_cells`; beyond, the largest (matrix_bins has all)

@@ -16,7 +16,7 @@ One definition per figure; the views' tooltips, the CLI and `prof.*_summary()` a
 Which function computes which figure (everything else reads these, never recomputes):
 - `analysis/summary.py` `step_shares` / `window_figures`: compute share (host operators on CPU-only),
   communication not hidden, DataLoader, idle (nothing recorded), device idle (what suggestions quote).
-- `analysis/wait_transfer.py` `call_splits` (per call), `step_figures` (per step), `rank_figures`
+- `analysis/communication/wait_transfer.py` `call_splits` (per call), `step_figures` (per step), `rank_figures`
   (mean step + window), `collective_sums` (per collective): wait, p2p wait, transfer.
 - `analysis/summary.py` `communication_figures`: this rank's communication per step / mean step / window.
 - `analysis/steps.py` `breakdowns`: the step breakdown categories; `cluster.py` `analyse_ranks`: per-rank rows.

@@ -59,7 +59,7 @@ import numpy as np
 from ..ingest.table import NONE, EventTable, Kind
 from . import intervals as iv
 from .common import DATALOADER_RE, DEVICE_KINDS, HOST_OP_KINDS, STEP_RE, group_rows, id_mask, join_on, kind_mask, name_mask
-from .communication import comm_rows
+from .communication.collectives import comm_rows
 from .context import Context
 
 CATEGORIES = ["compute", "overlapped", "communication", "memcpy", "memset", "device_wait", "runtime", "dataloader",

@@ -13,7 +13,7 @@ run table (`rank_row`) and the run summary (`run_summary`) always show the same 
   without device work (the figure the suggestions quote).
 - communication of this rank per step and for the mean step (`communication_figures`): total =
   overlapped + not overlapped of the step breakdown; wait / transfer from
-  analysis/wait_transfer.py (the one definition, the ranks table's too).
+  analysis/communication/wait_transfer.py (the one definition, the ranks table's too).
 - the slowest operator: the operator (ProfilerStep#* ranges excluded) with the most device self
   time, or host self time when the window has no device work (`has_device_work`); its share is
   its time over the sum of that metric over the same operators.
@@ -117,7 +117,7 @@ def communication_figures(digest: pb.Digest, ranks: list | None = None, found: d
     the other ranks, this one included), or over this digest alone (CANN's own, else unknown);
     `found`: those figures when already computed (wait_transfer.own_figures of many windows at once)."""
     if found is None:
-        from .wait_transfer import wait_transfer  # numpy: only where communication is shown
+        from .communication.wait_transfer import wait_transfer  # numpy: only where communication is shown
         peers = ranks or [digest]
         found = wait_transfer(peers)[next(i for i, d in enumerate(peers) if d is digest)]
     per_step = {row["step"]: row for row in found["per_step"]}

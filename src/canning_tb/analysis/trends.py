@@ -10,7 +10,7 @@ else `fallback` (its position among its worker's windows) for windows without st
 from __future__ import annotations
 
 from . import digest_pb2 as pb
-from .compare_side import CATEGORIES
+from .compare.side import CATEGORIES
 from .summary import window_figures
 
 

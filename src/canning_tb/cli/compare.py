@@ -7,9 +7,9 @@ from __future__ import annotations
 import os
 import sys
 
-from canning_tb.analysis.compare import compare as compare_digests
-from canning_tb.analysis.compare_legacy import compare as legacy_compare
-from canning_tb.analysis.compare_legacy import per_step
+from canning_tb.analysis.compare.verdict import compare as compare_digests
+from canning_tb.analysis.compare.legacy import compare as legacy_compare
+from canning_tb.analysis.compare.legacy import per_step
 from canning_tb.store.name_map import load_name_map
 
 from .compare_text import text_report

@@ -104,7 +104,7 @@ def json_report(source: str, results, analyses, detailed: set) -> dict:
     its headline `figures` and `communication` figures (analysis/summary.py, the views' own functions),
     and its whole digest when it is in `detailed`."""
     from canning_tb.analysis.summary import communication_figures, window_figures
-    from canning_tb.analysis.wait_transfer import own_figures
+    from canning_tb.analysis.communication.wait_transfer import own_figures
     read = [d for _, d, _ in results if d is not None]
     own = dict(zip(map(id, read), own_figures(read)))  # every window's own wait / transfer in one pass
     return {"schema": VIEW_SCHEMA, "input": source,

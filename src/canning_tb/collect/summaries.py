@@ -52,7 +52,7 @@ def _copy(src: str, dst: str) -> None:
 
 def digest_of_trace(path: str):
     from canning_tb.analysis.build import build_digest  # lazy: analysis is optional at collection time
-    from canning_tb.ingest.kineto import read_kineto
+    from canning_tb.ingest.kineto.read import read_kineto
     return build_digest(read_kineto(path))
 
 

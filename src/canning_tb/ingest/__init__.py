@@ -1,7 +1,7 @@
 """Readers, one per format, each producing one columnar EventTable (see table.py).
 
 The names below load table.py (numpy) on first use only, so that light modules of this package
-(ascend_layout, which discovery uses) import without numpy, as the plugin must load without it.
+(ascend/layout.py, which discovery uses) import without numpy, as the plugin must load without it.
 """
 __all__ = ["NONE", "EventTable", "InputError", "Kind", "Meta", "Problem", "Strings"]
 

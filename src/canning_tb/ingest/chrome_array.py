@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import os
 
-from .ascend_info import set_devices
-from .ascend_merge import fill_events
-from .ascend_trace import read_trace
+from .ascend.info import set_devices
+from .ascend.merge import fill_events
+from .ascend.trace import read_trace
 from .file_head import file_head
-from .kineto import read_kineto
+from .kineto.read import read_kineto
 from .table import EventTable, InputError
 
 

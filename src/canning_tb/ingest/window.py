@@ -13,7 +13,7 @@ from typing import Any
 from canning_tb.manifest import ASCEND_OUTPUT, FileEntry, Manifest, ManifestError, ascend_status
 from canning_tb.manifest import load as load_manifest
 
-from .kineto import read_kineto
+from .kineto.read import read_kineto
 from .table import EventTable, InputError, Problem
 
 _TRACE_SUFFIXES = (".pt.trace.json.gz", ".pt.trace.json")
@@ -30,7 +30,7 @@ def read_canning_window(manifest_path: str) -> EventTable:
     entry, target = _target(path, folder, man)
     if man.kind == "ascend_pt" or (entry is not None and entry.kind == "ascend_pt"):
         _check_analysed(path, target, man.analysis)
-        from .ascend import read_ascend  # another reader, imported only for torch_npu windows
+        from .ascend.read import read_ascend  # another reader, imported only for torch_npu windows
         table = read_ascend(target)
     else:
         table = read_kineto(target)

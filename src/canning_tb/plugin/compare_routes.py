@@ -1,10 +1,10 @@
 """GET /compare as `compare_impl(store, base, target, group_by)`: two windows of the logdir (any
-run, worker, window, any formats), compared by `canning_tb.analysis.compare` from their digests
+run, worker, window, any formats), compared by `canning_tb.analysis.compare.verdict` from their digests
 through the name map of the logdir (store/name_map.py). The plugin selects and serialises: every
 figure comes from the analysis."""
 from __future__ import annotations
 
-from canning_tb.analysis.compare_ops import MODES
+from canning_tb.analysis.compare.ops import MODES
 from canning_tb.store.name_map import load_name_map
 
 from .errors import RouteError, short_path, unknown_window, window_digest
@@ -23,7 +23,7 @@ def _side(store, run: str, worker: str, window: str) -> tuple[dict, object]:
 
 
 def compare_impl(store, base: tuple[str, str, str], target: tuple[str, str, str], group_by: str = "name") -> dict:
-    from canning_tb.analysis.compare import compare  # numpy: on the first request, not at TensorBoard start
+    from canning_tb.analysis.compare.verdict import compare  # numpy: on the first request, not at TensorBoard start
 
     if group_by not in MODES:
         raise RouteError(400, f"group_by must be one of {', '.join(MODES)}, not {group_by!r}")

@@ -1,4 +1,4 @@
-"""torch_npu windows in a folder, recognised by content (ingest/ascend_layout.py), named by the files.
+"""torch_npu windows in a folder, recognised by content (ingest/ascend/layout.py), named by the files.
 
 - A sub-folder is a window when it holds ``ASCEND_PROFILER_OUTPUT/`` (any folder name: the
   ``*_ascend_pt`` of torch_npu, the free names of 2023), raw data not analysed yet (status
@@ -18,7 +18,7 @@ import os
 import re
 from functools import lru_cache
 
-from canning_tb.ingest.ascend_layout import DB_RE, OUTPUT_DIR, loose_dbs, scan
+from canning_tb.ingest.ascend.layout import DB_RE, OUTPUT_DIR, loose_dbs, scan
 
 _SPAN_RE = re.compile(r"^(?P<worker>.*?)_(?P<span>\d{12,}(?:\.\d+)?)_ascend_(?:pt|ms)$")
 _SUFFIX_RE = re.compile(r"_ascend_(?:pt|ms)$")

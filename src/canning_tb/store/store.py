@@ -34,7 +34,7 @@ def read_window(window: Window):
         from canning_tb.ingest.window import read_canning_window
         return read_canning_window(window.path)
     if window.format == "ascend":
-        from canning_tb.ingest.ascend import read_ascend
+        from canning_tb.ingest.ascend.read import read_ascend
         return read_ascend(window.path)
     raise ValueError(f"unknown window format {window.format!r}")
 

@@ -17,7 +17,7 @@ import msgspec
 import numpy as np
 
 from canning_tb.ingest import _json
-from canning_tb.ingest.ascend_csv import us_to_ns
+from canning_tb.ingest.ascend.csv_io import us_to_ns
 from canning_tb.ingest.file_head import file_head
 from canning_tb.ingest.table import EventTable, InputError
 

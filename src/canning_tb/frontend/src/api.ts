@@ -4,7 +4,7 @@
 //
 // The interfaces named after a message of analysis/digest.proto (Breakdown, OpStat, ...) mirror it
 // field for field, with its names: the routes send those messages whole (digest_json.to_plain).
-// tests/test_frontend_types.py fails when one of them differs from the schema. Numbers: times are
+// tests/frontend/test_frontend_types.py fails when one of them differs from the schema. Numbers: times are
 // int ns (relative to the window start where the route says so), sizes bytes, -1 = absent; a
 // proto double is `number | null` (NaN and infinities travel as null).
 
@@ -471,7 +471,7 @@ export interface MemoryRangeResponse {
 
 /** GET /communication */
 /** This rank's communication over one step, the mean step or the window (analysis/summary.py
- * communication_figures; wait / transfer: analysis/wait_transfer.py, -1 unknown). */
+ * communication_figures; wait / transfer: analysis/communication/wait_transfer.py, -1 unknown). */
 export interface CommFigureRow {
   dur_ns: number;
   total_ns: number;
@@ -522,7 +522,7 @@ export interface ClusterProblem {
   window: string;
   message: string;
 }
-/** One rank over one step (or the mean step): the split and wait / transfer (analysis/wait_transfer.py). */
+/** One rank over one step (or the mean step): the split and wait / transfer (analysis/communication/wait_transfer.py). */
 export interface RankSplit {
   step_ns: number;
   compute_ns: number;

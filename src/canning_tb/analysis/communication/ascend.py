@@ -1,0 +1,156 @@
+"""Communication figures CANN measured itself (Ascend), added to the digest's communication section.
+
+- Per collective (kind, group): transfer = sum of CANN's transit times of its calls, wait = sum of
+  its wait times, synchronization likewise; transit_bytes = the bytes CANN saw on the links (SDMA +
+  RDMA, analysis/cann.py), bandwidth = transit bytes / their link time; `source` names the file.
+  When the events give no payload size (kernel_details.csv without the trace, communication.json
+  alone), `bytes` is the transit bytes too (`source` says so).
+- Per call: the CANN figures of the operator of the same name; seq = HCCL's index of the call in
+  its communicator (from the name), else its order in the group; comm_type "p2p" for what CANN
+  files under p2p and for Send / Recv, else "collective".
+- A window whose events hold no communication but whose communication.json does (analysis-off
+  exports, kernel list missing) gets its collectives and calls from CANN alone.
+- Links: the communication matrix rows CANN summed over the step ("-total", 2023's "Total Op
+  Info"); without them the per-call rows; never both, never CANN's top/middle/bottom slices.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+
+from ...ingest import side_tables as side
+from ...ingest.table import EventTable
+from .. import digest_pb2 as pb
+from ..cann import CannCall, cann_calls, hccl_seq, source_of
+from ..common import collective_kind
+
+P2P_KINDS = ("Send", "Recv")
+
+
+def comm_type(kind: str, cann: CannCall | None = None) -> str:
+    if cann is not None and cann.comm_type == "p2p":
+        return "p2p"
+    return "p2p" if kind in P2P_KINDS else "collective"
+
+
+def add_cann_figures(stat: pb.CollectiveStat, ops: list[str], calls: dict[str, CannCall], source: str) -> None:
+    """Fill a collective's CANN figures from its calls' op names (each name once)."""
+    found = [calls[o] for o in dict.fromkeys(ops) if o in calls]
+    stat.comm_type = comm_type(stat.kind, found[0] if found else None)
+    stat.synchronization_ns, stat.transit_bytes = -1, -1
+    if not found:
+        return
+    stat.source = source
+    stat.transfer_ns = sum(max(c.transit_ns, 0) for c in found)
+    stat.wait_ns = sum(max(c.wait_ns, 0) for c in found)
+    stat.synchronization_ns = sum(max(c.synchronization_ns, 0) for c in found)
+    moved = [c for c in found if c.transit_bytes >= 0]
+    if moved:
+        stat.transit_bytes = sum(c.transit_bytes for c in moved)
+        if stat.bytes < 0:  # no payload size in the events: what CANN saw moving is the best figure
+            stat.bytes = stat.transit_bytes
+        link_ns = sum(c.link_time_ns for c in moved)
+        if link_ns > 0:
+            stat.bandwidth_gbps = stat.transit_bytes / link_ns
+
+
+def add_call_figures(call: pb.CommCall, op: str, calls: dict[str, CannCall]) -> None:
+    cann = calls.get(op)
+    call.op = op
+    call.seq = hccl_seq(op)
+    call.comm_type = comm_type(call.kind, cann)
+    call.wait_ns = cann.wait_ns if cann else -1
+    call.transit_ns = cann.transit_ns if cann else -1
+    call.synchronization_ns = cann.synchronization_ns if cann else -1
+
+
+def number_unsequenced(c: pb.Communication) -> None:
+    """Calls HCCL did not number get their order (by start) within their group."""
+    seen: dict[str, int] = defaultdict(int)
+    for call in sorted(c.calls, key=lambda x: x.start_ns):
+        if call.seq < 0:
+            call.seq = seen[call.group]
+        seen[call.group] = max(seen[call.group], call.seq) + 1
+
+
+def totals(c: pb.Communication) -> None:
+    """Window totals of the CANN figures over its collectives."""
+    measured = [s for s in c.collectives if s.source]
+    if not measured:
+        c.synchronization_ns, c.p2p_wait_ns = -1, -1
+        return
+    c.source = measured[0].source
+    c.transfer_ns = sum(max(s.transfer_ns, 0) for s in measured)
+    c.wait_ns = sum(max(s.wait_ns, 0) for s in measured)
+    c.synchronization_ns = sum(max(s.synchronization_ns, 0) for s in measured)
+    c.p2p_wait_ns = sum(max(s.wait_ns, 0) for s in measured if s.comm_type == "p2p")
+
+
+def collectives_from_cann(table: EventTable, c: pb.Communication) -> None:
+    """Collectives and calls of a window whose events hold no communication."""
+    calls = cann_calls(table)
+    source = source_of(table, "comm_ops")
+    groups: dict[tuple[str, str], list[CannCall]] = defaultdict(list)
+    for cc in sorted(calls.values(), key=lambda x: x.start_ns):
+        groups[(collective_kind(cc.op), cc.group)].append(cc)
+        call = c.calls.add(kind=collective_kind(cc.op), group=cc.group, start_ns=cc.start_ns, dur_ns=cc.elapse_ns,
+                           bytes=-1, step=cc.step)
+        add_call_figures(call, cc.op, calls)
+    for (kind, group), members in groups.items():
+        durs = [m.elapse_ns for m in members]
+        stat = c.collectives.add(kind=kind, group=group, calls=len(members), total_ns=sum(durs), min_ns=min(durs),
+                                 max_ns=max(durs), bytes=-1, bandwidth_gbps=-1.0, wait_ns=-1, transfer_ns=-1)
+        add_cann_figures(stat, [m.op for m in members], calls, source)
+    c.collectives.sort(key=lambda s: (-s.total_ns, s.kind, s.group))
+
+
+def links(table: EventTable) -> list:
+    rows = side.rows(table.side, "comm_matrix")
+    chosen = [r for r in rows if r["aggregate"] == "total"] or [r for r in rows if r["aggregate"] == ""]
+    return [pb.Link(src=-1 if r["src"] is None else r["src"], dst=-1 if r["dst"] is None else r["dst"],
+                    transport=r["transport"] or "", bytes=r["bytes"] or 0, time_ns=r["time_ns"] or 0,
+                    bandwidth_gbps=r["bandwidth_gbps"] or 0.0, op=r["op"] or r["link"] or "") for r in chosen]
+
+
+def groups(table: EventTable, called: list[str]) -> list:
+    """The communicators the files declare, and those the calls name (`called`) that no file declares,
+    with how many ranks the communication matrix links in each; every one with its `label`."""
+    source = table.meta.environment.get("source.comm_groups", "")
+    out = [pb.CommGroup(group=g["group"], name=g["name"] or "", ranks=[int(x) for x in g["ranks"].split(",") if x],
+                        rank_in_group=-1 if g["rank_in_group"] is None else g["rank_in_group"], source=source)
+           for g in side.rows(table.side, "comm_groups")]
+    linked: dict[str, set] = defaultdict(set)
+    for link in side.rows(table.side, "comm_matrix"):
+        linked[link["group"] or ""].update(x for x in (link["src"], link["dst"]) if x is not None)
+    declared = {g.group for g in out}
+    matrix_source = source_of(table, "comm_matrix") or "communication matrix"
+    for group in dict.fromkeys(called):
+        if group and group not in declared:
+            out.append(pb.CommGroup(group=group, rank_in_group=-1, source=matrix_source if linked.get(group) else ""))
+    for g in out:
+        g.members = len(g.ranks) or len(linked.get(g.group, ())) or -1
+        g.label = group_label(g)
+    return out
+
+
+def _short(group: str) -> str:
+    """A long number (HCCL's hash of the communicator) shortened; readable ids kept whole."""
+    return f"{group[:4]}…{group[-4:]}" if group.isdigit() and len(group) > 12 else group
+
+
+def _ranks_text(ranks: list[int]) -> str:
+    ordered = sorted(ranks)
+    if len(ordered) > 2 and ordered == list(range(ordered[0], ordered[-1] + 1)):
+        return f"ranks {ordered[0]}-{ordered[-1]}"
+    return "ranks " + ",".join(str(r) for r in ordered)
+
+
+def group_label(g: pb.CommGroup) -> str:
+    """What views show for a communicator instead of its raw id (a 20-digit hash on HCCL): its name,
+    else the ranks it holds, else how many ranks the matrix links, with the end of its id."""
+    if g.name and g.name != g.group:
+        return f"{g.name} ({_ranks_text(list(g.ranks))})" if g.ranks else g.name
+    if g.ranks:
+        return f"{_ranks_text(list(g.ranks))} ({_short(g.group)})"
+    if g.members > 0:
+        return f"{g.members} ranks ({_short(g.group)})"
+    return _short(g.group)

@@ -1,0 +1,202 @@
+"""Compare a baseline with a target: did the change help, by how much, and why.
+
+`compare(base, target, names, mode)` takes each side as one digest or a list of digests (any
+formats: only digests are read) and returns a `Comparison`, every figure per step (compare_side):
+
+- verdict: step time baseline -> target as a ratio or a percentage (`change_text`), the memory
+  peak (the highest peak over the accelerators, else CPU), communication not hidden by compute
+  (the breakdown's `communication` category), and throughput (samples/s) where both sides' windows
+  carry a batch size (WindowInfo.environment["batch_size"]);
+- breakdown: each step category, baseline vs target (the categories sum to the step time, so
+  the category deltas sum exactly to the step time's change);
+- operators (matched by `mode`: name, name + shapes, name + call stack), kernels by name and by
+  family, largest |delta| first (compare_ops);
+- contributors: the `top` operators (by name) with the largest |delta| of their time (compare_ops:
+  device self time for operators with device work, else host self time) and the dataloader (its
+  breakdown category where the trace records no dataloader operator), and the unexplained rest = step-time change - their sum (overlap, gaps, work outside operators);
+- the operator tree diff (compare_tree), memory peaks and step-aligned curves (compare_memory),
+  communication per collective and group, and per collective kind (compare_comm).
+
+Text of a change (`change_text`): under 1 % "about the same"; a ratio of 1.5 or more in either
+direction as "1.8x faster" / "2.0x slower"; otherwise a percentage of the baseline, "12 % slower".
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from ..common import DATALOADER_RE
+from .comm import CollectiveDelta, collective_deltas
+from .memory import MemoryPair, memory_pairs
+from .ops import Row, kernel_rows, metric_of, operator_rows
+from .side import CATEGORIES, Side, side_of
+from .tree import Node, operator_tree
+from ..names import NameMap, name_map
+
+RATIO_FROM = 1.5
+SAME_BELOW_PCT = 1.0
+
+
+@dataclass
+class Change:
+    base: float | None              # None: unknown on that side
+    target: float | None
+    delta: float | None
+    delta_pct: float | None         # of the baseline
+    text: str                       # "1.8x faster", "12 % slower", "about the same", "n/a"
+
+
+@dataclass
+class SideInfo:
+    windows: int
+    steps: int
+    step_ns: float
+    batch_size: float | None
+
+
+@dataclass
+class Verdict:
+    step_time: Change               # ns per step
+    memory_peak: Change             # bytes
+    memory_device: str
+    comm_not_hidden: Change         # ns per step
+    comm_not_hidden_share: Change   # share of the step
+    throughput: Change              # samples per second
+    text: str                       # the verdict line
+
+
+@dataclass
+class CategoryDelta:
+    category: str
+    base_ns: float
+    target_ns: float
+    delta_ns: float
+
+
+@dataclass
+class Contributor:
+    name: str
+    kind: str                       # "operator" | "category" (the dataloader's time)
+    delta_ns: float
+    status: str
+
+
+@dataclass
+class Contributors:
+    step_delta_ns: float
+    operators: list[Contributor]
+    explained_ns: float
+    unexplained_ns: float
+
+
+@dataclass
+class Comparison:
+    metric: str                     # "device": a side ran device work (compare_ops' rule), else "host"
+    mode: str                       # how operators are matched
+    base: SideInfo
+    target: SideInfo
+    verdict: Verdict
+    breakdown: list[CategoryDelta]
+    operators: list[Row]
+    kernels: list[Row]
+    kernel_families: list[Row]
+    contributors: Contributors
+    tree: Node
+    memory: list[MemoryPair]
+    communication: list[CollectiveDelta]
+    communication_by_kind: list[CollectiveDelta]
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def change_text(base: float | None, target: float | None, lower: str, higher: str) -> str:
+    if base is None or target is None or base <= 0 or target < 0:
+        return "n/a"
+    pct = 100 * (target - base) / base
+    if abs(pct) < SAME_BELOW_PCT:
+        return "about the same"
+    ratio = base / target if 0 < target < base else target / base if target > base else None
+    word = lower if target < base else higher
+    if ratio is not None and ratio >= RATIO_FROM:
+        return f"{ratio:.1f}x {word}"
+    return f"{abs(pct):.0f} % {word}"
+
+
+def _change(base: float | None, target: float | None, lower: str, higher: str) -> Change:
+    known = base is not None and target is not None
+    delta = target - base if known else None
+    return Change(base=base, target=target, delta=delta,
+                  delta_pct=100 * delta / base if known and base else None,
+                  text=change_text(base, target, lower, higher))
+
+
+def _peak(side: Side) -> tuple[str, float | None]:
+    """(device, bytes) of the highest accelerator peak over the side's windows, else CPU's."""
+    mems = [m for d in side.digests for m in d.memory]
+    chosen = [m for m in mems if m.device.upper() != "CPU" and m.peak_allocated_bytes > 0] or \
+             [m for m in mems if m.peak_allocated_bytes > 0]
+    top = max(chosen, key=lambda m: m.peak_allocated_bytes, default=None)
+    return (top.device, float(top.peak_allocated_bytes)) if top else ("", None)
+
+
+def _share(part: float, whole: float) -> float | None:
+    return part / whole if whole > 0 else None
+
+
+def _throughput(side: Side) -> float | None:
+    return side.batch_size / (side.step_ns / 1e9) if side.batch_size and side.step_ns > 0 else None
+
+
+def _verdict(base: Side, target: Side) -> Verdict:
+    step = _change(base.step_ns or None, target.step_ns or None, "faster", "slower")
+    (base_dev, base_peak), (target_dev, target_peak) = _peak(base), _peak(target)
+    memory = _change(base_peak, target_peak, "lower", "higher")
+    comm = _change(base.breakdown["communication"], target.breakdown["communication"], "less", "more")
+    share = _change(_share(base.breakdown["communication"], base.step_ns),
+                    _share(target.breakdown["communication"], target.step_ns), "less", "more")
+    throughput = _change(_throughput(base), _throughput(target), "lower", "higher")
+    parts = [f"step time {step.text}"]
+    if memory.text != "n/a":
+        parts.append(f"memory peak {memory.text}")
+    if comm.base or comm.target:
+        word = "" if comm.text == "n/a" else f" ({comm.text})"
+        parts.append(f"communication not hidden {comm.base / 1e6:.3f} -> {comm.target / 1e6:.3f} ms per step{word}")
+    if throughput.text != "n/a":
+        parts.append(f"throughput {throughput.text}")
+    return Verdict(step_time=step, memory_peak=memory, memory_device=target_dev or base_dev,
+                   comm_not_hidden=comm, comm_not_hidden_share=share, throughput=throughput, text="; ".join(parts))
+
+
+def _contributors(base: Side, target: Side, rows: list[Row], top: int) -> Contributors:
+    """Operators, and the dataloader: old traces record it as an operator (its self time, the
+    collate operators inside it apart), recent torch as a range only; then its breakdown category
+    stands for it (which holds the collate operators too: they may count twice)."""
+    found = [Contributor(r.key, "operator", r.delta_ns, r.status) for r in rows if r.delta_ns != 0]
+    loader = target.breakdown["dataloader"] - base.breakdown["dataloader"]
+    if loader and not any(DATALOADER_RE.match(r.key) for r in rows):
+        found.append(Contributor("dataloader", "category", loader, "changed"))
+    chosen = sorted(found, key=lambda c: -abs(c.delta_ns))[:top]
+    explained = sum(c.delta_ns for c in chosen)
+    step_delta = target.step_ns - base.step_ns
+    return Contributors(step_delta_ns=step_delta, operators=chosen, explained_ns=explained,
+                        unexplained_ns=step_delta - explained)
+
+
+def compare(base_digests, target_digests, names: NameMap | None = None, mode: str = "name",
+            top: int = 10) -> Comparison:
+    names = names or name_map()
+    base, target = side_of(base_digests), side_of(target_digests)
+    by_name = operator_rows(base, target, names, "name")
+    return Comparison(
+        metric=metric_of(base, target), mode=mode,
+        base=SideInfo(base.windows, base.steps, base.step_ns, base.batch_size),
+        target=SideInfo(target.windows, target.steps, target.step_ns, target.batch_size),
+        verdict=_verdict(base, target),
+        breakdown=[CategoryDelta(c, base.breakdown[c], target.breakdown[c], target.breakdown[c] - base.breakdown[c])
+                   for c in CATEGORIES],
+        operators=by_name if mode == "name" else operator_rows(base, target, names, mode),
+        kernels=kernel_rows(base, target, names), kernel_families=kernel_rows(base, target, names, by_family=True),
+        contributors=_contributors(base, target, by_name, top),
+        tree=operator_tree(base, target, names),
+        memory=memory_pairs(base, target),
+        communication=collective_deltas(base, target), communication_by_kind=collective_deltas(base, target, False))

@@ -1,0 +1,918 @@
+"""Reader for torch.profiler / Kineto Chrome traces (`.json`, `.json.gz`), 2021 and current layouts.
+
+The format itself (categories, args, metadata, flows) is written down in docs/formats/kineto.md.
+The file is decoded a few MB at a time into small typed msgspec Structs that carry only the
+fields we use (unknown args are skipped by the decoder, never materialised); each chunk becomes
+numpy columns at once and its Python objects are dropped. Times become int ns here, once (see
+`_to_ns` for exactness).
+
+What an event is comes from what the trace says, never from one vendor's names:
+- its category, per Kineto's ActivityType names (`_CAT_KIND`; `*_runtime` / `*_driver` are host
+  runtime APIs of any backend);
+- for a category Kineto does not name, where it sits: on a device process (`process_labels`
+  other than "CPU", e.g. "GPU 0", "MTIA 1"), at the end of a launch flow (`ac2g` / `async`), or
+  correlated to a runtime launch; such an event is device work (copy / set / kernel by its name);
+- a device kernel is communication when its name is a collective family (table.is_comm_kernel_name),
+  it carries a process group (collective args), or the host op that launched it (its external id)
+  is a collective op (`record_param_comms`, `c10d::*`, `nccl:*`, `symm_mem::*` ...).
+"""
+from __future__ import annotations
+
+import decimal
+import json
+import os
+import re
+from collections import Counter
+from operator import attrgetter
+from typing import Any
+
+import msgspec
+import numpy as np
+
+from .. import _json
+from . import parallel as kineto_parallel
+from .stacks import fill_python_stacks
+from ..table import (EVENT_COLUMNS, MEMORY_COLUMNS, METRIC_BLOCKS_PER_SM, METRIC_OCCUPANCY, METRIC_REGISTERS,
+                    METRIC_SHARED_MEMORY, NONE, EventTable, InputError, Kind, Meta, Problem, Strings,
+                    is_comm_kernel_name)
+
+_NAN = float("nan")
+_EMPTY = msgspec.Raw(b"")
+F = msgspec.field
+
+
+class Args(msgspec.Struct, gc=False):
+    device: int = -1
+    stream: int = -1
+    correlation: int = -1
+    ext: int = F(default=-1, name="External id")
+    ext2: int = F(default=-1, name="external id")
+    dims: msgspec.Raw = F(default=_EMPTY, name="Input Dims")
+    dims2: msgspec.Raw = F(default=_EMPTY, name="Input dims")
+    types: msgspec.Raw = F(default=_EMPTY, name="Input type")  # Raw: parsed for collectives only
+    stack: str | None = F(default=None, name="Call stack")
+    nbytes: int = F(default=-1, name="bytes")
+    grid: list[int] | None = None
+    blocks_per_sm: float = F(default=_NAN, name="blocks per SM")
+    occupancy: float = F(default=_NAN, name="est. achieved occupancy %")
+    occupancy_2021: float = F(default=_NAN, name="theoretical occupancy %")  # the same estimate, its 2021 name
+    registers: float = F(default=_NAN, name="registers per thread")
+    shared_memory: float = F(default=_NAN, name="shared memory")
+    in_nelems: int = F(default=-1, name="In msg nelems")
+    out_nelems: int = F(default=-1, name="Out msg nelems")
+    dtype: str | None = None
+    pg_name: str | None = F(default=None, name="Process Group Name")
+    pg_desc: str | None = F(default=None, name="Process Group Description")
+    dev_type: int = F(default=-1, name="Device Type")
+    dev_id: int = F(default=-1, name="Device Id")
+    addr: int = F(default=-1, name="Addr")
+    mbytes: int = F(default=0, name="Bytes")
+    allocated: int = F(default=-1, name="Total Allocated")
+    reserved: int = F(default=-1, name="Total Reserved")
+    label: str | None = F(default=None, name="name")  # metadata events
+    labels: str | None = None  # process_labels metadata: "CPU", "GPU 0", "MTIA 1"
+
+
+class Ev(msgspec.Struct, gc=False):
+    ph: str = ""
+    cat: str = ""
+    name: str | None = None
+    pid: int | str = 0
+    tid: int | str = 0
+    ts: float = _NAN
+    dur: float = _NAN
+    args: Args | None = None
+
+
+class EvExact(Ev, gc=False):
+    """Same, with timestamps kept as the decimal text says (for µs floats too big for float64 ns)."""
+
+    ts: decimal.Decimal | None = None
+    dur: decimal.Decimal | None = None
+
+
+_DEC = msgspec.json.Decoder(list[Ev])
+_DEC_EXACT = msgspec.json.Decoder(list[EvExact])
+_DEC_RAW = msgspec.json.Decoder(list[msgspec.Raw])
+_NOARGS = Args()
+_EXACT_LIMIT = 2.0 ** 43  # below this a float64 µs value is within 0.49 ns of its decimal text
+
+# Kineto's ActivityType names (libkineto/include/ActivityType.h) -> Kind; 2021 traces capitalise them.
+_CAT_KIND = {
+    "cpu_op": Kind.CPU_OP, "operator": Kind.CPU_OP,
+    "user_annotation": Kind.USER_ANNOTATION,
+    "python_function": Kind.PYTHON_FUNCTION, "python": Kind.PYTHON_FUNCTION,
+    "cuda_runtime": Kind.RUNTIME, "runtime": Kind.RUNTIME, "cuda_driver": Kind.RUNTIME,
+    "mtia_runtime": Kind.RUNTIME, "xpu_runtime": Kind.RUNTIME, "xpu_driver": Kind.RUNTIME,
+    "privateuse1_runtime": Kind.RUNTIME, "privateuse1_driver": Kind.RUNTIME, "glow_runtime": Kind.RUNTIME,
+    "hpu_op": Kind.RUNTIME,  # "HPU host side runtime event"
+    "kernel": Kind.KERNEL, "mtia_ccp_events": Kind.KERNEL,  # MTIA on-device (CCP) events
+    "gpu_memcpy": Kind.MEMCPY, "memcpy": Kind.MEMCPY,
+    "gpu_memset": Kind.MEMSET, "memset": Kind.MEMSET,
+    "gpu_user_annotation": Kind.GPU_USER_ANNOTATION,
+}
+# Named by Kineto but not work of their own: waits seen from the device (cuda_sync, xpu_sync),
+# event records, profiler overhead and ranges, counters, correlation records, the window span.
+_NOT_WORK = frozenset({
+    "cuda_sync", "xpu_sync", "cuda_event", "overhead", "cuda_profiler_range", "xpu_scope_profiler",
+    "mtia_insight", "mtia_counters", "external_correlation", "cpu_instant_event", "trace",
+})
+_LAUNCH_FLOWS = frozenset({"ac2g", "async"})  # flow categories from a runtime launch to its device work
+# Collective communication events: device work when on a device, else not work of their own.
+_COLLECTIVE_CAT = "collective_comm"
+_UNKNOWN = 255  # a category Kineto does not name: decided by where the event sits (see module doc)
+_HOST_COLLECTIVE_OP = re.compile(
+    r"^(record_param_comms$|c10d::|c10d_functional::|_c10d_functional::|symm_mem::|gloo:|nccl:|hccl:)")
+_DEVICE_LABEL = re.compile(r"^\s*([A-Za-z][A-Za-z0-9_]*)\s+(\d+)\s*$")  # "GPU 0", "MTIA 1"; not "CPU"
+_HOST = {"ext", "ext2", "dims", "stack", "pg_name"}
+_DEV = {"device", "stream", "correlation", "ext", "ext2", "nbytes"}
+_ALL = {f.name for f in msgspec.structs.fields(Args)}
+_WANT = {Kind.PYTHON_FUNCTION: set(), Kind.CPU_OP: _HOST, Kind.USER_ANNOTATION: _HOST,
+         Kind.RUNTIME: {"ext", "ext2", "correlation"}, Kind.KERNEL: _DEV | {"grid", "pg_name", "metrics"},
+         Kind.MEMCPY: _DEV, Kind.MEMSET: _DEV, Kind.GPU_USER_ANNOTATION: _DEV}
+# kernel args -> EventTable.metrics (the 2021 occupancy name filled in where the current one is absent)
+_KERNEL_METRICS = ((METRIC_BLOCKS_PER_SM, "blocks_per_sm"), (METRIC_OCCUPANCY, "occupancy"),
+                   (METRIC_REGISTERS, "registers"), (METRIC_SHARED_MEMORY, "shared_memory"))
+_METRIC_KEY = "metric:"  # prefix of metric columns in the parts, until finish() splits them out
+_DEVICE_KINDS = (Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET, Kind.GPU_USER_ANNOTATION, Kind.COMM_KERNEL)
+_DTYPE_SIZE = {
+    "float": 4, "float32": 4, "half": 2, "float16": 2, "bfloat16": 2, "double": 8, "float64": 8,
+    "int": 4, "int32": 4, "long": 8, "int64": 8, "short": 2, "int16": 2, "char": 1, "int8": 1,
+    "byte": 1, "uint8": 1, "bool": 1, "complexfloat": 8, "complexdouble": 16, "complexhalf": 4,
+    "uint16": 2, "uint32": 4, "uint64": 8,
+}
+# c10::DeviceType values found in `[memory]` events
+_DEVICE_TYPE = {0: "cpu", 1: "cuda", 6: "cuda", 12: "xpu", 13: "mps", 15: "hpu", 19: "mtia", 20: "npu"}
+_INT_TEXT = re.compile(r"^\s*(?:stream\s*|thread\s*)?(-?\d+)\s*$", re.I)
+_I64 = (-(1 << 63), (1 << 63) - 1)
+_MAX_RANKS = 1 << 31  # ranks and world sizes are int32 in the digest
+_NS_LIMIT = 1 << 62  # |ts|, |dur| in ns below this: ts + dur still fits int64
+_US_LIMIT = float(_NS_LIMIT // 1000)
+
+
+class _NeedExact(Exception):
+    pass
+
+
+def _check_exact(us: np.ndarray) -> None:
+    if len(us) and np.any((np.abs(us) >= _EXACT_LIMIT) & (us != np.floor(us))):
+        raise _NeedExact
+
+
+class _Ids(dict):
+    """str -> dense id, None -> NONE; `ids[s]` interns (dict lookup in C on a hit)."""
+
+    def __init__(self, absent: Any = None):
+        super().__init__({absent: NONE})
+        self.n = 0
+
+    def __missing__(self, key):
+        new_id = self[key] = self.n
+        self.n += 1
+        return new_id
+
+    def keys_in_order(self) -> list:
+        return list(self)[1:]
+
+
+def _i64(vals: list, n: int) -> np.ndarray:
+    try:
+        return np.fromiter(vals, np.int64, n)
+    except (OverflowError, TypeError, ValueError):  # ints beyond int64, stray types: absent
+        return np.fromiter((v if type(v) is int and _I64[0] <= v <= _I64[1] else NONE for v in vals),
+                           np.int64, n)
+
+
+def _to_ns(us: np.ndarray) -> np.ndarray:
+    """µs float -> int ns, exact for |us| < 2**43 (integer part and fraction converted apart)."""
+    ip = np.floor(us)
+    return ip.astype(np.int64) * 1000 + np.rint((us - ip) * 1000).astype(np.int64)
+
+
+def _dec_ns(v) -> int:
+    if v is None:
+        return NONE
+    if isinstance(v, decimal.Decimal):
+        return int((v * 1000).to_integral_value(decimal.ROUND_HALF_EVEN))
+    if not abs(float(v)) < _US_LIMIT:
+        raise OverflowError("time out of range")
+    return int(_to_ns(np.array([float(v)]))[0])
+
+
+class _Reader:
+    # event columns holding ids into `strs` (kineto_parallel translates them when it merges two readers):
+    # a new string column goes here; a new numeric column needs nothing
+    STRING_COLUMNS = ("name", "cat", "stack", "group")
+
+    def __init__(self, path: str):
+        self.path = path
+        self.problems: list[Problem] = []
+        self.strs = _Ids()
+        self.sid = self.strs.__getitem__
+        self.raw_dims = _Ids(b"")
+        self.collective_name: dict[int, bool] = {}  # name id -> is a host collective range
+        self.named_ids = _Ids()  # pid/tid given as text ("Spans", "stream 7" ...) -> -2, -3 ...
+        self.ev_parts: list[dict[str, np.ndarray]] = []
+        self.mem_parts: list[dict[str, np.ndarray]] = []
+        self.mem_dev: dict[tuple[int, int], int] = {}
+        self.process_names: dict[int, str] = {}
+        self.process_labels: dict[int, str] = {}  # pid -> "CPU", "GPU 0", "MTIA 1" ...
+        self.flow_parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        self.thread_names: dict[str, str] = {}
+        self.window_end = NONE
+        self.iter_start = NONE
+        self.exact = False
+        self.count = Counter()
+
+    def __getstate__(self) -> dict:  # sent from a child process (kineto_parallel): no bound method
+        state = dict(self.__dict__)
+        del state["sid"]
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self.sid = self.strs.__getitem__
+
+    # -- decoding -------------------------------------------------------------------------------
+    def chunk(self, piece: bytes) -> None:
+        if not self.exact:
+            n_ev, n_mem, count = len(self.ev_parts), len(self.mem_parts), self.count.copy()
+            try:
+                return self._chunk(self._decode(piece, _DEC))
+            except _NeedExact:  # µs floats too big for ns in float64: redo this chunk from the text
+                del self.ev_parts[n_ev:], self.mem_parts[n_mem:]
+                self.exact, self.count = True, count
+        self._chunk(self._decode(piece, _DEC_EXACT))
+
+    def _collective_rows(self, events: list, name: np.ndarray):
+        """Rows of host collective ranges, judged once per distinct name, not once per event."""
+        uniq, first = np.unique(name, return_index=True)
+        hits = []
+        for uid, i in zip(uniq.tolist(), first.tolist()):
+            flag = self.collective_name.get(uid)
+            if flag is None:
+                text = events[i].name
+                flag = self.collective_name[uid] = bool(text) and text.startswith(_HOST_COLLECTIVE)
+            if flag:
+                hits.append(uid)
+        return np.nonzero(np.isin(name, hits))[0].tolist() if hits else []
+
+    def _chunk(self, evs: list) -> None:
+        groups: dict[str, list] = {}  # complete events by category
+        mem, flows = [], []
+        for e in evs:
+            ph = e.ph
+            if ph == "X":
+                grp = groups.get(e.cat)
+                if grp is None:
+                    grp = groups[e.cat] = []
+                grp.append(e)
+            elif ph == "f":
+                if e.cat in _LAUNCH_FLOWS:
+                    flows.append(e)
+            elif ph == "s":
+                continue
+            elif ph == "i" or ph == "I":
+                if e.name == "[memory]":
+                    mem.append(e)
+                elif e.name == "Record Window End":
+                    self.window_end = self._ns1(e.ts)
+                elif e.name and e.name.startswith("Iteration Start"):
+                    self.iter_start = self._ns1(e.ts)
+            elif ph == "M":
+                self._meta(e)
+        del evs
+        for cat, grp in groups.items():
+            self._group(cat, grp)
+        if flows:
+            self._flow_ends(flows)
+        if mem:
+            self._memory(mem)
+
+    def _ns1(self, v, count: bool = False) -> int:
+        """µs -> int ns; NONE for what is no time (NaN, text) or lies out of range (counted when asked)."""
+        try:
+            ns = _dec_ns(v) if v == v else NONE
+        except (ValueError, TypeError, OverflowError, decimal.InvalidOperation):
+            return NONE
+        if ns != NONE and not -_NS_LIMIT < ns < _NS_LIMIT:
+            self.count["range"] += count
+            return NONE
+        return ns
+
+    def _decode(self, piece: bytes, dec: msgspec.json.Decoder) -> list:
+        try:
+            return dec.decode(piece)
+        except msgspec.ValidationError:
+            pass
+        out = []
+        typ = dec.type.__args__[0]
+        for raw in _DEC_RAW.decode(piece):  # syntax errors go up: the chunk cut was wrong
+            try:
+                out.append(msgspec.json.decode(raw, type=typ))
+            except msgspec.ValidationError:
+                ev = _coerce(_lenient(raw), typ)
+                if ev is None:
+                    self.count["malformed"] += 1
+                else:
+                    out.append(ev)
+        return out
+
+    def _ids(self, vals: list) -> np.ndarray:
+        n = len(vals)
+        try:
+            return np.fromiter(vals, np.int64, n)
+        except (OverflowError, TypeError, ValueError):
+            return np.fromiter(map(self._id_of, vals), np.int64, n)
+
+    def _id_of(self, v) -> int:
+        if type(v) is int and _I64[0] <= v <= _I64[1]:
+            return v
+        text = str(v)
+        number = _INT_TEXT.match(text)
+        if number and len(number.group(1)) < 19:
+            return int(number.group(1))
+        return -2 - self.named_ids[text]
+
+    def _group(self, cat: str, events: list) -> None:
+        """One category's complete events of a chunk -> one part of numpy columns."""
+        n = len(events)
+        ts_ns, dur_ns, ok = self._times(events)
+        name = np.fromiter(map(self.sid, map(attrgetter("name"), events)), np.int32, n)
+        ok &= name >= 0
+        cols = {"ts": ts_ns, "dur": dur_ns, "name": name, "cat": np.full(n, self.sid(cat), np.int32),
+                "pid": self._ids(list(map(attrgetter("pid"), events))),
+                "tid": self._ids(list(map(attrgetter("tid"), events)))}
+        want = _WANT.get(_kind_of_cat(cat), _ALL)
+        args = [e.args or _NOARGS for e in events] if want else []
+        cols.update(_arg_columns(args, want, n))
+        if "dims" in want:
+            cols.update(self._host_columns(args, n))
+        else:
+            cols["shapes"] = cols["stack"] = np.full(n, NONE, np.int32)
+        cols["group"] = np.full(n, NONE, np.int32)
+        if "pg_name" in want:
+            self._group_columns(args, cols["group"], cols["bytes"])
+        if "dims" in want:
+            _collective_bytes(args, cols["bytes"], self._collective_rows(events, name))
+        if "metrics" in want:
+            cols.update(_kernel_metrics(args, n))
+        self._keep(cols, ok)
+
+    def _times(self, events: list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(ts ns, dur ns, usable) of the events, exact when the floats cannot be."""
+        n = len(events)
+        if self.exact:
+            ts = [self._ns1(e.ts, count=True) for e in events]
+            dur = [self._ns1(e.dur, count=True) for e in events]
+            ts_ns, dur_ns = np.array(ts, np.int64), np.array(dur, np.int64)
+            return ts_ns, dur_ns, (ts_ns != NONE) & (dur_ns != NONE)
+        ts = np.fromiter(map(attrgetter("ts"), events), np.float64, n)
+        dur = np.fromiter(map(attrgetter("dur"), events), np.float64, n)
+        ok = np.isfinite(ts) & np.isfinite(dur)
+        fits = (np.abs(np.where(ok, ts, 0)) < _US_LIMIT) & (np.abs(np.where(ok, dur, 0)) < _US_LIMIT)
+        self.count["range"] += int((ok & ~fits).sum())
+        ok &= fits
+        _check_exact(ts[ok])
+        return _to_ns(np.where(ok, ts, 0)), _to_ns(np.where(ok, dur, 0)), ok
+
+    def _host_columns(self, args: list, n: int) -> dict[str, np.ndarray]:
+        """Input shapes (ids into raw_dims until finish()) and call stacks of host ops."""
+        raw_id = self.raw_dims.__getitem__
+        dims = np.fromiter(map(raw_id, map(bytes, map(attrgetter("dims"), args))), np.int32, n)
+        dims_2021 = np.fromiter(map(raw_id, map(bytes, map(attrgetter("dims2"), args))), np.int32, n)
+        stack = np.fromiter(map(self.sid, map(attrgetter("stack"), args)), np.int32, n)
+        return {"shapes": np.where(dims >= 0, dims, dims_2021), "stack": stack}
+
+    def _group_columns(self, args: list, group: np.ndarray, nbytes: np.ndarray) -> None:
+        """Process group of collectives, and their message size when only elements x dtype say it."""
+        for i, pg_name in enumerate(map(attrgetter("pg_name"), args)):
+            if pg_name is None:
+                continue
+            desc = args[i].pg_desc
+            group[i] = self.sid(f"{pg_name} ({desc})" if desc and desc != "undefined" else str(pg_name))
+            size = _DTYPE_SIZE.get((args[i].dtype or "").lower(), 0)
+            nelems = args[i].in_nelems
+            if nbytes[i] < 0 and size and type(nelems) is int and 0 <= nelems < 1 << 50:
+                nbytes[i] = nelems * size
+
+    def _keep(self, cols: dict[str, np.ndarray], ok: np.ndarray) -> None:
+        neg = cols["dur"] < 0
+        if neg.any():
+            self.count["negative"] += int((neg & ok).sum())
+            cols["dur"][neg] = 0
+        if not ok.all():
+            self.count["missing"] += int((~ok).sum())
+            cols = {k: v[ok] for k, v in cols.items()}
+        self.ev_parts.append(cols)
+
+    def _memory(self, mem: list) -> None:
+        n = len(mem)
+        get = attrgetter
+        args = [e.args or _NOARGS for e in mem]
+        ts = np.fromiter(map(self._ns1, map(get("ts"), mem)), np.int64, n) if self.exact else None
+        if ts is None:
+            us = np.fromiter(map(get("ts"), mem), np.float64, n)
+            _check_exact(us[np.isfinite(us)])
+            ts = np.where(np.isfinite(us), _to_ns(np.where(np.isfinite(us), us, 0)), NONE)
+        # device per record, judged once per distinct (type, index) pair rather than per record
+        typ = _i64(list(map(get("dev_type"), args)), n)
+        idx = np.clip(_i64(list(map(get("dev_id"), args)), n), 0, (1 << 20) - 1)
+        pairs, inverse = np.unique((typ + 1) * (1 << 20) + idx, return_inverse=True)
+        ids = [self._mem_device(int(k >> 20) - 1, int(k & ((1 << 20) - 1))) for k in pairs.tolist()]
+        dev = np.asarray(ids, np.int32)[inverse.reshape(-1)] if n else np.zeros(0, np.int32)
+        cols = {"ts": ts, "device": dev, "bytes": _i64(list(map(get("mbytes"), args)), n),
+                "addr": _i64(list(map(get("addr"), args)), n),
+                "allocated": _i64(list(map(get("allocated"), args)), n),
+                "reserved": _i64(list(map(get("reserved"), args)), n)}
+        ok = ts != NONE
+        if not ok.all():
+            self.count["missing"] += int((~ok).sum())
+            cols = {k: v[ok] for k, v in cols.items()}
+        for k in ("active", "component", "op"):
+            cols[k] = np.full(len(cols["ts"]), NONE, MEMORY_COLUMNS[k])
+        self.mem_parts.append(cols)
+
+    def _mem_device(self, typ: int, idx: int) -> int:
+        key = (typ, idx)
+        dev = self.mem_dev.get(key)
+        if dev is None:
+            kind = _DEVICE_TYPE.get(typ, f"device{typ}")
+            dev = self.mem_dev[key] = self.sid("CPU" if typ == 0 else f"{kind}:{max(idx, 0)}")
+        return dev
+
+    def _flow_ends(self, flows: list) -> None:
+        """(pid, tid, ts) where launch flows end: the device work they point at starts there."""
+        n = len(flows)
+        self.flow_parts.append((self._ids([e.pid for e in flows]), self._ids([e.tid for e in flows]),
+                                np.fromiter((self._ns1(e.ts) for e in flows), np.int64, n)))
+
+    def _meta(self, e: Ev) -> None:
+        if e.name == "process_labels" and e.args and e.args.labels is not None:
+            self.process_labels[self._id_of(e.pid)] = e.args.labels
+            return
+        label = e.args.label if e.args else None
+        if label is None:
+            return
+        pid = self._id_of(e.pid)
+        if e.name == "process_name":
+            self.process_names[pid] = label
+        elif e.name == "thread_name":
+            self.thread_names[f"{pid}:{self._id_of(e.tid)}"] = label
+
+    # -- the table --------------------------------------------------------------------------------
+    def finish(self, top: dict[str, Any]) -> EventTable:
+        metric_names = sorted({k for p in self.ev_parts for k in p if k.startswith(_METRIC_KEY)})
+        sizes = [len(p["ts"]) for p in self.ev_parts]
+        ev = _concat(self.ev_parts, EVENT_COLUMNS, exclude=("kind", "core"))
+        for k in metric_names:  # NaN for the parts (categories) without the metric
+            ev[k] = np.concatenate([p.get(k, np.full(size, np.nan)) for p, size in zip(self.ev_parts, sizes)])
+        self.ev_parts = []
+        mem = _concat(self.mem_parts, MEMORY_COLUMNS)
+        self.mem_parts = []
+        strings = Strings(self.strs.keys_in_order())
+        # shapes: raw JSON text -> one canonical rendering, computed once per distinct text
+        lut = np.array([strings.id(_render_dims(r)) for r in self.raw_dims.keys_in_order()] + [NONE], np.int32)
+        ev["shapes"] = lut[ev["shapes"]]  # NONE (-1) picks the trailing NONE
+        ev["core"] = np.full(len(ev["ts"]), NONE, np.int32)
+        ev["kind"] = self._kinds(ev, strings)
+        dk = np.isin(ev["kind"], np.array(_DEVICE_KINDS, np.uint8))
+        fix = dk & (ev["device"] < 0) & (ev["pid"] >= 0) & (ev["pid"] < 1024)
+        ev["device"][fix] = ev["pid"][fix]
+        fix = dk & (ev["stream"] < 0) & (ev["tid"] >= 0)
+        ev["stream"][fix] = ev["tid"][fix]
+        _sort_in_place(ev)
+        _sort_in_place(mem)
+        metrics = {k[len(_METRIC_KEY):]: ev.pop(k) for k in metric_names}
+        table = EventTable(events=ev, memory=mem, strings=strings, problems=self.problems, metrics=metrics)
+        table.meta = self._meta_of(top, table)
+        fill_python_stacks(table)
+        self._report()
+        table.check()
+        return table
+
+    def _kinds(self, ev: dict, strings: Strings) -> np.ndarray:
+        vals = strings.values
+        kind = np.array([_kind_of_cat(s) for s in vals] + [Kind.OTHER], np.uint8)[ev["cat"]]
+        self._place_unnamed(ev, strings, kind)
+        step = np.array([s.startswith("ProfilerStep#") for s in vals] + [False])
+        kind[(kind == Kind.CPU_OP) & step[ev["name"]]] = Kind.USER_ANNOTATION
+        kind[(kind == Kind.KERNEL) & self._communication(ev, strings, kind)] = Kind.COMM_KERNEL
+        return kind
+
+    def _place_unnamed(self, ev: dict, strings: Strings, kind: np.ndarray) -> None:
+        """Kind of the events whose category Kineto does not name (and of collective_comm
+        events): device work when the trace puts them on the device, else OTHER."""
+        coll = strings.find(_COLLECTIVE_CAT)
+        todo = np.flatnonzero((kind == _UNKNOWN) | ((ev["cat"] == coll) & (coll >= 0)))
+        if len(todo) == 0:
+            return
+        on_device = self._on_device(ev, todo, kind)
+        lower = [s.lower() for s in strings.values] + [""]
+        copy = np.array([s.startswith("memcpy") for s in lower])[ev["name"][todo]]
+        fill = np.array([s.startswith("memset") for s in lower])[ev["name"][todo]]
+        new = np.where(copy, Kind.MEMCPY, np.where(fill, Kind.MEMSET, Kind.KERNEL)).astype(np.uint8)
+        new[ev["cat"][todo] == coll] = Kind.COMM_KERNEL
+        kind[todo] = np.where(on_device, new, Kind.OTHER)
+
+    def _on_device(self, ev: dict, rows: np.ndarray, kind: np.ndarray) -> np.ndarray:
+        """Per row: on a device process, at the end of a launch flow, or correlated to a launch
+        from outside the host processes."""
+        pid, tid, ts = ev["pid"][rows], ev["tid"][rows], ev["ts"][rows]
+        device_pids = [p for p, label in self.process_labels.items() if _DEVICE_LABEL.match(label)]
+        located = np.isin(pid, np.array(device_pids, np.int64))
+        if self.flow_parts:
+            f_pid, f_tid, f_ts = (np.concatenate(part) for part in zip(*self.flow_parts))
+            near = np.isin(f_ts, ts)  # only the flow ends that can match, before building a set
+            ends = set(zip(f_pid[near].tolist(), f_tid[near].tolist(), f_ts[near].tolist()))
+            located |= np.array([key in ends for key in zip(pid.tolist(), tid.tolist(), ts.tolist())], bool)
+        host = (kind == Kind.CPU_OP) | (kind == Kind.RUNTIME) | (kind == Kind.USER_ANNOTATION)
+        launches = ev["correlation"][kind == Kind.RUNTIME]
+        host_pids = [p for p, label in self.process_labels.items() if label.strip().upper() == "CPU"]
+        off_host = ~np.isin(pid, np.concatenate([np.unique(ev["pid"][host]), np.array(host_pids, np.int64)]))
+        corr = ev["correlation"][rows]
+        located |= off_host & (corr != NONE) & np.isin(corr, launches[launches != NONE])
+        return located
+
+    def _communication(self, ev: dict, strings: Strings, kind: np.ndarray) -> np.ndarray:
+        """Per event: a kernel that is communication by its name, its process group, or the
+        collective host op that launched it (same external id)."""
+        comm = np.array([is_comm_kernel_name(s) for s in strings.values] + [False])[ev["name"]]
+        comm |= ev["group"] != NONE
+        coll_op = np.array([bool(_HOST_COLLECTIVE_OP.match(s)) for s in strings.values] + [False])[ev["name"]]
+        coll_op &= (kind == Kind.CPU_OP) | (kind == Kind.USER_ANNOTATION)
+        ext = ev["external_id"][coll_op]
+        ext = ext[ext != NONE]
+        if len(ext):
+            comm |= np.isin(ev["external_id"], ext) & (ev["external_id"] != NONE)
+        return comm
+
+    def _meta_of(self, top: dict[str, Any], table: EventTable) -> Meta:
+        meta = Meta(format="kineto", source_files=[self.path])
+        env: dict[str, str] = {}
+        for k, v in top.items():
+            if isinstance(v, (str, int, float, bool)) and k != "traceEvents":
+                env[k] = str(v)
+        dist = top.get("distributedInfo")
+        if isinstance(dist, dict):
+            for k, v in dist.items():
+                if isinstance(v, (str, int, float, bool)):
+                    env[f"distributed.{k}"] = str(v)
+            meta.world_size = _int(dist.get("world_size"), 1)
+            if not 0 < meta.world_size <= _MAX_RANKS:
+                self.problems.append(Problem(self.path, f"distributedInfo.world_size {meta.world_size} "
+                                                        f"is no number of processes: ignored", "warning"))
+                meta.world_size = 1
+        rank = _int(dist.get("rank"), None) if isinstance(dist, dict) else None
+        if rank is not None and not 0 <= rank < _MAX_RANKS:
+            raise InputError(self.path, f"distributedInfo.rank is {rank}: not a rank (0 to {_MAX_RANKS - 1})")
+        if rank is None:
+            # A trace without distributedInfo is a single process: rank 0 is a fact, not a guess.
+            if isinstance(dist, dict):
+                self.problems.append(Problem(self.path, "no rank in distributedInfo: assuming rank 0", "warning"))
+            rank = 0
+        meta.rank = rank
+        meta.environment = env
+        meta.host = str(top.get("host_name") or top.get("hostname") or "")
+        meta.devices = _devices(top.get("deviceProperties"), table) or self._labelled_devices(table)
+        self._names_of(meta, table.events)
+        meta.start_ns, meta.end_ns = self._window_of(table)
+        return meta
+
+    def _names_of(self, meta: Meta, ev: dict[str, np.ndarray]) -> None:
+        """Process and thread names: metadata events, then pids / tids given as text."""
+        meta.process_names = dict(self.process_names)
+        meta.thread_names = dict(self.thread_names)
+        named = {-2 - i: text for text, i in self.named_ids.items() if text is not None}
+        for pid in set(ev["pid"][ev["pid"] <= -2].tolist()) & set(named):
+            meta.process_names.setdefault(pid, named[pid])
+        sel = ev["tid"] <= -2
+        for pid, tid in set(zip(ev["pid"][sel].tolist(), ev["tid"][sel].tolist())):
+            if tid in named:
+                meta.thread_names.setdefault(f"{pid}:{tid}", named[tid])
+
+    def _window_of(self, table: EventTable) -> tuple[int, int]:
+        """(start, end) of the profiling window: the Trace span or the window instants, else the events."""
+        ev = table.events
+        cat_trace = table.strings.find("Trace")
+        span = ev["cat"] == cat_trace if cat_trace >= 0 else np.zeros(len(ev["ts"]), bool)
+        start = self.iter_start
+        if span.any():
+            start = int(ev["ts"][span].min()) if start == NONE else start
+            end = int((ev["ts"][span] + ev["dur"][span]).max())
+        else:
+            end = NONE
+        day = 86_400 * 10 ** 9
+        if self.window_end != NONE and (start == NONE or 0 <= self.window_end - start <= day):
+            end = self.window_end
+        if len(ev["ts"]):
+            if start == NONE:
+                start = int(ev["ts"].min())
+            if end == NONE:
+                end = int((ev["ts"] + ev["dur"]).max())
+        return start, end
+
+    def _labelled_devices(self, table: EventTable) -> list[dict]:
+        """Devices named only by their process labels ("MTIA 0"), for traces without
+        deviceProperties: those that hold device work."""
+        ev = table.events
+        busy = set(ev["pid"][np.isin(ev["kind"], np.array(_DEVICE_KINDS, np.uint8))].tolist())
+        out = []
+        for pid, label in sorted(self.process_labels.items()):
+            match = _DEVICE_LABEL.match(label)
+            if match and pid in busy:
+                out.append({"kind": match.group(1).lower(), "index": int(match.group(2)), "name": label.strip()})
+        return out
+
+    def _report(self) -> None:
+        count = self.count
+        missing = count["missing"] - count["range"]  # those out of range are told apart below
+        if missing:
+            self.problems.append(Problem(self.path, f"{missing} events without a usable name, ts or dur skipped",
+                                         "warning"))
+        if count["malformed"]:
+            self.problems.append(Problem(self.path, f"{count['malformed']} malformed events skipped", "warning"))
+        if count["range"]:
+            self.problems.append(Problem(self.path, f"{count['range']} events with ts or dur out of range "
+                                                    f"(beyond ±{_NS_LIMIT // 10 ** 9 // 86400 // 365} years) skipped",
+                                         "warning"))
+        if count["negative"]:
+            self.problems.append(Problem(self.path, f"{count['negative']} negative durations set to 0", "warning"))
+        if count["utf8"]:
+            self.problems.append(Problem(self.path, "invalid UTF-8 bytes replaced (U+FFFD)", "warning"))
+
+
+def read_kineto(path: str) -> EventTable:
+    """One Kineto trace file -> EventTable; raises InputError when nothing can be read. A big plain
+    file is read by two processes a block at a time (kineto_parallel), anything else whole."""
+    path = str(path)
+    _json.refuse_non_json(path)
+    try:
+        _json.check_size(path, os.path.getsize(path))
+        reader, top_raw = kineto_parallel.read_ranges(path, _Reader)
+    except (kineto_parallel.NotPlanned, OSError):
+        return _read_whole(path)
+    return reader.finish(_small_values(top_raw))
+
+
+def _read_whole(path: str) -> EventTable:
+    """The file held once in memory: repaired in place where it is damaged, decoded in chunks."""
+    reader = _Reader(path)
+    buf = _json.read_bytes(path)
+    top_raw, buf = _json.decode_top(path, buf, reader.problems)
+    raw_events = top_raw.pop("traceEvents", None)
+    if raw_events is None:
+        raise InputError(path, "expected an object with traceEvents, found no traceEvents key")
+    top = _small_values(top_raw)
+    del top_raw  # its Raw views keep the whole buffer alive
+    lo, hi = _json.value_span(buf, raw_events)
+    del raw_events
+    if buf[lo] != 0x5B:  # '['
+        raise InputError(path, f"traceEvents is not a list (got {_json._kind(buf[lo:lo + 8])})")
+
+    def on_utf8():
+        reader.count["utf8"] += 1
+
+    try:
+        for _ in _json.iter_chunks(buf, lo, hi, reader.chunk, on_utf8):
+            pass
+    except msgspec.DecodeError as e:  # cannot happen for text decode_top accepted; be clear if it does
+        raise InputError(path, f"not JSON inside traceEvents: {e}") from None
+    except RecursionError:
+        raise InputError(path, _json.TOO_DEEP) from None
+    del buf
+    return reader.finish(top)
+
+
+# -- helpers --------------------------------------------------------------------------------------
+
+def _arg_columns(args: list, want: set, n: int) -> dict[str, np.ndarray]:
+    """device, stream, correlation, external id, blocks and bytes from the args the kind carries."""
+    def col(attr, dtype=np.int64):
+        if attr not in want:
+            return np.full(n, NONE, dtype)
+        return _i64(list(map(attrgetter(attr), args)), n).astype(dtype, copy=False)
+
+    ext = col("ext")
+    out = {"device": col("device", np.int32), "stream": col("stream"), "correlation": col("correlation"),
+           "external_id": np.where(ext != NONE, ext, col("ext2")), "bytes": col("nbytes")}
+    if "grid" in want:
+        out["blocks"] = np.fromiter((NONE if grid is None else _prod(grid) for grid in map(attrgetter("grid"), args)),
+                                    np.int64, n)
+    else:
+        out["blocks"] = np.full(n, NONE, np.int64)
+    return out
+
+def _kernel_metrics(args: list, n: int) -> dict[str, np.ndarray]:
+    """Metric columns of kernels from their args (EventTable.metrics), only those some kernel has."""
+    out = {}
+    for metric, attr in _KERNEL_METRICS:
+        col = np.fromiter(map(attrgetter(attr), args), np.float64, n)
+        if attr == "occupancy":
+            col = np.where(np.isnan(col), np.fromiter(map(attrgetter("occupancy_2021"), args), np.float64, n), col)
+        if not np.isnan(col).all():
+            out[_METRIC_KEY + metric] = col
+    return out
+
+
+def _small_values(top_raw: dict) -> dict[str, Any]:
+    top: dict[str, Any] = {}
+    for k, v in top_raw.items():
+        if k in ("deviceProperties", "distributedInfo") or len(memoryview(v)) < 4096:
+            try:
+                top[k] = msgspec.json.decode(v)
+            except msgspec.DecodeError:
+                pass
+    return top
+
+
+def _prod(values: list) -> int:
+    product = 1
+    for x in values:
+        product *= x
+    return product if _I64[0] <= product <= _I64[1] else NONE
+
+
+def _int(v, default):
+    if isinstance(v, bool):
+        return default
+    if isinstance(v, int):
+        return v
+    if isinstance(v, str) and v.strip().lstrip("-").isdigit():
+        return int(v)
+    return default
+
+
+def _kind_of_cat(cat: str) -> int:
+    """Kind by Kineto's category name; _UNKNOWN for a category it does not name."""
+    low = cat.lower()
+    kind = _CAT_KIND.get(low)
+    if kind is not None:
+        return kind
+    if low.endswith("_runtime") or low.endswith("_driver"):  # any backend's host runtime API
+        return Kind.RUNTIME
+    if low in _NOT_WORK or low in _LAUNCH_FLOWS:
+        return Kind.OTHER
+    return _UNKNOWN
+
+
+_HOST_COLLECTIVE = ("gloo:", "nccl:", "hccl:")  # backend ranges of a collective as it ran
+
+
+def _collective_bytes(args: list, nbytes: np.ndarray, rows: list[int]) -> None:
+    """Bytes of host collective ranges (gloo:all_reduce ...): their inputs' shapes x dtype sizes.
+
+    gloo (and the host side of NCCL) records no message size; the tensors it was given are
+    the message. Only these few ranges are parsed, so the cost stays off the hot path.
+    """
+    for i in rows:
+        if nbytes[i] >= 0:
+            continue
+        try:
+            dims = msgspec.json.decode(bytes(args[i].dims) or b"null")
+            types = msgspec.json.decode(bytes(args[i].types) or b"null")
+        except msgspec.DecodeError:
+            continue
+        if not isinstance(dims, list) or not isinstance(types, list):
+            continue
+        total = 0
+        for shape, dtype in zip(dims, types):
+            size = _DTYPE_SIZE.get(str(dtype).lower(), 0)
+            if size and isinstance(shape, list) and all(type(x) is int and x >= 0 for x in shape):
+                total += _prod(shape) * size
+        if total:
+            nbytes[i] = total
+
+
+def _render_dims(raw: bytes) -> str:
+    try:
+        return json.dumps(msgspec.json.decode(raw))
+    except (msgspec.DecodeError, TypeError, ValueError):
+        return raw.decode("utf-8", "replace")
+
+
+def _devices(props, table: EventTable) -> list[dict]:
+    if not isinstance(props, list):
+        return []
+    hip = any(s.startswith("hip") for s in table.strings.values[:100_000])
+    out = []
+    for prop in props:
+        if not isinstance(prop, dict):
+            continue
+        name = str(prop.get("name", ""))
+        amd = hip or any(word in name for word in ("AMD", "Radeon", "Instinct"))
+        dev = {"kind": "rocm" if amd else "cuda", "index": _int(prop.get("id"), len(out)), "name": name,
+               "memory": _int(prop.get("totalGlobalMem"), NONE)}
+        if "computeMajor" in prop:
+            dev["compute_capability"] = f"{prop.get('computeMajor')}.{prop.get('computeMinor', 0)}"
+        if "numSms" in prop:
+            dev["sm_count"] = _int(prop.get("numSms"), NONE)
+        out.append(dev)
+    return out
+
+
+def _concat(parts: list[dict], spec: dict, exclude: tuple = ()) -> dict[str, np.ndarray]:
+    out = {}
+    for k, t in spec.items():
+        if k in exclude:
+            continue
+        out[k] = np.concatenate([p[k] for p in parts]).astype(t, copy=False) if parts else np.zeros(0, t)
+        for p in parts:  # free as we go: peak stays one column above the result
+            p.pop(k, None)
+    return out
+
+
+def _sort_in_place(cols: dict[str, np.ndarray]) -> None:
+    order = np.argsort(cols["ts"], kind="stable")
+    if len(order) and np.all(order[1:] > order[:-1]):
+        return
+    for k in list(cols):
+        cols[k] = cols[k][order]
+
+
+# -- lenient path: one event whose fields have unexpected types ------------------------------------
+_ARG_FIELDS = [(f.encode_name, f.name, f.type) for f in msgspec.structs.fields(Args)]
+
+
+def _num(v):
+    if isinstance(v, bool) or v is None:
+        return None
+    if isinstance(v, (int, float)):
+        return v
+    if isinstance(v, str):
+        try:
+            return decimal.Decimal(v.strip())
+        except decimal.InvalidOperation:
+            return None
+    return None
+
+
+def _lenient(raw: msgspec.Raw):
+    """An event as plain objects; a field that cannot be (a number out of any range) is left out."""
+    try:
+        return msgspec.json.decode(raw)
+    except msgspec.ValidationError:
+        pass
+    try:
+        fields = msgspec.json.decode(raw, type=dict[str, msgspec.Raw])
+    except msgspec.ValidationError:
+        return None
+    out = {}
+    for key, value in fields.items():
+        try:
+            out[key] = msgspec.json.decode(value)
+        except msgspec.ValidationError:
+            if key == "args":
+                out[key] = _lenient(value)
+    return out
+
+
+def _coerce(obj, typ) -> Ev | None:
+    if not isinstance(obj, dict):
+        return None
+    ts, dur = _num(obj.get("ts")), _num(obj.get("dur"))
+    if typ is Ev:
+        ts = _NAN if ts is None or not _finite(ts) else float(ts)
+        dur = _NAN if dur is None or not _finite(dur) else float(dur)
+    elif ts is not None and not isinstance(ts, decimal.Decimal):
+        ts, dur = decimal.Decimal(repr(ts)), (None if dur is None else decimal.Decimal(repr(dur)))
+    name = obj.get("name")
+    args = obj.get("args")
+    kw = {}
+    if isinstance(args, dict):
+        for key, attr, t in _ARG_FIELDS:
+            if key in args:
+                v = _coerce_arg(args[key], t)
+                if v is not None:
+                    kw[attr] = v
+    return typ(ph=str(obj.get("ph", "")), cat=str(obj.get("cat") or ""),
+               name=None if name is None else str(name),
+               pid=_pidlike(obj.get("pid", 0)), tid=_pidlike(obj.get("tid", 0)),
+               ts=ts, dur=dur, args=Args(**kw))
+
+
+def _finite(v) -> bool:
+    try:
+        return float(v) == float(v) and abs(float(v)) != float("inf")
+    except (OverflowError, ValueError):
+        return False
+
+
+def _pidlike(v):
+    return v if isinstance(v, (int, str)) and not isinstance(v, bool) else str(v)
+
+
+def _coerce_arg(v, t):
+    if t is int:
+        n = _num(v)
+        if n is None or not _finite(n) or n != int(n):
+            return None
+        return int(n)
+    if t is float:
+        n = _num(v)
+        return float(n) if n is not None and _finite(n) else None
+    if t is msgspec.Raw:
+        return msgspec.Raw(msgspec.json.encode(v))
+    if t == (list[int] | None):
+        return [int(x) for x in v] if isinstance(v, list) and all(isinstance(x, int) for x in v) else None
+    return None if v is None else str(v)
