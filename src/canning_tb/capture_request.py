@@ -65,6 +65,10 @@ class RequestError(ValueError):
     """A request (or the options for one) that cannot be used: the message says why, for people."""
 
 
+class JobNotReady(RequestError):
+    """The options are fine, but the run's job cannot be asked now (none watching, just started)."""
+
+
 def _int(value, name: str, lo: int, hi: int) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or not lo <= value <= hi:
         raise RequestError(f"{name} must be a whole number from {lo} to {hi}, not {_shown(value)}")
@@ -235,10 +239,10 @@ def plan_start(statuses: list, now_ns: int) -> tuple[int, int]:
     """
     live = [s for s in latest_by_rank(statuses).values() if is_live(s, now_ns)]
     if not live:
-        raise RequestError("no job is watching this run for a capture: no heartbeat from ps.on_demand() "
+        raise JobNotReady("no job is watching this run for a capture: no heartbeat from ps.on_demand() "
                            "in its .canning-capture folder lately (is the job running, with schedule=ps.on_demand()?)")
     if any(s["steps_per_s"] is None for s in live):
-        raise RequestError("the job has only just started: its step rate is not known yet; ask again in a few seconds")
+        raise JobNotReady("the job has only just started: its step rate is not known yet; ask again in a few seconds")
     furthest, seen = 0.0, 0
     for s in live:
         age_s = min(max(0.0, (now_ns - s["time_ns"]) / 1e9), 2 * s["heartbeat_s"])
@@ -248,7 +252,7 @@ def plan_start(statuses: list, now_ns: int) -> tuple[int, int]:
     lead_s = 2 * max(s["poll_s"] for s in live) + LEAD_SLACK_S
     start = math.ceil(furthest) + max(MIN_LEAD_STEPS, math.ceil(rate * lead_s))
     if start > MAX_STEP:
-        raise RequestError("the job's step count is past what a request may name")
+        raise JobNotReady("the job's step count is past what a request may name")
     return start, seen
 
 
@@ -259,7 +263,7 @@ def new_request(options: dict, statuses: list, now_ns: int, by: str) -> dict:
     live = [s for s in latest_by_rank(statuses).values() if is_live(s, now_ns)]
     limit = min(s["max_steps"] for s in live)
     if chosen["steps"] > limit:
-        raise RequestError(f"this job records at most {limit} steps per capture (ps.on_demand(max_steps=...))")
+        raise JobNotReady(f"this job records at most {limit} steps per capture (ps.on_demand(max_steps=...))")
     return {"format": REQUEST_FORMAT, "version": REQUEST_VERSION, "id": secrets.token_hex(8), "by": by,
             "created_ns": now_ns, "start_step": start, "seen_step": seen, **chosen}
 
