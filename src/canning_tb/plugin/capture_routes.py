@@ -55,8 +55,8 @@ class CaptureRoutes:
         self._asked: dict[str, float] = {}
 
     def apps(self) -> dict:
-        return {"/capture": self._app(self._list, "GET"), "/capture/state": self._app(self._state, "GET"),
-                "/capture/request": self._app(self._request, "POST")}
+        return {"/capture": self._app(self._list, "GET"), "/capture_state": self._app(self._state, "GET"),
+                "/capture_request": self._app(self._request, "POST")}
 
     def _app(self, handle, method: str):
         @wrappers.Request.application

@@ -7,6 +7,7 @@ import { getJSON, type RunEntry, type RunsResponse, type Selection, type WorkerE
 import { clear, h, option } from "./dom";
 import { AppStore, readURL, type AppState } from "./state";
 import { followTheme } from "./theme";
+import { captureSection } from "./views/capture";
 import { bindTableSorts, errorText } from "./views/common";
 import { VIEWS } from "./views/index";
 import { showEmpty, type ViewState } from "./views/view";
@@ -151,7 +152,13 @@ class Shell {
       this.windowLabel,
       this.windowMeta,
       this.status,
+      captureSection(() => this.store.state.run, () => this.refreshRuns()),
     );
+  }
+
+  /** The runs listed again now (a capture was written), outside the polling loop. */
+  private refreshRuns(): void {
+    getJSON<RunsResponse>("runs").then((data) => this.onRuns(data), () => undefined);
   }
 
   private buildTabs(): void {
