@@ -112,14 +112,21 @@ class Watcher:
         try:
             raw = self.folder.read(REQUEST_FILE, cr.MAX_REQUEST_BYTES)
             self._failing.discard("read")
-        except (OSError, cr.RequestError) as e:
+        except cr.RequestError as e:  # e.g. not a regular file: refused once, as a bad request is
+            raw = str(e).encode()
+            problem = e
+        except OSError as e:
             self._fail("read", f"cannot read {REQUEST_FILE}: {e}")
             return
+        else:
+            problem = None
         first, self._first_read = self._first_read, False
         if raw is None or raw == self._last_raw:
             return
         self._last_raw = raw
         try:
+            if problem is not None:
+                raise problem
             request = cr.parse_request(raw)
         except cr.RequestError as e:
             self._set(None, cr.REFUSED, f"request refused: {e}")

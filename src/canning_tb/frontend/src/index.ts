@@ -156,9 +156,11 @@ class Shell {
     );
   }
 
-  /** The runs listed again now (a capture was written), outside the polling loop. */
-  private refreshRuns(): void {
+  /** The runs listed again now and a few times more (a capture was written: the next scan of the
+   * logdir lists its windows), outside the polling loop. */
+  private refreshRuns(times = 6): void {
     getJSON<RunsResponse>("runs").then((data) => this.onRuns(data), () => undefined);
+    if (times > 1) window.setTimeout(() => this.refreshRuns(times - 1), POLL_LOADING_MS);
   }
 
   private buildTabs(): void {
