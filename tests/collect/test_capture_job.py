@@ -162,7 +162,8 @@ def test_a_request_during_a_capture_is_refused_and_one_too_late_is_missed(job):
     first = request(job.steps + 10, steps=5)
     write_request(job.run, json.dumps(first).encode())
     job.read(first["id"])
-    job.step_until(lambda: job.state(first["id"]) == "recording", "the first capture recording", limit=2000)
+    job.step_until(lambda: job.prof._on_demand.capture is not None, "the first capture started", limit=2000)
+    wait_for(lambda: job.state(first["id"]) == "recording", "the first capture said recording")  # no step meanwhile
     second = request(job.steps + 20)
     write_request(job.run, json.dumps(second).encode())
     # the training thread does not step: the watch thread answers on its own
