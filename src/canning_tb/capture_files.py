@@ -24,6 +24,19 @@ def status_file(rank: int) -> str:
     return f"rank{rank}.status.json"
 
 
+def replace_local(folder: str, name: str, data: bytes) -> None:
+    """folder/name replaced at once by data (a temporary file beside it, then a rename)."""
+    os.makedirs(folder, exist_ok=True)
+    tmp = os.path.join(folder, f".{name}.{socket.gethostname()}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.replace(tmp, os.path.join(folder, name))
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+
+
 class CaptureFolder:
     """`.canning-capture/` of one run folder (a local path or a URL)."""
 
@@ -65,15 +78,7 @@ class CaptureFolder:
             remote_fs.call(self.run_folder, self.fs.pipe_file, tmp, data)
             remote_fs.call(self.run_folder, self.fs.mv, tmp, self._at(name))
             return
-        os.makedirs(self.path, exist_ok=True)
-        tmp = os.path.join(self.path, f".{name}.{socket.gethostname()}.{os.getpid()}.tmp")
-        try:
-            with open(tmp, "wb") as f:
-                f.write(data)
-            os.replace(tmp, self._at(name))
-        finally:
-            if os.path.exists(tmp):
-                os.remove(tmp)
+        replace_local(self.path, name, data)
 
     def names(self) -> list[str]:
         if self.remote:

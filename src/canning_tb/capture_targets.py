@@ -1,5 +1,7 @@
 """The viewer's side of a capture (the plugin's route and `canning-prof capture`): which run folders of a
 logdir a capture can be asked of, what their job says, writing a request, and where it stands.
+Two kinds of folder: one whose job watches with ps.on_demand() (ON_DEMAND), and one a job watches with
+torch_npu's own dynamic_profile (DYNAMIC_PROFILE: its profiler_config.json, capture_npu.py).
 
 Writing the request file is all either front door does: no port of the training job is opened, and
 TensorBoard needs no access to the job's network (the files travel through the logdir). Run names come
@@ -10,11 +12,15 @@ from __future__ import annotations
 import json
 import os
 import time
+from typing import NamedTuple
 
+from canning_tb import capture_npu
 from canning_tb import capture_request as cr
 from canning_tb import remote_fs
 from canning_tb.capture_files import CAPTURE_DIR, REQUEST_FILE, STATUS_RE, CaptureFolder
 from canning_tb.store.links import Policy, walk
+
+ON_DEMAND, DYNAMIC_PROFILE = "on_demand", "torch_npu_dynamic_profile"
 
 _SKIP = {"node_modules", "__pycache__", "ASCEND_PROFILER_OUTPUT", "FRAMEWORK"}
 MAX_FOLDERS = 20000  # folders one scan looks at: a huge logdir costs a bounded walk
@@ -24,19 +30,27 @@ class CaptureBusy(Exception):
     """A request may not be written now (a capture is in progress, or the job's rate limit): why."""
 
 
-def targets(logdir: str) -> dict[str, str]:
-    """{run name (relative to the logdir, "." for itself): its folder} of every folder whose job watches
-    for capture requests (a .canning-capture/ with a rank's status in it)."""
+class Target(NamedTuple):
+    folder: str  # local path or URL
+    kind: str    # ON_DEMAND or DYNAMIC_PROFILE
+
+
+def targets(logdir: str) -> dict[str, Target]:
+    """{run name (relative to the logdir, "." for itself): Target} of every folder whose job watches for
+    capture requests: a .canning-capture/ with a rank's status in it, or torch_npu's profiler_config.json."""
     if remote_fs.is_url(logdir):
         return _remote_targets(logdir)
-    out: dict[str, str] = {}
+    out: dict[str, Target] = {}
     if not os.path.isdir(logdir):
         return out
     policy, seen = Policy(logdir), 0
-    for folder, dirs, _files in walk(logdir, policy):
+    for folder, dirs, files in walk(logdir, policy):
         seen += 1
+        name = os.path.relpath(folder, logdir).replace(os.sep, "/")
         if CAPTURE_DIR in dirs and _has_status(os.path.join(folder, CAPTURE_DIR)):
-            out[os.path.relpath(folder, logdir).replace(os.sep, "/")] = folder
+            out[name] = Target(folder, ON_DEMAND)
+        elif capture_npu.CONFIG in files and capture_npu.read_config(folder) is not None:
+            out[name] = Target(folder, DYNAMIC_PROFILE)
         dirs[:] = [d for d in dirs if not d.startswith(".") and d not in _SKIP and not d.endswith("_ascend_pt")
                    and not d.startswith("PROF_")]
         if seen >= MAX_FOLDERS:
@@ -51,7 +65,7 @@ def _has_status(folder: str) -> bool:
         return False
 
 
-def _remote_targets(url: str) -> dict[str, str]:
+def _remote_targets(url: str) -> dict[str, Target]:
     fs, root = remote_fs.open_fs(url)
     found = remote_fs.call(url, fs.glob, f"{root}/**/{CAPTURE_DIR}/rank*.status.json")
     found += remote_fs.call(url, fs.glob, f"{root}/{CAPTURE_DIR}/rank*.status.json")
@@ -59,7 +73,7 @@ def _remote_targets(url: str) -> dict[str, str]:
     for key in found:
         folder = key.rsplit("/", 2)[0]
         rel = folder[len(root):].strip("/") or "."
-        out[rel] = remote_fs.join(url, rel) if rel != "." else url
+        out[rel] = Target(remote_fs.join(url, rel) if rel != "." else url, ON_DEMAND)
     return out
 
 
@@ -77,22 +91,39 @@ def job_summary(statuses: list, now_ns: int) -> dict:
                        "live": cr.is_live(s, now_ns)} for s in sorted(latest.values(), key=lambda s: s["rank"])]}
 
 
-def run_state(folder: CaptureFolder, now_ns: int | None = None) -> dict:
-    """The job's summary and where the run's current request stands (None when there is none)."""
+def run_state(target: Target, now_ns: int | None = None) -> dict:
+    """The kind, the job's summary and where the run's current request stands (None when there is none)."""
     now = time.time_ns() if now_ns is None else now_ns
+    if target.kind == DYNAMIC_PROFILE:
+        return {"kind": target.kind, "job": capture_npu.job_summary(target.folder),
+                "request": capture_npu.state(target.folder, now), "problems": []}
+    folder = CaptureFolder(target.folder)
     statuses, problems = folder.statuses()
     try:
         request = folder.request()
     except cr.RequestError as e:
         request, problems = None, problems + [f"{CAPTURE_DIR}/{REQUEST_FILE}: {e}"]
-    return {"job": job_summary(statuses, now), "request": cr.request_state(request, statuses, now) if request else None,
-            "problems": problems}
+    return {"kind": target.kind, "job": job_summary(statuses, now),
+            "request": cr.request_state(request, statuses, now) if request else None, "problems": problems}
 
 
-def ask(folder: CaptureFolder, options: dict, by: str, now_ns: int | None = None) -> dict:
+def summary(target: Target, now_ns: int) -> dict:
+    """{kind, job, problems}: what GET /capture lists for a run."""
+    if target.kind == DYNAMIC_PROFILE:
+        return {"kind": target.kind, "job": capture_npu.job_summary(target.folder), "problems": []}
+    statuses, problems = CaptureFolder(target.folder).statuses()
+    return {"kind": target.kind, "job": job_summary(statuses, now_ns), "problems": problems}
+
+
+def ask(target: Target, options: dict, by: str, now_ns: int | None = None) -> dict:
     """Write a request for these options; its state. RequestError: options or job unusable (bad
-    options, no live job); CaptureBusy: a capture is in progress or the job's rate limit holds."""
+    options, no live job); CaptureBusy: a capture is in progress or the job's rate limit holds.
+    A DYNAMIC_PROFILE folder takes `start_step` among the options (torch_npu counts its own steps)."""
     now = time.time_ns() if now_ns is None else now_ns
+    if target.kind == DYNAMIC_PROFILE:
+        options = dict(options)
+        return capture_npu.ask(target.folder, options, options.pop("start_step", None), now)
+    folder = CaptureFolder(target.folder)
     statuses, _ = folder.statuses()
     try:
         previous = folder.request()

@@ -13,8 +13,7 @@ from _capture import manifests, request, status, trace_steps, wait_for, window_f
 
 torch = pytest.importorskip("torch")
 from canning import profiling_suite as ps  # noqa: E402
-from canning_tb.capture_files import CaptureFolder  # noqa: E402
-from canning_tb.capture_targets import CaptureBusy, ask  # noqa: E402
+from canning_tb.capture_targets import ON_DEMAND, CaptureBusy, Target, ask  # noqa: E402
 
 X = torch.randn(32, 32)
 
@@ -86,8 +85,7 @@ def test_nothing_is_recorded_until_asked_then_exactly_the_steps_named(job, capsy
 
 def test_the_writer_plans_a_start_every_rank_reaches(job):
     job.step_until(lambda: (s := status(job.run)) and s["steps_per_s"], "a step rate")
-    folder = CaptureFolder(job.run)
-    state = ask(folder, {"steps": 2}, "cli")
+    state = ask(Target(job.run, ON_DEMAND), {"steps": 2}, "cli")
     assert state["start_step"] > job.steps
     assert job.read(state["id"])["state"] == "scheduled"
     job.step_until(lambda: job.state(state["id"]) == "written", "the planned capture", limit=state["start_step"] + 10)
@@ -192,7 +190,7 @@ def test_requests_are_rate_limited(tmp_path):
         s = job.read(again["id"])
         assert s["state"] == "refused" and "rate limited: one capture per 3600 s" in s["message"]
         with pytest.raises(CaptureBusy, match="one capture per 3600 s"):  # the writer says so before writing
-            ask(CaptureFolder(job.run), {"steps": 1}, "cli")
+            ask(Target(job.run, ON_DEMAND), {"steps": 1}, "cli")
         assert len(manifests(job.run)) == 1
     finally:
         job.prof.stop()

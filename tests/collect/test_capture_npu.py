@@ -8,6 +8,7 @@ its finalize_trace writes the settings it was given into profiler_info.json). Re
 import glob
 import json
 import os
+import time
 
 import pytest
 
@@ -15,7 +16,7 @@ from _capture import manifests, request, status, wait_for, write_request
 
 torch = pytest.importorskip("torch")
 from canning import profiling_suite as ps  # noqa: E402
-from test_npu import use_double  # noqa: E402
+from test_npu import no_double_left, use_double  # noqa: E402,F401  no_double_left: autouse, drops the double
 
 NPU = [ps.ProfilerActivity.CPU, ps.ProfilerActivity.NPU]
 
@@ -50,3 +51,47 @@ def test_on_demand_captures_through_torch_npus_profiler(tmp_path, monkeypatch, v
         common = json.load(f)["config"]["common_config"]
     assert common["record_shapes"] is True and common["with_stack"] is True and common["profile_memory"] is False
     assert state["windows"] == [man["manifest"]]
+
+
+def test_a_job_on_torch_npus_own_dynamic_profile_is_asked_through_its_config(tmp_path, monkeypatch, capsys):
+    """msMonitor's file path: the job calls torch_npu's dp.init(folder) / dp.step(); the CLI writes the config in
+    torch_npu's format (the double's dynamic_profile.py is written from torch_npu's: whole-second mtimes, start
+    when its step count equals start_step) and reads the state back from torch_npu's own logs."""
+    from canning_tb.cli.main import main
+    from canning_tb.store import Store
+    use_double(monkeypatch, "current", parse_s="0.05")
+    monkeypatch.setenv("NPU_DOUBLE_DP_POLL_S", "0.01")
+    monkeypatch.setenv("RANK", "0")
+    logdir = tmp_path / "logdir"
+    folder = logdir / "dp"
+    folder.mkdir(parents=True)
+    config = folder / "profiler_config.json"
+    from torch_npu.profiler import dynamic_profile as dp
+    template = dict(dp.TEMPLATE, prof_dir=str(folder), analyse=True)  # the user's own edit: windows go here
+    config.write_text(json.dumps(template))
+    dp.init(str(folder))
+    net = torch.nn.Linear(8, 4)
+
+    def steps(n):
+        for _ in range(n):
+            net(torch.randn(4, 8)).sum()
+            dp.step()
+    steps(3)
+    # torch_npu reads a config whose mtime, in whole seconds, is after the last one it saw
+    wait_for(lambda: int(time.time()) > int(os.path.getmtime(config)), "the next second", timeout=2)
+    assert main(["capture", "--logdir", str(logdir), "--steps", "2", "--start-step", "8", "--record-shapes"]) == 0
+    written = json.loads(config.read_text())
+    assert (written["active"], written["start_step"], written["record_shapes"], written["is_rank"]) == (2, 8, True, False)
+    assert written["prof_dir"] == str(folder) and written["experimental_config"] == template["experimental_config"]
+    capsys.readouterr()
+    steps(12)
+    assert main(["capture", "--logdir", str(logdir), "--status", "--format", "json"]) == 0
+    out = capsys.readouterr().out
+    state = json.loads(out[out.index("{\n"):])  # after what the double prints, as torch_npu does, on stdout
+    assert state["kind"] == "torch_npu_dynamic_profile" and state["request"]["state"] == "written", state
+    assert state["request"]["ranks"] == [{"rank": 0, "state": "written", "message": "torch_npu recorded steps 8-9",
+                                          "windows": [], "step": None}]
+    (run,) = Store(str(logdir)).runs()
+    (worker,) = Store(str(logdir)).workers(run)
+    (win,) = Store(str(logdir)).windows(run, worker.name)
+    assert (run, win.format, win.status) == ("dp", "ascend", "ready")

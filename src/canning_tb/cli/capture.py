@@ -17,8 +17,7 @@ import sys
 import time
 
 from canning_tb import capture_request as cr
-from canning_tb.capture_files import CaptureFolder
-from canning_tb.capture_targets import CaptureBusy, ask, run_state, targets
+from canning_tb.capture_targets import DYNAMIC_PROFILE, CaptureBusy, Target, ask, run_state, targets
 from canning_tb.remote_fs import RemoteError
 
 _DONE = (cr.WRITTEN, "partial", cr.REFUSED, cr.FAILED, cr.MISSED, "gone")
@@ -34,6 +33,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--activities", default="", help="cpu,cuda,npu (default: the job's own)")
     for name in cr.OPTIONS:
         p.add_argument("--" + name.replace("_", "-"), action="store_true", dest=name, help=f"torch.profiler's {name}")
+    p.add_argument("--start-step", type=int, default=None,
+                   help="a job using torch_npu's dynamic_profile only: the step (its own count) to start at")
     p.add_argument("--status", action="store_true", help="only say where the run's last request stands")
     p.add_argument("--wait", action="store_true", help="follow the request until it is written (or cannot be)")
     p.add_argument("--timeout", type=float, default=600.0, help="--wait: give up after this many seconds")
@@ -52,7 +53,7 @@ def _options(args) -> dict:
     return {"steps": args.steps, "ranks": ranks, "activities": activities, **{k: getattr(args, k) for k in cr.OPTIONS}}
 
 
-def _pick_run(logdir: str, run: str | None) -> tuple[str, str]:
+def _pick_run(logdir: str, run: str | None) -> tuple[str, Target]:
     found = targets(logdir)
     if run is not None:
         if run not in found:
@@ -70,26 +71,31 @@ def _pick_run(logdir: str, run: str | None) -> tuple[str, str]:
 def capture_command(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     try:
-        run, folder = _pick_run(args.logdir, args.run)
-        capture = CaptureFolder(folder)
+        run, target = _pick_run(args.logdir, args.run)
         if args.status:
-            return _show(args, run, run_state(capture))
+            return _show(args, run, run_state(target))
         if args.steps is None:
             raise cr.RequestError("--steps is required (or --status)")
-        state = ask(capture, _options(args), "cli")
+        options = _options(args)
+        if target.kind == DYNAMIC_PROFILE:
+            options["start_step"] = args.start_step
+        elif args.start_step is not None:
+            raise cr.RequestError("--start-step is for jobs using torch_npu's dynamic_profile; with ps.on_demand() "
+                                  "the start is planned from the ranks' heartbeats, the same on every rank")
+        state = ask(target, options, "cli")
     except (LookupError, cr.RequestError, CaptureBusy, RemoteError) as e:
         print(f"canning-prof capture: {e}", file=sys.stderr)
         return 2
     _say(args, f"capture {state['id']} of run {run}: {state['message']}")
     if not args.wait:
         return _show(args, run, {"request": state}) if args.format == "json" else 0
-    return _follow(args, run, capture, state["id"])
+    return _follow(args, run, target, state["id"])
 
 
-def _follow(args, run: str, capture: CaptureFolder, rid: str) -> int:
+def _follow(args, run: str, target: Target, rid: str) -> int:
     deadline, said, state = time.monotonic() + args.timeout, "", None
     while time.monotonic() < deadline:
-        state = run_state(capture)["request"]
+        state = run_state(target)["request"]
         if state is None or state["id"] != rid:
             print(f"canning-prof capture: the request of run {run} was replaced by another one", file=sys.stderr)
             return 1
@@ -120,7 +126,9 @@ def _show(args, run: str, state: dict) -> int:
         print(json.dumps({"run": run, **state}, indent=1))
         return 0
     job = state.get("job")
-    if job is not None:
+    if job is not None and state.get("kind") == DYNAMIC_PROFILE:
+        print(f"run {run}: torch_npu dynamic_profile (profiler_config.json), {job['world_size']} ranks logging")
+    elif job is not None:
         print(f"run {run}: {len(job['live_ranks'])} of {job['world_size']} ranks watching, "
               f"at step {job['step']} ({job['steps_per_s'] or 0:.2f} steps/s)")
     request = state.get("request")

@@ -20,8 +20,7 @@ from tensorboard.backend import http_util
 from werkzeug import wrappers
 
 from canning_tb import capture_request as cr
-from canning_tb.capture_files import CaptureFolder
-from canning_tb.capture_targets import CaptureBusy, ask, job_summary, run_state, targets
+from canning_tb.capture_targets import CaptureBusy, Target, ask, run_state, summary, targets
 from canning_tb.remote_fs import RemoteError
 
 log = logging.getLogger("canning_tb.plugin")
@@ -85,16 +84,13 @@ class CaptureRoutes:
     # -- the routes ------------------------------------------------------------------------------
     def _list(self, request):
         now = time.time_ns()
-        runs = []
-        for name, folder in sorted(self._runs().items()):
-            statuses, problems = CaptureFolder(folder).statuses()
-            runs.append({"run": name, "job": job_summary(statuses, now), "problems": problems})
+        runs = [{"run": name, **summary(target, now)} for name, target in sorted(self._runs().items())]
         return 200, {"enabled": True, "runs": runs, "limits": {"max_steps": cr.MAX_STEPS, "activities": list(cr.ACTIVITIES),
                                                                 "options": list(cr.OPTIONS)}}
 
     def _state(self, request):
         run = request.args.get("run", "")
-        return 200, {"run": run, **run_state(CaptureFolder(self._folder(run)))}
+        return 200, {"run": run, **run_state(self._target(run))}
 
     def _request(self, request):
         if request.headers.get(HEADER) != "1" or request.mimetype != "application/json":
@@ -107,10 +103,10 @@ class CaptureRoutes:
         if not isinstance(body, dict) or not isinstance(body.get("run"), str):
             raise RouteFailure(400, "the body must be a JSON object naming the run: {\"run\": ..., \"steps\": ...}")
         run = body.pop("run")
-        folder = self._folder(run)
+        target = self._target(run)
         self._rate_limit(run, check=True)
         try:
-            state = ask(CaptureFolder(folder), body, "tensorboard")
+            state = ask(target, body, "tensorboard")
         except cr.JobNotReady as e:
             raise RouteFailure(409, str(e)) from None
         except cr.RequestError as e:
@@ -123,7 +119,7 @@ class CaptureRoutes:
         return 201, {"run": run, "request": state}
 
     # -- helpers -----------------------------------------------------------------------------------
-    def _runs(self, fresh: bool = False) -> dict[str, str]:
+    def _runs(self, fresh: bool = False) -> dict[str, Target]:
         """The runs a capture may be asked of (cached for a few seconds: the UI polls)."""
         with self._lock:
             found, at = self._targets
@@ -134,12 +130,12 @@ class CaptureRoutes:
             self._targets = (found, time.monotonic())
         return found
 
-    def _folder(self, run: str) -> str:
+    def _target(self, run: str) -> Target:
         # looked up in the listing only, never joined into a path; a run that just appeared: listed afresh
-        folder = self._runs().get(run) or self._runs(fresh=True).get(run)
-        if folder is None:
+        target = self._runs().get(run) or self._runs(fresh=True).get(run)
+        if target is None:
             raise RouteFailure(404, f"no job watches run {run!r} for a capture request (ps.on_demand())")
-        return folder
+        return target
 
     def _rate_limit(self, run: str, check: bool) -> None:
         """At most one request written per run every ASK_INTERVAL_S (check before, count after writing)."""
