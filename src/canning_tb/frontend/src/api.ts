@@ -1047,6 +1047,7 @@ export interface CaptureRankStatus {
 export interface CaptureJob {
   live_ranks: number[];
   world_size: number;
+  /** null for torch_npu's dynamic_profile, which writes no heartbeat */
   step: number | null;
   steps_per_s: number | null;
   backend: string | null;
@@ -1055,8 +1056,12 @@ export interface CaptureJob {
   ranks: CaptureRankStatus[];
 }
 
+/** "on_demand": the job uses ps.on_demand(); "torch_npu_dynamic_profile": torch_npu's dp.init(folder). */
+export type CaptureKind = "on_demand" | "torch_npu_dynamic_profile";
+
 export interface CaptureTarget {
   run: string;
+  kind: CaptureKind;
   job: CaptureJob;
   problems: string[];
 }
@@ -1091,6 +1096,7 @@ export interface CaptureState {
 
 export interface CaptureRunState {
   run: string;
+  kind: CaptureKind;
   job: CaptureJob;
   request: CaptureState | null;
   problems: string[];

@@ -3,7 +3,7 @@
 // server only writes the run's request file; it is off unless TensorBoard was started with
 // --canning_capture, and then the panel says how to turn it on. Numbers shown are the server's.
 import css from "./capture.css";
-import { ApiError, getJSON, postCapture, type CaptureJob, type CaptureList, type CaptureRunState, type CaptureState } from "../api";
+import { ApiError, getJSON, postCapture, type CaptureList, type CaptureRunState, type CaptureState, type CaptureTarget } from "../api";
 import { clear, h, option } from "../dom";
 import { errorText } from "./common";
 
@@ -27,7 +27,9 @@ export function captureSection(currentRun: () => string, onWritten: () => void):
   return new CapturePanel(currentRun, onWritten).el;
 }
 
-function jobText(job: CaptureJob): string {
+function jobText(target: Pick<CaptureTarget, "kind" | "job">): string {
+  const job = target.job;
+  if (target.kind === "torch_npu_dynamic_profile") return `torch_npu dynamic_profile (profiler_config.json) · ${job.world_size} ranks logging · give the step to start at, as torch_npu counts them`;
   if (!job.live_ranks.length) return `no rank is watching now (last heartbeat ${job.last_heartbeat_s ?? "–"} s ago)`;
   const rate = job.steps_per_s === null ? "" : ` · ${job.steps_per_s.toFixed(1)} steps/s`;
   return `${job.live_ranks.length} of ${job.world_size} ranks watching · step ${job.step ?? "–"}${rate} · ${job.backend ?? ""}`;
@@ -40,6 +42,9 @@ class CapturePanel {
   private runSel = h("select", { id: "capture-run", "aria-label": "Run to capture" });
   private job = h("div", { id: "capture-job", class: "meta" });
   private steps = h("input", { id: "capture-steps", type: "number", min: 1, max: 50, value: 3, "aria-label": "Steps" });
+  private startStep = h("input", { id: "capture-start-step", type: "number", min: 1, "aria-label": "Start step" });
+  private startField = h("label", { class: "field", hidden: true }, h("span", { text: "Start step (torch_npu's count)" }), this.startStep);
+  private kinds = new Map<string, CaptureTarget["kind"]>();
   private ranksMode = h("select", { id: "capture-ranks-mode", "aria-label": "Ranks" });
   private ranks = h("input", { id: "capture-ranks", type: "text", placeholder: "0,3", hidden: true, "aria-label": "Ranks to capture" });
   private activities = new Map<string, HTMLInputElement>();
@@ -65,6 +70,7 @@ class CapturePanel {
       h("label", { class: "field" }, h("span", { text: "Run" }), this.runSel),
       this.job,
       h("label", { class: "field" }, h("span", { text: "Steps" }), this.steps),
+      this.startField,
       h("label", { class: "field" }, h("span", { text: "Ranks" }), this.ranksMode, this.ranks),
       acts,
       opts,
@@ -113,12 +119,15 @@ class CapturePanel {
     this.form.hidden = false;
     const pick = data.runs.find((t) => t.run === keep) ?? data.runs[0];
     for (const t of data.runs) this.runSel.append(option(t.run, t.run === "." ? ". (logdir)" : t.run, t === pick));
-    this.job.textContent = jobText(pick.job);
+    this.kinds = new Map(data.runs.map((t) => [t.run, t.kind]));
+    this.startField.hidden = pick.kind !== "torch_npu_dynamic_profile";
+    this.job.textContent = jobText(pick);
     if (!this.followed) void this.refreshState(pick.run);
   }
 
   private async send(): Promise<void> {
     const body: Record<string, unknown> = { run: this.runSel.value, steps: Number(this.steps.value) };
+    if (this.kinds.get(this.runSel.value) === "torch_npu_dynamic_profile") body.start_step = Number(this.startStep.value);
     if (this.ranksMode.value === "list") body.ranks = this.ranks.value.split(",").filter((r) => r.trim()).map((r) => Number(r.trim()));
     body.activities = [...this.activities].filter(([, box]) => box.checked).map(([name]) => name);
     for (const [key, box] of this.options) body[key] = box.checked;
@@ -149,7 +158,8 @@ class CapturePanel {
       return;
     }
     if (run !== this.runSel.value) return;
-    this.job.textContent = jobText(data.job);
+    this.startField.hidden = data.kind !== "torch_npu_dynamic_profile";
+    this.job.textContent = jobText(data);
     this.showState(data.request);
     if (!following) return;
     if (data.request && !DONE.has(data.request.state)) this.follow(run);
