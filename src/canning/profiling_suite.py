@@ -12,4 +12,5 @@ torch (and torch_npu, when NPU is asked for) is imported only when a profile is 
 from canning_tb.collect import Profile, ProfilerActivity, on_demand, profile, schedule, start, stop
 from canning_tb.handler import tensorboard_trace_handler
 
-__all__ = ["Profile", "profile", "start", "stop", "ProfilerActivity", "schedule", "on_demand", "tensorboard_trace_handler"]
+__all__ = ["Profile", "profile", "start", "stop", "ProfilerActivity", "schedule", "on_demand",
+           "tensorboard_trace_handler"]

@@ -56,8 +56,9 @@ def ask(folder: str, options: dict, start_step, now_ns: int | None = None) -> di
     if config is None:
         raise cr.JobNotReady(f"{CONFIG} is gone or unreadable: is the job still running dp.init()?")
     activities = [a for a in chosen["activities"] if a in ("CPU", "NPU")]
-    config.update({"activities": activities or config["activities"], "active": chosen["steps"], "start_step": start_step,
-                   "is_rank": chosen["ranks"] != "all", "rank_list": [] if chosen["ranks"] == "all" else chosen["ranks"],
+    every = chosen["ranks"] == "all"
+    config.update({"activities": activities or config["activities"], "active": chosen["steps"],
+                   "start_step": start_step, "is_rank": not every, "rank_list": [] if every else chosen["ranks"],
                    **{k: chosen[k] for k in cr.OPTIONS}})
     raw = json.dumps(config).encode()
     if len(raw) > MAX_CONFIG_BYTES:

@@ -184,8 +184,10 @@ def targets(request: dict, rank: int) -> bool:
 
 # -- statuses ------------------------------------------------------------------------------------------
 STATUS_KEYS = {"rank": int, "world_size": int, "host": str, "pid": int, "time_ns": int, "step": int,
-               "steps_per_s": (float, type(None)), "poll_s": float, "heartbeat_s": float, "min_interval_s": float,
-               "max_steps": int, "backend": str, "watching": bool, "watch_since_ns": int, "request": (str, type(None)), "state": str, "message": str,
+               "steps_per_s": (float, type(None)), "poll_s": float, "cycle_s": float, "heartbeat_s": float,
+               "min_interval_s": float,
+               "max_steps": int, "backend": str, "watching": bool, "watch_since_ns": int,
+               "request": (str, type(None)), "state": str, "message": str,
                "start_step": (int, type(None)), "end_step": (int, type(None)), "windows": list}
 
 
@@ -232,9 +234,9 @@ def plan_start(statuses: list, now_ns: int) -> tuple[int, int]:
 
     Every live rank says its step, when it was there, and its step rate. The start is that furthest
     step, moved on by the rate for the time since (at most two heartbeats: an older one is not
-    extrapolated further), plus a lead of two poll intervals of the slowest-polling rank and
-    LEAD_SLACK_S for storage latency, counted in steps of the fastest rank, and at least
-    MIN_LEAD_STEPS. A rank that reads the request only after its start step records nothing and says
+    extrapolated further), plus a lead of two poll intervals of the slowest-polling rank (as measured
+    between its reads of the request file: on object storage a read and a status write take their time)
+    and LEAD_SLACK_S, counted in steps of the fastest rank, and at least MIN_LEAD_STEPS. A rank that reads the request only after its start step records nothing and says
     so (state "missed"): it never holds the others, and they all still record the same steps.
     """
     live = [s for s in latest_by_rank(statuses).values() if is_live(s, now_ns)]
@@ -249,7 +251,7 @@ def plan_start(statuses: list, now_ns: int) -> tuple[int, int]:
         furthest = max(furthest, s["step"] + s["steps_per_s"] * age_s)
         seen = max(seen, s["step"])
     rate = max(s["steps_per_s"] for s in live)
-    lead_s = 2 * max(s["poll_s"] for s in live) + LEAD_SLACK_S
+    lead_s = 2 * max(max(s["poll_s"], s["cycle_s"]) for s in live) + LEAD_SLACK_S
     start = math.ceil(furthest) + max(MIN_LEAD_STEPS, math.ceil(rate * lead_s))
     if start > MAX_STEP:
         raise JobNotReady("the job's step count is past what a request may name")
@@ -281,7 +283,8 @@ def busy_reason(previous: dict | None, statuses: list, now_ns: int) -> str | Non
         # the job counts from when it read the previous request, at most one poll after it was written
         wait_s = max(s["min_interval_s"] + 2 * s["poll_s"] for s in live) - (now_ns - previous["created_ns"]) / 1e9
         if wait_s > 0:
-            return f"this job accepts one capture per {max(s['min_interval_s'] for s in live):g} s; ask again in {math.ceil(wait_s)} s"
+            every = max(s["min_interval_s"] for s in live)
+            return f"this job accepts one capture per {every:g} s; ask again in {math.ceil(wait_s)} s"
     return None
 
 
@@ -315,7 +318,8 @@ def request_state(request: dict, statuses: list, now_ns: int) -> dict:
         message = f"nothing written: {_others(ranks)}" if ranks else "no rank of the job answered"
     return {"id": request["id"], "by": request["by"], "created_ns": request["created_ns"], "state": state,
             "message": message, "start_step": request["start_step"], "end_step": end_step(request),
-            "steps": request["steps"], "ranks": ranks, "written_by": [r["rank"] for r in ranks if r["state"] == WRITTEN]}
+            "steps": request["steps"], "ranks": ranks,
+            "written_by": [r["rank"] for r in ranks if r["state"] == WRITTEN]}
 
 
 def _rank_state(request: dict, rank: int, status: dict | None, now_ns: int) -> dict:

@@ -82,10 +82,12 @@ def job_summary(statuses: list, now_ns: int) -> dict:
     latest = cr.latest_by_rank(statuses)
     live = [s for s in latest.values() if cr.is_live(s, now_ns)]
     newest = max((s["time_ns"] for s in latest.values()), default=None)
-    return {"live_ranks": sorted(s["rank"] for s in live), "world_size": max((s["world_size"] for s in latest.values()), default=0),
+    return {"live_ranks": sorted(s["rank"] for s in live),
+            "world_size": max((s["world_size"] for s in latest.values()), default=0),
             "step": max((s["step"] for s in live), default=None),
             "steps_per_s": max((s["steps_per_s"] or 0.0 for s in live), default=None),
-            "backend": next((s["backend"] for s in live), None), "max_steps": min((s["max_steps"] for s in live), default=cr.MAX_STEPS),
+            "backend": next((s["backend"] for s in live), None),
+            "max_steps": min((s["max_steps"] for s in live), default=cr.MAX_STEPS),
             "last_heartbeat_s": None if newest is None else round(max(0, now_ns - newest) / 1e9, 1),
             "ranks": [{"rank": s["rank"], "host": s["host"], "pid": s["pid"], "step": s["step"], "state": s["state"],
                        "live": cr.is_live(s, now_ns)} for s in sorted(latest.values(), key=lambda s: s["rank"])]}

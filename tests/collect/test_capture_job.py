@@ -76,7 +76,8 @@ def test_nothing_is_recorded_until_asked_then_exactly_the_steps_named(job, capsy
     assert man["settings"]["record_shapes"] is True and man["settings"]["profile_memory"] is False
     assert req["id"] in man["settings"]["schedule"]
     s = status(job.run)
-    assert s["windows"] == [os.path.basename(man["manifest"])] and (s["start_step"], s["end_step"]) == (start, start + 2)
+    assert s["windows"] == [os.path.basename(man["manifest"])]
+    assert (s["start_step"], s["end_step"]) == (start, start + 2)
     err = capsys.readouterr().err
     assert f"request {req['id']} from cli: steps {start}-{start + 2}" in err and "wrote steps" in err
     job.step(20)

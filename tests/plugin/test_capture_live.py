@@ -57,7 +57,8 @@ class Live:
         """The request's state once every asked rank is done with it."""
         def done():
             state = self.state()["request"]
-            return state if state and state["id"] == rid and state["state"] not in ("waiting", "scheduled", "recording") else None
+            pending = ("waiting", "scheduled", "recording")
+            return state if state and state["id"] == rid and state["state"] not in pending else None
         return wait_for(done, f"request {rid} done", timeout=90, every=0.2)
 
     def cli(self, *args):
@@ -81,7 +82,7 @@ def live(tmp_path_factory):
     tb, url, tb_file = start_tensorboard(logdir, tb_log, ["--canning_capture"])
     try:
         for rank in range(WORLD):  # both ranks watch, and their step rate is known: a start can be planned
-            wait_for(lambda: (s := status(str(run), rank)) and s["steps_per_s"], f"rank {rank}'s heartbeat", timeout=120)
+            wait_for(lambda: (s := status(str(run), rank)) and s["steps_per_s"], f"rank {rank}'s rate", timeout=120)
         yield Live(logdir, procs, logs, url, tb_log)
     finally:
         for p in procs:  # the job would run on: its clean end is not what this module checks

@@ -428,7 +428,7 @@ def start_tensorboard(logdir, log_path, extra=()):
     """TensorBoard on a free port (--port 0), torch hidden, with `extra` flags; returns (proc, url, log file)."""
     log = open(log_path, "wb")
     proc = subprocess.Popen([sys.executable, "-c", LAUNCHER, "--logdir", str(logdir), "--host", "127.0.0.1",
-                             "--port", "0", *extra], stdout=log, stderr=subprocess.STDOUT)  # the environment is inherited
+                             "--port", "0", *extra], stdout=log, stderr=subprocess.STDOUT)  # the environment: inherited
     deadline = time.monotonic() + 60
     while True:
         text = Path(log_path).read_text(errors="replace")

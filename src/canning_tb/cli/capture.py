@@ -48,7 +48,7 @@ def _options(args) -> dict:
         try:
             ranks = [int(r) for r in args.ranks.split(",") if r.strip()]
         except ValueError:
-            raise cr.RequestError(f"--ranks must be all or a list of rank numbers like 0,3, not {args.ranks!r}") from None
+            raise cr.RequestError(f"--ranks must be all or rank numbers like 0,3, not {args.ranks!r}") from None
     activities = [a.strip().upper() for a in args.activities.split(",") if a.strip()]
     return {"steps": args.steps, "ranks": ranks, "activities": activities, **{k: getattr(args, k) for k in cr.OPTIONS}}
 
@@ -65,7 +65,8 @@ def _pick_run(logdir: str, run: str | None) -> tuple[str, Target]:
     if not found:
         raise LookupError(f"no job under {logdir} watches for a capture request: is it running with "
                           "schedule=ps.on_demand()?")
-    raise LookupError(f"several jobs watch for a capture under {logdir}: pick one with --run ({', '.join(sorted(found))})")
+    raise LookupError(f"several jobs watch for a capture under {logdir}: pick one with --run "
+                      f"({', '.join(sorted(found))})")
 
 
 def capture_command(argv: list[str]) -> int:

@@ -4,4 +4,5 @@ from .backend import NpuUnavailableError
 from .profile import Profile, profile, start, stop
 from .schedule import OnDemand, Schedule, on_demand, schedule
 
-__all__ = ["Profile", "profile", "start", "stop", "ProfilerActivity", "schedule", "Schedule", "on_demand", "OnDemand", "NpuUnavailableError"]
+__all__ = ["Profile", "profile", "start", "stop", "ProfilerActivity", "schedule", "Schedule", "on_demand", "OnDemand",
+           "NpuUnavailableError"]

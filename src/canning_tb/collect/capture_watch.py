@@ -47,6 +47,8 @@ class Watcher:
         self._handled = set()    # ids already decided on, so a request is acted on once
         self._last_accept = None  # time.monotonic() of the last accepted request
         self._rate = None
+        self._cycle_s = 0.0      # seconds between two reads of the request, measured (slowly decaying maximum)
+        self._last_poll = None
         self._sample = (0, time.monotonic())
         self._failing = set()    # what fails now (read, write): said once per streak
 
@@ -67,7 +69,8 @@ class Watcher:
 
     # -- what the training thread reports --------------------------------------------------------
     def began(self, plan: dict, step: int) -> None:
-        self._set(plan, cr.RECORDING, f"recording steps {plan['start_step']}-{cr.end_step(plan)} (warm-up at step {step})")
+        steps = f"{plan['start_step']}-{cr.end_step(plan)}"
+        self._set(plan, cr.RECORDING, f"recording steps {steps} (warm-up at step {step})")
 
     def missed(self, plan: dict, step: int) -> None:
         self.plan = None
@@ -111,6 +114,10 @@ class Watcher:
     def _poll(self) -> None:
         try:
             raw = self.folder.read(REQUEST_FILE, cr.MAX_REQUEST_BYTES)
+            now = time.monotonic()
+            if self._last_poll is not None:
+                self._cycle_s = max(now - self._last_poll, self._cycle_s * 0.9)
+            self._last_poll = now
             self._failing.discard("read")
         except cr.RequestError as e:  # e.g. not a regular file: refused once, as a bad request is
             raw = str(e).encode()
@@ -186,6 +193,7 @@ class Watcher:
         rank, world, _ = dist_info()
         body = cr.status_dict(rank=rank, world_size=world, host=socket.gethostname(), pid=os.getpid(),
                               time_ns=time.time_ns(), step=step, steps_per_s=self._rate, poll_s=self.sched.poll_s,
+                              cycle_s=round(self._cycle_s, 4),
                               heartbeat_s=self.sched.heartbeat_s, min_interval_s=self.sched.min_interval_s,
                               max_steps=self.sched.max_steps, backend=self.backend, watching=watching,
                               watch_since_ns=self.since_ns, **fields)

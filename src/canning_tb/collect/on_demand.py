@@ -48,6 +48,8 @@ class Driver:
         if self.capture is not None:
             self.prof._end_step(self.step)
             self._finish()
+        elif self.watch.plan is not None:  # accepted, not started: a restart counts steps from 0 again
+            self.watch.missed(self.watch.plan, self.step)
         self.watch.stop()
         flush = getattr(self.prof.on_trace_ready, "canning_flush", None)
         if flush is not None:  # e.g. the uploads of a remote run folder: done when stop() returns

@@ -85,8 +85,8 @@ class CaptureRoutes:
     def _list(self, request):
         now = time.time_ns()
         runs = [{"run": name, **summary(target, now)} for name, target in sorted(self._runs().items())]
-        return 200, {"enabled": True, "runs": runs, "limits": {"max_steps": cr.MAX_STEPS, "activities": list(cr.ACTIVITIES),
-                                                                "options": list(cr.OPTIONS)}}
+        limits = {"max_steps": cr.MAX_STEPS, "activities": list(cr.ACTIVITIES), "options": list(cr.OPTIONS)}
+        return 200, {"enabled": True, "runs": runs, "limits": limits}
 
     def _state(self, request):
         run = request.args.get("run", "")
@@ -123,7 +123,7 @@ class CaptureRoutes:
         """The runs a capture may be asked of (cached for a few seconds: the UI polls)."""
         with self._lock:
             found, at = self._targets
-            if not fresh and time.monotonic() - at < TARGETS_TTL_S:
+            if time.monotonic() - at < (0.5 if fresh else TARGETS_TTL_S):  # asked afresh: still not a walk per call
                 return found
         found = targets(self.logdir) if self.logdir else {}
         with self._lock:
@@ -144,5 +144,6 @@ class CaptureRoutes:
             if not check:
                 self._asked[run] = now
             elif now - self._asked.get(run, -1e9) < ASK_INTERVAL_S:
-                raise RouteFailure(429, f"run {run!r} was asked a moment ago; wait {ASK_INTERVAL_S:g} s between requests")
+                raise RouteFailure(429, f"run {run!r} was asked a moment ago; "
+                                        f"wait {ASK_INTERVAL_S:g} s between requests")
 

@@ -77,7 +77,8 @@ class _DynamicProfile:
         self.config_path = os.path.join(self.path, "profiler_config.json")
         log_dir = os.path.join(self.path, "log")
         os.makedirs(log_dir, exist_ok=True)
-        handler = logging.FileHandler(os.path.join(log_dir, f"dp_{socket.gethostname()}_{os.getpid()}_rank_{_rank()}.log"))
+        name = f"dp_{socket.gethostname()}_{os.getpid()}_rank_{_rank()}.log"
+        handler = logging.FileHandler(os.path.join(log_dir, name))
         handler.setFormatter(logging.Formatter("%(asctime)s [%(levelname)s] [%(process)d] %(filename)s: %(message)s"))
         _log.handlers[:] = [handler]
         _log.setLevel(logging.DEBUG)
