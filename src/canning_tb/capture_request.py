@@ -266,6 +266,10 @@ def new_request(options: dict, statuses: list, now_ns: int, by: str) -> dict:
     limit = min(s["max_steps"] for s in live)
     if chosen["steps"] > limit:
         raise JobNotReady(f"this job records at most {limit} steps per capture (ps.on_demand(max_steps=...))")
+    world = max(s["world_size"] for s in live)
+    outside = [r for r in chosen["ranks"] if r >= world] if chosen["ranks"] != "all" else []
+    if outside:
+        raise RequestError(f"rank {outside[0]} is not in this job: its world size is {world}")
     return {"format": REQUEST_FORMAT, "version": REQUEST_VERSION, "id": secrets.token_hex(8), "by": by,
             "created_ns": now_ns, "start_step": start, "seen_step": seen, **chosen}
 

@@ -87,6 +87,7 @@ def test_only_a_well_formed_post_writes_a_request_with_the_documented_keys(job, 
                      ({"run": "job", "steps": 51}, "steps must be a whole number from 1 to 50"),
                      ({"run": "job", "steps": 3, "activities": ["GPU"]}, "unknown activity"),
                      ({"run": "job", "steps": 3, "ranks": "../../etc"}, 'ranks must be "all"'),
+                     ({"run": "job", "steps": 3, "ranks": [0, 1]}, "rank 1 is not in this job: its world size is 1"),
                      ({"steps": 3}, "naming the run")]:
         code, body, _ = call(c, "POST", "/capture_request", bad)
         assert code == 400 and why in body["error"], (bad, body)

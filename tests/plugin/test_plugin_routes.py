@@ -623,6 +623,6 @@ def test_plugin_module_loads_without_numpy_or_torch():
             "from tensorboard.plugins import base_plugin\n"
             "from canning_tb.plugin.loader import CanningLoader\n"
             "plugin = CanningLoader().load(base_plugin.TBContext(logdir=None))\n"
-            "assert sorted(plugin.get_plugin_apps())[0] == '/cluster'\n")
+            "assert '/cluster' in plugin.get_plugin_apps() and '/capture' in plugin.get_plugin_apps()\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
