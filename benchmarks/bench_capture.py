@@ -44,35 +44,36 @@ def main():
     run = tempfile.mkdtemp(prefix="bench-capture-")
     for _ in range(50):
         step()  # warm caches and the allocator
-    plain, watched = [], []
+    wall, cpu = {"plain": [], "watched": []}, {"plain": [], "watched": []}
     for block in range(args.blocks):
         for kind in (("plain", "watched") if block % 2 == 0 else ("watched", "plain")):
-            if kind == "plain":
-                t0 = time.perf_counter_ns()
-                for _ in range(args.steps):
-                    step()
-                plain.append((time.perf_counter_ns() - t0) / args.steps)
-                continue
-            prof = ps.Profile(activities=[ps.ProfilerActivity.CPU],
-                              schedule=ps.on_demand(poll_s=args.poll, heartbeat_s=args.heartbeat),
-                              on_trace_ready=ps.tensorboard_trace_handler(run, digest=False))
-            prof.start()
-            t0 = time.perf_counter_ns()
+            prof = None
+            if kind == "watched":
+                prof = ps.Profile(activities=[ps.ProfilerActivity.CPU],
+                                  schedule=ps.on_demand(poll_s=args.poll, heartbeat_s=args.heartbeat),
+                                  on_trace_ready=ps.tensorboard_trace_handler(run, digest=False))
+                prof.start()
+            t0, c0 = time.perf_counter_ns(), time.process_time_ns()  # process CPU: the watch's thread counts
             for _ in range(args.steps):
                 step()
-                prof.step()
-            watched.append((time.perf_counter_ns() - t0) / args.steps)
-            prof.stop()
+                if prof is not None:
+                    prof.step()
+            wall[kind].append((time.perf_counter_ns() - t0) / args.steps)
+            cpu[kind].append((time.process_time_ns() - c0) / args.steps)
+            if prof is not None:
+                prof.stop()
     call = _step_call_ns(run)
     poll_us, beat_us = _watch_costs(run)
-    p_med, w_med = statistics.median(plain), statistics.median(watched)
-    print(f"load average: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
-    print(f"step (plain):     median {p_med / 1e3:.1f} µs over {args.blocks} blocks of {args.steps} steps "
-          f"(quartiles {_q(plain)})")
-    print(f"step (on_demand): median {w_med / 1e3:.1f} µs (quartiles {_q(watched)}), poll {args.poll} s, "
-          f"heartbeat {args.heartbeat} s")
-    print(f"overhead: {100 * (w_med - p_med) / p_med:+.3f} % of the step; one idle prof.step(): {call:.0f} ns "
-          f"= {100 * call / p_med:.4f} % of the step")
+    print(f"load average: {' '.join(f'{v:.2f}' for v in os.getloadavg())}; {args.blocks} pairs of blocks of "
+          f"{args.steps} steps; poll {args.poll} s, heartbeat {args.heartbeat} s")
+    for name, times in (("wall", wall), ("CPU of the process", cpu)):
+        p_med, w_med = statistics.median(times["plain"]), statistics.median(times["watched"])
+        ratios = [w / p for w, p in zip(times["watched"], times["plain"])]  # each pair ran side by side
+        print(f"{name}: step median {p_med / 1e3:.1f} µs plain, {w_med / 1e3:.1f} µs on_demand; overhead "
+              f"{100 * (statistics.median(ratios) - 1):+.3f} % (median of the pairs' ratios; quartiles "
+              f"{_q([100 * (r - 1) for r in ratios])} %)")
+    p_med = statistics.median(cpu["plain"])
+    print(f"one idle prof.step(): {call:.0f} ns = {100 * call / p_med:.4f} % of the step's CPU")
     per_s = poll_us / args.poll + beat_us / args.heartbeat
     print(f"the watch's thread: {poll_us:.0f} µs per poll of the request file, {beat_us:.0f} µs per heartbeat "
           f"(status written): {per_s:.0f} µs of CPU per second = {per_s / 1e4:.4f} % of one core")
@@ -107,7 +108,7 @@ def _step_call_ns(run, n=200_000):
 
 def _q(values):
     q = statistics.quantiles(values, n=4)
-    return f"{q[0] / 1e3:.1f}-{q[2] / 1e3:.1f} µs"
+    return f"{q[0]:.3f} to {q[2]:.3f}"
 
 
 if __name__ == "__main__":
