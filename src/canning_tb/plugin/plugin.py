@@ -20,6 +20,7 @@ from canning_tb.store.scanner import Scanner, default_store
 from canning_tb.store.trends import TrendWriter
 
 from . import sections
+from .capture_routes import CaptureRoutes, capture_enabled
 from .compare_routes import compare_request
 from .errors import RouteError
 from .logdir import normalize_logdir
@@ -107,10 +108,12 @@ class CanningPlugin(base_plugin.TBPlugin):
         self.scanner = Scanner(self._logdir, refresh_interval, store_factory)
         self.scanner.kick()  # start looking now, in the background
         self.trends = TrendWriter()  # Scalars of windows of other formats (store/trends.py)
+        self.capture = CaptureRoutes(self._logdir, capture_enabled(getattr(context, "flags", None)))
 
     # TensorBoard API ------------------------------------------------------------------------
     def get_plugin_apps(self):
-        return {path: _read_only(app) for path, app in self._apps().items()}
+        # the capture routes choose their own methods and are off without --canning_capture (capture_routes.py)
+        return {**{path: _read_only(app) for path, app in self._apps().items()}, **self.capture.apps()}
 
     def _apps(self):
         return {

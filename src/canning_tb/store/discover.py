@@ -87,19 +87,42 @@ def _rank_from_name(name: str) -> int:
 
 
 def _kineto_rank(path: str, worker: str) -> int:
-    """The rank Kineto wrote into the trace (`distributedInfo`, near the file's start); the worker
-    name's `rank<N>` only for traces that carry none (single-process runs)."""
+    """The rank Kineto wrote into the trace (`distributedInfo`, near the file's start, or at its end in
+    on-demand traces); the worker name's `rank<N>` only for traces that carry none (single-process runs)."""
     try:
         st = os.stat(path)
     except OSError:
         return _rank_from_name(worker)
     rank = _rank_in_head(path, st.st_size, st.st_mtime_ns)
+    if rank < 0:
+        rank = _rank_in_tail(path, st.st_size, st.st_mtime_ns)
     return rank if rank >= 0 else _rank_from_name(worker)
 
 
 @lru_cache(maxsize=4096)
 def _rank_in_head(path: str, size: int, mtime_ns: int) -> int:
-    found = DISTRIBUTED_RANK_RE.search(file_head(path, 65536))
+    return _distributed_rank(file_head(path, 65536))
+
+
+@lru_cache(maxsize=4096)
+def _rank_in_tail(path: str, size: int, mtime_ns: int) -> int:
+    """The rank of a Kineto on-demand trace (dynolog's `dyno gputrace`, `<log_file>_<pid>.json`): libkineto
+    writes its distributedInfo after the events, at the end of the file (output_json.cpp,
+    addOnDemandDistMetadata, from the NCCL collectives' metadata). Plain files only: a gzip's end is not text."""
+    if size <= 65536:
+        return -1  # the head read it all
+    try:
+        with open(path, "rb") as f:
+            if f.read(2) == b"\x1f\x8b":
+                return -1
+            f.seek(size - 65536)
+            return _distributed_rank(f.read(65536))
+    except OSError:
+        return -1
+
+
+def _distributed_rank(text: bytes) -> int:
+    found = DISTRIBUTED_RANK_RE.search(text)
     rank = int(found.group(1)) if found and len(found.group(1)) < 11 else -1
     return rank if rank < 1 << 31 else -1  # no rank at all rather than an absurd one
 

@@ -1032,3 +1032,94 @@ export async function getTile(params: Record<string, string>, signal?: AbortSign
     bytes: buffer.byteLength,
   };
 }
+
+// -- capture (/capture, /capture_state, /capture_request; docs/http_api.md, "Capture") ----------------
+
+export interface CaptureRankStatus {
+  rank: number;
+  host: string;
+  pid: number;
+  step: number;
+  state: string;
+  live: boolean;
+}
+
+export interface CaptureJob {
+  live_ranks: number[];
+  world_size: number;
+  /** null for torch_npu's dynamic_profile, which writes no heartbeat */
+  step: number | null;
+  steps_per_s: number | null;
+  backend: string | null;
+  max_steps: number;
+  last_heartbeat_s: number | null;
+  ranks: CaptureRankStatus[];
+}
+
+/** "on_demand": the job uses ps.on_demand(); "torch_npu_dynamic_profile": torch_npu's dp.init(folder). */
+export type CaptureKind = "on_demand" | "torch_npu_dynamic_profile";
+
+export interface CaptureTarget {
+  run: string;
+  kind: CaptureKind;
+  job: CaptureJob;
+  problems: string[];
+}
+
+export interface CaptureList {
+  enabled: boolean;
+  runs: CaptureTarget[];
+  limits: { max_steps: number; activities: string[]; options: string[] };
+}
+
+export interface CaptureRankState {
+  rank: number;
+  state: string;
+  message: string;
+  windows: string[];
+  step: number | null;
+}
+
+/** Where a request stands: "waiting" | "scheduled" | "recording" | "written" | "partial" | "refused" | "failed" | "missed" | "gone". */
+export interface CaptureState {
+  id: string;
+  by: string;
+  created_ns: number;
+  state: string;
+  message: string;
+  start_step: number;
+  end_step: number;
+  steps: number;
+  ranks: CaptureRankState[];
+  written_by: number[];
+}
+
+export interface CaptureRunState {
+  run: string;
+  kind: CaptureKind;
+  job: CaptureJob;
+  request: CaptureState | null;
+  problems: string[];
+}
+
+export interface CaptureAsked {
+  run: string;
+  request: CaptureState;
+}
+
+/** POST a capture request: the one route that writes (JSON body and the X-Canning-Capture header). */
+export async function postCapture(body: Record<string, unknown>): Promise<CaptureAsked> {
+  let resp: Response;
+  try {
+    resp = await fetch("./capture_request", {
+      method: "POST",
+      headers: { Accept: "application/json", "Content-Type": "application/json", "X-Canning-Capture": "1" },
+      body: JSON.stringify(body),
+    });
+  } catch (err) {
+    throw new ApiError(`Cannot reach TensorBoard (${(err as Error).message}). Is it still running?`, 0);
+  }
+  const answer: unknown = await resp.json().catch(() => null);
+  if (!resp.ok) throw new ApiError(errorOf(answer, resp.status), resp.status);
+  return answer as CaptureAsked;
+}

@@ -7,6 +7,7 @@ import { getJSON, type RunEntry, type RunsResponse, type Selection, type WorkerE
 import { clear, h, option } from "./dom";
 import { AppStore, readURL, type AppState } from "./state";
 import { followTheme } from "./theme";
+import { captureSection } from "./views/capture";
 import { bindTableSorts, errorText } from "./views/common";
 import { VIEWS } from "./views/index";
 import { showEmpty, type ViewState } from "./views/view";
@@ -151,7 +152,15 @@ class Shell {
       this.windowLabel,
       this.windowMeta,
       this.status,
+      captureSection(() => this.store.state.run, () => this.refreshRuns()),
     );
+  }
+
+  /** The runs listed again now and a few times more (a capture was written: the next scan of the
+   * logdir lists its windows), outside the polling loop. */
+  private refreshRuns(times = 6): void {
+    getJSON<RunsResponse>("runs").then((data) => this.onRuns(data), () => undefined);
+    if (times > 1) window.setTimeout(() => this.refreshRuns(times - 1), POLL_LOADING_MS);
   }
 
   private buildTabs(): void {
