@@ -42,5 +42,5 @@ def op_columns(o: pb.OpStat) -> list:
     w = o.work
     if not w.model:
         return [None, None, None]
-    return [None if w.flops < 0 else round(w.flops / 1e9, 3), None if w.tflops < 0 else round(w.tflops, 3),
+    return [None if w.flops < 0 else float(f"{w.flops / 1e9:.6g}"), None if w.tflops < 0 else float(f"{w.tflops:.6g}"),
             None if w.roof_share < 0 else round(100 * w.roof_share, 1)]

@@ -53,10 +53,11 @@ function roofs(peak: DevicePeak | undefined, points: RooflinePoint[], xmin: numb
     const value = p.work.matrix ? (peak.tflops[p.work.dtype] ?? -1) : (peak.vector_tflops ?? -1);
     if (value > 0) wanted.set(p.work.matrix ? `${p.work.dtype} matrix peak` : "FP32 vector peak", value);
   }
-  return [...wanted].map(([label, top]) => {
+  const greys = ["#37474f", "#78909c", "#b0bec5", "#546e7a"];
+  return [...wanted].map(([label, top], i) => {
     const ridge = hbm > 0 ? (top * 1e3) / hbm : xmin;
     const line = hbm > 0 && ridge > xmin ? [[xmin, (xmin * hbm) / 1e3], [ridge, top], [Math.max(xmax, ridge * 4), top]] : [[xmin, top], [xmax, top]];
-    return { type: "line", name: `${label} ${sig(top)} TFLOP/s`, data: line, symbol: "none", lineStyle: { width: 1.5, type: "dashed" }, tooltip: { show: false }, silent: true };
+    return { type: "line", name: `${label} ${sig(top)} TFLOP/s`, data: line, symbol: "none", lineStyle: { width: 1.5, type: "dashed", color: greys[i % greys.length] }, itemStyle: { color: greys[i % greys.length] }, tooltip: { show: false }, silent: true };
   });
 }
 
@@ -73,7 +74,14 @@ function pointTip(p: RooflinePoint): HTMLElement {
 class RooflinePanel {
   private chart: RawChart;
   private chartEl = h("div", { id: "roofline-chart", class: "chart tall" });
-  private table = new SortTable<RooflinePoint>("roofline-table", [], "work.time_ns", true, "No point of this kind.");
+  private table = new SortTable<RooflinePoint>("roofline-table", [], "work.time_ns", true, "No point of this kind.", undefined, {
+    decorateRow: (p, row) => {
+      row.title = p.kind === "kernel" ? "Click: the kernel's longest call in the Timeline" : "Click: the operator in the Operators view";
+      row.style.cursor = "pointer";
+      row.onclick = () => this.openPoint(p);
+      return null;
+    },
+  });
 
   constructor(private host: ViewHost, private data: RooflineResponse) {
     this.chart = new RawChart(this.chartEl, "svg");
@@ -94,7 +102,10 @@ class RooflinePanel {
   private open(event: { seriesIndex?: number; dataIndex?: number }): void {
     if (event.seriesIndex === undefined || event.dataIndex === undefined) return;
     const p = this.series()[event.seriesIndex]?.[event.dataIndex];
-    if (!p) return;
+    if (p) this.openPoint(p);
+  }
+
+  private openPoint(p: RooflinePoint): void {
     const store = this.host.store;
     if (p.kind === "kernel") openTimelineAt(store, p.name);
     else store.update({ view: "operators", operators: { ...store.state.operators, group: "shape", search: p.name } });
@@ -111,8 +122,9 @@ class RooflinePanel {
     const series = this.series();
     const all = series.flat();
     const xs = all.map((p) => p.work.intensity ?? 0).filter((x) => x > 0);
-    const xmin = Math.min(...xs, 1) / 4;
-    const xmax = Math.max(...xs, 1) * 4;
+    // whole decades at the axis ends (a log axis labels its ends as they are)
+    const xmin = 10 ** Math.floor(Math.log10(Math.min(...xs, 1) / 2));
+    const xmax = 10 ** Math.ceil(Math.log10(Math.max(...xs, 1) * 2));
     const longest = Math.max(...all.map((p) => p.work.time_ns), 1);
     const peak = this.data.roofline.peaks.find((p) => p.device === this.data.roofline.device);
     this.chartEl.dataset.points = String(all.length);
@@ -121,7 +133,7 @@ class RooflinePanel {
       legend: { top: 0, type: "scroll" },
       grid: { left: 64, right: 24, top: 40, bottom: 48 },
       xAxis: { type: "log", name: "Arithmetic intensity (FLOP/byte)", nameLocation: "middle", nameGap: 28, min: xmin, max: xmax },
-      yAxis: { type: "log", name: "Achieved TFLOP/s", nameLocation: "middle", nameGap: 48 },
+      yAxis: { type: "log", name: "Achieved TFLOP/s", nameLocation: "middle", nameGap: 56 },
       series: [
         ...series.map((group) => ({
           type: "scatter",
