@@ -12,7 +12,7 @@ from ...ingest.table import NONE
 from .. import digest_pb2 as pb
 from ..context import Context
 from . import rates
-from .calls import Calls
+from .calls import Calls, distinct
 from .peaks import Peak
 
 PIPES = {"mac": "cube", "vec": "vector", "scalar": "scalar", "mte1": "mte1", "mte2": "mte2", "mte3": "mte3",
@@ -46,22 +46,36 @@ def no_work(w: pb.WorkRates) -> None:
     rates.fill(w, None, None, 0, 0, None, "", False, "")
 
 
-def _grouped(keys: list, calls: Calls):
-    index: dict = {}
-    groups = np.array([index.setdefault(k, len(index)) for k in keys], np.int64)
-    return index, (_sums(groups, calls) if len(groups) else ([], [], [], []))
+def _grouped(cols: list[np.ndarray], size: int, calls: Calls):
+    """Id columns of the calls -> ({key tuple: group}, the groups' _sums)."""
+    if not len(cols[0]):
+        return {}, ([], [], [], [])
+    uniq, groups = distinct(cols, size)
+    return {u: g for g, u in enumerate(uniq)}, _sums(groups, calls)
+
+
+def _id(t, text: str) -> int:
+    """The string id of a row's text, NONE for "" (a call without shapes, a kernel without an op)."""
+    return t.strings.find(text) if text else NONE
+
+
+def _shape_ids(t, rows: np.ndarray) -> np.ndarray:
+    ids = t.events["shapes"][rows].astype(np.int64)
+    empty = t.strings.find("")
+    if empty >= 0:
+        ids[ids == empty] = NONE
+    return ids
 
 
 def fill_operators(ctx: Context, stats: list, pos: np.ndarray, calls: Calls, by_shape: bool, peak: Peak | None,
                    host_time: bool) -> None:
     """Set OpStat.work of ops_by_name (by_shape: ops_by_shape) rows from their calls."""
     t = ctx.table
-    rows = ctx.host.rows[pos].tolist()
-    shapes = t.events["shapes"]
-    keys = [(t.name(r), t.strings[int(shapes[r])] or "" if by_shape else "") for r in rows]
-    index, (flops, moved, first, matrix) = _grouped(keys, calls)
+    rows = ctx.host.rows[pos]
+    shapes = _shape_ids(t, rows) if by_shape else np.full(len(rows), NONE, np.int64)
+    index, (flops, moved, first, matrix) = _grouped([t.events["name"][rows], shapes], len(t.strings) + 1, calls)
     for o in stats:
-        g = index.get((o.name, o.input_shapes if by_shape else ""))
+        g = index.get((_id(t, o.name), _id(t, o.input_shapes) if by_shape else NONE))
         if g is None or calls.model[first[g]] == "":
             no_work(o.work)
             continue
@@ -70,26 +84,26 @@ def fill_operators(ctx: Context, stats: list, pos: np.ndarray, calls: Calls, by_
              o.tc_total_share > 0.5)
 
 
-def kernel_op_names(ctx: Context, dpos: np.ndarray) -> list[str]:
-    """Per kernel: the name of its launching operator ("" none), as kernels_by_op groups them."""
+def kernel_op_ids(ctx: Context, dpos: np.ndarray) -> np.ndarray:
+    """Per kernel: the string id of its launching operator's name (NONE none), as kernels_by_op groups them."""
     owner = ctx.device_owner[dpos]
-    names = [""] * len(dpos)
+    out = np.full(len(dpos), NONE, np.int64)
     if len(ctx.host.rows):
-        for i in np.flatnonzero(owner != NONE).tolist():
-            names[i] = ctx.table.name(int(ctx.host.rows[owner[i]])) or ""
-    return names
+        has = owner != NONE
+        out[has] = ctx.ev["name"][ctx.host.rows[owner[has]]]
+    return out
 
 
 def fill_kernels(ctx: Context, stats: list, dpos: np.ndarray, calls: Calls, with_op: bool,
                  peaks: dict[int, Peak]) -> None:
     """Set KernelStat.work (and the pipe shares) of kernels_by_name / kernels_by_op rows."""
     t = ctx.table
-    names = [t.name(int(r)) or "" for r in ctx.device_rows[dpos].tolist()]
-    ops = kernel_op_names(ctx, dpos) if with_op else [""] * len(dpos)
-    index, (flops, moved, first, matrix) = _grouped(list(zip(names, ops)), calls)
+    names = ctx.ev["name"][ctx.device_rows[dpos]].astype(np.int64)
+    ops = kernel_op_ids(ctx, dpos) if with_op else np.full(len(dpos), NONE, np.int64)
+    index, (flops, moved, first, matrix) = _grouped([names, ops], len(t.strings) + 1, calls)
     for k in stats:
         _pipes(k)
-        g = index.get((k.name, k.op_name if with_op else ""))
+        g = index.get((_id(t, k.name), _id(t, k.op_name) if with_op else NONE))
         if g is None or calls.model[first[g]] == "":
             no_work(k.work)
             continue

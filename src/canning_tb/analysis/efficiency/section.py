@@ -52,7 +52,11 @@ def _modelled_share(ctx: Context, dpos: np.ndarray, kernels, under: np.ndarray) 
     return float(dur[covered].sum() / total) if total > 0 else -1.0
 
 
-def _notes(r: pb.Roofline, peak: Peak | None, u: totals.Units, has_device: bool) -> None:
+def _notes(r: pb.Roofline, peak: Peak | None, u: totals.Units, has_device: bool, shapes: bool) -> None:
+    if not shapes:
+        r.notes.append("no input shapes in the files: the FLOPs / bytes models need them (profile with "
+                       "record_shapes=True; torch_npu: record_shapes=True, profiler_level Level1 or Level2 for the "
+                       "kernels' shapes)")
     if peak is not None and peak.note:
         r.notes.append(peak.note)
     if has_device and peak is None:
@@ -95,4 +99,5 @@ def roofline_section(ctx: Context, d: pb.Digest) -> None:
     totals.module_figures(ctx, d, u, peak)
     r.modelled_share = _modelled_share(ctx, dpos, kernels, under) if len(dpos) else -1.0
     _points(r, d)
-    _notes(r, peak, u, has_device)
+    shapes = bool((t.events["shapes"][ctx.host.rows[pos]] >= 0).any()) or bool((t.events["args"] >= 0).any())
+    _notes(r, peak, u, has_device, shapes)
