@@ -209,3 +209,24 @@ def test_dlrm_bmm_and_linear(dlrm):
     assert bmm.flops == 2 * 16 * 16 * 27 * 27 and bmm.bytes == (16 * 16 * 27 + 16 * 27 * 27 + 16 * 16 * 27) * F32
     linear = ops["aten::linear", "[[16, 367], [512, 367], [512]]"]
     assert linear.flops == 2 * 16 * 512 * 367 and linear.bytes == (16 * 367 + 512 * 367 + 512 + 16 * 512) * F32
+
+
+def test_below_roof_finding(resnet):
+    """The rule's candidate by its definition (docs/rules.md): the operator below half of its roof, with at
+    least 5 % of the kernel time, whose time at its roof would save the most; none when all are near it."""
+    import copy
+
+    from canning_tb.analysis.rules.engine import RuleInput
+    from canning_tb.analysis.rules.roofline_rules import below_roof
+    _, digest = resnet
+    total = sum(k.total_ns for k in digest.kernels_by_name)
+    rows = [o for o in digest.ops_by_name if 0 <= o.work.roof_share < 0.5 and o.work.time_ns >= 0.05 * total]
+    best = max(rows, key=lambda o: o.work.time_ns * (1 - o.work.roof_share))
+    (hit,) = [h for h in digest.rule_hits if h.rule == "below_roof"]
+    assert hit.title == f"{best.name} at {100 * best.work.roof_share:.1f}% of its roof"
+    assert hit.gain_ns == int(best.work.time_ns * (1 - best.work.roof_share) / len(digest.average_steps))
+    near = copy.deepcopy(digest)
+    for o in near.ops_by_name:
+        if o.work.roof_share >= 0:
+            o.work.roof_share = 0.6
+    assert below_roof(RuleInput(near)) is None

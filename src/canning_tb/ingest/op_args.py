@@ -28,9 +28,8 @@ def encode(**parts: Any) -> str | None:
     return json.dumps(kept, separators=(",", ":"), ensure_ascii=False)
 
 
-@lru_cache(maxsize=65536)
-def decode(text: str | None) -> dict:
-    """The parts of one column value ({} for none or a value that is no JSON object)."""
+def json_object(text: str | None) -> dict:
+    """A JSON object's text -> the dict; {} for none, bad JSON, or JSON that is no object."""
     if not text:
         return {}
     try:
@@ -38,6 +37,12 @@ def decode(text: str | None) -> dict:
     except ValueError:
         return {}
     return value if isinstance(value, dict) else {}
+
+
+@lru_cache(maxsize=65536)
+def decode(text: str | None) -> dict:
+    """The parts of one column value ({} for none or a value that is no JSON object)."""
+    return json_object(text)
 
 
 def split_list(cell: Any) -> list[str] | None:

@@ -11,11 +11,11 @@ TensorBoard or canning-prof runs); its numbers replace or add to the table's, an
 """
 from __future__ import annotations
 
-import json
 import os
 import re
 from dataclasses import dataclass, field
 
+from ...ingest.op_args import json_object
 from .peak_table import CUBE_FLOPS_PER_CYCLE, ROWS, PeakRow
 
 SETTING = "CANNING_DEVICE_PEAKS"
@@ -74,14 +74,7 @@ def _ascend_formula(dev: dict) -> dict:
 
 
 def _overrides() -> dict:
-    text = os.environ.get(SETTING, "").strip()
-    if not text:
-        return {}
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}
+    return json_object(os.environ.get(SETTING, "").strip())
 
 
 def _apply_override(peak: Peak, overrides: dict) -> None:

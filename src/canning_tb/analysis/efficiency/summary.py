@@ -9,9 +9,13 @@ def _known(x: float) -> float | None:
     return None if x < 0 else float(x)
 
 
-def roofline_figures(d: pb.Digest) -> dict:
-    """MFU, HBM bandwidth used, what they are judged against, and the notes (None unknown)."""
-    r = d.roofline
+def roofline_figures(d: pb.Digest) -> dict | None:
+    """MFU, HBM bandwidth used, what they are judged against, and the notes (None unknown); None for
+    a digest read in part (store/digest_part.py RANKS: the windows the CLI sums up across ranks)."""
+    try:
+        r = d.roofline
+    except AttributeError:
+        return None
     peak = next((p for p in r.peaks if p.device == r.device), None)
     return {"mfu": _known(r.mfu), "flops_per_step": _known(r.flops_per_step), "hbm_gbps": _known(r.hbm_gbps),
             "hbm_source": r.hbm_source or None, "hbm_share": _known(r.hbm_share),
