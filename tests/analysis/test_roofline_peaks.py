@@ -81,3 +81,22 @@ def test_npu_hbm_bandwidth_used_is_the_counters_mean():
     assert sums
     assert digest.roofline.hbm_source == "hbm_counters"
     assert digest.roofline.hbm_gbps == pytest.approx(sum(v for _, v in sums) / len(sums) / 1e9, rel=1e-9)
+
+
+def test_ascend_device_info_gives_the_cube_peak(tmp_path):
+    """CANN's device info as msprof writes it beside the export (PROF_*/device_0/info.json.0, the
+    fields msprof-analyze's operator MFU reads: DeviceInfo[0].ai_core_num, aic_frequency). The
+    fixture folders hold no PROF_ directory (the real file needs CANN): one is written here in that
+    format. The fixture's matmuls are fp32, for which no cube peak is sourced: left out of MFU."""
+    import json
+    import shutil
+
+    folder = tmp_path / "rank0_ascend_pt"
+    shutil.copytree(fixture_path("ascend", "level2", "rank0_ascend_pt"), folder)
+    device = folder / "PROF_000001_20250109_000000_AAAAAAAAAAAAAAAA" / "device_0"
+    device.mkdir(parents=True)
+    (device / "info.json.0").write_text(json.dumps({"DeviceInfo": [{"id": 0, "ai_core_num": 20, "aic_frequency": "1800"}]}))
+    digest = build_digest(read_ascend(str(folder)))
+    (peak,) = digest.roofline.peaks
+    assert peak.matched == "Ascend cube formula" and peak.tflops["bf16"] == pytest.approx(20 * 1800e6 * 8192 / 1e12, abs=0.01)
+    assert digest.roofline.mfu == -1 and any("fp32 has no peak" in n for n in digest.roofline.notes)
