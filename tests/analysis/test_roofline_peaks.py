@@ -25,7 +25,7 @@ def test_the_fixtures_devices_match_their_datasheet_rows():
     v100 = device_peak(_devices("kineto", "resnet50_v100", "worker0.1623143089861.pt.trace.json.gz")[0], {})
     assert (v100.matched, v100.matrix["fp32"], v100.matrix["fp16"], v100.hbm) == ("NVIDIA V100 SXM2", 15.7, 125.0, 900.0)
     # A100-PG509-200 is an SXM4 board with 40 GB (108 SMs): the 40 GB row, 1,555 GB/s
-    a100 = device_peak(_devices("hta", "trace_diff", "control", "control.json.gz")[0], {})
+    a100 = device_peak(_devices("hta", "nccl_parser_config", "nccl_data.json.gz")[0], {})
     assert (a100.matched, a100.matrix["bf16"], a100.matrix["tf32"], a100.hbm) == ("NVIDIA A100 40GB", 312.0, 156.0, 1555.0)
     # ROCm names the MI250's GCD "AMD Radeon Graphics": gfx90a (9.0), 104 CUs, 64 GiB
     mi = device_peak(_devices("hta", "amd_trace", "mi250_minitoy_train_ROCm6_2_kineto.json.gz")[0], {})

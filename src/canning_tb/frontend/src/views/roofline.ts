@@ -44,6 +44,18 @@ function figures(data: RooflineResponse): HTMLTableElement {
   return h("table", { id: "roofline-figures", class: "data-table kv" }, body);
 }
 
+/** Each step's MFU and HBM bandwidth (the route's steps, as the digest holds them). */
+function stepsTable(data: RooflineResponse): HTMLTableElement {
+  const head = h("tr", {}, h("th", { text: "Step" }), h("th", { class: "num", text: "Duration (ms)" }),
+    h("th", { class: "num", text: "Matrix GFLOP", title: tip("model_flops") }), h("th", { class: "num", text: "MFU (%)", title: tip("mfu") }),
+    h("th", { class: "num", text: "HBM (GB/s)", title: tip("hbm_bandwidth_used") }));
+  const body = h("tbody", {}, ...data.steps.map((s) => h("tr", {},
+    h("td", { text: `#${s.number}` }), h("td", { class: "num", text: ms(s.dur_ns) }),
+    h("td", { class: "num", text: sig((s.roofline.flops ?? -1) < 0 ? -1 : (s.roofline.flops ?? 0) / 1e9) }),
+    h("td", { class: "num", text: sharePct(s.roofline.mfu ?? -1) }), h("td", { class: "num", text: sig(s.roofline.hbm_gbps ?? -1) }))));
+  return h("table", { id: "roofline-steps", class: "data-table" }, h("thead", {}, head), body);
+}
+
 /** The roof lines of the dtypes the points use: [intensity, TFLOP/s] pairs over the x range. */
 function roofs(peak: DevicePeak | undefined, points: RooflinePoint[], xmin: number, xmax: number) {
   if (!peak) return [];
@@ -173,7 +185,7 @@ class RooflinePanel {
     const notes = data.roofline.notes.map((note) => h("p", { class: "muted roofline-note", text: note }));
     this.host.el.replaceChildren(
       ...[problemsList(data.problems, "roofline-problems")].filter((el): el is HTMLElement => !!el),
-      card("Work against the hardware", figures(data), ...notes),
+      h("div", { class: "grid2" }, card("Work against the hardware", figures(data), ...notes), card("Per step", stepsTable(data))),
       card("Device peaks", peaksTable(data.roofline.peaks)),
       card("Roofline (click a point: the operator, or the kernel's longest call in the Timeline)",
         h("div", { class: "toolbar" }, h("label", {}, "Points ", kindSel)), this.chartEl),
