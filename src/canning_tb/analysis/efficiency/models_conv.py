@@ -39,13 +39,12 @@ def _per_dim(values: list[int] | None, dims: int) -> list[int] | None:
     return values if len(values) == dims else None
 
 
-def _padding(x: OpInputs, i: int, dims: int, kernel: Shape, dilation: list[int]) -> list[int] | None:
+def _padding(x: OpInputs, i: int, dims: int) -> list[int] | None:
+    """Per dim padding; None for "same" (the caller keeps the input's size) or an unreadable value."""
     text = x.value(i).strip().strip("'\"")
     if text == "valid":
         return [0] * dims
-    if text == "same":  # the output keeps the input's size (stride 1 only); total padding d(k-1)
-        return None
-    return _per_dim(int_list(text), dims)
+    return None if text == "same" else _per_dim(int_list(text), dims)
 
 
 def _conv_out(spatial: Shape, kernel: Shape, stride, padding, dilation, transposed: bool, out_pad) -> list[int]:
@@ -69,7 +68,7 @@ def conv_forward(x: OpInputs) -> Work | None:
     out_pad = _per_dim(int_list(x.value(op)), dims) if op >= 0 and transposed else [0] * dims
     if transposed is None or not groups or stride is None or dilation is None or out_pad is None:
         return None
-    padding = _padding(x, pa, dims, sw[2:], dilation)
+    padding = _padding(x, pa, dims)
     if padding is None and x.value(pa).strip().strip("'\"") == "same":
         out_sp = list(si[2:])
     elif padding is None:
