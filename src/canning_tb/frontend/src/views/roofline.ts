@@ -73,6 +73,11 @@ function roofs(peak: DevicePeak | undefined, points: RooflinePoint[], xmin: numb
   });
 }
 
+/** A log axis label: 0.001 .. 1000 as they are, beyond that 1e-7 / 1e6. */
+function decade(value: number): string {
+  return value >= 1e-3 && value <= 1e3 ? String(value) : value.toExponential(0).replace("e+", "e");
+}
+
 function pointTip(p: RooflinePoint): HTMLElement {
   const w = p.work;
   return tipLines(p.name, [
@@ -144,8 +149,9 @@ class RooflinePanel {
       tooltip: { trigger: "item", confine: true, formatter: (item: { seriesIndex: number; dataIndex: number }) => pointTip(series[item.seriesIndex][item.dataIndex]) },
       legend: { top: 0, type: "scroll" },
       grid: { left: 64, right: 24, top: 40, bottom: 48 },
-      xAxis: { type: "log", name: "Arithmetic intensity (FLOP/byte)", nameLocation: "middle", nameGap: 28, min: xmin, max: xmax },
-      yAxis: { type: "log", name: "Achieved TFLOP/s", nameLocation: "middle", nameGap: 56 },
+      xAxis: { type: "log", name: "Arithmetic intensity (FLOP/byte)", nameLocation: "middle", nameGap: 28, min: xmin, max: xmax, axisLabel: { formatter: decade } },
+      // compact decade labels; the lowest left out, as it would sit on the x axis' first one
+      yAxis: { type: "log", name: "Achieved TFLOP/s", nameLocation: "middle", nameGap: 48, axisLabel: { showMinLabel: false, formatter: decade } },
       series: [
         ...series.map((group) => ({
           type: "scatter",
