@@ -22,7 +22,8 @@ def _devices(*parts):
 
 
 def test_the_fixtures_devices_match_their_datasheet_rows():
-    v100 = device_peak(_devices("kineto", "resnet50_v100", "worker0.1623143089861.pt.trace.json.gz")[0], {})
+    """(The V100 DGXS of the ResNet fixture: tests/analysis/test_roofline_models.py.)"""
+    v100 = device_peak({"kind": "cuda", "name": "Tesla V100-DGXS-32GB", "sm_count": 80}, {})
     assert (v100.matched, v100.matrix["fp32"], v100.matrix["fp16"], v100.hbm) == ("NVIDIA V100 SXM2", 15.7, 125.0, 900.0)
     # A100-PG509-200 is an SXM4 board with 40 GB (108 SMs): the 40 GB row, 1,555 GB/s
     a100 = device_peak(_devices("hta", "nccl_parser_config", "nccl_data.json.gz")[0], {})
