@@ -180,7 +180,7 @@ def test_resnet_top_kernel_count(resnet):
 def test_resnet_reports(resnet):
     d, _ = resnet
     rep = report.op_summary(d)
-    assert rep.columns == ["Op Type", "Calls", "Total(ms)", "Avg(ms)", "Min(ms)", "Max(ms)"]
+    assert rep.columns == ["Op Type", "Calls", "Total(ms)", "Avg(ms)", "Min(ms)", "Max(ms)", "GFLOP", "TFLOP/s", "Roof(%)"]
     totals = [r[2] for r in rep.rows]
     assert totals == sorted(totals, reverse=True)
     assert str(report.memory_summary(d)).count("cuda:0") == 1

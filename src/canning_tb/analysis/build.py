@@ -9,6 +9,7 @@ from .cann import cann_steps, ops_from_operator_details, steps_from_cann
 from .communication.collectives import communication_stats
 from .context import Context
 from .digest import SCHEMA_VERSION
+from .efficiency.section import roofline_section
 from .kernels import kernel_stats
 from .gpu_metrics import gpu_efficiency
 from .memory import memory_stats
@@ -107,6 +108,7 @@ def build_digest(table: EventTable) -> pb.Digest:
     d.gpu_efficiency.extend(gpu_efficiency(table, starts[kept], ends[kept]))
     d.npu_efficiency.extend(npu_efficiency(table, starts[kept], ends[kept]))
     d.modules.extend(module_tree(ctx))
+    roofline_section(ctx, d)  # FLOPs / bytes per row, peaks, MFU (analysis/efficiency): before the rules
     d.communication.CopyFrom(communication_stats(ctx, starts, ends, nums, res))
     fill_own(d)  # wait / transfer: the one definition (analysis/communication/wait_transfer.py)
     for p in table.problems:

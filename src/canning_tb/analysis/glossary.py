@@ -24,6 +24,9 @@ Which function computes which figure (everything else reads these, never recompu
 - `analysis/gpu_metrics.py` / `npu_metrics.py`: device efficiency (GPU utilization, est. SM efficiency,
   est. achieved occupancy, Tensor Core share; AI Core utilisation, core times, PMU ratios);
   `tensor_cores.py`: Tensor Core eligibility and shares per operator; `modules.py`: the module tree.
+- `analysis/efficiency/`: modelled FLOPs / bytes per operator and kernel, peaks, achieved rates, share of
+  roof, bound, MFU, HBM bandwidth used (how well the busy time is used; "device efficiency" above is how
+  busy the device was, and is the only figure named efficiency).
 Unknown is never 0: a figure the files do not record is `-1` in the digest, `null` in JSON, "–" in views.
 """
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ingest.table import (METRIC_AIC_TIME, METRIC_AIV_TIME, METRIC_BLOCKS_PER_SM, METRIC_MIX_BLOCK_DIM,
+from ..ingest.table import (METRIC_AIC_TIME, METRIC_AIV_TIME, METRIC_BLOCKS_PER_SM, METRIC_FLOPS, METRIC_MIX_BLOCK_DIM,
                             METRIC_OCCUPANCY, METRIC_REGISTERS, METRIC_SHARED_MEMORY, EventTable, Kind)
 from . import digest_pb2 as pb
 from . import intervals as iv
@@ -24,7 +24,7 @@ from . import intervals as iv
 CUBE, VECTOR, AI_CPU = "AI_CORE", "AI_VECTOR_CORE", "AI_CPU"
 MIX = ("MIX_AIC", "MIX_AIV")
 _NOT_PMU = {METRIC_AIC_TIME, METRIC_AIV_TIME, METRIC_MIX_BLOCK_DIM, METRIC_BLOCKS_PER_SM, METRIC_OCCUPANCY,
-            METRIC_REGISTERS, METRIC_SHARED_MEMORY}
+            METRIC_REGISTERS, METRIC_SHARED_MEMORY, METRIC_FLOPS}
 _BASE = {"aic_": METRIC_AIC_TIME, "aiv_": METRIC_AIV_TIME}
 
 

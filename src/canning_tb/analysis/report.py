@@ -74,12 +74,15 @@ def _fmt(c) -> str:
 
 
 def op_summary(digest: pb.Digest, limit: int | None = None) -> Table:
-    """Host total time by operator name, longest first."""
-    t = Table("Operator summary (host time)", ["Op Type", "Calls", "Total(ms)", "Avg(ms)", "Min(ms)", "Max(ms)"])
+    """Host total time by operator name, longest first; the modelled GFLOP, achieved TFLOP/s and share
+    of roof where known (analysis/efficiency)."""
+    from .efficiency.summary import op_columns
+    t = Table("Operator summary (host time)", ["Op Type", "Calls", "Total(ms)", "Avg(ms)", "Min(ms)", "Max(ms)",
+                                               "GFLOP", "TFLOP/s", "Roof(%)"])
     ops = sorted(digest.ops_by_name, key=lambda o: (-o.host_total_ns, o.name))
     for o in ops[:limit] if limit else ops:
         t.rows.append([o.name, int(o.calls), _ms(o.host_total_ns), _ms(o.host_total_ns / o.calls) if o.calls else 0.0,
-                       _ms(o.host_total_min_ns), _ms(o.host_total_max_ns)])
+                       _ms(o.host_total_min_ns), _ms(o.host_total_max_ns), *op_columns(o)])
     return t
 
 

@@ -72,6 +72,9 @@ EVENT_COLUMNS: dict[str, Any] = {
     "blocks": np.int64,  # NPU block dim / GPU blocks (grid product), NONE if unknown
     "bytes": np.int64,  # bytes moved by a collective or copy, NONE if unknown
     "group": np.int32,  # string id of the communication group, NONE if none
+    # string id of the operator's other arguments the FLOPs / bytes models read (ingest/op_args.py:
+    # input dtypes, concrete scalar inputs, NPU kernel type, formats, output shapes), NONE if none
+    "args": np.int32,
 }
 
 # Optional per-event measurements some formats carry for device work (EventTable.metrics):
@@ -87,6 +90,8 @@ METRIC_SHARED_MEMORY = "shared_memory_bytes"
 METRIC_AIC_TIME = "aic_time_ns"
 METRIC_AIV_TIME = "aiv_time_ns"
 METRIC_MIX_BLOCK_DIM = "mix_block_dim"
+# host operators: the FLOPs the profiler itself counted (torch_npu's `flops` arg with with_flops=True)
+METRIC_FLOPS = "flops"
 
 MEMORY_COLUMNS: dict[str, Any] = {
     "ts": np.int64,  # ns

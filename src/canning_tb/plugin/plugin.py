@@ -22,6 +22,7 @@ from canning_tb.store.trends import TrendWriter
 from . import sections
 from .capture_routes import CaptureRoutes, capture_enabled
 from .compare_routes import compare_request
+from .efficiency_routes import roofline_impl
 from .errors import RouteError
 from .logdir import normalize_logdir
 from .ranks import cluster_impl, position_of
@@ -129,6 +130,7 @@ class CanningPlugin(base_plugin.TBPlugin):
             "/communication": self._window_route(sections.communication_impl),
             "/suggestions": self._window_route(sections.suggestions_impl),
             "/modules": self._window_route(sections.modules_impl),
+            "/roofline": self._window_route(roofline_impl),
             "/cluster": self._route(self._cluster),
             **timeline_apps(self),
             "/compare": self._route(lambda request: compare_request(self._store(), request.args)),

@@ -76,8 +76,13 @@ def _page(rows, row_type, search_fields: tuple, paging: dict | None):
 
 
 def scalar_fields(row_type) -> tuple:
-    """The fields a table of `row_type` rows (a digest message) can be sorted on: its scalar fields."""
-    return tuple(f.name for f in row_type.DESCRIPTOR.fields if f.message_type is None and not _repeated(f))
+    """The fields a table of `row_type` rows (a digest message) can be sorted on: its scalar fields,
+    and those of its single sub-messages as "work.tflops" (analysis/efficiency's columns)."""
+    fields = row_type.DESCRIPTOR.fields
+    nested = tuple(f"{f.name}.{g.name}" for f in fields if f.message_type is not None and not _repeated(f)
+                   and not f.message_type.GetOptions().map_entry
+                   for g in f.message_type.fields if g.message_type is None and not _repeated(g))
+    return tuple(f.name for f in fields if f.message_type is None and not _repeated(f)) + nested
 
 
 def _repeated(field) -> bool:
@@ -129,10 +134,12 @@ def _csv(rows, row_type, fields: list, search_fields: tuple, paging: dict | None
     asked = {key: value for key, value in (paging or {}).items() if key not in ("offset", "limit")}
     first = _page(rows, row_type, search_fields, asked)
 
+    from canning_tb.analysis.table_page import value
+
     def cells():
         for offset in range(0, first.total, first.limit):
             for row in _page(rows, row_type, search_fields, {**asked, "offset": offset}).rows:
-                yield [getattr(row, f) for f in fields]
+                yield [value(row, f) for f in fields]
     return f"{name}.csv", fields, cells()
 
 

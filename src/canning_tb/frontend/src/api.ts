@@ -68,6 +68,7 @@ export interface Step {
   breakdown: Breakdown;
   tail_ns: number;
   distorted: boolean;
+  roofline: StepRoofline;
 }
 
 export interface KernelRef {
@@ -92,6 +93,7 @@ export interface OpStat {
   tc_eligible: boolean;
   tc_self_share: number | null; // share of its own kernels' time on Tensor Cores, -1 unknown
   tc_total_share: number | null; // ... of the kernels under it, each once
+  work: WorkRates; // FLOPs, bytes, rates against the roofs (model "" = no model: every figure unknown)
 }
 
 export interface KernelStat {
@@ -113,6 +115,75 @@ export interface KernelStat {
   shared_memory_bytes: number | null;
   pmu: Record<string, number | null>; // NPU PMU ratios over the kernel's tasks
   mean_mix_block_dim: number | null;
+  work: WorkRates;
+  pipes: PipeShare[]; // NPU PMU: busy share per pipe, busiest first
+}
+
+/** The work of a row against its device's roofs (docs/efficiency.md); -1 / "" unknown. */
+export interface WorkRates {
+  flops: number | null;
+  bytes: number | null;
+  model: string;
+  dtype: string;
+  time_ns: number;
+  tflops: number | null;
+  gbps: number | null;
+  intensity: number | null;
+  roof_tflops: number | null;
+  roof_share: number | null;
+  bound: string;
+  matrix: boolean;
+}
+
+export interface PipeShare {
+  pipe: string;
+  share: number | null;
+}
+
+export interface StepRoofline {
+  flops: number | null;
+  mfu: number | null;
+  hbm_gbps: number | null;
+}
+
+export interface ModuleRoofline {
+  flops: number | null;
+  mfu: number | null;
+}
+
+export interface DevicePeak {
+  device: number;
+  kind: string;
+  name: string;
+  matched: string;
+  tflops: Record<string, number | null>;
+  vector_tflops: number | null;
+  hbm_gbps: number | null;
+  source: string;
+  note: string;
+}
+
+export interface RooflinePoint {
+  kind: string;
+  name: string;
+  input_shapes: string;
+  calls: number;
+  work: WorkRates;
+}
+
+/** The digest's roofline section: peaks, MFU, HBM bandwidth, the points of the Roofline view. */
+export interface Roofline {
+  peaks: DevicePeak[];
+  device: number;
+  mfu: number | null;
+  flops_per_step: number | null;
+  hbm_gbps: number | null;
+  hbm_source: string;
+  hbm_share: number | null;
+  modelled_share: number | null;
+  points: RooflinePoint[];
+  notes: string[];
+  steps: number;
 }
 
 /** One GPU's efficiency figures over the steps the average keeps; -1 where unknown. */
@@ -164,6 +235,7 @@ export interface ModuleNode {
   device_self_ns: number;
   operators: number;
   first_start_ns: number;
+  roofline: ModuleRoofline;
 }
 
 export interface CoreStat {
@@ -444,6 +516,12 @@ export interface KernelsResponse extends WindowHead, TablePage {
 /** GET /modules */
 export interface ModulesResponse extends WindowHead {
   modules: ModuleNode[]; // depth first; empty without nn.Module events
+}
+
+/** GET /roofline: the roofline section and each step's MFU / HBM bandwidth (start relative). */
+export interface RooflineResponse extends WindowHead {
+  roofline: Roofline;
+  steps: { number: number; start_ns: number; dur_ns: number; roofline: StepRoofline }[];
 }
 
 /** GET /memory */

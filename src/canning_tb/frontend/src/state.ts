@@ -8,8 +8,8 @@
 // iframe is same-origin; outside an iframe (tests, a bare page) its own hash is used.
 import type { GroupBy } from "./api";
 
-export type ViewId = "overview" | "operators" | "kernels" | "modules" | "memory" | "communication" | "timeline" | "compare" | "suggestions";
-export const VIEW_IDS: ViewId[] = ["overview", "operators", "kernels", "modules", "memory", "communication", "timeline", "compare", "suggestions"];
+export type ViewId = "overview" | "operators" | "kernels" | "roofline" | "modules" | "memory" | "communication" | "timeline" | "compare" | "suggestions";
+export const VIEW_IDS: ViewId[] = ["overview", "operators", "kernels", "roofline", "modules", "memory", "communication", "timeline", "compare", "suggestions"];
 export const DEFAULT_VIEW: ViewId = "overview";
 
 export interface OperatorsOptions {

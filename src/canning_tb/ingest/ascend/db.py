@@ -19,6 +19,7 @@ from .csv_io import norm_shapes, to_int
 from .db_device import read_device_tasks
 from .db_side import read_analysis_db, read_memory_tables
 from .info import apply_metadata
+from .. import op_args
 from ..table import (EVENT_COLUMNS, NONE, ColumnBuilder, EventTable, InputError, Kind, Problem, metric_columns,
                     sort_with_metrics)
 
@@ -181,6 +182,15 @@ def _shapes(db: Db, *cells) -> str | None:
     return None
 
 
+def _dtypes(db: Db, *cells) -> str | None:
+    """The `args` of a PYTORCH_API row: its input dtypes, from the cell that does not hold shapes."""
+    for cell in cells:
+        text = db.name(cell)
+        if text and not _SHAPE_RE.match(text):
+            return op_args.encode(types=op_args.split_list(text))
+    return None
+
+
 def _pytorch_api(db: Db, table: EventTable, b: ColumnBuilder, ext_of_conn: dict[int, int]) -> set[str]:
     """PYTORCH_API rows -> host events; the ProfilerStep names seen."""
     if "PYTORCH_API" not in db.tables:
@@ -202,7 +212,8 @@ def _pytorch_api(db: Db, table: EventTable, b: ColumnBuilder, ext_of_conn: dict[
         gtid = to_int(gtid) or 0
         vals: dict[str, Any] = dict(ts=ts, dur=max((to_int(en) or ts) - ts, 0), kind=int(kind), name=s.id(name),
                                     cat=s.id(_API_CATS.get(to_int(typ), "pytorch_api")),
-                                    pid=gtid >> 32, tid=gtid & 0xFFFFFFFF, shapes=s.id(_shapes(db, shapes1, shapes2)))
+                                    pid=gtid >> 32, tid=gtid & 0xFFFFFFFF, shapes=s.id(_shapes(db, shapes1, shapes2)),
+                                    args=s.id(_dtypes(db, shapes1, shapes2)))
         if chain in chains:
             vals["stack"] = s.id(";".join(f for f in chains[chain] if f))
         if conn in conn_map and kind in (Kind.CPU_OP, Kind.USER_ANNOTATION):

@@ -20,7 +20,7 @@ import numpy as np
 
 from . import tables as T
 from .. import side_tables as side
-from .info import rank_from_data, read_group_file, read_info, set_devices, worker_of
+from .info import device_facts, rank_from_data, read_device_info, read_group_file, read_info, set_devices, worker_of
 from .layout import Layout, locate
 from .merge import fill_events, fill_memory, merge_device_rows
 from .trace import read_trace
@@ -84,6 +84,7 @@ def read_ascend(path: str) -> EventTable:
     table.meta.worker = worker_of(lay.base)
     if not lay.alone:
         read_info(lay.root, table, r.used)
+        read_device_info(lay.root, table, r.used)
     if lay.db is not None:
         from .db import read_ascend_db
         table.meta.environment["ascend_source"] = "db"
@@ -94,6 +95,7 @@ def read_ascend(path: str) -> EventTable:
             table.meta.environment["ascend_db_ignored"] = ",".join(lay.ignored_dbs)
         _read_text(r)
     rank_from_data(table)
+    device_facts(table.meta)
     if not lay.alone:
         read_group_file(os.path.dirname(lay.root), table, r.used)
     _record_sources(table, lay)

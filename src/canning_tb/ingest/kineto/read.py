@@ -30,10 +30,11 @@ import msgspec
 import numpy as np
 
 from .. import _json
+from .. import op_args
 from . import parallel as kineto_parallel
 from .stacks import fill_python_stacks
-from ..table import (EVENT_COLUMNS, MEMORY_COLUMNS, METRIC_BLOCKS_PER_SM, METRIC_OCCUPANCY, METRIC_REGISTERS,
-                    METRIC_SHARED_MEMORY, NONE, EventTable, InputError, Kind, Meta, Problem, Strings,
+from ..table import (EVENT_COLUMNS, MEMORY_COLUMNS, METRIC_BLOCKS_PER_SM, METRIC_FLOPS, METRIC_OCCUPANCY,
+                    METRIC_REGISTERS, METRIC_SHARED_MEMORY, NONE, EventTable, InputError, Kind, Meta, Problem, Strings,
                     is_comm_kernel_name)
 
 _NAN = float("nan")
@@ -49,7 +50,9 @@ class Args(msgspec.Struct, gc=False):
     ext2: int = F(default=-1, name="external id")
     dims: msgspec.Raw = F(default=_EMPTY, name="Input Dims")
     dims2: msgspec.Raw = F(default=_EMPTY, name="Input dims")
-    types: msgspec.Raw = F(default=_EMPTY, name="Input type")  # Raw: parsed for collectives only
+    types: msgspec.Raw = F(default=_EMPTY, name="Input type")  # Raw: parsed once per distinct text
+    concrete: msgspec.Raw = F(default=_EMPTY, name="Concrete Inputs")
+    flops: float = _NAN  # the profiler's own count, where it wrote one (with_flops=True)
     stack: str | None = F(default=None, name="Call stack")
     nbytes: int = F(default=-1, name="bytes")
     grid: list[int] | None = None
@@ -210,6 +213,7 @@ class _Reader:
         self.strs = _Ids()
         self.sid = self.strs.__getitem__
         self.raw_dims = _Ids(b"")
+        self.raw_args = _Ids(b"")  # "Input type" + NUL + "Concrete Inputs", raw, until finish()
         self.collective_name: dict[int, bool] = {}  # name id -> is a host collective range
         self.named_ids = _Ids()  # pid/tid given as text ("Spans", "stream 7" ...) -> -2, -3 ...
         self.ev_parts: list[dict[str, np.ndarray]] = []
@@ -349,7 +353,7 @@ class _Reader:
         if "dims" in want:
             cols.update(self._host_columns(args, n))
         else:
-            cols["shapes"] = cols["stack"] = np.full(n, NONE, np.int32)
+            cols["shapes"] = cols["stack"] = cols["args"] = np.full(n, NONE, np.int32)
         cols["group"] = np.full(n, NONE, np.int32)
         if "pg_name" in want:
             self._group_columns(args, cols["group"], cols["bytes"])
@@ -382,7 +386,14 @@ class _Reader:
         dims = np.fromiter(map(raw_id, map(bytes, map(attrgetter("dims"), args))), np.int32, n)
         dims_2021 = np.fromiter(map(raw_id, map(bytes, map(attrgetter("dims2"), args))), np.int32, n)
         stack = np.fromiter(map(self.sid, map(attrgetter("stack"), args)), np.int32, n)
-        return {"shapes": np.where(dims >= 0, dims, dims_2021), "stack": stack}
+        arg_id = self.raw_args.__getitem__
+        extra = np.fromiter((arg_id(bytes(a.types) + b"\0" + bytes(a.concrete) if a.types or a.concrete else b"")
+                             for a in args), np.int32, n)
+        out = {"shapes": np.where(dims >= 0, dims, dims_2021), "stack": stack, "args": extra}
+        flops = np.fromiter(map(attrgetter("flops"), args), np.float64, n)
+        if not np.isnan(flops).all():
+            out[_METRIC_KEY + METRIC_FLOPS] = flops
+        return out
 
     def _group_columns(self, args: list, group: np.ndarray, nbytes: np.ndarray) -> None:
         """Process group of collectives, and their message size when only elements x dtype say it."""
@@ -474,6 +485,8 @@ class _Reader:
         # shapes: raw JSON text -> one canonical rendering, computed once per distinct text
         lut = np.array([strings.id(_render_dims(r)) for r in self.raw_dims.keys_in_order()] + [NONE], np.int32)
         ev["shapes"] = lut[ev["shapes"]]  # NONE (-1) picks the trailing NONE
+        lut = np.array([strings.id(_render_args(r)) for r in self.raw_args.keys_in_order()] + [NONE], np.int32)
+        ev["args"] = lut[ev["args"]]
         ev["core"] = np.full(len(ev["ts"]), NONE, np.int32)
         ev["kind"] = self._kinds(ev, strings)
         dk = np.isin(ev["kind"], np.array(_DEVICE_KINDS, np.uint8))
@@ -782,6 +795,12 @@ def _collective_bytes(args: list, nbytes: np.ndarray, rows: list[int]) -> None:
                 total += _prod(shape) * size
         if total:
             nbytes[i] = total
+
+
+def _render_args(raw: bytes) -> str | None:
+    """"Input type" NUL "Concrete Inputs" (raw JSON) -> the `args` column's text (ingest/op_args.py)."""
+    types, _, concrete = raw.partition(b"\0")
+    return op_args.encode(types=op_args.json_list(types), concrete=op_args.json_list(concrete))
 
 
 def _render_dims(raw: bytes) -> str:

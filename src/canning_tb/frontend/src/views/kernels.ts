@@ -11,6 +11,7 @@ import type { KernelsOptions } from "../state";
 import { card, fetchOr, problemsList, safeName, SortTable, type Col } from "./common";
 import { openTimelineAt } from "./timeline_link";
 import { showEmpty, showLoading, type ViewDef, type ViewHost } from "./view";
+import { anyWork, sharePct, workColumns } from "./work_columns";
 
 type Kernel = KernelStat;
 
@@ -59,6 +60,16 @@ const GPU_COLUMNS: Record<string, { label: string; tip: string; fmt: (v: number)
   registers_per_thread: { label: "Registers per Thread", tip: tip("registers_per_thread"), fmt: int },
   shared_memory_bytes: { label: "Shared Memory (bytes)", tip: tip("shared_memory"), fmt: int },
 };
+
+/** The FLOPs / rates columns (analysis/efficiency) and, on an NPU with PMU data, the pipes' busy shares. */
+function workAndPipes(kernels: Kernel[]): Col<Kernel>[] {
+  const cols = anyWork(kernels, (k) => k.work) ? workColumns<Kernel>((k) => k.work) : [];
+  if (kernels.some((k) => (k.pipes ?? []).length)) {
+    const text = (k: Kernel) => (k.pipes ?? []).slice(0, 3).map((p) => `${p.pipe} ${sharePct(p.share ?? -1)}`).join(" · ") || "–";
+    cols.push({ key: "pipes", label: "Busiest Pipes (%)", tip: tip("pipe_share"), value: (k) => (k.pipes ?? [])[0]?.share ?? -1, fmt: text, title: text });
+  }
+  return cols;
+}
 
 function measuredColumns(m: Measured): Col<Kernel>[] {
   const cols: Col<Kernel>[] = m.gpu.map((field) => {
@@ -115,7 +126,11 @@ class KernelsPanel {
   }
 
   private columns(): Col<Kernel>[] {
-    return [...columns(this.npu, this.options().group === "op", this.data.total_ns, this.blocks), ...measuredColumns(this.measured)];
+    return [
+      ...columns(this.npu, this.options().group === "op", this.data.total_ns, this.blocks),
+      ...measuredColumns(this.measured),
+      ...workAndPipes(this.data.kernels_by_name),
+    ];
   }
 
   private toolbar(): HTMLElement {

@@ -18,6 +18,7 @@ import { tip } from "../glossary";
 import { card, errorText, fetchOr, kvTable, legend, openRank, pollCluster, problemsList, rankProgress } from "./common";
 import { RANKS_AS_ROWS, spreadParts } from "./ranks_spread";
 import { efficiencyCard } from "./efficiency";
+import { mfuCard } from "./mfu_card";
 import { showEmpty, showLoading, type ViewDef, type ViewHost } from "./view";
 
 // [field, label, colour, tooltip]: the tooltips are the glossary's (analysis/glossary.json)
@@ -230,6 +231,7 @@ function show(host: ViewHost, ov: OverviewResponse): void {
     ...[runSection, problemsList(ov.problems, "ov-problems")].filter((el): el is HTMLElement => !!el),
     h("div", { class: "grid2" }, card("Performance summary", perfTable(ov.figures)), card("Suggestions", suggestions(host, ov))),
     ...[efficiencyCard(ov)].filter((el): el is HTMLElement => !!el),
+    mfuCard(host),
     card(stepsTitle, stepChartEl),
     h("div", { class: "grid2" }, card("Average step breakdown", averageTable(ov.average)), card("Average step breakdown (share)", avgChartEl)),
     h("div", { class: "grid2" }, card("Devices", devicesTable(ov.info)), card("Environment and profiler settings", h("div", { class: "table-wrap short" }, environmentTable(ov.info)))),
