@@ -192,6 +192,9 @@ class TimelinePanel implements TimelineActions, SideActions {
     // canvas y of the first NPU counter group's label (-1 when none is in sight)
     const group = this.lanes.find((lane) => lane.kind === "group" && this.view.top + lane.y >= RULER && this.view.top + lane.y + lane.height <= this.view.height);
     data.groupY = String(group ? Math.round(this.view.top + group.y + group.height / 2) : -1);
+    // the labelled lanes wholly in sight, as "label@y" (y: the canvas y of the lane's middle)
+    const inSight = (lane: Lane) => this.view.top + lane.y >= RULER && this.view.top + lane.y + lane.height <= this.view.height;
+    data.shown = this.lanes.filter((lane) => lane.label && inSight(lane)).map((lane) => `${lane.label}@${Math.round(this.view.top + lane.y + lane.height / 2)}`).join("|");
     const box = this.selectedBox();
     data.selectedBox = box ? [box.x, box.y, box.w, box.h].map((v) => Math.round(v)).join(",") : "";
   }
