@@ -76,14 +76,16 @@ class TimelinePanel implements TimelineActions, SideActions {
     search.value = this.options.search;
     search.onchange = () => this.host.store.timeline({ search: search.value });
     search.onkeydown = (event) => {
-      if (event.key !== "Enter") return;
-      this.host.store.timeline({ search: search.value });
-      void this.search(event.shiftKey ? -1 : 1);
+      if (event.key === "Enter") step(event.shiftKey ? -1 : 1);
     };
     const prev = h("button", { type: "button", class: "button", id: "timeline-prev", title: "Previous match" }, "◀");
     const next = h("button", { type: "button", class: "button", id: "timeline-next", title: "Next match" }, "▶");
-    prev.onclick = () => void this.search(-1);
-    next.onclick = () => void this.search(1);
+    const step = (direction: 1 | -1) => {
+      this.host.store.timeline({ search: search.value });
+      void this.search(direction);
+    };
+    prev.onclick = () => step(-1);
+    next.onclick = () => step(1);
     const fit = h("button", { type: "button", class: "button", id: "timeline-fit", title: "Fit the selected slice, else the selected range, else the whole window (F)" }, "Fit");
     fit.onclick = () => this.fit();
     const ranks = h("input", { type: "checkbox", id: "timeline-ranks" });
