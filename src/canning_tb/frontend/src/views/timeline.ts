@@ -74,15 +74,15 @@ class TimelinePanel implements TimelineActions, SideActions {
   private toolbar(): HTMLElement {
     const search = h("input", { id: "timeline-search", type: "search", placeholder: "Search slices by name", "aria-label": "Search slices by name" });
     search.value = this.options.search;
-    search.onchange = () => this.host.store.timeline({ search: search.value });
-    search.onkeydown = (event) => {
-      if (event.key === "Enter") step(event.shiftKey ? -1 : 1);
-    };
-    const prev = h("button", { type: "button", class: "button", id: "timeline-prev", title: "Previous match" }, "◀");
-    const next = h("button", { type: "button", class: "button", id: "timeline-next", title: "Next match" }, "▶");
+    const prev = h("button", { type: "button", class: "button", id: "timeline-prev", title: "Previous match (Shift + Enter)" }, "◀");
+    const next = h("button", { type: "button", class: "button", id: "timeline-next", title: "Next match (Enter)" }, "▶");
     const step = (direction: 1 | -1) => {
       this.host.store.timeline({ search: search.value });
       void this.search(direction);
+    };
+    search.onchange = () => this.host.store.timeline({ search: search.value });
+    search.onkeydown = (event) => {
+      if (event.key === "Enter") step(event.shiftKey ? -1 : 1);
     };
     prev.onclick = () => step(-1);
     next.onclick = () => step(1);
