@@ -118,9 +118,9 @@ export function bindTableSorts(store: AppStore): void {
 }
 
 /** A header that may wrap inside a name as well (PMU ratios: aiv_icache_miss_rate): a zero-width
- * space after each _ or /, where a word wraps otherwise not. */
+ * space after each _, where a word wraps otherwise not. */
 function breakable(label: string): string {
-  return label.replace(/([_/])(?=\S)/g, "$1\u200b");
+  return label.replace(/_(?=\S)/g, "_\u200b");
 }
 
 /** Whether a text column's cells are all short (Yes / No, a status): it keeps its width, while the
