@@ -202,9 +202,8 @@ async function load(host: ViewHost): Promise<void> {
   let head: HTMLElement | null = null;
   try {
     const listing = await getJSON<RunsResponse>("runs", {}, host.signal);
+    // a baseline the view chooses is not written into the state: only one the user picks is (state.ts)
     const base = baselineFor(host.store.state.compare, host.sel, listing.runs);
-    const opts = host.store.state.compare;
-    if (!same(base, { run: opts.run, worker: opts.worker, window: opts.window })) host.store.compare(base);
     head = picker(host, listing.runs, base);
     host.el.prepend(head);
     const params = { base_run: base.run, base_worker: base.worker, base_window: base.window, ...windowParams(host.sel), group_by: host.store.state.compare.group };

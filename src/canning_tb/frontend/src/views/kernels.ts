@@ -78,11 +78,18 @@ function measuredColumns(m: Measured): Col<Kernel>[] {
     return { key: field, label: spec.label, num: true, tip: spec.tip, value: get, fmt: (k: Kernel) => spec.fmt(get(k)) };
   });
   if (m.mix) cols.push({ key: "mean_mix_block_dim", label: "Mean Mix Block Dim", num: true, tip: tip("mix_block_dim"), value: (k) => k.mean_mix_block_dim ?? -1, fmt: (k) => fixed2(k.mean_mix_block_dim ?? -1) });
-  for (const name of m.pmu) {
-    const get = (k: Kernel) => k.pmu[name] ?? -1;
-    cols.push({ key: `pmu:${name}`, label: name, num: true, tip: tip("pmu_ratio"), value: get, fmt: (k) => fixed2(get(k)) });
-  }
   return cols;
+}
+
+/** The NPU PMU ratios, in a table of their own under the kernels: beside the times, their ten or
+ * more columns would not fit the card at 1,280 px. */
+function pmuColumns(m: Measured, total: number): Col<Kernel>[] {
+  const [name, calls, total_ns] = columns(true, false, total, false);
+  const pmu = m.pmu.map((key): Col<Kernel> => {
+    const get = (k: Kernel) => k.pmu[key] ?? -1;
+    return { key: `pmu:${key}`, label: key, num: true, tip: tip("pmu_ratio"), value: get, fmt: (k) => fixed2(get(k)) };
+  });
+  return [name, calls, total_ns, ...pmu];
 }
 
 function showNoKernels(host: ViewHost): void {
@@ -101,6 +108,7 @@ class KernelsPanel {
   private readonly byOpAvailable: boolean;
   private readonly measured: Measured;
   private table: SortTable<Kernel>;
+  private pmuTable: SortTable<Kernel> | null = null;
   private count = h("span", { id: "kernel-count", class: "muted" });
 
   constructor(
@@ -118,6 +126,7 @@ class KernelsPanel {
         return null;
       },
     });
+    if (this.measured.pmu.length) this.pmuTable = new SortTable<Kernel>("kernel-pmu-table", pmuColumns(this.measured, data.total_ns), "total_ns", true, "No kernel matches the search.");
   }
 
   private options(): KernelsOptions {
@@ -167,6 +176,7 @@ class KernelsPanel {
     const rows = query ? all.filter((k) => k.name.toLowerCase().includes(query) || k.op_name.toLowerCase().includes(query)) : all;
     this.table.setColumns(this.columns());
     this.table.setRows(rows);
+    this.pmuTable?.setRows(rows);
     const whole = opts.group === "op" ? this.data.kernels_by_op_all : this.data.kernels_by_name_all;
     const cut = whole > all.length ? ` (the ${int(all.length)} longest of ${int(whole)}: the CSV has every one)` : "";
     this.count.textContent = (rows.length === all.length ? `${int(all.length)} kernels` : `${int(rows.length)} of ${int(all.length)} kernels match “${query}”`) + cut;
@@ -185,6 +195,7 @@ class KernelsPanel {
       ),
       this.toolbar(),
       h("section", { class: "card" }, h("div", { class: "table-head" }, h("h3", { class: "section-title", text: "Kernels" }), this.count), h("div", { class: "table-wrap" }, this.table.el)),
+      ...(this.pmuTable ? [card("PMU ratios per kernel (the profile's aic_metrics)", this.pmuTable.el)] : []),
     );
     this.refresh();
     this.drawCharts(topEl, coreEl);
