@@ -9,7 +9,8 @@ from .cann import cann_steps, ops_from_operator_details, steps_from_cann
 from .communication.collectives import communication_stats
 from .context import Context
 from .digest import SCHEMA_VERSION
-from .kernels import kernel_stats
+from .coverage import coverage
+from .kernels import kernel_stats, kernel_types
 from .gpu_metrics import gpu_efficiency
 from .memory import memory_stats
 from .modules import module_tree
@@ -49,7 +50,7 @@ def _window(d: pb.Digest, t: EventTable) -> None:
 def _steps(d: pb.Digest, t: EventTable, ctx: Context):
     """Steps from the trace; from CANN's step trace when the window has no ProfilerStep ranges."""
     if len(step_rows(t)[0]) == 0 and len(d.cann_steps):
-        nums, starts, durs, res = steps_from_cann(list(d.cann_steps))
+        nums, starts, durs, res = steps_from_cann(list(d.cann_steps), t)
         tails, distorted = np.zeros(len(nums), np.int64), np.zeros(len(nums), bool)  # CANN's steps are whole
         d.step_source = d.cann_steps[0].source or "step_trace"
     else:
@@ -100,6 +101,7 @@ def build_digest(table: EventTable) -> pb.Digest:
     d.ops_by_stack.extend(by_stack)
     kn, ko, cores = kernel_stats(ctx)
     d.kernels_by_name.extend(kn)
+    d.kernel_types.extend(kernel_types(table))
     d.kernels_by_op.extend(ko)
     d.cores.extend(cores)
     d.memory.extend(memory_stats(ctx))
@@ -109,6 +111,7 @@ def build_digest(table: EventTable) -> pb.Digest:
     d.modules.extend(module_tree(ctx))
     d.communication.CopyFrom(communication_stats(ctx, starts, ends, nums, res))
     fill_own(d)  # wait / transfer: the one definition (analysis/communication/wait_transfer.py)
+    d.coverage.CopyFrom(coverage(table, d))
     for p in table.problems:
         d.problems.add(file=str(p.file), message=str(p.message), severity=str(p.severity))
     _cann_scalars(d)
