@@ -52,9 +52,9 @@ def _steps(d: pb.Digest, t: EventTable, ctx: Context):
     if len(step_rows(t)[0]) == 0 and len(d.cann_steps):
         nums, starts, durs, res = steps_from_cann(list(d.cann_steps), t)
         tails, distorted = np.zeros(len(nums), np.int64), np.zeros(len(nums), bool)  # CANN's steps are whole
-        d.step_source = d.cann_steps[0].source or "step_trace"
+        d.step_source, d.step_clock = d.cann_steps[0].source or "step_trace", "device"
     else:
-        nums, starts, durs, res, tails, distorted = breakdowns(t, ctx)
+        nums, starts, durs, res, tails, distorted, d.step_clock = breakdowns(t, ctx)
         d.step_source = "trace"
     for i in range(len(nums)):
         s = d.steps.add(number=int(nums[i]), start_ns=int(starts[i]), dur_ns=int(durs[i]), tail_ns=int(tails[i]),

@@ -366,7 +366,7 @@ def matrix_cells(matrix: list[dict]) -> list[dict]:
         out["bytes"] += max(0, cell["bytes"])
         out["time_ns"] += max(0, cell["time_ns"])
         for key, value in (("transports", cell["transport"]), ("groups", cell.get("group_label", ""))):
-            if value not in out[key]:
+            if value not in out[key] and (value or key == "transports"):
                 out[key].append(value)
     for out in cells.values():
         out["bandwidth_gbps"] = out["bytes"] / out["time_ns"] if out["time_ns"] > 0 else None
