@@ -56,6 +56,8 @@ and per step come from wait_transfer.py (their one definition), all ranks in one
   bytes and time (negative values count as 0), bandwidth = bytes / time in GB/s (None without
   time), and the transports and groups seen.
 - distributions, rank_heatmap, matrix_bins: the views that fit thousands of ranks (cluster_spread.py).
+- coverage: per rank, where its figures come from, its files that hold a part of the window only and
+  the sources that disagree (coverage.py coverage_rows).
 - rank ids: each digest's own rank; when two digests carry the same rank (e.g. all 0) the ranks
   are numbered by position instead (`rank_ids`).
 """
@@ -65,6 +67,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .coverage import coverage_rows
 from .cluster_rows import cann_columns, rank_rows, trace_columns
 from .cluster_spread import distributions, matrix_bins, rank_heatmap
 from .summary import has_device_work
@@ -111,7 +114,8 @@ def analyse_ranks(digests: list) -> dict:
                                                     world_size(digests, ranks.tolist(), groups))),
             "compute_source": "host" if on_host else "device",
             "breakdown_source": digests[0].cann_steps[0].source if cann else "trace",
-            "distributions": distributions(ranks, cols), "rank_heatmap": rank_heatmap(ranks, cols)}
+            "distributions": distributions(ranks, cols), "rank_heatmap": rank_heatmap(ranks, cols),
+            "coverage": coverage_rows(digests, ranks.tolist())}
 
 
 @dataclass

@@ -151,3 +151,16 @@ def coverage_text(cov: pb.Coverage) -> list[str]:
         lines.append(f"  check {c.figure}: {c.source_a} {value(c.value_a)} vs {c.source_b} {value(c.value_b)}: "
                      f"{verdict}" + (f" by {c.difference:.1%}" if c.difference >= 0 and not c.agree else ""))
     return lines
+
+
+def coverage_rows(digests: list, ranks: list[int]) -> list[dict]:
+    """Per rank of a cross-rank view: where its figures come from, the files that hold a part of the
+    window only, and the checks whose sources disagree."""
+    out = []
+    for digest, rank in zip(digests, ranks):
+        cov = digest.coverage
+        out.append({"rank": rank, "sources": {f.figure: f.source for f in cov.figures},
+                    "sampled": [f"{f.file}: {f.note}" for f in cov.files if f.sampled],
+                    "disagree": [f"{c.figure}: {c.source_a} {_ms(c.value_a)} vs {c.source_b} {_ms(c.value_b)}"
+                                 for c in cov.checks if not c.agree and c.difference >= 0]})
+    return out

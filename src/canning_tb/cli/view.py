@@ -113,6 +113,7 @@ def json_report(source: str, results, analyses, detailed: set) -> dict:
                          "format": t.window.format, "error": err,
                          "figures": window_figures(d) if d is not None else None,
                          "communication": communication_figures(d, found=own[id(d)]) if d is not None else None,
+                         "coverage": to_plain(d.coverage) if d is not None else None,
                          "digest": to_plain(d) if d is not None and id(t) in detailed else None}
                         for t, d, err in results]}
 
