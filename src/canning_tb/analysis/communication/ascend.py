@@ -24,7 +24,7 @@ from ...ingest.table import EventTable
 from .. import digest_pb2 as pb
 from ..cann import CannCall, cann_calls, hccl_seq, source_of
 from ..common import collective_kind
-from .groups import declared_id
+from .groups import declared_id, group_label
 
 P2P_KINDS = ("Send", "Recv")
 
@@ -190,27 +190,3 @@ def groups(table: EventTable, called: list[str]) -> list:
         g.members = len(g.ranks) or len(linked.get(g.group, ())) or -1
         g.label = group_label(g)
     return out
-
-
-def _short(group: str) -> str:
-    """A long number (HCCL's hash of the communicator) shortened; readable ids kept whole."""
-    return f"{group[:4]}…{group[-4:]}" if group.isdigit() and len(group) > 12 else group
-
-
-def _ranks_text(ranks: list[int]) -> str:
-    ordered = sorted(ranks)
-    if len(ordered) > 2 and ordered == list(range(ordered[0], ordered[-1] + 1)):
-        return f"ranks {ordered[0]}-{ordered[-1]}"
-    return "ranks " + ",".join(str(r) for r in ordered)
-
-
-def group_label(g: pb.CommGroup) -> str:
-    """What views show for a communicator instead of its raw id (a 20-digit hash on HCCL): its name,
-    else the ranks it holds, else how many ranks the matrix links, with the end of its id."""
-    if g.name and g.name != g.group:
-        return f"{g.name} ({_ranks_text(list(g.ranks))})" if g.ranks else g.name
-    if g.ranks:
-        return f"{_ranks_text(list(g.ranks))} ({_short(g.group)})"
-    if g.members > 0:
-        return f"{g.members} ranks ({_short(g.group)})"
-    return _short(g.group)

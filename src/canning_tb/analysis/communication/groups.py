@@ -27,6 +27,8 @@ from collections import defaultdict
 
 import numpy as np
 
+from .. import digest_pb2 as pb
+
 
 def double_hash(text: str) -> int:
     """msprof-analyze's id of an HCCL communicator name (module doc)."""
@@ -137,8 +139,6 @@ def group_rows(digests: list, ranks: list[int], callers: dict[str, list[int]]) -
     with where they come from (a file's declaration, else the member links / calling ranks mapped as
     `member_maps` does), the ranks here that called into it, and declared members here that did not
     (`missing`); `label` as communication/ascend.py words it."""
-    from .. import digest_pb2 as pb
-    from .ascend import group_label
     maps = member_maps(digests, ranks)
     out: dict[str, dict] = {}
     for digest in digests:
@@ -210,3 +210,27 @@ def world_size(digests: list, ranks: list[int], groups: list[dict]) -> tuple[int
     if seen and max(seen) + 1 > best:
         best, source = max(seen) + 1, "the ranks and group members seen (at least)"
     return best, source
+
+
+def _short(group: str) -> str:
+    """A long number (HCCL's hash of the communicator) shortened; readable ids kept whole."""
+    return f"{group[:4]}…{group[-4:]}" if group.isdigit() and len(group) > 12 else group
+
+
+def _ranks_text(ranks: list[int]) -> str:
+    ordered = sorted(ranks)
+    if len(ordered) > 2 and ordered == list(range(ordered[0], ordered[-1] + 1)):
+        return f"ranks {ordered[0]}-{ordered[-1]}"
+    return "ranks " + ",".join(str(r) for r in ordered)
+
+
+def group_label(g: pb.CommGroup) -> str:
+    """What views show for a communicator instead of its raw id (a 20-digit hash on HCCL): its name,
+    else the ranks it holds, else how many ranks the matrix links, with the end of its id."""
+    if g.name and g.name != g.group:
+        return f"{g.name} ({_ranks_text(list(g.ranks))})" if g.ranks else g.name
+    if g.ranks:
+        return f"{_ranks_text(list(g.ranks))} ({_short(g.group)})"
+    if g.members > 0:
+        return f"{g.members} ranks ({_short(g.group)})"
+    return _short(g.group)
