@@ -37,6 +37,11 @@ _COVERS = {
     "profiler_metadata.json": "environment, distributed arguments and the communicators (parallel_group_info)",
     "communication_group.json": "msprof-analyze's communicators and their ranks",
     "analysis.db": "CANN's step trace, communication times and matrix (SQLite)",
+    "memory_record.csv": "the memory curve per component (PTA, GE, APP)",
+    "operator_memory.csv": "allocations by operator",
+    "npu_module_mem.csv": "memory reserved per CANN module",
+    "api_statistic.csv": "CANN API time per API (host)",
+    "l2_cache.csv": "L2 cache hit rate per task",
 }
 
 
@@ -53,7 +58,9 @@ def _files(table: EventTable, d: pb.Digest, cov: pb.Coverage) -> None:
     cann_calls = len(table.side.get("comm_ops") or ())
     for path in dict.fromkeys(table.meta.source_files):
         name = _name(path)
-        f = cov.files.add(file=name, covers=_COVERS.get(name, "profiler output"), rows=-1, of_rows=-1)
+        covers = _COVERS.get(name) or ("the rank and the profiler settings" if name.startswith("profiler_info")
+                                       else "profiler events (host and device)" if ".json" in name else "profiler output")
+        f = cov.files.add(file=name, covers=covers, rows=-1, of_rows=-1)
         if name == "kernel_details.csv" and counted >= 0:
             f.rows, f.of_rows = held, counted
             f.sampled = held < counted
