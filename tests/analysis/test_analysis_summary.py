@@ -147,8 +147,9 @@ def test_matrix_cells_by_hand():
               {"src": 0, "dst": 1, "transport": "PCIE", "bytes": 50, "time_ns": -1, "bandwidth_gbps": -1.0},
               {"src": 1, "dst": 0, "transport": "ring", "bytes": 40, "time_ns": 0, "bandwidth_gbps": -1.0}]
     assert matrix_cells(matrix) == [
-        {"src": 0, "dst": 1, "bytes": 150, "time_ns": 10, "transports": ["HCCS", "PCIE"], "bandwidth_gbps": 15.0},
-        {"src": 1, "dst": 0, "bytes": 40, "time_ns": 0, "transports": ["ring"], "bandwidth_gbps": None}]
+        {"src": 0, "dst": 1, "bytes": 150, "time_ns": 10, "transports": ["HCCS", "PCIE"], "groups": [],
+         "bandwidth_gbps": 15.0},
+        {"src": 1, "dst": 0, "bytes": 40, "time_ns": 0, "transports": ["ring"], "groups": [], "bandwidth_gbps": None}]
 
 
 def test_rank_ids_by_position_when_ranks_repeat():

@@ -75,8 +75,10 @@ def _check_invariants(digests, cluster):
             parts = [step[k] for k in ("wait_ns", "p2p_wait_ns", "transfer_ns")]
             assert all(p >= 0 for p in parts), step
             assert sum(parts) <= step["communication_total_ns"] <= step["dur_ns"], step
-            # the same communication time as the step breakdown (overlapped + not overlapped)
-            assert step["communication_total_ns"] == step["overlapped_ns"] + step["communication_ns"], step
+            # the same communication time as the step breakdown (overlapped + not overlapped); CANN's split
+            # (float µs in its csv) equals the calls' union to its rounding
+            tol = 0 if row["source"] == "trace" else 1000
+            assert abs(step["communication_total_ns"] - step["overlapped_ns"] - step["communication_ns"]) <= tol, step
         assert row["wait_ns"] + row["p2p_wait_ns"] + row["transfer_ns"] <= row["communication_total_ns"] <= row["step_ns"]
 
 

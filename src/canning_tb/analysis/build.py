@@ -9,8 +9,9 @@ from .cann import cann_steps, ops_from_operator_details, steps_from_cann
 from .communication.collectives import communication_stats
 from .context import Context
 from .digest import SCHEMA_VERSION
+from .coverage import coverage
 from .efficiency.section import roofline_section
-from .kernels import kernel_stats
+from .kernels import kernel_stats, kernel_types
 from .gpu_metrics import gpu_efficiency
 from .memory import memory_stats
 from .modules import module_tree
@@ -50,11 +51,11 @@ def _window(d: pb.Digest, t: EventTable) -> None:
 def _steps(d: pb.Digest, t: EventTable, ctx: Context):
     """Steps from the trace; from CANN's step trace when the window has no ProfilerStep ranges."""
     if len(step_rows(t)[0]) == 0 and len(d.cann_steps):
-        nums, starts, durs, res = steps_from_cann(list(d.cann_steps))
+        nums, starts, durs, res = steps_from_cann(list(d.cann_steps), t)
         tails, distorted = np.zeros(len(nums), np.int64), np.zeros(len(nums), bool)  # CANN's steps are whole
-        d.step_source = d.cann_steps[0].source or "step_trace"
+        d.step_source, d.step_clock = d.cann_steps[0].source or "step_trace", "device"
     else:
-        nums, starts, durs, res, tails, distorted = breakdowns(t, ctx)
+        nums, starts, durs, res, tails, distorted, d.step_clock = breakdowns(t, ctx)
         d.step_source = "trace"
     for i in range(len(nums)):
         s = d.steps.add(number=int(nums[i]), start_ns=int(starts[i]), dur_ns=int(durs[i]), tail_ns=int(tails[i]),
@@ -101,6 +102,7 @@ def build_digest(table: EventTable) -> pb.Digest:
     d.ops_by_stack.extend(by_stack)
     kn, ko, cores = kernel_stats(ctx)
     d.kernels_by_name.extend(kn)
+    d.kernel_types.extend(kernel_types(table))
     d.kernels_by_op.extend(ko)
     d.cores.extend(cores)
     d.memory.extend(memory_stats(ctx))
@@ -111,6 +113,7 @@ def build_digest(table: EventTable) -> pb.Digest:
     roofline_section(ctx, d)  # FLOPs / bytes per row, peaks, MFU (analysis/efficiency): before the rules
     d.communication.CopyFrom(communication_stats(ctx, starts, ends, nums, res))
     fill_own(d)  # wait / transfer: the one definition (analysis/communication/wait_transfer.py)
+    d.coverage.CopyFrom(coverage(table, d))
     for p in table.problems:
         d.problems.add(file=str(p.file), message=str(p.message), severity=str(p.severity))
     _cann_scalars(d)

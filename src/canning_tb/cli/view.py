@@ -115,6 +115,7 @@ def json_report(source: str, results, analyses, detailed: set) -> dict:
                          "figures": window_figures(d) if d is not None else None,
                          "communication": communication_figures(d, found=own[id(d)]) if d is not None else None,
                          "roofline": roofline_figures(d) if d is not None else None,
+                         "coverage": to_plain(d.coverage) if d is not None else None,
                          "digest": to_plain(d) if d is not None and id(t) in detailed else None}
                         for t, d, err in results]}
 

@@ -40,17 +40,23 @@ class Kind(enum.IntEnum):
 
 
 _COMM_KERNEL_RE = re.compile(r"^(nccl|ncclDevKernel|ncclKernel|rccl|hcom_|hccl|Hccl)", re.I)
+# expert-parallel token exchange (an all-to-all): DeepEP's dispatch / combine (demangled and mangled),
+# pplx-kernels, TensorRT-LLM's MoE all-to-all, AMD MoRI's EP kernels
+EP_EXCHANGE_RE = re.compile(
+    r"deep_ep::\w+::\w*(dispatch|combine)\b|_ZN7deep_ep\d+(?:intranode|internode|internode_ll)\d+\w*?(?:dispatch|combine)"
+    r"(?=[IE])|pplx::(?:\w+::)*\w*(?:[Dd]ispatch|[Cc]ombine)|moeA2A\w*(?:Dispatch|Combine)|[Mm]oe_?[Aa]2[Aa]|"
+    r"mori::\w*(?:::\w+)*(?:Dispatch|Combine)|EpDispatch|EpCombine|all_?to_?all\w*[Kk]ernel")
 # collective kernel families named inside a (demangled, templated) kernel name: NCCL, torch
 # symmetric memory (multimem / one-shot / two-shot all-reduce, all-gather ...), vLLM's custom
-# all-reduce, DeepEP's dispatch / combine
+# all-reduce, NVSHMEM's transfers, the expert-parallel exchange above
 _COMM_KERNEL_IN_RE = re.compile(
     r"ncclKernel|ncclDevKernel|(multimem|one_shot|two_shot)_\w*(all_reduce|all_gather|reduce_scatter|allreduce)"
-    r"|symmetric_memory::|cross_device_reduce|deep_ep::\w+::\w*(dispatch|combine)\b")
+    r"|symmetric_memory::|cross_device_reduce|nvshmemi?_\w*kernel")
 
 
 def is_comm_kernel_name(name: str) -> bool:
     """Device events that are collectives rather than compute (shared by all readers)."""
-    return bool(_COMM_KERNEL_RE.match(name) or _COMM_KERNEL_IN_RE.search(name))
+    return bool(_COMM_KERNEL_RE.match(name) or _COMM_KERNEL_IN_RE.search(name) or EP_EXCHANGE_RE.search(name))
 
 
 # Column name -> dtype. All columns of a table have the same length.

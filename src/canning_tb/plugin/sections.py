@@ -45,7 +45,7 @@ def overview_impl(store, run: str, worker: str, window: str) -> dict:
             "steps": steps, "average": to_plain(digest.average),
             "scalars": {k: v if math.isfinite(v) else None for k, v in digest.scalars.items()},  # JSON has no NaN
             "rule_hits": [to_plain(r) for r in digest.rule_hits], "figures": window_figures(digest),
-            **device_efficiency(digest)}
+            "coverage": to_plain(digest.coverage), "step_clock": digest.step_clock or "host", **device_efficiency(digest)}
 
 
 def device_efficiency(digest) -> dict:

@@ -22,7 +22,7 @@ RANKS = (
     ("ops_by_name", ("name", "host_self_ns", "device_self_ns", "device_total_ns")),
     ("kernels_by_name", COUNTED),  # summary.has_device_work: whether there are any
     ("memory", ("device", "peak_allocated_bytes", "capacity_bytes")),
-    ("communication", None), ("cann_steps", None), ("average_steps", None),
+    ("communication", None), ("cann_steps", None), ("average_steps", None), ("coverage", None), ("step_clock", None),
 )
 
 

@@ -327,6 +327,8 @@ export interface Link {
   time_ns: number;
   bandwidth_gbps: number | null;
   op: string;
+  group: string; // the communicator of the cell set
+  numbering: string; // "communicator": src / dst are member indices inside `group` (as the file writes them)
 }
 
 export interface Communication {
@@ -354,6 +356,37 @@ export interface CommGroup {
   source: string;
   label: string;
   members: number;
+  comm_name: string; // the name the metadata declared it under, when the calls carry its hash
+}
+
+/** Where a window's figures come from (analysis/coverage.py). */
+export interface SourceFile {
+  file: string;
+  covers: string;
+  rows: number;
+  of_rows: number;
+  sampled: boolean; // holds a part of the window only
+  note: string;
+}
+export interface FigureSource {
+  figure: string;
+  source: string;
+  note: string;
+}
+export interface SourceCheck {
+  figure: string;
+  source_a: string;
+  value_a: number;
+  source_b: string;
+  value_b: number;
+  difference: number | null;
+  agree: boolean;
+  note: string;
+}
+export interface Coverage {
+  files: SourceFile[];
+  figures: FigureSource[];
+  checks: SourceCheck[];
 }
 
 export interface Problem {
@@ -465,6 +498,8 @@ export interface OverviewResponse extends WindowHead {
   figures: WindowFigures;
   gpu_efficiency: GpuEfficiency[];
   npu_efficiency: NpuEfficiency[];
+  coverage: Coverage; // the Overview's "Data" panel
+  step_clock: string; // "host" | "device"
 }
 
 export type GroupBy = "name" | "shape" | "stack";
@@ -606,7 +641,9 @@ export interface RankSplit {
   compute_ns: number;
   overlapped_ns: number;
   communication_ns: number;
-  other_ns: number;
+  free_ns: number;
+  preparing_ns: number; // CANN's Preparing, -1 from the trace
+  other_ns: number; // the rest of the step: the parts add up to step_ns
   communication_total_ns: number;
   wait_ns: number;
   p2p_wait_ns: number;
@@ -620,6 +657,8 @@ export interface RankStep extends RankSplit {
 export interface RankRow extends RankSplit {
   rank: number;
   steps: number;
+  source: string; // where the split comes from: "trace" or CANN's file
+  wait_source: string; // where wait / transfer come from ("" unknown)
   per_step: RankStep[];
 }
 export interface SlowRank {
@@ -640,6 +679,35 @@ export interface MatrixCell {
   time_ns: number;
   bandwidth_gbps: number | null;
   transports: string[];
+  groups: string[]; // the labels of the communicators the bytes went through
+}
+/** One cell of the matrix in global ranks, per transport and communicator. */
+export interface MatrixLink {
+  src: number;
+  dst: number;
+  transport: string;
+  group: string;
+  group_label: string;
+  bytes: number;
+  time_ns: number;
+  bandwidth_gbps: number | null;
+}
+/** A communicator of the run (analysis/communication/groups.py group_rows). */
+export interface ClusterGroup {
+  group: string;
+  name: string;
+  label: string;
+  ranks: number[];
+  ranks_source: string;
+  members: number;
+  calling_ranks: number[];
+  missing: number[];
+}
+export interface RankCoverage {
+  rank: number;
+  sources: Record<string, string>;
+  sampled: string[];
+  disagree: string[];
 }
 export interface RankFigures {
   rank: number;
@@ -714,13 +782,20 @@ export interface ClusterResponse {
   ranks: RankRow[];
   collectives: { kind: string; group: string; calls: number; total_ns: number; wait_ns: number; transfer_ns: number }[];
   slow_ranks: SlowRank[];
+  matrix: MatrixLink[];
   matrix_cells: MatrixCell[];
+  matrix_unmapped: { links: number; bytes: number; groups: string[] }; // links no file maps to global ranks
+  groups: ClusterGroup[];
+  world_size: number;
+  world_size_source: string;
+  coverage: RankCoverage[];
   matrix_truncated: boolean; // past 16,384 cells: the largest only (matrix_bins holds all)
   matrix_bins: MatrixBins;
   matrix_source: string;
   distributions: Distribution[];
   rank_heatmap: RankHeatmap;
   compute_source?: string; // "host" on CPU-only runs: the host operators are the computation
+  breakdown_source: string; // "trace", or CANN's file when every rank has its step trace
   unmatched: { kind: string; group: string; calls: Record<string, number> }[];
   findings: RuleHit[]; // cross-rank findings (analysis/rules/cluster_rules.py), ranked by estimated gain
 }

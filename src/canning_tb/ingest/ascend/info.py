@@ -101,34 +101,6 @@ def read_info(folder: str, table: EventTable, used: list[str]) -> None:
             apply_metadata(md, table)
 
 
-GROUP_FILE = os.path.join("cluster_analysis_output", "communication_group.json")
-
-
-def read_group_file(run_folder: str, table: EventTable, used: list[str]) -> None:
-    """msprof-analyze's communication_group.json in the run folder (written when the user ran its
-    cluster analysis there): communicators the metadata did not name, with their ranks."""
-    path = os.path.join(run_folder, GROUP_FILE)
-    if not os.path.isfile(path):
-        return
-    used.append(path)
-    data = read_json_dict(path, GROUP_FILE, table.problems) or {}
-    records = data.get("comm_group_parallel_info")
-    known = {g["group"] for g in side.rows(table.side, "comm_groups")}
-    rows = list(side.rows(table.side, "comm_groups"))
-    for rec in records if isinstance(records, list) else ():
-        if not isinstance(rec, dict) or not rec.get("group_name") or str(rec["group_name"]) in known:
-            continue
-        ranks = sorted(r for r in (to_int(x) for x in rec.get("rank_set") or ()) if r is not None)
-        rows.append(side.row("comm_groups", group=str(rec["group_name"]),
-                             name=str(rec.get("pg_name") or rec.get("type") or rec["group_name"]),
-                             rank_in_group=ranks.index(table.meta.rank) if table.meta.rank in ranks else None,
-                             ranks=",".join(map(str, ranks))))
-    side.put(table.side, "comm_groups", rows)
-    if len(rows) > len(known):
-        env = table.meta.environment
-        env["source.comm_groups"] = " + ".join(x for x in (env.get("source.comm_groups"), GROUP_FILE) if x)
-
-
 def _groups(groups: dict, table: EventTable) -> int | None:
     """parallel_group_info -> comm_groups rows; the world size it implies (largest rank + 1)."""
     out, all_ranks = [], set()
@@ -168,6 +140,8 @@ def apply_metadata(md: dict, table: EventTable) -> None:
     if world is not None and world > 0:
         meta.world_size = world
         env["world_size"] = str(world)
+        declared = isinstance(dist, dict) and to_int(dist.get("world_size")) is not None
+        env["world_size_source"] = "profiler_metadata" if declared else "parallel groups"
     for k, v in md.items():
         if k not in ("ENV_VARIABLES", "distributed_args", "parallel_group_info"):
             env["metadata." + str(k)] = v if isinstance(v, str) else json.dumps(v)[:4096]

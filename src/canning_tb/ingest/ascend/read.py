@@ -20,7 +20,8 @@ import numpy as np
 
 from . import tables as T
 from .. import side_tables as side
-from .info import device_facts, rank_from_data, read_device_info, read_group_file, read_info, set_devices, worker_of
+from .groups import read_group_file
+from .info import device_facts, rank_from_data, read_device_info, read_info, set_devices, worker_of
 from .layout import Layout, locate
 from .merge import fill_events, fill_memory, merge_device_rows
 from .trace import read_trace

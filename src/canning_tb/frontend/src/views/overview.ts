@@ -16,6 +16,7 @@ import { h } from "../dom";
 import { bytes, int, ms, pct } from "../format";
 import { tip } from "../glossary";
 import { card, errorText, fetchOr, kvTable, legend, openRank, pollCluster, problemsList, rankProgress } from "./common";
+import { dataCard } from "./sources";
 import { RANKS_AS_ROWS, spreadParts } from "./ranks_spread";
 import { efficiencyCard } from "./efficiency";
 import { mfuCard } from "./mfu_card";
@@ -226,7 +227,8 @@ function show(host: ViewHost, ov: OverviewResponse): void {
   const runSection = host.run && host.run.workers.length > 1 ? runOverview(host) : null;
   const distorted = ov.steps.filter((step) => step.distorted).map((step) => `#${step.number}`);
   const averaged = distorted.length ? `; the average leaves out ${distorted.join(", ")}, distorted by the window's end` : "";
-  const stepsTitle = `Step time breakdown (ms), ${ov.steps.length} step${ov.steps.length === 1 ? "" : "s"}${averaged}`;
+  const clock = ov.step_clock === "device" ? "; measured on the device, which runs behind the host" : "";
+  const stepsTitle = `Step time breakdown (ms), ${ov.steps.length} step${ov.steps.length === 1 ? "" : "s"}${averaged}${clock}`;
   host.el.replaceChildren(
     ...[runSection, problemsList(ov.problems, "ov-problems")].filter((el): el is HTMLElement => !!el),
     h("div", { class: "grid2" }, card("Performance summary", perfTable(ov.figures)), card("Suggestions", suggestions(host, ov))),
@@ -235,6 +237,7 @@ function show(host: ViewHost, ov: OverviewResponse): void {
     card(stepsTitle, stepChartEl),
     h("div", { class: "grid2" }, card("Average step breakdown", averageTable(ov.average)), card("Average step breakdown (share)", avgChartEl)),
     h("div", { class: "grid2" }, card("Devices", devicesTable(ov.info)), card("Environment and profiler settings", h("div", { class: "table-wrap short" }, environmentTable(ov.info)))),
+    ...[dataCard(ov.coverage)].filter((el): el is HTMLElement => !!el),
   );
   const charts = [drawStepChart(stepChartEl, ov), drawAverageChart(avgChartEl, ov.average)];
   host.signal.addEventListener("abort", () => charts.forEach((chart) => chart.dispose()));
