@@ -8,6 +8,7 @@ bytes. Readers convert; nothing downstream converts again.
 """
 from __future__ import annotations
 
+import codecs
 import enum
 import json
 import os
@@ -18,6 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+
+from canning_tb import safe_files
 
 from .side_tables import check_rows
 
@@ -219,10 +222,8 @@ class EventTable:
         arrays.update({f"m_{k}": v for k, v in self.memory.items()})
         metric_names = sorted(self.metrics)
         arrays.update({f"x_{i}": self.metrics[k] for i, k in enumerate(metric_names)})
-        tmp = f"{path_prefix}.npz.tmp{os.getpid()}"
-        with open(tmp, "wb") as f:
-            np.savez(f, **arrays)
-        os.replace(tmp, path_prefix + ".npz")
+        # safe_files: never through a link where the cache folder sits inside a logdir (.canning)
+        safe_files.atomic_write(path_prefix + ".npz", write=lambda f: np.savez(f, **arrays))
         sidecar = {
             "strings": self.strings.values,
             "meta": self.meta.__dict__,
@@ -230,10 +231,8 @@ class EventTable:
             "side": self.side,
             "metrics": metric_names,
         }
-        tmp = f"{path_prefix}.json.tmp{os.getpid()}"
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(sidecar, f, default=_jsonable)
-        os.replace(tmp, path_prefix + ".json")
+        safe_files.atomic_write(path_prefix + ".json",
+                                write=lambda f: json.dump(sidecar, codecs.getwriter("utf-8")(f), default=_jsonable))
 
     @classmethod
     def load(cls, path_prefix: str, lazy: bool = False) -> "EventTable":
