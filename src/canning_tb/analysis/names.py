@@ -129,7 +129,7 @@ def _compile(pattern: str, key: str, ignore_case: bool = False):
         return re2.compile(pattern, options)
     except re2.error as e:
         why = e.args[0].decode(errors="replace") if e.args and isinstance(e.args[0], bytes) else str(e)
-        raise NameMapError(f"{key!r}: bad or unsupported regular expression {pattern[:80]!r}: {why} "
+        raise NameMapError(f"{key!r}: bad regular expression {pattern[:80]!r}: {why} "
                            "(RE2 syntax: no back-references or look-arounds)") from None
 
 

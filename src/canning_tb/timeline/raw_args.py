@@ -203,7 +203,9 @@ def read_raw_args(prefix: str, row: int) -> dict | None:
     return value if isinstance(value, dict) else {"args": value}
 
 
-def build_from_cache(prefix: str) -> int:
-    """The args store of the window whose events are cached at `prefix` (a worker process's job)."""
+def build_from_cache(prefix: str, root: str = "") -> int:
+    """The args store of the window whose events are cached at `prefix` (a worker process's job); its
+    trace files are opened only inside `root`, the logdir (safe_files)."""
+    safe_files.confine(root)
     table = EventTable.load(prefix)
     return build_raw_args(table, table.meta.source_files, prefix)

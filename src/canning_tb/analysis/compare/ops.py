@@ -8,6 +8,10 @@ so host-only work (the dataloader, Python-side ranges, CPU-only windows) counts 
 kept in the row. ProfilerStep#N ranges are left out: their self time is the step's gaps, not an
 operator's. Kernels are matched by name and by family
 (names.NameMap.family). A row present on one side only is "added" or "removed".
+
+A percentage of a base near zero says nothing (two runs that nest events differently give +9766 %):
+when one side is under NEAR_ZERO of the other, `delta_pct` is None and `delta_text` says "new" (the
+baseline is near zero) or "gone" (the target is).
 """
 from __future__ import annotations
 
@@ -19,6 +23,7 @@ from ..names import NameMap
 from ..summary import STEP_RANGE_PREFIX
 
 MODES = {"name": "ops_by_name", "shape": "ops_by_shape", "stack": "ops_by_stack"}
+NEAR_ZERO = 0.01  # one side under 1 % of the other: "new" / "gone", not a percentage
 _LINE = re.compile(r"\(\d+\)")
 
 
@@ -34,7 +39,8 @@ class Row:
     base_ns: float                  # time per step (see the module doc); kernels: device time
     target_ns: float
     delta_ns: float
-    delta_pct: float | None         # of the baseline; None when the baseline is 0
+    delta_pct: float | None         # of the baseline; None when one side is near zero (delta_text)
+    delta_text: str                 # "new" | "gone" when one side is under NEAR_ZERO of the other, else ""
     status: str                     # "added" | "removed" | "changed" | "same"
     base_host_self_ns: float        # per step
     target_host_self_ns: float
@@ -44,6 +50,22 @@ class Row:
     target_host_total_ns: float
     base_device_total_ns: float
     target_device_total_ns: float
+
+    # for the paged table (analysis/table_page.py sorts and searches by attribute)
+    @property
+    def abs_delta(self) -> float:
+        return abs(self.delta_ns)
+
+    @property
+    def pct_order(self) -> float:
+        """delta_pct, "new" above every percentage, "gone" below, unknown as 0."""
+        if self.delta_pct is not None:
+            return self.delta_pct
+        return {"new": float("inf"), "gone": -float("inf")}.get(self.delta_text, 0.0)
+
+    @property
+    def names(self) -> str:
+        return "\n".join(self.base_names + self.target_names)
 
 
 def metric_of(base: Side, target: Side) -> str:
@@ -61,6 +83,15 @@ def status_of(base_calls: float, target_calls: float, delta: float) -> str:
     if target_calls == 0 and base_calls > 0:
         return "removed"
     return "same" if delta == 0 else "changed"
+
+
+def percent_change(before: float, after: float) -> tuple[float | None, str]:
+    """(delta_pct, delta_text) of a change from `before` to `after` (module doc)."""
+    if after > 0 and before < after * NEAR_ZERO:
+        return None, "new"
+    if before > 0 and after < before * NEAR_ZERO:
+        return None, "gone"
+    return (100 * (after - before) / before if before else None), ""
 
 
 def op_time(base: list[float], target: list[float]) -> tuple[float, float]:
@@ -90,7 +121,7 @@ def _rows(base: dict, target: dict) -> list[Row]:
         rows.append(Row(key=key[0], input_shapes=shapes, call_stack=stack,
                         base_names=sorted(was[0]), target_names=sorted(now[0]),
                         base_calls=was[1], target_calls=now[1], base_ns=before, target_ns=after,
-                        delta_ns=after - before, delta_pct=100 * (after - before) / before if before else None,
+                        delta_ns=after - before, **dict(zip(("delta_pct", "delta_text"), percent_change(before, after))),
                         status=status_of(was[1], now[1], after - before),
                         base_host_self_ns=was[2][0], target_host_self_ns=now[2][0],
                         base_device_self_ns=was[2][1], target_device_self_ns=now[2][1],
