@@ -82,7 +82,9 @@ def _entries(folder: str, policy: Policy) -> tuple[list[str], list[str]]:
     try:
         with os.scandir(folder) as it:
             entries = list(it)
-    except OSError:
+    except OSError as e:  # an unreadable run folder is said, not silently left out
+        if folder != policy.logdir:
+            policy.refuse(folder, f"cannot list it: {e.strerror or e}")
         return dirs, files
     for entry in entries:
         try:
