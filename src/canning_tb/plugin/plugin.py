@@ -97,7 +97,7 @@ def _read_only(app):
             return app(environ, start_response)
         body = encode({"error": f"method {environ.get('REQUEST_METHOD')} not allowed: only GET and HEAD"})
         response = wrappers.Response(body, status=405, content_type="application/json",
-                                     headers={"Allow": "GET, HEAD"})
+                                     headers={"Allow": "GET, HEAD", "X-Content-Type-Options": "nosniff"})
         return response(environ, start_response)
 
     return guarded

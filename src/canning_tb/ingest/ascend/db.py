@@ -116,6 +116,8 @@ def read_ascend_db(lay, table: EventTable, used: list[str]) -> None:
         _read_profiler_db(db, table)
     except sqlite3.Error as e:
         table.problems.append(Problem(display, f"SQLite error, partly read: {e}"))
+    except (ValueError, TypeError, OverflowError) as e:  # SQLite keeps any type in any column: text in a time column
+        raise InputError(display, f"a value is not what torch_npu writes there: {e}") from None
     finally:
         db.c.close()
     if "analysis.db" in lay.names:
