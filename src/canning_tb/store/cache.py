@@ -90,8 +90,8 @@ def cache_dir_for(run_path: str, override: str | None = None) -> str:
     """The folder holding this run's cache entries (created on demand)."""
     if override:
         d = os.path.join(override, hashlib.sha1(os.path.abspath(run_path).encode()).hexdigest()[:16])
-    elif _writable(run_path):
-        d = os.path.join(run_path, CACHE_DIRNAME)
+    elif _writable(run_path) and not os.path.islink(os.path.join(run_path, CACHE_DIRNAME)):
+        d = os.path.join(run_path, CACHE_DIRNAME)  # a .canning that is a link is never written through
     else:
         d = os.path.join(user_cache_root(), hashlib.sha1(os.path.abspath(run_path).encode()).hexdigest()[:16])
     return d
