@@ -79,8 +79,15 @@ class NameMap:
     operator_patterns: list[tuple[object, str]] = field(default_factory=list)  # re / re2 patterns
     kernels: dict[str, str] = field(default_factory=dict)
     kernel_families: list[tuple[str, object]] = field(default_factory=list)
+    _seen: dict[str, str] = field(default_factory=dict, repr=False, compare=False)  # name -> canonical
 
     def operator(self, name: str) -> str:
+        found = self._seen.get(name)
+        if found is None:
+            found = self._seen[name] = self._operator(name)
+        return found
+
+    def _operator(self, name: str) -> str:
         exact = self.operators.get(name)
         if exact is not None:
             return exact

@@ -103,11 +103,16 @@ def op_time(base: list[float], target: list[float]) -> tuple[float, float]:
 def _accumulate(side: Side, items) -> dict:
     """key -> [names, calls, [host self, device self, device total, host total], shapes, stack], per step."""
     out: dict = {}
+    steps = side.steps
     for key, name, calls, times, shapes, stack in items:
-        acc = out.setdefault(key, [set(), 0.0, [0.0] * 4, shapes, stack])
+        acc = out.get(key)
+        if acc is None:
+            acc = out[key] = [set(), 0.0, [0.0] * 4, shapes, stack]
         acc[0].add(name)
-        acc[1] += calls / side.steps
-        acc[2] = [a + t / side.steps for a, t in zip(acc[2], times)]
+        acc[1] += calls / steps
+        sums = acc[2]
+        for i in range(4):
+            sums[i] += times[i] / steps
     return out
 
 
@@ -118,15 +123,10 @@ def _rows(base: dict, target: dict) -> list[Row]:
         was, now = base.get(key, empty), target.get(key, empty)
         before, after = op_time(was[2], now[2])
         shapes, stack = (now if key in target else was)[3:5]
-        rows.append(Row(key=key[0], input_shapes=shapes, call_stack=stack,
-                        base_names=sorted(was[0]), target_names=sorted(now[0]),
-                        base_calls=was[1], target_calls=now[1], base_ns=before, target_ns=after,
-                        delta_ns=after - before, **dict(zip(("delta_pct", "delta_text"), percent_change(before, after))),
-                        status=status_of(was[1], now[1], after - before),
-                        base_host_self_ns=was[2][0], target_host_self_ns=now[2][0],
-                        base_device_self_ns=was[2][1], target_device_self_ns=now[2][1],
-                        base_host_total_ns=was[2][3], target_host_total_ns=now[2][3],
-                        base_device_total_ns=was[2][2], target_device_total_ns=now[2][2]))
+        pct, text = percent_change(before, after)
+        rows.append(Row(key[0], shapes, stack, sorted(was[0]), sorted(now[0]), was[1], now[1], before, after,
+                        after - before, pct, text, status_of(was[1], now[1], after - before),
+                        was[2][0], now[2][0], was[2][1], now[2][1], was[2][3], now[2][3], was[2][2], now[2][2]))
     rows.sort(key=lambda r: (-abs(r.delta_ns), r.key, r.input_shapes, r.call_stack))
     return rows
 

@@ -10,6 +10,7 @@ frame.
 """
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass, field
 
 from .ops import op_time, status_of, strip_lines
@@ -37,6 +38,8 @@ class Node:
 
 
 def _path(op, names: NameMap) -> list[tuple[str, str]]:
+    if not op.has_call_stack:
+        return [(NO_STACK, "frame"), (names.operator(op.name), "op")]
     frames = [f.strip() for f in strip_lines(op.call_stack).split(";") if f.strip()] if op.has_call_stack else []
     frames = list(reversed(frames)) or [NO_STACK]  # the digest lists the innermost frame first
     if len(frames) > MAX_DEPTH:
@@ -52,44 +55,47 @@ def _add(root: dict, side: Side, which: int, names: NameMap) -> None:
             if op.name.startswith(STEP_RANGE_PREFIX):
                 continue
             node = root
-            for name, kind in _path(op, names):
-                node = node.setdefault((name, kind), {})
-            leaf = node.setdefault("leaf", [[0.0] * 4, [0.0] * 4])[which]
-            for i, value in enumerate((op.calls, op.host_self_ns, op.device_self_ns, op.device_total_ns)):
-                leaf[i] += value / side.steps
+            for step in _path(op, names):
+                node = node.get(step) or node.setdefault(step, {})
+            leaf = node.get("leaf") or node.setdefault("leaf", [[0.0] * 4, [0.0] * 4])
+            leaf = leaf[which]
+            steps = side.steps
+            leaf[0] += op.calls / steps
+            leaf[1] += op.host_self_ns / steps
+            leaf[2] += op.device_self_ns / steps
+            leaf[3] += op.device_total_ns / steps
 
 
-def _leaf(name: str, raw: dict) -> Node:
+def _leaf_sums(raw: dict) -> tuple[float, float, float, float]:
+    """(base_ns, target_ns, base_calls, target_calls) of an operator leaf."""
     was, now = raw["leaf"]
     base, target = op_time(was[1:], now[1:])
-    return Node(name=name, kind="op", base_ns=base, target_ns=target, base_calls=was[0], target_calls=now[0],
-                delta_ns=target - base, status=status_of(was[0], now[0], target - base))
+    return base, target, was[0], now[0]
 
 
-def _sums(root: dict) -> dict[int, Node]:
-    """id(raw node) -> its Node without children (sums filled), bottom-up with an explicit stack."""
-    done: dict[int, Node] = {}
-    stack = [("all operators", "root", root, False)]
+def _sums(root: dict) -> dict[int, tuple]:
+    """id(raw node) -> (base_ns, target_ns, base_calls, target_calls), bottom-up with an explicit stack
+    (no Node is made for what is not shown)."""
+    done: dict[int, tuple] = {}
+    stack = [(root, False)]
     while stack:
-        name, kind, raw, ready = stack.pop()
-        if kind == "op":
-            done[id(raw)] = _leaf(name, raw)
-            continue
-        kids = [(n, k, child) for (n, k), child in ((key, v) for key, v in raw.items() if key != "leaf")]
-        if not ready:
-            stack.append((name, kind, raw, True))
-            stack.extend((n, k, child, False) for n, k, child in kids)
-            continue
-        nodes = [done[id(child)] for _, _, child in kids]
-        done[id(raw)] = _total(name, kind, nodes)
+        raw, ready = stack.pop()
+        kids = [child for key, child in raw.items() if key != "leaf"]
+        if "leaf" in raw:
+            done[id(raw)] = _leaf_sums(raw)
+        elif not ready:
+            stack.append((raw, True))
+            stack.extend((child, False) for child in kids)
+        else:
+            sums = [done[id(child)] for child in kids]
+            done[id(raw)] = tuple(sum(s[i] for s in sums) for i in range(4))
     return done
 
 
-def _total(name: str, kind: str, nodes: list[Node]) -> Node:
-    base, target = sum(c.base_ns for c in nodes), sum(c.target_ns for c in nodes)
-    calls = sum(c.base_calls for c in nodes), sum(c.target_calls for c in nodes)
-    return Node(name=name, kind=kind, base_ns=base, target_ns=target, base_calls=calls[0], target_calls=calls[1],
-                delta_ns=target - base, status=status_of(calls[0], calls[1], target - base))
+def _node(name: str, kind: str, sums: tuple) -> Node:
+    base, target, base_calls, target_calls = sums
+    return Node(name=name, kind=kind, base_ns=base, target_ns=target, base_calls=base_calls, target_calls=target_calls,
+                delta_ns=target - base, status=status_of(base_calls, target_calls, target - base))
 
 
 def operator_tree(base: Side, target: Side, names: NameMap) -> Node:
@@ -98,17 +104,22 @@ def operator_tree(base: Side, target: Side, names: NameMap) -> Node:
     _add(root, base, 0, names)
     _add(root, target, 1, names)
     done = _sums(root)
-    top = done[id(root)]
+    top = _node("all operators", "root", done[id(root)])
     budget, queue = MAX_NODES - 1, [(top, root)]
     for node, raw in queue:  # breadth first: the queue grows while it is walked
-        kids = sorted(((done[id(child)], child) for key, child in raw.items() if key != "leaf"),
-                      key=lambda pair: (-abs(pair[0].delta_ns), pair[0].name))
+        kids = [(key, child, done[id(child)]) for key, child in raw.items() if key != "leaf"]
         room = max(0, min(MAX_CHILDREN, budget))
         cut = len(kids) if len(kids) <= room else max(room - 1, 0)
-        shown, rest = kids[:cut], kids[cut:]
-        node.children = [child for child, _ in shown]
-        if rest:
-            node.children.append(_total(f"({len(rest)} more)", "more", [child for child, _ in rest]))
+        order = heapq.nsmallest(cut, range(len(kids)), key=lambda i: (-abs(kids[i][2][1] - kids[i][2][0]), kids[i][0][0]))
+        for i in order:
+            (name, kind), child, sums = kids[i]
+            shown = _node(name, kind, sums)
+            node.children.append(shown)
+            if kind != "op":
+                queue.append((shown, child))
+        if len(kids) > cut:
+            chosen = set(order)
+            rest = [kids[i][2] for i in range(len(kids)) if i not in chosen]
+            node.children.append(_node(f"({len(rest)} more)", "more", tuple(sum(s[i] for s in rest) for i in range(4))))
         budget -= len(node.children)
-        queue.extend(pair for pair in shown if pair[0].kind != "op")
     return top
