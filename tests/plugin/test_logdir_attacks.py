@@ -24,7 +24,7 @@ MARKER = b"CANNING-OUTSIDE-MARKER-7f3a"
 OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 ROUTE = "/data/plugin/canning"
 EVIL = "a" * 30 + "!"  # `^(a+)+$` backtracks 2**30 times on it in Python's re
-TREE_RSS_BOUND = 900 << 20  # TensorBoard and every child it starts, while it reads the 3 MB bomb
+TREE_RSS_BOUND = 500 << 20  # TensorBoard and every child it starts, while it reads the 3 MB bomb
 TRACE = "worker0.1.pt.trace.json"  # a small trace: these tests are about files, not figures
 
 
