@@ -12,14 +12,16 @@ from werkzeug.test import Client
 
 from canning_tb.analysis import digest_pb2
 from canning_tb.analysis.digest import SCHEMA_VERSION
-from canning_tb.plugin.compare_routes import _kept
+from canning_tb.plugin import compare_routes
 from test_plugin_routes import make_plugin
 
 NAMES = 200_000
 FRAMES = 500_000
 ANSWER_BYTES = 2 << 20  # one page of 1,000 rows and the rest of the answer
-FIRST_ANSWER_S = 30.0  # on this 2-core machine under the suite's load (the comparison itself: a few s)
-NEXT_PAGE_S = 3.0
+# CPU seconds of this process (the plugin runs in it), so that the bound holds under any load of the
+# machine; 27.6 s of CPU before (and 134.5 MB), about 13 s now, of which the comparison of 200,000 rows
+FIRST_ANSWER_CPU_S = 25.0
+NEXT_PAGE_CPU_S = 2.0
 
 
 def write_window(run, digest, name="w") -> None:
@@ -61,24 +63,26 @@ def client(tmp_path_factory):
 def ask(client, base: str, target: str, **more):
     query = {"base_run": base, "base_worker": "w", "base_window": "1", "run": target, "worker": "w", "window": "1",
              **more}
-    start = time.monotonic()
+    start, cpu = time.monotonic(), time.process_time()
     resp = client.get("/data/plugin/canning/compare", query_string=query)
-    return resp.status_code, resp.get_data(), time.monotonic() - start
+    data = resp.get_data()
+    assert time.monotonic() - start < 600
+    return resp.status_code, data, time.process_time() - cpu
 
 
 def test_200k_names_answer_a_page_within_a_bound(client):
-    _kept.clear()
+    getattr(compare_routes, "_kept", {}).clear()  # compared afresh
     code, data, took = ask(client, "many", "many", search="op_19", sort="key", order="desc")
     body = json.loads(data)
-    print(f"/compare of {NAMES} names: {took:.1f} s, {len(data) / 1e6:.2f} MB; ", end="")
+    print(f"/compare of {NAMES} names: {took:.1f} s of CPU, {len(data) / 1e6:.2f} MB; ", end="")
     assert code == 200, body
-    assert took < FIRST_ANSWER_S and len(data) < ANSWER_BYTES
+    assert took < FIRST_ANSWER_CPU_S and len(data) < ANSWER_BYTES
     assert body["all_rows"] == NAMES and body["total"] == 10_000  # op_190000 .. op_199999
     assert [r["key"] for r in body["rows"][:2]] == ["op_199999", "op_199998"] and len(body["rows"]) == 1000
     assert body["tables"]["operators"] == NAMES
     code, data, took = ask(client, "many", "many", search="op_19", sort="key", order="desc", offset=9000)
-    print(f"the last page {took:.2f} s")
-    assert code == 200 and took < NEXT_PAGE_S
+    print(f"the last page {took:.2f} s of CPU")
+    assert code == 200 and took < NEXT_PAGE_CPU_S
     assert json.loads(data)["rows"][-1]["key"] == "op_190000"
     assert len(json.loads(data)["tree"]["children"]) <= 101  # the tree is bounded too
 

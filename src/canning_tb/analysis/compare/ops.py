@@ -103,16 +103,19 @@ def op_time(base: list[float], target: list[float]) -> tuple[float, float]:
 def _accumulate(side: Side, items) -> dict:
     """key -> [names, calls, [host self, device self, device total, host total], shapes, stack], per step."""
     out: dict = {}
-    steps = side.steps
-    for key, name, calls, times, shapes, stack in items:
-        acc = out.get(key)
+    get, steps = out.get, side.steps
+    for key, name, calls, (t0, t1, t2, t3), shapes, stack in items:
+        acc = get(key)
         if acc is None:
-            acc = out[key] = [set(), 0.0, [0.0] * 4, shapes, stack]
+            out[key] = [{name}, calls / steps, [t0 / steps, t1 / steps, t2 / steps, t3 / steps], shapes, stack]
+            continue
         acc[0].add(name)
         acc[1] += calls / steps
         sums = acc[2]
-        for i in range(4):
-            sums[i] += times[i] / steps
+        sums[0] += t0 / steps
+        sums[1] += t1 / steps
+        sums[2] += t2 / steps
+        sums[3] += t3 / steps
     return out
 
 
@@ -132,13 +135,15 @@ def _rows(base: dict, target: dict) -> list[Row]:
 
 
 def _op_items(side: Side, mode: str, names: NameMap):
+    operator, by_shape, by_stack = names.operator, mode == "shape", mode == "stack"
     for digest in side.digests:
         for op in getattr(digest, MODES[mode]):
-            if op.name.startswith(STEP_RANGE_PREFIX):
+            name = op.name
+            if name.startswith(STEP_RANGE_PREFIX):
                 continue
-            shapes = op.input_shapes if mode == "shape" else ""
-            stack = strip_lines(op.call_stack) if mode == "stack" else ""
-            yield ((names.operator(op.name), shapes, stack), op.name, op.calls,
+            shapes = op.input_shapes if by_shape else ""
+            stack = strip_lines(op.call_stack) if by_stack else ""
+            yield ((operator(name), shapes, stack), name, op.calls,
                    (op.host_self_ns, op.device_self_ns, op.device_total_ns, op.host_total_ns), shapes, stack)
 
 
