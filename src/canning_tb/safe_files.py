@@ -150,13 +150,6 @@ def read_all(f, path: str, limit: int | None = None) -> bytes:
     return b"".join(parts)
 
 
-def check_open(f, path: str) -> None:
-    """For readers given an already open file: raise Refused unless it is a regular file."""
-    mode = os.fstat(f.fileno()).st_mode
-    if not stat.S_ISREG(mode):
-        raise Refused(path, f"{_kind(mode)}, not a regular file")
-
-
 # -- writing into our own folders ------------------------------------------------------------------
 def _own_parts(folder: str) -> tuple[str, list[str]]:
     """(the folder reached as it is, the components below it walked without following links): from

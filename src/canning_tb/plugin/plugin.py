@@ -1,8 +1,10 @@
-"""The TensorBoard plugin: thin routes (parse the request -> a `*_impl` of sections.py / ranks.py
--> JSON). The routes, their parameters, answers and errors: docs/http_api.md.
+"""The TensorBoard plugin: thin routes (the declared query -> a `*_impl` of sections.py / ranks.py /
+compare_routes.py / timeline.py -> the answer), each behind the one boundary of boundary.py (one
+parse, one error mapping, msgspec JSON). The route table is ROUTES (and timeline_routes.py); the
+routes, their parameters, answers and errors: docs/http_api.md.
 
 The plugin holds a Scanner (store/scanner.py): the Store is built and refreshed in a background
-thread, so `is_active()` and /runs never wait on a big logdir. Errors are JSON {"error": ...}.
+thread, so `is_active()` and /runs never wait on a big logdir.
 """
 from __future__ import annotations
 
