@@ -238,15 +238,16 @@ class EventTable:
     def load(cls, path_prefix: str, lazy: bool = False) -> "EventTable":
         """The cached table; `lazy`: each column is read from the file when first used (a viewer that
         needs two columns of a big window does not wait for all of them)."""
-        with open(path_prefix + ".json", encoding="utf-8") as f:
+        # safe_files: a cache inside a logdir (.canning) is a regular file there, never a FIFO or a link out
+        with safe_files.open_file(path_prefix + ".json", "r", encoding="utf-8") as f:
             sidecar = json.load(f)
         names = sidecar.get("metrics", [])  # the measurement columns are few: read at once
         if lazy:
-            archive = np.load(path_prefix + ".npz")
+            archive = np.load(safe_files.open_file(path_prefix + ".npz"))  # kept open: columns are read later
             events, memory = LazyColumns(archive, "e_", EVENT_COLUMNS), LazyColumns(archive, "m_", MEMORY_COLUMNS)
             metrics = {k: archive[f"x_{i}"] for i, k in enumerate(names)}
         else:
-            with np.load(path_prefix + ".npz") as z:
+            with safe_files.open_file(path_prefix + ".npz") as f, np.load(f) as z:
                 events = {k: z[f"e_{k}"] for k in EVENT_COLUMNS}
                 memory = {k: z[f"m_{k}"] for k in MEMORY_COLUMNS}
                 metrics = {k: z[f"x_{i}"] for i, k in enumerate(names)}

@@ -55,7 +55,7 @@ class TimelineIndex:
 
     @classmethod
     def load(cls, path: str) -> "TimelineIndex":
-        with np.load(path) as z:
+        with safe_files.open_file(path) as f, np.load(f) as z:  # a regular file, inside the logdir if there
             if str(z["version"]) != index_version():
                 raise ValueError(f"{path}: built by other code ({z['version']})")
             return cls(**{name: z[name] for name in cls.__dataclass_fields__})

@@ -172,7 +172,7 @@ def _write(found: np.ndarray, args: list, prefix: str) -> None:
 @lru_cache(maxsize=8)
 def _where(path: str, mtime_ns: int) -> dict[str, np.ndarray]:
     """The store's positions, read once per version of the file."""
-    with np.load(path) as z:
+    with safe_files.open_file(path) as f, np.load(f) as z:  # a regular file, inside the logdir if there
         return {key: z[key] for key in ("offsets", "starts", "lengths")}
 
 
@@ -196,7 +196,7 @@ def read_raw_args(prefix: str, row: int) -> dict | None:
     lo, hi = int(where["offsets"][chunk]), int(where["offsets"][chunk + 1])
     if length < 0:
         return None
-    with open(prefix + ARGS_SUFFIX + ".bin", "rb") as f:
+    with safe_files.open_file(prefix + ARGS_SUFFIX + ".bin") as f:
         f.seek(lo)
         text = zlib.decompress(f.read(hi - lo))[start:start + length]
     value = msgspec.json.decode(text)
