@@ -135,8 +135,7 @@ class TraceHandler:
             if moved is not None:  # torch saves a trace once: the profile's summaries read it from here
                 moved(dst)
         finally:
-            if os.path.exists(raw):
-                os.remove(raw)
+            files.discard_temp(raw)  # ours, and the exporter's own <raw>.tmp after a failed write
         return [FileEntry(name, os.path.getsize(dst))], events
 
     def _npu_window(self, prof, worker):

@@ -8,6 +8,7 @@ bytes. Readers convert; nothing downstream converts again.
 """
 from __future__ import annotations
 
+import codecs
 import enum
 import json
 import os
@@ -18,6 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+
+from canning_tb import safe_files
 
 from .side_tables import check_rows
 
@@ -230,10 +233,8 @@ class EventTable:
         arrays.update({f"m_{k}": v for k, v in self.memory.items()})
         metric_names = sorted(self.metrics)
         arrays.update({f"x_{i}": self.metrics[k] for i, k in enumerate(metric_names)})
-        tmp = f"{path_prefix}.npz.tmp{os.getpid()}"
-        with open(tmp, "wb") as f:
-            np.savez(f, **arrays)
-        os.replace(tmp, path_prefix + ".npz")
+        # safe_files: never through a link where the cache folder sits inside a logdir (.canning)
+        safe_files.atomic_write(path_prefix + ".npz", write=lambda f: np.savez(f, **arrays))
         sidecar = {
             "strings": self.strings.values,
             "meta": self.meta.__dict__,
@@ -241,24 +242,23 @@ class EventTable:
             "side": self.side,
             "metrics": metric_names,
         }
-        tmp = f"{path_prefix}.json.tmp{os.getpid()}"
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(sidecar, f, default=_jsonable)
-        os.replace(tmp, path_prefix + ".json")
+        safe_files.atomic_write(path_prefix + ".json",
+                                write=lambda f: json.dump(sidecar, codecs.getwriter("utf-8")(f), default=_jsonable))
 
     @classmethod
     def load(cls, path_prefix: str, lazy: bool = False) -> "EventTable":
         """The cached table; `lazy`: each column is read from the file when first used (a viewer that
         needs two columns of a big window does not wait for all of them)."""
-        with open(path_prefix + ".json", encoding="utf-8") as f:
+        # safe_files: a cache inside a logdir (.canning) is a regular file there, never a FIFO or a link out
+        with safe_files.open_file(path_prefix + ".json", "r", encoding="utf-8") as f:
             sidecar = json.load(f)
         names = sidecar.get("metrics", [])  # the measurement columns are few: read at once
         if lazy:
-            archive = np.load(path_prefix + ".npz")
+            archive = np.load(safe_files.open_file(path_prefix + ".npz"))  # kept open: columns are read later
             events, memory = LazyColumns(archive, "e_", EVENT_COLUMNS), LazyColumns(archive, "m_", MEMORY_COLUMNS)
             metrics = {k: archive[f"x_{i}"] for i, k in enumerate(names)}
         else:
-            with np.load(path_prefix + ".npz") as z:
+            with safe_files.open_file(path_prefix + ".npz") as f, np.load(f) as z:
                 events = {k: z[f"e_{k}"] for k in EVENT_COLUMNS}
                 memory = {k: z[f"m_{k}"] for k in MEMORY_COLUMNS}
                 metrics = {k: z[f"x_{i}"] for i, k in enumerate(names)}

@@ -12,6 +12,8 @@ from collections import OrderedDict
 from concurrent import futures
 from dataclasses import dataclass
 
+from canning_tb.safe_files import open_file
+
 from .errors import RouteError, unknown_window, window_digest
 
 log = logging.getLogger("canning_tb.plugin")
@@ -117,7 +119,7 @@ class IndexCache:
                     self._loaded.popitem(last=False)
         return loaded
 
-    def raw_args_state(self, prefix: str, rows: int) -> str:
+    def raw_args_state(self, prefix: str, rows: int, root: str = "") -> str:
         """"ready" when the window's raw args store is there; else its build is started (once, in a
         separate process: it reads the whole trace again) and this says "pending" ("failed" when
         the build broke: the details then show the table's columns only)."""
@@ -131,7 +133,8 @@ class IndexCache:
                     import multiprocessing
                     self._args_pool = futures.ProcessPoolExecutor(
                         max_workers=1, mp_context=multiprocessing.get_context("spawn"))
-                job = self._args_jobs[prefix] = self._args_pool.submit(build_from_cache, prefix)
+                # the child opens the window's trace again: inside the logdir only (safe_files)
+                job = self._args_jobs[prefix] = self._args_pool.submit(build_from_cache, prefix, root)
         if not job.done():
             return "pending"
         error = job.exception()
@@ -242,7 +245,7 @@ def slice_impl(cache: IndexCache, store, run, worker, window, event: int) -> dic
         raise RouteError(404, f"no event {event} in this window ({len(loaded.table)} events)")
     details = slice_details(loaded.table, loaded.index, event, loaded.origin)
     prefix = store.events_prefix(run, worker, window)
-    state = cache.raw_args_state(prefix, len(loaded.table))
+    state = cache.raw_args_state(prefix, len(loaded.table), store.window(run, worker, window).root)
     details["raw_args_state"] = state
     details["raw_args"] = read_raw_args(prefix, event) if state == "ready" else None
     return details
@@ -288,14 +291,14 @@ def download_impl(cache: IndexCache, store, run, worker, window):
     except KeyError:
         raise unknown_window(run, worker, window) from None
     originals = [f for f in found.files if f.endswith((".pt.trace.json", ".pt.trace.json.gz"))]
-    if originals:
-        return os.path.basename(originals[0]), _file_chunks(originals[0])
+    if originals:  # opened at once, inside the logdir only (safe_files): a file swapped for a link is refused
+        return os.path.basename(originals[0]), _file_chunks(open_file(originals[0], root=found.root or None))
     loaded = cache.get(store, run, worker, window)
     return f"{worker}.{window}.pt.trace.json", chrome_trace(loaded.table)
 
 
-def _file_chunks(path: str, size: int = 1 << 20):
-    with open(path, "rb") as f:
+def _file_chunks(f, size: int = 1 << 20):
+    with f:
         while chunk := f.read(size):
             yield chunk
 

@@ -12,10 +12,10 @@ import hashlib
 import os
 import re
 import stat
-import tempfile
 import time
 from functools import lru_cache
 
+from canning_tb import safe_files
 from canning_tb.manifest import DIGEST_SUFFIX
 
 from .discover import Window
@@ -90,8 +90,8 @@ def cache_dir_for(run_path: str, override: str | None = None) -> str:
     """The folder holding this run's cache entries (created on demand)."""
     if override:
         d = os.path.join(override, hashlib.sha1(os.path.abspath(run_path).encode()).hexdigest()[:16])
-    elif _writable(run_path):
-        d = os.path.join(run_path, CACHE_DIRNAME)
+    elif _writable(run_path) and not os.path.islink(os.path.join(run_path, CACHE_DIRNAME)):
+        d = os.path.join(run_path, CACHE_DIRNAME)  # a .canning that is a link is never written through
     else:
         d = os.path.join(user_cache_root(), hashlib.sha1(os.path.abspath(run_path).encode()).hexdigest()[:16])
     return d
@@ -103,18 +103,8 @@ def digest_file(run_path: str, key: str, override: str | None = None) -> str:
 
 
 def write_atomic(path: str, data: bytes) -> None:
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".", suffix=".tmp", dir=os.path.dirname(path))
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    # safe_files: a .canning that is a link (to outside the logdir) is never written through
+    safe_files.atomic_write(path, data)
 
 
 # -- size budget ------------------------------------------------------------------------------------

@@ -8,10 +8,13 @@ A run is any folder under the logdir that directly holds profiles:
 - torch_npu output, recognised by what the folders hold, whatever their names (see
   discover_ascend.py): window folders, bare ASCEND_PROFILER_OUTPUT folders, profiler dbs.
 Names starting with "." and temporary files are never windows (atomic writers use them).
-Only regular files inside the logdir's real path are opened (links.py: one policy for links and FIFOs).
+Only regular files inside the logdir's real path are opened (links.py: one policy for links and FIFOs,
+checked again at every open by canning_tb/safe_files.py; each Window carries the logdir's real path as
+`root`, so a reader in another process checks against it too).
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from datetime import datetime, timezone
@@ -23,7 +26,7 @@ from canning_tb.manifest import load as load_manifest
 from canning_tb.ingest.file_head import file_head, is_canning_report
 
 from .discover_ascend import ascend_windows, folder_windows, worker_names
-from .links import Policy, walk
+from .links import Policy, follow_outside, walk
 
 MANIFEST_RE = re.compile(r"^(?P<worker>.+)\.(?P<window>\d+)\.canning\.json$")
 KINETO_RE = re.compile(r"^(?P<worker>.*?)(?:\.(?P<span>\d+))?\.pt\.trace\.json(?:\.gz)?$")
@@ -47,6 +50,9 @@ class Window:
     # (path, bytes) of the plain files a manifest names, as it records them: a copy that changed their
     # times (cp -r, aws s3 sync) still has the digest written at the source (store.fresh_source_digest)
     sizes: tuple[tuple[str, int], ...] = ()
+    # the logdir's real path: every file of the window is opened only when it really lies inside it
+    # (safe_files.confine; "" where the user lets links out of the logdir: CANNING_FOLLOW_LINKS=1)
+    root: str = ""
 
 
 @dataclass
@@ -307,8 +313,9 @@ def _add_run(runs: dict[str, Run], logdir: str, folder: str, found: dict[str, li
         return
     name = os.path.relpath(folder, logdir).replace(os.sep, "/")
     run = Run(name=name, path=folder)
+    root = "" if follow_outside() else os.path.realpath(logdir)
     for wname in sorted(found):
-        wins = found[wname]
+        wins = [dataclasses.replace(w, root=root) for w in found[wname]]
         rank = next((w.rank for w in wins if w.rank >= 0), -1)
         run.workers[wname] = Worker(name=wname, rank=rank, windows=wins)
     runs[name] = run

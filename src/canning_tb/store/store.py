@@ -15,7 +15,7 @@ from typing import Callable, Iterable
 
 from google.protobuf.message import DecodeError
 
-from canning_tb import manifest, remote_fs
+from canning_tb import manifest, remote_fs, safe_files
 
 from . import cache
 from .discover import Run, Window, Worker, discover
@@ -26,7 +26,9 @@ SOURCE_DIGEST_SUFFIX = manifest.DIGEST_SUFFIX  # cache entries are named like th
 
 
 def read_window(window: Window):
-    """The EventTable of one window, by its format (readers are imported on first use)."""
+    """The EventTable of one window, by its format (readers are imported on first use); its files are
+    opened only inside the logdir it was found in (safe_files: this may run in another process)."""
+    safe_files.confine(window.root)
     if window.format == "kineto":  # a Kineto object, or a bare array as torch_npu's export_chrome_trace writes
         from canning_tb.ingest.chrome_array import read_chrome_trace
         return read_chrome_trace(window.path)
@@ -389,7 +391,7 @@ class Store:
         src = fresh_source_digest(window)
         for candidate in ([src] if src else []) + [path]:
             try:
-                with open(candidate, "rb") as f:
+                with safe_files.open_file(candidate) as f:  # a regular file, inside the logdir when it is there
                     digest = message.FromString(f.read())
             except (OSError, DecodeError):  # a bad entry is just recomputed
                 continue

@@ -18,6 +18,7 @@ import os
 import threading
 import time
 
+from canning_tb import safe_files
 from canning_tb.analysis.trends import trend_scalars, trend_step
 from canning_tb.handler.scalars import ScalarWriter
 
@@ -33,18 +34,14 @@ EPOCH_NS = 10**18  # profiler clocks below this are not wall-clock times (about 
 
 def _record(folder: str) -> dict:
     try:
-        with open(os.path.join(folder, RECORD), encoding="utf-8") as f:
-            return json.load(f)
+        return json.loads(safe_files.read_file(os.path.join(folder, RECORD)))
     except (OSError, ValueError):
         return {}
 
 
 def _save_record(folder: str, record: dict) -> None:
-    os.makedirs(folder, exist_ok=True)
-    tmp = os.path.join(folder, f".{RECORD}.{os.getpid()}")
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(record, f)
-    os.replace(tmp, os.path.join(folder, RECORD))
+    # safe_files: a .canning or .canning/trends that is a link is never written through
+    safe_files.atomic_write(os.path.join(folder, RECORD), json.dumps(record).encode())
 
 
 class TrendWriter:
@@ -82,7 +79,10 @@ class TrendWriter:
             folder = store.run(run).path
             if not _writable(folder):
                 continue
-            written += self._write_run(store, run, os.path.join(folder, TREND_DIR))
+            try:
+                written += self._write_run(store, run, os.path.join(folder, TREND_DIR))
+            except OSError as e:  # a folder we may not write (a link, full, read-only): that run has none
+                log.warning("canning: no trends for %s: %s", run, e)
         return written
 
     def _write_run(self, store, run: str, out: str) -> int:
@@ -114,7 +114,7 @@ class TrendWriter:
     def _writer(self, out: str, run: str, worker, world_size: int) -> ScalarWriter:
         key = (run, worker.name)
         if key not in self._writers:
-            os.makedirs(out, exist_ok=True)
+            safe_files.make_dirs(out)  # never through a link (.canning, .canning/trends)
             writer = ScalarWriter(out, max(worker.rank, 0), world_size)
             while writer.path in self._paths:  # two workers in the same second: one file each
                 writer.path += ".1"

@@ -844,6 +844,7 @@ export interface CategoryDelta {
   delta_ns: number;
 }
 export type CompareStatus = "added" | "removed" | "changed" | "same";
+export type CompareTable = "operators" | "kernels" | "families";
 export interface CompareRow {
   key: string;
   input_shapes: string;
@@ -856,6 +857,8 @@ export interface CompareRow {
   target_ns: number;
   delta_ns: number;
   delta_pct: number | null;
+  /** "new" / "gone": one side is under 1 % of the other (delta_pct is then null) */
+  delta_text: "new" | "gone" | "";
   status: CompareStatus;
 }
 export interface Contributor {
@@ -864,15 +867,24 @@ export interface Contributor {
   delta_ns: number;
   status: CompareStatus;
 }
+/** One step category's change in the breakdown, with the operators that fall in it. */
+export interface CategoryContribution {
+  category: string;
+  delta_ns: number;
+  operators: Contributor[];
+  rest_ns: number;
+}
 export interface Contributors {
   step_delta_ns: number;
   operators: Contributor[];
   explained_ns: number;
   unexplained_ns: number;
+  /** the breakdown's deltas (they sum to step_delta_ns), largest first */
+  by_category: CategoryContribution[];
 }
 export interface TreeNode {
   name: string;
-  kind: "root" | "frame" | "op";
+  kind: "root" | "frame" | "op" | "more";
   base_ns: number;
   target_ns: number;
   base_calls: number;
@@ -915,9 +927,18 @@ export interface CompareResponse {
   target: CompareSide;
   verdict: Verdict;
   breakdown: CategoryDelta[];
-  operators: CompareRow[];
-  kernels: CompareRow[];
-  kernel_families: CompareRow[];
+  /** rows of each table (operators, kernels, kernel families) */
+  tables: Record<CompareTable, number>;
+  /** the page of one table: searched, sorted and cut by the server */
+  table: CompareTable;
+  all_rows: number;
+  total: number;
+  offset: number;
+  limit: number;
+  sort: string;
+  order: "asc" | "desc" | null;
+  search: string;
+  rows: CompareRow[];
   contributors: Contributors;
   tree: TreeNode;
   memory: MemoryPair[];

@@ -105,6 +105,16 @@ def read_ascend(path: str) -> EventTable:
     return table
 
 
+def _unlistable(root: str) -> str:
+    """Why a window's folders gave no file at all (a permission error names itself)."""
+    for folder in (root, os.path.join(root, "ASCEND_PROFILER_OUTPUT")):
+        try:
+            os.listdir(folder)
+        except OSError as e:
+            return f"cannot list {os.path.basename(folder)}: {e.strerror or e}"
+    return "no file torch_npu exports was found"
+
+
 def _read_text(r: _Reader) -> None:
     table = r.table
     comm = r.take("communication.json", T.read_communication)
@@ -124,7 +134,8 @@ def _read_text(r: _Reader) -> None:
         if row["kind"] == Kind.COMM_KERNEL and not row.get("group") and row["name"] in groups:
             row["group"] = groups[row["name"]]
     if not r.usable and not rows:
-        raise InputError(r.lay.path_shown, "nothing usable: " + "; ".join(str(p) for p in table.problems[:5]))
+        why = "; ".join(str(p) for p in table.problems[:5]) or _unlistable(r.lay.root)
+        raise InputError(r.lay.path_shown, "nothing usable: " + why)
     fill_events(table, rows)
     if mem:
         fill_memory(table, mem)

@@ -13,6 +13,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from canning_tb.safe_files import open_file, read_all
+
 from .. import op_args
 from .. import side_tables as side
 from .._json import TOO_DEEP
@@ -26,8 +28,8 @@ MB_DECIMAL = 1_000_000
 
 def _load_json(path: str, display: str, problems: list[Problem]) -> Any:
     try:
-        with open(path, "rb") as f:
-            return json.loads(f.read().decode("utf-8-sig"))
+        with open_file(path) as f:  # a regular file inside the logdir (safe_files), else OSError
+            return json.loads(read_all(f, path).decode("utf-8-sig"))
     except (OSError, ValueError) as e:
         problems.append(Problem(display, f"not valid JSON (truncated or still being written?): {e}"))
         return None
