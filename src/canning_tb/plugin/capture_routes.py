@@ -16,12 +16,13 @@ import os
 import threading
 import time
 
-from tensorboard.backend import http_util
 from werkzeug import wrappers
 
 from canning_tb import capture_request as cr
 from canning_tb.capture_targets import CaptureBusy, Target, ask, run_state, summary, targets
-from canning_tb.remote_fs import RemoteError
+
+from .boundary import error_answer, json_response
+from .errors import RouteError
 
 log = logging.getLogger("canning_tb.plugin")
 
@@ -40,12 +41,6 @@ def capture_enabled(flags) -> bool:
     return os.environ.get(ENV, "").strip().lower() in ("1", "true", "yes", "on")
 
 
-class RouteFailure(Exception):
-    def __init__(self, code: int, message: str):
-        super().__init__(message)
-        self.code = code
-
-
 class CaptureRoutes:
     def __init__(self, logdir: str | None, enabled: bool):
         self.logdir, self.enabled = logdir, enabled
@@ -58,23 +53,20 @@ class CaptureRoutes:
                 "/capture_request": self._app(self._request, "POST")}
 
     def _app(self, handle, method: str):
+        """A capture route behind the plugin's one error mapping (boundary.py); its own methods."""
         @wrappers.Request.application
         def app(request):
             allowed = ("GET", "HEAD") if method == "GET" else ("POST",)
             try:
                 if request.method not in allowed:
-                    raise RouteFailure(405, f"method {request.method} not allowed here: only {', '.join(allowed)}")
+                    raise RouteError(405, f"method {request.method} not allowed here: only {', '.join(allowed)}")
                 if not self.enabled:
-                    raise RouteFailure(403, OFF)
+                    raise RouteError(403, OFF)
                 code, body = handle(request)
-            except RouteFailure as e:
-                code, body = e.code, {"error": str(e), "enabled": self.enabled}
-            except RemoteError as e:
-                code, body = 502, {"error": str(e)}
-            except Exception as e:  # request boundary: a bug shows as text in the UI, logged here
-                log.exception("canning: %s failed", request.path)
-                code, body = 500, {"error": f"internal error: {type(e).__name__}: {e}"}
-            response = http_util.Respond(request, body, "application/json", code=code)
+            except Exception as error:  # the request boundary: the same table as every route
+                code, body = error_answer(error, None, self.logdir, request.path)
+                body.setdefault("enabled", self.enabled)
+            response = json_response(request, body, code)
             if code == 405:
                 response.headers["Allow"] = ", ".join(allowed)
             return response
@@ -94,25 +86,25 @@ class CaptureRoutes:
 
     def _request(self, request):
         if request.headers.get(HEADER) != "1" or request.mimetype != "application/json":
-            raise RouteFailure(403, f"a capture request needs a JSON body and the header {HEADER}: 1")
+            raise RouteError(403, f"a capture request needs a JSON body and the header {HEADER}: 1")
         raw = request.stream.read(cr.MAX_REQUEST_BYTES + 1)
         try:
             body = cr.loads_bounded(raw, cr.MAX_REQUEST_BYTES, "the request body")
         except cr.RequestError as e:
-            raise RouteFailure(413 if len(raw) > cr.MAX_REQUEST_BYTES else 400, str(e)) from None
+            raise RouteError(413 if len(raw) > cr.MAX_REQUEST_BYTES else 400, str(e)) from None
         if not isinstance(body, dict) or not isinstance(body.get("run"), str):
-            raise RouteFailure(400, "the body must be a JSON object naming the run: {\"run\": ..., \"steps\": ...}")
+            raise RouteError(400, "the body must be a JSON object naming the run: {\"run\": ..., \"steps\": ...}")
         run = body.pop("run")
         target = self._target(run)
         self._rate_limit(run, check=True)
         try:
             state = ask(target, body, "tensorboard")
         except cr.JobNotReady as e:
-            raise RouteFailure(409, str(e)) from None
+            raise RouteError(409, str(e)) from None
         except cr.RequestError as e:
-            raise RouteFailure(400, str(e)) from None
+            raise RouteError(400, str(e)) from None
         except CaptureBusy as e:
-            raise RouteFailure(409, str(e)) from None
+            raise RouteError(409, str(e)) from None
         self._rate_limit(run, check=False)
         log.warning("canning: capture %s of run %r asked from %s: steps %d-%d, ranks %s", state["id"], run,
                     request.remote_addr, state["start_step"], state["end_step"], json.dumps(body.get("ranks", "all")))
@@ -134,7 +126,7 @@ class CaptureRoutes:
         # looked up in the listing only, never joined into a path; a run that just appeared: listed afresh
         target = self._runs().get(run) or self._runs(fresh=True).get(run)
         if target is None:
-            raise RouteFailure(404, f"no job watches run {run!r} for a capture request (ps.on_demand())")
+            raise RouteError(404, f"no job watches run {run!r} for a capture request (ps.on_demand())")
         return target
 
     def _rate_limit(self, run: str, check: bool) -> None:
@@ -144,6 +136,6 @@ class CaptureRoutes:
             if not check:
                 self._asked[run] = now
             elif now - self._asked.get(run, -1e9) < ASK_INTERVAL_S:
-                raise RouteFailure(429, f"run {run!r} was asked a moment ago; "
+                raise RouteError(429, f"run {run!r} was asked a moment ago; "
                                         f"wait {ASK_INTERVAL_S:g} s between requests")
 
