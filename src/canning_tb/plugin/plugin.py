@@ -25,6 +25,7 @@ from .errors import RouteError
 from .logdir import normalize_logdir
 from .ranks import cluster_impl, position_of
 from .timeline_routes import timeline_apps
+from .trends import trends_impl
 
 log = logging.getLogger("canning_tb.plugin")
 
@@ -106,7 +107,7 @@ class CanningPlugin(base_plugin.TBPlugin):
         self._logdir = normalize_logdir(getattr(context, "logdir", None), getattr(context, "flags", None))
         self.scanner = Scanner(self._logdir, refresh_interval, store_factory)
         self.scanner.kick()  # start looking now, in the background
-        self.trends = TrendWriter()  # Scalars of windows of other formats (store/trends.py)
+        self.trends = TrendWriter()  # Scalars event files, when the user turns them on (store/trends.py)
 
     # TensorBoard API ------------------------------------------------------------------------
     def get_plugin_apps(self):
@@ -127,6 +128,7 @@ class CanningPlugin(base_plugin.TBPlugin):
             "/suggestions": self._window_route(sections.suggestions_impl),
             "/modules": self._window_route(sections.modules_impl),
             "/cluster": self._route(self._cluster),
+            "/trends": self._route(self._trends),
             **timeline_apps(self),
             "/compare": self._route(lambda request: compare_request(self._store(), request.args)),
         }
@@ -234,3 +236,7 @@ class CanningPlugin(base_plugin.TBPlugin):
                 raise RouteError(400, "missing parameter: window_index (or worker and window)")
             position = position_of(store, run, args["worker"], args["window"])
         return cluster_impl(store, self.scanner.prefetcher, run, position)
+
+    def _trends(self, request):
+        run, worker = _required(request.args, "run", "worker")
+        return trends_impl(self._store(), self.scanner.prefetcher, run, worker)
