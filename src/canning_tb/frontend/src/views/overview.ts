@@ -106,7 +106,7 @@ function suggestions(host: ViewHost, ov: OverviewResponse): HTMLElement {
 
 function averageTable(avg: Breakdown, shares: CategoryShares): HTMLTableElement {
   const table = h("table", { id: "ov-avg", class: "data-table" });
-  table.append(h("thead", {}, h("tr", {}, h("th", { text: "Category" }), h("th", { class: "num", text: "Time (ms)" }), h("th", { class: "num", text: "Share (%)" }))));
+  table.append(h("thead", {}, h("tr", {}, h("th", { text: "Category" }), h("th", { class: "num", text: "Time (ms)" }), h("th", { class: "num", text: "Share (%)", title: tip("category_share") }))));
   const body = h("tbody");
   for (const [key, part, label, color, tip] of CATEGORIES) {
     body.append(
@@ -292,6 +292,7 @@ function drawTrends(el: HTMLElement, points: TrendPoint[], name: string): RawCha
 function trendsCard(host: ViewHost): HTMLElement {
   const body = h("div", { id: "ov-trends", "data-state": "loading" }, h("p", { class: "muted", text: "Reading every window of this worker…" }));
   const el = card("Trends over this worker's windows", body);
+  el.title = tip("trends");
   pollTrends(host).then(
     (trends) => {
       if (host.signal.aborted) return;
