@@ -24,6 +24,7 @@ from canning_tb.store import Store
 from canning_tb.store.prefetcher import Prefetcher
 from conftest import fixture_path
 from _many_ranks import write_many_ranks
+from test_numbers_ascend_steps import union  # the hand readings' interval arithmetic
 
 RING = {"AllReduce": (2, -1), "AllGather": (1, -1), "ReduceScatter": (1, -1)}  # (a, b): (a (n + b) / n) x size
 METRICS = ("step_ns", "computing_ns", "communication_ns", "free_ns", "wait_ns", "transfer_ns")
@@ -80,16 +81,6 @@ def by_loops(digests):
                 cell = (rank, members[(i + 1) % n])
                 matrix[cell] = matrix.get(cell, 0) + a * (n + b) * size // n
     return rows, collectives, matrix
-
-
-def _union(pairs):
-    out = []
-    for s, e in sorted(p for p in pairs if p[1] > p[0]):
-        if out and s <= out[-1][1]:
-            out[-1][1] = max(out[-1][1], e)
-        else:
-            out.append([s, e])
-    return out
 
 
 def _minus(a, b):
@@ -149,8 +140,8 @@ def wait_transfer_by_loops(digests):
         if calls and not transfer and not wait and not p2p:
             out.append((-1, -1))
             continue
-        transfer = _union(transfer)
-        wait = _minus(_union(wait), transfer)
+        transfer = union(transfer)
+        wait = _minus(union(wait), transfer)
         kept = [s for s in d.steps if s.number in set(d.average_steps)] or list(d.steps)
         mean = [sum(_inside(x, s.start_ns, s.start_ns + s.dur_ns) for s in kept) // max(1, len(kept))
                 for x in (wait, transfer)]
