@@ -116,6 +116,16 @@ def test_overview(page, url, raw, errors):
     # the Data panel: the file read, and where the steps come from
     expect(frame.locator("#ov-data-files li")).to_have_count(1)
     expect(frame.locator("#ov-data-figures li[data-figure=steps]")).to_have_text("steps from trace")
+    # the breakdown's shares are the route's (analysis computed them; the view divides nothing)
+    for label, key in (("Compute", "compute"), ("DataLoader", "dataloader"), ("Memcpy", "memcpy")):
+        cells = frame.locator("#ov-avg tbody tr", has=frame.locator(f'td:text-is("{label}")')).locator("td")
+        expect(cells.nth(2)).to_have_text(f"{100 * figures['average_shares'][key]:.1f}")
+    # the trends of the worker's windows (one per trace file of the fixture), drawn by ECharts
+    windows = len(list(fixture_path("kineto", "resnet50_v100").glob("*.pt.trace.json.gz")))
+    expect(frame.locator("#ov-trends")).to_have_attribute("data-state", "loaded", timeout=T)
+    expect(frame.locator("#ov-trends-chart")).to_have_attribute("data-windows", str(windows))
+    expect(frame.locator("#ov-trend-figure")).to_have_value("step_time_ms")
+    expect(frame.locator("#ov-trends-chart svg path").first).to_be_attached()
     shot(page, "overview")
     assert not errors, errors
 

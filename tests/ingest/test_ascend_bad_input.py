@@ -244,17 +244,18 @@ def test_a_bug_in_one_window_does_not_cost_the_others_their_report(tmp_path, mon
     not see the patch)."""
     from canning_tb.cli import view
     from canning_tb.cli.targets import targets_for
+    from canning_tb.store import compute as compute_mod
     from canning_tb.store import store as store_mod
     run = tmp_path / "run"
     for r in (0, 1):
         _copy(fixture_path("ascend", "level0", f"rank{r}_ascend_pt"), run / f"rank{r}_ascend_pt")
-    real = store_mod.read_window
+    real = compute_mod.read_window
 
     def failing(window):
         if window.path.endswith("rank1_ascend_pt"):
             raise ZeroDivisionError("planted")
         return real(window)
-    monkeypatch.setattr(store_mod, "read_window", failing)
+    monkeypatch.setattr(compute_mod, "read_window", failing)
     monkeypatch.setattr(store_mod.Store, "prefetch", lambda self, items, progress=None: {})
     results = view.digest_all(targets_for(str(run), str(tmp_path / "cache")))
     by_path = {t.window.path.rsplit("/", 1)[-1]: (d, err) for t, d, err in results}

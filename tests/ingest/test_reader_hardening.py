@@ -132,7 +132,7 @@ def test_the_child_process_threshold_counts_expanded_bytes(tmp_path, monkeypatch
     threshold = (len(gz) + len(text)) // 2  # between the compressed and the expanded size
     store = Store(str(tmp_path / "logdir"), cache_dir=str(tmp_path / "c"), isolate_bytes=threshold)
 
-    from canning_tb.store import store as store_module
+    from canning_tb.store import compute as store_module
     read = store_module.read_window
 
     def not_here(window):  # the host may start reading; it must stop once the bytes pass the threshold

@@ -34,7 +34,8 @@ ROUTES = {
 # the capture routes choose their own methods (POST to ask) and are off without --canning_capture:
 # tests/plugin/test_capture_routes.py checks their answers, which go through the same error mapping
 CAPTURE = {"/capture", "/capture_state", "/capture_request"}
-ACROSS_RANKS = {"/cluster": {"run": "resnet", "window_index": "0"}, "/timeline_ranks": {"run": "resnet", "window_index": "0"}}
+ACROSS_RANKS = {"/cluster": {"run": "resnet", "window_index": "0"}, "/timeline_ranks": {"run": "resnet", "window_index": "0"},
+                "/trends": {"run": "resnet", "worker": "worker0"}}
 
 
 @pytest.fixture(scope="module")

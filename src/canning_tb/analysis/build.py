@@ -8,8 +8,8 @@ from . import digest_pb2 as pb
 from .cann import cann_steps, ops_from_operator_details, steps_from_cann
 from .communication.collectives import communication_stats
 from .context import Context
-from .digest import SCHEMA_VERSION
 from .coverage import coverage
+from .digest import SCHEMA_VERSION, analysis_revision
 from .efficiency.section import roofline_section
 from .kernels import kernel_stats, kernel_types
 from .gpu_metrics import gpu_efficiency
@@ -79,17 +79,8 @@ def _steps(d: pb.Digest, t: EventTable, ctx: Context):
     return nums, starts, starts + durs, res
 
 
-def _cann_scalars(d: pb.Digest) -> None:
-    """CANN's step figures, mean over its steps, for TensorBoard's Scalars tab."""
-    for col in ("computing_ns", "communication_not_overlapped_ns", "overlapped_ns", "communication_ns", "free_ns",
-                "stage_ns", "bubble_ns", "preparing_ns"):
-        vals = [getattr(s, col) for s in d.cann_steps if getattr(s, col) >= 0]
-        if vals:
-            d.scalars[f"step_trace_{col}"] = float(np.mean(vals))
-
-
 def build_digest(table: EventTable) -> pb.Digest:
-    d = pb.Digest(schema_version=SCHEMA_VERSION)
+    d = pb.Digest(schema_version=SCHEMA_VERSION, analysis_revision=analysis_revision())
     _window(d, table)
     ctx = Context(table)
     d.cann_steps.extend(cann_steps(table))
@@ -116,16 +107,5 @@ def build_digest(table: EventTable) -> pb.Digest:
     d.coverage.CopyFrom(coverage(table, d))
     for p in table.problems:
         d.problems.add(file=str(p.file), message=str(p.message), severity=str(p.severity))
-    _cann_scalars(d)
-    a = d.average
-    d.scalars["step_time_ms"] = a.total_ns / 1e6
-    d.scalars["steps"] = float(len(d.steps))
-    if a.total_ns:
-        for c, f in _FIELDS.items():
-            d.scalars[f"share_{c}"] = getattr(a, f) / a.total_ns
-    d.scalars["communication_not_overlapped_share"] = d.communication.not_overlapped_share
-    for m in d.memory:
-        if m.peak_allocated_bytes >= 0:
-            d.scalars[f"peak_memory_bytes/{m.device}"] = float(m.peak_allocated_bytes)
     d.rule_hits.extend(rule_hits(d, ctx))
     return d

@@ -18,11 +18,11 @@ The order of the last few (rows, sort, order, search) asked is kept (ORDERS_KEPT
 """
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
+
+from canning_tb.lru import LRU
 
 MAX_LIMIT = 1000
 ORDERS_KEPT = 8
@@ -48,8 +48,7 @@ class Page:
                 "order": self.order, "search": self.search}
 
 
-_orders: OrderedDict = OrderedDict()  # (id(rows), sort, order, search) -> (rows, order of the matching rows)
-_orders_lock = threading.Lock()
+_orders = LRU(ORDERS_KEPT)  # (id(rows), sort, order, search) -> (rows, order of the matching rows)
 
 
 def page(rows, fields: tuple, search_fields: tuple, *, sort: str | None = None, order: str | None = None,
@@ -79,18 +78,13 @@ def value(row, field: str):
 def _ordered(rows, search_fields: tuple, sort: str | None, order: str | None, search: str) -> np.ndarray:
     """The indexes of the rows that match, in the order asked (kept for the next pages)."""
     memo = (id(rows), search_fields, sort, order, search)
-    with _orders_lock:
-        kept = _orders.get(memo)
-        if kept is not None and kept[0] is rows:
-            _orders.move_to_end(memo)
-            return kept[1]
+    kept = _orders.get(memo)
+    if kept is not None and kept[0] is rows:
+        return kept[1]
     chosen = _matching(rows, search_fields, search)
     if sort is not None:
         chosen = chosen[_sorted(rows, chosen, sort, order == "desc")]
-    with _orders_lock:
-        _orders[memo] = (rows, chosen)  # the rows are held, so their id is not reused while kept
-        while len(_orders) > ORDERS_KEPT:
-            _orders.popitem(last=False)
+    _orders.put(memo, (rows, chosen))  # the rows are held, so their id is not reused while kept
     return chosen
 
 

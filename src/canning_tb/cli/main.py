@@ -54,7 +54,8 @@ def _parser() -> argparse.ArgumentParser:
                         "which are otherwise summed up across ranks")
     p.add_argument("--worker", action="append", metavar="NAME",
                    help="view: the own report of this worker's windows (repeatable)")
-    p.add_argument("--cache-dir", default=None, help="where digests are cached when the data folder is read-only")
+    p.add_argument("--cache-dir", default=None,
+                   help="where digests are cached (default: the user's cache folder, $CANNING_CACHE_DIR)")
     p.add_argument("--follow-links", action="store_true",
                    help="view/compare: also read files that symbolic links lead to outside --input")
     p.add_argument("--wait", type=int, default=0, help="performance: steps skipped before each window")

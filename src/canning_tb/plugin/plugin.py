@@ -28,6 +28,7 @@ from .errors import RouteError
 from .logdir import normalize_logdir
 from .ranks import cluster_impl, position_of
 from .timeline_routes import timeline_apps
+from .trends import trends_impl
 
 log = logging.getLogger("canning_tb.plugin")
 
@@ -115,7 +116,7 @@ class CanningPlugin(base_plugin.TBPlugin):
         self._logdir = normalize_logdir(getattr(context, "logdir", None), getattr(context, "flags", None))
         self.scanner = Scanner(self._logdir, refresh_interval, store_factory)
         self.scanner.kick()  # start looking now, in the background
-        self.trends = TrendWriter()  # Scalars of windows of other formats (store/trends.py)
+        self.trends = TrendWriter()  # Scalars event files, when the user turns them on (store/trends.py)
         self.capture = CaptureRoutes(self._logdir, capture_enabled(getattr(context, "flags", None)))
 
     # TensorBoard API ------------------------------------------------------------------------
@@ -130,6 +131,7 @@ class CanningPlugin(base_plugin.TBPlugin):
             **{path: self.route(handle, query, kind) for path, (query, kind, handle) in ROUTES.items()},
             "/cluster": self.route(self._cluster, (Param("run", required=True), Param("window_index", "int"),
                                                    Param("worker"), Param("window"))),
+            "/trends": self.route(self._trends, (Param("run", required=True), Param("worker", required=True))),
             **timeline_apps(self),
         }
 
@@ -189,3 +191,6 @@ class CanningPlugin(base_plugin.TBPlugin):
                 raise RouteError(400, "missing parameter: window_index (or worker and window)")
             position = position_of(store, q.run, q.worker, q.window)
         return cluster_impl(store, self.scanner.prefetcher, q.run, position)
+
+    def _trends(self, store, q):
+        return trends_impl(store, self.scanner.prefetcher, q.run, q.worker)

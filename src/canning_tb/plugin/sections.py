@@ -6,11 +6,11 @@ serialise. Times are sent relative to the window start (-1 stays -1 = absent).
 """
 from __future__ import annotations
 
-import math
-
 from canning_tb.analysis import digest_pb2 as pb
+from canning_tb.analysis.digest import analysis_revision
 from canning_tb.analysis.memory_range import memory_range
-from canning_tb.analysis.summary import communication_figures, has_device_work, kernel_total_ns, window_figures
+from canning_tb.analysis.summary import (category_shares, communication_figures, has_device_work, kernel_total_ns,
+                                         window_figures)
 from canning_tb.digest_json import to_plain
 
 from .errors import RouteError, short_path, window_digest
@@ -29,8 +29,22 @@ def _head(store, run: str, worker: str, window: str, digest) -> dict:
     win = digest.window
     info = to_plain(win)
     info["duration_ns"] = max(0, win.end_ns - win.start_ns) if win.end_ns >= 0 and win.start_ns >= 0 else -1
-    return {"run": run, "worker": worker, "window": window, "info": info,
-            "problems": [{**to_plain(p), "file": short_path(store, p.file)} for p in digest.problems]}
+    problems = [{**to_plain(p), "file": short_path(store, p.file)} for p in digest.problems]
+    old = old_analysis(digest)
+    if old:
+        problems.insert(0, {"file": "", "message": old, "severity": "warning"})
+    return {"run": run, "worker": worker, "window": window, "info": info, "old_analysis": old, "problems": problems}
+
+
+def old_analysis(digest) -> str | None:
+    """What to tell of a digest made by other analysis code (the store serves one only when the window's
+    files are not here to make it again: store/lookup.py); None for this code's own."""
+    made = digest.analysis_revision
+    if made == analysis_revision():
+        return None
+    by = f"revision {made}" if made else "a canning-tb older than revisions"
+    return (f"Digest made by other analysis code ({by}; this viewer: {analysis_revision()}) and the window's "
+            "files are not here to make it again: its figures may differ from the other windows'.")
 
 
 def overview_impl(store, run: str, worker: str, window: str) -> dict:
@@ -40,10 +54,10 @@ def overview_impl(store, run: str, worker: str, window: str) -> dict:
     for message in digest.steps:
         step = to_plain(message)
         step["start_ns"] = relative(message.start_ns, t0)
+        step["shares"] = category_shares(message.breakdown)
         steps.append(step)
     return {**_head(store, run, worker, window, digest), "schema_version": digest.schema_version,
             "steps": steps, "average": to_plain(digest.average),
-            "scalars": {k: v if math.isfinite(v) else None for k, v in digest.scalars.items()},  # JSON has no NaN
             "rule_hits": [to_plain(r) for r in digest.rule_hits], "figures": window_figures(digest),
             "coverage": to_plain(digest.coverage), "step_clock": digest.step_clock or "host", **device_efficiency(digest)}
 

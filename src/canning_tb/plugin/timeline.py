@@ -8,10 +8,10 @@ import logging
 import os
 import threading
 import time
-from collections import OrderedDict
 from concurrent import futures
 from dataclasses import dataclass
 
+from canning_tb.lru import LRU
 from canning_tb.safe_files import open_file
 
 from .errors import RouteError, unknown_window, window_digest
@@ -36,9 +36,8 @@ class IndexCache:
     """Windows' (table, index) pairs, least recently used dropped; one build per window at a time."""
 
     def __init__(self, items: int = _MEMORY_ITEMS):
-        self._items = items
         self._lock = threading.Lock()
-        self._loaded: OrderedDict[str, Loaded] = OrderedDict()
+        self._loaded = LRU(items)  # events prefix -> Loaded
         self._building: dict[str, threading.Lock] = {}
         self._jobs: dict[tuple[str, str, str], futures.Future] = {}
         self._progress: dict[tuple[str, str, str], dict] = {}  # windows being loaded: stage, facts, since
@@ -93,15 +92,15 @@ class IndexCache:
             self._progress.setdefault(key, {"since": time.monotonic(), "stage": "reading the trace"})
         digest = window_digest(store, run, worker, window)  # 404 / 422 for unknown or bad windows
         prefix = store.events_prefix(run, worker, window)
+        found = self._loaded.get(prefix)
+        if found is not None:
+            return found
         with self._lock:
-            if prefix in self._loaded:
-                self._loaded.move_to_end(prefix)
-                return self._loaded[prefix]
             lock = self._building.setdefault(prefix, threading.Lock())
         with lock:
-            with self._lock:
-                if prefix in self._loaded:
-                    return self._loaded[prefix]
+            found = self._loaded.get(prefix)
+            if found is not None:
+                return found
             origin = int(digest.window.start_ns)
             facts = {"rank": int(digest.window.rank), "start_ns": origin,
                      "duration_ns": int(digest.window.end_ns) - origin,
@@ -113,10 +112,7 @@ class IndexCache:
             store.wait_timeline_index(run, worker, window)
             loaded = Loaded(table, _index(table, prefix), origin, int(digest.window.end_ns), facts["rank"],
                             facts["steps"], *_series(table))
-            with self._lock:
-                self._loaded[prefix] = loaded
-                while len(self._loaded) > self._items:
-                    self._loaded.popitem(last=False)
+            self._loaded.put(prefix, loaded)
         return loaded
 
     def raw_args_state(self, prefix: str, rows: int, root: str = "") -> str:

@@ -19,7 +19,7 @@ from canning_tb.manifest import digest_path
 from .batch import rename_files
 from .cache import write_atomic
 from .discover import scan_folder
-from .store import digest_of
+from .compute import digest_of
 
 NICENESS = 10
 

@@ -1,7 +1,9 @@
 """Trends for TensorBoard's Scalars tab: each window's key figures (analysis/trends.py) as scalars, one point per
 window at its last step, so Scalars plots them across steps and runs next to the loss.
 
-Written only where the run folder can be written, and only into a folder of ours,
+Only when the user turns it on (`CANNING_WRITE_TRENDS=1`): by default the viewer writes nothing into a
+logdir, and the Overview draws the same figures itself (GET /trends). Then written only where the run
+folder can be written, and only into a folder of ours,
 `<run>/.canning/trends/` (TensorBoard shows it as the run `<run>/.canning/trends`), as new event
 files (handler/scalars.py's writer), tags `canning/from_trace/<figure>[/rank<R>]`: the
 `from_trace/` part marks them as computed by the plugin from a trace, apart from the handler's
@@ -22,13 +24,14 @@ from canning_tb import safe_files
 from canning_tb.analysis.trends import trend_scalars, trend_step
 from canning_tb.handler.scalars import ScalarWriter
 
-from .cache import CACHE_DIRNAME, _writable
+from .cache import CACHE_DIRNAME, _on, _writable
 
 log = logging.getLogger("canning_tb.store")
 
 TREND_DIR = os.path.join(CACHE_DIRNAME, "trends")
 TAG_PART = "from_trace/"
 RECORD = "written.json"
+WRITE_ENV = "CANNING_WRITE_TRENDS"
 EPOCH_NS = 10**18  # profiler clocks below this are not wall-clock times (about 2001-09)
 
 
@@ -52,9 +55,10 @@ class TrendWriter:
         self._lock = threading.Lock()
 
     def kick(self, store) -> None:
-        """Write the new windows' trends in a background thread, unless one is writing."""
+        """Write the new windows' trends in a background thread, unless one is writing (or the user has
+        not turned trend files on: `CANNING_WRITE_TRENDS=1`)."""
         with self._lock:
-            if store is None or (self._thread is not None and self._thread.is_alive()):
+            if store is None or not _on(WRITE_ENV) or (self._thread is not None and self._thread.is_alive()):
                 return
             self._thread = threading.Thread(target=self._run, args=(store,), name="canning-trends", daemon=True)
             self._thread.start()

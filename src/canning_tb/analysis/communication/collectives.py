@@ -11,8 +11,8 @@
 - Bytes: the `bytes` column; bandwidth = bytes / total time (GB/s = bytes per ns), -1 unknown.
 - Time: total_ns = union of communication time inside the steps; overlapped = its part under
   device compute (KERNEL union); not overlapped = the rest, i.e. exactly the sums of the
-  step breakdown's overlapped / communication categories. not_overlapped_share = not
-  overlapped / sum of step times.
+  step breakdown's overlapped / communication categories (their share of the step:
+  summary.step_shares, the one definition).
 - Ascend: what CANN measured itself (transit, wait, synchronization, bytes on the links, the
   link matrix) is added by communication/ascend.py, which says where each figure comes from; the
   calls communication.json holds that the events do not (a kernel_details.csv listing some of the
@@ -102,11 +102,9 @@ def communication_stats(ctx: Context, step_starts: np.ndarray, step_ends: np.nda
     t = ctx.table
     c = pb.Communication(wait_ns=-1, transfer_ns=-1)
     rows = comm_rows(ctx)
-    step_total = int(np.sum(step_ends - step_starts))
     c.overlapped_ns = int(np.sum(breakdown.get("overlapped", 0)))
     c.not_overlapped_ns = int(np.sum(breakdown.get("communication", 0)))
     c.total_ns = c.overlapped_ns + c.not_overlapped_ns
-    c.not_overlapped_share = c.not_overlapped_ns / step_total if step_total > 0 else 0.0
     calls = cann_calls(t)
     if len(rows):
         _stats_from_events(ctx, rows, c, step_starts, step_nums, calls, source_of(t, "comm_ops"))

@@ -36,6 +36,7 @@ from .ops import Row, kernel_rows, metric_of, operator_rows
 from .side import CATEGORIES, Side, side_of
 from .tree import Node, operator_tree
 from ..names import NameMap, name_map
+from ..summary import share as summary_share
 
 RATIO_FROM = 1.5
 SAME_BELOW_PCT = 1.0
@@ -156,10 +157,6 @@ def _peak(side: Side) -> tuple[str, float | None]:
     return (top.device, float(top.peak_allocated_bytes)) if top else ("", None)
 
 
-def _share(part: float, whole: float) -> float | None:
-    return part / whole if whole > 0 else None
-
-
 def _throughput(side: Side) -> float | None:
     return side.batch_size / (side.step_ns / 1e9) if side.batch_size and side.step_ns > 0 else None
 
@@ -169,8 +166,8 @@ def _verdict(base: Side, target: Side) -> Verdict:
     (base_dev, base_peak), (target_dev, target_peak) = _peak(base), _peak(target)
     memory = _change(base_peak, target_peak, "lower", "higher")
     comm = _change(base.breakdown["communication"], target.breakdown["communication"], "less", "more")
-    share = _change(_share(base.breakdown["communication"], base.step_ns),
-                    _share(target.breakdown["communication"], target.step_ns), "less", "more")
+    share = _change(summary_share(base.breakdown["communication"], base.step_ns),  # the one ratio (summary.share)
+                    summary_share(target.breakdown["communication"], target.step_ns), "less", "more")
     throughput = _change(_throughput(base), _throughput(target), "lower", "higher")
     parts = [f"step time {step.text}"]
     if memory.text != "n/a":

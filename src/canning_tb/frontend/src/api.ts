@@ -337,7 +337,6 @@ export interface Communication {
   overlapped_ns: number;
   wait_ns: number;
   transfer_ns: number;
-  not_overlapped_share: number | null;
   collectives: CollectiveStat[];
   calls: CommCall[];
   links: Link[];
@@ -458,11 +457,15 @@ export interface WindowHead {
   worker: string;
   window: string;
   info: WindowInfo & { duration_ns: number };
+  // what to tell of a digest made by other analysis code, whose files are not here to make it again
+  // (its first problem says the same); null for this viewer's own
+  old_analysis: string | null;
   problems: Problem[];
 }
 
 /** /overview `figures`: the window's headline figures, computed in analysis (one function for
- * /overview and /cluster's per_rank rows). */
+ * /overview and /cluster's per_rank rows). These interfaces mirror the msgspec Structs of
+ * analysis/figures.py field for field (tests/frontend/test_frontend_types.py). */
 export interface MemoryFigure {
   device: string;
   peak_bytes: number;
@@ -474,26 +477,45 @@ export interface SlowestOp {
   metric: "device_self_ns" | "host_self_ns";
   share: number; // of that metric summed over all operators but ProfilerStep#*
 }
-export interface WindowFigures {
-  steps: number;
-  total_step_ns: number;
-  average_step_ns: number;
+/** Each step breakdown category's time over the step's (a step, or the average step); null unknown. */
+export interface CategoryShares {
+  compute: number | null;
+  overlapped: number | null;
+  communication: number | null;
+  memcpy: number | null;
+  memset: number | null;
+  device_wait: number | null;
+  runtime: number | null;
+  dataloader: number | null;
+  host: number | null;
+  idle: number | null;
+}
+export interface StepShares {
   compute_share: number | null;
+  compute_source: string; // "host" on windows without device work: the host operators are the computation
   comm_not_hidden_share: number | null;
   dataloader_share: number | null;
   idle_share: number | null; // nothing recorded (the breakdown's Idle)
   device_idle_share: number | null; // the step minus the device's busy time; null without device work
-  compute_source: string; // "host" on windows without device work: the host operators are the computation
+}
+export interface WindowFigures extends StepShares {
+  steps: number;
+  total_step_ns: number;
+  average_step_ns: number;
+  average_shares: CategoryShares;
   memory: MemoryFigure[];
   slowest_op: SlowestOp | null;
+}
+/** A step of /overview: the digest's Step and its categories' shares of it. */
+export interface OverviewStep extends Step {
+  shares: CategoryShares;
 }
 
 /** GET /overview */
 export interface OverviewResponse extends WindowHead {
   schema_version: number;
-  steps: Step[];
+  steps: OverviewStep[];
   average: Breakdown;
-  scalars: Record<string, number | null>;
   rule_hits: RuleHit[];
   figures: WindowFigures;
   gpu_efficiency: GpuEfficiency[];
@@ -715,14 +737,14 @@ export interface RankFigures {
   window: string;
   steps: number;
   step_ns: number;
-  compute_share: number | null;
-  comm_not_hidden_share: number | null;
+  compute_share: number; // -1 unknown
+  comm_not_hidden_share: number; // -1 unknown
   memory_device: string;
   memory_peak_bytes: number;
   memory_capacity_bytes: number;
   slowest_op: string;
   slowest_op_ns: number;
-  slowest_op_metric: string;
+  slowest_op_metric: "device_self_ns" | "host_self_ns";
 }
 export interface FigureRange {
   min: number;
@@ -736,7 +758,13 @@ export interface RunSummary {
   compute_share: FigureRange | null;
   comm_not_hidden_share: FigureRange | null;
   memory_peak_bytes: FigureRange | null;
-  slowest_op: { name: string; ns: number; rank: number; metric: string } | null;
+  slowest_op: RunSlowestOp | null;
+}
+export interface RunSlowestOp {
+  name: string;
+  ns: number;
+  rank: number;
+  metric: "device_self_ns" | "host_self_ns";
 }
 /** How one figure spreads over the ranks (analysis/cluster_spread.py), the extreme and outlying ranks named. */
 export interface RankValue {
@@ -1296,4 +1324,26 @@ export async function postCapture(body: Record<string, unknown>): Promise<Captur
   const answer: unknown = await resp.json().catch(() => null);
   if (!resp.ok) throw new ApiError(errorOf(answer, resp.status), resp.status);
   return answer as CaptureAsked;
+}
+
+/** GET /trends: the key figures of every window of one worker (analysis/trends.py), for the Overview's
+ * trends chart; HTTP 202 {loading, done, total} while its windows are being digested. */
+export interface TrendPoint {
+  window: string;
+  label: string;
+  step: number;
+  values: Record<string, number>;
+  old_analysis: boolean;
+}
+export interface TrendsResponse {
+  run: string;
+  worker: string;
+  loading: boolean;
+  windows: TrendPoint[];
+  problems: { window: string; message: string }[];
+}
+export interface TrendsLoading {
+  loading: true;
+  done: number;
+  total: number;
 }

@@ -240,7 +240,7 @@ export class SortTable<T> {
   }
 }
 
-function delay(ms: number, signal: AbortSignal): Promise<void> {
+export function delay(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
     const timer = window.setTimeout(resolve, ms);
     signal.addEventListener("abort", () => {
