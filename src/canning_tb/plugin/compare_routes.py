@@ -23,16 +23,27 @@ def _side(store, run: str, worker: str, window: str) -> tuple[dict, object]:
 
 
 def compare_impl(store, base: tuple[str, str, str], target: tuple[str, str, str], group_by: str = "name") -> dict:
-    from canning_tb.analysis.compare.verdict import compare  # numpy: on the first request, not at TensorBoard start
-
-    if group_by not in MODES:
-        raise RouteError(400, f"group_by must be one of {', '.join(MODES)}, not {group_by!r}")
+    _mode(group_by)
     base_info, base_digest = _side(store, *base)
     target_info, target_digest = _side(store, *target)
-    names, path, problem = load_name_map(store.logdir)
-    comparison = compare(base_digest, target_digest, names, group_by).as_dict()
     return {"base_window": base_info, "target_window": target_info,
-            "name_map": {"file": short_path(store, path) if path else None, "problem": problem}, **comparison}
+            **compared(store, base_digest, target_digest, group_by)}
+
+
+def _mode(group_by: str) -> None:
+    if group_by not in MODES:
+        raise RouteError(400, f"group_by must be one of {', '.join(MODES)}, not {group_by!r}")
+
+
+def compared(store, base, target, group_by: str = "name") -> dict:
+    """The comparison of two sides (a digest or a list of digests each: analysis.compare) through the
+    logdir's name map, and that map's file and problem. Also the MCP server's (canning_tb/mcp)."""
+    from canning_tb.analysis.compare.verdict import compare  # numpy: on the first request, not at TensorBoard start
+
+    _mode(group_by)
+    names, path, problem = load_name_map(store.logdir)
+    return {"name_map": {"file": short_path(store, path) if path else None, "problem": problem},
+            **compare(base, target, names, group_by).as_dict()}
 
 
 def compare_request(store, args) -> dict:
