@@ -4,11 +4,13 @@ MFU, HBM bandwidth, roofline points), as the plugin's /roofline answer holds it
 analysis/efficiency, or a digest written at the source by one) answer that it is not in this digest."""
 from __future__ import annotations
 
-from .bounds import UNITS, offset_of, paged
+from .bounds import UNITS, first, offset_of, paged
+from .terms import EFFICIENCY, glossary
 
 NOT_HERE = ("not in this digest: roofline points and MFU come from canning-tb's efficiency analysis "
             "(analysis/efficiency), which this digest (or this version of canning-tb) does not have")
 POINT_KINDS = ("all", "operator", "kernel")
+STEPS_SHOWN = 50
 
 
 def _roofline(host, run: str, worker: str, window: str) -> tuple[dict | None, dict | None]:
@@ -35,7 +37,8 @@ def mfu(host, run: str, worker: str, window: str) -> dict:
         return instead
     figures = {k: v for k, v in body["roofline"].items() if k != "points"}
     return {"run": run, "worker": worker, "window": window, "roofline": figures,
-            "points_total": len(body["roofline"]["points"]), "steps": body["steps"], "units": UNITS}
+            "points_total": len(body["roofline"]["points"]), **first(body["steps"], STEPS_SHOWN, "steps"),
+            "glossary": glossary(EFFICIENCY), "units": UNITS}
 
 
 def roofline(host, run: str, worker: str, window: str, kind: str = "all", cursor: str | None = None,
@@ -50,4 +53,6 @@ def roofline(host, run: str, worker: str, window: str, kind: str = "all", cursor
     points = [p for p in body["roofline"]["points"] if kind == "all" or p["kind"] == kind]
     answer = {"run": run, "worker": worker, "window": window, "kind": kind, "device": body["roofline"]["device"],
               "total": len(points), "offset": offset, "points": points[offset:offset + limit], "units": UNITS}
+    if offset == 0:
+        answer["glossary"] = glossary(EFFICIENCY)
     return paged(answer, "points", question, offset, len(points))

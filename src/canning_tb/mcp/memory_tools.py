@@ -9,7 +9,7 @@ from .bounds import UNITS, first, offset_of, paged
 from .terms import MEMORY, glossary
 
 CURVES = ("curve_ts_ns", "curve_allocated_bytes", "curve_reserved_bytes", "curve_active_bytes")
-OPS_SHOWN = 20  # per-operator allocation rows (most bytes first, as the digest orders them)
+OPS_SHOWN = 20  # per-operator allocation rows (most bytes first, as the digest orders them), NPU components
 
 
 def _where(run: str, worker: str, window: str) -> dict:
@@ -35,9 +35,9 @@ def memory(host, run: str, worker: str, window: str, points: int = 200) -> dict:
     body = sections.memory_impl(host.store(), run, worker, window)
     devices = []
     for device in body["devices"]:
-        kept = {k: v for k, v in device.items() if k not in CURVES + ("events", "ops")}
+        kept = {k: v for k, v in device.items() if k not in CURVES + ("events", "ops", "components")}
         devices.append({**kept, "events_total": len(device["events"]), **first(device["ops"], OPS_SHOWN, "ops"),
-                        **_thinned(device, points)})
+                        **first(device["components"], OPS_SHOWN, "components"), **_thinned(device, points)})
     return {**_where(run, worker, window), "devices": devices, "glossary": glossary(MEMORY), "units": UNITS}
 
 

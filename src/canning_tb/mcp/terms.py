@@ -28,15 +28,21 @@ COMMUNICATION = {"total_ns": "comm_total", "wait_ns": "wait", "transfer_ns": "tr
                  "bandwidth_gbps": "bandwidth"}
 RANKS = {"step_ns": "step_time", "computing_ns": "computing", "free_ns": "free", "wait_ns": "wait",
          "transfer_ns": "transfer", "p2p_wait_ns": "p2p_wait", "communication_total_ns": "comm_total"}
+# analysis/efficiency's figures (their entries come with it: a glossary without them names none of these)
+EFFICIENCY = {"mfu": "mfu", "flops_per_step": "model_flops", "hbm_gbps": "hbm_bandwidth_used",
+              "modelled_share": "modelled_share", "flops": "model_flops", "bytes": "model_bytes",
+              "tflops": "achieved_tflops", "gbps": "achieved_gbps", "intensity": "arithmetic_intensity",
+              "roof_tflops": "roof", "roof_share": "roof_share", "bound": "bound", "vector_tflops": "peak_flops"}
 
 
 def glossary(*tables: dict) -> dict:
-    """{field: {"term", "name", "definition"}} for the fields of `tables` (the first table naming a field wins)."""
+    """{field: {"term", "name", "definition"}} for the fields of `tables` (the first table naming a field wins;
+    a term the glossary does not have is left out)."""
     known = entries()
     out: dict = {}
     for table in tables:
         for field, term in table.items():
-            if field not in out:
+            if field not in out and term in known:
                 entry = known[term]
                 out[field] = {"term": term, "name": entry["label"], "definition": entry["tip"]}
     return out
