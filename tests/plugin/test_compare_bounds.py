@@ -11,7 +11,7 @@ from tensorboard.backend import application
 from werkzeug.test import Client
 
 from canning_tb.analysis import digest_pb2
-from canning_tb.analysis.digest import SCHEMA_VERSION
+from canning_tb.analysis.digest import SCHEMA_VERSION, analysis_revision
 from canning_tb.plugin import compare_routes
 from test_plugin_routes import make_plugin
 
@@ -37,7 +37,8 @@ def write_window(run, digest, name="w") -> None:
 
 
 def digest_of(ops: list[tuple[str, str]], step_ns: int) -> digest_pb2.Digest:
-    d = digest_pb2.Digest(schema_version=SCHEMA_VERSION)
+    # made by this analysis code: a digest at the source of other code would be made again from the trace
+    d = digest_pb2.Digest(schema_version=SCHEMA_VERSION, analysis_revision=analysis_revision())
     d.window.start_ns, d.window.end_ns, d.window.rank = 0, step_ns, 0
     d.steps.add(number=1, start_ns=0, dur_ns=step_ns)
     d.average.total_ns = d.average.host_ns = step_ns

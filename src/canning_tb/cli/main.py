@@ -5,6 +5,7 @@
   canning-prof --mode=compare --base=PATH --input=PATH [--format=text|json] [--fail-on-regression=PCT]
   canning-prof digest --input=PATH_OR_URL [--dask=SCHEDULER_ADDRESS]   (cli/digest.py)
   canning-prof capture --logdir DIR [--run NAME] --steps N [--ranks 0,3] [--record-shapes ...]   (cli/capture.py)
+  canning-prof mcp --logdir DIR [--http 127.0.0.1:PORT]   (the MCP server for assistants: canning_tb/mcp, docs/agents.md)
 
 `view` prints the report of what PATH holds (a trace file, an *_ascend_pt folder, a run folder
 with many ranks, or a whole logdir): first the ranks of a run across each other, then each window
@@ -34,7 +35,8 @@ def _parser() -> argparse.ArgumentParser:
                "  canning-prof --mode=compare --base=./log/baseline --input=./log/candidate\n"
                "  canning-prof --mode=compare --base=./log/main --input=./log/pr --fail-on-regression=5\n"
                "  canning-prof digest --input=s3://bucket/logs [--dask=tcp://scheduler:8786]\n"
-               "  canning-prof capture --logdir ./log --steps 3 --wait   (a running job with ps.on_demand())",
+               "  canning-prof capture --logdir ./log --steps 3 --wait   (a running job with ps.on_demand())\n"
+               "  canning-prof mcp --logdir ./log   (an MCP server for assistants, on stdio: docs/agents.md)",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--mode", choices=["performance", "view", "compare"], required=True,
                    help="performance: run a script under the profiler; view: print a report; "
@@ -74,6 +76,9 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["capture"]:
         from .capture import capture_command
         return capture_command(argv[1:])
+    if argv[:1] == ["mcp"]:
+        from canning_tb.mcp.cli import mcp_command
+        return mcp_command(argv[1:])
     args = _parser().parse_args(argv)
     if args.follow_links:  # the store's one policy for links (store/links.py) reads it
         os.environ[FOLLOW_ENV] = "1"

@@ -106,6 +106,26 @@ def compare_impl(store, base: tuple[str, str, str], target: tuple[str, str, str]
             "rows": [asdict(r) for r in found.rows]}
 
 
+def compared(store, base, target, group_by: str = "name") -> dict:
+    """The whole comparison of two sides (a digest or a list of digests each: analysis.compare), every
+    table unpaged, through the logdir's name map, and that map's file and problem: the MCP server's
+    (canning_tb/mcp), which pages each section itself."""
+    from canning_tb.analysis.compare.verdict import compare  # numpy: on the first request, not at TensorBoard start
+    if group_by not in MODES:
+        raise RouteError(400, f"group_by must be one of {', '.join(MODES)}, not {group_by!r}")
+    names, path, problem = load_name_map(store.logdir)
+    return {"name_map": {"file": short_path(store, path) if path else None, "problem": problem},
+            **compare(base, target, names, group_by).as_dict()}
+
+
+def compared_windows(store, base: tuple[str, str, str], target: tuple[str, str, str], group_by: str = "name") -> dict:
+    """`compared` of two windows, with the windows the answer is about (the route's base_window / target_window)."""
+    base_info, base_digest, _ = _side(store, *base)
+    target_info, target_digest, _ = _side(store, *target)
+    return {"base_window": base_info, "target_window": target_info,
+            **compared(store, base_digest, target_digest, group_by)}
+
+
 def compare_request(store, q) -> dict:
     """The declared query (docs/http_api.md "GET /compare") -> compare_impl."""
     paging = {"sort": q.sort, "search": q.search, "offset": q.offset}
