@@ -58,7 +58,8 @@ import numpy as np
 
 from ..ingest.table import NONE, EventTable, Kind
 from . import intervals as iv
-from .common import DATALOADER_RE, DEVICE_KINDS, HOST_OP_KINDS, STEP_RE, group_rows, id_mask, join_on, kind_mask, name_mask
+from .common import (DATALOADER_RE, DEVICE_KINDS, HOST_OP_KINDS, STEP_RE, group_rows, id_mask, ids_matching, join_on,
+                     kind_mask, name_mask)
 from .communication.collectives import comm_rows
 from .context import Context
 
@@ -76,8 +77,8 @@ PINNED_RE = re.compile(r"pinned", re.I)
 def step_rows(table: EventTable) -> tuple[np.ndarray, np.ndarray]:
     """Rows of the ProfilerStep#N events on the main thread, by start, and their numbers."""
     ev = table.events
-    ids = [i for i, s in enumerate(table.strings.values) if STEP_RE.match(s)]
-    if not ids:
+    ids = ids_matching(table, STEP_RE)
+    if not len(ids):
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     rows = np.flatnonzero(id_mask(ev["name"], ids, len(table.strings)) & (ev["kind"] != int(Kind.GPU_USER_ANNOTATION))
                           & (ev["device"] == NONE))
@@ -153,12 +154,11 @@ def device_wait_rows(table: EventTable) -> np.ndarray:
     if len(runtime) == 0:
         return runtime
     texts = table.strings.values
-    waits = id_mask(ev["name"][runtime], [i for i, t in enumerate(texts) if DEVICE_WAIT_RE.search(t)], len(texts))
-    copies = runtime[id_mask(ev["name"][runtime], [i for i, t in enumerate(texts) if ASYNC_COPY_RE.match(t)],
-                             len(texts))]
+    waits = id_mask(ev["name"][runtime], ids_matching(table, DEVICE_WAIT_RE), len(texts))
+    copies = runtime[id_mask(ev["name"][runtime], ids_matching(table, ASYNC_COPY_RE), len(texts))]
     if len(copies):
         memcpy = np.flatnonzero(ev["kind"] == int(Kind.MEMCPY))
-        d2h = [i for i, t in enumerate(texts) if D2H_UNPINNED_RE.search(t) and not PINNED_RE.search(t)]
+        d2h = np.setdiff1d(ids_matching(table, D2H_UNPINNED_RE), ids_matching(table, PINNED_RE))
         memcpy = memcpy[id_mask(ev["name"][memcpy], d2h, len(texts)) & (ev["correlation"][memcpy] != NONE)]
         blocking = copies[np.isin(ev["correlation"][copies], ev["correlation"][memcpy])]
         waits |= np.isin(runtime, blocking)

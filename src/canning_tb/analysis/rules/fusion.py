@@ -44,7 +44,11 @@ def _thread_sequences(inp: RuleInput) -> list[tuple[Sequence, np.ndarray, np.nda
     found = top_level_ops(inp)
     if not found:
         return []
-    short = [name.split("::", 1)[-1] for name in inp.ctx.table.strings.values]
+    values = inp.ctx.table.strings.values
+    short = [""] * len(values)  # the short names of the operators only, never the call stacks beside them
+    for name_id in np.unique(np.concatenate([name_ids for name_ids, _, _ in found])).tolist():
+        if 0 <= name_id < len(values):
+            short[name_id] = values[name_id].split("::", 1)[-1]
     device = has_device_work(inp.digest)
     seqs = sequences(short, [name_ids for name_ids, _, _ in found])
     return [(seq, name_ids, device_ns if device else host_ns)
