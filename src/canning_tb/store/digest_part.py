@@ -23,6 +23,7 @@ RANKS = (
     ("kernels_by_name", COUNTED),  # summary.has_device_work: whether there are any
     ("memory", ("device", "peak_allocated_bytes", "capacity_bytes")),
     ("communication", None), ("cann_steps", None), ("average_steps", None),
+    ("rule_hits", None),  # each window's own findings, beside the cross-rank ones (CLI, without --detail)
 )
 
 
