@@ -6,7 +6,7 @@ Modes (each a workload an engineer knows the answer for):
   in gloo's worker threads while the backward pass computes on the main thread.
 - "pipeline": a 2-stage torch.distributed.pipelining Schedule1F1B, 4 micro-batches, 4 layers per stage.
 - "pipeline_unbalanced": the same with 1 layer on stage 0 and 7 on stage 1 (the last stage does most).
-- "broadcast": the window's first step builds the DDP model of 25 MB (its parameters broadcast from
+- "broadcast": the window's first step builds the DDP model of 9.4 MB (its parameters broadcast from
   rank 0), later steps train without DDP's all-reduce (no_sync): the only communication is that one-off.
 Writes OUT/MODE.rankR.pt.trace.json."""
 import sys
@@ -33,7 +33,7 @@ def run_ddp(out: str, rank: int) -> None:
     torch.manual_seed(0)
     model = DDP(mlp(6), bucket_cap_mb=0.05)  # about one Linear (147 kB) per bucket
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    x, y = torch.randn(256, WIDTH), torch.randn(256, WIDTH)
+    x, y = torch.randn(128, WIDTH), torch.randn(128, WIDTH)
     with profiler(out, "ddp", rank) as prof:
         for _ in range(5):
             opt.zero_grad()
@@ -51,7 +51,7 @@ def run_pipeline(out: str, rank: int, mode: str) -> None:
     # every rank passes the loss: a schedule without one runs forward only (and the stages then deadlock)
     sched = Schedule1F1B(stage, n_microbatches=4, loss_fn=lambda out, y: ((out - y) ** 2).mean())
     opt = torch.optim.SGD(module.parameters(), lr=0.01)
-    x, y = torch.randn(128, WIDTH), torch.randn(128, WIDTH)
+    x, y = torch.randn(64, WIDTH), torch.randn(64, WIDTH)
     with profiler(out, mode, rank) as prof:
         for _ in range(5):
             opt.zero_grad()
@@ -63,8 +63,8 @@ def run_pipeline(out: str, rank: int, mode: str) -> None:
 def run_broadcast(out: str, rank: int) -> None:
     from torch.nn.parallel import DistributedDataParallel as DDP
     torch.manual_seed(rank)  # different initial weights: the broadcast does real work
-    model = mlp(6, 1024)  # 25 MB of parameters to broadcast, a few ms of compute per step
-    x, y = torch.randn(8, 1024), torch.randn(8, 1024)
+    model = mlp(4, 768)  # 9.4 MB of parameters to broadcast, a few ms of compute per step
+    x, y = torch.randn(4, 768), torch.randn(4, 768)
     with profiler(out, "broadcast", rank, active=3) as prof:
         for step in range(4):
             if step == 1:  # the first profiled step (after the warm-up) builds DDP: it broadcasts the parameters

@@ -56,11 +56,19 @@ def paired_noise(slow: list[dict], others: list[dict], metric: str) -> int:
 
 
 def _significant(f: Finding, step_ns: int, noise_ns: int) -> bool:
+    """Above the floors. With one step per rank the variation is unknown: the finding is only a hint
+    (info), and says so."""
     f.floor_ns, f.noise_ns, f.step_ns = int(th.MIN_GAIN_SHARE * step_ns), noise_ns, step_ns
     f.scope = "ranks"
     if f.gain_ns < 0:
         return True
-    return f.gain_ns >= f.floor_ns and (noise_ns < 0 or f.gain_ns > noise_ns)
+    if f.gain_ns < f.floor_ns or (noise_ns >= 0 and f.gain_ns <= noise_ns):
+        return False
+    if noise_ns < 0 and f.severity == "warning":
+        f.severity = "info"
+        f.seen += (" One step per rank: the ranks' step-to-step variation is unknown, so part of this spread "
+                   "may be noise; profile more steps (schedule active=3 or more) to tell.")
+    return True
 
 
 def _spread(values: list[float]) -> float:
@@ -78,10 +86,12 @@ def slow_rank(analysis: dict, par) -> list[Finding]:
         group = [rows[r] for r in members if r in rows]
         if len(group) < 2:
             continue
-        for metric, field, slow_is_max in METRICS:
-            f = _slow_rank_finding(group, metric, field, slow_is_max, par, analysis)
-            if f is not None:
-                found.append(f)
+        mine = [f for f in (_slow_rank_finding(group, metric, field, slow_is_max, par, analysis)
+                            for metric, field, slow_is_max in METRICS) if f is not None]
+        # the rank the others wait for inside the collectives (least communication) is the direct
+        # evidence: a most-computing or most-free rank other than it is not the one they wait for
+        waited = next((f.evidence[0].rank for f in mine if f.rule == "slow_rank_communication"), None)
+        found += [f for f in mine if waited is None or f.evidence[0].rank == waited]
     return found
 
 
@@ -105,7 +115,7 @@ def _slow_rank_finding(group: list[dict], metric: str, field: str, slow_is_max: 
         gain_ns=int(values[hi] - values[lo]), gain_basis=f"the {metric} spread between the ranks", value=ratio,
         figures={"ratio": ratio, "max_ns": values[hi], "min_ns": values[lo]},
         evidence=[evidence("ranks", str(rank), f"rank {rank}", rank=rank)],
-        figure=metric, figure_value=values[rank], view="ranks", threshold=th.SLOW_RANK_RATIO,
+        figure=metric, figure_value=values[rank], view="ranks",
         removes_what=[f"{metric} spread"], ranks=sorted(values))
     by_rank = {r["rank"]: r for r in group}
     return f if _significant(f, _step_ns(analysis), paired_noise([by_rank[hi]], [by_rank[lo]], metric)) else None
@@ -136,7 +146,7 @@ def slow_link(analysis: dict, par, digests) -> list[Finding]:
             gain_ns=int(per[slow] - min(per.values())), gain_basis="the transfer spread in the group per step",
             value=ratio, figures={"ratio": ratio},
             evidence=[evidence("ranks", col["kind"], f"{col['kind']} {col['group']}", rank=slow)],
-            figure="transfer", figure_value=per[slow], view="ranks", threshold=th.SLOW_RANK_RATIO,
+            figure="transfer", figure_value=per[slow], view="ranks",
             removes_what=["transfer spread"], ranks=sorted(per))
         fast = min(per, key=per.get)
         if _significant(f, _step_ns(analysis), paired_noise([rows[slow]], [rows[fast]], "transfer")
@@ -179,7 +189,7 @@ def _slow_transport(digests, analysis: dict) -> list[Finding]:
             gain_ns=int(took - moved / mean), gain_basis="the slowest link's transfer time per step at the links' mean "
             "bandwidth", value=ratio, figures={"ratio": ratio, "bandwidth_gbps": slowest},
             evidence=[evidence("ranks", f"{src}->{dst}", "matrix cell", rank=src)],
-            figure="bandwidth", figure_value=slowest, view="ranks", threshold=th.SLOW_RANK_RATIO, ranks=[src, dst],
+            figure="bandwidth", figure_value=slowest, view="ranks", ranks=[src, dst],
             removes_what=["slow link transfer"])
         if _significant(f, _step_ns(analysis), -1):
             found.append(f)
@@ -223,7 +233,7 @@ def stage_imbalance(analysis: dict, par) -> list[Finding]:
         gain_basis="the slowest stage's computing above the stages' mean (a perfectly balanced split)", value=ratio,
         figures={"ratio": ratio, "slow_stage_computing_ns": computing[slow], "mean_computing_ns": mean},
         evidence=[evidence("ranks", str(r), f"rank {r} computing", rank=r) for r in slow_ranks],
-        figure="computing", figure_value=computing[slow], view="ranks", threshold=th.SLOW_RANK_RATIO,
+        figure="computing", figure_value=computing[slow], view="ranks",
         removes_what=["stage imbalance"], ranks=[r["rank"] for s in stages for r in s])
     everyone = [r for s in stages for r in s]
     return [f] if _significant(f, _step_ns(analysis), paired_noise(stages[slow], everyone, "computing")) else []

@@ -186,7 +186,6 @@ def small_packets(inp: RuleInput):
         figures={"small_calls": len(small), "small_time_share": share},
         evidence=[_longest_call(inp, small[0].kind, small[0].group)],
         figure="comm_total", figure_value=float(sum(c.dur_ns for c in small)), view="communication",
-        threshold=th.SMALL_PACKET_SHARE,
         removes=iv.intersect(not_hidden, calls_set(small)) if not_hidden is not None else None,
         removes_what=["communication", "small calls"])
 
@@ -210,7 +209,7 @@ def byte_alignment(inp: RuleInput):
         figures={"unaligned_calls": len(odd)},
         evidence=[evidence("communication", c.kind, c.op or c.kind, timeline_name=c.op, ts_ns=c.start_ns,
                            dur_ns=c.dur_ns) for c in odd[:3]],
-        figure="bytes", figure_value=float(odd[0].bytes), view="communication", threshold=th.BYTE_ALIGNMENT)
+        figure="bytes", figure_value=float(odd[0].bytes), view="communication")
 
 
 @rule("low_bandwidth", "communication")

@@ -139,7 +139,7 @@ def matmul_alignment(inp: RuleInput):
         evidence=[evidence("operators", o.name, f"{o.name} {o.input_shapes}", timeline_name=o.name) for o in bad[:3]]
         + [evidence("kernels", k.name, "a kernel for unaligned operands", timeline_name=k.name) for k in narrow[:1]],
         figure="op_calls", figure_value=float(next((o.calls for o in d.ops_by_name if o.name == bad[0].name), 0)),
-        view="operators", threshold=th.UNALIGNED_CALL_SHARE, at_most_ns=mm_time // inp.steps)
+        view="operators", at_most_ns=mm_time // inp.steps)
 
 
 # what to do about a family of kernels that dominates the device time
@@ -253,5 +253,5 @@ def compilation(inp: RuleInput):
         gain_basis="the compilation ranges per step; guard checks and cache misses around them come on top",
         figures={"compile_events": len(rows), "compile_ns": total, "compile_share": share},
         evidence=[shown] if shown else [evidence("timeline", "", "compilation events")],
-        figure="compile_time", figure_value=float(total), view="trace", threshold=th.COMPILE_SHARE,
+        figure="compile_time", figure_value=float(total), view="trace",
         removes=removes, removes_what=["compilation ranges"])

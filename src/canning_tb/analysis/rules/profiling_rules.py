@@ -32,7 +32,7 @@ def trace_inflated(inp: RuleInput):
         change_npu="the same in torch_npu.profiler (and profiler_level=Level0 when measuring).",
         gain_basis="profiling overhead, not the model's time", value=share,
         figures={"python_function_share": share, "events": mix["events"]},
-        figure="trace_events", figure_value=float(mix["events"]), view="trace", threshold=th.STACK_EVENTS_SHARE)
+        figure="trace_events", figure_value=float(mix["events"]), view="trace")
 
 
 @rule("window_too_long", "profiling")
@@ -123,8 +123,9 @@ def startup(inp: RuleInput):
     return Finding(
         "", "", "info", "The window records the process start-up",
         f"Device runtime initialisation ({len(rows)} calls such as {top.row if top else 'cudaSetDevice'}) takes "
-        f"{ms(total)} of the window" + (", which has no ProfilerStep range: no training step is measured." if no_steps
-                                        else "."),
+        f"{ms(total)} of the window (Runtime {pct(inp.digest.average.runtime_ns / inp.step_ns) if inp.step_ns > 0 else '–'}"
+        f" of the average step)" + (", which has no ProfilerStep range: no training step is measured." if no_steps
+                                    else "."),
         why="Initialisation (context creation, first allocations, cuDNN / cuBLAS handles, autotuning) happens once; "
             "time, launch and allocation findings on it would not be true of the training steps.",
         change_torch="start the profiler after the first steps (torch.profiler.schedule(wait=N, warmup=1, active=3)) "

@@ -126,7 +126,7 @@ def sync_calls_rule(inp: RuleInput):
         value=per_step, figures={"sync_calls_per_step": per_step},
         evidence=[evidence("operators", c["op"], f"{c['op']}: {c['calls']} calls", timeline_name=c["op"])
                   for c in calls[:3]],
-        figure="device_wait", view="overview", figure_value=share, threshold=th.DEVICE_WAIT_SHARE,
+        figure="device_wait", view="overview", figure_value=share,
         removes=inp.category("device_wait"), removes_what=["device_wait"])
 
 
@@ -176,7 +176,7 @@ def host_bound(inp: RuleInput):
         figures={"host_share": _share(inp, "host_ns"), "runtime_share": _share(inp, "runtime_ns")},
         evidence=[evidence("overview", "Host", "Average step breakdown: Host"),
                   evidence("operators", "", "Operators by Host Self Duration")],
-        figure="host", figure_value=_share(inp, "host_ns"), view="overview", threshold=th.HOST_SHARE,
+        figure="host", figure_value=_share(inp, "host_ns"), view="overview",
         removes=inp.categories(("host", "runtime")), removes_what=["host", "runtime"])
 
 
