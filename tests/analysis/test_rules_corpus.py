@@ -200,3 +200,31 @@ def test_the_broadcast_is_in_the_first_profiled_step_only(corpus):
 
 def test_every_set_is_in_the_corpus(corpus):
     assert set(corpus) == set(CORPUS)
+
+
+def test_every_surface_shows_the_cross_rank_findings_in_one_order(corpus, tmp_path):
+    """canning-prof --mode=view, text without --detail and JSON, shows the unbalanced pipeline's
+    cross-rank findings (stage imbalance first) in the order the rules rank them, and each rank's own
+    findings in its digest's order; the text's slow-rank table says why a spread over 5 % is no finding."""
+    import json
+    import re
+    import shutil
+    paths, digests, _, hits = corpus["run_pipeline_unbalanced"]
+    for rank, path in enumerate(paths):
+        shutil.copy(path, tmp_path / f"rank{rank}.1.pt.trace.json")
+    cli = [sys.executable, "-m", "canning_tb.cli.main", "--mode=view", f"--input={tmp_path}",
+           f"--cache-dir={tmp_path / 'cache'}"]
+    text = subprocess.run(cli, capture_output=True, text=True, timeout=300)
+    assert text.returncode == 0, text.stderr
+    block = text.stdout[text.stdout.index("Optimization Suggestions (across ranks):"):]
+    titles = [h.title for h in hits]
+    assert titles and titles[0].startswith("Pipeline stages are unbalanced")
+    listed = [m.group(1) for m in re.finditer(r"^\d+\. \[\w+\] (.+?)\. ", block, re.M)]
+    assert [t for t in listed if t in titles] == titles
+    report = json.loads(subprocess.run(cli + ["--format=json"], capture_output=True, text=True, timeout=300).stdout)
+    (group,) = report["ranks"]
+    assert [f["title"] for f in group["findings"]] == titles
+    for d in digests:
+        (window,) = [w for w in report["windows"] if w["worker"] == f"rank{d.window.rank}"]
+        assert [f["rule"] for f in window["findings"]] == [h.rule for h in d.rule_hits]
+    assert "no: the ranks compared are different pipeline stages" in text.stdout

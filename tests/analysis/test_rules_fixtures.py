@@ -186,4 +186,4 @@ def test_cross_rank_spread_under_the_floor_in_the_cli(tmp_path):
     assert row["ratio"] == pytest.approx(ratio, rel=1e-3)
     text = subprocess.run([sys.executable, "-m", "canning_tb.cli.main", "--mode=view", f"--input={src}"],
                           capture_output=True, text=True, timeout=180).stdout
-    assert re.search(r"communication +0\.05\d+ +yes +no: under the significance floors", text)
+    assert re.search(r"communication +0\.05\d+ +yes +no: under the significance floors", text), text

@@ -6,7 +6,7 @@ import pytest
 from _rules_workloads import (ACTIVE, linear_step, llama_block_step, profiled, recompiling_step, sleepy_loader,
                               step_ms)
 
-from canning_tb.analysis.rules.engine import candidates
+from canning_tb.analysis.rules.runner import candidates
 from canning_tb.analysis.summary import window_figures
 
 SLEEP_S = 0.015  # per sample, 2 samples per batch: 30 ms of data loading per step (well above the noise)

@@ -247,21 +247,24 @@ def ranks_report(digests: list, top: int | None = None, analysis: dict | None = 
     from .rules import cluster_hits
     from .rules.text import suggestions_text
     hits = cluster_hits(r, digests)
-    s = slow_rank_table(r, hits)
+    from .parallelism import recognise
+    s = slow_rank_table(r, hits, pipeline=recognise(digests).pipeline if digests else False)
     return str(t) + "\n\n" + str(s) + "\n\n" + suggestions_text(hits).replace(
         "Optimization Suggestions:", "Optimization Suggestions (across ranks):", 1)
 
 
-def slow_rank_table(analysis: dict, hits) -> Table:
+def slow_rank_table(analysis: dict, hits, pipeline: bool = False) -> Table:
     """msprof-analyze's spread of each figure over the ranks, and whether it is a finding: a spread over
-    5 % of the mean can still be under the floors (docs/rules.md), or be the pipeline's stages."""
+    5 % of the mean can still be under the floors (docs/rules.md), or be between the pipeline's stages
+    (which hold different layers: compared by the stage finding instead)."""
     found = {h.rule.removeprefix("slow_rank_"): h for h in hits if h.rule.startswith("slow_rank_")}
     s = Table("Slow rank check: (max - min) / mean, and the finding it gives", ["Metric", "Ratio", "Over 5 %",
                                                                                   "Finding"])
+    why = ("no: the ranks compared are different pipeline stages (the stage finding compares them)" if pipeline
+           else "no: under the significance floors (docs/rules.md)")
     for x in analysis["slow_ranks"]:
         hit = found.get(x["metric"])
-        verdict = hit.title if hit else ("no: under the significance floors or between pipeline stages (docs/rules.md)"
-                                         if x["flagged"] else "no")
+        verdict = hit.title if hit else (why if x["flagged"] else "no")
         s.rows.append([x["metric"], round(x["ratio"], 4), "yes" if x["flagged"] else "no", verdict])
     return s
 

@@ -11,7 +11,8 @@ from ..context import Context
 from . import (comm_rules, compute_rules, fusion, memory_rules, profiling_rules,  # noqa: F401 (registers)
                schedule_rules, time_rules)
 from .cluster_rules import cluster_hits
-from .engine import RULES, RuleInput, run_rules
+from .engine import RULES, RuleInput
+from .runner import run_rules
 from .time_rules import CATEGORY_LABELS
 
 __all__ = ["CATEGORY_LABELS", "RULES", "cluster_hits", "rule_hits"]

@@ -11,6 +11,7 @@ from .. import intervals as iv
 from ..summary import window_figures
 from . import thresholds as th
 from .engine import RuleInput, rule
+from .events import per_step
 from .finding import Finding, evidence, ms, pct
 
 P2P_KINDS = {"send", "recv", "sendrecv", "batchsendrecv", "isend", "irecv", "receive"}
@@ -55,7 +56,7 @@ def _kinds_text(inp: RuleInput, cols) -> str:
     out = []
     for c in cols:
         calls = [x for x in inp.digest.communication.calls if x.kind == c.kind and x.group == c.group]
-        busy = inp.per_step(calls_set(calls)) if calls else -1
+        busy = per_step(inp, calls_set(calls)) if calls else -1
         out.append(f"{c.kind} ({c.calls} calls" + (f", running {ms(busy)} per step)" if busy >= 0 else ")"))
     return ", ".join(out)
 

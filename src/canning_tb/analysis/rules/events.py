@@ -211,3 +211,23 @@ def startup_ranges(inp: RuleInput) -> tuple | None:
     window = inp.digest.window.end_ns - inp.digest.window.start_ns
     total = int(iv.measure(found, [inp.digest.window.start_ns], [inp.digest.window.end_ns])[0])
     return found if window > 0 and total >= th.MIN_GAIN_SHARE * window else None
+
+
+def not_steps(inp: RuleInput) -> list:
+    """Interval sets of time that is no training step's: graph capture, process start-up (once per input)."""
+    if inp.ctx is None:
+        return []
+    if inp._not_steps is None:
+        inp._not_steps = [x for x in (capture_ranges(inp), startup_ranges(inp)) if x is not None]
+    return inp._not_steps
+
+
+def per_step(inp: RuleInput, interval_set) -> int:
+    """The length per step of an interval set inside the steps the average keeps (what claims.settle
+    makes a gain of), graph capture and start-up left out."""
+    from .claims import kept_steps
+    starts, ends = kept_steps(inp.digest)
+    window = iv.union(starts, ends)
+    for skip in not_steps(inp):
+        window = iv.subtract(window, skip)
+    return int(iv.measure(iv.intersect(iv.union(*interval_set), window), starts, ends).sum()) // max(len(starts), 1)

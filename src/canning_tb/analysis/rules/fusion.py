@@ -6,12 +6,11 @@ import re
 
 import numpy as np
 
+from ...ingest.table import NONE
 from ..summary import has_device_work
 from . import thresholds as th
 from .engine import RuleInput, rule
-from ...ingest.table import NONE
-from .. import intervals as iv
-from .events import host_rows, longest, rows_set, top_level_ops
+from .events import host_rows, longest, per_step, rows_set, top_level_ops
 from .finding import Finding, evidence, ms
 from .sequence import Sequence, sequences
 
@@ -101,16 +100,16 @@ def fusable_ops(inp: RuleInput):
         count, total, first = _matches(inp, threads, regex)
         if count < th.FUSION_MIN_REPEATS:
             continue
-        per_step = total // inp.steps
+        matched = total // inp.steps
         found.append(Finding(
             f"fusable_{pid}", "", "info", title,
             f"The operator sequence '{regex.replace('(?:', '(')}' runs {count} times in the window "
-            f"({count / inp.steps:.1f} per step, {ms(per_step)} per step).",
+            f"({count / inp.steps:.1f} per step, {ms(matched)} per step).",
             why="Each operator is a kernel launch and a round trip of its tensors through device memory; "
                 "one fused kernel does the same work once.",
             change_torch=torch_change or "torch.compile the code that issues it", change_npu=npu_change,
-            gain_ns=per_step, gain_basis="the time of the matched operators; the fused call still costs part of it",
-            value=count, figures={"occurrences": count, "matched_ns_per_step": per_step},
+            gain_ns=matched, gain_basis="the time of the matched operators; the fused call still costs part of it",
+            value=count, figures={"occurrences": count, "matched_ns_matched": matched},
             evidence=[evidence("operators", first, f"{first}: first operator of the sequence", timeline_name=first)]))
     return found
 
@@ -166,8 +165,8 @@ def _advice(kind: str) -> str:
         return f"torch.optim.{kind}(..., fused=True) (or foreach=True)"
     if kind in TORCH_FOREACH:
         return f"torch.optim.{kind}(..., foreach=True): the multi-tensor implementation (it has no fused one)"
-    return (f"{kind} is not a torch.optim optimizer: use a fused or multi-tensor (foreach) implementation if its "
-            f"library has one, or a torch.optim optimizer with fused=True")
+    return (f"{kind} is not a torch.optim optimizer: use a fused or multi-tensor implementation of it if its "
+            f"library has one (its own documentation says which argument)")
 
 
 @rule("unfused_optimizer", "time")
@@ -187,18 +186,18 @@ def unfused_optimizer(inp: RuleInput):
         removes = rows_set(inp, rows)
         name = inp.ctx.table.strings[int(inp.ctx.ev["name"][rows[0]])]
         shown = longest(inp, rows, view="operators", row=name, label=name)
-        per_step = inp.per_step(removes)
+        step_ns = per_step(inp, removes)
         found.append(Finding(
             "", "", "info", f"The {kind} optimizer runs " + ("multi-tensor, not fused" if foreach else "unfused"),
-            f"{name} runs {len(rows)} times, {ms(per_step)} per step, "
+            f"{name} runs {len(rows)} times, {ms(step_ns)} per step, "
             + ("with multi-tensor (foreach) kernels and no fused one." if foreach else
                "one small operator per parameter tensor (no fused or multi-tensor kernel inside it)."),
             why="An unfused optimizer launches several small kernels per parameter tensor; a multi-tensor one "
                 "still a few per group of tensors, where the fused one launches one.",
             change_torch=f"torch.optim.{kind}(..., fused=True)" if foreach else _advice(kind),
             change_npu=f"{FUSED_OPTIMIZERS_NPU.get(kind, 'the torch_npu.optim.NpuFused* optimizer of the same kind')}",
-            gain_ns=per_step, gain_basis="the optimizer step's time per step", value=per_step,
-            figures={"optimizer_ns_per_step": per_step},
+            gain_ns=step_ns, gain_basis="the optimizer step's time per step", value=step_ns,
+            figures={"optimizer_ns_per_step": step_ns},
             evidence=[shown] if shown else [evidence("operators", name, name, timeline_name=name)],
             figure="host_total", figure_value=_host_total(inp, name), view="operators",
             removes=removes, removes_what=[name]))
