@@ -164,7 +164,9 @@ CORPUS = {
                    "dominant_kernel_family": "cuDNN conv 58 %", "dominant_op": "convolution_backward 45 %"}}},
     "hta_amd": {"window": {"expect": {"host_bound": "a toy step: launches (hip runtime) 72 % with the GPU idle"},
                            "absent": {"tensor_cores_unused": "an AMD GPU", "matmul_alignment": "0.1 ms at stake"},
-                           "either": {"launch_bound": "one real step and a 49 us cut one: the noise floor decides"}}},
+                           "either": {"launch_bound": "one real step and a 49 us cut one: the noise floor decides",
+                                      "device_idle": "6 % of the step has nothing recorded: the idle no other "
+                                                     "finding explains, at the floor"}}},
     "hta_cpu_only": {"window": {
         "expect": {"communication_not_overlapped": "gloo:all_reduce over 85 % of the step, the main thread idle"},
         "absent": {"dominant_op": "aten::empty, 0.004 ms per step"}}},
@@ -203,21 +205,24 @@ CORPUS = {
                    "communication_not_overlapped": "gloo:all_reduce not beside main-thread operators is over 10 % "
                    "of the steps (the independent join in the test), but whether that clears the noise floor "
                    "depends on how much this machine's load stretches the rest of the steps",
-                   "unfused_optimizer": "SGD per tensor: its share of a step the load stretches decides"}},
+                   "unfused_optimizer": "SGD per tensor: its share of a step the load stretches decides",
+                   "dominant_op": "the MLP's matmuls hover around 30 % of the host self time"}},
         "ranks": {"absent": {"stage_imbalance": "no pipeline", "embedding_allreduce": "no pipeline"},
                   "either": {"slow_rank_computing": "identical ranks", "slow_rank_communication": "identical ranks",
                              "slow_rank_free": "identical ranks"}}},
     "run_pipeline": {"window": {
         "expect": {"pipeline_wait": "only gloo:send / gloo:recv: the stages wait for each other"},
         "absent": {"communication_not_overlapped": "no DDP advice for send / receive",
-                   "first_step_broadcast": "no broadcast"}},
+                   "first_step_broadcast": "no broadcast"},
+        "either": {"dominant_op": "the MLP's matmuls hover around 30 % of the host self time"}},
         "ranks": {"absent": {"slow_rank_computing": "two stages, one rank each: stages are not compared as ranks",
                              "slow_rank_communication": "the same", "slow_rank_free": "the same",
                              "embedding_allreduce": "no all-reduce"},
                   "either": {"stage_imbalance": "4 + 4 layers: balanced by design, this machine's load decides"}}},
     "run_pipeline_unbalanced": {"window": {
         "absent": {"communication_not_overlapped": "no DDP advice for send / receive"},
-        "either": {"pipeline_wait": "the last stage computes most of its step: it waits little"}},
+        "either": {"pipeline_wait": "the last stage computes most of its step: it waits little",
+                   "dominant_op": "the MLP's matmuls hover around 30 % of the host self time"}},
         "window.0": {"expect": {"pipeline_wait": "stage 0 (1 layer) waits for stage 1 (7 layers)"}},
         "ranks": {"expect": {"stage_imbalance": "7 layers against 1: stage 1 computes more in every step (raw)"},
                   "absent": {"slow_rank_computing": "the last stage doing its share is not a slow rank",

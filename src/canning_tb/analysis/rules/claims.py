@@ -4,8 +4,8 @@
   average keeps: its gain is that union's length per step, so nested or parallel ranges are never
   counted twice and no gain exceeds the step.
 - A residual finding (device idle) removes only what no other finding of the window claims.
-- Significance: a gain under MIN_GAIN_SHARE of the mean step (the absolute floor), or not above
-  the noise floor, is not reported. The noise floor is the variation the rank itself shows in the
+- Significance: a gain under MIN_GAIN_SHARE of the mean step (the absolute floor) is not reported;
+  one not above the noise floor is no warning (an info that says so). The noise floor is the variation the rank itself shows in the
   rest of its step: t(0.90, n - 1) x the standard error, over its n steps, of the step time less the
   time the finding claims in that step (a wait that makes one step long is the finding, not noise;
   a step that varies for other reasons makes a small gain unverifiable), with a robust standard
@@ -92,14 +92,19 @@ def settle(found: list[Finding], digest, step_ns: int, not_steps=()) -> list[Fin
 
 
 def significant(f: Finding) -> bool:
-    """Above both floors, or a finding with no time gain (judged by its own threshold alone)."""
+    """Above the absolute floor, or a finding with no time gain (judged by its own threshold alone).
+    Within the noise floor it is no warning: an info that says the steps vary too much to confirm it."""
     if f.needs:
         return True
     if f.gain_ns < 0:  # no bound: the time it is about must still be worth a look
         return f.at_most_ns < 0 or f.at_most_ns >= f.floor_ns
     if f.gain_ns < f.floor_ns:
         return False
-    return f.noise_ns < 0 or f.gain_ns > f.noise_ns
+    if 0 <= f.noise_ns and f.gain_ns <= f.noise_ns:
+        f.severity = "info" if f.severity == "warning" else f.severity
+        f.seen += (f" The rest of the step varies from step to step by more than this over the {f.steps} steps "
+                   f"(noise floor {f.noise_ns / 1e6:.3f} ms): profile more steps to confirm it.")
+    return True
 
 
 def _shared(kept: list[Finding], clipped: dict, steps, count: int, step_ns: int) -> None:

@@ -46,8 +46,15 @@ def one_off_broadcast(inp: RuleInput) -> list:
         return []
     first = min(s.number for s in d.steps)
     if len(d.steps) > 1:
-        return casts if all(c.step == first for c in casts) else []
-    return casts if first <= 1 else []
+        found = casts if all(c.step == first for c in casts) else []
+    else:
+        found = casts if first <= 1 else []
+    if not found:
+        return []
+    # DDP's construction also all-gathers the parameters' shapes: a kind of the first step only is part of it
+    later = {c.kind for c in d.communication.calls if c.step != first}
+    return found + [c for c in d.communication.calls if c.kind == "AllGather" and c.step == first
+                    and "AllGather" not in later]
 
 
 def _kinds_text(inp: RuleInput, cols) -> str:
@@ -73,13 +80,13 @@ def communication_not_overlapped(inp: RuleInput):
         return None
     a = inp.digest.average
     casts = one_off_broadcast(inp)
-    cols = [c for c in inp.digest.communication.collectives
-            if not (casts and c.kind == "Broadcast") and not _is_embedding(inp, c.group)]
+    one_off = {c.kind for c in casts}
+    cols = [c for c in inp.digest.communication.collectives if c.kind not in one_off and not _is_embedding(inp, c.group)]
     kinds = sorted(cols, key=lambda c: -c.total_ns)[:3]
     if not kinds:
         return None  # all of it is a one-off broadcast or the tied-embedding all-reduce: their own findings
     removes = inp.category("communication")
-    skip = [c for c in inp.digest.communication.calls if (casts and c.kind == "Broadcast") or _is_embedding(inp, c.group)]
+    skip = [c for c in inp.digest.communication.calls if c.kind in one_off or _is_embedding(inp, c.group)]
     if removes is not None and skip:
         removes = iv.subtract(removes, calls_set(skip))
     pipeline = any(is_p2p(c.kind, c.comm_type) for c in inp.digest.communication.collectives)
@@ -87,7 +94,7 @@ def communication_not_overlapped(inp: RuleInput):
         "", "", "warning", "Communication is not hidden by compute",
         f"Communication not hidden by compute takes {pct(share)} of the average step "
         f"(Communication, {ms(a.communication_ns)}); the collectives: {_kinds_text(inp, kinds)}."
-        + (" The one-off parameter broadcast of the first step is left out (its own finding)." if casts else ""),
+        + (" The one-off broadcast of the first step is left out (its own finding)." if casts else ""),
         why="While a collective runs with no compute beside it, the device waits for the network."
             + (" This rank also sends / receives to pipeline neighbours: an all-reduce between pipeline stages "
                "waits for the pipeline, see the cross-rank findings." if pipeline else ""),
@@ -115,7 +122,7 @@ def _longest_call(inp: RuleInput, kind: str, group: str):
 def first_step_broadcast(inp: RuleInput):
     """A parameter broadcast at the start of training (DDP / FSDP syncing the model) in the window:
     a one-off, not the communication of a training step."""
-    casts = one_off_broadcast(inp)
+    casts = [c for c in one_off_broadcast(inp) if c.kind == "Broadcast"]
     total = int(iv.measure(calls_set(casts), [min(c.start_ns for c in casts)],
                            [max(c.start_ns + c.dur_ns for c in casts)])[0]) if casts else 0
     step_ns = inp.step_ns
@@ -123,10 +130,10 @@ def first_step_broadcast(inp: RuleInput):
         return None
     step = min(s.number for s in inp.digest.steps)
     return Finding(
-        "", "", "info", "A one-off parameter broadcast in the first profiled step",
+        "", "", "info", "A one-off broadcast in the first profiled step",
         f"{len(casts)} Broadcast calls take {ms(total)} in step {step}, the first step of the window, and in no "
-        f"later step: the model's parameters synchronised at the start of training (DDP / FSDP construction, "
-        f"a load from rank 0).",
+        f"later step: parameters or their bucket layout synchronised at the start of training (DDP / FSDP "
+        f"construction, DDP's bucket rebuild after the first iteration, a load from rank 0).",
         why="It happens once per job, not per step: it says nothing about the communication of training steps, "
             "and DDP bucket or overlap settings do not change it.",
         change_torch="profile later steps: torch.profiler.schedule(wait=N, warmup=1, active=3) with N past the "
