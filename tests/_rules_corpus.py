@@ -12,8 +12,24 @@ counts as a false positive: every finding is judged.
 import csv
 import gzip
 import json
+import os
+import socket
+import subprocess
+import sys
 
 F = "/work/shared/fixtures"
+
+
+def run_two_ranks(script, out, modes, timeout: int = 400) -> None:
+    """Run `script RANK PORT OUT MODES` as the two ranks of one real gloo job; fails with their logs."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    procs = [subprocess.Popen([sys.executable, str(script), str(rank), str(port), str(out), ",".join(modes)], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for rank in (0, 1)]
+    logs = [p.communicate(timeout=timeout)[0] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], [log[-3000:] for log in logs]
 
 
 def raw_events(path: str) -> list:

@@ -5,8 +5,6 @@ finding's claim holds against the views (tests/_rules_claims.py), every expected
 no finding the corpus does not expect, and the readings the corpus rests on are checked from the raw
 files. The real runs are one 2-process job for all four workloads (module scope)."""
 import glob
-import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -15,7 +13,7 @@ import pytest
 
 from _rules_claims import problems
 from _rules_corpus import (CORPUS, F, ascend_step_csv, broadcast_steps, judge, not_hidden_share, per_step_ops_us,
-                           raw_events, share_of_steps)
+                           raw_events, run_two_ranks, share_of_steps)
 from conftest import fixture_path
 
 from canning_tb.analysis.build import build_digest
@@ -52,23 +50,12 @@ def _read(path: str):
     return read_ascend(path) if path.endswith("_ascend_pt") else read_kineto(path)
 
 
-def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     """{mode: [trace path per rank]} of one real 2-process gloo job profiling every workload."""
     pytest.importorskip("torch.distributed")
     out = tmp_path_factory.mktemp("corpus")
-    port = _port()
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    procs = [subprocess.Popen([sys.executable, str(SCRIPT), str(rank), str(port), str(out), ",".join(MODES)], env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for rank in (0, 1)]
-    logs = [p.communicate(timeout=400)[0] for p in procs]
-    assert [p.returncode for p in procs] == [0, 0], [log[-3000:] for log in logs]
+    run_two_ranks(SCRIPT, out, MODES)
     return {mode: [str(out / f"{mode}.rank{rank}.pt.trace.json") for rank in (0, 1)] for mode in MODES}
 
 
