@@ -240,7 +240,9 @@ CORPUS = {
         "either": {"pipeline_wait": "the last stage computes most of its step: it waits little",
                    "dominant_op": "the MLP's matmuls hover around 30 % of the host self time"}},
         "window.0": {"expect": {"pipeline_wait": "stage 0 (1 layer) waits for stage 1 (7 layers)"}},
-        "ranks": {"expect": {"stage_imbalance": "7 layers against 1: stage 1 computes more in every step (raw)"},
+        "ranks": {"expect": {"stage_imbalance": "7 layers against 1: stage 1 computes more in every step (raw)",
+                             "embedding_allreduce": "the all-reduce of the tied embeddings links only the first and "
+                                                    "the last stage"},
                   "absent": {"slow_rank_computing": "the last stage doing its share is not a slow rank",
                              "slow_rank_communication": "the same", "slow_rank_free": "the same"}}},
     "run_broadcast": {"window": {
