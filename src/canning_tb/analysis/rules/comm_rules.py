@@ -69,8 +69,13 @@ def _kinds_text(inp: RuleInput, cols) -> str:
 
 
 def _is_embedding(inp: RuleInput, group: str) -> bool:
+    """A collective of the pipeline, not of data parallelism: a group the files name as the tied
+    embeddings', or one that also carries this window's send / receive (the pipeline's own group: an
+    all-reduce there links the stages, e.g. tied weights between the first and last stage)."""
     labels = {g.group: f"{g.name} {g.label}" for g in inp.digest.communication.groups}
-    return bool(EMBEDDING_GROUP_RE.search(f"{group} {labels.get(group, '')}"))
+    if EMBEDDING_GROUP_RE.search(f"{group} {labels.get(group, '')}"):
+        return True
+    return any(c.group == group and is_p2p(c.kind, c.comm_type) for c in inp.digest.communication.collectives)
 
 
 @rule("communication_not_overlapped", "communication")
@@ -81,12 +86,14 @@ def communication_not_overlapped(inp: RuleInput):
     a = inp.digest.average
     casts = one_off_broadcast(inp)
     one_off = {c.kind for c in casts}
-    cols = [c for c in inp.digest.communication.collectives if c.kind not in one_off and not _is_embedding(inp, c.group)]
+    cols = [c for c in inp.digest.communication.collectives if c.kind not in one_off
+            and not is_p2p(c.kind, c.comm_type) and not _is_embedding(inp, c.group)]
     kinds = sorted(cols, key=lambda c: -c.total_ns)[:3]
     if not kinds:
-        return None  # all of it is a one-off broadcast or the tied-embedding all-reduce: their own findings
+        return None  # all of it is a one-off broadcast, send / receive or the pipeline's all-reduce: their findings
     removes = inp.category("communication")
-    skip = [c for c in inp.digest.communication.calls if c.kind in one_off or _is_embedding(inp, c.group)]
+    skip = [c for c in inp.digest.communication.calls
+            if c.kind in one_off or is_p2p(c.kind, c.comm_type) or _is_embedding(inp, c.group)]
     if removes is not None and skip:
         removes = iv.subtract(removes, calls_set(skip))
     pipeline = any(is_p2p(c.kind, c.comm_type) for c in inp.digest.communication.collectives)
@@ -96,8 +103,8 @@ def communication_not_overlapped(inp: RuleInput):
         f"(Communication, {ms(a.communication_ns)}); the collectives: {_kinds_text(inp, kinds)}."
         + (" The one-off broadcast of the first step is left out (its own finding)." if casts else ""),
         why="While a collective runs with no compute beside it, the device waits for the network."
-            + (" This rank also sends / receives to pipeline neighbours: an all-reduce between pipeline stages "
-               "waits for the pipeline, see the cross-rank findings." if pipeline else ""),
+            + (" This rank is also a pipeline stage: its send / receive and the pipeline group's all-reduce are "
+               "left out here (pipeline_wait, the cross-rank findings)." if pipeline else ""),
         change_torch="overlap it: DDP(bucket_cap_mb=..., gradient_as_bucket_view=True), FSDP backward_prefetch / "
                      "forward_prefetch; fewer syncs with gradient accumulation (model.no_sync() on all but the last "
                      "micro-batch); compress gradients (DDP comm hooks, fp16 / bf16).",
