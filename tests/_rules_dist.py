@@ -1,10 +1,8 @@
 """One rank of a real 2-process gloo run for the cross-rank rules (run as a script by the tests).
 
 usage: _rules_dist.py RANK PORT OUT MODE[,MODE...] (one profile per mode, one process group);
-MODE = "slow_rank" (both ranks all-reduce each step,
-rank 1 computes 3x longer), "pipeline" / "balanced" (stage 0 sends 4 micro-batches of activations
-to stage 1, which answers each; "pipeline" gives stage 1 four times stage 0's work per micro-batch,
-"balanced" splits the same total work evenly)."""
+MODE = "slow_rank" (both ranks all-reduce each step, rank 1 computes 3x longer). Pipelines are in
+tests/_rules_corpus_dist.py (torch.distributed.pipelining)."""
 import sys
 import time
 
@@ -31,30 +29,11 @@ def main(rank: int, port: int, out: str, modes: str) -> None:
 
 def profile_mode(rank: int, out: str, mode: str) -> None:
     x = torch.randn(1024)
-    micro = 4  # micro-batches per step: stage 1 works on one while stage 0 computes the next
-    work = {"slow_rank": (10, 30), "pipeline": (4, 16), "balanced": (10, 10)}[mode]
+    work = {"slow_rank": (10, 30)}[mode]
 
     def step():
-        if mode == "slow_rank":
-            busy(work[rank])
-            dist.all_reduce(x)
-        elif rank == 0:
-            sends = []
-            for _ in range(micro):
-                busy(work[0])
-                sends.append(dist.isend(x.clone(), 1))
-            for _ in range(micro):
-                dist.recv(x, 1)
-            for handle in sends:
-                handle.wait()
-        else:  # answers without blocking: gloo's send would wait for stage 0's matching receive
-            answers = []
-            for _ in range(micro):
-                dist.recv(x, 0)
-                busy(work[1])
-                answers.append(dist.isend(x.clone(), 0))
-            for handle in answers:
-                handle.wait()
+        busy(work[rank])
+        dist.all_reduce(x)
 
     with profile(activities=[ProfilerActivity.CPU], schedule=schedule(wait=0, warmup=1, active=4),
                  on_trace_ready=lambda p: p.export_chrome_trace(f"{out}/{mode}.rank{rank}.pt.trace.json")) as prof:

@@ -2,7 +2,8 @@
 
 `profiled(tmp, name, step, **settings)` runs `step` under torch.profiler (1 warm-up step, ACTIVE
 recorded steps) and returns (digest, raw trace events); the raw events let a test check the
-figures the findings quote by a second, independent reading of the file.
+figures the findings quote by a second, independent reading of the file. `rule_input=True` adds the
+rules' input (digest and events) for tests of what a rule detects before the significance floors.
 """
 import json
 import time
@@ -12,7 +13,7 @@ import pytest
 ACTIVE = 3
 
 
-def profiled(tmp_path, name, step, **settings):
+def profiled(tmp_path, name, step, rule_input=False, **settings):
     torch = pytest.importorskip("torch")
     from torch.profiler import ProfilerActivity, profile, schedule
 
@@ -26,7 +27,16 @@ def profiled(tmp_path, name, step, **settings):
             step()
             prof.step()
     raw = json.loads(path.read_text())["traceEvents"]
-    return build_digest(read_kineto(str(path))), raw
+    digest = build_digest(read_kineto(str(path)))
+    if not rule_input:
+        return digest, raw
+    from canning_tb.analysis.context import Context
+    from canning_tb.analysis.rules.engine import RuleInput
+    from canning_tb.analysis.steps import breakdowns
+    table = read_kineto(str(path))
+    ctx = Context(table)
+    breakdowns(table, ctx)  # the category sets the rules' claims read
+    return digest, raw, RuleInput(digest, ctx)
 
 
 def step_ms(raw, fastest: bool = False) -> float:

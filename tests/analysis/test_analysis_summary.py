@@ -87,7 +87,9 @@ def test_has_device_work_one_definition(field, value):
         d.ops_by_name[0].device_total_ns = value
     elif field != "none":
         setattr(d.average, field, value)
-    assert has_device_work(d) is (field != "none")
+    # overlapped alone is no device work: on a window without any it is communication beside host
+    # operators (steps.py)
+    assert has_device_work(d) is (field not in ("none", "overlapped_ns"))
 
 
 def test_rank_row_and_run_summary_by_hand():
@@ -279,28 +281,42 @@ def test_memory_range_against_the_raw_trace(tmp_path):
 
 
 def test_matrix_cells_of_the_ascend_links(tmp_path):
-    """Two Ascend ranks: the "<op>-total" cells of both ranks' communication_matrix.json (CANN's sums over
-    the step's calls; read here with json, sizes in decimal MB and times in ms as CANN writes them)
-    summed per (src, dst) by hand: the heat map's cells."""
+    """Two Ascend ranks of an 8-card job: the "<op>-total" cells of both ranks' communication_matrix.json
+    (CANN's sums over the step's calls; read here with json, sizes in decimal MB and times in ms as CANN
+    writes them) summed per (src, dst) by hand: the heat map's cells. The file numbers ranks inside the
+    communicator; a member number is placed on a global rank only where a rank's own file shows it (its
+    link to itself, "i-i"): the links to the six members whose files are not here stay out of the matrix
+    and are counted as unmapped, never put on a guessed rank."""
     folder = fixture_path("ascend", "level1")
     store = Store(str(folder), cache_dir=str(tmp_path))
     result = analyse_ranks([store.digest(".", f"rank{rank}", "default") for rank in (0, 1)])
     by_pair = collections.defaultdict(lambda: [0.0, 0.0, set(), 0])  # bytes, ns, transports, cells
+    member_of, links = {}, []
     for rank in (0, 1):
         raw = json.loads((folder / f"rank{rank}_ascend_pt" / "ASCEND_PROFILER_OUTPUT" / "communication_matrix.json")
                          .read_text())
         for step in raw.values():
             for kind in step.values():
-                for key, links in kind.items():
+                for key, cells in kind.items():
                     if not key.split("@")[0].endswith("-total"):
                         continue
-                    for pair, link in links.items():
-                        cell = by_pair[tuple(int(x) for x in pair.split("-"))]
-                        cell[0] += link["Transit Size(MB)"] * 1e6
-                        cell[1] += link["Transit Time(ms)"] * 1e6
-                        cell[2].add(link["Transport Type"])
-                        cell[3] += 1
-    assert sorted((c["src"], c["dst"]) for c in result["matrix_cells"]) == sorted(by_pair) and len(by_pair) >= 4
+                    for pair, link in cells.items():
+                        src, dst = (int(x) for x in pair.split("-"))
+                        if src == dst:
+                            member_of[src] = rank
+                        links.append((src, dst, link))
+    unmapped = 0
+    for src, dst, link in links:
+        if src not in member_of or dst not in member_of:
+            unmapped += 1
+            continue
+        cell = by_pair[(member_of[src], member_of[dst])]
+        cell[0] += link["Transit Size(MB)"] * 1e6
+        cell[1] += link["Transit Time(ms)"] * 1e6
+        cell[2].add(link["Transport Type"])
+        cell[3] += 1
+    assert sorted((c["src"], c["dst"]) for c in result["matrix_cells"]) == sorted(by_pair) and len(by_pair) == 4
+    assert result["matrix_unmapped"]["links"] == unmapped == 12
     for cell in result["matrix_cells"]:
         size, time_ns, transports, cells = by_pair[(cell["src"], cell["dst"])]
         assert abs(cell["bytes"] - size) <= cells and abs(cell["time_ns"] - time_ns) <= cells  # each cell rounds

@@ -271,8 +271,15 @@ def test_ids_matching_sees_strings_added_later():
     t = table([ev("aten::mul", Kind.CPU_OP, 0, 10), ev("aten::add", Kind.CPU_OP, 20, 10)])
     rx = re.compile(r"^aten::(mul|div)$")
     assert ids_matching(t, rx).tolist() == [t.strings.find("aten::mul")]
-    t.strings.id("aten::div")
+    t.events["name"][1] = t.strings.id("aten::div")  # a name added later
     assert ids_matching(t, rx).tolist() == [t.strings.find("aten::mul"), t.strings.find("aten::div")]
+
+
+def test_ids_matching_looks_at_names_only():
+    """Strings that are no event's name (call stacks, shapes) are never matched."""
+    t = table([ev("aten::mul", Kind.CPU_OP, 0, 10)])
+    t.strings.id("model.py(3): forward;aten::mul")
+    assert ids_matching(t, re.compile(r"aten::mul")).tolist() == [t.strings.find("aten::mul")]
 
 
 def test_sum_up_tree_as_walk_to_the_root():

@@ -41,9 +41,11 @@ def test_tensor_core_advice_is_for_the_v100(resnet):
     assert "autocast" in hit.change_torch and "tf32" not in hit.change_torch.lower()  # no TF32 before cc 8.0
 
 
-def test_blocking_copies_from_pageable_memory_are_named(resnet):
+def test_blocking_copies_from_pageable_memory_are_under_the_floor(resnet):
     """ResNet's input batches are copied with .to(device) from pageable memory: each aten::copy_
-    launches a 'Memcpy HtoD (Pageable -> Device)' and then blocks in cudaStreamSynchronize."""
+    launches a 'Memcpy HtoD (Pageable -> Device)' and then blocks in cudaStreamSynchronize. Those
+    blocks are microseconds per step: under the significance floor, so no finding (and they are not
+    launch overhead)."""
     digest, raw = resnet
     # independent: the cudaStreamSynchronize calls inside an aten::copy_ on the same thread
     copies = [e for e in raw if e.get("ph") == "X" and e["name"] == "aten::copy_"]
@@ -51,9 +53,10 @@ def test_blocking_copies_from_pageable_memory_are_named(resnet):
              and any(c["tid"] == e["tid"] and c["ts"] <= e["ts"] and e["ts"] + e["dur"] <= c["ts"] + c["dur"]
                      for c in copies)]
     assert syncs and any("Pageable" in e["name"] for e in raw if e.get("cat") == "Memcpy")
-    hit = hits(digest)["sync_calls"]
-    assert any(e.row == "aten::copy_" and e.label.endswith(f": {len(syncs)} calls") for e in hit.evidence)
-    assert "aten::copy_" in hit.seen and "pin_memory()" in hit.change_torch and "non_blocking=True" in hit.change_torch
+    steps = [e["dur"] for e in raw if e.get("ph") == "X" and e["name"].startswith("ProfilerStep#")]
+    per_step_us = sum(e["dur"] for e in syncs) / len(steps)
+    assert per_step_us < thresholds.MIN_GAIN_SHARE * (sum(steps) / len(steps))  # far under 5 % of the step
+    assert "sync_calls" not in hits(digest) and "device_wait" not in hits(digest)
     assert "launch_bound" not in hits(digest)  # blocking copies are not launch overhead
 
 
@@ -119,7 +122,7 @@ def test_one_set_of_findings_behind_every_output(tmp_path):
             prof.step()
     table = prof.optimization_suggestions()
     ordered = [f["rule"] for f in table.to_dict()["findings"]]
-    assert {"dataloader_share", "sync_calls"} <= set(ordered)
+    assert {"dataloader_share", "needs_device"} <= set(ordered)
     assert str(table).startswith("Optimization Suggestions:\n1. ")
     cli = subprocess.run([sys.executable, "-m", "canning_tb.cli.main", "--mode=view", f"--input={tmp_path}",
                           "--format=json"], capture_output=True, text=True, timeout=120)
@@ -159,26 +162,28 @@ def test_dominant_kernel_family_on_the_resnet(resnet):
     assert "channels_last" in hit.change_torch
 
 
-def test_cross_rank_findings_in_the_cli(tmp_path):
-    """canning-prof --mode=view (JSON and text) carries the cross-rank findings of the Ascend
-    2-rank fixture: msprof-analyze's slow-rank rule, (max - min) / mean of each rank's figure."""
+def test_cross_rank_spread_under_the_floor_in_the_cli(tmp_path):
+    """canning-prof --mode=view (JSON and text) on the Ascend 2-rank fixture: msprof-analyze's slow-rank
+    ratio of the communication is over 5 %, but the spread is under 5 % of the step (and one step per
+    rank shows no variation): no finding, and the text says why beside the ratio."""
     src = fixture_path("ascend", "level1")
     run = subprocess.run([sys.executable, "-m", "canning_tb.cli.main", "--mode=view", f"--input={src}",
                           "--format=json"], capture_output=True, text=True, timeout=180)
     assert run.returncode == 0, run.stderr
     (group,) = json.loads(run.stdout)["ranks"]
-    found = {f["rule"]: f for f in group["findings"]}
-    # independent: the communication (not overlapped) of each rank as CANN wrote it in step_trace_time.csv
+    # independent: the communication (not overlapped) and the step of each rank as CANN wrote them
     import csv
-    comm = []
+    comm, step = [], []
     for rank in (0, 1):
         with open(src / f"rank{rank}_ascend_pt" / "ASCEND_PROFILER_OUTPUT" / "step_trace_time.csv") as f:
             (row,) = list(csv.DictReader(f))
         comm.append(float(row["Communication(Not Overlapped)"]))
+        step.append(float(row["Computing"]) + float(row["Communication(Not Overlapped)"]) + float(row["Free"]))
     ratio = (max(comm) - min(comm)) / (sum(comm) / 2)
-    assert ratio > thresholds.SLOW_RANK_RATIO
-    hit = found["slow_rank_communication"]
-    assert hit["figures"]["ratio"] == pytest.approx(ratio, rel=1e-3)
+    assert ratio > thresholds.SLOW_RANK_RATIO and max(comm) - min(comm) < thresholds.MIN_GAIN_SHARE * max(step)
+    assert "slow_rank_communication" not in {f["rule"] for f in group["findings"]}
+    (row,) = [r for r in group["analysis"]["slow_ranks"] if r["metric"] == "communication"]
+    assert row["ratio"] == pytest.approx(ratio, rel=1e-3)
     text = subprocess.run([sys.executable, "-m", "canning_tb.cli.main", "--mode=view", f"--input={src}"],
                           capture_output=True, text=True, timeout=180).stdout
-    assert "Optimization Suggestions (across ranks):\n1. " in text and hit["title"] in text
+    assert re.search(r"communication +0\.05\d+ +yes +no: under the significance floors", text), text

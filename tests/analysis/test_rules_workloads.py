@@ -6,6 +6,7 @@ import pytest
 from _rules_workloads import (ACTIVE, linear_step, llama_block_step, profiled, recompiling_step, sleepy_loader,
                               step_ms)
 
+from canning_tb.analysis.rules.runner import candidates
 from canning_tb.analysis.summary import window_figures
 
 SLEEP_S = 0.015  # per sample, 2 samples per batch: 30 ms of data loading per step (well above the noise)
@@ -80,17 +81,14 @@ def item_runs(tmp_path_factory):
                                                                                             ("clean", False))}
 
 
-def test_item_each_step_is_a_synchronisation(item_runs):
+def test_item_each_step_on_the_cpu_is_no_finding(item_runs):
+    """On the CPU .item() waits for nothing: no synchronisation finding (needs_device says the device
+    rules cannot judge), on the loop with the calls as on its twin."""
     digest, raw = item_runs["item"]
-    hit = hits(digest)["sync_calls"]
-    # independent: aten::item calls in the recorded steps, from the raw file
     items = [e for e in raw if e.get("ph") == "X" and e["name"] == "aten::item"]
-    assert len(items) == ACTIVE
-    assert "aten::item (1.0 per step)" in hit.seen
-    assert "ran on the CPU" in hit.seen  # judged for the device it ran on
-    assert "non_blocking=True" in hit.change_torch
-    assert hit.gain_ns <= sum(e["dur"] for e in items) * 1000 / ACTIVE + 1000  # the calls' own host time
-    assert "sync_calls" not in hits(item_runs["clean"][0])
+    assert len(items) == ACTIVE  # independent: the calls are there, one per recorded step
+    for d in (digest, item_runs["clean"][0]):
+        assert "sync_calls" not in hits(d) and "needs_device" in hits(d)
 
 
 @pytest.fixture(scope="module")
@@ -100,22 +98,14 @@ def matmul_runs(tmp_path_factory):
             "aligned": profiled(tmp, "aligned", linear_step(1024, 1024, 256), record_shapes=True)}
 
 
-def test_unaligned_fp32_matmul_is_told_for_which_device(matmul_runs):
+def test_unaligned_matmul_on_the_cpu_is_no_finding(matmul_runs):
+    """A CPU has no Tensor Cores or cube units: unaligned dims are no finding there (the GPU / NPU
+    fixtures judge them, tests/analysis/test_rules_corpus.py)."""
     digest, raw = matmul_runs["unaligned"]
-    hit = hits(digest)["matmul_alignment"]
-    assert "CPU, which has no Tensor Cores" in hit.seen and hit.device == "cpu"
-    assert hit.figures["align"] == 8
     # independent: the addmm calls' input dims from the raw file; every one has 999 or 255
     mm = [e for e in raw if e.get("ph") == "X" and e["name"] == "aten::addmm"]
     assert mm and all(any(d % 8 for dims in e["args"]["Input Dims"] for d in dims[-2:] if d > 1) for e in mm)
-    assert hit.figures["unaligned_call_share"] == pytest.approx(1.0)
-    assert any(e.view == "operators" and e.row.startswith("aten::") for e in hit.evidence)
-    assert "autocast" in hit.change_torch and "16" in hit.change_npu
-
-
-def test_aligned_matmul_is_silent(matmul_runs):
-    found = hits(matmul_runs["aligned"][0])
-    assert "matmul_alignment" not in found
+    assert "matmul_alignment" not in hits(digest) and "matmul_alignment" not in hits(matmul_runs["aligned"][0])
 
 
 def test_dominant_operator_names_the_matmul(matmul_runs):
@@ -129,18 +119,24 @@ def test_dominant_operator_names_the_matmul(matmul_runs):
 @pytest.fixture(scope="module")
 def block_runs(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("block")
-    return {"unfused": profiled(tmp, "unfused", llama_block_step(fused=False, layers=2)),
-            "fused": profiled(tmp, "fused", llama_block_step(fused=True, layers=2))}
+    return {"unfused": profiled(tmp, "unfused", llama_block_step(fused=False, layers=2), rule_input=True),
+            "fused": profiled(tmp, "fused", llama_block_step(fused=True, layers=2), rule_input=True)}
+
+
+def found(run) -> dict:
+    """{rule: Finding} that the rules detect in a run, before the significance floors: detection is
+    judged on counts (occurrences), never on how long a loaded machine took."""
+    return {f.rule: f for f in candidates(run[2])}
 
 
 @pytest.mark.parametrize("rule,api_npu", [("fusable_rms_norm", "npu_rms_norm"), ("fusable_rotary", "npu_rotary_mul"),
                                           ("fusable_swiglu", "npu_swiglu")])
 def test_written_out_operators_name_the_fused_api(block_runs, rule, api_npu):
-    hit = hits(block_runs["unfused"][0])[rule]
+    hit = found(block_runs["unfused"])[rule]
     # by construction: one occurrence per layer per step, 2 layers, ACTIVE recorded steps
     assert hit.figures["occurrences"] == 2 * ACTIVE
     assert api_npu in hit.change_npu and hit.change_torch
-    assert rule not in hits(block_runs["fused"][0])
+    assert rule not in found(block_runs["fused"])
 
 
 def test_with_stack_inflating_the_trace(tmp_path, block_runs):
@@ -155,9 +151,9 @@ def test_with_stack_inflating_the_trace(tmp_path, block_runs):
 
 
 def test_unfused_optimizer(block_runs):
-    hit = hits(block_runs["unfused"][0])["unfused_optimizer"]
-    assert "fused=True" in hit.change_torch and "NpuFusedSGD" in hit.change_npu
-    assert "unfused_optimizer" not in hits(block_runs["fused"][0])
+    hit = found(block_runs["unfused"])["unfused_optimizer"]  # SGD(foreach=False): one operator per tensor
+    assert "torch.optim.SGD(..., fused=True)" in hit.change_torch and "NpuFusedSGD" in hit.change_npu
+    assert "unfused_optimizer" not in found(block_runs["fused"])  # SGD(fused=True)
 
 
 @pytest.fixture(scope="module")

@@ -56,14 +56,29 @@ def collective_kind(name: str) -> str:
 
 
 def ids_matching(table: EventTable, rx: re.Pattern) -> np.ndarray:
-    """String ids whose text matches rx (a loop over distinct strings, not events). Remembered per
-    strings table and pattern, since several sections ask for the same: do not modify the result."""
+    """Ids of the event names whose text matches rx (a loop over distinct names, not events, and
+    never over the other strings: a trace recorded with_stack interns a call stack of kilobytes for
+    every Python frame, and scanning those was 98 % of a digest's time). Remembered per strings table
+    and pattern, since several sections ask for the same: do not modify the result."""
     found = _IDS_MATCHING.setdefault(table.strings, {})
     key = (rx.pattern, rx.flags, len(table.strings))  # a table whose strings grew is looked at again
     if key not in found:
-        ids = np.array([i for i, s in enumerate(table.strings.values) if rx.search(s)], dtype=np.int32)
+        values = table.strings.values
+        ids = np.array([i for i in _name_ids(table, found).tolist() if rx.search(values[i])], dtype=np.int32)
         ids.flags.writeable = False
         found[key] = ids
+    return found[key]
+
+
+def _name_ids(table: EventTable, found: dict) -> np.ndarray:
+    """The distinct string ids of the events' names, ascending (remembered beside the patterns)."""
+    names = table.events["name"]
+    key = ("names", len(table.strings), id(names), len(names))
+    if key not in found:
+        size = len(table.strings)
+        used = np.zeros(size, bool)
+        used[names[(names >= 0) & (names < size)]] = True
+        found[key] = np.flatnonzero(used)
     return found[key]
 
 

@@ -262,12 +262,12 @@ def ranks_report(digests: list, top: int | None = None, analysis: dict | None = 
     if lost.get("links"):
         t.notes.append(f"Communication matrix: {lost['links']} links ({_mb(lost['bytes'])}) are numbered inside "
                        f"communicators no file maps to global ranks; left out of the matrix.")
-    s = Table("Slow rank check: (max - min) / mean > 5 %", ["Metric", "Ratio", "Flagged", "Slowest rank"])
-    for x in r["slow_ranks"]:
-        s.rows.append([x["metric"], round(x["ratio"], 4), "yes" if x["flagged"] else "no", int(x["slowest_rank"])])
     from .rules import cluster_hits
     from .rules.text import suggestions_text
-    return str(t) + "\n\n" + str(s) + "\n\n" + suggestions_text(cluster_hits(r, digests)).replace(
+    hits = cluster_hits(r, digests)
+    from .parallelism import recognise
+    s = slow_rank_table(r, hits, pipeline=recognise(digests).pipeline if digests else False)
+    return str(t) + "\n\n" + str(s) + "\n\n" + suggestions_text(hits).replace(
         "Optimization Suggestions:", "Optimization Suggestions (across ranks):", 1)
 
 
@@ -291,6 +291,22 @@ def data_text(digest: pb.Digest) -> str:
     """The window's source coverage (analysis/coverage.py) as text: the Overview's "Data" panel."""
     from .coverage import coverage_text
     return "\n".join(["Data: the files, what each covers, where each figure comes from"] + coverage_text(digest.coverage))
+
+
+def slow_rank_table(analysis: dict, hits, pipeline: bool = False) -> Table:
+    """msprof-analyze's spread of each figure over the ranks, and whether it is a finding: a spread over
+    5 % of the mean can still be under the floors (docs/rules.md), or be between the pipeline's stages
+    (which hold different layers: compared by the stage finding instead)."""
+    found = {h.rule.removeprefix("slow_rank_"): h for h in hits if h.rule.startswith("slow_rank_")}
+    s = Table("Slow rank check: (max - min) / mean, and the finding it gives", ["Metric", "Ratio", "Over 5 %",
+                                                                                  "Finding"])
+    why = ("no: the ranks compared are different pipeline stages (the stage finding compares them)" if pipeline
+           else "no: under the significance floors (docs/rules.md)")
+    for x in analysis["slow_ranks"]:
+        hit = found.get(x["metric"])
+        verdict = hit.title if hit else (why if x["flagged"] else "no")
+        s.rows.append([x["metric"], round(x["ratio"], 4), "yes" if x["flagged"] else "no", verdict])
+    return s
 
 
 def spread_table(analysis: dict) -> Table:

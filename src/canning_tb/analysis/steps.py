@@ -67,7 +67,8 @@ import numpy as np
 
 from ..ingest.table import NONE, EventTable, Kind
 from . import intervals as iv
-from .common import DATALOADER_RE, DEVICE_KINDS, HOST_OP_KINDS, STEP_RE, group_rows, id_mask, join_on, kind_mask, name_mask
+from .common import (DATALOADER_RE, DEVICE_KINDS, HOST_COMM_RE, HOST_OP_KINDS, STEP_RE, group_rows, id_mask, ids_matching, join_on,
+                     kind_mask, name_mask, thread_keys)
 from .communication.collectives import comm_rows
 from .context import Context
 
@@ -87,8 +88,8 @@ PINNED_RE = re.compile(r"pinned", re.I)
 def step_rows(table: EventTable) -> tuple[np.ndarray, np.ndarray]:
     """Rows of the ProfilerStep#N events on the main thread, by start, and their numbers."""
     ev = table.events
-    ids = [i for i, s in enumerate(table.strings.values) if STEP_RE.match(s)]
-    if not ids:
+    ids = ids_matching(table, STEP_RE)
+    if not len(ids):
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     rows = np.flatnonzero(id_mask(ev["name"], ids, len(table.strings)) & (ev["kind"] != int(Kind.GPU_USER_ANNOTATION))
                           & (ev["device"] == NONE))
@@ -179,12 +180,11 @@ def device_wait_rows(table: EventTable) -> np.ndarray:
     if len(runtime) == 0:
         return runtime
     texts = table.strings.values
-    waits = id_mask(ev["name"][runtime], [i for i, t in enumerate(texts) if DEVICE_WAIT_RE.search(t)], len(texts))
-    copies = runtime[id_mask(ev["name"][runtime], [i for i, t in enumerate(texts) if ASYNC_COPY_RE.match(t)],
-                             len(texts))]
+    waits = id_mask(ev["name"][runtime], ids_matching(table, DEVICE_WAIT_RE), len(texts))
+    copies = runtime[id_mask(ev["name"][runtime], ids_matching(table, ASYNC_COPY_RE), len(texts))]
     if len(copies):
         memcpy = np.flatnonzero(ev["kind"] == int(Kind.MEMCPY))
-        d2h = [i for i, t in enumerate(texts) if D2H_UNPINNED_RE.search(t) and not PINNED_RE.search(t)]
+        d2h = np.setdiff1d(ids_matching(table, D2H_UNPINNED_RE), ids_matching(table, PINNED_RE))
         memcpy = memcpy[id_mask(ev["name"][memcpy], d2h, len(texts)) & (ev["correlation"][memcpy] != NONE)]
         blocking = copies[np.isin(ev["correlation"][copies], ev["correlation"][memcpy])]
         waits |= np.isin(runtime, blocking)
@@ -206,8 +206,9 @@ def category_sets(table: EventTable, ctx: Context | None = None) -> dict[str, tu
     wait = np.zeros(len(table), bool)
     wait[device_wait_rows(table)] = True
     runtime = kind == int(Kind.RUNTIME)
+    on_host = not kind_mask(table, DEVICE_KINDS).any()
     sets = [
-        union(kind == int(Kind.KERNEL)),
+        host_compute(table, comm) if on_host else union(kind == int(Kind.KERNEL)),
         union(comm),
         union(kind == int(Kind.MEMCPY)),
         union(kind == int(Kind.MEMSET)),
@@ -216,12 +217,29 @@ def category_sets(table: EventTable, ctx: Context | None = None) -> dict[str, tu
         union(host_ops & name_mask(table, DATALOADER_RE)),
         union(host_ops & ~name_mask(table, STEP_RE)),
     ]
-    return partition(sets)
+    return partition(sets, hidden_only=on_host)
 
 
-def partition(sets):
+def host_compute(table: EventTable, comm: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """What hides communication on a window without device work: the host operators (CPU_OP) on
+    the threads that run no communication (gloo runs its collectives in the process group's worker
+    threads, the `gloo:*` ranges), less the collective ops themselves (`c10d::allreduce_` enqueues an
+    async collective: it is neither its communication nor compute)."""
+    ev = table.events
+    ops = (ev["kind"] == int(Kind.CPU_OP)) & (ev["device"] == NONE) & ~comm
+    if comm.any():
+        keys = thread_keys(table, np.arange(len(table)))
+        ops &= ~np.isin(keys, np.unique(keys[comm]))
+    collective = name_mask(table, HOST_COMM_RE) & ops
+    ts, end = ev["ts"], ev["ts"] + ev["dur"]
+    return iv.subtract(iv.union(ts[ops & ~collective], end[ops & ~collective]), iv.union(ts[collective], end[collective]))
+
+
+def partition(sets, hidden_only: bool = False):
     """Split into the exclusive CATEGORIES: bits 0 (kernels) and 1 (communication) give
-    compute / overlapped / communication, then the lowest remaining bit wins."""
+    compute / overlapped / communication, then the lowest remaining bit wins. `hidden_only`: bit 0
+    is host compute (a window without device work), which hides communication (overlapped) but is
+    otherwise counted by the host categories below, as before."""
     pos, delta = [], []
     for i, (lo, hi) in enumerate(sets):
         pos += [lo, hi]
@@ -235,6 +253,8 @@ def partition(sets):
     last_at = np.r_[points[1:] != points[:-1], True]
     bounds, seg_mask = points[last_at], masks[last_at][:-1]
     device = seg_mask & 3
+    if hidden_only:
+        device = np.where(device == 1, 0, device)
     rest = seg_mask >> 2
     lowest = rest & -rest
     cat = np.full(len(seg_mask), -1, np.int64)
@@ -253,6 +273,8 @@ def breakdowns(table: EventTable, ctx: Context | None = None):
     """(numbers, starts, durations, {category: ns per step, 'idle': ...}, tails, distorted, clock)."""
     nums, starts, ends, host_ends, clock = step_spans(table)
     cats = category_sets(table, ctx)
+    if ctx is not None:
+        ctx.categories = cats  # the rules' claims: the time a change removes, as interval sets
     res = {c: iv.measure(cats[c], starts, ends) for c in CATEGORIES}
     dur = ends - starts
     used = np.zeros(len(starts), np.int64)

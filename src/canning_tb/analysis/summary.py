@@ -7,7 +7,8 @@ run table (`rank_row`) and the run summary (`run_summary`) always show the same 
   average step (`Digest.average.total_ns`) or of one step (`step_shares`, the one place each is
   computed; docs/glossary.md words them; the digest keeps times only, never a ratio):
   compute = (compute + overlapped) / step where the window has device work; on a window without
-  any (CPU-only) the host operators are the computation: compute = host / step
+  any (CPU-only) the host operators are the computation: compute = (host + overlapped) / step, the
+  overlapped part being the host operators that ran beside communication (steps.py)
   (`compute_source` "host"); communication not hidden = communication (not overlapped) / step;
   dataloader / step; idle = nothing recorded (the breakdown's Idle) / step; device idle = the step
   minus the device's busy time (compute, overlapped, communication, memcpy, memset) / step, None
@@ -38,7 +39,8 @@ SUMMARY_KEYS = ("step_ns", "compute_share", "comm_not_hidden_share", "memory_pea
 def has_device_work(digest: pb.Digest) -> bool:
     """The window recorded work on a device: kernels, device time in the steps, or on operators."""
     mean = digest.average
-    if digest.kernels_by_name or mean.compute_ns + mean.overlapped_ns + mean.memcpy_ns + mean.memset_ns > 0:
+    # not overlapped_ns: on a window without device work it is communication beside host compute
+    if digest.kernels_by_name or mean.compute_ns + mean.memcpy_ns + mean.memset_ns > 0:
         return True
     return any(o.device_self_ns > 0 or o.device_total_ns > 0 for o in digest.ops_by_name)
 
@@ -98,7 +100,8 @@ def category_shares(breakdown: pb.Breakdown) -> dict:
 
 def _step_shares(breakdown: pb.Breakdown, on_device: bool) -> StepShares:
     total = breakdown.total_ns
-    computing = breakdown.compute_ns + breakdown.overlapped_ns if on_device else breakdown.host_ns
+    # on the CPU, overlapped is communication beside host compute on other threads: compute time too
+    computing = breakdown.compute_ns + breakdown.overlapped_ns if on_device else breakdown.host_ns + breakdown.overlapped_ns
     busy = sum(getattr(breakdown, field) for field in DEVICE_BUSY)
     return StepShares(
         compute_share=share(computing, total),

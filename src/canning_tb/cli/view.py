@@ -116,8 +116,15 @@ def json_report(source: str, results, analyses, detailed: set) -> dict:
                          "communication": communication_figures(d, found=own[id(d)]) if d is not None else None,
                          "roofline": roofline_figures(d) if d is not None else None,
                          "coverage": to_plain(d.coverage) if d is not None else None,
+                         "findings": _window_findings(d),
                          "digest": to_plain(d) if d is not None and id(t) in detailed else None}
                         for t, d, err in results]}
+
+
+def _window_findings(digest) -> list | None:
+    """The window's own findings, ranked (its digest's rule_hits, read in part too); None when unread."""
+    from canning_tb.analysis.rules.text import findings_json
+    return None if digest is None else findings_json(digest.rule_hits)
 
 
 def _ranks_json(run: str, position: int, members: list, analysis: dict) -> dict:
@@ -126,6 +133,16 @@ def _ranks_json(run: str, position: int, members: list, analysis: dict) -> dict:
     from canning_tb.analysis.rules.text import findings_json
     return {"run": run, "window_index": position, "analysis": analysis,
             "findings": findings_json(cluster_hits(analysis, [d for _, d in members]))}
+
+
+def _findings_line(target, digest) -> str:
+    """A rank window's own findings in short, in their order (the whole report: --detail)."""
+    from canning_tb.analysis.rules.finding import rank_key
+    hits = sorted((h for h in digest.rule_hits if not h.needs), key=rank_key)
+    if not hits:
+        return f"\n{target.title}: no finding.\n"
+    rows = [f"  {i}. [{h.severity}] {h.title} (gain: {h.gain})" for i, h in enumerate(hits, 1)]
+    return f"\n{target.title}: its own findings\n" + "\n".join(rows) + "\n"
 
 
 def write_report(path: str, cache_dir: str | None = None) -> str:
@@ -156,11 +173,12 @@ def _text_report(args, results, analyses, detailed: set) -> None:
     for run, position, members, analysis in analyses:
         where = "" if run == "." else f"{run} / "
         out.write(f"\n=== {where}window {position + 1}: across {len(members)} ranks ===\n"
-                  + report.ranks_report([], top=args.top, analysis=analysis) + "\n")
+                  + report.ranks_report([d for _, d in members], top=args.top, analysis=analysis) + "\n")
     hidden = 0
     for target, digest, err in results:
         if id(target) not in detailed and not err:
             hidden += 1
+            out.write(_findings_line(target, digest))
             continue
         out.write(f"\n=== {target.title} [{target.window.format}] ===\n")
         if err:

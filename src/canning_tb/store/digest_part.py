@@ -24,6 +24,7 @@ RANKS = (
     ("memory", ("device", "peak_allocated_bytes", "capacity_bytes")),
     ("communication", None), ("cann_steps", None), ("average_steps", None), ("coverage", None), ("step_clock", None),
     ("analysis_revision", None),  # a digest made by other code is marked as old (plugin/sections.py old_analysis)
+    ("rule_hits", None),  # each window's own findings, beside the cross-rank ones (CLI, without --detail)
 )
 
 

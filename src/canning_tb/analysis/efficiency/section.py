@@ -9,6 +9,7 @@ from ...ingest.table import Kind
 from .. import digest_pb2 as pb
 from ..context import Context
 from . import rows, totals
+from .links import mark_link_copies
 from .calls import kernel_calls, operator_calls
 from .peaks import Peak, window_peaks
 
@@ -85,6 +86,7 @@ def roofline_section(ctx: Context, d: pb.Digest) -> None:
     host_time = not has_device
     rows.fill_operators(ctx, d.ops_by_name, pos, ops, False, peak, host_time)
     rows.fill_operators(ctx, d.ops_by_shape, pos, ops, True, peak, host_time)
+    mark_link_copies(ctx, d)  # copies over PCIe / NVLink: not judged against HBM
     for o in d.ops_by_stack:  # not modelled by call stack: unknown, not 0
         rows.no_work(o.work)
     dpos, kernels, under = kernel_calls(ctx, pos, ops)

@@ -1,13 +1,22 @@
-"""Communication of one window: not hidden by compute vs pipeline send / receive waits, small
-packets, unaligned sizes, bandwidth far below the link's capacity."""
+"""Communication of one window: not hidden by compute vs pipeline send / receive waits, a one-off
+parameter broadcast of the first profiled step, small packets, unaligned sizes, bandwidth far below
+the link's capacity."""
 from __future__ import annotations
 
+import re
+
+import numpy as np
+
+from .. import intervals as iv
 from ..summary import window_figures
 from . import thresholds as th
 from .engine import RuleInput, rule
+from .events import per_step
 from .finding import Finding, evidence, ms, pct
 
 P2P_KINDS = {"send", "recv", "sendrecv", "batchsendrecv", "isend", "irecv", "receive"}
+# a communicator the files name as the tied-embedding group (Megatron EMBEDDING_GROUP, torch_npu "embd")
+EMBEDDING_GROUP_RE = re.compile(r"embd|embedding", re.I)
 
 
 def is_p2p(kind: str, comm_type: str) -> bool:
@@ -21,19 +30,81 @@ def _p2p_share(inp: RuleInput) -> float:
     return sum(c.total_ns for c in cols if is_p2p(c.kind, c.comm_type)) / total if total > 0 else 0.0
 
 
+def calls_set(calls) -> tuple:
+    """The union of the calls' time ranges (parallel calls on several threads counted once)."""
+    return iv.union(np.array([c.start_ns for c in calls], np.int64),
+                    np.array([c.start_ns + c.dur_ns for c in calls], np.int64))
+
+
+def one_off_broadcast(inp: RuleInput) -> list:
+    """The Broadcast calls of a parameter sync at the start of training: all in the window's first
+    step while later steps have none, or in a window of one step that is the job's first (ProfilerStep#0
+    or #1). Empty when there is none."""
+    d = inp.digest
+    casts = [c for c in d.communication.calls if c.kind == "Broadcast"]
+    if not casts or not d.steps:
+        return []
+    first = min(s.number for s in d.steps)
+    if len(d.steps) > 1:
+        found = casts if all(c.step == first for c in casts) else []
+    else:
+        found = casts if first <= 1 else []
+    if not found:
+        return []
+    # DDP's construction also all-gathers the parameters' shapes: a kind of the first step only is part of it
+    later = {c.kind for c in d.communication.calls if c.step != first}
+    return found + [c for c in d.communication.calls if c.kind == "AllGather" and c.step == first
+                    and "AllGather" not in later]
+
+
+def _kinds_text(inp: RuleInput, cols) -> str:
+    """'AllReduce (4 calls, 2.100 ms per step)': each collective with the time per step during which one of its
+    calls runs (calls on parallel threads or streams counted once, so never more than the step)."""
+    out = []
+    for c in cols:
+        calls = [x for x in inp.digest.communication.calls if x.kind == c.kind and x.group == c.group]
+        busy = per_step(inp, calls_set(calls)) if calls else -1
+        out.append(f"{c.kind} ({c.calls} calls" + (f", running {ms(busy)} per step)" if busy >= 0 else ")"))
+    return ", ".join(out)
+
+
+def _is_embedding(inp: RuleInput, group: str) -> bool:
+    """A collective of the pipeline, not of data parallelism: a group the files name as the tied
+    embeddings', or one that also carries this window's send / receive (the pipeline's own group: an
+    all-reduce there links the stages, e.g. tied weights between the first and last stage)."""
+    labels = {g.group: f"{g.name} {g.label}" for g in inp.digest.communication.groups}
+    if EMBEDDING_GROUP_RE.search(f"{group} {labels.get(group, '')}"):
+        return True
+    return any(c.group == group and is_p2p(c.kind, c.comm_type) for c in inp.digest.communication.collectives)
+
+
 @rule("communication_not_overlapped", "communication")
 def communication_not_overlapped(inp: RuleInput):
     share = window_figures(inp.digest)["comm_not_hidden_share"]
     if share is None or share <= th.COMM_NOT_HIDDEN_SHARE or _p2p_share(inp) > th.P2P_WAIT_SHARE:
         return None
     a = inp.digest.average
-    kinds = sorted(inp.digest.communication.collectives, key=lambda c: -c.total_ns)[:3]
+    casts = one_off_broadcast(inp)
+    one_off = {c.kind for c in casts}
+    cols = [c for c in inp.digest.communication.collectives if c.kind not in one_off
+            and not is_p2p(c.kind, c.comm_type) and not _is_embedding(inp, c.group)]
+    kinds = sorted(cols, key=lambda c: -c.total_ns)[:3]
+    if not kinds:
+        return None  # all of it is a one-off broadcast, send / receive or the pipeline's all-reduce: their findings
+    removes = inp.category("communication")
+    skip = [c for c in inp.digest.communication.calls
+            if c.kind in one_off or is_p2p(c.kind, c.comm_type) or _is_embedding(inp, c.group)]
+    if removes is not None and skip:
+        removes = iv.subtract(removes, calls_set(skip))
+    pipeline = any(is_p2p(c.kind, c.comm_type) for c in inp.digest.communication.collectives)
     return Finding(
         "", "", "warning", "Communication is not hidden by compute",
         f"Communication not hidden by compute takes {pct(share)} of the average step "
-        f"(Communication, {ms(a.communication_ns)}); most time in "
-        f"{', '.join(f'{c.kind} ({ms(c.total_ns)})' for c in kinds)}.",
-        why="While a collective runs with no compute beside it, the device waits for the network.",
+        f"(Communication, {ms(a.communication_ns)}); the collectives: {_kinds_text(inp, kinds)}."
+        + (" The one-off broadcast of the first step is left out (its own finding)." if casts else ""),
+        why="While a collective runs with no compute beside it, the device waits for the network."
+            + (" This rank is also a pipeline stage: its send / receive and the pipeline group's all-reduce are "
+               "left out here (pipeline_wait, the cross-rank findings)." if pipeline else ""),
         change_torch="overlap it: DDP(bucket_cap_mb=..., gradient_as_bucket_view=True), FSDP backward_prefetch / "
                      "forward_prefetch; fewer syncs with gradient accumulation (model.no_sync() on all but the last "
                      "micro-batch); compress gradients (DDP comm hooks, fp16 / bf16).",
@@ -41,7 +112,44 @@ def communication_not_overlapped(inp: RuleInput):
         gain_ns=a.communication_ns, gain_basis="the communication not hidden in the average step", value=share,
         figures={"comm_not_hidden_share": share, "communication_ns": a.communication_ns},
         evidence=[evidence("overview", "Communication", "Average step breakdown: Communication")] +
-        [evidence("communication", c.kind, f"{c.kind} {c.group}", timeline_name="") for c in kinds])
+        [_longest_call(inp, c.kind, c.group) for c in kinds],
+        figure="comm_not_hidden_share", figure_value=share, view="overview", threshold=th.COMM_NOT_HIDDEN_SHARE,
+        removes=removes, removes_what=["communication"])
+
+
+def _longest_call(inp: RuleInput, kind: str, group: str):
+    """Evidence: the Communication view's row, at the longest call of that collective."""
+    calls = [c for c in inp.digest.communication.calls if c.kind == kind and c.group == group]
+    top = max(calls, key=lambda c: c.dur_ns, default=None)
+    return evidence("communication", kind, f"{kind} {group}".strip(), timeline_name=top.op if top else "",
+                    ts_ns=top.start_ns if top else -1, dur_ns=top.dur_ns if top else -1)
+
+
+@rule("first_step_broadcast", "communication")
+def first_step_broadcast(inp: RuleInput):
+    """A parameter broadcast at the start of training (DDP / FSDP syncing the model) in the window:
+    a one-off, not the communication of a training step."""
+    casts = [c for c in one_off_broadcast(inp) if c.kind == "Broadcast"]
+    total = int(iv.measure(calls_set(casts), [min(c.start_ns for c in casts)],
+                           [max(c.start_ns + c.dur_ns for c in casts)])[0]) if casts else 0
+    step_ns = inp.step_ns
+    if not casts or step_ns <= 0 or total <= th.MIN_GAIN_SHARE * step_ns:
+        return None
+    step = min(s.number for s in inp.digest.steps)
+    return Finding(
+        "", "", "info", "A one-off broadcast in the first profiled step",
+        f"{len(casts)} Broadcast calls take {ms(total)} in step {step}, the first step of the window, and in no "
+        f"later step: parameters or their bucket layout synchronised at the start of training (DDP / FSDP "
+        f"construction, DDP's bucket rebuild after the first iteration, a load from rank 0).",
+        why="It happens once per job, not per step: it says nothing about the communication of training steps, "
+            "and DDP bucket or overlap settings do not change it.",
+        change_torch="profile later steps: torch.profiler.schedule(wait=N, warmup=1, active=3) with N past the "
+                     "first steps; judge the communication on those.",
+        change_npu="the same schedule in torch_npu.profiler.",
+        gain_basis="a one-off, not a per-step cost", value=total,
+        figures={"broadcast_calls": len(casts), "broadcast_ns": total},
+        evidence=[_longest_call(inp, "Broadcast", casts[0].group)],
+        figure="comm_total", figure_value=float(total), view="communication", removes_what=["Broadcast"])
 
 
 @rule("pipeline_wait", "communication")
@@ -52,19 +160,24 @@ def pipeline_wait(inp: RuleInput):
         return None
     a = inp.digest.average
     cols = [c for c in inp.digest.communication.collectives if is_p2p(c.kind, c.comm_type)]
+    calls = [c for c in inp.digest.communication.calls if is_p2p(c.kind, c.comm_type)]
+    removes = inp.category("communication")
+    if removes is not None and calls:
+        removes = iv.intersect(removes, calls_set(calls))
     return Finding(
         "", "", "warning", "Pipeline stages wait in send / receive",
         f"Communication not hidden by compute takes {pct(share)} of the average step (Communication), and "
-        f"{pct(p2p)} of the communication time is pipeline send / receive "
-        f"({', '.join(f'{c.kind} {ms(c.total_ns)}' for c in cols[:3])}).",
+        f"{pct(p2p)} of the communication time is pipeline send / receive ({_kinds_text(inp, cols[:3])}).",
         why="Time in a receive is mostly waiting for the neighbouring stage: a pipeline bubble or a stage slower "
             "than the others, not bandwidth. DDP bucket tuning does not help here.",
         change_torch="balance the layers across stages (compare the stages' compute in the cross-rank view), use "
                      "more micro-batches per step, an interleaved (virtual-stage) 1F1B schedule "
                      "(torch.distributed.pipelining ScheduleInterleaved1F1B).",
-        gain_ns=a.communication_ns, gain_basis="the communication not hidden in the average step", value=p2p,
+        gain_ns=a.communication_ns, gain_basis="the send / receive time not hidden in the average step", value=p2p,
         figures={"comm_not_hidden_share": share, "p2p_share": p2p},
-        evidence=[evidence("communication", c.kind, f"{c.kind} {c.group}") for c in cols[:3]])
+        evidence=[_longest_call(inp, c.kind, c.group) for c in cols[:3]],
+        figure="comm_not_hidden_share", figure_value=share, view="overview", threshold=th.COMM_NOT_HIDDEN_SHARE,
+        removes=removes if calls else None, removes_what=["communication", "send / receive"])
 
 
 @rule("small_packets", "communication")
@@ -75,6 +188,7 @@ def small_packets(inp: RuleInput):
     if total <= 0 or len(small) < th.FUSION_MIN_REPEATS or sum(c.dur_ns for c in small) / total <= th.SMALL_PACKET_SHARE:
         return None
     share = sum(c.dur_ns for c in small) / total
+    not_hidden = inp.category("communication")
     return Finding(
         "", "", "info", "Communication in small packets",
         f"{len(small)} of {len(calls)} communication calls move less than {th.SMALL_PACKET_RDMA_BYTES // 2 ** 20} MB "
@@ -83,9 +197,12 @@ def small_packets(inp: RuleInput):
         change_torch="coalesce them: larger DDP buckets (bucket_cap_mb), torch.distributed coalescing "
                      "(all_reduce_coalesced / batch_isend_irecv), fewer, larger tensors.",
         change_npu="the same with HCCL; larger HCCL_BUFFSIZE.",
-        gain_basis="latency per call is not in the trace", value=share,
+        gain_ns=-1 if not_hidden is None else 0, gain_basis="at most the not hidden part of these calls", value=share,
         figures={"small_calls": len(small), "small_time_share": share},
-        evidence=[evidence("communication", small[0].kind, f"{small[0].kind} {small[0].group}")])
+        evidence=[_longest_call(inp, small[0].kind, small[0].group)],
+        figure="comm_total", figure_value=float(sum(c.dur_ns for c in small)), view="communication",
+        removes=iv.intersect(not_hidden, calls_set(small)) if not_hidden is not None else None,
+        removes_what=["communication", "small calls"])
 
 
 @rule("byte_alignment", "communication")
@@ -105,11 +222,15 @@ def byte_alignment(inp: RuleInput):
         change_npu="pad the communicated tensors (bucket sizes) to multiples of 512 bytes.",
         gain_basis="the cost of the unaligned tail is not in the trace", value=len(odd),
         figures={"unaligned_calls": len(odd)},
-        evidence=[evidence("communication", c.kind, c.op or c.kind, timeline_name=c.op) for c in odd[:3]])
+        evidence=[evidence("communication", c.kind, c.op or c.kind, timeline_name=c.op, ts_ns=c.start_ns,
+                           dur_ns=c.dur_ns) for c in odd[:3]],
+        figure="bytes", figure_value=float(odd[0].bytes), view="communication")
 
 
 @rule("low_bandwidth", "communication")
 def low_bandwidth(inp: RuleInput):
+    """Links of a known transport under LOW_BANDWIDTH_SHARE of its capacity, judged on transfers of
+    at least LOW_BANDWIDTH_MIN_BYTES each (below, the time is latency, not bandwidth)."""
     slow = []
     for link in inp.digest.communication.links:
         cap = th.LINK_CAPACITY_GBPS.get(link.transport.upper())
@@ -121,13 +242,17 @@ def low_bandwidth(inp: RuleInput):
     link, cap = slow[0]
     return Finding(
         "", "", "warning", "Bandwidth far below the link's capacity",
-        f"{len(slow)} links run under {pct(th.LOW_BANDWIDTH_SHARE)} of their nominal capacity; slowest: "
-        f"{link.src} -> {link.dst} over {link.transport} at {link.bandwidth_gbps:.1f} GB/s of {cap:.0f} GB/s.",
-        why="A link that slow points at contention, a wrong route (PCIe instead of HCCS / NVLink), or small "
-            "transfers.",
+        f"{len(slow)} transfers of at least {th.LOW_BANDWIDTH_MIN_BYTES // 2 ** 20} MiB run under "
+        f"{pct(th.LOW_BANDWIDTH_SHARE)} of their link's nominal capacity; slowest: {link.src} -> {link.dst} over "
+        f"{link.transport} at {link.bandwidth_gbps:.1f} GB/s of {cap:.0f} GB/s ({link.bytes / 2 ** 20:.1f} MiB"
+        f"{' in ' + link.op if link.op else ''}).",
+        why="A link that slow on large transfers points at contention or a wrong route (PCIe instead of HCCS / "
+            "NVLink).",
         change_torch="check the topology (nvidia-smi topo -m), NCCL_P2P / NCCL_IB settings, and transfer sizes.",
         change_npu="check the HCCS / RDMA links (hccn_tool), HCCL_INTRA_PCIE_ENABLE / HCCL_INTRA_ROCE_ENABLE, "
                    "and transfer sizes.",
         gain_basis="the time at full bandwidth is not a bound the data gives", value=link.bandwidth_gbps / cap,
         figures={"bandwidth_gbps": link.bandwidth_gbps, "capacity_gbps": cap},
-        evidence=[evidence("communication", f"{link.src}->{link.dst}", f"{link.transport} link")])
+        evidence=[evidence("communication", f"{link.src}->{link.dst}", f"{link.transport} link")],
+        figure="bandwidth", figure_value=link.bandwidth_gbps, view="communication",
+        threshold=th.LOW_BANDWIDTH_SHARE * cap)

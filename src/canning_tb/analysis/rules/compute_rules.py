@@ -10,9 +10,14 @@ from ..names import name_map
 from ..summary import has_device_work
 from . import thresholds as th
 from .engine import RuleInput, rule
-from .events import COMPILE_RE, OP_COMPILE_RE, runtime_time
+from .. import intervals as iv
+from .events import COMPILE_RE, OP_COMPILE_RE, host_rows, longest, rows_set
 from .finding import Finding, evidence, ms, pct
 
+# fp32 GEMMs on TF32 Tensor Cores (Ampere on): cutlass / cuBLAS name them *s1688gemm* / *s16816* / *tf32*
+TF32_KERNEL_RE = re.compile(r"tf32|s1688|s16816", re.I)
+# GEMM kernels picked for operands not aligned to 16 bytes (cutlass / cuBLAS template suffix)
+ALIGN_KERNEL_RE = re.compile(r"_align[12]\b|_align[12]>")
 MATMUL_RE = re.compile(r"^aten::(mm|addmm|bmm|baddbmm|matmul|linear|conv\d?d|convolution|_convolution|einsum)$")
 
 
@@ -44,7 +49,9 @@ def tensor_cores_unused(inp: RuleInput):
         how += "; or TF32 for fp32 matmuls: torch.backends.cuda.matmul.allow_tf32 = True (cudnn.allow_tf32 for conv)"
     else:
         how += f" (compute capability {cc:.1f}: fp16 Tensor Cores only)"
-    per_step = cores.get(CORE_ELIGIBLE, 0) // inp.steps
+    a = inp.digest.average
+    # the eligible kernels' time, never more than the device computed in the step (streams run in parallel)
+    per_step = min(cores.get(CORE_ELIGIBLE, 0) // inp.steps, a.compute_ns + a.overlapped_ns)
     return Finding(
         "", "", "warning", "Tensor Cores are not used",
         f"Kernels of Tensor-Core-eligible operators take {pct(share)} of the kernel time ({CORE_ELIGIBLE}), "
@@ -53,7 +60,8 @@ def tensor_cores_unused(inp: RuleInput):
         change_torch=how, gain_ns=per_step,
         gain_basis="the eligible kernels' time per step, of which Tensor Cores would save a large part",
         value=share, figures={"tc_eligible_share": share, "compute_capability": cc},
-        evidence=[evidence("kernels", CORE_ELIGIBLE, "Kernels by core")])
+        evidence=[evidence("kernels", CORE_ELIGIBLE, "Kernels by core")],
+        figure="tc_eligible", figure_value=share, view="kernels", threshold=th.TC_ELIGIBLE_SHARE)
 
 
 def _dims(shapes: str) -> list[list[int]]:
@@ -69,6 +77,22 @@ def _unaligned(shapes: str, align: int) -> bool:
     return any(x % align for s in _dims(shapes) for x in s[-2:] if x > 1) if _dims(shapes) else False
 
 
+def tf32_kernels(inp: RuleInput) -> list:
+    """Kernels whose names say they run fp32 matmuls on TF32 Tensor Cores (cutlass *_s1688gemm*, *tf32*)."""
+    return [k for k in inp.digest.kernels_by_name if TF32_KERNEL_RE.search(k.name)]
+
+
+def tensor_core_share(inp: RuleInput) -> float | None:
+    """The Overview's Tensor Core share of kernel time (the first GPU's), None where unknown."""
+    shares = [g.tensor_core_share for g in inp.digest.gpu_efficiency if g.tensor_core_share >= 0]
+    return max(shares) if shares else None
+
+
+def _unaligned_kernels(inp: RuleInput) -> list:
+    """GEMM kernels that the library chose for unaligned operands (cutlass / cuBLAS *_align1 / _align2)."""
+    return [k for k in inp.digest.kernels_by_name if ALIGN_KERNEL_RE.search(k.name)]
+
+
 @rule("matmul_alignment", "compute")
 def matmul_alignment(inp: RuleInput):
     d = inp.digest
@@ -78,7 +102,7 @@ def matmul_alignment(inp: RuleInput):
     mm_time = sum(getattr(o, metric) for o in d.ops_by_name if MATMUL_RE.match(o.name))
     if total <= 0 or mm_time / total <= th.MATMUL_SHARE:
         return None
-    if not mm:  # no shapes: needs_shapes says which setting enables this rule
+    if not mm or not has_device_work(d):  # no shapes: needs_shapes; the CPU: needs_device says what would judge
         return None
     label = inp.device_label()
     npu = label.startswith("npu")
@@ -88,26 +112,34 @@ def matmul_alignment(inp: RuleInput):
     bad_calls = sum(o.calls for o in bad)
     if not calls or bad_calls / calls <= th.UNALIGNED_CALL_SHARE:
         return None
-    judged = ("cube units work on 16 x 16 fractals" if npu else
-              "Tensor Cores want dims that are multiples of 8 (fp16 / bf16; 16 for int8)")
-    where = "" if label.startswith(("cuda", "npu", "rocm")) else \
-        " This window ran on the CPU, which has no Tensor Cores or cube units: judged for a GPU / NPU run of the same model."
+    tc = tensor_core_share(inp)
+    narrow = _unaligned_kernels(inp)
+    if npu:
+        judged = "cube units work on 16 x 16 fractals"
+    elif tc:  # Tensor Cores run (the Overview says so): the unaligned ones run with narrow loads, not off them
+        judged = (f"Tensor Core kernels run ({pct(tc)} of the kernel time, Overview), but unaligned operands get "
+                  f"kernels with narrow memory access" + (f" ({narrow[0].name.split('(')[0][:80]}...)" if narrow else ""))
+    else:
+        judged = "Tensor Cores want dims that are multiples of 8 (fp16 / bf16; 16 for int8)"
     bad.sort(key=lambda o: -getattr(o, metric))
     share = bad_calls / calls
     return Finding(
-        "", "", "info" if where else "warning", "Matmul shapes keep Tensor Cores / cube units idle",
+        "", "", "info", f"Matmul / convolution dimensions not divisible by {align}",
         f"Matmul / convolution operators take {pct(mm_time / total)} of the operators' self time; "
         f"{pct(share)} of their calls have a dimension not divisible by {align} "
-        f"(e.g. {bad[0].name} {bad[0].input_shapes}, {bad[0].calls} calls).{where}",
-        why=f"Unaligned dimensions fall back to slower kernels or padding: {judged}. Input dtypes are not in the "
-            f"trace; fp32 inputs keep them idle too unless TF32 / autocast is on.",
-        change_torch=f"pad hidden sizes, vocabulary and batch to multiples of {align} (64 is safer), and run "
-                     f"matmuls under torch.autocast (float16 / bfloat16).",
+        f"(e.g. {bad[0].name} {bad[0].input_shapes}, {bad[0].calls} calls).",
+        why=f"Unaligned dimensions fall back to slower kernels or padding: {judged}."
+            + ("" if tc else " Input dtypes are not in the trace; fp32 inputs need TF32 / autocast for Tensor Cores."),
+        change_torch=f"pad hidden sizes, vocabulary and batch to multiples of {align} (64 is safer)"
+                     + ("" if tc or tf32_kernels(inp) else ", and run matmuls under torch.autocast (float16 / bfloat16)") + ".",
         change_npu="pad to multiples of 16 (the inner axis to 256 for cube affinity) and use "
                    "torch.autocast('npu', dtype=torch.float16 / bfloat16).",
         gain_ns=-1, gain_basis=f"at most the matmul time, {ms(mm_time // inp.steps)} per step",
         value=share, figures={"matmul_share": mm_time / total, "unaligned_call_share": share, "align": align},
-        evidence=[evidence("operators", o.name, f"{o.name} {o.input_shapes}", timeline_name=o.name) for o in bad[:3]])
+        evidence=[evidence("operators", o.name, f"{o.name} {o.input_shapes}", timeline_name=o.name) for o in bad[:3]]
+        + [evidence("kernels", k.name, "a kernel for unaligned operands", timeline_name=k.name) for k in narrow[:1]],
+        figure="op_calls", figure_value=float(next((o.calls for o in d.ops_by_name if o.name == bad[0].name), 0)),
+        view="operators", at_most_ns=mm_time // inp.steps)
 
 
 # what to do about a family of kernels that dominates the device time
@@ -140,6 +172,9 @@ def dominant_kernel_family(inp: RuleInput):
     if share <= th.DOMINANT_SHARE or family in ("other", "communication"):
         return None
     torch_advice, npu_advice = FAMILY_ADVICE.get(family, _FUSE)
+    if family == "matmul" and tf32_kernels(inp):  # TF32 already runs: no TF32 advice
+        torch_advice = ("fp16 / bf16 autocast (torch.autocast) where TF32 runs now, and dimensions that are "
+                        "multiples of 8")
     top = max(members, key=lambda k: k.total_ns)
     return Finding(
         "", "", "info", f"{family} kernels dominate the device time",
@@ -148,7 +183,9 @@ def dominant_kernel_family(inp: RuleInput):
         change_torch=torch_advice, change_npu=npu_advice,
         gain_basis=f"depends on their efficiency; at most {ms(sum(k.total_ns for k in members) // inp.steps)} per step",
         value=share, figures={"family_share": share},
-        evidence=[evidence("kernels", top.name, top.name, timeline_name=top.name)])
+        evidence=[evidence("kernels", top.name, top.name, timeline_name=top.name)],
+        figure="kernel_share", figure_value=share, view="kernels", threshold=th.DOMINANT_SHARE,
+        at_most_ns=sum(k.total_ns for k in members) // inp.steps)
 
 
 @rule("tiny_kernels", "compute")
@@ -166,7 +203,8 @@ def tiny_kernels(inp: RuleInput):
         change_npu="fuse operators (the torch_npu.npu_* fused APIs), graph mode, TASK_QUEUE_ENABLE=2.",
         gain_basis="the launch overhead is in the Runtime column, see its finding", value=mean,
         figures={"kernels": calls, "mean_kernel_ns": mean},
-        evidence=[evidence("kernels", "", "Kernels by Mean Duration")])
+        evidence=[evidence("kernels", "", "Kernels by Mean Duration")],
+        figure="kernel_mean", figure_value=mean, view="kernels", threshold=th.TINY_KERNEL_NS)
 
 
 @rule("ai_cpu", "compute")
@@ -186,20 +224,24 @@ def ai_cpu(inp: RuleInput):
                    "move data-dependent ops (nonzero, unique) off the hot path.",
         gain_ns=total // inp.steps, gain_basis="these AI_CPU tasks' time per step", value=worst.max_ns,
         figures={"ai_cpu_ops": len(slow), "ai_cpu_max_ns": worst.max_ns},
-        evidence=[evidence("kernels", k.name, f"{k.name} ({k.core})", timeline_name=k.name) for k in slow[:3]])
+        evidence=[evidence("kernels", k.name, f"{k.name} ({k.core})", timeline_name=k.name) for k in slow[:3]],
+        figure="kernel_max", figure_value=float(worst.max_ns), view="kernels", threshold=th.AI_CPU_NS)
 
 
 @rule("compilation", "time")
 def compilation(inp: RuleInput):
-    calls, total = runtime_time(inp, COMPILE_RE)
+    rows = host_rows(inp, COMPILE_RE)
+    removes = rows_set(inp, rows)
+    total = int(iv.measure(removes, [inp.digest.window.start_ns], [inp.digest.window.end_ns])[0]) if removes else 0
     window = inp.digest.window.end_ns - inp.digest.window.start_ns
     share = total / window if window > 0 else 0.0
-    op_compile = runtime_time(inp, OP_COMPILE_RE)[0] >= th.OP_COMPILE_CALLS
+    op_compile = len(host_rows(inp, OP_COMPILE_RE)) >= th.OP_COMPILE_CALLS
     if share <= th.COMPILE_SHARE and not op_compile:
         return None
+    shown = longest(inp, rows)
     return Finding(
         "", "", "warning", "Graph / operator compilation inside the window",
-        f"{calls} compilation events take {ms(total)}, {pct(share)} of the window.",
+        f"{len(rows)} compilation events take {ms(total)}, {pct(share)} of the window.",
         why="Compiling in the measured steps means shapes change from step to step (recompilation) or the "
             "window starts too early; every compile stalls the step.",
         change_torch="keep shapes static (pad / bucket sequence lengths), mark dynamic dims "
@@ -209,5 +251,7 @@ def compilation(inp: RuleInput):
                    "torch_npu.npu.config.allow_internal_format = False for dynamic shapes (binary kernels, no compile).",
         gain_ns=total // inp.steps, gain_is_bound=False, value=share,
         gain_basis="the compilation ranges per step; guard checks and cache misses around them come on top",
-        figures={"compile_events": calls, "compile_ns": total, "compile_share": share},
-        evidence=[evidence("timeline", "", "compilation events")])
+        figures={"compile_events": len(rows), "compile_ns": total, "compile_share": share},
+        evidence=[shown] if shown else [evidence("timeline", "", "compilation events")],
+        figure="compile_time", figure_value=float(total), view="trace",
+        removes=removes, removes_what=["compilation ranges"])

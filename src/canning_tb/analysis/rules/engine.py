@@ -12,7 +12,8 @@ from typing import Callable
 
 from .. import digest_pb2 as pb
 from ..context import Context
-from .finding import Finding, rank_key, to_hit
+from .. import intervals as iv
+from .claims import kept_steps
 
 RULES: dict[str, tuple[str, Callable]] = {}  # id -> (category, function)
 
@@ -21,6 +22,7 @@ RULES: dict[str, tuple[str, Callable]] = {}  # id -> (category, function)
 class RuleInput:
     digest: pb.Digest
     ctx: Context | None = None  # None when only the digest is at hand
+    _not_steps: list | None = None  # events.not_steps, once
 
     @property
     def step_ns(self) -> int:
@@ -40,22 +42,25 @@ class RuleInput:
         return f"{d.kind}{cc} {d.name}".strip()
 
 
+    def category(self, name: str) -> tuple | None:
+        """The interval set of a step-breakdown category over the window (steps.breakdowns), None
+        when the digest's steps do not come from these events (CANN's step trace)."""
+        cats = getattr(self.ctx, "categories", None) if self.ctx is not None else None
+        if cats is None or self.digest.step_source not in ("", "trace"):
+            return None
+        if name != "idle":
+            return cats.get(name)
+        starts, ends = kept_steps(self.digest)
+        return iv.subtract(iv.union(starts, ends), iv.union_sets(*cats.values()))
+
+    def categories(self, names) -> tuple | None:
+        """The union of several categories' sets (None as `category`)."""
+        sets = [self.category(n) for n in names]
+        return None if any(s is None for s in sets) else iv.union_sets(*sets)
+
+
 def rule(rule_id: str, category: str):
     def register(fn):
         RULES[rule_id] = (category, fn)
         return fn
     return register
-
-
-def run_rules(inp: RuleInput) -> list[pb.RuleHit]:
-    """Every registered rule's findings, ranked by estimated gain."""
-    hits = []
-    for rule_id, (category, fn) in RULES.items():
-        found = fn(inp)
-        for f in ([found] if isinstance(found, Finding) else found or []):
-            f.rule, f.category = f.rule or rule_id, f.category or category
-            f.device = f.device or inp.device_label()
-            if f.step_ns == 0:
-                f.step_ns = inp.step_ns
-            hits.append(to_hit(f))
-    return sorted(hits, key=rank_key)

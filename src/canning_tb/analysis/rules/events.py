@@ -9,9 +9,11 @@ from collections import defaultdict
 import numpy as np
 
 from ...ingest.table import NONE, Kind
+from .. import intervals as iv
 from ..common import DATALOADER_RE, name_mask
 from ..steps import device_wait_rows
 from .engine import RuleInput
+from .finding import evidence
 
 # operators that return a device value to the host (so they wait for it): .item(), .tolist(),
 # data-dependent shapes (nonzero, masked_select); the outermost of each is counted
@@ -23,6 +25,14 @@ MEMORY_CALL_RE = re.compile(r"^(cuda|hip)(Malloc|Free)(Async|Host)?$|^(AscendCL@
 COMPILE_RE = re.compile(r"aclopCompile|OpCompile|entire_frame_compile|dynamo_timed|^_compile\.|compile_inner|"
                         r"GraphCompile|compile_fx", re.I)
 OP_COMPILE_RE = re.compile(r"aclopCompile|OpCompile", re.I)
+# CUDA / HIP graph capture: kernels launched between these run nothing on the device (recorded only)
+CAPTURE_BEGIN_RE = re.compile(r"^(cuda|hip)StreamBeginCapture")
+CAPTURE_END_RE = re.compile(r"^(cuda|hip)(StreamEndCapture|GraphInstantiate)")
+# process start-up: device runtime initialisation (the first runtime call of a process takes it, in
+# CUDA lazily, often cudaDeviceGetStreamPriorityRange / cudaGetDeviceCount / cudaFree(0)), handle creation
+STARTUP_RE = re.compile(r"^(cuda|hip)(DeviceGetStreamPriorityRange|GetDeviceCount|SetDevice|StreamCreate\w*"
+                        r"|DeviceSetLimit|InitDevice)$|^cuInit$|^cuDevicePrimaryCtxRetain$|^(cudnn|cublas|cublasLt|miopen"
+                        r"|rocblas|hipblas)Create$|^(AscendCL@)?acl(Init|rtSetDevice|rtCreateContext)$")
 
 
 def dataloader_name(inp: RuleInput) -> str:
@@ -43,6 +53,35 @@ def host_ranges(inp: RuleInput, rx: re.Pattern) -> dict[str, tuple[int, int]]:
         calls, total = out[table.strings[int(name_id)] or ""]
         out[table.strings[int(name_id)] or ""] = (calls + 1, total + int(dur))
     return dict(out)
+
+
+def host_rows(inp: RuleInput, rx: re.Pattern) -> np.ndarray:
+    """Rows of the host events (operators, annotations, runtime calls) named by `rx`."""
+    if inp.ctx is None:
+        return np.zeros(0, np.int64)
+    table = inp.ctx.table
+    return np.flatnonzero(name_mask(table, rx) & (table.events["device"] == NONE))
+
+
+def rows_set(inp: RuleInput, rows: np.ndarray) -> tuple | None:
+    """The union of the rows' time ranges (an interval set: nested or parallel ranges once), None
+    without events."""
+    if inp.ctx is None:
+        return None
+    ev = inp.ctx.ev
+    return iv.union(ev["ts"][rows], ev["ts"][rows] + ev["dur"][rows])
+
+
+def longest(inp: RuleInput, rows: np.ndarray, view: str = "timeline", row: str = "", label: str = "",
+            rank: int = -1):
+    """Evidence for the longest of `rows`: its name, start and duration (the event that shows it)."""
+    if inp.ctx is None or len(rows) == 0:
+        return None
+    ev = inp.ctx.ev
+    top = int(rows[np.argmax(ev["dur"][rows])])
+    name = inp.ctx.table.strings[int(ev["name"][top])] or ""
+    return evidence(view, row or name, label or f"the longest {name}", timeline_name=name,
+                    ts_ns=int(ev["ts"][top]), dur_ns=int(ev["dur"][top]), rank=rank)
 
 
 def _enclosing_op(inp: RuleInput, pos: int) -> str:
@@ -136,3 +175,59 @@ def top_level_ops(inp: RuleInput) -> list[tuple[np.ndarray, np.ndarray, np.ndarr
         sel = by_thread[lo:hi]
         out.append((ev["name"][rows[sel]], ev["dur"][rows[sel]], device_total[sel]))
     return out
+
+
+def capture_ranges(inp: RuleInput) -> tuple | None:
+    """The windows of CUDA / HIP graph capture: from each *StreamBeginCapture to the last
+    *StreamEndCapture / *GraphInstantiate after it on the same thread (the window's end without one),
+    as an interval set; None when the window captures nothing."""
+    begins = host_rows(inp, CAPTURE_BEGIN_RE)
+    if not len(begins):
+        return None
+    ev = inp.ctx.ev
+    ends = host_rows(inp, CAPTURE_END_RE)
+    end_at = ev["ts"][ends] + ev["dur"][ends]
+    starts = ev["ts"][begins]
+    lo, hi = [], []
+    order = np.argsort(starts)
+    for i, b in enumerate(begins[order].tolist()):
+        nxt = int(starts[order][i + 1]) if i + 1 < len(order) else None
+        mine = (ev["tid"][ends] == ev["tid"][b]) & (ev["ts"][ends] >= ev["ts"][b])
+        if nxt is not None:
+            mine &= ev["ts"][ends] < nxt
+        lo.append(int(ev["ts"][b]))
+        hi.append(int(end_at[mine].max()) if mine.any() else int(inp.digest.window.end_ns))
+    return iv.union(lo, hi)
+
+
+def startup_ranges(inp: RuleInput) -> tuple | None:
+    """Runtime initialisation calls of the process start (STARTUP_RE) when they take at least
+    MIN_GAIN_SHARE of the window: an interval set, else None."""
+    from . import thresholds as th
+    rows = host_rows(inp, STARTUP_RE)
+    if not len(rows):
+        return None
+    found = rows_set(inp, rows)
+    window = inp.digest.window.end_ns - inp.digest.window.start_ns
+    total = int(iv.measure(found, [inp.digest.window.start_ns], [inp.digest.window.end_ns])[0])
+    return found if window > 0 and total >= th.MIN_GAIN_SHARE * window else None
+
+
+def not_steps(inp: RuleInput) -> list:
+    """Interval sets of time that is no training step's: graph capture, process start-up (once per input)."""
+    if inp.ctx is None:
+        return []
+    if inp._not_steps is None:
+        inp._not_steps = [x for x in (capture_ranges(inp), startup_ranges(inp)) if x is not None]
+    return inp._not_steps
+
+
+def per_step(inp: RuleInput, interval_set) -> int:
+    """The length per step of an interval set inside the steps the average keeps (what claims.settle
+    makes a gain of), graph capture and start-up left out."""
+    from .claims import kept_steps
+    starts, ends = kept_steps(inp.digest)
+    window = iv.union(starts, ends)
+    for skip in not_steps(inp):
+        window = iv.subtract(window, skip)
+    return int(iv.measure(iv.intersect(iv.union(*interval_set), window), starts, ends).sum()) // max(len(starts), 1)

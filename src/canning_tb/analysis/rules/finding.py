@@ -1,15 +1,19 @@
-"""A finding: what was seen, why it matters, what to change, the gain bound, the evidence.
+"""A finding: what was seen, why it matters, what to change, the gain bound, the evidence, and the
+claim behind it as data.
 
-Rules build `Finding`s; `to_hit` writes one into the digest's RuleHit (the one shape the views,
-the text report and the JSON share).
+Rules build `Finding`s; `claims.settle` (window) and the cross-rank rules fill in the claim's
+significance and the time it shares with other findings; `to_hit` writes one into the digest's
+RuleHit (the one shape the views, the text report and the JSON share).
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from .. import digest_pb2 as pb
 
 SEVERITY_ORDER = {"critical": 0, "warning": 1, "info": 2}
+NAN = float("nan")
 
 
 @dataclass
@@ -31,6 +35,23 @@ class Finding:
     evidence: list = field(default_factory=list)
     needs: str = ""
     device: str = ""
+    # the claim (docs/rules.md "Claims"): the figure it rests on, under its glossary key, as a view shows it
+    figure: str = ""
+    figure_value: float = NAN
+    view: str = ""
+    threshold: float = NAN
+    # the time the change removes: an interval set (starts, ends) in the window's ns, clipped to the
+    # steps by claims.settle (gain = its measure per step), and what that time is, in words
+    removes: tuple | None = None
+    removes_what: list = field(default_factory=list)
+    residual: bool = False  # removes only what no other finding of the window claims (device idle)
+    at_most_ns: int = -1  # a finding with no gain bound: the time per step it is about (the floor applies to it)
+    floor_ns: int = -1
+    noise_ns: int = -1
+    steps: int = 0
+    scope: str = "window"
+    ranks: list = field(default_factory=list)
+    shared: list = field(default_factory=list)  # [(rule, title, ns per step)]
 
     def speedup(self) -> float:
         if self.gain_ns < 0 or self.step_ns <= 0:
@@ -43,14 +64,28 @@ class Finding:
         if self.gain_ns < 0:
             return f"not bounded by the data{': ' + self.gain_basis if self.gain_basis else ''}"
         word = "at most" if self.gain_is_bound else "about"
-        return (f"{word} {ms(self.gain_ns)} per step ({self.gain_basis}): up to {self.speedup():.2f}x"
+        text = (f"{word} {ms(self.gain_ns)} per step ({self.gain_basis}): up to {self.speedup():.2f}x"
                 if self.step_ns > 0 else f"{word} {ms(self.gain_ns)} ({self.gain_basis})")
+        shared = "; ".join(f"{ms(ns)} of it is also claimed by '{title}'" for _, title, ns in self.shared)
+        return f"{text}; {shared}" if shared else text
 
 
 def evidence(view: str, row: str = "", label: str = "", timeline_name: str = "", ts_ns: int = -1,
              dur_ns: int = -1, rank: int = -1) -> pb.Evidence:
     return pb.Evidence(view=view, row=row, label=label, timeline_name=timeline_name, ts_ns=int(ts_ns),
                        dur_ns=int(dur_ns), rank=int(rank))
+
+
+def _claim(f: Finding) -> pb.Claim:
+    removes_ns = f.gain_ns if f.removes is not None or f.removes_what else -1
+    claim = pb.Claim(figure=f.figure, value=float(f.figure_value), view=f.view, threshold=float(f.threshold),
+                     floor_ns=int(f.floor_ns), noise_ns=int(f.noise_ns), removes_ns=int(removes_ns),
+                     step_ns=int(f.step_ns), steps=int(f.steps), scope=f.scope)
+    claim.removes.extend(str(x) for x in f.removes_what)
+    claim.ranks.extend(int(r) for r in f.ranks)
+    for rule, title, ns in f.shared:
+        claim.shared.add(rule=rule, title=title, ns=int(ns))
+    return claim
 
 
 def to_hit(f: Finding) -> pb.RuleHit:
@@ -65,13 +100,18 @@ def to_hit(f: Finding) -> pb.RuleHit:
     hit.evidence.extend(f.evidence)
     for key, number in f.figures.items():
         hit.figures[key] = float(number)
+    hit.claim.CopyFrom(_claim(f))
     return hit
 
 
 def rank_key(hit: pb.RuleHit) -> tuple:
     """Findings ranked by estimated gain (largest first); those without one after, by severity."""
     unjudged = bool(hit.needs)
-    return (unjudged, -max(hit.gain_ns, 0), SEVERITY_ORDER.get(hit.severity, 3), hit.rule)
+    return (unjudged, -max(hit.gain_ns, 0), SEVERITY_ORDER.get(hit.severity, 3), hit.rule, hit.title)
+
+
+def is_number(x: float) -> bool:
+    return isinstance(x, (int, float)) and math.isfinite(x)
 
 
 def pct(x: float) -> str:

@@ -6,10 +6,11 @@ import re
 
 import numpy as np
 
+from ...ingest.table import NONE
 from ..summary import has_device_work
 from . import thresholds as th
 from .engine import RuleInput, rule
-from .events import host_ranges, top_level_ops
+from .events import host_rows, longest, per_step, rows_set, top_level_ops
 from .finding import Finding, evidence, ms
 from .sequence import Sequence, sequences
 
@@ -35,7 +36,17 @@ _OPTIMIZER_RE = re.compile(r"^Optimizer\.step#(\w+)\.step$")
 FUSED_OPTIMIZERS_NPU = {"SGD": "torch_npu.optim.NpuFusedSGD", "Adam": "torch_npu.optim.NpuFusedAdam",
                         "AdamW": "torch_npu.optim.NpuFusedAdamW", "RMSprop": "torch_npu.optim.NpuFusedRMSprop",
                         "Adadelta": "torch_npu.optim.NpuFusedAdadelta", "Lamb": "torch_npu.optim.NpuFusedLamb"}
-_FUSED_KERNEL_RE = re.compile(r"_fused_(adam|sgd|adagrad)", re.I)
+# torch 2.x torch.optim classes and the arguments they have (inspect.signature of torch 2.13)
+TORCH_FUSED = {"Adam", "AdamW", "SGD", "Adagrad"}  # fused=True (and foreach=True)
+TORCH_FOREACH = {"ASGD", "Adadelta", "Adafactor", "Adamax", "NAdam", "RAdam", "RMSprop", "Rprop"}  # foreach only
+# classes fused by design: apex FusedAdam / FusedLAMB / FusedSGD / FusedNovoGrad, DeepSpeed FusedAdam,
+# Megatron's distributed fused optimizers, torch_npu NpuFused*
+FUSED_CLASS_RE = re.compile(r"fused", re.I)
+# fused work: torch's _fused_* ops and kernels (fused=True)
+FUSED_WORK_RE = re.compile(r"_fused_|fused_?(adam|sgd|adagrad)", re.I)
+# multi-tensor work: torch's _foreach_* ops and their multi_tensor_apply kernels (foreach=True), Ascend's
+# aclnnForeach* kernels
+FOREACH_WORK_RE = re.compile(r"multi_tensor_apply|aten::_foreach_|Foreach", re.I)
 
 
 def _thread_sequences(inp: RuleInput) -> list[tuple[Sequence, np.ndarray, np.ndarray]]:
@@ -44,7 +55,11 @@ def _thread_sequences(inp: RuleInput) -> list[tuple[Sequence, np.ndarray, np.nda
     found = top_level_ops(inp)
     if not found:
         return []
-    short = [name.split("::", 1)[-1] for name in inp.ctx.table.strings.values]
+    values = inp.ctx.table.strings.values
+    short = [""] * len(values)  # the short names of the operators only, never the call stacks beside them
+    for name_id in np.unique(np.concatenate([name_ids for name_ids, _, _ in found])).tolist():
+        if 0 <= name_id < len(values):
+            short[name_id] = values[name_id].split("::", 1)[-1]
     device = has_device_work(inp.digest)
     seqs = sequences(short, [name_ids for name_ids, _, _ in found])
     return [(seq, name_ids, device_ns if device else host_ns)
@@ -85,34 +100,109 @@ def fusable_ops(inp: RuleInput):
         count, total, first = _matches(inp, threads, regex)
         if count < th.FUSION_MIN_REPEATS:
             continue
-        per_step = total // inp.steps
+        matched = total // inp.steps
         found.append(Finding(
             f"fusable_{pid}", "", "info", title,
             f"The operator sequence '{regex.replace('(?:', '(')}' runs {count} times in the window "
-            f"({count / inp.steps:.1f} per step, {ms(per_step)} per step).",
+            f"({count / inp.steps:.1f} per step, {ms(matched)} per step).",
             why="Each operator is a kernel launch and a round trip of its tensors through device memory; "
                 "one fused kernel does the same work once.",
             change_torch=torch_change or "torch.compile the code that issues it", change_npu=npu_change,
-            gain_ns=per_step, gain_basis="the time of the matched operators; the fused call still costs part of it",
-            value=count, figures={"occurrences": count, "matched_ns_per_step": per_step},
+            gain_ns=matched, gain_basis="the time of the matched operators; the fused call still costs part of it",
+            value=count, figures={"occurrences": count, "matched_ns_matched": matched},
             evidence=[evidence("operators", first, f"{first}: first operator of the sequence", timeline_name=first)]))
     return found
 
 
+def _inside(inp: RuleInput, ranges: np.ndarray, candidates: np.ndarray) -> np.ndarray:
+    """Per candidate row: it starts inside one of the `ranges` rows on the same thread."""
+    ev = inp.ctx.ev
+    out = np.zeros(len(candidates), bool)
+    for r in ranges.tolist():
+        lo, hi = int(ev["ts"][r]), int(ev["ts"][r] + ev["dur"][r])
+        ts = ev["ts"][candidates]
+        out |= (ev["tid"][candidates] == ev["tid"][r]) & (ev["pid"][candidates] == ev["pid"][r]) & (ts >= lo) & (ts < hi)
+    return out
+
+
+def _optimizer_work(inp: RuleInput, ranges: np.ndarray) -> list[str]:
+    """Names of the operators and kernels the optimizer ranges run: host ops inside them, and the
+    device kernels those ops (or the ranges) launched."""
+    ctx = inp.ctx
+    host = ctx.host.rows
+    inner = _inside(inp, ranges, host)
+    names = {int(ctx.ev["name"][r]) for r in host[inner].tolist()}
+    owner = ctx.device_owner
+    ok = owner != NONE
+    if ok.any():
+        launched = np.zeros(len(owner), bool)
+        launched[ok] = inner[owner[ok]]
+        names |= set(ctx.ev["name"][ctx.device_rows[launched]].tolist())
+    strings = ctx.table.strings
+    return [strings[i] or "" for i in names]
+
+
+def _optimizer_classes(inp: RuleInput) -> dict[str, np.ndarray]:
+    """{optimizer class: its Optimizer.step rows}, wrappers (a step range holding another class's
+    step, e.g. torchrec's CombinedOptimizer) left out: their inner optimizers are judged."""
+    rows = host_rows(inp, _OPTIMIZER_RE)
+    strings, ev = inp.ctx.table.strings, inp.ctx.ev
+    by_class: dict[str, list] = {}
+    for r in rows.tolist():
+        by_class.setdefault(_OPTIMIZER_RE.match(strings[int(ev["name"][r])]).group(1), []).append(r)
+    out = {}
+    for kind, own in by_class.items():
+        others = np.array([r for k, rs in by_class.items() if k != kind for r in rs], np.int64)
+        if len(others) and _inside(inp, np.array(own, np.int64), others).any():
+            continue  # a wrapper
+        out[kind] = np.array(own, np.int64)
+    return out
+
+
+def _advice(kind: str) -> str:
+    """What to change, with the arguments the class has (torch 2.x signatures), never others."""
+    if kind in TORCH_FUSED:
+        return f"torch.optim.{kind}(..., fused=True) (or foreach=True)"
+    if kind in TORCH_FOREACH:
+        return f"torch.optim.{kind}(..., foreach=True): the multi-tensor implementation (it has no fused one)"
+    return (f"{kind} is not a torch.optim optimizer: use a fused or multi-tensor implementation of it if its "
+            f"library has one (its own documentation says which argument)")
+
+
 @rule("unfused_optimizer", "time")
 def unfused_optimizer(inp: RuleInput):
-    ranges = host_ranges(inp, _OPTIMIZER_RE)
-    if not ranges or host_ranges(inp, _FUSED_KERNEL_RE):
+    if inp.ctx is None:
         return None
-    name, (calls, total) = max(ranges.items(), key=lambda kv: kv[1][1])
-    kind = _OPTIMIZER_RE.match(name).group(1)
-    per_step = total // inp.steps
-    return Finding(
-        "", "", "info", f"The {kind} optimizer runs unfused",
-        f"{name} runs {calls} times, {ms(per_step)} of host time per step, with no fused optimizer kernel.",
-        why="An unfused optimizer launches several small kernels per parameter tensor.",
-        change_torch=f"torch.optim.{kind}(..., fused=True) (or foreach=True where fused is not offered)",
-        change_npu=f"{FUSED_OPTIMIZERS_NPU.get(kind, 'the torch_npu.optim.NpuFused* optimizer of the same kind')}",
-        gain_ns=per_step, gain_basis="the optimizer step's host time per step", value=per_step,
-        figures={"optimizer_ns_per_step": per_step},
-        evidence=[evidence("operators", name, name, timeline_name=name)])
+    found = []
+    for kind, rows in _optimizer_classes(inp).items():
+        if FUSED_CLASS_RE.search(kind):
+            continue  # apex / DeepSpeed / Megatron FusedAdam, FusedLAMB ...: fused by design
+        work = _optimizer_work(inp, rows)
+        if any(FUSED_WORK_RE.search(name) for name in work):
+            continue  # fused kernels / ops run inside it
+        foreach = any(FOREACH_WORK_RE.search(name) for name in work)
+        if foreach and kind not in TORCH_FUSED:
+            continue  # multi-tensor already, and the class has nothing fused beyond that
+        removes = rows_set(inp, rows)
+        name = inp.ctx.table.strings[int(inp.ctx.ev["name"][rows[0]])]
+        shown = longest(inp, rows, view="operators", row=name, label=name)
+        step_ns = per_step(inp, removes)
+        found.append(Finding(
+            "", "", "info", f"The {kind} optimizer runs " + ("multi-tensor, not fused" if foreach else "unfused"),
+            f"{name} runs {len(rows)} times, {ms(step_ns)} per step, "
+            + ("with multi-tensor (foreach) kernels and no fused one." if foreach else
+               "one small operator per parameter tensor (no fused or multi-tensor kernel inside it)."),
+            why="An unfused optimizer launches several small kernels per parameter tensor; a multi-tensor one "
+                "still a few per group of tensors, where the fused one launches one.",
+            change_torch=f"torch.optim.{kind}(..., fused=True)" if foreach else _advice(kind),
+            change_npu=f"{FUSED_OPTIMIZERS_NPU.get(kind, 'the torch_npu.optim.NpuFused* optimizer of the same kind')}",
+            gain_ns=step_ns, gain_basis="the optimizer step's time per step", value=step_ns,
+            figures={"optimizer_ns_per_step": step_ns},
+            evidence=[shown] if shown else [evidence("operators", name, name, timeline_name=name)],
+            figure="host_total", figure_value=_host_total(inp, name), view="operators",
+            removes=removes, removes_what=[name]))
+    return found
+
+
+def _host_total(inp: RuleInput, name: str) -> float:
+    return next((float(o.host_total_ns) for o in inp.digest.ops_by_name if o.name == name), float("nan"))

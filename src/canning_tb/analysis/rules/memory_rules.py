@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from . import thresholds as th
 from .engine import RuleInput, rule
-from .events import MEMORY_CALL_RE, runtime_time
+from .. import intervals as iv
+from .events import MEMORY_CALL_RE, host_rows, longest, rows_set
 from .finding import Finding, evidence, ms, pct
 
 
@@ -29,7 +30,9 @@ def peak_memory(inp: RuleInput):
                          "smaller micro-batch with gradient accumulation, PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True.",
             change_npu="the same; PYTORCH_NPU_ALLOC_CONF=expandable_segments:True.",
             gain_basis="memory, not time", value=ratio, figures={"peak_share": ratio},
-            evidence=[evidence("memory", m.device, "peak", ts_ns=m.peak_ts_ns, dur_ns=1_000_000)]))
+            evidence=[evidence("memory", m.device, "peak", ts_ns=m.peak_ts_ns, dur_ns=1_000_000)],
+            figure="memory_peak", figure_value=float(max(m.peak_allocated_bytes, m.peak_reserved_bytes)),
+            view="memory", threshold=th.PEAK_MEMORY_SHARE * m.capacity_bytes))
     return found
 
 
@@ -50,19 +53,24 @@ def fragmentation(inp: RuleInput):
             change_npu="PYTORCH_NPU_ALLOC_CONF=expandable_segments:True.",
             gain_basis="memory, not time", value=reserved / alloc,
             figures={"reserved_over_allocated": reserved / alloc},
-            evidence=[evidence("memory", m.device, "Peak reserved")]))
+            evidence=[evidence("memory", m.device, "Peak reserved")],
+            figure="peak_reserved", figure_value=float(reserved), view="memory",
+            threshold=th.FRAGMENTATION_RATIO * alloc))
     return found
 
 
 @rule("allocator_churn", "memory")
 def allocator_churn(inp: RuleInput):
-    calls, total = runtime_time(inp, MEMORY_CALL_RE)
+    rows = host_rows(inp, MEMORY_CALL_RE)
+    removes = rows_set(inp, rows)
+    total = int(iv.measure(removes, [inp.digest.window.start_ns], [inp.digest.window.end_ns])[0]) if removes else 0
     if total <= th.MEMORY_CALLS_NS:
         return None
     devices = [m for m in inp.digest.memory if m.device.upper() != "CPU"]
+    shown = longest(inp, rows)
     return Finding(
         "", "", "warning", "Frequent device memory allocation",
-        f"{calls} device malloc / free calls take {ms(total)} of host time in the window.",
+        f"{len(rows)} device malloc / free calls take {ms(total)} of host time in the window.",
         why="cudaMalloc / cudaFree (aclrtMalloc / aclrtFree) synchronise the device: the caching allocator is "
             "giving memory back and asking for it again.",
         change_torch="keep shapes stable so the caching allocator reuses blocks; "
@@ -70,8 +78,10 @@ def allocator_churn(inp: RuleInput):
         change_npu="PYTORCH_NPU_ALLOC_CONF=expandable_segments:True; a smaller batch if memory is short; "
                    "no torch.npu.empty_cache() in the loop.",
         gain_ns=total // inp.steps, gain_basis="the malloc / free calls' host time per step", value=total,
-        figures={"memory_calls": calls, "memory_calls_ns": total},
-        evidence=[evidence("memory", devices[0].device if devices else "", "Allocations")])
+        figures={"memory_calls": len(rows), "memory_calls_ns": total},
+        evidence=[evidence("memory", devices[0].device if devices else "", "Allocations")] + ([shown] if shown else []),
+        figure="malloc_time", figure_value=float(total), view="trace", threshold=th.MEMORY_CALLS_NS,
+        removes=removes, removes_what=["malloc / free calls"])
 
 
 @rule("empty_cache", "memory")
@@ -87,4 +97,5 @@ def empty_cache(inp: RuleInput):
         change_torch="remove torch.cuda.empty_cache() from the training loop.",
         change_npu="remove torch.npu.empty_cache() from the training loop.",
         gain_basis="its cost shows as malloc time in the following steps", value=n,
-        figures={"empty_cache_calls": n}, evidence=[evidence("memory", "", "empty_cache calls")])
+        figures={"empty_cache_calls": n}, evidence=[evidence("memory", "", "empty_cache calls")],
+        figure="empty_cache_calls", figure_value=float(n), view="memory", threshold=0.0)

@@ -64,4 +64,6 @@ def below_roof(inp: RuleInput):
         why=_WHY.get(w.bound, ""), change_torch=change_torch, change_npu=change_npu, gain_ns=gain,
         gain_basis=f"its device time if it ran at its roof ({pct(w.roof_share)} of it now)", value=w.roof_share,
         figures={"roof_share": w.roof_share, "tflops": w.tflops, "intensity": w.intensity, "op_ns": w.time_ns},
-        evidence=[evidence("operators", top.name, f"{top.name}: share of roof", timeline_name=top.name)])
+        evidence=[evidence("operators", top.name, f"{top.name}: share of roof", timeline_name=top.name)],
+        figure="roof_share", figure_value=w.roof_share, view="operators", threshold=FAR_FROM_ROOF,
+        at_most_ns=gain)

@@ -7,7 +7,8 @@ import re
 
 from . import thresholds as th
 from .engine import RuleInput, rule
-from .events import host_ranges
+from .. import intervals as iv
+from .events import host_ranges, host_rows, longest, rows_set
 from .finding import Finding, evidence, ms
 
 SYNC_BN_RE = re.compile(r"SyncBatchNorm|batch_norm_gather_stats|batch_norm_elemt_backward")
@@ -29,18 +30,20 @@ def sync_batchnorm(inp: RuleInput):
         change_torch="keep plain BatchNorm (per device statistics) where the per-device batch is large enough; "
                      "or sync only the layers that need it.",
         gain_basis="its collectives are in the communication time", value=calls,
-        figures={"sync_batchnorm_calls": calls},
+        figures={"sync_batchnorm_calls": calls}, figure="op_calls", figure_value=float(found[name][0]),
+        view="operators", threshold=th.SYNC_BATCHNORM_CALLS,
         evidence=[evidence("operators", name, name, timeline_name=name)])
 
 
 @rule("gc_pauses", "time")
 def gc_pauses(inp: RuleInput):
-    found = host_ranges(inp, GC_RE)
-    total = sum(ns for _, ns in found.values())
-    calls = sum(c for c, _ in found.values())
+    rows = host_rows(inp, GC_RE)
+    removes = rows_set(inp, rows)
+    total = int(iv.measure(removes, [inp.digest.window.start_ns], [inp.digest.window.end_ns])[0]) if removes else 0
+    calls = len(rows)
     if not calls or total / calls <= th.GC_NS:
         return None
-    name = next(iter(found))
+    shown = longest(inp, rows)
     return Finding(
         "", "", "warning", "Python garbage collection pauses the step",
         f"{calls} garbage-collection pauses take {ms(total)} in the window (mean {ms(total / calls)}).",
@@ -49,7 +52,9 @@ def gc_pauses(inp: RuleInput):
                      "(e.g. every N steps) with automatic collection off (gc.disable()).",
         gain_ns=total // inp.steps, gain_basis="the pauses' time per step", value=total,
         figures={"gc_calls": calls, "gc_ns": total},
-        evidence=[evidence("timeline", name, "GC pauses", timeline_name=name)])
+        evidence=[shown] if shown else [evidence("timeline", "", "GC pauses")],
+        figure="gc_pause", figure_value=float(total / calls), view="trace", threshold=th.GC_NS,
+        removes=removes, removes_what=["GC pauses"])
 
 
 @rule("gloo_on_gpu", "communication")
@@ -66,4 +71,5 @@ def gloo_on_gpu(inp: RuleInput):
         why="gloo moves GPU tensors through host memory; NCCL uses NVLink / GPUDirect.",
         change_torch="torch.distributed.init_process_group(backend='nccl') for GPU tensors.",
         gain_basis="depends on the links", value=calls, figures={"gloo_calls": calls},
+        figure="comm_total", figure_value=float(total), view="communication",
         evidence=[evidence("communication", "", "collectives")])

@@ -9,6 +9,16 @@ mean > 5 %, >= 20 op compilations, small packets (> 20 % of the volume in packet
 """
 from __future__ import annotations
 
+# -- significance (every rule: docs/rules.md "Significance") -------------------------------------
+MIN_GAIN_SHARE = 0.05  # ours (ma's 5 % slow-rank ratio, tb's 5 % DataLoader): a gain under 5 % of the step is not reported
+NOISE_MIN_STEPS = 2  # the noise floor needs at least two steps of a rank (one step shows no variation)
+# the noise floor: the one-sided 90 % bound of Student's t on the mean over n steps, t(0.90, n - 1) x the
+# standard error (statistics tables); a gain under it could be the rank's own step-to-step variation
+T90 = {1: 3.078, 2: 1.886, 3: 1.638, 4: 1.533, 5: 1.476, 6: 1.440, 7: 1.415, 8: 1.397, 9: 1.383, 10: 1.372,
+       15: 1.341, 20: 1.325, 30: 1.310}
+T90_LARGE = 1.282  # more than 30 degrees of freedom: the normal bound
+MAD_TO_SD = 1.4826  # the median absolute deviation x this = the sd of a normal distribution (robust scale)
+SHARED_MIN_SHARE = 0.01  # two findings that claim more than 1 % of the step in common say so
 # -- time ----------------------------------------------------------------------------------------
 DATALOADER_SHARE = 0.05  # tb: DataLoader / step, above
 DEVICE_IDLE_SHARE = 0.50  # tb: GPU utilisation < 50 %: the device has no work, above
@@ -17,6 +27,9 @@ RUNTIME_SHARE = 0.10  # ours: Runtime (launch calls, device idle) / step, above:
 DEVICE_WAIT_SHARE = 0.10  # ours: Device wait (host blocked until the device is done) / step, above
 SYNC_CALLS_PER_STEP = 1.0  # ours: host-device synchronising calls (.item(), .cpu(), ...) per step, at least
 DOMINANT_SHARE = 0.30  # ours: one operator / kernel family above 30 % of device (or host) self time
+# ours: an operator at 80 % of its roof (analysis/efficiency) has at most a fifth of its time to gain: it
+# is not called dominant, and a dominant one's gain is bounded by what its roof leaves
+NEAR_ROOF = 0.80
 TINY_KERNEL_NS = 10_000  # ours: mean kernel under 10 us ...
 TINY_KERNEL_MIN_CALLS = 1000  # ... over at least this many kernels
 FUSION_MIN_REPEATS = 5  # ma: a fusable sequence counts from 5 occurrences in the window

@@ -3,11 +3,11 @@ overhead, synchronisations that stall the device, a dominant operator or kernel 
 from __future__ import annotations
 
 from .. import glossary
-from ..common import collective_kind
+from ..common import DATALOADER_RE, HOST_COMM_RE, collective_kind
 from ..summary import has_device_work, slowest_op, window_figures
 from . import thresholds as th
 from .engine import RuleInput, rule
-from .events import dataloader_name, sync_calls
+from .events import host_rows, longest, sync_calls
 from .finding import Finding, evidence, ms, pct
 
 # breakdown field -> the name the views show it under (the glossary's label, docs/glossary.md)
@@ -33,7 +33,8 @@ def dataloader_share(inp: RuleInput):
     if share is None or share <= th.DATALOADER_SHARE:
         return None
     a = inp.digest.average
-    name = dataloader_name(inp)
+    rows = host_rows(inp, DATALOADER_RE)
+    shown = longest(inp, rows)
     return Finding(
         "", "", "warning", "Data loading takes a large share of the step",
         f"Data loading takes {pct(share)} of the average step (DataLoader): {ms(a.dataloader_ns)} of {ms(a.total_ns)}.",
@@ -42,13 +43,14 @@ def dataloader_share(inp: RuleInput):
                      "prefetch_factor=2); move decoding / augmentation out of __getitem__ or onto the device.",
         gain_ns=a.dataloader_ns, gain_basis="the DataLoader time of the average step, if workers hide it all",
         value=share, figures={"dataloader_share": share, "dataloader_ns": a.dataloader_ns, "step_ns": a.total_ns},
-        evidence=[evidence("overview", "DataLoader", "Average step breakdown: DataLoader"),
-                  evidence("timeline", name, f"the longest {name}", timeline_name=name)] if name else
-        [evidence("overview", "DataLoader", "Average step breakdown: DataLoader")])
+        evidence=[evidence("overview", "DataLoader", "Average step breakdown: DataLoader")] + ([shown] if shown else []),
+        figure="dataloader_share", figure_value=share, view="overview", threshold=th.DATALOADER_SHARE,
+        removes=inp.category("dataloader"), removes_what=["dataloader"])
 
 
 @rule("device_idle", "time")
 def device_idle(inp: RuleInput):
+    """The device idle time that no other finding explains (claims.settle: a residual claim)."""
     idle = window_figures(inp.digest)["device_idle_share"]  # the Overview's "Device idle" (docs/glossary.md)
     if idle is None or idle <= th.DEVICE_IDLE_SHARE:
         return None
@@ -61,10 +63,14 @@ def device_idle(inp: RuleInput):
         why="A device that waits is throughput lost; the columns named say what the step does instead.",
         change_torch="remove the bottleneck the largest column names (see its own finding); with the device idle "
                      "and nothing else large, raise the batch size.",
-        gain_ns=int(idle * a.total_ns), gain_basis="the Device idle time of the average step", value=idle,
+        gain_ns=int(idle * a.total_ns), gain_basis="the Device idle time of the average step that no other finding "
+        "here claims", value=idle,
         figures={"device_idle_share": idle, **{f: getattr(a, f) for f in named}},
         evidence=[evidence("overview", CATEGORY_LABELS[f], f"Average step breakdown: {CATEGORY_LABELS[f]}")
-                  for f in named])
+                  for f in named],
+        figure="device_idle_share", figure_value=idle, view="overview", threshold=th.DEVICE_IDLE_SHARE,
+        removes=inp.categories(f.removesuffix("_ns") for f in _NOT_DEVICE),
+        removes_what=[f.removesuffix("_ns") for f in _NOT_DEVICE], residual=True)
 
 
 @rule("device_wait", "time")
@@ -90,7 +96,9 @@ def device_wait(inp: RuleInput):
         figures={"device_wait_share": share, "device_wait_ns": a.device_wait_ns},
         evidence=[evidence("overview", "Device wait", "Average step breakdown: Device wait")] +
         [evidence("operators", c["op"], f"{c['op']}: {c['calls']} blocking calls", timeline_name=c["name"])
-         for c in calls[:3]])
+         for c in calls[:3]],
+        figure="device_wait", figure_value=share, view="overview", threshold=th.DEVICE_WAIT_SHARE,
+        removes=inp.category("device_wait"), removes_what=["device_wait"])
 
 
 @rule("sync_calls", "time")
@@ -98,30 +106,32 @@ def sync_calls_rule(inp: RuleInput):
     """Synchronising calls each step where the Device wait rule did not fire (e.g. a CPU run)."""
     if _share(inp, "device_wait_ns") > th.DEVICE_WAIT_SHARE:
         return None
+    if not has_device_work(inp.digest):
+        return None  # on the CPU they wait for nothing; needs_device says what would let this judge
     calls = [c for c in sync_calls(inp) if c["calls"] / inp.steps >= th.SYNC_CALLS_PER_STEP]
     if not calls:
         return None
-    on_device = has_device_work(inp.digest)
     per_step = sum(c["calls"] for c in calls) / inp.steps
-    host_ns = sum(c["ns"] for c in calls) // inp.steps
     names = ", ".join(f"{c['name'] + ' under ' if c['name'] != c['op'] else ''}{c['op']} "
                       f"({c['calls'] / inp.steps:.1f} per step)" for c in calls[:4])
+    share = _share(inp, "device_wait_ns")
     return Finding(
         "", "", "info", "Synchronising calls in every step",
-        f"{per_step:.1f} calls per step that make the host wait for the device's result: {names}."
-        + ("" if on_device else " This window ran on the CPU, where they wait for nothing; on a GPU or NPU "
-                                 "each one stalls the host until the device's queue drains."),
+        f"{per_step:.1f} calls per step that make the host wait for the device's result: {names}.",
         why="A host that waits for the device cannot queue the next kernels: the device idles after each call.",
         change_torch="keep the value on the device and read it every N steps; for copies use "
                      ".to('cpu', non_blocking=True) into a pin_memory() buffer.",
         change_npu="the same; leave ASCEND_LAUNCH_BLOCKING unset.",
-        # on a device only the Device wait (device idle while the host is blocked) is lost time
-        gain_ns=inp.digest.average.device_wait_ns if on_device else host_ns,
-        gain_basis="the Device wait of the average step" if on_device else
-        "the host time of these calls per step here; on a device the stall they cause is larger",
+        gain_ns=a_wait(inp), gain_basis="the Device wait of the average step",  # the device idle while blocked
         value=per_step, figures={"sync_calls_per_step": per_step},
         evidence=[evidence("operators", c["op"], f"{c['op']}: {c['calls']} calls", timeline_name=c["op"])
-                  for c in calls[:3]])
+                  for c in calls[:3]],
+        figure="device_wait", view="overview", figure_value=share,
+        removes=inp.category("device_wait"), removes_what=["device_wait"])
+
+
+def a_wait(inp: RuleInput) -> int:
+    return int(inp.digest.average.device_wait_ns)
 
 
 @rule("launch_bound", "time")
@@ -141,7 +151,9 @@ def launch_bound(inp: RuleInput):
                    "torch.npu.NPUGraph, fuse operators.",
         gain_ns=a.runtime_ns, gain_basis="the Runtime time of the average step", value=share,
         figures={"runtime_share": share, "runtime_ns": a.runtime_ns},
-        evidence=[evidence("overview", "Runtime", "Average step breakdown: Runtime")])
+        evidence=[evidence("overview", "Runtime", "Average step breakdown: Runtime")],
+        figure="runtime", figure_value=share, view="overview", threshold=th.RUNTIME_SHARE,
+        removes=inp.category("runtime"), removes_what=["runtime"])
 
 
 @rule("host_bound", "time")
@@ -163,17 +175,25 @@ def host_bound(inp: RuleInput):
         gain_ns=a.host_ns + a.runtime_ns, gain_basis="Host + Runtime of the average step", value=host,
         figures={"host_share": _share(inp, "host_ns"), "runtime_share": _share(inp, "runtime_ns")},
         evidence=[evidence("overview", "Host", "Average step breakdown: Host"),
-                  evidence("operators", "", "Operators by Host Self Duration")])
+                  evidence("operators", "", "Operators by Host Self Duration")],
+        figure="host", figure_value=_share(inp, "host_ns"), view="overview",
+        removes=inp.categories(("host", "runtime")), removes_what=["host", "runtime"])
 
 
 @rule("dominant_op", "time")
 def dominant_op(inp: RuleInput):
     top = slowest_op(inp.digest)
-    # a collective on top is the communication rules' finding, not an operator to make faster
-    if top is None or top["share"] <= th.DOMINANT_SHARE or collective_kind(top["name"]) != "Other":
+    # a collective on top (c10d::*, record_param_comms, nccl:*, hcom_*) is the communication rules'
+    # finding, not an operator to make faster
+    if top is None or top["share"] <= th.DOMINANT_SHARE or is_communication(top["name"]):
+        return None
+    roof = _roof_share(inp.digest, top["name"])
+    if roof >= th.NEAR_ROOF:  # near its roof already: nothing much to gain in the operator itself
         return None
     column = "Device Self Duration" if top["metric"] == "device_self_ns" else "Host Self Duration"
     per_step = top["ns"] // inp.steps
+    if roof >= 0:  # what its roof leaves (analysis/efficiency): at most the time above the roof's
+        per_step = int(per_step * (1 - roof))
     return Finding(
         "", "", "info", f"{top['name']} dominates",
         f"{top['name']} takes {pct(top['share'])} of the operators' {column} ({ms(per_step)} per step).",
@@ -182,4 +202,17 @@ def dominant_op(inp: RuleInput):
                      "lower precision (torch.autocast) or a fused / better implementation of this operator.",
         gain_basis=f"depends on how efficient {top['name']} already is; it is at most {ms(per_step)} per step",
         value=top["share"], figures={"op_share": top["share"], "op_ns": top["ns"]},
-        evidence=[evidence("operators", top["name"], f"{top['name']}: {column}", timeline_name=top["name"])])
+        evidence=[evidence("operators", top["name"], f"{top['name']}: {column}", timeline_name=top["name"])],
+        figure="slowest_op", figure_value=top["share"], view="overview", threshold=th.DOMINANT_SHARE,
+        at_most_ns=per_step)
+
+
+def _roof_share(digest, name: str) -> float:
+    """The operator's share of its roof (OpStat.work, analysis/efficiency), -1 unknown."""
+    row = next((o for o in digest.ops_by_name if o.name == name), None)
+    return row.work.roof_share if row is not None and row.work.model else -1.0
+
+
+def is_communication(name: str) -> bool:
+    """An operator that is a collective: its host op (HOST_COMM_RE) or a name that says which."""
+    return bool(HOST_COMM_RE.search(name)) or collective_kind(name) != "Other"

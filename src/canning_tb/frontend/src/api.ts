@@ -412,6 +412,32 @@ export interface RuleHit {
   needs: string; // the rule could not judge: the profiler setting that would enable it
   figures: Record<string, number | null>;
   device: string;
+  claim: Claim; // the finding as data, checked against the views (docs/rules.md "Claims")
+}
+
+/** What a finding claims: the figure it rests on (a glossary key, as its view shows it), the floors it
+ * passed, the time per step it would remove, and the findings that claim part of the same time. */
+export interface Claim {
+  figure: string;
+  value: number | null; // shares as fractions, times in ns; null none
+  view: string;
+  threshold: number | null;
+  floor_ns: number; // a gain under this (a share of the step) is not reported
+  noise_ns: number; // the variation the data shows, -1 unknown
+  removes_ns: number; // -1 unknown
+  removes: string[];
+  shared: SharedTime[];
+  step_ns: number;
+  steps: number;
+  scope: string; // "window" | "ranks"
+  ranks: number[];
+}
+
+/** Time per step that another finding claims too. */
+export interface SharedTime {
+  rule: string;
+  title: string;
+  ns: number;
 }
 
 /** A row of a view's table and / or a place in the Timeline a finding rests on. */

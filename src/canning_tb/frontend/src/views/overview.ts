@@ -357,7 +357,7 @@ function rankRow(row: RankFigures, slow: string[] | undefined, open: (worker: st
   link.onclick = () => open(row.worker);
   return h(
     "tr",
-    { class: slow ? "slow" : "", "data-rank": row.rank, title: slow ? `Slow rank: ${slow.join(", ")}` : undefined },
+    { class: slow ? "slow" : "", "data-rank": row.rank, title: slow ? slow.join("; ") : undefined },
     h("td", { class: "num rank", text: String(row.rank) }),
     h("td", { class: "text" }, link),
     h("td", { class: "num", text: ms(row.step_ns) }),
@@ -384,9 +384,18 @@ function wholeRunRow(summary: RunSummary): HTMLTableRowElement {
   );
 }
 
+/** The ranks the cross-rank findings name (slow ranks, the slowest pipeline stage), with the findings' titles. */
+function namedRanks(cl: ClusterResponse): Map<number, string[]> {
+  const named = new Map<number, string[]>();
+  for (const hit of cl.findings) {
+    if (!hit.rule.startsWith("slow_rank_") && hit.rule !== "stage_imbalance") continue;
+    for (const e of hit.evidence) if (e.rank >= 0) named.set(e.rank, [...(named.get(e.rank) ?? []), hit.title]);
+  }
+  return named;
+}
+
 function runTable(cl: ClusterResponse, open: (worker: string) => void): HTMLElement {
-  const flagged = new Map<number, string[]>();
-  for (const slow of cl.slow_ranks) if (slow.flagged) flagged.set(slow.slowest_rank, [...(flagged.get(slow.slowest_rank) ?? []), slow.metric]);
+  const flagged = namedRanks(cl);
   const table = h("table", { id: "ov-run", class: "data-table run-overview" });
   table.append(h("thead", {}, h("tr", {}, ...RUN_HEAD.map(([label, tip, num]) => h("th", { class: num ? "num" : "", title: tip, text: label })))));
   const body = h("tbody");
@@ -408,15 +417,20 @@ function manyRanks(cl: ClusterResponse, signal: AbortSignal, open: (worker: stri
 }
 
 function runParts(host: ViewHost, cl: ClusterResponse): HTMLElement[] {
-  const slow = cl.slow_ranks.filter((finding) => finding.flagged);
   const open = (worker: string) => openRank(host, worker, cl.window_index);
   const many = cl.per_rank.length > RANKS_AS_ROWS;
   const parts: HTMLElement[] = many ? manyRanks(cl, host.signal, open) : [h("div", { class: "table-wrap short" }, runTable(cl, open))];
-  if (slow.length) {
-    parts.push(legend("ov-run-legend", [["error", "Red rank: a slow rank, its figure more than 5% off the mean of the ranks (hover the row for which)"]]));
-    const text = slow.map((finding) => `${finding.metric}: rank ${finding.slowest_rank} (${pct(finding.ratio)}%)`).join("; ");
-    parts.push(h("p", { class: "muted", id: "ov-run-slow", text: `Slow ranks (spread over 5% of the mean): ${text}. See the Communication view.` }));
-  }
+  if (namedRanks(cl).size) parts.push(legend("ov-run-legend", [["error", "Red rank: named by a cross-rank finding below (hover the row for which)"]]));
+  // the cross-rank findings, in their order (the Suggestions view has their evidence): a spread that is
+  // under the significance floors (docs/rules.md) is no finding, whatever its ratio
+  if (cl.findings.length)
+    parts.push(
+      h(
+        "ol",
+        { class: "suggestions", id: "ov-run-findings" },
+        ...cl.findings.map((hit) => h("li", { class: `sev-${hit.severity}`, "data-rule": hit.rule }, h("span", { class: "badge", text: hit.severity }), h("strong", { text: hit.title }), h("p", { class: "muted", text: `Estimated gain: ${hit.gain}` }))),
+      ),
+    );
   if (cl.problems.length)
     parts.push(h("ul", { class: "problems" }, ...cl.problems.map((problem) => h("li", { class: "error", text: `${problem.worker} / ${problem.window}: ${problem.message}` }))));
   return parts;

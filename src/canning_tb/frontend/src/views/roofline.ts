@@ -14,7 +14,7 @@ import { showEmpty, showLoading, type ViewDef, type ViewHost } from "./view";
 import { sharePct, sig, workColumns } from "./work_columns";
 
 type Kind = "operator" | "kernel";
-const COLORS: Record<string, string> = { compute: "#1976d2", memory: "#f57c00", latency: "#8e24aa", "": "#757575" };
+const COLORS: Record<string, string> = { compute: "#1976d2", memory: "#f57c00", latency: "#8e24aa", link: "#2e7d32", "": "#757575" };
 
 function peaksTable(peaks: DevicePeak[]): HTMLTableElement {
   const dtypes = [...new Set(peaks.flatMap((p) => Object.keys(p.tflops)))].sort();

@@ -4,6 +4,9 @@
 // same window position (from /cluster) when the run has several ranks. Computes nothing.
 import { getJSON, windowParams, type ClusterResponse, type Evidence, type RuleHit, type SuggestionsResponse } from "../api";
 import { h } from "../dom";
+import { ms } from "../format";
+import glossaryTable from "../../../analysis/glossary.json";
+import { label, tip, type GlossaryKey } from "../glossary";
 import type { AppStore, ViewId } from "../state";
 import { card, fetchOr, problemsList } from "./common";
 import { openTimelineAt, timelineAt } from "./timeline_link";
@@ -40,9 +43,21 @@ function part(label: string, text: string, cls: string): HTMLElement | null {
   return text ? h("p", { class: cls }, h("strong", { text: `${label}: ` }), text) : null;
 }
 
+/** What the finding rests on (its claim): the figure under its glossary name and the view that shows
+ * it, and the floors it passed. Formats the claim; computes nothing. */
+function claimPart(hit: RuleHit): HTMLElement | null {
+  const c = hit.claim;
+  if (!c || !c.figure || !(c.figure in glossaryTable)) return null;
+  const key = c.figure as GlossaryKey;
+  const floors = [c.floor_ns > 0 ? `gain floor ${ms(c.floor_ns)} ms (5 % of the step)` : "", c.noise_ns >= 0 ? `noise floor ${ms(c.noise_ns)} ms` : ""].filter(Boolean).join(", ");
+  const text = `${label(key)}${c.view ? ` (${c.view === "trace" ? "the trace's events" : `${c.view} view`})` : ""}${floors ? `; ${floors}` : ""}`;
+  return h("p", { class: "claim muted", title: tip(key) }, h("strong", { text: "Rests on: " }), text);
+}
+
 function finding(store: AppStore, hit: RuleHit, id: string): HTMLElement {
   const parts = [
     part("Seen", hit.seen || hit.detail, "seen"),
+    claimPart(hit),
     part("Why", hit.why, "why"),
     part("Change (torch)", hit.change_torch, "change-torch"),
     part("Change (torch_npu)", hit.change_npu, "change-npu"),
