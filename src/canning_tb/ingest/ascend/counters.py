@@ -8,8 +8,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import numpy as np
+
 from .. import side_tables as side
-from .csv_io import to_float, us_to_ns
+from .cells import float_column, us_to_ns_column
 
 _UNIT_RE = re.compile(r"\(([^()]*)\)\s*$")
 # the file's unit -> (ours, factor)
@@ -26,24 +28,80 @@ def _unit(key: str) -> tuple[str, float]:
     return _SCALE.get(match.group(1), (match.group(1), 1.0))
 
 
-def trace_counter_rows(event: dict, group: str, device: int) -> list[dict]:
-    """Rows of one counter event: one per numeric arg; args named *id (acc_id) name the series."""
-    ts = us_to_ns(event.get("ts"))
-    args = event.get("args")
-    if ts is None or not isinstance(args, dict):
-        return []
-    name = str(event.get("name", ""))
-    ids = [f"{key} {value}" for key, value in args.items() if key.lower().endswith("id")]
-    values = {key: to_float(value) for key, value in args.items() if not key.lower().endswith("id")}
-    rows = []
-    for key, value in values.items():
-        if value is None:
-            continue
-        unit, factor = _unit(key)
-        series = " ".join([name, *ids]) + (f"/{key}" if len(values) > 1 else "")
-        rows.append(side.row("npu_counters", group=group, counter=series, unit=unit, device=f"npu:{device}",
-                             ts_ns=ts, value=value * factor))
-    return rows
+class CounterParts:
+    """The counter samples of trace_view.json's "ph":"C" events, a piece at a time, as columns: one row
+    per numeric arg (args named *id, acc_id, name the series). The process (the group) and the device
+    are known only once the whole file is read: rows keep the pid's id until then (trace_kinds)."""
+
+    def __init__(self):
+        self.series: dict[str, int] = {}
+        self.units: dict[str, int] = {}
+        self.parts: list[dict[str, np.ndarray]] = []
+
+    def add(self, parse, cols: list, rows: list[int], seq: np.ndarray) -> None:
+        from .trace_decode import any_args
+        args = any_args([cols[8][i] for i in rows])
+        ts, ok = us_to_ns_column([cols[5][i] for i in rows])
+        groups: dict[tuple, list[int]] = {}
+        for k, a in enumerate(args):
+            if ok[k] and type(a) is dict:
+                name = cols[1][rows[k]]
+                groups.setdefault(("None" if name is None else name, tuple(a)), []).append(k)
+        for (name, keys), ks in groups.items():
+            self._group(parse, cols, rows, ks, name, keys, args, ts, seq)
+
+    def _group(self, parse, cols, rows, ks, name, keys, args, ts, seq) -> None:
+        ids = [key for key in keys if key.lower().endswith("id")]
+        values = [key for key in keys if not key.lower().endswith("id")]
+        if ids:
+            prefixes = [" ".join([name, *(f"{key} {args[k][key]}" for key in ids)]) for k in ks]
+        else:
+            prefixes = [name] * len(ks)
+        at = np.array(ks)
+        pid = parse._id("pid", [cols[3][rows[k]] for k in ks])
+        for pos, key in enumerate(keys):
+            if key not in values:
+                continue
+            v = float_column([args[k][key] for k in ks])
+            keep = ~np.isnan(v)
+            unit, factor = _unit(key)
+            suffix = f"/{key}" if len(values) > 1 else ""
+            series = np.fromiter((self._code(self.series, p + suffix) for p in prefixes), np.int32, len(ks))
+            self.parts.append({"pid": pid[keep], "ts": ts[at][keep], "series": series[keep],
+                               "unit": np.full(int(keep.sum()), self._code(self.units, unit), np.int32),
+                               "value": v[keep] * factor, "seq": seq[at][keep] * 64 + min(pos, 63)})
+
+    def absorb(self, other: "CounterParts", pid_map: np.ndarray, seq_offset: int) -> None:
+        """Another reader's samples (the range after ours), their codes mapped to ours."""
+        series = np.array([self._code(self.series, t) for t in other.series] + [-1], np.int32)
+        units = np.array([self._code(self.units, t) for t in other.units] + [-1], np.int32)
+        for part in other.parts:
+            self.parts.append({**part, "pid": pid_map[part["pid"]].astype(np.int32), "series": series[part["series"]],
+                               "unit": units[part["unit"]], "seq": part["seq"] + seq_offset * 64})
+
+    @staticmethod
+    def _code(table: dict[str, int], text: str) -> int:
+        code = table.get(text)
+        if code is None:
+            code = table[text] = len(table)
+        return code
+
+    def columns(self, group_of_pid: np.ndarray, device_of_pid: np.ndarray, groups: list[str]) -> side.Columns | None:
+        """The npu_counters side table, in file order: group_of_pid / device_of_pid map a pid id to the
+        group's index in `groups` and the device (-1: the pid is no device, its samples are dropped)."""
+        if not self.parts:
+            return None
+        cols = {k: np.concatenate([p[k] for p in self.parts]) for k in self.parts[0]}
+        device = device_of_pid[cols["pid"]]
+        order = np.argsort(cols["seq"], kind="stable")
+        order = order[device[order] >= 0]
+        devices = sorted(set(device[order].tolist()))
+        dev_names = [f"npu:{d}" for d in devices]
+        dev_ids = np.searchsorted(np.array(devices, np.int64), device[order]) if devices else device[order]
+        return side.Columns.build(
+            "npu_counters", group=(group_of_pid[cols["pid"][order]], groups),
+            counter=(cols["series"][order], list(self.series)), unit=(cols["unit"][order], list(self.units)),
+            device=(dev_ids, dev_names), ts_ns=cols["ts"][order], value=cols["value"][order])
 
 
 def _rows(group: str, unit: str, samples) -> list[dict]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import csv_tables as C
 from . import tables as T
 from .. import side_tables as side
 from .counters import db_counter_rows
@@ -61,7 +62,7 @@ def read_memory_tables(db, table: EventTable) -> None:
 def _step_trace(db, table: EventTable) -> None:
     if "StepTraceTime" not in db.tables:
         return
-    fields = [k for k, _ in T.STEP_FIELDS]
+    fields = [k for k, _ in C.STEP_FIELDS]
     have = db.columns("StepTraceTime")
     sel = ", ".join(f[:-3] if f[:-3] in have else "NULL" for f in fields)
     side.put(table.side, "step_trace", [

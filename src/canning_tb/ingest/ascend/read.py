@@ -18,18 +18,19 @@ import os
 
 import numpy as np
 
+from . import csv_tables as C
 from . import tables as T
 from .. import side_tables as side
 from .info import rank_from_data, read_group_file, read_info, set_devices, worker_of
 from .layout import Layout, locate
-from .merge import fill_events, fill_memory, merge_device_rows
+from .merge import fill_events, fill_memory, merge_device
 from .trace import read_trace
 from ..table import NONE, EventTable, InputError, Kind, Problem
 
-_SIDE_FILES = (("step_trace", "step_trace_time.csv", T.read_step_trace),
-               ("op_statistic", "op_statistic.csv", T.read_op_statistic),
-               ("operator_memory", "operator_memory.csv", T.read_operator_memory),
-               ("npu_module_mem", "npu_module_mem.csv", T.read_npu_module_mem),
+_SIDE_FILES = (("step_trace", "step_trace_time.csv", C.read_step_trace),
+               ("op_statistic", "op_statistic.csv", C.read_op_statistic),
+               ("operator_memory", "operator_memory.csv", C.read_operator_memory),
+               ("npu_module_mem", "npu_module_mem.csv", C.read_npu_module_mem),
                ("comm_matrix", "communication_matrix.json", T.read_communication_matrix))
 
 # side table -> the text file it comes from (the db export: analysis.db or the profiler db)
@@ -115,14 +116,14 @@ def _read_text(r: _Reader) -> None:
             side.put(table.side, key, rows)
     groups = comm.groups() if comm else {}
     trace, kernels = _read_device(r, groups)
-    mem = r.take("memory_record.csv", T.read_memory_record)
-    rows = merge_device_rows(trace, kernels) if (trace or kernels) else []
-    for row in rows:  # kernel_details.csv names no communicator: communication.json does
-        if row["kind"] == Kind.COMM_KERNEL and not row.get("group") and row["name"] in groups:
-            row["group"] = groups[row["name"]]
-    if not r.usable and not rows:
+    mem = r.take("memory_record.csv", C.read_memory_record, table.strings)
+    have_kernels = kernels is not None and len(kernels) > 0
+    if not r.usable and not have_kernels and trace is None:
         raise InputError(r.lay.path_shown, "nothing usable: " + "; ".join(str(p) for p in table.problems[:5]))
-    fill_events(table, rows)
+    if trace is not None or kernels is not None:
+        cols, metrics = merge_device(trace, kernels)
+        _comm_groups(table, cols, groups)
+        fill_events(table, cols, metrics)
     if mem:
         fill_memory(table, mem)
     devs = {int(d) for d in np.unique(table.events["device"]) if d != NONE}
@@ -130,25 +131,40 @@ def _read_text(r: _Reader) -> None:
         devs |= trace.devices
         table.meta.process_names.update(trace.process_names)
         table.meta.thread_names.update(trace.thread_names)
-        side.put(table.side, "overlap_analysis", [side.row("overlap_analysis", name=name, start_ns=a, end_ns=b)
-                                                  for name, spans in trace.overlap.items() for a, b in spans])
-        side.put(table.side, "npu_counters", trace.counters)
+        if trace.overlap is not None:
+            side.put(table.side, "overlap_analysis", trace.overlap)
+        if trace.counters is not None:
+            side.put(table.side, "npu_counters", trace.counters)
     set_devices(table.meta, devs)
     _note_missing_text(r, trace is not None, comm is not None)
 
 
+def _comm_groups(table: EventTable, cols: dict, groups: dict[str, str]) -> None:
+    """kernel_details.csv names no communicator: communication.json does (by operator name)."""
+    if not groups:
+        return
+    rows = np.flatnonzero((cols["kind"] == Kind.COMM_KERNEL) & (cols["group"] == NONE))
+    if not len(rows):
+        return
+    s = table.strings
+    uniq, inverse = np.unique(cols["name"][rows], return_inverse=True)
+    ids = np.array([s.id(g) if (g := groups.get(s[int(u)])) else NONE for u in uniq], np.int32)
+    cols["group"][rows] = ids[inverse]
+
+
 def _read_device(r: _Reader, comm_groups: dict[str, str]):
     """(trace_view.json data or None, kernel_details.csv rows or None)."""
-    kernels = r.take("kernel_details.csv", T.read_kernel_details, NONE)
-    devs = {k["device"] for k in kernels or () if k["device"] != NONE}
+    strings = r.table.strings
+    kernels = r.take("kernel_details.csv", C.read_kernel_details, strings, NONE)
+    devs = set(np.unique(kernels.events["device"]).tolist()) - {NONE} if kernels is not None else set()
     hint = devs.pop() if len(devs) == 1 else NONE
-    trace = r.take("trace_view.json", read_trace, hint, comm_groups)
+    trace = r.take("trace_view.json", read_trace, strings, hint, comm_groups)
     if trace is None:
         if "trace_view.json" in r.lay.names:
             r.table.problems.append(Problem(r.lay.display("trace_view.json"),
                                             "trace unusable: the folder may be truncated or still being written; "
                                             "host operators come from operator_details.csv only"))
-        details = r.take("operator_details.csv", T.read_operator_details)
+        details = r.take("operator_details.csv", C.read_operator_details)
         if details is not None:
             side.put(r.table.side, "operator_details", details)
     return trace, kernels

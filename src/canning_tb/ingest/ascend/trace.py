@@ -1,21 +1,27 @@
-"""``trace_view.json`` of a torch_npu output folder (helper for ``ascend.py``): a bare JSON array of
-Chrome trace events, µs string timestamps converted exactly to int ns. Each process (Python, CANN,
-Ascend Hardware, HCCL, Overlap Analysis) has its handler; the Kind each event gets, and how the
-torch_to_npu flows link host ops to device tasks, are in docs/formats/ascend.md.
+"""``trace_view.json`` of a torch_npu output folder (helper for ``read.py``): a bare JSON array of
+Chrome trace events, µs string timestamps converted exactly to int ns. Read a block at a time
+(trace_decode), each piece's events turned into numpy columns at once (`_Parse.piece`); nothing per
+event outlives its piece. What an event is depends on its process, which `M` events anywhere in the
+file name, so kinds are decided at the end over the columns (trace_kinds). The Kind each event gets,
+and how the torch_to_npu flows link host ops to device tasks (trace_flows), are in
+docs/formats/ascend.md.
 """
 from __future__ import annotations
 
-import bisect
 import re
-from collections import defaultdict
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any
 
 import msgspec
+import numpy as np
 
+from .. import _json
 from .._json import TOO_DEEP
-from .counters import trace_counter_rows
-from .csv_io import none_to, norm_shapes, norm_stack, read_bytes, to_int, us_to_ns
+from . import trace_decode as dec
+from .cells import us_to_ns_column
+from .counters import CounterParts
+from .csv_io import read_bytes, to_int
 from ..table import NONE, Kind, Problem, is_comm_kernel_name
 
 DTYPE_BYTES = {
@@ -29,19 +35,13 @@ _COMPUTE_TASK_RE = re.compile(r"AI_CORE|AI_VECTOR|AIV|AIC|MIX|AI_CPU|AICPU|DSA|K
 _MEMCPY_RE = re.compile(r"MEMCPY|DMA_SQE|PCIE_DMA|SDMA_SQE", re.I)
 _SYNC_RE = re.compile(r"EVENT_|NOTIFY|WRITE VALUE|PLACE_HOLDER|PROFILING_|^SDMA$|RDMA|REDUCE_INLINE|STARS_COMMON|"
                       r"BARRIER|WAIT|RECORD", re.I)
-_STREAM_RE = re.compile(r"Stream\s+(\d+)")
-
-
-@dataclass
-class TraceData:
-    rows: list[dict] = field(default_factory=list)  # event rows (column name -> value)
-    process_names: dict[int, str] = field(default_factory=dict)
-    thread_names: dict[str, str] = field(default_factory=dict)
-    overlap: dict[str, list[list[int]]] = field(default_factory=dict)
-    devices: set[int] = field(default_factory=set)
-    device_rows: list[int] = field(default_factory=list)  # indices of Ascend Hardware / HCCL group rows
-    hardware_pid: int = NONE
-    counters: list[dict] = field(default_factory=list)  # npu_counters side table rows ("ph":"C" events)
+# Task Type values that say nothing of the task: CANN writes "Other" where it does not know the
+# hardware type (every task of some versions); the task's name then tells (an op name, or the
+# task type's own name for sync and copy tasks)
+_UNTYPED = frozenset({"", "OTHER", "UNKNOWN", "N/A", "NA", "NONE", "NULL", "INVALID"})
+_TASK_TYPE_NAME_RE = re.compile(r"^[A-Z][A-Z0-9_]*$")  # MODEL_EXECUTE, STREAM_SWITCH: a task type, no op
+STREAM_RE = re.compile(r"Stream\s+(\d+)")
+_FIELDS = attrgetter("ph", "name", "cat", "pid", "tid", "ts", "dur", "id", "args")
 
 
 def hccl_bytes(args: dict) -> int:
@@ -55,6 +55,8 @@ def hccl_bytes(args: dict) -> int:
 def classify_hardware(name: str, task_type: str) -> Kind:
     if is_comm_kernel_name(name):
         return Kind.COMM_KERNEL
+    if task_type.strip().upper() in _UNTYPED:
+        task_type = ""
     if _MEMCPY_RE.search(task_type) or (not _COMPUTE_TASK_RE.search(task_type) and _MEMCPY_RE.search(name)):
         return Kind.MEMCPY
     if _COMPUTE_TASK_RE.search(task_type):  # incl. AI_CORE "*_MemSet" kernels, which kernel_details lists
@@ -63,224 +65,217 @@ def classify_hardware(name: str, task_type: str) -> Kind:
         return Kind.MEMSET
     if _SYNC_RE.search(task_type) or _SYNC_RE.search(name):
         return Kind.OTHER
-    if not task_type:  # unknown task without a type: a named op is most likely compute
-        return Kind.KERNEL
+    if not task_type:  # no type, or one that says nothing: an op's name is compute, a task type's is not
+        return Kind.OTHER if _TASK_TYPE_NAME_RE.match(name) else Kind.KERNEL
     return Kind.OTHER
 
 
-def _put(row: dict, key: str, value: Any) -> None:
-    """Set a column of an event row only when the value is known."""
-    if value is not None:
-        row[key] = value
+class Ids(dict):
+    """value -> dense id in order of first sight; None -> NONE."""
+
+    def __init__(self):
+        super().__init__({None: NONE})
+
+    def __missing__(self, key):
+        new = self[key] = len(self) - 1
+        return new
+
+    def values_in_order(self) -> list:
+        return list(self)[1:]
 
 
-def _decode(path: str, display: str, problems: list[Problem]) -> list | None:
-    raw = read_bytes(path, display, problems)
-    if raw is None:
-        return None
+@dataclass
+class TraceData:
+    """What trace_view.json gave: event columns (EVENT_COLUMNS, string ids into the table's strings)."""
+
+    events: dict[str, np.ndarray] = field(default_factory=dict)
+    device_mask: np.ndarray | None = None  # Ascend Hardware tasks and HCCL group ops (the merge's candidates)
+    process_names: dict[int, str] = field(default_factory=dict)
+    thread_names: dict[str, str] = field(default_factory=dict)
+    devices: set[int] = field(default_factory=set)
+    hardware_pid: int = NONE
+    overlap: Any = None  # side table Columns (overlap_analysis) or None
+    counters: Any = None  # side table Columns (npu_counters) or None
+
+    def __len__(self) -> int:
+        return len(self.events.get("ts", ()))
+
+
+def _ints(values: tuple) -> np.ndarray:
+    """to_int of int args decoded with INT_ABSENT for absence -> int64, INT_ABSENT where unknown."""
     try:
-        events = msgspec.json.decode(raw)
-    except msgspec.DecodeError as e:
-        problems.append(Problem(display, f"not valid JSON (truncated or still being written?): {e}"))
-        return None
-    except RecursionError:
-        problems.append(Problem(display, TOO_DEEP))
-        return None
-    if isinstance(events, dict):  # tolerate the {"traceEvents": [...]} form
-        events = events.get("traceEvents")
-    if not isinstance(events, list):
-        problems.append(Problem(display, "expected a JSON array of trace events"))
-        return None
-    return events
+        a = np.fromiter(values, np.int64, len(values))
+    except (TypeError, ValueError, OverflowError):
+        a = np.fromiter((dec.INT_ABSENT if (v := to_int(x)) is None else v for x in values), np.int64,
+                        len(values))
+        return a
+    return np.where((a == dec.INT_ABSENT) | (np.abs(a) < 1 << 62), a, dec.INT_ABSENT)
 
 
 class _Parse:
-    """One pass over the events of trace_view.json, filling a TraceData."""
+    """The columns of one range of the file's events, in reader-local ids (mergeable: trace_merge)."""
 
-    def __init__(self, events: list, device_hint: int, comm_groups: dict[str, str]):
-        self.td = TraceData()
-        self.device_hint = device_hint
-        self.comm_groups = comm_groups
-        self.pnames: dict[Any, str] = {}
-        self.tnames: dict[tuple, str] = {}
-        self.flows: dict[Any, dict[str, dict]] = defaultdict(dict)
-        self.host_slices: dict[tuple, list] = defaultdict(list)  # (pid, tid) -> (ts, -dur, row) of host ops
-        self.dev_start: dict[tuple, list[int]] = defaultdict(list)  # (pid, tid, ts) -> device rows
-        self._names(events)
+    def __init__(self):
+        self.ids = {k: Ids() for k in ("name", "cat", "pid", "tid", "dims", "stack", "task", "dtype", "flow")}
+        self.parts: list[dict[str, np.ndarray]] = []  # duration events
+        self.sparse: list[dict[str, tuple]] = []  # args few events have: name -> (rows, values)
+        self.flows: list[dict[str, np.ndarray]] = []
+        self.counters = CounterParts()
+        self.pnames: dict[int, str] = {}  # pid id -> process name (last M event wins)
+        self.tnames: dict[tuple[int, int], str] = {}
+        self.n = 0  # duration events so far
+        self.seq = 0  # elements so far (file order of flows and counters)
+        self.bad = 0
+        self.utf8 = 0
 
-    def _names(self, events: list) -> None:
-        for e in events:
-            if isinstance(e, dict) and e.get("ph") == "M":
-                args = e.get("args") or {}
-                if e.get("name") == "process_name":
-                    self.pnames[e.get("pid")] = str(args.get("name", ""))
-                elif e.get("name") == "thread_name":
-                    self.tnames[(e.get("pid"), e.get("tid"))] = str(args.get("name", ""))
-        for pid, n in self.pnames.items():
-            p = to_int(pid)
-            if p is not None:
-                self.td.process_names[p] = n
-                if n == "Ascend Hardware":
-                    self.td.hardware_pid = p
-        for (pid, tid), n in self.tnames.items():
-            self.td.thread_names[f"{pid}:{tid}"] = n
-
-    def event(self, e: Any) -> bool:
-        """Take one event; False when it is unusable (no timestamp, not an object)."""
-        if not isinstance(e, dict):
-            return False
-        ph = e.get("ph")
-        if ph in ("s", "f", "t"):
-            if e.get("cat") == "async_npu" or e.get("name") == "torch_to_npu":
-                self.flows[e.get("id")][ph] = e
-            return True
-        if ph == "C":
-            self._counter(e)
-            return True
-        if ph != "X":
-            return True
-        ts = us_to_ns(e.get("ts"))
-        if ts is None:
-            return False
-        raw_pid, raw_tid = e.get("pid"), e.get("tid")
-        pid = none_to(to_int(raw_pid))
-        args = e.get("args") if isinstance(e.get("args"), dict) else {}
-        row: dict[str, Any] = {"ts": ts, "dur": max(us_to_ns(e.get("dur")) or 0, 0), "name": str(e.get("name", "")),
-                               "cat": e.get("cat"), "pid": pid, "tid": none_to(to_int(raw_tid))}
-        pname = self.pnames.get(raw_pid, "")
-        dev = NONE
-        if pname not in ("Python", "CANN", "") and pid >= 0:
-            dev = self.device_hint if self.device_hint != NONE else (pid & 31)
-        handler = _PROCESS_HANDLERS.get(pname)
-        if handler is None and not pname and row["cat"] in ("cpu_op", "python_function", "user_annotation"):
-            handler = _PROCESS_HANDLERS["Python"]
-        row["kind"] = int(handler(self, row, args, (raw_pid, raw_tid), dev) if handler else self._other(row, dev))
-        self.td.rows.append(row)
-        return True
-
-    def _counter(self, e: dict) -> None:
-        pid = to_int(e.get("pid"))
-        if pid is None or pid < 0:
+    def piece(self, got: tuple[list, int]) -> None:
+        events, bad = got
+        self.bad += bad
+        if not events:
             return
-        dev = self.device_hint if self.device_hint != NONE else (pid & 31)
-        self.td.counters.extend(trace_counter_rows(e, self.pnames.get(e.get("pid"), ""), dev))
+        cols = list(zip(*map(_FIELDS, events)))
+        ph = cols[0]
+        seq = np.arange(self.seq, self.seq + len(events))
+        self.seq += len(events)
+        groups: dict[str, list[int]] = {}
+        for i, p in enumerate(ph):
+            groups.setdefault(p, []).append(i)
+        if "X" in groups:
+            self._durations(cols, groups["X"])
+        flow_rows = [i for p in ("s", "f", "t") for i in groups.get(p, ())]
+        if flow_rows:
+            self._flows(cols, sorted(flow_rows), seq)
+        if "C" in groups:
+            self.counters.add(self, cols, groups["C"], seq)
+        for i in groups.get("M", ()):
+            self._meta(cols, i)
 
-    def _other(self, row: dict, dev: int) -> Kind:
-        if dev != NONE:
-            row["device"] = dev
-        return Kind.OTHER
+    def _durations(self, cols: list, rows: list[int]) -> None:
+        pick = (lambda c: [c[i] for i in rows]) if len(rows) != len(cols[0]) else (lambda c: list(c))
+        ts, ok = us_to_ns_column(pick(cols[5]))
+        self.bad += int((~ok).sum())
+        keep = [r for r, good in zip(rows, ok.tolist()) if good]
+        if len(keep) != len(rows):
+            pick = lambda c: [c[i] for i in keep]  # noqa: E731
+            ts = ts[ok]
+        dur_raw = [0 if v is None else v for v in pick(cols[6])]
+        dur, dok = us_to_ns_column(dur_raw)
+        ids = self.ids
+        part = {"ts": ts, "dur": np.maximum(np.where(dok, dur, 0), 0),
+                "name": self._id("name", ["None" if v is None else v for v in pick(cols[1])]),
+                "cat": self._id("cat", pick(cols[2])), "pid": self._id("pid", pick(cols[3])),
+                "tid": self._id("tid", pick(cols[4]))}
+        args = dec.x_args(pick(cols[8]))
+        self._sparse_args(args, len(keep))
+        self.parts.append(part)
+        self.n += len(keep)
+        del ids
 
-    def _python(self, row: dict, args: dict, thread: tuple, dev: int) -> Kind:
-        cat, name = row["cat"], row["name"]
-        if cat == "python_function":
-            return Kind.PYTHON_FUNCTION
-        if name.startswith("ProfilerStep#") or cat == "user_annotation":
-            kind = Kind.USER_ANNOTATION
-        elif cat in ("cpu_op", "operator"):
-            kind = Kind.CPU_OP
+    def _id(self, space: str, values: list) -> np.ndarray:
+        return np.fromiter(map(self.ids[space].__getitem__, values), np.int32, len(values))
+
+    def _sparse_args(self, args: list, n: int) -> None:
+        out = {}
+        for attr, space in (("dims", "dims"), ("stack", "stack"), ("task_type", "task"), ("data_type", "dtype")):
+            vals = list(map(attrgetter(attr), args))
+            rows = [i for i, v in enumerate(vals) if v is not None]
+            if rows:
+                out[attr] = (np.array(rows, np.int64) + self.n, self._id(space, [vals[i] for i in rows]))
+        for attr in ("pstream", "conn", "count", "size", "sid"):
+            a = _ints(tuple(map(attrgetter(attr), args)))
+            rows = np.flatnonzero(a != dec.INT_ABSENT)
+            if len(rows):
+                out[attr] = (rows + self.n, a[rows])
+        self.sparse.append(out)
+
+    def _flows(self, cols: list, rows: list[int], seq: np.ndarray) -> None:
+        cat, name = cols[2], cols[1]
+        rows = [i for i in rows if cat[i] == "async_npu" or name[i] == "torch_to_npu"]
+        if not rows:
+            return
+        ts, ok = us_to_ns_column([cols[5][i] for i in rows])
+        self.flows.append({"ph": np.array([cols[0][i] for i in rows]), "id": self._id("flow", [cols[7][i] for i in rows]),
+                           "pid": self._id("pid", [cols[3][i] for i in rows]),
+                           "tid": self._id("tid", [cols[4][i] for i in rows]),
+                           "ts": np.where(ok, ts, NONE), "ts_ok": ok, "seq": seq[rows]})
+
+    def _meta(self, cols: list, i: int) -> None:
+        name = cols[1][i]
+        if name not in ("process_name", "thread_name"):
+            return
+        args = dec.any_args([cols[8][i]])[0]
+        label = str(args.get("name", "")) if isinstance(args, dict) else ""
+        pid = self.ids["pid"][cols[3][i]]
+        if name == "process_name":
+            self.pnames[pid] = label
         else:
-            return Kind.OTHER
-        _put(row, "shapes", norm_shapes(args.get("Input Dims")))
-        _put(row, "stack", norm_stack(args.get("Call stack")))
-        self.host_slices[thread].append((row["ts"], -row["dur"], len(self.td.rows)))
-        return kind
-
-    def _cann(self, row: dict, args: dict, thread: tuple, dev: int) -> Kind:
-        _put(row, "correlation", to_int(args.get("connection_id")))
-        return Kind.RUNTIME
-
-    def _device_row(self, row: dict, thread: tuple, dev: int) -> None:
-        row["device"] = dev
-        self.td.devices.add(dev)
-        self.td.device_rows.append(len(self.td.rows))
-        self.dev_start[(*thread, row["ts"])].append(len(self.td.rows))
-
-    def _hardware(self, row: dict, args: dict, thread: tuple, dev: int) -> Kind:
-        task_type = str(args.get("Task Type", ""))
-        m = _STREAM_RE.search(self.tnames.get(thread, ""))
-        stream = to_int(args.get("Physic Stream Id"))
-        row["stream"] = none_to(stream if stream is not None else (int(m.group(1)) if m else None))
-        if task_type:
-            row["core"] = task_type
-        _put(row, "correlation", to_int(args.get("connection_id")))
-        self._device_row(row, thread, dev)
-        return classify_hardware(row["name"], task_type)
-
-    def _hccl(self, row: dict, args: dict, thread: tuple, dev: int) -> Kind:
-        tname, name = self.tnames.get(thread, ""), row["name"]
-        row["stream"] = NONE
-        _put(row, "correlation", to_int(args.get("connection_id")))
-        if tname.startswith("Group") or (is_comm_kernel_name(name) and not tname.startswith("Plane")):
-            row.update(bytes=hccl_bytes(args), group=self.comm_groups.get(name) or tname or None, core="HCCL")
-            self._device_row(row, thread, dev)
-            return Kind.COMM_KERNEL
-        row["device"] = dev
-        self.td.devices.add(dev)
-        _put(row, "bytes", to_int(args.get("size(Byte)")))
-        _put(row, "stream", to_int(args.get("stream id")))
-        return Kind.OTHER
-
-    def _overlap(self, row: dict, args: dict, thread: tuple, dev: int) -> Kind:
-        row["device"] = dev
-        self.td.overlap.setdefault(row["name"], []).append([row["ts"], row["ts"] + row["dur"]])
-        return Kind.OTHER
-
-    def bind_flows(self) -> int:
-        """torch_to_npu flows: the host op (s) and the device task (f) share one external_id.
-        Returns the number of flows that could not be bound."""
-        rows = self.td.rows
-        for lst in self.host_slices.values():
-            lst.sort()
-        starts = {k: [t for t, _, _ in v] for k, v in self.host_slices.items()}
-        next_ext, unbound = 1, 0
-        for pair in self.flows.values():
-            s, f = pair.get("s"), pair.get("f")
-            if s is None or f is None:
-                continue
-            dev_idx = self.dev_start.get((f.get("pid"), f.get("tid"), us_to_ns(f.get("ts"))))
-            key = (s.get("pid"), s.get("tid"))
-            host_idx = _innermost(self.host_slices.get(key), starts.get(key), us_to_ns(s.get("ts")))
-            if host_idx is None or not dev_idx:
-                unbound += 1
-                continue
-            ext = rows[host_idx].get("external_id")
-            if ext is None:
-                ext, next_ext = next_ext, next_ext + 1
-                rows[host_idx]["external_id"] = ext
-            for di in dev_idx:
-                rows[di]["external_id"] = ext
-        return unbound
+            self.tnames[(pid, self.ids["tid"][cols[4][i]])] = label
 
 
-_PROCESS_HANDLERS = {"Python": _Parse._python, "CANN": _Parse._cann, "Ascend Hardware": _Parse._hardware,
-                     "HCCL": _Parse._hccl, "Overlap Analysis": _Parse._overlap}
+def _decode_all(path: str, display: str, problems: list[Problem], parse: _Parse) -> bool:
+    """Feed every piece of the file to parse; False (with an error Problem) when the file is no usable array."""
+    def on_utf8():
+        parse.utf8 += 1
+    try:
+        plan = dec.plan_file(path)
+    except OSError as e:
+        problems.append(Problem(display, f"cannot read: {e}"))
+        return False
+    except _json.InputError as e:
+        problems.append(Problem(display, e.problem))
+        return False
+    try:
+        if plan is not None:
+            from .trace_merge import read_ranges
+            read_ranges(plan, parse, on_utf8)
+            return True
+        return _decode_buffer(path, display, problems, parse, on_utf8)
+    except msgspec.DecodeError as e:
+        problems.append(Problem(display, f"not valid JSON (truncated or still being written?): {e}"))
+    except RecursionError:
+        problems.append(Problem(display, TOO_DEEP))
+    return False
 
 
-def _innermost(slices: list | None, starts: list | None, at: int | None) -> int | None:
-    """The innermost host op that encloses `at` (ops are nested: scan back a little)."""
-    if not slices or at is None:
-        return None
-    j = bisect.bisect_right(starts, at) - 1
-    best = None
-    for k in range(j, max(j - 64, -1), -1):
-        t0, negdur, idx = slices[k]
-        if t0 <= at <= t0 - negdur and (best is None or -negdur < best[0]):
-            best = (-negdur, idx)
-    return None if best is None else best[1]
+def _decode_buffer(path: str, display: str, problems: list[Problem], parse: _Parse, on_utf8) -> bool:
+    buf = read_bytes(path, display, problems)
+    if buf is None:
+        return False
+    buf = bytearray(buf)
+    head = bytes(buf[:64]).lstrip(b"\xef\xbb\xbf \t\r\n")[:1]
+    if head == b"{":  # tolerate the {"traceEvents": [...]} form
+        top = msgspec.json.decode(buf, type=dict[str, msgspec.Raw])
+        events = top.get("traceEvents")
+        if events is None or bytes(events[:1]) != b"[":
+            problems.append(Problem(display, "expected a JSON array of trace events"))
+            return False
+        lo, hi = _json.value_span(buf, events)
+        for got in _json.iter_chunks(buf, lo, hi, dec.decode_piece, on_utf8):
+            parse.piece(got)
+        return True
+    if head != b"[":
+        msgspec.json.decode(buf)  # the precise syntax error, or a value that is no array
+        problems.append(Problem(display, "expected a JSON array of trace events"))
+        return False
+    for got in dec.iter_buffer(buf, on_utf8):
+        parse.piece(got)
+    return True
 
 
-def read_trace(path: str, display: str, problems: list[Problem], device_hint: int = NONE,
+def read_trace(path: str, display: str, problems: list[Problem], strings, device_hint: int = NONE,
                comm_groups: dict[str, str] | None = None) -> TraceData | None:
-    """Parse trace_view.json; None (and an error Problem) when it cannot be parsed."""
-    events = _decode(path, display, problems)
-    if events is None:
+    """Parse trace_view.json into columns (strings interned into `strings`); None (and an error
+    Problem) when it cannot be parsed."""
+    parse = _Parse()
+    if not _decode_all(path, display, problems, parse):
         return None
-    parse = _Parse(events, device_hint, comm_groups or {})
-    bad = sum(1 for e in events if not parse.event(e))
-    if bad:
-        problems.append(Problem(display, f"{bad} event(s) without a usable timestamp skipped", "warning"))
-    unbound = parse.bind_flows()
+    from .trace_kinds import finish
+    td, unbound = finish(parse, strings, device_hint, comm_groups or {})
+    if parse.bad:
+        problems.append(Problem(display, f"{parse.bad} event(s) without a usable timestamp skipped", "warning"))
+    if parse.utf8:
+        problems.append(Problem(display, "not valid UTF-8 in places; undecodable bytes replaced", "warning"))
     if unbound:
         problems.append(Problem(display, f"{unbound} torch_to_npu flow(s) could not be bound to a host op "
                                          f"and a device task", "warning"))
-    return parse.td
+    return td

@@ -1,0 +1,176 @@
+"""trace_view.json a piece at a time: the file read in blocks, each piece of its bare array decoded by
+msgspec into small typed Structs holding only the fields torch_npu's events use (`args` kept as a raw
+view, decoded per kind later). Elements the typed decode refuses (a number, a field of another type)
+are taken one by one, coerced as the plain reading would (`lenient`), or counted as unusable.
+"""
+from __future__ import annotations
+
+import os
+from typing import Any, Iterator
+
+import msgspec
+
+from .. import _json
+from ..table import InputError
+
+F = msgspec.field
+_EMPTY = msgspec.Raw(b"")
+INT_ABSENT = -(1 << 63)  # an int arg the event does not have (decoded as this default, never written by a file)
+
+
+class Ev(msgspec.Struct, gc=False):
+    ph: str = ""
+    name: str | None = ""
+    cat: str | None = None
+    pid: int | str | None = None
+    tid: int | str | None = None
+    ts: str | int | float | None = None
+    dur: str | int | float | None = None
+    id: int | str | None = None
+    args: msgspec.Raw = _EMPTY
+
+
+class XArgs(msgspec.Struct, gc=False):
+    """The args of duration events that a handler reads (docs/formats/ascend.md)."""
+
+    dims: str | None = F(default=None, name="Input Dims")
+    stack: str | None = F(default=None, name="Call stack")
+    task_type: str | None = F(default=None, name="Task Type")
+    pstream: int | str | float | None = F(default=INT_ABSENT, name="Physic Stream Id")
+    conn: int | str | float | None = F(default=INT_ABSENT, name="connection_id")
+    count: int | str | float | None = INT_ABSENT
+    data_type: str | None = None
+    size: int | str | float | None = F(default=INT_ABSENT, name="size(Byte)")
+    sid: int | str | float | None = F(default=INT_ABSENT, name="stream id")
+
+
+_DEC = msgspec.json.Decoder(list[Ev])
+_DEC_RAW = msgspec.json.Decoder(list[msgspec.Raw])
+_DEC_XARGS = msgspec.json.Decoder(list[XArgs | None])
+_DEC_ANY = msgspec.json.Decoder()
+NO_ARGS = XArgs()
+
+
+def decode_piece(piece) -> tuple[list[Ev], int]:
+    """(events, elements that are no usable object) of one piece of the array."""
+    try:
+        return _DEC.decode(piece), 0
+    except msgspec.ValidationError:
+        pass
+    out, bad = [], 0
+    for raw in _DEC_RAW.decode(piece):
+        try:
+            out.append(msgspec.json.decode(raw, type=Ev))
+        except msgspec.ValidationError:
+            e = lenient(_DEC_ANY.decode(raw))
+            if e is None:
+                bad += 1
+            else:
+                out.append(e)
+    return out, bad
+
+
+def _text(v: Any) -> str | None:
+    return None if v is None else (v if isinstance(v, str) else str(v))
+
+
+def _scalar(v: Any):
+    return v if isinstance(v, (int, float, str)) and not isinstance(v, bool) else None
+
+
+def lenient(obj: Any) -> Ev | None:
+    """An event of odd field types, as the plain reading takes it; None for a non-object."""
+    if not isinstance(obj, dict):
+        return None
+    args = obj.get("args")
+    return Ev(ph=_text(obj.get("ph")) or "", name=_text(obj.get("name", "")), cat=_text(obj.get("cat")),
+              pid=_scalar(obj.get("pid")), tid=_scalar(obj.get("tid")), ts=_scalar(obj.get("ts")),
+              dur=_scalar(obj.get("dur")), id=_scalar(obj.get("id")),
+              args=msgspec.Raw(msgspec.json.encode(args)) if isinstance(args, dict) else _EMPTY)
+
+
+def x_args(raws: list) -> list[XArgs]:
+    """The XArgs of duration events' raw args (absent or not an object: the defaults)."""
+    if not raws:
+        return []
+    joined = b"[" + b",".join(bytes(r) if len(r) else b"null" for r in raws) + b"]"
+    try:
+        return [a or NO_ARGS for a in _DEC_XARGS.decode(joined)]
+    except msgspec.ValidationError:
+        return [_one_x_args(r) for r in raws]
+
+
+def _one_x_args(raw) -> XArgs:
+    if not len(raw):
+        return NO_ARGS
+    try:
+        return msgspec.json.decode(raw, type=XArgs)
+    except msgspec.ValidationError:
+        obj = _DEC_ANY.decode(raw)
+        if not isinstance(obj, dict):
+            return NO_ARGS
+        take = {f.encode_name: f.name for f in msgspec.structs.fields(XArgs)}
+        vals = {}
+        for key, attr in take.items():
+            v = obj.get(key)
+            if v is None:
+                continue
+            vals[attr] = _text(v) if attr in ("dims", "stack", "task_type", "data_type") else _scalar(v)
+        return XArgs(**{k: v for k, v in vals.items() if v is not None})
+
+
+def any_args(raws: list) -> list:
+    """Raw args decoded as plain values (dicts for objects; {} where absent)."""
+    if not raws:
+        return []
+    joined = b"[" + b",".join(bytes(r) if len(r) else b"{}" for r in raws) + b"]"
+    return _DEC_ANY.decode(joined)
+
+
+class ArrayFile:
+    """Where the bare array of a plain trace_view.json lies ('[' at start, ']' just before end)."""
+
+    def __init__(self, path: str, start: int, end: int):
+        self.path, self.start, self.end = path, start, end
+
+    def split(self, parts: int) -> list[tuple[int, int]]:
+        """[lo, hi) byte ranges of whole elements, cut near equal sizes."""
+        return _json.ArrayPlan({}, self.start, self.end).split(self.path, parts)
+
+
+_EDGE = 1 << 16
+
+
+def plan_file(path: str) -> ArrayFile | None:
+    """The array of a plain file that starts with '[' and ends with ']' (whitespace around); None else."""
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        _json.check_size(path, size)
+        head = f.read(_EDGE)
+        f.seek(max(0, size - _EDGE))
+        tail = f.read(_EDGE)
+    body = head.lstrip(b"\xef\xbb\xbf \t\r\n")
+    if head[:2] == b"\x1f\x8b" or body[:1] != b"[":
+        return None
+    start = len(head) - len(body)
+    stripped = tail.rstrip(b" \t\r\n")
+    if not stripped.endswith(b"]") or size < 2 * _EDGE:
+        return None
+    return ArrayFile(path, start, size - (len(tail) - len(stripped)))
+
+
+def iter_pieces(plan: ArrayFile, span: tuple[int, int], on_utf8) -> Iterator[tuple[list[Ev], int]]:
+    """decode_piece over the elements in the byte range, a block at a time."""
+    yield from _json.iter_file_chunks(plan.path, span[0], span[1], decode_piece, on_utf8)
+
+
+def iter_buffer(buf: bytearray, on_utf8) -> Iterator[tuple[list[Ev], int]]:
+    """decode_piece over a whole array held in memory (small or odd files)."""
+    text = bytes(buf[:64]).lstrip(b"\xef\xbb\xbf \t\r\n")
+    if text[:1] != b"[":
+        raise InputError("", "not an array")
+    start = len(buf[:64]) - len(text)
+    end = len(buf.rstrip(b" \t\r\n"))
+    if buf[end - 1:end] != b"]":
+        raise msgspec.DecodeError("truncated")
+    yield from _json.iter_chunks(buf, start, end, decode_piece, on_utf8)

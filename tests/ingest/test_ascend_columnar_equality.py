@@ -1,0 +1,81 @@
+"""The columnar torch_npu readers against the plain reading (tests/ingest/_ascend_plain: a dict per event,
+csv.reader rows, one SQLite row at a time), on every Ascend fixture and on grown copies of one: every
+column of the EventTable (strings compared as text, not ids), the memory columns, the metrics, every
+side table row, the metadata and the problems must be the same."""
+import shutil
+
+import numpy as np
+import pytest
+
+from _ascend_plain.read import read_ascend as read_plain
+from canning_tb.ingest.ascend.read import read_ascend
+from canning_tb.ingest.table import EVENT_COLUMNS, MEMORY_COLUMNS
+
+from conftest import fixture_path
+
+FIXTURES = [(level, rank) for level in ("level0", "level1", "level2", "db_level0", "db_level1", "db_level2")
+            for rank in (0, 1)]
+_TEXT = {"name", "cat", "shapes", "stack", "core", "group"}
+_MEMORY_TEXT = {"device", "component", "op"}
+
+
+def _resolved(table, cols, text) -> dict:
+    out = {}
+    for k, v in cols.items():
+        if k in text:
+            lookup = np.array(list(table.strings.values) + [None], dtype=object)
+            out[k] = lookup[np.asarray(v)].tolist()
+        else:
+            out[k] = np.asarray(v).tolist()
+    return out
+
+
+def assert_same(new, plain) -> None:
+    assert len(new) == len(plain)
+    got, want = _resolved(new, new.events, _TEXT), _resolved(plain, plain.events, _TEXT)
+    for k in EVENT_COLUMNS:
+        assert got[k] == want[k], k
+    got, want = _resolved(new, new.memory, _MEMORY_TEXT), _resolved(plain, plain.memory, _MEMORY_TEXT)
+    for k in MEMORY_COLUMNS:
+        assert got[k] == want[k], k
+    assert sorted(new.metrics) == sorted(plain.metrics)
+    for k in plain.metrics:
+        np.testing.assert_array_equal(new.metrics[k], plain.metrics[k], err_msg=k)
+    assert sorted(new.side) == sorted(plain.side)
+    for k in plain.side:
+        assert list(new.side[k]) == list(plain.side[k]), k
+    for attr in ("format", "rank", "world_size", "worker", "devices", "environment", "source_files",
+                 "process_names", "thread_names", "start_ns", "end_ns"):
+        assert getattr(new.meta, attr) == getattr(plain.meta, attr), attr
+    assert [(p.file, p.message, p.severity) for p in new.problems] == \
+        [(p.file, p.message, p.severity) for p in plain.problems]
+
+
+@pytest.mark.parametrize("level,rank", FIXTURES)
+def test_every_fixture_reads_as_the_plain_reading(level, rank):
+    folder = str(fixture_path("ascend", level, f"rank{rank}_ascend_pt"))
+    assert_same(read_ascend(folder), read_plain(folder))
+
+
+def test_a_cached_table_keeps_its_columnar_side_tables(tmp_path):
+    """Side tables held as columns go through the cache (npz arrays) and read back row for row."""
+    from canning_tb.ingest.table import EventTable
+    t = read_ascend(str(fixture_path("ascend", "level2", "rank0_ascend_pt")))
+    t.save(str(tmp_path / "t"))
+    for lazy in (False, True):
+        back = EventTable.load(str(tmp_path / "t"), lazy=lazy)
+        assert sorted(back.side) == sorted(t.side)
+        for k in t.side:
+            assert list(back.side[k]) == list(t.side[k]), k
+
+
+def test_a_grown_rank_reads_as_the_plain_reading(tmp_path):
+    """A rank grown 40 times (benchmarks/grow_ascend.py: every timed record repeated with shifted times and
+    steps, flows unique): big enough for the block-by-block and two-process reads, and for many events of
+    one name in the kernel_details.csv merge."""
+    import grow_ascend
+    src = fixture_path("ascend", "level2", "rank0_ascend_pt")
+    dst = tmp_path / "run" / "rank0_0_ascend_pt"
+    grow_ascend.grow(str(src), str(dst), copies=40)
+    assert_same(read_ascend(str(dst)), read_plain(str(dst)))
+    shutil.rmtree(dst)
