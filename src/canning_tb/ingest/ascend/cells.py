@@ -126,13 +126,17 @@ def _decimal_ns(raw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.where(ok, np.where(negative, -ns, ns), 0), ok
 
 
+_NAN_TEXT = {v: "nan" for v in ("", "N/A", "NA", "n/a", "None", "null", "-", "nan", "NaN")}
+_NAN_TEXT[None] = "nan"
+
+
 def float_column(values: Sequence) -> np.ndarray:
     """csv_io.to_float of every value -> float64, NaN where it gives None."""
     f = None
-    if set(map(type, values)) <= {str, float, int}:  # float() of these is to_float's, but for quotes / N/A
-        try:
-            f = np.fromiter(map(float, values), np.float64, len(values))
-        except (ValueError, OverflowError):
+    if set(map(type, values)) <= {str, float, int, type(None)}:
+        try:  # float() of these is to_float's, once the cells that mean "none" say nan
+            f = np.fromiter(map(float, map(_NAN_TEXT.get, values, values)), np.float64, len(values))
+        except (ValueError, OverflowError, TypeError):
             f = None
     if f is None:
         f = np.fromiter((np.nan if (v := to_float(x)) is None else v for x in values), np.float64, len(values))

@@ -6,6 +6,7 @@ by 1024²); the db writes bytes, bytes/s and MHz already."""
 from __future__ import annotations
 
 import re
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -28,6 +29,10 @@ def _unit(key: str) -> tuple[str, float]:
     return _SCALE.get(match.group(1), (match.group(1), 1.0))
 
 
+def _series(name: str, ids: list[str], values: tuple) -> str:
+    return " ".join([name, *(f"{key} {x}" for key, x in zip(ids, values))])
+
+
 class CounterParts:
     """The counter samples of trace_view.json's "ph":"C" events, a piece at a time, as columns: one row
     per numeric arg (args named *id, acc_id, name the series). The process (the group) and the device
@@ -38,38 +43,55 @@ class CounterParts:
         self.units: dict[str, int] = {}
         self.parts: list[dict[str, np.ndarray]] = []
 
-    def add(self, parse, cols: list, rows: list[int], seq: np.ndarray) -> None:
-        from .trace_decode import any_args
-        args = any_args([cols[8][i] for i in rows])
-        ts, ok = us_to_ns_column([cols[5][i] for i in rows])
-        groups: dict[tuple, list[int]] = {}
-        for k, a in enumerate(args):
-            if ok[k] and type(a) is dict:
-                name = cols[1][rows[k]]
-                groups.setdefault(("None" if name is None else name, tuple(a)), []).append(k)
-        for (name, keys), ks in groups.items():
-            self._group(parse, cols, rows, ks, name, keys, args, ts, seq)
+    def add(self, parse, cols: list, rows: list[int], seq: np.ndarray, counter_args: dict) -> None:
+        get = itemgetter(*rows) if len(rows) > 1 else (lambda col: (col[rows[0]],))
+        args = list(map(counter_args.get, rows))
+        ts, ok = us_to_ns_column(list(get(cols[5])))
+        names = np.array(["None" if v is None else v for v in get(cols[1])], dtype=object)
+        ok &= np.array(list(map(type, args)), dtype=object) == dict
+        uniq, inverse = np.unique(names, return_inverse=True)
+        for g, name in enumerate(uniq.tolist()):
+            ks = np.flatnonzero((inverse == g) & ok).tolist()
+            if not ks:
+                continue
+            signatures = set(map(tuple, itemgetter(*ks)(args))) if len(ks) > 1 else {tuple(args[ks[0]])}
+            if len(signatures) == 1:
+                self._group(parse, cols, rows, ks, name, signatures.pop(), args, ts, seq)
+                continue
+            by_keys: dict[tuple, list[int]] = {}
+            for k in ks:  # the keys of one counter changed within the file: each set apart
+                by_keys.setdefault(tuple(args[k]), []).append(k)
+            for keys, sub in by_keys.items():
+                self._group(parse, cols, rows, sub, name, keys, args, ts, seq)
 
     def _group(self, parse, cols, rows, ks, name, keys, args, ts, seq) -> None:
         ids = [key for key in keys if key.lower().endswith("id")]
         values = [key for key in keys if not key.lower().endswith("id")]
+        group_args = list(itemgetter(*ks)(args)) if len(ks) > 1 else [args[ks[0]]]
+        prefixes = None
         if ids:
-            prefixes = [" ".join([name, *(f"{key} {args[k][key]}" for key in ids)]) for k in ks]
-        else:
-            prefixes = [name] * len(ks)
+            id_values = list(zip(*(map(itemgetter(key), group_args) for key in ids)))
+            made: dict = {}
+            try:
+                prefixes = [made[v] if v in made else made.setdefault(v, _series(name, ids, v)) for v in id_values]
+            except TypeError:  # an id that is a list or an object: no caching
+                prefixes = [_series(name, ids, v) for v in id_values]
         at = np.array(ks)
         pid = parse._id("pid", [cols[3][rows[k]] for k in ks])
         for pos, key in enumerate(keys):
             if key not in values:
                 continue
-            v = float_column([args[k][key] for k in ks])
+            v = float_column(list(map(itemgetter(key), group_args)))
             keep = ~np.isnan(v)
             unit, factor = _unit(key)
             suffix = f"/{key}" if len(values) > 1 else ""
-            series = np.fromiter((self._code(self.series, p + suffix) for p in prefixes), np.int32, len(ks))
+            if prefixes is None:
+                series = np.full(len(ks), self._code(self.series, name + suffix), np.int32)
+            else:
+                series = np.fromiter((self._code(self.series, p + suffix) for p in prefixes), np.int32, len(ks))
             self.parts.append({"pid": pid[keep], "ts": ts[at][keep], "series": series[keep],
                                "unit": np.full(int(keep.sum()), self._code(self.units, unit), np.int32),
-                               "value": v[keep] * factor, "seq": seq[at][keep] * 64 + min(pos, 63)})
+                               "value": v[keep] * factor, "seq": seq[np.array(rows)[at]][keep] * 64 + min(pos, 63)})
 
     def absorb(self, other: "CounterParts", pid_map: np.ndarray, seq_offset: int) -> None:
         """Another reader's samples (the range after ours), their codes mapped to ours."""

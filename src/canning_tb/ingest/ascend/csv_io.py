@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import math
 import os
 import re
@@ -205,30 +206,48 @@ class CsvTable:
         reader = csv.reader(self._lines())
         n = len(self.header)
         next(reader)
-        bad, first_bad, rows = 0, None, []
+        bad, first_bad = 0, None
         try:
-            for row in reader:
-                if not row or (len(row) == 1 and not row[0].strip()):
-                    continue
-                if len(row) != n:
-                    if len(row) == n + 1 and row[-1].strip() == "":  # a trailing comma is tolerated
-                        row = row[:-1]
-                    else:
-                        bad += 1
-                        first_bad = first_bad or reader.line_num
-                        continue
-                rows.append(row)
-                if len(rows) == CHUNK_ROWS:
-                    yield _columns(rows, wanted)
-                    rows = []
+            while True:
+                rows = list(itertools.islice(reader, CHUNK_ROWS))
+                if not rows:
+                    break
+                if set(map(len, rows)) != {n}:  # blank lines, a trailing comma, or a malformed row
+                    rows, b, line = _good_rows(rows, n, reader.line_num)
+                    bad += b
+                    first_bad = first_bad or line
+                yield _columns(rows, wanted)
         except csv.Error as e:
             self.problems.append(Problem(self.display, f"malformed CSV near line {reader.line_num}: {e}; "
                                                        f"rest of file skipped"))
-        if rows:
-            yield _columns(rows, wanted)
         if bad:
             self.problems.append(Problem(self.display, f"{bad} row(s) with a wrong number of columns skipped "
                                                        f"(expected {n}; first at line {first_bad})", "warning"))
+
+
+def _good_rows(rows: list[list[str]], n: int, last_line: int) -> tuple[list, int, int | None]:
+    """(the rows of n cells, bad rows, line of the first bad one). Blank lines are skipped; a trailing
+    empty cell (a trailing comma) is tolerated. The line is the reader's (physical lines: a quoted
+    cell may span several), counted back from where the chunk ended."""
+    good, bad, first = [], 0, None
+    for i, row in enumerate(rows):
+        if not row or (len(row) == 1 and not row[0].strip()):
+            continue
+        if len(row) != n:
+            if len(row) == n + 1 and row[-1].strip() == "":
+                row = row[:-1]
+            else:
+                bad += 1
+                if first is None:
+                    first = last_line - sum(_lines(r) for r in rows[i + 1:])
+                continue
+        good.append(row)
+    return good, bad, first
+
+
+def _lines(row: list[str]) -> int:
+    """Physical lines a parsed row spans (line ends inside quoted cells, as the reader counts them)."""
+    return 1 + sum(c.count("\n") + c.count("\r") - c.count("\r\n") for c in row)
 
 
 def _columns(rows: list[list[str]], wanted: list[int | None]) -> list:

@@ -232,7 +232,12 @@ def read_operator_memory(path: str, display: str, problems: list[Problem]) -> si
         "name": (("Name",), _text_or_empty),
         "bytes": (("Size(KB)",), lambda c: _known_or(scaled_column(c, 1024), side.INT_NULL)),
         "alloc_ns": (("Allocation Time(us)",), _ns_or(NONE)), "free_ns": (("Release Time(us)",), _ns_or(NONE)),
-        "device": (("Device Type", "Device"), lambda c: [device_name(x) for x in c])})
+        "device": (("Device Type", "Device"), _device_names)})
+
+
+def _device_names(cells: list) -> list:
+    names: dict = {}
+    return [names[c] if c in names else names.setdefault(c, device_name(c)) for c in cells]
 
 
 def read_npu_module_mem(path: str, display: str, problems: list[Problem]) -> side.Columns | None:
@@ -242,7 +247,7 @@ def read_npu_module_mem(path: str, display: str, problems: list[Problem]) -> sid
     return _side_columns(f, "npu_module_mem", {
         "component": (("Component",), _text_or_empty), "ts_ns": (("Timestamp(us)",), _ns_or(side.INT_NULL)),
         "reserved_bytes": (("Total Reserved(MB)",), lambda c: _known_or(scaled_column(c, 1 << 20), side.INT_NULL)),
-        "device": (("Device", "Device Type"), lambda c: [device_name(x) for x in c])})
+        "device": (("Device", "Device Type"), _device_names)})
 
 
 def read_operator_details(path: str, display: str, problems: list[Problem]) -> side.Columns | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 from typing import Any
 
 import msgspec
@@ -112,6 +112,17 @@ def _ints(values: tuple) -> np.ndarray:
     return np.where((a == dec.INT_ABSENT) | (np.abs(a) < 1 << 62), a, dec.INT_ABSENT)
 
 
+def _picker(rows: np.ndarray, n: int):
+    """The cells of rows of a column, as a list (all of it when rows is every row)."""
+    if len(rows) == n:
+        return list
+    if len(rows) == 1:
+        k = int(rows[0])
+        return lambda col: [col[k]]
+    get = itemgetter(*rows.tolist())
+    return lambda col: list(get(col))
+
+
 class _Parse:
     """The columns of one range of the file's events, in reader-local ids (mergeable: trace_merge)."""
 
@@ -128,48 +139,44 @@ class _Parse:
         self.bad = 0
         self.utf8 = 0
 
-    def piece(self, got: tuple[list, int]) -> None:
-        events, bad = got
+    def piece(self, got: tuple[list, int, dict]) -> None:
+        events, bad, counter_args = got
         self.bad += bad
         if not events:
             return
         cols = list(zip(*map(_FIELDS, events)))
-        ph = cols[0]
+        ph = np.array(cols[0], dtype=object)
         seq = np.arange(self.seq, self.seq + len(events))
         self.seq += len(events)
-        groups: dict[str, list[int]] = {}
-        for i, p in enumerate(ph):
-            groups.setdefault(p, []).append(i)
-        if "X" in groups:
-            self._durations(cols, groups["X"])
-        flow_rows = [i for p in ("s", "f", "t") for i in groups.get(p, ())]
-        if flow_rows:
-            self._flows(cols, sorted(flow_rows), seq)
-        if "C" in groups:
-            self.counters.add(self, cols, groups["C"], seq)
-        for i in groups.get("M", ()):
+        rows = np.flatnonzero(ph == "X")
+        if len(rows):
+            self._durations(cols, rows)
+        flow_rows = np.flatnonzero((ph == "s") | (ph == "f") | (ph == "t"))
+        if len(flow_rows):
+            self._flows(cols, flow_rows.tolist(), seq)
+        counter_rows = np.flatnonzero(ph == "C")
+        if len(counter_rows):
+            self.counters.add(self, cols, counter_rows.tolist(), seq, counter_args)
+        for i in np.flatnonzero(ph == "M").tolist():
             self._meta(cols, i)
 
-    def _durations(self, cols: list, rows: list[int]) -> None:
-        pick = (lambda c: [c[i] for i in rows]) if len(rows) != len(cols[0]) else (lambda c: list(c))
+    def _durations(self, cols: list, rows: np.ndarray) -> None:
+        pick = _picker(rows, len(cols[0]))
         ts, ok = us_to_ns_column(pick(cols[5]))
         self.bad += int((~ok).sum())
-        keep = [r for r, good in zip(rows, ok.tolist()) if good]
-        if len(keep) != len(rows):
-            pick = lambda c: [c[i] for i in keep]  # noqa: E731
-            ts = ts[ok]
-        dur_raw = [0 if v is None else v for v in pick(cols[6])]
-        dur, dok = us_to_ns_column(dur_raw)
-        ids = self.ids
-        part = {"ts": ts, "dur": np.maximum(np.where(dok, dur, 0), 0),
-                "name": self._id("name", ["None" if v is None else v for v in pick(cols[1])]),
+        if not ok.all():
+            rows, ts = rows[ok], ts[ok]
+            pick = _picker(rows, len(cols[0]))
+        dur, dok = us_to_ns_column([0 if v is None else v for v in pick(cols[6])])
+        names = pick(cols[1])
+        if None in names:
+            names = ["None" if v is None else v for v in names]
+        part = {"ts": ts, "dur": np.maximum(np.where(dok, dur, 0), 0), "name": self._id("name", names),
                 "cat": self._id("cat", pick(cols[2])), "pid": self._id("pid", pick(cols[3])),
                 "tid": self._id("tid", pick(cols[4]))}
-        args = dec.x_args(pick(cols[8]))
-        self._sparse_args(args, len(keep))
+        self._sparse_args([a or dec.NO_ARGS for a in pick(cols[8])], len(rows))
         self.parts.append(part)
-        self.n += len(keep)
-        del ids
+        self.n += len(rows)
 
     def _id(self, space: str, values: list) -> np.ndarray:
         return np.fromiter(map(self.ids[space].__getitem__, values), np.int32, len(values))
@@ -180,7 +187,9 @@ class _Parse:
             vals = list(map(attrgetter(attr), args))
             rows = [i for i, v in enumerate(vals) if v is not None]
             if rows:
-                out[attr] = (np.array(rows, np.int64) + self.n, self._id(space, [vals[i] for i in rows]))
+                texts = [v if type(v) is str else str(v) for v in itemgetter(*rows)(vals)] if len(rows) > 1 \
+                    else [str(vals[rows[0]])]
+                out[attr] = (np.array(rows, np.int64) + self.n, self._id(space, texts))
         for attr in ("pstream", "conn", "count", "size", "sid"):
             a = _ints(tuple(map(attrgetter(attr), args)))
             rows = np.flatnonzero(a != dec.INT_ABSENT)
@@ -203,8 +212,8 @@ class _Parse:
         name = cols[1][i]
         if name not in ("process_name", "thread_name"):
             return
-        args = dec.any_args([cols[8][i]])[0]
-        label = str(args.get("name", "")) if isinstance(args, dict) else ""
+        args = cols[8][i]
+        label = "" if args is None or args.label is None else str(args.label)
         pid = self.ids["pid"][cols[3][i]]
         if name == "process_name":
             self.pnames[pid] = label

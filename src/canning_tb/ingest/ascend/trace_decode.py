@@ -18,6 +18,24 @@ _EMPTY = msgspec.Raw(b"")
 INT_ABSENT = -(1 << 63)  # an int arg the event does not have (decoded as this default, never written by a file)
 
 
+class XArgs(msgspec.Struct, gc=False):
+    """The args an event handler reads (docs/formats/ascend.md); others are skipped by the decoder."""
+
+    dims: Any = F(default=None, name="Input Dims")  # Any: a value of another type is taken as its text
+    stack: Any = F(default=None, name="Call stack")
+    task_type: Any = F(default=None, name="Task Type")
+    pstream: Any = F(default=INT_ABSENT, name="Physic Stream Id")
+    conn: Any = F(default=INT_ABSENT, name="connection_id")
+    count: Any = INT_ABSENT
+    data_type: Any = None
+    size: Any = F(default=INT_ABSENT, name="size(Byte)")
+    sid: Any = F(default=INT_ABSENT, name="stream id")
+    label: Any = F(default=None, name="name")  # process_name / thread_name metadata
+
+
+NO_ARGS = XArgs()
+
+
 class Ev(msgspec.Struct, gc=False):
     ph: str = ""
     name: str | None = ""
@@ -27,47 +45,47 @@ class Ev(msgspec.Struct, gc=False):
     ts: str | int | float | None = None
     dur: str | int | float | None = None
     id: int | str | None = None
+    args: XArgs | None = None
+
+
+class _Counter(msgspec.Struct, gc=False):
+    """A second, light pass over a piece with counter events: their args as written (any keys)."""
+
+    ph: str = ""
     args: msgspec.Raw = _EMPTY
 
 
-class XArgs(msgspec.Struct, gc=False):
-    """The args of duration events that a handler reads (docs/formats/ascend.md)."""
-
-    dims: str | None = F(default=None, name="Input Dims")
-    stack: str | None = F(default=None, name="Call stack")
-    task_type: str | None = F(default=None, name="Task Type")
-    pstream: int | str | float | None = F(default=INT_ABSENT, name="Physic Stream Id")
-    conn: int | str | float | None = F(default=INT_ABSENT, name="connection_id")
-    count: int | str | float | None = INT_ABSENT
-    data_type: str | None = None
-    size: int | str | float | None = F(default=INT_ABSENT, name="size(Byte)")
-    sid: int | str | float | None = F(default=INT_ABSENT, name="stream id")
-
-
 _DEC = msgspec.json.Decoder(list[Ev])
+_DEC_COUNTER = msgspec.json.Decoder(list[_Counter])
 _DEC_RAW = msgspec.json.Decoder(list[msgspec.Raw])
-_DEC_XARGS = msgspec.json.Decoder(list[XArgs | None])
 _DEC_ANY = msgspec.json.Decoder()
-NO_ARGS = XArgs()
 
 
-def decode_piece(piece) -> tuple[list[Ev], int]:
-    """(events, elements that are no usable object) of one piece of the array."""
+def decode_piece(piece) -> tuple[list[Ev], int, dict[int, Any]]:
+    """(events, elements that are no usable object, {index: args} of the counter events) of one piece."""
     try:
-        return _DEC.decode(piece), 0
+        events, bad = _DEC.decode(piece), 0
     except msgspec.ValidationError:
-        pass
-    out, bad = [], 0
+        return _decode_lenient(piece)
+    counters = {}
+    if any(e.ph == "C" for e in events):
+        raws = [(i, c.args) for i, c in enumerate(_DEC_COUNTER.decode(piece)) if c.ph == "C"]
+        counters = dict(zip((i for i, _ in raws), any_args([r for _, r in raws])))
+    return events, bad, counters
+
+
+def _decode_lenient(piece) -> tuple[list[Ev], int, dict[int, Any]]:
+    out, bad, counters = [], 0, {}
     for raw in _DEC_RAW.decode(piece):
-        try:
-            out.append(msgspec.json.decode(raw, type=Ev))
-        except msgspec.ValidationError:
-            e = lenient(_DEC_ANY.decode(raw))
-            if e is None:
-                bad += 1
-            else:
-                out.append(e)
-    return out, bad
+        obj = _DEC_ANY.decode(raw)
+        e = lenient(obj)
+        if e is None:
+            bad += 1
+            continue
+        if e.ph == "C":
+            counters[len(out)] = obj.get("args") if isinstance(obj.get("args"), dict) else {}
+        out.append(e)
+    return out, bad, counters
 
 
 def _text(v: Any) -> str | None:
@@ -86,44 +104,26 @@ def lenient(obj: Any) -> Ev | None:
     return Ev(ph=_text(obj.get("ph")) or "", name=_text(obj.get("name", "")), cat=_text(obj.get("cat")),
               pid=_scalar(obj.get("pid")), tid=_scalar(obj.get("tid")), ts=_scalar(obj.get("ts")),
               dur=_scalar(obj.get("dur")), id=_scalar(obj.get("id")),
-              args=msgspec.Raw(msgspec.json.encode(args)) if isinstance(args, dict) else _EMPTY)
+              args=_lenient_args(args) if isinstance(args, dict) else None)
 
 
-def x_args(raws: list) -> list[XArgs]:
-    """The XArgs of duration events' raw args (absent or not an object: the defaults)."""
-    if not raws:
-        return []
-    joined = b"[" + b",".join(bytes(r) if len(r) else b"null" for r in raws) + b"]"
-    try:
-        return [a or NO_ARGS for a in _DEC_XARGS.decode(joined)]
-    except msgspec.ValidationError:
-        return [_one_x_args(r) for r in raws]
-
-
-def _one_x_args(raw) -> XArgs:
-    if not len(raw):
-        return NO_ARGS
-    try:
-        return msgspec.json.decode(raw, type=XArgs)
-    except msgspec.ValidationError:
-        obj = _DEC_ANY.decode(raw)
-        if not isinstance(obj, dict):
-            return NO_ARGS
-        take = {f.encode_name: f.name for f in msgspec.structs.fields(XArgs)}
-        vals = {}
-        for key, attr in take.items():
-            v = obj.get(key)
-            if v is None:
-                continue
-            vals[attr] = _text(v) if attr in ("dims", "stack", "task_type", "data_type") else _scalar(v)
-        return XArgs(**{k: v for k, v in vals.items() if v is not None})
+def _lenient_args(obj: dict) -> XArgs:
+    vals = {}
+    for f in msgspec.structs.fields(XArgs):
+        v = obj.get(f.encode_name)
+        if v is None:
+            continue
+        v = _text(v) if f.name in ("dims", "stack", "task_type", "data_type", "label") else _scalar(v)
+        if v is not None:
+            vals[f.name] = v
+    return XArgs(**vals)
 
 
 def any_args(raws: list) -> list:
     """Raw args decoded as plain values (dicts for objects; {} where absent)."""
     if not raws:
         return []
-    joined = b"[" + b",".join(bytes(r) if len(r) else b"{}" for r in raws) + b"]"
+    joined = b"[" + b",".join(r if len(r) else b"{}" for r in raws) + b"]"
     return _DEC_ANY.decode(joined)
 
 
