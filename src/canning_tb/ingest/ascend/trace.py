@@ -41,7 +41,8 @@ _SYNC_RE = re.compile(r"EVENT_|NOTIFY|WRITE VALUE|PLACE_HOLDER|PROFILING_|^SDMA$
 _UNTYPED = frozenset({"", "OTHER", "UNKNOWN", "N/A", "NA", "NONE", "NULL", "INVALID"})
 _TASK_TYPE_NAME_RE = re.compile(r"^[A-Z][A-Z0-9_]*$")  # MODEL_EXECUTE, STREAM_SWITCH: a task type, no op
 STREAM_RE = re.compile(r"Stream\s+(\d+)")
-_FIELDS = attrgetter("ph", "name", "cat", "pid", "tid", "ts", "dur", "id", "args")
+_FIELD_NAMES = ("ph", "name", "cat", "pid", "tid", "ts", "dur", "id", "args")
+_PH = attrgetter("ph")
 
 
 def hccl_bytes(args: dict) -> int:
@@ -112,6 +113,20 @@ def _ints(values: tuple) -> np.ndarray:
     return np.where((a == dec.INT_ABSENT) | (np.abs(a) < 1 << 62), a, dec.INT_ABSENT)
 
 
+class _Fields:
+    """The fields of some events of a piece, each pulled once when first asked (cols[i]: a list)."""
+
+    def __init__(self, events: list, rows: np.ndarray):
+        self.events = events if len(rows) == len(events) else _picker(rows, len(events))(events)
+        self.got: dict[int, list] = {}
+
+    def __getitem__(self, i: int) -> list:
+        col = self.got.get(i)
+        if col is None:
+            col = self.got[i] = list(map(attrgetter(_FIELD_NAMES[i]), self.events))
+        return col
+
+
 def _picker(rows: np.ndarray, n: int):
     """The cells of rows of a column, as a list (all of it when rows is every row)."""
     if len(rows) == n:
@@ -144,39 +159,42 @@ class _Parse:
         self.bad += bad
         if not events:
             return
-        cols = list(zip(*map(_FIELDS, events)))
-        ph = np.array(cols[0], dtype=object)
+        ph = np.array(list(map(_PH, events)), dtype=object)
         seq = np.arange(self.seq, self.seq + len(events))
         self.seq += len(events)
         rows = np.flatnonzero(ph == "X")
         if len(rows):
-            self._durations(cols, rows)
-        flow_rows = np.flatnonzero((ph == "s") | (ph == "f") | (ph == "t"))
+            self._durations(_Fields(events, rows), rows)
+        other = np.flatnonzero(ph != "X")
+        if not len(other):
+            return
+        cols = _Fields(events, other)
+        ph_other = ph[other]
+        flow_rows = np.flatnonzero((ph_other == "s") | (ph_other == "f") | (ph_other == "t"))
         if len(flow_rows):
-            self._flows(cols, flow_rows.tolist(), seq)
-        counter_rows = np.flatnonzero(ph == "C")
+            self._flows(cols, flow_rows.tolist(), seq[other])
+        counter_rows = np.flatnonzero(ph_other == "C")
         if len(counter_rows):
-            self.counters.add(self, cols, counter_rows.tolist(), seq, counter_args)
-        for i in np.flatnonzero(ph == "M").tolist():
+            args = {k: counter_args[int(i)] for k, i in zip(counter_rows.tolist(), other[counter_rows].tolist())}
+            self.counters.add(self, cols, counter_rows.tolist(), seq[other], args)
+        for i in np.flatnonzero(ph_other == "M").tolist():
             self._meta(cols, i)
 
-    def _durations(self, cols: list, rows: np.ndarray) -> None:
-        pick = _picker(rows, len(cols[0]))
-        ts, ok = us_to_ns_column(pick(cols[5]))
+    def _durations(self, cols: "_Fields", rows: np.ndarray) -> None:
+        ts, ok = us_to_ns_column(cols[5])
         self.bad += int((~ok).sum())
-        if not ok.all():
-            rows, ts = rows[ok], ts[ok]
-            pick = _picker(rows, len(cols[0]))
-        dur, dok = us_to_ns_column([0 if v is None else v for v in pick(cols[6])])
-        names = pick(cols[1])
+        keep = _picker(np.flatnonzero(ok), len(ok))
+        ts = ts[ok]
+        dur, dok = us_to_ns_column([0 if v is None else v for v in keep(cols[6])])
+        names = keep(cols[1])
         if None in names:
             names = ["None" if v is None else v for v in names]
         part = {"ts": ts, "dur": np.maximum(np.where(dok, dur, 0), 0), "name": self._id("name", names),
-                "cat": self._id("cat", pick(cols[2])), "pid": self._id("pid", pick(cols[3])),
-                "tid": self._id("tid", pick(cols[4]))}
-        self._sparse_args([a or dec.NO_ARGS for a in pick(cols[8])], len(rows))
+                "cat": self._id("cat", keep(cols[2])), "pid": self._id("pid", keep(cols[3])),
+                "tid": self._id("tid", keep(cols[4]))}
+        self._sparse_args([a or dec.NO_ARGS for a in keep(cols[8])], len(ts))
         self.parts.append(part)
-        self.n += len(rows)
+        self.n += len(ts)
 
     def _id(self, space: str, values: list) -> np.ndarray:
         return np.fromiter(map(self.ids[space].__getitem__, values), np.int32, len(values))
