@@ -154,6 +154,13 @@ def _window_facts(db: Db, table: EventTable) -> None:
             meta.environment["source.comm_groups"] = "META_DATA"
 
 
+def _exact_int(v):
+    """PYTORCH_API keeps its ns times as text: every digit counts (a float would round them to 256 ns)."""
+    if isinstance(v, str) and v.strip().lstrip("-").isdigit():
+        return int(v)
+    return to_int(v)
+
+
 def _api_kind(typ: int | None, name: str) -> Kind:
     if typ == 50001:
         return Kind.USER_ANNOTATION if name.startswith("ProfilerStep#") else Kind.CPU_OP
@@ -192,7 +199,7 @@ def _pytorch_api(db: Db, table: EventTable, b: ColumnBuilder, ext_of_conn: dict[
     for st, en, gtid, conn, nm, shapes1, shapes2, chain, typ in db.c.execute(
             "select startNs, endNs, globalTid, connectionId, name, inputShapes, inputDtypes, callchainId, type "
             "from PYTORCH_API"):
-        ts = to_int(st)
+        ts = _exact_int(st)
         if ts is None:
             continue
         name = db.name(nm) or ""
@@ -200,7 +207,7 @@ def _pytorch_api(db: Db, table: EventTable, b: ColumnBuilder, ext_of_conn: dict[
         if kind == Kind.USER_ANNOTATION:
             steps_seen.add(name)
         gtid = to_int(gtid) or 0
-        vals: dict[str, Any] = dict(ts=ts, dur=max((to_int(en) or ts) - ts, 0), kind=int(kind), name=s.id(name),
+        vals: dict[str, Any] = dict(ts=ts, dur=max((_exact_int(en) or ts) - ts, 0), kind=int(kind), name=s.id(name),
                                     cat=s.id(_API_CATS.get(to_int(typ), "pytorch_api")),
                                     pid=gtid >> 32, tid=gtid & 0xFFFFFFFF, shapes=s.id(_shapes(db, shapes1, shapes2)))
         if chain in chains:

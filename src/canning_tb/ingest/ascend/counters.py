@@ -126,12 +126,6 @@ class CounterParts:
             device=(dev_ids, dev_names), ts_ns=cols["ts"][order], value=cols["value"][order])
 
 
-def _rows(group: str, unit: str, samples) -> list[dict]:
-    return [side.row("npu_counters", group=group, counter=counter, unit=unit, device=f"npu:{int(device)}",
-                     ts_ns=int(ts), value=float(value))
-            for counter, device, ts, value in samples if ts is not None and value is not None]
-
-
 _MEMORY_SIDES = {"app": "APP", "device": "Device"}  # NPU_MEM.type, named as trace_view.json names them
 
 
@@ -140,24 +134,59 @@ def _label(db, value: Any) -> str:
     return _MEMORY_SIDES.get(text, text.title())
 
 
-def db_counter_rows(db) -> list[dict]:
-    """The counter tables of a profiler db (those it has), as side table rows."""
-    out = _rows("AI Core Freq", "MHz", (("AI Core Freq", d, ts, f) for d, ts, f in db.rows(
-        "AICORE_FREQ", "select deviceId, timestampNs, freq from AICORE_FREQ")))
-    out += _rows("HBM", "bytes/s", ((f"HBM {i}/{_label(db, t)}", d, ts, bw) for d, ts, bw, i, t in db.rows(
-        "HBM", "select deviceId, timestampNs, bandwidth, hbmId, type from HBM")))
+class _DbSamples:
+    """The counter samples of the profiler db's tables, as columns, table after table."""
+
+    def __init__(self, db):
+        self.db, self.parts = db, []
+        self.codes: dict[str, dict] = {"group": {}, "counter": {}, "unit": {}, "device": {}}
+
+    def _code(self, kind: str, text: str) -> int:
+        return CounterParts._code(self.codes[kind], text)
+
+    def add(self, table: str, group: str, unit: str, series, sql_cols: list[str], value: str, ts: str) -> None:
+        """series(row values of sql_cols) -> the counter's name, per distinct combination."""
+        from . import db_columns as q
+        if table not in self.db.tables:
+            return
+        c = q.select(self.db.c, table, ints=["deviceId", ts, *sql_cols], reals=[value])
+        ok = q.known(c[ts]) & ~np.isnan(c[value]) & q.known(c["deviceId"])
+        keys = np.stack([c[x] for x in sql_cols], axis=1) if sql_cols else np.zeros((len(ok), 0), np.int64)
+        uniq, inverse = np.unique(keys, axis=0, return_inverse=True) if len(ok) else (keys, np.zeros(0, np.int64))
+        names = np.array([self._code("counter", series(*[None if v == q.INT_NULL else v for v in u]))
+                          for u in uniq.tolist()], np.int32)
+        dev_u, dev_at = np.unique(c["deviceId"], return_inverse=True)
+        devs = np.array([self._code("device", f"npu:{int(d)}") for d in dev_u], np.int32)
+        n = int(ok.sum())
+        self.parts.append({"group": np.full(n, self._code("group", group), np.int32),
+                           "counter": names[inverse.reshape(-1)][ok] if len(uniq) else np.zeros(0, np.int32),
+                           "unit": np.full(n, self._code("unit", unit), np.int32),
+                           "device": devs[dev_at][ok], "ts_ns": c[ts][ok], "value": c[value][ok]})
+
+    def columns(self) -> side.Columns | None:
+        if not self.parts or not sum(len(p["ts_ns"]) for p in self.parts):
+            return None
+        cols = {k: np.concatenate([p[k] for p in self.parts]) for k in self.parts[0]}
+        return side.Columns.build("npu_counters", **{k: (cols[k], list(self.codes[k])) for k in self.codes},
+                                  ts_ns=cols["ts_ns"], value=cols["value"])
+
+
+def db_counter_rows(db) -> side.Columns | None:
+    """The counter tables of a profiler db (those it has), as the npu_counters side table."""
+    out = _DbSamples(db)
+    out.add("AICORE_FREQ", "AI Core Freq", "MHz", lambda: "AI Core Freq", [], "freq", "timestampNs")
+    out.add("HBM", "HBM", "bytes/s", lambda i, t: f"HBM {i}/{_label(db, t)}", ["hbmId", "type"], "bandwidth",
+            "timestampNs")
     for column, suffix, unit in (("throughput", "Throughput", "bytes/s"), ("hitRate", "Hit Rate", "%")):
-        out += _rows("LLC", unit, ((f"LLC {i} {_label(db, mode)}/{suffix}", d, ts, v) for d, i, ts, v, mode in db.rows(
-            "LLC", f"select deviceId, llcId, timestampNs, {column}, mode from LLC")))
+        out.add("LLC", "LLC", unit, lambda i, mode, suffix=suffix: f"LLC {i} {_label(db, mode)}/{suffix}",
+                ["llcId", "mode"], column, "timestampNs")
     for column in ("hbm", "ddr"):
-        out += _rows("NPU MEM", "bytes", ((f"{_label(db, t)}/{column.upper()}", d, ts, v)
-                                          for t, d, ts, v in db.rows(
-            "NPU_MEM", f"select type, deviceId, timestampNs, {column} from NPU_MEM")))
+        out.add("NPU_MEM", "NPU MEM", "bytes", lambda t, column=column: f"{_label(db, t)}/{column.upper()}", ["type"],
+                column, "timestampNs")
     for column, series in (("readBwLevel", "read_bandwidth"), ("writeBwLevel", "write_band_width"),
                            ("readOstLevel", "read_ost"), ("writeOstLevel", "write_ost")):
-        out += _rows("Acc PMU", "", ((f"{series} acc_id {acc}", d, ts, v) for acc, d, ts, v in db.rows(
-            "ACC_PMU", f"select accId, deviceId, timestampNs, {column} from ACC_PMU")))
+        out.add("ACC_PMU", "Acc PMU", "", lambda acc, series=series: f"{series} acc_id {acc}", ["accId"], column,
+                "timestampNs")
     for column, series in (("mataBwLevel", "Mata Bw Level"), ("l2BufferBwLevel", "L2 Buffer Bw Level")):
-        out += _rows("Stars Soc Info", "", ((series, d, ts, v) for d, ts, v in db.rows(
-            "SOC_BANDWIDTH_LEVEL", f"select deviceId, timestampNs, {column} from SOC_BANDWIDTH_LEVEL")))
-    return out
+        out.add("SOC_BANDWIDTH_LEVEL", "Stars Soc Info", "", lambda series=series: series, [], column, "timestampNs")
+    return out.columns()
