@@ -190,9 +190,13 @@ def grow(src: str, dst: str, copies: int) -> None:
             shutil.copy(os.path.join(src, name), os.path.join(dst, name))
     s_out, d_out = os.path.join(src, OUT), os.path.join(dst, OUT)
     trace = os.path.join(s_out, "trace_view.json")
-    with open(trace, encoding="utf-8") as f:
-        events = json.load(f)
-    lo, span, nsteps = _span(events)
+    if os.path.exists(trace):
+        with open(trace, encoding="utf-8") as f:
+            events = json.load(f)
+        lo, span, nsteps = _span(events)
+    else:
+        events = []
+        span, nsteps = _db_span(s_out)
     for name in sorted(os.listdir(s_out)):
         s, d = os.path.join(s_out, name), os.path.join(d_out, name)
         if name == "trace_view.json":
@@ -214,9 +218,29 @@ def grow(src: str, dst: str, copies: int) -> None:
 # -- the SQLite export --------------------------------------------------------------------------
 _DB_TIMES = re.compile(r"^(start|end)(Ns|Time|TimeNs)?$|^timestamp(Ns)?$|^(allocation|release)Time$|"
                        r"^(startNs|endNs|timestampNs)$", re.I)
-_DB_IDS = re.compile(r"^(connectionId|globalTaskId|callchainId|correlationId|id)$")
+_DB_IDS = re.compile(r"^(connectionId|globalTaskId|callchainId|correlationId|opId|id)$")
 _DB_KEEP = {"STRING_IDS", "META_DATA", "NPU_INFO", "HOST_INFO", "RANK_DEVICE_MAP", "SESSION_TIME_INFO",
             "sqlite_sequence"}
+
+
+def _db_span(folder: str) -> tuple[int, int]:
+    """(span µs, steps) of a profiler db: its tasks' and host calls' first start to last end, plus 1 ms."""
+    name = next(n for n in os.listdir(folder) if n.startswith("ascend_pytorch_profiler") and n.endswith(".db"))
+    c = sqlite3.connect(os.path.join(folder, name))
+    lo, hi = None, None
+    for t in ("TASK", "PYTORCH_API", "CANN_API"):
+        try:
+            a, b = c.execute(f"select min(cast(startNs as integer)), max(cast(endNs as integer)) from {t}").fetchone()
+        except sqlite3.Error:
+            continue
+        if a is not None:
+            lo, hi = (a, b) if lo is None else (min(lo, a), max(hi, b))
+    try:
+        steps = c.execute("select count(*) from STEP_TIME").fetchone()[0]
+    except sqlite3.Error:
+        steps = 1
+    c.close()
+    return (hi - lo) // 1000 + 1000, max(1, steps)
 
 
 def _columns(c, table: str) -> list[str]:

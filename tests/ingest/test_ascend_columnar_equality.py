@@ -3,6 +3,8 @@ csv.reader rows, one SQLite row at a time), on every Ascend fixture and on grown
 column of the EventTable (strings compared as text, not ids), the memory columns, the metrics, every
 side table row, the metadata and the problems must be the same."""
 import shutil
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -69,13 +71,25 @@ def test_a_cached_table_keeps_its_columnar_side_tables(tmp_path):
             assert list(back.side[k]) == list(t.side[k]), k
 
 
-def test_a_grown_rank_reads_as_the_plain_reading(tmp_path):
-    """A rank grown 40 times (benchmarks/grow_ascend.py: every timed record repeated with shifted times and
-    steps, flows unique): big enough for the block-by-block and two-process reads, and for many events of
-    one name in the kernel_details.csv merge."""
+def _grow():
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
     import grow_ascend
-    src = fixture_path("ascend", "level2", "rank0_ascend_pt")
+    return grow_ascend
+
+
+@pytest.mark.parametrize("level", ["level2", "db_level2"])
+def test_a_grown_rank_reads_as_the_plain_reading(tmp_path, monkeypatch, level):
+    """A rank grown 6 times (benchmarks/grow_ascend.py: every timed record repeated with shifted times and
+    steps, flows unique), read in small blocks, CSV chunks and SQL blocks, and in two processes: every path
+    the big files take, and many events of one name in the kernel_details.csv merge."""
+    from canning_tb.ingest import _json
+    from canning_tb.ingest.ascend import csv_io, db_columns, trace_merge
+    monkeypatch.setattr(_json, "_BLOCK", 1 << 20)
+    monkeypatch.setattr(trace_merge, "PARALLEL_BYTES", 1 << 20)
+    monkeypatch.setattr(csv_io, "CHUNK_ROWS", 500)
+    monkeypatch.setattr(db_columns, "_BLOCK_ROWS", 1000)
+    src = fixture_path("ascend", level, "rank0_ascend_pt")
     dst = tmp_path / "run" / "rank0_0_ascend_pt"
-    grow_ascend.grow(str(src), str(dst), copies=40)
+    _grow().grow(str(src), str(dst), copies=6 if level == "level2" else 3)
     assert_same(read_ascend(str(dst)), read_plain(str(dst)))
     shutil.rmtree(dst)

@@ -58,13 +58,15 @@ _UNTYPED = {"", "OTHER", "UNKNOWN", "N/A", "NA", "NONE", "NULL", "INVALID"}
 def classify_hardware(name: str, task_type: str) -> Kind:
     if is_comm_kernel_name(name):
         return Kind.COMM_KERNEL
-    if task_type.strip().upper() in _UNTYPED:
+    untyped = task_type.strip().upper() in _UNTYPED
+    if untyped:
         task_type = ""
     if _MEMCPY_RE.search(task_type) or (not _COMPUTE_TASK_RE.search(task_type) and _MEMCPY_RE.search(name)):
         return Kind.MEMCPY
     if _COMPUTE_TASK_RE.search(task_type):  # incl. AI_CORE "*_MemSet" kernels, which kernel_details lists
         return Kind.KERNEL
-    if "MEMSET" in name.upper() or "MEMSET" in task_type.upper():
+    # an op named *_MemSet runs on the AI Core (a kernel); a memset task is named by its type (MEMSET...)
+    if "MEMSET" in task_type.upper() or ("MEMSET" in name.upper() and (not untyped or name.isupper())):
         return Kind.MEMSET
     if _SYNC_RE.search(task_type) or _SYNC_RE.search(name):
         return Kind.OTHER
