@@ -16,7 +16,7 @@ import itertools
 import math
 import os
 import re
-from typing import Any, Callable, Iterator
+from typing import Any, Iterator
 
 from .. import _json
 from ..table import NONE, InputError, Problem

@@ -10,7 +10,7 @@ import numpy as np
 
 from . import db_columns as q
 from .csv_io import norm_shapes
-from .trace import DTYPE_BYTES, classify_hardware
+from .hardware import DTYPE_BYTES, classify_hardware
 from ..table import METRIC_AIC_TIME, METRIC_AIV_TIME, METRIC_MIX_BLOCK_DIM, NONE, Kind, blank_events
 
 _PMU_TIMES = {"aic_total_time": METRIC_AIC_TIME, "aiv_total_time": METRIC_AIV_TIME}  # ns in the db

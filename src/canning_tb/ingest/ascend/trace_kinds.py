@@ -3,14 +3,34 @@ columns by its process (Python, CANN, Ascend Hardware, HCCL, Overlap Analysis; d
 decided per distinct process, thread, category, name and task type, never per event in Python."""
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from typing import Any
+
 import numpy as np
 
 from .. import side_tables as side
 from . import trace_decode as dec
 from . import trace_flows
 from .csv_io import norm_shapes, norm_stack, to_int
-from .trace import DTYPE_BYTES, STREAM_RE, TraceData, classify_hardware
+from .hardware import DTYPE_BYTES, STREAM_RE, classify_hardware
 from ..table import NONE, Kind, blank_events, is_comm_kernel_name
+
+@dataclass
+class TraceData:
+    """What trace_view.json gave: event columns (EVENT_COLUMNS, string ids into the table's strings)."""
+
+    events: dict[str, np.ndarray] = field(default_factory=dict)
+    device_mask: np.ndarray | None = None  # Ascend Hardware tasks and HCCL group ops (the merge's candidates)
+    process_names: dict[int, str] = field(default_factory=dict)
+    thread_names: dict[str, str] = field(default_factory=dict)
+    devices: set[int] = field(default_factory=set)
+    hardware_pid: int = NONE
+    overlap: Any = None  # side table Columns (overlap_analysis) or None
+    counters: Any = None  # side table Columns (npu_counters) or None
+
+    def __len__(self) -> int:
+        return len(self.events.get("ts", ()))
+
 
 PY, CANN, HW, HCCL, OVERLAP, OTHER, UNNAMED = range(7)
 _HANDLERS = {"Python": PY, "CANN": CANN, "Ascend Hardware": HW, "HCCL": HCCL, "Overlap Analysis": OVERLAP, "": UNNAMED}

@@ -11,6 +11,7 @@ import threading
 import numpy as np
 
 from . import trace_decode as dec
+from .trace_parse import _Parse
 
 PARALLEL_BYTES = 32 << 20  # files this big are read in two processes
 _WORKERS_ENV = "CANNING_READ_WORKERS"  # 1: read in this process only (the digest at the source sets it)
@@ -65,7 +66,6 @@ def read_ranges(plan, parse, on_utf8) -> None:
 
 
 def _child(conn, plan, span) -> None:
-    from .trace import _Parse
     try:
         parse = _Parse()
 
