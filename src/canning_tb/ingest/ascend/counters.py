@@ -67,17 +67,14 @@ class CounterParts:
     def _group(self, parse, cols, rows, ks, name, keys, args, ts, seq) -> None:
         ids = [key for key in keys if key.lower().endswith("id")]
         values = [key for key in keys if not key.lower().endswith("id")]
-        group_args = list(itemgetter(*ks)(args)) if len(ks) > 1 else [args[ks[0]]]
-        prefixes = None
-        if ids:
-            id_values = list(zip(*(map(itemgetter(key), group_args) for key in ids)))
-            made: dict = {}
-            try:
-                prefixes = [made[v] if v in made else made.setdefault(v, _series(name, ids, v)) for v in id_values]
-            except TypeError:  # an id that is a list or an object: no caching
-                prefixes = [_series(name, ids, v) for v in id_values]
+        pick = itemgetter(*ks) if len(ks) > 1 else (lambda col: (col[ks[0]],))
+        group_args = list(pick(args))
         at = np.array(ks)
-        pid = parse._id("pid", [cols[3][rows[k]] for k in ks])
+        event_rows = [rows[k] for k in ks]
+        pid_col = cols[3]
+        pid = parse._id("pid", [pid_col[r] for r in event_rows])
+        id_values = list(zip(*(map(itemgetter(key), group_args) for key in ids))) if ids else None
+        event_seq = seq[np.array(event_rows)]
         for pos, key in enumerate(keys):
             if key not in values:
                 continue
@@ -85,13 +82,22 @@ class CounterParts:
             keep = ~np.isnan(v)
             unit, factor = _unit(key)
             suffix = f"/{key}" if len(values) > 1 else ""
-            if prefixes is None:
-                series = np.full(len(ks), self._code(self.series, name + suffix), np.int32)
-            else:
-                series = np.fromiter((self._code(self.series, p + suffix) for p in prefixes), np.int32, len(ks))
+            series = self._series_codes(name, ids, id_values, suffix, len(ks))
             self.parts.append({"pid": pid[keep], "ts": ts[at][keep], "series": series[keep],
                                "unit": np.full(int(keep.sum()), self._code(self.units, unit), np.int32),
-                               "value": v[keep] * factor, "seq": seq[np.array(rows)[at]][keep] * 64 + min(pos, 63)})
+                               "value": v[keep] * factor, "seq": event_seq[keep] * 64 + min(pos, 63)})
+
+    def _series_codes(self, name: str, ids: list, id_values, suffix: str, n: int) -> np.ndarray:
+        """The series code of each sample: its name, the values of its id args, the arg's key."""
+        if not ids:
+            return np.full(n, self._code(self.series, name + suffix), np.int32)
+        made: dict = {}
+        try:
+            return np.fromiter((made[v] if v in made else made.setdefault(
+                v, self._code(self.series, _series(name, ids, v) + suffix)) for v in id_values), np.int32, n)
+        except TypeError:  # an id that is a list or an object: no caching
+            return np.fromiter((self._code(self.series, _series(name, ids, v) + suffix) for v in id_values),
+                               np.int32, n)
 
     def absorb(self, other: "CounterParts", pid_map: np.ndarray, seq_offset: int) -> None:
         """Another reader's samples (the range after ours), their codes mapped to ours."""

@@ -6,6 +6,7 @@ are taken one by one, coerced as the plain reading would (`lenient`), or counted
 from __future__ import annotations
 
 import os
+from operator import attrgetter, itemgetter
 from typing import Any, Iterator
 
 import msgspec
@@ -55,37 +56,42 @@ class _Counter(msgspec.Struct, gc=False):
     args: msgspec.Raw = _EMPTY
 
 
+_PH = attrgetter("ph")
+_ARGS = attrgetter("args")
 _DEC = msgspec.json.Decoder(list[Ev])
 _DEC_COUNTER = msgspec.json.Decoder(list[_Counter])
 _DEC_RAW = msgspec.json.Decoder(list[msgspec.Raw])
 _DEC_ANY = msgspec.json.Decoder()
 
 
-def decode_piece(piece) -> tuple[list[Ev], int, dict[int, Any]]:
-    """(events, elements that are no usable object, {index: args} of the counter events) of one piece."""
+def decode_piece(piece) -> tuple[list[Ev], int, list | None]:
+    """(events, elements that are no usable object, the raw args of every event when some are counters)."""
     try:
         events, bad = _DEC.decode(piece), 0
     except msgspec.ValidationError:
         return _decode_lenient(piece)
-    counters = {}
-    if any(e.ph == "C" for e in events):
-        raws = [(i, c.args) for i, c in enumerate(_DEC_COUNTER.decode(piece)) if c.ph == "C"]
-        counters = dict(zip((i for i, _ in raws), any_args([r for _, r in raws])))
+    counters = _DEC_COUNTER.decode(piece) if "C" in map(_PH, events) else None
     return events, bad, counters
 
 
-def _decode_lenient(piece) -> tuple[list[Ev], int, dict[int, Any]]:
-    out, bad, counters = [], 0, {}
+def _decode_lenient(piece) -> tuple[list[Ev], int, list]:
+    out, bad, counters = [], 0, []
     for raw in _DEC_RAW.decode(piece):
         obj = _DEC_ANY.decode(raw)
         e = lenient(obj)
         if e is None:
             bad += 1
             continue
-        if e.ph == "C":
-            counters[len(out)] = obj.get("args") if isinstance(obj.get("args"), dict) else {}
+        args = obj.get("args")
+        counters.append(_Counter(e.ph, msgspec.Raw(msgspec.json.encode(args)) if isinstance(args, dict) else _EMPTY))
         out.append(e)
     return out, bad, counters
+
+
+def counter_args(counters: list, rows: list[int]) -> list:
+    """The args of the counter events at rows (their objects as dicts)."""
+    pick = itemgetter(*rows) if len(rows) > 1 else (lambda c: (c[rows[0]],))
+    return any_args(list(map(_ARGS, pick(counters))))
 
 
 def _text(v: Any) -> str | None:
@@ -123,8 +129,13 @@ def any_args(raws: list) -> list:
     """Raw args decoded as plain values (dicts for objects; {} where absent)."""
     if not raws:
         return []
-    joined = b"[" + b",".join(r if len(r) else b"{}" for r in raws) + b"]"
-    return _DEC_ANY.decode(joined)
+    try:  # args are there (the plain case); an empty one leaves ",," (or "[]" for one) and this fails
+        out = _DEC_ANY.decode(b"[" + b",".join(raws) + b"]")
+        if len(out) == len(raws):
+            return out
+    except msgspec.DecodeError:
+        pass
+    return _DEC_ANY.decode(b"[" + b",".join(r if len(r) else b"{}" for r in raws) + b"]")
 
 
 class ArrayFile:

@@ -84,7 +84,7 @@ class _Parse:
         self.utf8 = 0
 
     def piece(self, got: tuple[list, int, dict]) -> None:
-        events, bad, counter_args = got
+        events, bad, raw_args = got
         self.bad += bad
         if not events:
             return
@@ -103,9 +103,9 @@ class _Parse:
         if len(flow_rows):
             self._flows(cols, flow_rows.tolist(), seq[other])
         counter_rows = np.flatnonzero(ph_other == "C")
-        if len(counter_rows):
-            args = {k: counter_args[int(i)] for k, i in zip(counter_rows.tolist(), other[counter_rows].tolist())}
-            self.counters.add(self, cols, counter_rows.tolist(), seq[other], args)
+        if len(counter_rows) and raw_args is not None:
+            args = dec.counter_args(raw_args, other[counter_rows].tolist())
+            self.counters.add(self, cols, counter_rows.tolist(), seq[other], dict(zip(counter_rows.tolist(), args)))
         for i in np.flatnonzero(ph_other == "M").tolist():
             self._meta(cols, i)
 
@@ -132,7 +132,7 @@ class _Parse:
         out = {}
         for attr, space in (("dims", "dims"), ("stack", "stack"), ("task_type", "task"), ("data_type", "dtype")):
             vals = list(map(attrgetter(attr), args))
-            rows = [i for i, v in enumerate(vals) if v is not None]
+            rows = np.flatnonzero(np.array(vals, dtype=object) != None).tolist()  # noqa: E711 (elementwise)
             if rows:
                 texts = [v if type(v) is str else str(v) for v in itemgetter(*rows)(vals)] if len(rows) > 1 \
                     else [str(vals[rows[0]])]
@@ -144,15 +144,15 @@ class _Parse:
                 out[attr] = (rows + self.n, a[rows])
         self.sparse.append(out)
 
-    def _flows(self, cols: list, rows: list[int], seq: np.ndarray) -> None:
+    def _flows(self, cols, rows: list[int], seq: np.ndarray) -> None:
         cat, name = cols[2], cols[1]
         rows = [i for i in rows if cat[i] == "async_npu" or name[i] == "torch_to_npu"]
         if not rows:
             return
-        ts, ok = us_to_ns_column([cols[5][i] for i in rows])
-        self.flows.append({"ph": np.array([cols[0][i] for i in rows]), "id": self._id("flow", [cols[7][i] for i in rows]),
-                           "pid": self._id("pid", [cols[3][i] for i in rows]),
-                           "tid": self._id("tid", [cols[4][i] for i in rows]),
+        pick = itemgetter(*rows) if len(rows) > 1 else (lambda col: (col[rows[0]],))
+        ts, ok = us_to_ns_column(list(pick(cols[5])))
+        self.flows.append({"ph": np.array(pick(cols[0]), dtype=object), "id": self._id("flow", list(pick(cols[7]))),
+                           "pid": self._id("pid", list(pick(cols[3]))), "tid": self._id("tid", list(pick(cols[4]))),
                            "ts": np.where(ok, ts, NONE), "ts_ok": ok, "seq": seq[rows]})
 
     def _meta(self, cols: list, i: int) -> None:
