@@ -24,7 +24,7 @@ from .. import side_tables as side
 from .info import rank_from_data, read_group_file, read_info, set_devices, worker_of
 from .layout import Layout, locate
 from .merge import fill_events, fill_memory, merge_device
-from .trace import read_trace
+from .trace import Started, read_trace
 from ..table import NONE, EventTable, InputError, Kind, Problem
 
 _SIDE_FILES = (("step_trace", "step_trace_time.csv", C.read_step_trace),
@@ -104,6 +104,16 @@ def read_ascend(path: str) -> EventTable:
 
 
 def _read_text(r: _Reader) -> None:
+    # a big trace_view.json's second part is read by a child process while this one reads the CSVs
+    started = Started(r.lay.path("trace_view.json")) if "trace_view.json" in r.lay.names else None
+    try:
+        _read_files(r, started)
+    finally:
+        if started is not None:
+            started.close()
+
+
+def _read_files(r: _Reader, started) -> None:
     table = r.table
     comm = r.take("communication.json", T.read_communication)
     if comm is not None:
@@ -115,8 +125,8 @@ def _read_text(r: _Reader) -> None:
         if rows is not None:
             side.put(table.side, key, rows)
     groups = comm.groups() if comm else {}
-    trace, kernels = _read_device(r, groups)
     mem = r.take("memory_record.csv", C.read_memory_record, table.strings)
+    trace, kernels = _read_device(r, groups, started)
     have_kernels = kernels is not None and len(kernels) > 0
     if not r.usable and not have_kernels and trace is None:
         raise InputError(r.lay.path_shown, "nothing usable: " + "; ".join(str(p) for p in table.problems[:5]))
@@ -152,13 +162,13 @@ def _comm_groups(table: EventTable, cols: dict, groups: dict[str, str]) -> None:
     cols["group"][rows] = ids[inverse]
 
 
-def _read_device(r: _Reader, comm_groups: dict[str, str]):
+def _read_device(r: _Reader, comm_groups: dict[str, str], started):
     """(trace_view.json data or None, kernel_details.csv rows or None)."""
     strings = r.table.strings
     kernels = r.take("kernel_details.csv", C.read_kernel_details, strings, NONE)
     devs = set(np.unique(kernels.events["device"]).tolist()) - {NONE} if kernels is not None else set()
     hint = devs.pop() if len(devs) == 1 else NONE
-    trace = r.take("trace_view.json", read_trace, strings, hint, comm_groups)
+    trace = r.take("trace_view.json", read_trace, strings, hint, comm_groups, started)
     if trace is None:
         if "trace_view.json" in r.lay.names:
             r.table.problems.append(Problem(r.lay.display("trace_view.json"),

@@ -16,26 +16,41 @@ from . import trace_decode as dec
 from .csv_io import read_bytes
 from .hardware import DTYPE_BYTES, classify_hardware, hccl_bytes  # noqa: F401  (the readers' names)
 from .trace_kinds import TraceData, finish
-from .trace_merge import read_ranges
+from .trace_merge import Ranges
 from .trace_parse import _Parse
 from ..table import NONE, Problem
 
 
-def _decode_all(path: str, display: str, problems: list[Problem], parse: _Parse) -> bool:
+class Started:
+    """The read of trace_view.json begun early: a big file's second part is read by a child process
+    while the caller reads the other files of the rank (`read_trace(..., started=)` finishes it)."""
+
+    def __init__(self, path: str):
+        self.ranges, self.error = None, None
+        try:
+            plan = dec.plan_file(path)
+            self.ranges = Ranges(plan) if plan is not None else None
+        except OSError as e:
+            self.error = f"cannot read: {e}"
+        except _json.InputError as e:
+            self.error = e.problem
+
+    def close(self) -> None:
+        if self.ranges is not None:
+            self.ranges.close()
+
+
+def _decode_all(path: str, display: str, problems: list[Problem], parse: _Parse, started: Started | None) -> bool:
     """Feed every piece of the file to parse; False (with an error Problem) when the file is no usable array."""
     def on_utf8():
         parse.utf8 += 1
-    try:
-        plan = dec.plan_file(path)
-    except OSError as e:
-        problems.append(Problem(display, f"cannot read: {e}"))
-        return False
-    except _json.InputError as e:
-        problems.append(Problem(display, e.problem))
+    started = started or Started(path)
+    if started.error:
+        problems.append(Problem(display, started.error))
         return False
     try:
-        if plan is not None:
-            read_ranges(plan, parse, on_utf8)
+        if started.ranges is not None:
+            started.ranges.read(parse, on_utf8)
             return True
         return _decode_buffer(path, display, problems, parse, on_utf8)
     except msgspec.DecodeError as e:
@@ -71,11 +86,11 @@ def _decode_buffer(path: str, display: str, problems: list[Problem], parse: _Par
 
 
 def read_trace(path: str, display: str, problems: list[Problem], strings, device_hint: int = NONE,
-               comm_groups: dict[str, str] | None = None) -> TraceData | None:
+               comm_groups: dict[str, str] | None = None, started: Started | None = None) -> TraceData | None:
     """Parse trace_view.json into columns (strings interned into `strings`); None (and an error
     Problem) when it cannot be parsed."""
     parse = _Parse()
-    if not _decode_all(path, display, problems, parse):
+    if not _decode_all(path, display, problems, parse, started):
         return None
     td, unbound = finish(parse, strings, device_hint, comm_groups or {})
     if parse.bad:

@@ -45,24 +45,43 @@ def _read_span(plan, parse, span, on_utf8) -> None:
         parse.piece(got)
 
 
+class Ranges:
+    """The read of a planned file's elements, begun: a big file's second part is already being read by a
+    forked child (so this process may read other files meanwhile); `read` reads the first part here and
+    joins the child's columns, in file order."""
+
+    def __init__(self, plan):
+        self.plan = plan
+        size = plan.end - plan.start
+        self.spans = _two_spans(plan) if size >= PARALLEL_BYTES and _can_fork() else [(plan.start + 1, plan.end - 1)]
+        self.child = _start_child(plan, self.spans[1]) if len(self.spans) > 1 else None
+
+    def read(self, parse, on_utf8) -> None:
+        try:
+            _read_span(self.plan, parse, self.spans[0], on_utf8)
+        except BaseException:
+            self.close()
+            raise
+        if self.child is None:
+            return
+        theirs = _finish_child(self.child)
+        self.child = None
+        if theirs is None:
+            _read_span(self.plan, parse, self.spans[1], on_utf8)
+        else:
+            absorb(parse, theirs)
+
+    def close(self) -> None:
+        """Stop waiting for the child (the read was abandoned)."""
+        if self.child is not None:
+            child, self.child = self.child, None
+            child[0].kill()
+            _finish_child(child)
+
+
 def read_ranges(plan, parse, on_utf8) -> None:
     """Feed every element of the planned file to parse, in file order."""
-    size = plan.end - plan.start
-    spans = _two_spans(plan) if size >= PARALLEL_BYTES and _can_fork() else [(plan.start + 1, plan.end - 1)]
-    if len(spans) < 2:
-        _read_span(plan, parse, spans[0], on_utf8)
-        return
-    child = _start_child(plan, spans[1])
-    try:
-        _read_span(plan, parse, spans[0], on_utf8)
-    except BaseException:
-        _finish_child(child)
-        raise
-    theirs = _finish_child(child)
-    if theirs is None:
-        _read_span(plan, parse, spans[1], on_utf8)
-    else:
-        absorb(parse, theirs)
+    Ranges(plan).read(parse, on_utf8)
 
 
 def _child(conn, plan, span) -> None:
