@@ -69,7 +69,7 @@ def _decode_buffer(path: str, display: str, problems: list[Problem], parse: _Par
     if head == b"{":  # tolerate the {"traceEvents": [...]} form
         top = msgspec.json.decode(buf, type=dict[str, msgspec.Raw])
         events = top.get("traceEvents")
-        if events is None or bytes(events[:1]) != b"[":
+        if events is None or bytes(events)[:1] != b"[":
             problems.append(Problem(display, "expected a JSON array of trace events"))
             return False
         lo, hi = _json.value_span(buf, events)
