@@ -1,29 +1,11 @@
-"""The NPU's sampled counters (AI Core frequency, HBM / LLC bandwidth, NPU memory, accelerator PMU
-and SoC bandwidth levels) -> rows of the `npu_counters` side table, from trace_view.json's
-``"ph":"C"`` events or from the profiler db's tables. Units converted once, here: trace_view.json
-writes KB (1024 bytes: its APP/HBM equals the db's NPU_MEM bytes / 1024) and MB/s (msprof scales
-by 1024²); the db writes bytes, bytes/s and MHz already."""
+"""The plain reading of the NPU counters: a row dict per sample (the units and labels are canning-tb's
+own: counters.py)."""
 from __future__ import annotations
 
-import re
-from typing import Any
-
 from canning_tb.ingest import side_tables as side
+from canning_tb.ingest.ascend.counters import _label, _unit
+
 from .csv_io import to_float, us_to_ns
-
-_UNIT_RE = re.compile(r"\(([^()]*)\)\s*$")
-# the file's unit -> (ours, factor)
-_SCALE = {"KB": ("bytes", 1024.0), "MB/s": ("bytes/s", float(1 << 20)), "MHz": ("MHz", 1.0)}
-
-
-def _unit(key: str) -> tuple[str, float]:
-    """Unit and factor of one arg: 'KB', 'MHz', 'Read(MB/s)', 'Hit Rate(%)', 'value'."""
-    if key in _SCALE:
-        return _SCALE[key]
-    match = _UNIT_RE.search(key)
-    if not match:
-        return "", 1.0
-    return _SCALE.get(match.group(1), (match.group(1), 1.0))
 
 
 def trace_counter_rows(event: dict, group: str, device: int) -> list[dict]:
@@ -50,14 +32,6 @@ def _rows(group: str, unit: str, samples) -> list[dict]:
     return [side.row("npu_counters", group=group, counter=counter, unit=unit, device=f"npu:{int(device)}",
                      ts_ns=int(ts), value=float(value))
             for counter, device, ts, value in samples if ts is not None and value is not None]
-
-
-_MEMORY_SIDES = {"app": "APP", "device": "Device"}  # NPU_MEM.type, named as trace_view.json names them
-
-
-def _label(db, value: Any) -> str:
-    text = db.name(value) or str(value)
-    return _MEMORY_SIDES.get(text, text.title())
 
 
 def db_counter_rows(db) -> list[dict]:

@@ -1,152 +1,15 @@
-"""CSV files of a torch_npu ``ASCEND_PROFILER_OUTPUT`` folder (helpers for ``ascend.py``).
-
-Every file is read by column *name* (headers drift between torch_npu / CANN versions), with
-the quirks of the real files tolerated: timestamp cells in µs with 3 decimals and a trailing
-TAB, ``N/A`` in numeric cells, CRLF or LF line ends, shape cells holding literal quotes,
-an optional leading ``Device_id`` / ``Step Id`` column, ``Block Dim`` vs ``Block Num``.
-
-Rows with the wrong number of cells are skipped; one warning Problem per file gives their
-count and the first line number. A file that cannot be read at all gives one error Problem.
-"""
+"""The plain reading's CSV rows: csv.reader over the whole file, one list of cells per row (the scalar
+rules, us_to_ns / to_float ..., are canning-tb's own: csv_io)."""
 from __future__ import annotations
 
 import csv
 import io
-import math
-import os
-import re
-from typing import Any, Callable, Iterator
+from typing import Callable, Iterator
 
-from canning_tb.ingest import _json
-from canning_tb.ingest.table import NONE, InputError, Problem
-
-_NUM_RE = re.compile(r"^([+-]?)(\d*)(?:\.(\d*))?$")
-_MISSING = {"", "N/A", "NA", "n/a", "None", "null", "-", "nan", "NaN"}
-
-
-def us_to_ns(cell: Any) -> int | None:
-    """µs (string with decimals, int or float) -> int ns. Strings are converted exactly
-    (split on '.', no float); more than 3 decimals round half up to the ns. None for what is no
-    number or lies out of range (inf, 1e400, past int64 ns)."""
-    if cell is None or isinstance(cell, bool):
-        return None
-    if isinstance(cell, int):
-        return _in_range(cell * 1000)
-    if isinstance(cell, float):
-        return _scale(cell, 1000)
-    s = str(cell).strip().strip('"').strip()
-    if s in _MISSING:
-        return None
-    m = _NUM_RE.match(s)
-    if m and (m.group(2) or m.group(3)):
-        sign = -1 if m.group(1) == "-" else 1
-        whole = int(m.group(2) or "0") if len(m.group(2) or "") < 20 else _LIMIT
-        frac = m.group(3) or ""
-        ns = whole * 1000 + int((frac[:3]).ljust(3, "0"))
-        if len(frac) > 3 and frac[3] >= "5":
-            ns += 1
-        return _in_range(sign * ns)
-    return _scale(to_float(s), 1000)
-
-
-def unreadable(cell: Any) -> bool:
-    """A cell that holds something but no usable number (inf, 1e400, text): not merely empty / N/A."""
-    return cell is not None and str(cell).strip().strip('"').strip() not in _MISSING and to_float(cell) is None
-
-
-_LIMIT = 1 << 62  # ns and bytes beyond this are no measurement (and a sum of two must fit int64)
-
-
-def _in_range(value: int) -> int | None:
-    return value if -_LIMIT < value < _LIMIT else None
-
-
-def ms_to_ns(v: Any) -> int | None:
-    """ms (float, as communication.json / analysis.db write them) -> int ns."""
-    return _scale(v, 1_000_000)
-
-
-def us_float_to_ns(v: Any) -> int | None:
-    """µs given as a float (JSON, analysis.db) -> int ns."""
-    return _scale(v, 1000)
-
-
-def _scale(v: Any, factor: int) -> int | None:
-    f = to_float(v)
-    if f is None or not abs(f * factor) < _LIMIT:  # also false for inf and NaN
-        return None
-    return int(round(f * factor))
-
-
-def to_float(cell: Any) -> float | None:
-    """A finite float, or None (NaN, inf and 1e400 are no measurement)."""
-    if cell is None or isinstance(cell, bool):
-        return None
-    if isinstance(cell, (int, float)):
-        try:
-            f = float(cell)
-        except OverflowError:
-            return None
-    else:
-        s = str(cell).strip().strip('"').strip()
-        if s in _MISSING:
-            return None
-        try:
-            f = float(s)
-        except ValueError:
-            return None
-    return f if math.isfinite(f) else None
-
-
-def to_int(cell: Any) -> int | None:
-    if cell is None or isinstance(cell, bool):
-        return None
-    if isinstance(cell, int):
-        return _in_range(cell)
-    f = to_float(cell)
-    if f is None:
-        return None
-    return _in_range(int(round(f)))
-
-
-def mb_to_bytes(cell: Any) -> int | None:
-    """MiB (the memory CSVs divide bytes by 1024²) -> bytes, rounded to an int."""
-    return _scale(cell, 1024 * 1024)
-
-
-def kb_to_bytes(cell: Any) -> int | None:
-    return _scale(cell, 1024)
-
-
-def norm_shapes(cell: Any) -> str | None:
-    """'"32,3,224,224";"64"' / '32,3,224,224;\\r\\n;\\r\\n' -> '[[32, 3, 224, 224], [64]]'.
-    Parts that are not plain integer lists are kept as quoted strings."""
-    if cell is None:
-        return None
-    s = str(cell).strip()
-    if s in ("", "N/A"):
-        return None
-    parts = [p.strip().strip('"').strip() for p in s.split(";")]
-    if parts and parts[-1] == "" and len(parts) > 1 and s.rstrip().endswith(";"):
-        parts = parts[:-1]
-    out = []
-    for p in parts:
-        if p == "":
-            out.append("[]")
-        elif re.fullmatch(r"-?\d+(\s*,\s*-?\d+)*", p):
-            out.append("[" + ", ".join(x.strip() for x in p.split(",")) + "]")
-        else:
-            out.append('"' + p.replace('"', "'") + '"')
-    return "[" + ", ".join(out) + "]"
-
-
-def norm_stack(cell: Any) -> str | None:
-    """'a;\\r\\nb;\\r\\nc' -> 'a;b;c' (frames innermost first, as torch_npu writes them)."""
-    if cell is None:
-        return None
-    frames = [f.strip() for f in str(cell).split(";")]
-    frames = [f for f in frames if f]
-    return ";".join(frames) if frames else None
+from canning_tb.ingest.ascend.csv_io import (device_index, device_name, kb_to_bytes, mb_to_bytes, ms_to_ns,  # noqa: F401
+                                             none_to, norm_shapes, norm_stack, read_bytes, step_value, to_float, to_int,
+                                             unreadable, us_float_to_ns, us_to_ns)
+from canning_tb.ingest.table import Problem
 
 
 class CsvFile:
@@ -182,19 +45,6 @@ class CsvFile:
 
     def __len__(self) -> int:
         return len(self.rows)
-
-
-def read_bytes(path: str, display: str, problems: list[Problem]) -> bytes | None:
-    """The whole file; None (with an error Problem) when it cannot be read."""
-    try:
-        with open(path, "rb") as f:
-            _json.check_size(path, os.fstat(f.fileno()).st_size)
-            return f.read()
-    except OSError as e:
-        problems.append(Problem(display, f"cannot read: {e}"))
-    except InputError as e:
-        problems.append(Problem(display, e.problem))
-    return None
 
 
 def read_csv(path: str, display: str, problems: list[Problem]) -> CsvFile | None:
@@ -244,27 +94,3 @@ def read_csv(path: str, display: str, problems: list[Problem]) -> CsvFile | None
 
 def iter_rows(f: CsvFile) -> Iterator[list[str]]:
     return iter(f.rows)
-
-
-def device_index(cell: Any) -> int:
-    """'NPU:0' / 'npu:3' / '0' -> 0 / 3 / 0; 'CPU', 'host', '' -> NONE."""
-    if cell is None:
-        return NONE
-    s = str(cell).strip()
-    m = re.search(r"(\d+)\s*$", s)
-    if m and not s.lower().startswith(("cpu", "host")):
-        return int(m.group(1))
-    return NONE
-
-
-def device_name(cell: Any) -> str:
-    """memory_record Device Type 'NPU:0' -> 'npu:0'; 'CPU' -> 'CPU'."""
-    s = (cell or "").strip()
-    if not s or s.upper().startswith("CPU") or s.lower() == "host":
-        return "CPU"
-    i = device_index(s)
-    return f"npu:{i}" if i != NONE else s.lower()
-
-
-def none_to(v: int | None, default: int = NONE) -> int:
-    return default if v is None else v

@@ -1,117 +1,25 @@
-"""SQLite export of torch_npu (``ascend_pytorch_profiler[_{rank}].db`` + ``analysis.db``) -> EventTable.
-
-Opened immutable (``file:...?immutable=1`` URI: nothing of the user's is written or touched). Times are ns and sizes bytes in the profiler db; names
-are ids into STRING_IDS. This module reads the window's facts and the host side (PYTORCH_API,
-STEP_TIME, CANN_API); ``ascend_db_device`` the device tasks; ``ascend_db_side`` memory and the side
-tables. The table-by-table mapping is in docs/formats/ascend.md.
-"""
+"""The plain reading of the profiler db: PYTORCH_API, STEP_TIME, CANN_API one row at a time into a
+ColumnBuilder (opening the db, its window facts and analysis.db are canning-tb's own: db.py, db_side.py)."""
 from __future__ import annotations
 
-import json
-import os
 import re
-import shutil
-import sqlite3
-import tempfile
 from typing import Any
+
+from canning_tb.ingest.ascend import db as columnar_db
+from canning_tb.ingest.ascend.db import Db, _window_facts
+from canning_tb.ingest.ascend.db_side import read_analysis_db
+from canning_tb.ingest.table import EVENT_COLUMNS, NONE, ColumnBuilder, EventTable, Kind, metric_columns, sort_with_metrics
 
 from .csv_io import norm_shapes, to_int
 from .db_device import read_device_tasks
-from .db_side import read_analysis_db, read_memory_tables
-from canning_tb.ingest.ascend.info import apply_metadata
-from canning_tb.ingest.table import (EVENT_COLUMNS, NONE, ColumnBuilder, EventTable, InputError, Kind, Problem, metric_columns,
-                    sort_with_metrics)
+from .db_side import read_memory_tables
 
 _SHAPE_RE = re.compile(r"^[\d,\s;\[\]\"\r\n-]*$")
 _API_CATS = {50001: "cpu_op", 50002: "queue", 50003: "python_function", 50004: "mstx"}
 
 
-def _connect(path: str) -> sqlite3.Connection:
-    """Open without changing a byte or an mtime of the user's files: `immutable=1` (read-only alone
-    still creates or touches -shm / -wal). A db whose -wal holds data not yet checkpointed is opened
-    from a private copy instead (immutable would not see that data)."""
-    try:
-        wal = os.path.getsize(path + "-wal")
-    except OSError:
-        wal = 0
-    if wal:
-        return _connect_copy(path)
-    return sqlite3.connect(_uri(path) + "?immutable=1", uri=True)
-
-
-def _uri(path: str) -> str:
-    return "file:" + os.path.abspath(path).replace("?", "%3f").replace("#", "%23")
-
-
-def _connect_copy(path: str) -> sqlite3.Connection:
-    """The db and its -wal copied to a temporary folder, checkpointed there, and the copy opened
-    immutable; the folder is removed at once (the open file stays readable on POSIX)."""
-    folder = tempfile.mkdtemp(prefix="canning-db-")
-    try:
-        copy = os.path.join(folder, os.path.basename(path))
-        shutil.copyfile(path, copy)
-        shutil.copyfile(path + "-wal", copy + "-wal")
-        own = sqlite3.connect(copy)
-        try:
-            own.execute("pragma wal_checkpoint(TRUNCATE)").fetchall()
-        finally:
-            own.close()
-        conn = sqlite3.connect(_uri(copy) + "?immutable=1", uri=True)
-        conn.execute("select count(*) from sqlite_master").fetchone()  # opens the file before it is removed
-        return conn
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
-
-
-class Db:
-    """One open profiler db: its tables, strings and enums."""
-
-    def __init__(self, conn: sqlite3.Connection):
-        self.c = conn
-        self.tables = {r[0] for r in conn.execute("select name from sqlite_master where type='table'")}
-        self.strings: dict[int, str] = dict(conn.execute("select id, value from STRING_IDS")) \
-            if "STRING_IDS" in self.tables else {}
-
-    def name(self, i: Any) -> str | None:
-        return None if i is None else self.strings.get(i)
-
-    def enum(self, t: str) -> dict[int, str]:
-        return dict(self.c.execute(f'select id, name from "{t}"')) if t in self.tables else {}
-
-    def columns(self, t: str) -> set[str]:
-        return {r[1] for r in self.c.execute(f'pragma table_info("{t}")')}
-
-    def rows(self, t: str, sql: str):
-        """The rows of `sql` when table t exists, else none."""
-        return self.c.execute(sql) if t in self.tables else ()
-
-
 def read_ascend_db(lay, table: EventTable, used: list[str]) -> None:
-    path, display = lay.path(lay.db), lay.display(lay.db)
-    used.append(path)
-    try:
-        db = Db(_connect(path))
-    except sqlite3.Error as e:
-        raise InputError(display, f"not a readable SQLite file: {e}") from None
-    if not db.tables:
-        db.c.close()
-        raise InputError(display, "a SQLite file without any table (an empty or unfinished export?)")
-    try:
-        _read_profiler_db(db, table)
-    except sqlite3.Error as e:
-        table.problems.append(Problem(display, f"SQLite error, partly read: {e}"))
-    finally:
-        db.c.close()
-    if "analysis.db" in lay.names:
-        used.append(lay.path("analysis.db"))
-        try:
-            analysis = Db(_connect(lay.path("analysis.db")))
-            try:
-                read_analysis_db(analysis, table)
-            finally:
-                analysis.c.close()
-        except sqlite3.Error as e:
-            table.problems.append(Problem(lay.display("analysis.db"), f"SQLite error: {e}"))
+    columnar_db.read_ascend_db(lay, table, used, _read_profiler_db, read_analysis_db)
 
 
 def _read_profiler_db(db: Db, table: EventTable) -> None:
@@ -125,33 +33,6 @@ def _read_profiler_db(db: Db, table: EventTable) -> None:
     read_device_tasks(db, table, b, ext_of_conn, metrics)
     table.events, table.metrics = sort_with_metrics(b.freeze(), metric_columns(metrics.items(), len(b)))
     read_memory_tables(db, table)
-
-
-def _window_facts(db: Db, table: EventTable) -> None:
-    meta = table.meta
-    for did, nm in db.rows("NPU_INFO", "select id, name from NPU_INFO"):
-        meta.devices.append({"kind": "npu", "index": int(did), "name": f"Ascend ({nm})" if nm else "Ascend"})
-    for rank, _dev in db.rows("RANK_DEVICE_MAP", "select rankId, deviceId from RANK_DEVICE_MAP"):
-        if rank is not None and int(rank) >= 0 and meta.environment.get("rank_source") is None:
-            meta.rank = int(rank)
-            meta.environment["rank_source"] = "RANK_DEVICE_MAP"
-    for start, end in db.rows("SESSION_TIME_INFO", "select startTimeNs, endTimeNs from SESSION_TIME_INFO"):
-        if meta.start_ns < 0:
-            meta.start_ns = int(start)
-        if meta.end_ns < 0:
-            meta.end_ns = int(end)
-    for (host,) in db.rows("HOST_INFO", "select hostName from HOST_INFO"):
-        meta.host = str(host or meta.host)
-    md = {}
-    for k, v in db.rows("META_DATA", "select name, value from META_DATA"):
-        try:
-            md[k] = json.loads(v) if isinstance(v, str) and v[:1] in "{[" else v
-        except (ValueError, RecursionError):
-            md[k] = v
-    if md:
-        apply_metadata(md, table)
-        if "comm_groups" in table.side:
-            meta.environment["source.comm_groups"] = "META_DATA"
 
 
 def _exact_int(v):

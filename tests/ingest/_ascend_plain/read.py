@@ -1,110 +1,34 @@
-"""torch_npu profiler output (one window of one rank) -> EventTable.
-
-``read_ascend(path)`` takes what users have: a window folder holding ``ASCEND_PROFILER_OUTPUT/``
-(any name: ``*_ascend_pt`` or the free names of 2023), a bare ``ASCEND_PROFILER_OUTPUT/`` folder
-(the exported files directly inside), or one ``ascend_pytorch_profiler[_N].db`` file. Which files
-it reads, how their units convert and how device tasks from two files are merged without double
-counting is written down in docs/formats/ascend.md. Helpers: ``ascend_info`` (profiler_info /
-metadata), ``ascend_csv`` (CSV quirks), ``ascend_trace`` (trace_view.json), ``ascend_tables`` (the
-other text files), ``ascend_db*`` (SQLite), ``ascend_layout`` (where the files are).
-
-Every file present is used; each missing file that would add something gives an "info" Problem
-saying what it would add. A broken file gives an error Problem and the rest still loads;
-``InputError(path, ...)`` only when nothing usable exists.
-"""
+"""The plain reading's window: the row-at-a-time text and db readers of this package, everything around
+them (metadata, rank, missing-file notes, sources, checks) canning-tb's own (read.read_window)."""
 from __future__ import annotations
-
-import os
 
 import numpy as np
 
-from . import tables as T
 from canning_tb.ingest import side_tables as side
-from canning_tb.ingest.ascend.info import rank_from_data, read_group_file, read_info, set_devices, worker_of
-from canning_tb.ingest.ascend.layout import Layout, locate
+from canning_tb.ingest.ascend import read as columnar
+from canning_tb.ingest.ascend import tables as comm_tables
+from canning_tb.ingest.ascend.info import set_devices
+from canning_tb.ingest.table import NONE, InputError, Kind, Problem
+
+from . import db as plain_db
+from . import tables as T
 from .merge import fill_events, fill_memory, merge_device_rows
 from .trace import read_trace
-from canning_tb.ingest.table import NONE, EventTable, InputError, Kind, Problem
 
 _SIDE_FILES = (("step_trace", "step_trace_time.csv", T.read_step_trace),
                ("op_statistic", "op_statistic.csv", T.read_op_statistic),
                ("operator_memory", "operator_memory.csv", T.read_operator_memory),
                ("npu_module_mem", "npu_module_mem.csv", T.read_npu_module_mem),
-               ("comm_matrix", "communication_matrix.json", T.read_communication_matrix))
-
-# side table -> the text file it comes from (the db export: analysis.db or the profiler db)
-_SIDE_SOURCES = {"step_trace": "step_trace_time.csv", "comm_ops": "communication.json",
-                 "comm_bandwidth": "communication.json", "comm_packets": "communication.json",
-                 "comm_matrix": "communication_matrix.json", "op_statistic": "op_statistic.csv",
-                 "operator_details": "operator_details.csv", "operator_memory": "operator_memory.csv",
-                 "npu_module_mem": "npu_module_mem.csv", "overlap_analysis": "trace_view.json",
-                 "npu_counters": "trace_view.json"}
-_FROM_ANALYSIS_DB = ("step_trace", "comm_ops", "comm_bandwidth", "comm_packets", "comm_matrix")
-
-# file -> what it adds, for the note written when it is missing
-WHAT_IT_ADDS = {
-    "trace_view.json": "host operators, ProfilerStep ranges, operator-to-kernel links and the timeline",
-    "kernel_details.csv": "the device kernel list (kernel table, compute and communication time)",
-    "step_trace_time.csv": "CANN's own split of each step (computing, communication not overlapped, free)",
-    "communication.json": "CANN's transit / wait / synchronization times and bytes per link type of each collective",
-    "communication_matrix.json": "the link matrix between ranks",
-    "memory_record.csv": "the memory curve (profile_memory=True)",
-    "operator_details.csv": "operator times without the trace",
-}
+               ("comm_matrix", "communication_matrix.json", comm_tables.read_communication_matrix))
 
 
-class _Reader:
-    """State of one read: the layout, the table being filled and the files used."""
-
-    def __init__(self, layout: Layout):
-        self.lay = layout
-        self.table = EventTable()
-        self.used: list[str] = []
-        self.usable = False
-
-    def take(self, name: str, fn, *args):
-        if name not in self.lay.names:
-            return None
-        self.used.append(self.lay.path(name))
-        value = fn(self.lay.path(name), self.lay.display(name), self.table.problems, *args)
-        if value is not None:
-            self.usable = True
-        return value
-
-    def note_missing(self, name: str, why: str = "") -> None:
-        self.table.problems.append(Problem(self.lay.display(name), f"not present{why}: it would add "
-                                                                   f"{WHAT_IT_ADDS[name]}", "info"))
+def read_ascend(path: str):
+    return columnar.read_window(path, _read_text, plain_db.read_ascend_db)
 
 
-def read_ascend(path: str) -> EventTable:
-    lay = locate(os.path.normpath(path))
-    r = _Reader(lay)
+def _read_text(r) -> None:
     table = r.table
-    table.meta.format = "ascend"
-    table.meta.worker = worker_of(lay.base)
-    if not lay.alone:
-        read_info(lay.root, table, r.used)
-    if lay.db is not None:
-        from .db import read_ascend_db
-        table.meta.environment["ascend_source"] = "db"
-        read_ascend_db(lay, table, r.used)
-    else:
-        table.meta.environment["ascend_source"] = "text"
-        if lay.ignored_dbs:
-            table.meta.environment["ascend_db_ignored"] = ",".join(lay.ignored_dbs)
-        _read_text(r)
-    rank_from_data(table)
-    if not lay.alone:
-        read_group_file(os.path.dirname(lay.root), table, r.used)
-    _record_sources(table, lay)
-    table.meta.source_files = list(dict.fromkeys(r.used))
-    table.check()
-    return table
-
-
-def _read_text(r: _Reader) -> None:
-    table = r.table
-    comm = r.take("communication.json", T.read_communication)
+    comm = r.take("communication.json", comm_tables.read_communication)
     if comm is not None:
         side.put(table.side, "comm_ops", comm.ops)
         side.put(table.side, "comm_bandwidth", comm.bandwidth)
@@ -134,10 +58,10 @@ def _read_text(r: _Reader) -> None:
                                                   for name, spans in trace.overlap.items() for a, b in spans])
         side.put(table.side, "npu_counters", trace.counters)
     set_devices(table.meta, devs)
-    _note_missing_text(r, trace is not None, comm is not None)
+    columnar._note_missing_text(r, trace is not None, comm is not None)
 
 
-def _read_device(r: _Reader, comm_groups: dict[str, str]):
+def _read_device(r, comm_groups: dict[str, str]):
     """(trace_view.json data or None, kernel_details.csv rows or None)."""
     kernels = r.take("kernel_details.csv", T.read_kernel_details, NONE)
     devs = {k["device"] for k in kernels or () if k["device"] != NONE}
@@ -152,30 +76,3 @@ def _read_device(r: _Reader, comm_groups: dict[str, str]):
         if details is not None:
             side.put(r.table.side, "operator_details", details)
     return trace, kernels
-
-
-def _note_missing_text(r: _Reader, have_trace: bool, have_comm: bool) -> None:
-    names = r.lay.names
-    if not have_trace and "trace_view.json" not in names:
-        r.note_missing("trace_view.json")
-    for name in ("kernel_details.csv", "step_trace_time.csv", "memory_record.csv"):
-        if name not in names:
-            r.note_missing(name)
-    multi_card = r.table.meta.world_size > 1 or bool(side.rows(r.table.side, "comm_matrix")) or \
-        bool((r.table.events["group"] != NONE).any())
-    if multi_card and not have_comm and "communication.json" not in names:
-        r.note_missing("communication.json", " (Level0 does not write it)")
-    if multi_card and "communication_matrix.json" not in names:
-        r.note_missing("communication_matrix.json")
-
-
-def _record_sources(table: EventTable, lay: Layout) -> None:
-    """environment["source.<side table>"]: the file each side table was read from."""
-    env = table.meta.environment
-    for key in table.side:
-        if key == "comm_groups":  # set where they were read (metadata, db META_DATA, communication_group.json)
-            continue
-        if lay.db is None:
-            env[f"source.{key}"] = _SIDE_SOURCES[key]
-        else:
-            env[f"source.{key}"] = "analysis.db" if key in _FROM_ANALYSIS_DB else lay.db

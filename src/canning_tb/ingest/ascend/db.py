@@ -84,7 +84,10 @@ class Db:
         return self.c.execute(sql) if t in self.tables else ()
 
 
-def read_ascend_db(lay, table: EventTable, used: list[str]) -> None:
+def read_ascend_db(lay, table: EventTable, used: list[str], read_profiler=None, read_analysis=None) -> None:
+    """The profiler db (and analysis.db beside it) into table; the two readers are ours unless given."""
+    read_profiler = read_profiler or _read_profiler_db
+    read_analysis = read_analysis or read_analysis_db
     path, display = lay.path(lay.db), lay.display(lay.db)
     used.append(path)
     try:
@@ -95,7 +98,7 @@ def read_ascend_db(lay, table: EventTable, used: list[str]) -> None:
         db.c.close()
         raise InputError(display, "a SQLite file without any table (an empty or unfinished export?)")
     try:
-        _read_profiler_db(db, table)
+        read_profiler(db, table)
     except sqlite3.Error as e:
         table.problems.append(Problem(display, f"SQLite error, partly read: {e}"))
     finally:
@@ -105,7 +108,7 @@ def read_ascend_db(lay, table: EventTable, used: list[str]) -> None:
         try:
             analysis = Db(_connect(lay.path("analysis.db")))
             try:
-                read_analysis_db(analysis, table)
+                read_analysis(analysis, table)
             finally:
                 analysis.c.close()
         except sqlite3.Error as e:

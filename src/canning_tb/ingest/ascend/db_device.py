@@ -26,15 +26,16 @@ def _task_source(db) -> tuple[str, list[str]]:
              (f", ci.globalTaskId as c_gid, ci.name as c_name, ci.blockDim as c_blk, ci.taskType as c_type, "
               f"ci.inputShapes as c_shapes, {mix} as c_mix") if compute else
              ", NULL as c_gid, NULL as c_name, NULL as c_blk, NULL as c_type, NULL as c_shapes, NULL as c_mix",
-             ", cm.g as m_gid, cm.name as m_name, cm.taskType as m_type, cm.size as m_size, cm.groupName as m_group"
+             ", cm.globalTaskId as m_gid, cm.name as m_name, cm.taskType as m_type, cm.size as m_size, "
+             "cm.groupName as m_group"
              if comm else ", NULL as m_gid, NULL as m_name, NULL as m_type, NULL as m_size, NULL as m_group",
              " from TASK t"]
     if compute:
         parts.append(" left join COMPUTE_TASK_INFO ci on ci.globalTaskId = t.globalTaskId")
     if comm:
-        parts.append(" left join (select globalTaskId as g, name, taskType, size, groupName from COMMUNICATION_TASK_INFO"
-                     " where rowid in (select max(rowid) from COMMUNICATION_TASK_INFO group by globalTaskId)) cm"
-                     " on cm.g = t.globalTaskId")
+        parts.append(" left join (select globalTaskId as g, max(rowid) as last from COMMUNICATION_TASK_INFO"
+                     " group by globalTaskId) latest on latest.g = t.globalTaskId"
+                     " left join COMMUNICATION_TASK_INFO cm on cm.rowid = latest.last")
     ints = ["startNs", "endNs", "deviceId", "connectionId", "globalTaskId", "globalPid", "taskType", "streamId",
             "c_gid", "c_name", "c_blk", "c_type", "c_shapes", "c_mix", "m_gid", "m_name", "m_type", "m_size", "m_group"]
     return "(" + "".join(parts) + ")", ints

@@ -78,6 +78,12 @@ class _Reader:
 
 
 def read_ascend(path: str) -> EventTable:
+    return read_window(path, _read_text, None)
+
+
+def read_window(path: str, read_text, read_db) -> EventTable:
+    """A window read with read_text(reader) for a text export and read_db(layout, table, used) for a db
+    (None: ours); everything around them (metadata, rank, sources, checks) the same for any reader."""
     lay = locate(os.path.normpath(path))
     r = _Reader(lay)
     table = r.table
@@ -86,14 +92,15 @@ def read_ascend(path: str) -> EventTable:
     if not lay.alone:
         read_info(lay.root, table, r.used)
     if lay.db is not None:
-        from .db import read_ascend_db
+        if read_db is None:
+            from .db import read_ascend_db as read_db
         table.meta.environment["ascend_source"] = "db"
-        read_ascend_db(lay, table, r.used)
+        read_db(lay, table, r.used)
     else:
         table.meta.environment["ascend_source"] = "text"
         if lay.ignored_dbs:
             table.meta.environment["ascend_db_ignored"] = ",".join(lay.ignored_dbs)
-        _read_text(r)
+        read_text(r)
     rank_from_data(table)
     if not lay.alone:
         read_group_file(os.path.dirname(lay.root), table, r.used)
