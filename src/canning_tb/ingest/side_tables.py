@@ -12,6 +12,7 @@ docs/formats/ascend.md.
 """
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from operator import itemgetter
 from dataclasses import dataclass
@@ -36,7 +37,7 @@ class SideTable:
     doc: str
     columns: tuple[Column, ...]
 
-    @property
+    @functools.cached_property
     def column_names(self) -> tuple[str, ...]:
         return tuple(c.name for c in self.columns)
 
@@ -238,19 +239,23 @@ class Columns(Sequence):
                 raise SideTableError(f"side table {self.name}: column {c.name} names an unknown string")
 
 
+class _Codes(dict):
+    """str -> dense code in order of first sight (None -> -1)."""
+
+    def __init__(self):
+        super().__init__({None: -1})
+
+    def __missing__(self, key):
+        if not isinstance(key, str):
+            raise SideTableError(f"side table value {key!r} is not str")
+        code = self[key] = len(self) - 1
+        return code
+
+
 def _intern(values) -> tuple[np.ndarray, list]:
-    ids: dict = {None: -1}
-    strings: list = []
-    out = np.empty(len(values), np.int32)
-    for k, v in enumerate(values):
-        i = ids.get(v)
-        if i is None:
-            if not isinstance(v, str):
-                raise SideTableError(f"side table value {v!r} is not str")
-            i = ids[v] = len(strings)
-            strings.append(v)
-        out[k] = i
-    return out, strings
+    codes = _Codes()
+    out = np.fromiter(map(codes.__getitem__, values), np.int32, len(values))
+    return out, list(codes)[1:]
 
 
 def _encode(values, kind: str) -> np.ndarray:
