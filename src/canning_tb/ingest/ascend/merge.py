@@ -84,15 +84,17 @@ def _inherit(k: dict, t: dict, kr: np.ndarray, tr: np.ndarray) -> None:
         k[c][kr] = np.where(comm & (v != NONE), v, k[c][kr])
 
 
-def merge_device(trace, kernels) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
-    """(event columns, metrics) of the window's tasks: trace events minus those a kernel row matched, then the rows."""
+def merge_device(trace, kernels) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], np.ndarray | None]:
+    """(event columns, metrics, rows of the trace kept or None for all) of the window's tasks: trace
+    events minus those a kernel row matched, then the rows. The trace's columns are not copied: `fill`
+    takes them column by column."""
     if trace is None:
         k = dict(kernels.events)
         k["tid"] = k["stream"].copy()
-        return k, dict(kernels.metrics)
+        return {"kernels": k}, dict(kernels.metrics), None
     t = trace.events
     if kernels is None or not len(kernels):
-        return t, {}
+        return {"trace": t}, {}, None
     k = {c: v.copy() for c, v in kernels.events.items()}
     t_idx = np.flatnonzero(trace.device_mask)
     t_ts, t_name = t["ts"][t_idx], t["name"][t_idx].astype(np.int64)
@@ -108,16 +110,28 @@ def merge_device(trace, kernels) -> tuple[dict[str, np.ndarray], dict[str, np.nd
     k["tid"][loose] = k["stream"][loose]
     keep = np.ones(len(t["ts"]), bool)
     keep[match[kr]] = False
-    cols = {c: np.concatenate([t[c][keep], k[c]]) for c in EVENT_COLUMNS}
     n_trace = int(keep.sum())
     metrics = {m: np.concatenate([np.full(n_trace, np.nan), v]) for m, v in kernels.metrics.items()}
-    return cols, metrics
+    return {"trace": t, "kernels": k}, metrics, keep
 
 
-def fill_events(table: EventTable, cols: dict[str, np.ndarray], metrics: dict[str, np.ndarray]) -> None:
-    """The table's events: columns ordered by start (stable), with their metrics."""
-    order = np.argsort(cols["ts"], kind="stable")
-    table.events = {c: cols[c][order].astype(t, copy=False) for c, t in EVENT_COLUMNS.items()}
+def fill_events(table: EventTable, parts: dict, metrics: dict[str, np.ndarray], keep: np.ndarray | None) -> None:
+    """The table's events: the trace's kept rows then the kernel rows, ordered by start (stable), a column
+    at a time, each source column released once used (memory: one copy of the events, not three)."""
+    t, k = parts.get("trace"), parts.get("kernels")
+    sources = [(t, keep), (k, None)]
+    sources = [(cols, rows) for cols, rows in sources if cols is not None]
+    ts = np.concatenate([cols["ts"] if rows is None else cols["ts"][rows] for cols, rows in sources])
+    order = np.argsort(ts, kind="stable")
+    del ts
+    out = {}
+    for c, dtype in EVENT_COLUMNS.items():
+        pieces = [cols.pop(c) for cols, _ in sources]
+        col = np.concatenate([p if rows is None else p[rows] for p, (_, rows) in zip(pieces, sources)])
+        del pieces
+        out[c] = col[order].astype(dtype, copy=False)
+        del col
+    table.events = out
     table.metrics = {m: v[order] for m, v in sorted(metrics.items())}
 
 

@@ -138,9 +138,8 @@ def _read_files(r: _Reader, started) -> None:
     if not r.usable and not have_kernels and trace is None:
         raise InputError(r.lay.path_shown, "nothing usable: " + "; ".join(str(p) for p in table.problems[:5]))
     if trace is not None or kernels is not None:
-        cols, metrics = merge_device(trace, kernels)
-        _comm_groups(table, cols, groups)
-        fill_events(table, cols, metrics)
+        fill_events(table, *merge_device(trace, kernels))
+        _comm_groups(table, table.events, groups)
     if mem:
         fill_memory(table, mem)
     devs = {int(d) for d in np.unique(table.events["device"]) if d != NONE}

@@ -206,6 +206,7 @@ class _Finish:
     def _data(self, tids: list) -> TraceData:
         ext, self.unbound = trace_flows.bind(_flow_columns(self.p), self.ev, self.host, self.device)
         self.out["external_id"] = ext
+        self.p.flows = []
         td = TraceData(events=self.out, device_mask=self.device, devices=self.devices)
         for i, name in enumerate(self.pname[:-1]):
             pid = self.pid_int[i]
@@ -217,6 +218,7 @@ class _Finish:
         for (pid, tid), name in self.p.tnames.items():
             td.thread_names[f"{_text(pids, pid) if pid >= 0 else None}:{_text(tids, tid) if tid >= 0 else None}"] = name
         td.overlap = self._overlap_table()
+        self.ev = {}  # the local columns: done with
         groups = self.pname
         td.counters = self.p.counters.columns(np.arange(len(groups), dtype=np.int32), self.dev_of_pid_counters(),
                                               groups)
