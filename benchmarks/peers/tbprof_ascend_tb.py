@@ -39,7 +39,7 @@ def main() -> int:
     t0 = time.perf_counter()
     tb = subprocess.Popen([sys.executable, "-m", "tensorboard.main", "--logdir", logdir, "--host", "127.0.0.1",
                            "--port", str(port), "--reload_interval", "0"], stdout=subprocess.DEVNULL,
-                          stderr=subprocess.PIPE, start_new_session=True)
+                          start_new_session=True)  # stderr: this script's, which the benchmark logs
     base = f"http://127.0.0.1:{port}"
     t_up = t_loaded = None
     runs = []
