@@ -11,6 +11,7 @@ import threading
 import numpy as np
 
 from . import trace_decode as dec
+from ..kineto.parallel import _finish_child  # the same child protocol: one answer, or None if it died
 from .trace_parse import _Parse
 
 PARALLEL_BYTES = 32 << 20  # files this big are read in two processes
@@ -104,18 +105,6 @@ def _start_child(plan, span):
     proc.start()
     theirs.close()
     return proc, ours
-
-
-def _finish_child(child):
-    proc, conn = child
-    try:
-        got = conn.recv()
-    except (EOFError, OSError):
-        got = None
-    finally:
-        conn.close()
-        proc.join()
-    return got
 
 
 def _remap(ours: dict, theirs: dict) -> np.ndarray:
