@@ -90,8 +90,12 @@ def test_a_grown_rank_reads_as_the_plain_reading(tmp_path, monkeypatch, level):
     monkeypatch.setattr(trace_merge, "PARALLEL_BYTES", 1 << 20)
     monkeypatch.setattr(csv_io, "CHUNK_ROWS", 500)
     monkeypatch.setattr(db_columns, "_BLOCK_ROWS", 1000)
+    forks = []
+    start = trace_merge._start_child
+    monkeypatch.setattr(trace_merge, "_start_child", lambda *a: forks.append(1) or start(*a))
     src = fixture_path("ascend", level, "rank0_ascend_pt")
     dst = tmp_path / "run" / "rank0_0_ascend_pt"
     _grow().grow(str(src), str(dst), copies=6 if level == "level2" else 3)
     assert_same(read_ascend(str(dst)), read_plain(str(dst)))
+    assert forks == ([1] if level == "level2" else [])  # the trace's second part was read by a child
     shutil.rmtree(dst)
