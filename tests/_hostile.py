@@ -124,15 +124,22 @@ def _surrogate(doc):
     _nth_cpu_op(doc, 0)["name"] = "@SUR@"
 
 
-def _gzip_bomb(run: Path) -> None:
-    """~1 MB of gzip that expands to ~1 GB: a valid start, then spaces (legal JSON whitespace)."""
+def _gzip_bomb(run: Path, start: bytes = b'{"schemaVersion": 1, "traceEvents": [', end: bytes = b"]}",
+               blocks: int = 64) -> None:
+    """~1 MB of gzip that expands to ~1 GB: a valid start, then spaces (legal JSON whitespace: the
+    reader drops it as it comes, so this costs nothing), then `end`."""
     run.mkdir(parents=True)
     with gzip.open(run / (TRACE + ".gz"), "wb", compresslevel=9) as f:
-        f.write(b'{"schemaVersion": 1, "traceEvents": [')
+        f.write(start)
         block = b" " * (16 << 20)
-        for _ in range(64):
+        for _ in range(blocks):
             f.write(block)
-        f.write(b"]}")
+        f.write(end)
+
+
+def _gzip_bomb_in_string(run: Path) -> None:
+    """The same spaces inside a string (an event's name): they are data, kept, so the cap stops them."""
+    _gzip_bomb(run, b'{"schemaVersion": 1, "traceEvents": [{"ph": "X", "name": "', b'"}]}')
 
 
 def _isize_lies(run: Path) -> None:
@@ -192,7 +199,8 @@ KINETO_CASES = [
     Case("k_ts_string_1e400", _number("ts", b'"1e400"'), 200),
     Case("k_lone_surrogate", _replace_marker(_surrogate, b'"op\\ud800name"', b'"@SUR@"'), 200, "surrogate"),
     Case("k_lone_low_surrogate", _replace_marker(_surrogate, b'"op\\udc00name"', b'"@SUR@"'), 200),
-    Case("k_gzip_bomb", _gzip_bomb, 422, "cap"),
+    Case("k_gzip_bomb", _gzip_bomb, 200),
+    Case("k_gzip_bomb_in_string", _gzip_bomb_in_string, 422, "cap"),
     Case("k_isize_lies", _isize_lies, 422, "gzip"),
     Case("k_multi_member_gzip", _multi_member, 200),
     Case("k_junk_binary", _junk(b"\x00\x01junk"), 422, "not a trace: starts with bytes 00 01"),

@@ -22,9 +22,9 @@ def copy_resnet(run_dir: Path) -> None:
         shutil.copy(f, run_dir / f.name)
 
 
-def serve(logdir, tmp_path_factory):
-    """Body of a module fixture: TensorBoard on logdir, yields its URL, stops it afterwards."""
-    proc, url, log = start_tensorboard(logdir, tmp_path_factory.mktemp("tb") / "tb.log")
+def serve(logdir, tmp_path_factory, extra=()):
+    """Body of a module fixture: TensorBoard on logdir (with `extra` flags), yields its URL, stops it afterwards."""
+    proc, url, log = start_tensorboard(logdir, tmp_path_factory.mktemp("tb") / "tb.log", extra)
     yield url
     stop_tensorboard(proc, log)
 

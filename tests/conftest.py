@@ -32,6 +32,13 @@ def fixture_path(*parts: str) -> Path:
     return p
 
 
+def read_db(path):
+    """A second reading of a fixture's SQLite export that changes nothing: `immutable=1` (a read-only
+    open of a WAL database still creates -shm / -wal beside it, as root even in a read-only folder)."""
+    import sqlite3
+    return sqlite3.connect(Path(path).resolve().as_uri() + "?immutable=1", uri=True)
+
+
 @pytest.fixture(scope="session")
 def browser_type_launch_args(browser_type_launch_args):  # pytest-playwright hook
     return {**browser_type_launch_args, "executable_path": CHROMIUM, "args": CHROMIUM_ARGS}

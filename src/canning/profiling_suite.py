@@ -6,9 +6,11 @@
             train_step(batch)
             prof.step()
 
+`schedule=ps.on_demand()` records nothing until asked from TensorBoard (Capture) or `canning-prof capture`.
 torch (and torch_npu, when NPU is asked for) is imported only when a profile is built.
 """
-from canning_tb.collect import Profile, ProfilerActivity, profile, schedule, start, stop
+from canning_tb.collect import Profile, ProfilerActivity, on_demand, profile, schedule, start, stop
 from canning_tb.handler import tensorboard_trace_handler
 
-__all__ = ["Profile", "profile", "start", "stop", "ProfilerActivity", "schedule", "tensorboard_trace_handler"]
+__all__ = ["Profile", "profile", "start", "stop", "ProfilerActivity", "schedule", "on_demand",
+           "tensorboard_trace_handler"]

@@ -125,13 +125,18 @@ class Manifest:
         return cls(**kw)
 
 
+MAX_BYTES = 64 << 20  # a manifest names files: past this it is not one (and is not read whole)
+
+
 def load(path: str) -> Manifest:
     """Read and check one manifest; ManifestError says what is wrong with it."""
+    from canning_tb.safe_files import read_file  # light: nothing of canning_tb, as this module
     try:
-        with open(path, "rb") as f:
-            data = f.read()
+        data = read_file(path, MAX_BYTES + 1)
     except OSError as e:
         raise ManifestError(f"cannot open: {e.strerror or e}") from None
+    if len(data) > MAX_BYTES:
+        raise ManifestError(f"manifest larger than {MAX_BYTES >> 20} MiB: not a manifest")
     if not data.strip():
         raise ManifestError("empty manifest")
     try:

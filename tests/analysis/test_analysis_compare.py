@@ -344,3 +344,13 @@ def test_gpu_against_npu(tmp_path):
     assert families["communication"]["target_ns"] == pytest.approx(1000 * sum(float(r["Duration(us)"]) for r in hccl), abs=1)
     assert [m["device"] for m in c["memory"]][0] == "cuda:0 / npu:0"
     assert "communication not hidden 0.000 -> " in c["verdict"]["text"]
+
+
+def test_a_near_zero_base_is_new_and_a_near_zero_target_gone():
+    """issue 27: two runs that nest events differently gave +9766 %: a side under 1 % of the other says
+    "new" / "gone" instead of a percentage (by hand: 0.5 -> 100 is 199x)."""
+    from canning_tb.analysis.compare.ops import percent_change
+    assert percent_change(0.5, 100.0) == (None, "new") and percent_change(0.0, 3.0) == (None, "new")
+    assert percent_change(100.0, 0.5) == (None, "gone") and percent_change(100.0, 0.0) == (None, "gone")
+    assert percent_change(100.0, 150.0) == (50.0, "") and percent_change(100.0, 2.0) == (-98.0, "")
+    assert percent_change(0.0, 0.0) == (None, "")

@@ -15,7 +15,7 @@ from decimal import Decimal
 import pytest
 
 from _gloo_trace import one_rank_gloo_trace
-from conftest import fixture_path
+from conftest import fixture_path, read_db
 
 from canning_tb.analysis import report
 from canning_tb.analysis.build import build_digest
@@ -180,7 +180,7 @@ def test_resnet_top_kernel_count(resnet):
 def test_resnet_reports(resnet):
     d, _ = resnet
     rep = report.op_summary(d)
-    assert rep.columns == ["Op Type", "Calls", "Total(ms)", "Avg(ms)", "Min(ms)", "Max(ms)"]
+    assert rep.columns == ["Op Type", "Calls", "Total(ms)", "Avg(ms)", "Min(ms)", "Max(ms)", "GFLOP", "TFLOP/s", "Roof(%)"]
     totals = [r[2] for r in rep.rows]
     assert totals == sorted(totals, reverse=True)
     assert str(report.memory_summary(d)).count("cuda:0") == 1
@@ -447,10 +447,8 @@ def test_ascend_level1_cores_and_cluster():
 def test_ascend_db_step_trace(rank):
     """SQLite export: the same columns from analysis.db StepTraceTime (µs floats, 3 decimals;
     tolerance 1 µs as for the csv)."""
-    import sqlite3
-
     folder = fixture_path("ascend", "db_level1", f"rank{rank}_ascend_pt")
-    con = sqlite3.connect(f"file:{folder / 'ASCEND_PROFILER_OUTPUT' / 'analysis.db'}?mode=ro", uri=True)
+    con = read_db(folder / 'ASCEND_PROFILER_OUTPUT' / 'analysis.db')
     try:
         (row,) = con.execute("select step, computing, overlapped, communication_not_overlapped from StepTraceTime").fetchall()
     finally:

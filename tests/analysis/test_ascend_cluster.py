@@ -1,10 +1,11 @@
 """Across Ascend ranks: CANN's own figures, collectives matched in their communicator, pipeline waits
 told apart, and the slow rank msprof-analyze flags on the same files.
 
-The 4-rank set is made from the two real level1 ranks as users have many ranks: rank_0 .. rank_3
-copies with their profiler_info rank edited; rank 2's step_trace_time.csv is given 30 % more
-Computing (and that much less Free), as a slower card would write it. msprof-analyze (its own CLI,
-.venv-peers) reads the same folders; its cluster_step_trace_time.csv rows are the oracle.
+The 4-rank set is tests/_ascend_sets.py's PP=2 x DP=2 job made from the two real level1 ranks (its
+communicators number their members inside themselves; rank 3 has no trace_view.json); rank 2's
+step_trace_time.csv is given 30 % more Computing (and that much less Free), as a slower card would
+write it. msprof-analyze (its own CLI, .venv-peers) reads the same folders, once for the module: its
+cluster_step_trace_time.csv rows, per-op waits and cluster matrix are the oracle.
 """
 import csv
 import io
@@ -21,6 +22,7 @@ from canning_tb.analysis.build import build_digest
 from canning_tb.analysis.cluster import analyse_ranks
 from canning_tb.ingest.ascend.read import read_ascend
 
+from _ascend_sets import DP, group_id, pipeline_set
 from conftest import REPO, fixture_path
 
 OUT = "ASCEND_PROFILER_OUTPUT"
@@ -29,19 +31,8 @@ PEERS_PY = Path(os.environ.get("CANNING_PEERS_PYTHON", REPO / ".venv-peers" / "b
 
 
 def _four_ranks(root: Path) -> Path:
-    run = root / "run"
-    for r in range(4):
-        d = run / f"rank_{r}_ascend_pt"
-        shutil.copytree(fixture_path("ascend", "level1", f"rank{r % 2}_ascend_pt"), d)
-        for p in [d, *d.rglob("*")]:
-            p.chmod(0o755 if p.is_dir() else 0o644)
-        (info,) = d.glob("profiler_info_*.json")
-        j = json.loads(info.read_text())
-        j["rank_id"] = r
-        info.unlink()
-        (d / f"profiler_info_{r}.json").write_text(json.dumps(j))
-        if r == SLOW:
-            _slow_card(d / OUT / "step_trace_time.csv")
+    run = pipeline_set(root, no_trace=(3,))
+    _slow_card(run / f"rank{SLOW}_ascend_pt" / OUT / "step_trace_time.csv")
     return run
 
 
@@ -78,7 +69,7 @@ def test_cann_figures_decide_the_slow_rank(four):
     csv_rows = {}
     for d in sorted(run.iterdir()):
         (row,) = csv.DictReader(io.StringIO((d / OUT / "step_trace_time.csv").read_text()))
-        csv_rows[int(d.name.split("_")[1])] = row
+        csv_rows[int(d.name.removeprefix("rank").split("_")[0])] = row
     for x in r["ranks"]:
         row = csv_rows[x["rank"]]
         assert abs(x["computing_ns"] - float(row["Computing"]) * 1000) <= 1
@@ -90,17 +81,24 @@ def test_cann_figures_decide_the_slow_rank(four):
     assert got["computing"]["flagged"] and got["computing"]["slowest_rank"] == SLOW
 
 
-@pytest.mark.slow
-def test_msprof_analyze_flags_the_same_rank(four, tmp_path):
+@pytest.fixture(scope="module")
+def msprof_four(four, tmp_path_factory):
+    """msprof-analyze's cluster analysis of the 4-rank set (tests/peers/msprof_oracle.py), run once."""
     if not PEERS_PY.exists():
         pytest.skip(f"peer tools interpreter {PEERS_PY} absent: run `make peers`")
-    run, digests = four
-    cluster = tmp_path / "cluster"
-    shutil.copytree(run, cluster)  # msprof-analyze writes beside its input
-    p = subprocess.run([str(PEERS_PY), str(REPO / "tests" / "peers" / "msprof_oracle.py"), str(cluster),
-                        str(tmp_path / "out")], capture_output=True, text=True, timeout=500)
+    run, _ = four
+    tmp = tmp_path_factory.mktemp("msprof_four")
+    shutil.copytree(run, tmp / "cluster")  # msprof-analyze writes beside its input
+    p = subprocess.run([str(PEERS_PY), str(REPO / "tests" / "peers" / "msprof_oracle.py"), str(tmp / "cluster"),
+                        str(tmp / "out")], capture_output=True, text=True, timeout=500)
     assert p.returncode == 0, (p.stdout + p.stderr)[-3000:]
-    oracle = json.loads((tmp_path / "out" / "oracle.json").read_text())
+    return json.loads((tmp / "out" / "oracle.json").read_text())
+
+
+@pytest.mark.slow
+def test_msprof_analyze_flags_the_same_rank(four, msprof_four):
+    run, digests = four
+    oracle = msprof_four
     rows = {int(x["index"]): x for x in oracle["step_trace"] if x["type"] == "rank"}
     assert sorted(rows) == [0, 1, 2, 3]
     ours = {m["metric"]: m for m in analyse_ranks(digests)["slow_ranks"]}
@@ -112,11 +110,31 @@ def test_msprof_analyze_flags_the_same_rank(four, tmp_path):
         assert ours[metric]["flagged"] == (_ratio(values) > 0.05), metric
         want = max(range(4), key=lambda k: values[k]) if slow_is_max else min(range(4), key=lambda k: values[k])
         assert ours[metric]["slowest_rank"] == want, metric
-    # the per-op waits msprof-analyze lists are the ones our ranks carry (communication.json)
+    # the per-op waits msprof-analyze lists are the ones our ranks carry (communication.json), the rank
+    # without trace_view.json too (its steps are CANN's; before, its wait was 0.000)
+    ranks = {x["rank"]: x for x in analyse_ranks(digests)["ranks"]}
     for rank in range(4):
-        theirs = sum(o["wait_ms"] for o in oracle["ops"] if int(o["rank"]) == rank) * 1e6
-        mine = next(x for x in analyse_ranks(digests)["ranks"] if x["rank"] == rank)["wait_ns"]
-        assert abs(mine - theirs) <= 10
+        ops = [o for o in oracle["ops"] if int(o["rank"]) == rank]
+        theirs = sum(o["wait_ms"] for o in ops) * 1e6
+        assert abs(ranks[rank]["wait_ns"] + ranks[rank]["p2p_wait_ns"] - theirs) <= 10 * len(ops), rank
+    assert ranks[3]["wait_ns"] > 0 and ranks[3]["wait_source"] == "communication.json"
+
+
+@pytest.mark.slow
+def test_matrix_in_global_ranks_equals_msprof_analyze(four, msprof_four):
+    """communication_matrix.json numbers each dp group's members 0, 1 (rank 2 is member 1 of {0, 2}):
+    msprof-analyze maps them through each rank's own link; its cluster matrix of the dp groups is ours
+    (before: 0 -> 0 summed over the ranks, ranks 2 and 3 with no link). The sends have no own link: it
+    leaves them out; ours are checked by hand in test_xrank_sets.py."""
+    _, digests = four
+    theirs = {(c["src"], c["dst"], c["transport"], c["op"].split("@")[1]): round(c["size_mb"] * 1e6)
+              for c in msprof_four["matrix"]}
+    dp = {group_id(g) for g in DP}
+    assert theirs and {k[3] for k in theirs} == dp
+    ours = {(m["src"], m["dst"], m["transport"], m["group"]): m["bytes"] for m in analyse_ranks(digests)["matrix"]
+            if m["group"] in dp}
+    assert ours.keys() == theirs.keys()
+    assert all(abs(ours[k] - theirs[k]) <= 1000 for k in theirs)
 
 
 # -- matching and p2p on digests made by hand ------------------------------------------------------------

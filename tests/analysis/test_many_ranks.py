@@ -1,6 +1,7 @@
 """The cross-rank analysis at many ranks (analysis/cluster.py, vectorised; cluster_spread.py) against
-an independent computation here: plain loops over the per-rank digests (wait / transfer: the one
-definition, wait_transfer.py, applied rank by rank), on the 8 real DLRM ranks
+an independent computation here: plain loops over the per-rank digests (wait / transfer: the rule
+of docs/glossary.md, each call matched across the ranks and its intervals merged per step, in plain
+Python interval arithmetic), on the 8 real DLRM ranks
 and on runs generated from real windows (tests/_many_ranks.py: per-rank jitter, ranks slowed on
 purpose), written as the handler writes them (digests at the source) and read through the store,
 the /cluster implementation and the CLI report.
@@ -16,7 +17,6 @@ import pytest
 from canning_tb.analysis.build import build_digest
 from canning_tb.analysis.cluster import analyse_ranks
 from canning_tb.analysis.summary import communication_figures, rank_row, window_figures
-from canning_tb.analysis.communication.wait_transfer import wait_transfer
 from canning_tb.ingest.ascend.read import read_ascend
 from canning_tb.ingest.kineto.read import read_kineto
 from canning_tb.plugin.ranks import cluster_impl
@@ -24,6 +24,7 @@ from canning_tb.store import Store
 from canning_tb.store.prefetcher import Prefetcher
 from conftest import fixture_path
 from _many_ranks import write_many_ranks
+from test_numbers_ascend_steps import union  # the hand readings' interval arithmetic
 
 RING = {"AllReduce": (2, -1), "AllGather": (1, -1), "ReduceScatter": (1, -1)}  # (a, b): (a (n + b) / n) x size
 METRICS = ("step_ns", "computing_ns", "communication_ns", "free_ns", "wait_ns", "transfer_ns")
@@ -59,9 +60,8 @@ def by_loops(digests):
             rest = max(a.total_ns - computing - comm, 0)
         rows[d.window.rank] = {"step_ns": a.total_ns, "computing_ns": computing, "communication_ns": comm,
                                "free_ns": rest}
-    # wait / transfer: the one definition (analysis/communication/wait_transfer.py, tested on its own), rank by rank
-    for d, figures in zip(digests, wait_transfer(digests)):
-        rows[d.window.rank].update(wait_ns=figures["wait_ns"], transfer_ns=figures["transfer_ns"])
+    for d, (wait, transfer) in zip(digests, wait_transfer_by_loops(digests)):
+        rows[d.window.rank].update(wait_ns=wait, transfer_ns=transfer)
     calls = {}
     for d in digests:
         for c in d.communication.calls:
@@ -81,6 +81,72 @@ def by_loops(digests):
                 cell = (rank, members[(i + 1) % n])
                 matrix[cell] = matrix.get(cell, 0) + a * (n + b) * size // n
     return rows, collectives, matrix
+
+
+def _minus(a, b):
+    """a minus b, both merged and sorted, by walking them together."""
+    out, j = [], 0
+    for s, e in a:
+        while j < len(b) and b[j][1] <= s:
+            j += 1
+        cur, k = s, j
+        while k < len(b) and b[k][0] < e:
+            if b[k][0] > cur:
+                out.append([cur, b[k][0]])
+            cur = max(cur, b[k][1])
+            k += 1
+        if cur < e:
+            out.append([cur, e])
+    return out
+
+
+def _inside(pieces, lo, hi):
+    return sum(max(0, min(e, hi) - max(s, lo)) for s, e in pieces)
+
+
+def wait_transfer_by_loops(digests):
+    """(mean-step wait, transfer) per digest by the glossary's rule: a call CANN measured keeps CANN's
+    wait / transit (capped to the call); else the same call (kind, group, place by (seq, start)) on two
+    or more ranks transfers the shortest of its durations and waits the rest; the intervals merged per
+    step (transfer wins an instant, p2p waits apart), then the mean over the averaged steps (floored),
+    -1 when a rank with calls has none known."""
+    order = []
+    for d in digests:
+        per_key = {}
+        for c in d.communication.calls:
+            per_key.setdefault((c.kind, c.group), []).append(c)
+        order.append({k: sorted(v, key=lambda c: (c.seq, c.start_ns)) for k, v in per_key.items()})
+    shortest = {}
+    for key in {k for o in order for k in o}:
+        having = [o[key] for o in order if key in o]
+        if len(having) >= 2:
+            for j in range(min(len(v) for v in having)):
+                shortest[(key, j)] = min(v[j].dur_ns for v in having)
+    out = []
+    for d, calls in zip(digests, order):
+        transfer, wait, p2p = [], [], []
+        for key, seq in calls.items():
+            for j, c in enumerate(seq):
+                if c.wait_ns >= 0 and c.transit_ns >= 0:
+                    w = min(c.wait_ns, c.dur_ns)
+                    t = min(c.transit_ns, c.dur_ns - w)
+                elif (key, j) in shortest:
+                    t = shortest[(key, j)]
+                    w = c.dur_ns - t
+                else:
+                    continue
+                transfer.append((c.start_ns + w, c.start_ns + w + t))
+                (p2p if c.comm_type == "p2p" else wait).append((c.start_ns, c.start_ns + w))
+        if calls and not transfer and not wait and not p2p:
+            out.append((-1, -1))
+            continue
+        transfer = union(transfer)
+        wait = _minus(union(wait), transfer)
+        kept = [s for s in d.steps if s.number in set(d.average_steps)] or list(d.steps)
+        mean = [sum(_inside(x, s.start_ns, s.start_ns + s.dur_ns) for s in kept) // max(1, len(kept))
+                for x in (wait, transfer)]
+        out.append(tuple(mean))
+    return out
 
 
 def spread_by_loops(values: dict):

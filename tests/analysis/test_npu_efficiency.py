@@ -1,7 +1,6 @@
 """NPU efficiency (analysis/npu_metrics.py) and the NPU kernel columns against a second reading of the
 level2 fixtures: kernel_details.csv with csv + Decimal, the SQLite export with sqlite3."""
 import csv
-import sqlite3
 from collections import defaultdict
 from decimal import Decimal
 
@@ -9,7 +8,7 @@ import pytest
 
 from canning_tb.analysis.build import build_digest
 from canning_tb.ingest.ascend.read import read_ascend
-from conftest import fixture_path
+from conftest import fixture_path, read_db
 
 COMM_CORES = {"HCCL", "COMMUNICATION"}
 
@@ -123,7 +122,7 @@ def test_pmu_ratios_from_the_sqlite_export():
     d = build_digest(read_ascend(str(folder)))
     (npu,) = d.npu_efficiency
     db = next((folder / "ASCEND_PROFILER_OUTPUT").glob("ascend_pytorch_profiler_*.db"))
-    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    con = read_db(db)
     values = defaultdict(dict)
     for gid, name, value in con.execute(
             "select p.globalTaskId, s.value, p.value from TASK_PMU_INFO p join STRING_IDS s on s.id = p.name "

@@ -70,9 +70,13 @@ def test_two_windows_of_one_run(page, url, logdir, errors):
     assert answer["verdict"]["step_time"]["text"].endswith("% faster")
     shown = set(frame.locator("#cmp-breakdown-chart").get_attribute("data-categories").split(","))
     assert {"compute", "memcpy", "dataloader", "host"} <= shown and not {"overlapped", "communication"} & shown
-    # the contributors: the DataLoader first (the second window waited less on it)
-    expect(frame.locator("#cmp-contributors tbody tr").first).to_have_attribute(
+    # the contributors, as the breakdown shows the change: the dataloader category first (the second
+    # window waited less on it), its operator under it, and the categories sum to the step-time change
+    expect(frame.locator("#cmp-contributors tbody tr").first).to_have_attribute("data-name", "dataloader")
+    expect(frame.locator("#cmp-contributors tbody tr.operator").first).to_have_attribute(
         "data-name", "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__")
+    categories = answer["contributors"]["by_category"]
+    assert sum(c["delta_ns"] for c in categories) == pytest.approx(answer["contributors"]["step_delta_ns"])
     # a kernel's time per step, both sides, as summed here from the raw traces
     base_calls, base_us, base_steps = raw_kernels(logdir / "resnet" / f"worker0.{RESNET_WINDOW}.pt.trace.json.gz")
     _, target_us, target_steps = raw_kernels(logdir / "resnet" / f"worker0.{RESNET_WINDOW_2}.pt.trace.json.gz")
@@ -86,7 +90,8 @@ def test_two_windows_of_one_run(page, url, logdir, errors):
     expect(cells.nth(5)).to_have_text(f"{target_us[name] / target_steps / 1000:,.3f}")
     # the state is in the URL: a reload shows the same table and search
     hash_ = page.evaluate("location.hash")
-    assert "p.canning.view=compare" in hash_ and "p.canning.cmp.table=kernels" in hash_ and "cmp.window=" in hash_
+    assert "p.canning.view=compare" in hash_ and "p.canning.cmp.table=kernels" in hash_
+    assert "cmp.window=" not in hash_  # the view's own default baseline: chosen again from the link
     page.reload()
     frame = page.frame_locator(FRAME)
     loaded(frame)

@@ -88,7 +88,7 @@ def test_npu_card_and_pmu_columns(page, url, logdir, errors):
     assert labels[0] == "AI Core utilisation (%)" and set(pmu) <= set(labels)
     frame.locator("#tab-kernels").click()
     loaded(frame)
-    table = frame.locator("#kernel-table")
+    table = frame.locator("#kernel-pmu-table")  # the PMU ratios: a table of their own under the kernels
     expect(table.locator('th[data-key="pmu:aic_mac_ratio"]')).to_be_visible(timeout=T)
     assert errors == []
 

@@ -227,8 +227,9 @@ def test_the_plugin_follows_tensorboards_dark_mode(page, url, errors):
     assert not errors, errors
 
 
-# In the view at 1,280 px: what sticks out of its card, chart texts that overlap, cut texts without
-# their whole text on hover. Returns a list of problems (empty = fits).
+# In the view at 1,280 px: what sticks out of its card (a table's cell included: a table that fits only by
+# scrolling inside its card hides its last columns), chart texts that overlap, cut texts without their
+# whole text on hover, an empty side panel that takes room. Returns a list of problems (empty = fits).
 LAYOUT = """() => {
   const out = [];
   const doc = document.scrollingElement;
@@ -253,6 +254,19 @@ LAYOUT = """() => {
       if (cb.right > box.right + 1 || (drawn && drawn.getBoundingClientRect().width > cb.width + 1)) out.push(`chart ${chart.id} wider than its card`);
     }
   }
+  const cut = new Set();
+  for (const cell of document.querySelectorAll('#view td, #view th')) {
+    const card = cell.closest('.card');
+    const b = cell.getBoundingClientRect();
+    if (!card || !b.width || cut.has(card)) continue;
+    const c = card.getBoundingClientRect();
+    if (b.right > c.right + 1 || b.left < c.left - 1) {
+      cut.add(card);
+      out.push(`cell "${cell.textContent.trim().slice(0, 30)}" of ${name(card)} is outside its card (${Math.round(b.left)}-${Math.round(b.right)}, card ${Math.round(c.left)}-${Math.round(c.right)})`);
+    }
+  }
+  const side = document.querySelector('#timeline-side');
+  if (side && !side.children.length && side.getBoundingClientRect().width > 0) out.push('the empty timeline side panel takes room');
   for (const chart of document.querySelectorAll('#view .chart')) {
     const cb = chart.getBoundingClientRect();
     const inside = (b) => b.width > 0 && b.left + b.width / 2 >= cb.left && b.left + b.width / 2 <= cb.right && b.top + b.height / 2 >= cb.top && b.top + b.height / 2 <= cb.bottom;
@@ -275,9 +289,26 @@ LAYOUT = """() => {
 }"""
 
 
+def open_the_parts_that_clip(page, frame, view):
+    """What opens inside a view and must fit too: an operator's expanded row (call stacks, kernels), the
+    timeline's range summary."""
+    if view == "operators" and frame.locator("#op-table .op-toggle").count():
+        frame.locator("#op-table .op-toggle").first.click()
+        expect(frame.locator(".op-detail-body")).not_to_have_attribute("data-state", "loading", timeout=T)
+    if view == "timeline":
+        canvas = frame.locator("#timeline-canvas")
+        expect(canvas).to_have_attribute("data-items", re.compile(r"\d"), timeout=T)
+        box = canvas.bounding_box()
+        page.mouse.move(box["x"] + 300, box["y"] + 10)  # a drag on the ruler selects a range
+        page.mouse.down()
+        page.mouse.move(box["x"] + box["width"] - 40, box["y"] + 10, steps=4)
+        page.mouse.up()
+        expect(frame.locator("#timeline-summary-table")).to_be_visible(timeout=T)
+
+
 @pytest.mark.parametrize("run,worker", [("resnet", "worker0"), ("ascend", "rank0"), ("dlrm", DLRM_WORKER), ("cpu", "")])
 def test_every_view_fits_at_1280_px(page, url, run, worker, errors):
-    page.set_viewport_size({"width": 1280, "height": 900})
+    page.set_viewport_size({"width": 1280, "height": 800})
     page.goto(f"{url}/#canning&p.canning.run={run}&p.canning.worker={worker}")
     page.reload()
     frame = page.frame_locator(FRAME)
@@ -292,6 +323,7 @@ def test_every_view_fits_at_1280_px(page, url, run, worker, errors):
         settled(frame)
         if view == "overview" and run == "dlrm":
             expect(frame.locator("#ov-run-card")).to_have_attribute("data-state", "loaded", timeout=T)
+        open_the_parts_that_clip(page, frame, view)
         page.wait_for_timeout(300)  # charts draw on the next frame
         found = plugin_frame(page).evaluate(LAYOUT)
         if found:

@@ -112,7 +112,9 @@ def test_zoom_pan_search_click_and_range(page, url, logdir, errors):
     panned = wait_change(canvas, zoomed)
     assert panned[0] > zoomed[0] and panned[1] - panned[0] == pytest.approx(zoomed[1] - zoomed[0], abs=2)
     canvas.hover(position={"x": 500, "y": 60})
+    page.keyboard.down("Control")  # Ctrl + wheel zooms (Perfetto); the plain wheel scrolls the tracks
     page.mouse.wheel(0, -400)
+    page.keyboard.up("Control")
     wheeled = wait_change(canvas, panned)
     assert wheeled[1] - wheeled[0] < panned[1] - panned[0]
     # search: the count is the raw file's
@@ -131,9 +133,13 @@ def test_zoom_pan_search_click_and_range(page, url, logdir, errors):
     # click: clear the selection, then click the slice where it is drawn
     expect(canvas).not_to_have_attribute("data-selected-box", "", timeout=T)
     box = [int(v) for v in canvas.get_attribute("data-selected-box").split(",")]
+    width = canvas.bounding_box()["width"]
     page.keyboard.press("Escape")
     expect(frame.locator("#timeline-details")).to_have_count(0)
-    canvas.click(position={"x": box[0] + max(1, box[2] // 2), "y": box[1] + box[3] // 2})
+    # the empty side panel folds away and the canvas widens over the same range: the slice's x scales
+    page.wait_for_function("([el, w]) => el.getBoundingClientRect().width !== w", arg=[canvas.element_handle(), width], timeout=T)
+    x = 200 + (box[0] + max(1, box[2] // 2) - 200) * (canvas.bounding_box()["width"] - 200) / (width - 200)
+    canvas.click(position={"x": x, "y": box[1] + box[3] // 2})
     expect(frame.locator("#timeline-details")).to_have_attribute("data-event", second, timeout=T)
     shot(page, "timeline")
     # shift+drag selects a range and shows the time per name in it
@@ -266,15 +272,29 @@ def test_ascend_timeline(page, url, logdir, errors):
     expect(frame.locator("#timeline-details")).to_contain_text("MatMul", timeout=T)
     assert int(frame.locator("#timeline-search-count").get_attribute("data-count")) >= 1 and kernels
     before = span(canvas)
-    frame.locator("#timeline-fit").click()
+    canvas.focus()
+    page.keyboard.press("0")  # the whole window
     after = wait_change(canvas, before)
     assert after[1] - after[0] > before[1] - before[0]
-    # the deep host track folds to its top row from its label, and opens again
+    frame.locator("#timeline-fit").click()  # the selected slice again
+    fitted = wait_change(canvas, after)
+    assert fitted[1] - fitted[0] < after[1] - after[0]
+    # the first deep track folds to its top row from its label, and opens again; the tracks are drawn
+    # device streams first, then host threads, then the Python stacks folded (read from the route here)
+    tracks = page.request.get(f"{url}/data/plugin/canning/timeline_tracks?run=ascend&worker=rank0&window=default").json()["tracks"]
+    order = sorted(tracks, key=lambda t: ["device", "host", "python"].index(t["kind"]))  # stable: file order within a kind
+    above = 0
+    for track in order:
+        if len(track["rows"]) > 1:
+            break
+        above += 1
+    assert track["kind"] == "device", track
     lanes = int(canvas.get_attribute("data-lanes"))
-    canvas.click(position={"x": 40, "y": 24 + 17 + 8})  # the ruler, the steps, then the first track's label
+    y = 24 + 17 + 17 * above + 8  # the ruler, the steps, the one-row tracks above, then the track's label
+    canvas.click(position={"x": 40, "y": y})
     expect(canvas).not_to_have_attribute("data-lanes", str(lanes))
     assert int(canvas.get_attribute("data-lanes")) < lanes
-    canvas.click(position={"x": 40, "y": 24 + 17 + 8})
+    canvas.click(position={"x": 40, "y": y})
     expect(canvas).to_have_attribute("data-lanes", str(lanes))
     # the NPU counters: AI Core Freq, HBM, LLC and NPU MEM open at first (the raw file's series), the
     # PMU / QoS / SoC levels folded; a group's label opens it

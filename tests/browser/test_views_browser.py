@@ -113,6 +113,19 @@ def test_overview(page, url, raw, errors):
     assert [x["number"] for x in overview["steps"] if x["distorted"]] == [last]
     title = frame.locator("section.card", has=frame.locator("#ov-steps-chart")).locator("h3")
     expect(title).to_contain_text(f"the average leaves out #{last}, distorted by the window's end")
+    # the Data panel: the file read, and where the steps come from
+    expect(frame.locator("#ov-data-files li")).to_have_count(1)
+    expect(frame.locator("#ov-data-figures li[data-figure=steps]")).to_have_text("steps from trace")
+    # the breakdown's shares are the route's (analysis computed them; the view divides nothing)
+    for label, key in (("Compute", "compute"), ("DataLoader", "dataloader"), ("Memcpy", "memcpy")):
+        cells = frame.locator("#ov-avg tbody tr", has=frame.locator(f'td:text-is("{label}")')).locator("td")
+        expect(cells.nth(2)).to_have_text(f"{100 * figures['average_shares'][key]:.1f}")
+    # the trends of the worker's windows (one per trace file of the fixture), drawn by ECharts
+    windows = len(list(fixture_path("kineto", "resnet50_v100").glob("*.pt.trace.json.gz")))
+    expect(frame.locator("#ov-trends")).to_have_attribute("data-state", "loaded", timeout=T)
+    expect(frame.locator("#ov-trends-chart")).to_have_attribute("data-windows", str(windows))
+    expect(frame.locator("#ov-trend-figure")).to_have_value("step_time_ms")
+    expect(frame.locator("#ov-trends-chart svg path").first).to_be_attached()
     shot(page, "overview")
     assert not errors, errors
 
@@ -130,7 +143,8 @@ def test_kernels(page, url, raw, errors):
     table = frame.locator("#kernel-table")
     expect(table.locator("thead th")).to_have_text(
         ["Name", "Calls", "Total (µs) ▼", "Mean (µs)", "Min (µs)", "Max (µs)", "Device time (%)", "Tensor Cores", "Mean Blocks",
-         "Mean Blocks per SM", "Mean Est. Achieved Occupancy (%)", "Registers per Thread", "Shared Memory (bytes)"])
+         "Mean Blocks per SM", "Mean Est. Achieved Occupancy (%)", "Registers per Thread", "Shared Memory (bytes)",
+         "GFLOP", "TFLOP/s", "GB/s", "FLOP/byte", "Share of Roof (%)", "Bound"])  # the work columns (efficiency)
     first = table.locator("tbody tr").first.locator("td")
     expect(first.nth(0)).to_have_text(top)
     expect(first.nth(1)).to_have_text(f"{calls[top]:,}")
@@ -240,6 +254,13 @@ def test_memory(page, url, raw, errors):
     assert not errors, errors
 
 
+def _total_links(logdir, rank: int) -> list[str]:
+    """The "src-dst" keys of a rank's CANN sums over the step (communication_matrix.json read again)."""
+    path = next((logdir / "ascend").glob(f"rank{rank}_ascend_pt/ASCEND_PROFILER_OUTPUT/communication_matrix.json"))
+    return [pair for kinds in json.loads(path.read_text()).values() for ops in kinds.values()
+            for key, cells in ops.items() if key.split("@")[0].endswith("-total") for pair in cells]
+
+
 def test_communication(page, url, logdir, errors):
     ranks = sorted(int(p.stem.rsplit("_", 1)[1]) for p in logdir.glob("ascend/*_ascend_pt/profiler_info_*.json"))
     assert ranks == [0, 1]
@@ -254,6 +275,13 @@ def test_communication(page, url, logdir, errors):
     for i in range(3):
         assert slow.nth(i).get_attribute("data-rank") in ("0", "1")
     expect(frame.locator("#comm-matrix")).to_be_visible()
+    # the matrix in global ranks: the two ranks' links to each other and themselves; the links to the
+    # members 2..7 of their 8-member communicator (no file here maps them) counted apart, not on a rank
+    expect(frame.locator("#comm-links tbody tr")).to_have_count(4)
+    outside = sum(1 for r in ranks for pair in _total_links(logdir, r) if int(pair.split("-")[1]) not in ranks)
+    expect(frame.locator("#comm-unmapped")).to_contain_text(f"{outside} links")
+    expect(frame.locator("#comm-groups li")).to_have_count(1)
+    expect(frame.locator("#comm-sources")).to_contain_text("Wait and transfer from communication.json (rank 0, 1)")
     # a single-GPU run explains why there is nothing to show
     frame.locator("#run-select").select_option("resnet")
     expect(frame.locator("#canning-root")).to_have_attribute("data-state", "empty", timeout=T)

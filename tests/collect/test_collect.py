@@ -25,7 +25,7 @@ def names(prof):
 
 def test_public_names_only():
     public = {n for n in dir(ps) if not n.startswith("_")}
-    assert public == {"Profile", "profile", "start", "stop", "ProfilerActivity", "schedule",
+    assert public == {"Profile", "profile", "start", "stop", "ProfilerActivity", "schedule", "on_demand",
                       "tensorboard_trace_handler"}
     assert {a.name for a in ps.ProfilerActivity} == {"CPU", "CUDA", "NPU"}
 

@@ -5,8 +5,10 @@ Why a test and not TypeScript generated from digest.proto: the routes do not sen
 (they add fields, make times relative, drop some), so the response types would still be written
 by hand around generated ones; a generator would be one more build step and parser to keep. This
 test reads the schema the way protoc does (grpc_tools compiles digest.proto to a descriptor set),
-so a field renamed, retyped, added or dropped in digest.proto fails here until api.ts follows;
-and it asks the live routes (werkzeug's test client, real fixtures) whether every field api.ts
+so a field renamed, retyped, added or dropped in digest.proto fails here until api.ts follows.
+The figures the routes serve beside the digest's messages are declared once, as msgspec Structs
+(analysis/figures.py): api.ts's interface of each is checked against it field for field, and the
+live answers are checked to carry no field the Struct does not declare. And it asks the live routes (werkzeug's test client, real fixtures) whether every field api.ts
 declares is really in their answers, so a view cannot read a field no route sends.
 """
 import re
@@ -14,12 +16,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import msgspec
+import msgspec.inspect as mi
 import pytest
 from google.protobuf import descriptor_pb2
 
 from tensorboard.backend import application
 from werkzeug.test import Client
 
+from canning_tb.analysis import figures
 from test_plugin_routes import RESNET_WINDOW, build_logdir, get, get_cluster, get_hta, make_plugin
 
 REPO = Path(__file__).resolve().parents[2]
@@ -126,6 +131,83 @@ def test_the_schema_check_notices_a_renamed_or_retyped_field(tmp_path):
                for p in schema_mismatches(messages, ts_interfaces(dropped)))
 
 
+# -- the served figures (analysis/figures.py) -----------------------------------------------------------
+
+STRUCTS = {name: cls for name, cls in vars(figures).items()
+           if isinstance(cls, type) and issubclass(cls, msgspec.Struct) and cls.__module__ == figures.__name__}
+
+
+def struct_ts_type(t) -> str:
+    """The TypeScript type api.ts must give a field of msgspec type `t` (msgspec.inspect), as sent as JSON."""
+    if isinstance(t, (mi.IntType, mi.FloatType)):
+        return "number"
+    if isinstance(t, mi.UnionType):
+        return "|".join(struct_ts_type(x) for x in t.types)
+    if isinstance(t, mi.ListType):
+        return f"{struct_ts_type(t.item_type)}[]"
+    if isinstance(t, mi.DictType):
+        return f"Record<{struct_ts_type(t.key_type)},{struct_ts_type(t.value_type)}>"
+    if isinstance(t, mi.StructType):
+        return t.cls.__name__
+    if isinstance(t, mi.LiteralType):
+        return "|".join(f'"{v}"' for v in t.values)
+    return {mi.StrType: "string", mi.BoolType: "boolean", mi.NoneType: "null"}[type(t)]
+
+
+def struct_mismatches(structs: dict, interfaces: dict) -> list[str]:
+    """Every way api.ts's interfaces of the served figures differ from their Structs."""
+    problems = []
+    for name, cls in structs.items():
+        if name not in interfaces:
+            problems.append(f"api.ts has no interface {name} (analysis/figures.py {name})")
+            continue
+        declared = declared_fields(name, interfaces)
+        fields = {f.name: struct_ts_type(f.type) for f in mi.type_info(cls).fields}
+        for field, want in fields.items():
+            if field not in declared:
+                problems.append(f"{name}.{field}: in figures.py, missing in api.ts (want {want})")
+            elif declared[field][1] != want:
+                problems.append(f"{name}.{field}: api.ts says {declared[field][1]}, figures.py means {want}")
+        for extra in sorted(set(declared) - set(fields)):
+            problems.append(f"{name}.{extra}: in api.ts, not a field of figures.py's {name}")
+    return problems
+
+
+def test_api_ts_mirrors_every_served_figure():
+    interfaces = ts_interfaces(API_TS.read_text())
+    assert {"WindowFigures", "CategoryShares", "CommFigures", "RankFigures", "RunSummary", "TrendPoint"} <= set(STRUCTS)
+    assert struct_mismatches(STRUCTS, interfaces) == []
+
+
+def test_the_figures_check_notices_a_renamed_or_retyped_field():
+    text = API_TS.read_text()
+    renamed = text.replace("  average_step_ns: number;\n", "  average_step: number;\n", 1)
+    retyped = text.replace("  compute_share: number | null;\n", "  compute_share: number;\n", 1)
+    for changed in (renamed, retyped):
+        assert changed != text
+    assert "WindowFigures.average_step_ns: in figures.py, missing in api.ts (want number)" in \
+        struct_mismatches(STRUCTS, ts_interfaces(renamed))
+    assert "StepShares.compute_share: api.ts says number, figures.py means number|null" in \
+        struct_mismatches(STRUCTS, ts_interfaces(retyped))
+
+
+def undeclared_fields(value, cls, path: str) -> list[str]:
+    """Fields of a JSON answer that the Struct `cls` does not declare, followed into nested Structs."""
+    out = []
+    fields = {f.name: f.type for f in mi.type_info(cls).fields}
+    for key, nested in value.items():
+        if key not in fields:
+            out.append(f"{path}.{key}")
+            continue
+        inner = fields[key]
+        inner = next((t for t in getattr(inner, "types", (inner,)) if not isinstance(t, mi.NoneType)), inner)
+        if isinstance(inner, mi.ListType) and isinstance(nested, list):
+            inner, nested = inner.item_type, (nested[0] if nested else None)
+        if isinstance(inner, mi.StructType) and isinstance(nested, dict):
+            out += undeclared_fields(nested, inner.cls, f"{path}.{key}")
+    return out
+
+
 # -- the routes --------------------------------------------------------------------------------------------
 
 
@@ -184,14 +266,35 @@ def test_every_field_api_ts_declares_is_in_the_routes_answers(client):
         "SuggestionsResponse": get(client, "suggestions", **window),
         "ModulesResponse": get(client, "modules", **window),
         "ClusterResponse": get_cluster(client, **window)[:2],
+        "TrendsResponse": get_trends(client, "resnet", "worker0"),
     }
     missing = []
     for name, (code, body) in answers.items():
         assert code == 200, (name, body)
         missing += missing_fields(body, name, interfaces, name)
     assert missing == []
+    # and they send nothing of the served figures that analysis/figures.py does not declare
+    ov, comm, cl = (answers[name][1] for name in ("OverviewResponse", "CommunicationResponse", "ClusterResponse"))
+    served = [(ov["figures"], figures.WindowFigures, "overview.figures"),
+              (comm["figures"], figures.CommFigures, "communication.figures"),
+              (cl["per_rank"][0], figures.RankFigures, "cluster.per_rank"),
+              (cl["run_summary"], figures.RunSummary, "cluster.run_summary"),
+              (answers["TrendsResponse"][1]["windows"][0], figures.TrendPoint, "trends.windows")]
+    assert [extra for value, cls, path in served for extra in undeclared_fields(value, cls, path)] == []
+    assert undeclared_fields({**ov["figures"], "ratio": 1}, figures.WindowFigures, "x") == ["x.ratio"]
     # the check follows nested interfaces and can fail
     overview = answers["OverviewResponse"][1]
     assert overview["figures"]["slowest_op"] and answers["MemoryRangeResponse"][1]["ops"]
     broken = {**overview, "figures": {k: v for k, v in overview["figures"].items() if k != "average_step_ns"}}
     assert missing_fields(broken, "OverviewResponse", interfaces, "overview") == ["overview.figures.average_step_ns"]
+
+
+def get_trends(client, run, worker, timeout=120):
+    """GET /trends until it stops answering 202."""
+    import time
+    deadline = time.monotonic() + timeout
+    while True:
+        code, body = get(client, "trends", run=run, worker=worker)
+        if code != 202 or time.monotonic() > deadline:
+            return code, body
+        time.sleep(0.2)

@@ -13,6 +13,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 from canning import profiling_suite as ps  # noqa: E402
+from canning_tb.analysis.digest import analysis_revision  # noqa: E402
 from canning_tb.analysis.digest_pb2 import Digest  # noqa: E402
 from canning_tb.handler import TraceHandler  # noqa: E402
 from canning_tb.ingest.table import InputError  # noqa: E402
@@ -168,6 +169,8 @@ def test_a_copy_that_changed_the_times_keeps_the_digests_written_at_the_source(t
     digests = sorted(copy.glob("*.digest.pb"))
     traces = sorted(p for p in copy.iterdir() if TRACE_RE.match(p.name))
     assert len(digests) == len(traces) == 2
+    # the digests at the source record the analysis code that made them (store/lookup.py's freshness rule)
+    assert {Digest.FromString(p.read_bytes()).analysis_revision for p in digests} == {analysis_revision()}
     for trace in traces:
         trace.write_bytes(b"\0" * trace.stat().st_size)  # same size, no longer a trace: reading it fails
         os.utime(trace, (later, later))  # ... and newer than the digests

@@ -3,7 +3,6 @@ csv.reader rows, one SQLite row at a time), on every Ascend fixture and on grown
 column of the EventTable (strings compared as text, not ids), the memory columns, the metrics, every
 side table row, the metadata and the problems must be the same."""
 import shutil
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +16,7 @@ from conftest import fixture_path
 
 FIXTURES = [(level, rank) for level in ("level0", "level1", "level2", "db_level0", "db_level1", "db_level2")
             for rank in (0, 1)]
-_TEXT = {"name", "cat", "shapes", "stack", "core", "group"}
+_TEXT = {"name", "cat", "shapes", "stack", "core", "group", "args"}
 _MEMORY_TEXT = {"device", "component", "op"}
 
 
@@ -73,10 +72,41 @@ def test_a_cached_table_keeps_its_columnar_side_tables(tmp_path):
             assert list(back.side[k]) == list(t.side[k]), k
 
 
+def test_flops_and_odd_args_read_as_the_plain_reading(tmp_path):
+    """torch_npu's own `flops` (with_flops=True; no fixture has it) and `Input type` of every type a file
+    may hold: numbers, numeric text, negative, NaN / inf text, bool, a list, absent; the `flops` metric and
+    the `args` column must be the plain reading's, in one typed piece and in the lenient path alike."""
+    import json
+    src = fixture_path("ascend", "level2", "rank0_ascend_pt")
+    dst = tmp_path / "rank0_ascend_pt"
+    shutil.copytree(src, dst)
+    path = dst / "ASCEND_PROFILER_OUTPUT" / "trace_view.json"
+    events = json.loads(path.read_text())
+    odd = [1.5e9, "2048", -3, "nan", "inf", True, [1, 2], 0, None, "12e3", " 7 "]
+    types = ["float;\r\nScalar", ["float"], 3, "", "N/A"]
+    ops = [e for e in events if e.get("ph") == "X" and e.get("cat") == "cpu_op"]
+    assert len(ops) > 40
+    for i, e in enumerate(ops[:40]):
+        if odd[i % len(odd)] is not None:
+            e.setdefault("args", {})["flops"] = odd[i % len(odd)]
+        e.setdefault("args", {})["Input type"] = types[i % len(types)]
+    path.write_text(json.dumps(events))
+    new = read_ascend(str(dst))
+    assert_same(new, read_plain(str(dst)))
+    assert np.count_nonzero(~np.isnan(new.metrics["flops"])) >= 10
+    events[0] = 5  # an element that is no object: the lenient decode of its piece
+    path.write_text(json.dumps(events))
+    assert_same(read_ascend(str(dst)), read_plain(str(dst)))
+
+
 def _grow():
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-    import grow_ascend
-    return grow_ascend
+    """benchmarks/grow_ascend.py, loaded from its path (the benchmarks are no package the tests install)."""
+    import importlib.util
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "grow_ascend.py"
+    spec = importlib.util.spec_from_file_location("grow_ascend", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 @pytest.mark.parametrize("level", ["level2", "db_level2"])

@@ -3,7 +3,6 @@
 import csv
 import json
 import shutil
-import sqlite3
 from collections import Counter
 from pathlib import Path
 
@@ -13,7 +12,7 @@ import pytest
 from canning_tb.ingest.ascend.read import read_ascend
 from canning_tb.ingest.table import NONE, InputError, Kind
 
-from conftest import fixture_path
+from conftest import fixture_path, read_db
 
 TEXT_LEVELS = ["level0", "level1", "level2"]
 RANKS = [0, 1]
@@ -176,7 +175,7 @@ def test_db_level1(rank):
     t.check()
     assert t.meta.environment["ascend_source"] == "db"
     db = _out(folder) / f"ascend_pytorch_profiler_{rank}.db"
-    c = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    c = read_db(db)
     n_compute = c.execute("select count(*) from TASK join COMPUTE_TASK_INFO using(globalTaskId)").fetchone()[0]
     n_comm = c.execute("select count(*) from COMMUNICATION_OP").fetchone()[0]
     assert _kinds(t, Kind.KERNEL).sum() == n_compute
@@ -193,7 +192,7 @@ def test_db_level1(rank):
     assert t.meta.rank == rank
     m = _kinds(t, Kind.KERNEL, Kind.COMM_KERNEL)
     assert (t.events["external_id"][m] != NONE).mean() > 0.9
-    a = sqlite3.connect(f"file:{_out(folder) / 'analysis.db'}?mode=ro", uri=True)
+    a = read_db(_out(folder) / 'analysis.db')
     n_t = a.execute("select count(*) from CommAnalyzerTime where hccl_op_name != 'Total Op Info'").fetchone()[0]
     assert len(t.side["comm_ops"]) == n_t
     assert len(t.side["comm_matrix"]) == a.execute("select count(*) from CommAnalyzerMatrix").fetchone()[0]

@@ -105,7 +105,7 @@ def test_nesting_past_any_depth_is_an_input_error(tmp_path, case):
 # -- 4. expansion cap ------------------------------------------------------------------------------
 
 def test_gzip_expansion_is_capped_with_an_error_naming_the_cap(tmp_path, monkeypatch):
-    _hostile._gzip_bomb(tmp_path / "run")
+    _hostile._gzip_bomb_in_string(tmp_path / "run")
     (path,) = (tmp_path / "run").iterdir()
     assert path.stat().st_size < 2 << 20
     monkeypatch.setenv("CANNING_MAX_TRACE_BYTES", str(64 << 20))
@@ -132,7 +132,7 @@ def test_the_child_process_threshold_counts_expanded_bytes(tmp_path, monkeypatch
     threshold = (len(gz) + len(text)) // 2  # between the compressed and the expanded size
     store = Store(str(tmp_path / "logdir"), cache_dir=str(tmp_path / "c"), isolate_bytes=threshold)
 
-    from canning_tb.store import store as store_module
+    from canning_tb.store import compute as store_module
     read = store_module.read_window
 
     def not_here(window):  # the host may start reading; it must stop once the bytes pass the threshold

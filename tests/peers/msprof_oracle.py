@@ -8,7 +8,9 @@ input). The tool runs as its own CLI (`msprof-analyze -d <cluster_dir> -m all -o
 this script only parses what it wrote, with the csv/json modules, into <out_dir>/oracle.json:
   {"msprof_version", "step_trace": [{step, type, index, computing_us, ...}],
    "ops": [{group, step, op, rank, start_us, elapse_ms, transit_ms, wait_ms, synchronization_ms}],
-   "total_op_info": [{group, step, rank, elapse_ms, transit_ms, wait_ms, ...}]}
+   "total_op_info": [{group, step, rank, elapse_ms, transit_ms, wait_ms, ...}],
+   "matrix": [{group, step, op, src, dst, transport, size_mb, time_ms}]: its cluster_communication_matrix.json
+   "Total Op Info@group" cells, in the global ranks it mapped them to}
 Units are msprof-analyze's: µs in the step trace, ms in the communication times.
 """
 from __future__ import annotations
@@ -44,7 +46,8 @@ def main(cluster_dir: str, out_dir: str) -> int:
     if p.returncode != 0 or not os.path.isdir(res_dir):
         sys.stderr.write(f"msprof-analyze failed (rc {p.returncode}):\n{(p.stdout + p.stderr)[-3000:]}")
         return 1
-    res: dict = {"msprof_version": version("msprof-analyze"), "step_trace": [], "ops": [], "total_op_info": []}
+    res: dict = {"msprof_version": version("msprof-analyze"), "step_trace": [], "ops": [], "total_op_info": [],
+                 "matrix": []}
     with open(os.path.join(res_dir, "cluster_step_trace_time.csv"), newline="") as f:
         for row in csv.DictReader(f):
             r = {"step": row.get("Step"), "type": row.get("Type"), "index": row.get("Index")}
@@ -60,6 +63,20 @@ def main(cluster_dir: str, out_dir: str) -> int:
                     r = {"group": group, "step": step, "op": op, "rank": rank}
                     r.update({v: _f(t.get(k)) for k, v in _TIME.items()})
                     (res["total_op_info"] if op.startswith("Total Op Info") else res["ops"]).append(r)
+    matrix_path = os.path.join(res_dir, "cluster_communication_matrix.json")
+    if os.path.isfile(matrix_path):
+        with open(matrix_path) as f:
+            matrix = json.load(f)
+        for group, steps in matrix.items():
+            for step, ops in steps.items():
+                for op, links in ops.items():
+                    if not op.startswith("Total Op Info"):
+                        continue
+                    for pair, v in links.items():
+                        src, _, dst = pair.partition("-")
+                        res["matrix"].append({"group": group, "step": step, "op": op, "src": int(src), "dst": int(dst),
+                                              "transport": v.get("Transport Type"), "size_mb": _f(v.get("Transit Size(MB)")),
+                                              "time_ms": _f(v.get("Transit Time(ms)"))})
     with open(os.path.join(out_dir, "oracle.json"), "w") as f:
         json.dump(res, f, indent=1)
     return 0

@@ -11,8 +11,8 @@ DOC = REPO / "docs" / "http_api.md"
 
 
 def documented_routes(text: str) -> set[str]:
-    """The routes of the "## GET /route" headings (sub-headings with a query are variants)."""
-    return set(re.findall(r"^## GET (/[A-Za-z0-9_.]+)\s*$", text, flags=re.MULTILINE))
+    """The routes of the "## GET /route" (or "## POST /route") headings (sub-headings with a query are variants)."""
+    return set(re.findall(r"^## (?:GET|POST) (/[A-Za-z0-9_.]+)\s*$", text, flags=re.MULTILINE))
 
 
 def test_every_route_is_documented():

@@ -59,12 +59,13 @@ def raw_step_mean_us(path):
 
 def test_two_windows_of_one_run(client, logdir):
     base, target = ("resnet", "worker0", RESNET_WINDOW), ("resnet", "worker0", RESNET_WINDOW_2)
-    code, body = get(client, "compare", **params(base, target))
+    code, body = get(client, "compare", **params(base, target, table="kernels"))
     assert code == 200, body
+    assert body["table"] == "kernels" and body["total"] == body["all_rows"] == len(body["rows"])
     assert body["base_window"]["label"].startswith("window 1") and body["target_window"]["label"].startswith("window 2")
     for side, window in (("base", RESNET_WINDOW), ("target", RESNET_WINDOW_2)):
         truth = raw_kernels_per_step(logdir / "resnet" / f"worker0.{window}.pt.trace.json.gz")
-        assert sum(r[f"{side}_ns"] for r in body["kernels"]) == pytest.approx(truth, abs=10)
+        assert sum(r[f"{side}_ns"] for r in body["rows"]) == pytest.approx(truth, abs=10)
     # window 2 is faster (its raw ProfilerStep# ranges are shorter): the verdict says so, in %
     host_steps = [raw_step_mean_us(logdir / "resnet" / f"worker0.{w}.pt.trace.json.gz") for w in (RESNET_WINDOW, RESNET_WINDOW_2)]
     pct = body["verdict"]["step_time"]["delta_pct"]
@@ -75,15 +76,16 @@ def test_two_windows_of_one_run(client, logdir):
     # matched by stack: the rows carry their call stacks, without line numbers
     code, by_stack = get(client, "compare", **params(base, target, group_by="stack"))
     assert code == 200 and by_stack["mode"] == "stack"
-    assert any(r["call_stack"] for r in by_stack["operators"])
-    assert not any("(4" in r["call_stack"] for r in by_stack["operators"])
+    assert any(r["call_stack"] for r in by_stack["rows"])
+    assert not any("(4" in r["call_stack"] for r in by_stack["rows"])
 
 
 def test_two_ranks(client, logdir):
-    code, body = get(client, "compare", **params(("ascend", "rank0", "default"), ("ascend", "rank1", "default")))
+    code, body = get(client, "compare", **params(("ascend", "rank0", "default"), ("ascend", "rank1", "default"),
+                                                 table="kernels"))
     assert code == 200, body
     assert (body["base_window"]["rank"], body["target_window"]["rank"]) == (0, 1)
-    assert body["kernels"] and {r["status"] for r in body["kernels"]} <= {"changed", "same"}
+    assert body["rows"] and {r["status"] for r in body["rows"]} <= {"changed", "same"}
     (allreduce,) = [r for r in body["communication_by_kind"] if r["kind"] == "AllReduce"]
     assert allreduce["base_calls"] == allreduce["target_calls"] > 0
 
@@ -93,7 +95,7 @@ def test_two_runs_through_the_logdirs_name_map(client, logdir):
     code, body = get(client, "compare", **params(base, target))
     assert code == 200, body
     assert body["name_map"] == {"file": "canning_names.json", "problem": None}
-    rows = {r["key"]: r for r in body["operators"]}
+    rows = {r["key"]: r for r in body["rows"]}
     assert "aten::gelu" not in rows  # mapped onto aten::tanh by the logdir's map
     assert rows["aten::tanh"]["target_names"] == ["aten::gelu"] and rows["aten::tanh"]["target_calls"] == 1
     assert body["target"]["steps"] == body["base"]["steps"] == ACTIVE

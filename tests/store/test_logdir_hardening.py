@@ -3,6 +3,7 @@ like traces, symbolic links into and out of the logdir, and the handler's tempor
 windows and after a killed rank. Each case failed before its fix (RecursionError out of discovery:
 plugin disabled; a FIFO: discovery blocked forever; links out of the logdir followed; .tmp files left
 and a FileNotFoundError instead of the OS error)."""
+import json
 import os
 import shutil
 import socket
@@ -232,3 +233,67 @@ def test_stale_temps_of_a_killed_rank_are_removed_at_the_next_start(tmp_path):
     assert done.returncode == 0, done.stderr
     assert not stale.exists() and other_host.exists() and alive.exists()
     assert len([n for n in os.listdir(run) if n.endswith(".canning.json")]) == 1
+
+
+# -- issue 23: every open checked when it happens (safe_files) -----------------------------------------
+MARK = "CANNING-OUTSIDE-MARKER"
+
+
+def test_a_trace_swapped_for_a_link_is_refused_in_the_child_that_reads_it(tmp_path, monkeypatch):
+    """Listed as a plain file, then swapped for a link to a readable trace outside the logdir: the child
+    process that parses big windows checks the real path too (before: it read and digested it)."""
+    monkeypatch.delenv("CANNING_FOLLOW_LINKS", raising=False)
+    from canning_tb.ingest.table import InputError
+    run = copy_resnet(tmp_path / "logdir" / "run")
+    outside = copy_resnet(tmp_path / "outside")
+    store = Store(str(tmp_path / "logdir"), cache_dir=str(tmp_path / "cache"), isolate_bytes=0)
+    (worker,) = store.workers("run")
+    (window,) = store.windows("run", worker.name)
+    path = run / os.path.basename(window.path)
+    path.unlink()
+    path.symlink_to(next(outside.iterdir()))
+    with pytest.raises(InputError, match="a link to outside the logdir"):
+        store.digest("run", worker.name, window.id)
+
+
+def test_a_linked_name_map_is_not_read_and_a_fifo_one_does_not_block(tmp_path):
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "names.json").write_text(json.dumps({"operators": {"aten::mm": MARK}}))
+    logdir = tmp_path / "logdir"
+    logdir.mkdir()
+    (logdir / "canning_names.json").symlink_to(tmp_path / "outside" / "names.json")
+    fifo = tmp_path / "fifo_logdir"
+    fifo.mkdir()
+    os.mkfifo(fifo / "canning_names.json")
+    script = ("import sys; from canning_tb.store.name_map import load_name_map\n"
+              "for folder in sys.argv[1:]:\n"
+              "    names, path, problem = load_name_map(folder)\n"
+              "    print(names.operator('aten::mm'), '|', problem)\n")
+    done = subprocess.run([sys.executable, "-c", script, str(logdir), str(fifo)], capture_output=True, text=True,
+                          timeout=60)
+    linked, fifo_line = done.stdout.splitlines()
+    assert linked.startswith("aten::mm |") and "outside the logdir" in linked and MARK not in linked
+    assert fifo_line.startswith("aten::mm |") and "FIFO" in fifo_line
+
+
+def test_name_map_patterns_are_linear_and_replacements_name_their_groups():
+    import time
+    from canning_tb.analysis.names import NameMapError, name_map
+    with pytest.raises(NameMapError, match="names group 9"):
+        name_map({"operator_patterns": [["^(a)$", "\\9"]]})  # before: accepted, then a 500 on /compare
+    with pytest.raises(NameMapError, match="back-references"):
+        name_map({"operator_patterns": [["^(a)\\1$", "x"]]})
+    hostile = name_map({"operator_patterns": [["^(a+)+$", "x"]]})
+    start = time.monotonic()
+    assert hostile.operator("a" * 5000 + "!") == "a" * 5000 + "!" and hostile.operator("aaa") == "x"
+    assert time.monotonic() - start < 1.0  # Python's re: 2**5000 steps
+
+
+def test_a_dead_ranks_exporter_temp_is_removed_at_the_next_start(tmp_path):
+    from canning_tb.handler.files import remove_stale_temps
+    host = socket.gethostname()
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    kineto = tmp_path / f".w.1.pt.trace.json.{host}.{dead.pid}.tmp.tmp"  # torch's own temp beside ours
+    kineto.write_bytes(b'{"traceEvents": [')
+    assert remove_stale_temps(str(tmp_path)) == [kineto.name] and not kineto.exists()

@@ -10,6 +10,7 @@ import pytest
 
 from canning_tb.ingest.table import InputError
 from canning_tb.store import Store
+from canning_tb.store import compute as compute_module
 from canning_tb.store import store as store_module
 
 from conftest import fixture_path
@@ -23,10 +24,10 @@ def own_copy(src: Path, dst: Path) -> Path:
 
 
 def state_of(folder: Path) -> dict:
-    """Every file outside the caches: (bytes, mtime, sha1)."""
+    """Every file: (bytes, mtime, sha1) (the viewer writes no cache into a logdir)."""
     out = {}
     for p in sorted(folder.rglob("*")):
-        if p.is_file() and ".canning" not in p.parts:
+        if p.is_file():
             st = p.stat()
             out[str(p.relative_to(folder))] = (st.st_size, st.st_mtime_ns, hashlib.sha1(p.read_bytes()).hexdigest())
     return out
@@ -50,11 +51,12 @@ def test_reading_the_sqlite_export_changes_nothing_and_keeps_one_cache_entry(tmp
     before = state_of(run)
     sizes = []
     for _ in range(6):  # fresh stores: each request of a new process reads again
-        store = Store(str(tmp_path / "logdir"))
+        store = Store(str(tmp_path / "logdir"), cache_dir=str(tmp_path / "cache"))
         for worker, wid in windows_of(store, "r"):
             store.digest("r", worker, wid)
             store.table("r", worker, wid)
-        sizes.append(cache_bytes(run / ".canning"))
+        sizes.append(cache_bytes(tmp_path / "cache"))
+    assert sizes[0] > 0
     assert state_of(run) == before, "an input file was created, changed or touched"
     assert len(set(sizes)) == 1, f"the cache grew: {sizes}"
 
@@ -81,6 +83,7 @@ def test_a_wal_that_holds_data_is_read_from_a_copy(tmp_path):
 
 
 def test_the_cache_keeps_its_budget_evicting_the_least_recently_used(tmp_path, monkeypatch):
+    monkeypatch.setenv("CANNING_CACHE_BESIDE_DATA", "1")  # the budget of one run's .canning/
     run = own_copy(fixture_path("param", "dlrm_8ranks"), tmp_path / "logdir" / "r")
     scratch = Store(str(tmp_path / "logdir"), cache_dir=str(tmp_path / "scratch"))
     wins = windows_of(scratch, "r")[:3]
@@ -113,8 +116,8 @@ def test_an_unreadable_window_is_remembered_until_its_file_changes(tmp_path, mon
     trace = run / "w.1.pt.trace.json"
     trace.write_bytes(b'{"traceEvents": [{"ph": "X", "ts": 1, "dur": 1, "args": ' + b"[" * 5000 + b"]" * 5000 + b"}]}")
     reads = []
-    read = store_module.read_window
-    monkeypatch.setattr(store_module, "read_window", lambda window: reads.append(window) or read(window))
+    read = compute_module.read_window
+    monkeypatch.setattr(compute_module, "read_window", lambda window: reads.append(window) or read(window))
     store = Store(str(tmp_path / "logdir"))
     (worker, wid), = windows_of(store, "r")
     for _ in range(5):
@@ -131,8 +134,8 @@ def test_an_unreadable_big_window_is_remembered_too(tmp_path, monkeypatch):
     run.mkdir(parents=True)
     (run / "w.1.pt.trace.json").write_bytes(b'{"traceEvents": [{"ph": "X", "ts": 1e400' + b" " * 4096 + b"]")
     children = []
-    child = store_module._compute_in_child
-    monkeypatch.setattr(store_module, "_compute_in_child", lambda *a: children.append(a) or child(*a))
+    child = store_module.compute_in_child
+    monkeypatch.setattr(store_module, "compute_in_child", lambda *a: children.append(a) or child(*a))
     store = Store(str(tmp_path / "logdir"), isolate_bytes=1024)
     (worker, wid), = windows_of(store, "r")
     for _ in range(3):
@@ -144,15 +147,18 @@ def test_an_unreadable_big_window_is_remembered_too(tmp_path, monkeypatch):
 def test_events_evicted_from_the_cache_are_read_again_in_a_child_process(tmp_path, monkeypatch):
     """The timeline's columnar events of a big window, gone from the cache (its budget), come back
     from a child process: the host never parses the big window itself."""
-    run = own_copy(fixture_path("hta", "df_index_resolver"), tmp_path / "logdir" / "r")
+    own_copy(fixture_path("hta", "df_index_resolver"), tmp_path / "logdir" / "r")
     store = Store(str(tmp_path / "logdir"), isolate_bytes=1024)
     (worker, wid), = windows_of(store, "r")
     store.digest("r", worker, wid)
     expected = len(store.table("r", worker, wid))
-    for p in (run / ".canning").glob("*.events.*"):
+    prefix = Path(store.events_prefix("r", worker, wid))
+    evicted = list(prefix.parent.glob(prefix.name + ".*"))
+    assert evicted
+    for p in evicted:
         p.unlink()
 
     def not_here(window):
         raise AssertionError("parsed in the host process")
-    monkeypatch.setattr(store_module, "read_window", not_here)  # the spawned child is unaffected
+    monkeypatch.setattr(compute_module, "read_window", not_here)  # the spawned child is unaffected
     assert len(store.table("r", worker, wid)) == expected

@@ -1,5 +1,6 @@
-"""Trends in TensorBoard's Scalars tab for windows of other formats (store/trends.py): written only
-into <run>/.canning/trends of writable runs, read back with TensorBoard's own event reader and
+"""Trends in TensorBoard's Scalars tab for windows of other formats (store/trends.py), when the user turns
+them on (CANNING_WRITE_TRENDS=1; by default the Overview shows them: tests/plugin/test_trends_route.py):
+written only into <run>/.canning/trends of writable runs, read back with TensorBoard's own event reader and
 through a real TensorBoard's scalars plugin, the values checked against the raw traces; read-only
 runs and the user's files untouched; no duplicate points after a restart."""
 import gzip
@@ -71,7 +72,8 @@ def test_written_for_writable_runs_only_and_once(logdir, tmp_path_factory):
     assert len(events.Scalars(TAG)) == 1
 
 
-def test_a_real_tensorboard_shows_them_in_scalars(logdir, tmp_path_factory):
+def test_a_real_tensorboard_shows_them_in_scalars(logdir, tmp_path_factory, monkeypatch):
+    monkeypatch.setenv("CANNING_WRITE_TRENDS", "1")  # TensorBoard inherits the environment
     proc, url, log = start_tensorboard(logdir, tmp_path_factory.mktemp("tb") / "tb.log")
     try:
         fetch_json(f"{url}/data/plugins_listing")  # TensorBoard asks the plugin is_active(): trends start

@@ -4,7 +4,6 @@ Ascend fixtures' trace_view.json "ph":"C" events and from the profiler db's tabl
 the raw files here (json, sqlite3) with the units converted by hand (KB = 1024 bytes, MB/s = 2^20
 bytes/s, as msprof scales them)."""
 import json
-import sqlite3
 from collections import defaultdict
 from decimal import Decimal
 
@@ -13,7 +12,7 @@ import pytest
 from canning_tb.ingest.ascend.read import read_ascend
 from canning_tb.plugin import timeline
 from canning_tb.store.store import Store
-from conftest import fixture_path
+from conftest import fixture_path, read_db
 
 FACTOR = {"KB": 1024, "MB/s": 2**20}
 
@@ -52,7 +51,7 @@ def test_trace_view_counters_are_read_sample_for_sample(level):
 
 def test_db_counters_match_a_sqlite_reading():
     folder = fixture_path("ascend", "db_level1", "rank0_ascend_pt")
-    db = sqlite3.connect(next(folder.rglob("ascend_pytorch_profiler_*.db")))
+    db = read_db(next(folder.rglob("ascend_pytorch_profiler_*.db")))
     rows = read_ascend(str(folder)).side["npu_counters"]
     by_name = defaultdict(list)
     for row in rows:

@@ -8,8 +8,10 @@ from . import digest_pb2 as pb
 from .cann import cann_steps, ops_from_operator_details, steps_from_cann
 from .communication.collectives import communication_stats
 from .context import Context
-from .digest import SCHEMA_VERSION
-from .kernels import kernel_stats
+from .coverage import coverage
+from .digest import SCHEMA_VERSION, analysis_revision
+from .efficiency.section import roofline_section
+from .kernels import kernel_stats, kernel_types
 from .gpu_metrics import gpu_efficiency
 from .memory import memory_stats
 from .modules import module_tree
@@ -49,11 +51,11 @@ def _window(d: pb.Digest, t: EventTable) -> None:
 def _steps(d: pb.Digest, t: EventTable, ctx: Context):
     """Steps from the trace; from CANN's step trace when the window has no ProfilerStep ranges."""
     if len(step_rows(t)[0]) == 0 and len(d.cann_steps):
-        nums, starts, durs, res = steps_from_cann(list(d.cann_steps))
+        nums, starts, durs, res = steps_from_cann(list(d.cann_steps), t)
         tails, distorted = np.zeros(len(nums), np.int64), np.zeros(len(nums), bool)  # CANN's steps are whole
-        d.step_source = d.cann_steps[0].source or "step_trace"
+        d.step_source, d.step_clock = d.cann_steps[0].source or "step_trace", "device"
     else:
-        nums, starts, durs, res, tails, distorted = breakdowns(t, ctx)
+        nums, starts, durs, res, tails, distorted, d.step_clock = breakdowns(t, ctx)
         d.step_source = "trace"
     for i in range(len(nums)):
         s = d.steps.add(number=int(nums[i]), start_ns=int(starts[i]), dur_ns=int(durs[i]), tail_ns=int(tails[i]),
@@ -77,17 +79,8 @@ def _steps(d: pb.Digest, t: EventTable, ctx: Context):
     return nums, starts, starts + durs, res
 
 
-def _cann_scalars(d: pb.Digest) -> None:
-    """CANN's step figures, mean over its steps, for TensorBoard's Scalars tab."""
-    for col in ("computing_ns", "communication_not_overlapped_ns", "overlapped_ns", "communication_ns", "free_ns",
-                "stage_ns", "bubble_ns", "preparing_ns"):
-        vals = [getattr(s, col) for s in d.cann_steps if getattr(s, col) >= 0]
-        if vals:
-            d.scalars[f"step_trace_{col}"] = float(np.mean(vals))
-
-
 def build_digest(table: EventTable) -> pb.Digest:
-    d = pb.Digest(schema_version=SCHEMA_VERSION)
+    d = pb.Digest(schema_version=SCHEMA_VERSION, analysis_revision=analysis_revision())
     _window(d, table)
     ctx = Context(table)
     d.cann_steps.extend(cann_steps(table))
@@ -100,6 +93,7 @@ def build_digest(table: EventTable) -> pb.Digest:
     d.ops_by_stack.extend(by_stack)
     kn, ko, cores = kernel_stats(ctx)
     d.kernels_by_name.extend(kn)
+    d.kernel_types.extend(kernel_types(table))
     d.kernels_by_op.extend(ko)
     d.cores.extend(cores)
     d.memory.extend(memory_stats(ctx))
@@ -107,20 +101,11 @@ def build_digest(table: EventTable) -> pb.Digest:
     d.gpu_efficiency.extend(gpu_efficiency(table, starts[kept], ends[kept]))
     d.npu_efficiency.extend(npu_efficiency(table, starts[kept], ends[kept]))
     d.modules.extend(module_tree(ctx))
+    roofline_section(ctx, d)  # FLOPs / bytes per row, peaks, MFU (analysis/efficiency): before the rules
     d.communication.CopyFrom(communication_stats(ctx, starts, ends, nums, res))
     fill_own(d)  # wait / transfer: the one definition (analysis/communication/wait_transfer.py)
+    d.coverage.CopyFrom(coverage(table, d))
     for p in table.problems:
         d.problems.add(file=str(p.file), message=str(p.message), severity=str(p.severity))
-    _cann_scalars(d)
-    a = d.average
-    d.scalars["step_time_ms"] = a.total_ns / 1e6
-    d.scalars["steps"] = float(len(d.steps))
-    if a.total_ns:
-        for c, f in _FIELDS.items():
-            d.scalars[f"share_{c}"] = getattr(a, f) / a.total_ns
-    d.scalars["communication_not_overlapped_share"] = d.communication.not_overlapped_share
-    for m in d.memory:
-        if m.peak_allocated_bytes >= 0:
-            d.scalars[f"peak_memory_bytes/{m.device}"] = float(m.peak_allocated_bytes)
     d.rule_hits.extend(rule_hits(d, ctx))
     return d

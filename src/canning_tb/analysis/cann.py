@@ -2,9 +2,11 @@
 
 - Step trace: each row of the `step_trace` side table becomes a CannStep, kept as written. A
   window without ProfilerStep ranges (no trace_view.json: Level0 copies, analysis-off exports)
-  takes its steps from it: step time = computing + communication not overlapped + free (CANN's
-  own split of its device step; equals Stage + Bubble up to CANN's float rounding), breakdown
-  compute = computing - overlapped, overlapped, communication = not overlapped, idle = free.
+  takes its steps from it: step time = Preparing + computing + communication not overlapped + free
+  (CANN's own split of its device step, which equals Stage + Bubble up to CANN's float rounding,
+  after the time from the host step's start to its first device task), breakdown compute =
+  computing - overlapped, overlapped, communication = not overlapped, host = Preparing, idle =
+  free; each step placed on the device tasks of the window (steps_from_cann), else start -1.
 - Communication per call (`comm_ops`, `comm_bandwidth`): elapse, transit, wait, synchronization;
   transit bytes = SDMA + RDMA sizes (SDMA is CANN's sum of the on-node HCCS, PCIE and SIO; without
   an SDMA row those three are added instead), their time the same way.
@@ -17,13 +19,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..ingest import side_tables as side
-from ..ingest.table import EventTable
+from ..ingest.table import EventTable, Kind
 from . import digest_pb2 as pb
 
 _STEP_COLS = ("computing_ns", "communication_not_overlapped_ns", "overlapped_ns", "communication_ns", "free_ns",
               "stage_ns", "bubble_ns", "communication_not_overlapped_exclude_receive_ns", "preparing_ns")
 _ON_NODE = ("HCCS", "PCIE", "SIO")
-_HCCL_SEQ_RE = re.compile(r"^hcom_[A-Za-z]+_+\d+_(\d+)_\d+$")
+_HCCL_SEQ_RE = re.compile(r"^hcom_[A-Za-z]+_+\d+_(\d+)(?:_\d+)?$")  # 2023 names end in __483_0
 
 
 def source_of(table: EventTable, name: str) -> str:
@@ -40,21 +42,50 @@ def cann_steps(table: EventTable) -> list:
             for r in side.rows(table.side, "step_trace")]
 
 
-def steps_from_cann(steps: list) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict]:
-    """(numbers, starts (-1: CANN gives none), durations, breakdown columns) as steps.breakdowns."""
+def steps_from_cann(steps: list, table: EventTable | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict]:
+    """(numbers, starts (-1: unknown), durations, breakdown columns) as steps.breakdowns: each step is
+    Preparing + CANN's device step (computing + communication not overlapped + free, = Stage + Bubble),
+    Preparing (host step start to its first device task, the device idle) counted as host time; the
+    starts placed on the device tasks of the window (`_device_starts`)."""
     def col(f):
         return np.array([max(getattr(s, f), 0) for s in steps], np.int64)
     computing, ov = col("computing_ns"), col("overlapped_ns")
-    comm, free = col("communication_not_overlapped_ns"), col("free_ns")
+    comm, free, preparing = col("communication_not_overlapped_ns"), col("free_ns"), col("preparing_ns")
     zero = np.zeros(len(steps), np.int64)
     res = {"compute": np.maximum(computing - ov, 0), "overlapped": ov, "communication": comm, "memcpy": zero,
-           "memset": zero, "device_wait": zero, "runtime": zero, "dataloader": zero, "host": zero, "idle": free}
+           "memset": zero, "device_wait": zero, "runtime": zero, "dataloader": zero, "host": preparing, "idle": free}
     nums = np.array([max(s.step, 0) for s in steps], np.int64)
-    return nums, np.full(len(steps), -1, np.int64), computing + comm + free, res
+    device = computing + comm + free
+    return nums, _device_starts(table, preparing, device), preparing + device, res
+
+
+def _device_starts(table: EventTable | None, preparing: np.ndarray, device: np.ndarray) -> np.ndarray:
+    """Where CANN's steps start on the window's clock, from its device tasks (kernel_details.csv): step
+    k's first task is the first one at or after the end of step k - 1 on the device, its start that
+    minus its Preparing (CANN's rule: Preparing = first task - step start). -1 without tasks."""
+    out = np.full(len(device), -1, np.int64)
+    if table is None or not len(device):
+        return out
+    ev = table.events
+    kind = ev["kind"]
+    rows = np.flatnonzero((kind == int(Kind.KERNEL)) | (kind == int(Kind.COMM_KERNEL)))
+    if not len(rows):
+        return out
+    starts = np.sort(ev["ts"][rows])
+    cursor = int(starts[0])
+    for k in range(len(device)):
+        i = int(np.searchsorted(starts, cursor))
+        if i >= len(starts):
+            break
+        first = int(starts[i])
+        out[k] = first - int(preparing[k])
+        cursor = first + int(device[k])
+    return out
 
 
 def hccl_seq(op: str) -> int:
-    """hcom_allReduce__586_2_1 -> 2: the call's index in its communicator, as HCCL numbers it."""
+    """hcom_allReduce__586_2_1 (2023: hcom_broadcast__483_2) -> 2: the call's index in its communicator,
+    as HCCL numbers it."""
     m = _HCCL_SEQ_RE.match(op)
     return int(m.group(1)) if m else -1
 

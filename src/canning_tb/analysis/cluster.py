@@ -6,26 +6,33 @@ and per step come from wait_transfer.py (their one definition), all ranks in one
 
 `analyse_ranks(digests) -> dict` (JSON-friendly, ints stay ints):
 
-- ranks: per rank, from the mean step breakdown: compute (device compute not overlapped),
-  overlapped, communication (not overlapped), other (memcpy, memset, runtime, dataloader, host,
-  idle: the device is not computing nor communicating), step time; and wait / transfer.
+- ranks: per rank, its step and the parts of it (cluster_rows.py: CANN's split where every rank has
+  it, Preparing included, else the trace's mean step breakdown; the parts add up to the step), each
+  row's `source` and `wait_source` named; and wait / transfer.
 - wait vs transfer: analysis/communication/wait_transfer.py, the one definition (per call: CANN's measured wait
   and transit where this rank has them, else the torch-tb-profiler rule over the calls matched
   within their communicator and kind, in their sequence: transfer_j = the shortest duration of
   the j-th call among the ranks, wait_j = duration - transfer_j; per step: the merged intervals
   clipped to the step, so wait + transfer <= communication <= step). A row's wait_ns /
   p2p_wait_ns / transfer_ns / communication_total_ns are per mean step like its step_ns,
-  `window_*` their sums over the steps, and `per_step` each step (with the step's compute /
-  overlapped / communication / other from the trace's breakdown, for the step selector).
+  `window_*` their sums over the steps, and `per_step` each step (with the step's split as the
+  row's, for the step selector). A step with no place on the clock (CANN's step trace alone) holds
+  the calls its files file under its number. Calls a rank's files give no communicator (kernel_details.csv
+  without communication.json) take the one another rank's files give the same HCCL operator name
+  (its name is the same on every member: hcom_allReduce__586_2_1).
   Keys whose call counts differ between ranks are matched on the first min(count) calls and
   listed in `unmatched`.
-- collectives: per (kind, group) totals over all ranks (calls, time, bytes, and wait / transfer
-  summed over the calls, like the time; -1 where a rank's calls have none).
+- collectives: per (kind, group) totals over all ranks (calls, time, and wait / transfer summed over
+  the calls, like the time; -1 where a rank's calls have none); bytes: the ranks' own collective
+  tables summed (the payload, else what CANN measured on the links), -1 where no rank knows them.
 - CPU-only runs (no device work on any rank, `summary.has_device_work`): the host operators are
   the computation, so compute = host time and `compute_source` = "host" (else "device").
-- groups: the communicators the files declare (Ascend: profiler_metadata.json's
-  parallel_group_info, msprof-analyze's communication_group.json), the ranks here that called into
-  each, and the declared members present here that made no call (`missing`).
+- groups: the run's communicators (communication/groups.py group_rows): the files' declarations
+  (Ascend: profiler_metadata.json's parallel_group_info, msprof-analyze's communication_group.json;
+  the name only where a file gives it), else the global ranks the member links map, the ranks here
+  that called into each, and the declared members present here that made no call (`missing`).
+- world_size: the largest a rank's files declare or imply, and at least every rank and group member
+  seen + 1; `world_size_source` names where it comes from.
 - Ascend: when every rank carries CANN's step trace (Digest.cann_steps), a rank's computing,
   communication not overlapped, overlapped and free are CANN's own (mean over its steps),
   `breakdown_source` / each row's `source` name the file, `cann_step_ns` = computing +
@@ -36,18 +43,21 @@ and per step come from wait_transfer.py (their one definition), all ranks in one
   ratio = (max - min) / mean over ranks; ratio > 5 % flags it. The slowest rank is the one with
   the most computing, or the most free time; for communication it is the one with the *least*
   (every other rank waits for it inside the collectives).
-- matrix: Ascend links (communication_matrix.json) summed per (src, dst, transport) when any
-  digest has them; otherwise a ring approximation from collective sizes: the members of a
+- matrix: Ascend links (communication_matrix.json) in global ranks (communication/groups.py maps each
+  communicator's member numbers; `matrix_unmapped` counts the links it cannot place) summed per (src,
+  dst, transport, group) when any digest has them, each row with its group's label; otherwise a ring approximation from collective sizes: the members of a
   (kind, group) are the ranks that called it, ordered by rank, and each rank sends to the next:
   AllReduce 2(n-1)/n x size, AllGather / ReduceScatter (n-1)/n x size, Broadcast / Reduce /
   Gather / Scatter size, Send / Recv size to the next rank; AllToAll size/n to every other member.
   Sizes unknown (-1) give no cell; `matrix_source` says which way was used. Past
   MATRIX_CELLS_LIMIT cells (an all-to-all of 1,024 ranks has a million) the largest by bytes are
   listed and `matrix_truncated` is true; `matrix_bins` sums all of them.
-- matrix_cells: the matrix summed per (src, dst) over transports (what the heatmap draws):
+- matrix_cells: the matrix summed per (src, dst) over transports and groups (what the heatmap draws):
   bytes and time (negative values count as 0), bandwidth = bytes / time in GB/s (None without
-  time), and the transports seen.
+  time), and the transports and groups seen.
 - distributions, rank_heatmap, matrix_bins: the views that fit thousands of ranks (cluster_spread.py).
+- coverage: per rank, where its figures come from, its files that hold a part of the window only and
+  the sources that disagree (coverage.py coverage_rows).
 - rank ids: each digest's own rank; when two digests carry the same rank (e.g. all 0) the ranks
   are numbered by position instead (`rank_ids`).
 """
@@ -57,14 +67,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .coverage import coverage_rows
+from .cluster_rows import cann_columns, rank_rows, trace_columns
 from .cluster_spread import distributions, matrix_bins, rank_heatmap
 from .summary import has_device_work
-from .communication.wait_transfer import call_splits, collective_sums, rank_figures_many
+from .communication.groups import global_links, group_rows, with_groups, world_size
+from .communication.wait_transfer import call_splits, collective_sums, rank_figures_many, split_sources
 from .rules.thresholds import SLOW_RANK_RATIO  # the one threshold, shared with the rules
 
 MATRIX_CELLS_LIMIT = 16384  # cells listed in `matrix` / `matrix_cells`; beyond, the largest (matrix_bins has all)
 RING_KINDS = ("AllReduce", "AllGather", "ReduceScatter", "AllToAll", "Broadcast", "Reduce", "Gather", "Scatter", "Send")
-ROW_FIELDS = ("step_ns", "compute_ns", "overlapped_ns", "communication_ns", "other_ns", "computing_ns", "free_ns")
 WAIT_FIELDS = ("wait_ns", "p2p_wait_ns", "transfer_ns", "communication_total_ns")  # wait_transfer.rank_figures
 
 
@@ -79,80 +91,31 @@ def rank_ids(digests: list) -> list[int]:
 def analyse_ranks(digests: list) -> dict:
     ranks = np.array(rank_ids(digests), np.int64)
     order = np.argsort(ranks, kind="stable")
-    digests, ranks = [digests[i] for i in order], ranks[order]
+    digests, ranks = with_groups([digests[i] for i in order]), ranks[order]
     on_host = not any(has_device_work(d) for d in digests)
     cann = bool(digests) and all(len(d.cann_steps) for d in digests)
-    cols = _cann_columns(digests) if cann else _trace_columns(digests, on_host)
+    cols = cann_columns(digests) if cann else trace_columns(digests, on_host)
     splits = call_splits(digests)  # wait / transfer of each call: wait_transfer.py, the one definition
     figures = rank_figures_many(digests, splits)  # every rank's steps measured in one pass
     for name in WAIT_FIELDS:
         cols[name] = np.fromiter((f[name] for f in figures), np.int64, len(figures))
+    for figure, source in zip(figures, split_sources(digests, splits)):
+        figure["wait_source"] = source
     calls = CallTable.of(ranks, digests)
-    slots, collectives, unmatched = _match_calls(calls, ranks, collective_sums(digests, splits))
-    cells, source = _matrix(digests, calls, slots)
-    matrix = cells.rows(MATRIX_CELLS_LIMIT)
-    return {"ranks": _rank_rows(ranks, cols, digests, cann, figures, on_host), "collectives": collectives,
-            "slow_ranks": _slow_ranks(ranks, cols), "groups": _groups(digests, calls, slots), "matrix": matrix,
+    slots, collectives, unmatched = _match_calls(calls, ranks, collective_sums(digests, splits), _stat_bytes(digests))
+    cells, source, unmapped = _matrix(digests, ranks, calls, slots)
+    groups = _groups(digests, calls, slots)
+    matrix = cells.rows(MATRIX_CELLS_LIMIT, {g["group"]: g["label"] for g in groups})
+    return {"ranks": rank_rows(ranks, cols, digests, cann, figures, on_host), "collectives": collectives,
+            "slow_ranks": _slow_ranks(ranks, cols), "groups": groups, "matrix": matrix,
             "matrix_cells": matrix_cells(matrix), "matrix_truncated": len(matrix) < len(cells.src),
             "matrix_bins": matrix_bins(ranks, cells), "unmatched": unmatched, "matrix_source": source,
+            "matrix_unmapped": unmapped, **dict(zip(("world_size", "world_size_source"),
+                                                    world_size(digests, ranks.tolist(), groups))),
             "compute_source": "host" if on_host else "device",
             "breakdown_source": digests[0].cann_steps[0].source if cann else "trace",
-            "distributions": distributions(ranks, cols), "rank_heatmap": rank_heatmap(ranks, cols)}
-
-
-def _column(digests: list, read) -> np.ndarray:
-    return np.fromiter((read(d) for d in digests), np.int64, len(digests))
-
-
-def _trace_columns(digests: list, on_host: bool) -> dict:
-    """Per-rank arrays from each rank's mean step (wait / transfer are added by `_match_calls`)."""
-    step = _column(digests, lambda d: d.average.total_ns)
-    comp = _column(digests, (lambda d: d.average.host_ns) if on_host else (lambda d: d.average.compute_ns))
-    ov = _column(digests, lambda d: d.average.overlapped_ns)
-    comm = _column(digests, lambda d: d.average.communication_ns)
-    rest = np.maximum(step - comp - ov - comm, 0)
-    return {"step_ns": step, "compute_ns": comp, "overlapped_ns": ov, "communication_ns": comm, "other_ns": rest,
-            "computing_ns": comp + ov, "free_ns": rest}
-
-
-def _cann_mean(digests: list, field: str) -> np.ndarray:
-    def mean(digest) -> int:
-        return int(round(sum(max(getattr(s, field), 0) for s in digest.cann_steps) / len(digest.cann_steps)))
-    return _column(digests, mean)
-
-
-def _cann_columns(digests: list) -> dict:
-    """Per-rank arrays from CANN's own step trace (mean over its steps), as msprof-analyze reads it.
-    step_ns stays the digest's mean step (what every per-rank view shows); CANN's own is cann_step_ns."""
-    computing, ov = _cann_mean(digests, "computing_ns"), _cann_mean(digests, "overlapped_ns")
-    comm, free = _cann_mean(digests, "communication_not_overlapped_ns"), _cann_mean(digests, "free_ns")
-    return {"step_ns": _column(digests, lambda d: d.average.total_ns), "cann_step_ns": computing + comm + free,
-            "compute_ns": np.maximum(computing - ov, 0), "overlapped_ns": ov, "communication_ns": comm,
-            "other_ns": free, "computing_ns": computing, "free_ns": free, "bubble_ns": _cann_mean(digests, "bubble_ns")}
-
-
-def _rank_rows(ranks: np.ndarray, cols: dict, digests: list, cann: bool, figures: list, on_host: bool) -> list[dict]:
-    """The rows of `ranks`: the columns, and each rank's wait / transfer figures (wait_transfer.py:
-    mean step, window_* and per_step, whose steps get their breakdown here)."""
-    fields = ROW_FIELDS + (("cann_step_ns", "bubble_ns") if cann else ())
-    lists = {name: cols[name].tolist() for name in fields}
-    sources = [d.cann_steps[0].source for d in digests] if cann else ["trace"] * len(digests)
-    rows = []
-    for i, rank in enumerate(ranks.tolist()):
-        _step_breakdowns(figures[i]["per_step"], digests[i], on_host)
-        rows.append({"rank": rank, "steps": len(digests[i].steps), **{name: lists[name][i] for name in fields},
-                     "source": sources[i], **figures[i]})
-    return rows
-
-
-def _step_breakdowns(rows: list[dict], digest, on_host: bool) -> None:
-    """Each `per_step` row gets its step's split as `_trace_columns` makes the mean step's (trace)."""
-    by_number = {s.number: s.breakdown for s in digest.steps}
-    for row in rows:
-        b = by_number[row["step"]]
-        comp = b.host_ns if on_host else b.compute_ns
-        row.update(step_ns=b.total_ns, compute_ns=comp, overlapped_ns=b.overlapped_ns, communication_ns=b.communication_ns,
-                   other_ns=max(b.total_ns - comp - b.overlapped_ns - b.communication_ns, 0))
+            "distributions": distributions(ranks, cols), "rank_heatmap": rank_heatmap(ranks, cols),
+            "coverage": coverage_rows(digests, ranks.tolist())}
 
 
 @dataclass
@@ -224,10 +187,26 @@ class Slots:
         return self.rank[self.bounds[key]:self.bounds[key + 1]]
 
 
-def _match_calls(calls: CallTable, ranks: np.ndarray, sums: dict) -> tuple:
-    """Per (kind, group) over the ranks: calls, time, bytes, and wait / transfer summed over the calls
-    (`sums`: wait_transfer.collective_sums, by (rank index, kind, group); -1 where a rank's are unknown).
-    Returns (slots, collectives, unmatched)."""
+def _stat_bytes(digests: list) -> dict:
+    """{(rank index, kind, group): bytes} of the ranks' own collective tables, where known."""
+    return {(i, s.kind, s.group): s.bytes for i, d in enumerate(digests) for s in d.communication.collectives
+            if s.bytes >= 0}
+
+
+def _slot_bytes(calls: "CallTable", slot_rank: np.ndarray, slot_key: np.ndarray, stat_bytes: dict) -> np.ndarray:
+    """Per slot: the rank's collective table's bytes, else its calls' known sizes summed, else -1."""
+    from_calls = calls.slot_sum(np.maximum(calls.size, 0))
+    any_known = calls.slot_sum((calls.size >= 0).astype(np.int64)) > 0
+    out = np.where(any_known, from_calls, -1)
+    for j, (i, k) in enumerate(zip(slot_rank.tolist(), slot_key.tolist())):
+        out[j] = stat_bytes.get((i,) + calls.keys[k], out[j])
+    return out
+
+
+def _match_calls(calls: CallTable, ranks: np.ndarray, sums: dict, stat_bytes: dict) -> tuple:
+    """Per (kind, group) over the ranks: calls, time, bytes (`_slot_bytes`), and wait / transfer summed
+    over the calls (`sums`: wait_transfer.collective_sums, by (rank index, kind, group); -1 where a
+    rank's are unknown). Returns (slots, collectives, unmatched)."""
     n_keys = len(calls.keys)
     slot_key, slot_rank = calls.key[calls.starts], calls.rank_index[calls.starts]
     counts = calls.slot_counts()
@@ -242,7 +221,7 @@ def _match_calls(calls: CallTable, ranks: np.ndarray, sums: dict) -> tuple:
     split = np.array([sums[(i,) + calls.keys[k]] for i, k in zip(slot_rank.tolist(), slot_key.tolist())],
                      np.int64).reshape(-1, 2)
     slots = calls.slots(ranks, {"calls": counts, "total_ns": calls.slot_sum(calls.dur), "wait_ns": split[:, 0],
-                                "transfer_ns": split[:, 1], "bytes": calls.slot_sum(np.maximum(calls.size, 0))})
+                                "transfer_ns": split[:, 1], "bytes": _slot_bytes(calls, slot_rank, slot_key, stat_bytes)})
     collectives = [_collective_row(calls, slots, k, int(matched[k]), not unmeasured[k], bool(p2p[k]))
                    for k in range(n_keys)]
     collectives.sort(key=lambda c: (-c["total_ns"], c["kind"], c["group"]))
@@ -254,14 +233,16 @@ def _match_calls(calls: CallTable, ranks: np.ndarray, sums: dict) -> tuple:
 
 def _collective_row(calls: CallTable, slots: Slots, key: int, matched: int, measured: bool, p2p: bool) -> dict:
     members = slots.ranks_of(key)
-    sums = {name: slots.of(key, name)[1] for name in ("calls", "total_ns", "wait_ns", "transfer_ns")}
+    sums = {name: slots.of(key, name)[1] for name in ("calls", "total_ns", "wait_ns", "transfer_ns", "bytes")}
     known = all(w >= 0 for w in sums["wait_ns"])
+    sizes = [b for b in sums["bytes"] if b >= 0]
     row = {"kind": calls.keys[key][0], "group": calls.keys[key][1], "comm_type": "p2p" if p2p else "collective",
            "ranks": len(members), "calls": sum(sums["calls"]), "matched_calls": matched,
-           "total_ns": sum(sums["total_ns"]), "bytes": sum(slots.of(key, "bytes")[1]),
+           "total_ns": sum(sums["total_ns"]), "bytes": sum(sizes) if sizes else -1,
            "wait_ns": sum(sums["wait_ns"]) if known else -1, "transfer_ns": sum(sums["transfer_ns"]) if known else -1,
            "wait_source": _wait_source(calls, members, known, measured)}
-    row["per_rank"] = {str(rank): {name: sums[name][i] for name in sums} for i, rank in enumerate(members.tolist())}
+    row["per_rank"] = {str(rank): {name: sums[name][i] for name in ("calls", "total_ns", "wait_ns", "transfer_ns")}
+                       for i, rank in enumerate(members.tolist())}
     return row
 
 
@@ -294,83 +275,78 @@ def _slow_ranks(ranks: np.ndarray, cols: dict) -> list[dict]:
 
 
 def _groups(digests: list, calls: CallTable, slots: Slots) -> list[dict]:
-    """The communicators the ranks' files declare, with the ranks of this view that called into them
-    (`missing`: declared members present here that made no call)."""
-    declared: dict[str, dict] = {}
-    for digest in digests:
-        for group in digest.communication.groups:
-            declared.setdefault(group.group, {"group": group.group, "name": group.name, "ranks": list(group.ranks),
-                                              "source": group.source})
+    """The run's communicators (communication/groups.py group_rows) with the ranks that called into each."""
     callers: dict[str, list] = {}
     for key, (_kind, group) in enumerate(calls.keys):
-        callers.setdefault(group, []).append(slots.ranks_of(key))
-    present = set(calls.rank_order.tolist())
-    for entry in declared.values():
-        found = callers.get(entry["group"])
-        entry["calling_ranks"] = np.unique(np.concatenate(found)).tolist() if found else []
-        entry["missing"] = sorted((set(entry["ranks"]) & present) - set(entry["calling_ranks"]))
-    return [declared[k] for k in sorted(declared)]
+        callers.setdefault(group, []).extend(slots.ranks_of(key).tolist())
+    return group_rows(digests, calls.rank_order.tolist(), callers)
 
 
 @dataclass
 class Cells:
-    """Matrix cells as arrays, one per (src, dst, transport)."""
+    """Matrix cells as arrays, one per (src, dst, transport, group)."""
     src: np.ndarray
     dst: np.ndarray
     transport: list  # name of each cell's transport
+    group: list  # the communicator of each cell ("" unknown)
     bytes: np.ndarray
     time_ns: np.ndarray
 
     @classmethod
-    def summed(cls, src, dst, transport_id, nbytes, time_ns, transports: list) -> "Cells":
-        """Cells summed per (src, dst, transport), sorted by them."""
+    def summed(cls, src, dst, key, nbytes, time_ns, keys: list) -> "Cells":
+        """Cells summed per (src, dst, key), sorted by them; keys[k] = (transport, group) of key k."""
         if not len(src):
-            return cls(src, dst, [], nbytes, time_ns)
+            return cls(src, dst, [], [], nbytes, time_ns)
         ids, rank_pos = np.unique(np.concatenate([src, dst]), return_inverse=True)
-        n_ranks, n_transports = len(ids), max(len(transports), 1)
-        flat = (rank_pos[:len(src)] * n_ranks + rank_pos[len(src):]) * n_transports + transport_id
+        n_ranks, n_keys = len(ids), max(len(keys), 1)
+        flat = (rank_pos[:len(src)] * n_ranks + rank_pos[len(src):]) * n_keys + key
         unique, inverse = np.unique(flat, return_inverse=True)
         sums = [np.zeros(len(unique), np.int64) for _ in range(2)]
         np.add.at(sums[0], inverse, nbytes)
         np.add.at(sums[1], inverse, time_ns)
-        pair, transport = np.divmod(unique, n_transports)
-        return cls(ids[pair // n_ranks], ids[pair % n_ranks], [transports[t] for t in transport.tolist()],
+        pair, which = np.divmod(unique, n_keys)
+        chosen = [keys[k] for k in which.tolist()]
+        return cls(ids[pair // n_ranks], ids[pair % n_ranks], [t for t, _ in chosen], [g for _, g in chosen],
                    sums[0], sums[1])
 
-    def rows(self, limit: int) -> list[dict]:
+    def rows(self, limit: int, labels: dict) -> list[dict]:
         """The cells as the answer's rows; above `limit` cells, the `limit` largest by bytes."""
         chosen = np.arange(len(self.src))
         if len(chosen) > limit:
             chosen = np.sort(np.argsort(-self.bytes, kind="stable")[:limit])
         return [{"src": int(self.src[i]), "dst": int(self.dst[i]), "transport": self.transport[i],
+                 "group": self.group[i], "group_label": labels.get(self.group[i], self.group[i]),
                  "bytes": int(self.bytes[i]), "time_ns": int(self.time_ns[i]),
                  "bandwidth_gbps": (int(self.bytes[i]) / int(self.time_ns[i])) if self.time_ns[i] > 0 else -1.0}
                 for i in chosen.tolist()]
 
 
-def _matrix(digests: list, calls: CallTable, slots: Slots) -> tuple[Cells, str]:
-    """(cells per (src, dst, transport), source): Ascend links when any digest has them,
-    else the ring estimate from collective sizes."""
+def _matrix(digests: list, ranks: np.ndarray, calls: CallTable, slots: Slots) -> tuple[Cells, str, dict]:
+    """(cells per (src, dst, transport, group) in global ranks, source, links not mapped): Ascend links
+    when any digest has them (communication/groups.py maps the communicators' member numbers), else
+    the ring estimate from collective sizes."""
     if any(len(d.communication.links) for d in digests):
-        links = [link for d in digests for link in d.communication.links]
-        transports = sorted({link.transport for link in links})
-        ids = {name: i for i, name in enumerate(transports)}
-        column = lambda read: np.fromiter((read(link) for link in links), np.int64, len(links))  # noqa: E731
-        return Cells.summed(column(lambda x: x.src), column(lambda x: x.dst), column(lambda x: ids[x.transport]),
-                            column(lambda x: x.bytes), column(lambda x: x.time_ns), transports), "links"
-    parts = [_ring_sends(kind, slots.ranks_of(key), np.asarray(slots.of(key, "bytes")[1], np.int64))
-             for key, (kind, _group) in enumerate(calls.keys)]
+        cols, lost = global_links(digests, ranks.tolist())
+        pairs = list(dict.fromkeys(zip(cols["transport"], cols["group"])))
+        ids = {pair: i for i, pair in enumerate(pairs)}
+        keys = np.fromiter((ids[p] for p in zip(cols["transport"], cols["group"])), np.int64, len(cols["src"]))
+        return Cells.summed(cols["src"], cols["dst"], keys, cols["bytes"], cols["time_ns"], pairs), "links", lost
+    parts = [_ring_sends(kind, slots.ranks_of(key), np.maximum(np.asarray(slots.of(key, "bytes")[1], np.int64), 0), group)
+             for key, (kind, group) in enumerate(calls.keys)]
     parts = [p for p in parts if p is not None and len(p[0])]
+    none = {"links": 0, "bytes": 0, "groups": []}
     if not parts:
         empty = np.zeros(0, np.int64)
-        return Cells(empty, empty, [], empty, empty), "none"
-    src, dst, nbytes = (np.concatenate(column) for column in zip(*parts))
+        return Cells(empty, empty, [], [], empty, empty), "none", none
+    groups = [p[3] for p in parts]
+    src, dst, nbytes = (np.concatenate(column) for column in zip(*(p[:3] for p in parts)))
+    keys = np.repeat(np.arange(len(parts)), [len(p[0]) for p in parts])
     zeros = np.zeros(len(src), np.int64)
-    return Cells.summed(src, dst, zeros, nbytes, zeros, ["ring"]), "ring"
+    return Cells.summed(src, dst, keys, nbytes, zeros, [("ring", g) for g in groups]), "ring", none
 
 
-def _ring_sends(kind: str, members: np.ndarray, sizes: np.ndarray):
-    """(src, dst, bytes) arrays that the members of one (kind, group) send, by the ring rule
+def _ring_sends(kind: str, members: np.ndarray, sizes: np.ndarray, group: str):
+    """(src, dst, bytes, group) that the members of one (kind, group) send, by the ring rule
     (members ascending, each rank's size the sum of its calls' known sizes)."""
     n = len(members)
     if n < 2 or kind not in RING_KINDS:
@@ -379,10 +355,10 @@ def _ring_sends(kind: str, members: np.ndarray, sizes: np.ndarray):
     if kind == "AllToAll":  # size / n to every other member: member i to members i + 1 ... i + n - 1 (mod n)
         src = np.repeat(np.flatnonzero(sending), n - 1)
         dst = (src + 1 + np.tile(np.arange(n - 1), int(sending.sum()))) % n
-        return members[src], members[dst], sizes[src] // n
+        return members[src], members[dst], sizes[src] // n, group
     factor = {"AllReduce": (2 * (n - 1), n), "AllGather": (n - 1, n), "ReduceScatter": (n - 1, n)}.get(kind, (1, 1))
     nxt = np.roll(members, -1)
-    return members[sending], nxt[sending], factor[0] * sizes[sending] // factor[1]
+    return members[sending], nxt[sending], factor[0] * sizes[sending] // factor[1], group
 
 
 def matrix_cells(matrix: list[dict]) -> list[dict]:
@@ -390,11 +366,12 @@ def matrix_cells(matrix: list[dict]) -> list[dict]:
     cells: dict = {}
     for cell in matrix:
         out = cells.setdefault((cell["src"], cell["dst"]), {"src": cell["src"], "dst": cell["dst"], "bytes": 0,
-                                                             "time_ns": 0, "transports": []})
+                                                             "time_ns": 0, "transports": [], "groups": []})
         out["bytes"] += max(0, cell["bytes"])
         out["time_ns"] += max(0, cell["time_ns"])
-        if cell["transport"] not in out["transports"]:
-            out["transports"].append(cell["transport"])
+        for key, value in (("transports", cell["transport"]), ("groups", cell.get("group_label", ""))):
+            if value not in out[key] and (value or key == "transports"):
+                out[key].append(value)
     for out in cells.values():
         out["bandwidth_gbps"] = out["bytes"] / out["time_ns"] if out["time_ns"] > 0 else None
     return [cells[key] for key in sorted(cells)]

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..ingest.table import NONE, EventTable, Kind
+from ..ingest.table import EP_EXCHANGE_RE, NONE, EventTable, Kind
 
 DEVICE_KINDS = (Kind.KERNEL, Kind.COMM_KERNEL, Kind.MEMCPY, Kind.MEMSET)
 HOST_OP_KINDS = (Kind.CPU_OP, Kind.USER_ANNOTATION)
@@ -41,7 +41,7 @@ def collective_kind(name: str) -> str:
     gloo:all_reduce, nccl:all_reduce, hcom_allReduce_, hcom_reduceScatter_, SendRecv -> Send.
     """
     n = name
-    if "deep_ep::" in n and re.search(r"dispatch|combine", n):  # DeepEP's expert-parallel exchange
+    if EP_EXCHANGE_RE.search(n):  # expert-parallel token exchange (DeepEP dispatch / combine ...)
         return "AllToAll"
     if "cross_device_reduce" in n:  # vLLM's custom all-reduce kernels
         return "AllReduce"

@@ -15,8 +15,10 @@ class Context:
     Host nesting covers CPU_OP, USER_ANNOTATION and RUNTIME events on the host (device NONE).
     A device event is attributed to the host op/annotation that launched it: the CPU_OP /
     USER_ANNOTATION with the same `external_id` (Kineto gives kernels the id of the innermost op
-    active at launch; torch_npu's torch_to_npu flow the same); failing that, the innermost op
-    enclosing its RUNTIME launch (joined on `correlation`) on the launching thread.
+    active at launch; torch_npu's torch_to_npu flow the same), checked against time: where the
+    event's RUNTIME launch (joined on `correlation`) is not inside that op on its thread (an id reused
+    or mislinked: 230 ms of GEMMs on aten::result_type), and where no op has its id, the innermost op
+    enclosing the launch on the launching thread.
     """
 
     def __init__(self, table: EventTable):
@@ -39,7 +41,7 @@ class Context:
 
     @cached_property
     def device_owner(self) -> np.ndarray:
-        """Per device row: position in host.rows of the launching op/annotation, or NONE."""
+        """Per device row: position in host.rows of the launching op/annotation, or NONE (class doc)."""
         ev, h = self.ev, self.host
         dev = self.device_rows
         owner = np.full(len(dev), NONE, np.int64)
@@ -50,17 +52,36 @@ class Context:
         hit = join_on(ev["external_id"][dev], ev["external_id"][h.rows[op_pos]])
         ok = hit != NONE
         owner[ok] = op_pos[hit[ok]]
-        todo = np.flatnonzero(~ok)
-        if len(todo):
-            rt_pos = np.flatnonzero((hk == int(Kind.RUNTIME)) & (ev["correlation"][h.rows] != NONE))
-            hit2 = join_on(ev["correlation"][dev[todo]], ev["correlation"][h.rows[rt_pos]])
-            ok2 = hit2 != NONE
-            par = np.full(len(todo), NONE, np.int64)
-            par[ok2] = h.parent[rt_pos[hit2[ok2]]]
-            # a launch nested in another runtime call (CANN API layers) is not an op
-            par[(par != NONE) & (hk[np.maximum(par, 0)] == int(Kind.RUNTIME))] = NONE
-            owner[todo] = par
+        launch, enclosing = self._launches(dev)
+        # an id join the launch's time contradicts (the launch is not inside that op on its thread: ids
+        # reused or mislinked) yields to the op that encloses the launch
+        wrong = ok & (launch != NONE) & ~self._inside(owner, launch) & (enclosing != NONE)
+        owner[wrong] = enclosing[wrong]
+        owner[~ok] = enclosing[~ok]
         return owner
+
+    def _launches(self, dev: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per device row: the host position of its RUNTIME launch (joined on `correlation`) and of
+        the innermost op enclosing that launch (NONE: none, or only runtime calls around it)."""
+        ev, h, hk = self.ev, self.host, self.host_kind
+        rt_pos = np.flatnonzero((hk == int(Kind.RUNTIME)) & (ev["correlation"][h.rows] != NONE))
+        hit = join_on(ev["correlation"][dev], ev["correlation"][h.rows[rt_pos]])
+        launch = np.full(len(dev), NONE, np.int64)
+        launch[hit != NONE] = rt_pos[hit[hit != NONE]]
+        par = np.full(len(dev), NONE, np.int64)
+        has = launch != NONE
+        par[has] = h.parent[launch[has]]
+        # a launch nested in another runtime call (CANN API layers) is not an op
+        par[(par != NONE) & (hk[np.maximum(par, 0)] == int(Kind.RUNTIME))] = NONE
+        return launch, par
+
+    def _inside(self, owner: np.ndarray, launch: np.ndarray) -> np.ndarray:
+        """Per device row: its launch starts inside its owner's time range, on the owner's thread."""
+        ev, rows = self.ev, self.host.rows
+        o, lr = rows[np.maximum(owner, 0)], rows[np.maximum(launch, 0)]
+        start = ev["ts"][lr]
+        return (ev["ts"][o] <= start) & (start <= ev["ts"][o] + ev["dur"][o]) & (ev["tid"][o] == ev["tid"][lr]) \
+            & (ev["pid"][o] == ev["pid"][lr])
 
     @cached_property
     def device_self(self) -> np.ndarray:

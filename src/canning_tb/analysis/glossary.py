@@ -15,7 +15,9 @@ HEADER = """# Glossary: what each figure means
 One definition per figure; the views' tooltips, the CLI and `prof.*_summary()` all use it.
 Which function computes which figure (everything else reads these, never recomputes):
 - `analysis/summary.py` `step_shares` / `window_figures`: compute share (host operators on CPU-only),
-  communication not hidden, DataLoader, idle (nothing recorded), device idle (what suggestions quote).
+  communication not hidden, DataLoader, idle (nothing recorded), device idle (what suggestions quote);
+  `category_shares`: each breakdown category's share of the step; every share is `summary.share`. The
+  digest holds times and counts only; the shapes of these figures: `analysis/figures.py`.
 - `analysis/communication/wait_transfer.py` `call_splits` (per call), `step_figures` (per step), `rank_figures`
   (mean step + window), `collective_sums` (per collective): wait, p2p wait, transfer.
 - `analysis/summary.py` `communication_figures`: this rank's communication per step / mean step / window.
@@ -24,6 +26,9 @@ Which function computes which figure (everything else reads these, never recompu
 - `analysis/gpu_metrics.py` / `npu_metrics.py`: device efficiency (GPU utilization, est. SM efficiency,
   est. achieved occupancy, Tensor Core share; AI Core utilisation, core times, PMU ratios);
   `tensor_cores.py`: Tensor Core eligibility and shares per operator; `modules.py`: the module tree.
+- `analysis/efficiency/`: modelled FLOPs / bytes per operator and kernel, peaks, achieved rates, share of
+  roof, bound, MFU, HBM bandwidth used (how well the busy time is used; "device efficiency" above is how
+  busy the device was, and is the only figure named efficiency).
 Unknown is never 0: a figure the files do not record is `-1` in the digest, `null` in JSON, "–" in views.
 """
 

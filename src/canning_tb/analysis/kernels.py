@@ -11,6 +11,11 @@ CORE_TENSOR (its name says Tensor Cores), CORE_ELIGIBLE (not on Tensor Cores, la
 Tensor-Core-eligible operator: its launching op or any op enclosing it is in TC_ELIGIBLE_OPS),
 CORE_OTHER (the rest).
 
+Ascend: op_statistic.csv counts every task of the window per op type and core; kernel_details.csv
+(and the trace's device tasks) may hold only some of them (a sample). `kernel_types` is CANN's
+table (Digest.kernel_types), `task_coverage` the tasks the events hold against it; where the events
+hold fewer, the compute `cores` are op_statistic's (communication cores stay the events').
+
 Per-kernel measurements, where the trace carries them (EventTable.metrics): mean blocks per SM and
 mean est. achieved occupancy weighted by each call's duration (as the old TensorBoard plugin), the
 most frequent registers per thread and shared memory; NPU: the mean MIX block dim and the PMU
@@ -22,6 +27,7 @@ import re
 
 import numpy as np
 
+from ..ingest import side_tables as side
 from ..ingest.table import (METRIC_BLOCKS_PER_SM, METRIC_MIX_BLOCK_DIM, METRIC_OCCUPANCY, METRIC_REGISTERS,
                             METRIC_SHARED_MEMORY, NONE, Kind)
 from . import digest_pb2 as pb
@@ -34,7 +40,8 @@ CORE_TENSOR = "Tensor Cores"
 CORE_ELIGIBLE = "Other, under Tensor-Core-eligible operators"
 CORE_OTHER = "Other"
 
-HCCL_CALL_RE = re.compile(r"(?<=_)_?\d+_\d+_\d+$")  # the per-call suffix of an HCCL operator name
+# the per-call suffix of an HCCL operator name: hcom_allReduce__586_2_1, 2023's hcom_broadcast__483_0
+HCCL_CALL_RE = re.compile(r"(?<=_)_?\d+_\d+(?:_\d+)?$")
 
 
 def _kernel_rows(ctx: Context) -> tuple[np.ndarray, np.ndarray]:
@@ -187,8 +194,43 @@ def kernel_stats(ctx: Context) -> tuple[list, list, list]:
     return by_name, by_op, _cores(ctx, rows, dpos)
 
 
+def kernel_types(table) -> list:
+    """CANN's kernel time per op type and core (op_statistic.csv), by total time."""
+    out = [pb.KernelStat(name=r["op_type"], core=r["core_type"], calls=-1 if r["count"] is None else r["count"],
+                         total_ns=-1 if r["total_ns"] is None else r["total_ns"],
+                         min_ns=-1 if r["min_ns"] is None else r["min_ns"],
+                         max_ns=-1 if r["max_ns"] is None else r["max_ns"], device=-1, stream=-1, mean_blocks=-1.0)
+           for r in side.rows(table.side, "op_statistic")]
+    return sorted(out, key=lambda k: (-k.total_ns, k.name, k.core))
+
+
+def task_coverage(table) -> tuple[int, int]:
+    """(compute tasks the events hold, tasks op_statistic.csv counts; -1 without it)."""
+    held = int(np.count_nonzero(table.events["kind"] == int(Kind.KERNEL)))
+    rows = side.rows(table.side, "op_statistic")
+    return held, (sum(max(r["count"] or 0, 0) for r in rows) if rows else -1)
+
+
+def _cores_from_op_statistic(ctx: Context, rows: np.ndarray) -> list:
+    """Compute cores from op_statistic.csv (every task), communication cores from the events."""
+    sums: dict[str, list[int]] = {}
+    for r in side.rows(ctx.table.side, "op_statistic"):
+        acc = sums.setdefault(r["core_type"] or "unknown", [0, 0])
+        acc[0] += max(r["count"] or 0, 0)
+        acc[1] += max(r["total_ns"] or 0, 0)
+    comm = rows[ctx.ev["kind"][rows] == int(Kind.COMM_KERNEL)]
+    for core, dur in zip(ctx.ev["core"][comm].tolist(), ctx.ev["dur"][comm].tolist()):
+        acc = sums.setdefault(ctx.table.strings[int(core)] or "unknown" if core >= 0 else "unknown", [0, 0])
+        acc[0] += 1
+        acc[1] += int(dur)
+    return [pb.CoreStat(core=k, calls=v[0], total_ns=v[1]) for k, v in sorted(sums.items(), key=lambda x: -x[1][1])]
+
+
 def _cores(ctx: Context, rows: np.ndarray, dpos: np.ndarray) -> list:
     t, ev = ctx.table, ctx.ev
+    held, counted = task_coverage(t)
+    if counted > held:
+        return _cores_from_op_statistic(ctx, rows)
     cores = []
     core_col = ev["core"][rows]
     if (core_col != NONE).any():

@@ -13,11 +13,27 @@ A `NameMap` holds:
 User entries (the logdir's `canning_names.json`, docs/http_api.md "Name map") come first, the
 defaults after them, so a user entry overrides a default one. The analysis receives the map; it
 never reads files (store/name_map.py does).
+
+Patterns from the file are data, and matching them must not freeze a viewer: they are compiled by
+RE2 (google-re2), whose matching takes time linear in the name whatever the pattern (`^(a+)+$` on
+"aaaa…a!" is as fast as any other), and which refuses what needs backtracking (back-references,
+look-arounds). A map holds at most MAX_PATTERNS patterns of at most MAX_PATTERN_CHARS characters; a
+replacement may only name groups its pattern has. Without RE2 installed, user patterns are refused
+(the map's problem says so) and the built-in ones, ours, run on Python's `re`.
 """
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+
+try:
+    import re2
+except ImportError:  # the map's problem says that patterns need it
+    re2 = None
+
+MAX_PATTERNS = 256
+MAX_PATTERN_CHARS = 1000
+_GROUP_REF = re.compile(r"\\(\d+)|\\g<(\w+)>")
 
 FILE_NAME = "canning_names.json"
 OTHER_FAMILY = "other"
@@ -60,11 +76,18 @@ DEFAULT_KERNEL_FAMILIES = [
 @dataclass
 class NameMap:
     operators: dict[str, str] = field(default_factory=dict)
-    operator_patterns: list[tuple[re.Pattern, str]] = field(default_factory=list)
+    operator_patterns: list[tuple[object, str]] = field(default_factory=list)  # re / re2 patterns
     kernels: dict[str, str] = field(default_factory=dict)
-    kernel_families: list[tuple[str, re.Pattern]] = field(default_factory=list)
+    kernel_families: list[tuple[str, object]] = field(default_factory=list)
+    _seen: dict[str, str] = field(default_factory=dict, repr=False, compare=False)  # name -> canonical
 
     def operator(self, name: str) -> str:
+        found = self._seen.get(name)
+        if found is None:
+            found = self._seen[name] = self._operator(name)
+        return found
+
+    def _operator(self, name: str) -> str:
         exact = self.operators.get(name)
         if exact is not None:
             return exact
@@ -100,11 +123,51 @@ def _strings(value, key: str) -> dict[str, str]:
     return dict(value)
 
 
-def _compile(pattern: str, key: str, flags: int = 0) -> re.Pattern:
+def _compile(pattern: str, key: str, ignore_case: bool = False):
+    """A user pattern, compiled by RE2 (linear-time matching; module doc)."""
+    if len(pattern) > MAX_PATTERN_CHARS:
+        raise NameMapError(f"{key!r}: a pattern of {len(pattern)} characters (at most {MAX_PATTERN_CHARS})")
+    if re2 is None:
+        raise NameMapError(f"{key!r}: patterns need the google-re2 package (pip install google-re2)")
+    options = re2.Options()
+    options.log_errors = False
+    options.case_sensitive = not ignore_case
     try:
-        return re.compile(pattern, flags)
-    except re.error as e:
-        raise NameMapError(f"{key!r}: bad regular expression {pattern!r}: {e}") from None
+        return re2.compile(pattern, options)
+    except re2.error as e:
+        why = e.args[0].decode(errors="replace") if e.args and isinstance(e.args[0], bytes) else str(e)
+        raise NameMapError(f"{key!r}: bad regular expression {pattern[:80]!r}: {why} "
+                           "(RE2 syntax: no back-references or look-arounds)") from None
+
+
+def _replacement(compiled, replacement: str, key: str) -> str:
+    """A replacement that names only groups the pattern has (`\\9` of a 1-group pattern is refused here,
+    not when a name first matches)."""
+    groups = compiled.groups
+    names = set(getattr(compiled, "groupindex", {}) or {})
+    for number, name in _GROUP_REF.findall(replacement):
+        ref = number or name
+        if (ref.isdigit() and int(ref) > groups) or (not ref.isdigit() and ref not in names):
+            raise NameMapError(f"{key!r}: replacement {replacement[:80]!r} names group {ref}, "
+                               f"which its pattern does not have ({groups} groups)")
+    return replacement
+
+
+def _user_patterns(user: dict) -> tuple[list, list]:
+    op_pairs = _pairs(user.get("operator_patterns", []), "operator_patterns")
+    family_pairs = _pairs(user.get("kernel_families", []), "kernel_families")
+    if len(op_pairs) + len(family_pairs) > MAX_PATTERNS:
+        raise NameMapError(f"{len(op_pairs) + len(family_pairs)} patterns (at most {MAX_PATTERNS})")
+    ops = []
+    for pattern, replacement in op_pairs:
+        compiled = _compile(pattern, "operator_patterns")
+        ops.append((compiled, _replacement(compiled, replacement, "operator_patterns")))
+    families = [(family, _compile(pattern, "kernel_families", ignore_case=True)) for pattern, family in family_pairs]
+    return ops, families
+
+
+_DEFAULT_OPS = [(re.compile(p), r) for p, r in DEFAULT_OPERATOR_PATTERNS]
+_DEFAULT_FAMILIES = [(f, re.compile(p, re.IGNORECASE)) for f, p in DEFAULT_KERNEL_FAMILIES]
 
 
 def name_map(user: dict | None = None) -> NameMap:
@@ -115,10 +178,9 @@ def name_map(user: dict | None = None) -> NameMap:
     unknown = set(user) - {"version", "operators", "operator_patterns", "kernels", "kernel_families"}
     if unknown:
         raise NameMapError(f"unknown keys: {', '.join(sorted(unknown))}")
-    op_patterns = _pairs(user.get("operator_patterns", []), "operator_patterns") + DEFAULT_OPERATOR_PATTERNS
-    families = [(f, p) for p, f in _pairs(user.get("kernel_families", []), "kernel_families")] + DEFAULT_KERNEL_FAMILIES
+    ops, families = _user_patterns(user)
     return NameMap(
         operators={**DEFAULT_OPERATORS, **_strings(user.get("operators", {}), "operators")},
-        operator_patterns=[(_compile(p, "operator_patterns"), r) for p, r in op_patterns],
+        operator_patterns=ops + _DEFAULT_OPS,
         kernels=_strings(user.get("kernels", {}), "kernels"),
-        kernel_families=[(f, _compile(p, "kernel_families", re.IGNORECASE)) for f, p in families])
+        kernel_families=families + _DEFAULT_FAMILIES)

@@ -1,6 +1,8 @@
 """NPU efficiency per device: AI Core utilisation, time per core type, the PMU ratios.
 
-Over a span S of step time (build.py: the steps the average keeps), per NPU, over its compute
+Over a span S of step time (build.py: the steps the average keeps; a window whose steps have no place
+on the clock has no span, and every figure of it is unknown, -1), per NPU (device -1: the files name
+no device index), over its compute
 tasks (KERNEL events; communication tasks are not AI Core work):
 - AI Core utilisation = |union of the intervals of the tasks not on the AI CPU, inside S| / |S|;
 - cube / vector / mix / AI CPU time = the tasks' time inside S by their accelerator core
@@ -16,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ingest.table import (METRIC_AIC_TIME, METRIC_AIV_TIME, METRIC_BLOCKS_PER_SM, METRIC_MIX_BLOCK_DIM,
+from ..ingest.table import (METRIC_AIC_TIME, METRIC_AIV_TIME, METRIC_BLOCKS_PER_SM, METRIC_FLOPS, METRIC_MIX_BLOCK_DIM,
                             METRIC_OCCUPANCY, METRIC_REGISTERS, METRIC_SHARED_MEMORY, EventTable, Kind)
 from . import digest_pb2 as pb
 from . import intervals as iv
@@ -24,7 +26,7 @@ from . import intervals as iv
 CUBE, VECTOR, AI_CPU = "AI_CORE", "AI_VECTOR_CORE", "AI_CPU"
 MIX = ("MIX_AIC", "MIX_AIV")
 _NOT_PMU = {METRIC_AIC_TIME, METRIC_AIV_TIME, METRIC_MIX_BLOCK_DIM, METRIC_BLOCKS_PER_SM, METRIC_OCCUPANCY,
-            METRIC_REGISTERS, METRIC_SHARED_MEMORY}
+            METRIC_REGISTERS, METRIC_SHARED_MEMORY, METRIC_FLOPS}
 _BASE = {"aic_": METRIC_AIC_TIME, "aiv_": METRIC_AIV_TIME}
 
 
@@ -63,7 +65,7 @@ def _device_name(table: EventTable, device: int) -> str:
     for dv in table.meta.devices:
         if int(dv.get("index", -1) or 0) == device and dv.get("name"):
             return str(dv["name"])
-    return f"NPU {device}"
+    return f"NPU {device}" if device >= 0 else "NPU (index not in the files)"
 
 
 def _core_times(table: EventTable, rows: np.ndarray, inside: np.ndarray) -> dict[str, int]:
@@ -84,8 +86,10 @@ def _one_device(table: EventTable, rows: np.ndarray, device: int, span) -> pb.Np
     out.ai_core_busy_ns = iv.total(iv.intersect(busy, span))
     if out.span_ns > 0:
         out.ai_core_utilization = out.ai_core_busy_ns / out.span_ns
+    else:  # no span: nothing is known "inside" it
+        out.ai_core_busy_ns = out.cube_ns = out.vector_ns = out.mix_ns = out.ai_cpu_ns = -1
     cores = out.cube_ns + out.vector_ns + out.mix_ns
-    if cores > 0:
+    if cores > 0 and out.span_ns > 0:
         out.cube_share = out.cube_ns / cores
     for name, value in pmu_means(table, rows, np.zeros(len(rows), np.int64), 1).items():
         carried = int(np.count_nonzero(~np.isnan(table.metrics[name][rows])))
@@ -99,6 +103,10 @@ def npu_efficiency(table: EventTable, span_starts, span_ends) -> list[pb.NpuEffi
     if not _is_npu_window(table):
         return []
     rows = np.flatnonzero(table.events["kind"] == int(Kind.KERNEL))
-    span = iv.union(span_starts, span_ends)
+    placed = np.asarray(span_starts) >= 0  # a step with no place on the clock has no span
+    span = iv.union(np.asarray(span_starts)[placed], np.asarray(span_ends)[placed])
     device = table.events["device"][rows]
-    return [_one_device(table, rows[device == d], int(d), span) for d in np.unique(device) if d >= 0]
+    known = [int(d) for d in np.unique(device) if d >= 0]
+    if not known and len(rows):  # the files name no device (kernel_details.csv without Device_id): the window's NPU
+        return [_one_device(table, rows, -1, span)]
+    return [_one_device(table, rows[device == d], d, span) for d in known]

@@ -74,12 +74,15 @@ def _fmt(c) -> str:
 
 
 def op_summary(digest: pb.Digest, limit: int | None = None) -> Table:
-    """Host total time by operator name, longest first."""
-    t = Table("Operator summary (host time)", ["Op Type", "Calls", "Total(ms)", "Avg(ms)", "Min(ms)", "Max(ms)"])
+    """Host total time by operator name, longest first; the modelled GFLOP, achieved TFLOP/s and share
+    of roof where known (analysis/efficiency)."""
+    from .efficiency.summary import op_columns
+    t = Table("Operator summary (host time)", ["Op Type", "Calls", "Total(ms)", "Avg(ms)", "Min(ms)", "Max(ms)",
+                                               "GFLOP", "TFLOP/s", "Roof(%)"])
     ops = sorted(digest.ops_by_name, key=lambda o: (-o.host_total_ns, o.name))
     for o in ops[:limit] if limit else ops:
         t.rows.append([o.name, int(o.calls), _ms(o.host_total_ns), _ms(o.host_total_ns / o.calls) if o.calls else 0.0,
-                       _ms(o.host_total_min_ns), _ms(o.host_total_max_ns)])
+                       _ms(o.host_total_min_ns), _ms(o.host_total_max_ns), *op_columns(o)])
     return t
 
 
@@ -172,6 +175,9 @@ def step_summary(digest: pb.Digest) -> Table:
     a = digest.average
     if len(digest.steps) > 1:
         t.rows.append(["average", _ms(a.total_ns)] + [_ms(getattr(a, f)) for _, f in _CATS])
+    if digest.step_clock == "device" and digest.step_source == "trace":
+        t.notes.append("Steps measured on the device: it runs behind the host, so each step runs from its first "
+                       "device event to the next step's.")
     for s in digest.steps:
         if s.distorted:
             t.notes.append(f"Step {s.number} is left out of the average: its device work ran {_ms(s.tail_ns)} ms past "
@@ -222,6 +228,8 @@ def window_report(digest: pb.Digest, top: int = 10) -> str:
         parts.append(str(memory_summary(digest)))
     if digest.communication.collectives:
         parts.append(str(communication_summary(digest)))
+    if digest.coverage.files or digest.coverage.figures:
+        parts.append(data_text(digest))
     parts.append(str(suggestions(digest)))
     return "\n\n".join(parts)
 
@@ -234,16 +242,26 @@ def ranks_report(digests: list, top: int | None = None, analysis: dict | None = 
     if top is not None and len(r["ranks"]) > top:
         t = spread_table(r)
     else:
-        t = Table("Ranks (ms, mean step)", ["Rank", "Step", "Computing", "Communication", "Free", "Wait", "P2P wait",
-                                            "Transfer"])
-        for x in r["ranks"]:
-            t.rows.append([int(x["rank"]), _ms(x["step_ns"]), _ms(x["computing_ns"]), _ms(x["communication_ns"]),
-                           _ms(x["free_ns"]), _ms(x["wait_ns"]), _ms(x["p2p_wait_ns"]), _ms(x["transfer_ns"])])
+        t = _rank_table(r)
     if r["breakdown_source"] != "trace":
-        t.notes.append(f"Computing, communication and free as CANN measured them ({r['breakdown_source']}).")
-    waits = sorted({c["wait_source"] for c in r["collectives"]})
-    if waits:
-        t.notes.append(f"Wait and transfer from: {', '.join(waits)}.")
+        t.notes.append(f"Computing, communication, free and Preparing as CANN measured them ({r['breakdown_source']}); "
+                       f"Other: the rest of the step (the host's tail after the last device task).")
+    waits: dict[str, list] = {}
+    for x in r["ranks"]:
+        waits.setdefault(x.get("wait_source") or "unknown", []).append(x["rank"])
+    if any(x["communication_total_ns"] > 0 for x in r["ranks"]):
+        t.notes.append("Wait and transfer from: " + "; ".join(f"{src} (rank{'s' if len(rs) > 1 else ''} "
+                                                             f"{','.join(map(str, rs))})" for src, rs in waits.items())
+                       + ".")
+    if r.get("world_size", -1) > 0:
+        t.notes.append(f"World size {r['world_size']} ({r.get('world_size_source') or 'the files'}).")
+    for x in r.get("coverage", ()):
+        for note in x["sampled"] + x["disagree"]:
+            t.notes.append(f"Data, rank {x['rank']}: {note}.")
+    lost = r.get("matrix_unmapped") or {}
+    if lost.get("links"):
+        t.notes.append(f"Communication matrix: {lost['links']} links ({_mb(lost['bytes'])}) are numbered inside "
+                       f"communicators no file maps to global ranks; left out of the matrix.")
     s = Table("Slow rank check: (max - min) / mean > 5 %", ["Metric", "Ratio", "Flagged", "Slowest rank"])
     for x in r["slow_ranks"]:
         s.rows.append([x["metric"], round(x["ratio"], 4), "yes" if x["flagged"] else "no", int(x["slowest_rank"])])
@@ -251,6 +269,28 @@ def ranks_report(digests: list, top: int | None = None, analysis: dict | None = 
     from .rules.text import suggestions_text
     return str(t) + "\n\n" + str(s) + "\n\n" + suggestions_text(cluster_hits(r, digests)).replace(
         "Optimization Suggestions:", "Optimization Suggestions (across ranks):", 1)
+
+
+def _ms_known(ns: int) -> float | None:
+    return None if ns < 0 else _ms(ns)
+
+
+def _rank_table(r: dict) -> Table:
+    """One row per rank: its step and the parts of it (analysis/cluster_rows.py), wait and transfer."""
+    cann = r["breakdown_source"] != "trace"
+    parts = ["Computing", "Communication", "Free"] + (["Preparing", "Other"] if cann else [])
+    t = Table("Ranks (ms, mean step)", ["Rank", "Step", *parts, "Wait", "P2P wait", "Transfer"])
+    fields = ["computing_ns", "communication_ns", "free_ns"] + (["preparing_ns", "other_ns"] if cann else [])
+    for x in r["ranks"]:
+        t.rows.append([int(x["rank"]), _ms(x["step_ns"]), *[_ms_known(x[f]) for f in fields],
+                       *[_ms_known(x[f]) for f in ("wait_ns", "p2p_wait_ns", "transfer_ns")]])
+    return t
+
+
+def data_text(digest: pb.Digest) -> str:
+    """The window's source coverage (analysis/coverage.py) as text: the Overview's "Data" panel."""
+    from .coverage import coverage_text
+    return "\n".join(["Data: the files, what each covers, where each figure comes from"] + coverage_text(digest.coverage))
 
 
 def spread_table(analysis: dict) -> Table:

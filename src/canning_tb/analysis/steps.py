@@ -15,6 +15,15 @@ sees (host step boundaries), with the device work it launched attributed to it. 
 counted in step i is everything on the device clock inside [S_i, E_i): a kernel that straddles
 the cap is split at the boundary, so each instant belongs to exactly one step.
 
+Device-bound steps (the device runs behind the host)
+----------------------------------------------------
+Where every step of DEVICE_BOUND_STEPS or more launched device work and the device's period (the
+first device event of the first step to that of the last, over the steps between) exceeds the
+host's (ProfilerStep starts) by more than DEVICE_BOUND_MARGIN, the host's ranges measure how fast the host queues work, not the step:
+the steps are measured on the device instead (Digest.step_clock "device"): step i runs from the
+first device event launched in it to the first one launched in step i + 1; the last to the end of
+the device work launched in it (no backlog of other steps: never distorted).
+
 Window's end (the last step)
 ----------------------------
 The device runs behind the host; the work launched in the last step drains after its host range
@@ -65,6 +74,8 @@ from .context import Context
 CATEGORIES = ["compute", "overlapped", "communication", "memcpy", "memset", "device_wait", "runtime", "dataloader",
               "host"]
 TAIL_SHARE = 0.05  # a last step whose device tail exceeds 5 % of its host duration is distorted
+DEVICE_BOUND_MARGIN = 0.05  # the device's period this much over the host's: steps measured on the device
+DEVICE_BOUND_STEPS = 3  # ... over two periods at least (one period is one sample: a lag, not a rate)
 # runtime calls that return only when the device (or a copy from it) is done
 DEVICE_WAIT_RE = re.compile(r"synchroni[sz]e|^(cuda|hip|aclrt)(Free|Memcpy|Memcpy2D|Memcpy3D|MemcpyPeer)$", re.I)
 ASYNC_COPY_RE = re.compile(r"^(cuda|hip|aclrt)Memcpy(2D|3D)?Async$")
@@ -113,28 +124,43 @@ def launch_times(table: EventTable, dev: np.ndarray) -> np.ndarray:
 
 
 def step_spans(table: EventTable):
-    """(numbers, starts, ends, host ends) of the steps, per the rule in the module docstring."""
+    """(numbers, starts, ends, host ends, clock) of the steps, per the rules in the module docstring."""
     ev = table.events
     rows, nums = step_rows(table)
     if len(rows) == 0:
         if len(table) == 0:
             zero = np.zeros(1, np.int64)
-            return zero, zero, zero, zero
+            return zero, zero, zero, zero, "host"
         lo = np.array([int(ev["ts"].min())])
         hi = np.array([int((ev["ts"] + ev["dur"]).max())])
-        return np.zeros(1, np.int64), lo, hi, hi
+        return np.zeros(1, np.int64), lo, hi, hi, "host"
     starts = ev["ts"][rows].astype(np.int64)
     host_end = starts + ev["dur"][rows]
     ends = host_end.copy()
+    first = np.full(len(starts), np.iinfo(np.int64).max)
     dev = device_rows(table)
     if len(dev):
         launched = launch_times(table, dev)
         step = np.searchsorted(starts, launched, side="right") - 1
         inside = (step >= 0) & (launched < host_end[np.maximum(step, 0)])
         np.maximum.at(ends, step[inside], (ev["ts"][dev] + ev["dur"][dev])[inside])
+        np.minimum.at(first, step[inside], ev["ts"][dev][inside])
+    if _device_bound(starts, first):
+        last_end = max(int(ends[-1]), int(first[-1]))
+        starts, ends = first.copy(), np.append(first[1:], last_end)
+        return nums, starts, ends, ends.copy(), "device"
     ends[:-1] = np.minimum(ends[:-1], starts[1:])
     ends = np.maximum(ends, starts)
-    return nums, starts, ends, np.minimum(host_end, ends)
+    return nums, starts, ends, np.minimum(host_end, ends), "host"
+
+
+def _device_bound(starts: np.ndarray, first: np.ndarray) -> bool:
+    """The device runs behind the host: every step launched device work, and the device's period
+    (first device event of the first step to that of the last) exceeds the host's by DEVICE_BOUND_MARGIN."""
+    if len(starts) < DEVICE_BOUND_STEPS or (first == np.iinfo(np.int64).max).any():
+        return False
+    host, device = int(starts[-1] - starts[0]), int(first[-1] - first[0])
+    return host > 0 and device > host * (1 + DEVICE_BOUND_MARGIN) and bool((np.diff(first) > 0).all())
 
 
 def distorted_steps(starts: np.ndarray, ends: np.ndarray, host_ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -224,8 +250,8 @@ def partition(sets):
 
 
 def breakdowns(table: EventTable, ctx: Context | None = None):
-    """(numbers, starts, durations, {category: ns per step, 'idle': ...}, tails, distorted)."""
-    nums, starts, ends, host_ends = step_spans(table)
+    """(numbers, starts, durations, {category: ns per step, 'idle': ...}, tails, distorted, clock)."""
+    nums, starts, ends, host_ends, clock = step_spans(table)
     cats = category_sets(table, ctx)
     res = {c: iv.measure(cats[c], starts, ends) for c in CATEGORIES}
     dur = ends - starts
@@ -234,4 +260,4 @@ def breakdowns(table: EventTable, ctx: Context | None = None):
         used += res[c]
     res["idle"] = dur - used
     tail, distorted = distorted_steps(starts, ends, host_ends)
-    return nums, starts, dur, res, tail, distorted
+    return nums, starts, dur, res, tail, distorted, clock

@@ -3,14 +3,16 @@
 One function computes each figure, so the Overview (`window_figures`), the per-rank rows of the
 run table (`rank_row`) and the run summary (`run_summary`) always show the same number:
 
-- shares are of the average step (`Digest.average.total_ns`), None when the window has no step
-  time (`step_shares`, the one place each is computed; docs/glossary.md words them):
+- every share is `share(part, total)`, None (unknown) without a total; the shares below are of the
+  average step (`Digest.average.total_ns`) or of one step (`step_shares`, the one place each is
+  computed; docs/glossary.md words them; the digest keeps times only, never a ratio):
   compute = (compute + overlapped) / step where the window has device work; on a window without
   any (CPU-only) the host operators are the computation: compute = host / step
   (`compute_source` "host"); communication not hidden = communication (not overlapped) / step;
   dataloader / step; idle = nothing recorded (the breakdown's Idle) / step; device idle = the step
   minus the device's busy time (compute, overlapped, communication, memcpy, memset) / step, None
-  without device work (the figure the suggestions quote).
+  without device work (the figure the suggestions quote). `category_shares`: each breakdown
+  category / step (the Overview's breakdown table and chart, the Scalars trends).
 - communication of this rank per step and for the mean step (`communication_figures`): total =
   overlapped + not overlapped of the step breakdown; wait / transfer from
   analysis/communication/wait_transfer.py (the one definition, the ranks table's too).
@@ -24,7 +26,10 @@ from __future__ import annotations
 
 import math
 
+import msgspec
+
 from . import digest_pb2 as pb
+from .figures import CategoryShares, MemoryFigure, SlowestOp, StepShares, WindowFigures, plain
 
 STEP_RANGE_PREFIX = "ProfilerStep#"
 SUMMARY_KEYS = ("step_ns", "compute_share", "comm_not_hidden_share", "memory_peak_bytes")
@@ -43,7 +48,8 @@ def kernel_total_ns(digest: pb.Digest) -> int:
     return sum(k.total_ns for k in digest.kernels_by_name if k.total_ns > 0)
 
 
-def _share(part: int, total: int) -> float | None:
+def share(part: int, total: int) -> float | None:
+    """part / total, the one ratio every share is: None (unknown) without a total or a part."""
     if total <= 0 or part < 0:
         return None
     value = part / total
@@ -73,40 +79,61 @@ def memory_peaks(digest: pb.Digest) -> list[dict]:
 
 
 DEVICE_BUSY = ("compute_ns", "overlapped_ns", "communication_ns", "memcpy_ns", "memset_ns")
+CATEGORIES = tuple(f.name[:-3] for f in pb.Breakdown.DESCRIPTOR.fields if f.name != "total_ns")
+
+
+def comm_not_hidden_share(breakdown: pb.Breakdown) -> float | None:
+    """Communication not overlapped by device compute / the breakdown's step time."""
+    return share(breakdown.communication_ns, breakdown.total_ns)
+
+
+def _category_shares(breakdown: pb.Breakdown) -> CategoryShares:
+    return CategoryShares(**{c: share(getattr(breakdown, f"{c}_ns"), breakdown.total_ns) for c in CATEGORIES})
+
+
+def category_shares(breakdown: pb.Breakdown) -> dict:
+    """Each breakdown category's time / the breakdown's step time (a step, or the average step)."""
+    return plain(_category_shares(breakdown))
+
+
+def _step_shares(breakdown: pb.Breakdown, on_device: bool) -> StepShares:
+    total = breakdown.total_ns
+    computing = breakdown.compute_ns + breakdown.overlapped_ns if on_device else breakdown.host_ns
+    busy = sum(getattr(breakdown, field) for field in DEVICE_BUSY)
+    return StepShares(
+        compute_share=share(computing, total),
+        compute_source="device" if on_device else "host",
+        comm_not_hidden_share=comm_not_hidden_share(breakdown),
+        dataloader_share=share(breakdown.dataloader_ns, total),
+        idle_share=share(breakdown.idle_ns, total),
+        device_idle_share=share(max(total - busy, 0), total) if on_device else None,
+    )
 
 
 def step_shares(breakdown: pb.Breakdown, on_device: bool) -> dict:
     """The shares of one breakdown (a step or the mean step): see the module doc."""
-    total = breakdown.total_ns
-    computing = breakdown.compute_ns + breakdown.overlapped_ns if on_device else breakdown.host_ns
-    busy = sum(getattr(breakdown, field) for field in DEVICE_BUSY)
-    return {
-        "compute_share": _share(computing, total),
-        "compute_source": "device" if on_device else "host",
-        "comm_not_hidden_share": _share(breakdown.communication_ns, total),
-        "dataloader_share": _share(breakdown.dataloader_ns, total),
-        "idle_share": _share(breakdown.idle_ns, total),
-        "device_idle_share": _share(max(total - busy, 0), total) if on_device else None,
-    }
+    return plain(_step_shares(breakdown, on_device))
 
 
 def window_figures(digest: pb.Digest) -> dict:
-    """The window's headline figures (GET /overview `figures`)."""
+    """The window's headline figures (GET /overview `figures`): figures.WindowFigures."""
     mean = digest.average
-    return {
-        "steps": len(digest.steps),
-        "total_step_ns": sum(max(0, s.dur_ns) for s in digest.steps),
-        "average_step_ns": mean.total_ns,
-        **step_shares(mean, has_device_work(digest)),
-        "memory": memory_peaks(digest),
-        "slowest_op": slowest_op(digest),
-    }
+    top = slowest_op(digest)
+    return plain(WindowFigures(
+        steps=len(digest.steps),
+        total_step_ns=sum(max(0, s.dur_ns) for s in digest.steps),
+        average_step_ns=mean.total_ns,
+        **msgspec.structs.asdict(_step_shares(mean, has_device_work(digest))),
+        average_shares=_category_shares(mean),
+        memory=[MemoryFigure(**m) for m in memory_peaks(digest)],
+        slowest_op=SlowestOp(**top) if top else None,
+    ))
 
 
 def _comm_row(breakdown: pb.Breakdown, split: dict) -> dict:
     return {"dur_ns": breakdown.total_ns, "total_ns": breakdown.overlapped_ns + breakdown.communication_ns,
             "overlapped_ns": breakdown.overlapped_ns, "not_overlapped_ns": breakdown.communication_ns,
-            "not_overlapped_share": _share(breakdown.communication_ns, breakdown.total_ns),
+            "not_overlapped_share": comm_not_hidden_share(breakdown),
             **{key: split.get(key, -1) for key in ("wait_ns", "p2p_wait_ns", "transfer_ns")}}
 
 

@@ -5,7 +5,8 @@ sorted and cut into pages here, so an answer holds at most MAX_LIMIT rows whatev
 `page(rows, fields, search_fields, sort=, order=, search=, offset=, limit=) -> Page`:
 - search: the rows where any of `search_fields` holds `search` (case-insensitive: casefold),
   all rows when it is empty; `total` counts them.
-- sort: one of `fields` (a row attribute); none: the rows keep their order. Numbers compare as
+- sort: one of `fields` (a row attribute, or "a.b": attribute b of the row's message a, as
+  "work.tflops"); none: the rows keep their order. Numbers compare as
   numbers, text casefolded; `order` "asc" or "desc" (default: "desc" for numbers, "asc" for text).
   Rows with equal numbers go by name (casefolded, A to Z, in either order) where the rows have a
   `name`; what is still equal keeps its order (the sort is stable in both directions).
@@ -17,11 +18,11 @@ The order of the last few (rows, sort, order, search) asked is kept (ORDERS_KEPT
 """
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
+
+from canning_tb.lru import LRU
 
 MAX_LIMIT = 1000
 ORDERS_KEPT = 8
@@ -47,8 +48,7 @@ class Page:
                 "order": self.order, "search": self.search}
 
 
-_orders: OrderedDict = OrderedDict()  # (id(rows), sort, order, search) -> (rows, order of the matching rows)
-_orders_lock = threading.Lock()
+_orders = LRU(ORDERS_KEPT)  # (id(rows), sort, order, search) -> (rows, order of the matching rows)
 
 
 def page(rows, fields: tuple, search_fields: tuple, *, sort: str | None = None, order: str | None = None,
@@ -62,27 +62,29 @@ def page(rows, fields: tuple, search_fields: tuple, *, sort: str | None = None, 
     if not 1 <= limit <= MAX_LIMIT:
         raise PageError(f"limit must be from 1 to {MAX_LIMIT}, not {limit}")
     if sort is not None and order is None:
-        order = "asc" if rows and isinstance(getattr(rows[0], sort), str) else "desc"
+        order = "asc" if rows and isinstance(value(rows[0], sort), str) else "desc"
     chosen = _ordered(rows, search_fields, sort, order, search)
     return Page([rows[i] for i in chosen[offset:offset + limit].tolist()], len(chosen), offset, limit, sort, order,
                 search)
 
 
+def value(row, field: str):
+    """The row's `field`; "a.b" reads attribute b of attribute a."""
+    for part in field.split("."):
+        row = getattr(row, part)
+    return row
+
+
 def _ordered(rows, search_fields: tuple, sort: str | None, order: str | None, search: str) -> np.ndarray:
     """The indexes of the rows that match, in the order asked (kept for the next pages)."""
     memo = (id(rows), search_fields, sort, order, search)
-    with _orders_lock:
-        kept = _orders.get(memo)
-        if kept is not None and kept[0] is rows:
-            _orders.move_to_end(memo)
-            return kept[1]
+    kept = _orders.get(memo)
+    if kept is not None and kept[0] is rows:
+        return kept[1]
     chosen = _matching(rows, search_fields, search)
     if sort is not None:
         chosen = chosen[_sorted(rows, chosen, sort, order == "desc")]
-    with _orders_lock:
-        _orders[memo] = (rows, chosen)  # the rows are held, so their id is not reused while kept
-        while len(_orders) > ORDERS_KEPT:
-            _orders.popitem(last=False)
+    _orders.put(memo, (rows, chosen))  # the rows are held, so their id is not reused while kept
     return chosen
 
 
@@ -96,7 +98,7 @@ def _matching(rows, search_fields: tuple, search: str) -> np.ndarray:
 
 def _sorted(rows, chosen: np.ndarray, sort: str, descending: bool) -> np.ndarray:
     """Positions into `chosen` that sort its rows by `sort`, ties in their order."""
-    values = [getattr(rows[i], sort) for i in chosen.tolist()]
+    values = [value(rows[i], sort) for i in chosen.tolist()]
     if values and isinstance(values[0], str):
         keys = [value.casefold() for value in values]
         return np.array(sorted(range(len(keys)), key=keys.__getitem__, reverse=descending), np.int64)

@@ -2,11 +2,15 @@
 of each operator's kernel time on them.
 
 - A kernel ran on Tensor Cores when its name contains one of TC_KERNEL_SUBSTRINGS (case-sensitive
-  substrings of the cuBLAS / cuDNN / CUTLASS kernel naming: the mma shape codes 884 / 1688 / 16816 /
-  8816, hmma / imma, xmma gemm / conv kernels, tf32 gemms, sm80+ cutlass tensorop kernels, flash
-  attention), as the old TensorBoard plugin's allowlist does.
+  substrings of the kernel naming of every architecture and library that runs on them: the cuBLAS /
+  cuDNN mma shape codes 884 / 1688 / 16816 / 8816, hmma / imma, NVIDIA's xmma kernels, cuBLASLt's
+  nvjet, CUTLASS tensorop and sm90 / sm100 mainloops (wgmma, tcgen05), DeepGEMM's FP8 and grouped
+  GEMMs, Marlin, FlashAttention 2 / 3, mem-efficient attention, cuDNN SDPA, FlashInfer prefill, and
+  Triton's mm templates and matmul / MoE kernels), as the old TensorBoard plugin's allowlist does for
+  the Volta / Turing names.
 - An operator is Tensor-Core eligible when its name is in TC_ELIGIBLE_OPS (the matmul / convolution
-  / attention-like ops autocast runs in fp16 / bf16, which cuBLAS / cuDNN can run on Tensor Cores).
+  / attention-like ops autocast runs in fp16 / bf16, their backward ops of 2021 and now
+  (aten::cudnn_convolution_backward_input / _weight), which cuBLAS / cuDNN can run on Tensor Cores).
 - op_tc_shares: per group of operator calls, the Tensor Core kernel time over all kernel time
   (KERNEL and COMM_KERNEL), of the kernels its calls launched themselves (self) and of those launched
   by them or any op inside them (total). A kernel under two nested calls of the same group counts
@@ -21,20 +25,37 @@ from .common import sum_up_tree
 from .context import Context
 
 TC_KERNEL_SUBSTRINGS = (
+    # cuBLAS / cuDNN mma shape codes (Volta 884, Turing / Ampere 1688, 16816, 8816) and instructions
     "h884", "s884", "h1688", "s1688", "i8816", "16816", "884gemm", "1688gemm", "hmma", "imma", "HMMA",
-    "xmma_gemm", "xmma_implicit_gemm", "xmma_fprop", "xmma_dgrad", "xmma_wgrad", "gemm_tf32", "tf32gemm",
-    "_tensorop_", "tensorop", "wmma", "sm80_xmma", "sm90_xmma", "flash_fwd", "flash_bwd", "fmha",
+    "gemm_tf32", "tf32gemm", "wmma",
+    # NVIDIA's xmma library (cuBLAS / cuDNN gemm and implicit-gemm conv, sm70 .. sm100), cuBLASLt's nvjet
+    # (Hopper / Blackwell), CUTLASS tensorop and its sm90 / sm100 mainloops (wgmma, tcgen05 / UMMA)
+    "xmma", "nvjet", "_tensorop_", "tensorop", "wgmma", "gmma", "Gmma", "GMMA", "MainloopSm90", "MainloopSm100",
+    "tcgen05", "Umma", "UMMA",
+    # DeepGEMM (FP8 / grouped GEMMs), Marlin (4-bit GEMMs), grouped GEMM libraries
+    "deep_gemm", "fp8_gemm", "Marlin", "marlin_", "grouped_gemm", "GroupedGemm",
+    # attention: FlashAttention 2 (flash_fwd / flash_bwd) and 3 (FlashAttnFwdSm90 ...), xformers / PyTorch
+    # mem-efficient (fmha), cuDNN's fused SDPA, FlashInfer prefill
+    "flash_fwd", "flash_bwd", "FlashAttn", "flash_attn", "fmha", "_sdpa_", "flash_fprop", "flash_bprop",
+    "BatchPrefill", "SinglePrefill", "PrefillWithKVCache",
+    # Triton: Inductor's mm / bmm / conv templates (tl.dot) and the matmul / MoE kernels named for it
+    "triton_tem_", "triton_mm", "matmul_kernel", "fused_moe_kernel",
 )
 
 TC_ELIGIBLE_OPS = frozenset(
     "aten::" + n for n in (
         "conv1d conv2d conv3d conv_tbc conv_transpose1d conv_transpose2d conv_transpose3d convolution _convolution "
-        "cudnn_convolution cudnn_convolution_transpose convolution_backward "
+        "cudnn_convolution cudnn_convolution_transpose convolution_backward convolution_backward_overrideable "
+        "cudnn_convolution_backward cudnn_convolution_backward_input cudnn_convolution_backward_weight "
+        "cudnn_convolution_transpose_backward cudnn_convolution_transpose_backward_input "
+        "cudnn_convolution_transpose_backward_weight cudnn_convolution_relu cudnn_convolution_add_relu "
         "addmm addmm_ addbmm baddbmm bmm mm matmul linear _addmm_activation chain_matmul addmv addr "
         "einsum tensordot prelu lstm_cell gru_cell rnn_tanh_cell rnn_relu_cell _thnn_fused_lstm_cell "
         "scaled_dot_product_attention _scaled_dot_product_efficient_attention _scaled_dot_product_flash_attention "
         "_scaled_dot_product_cudnn_attention _flash_attention_forward _efficient_attention_forward "
-        "mm_backward bmm_backward _scaled_mm"
+        "mm_backward bmm_backward _scaled_mm _scaled_grouped_mm _grouped_mm _int_mm "
+        "_flash_attention_backward _efficient_attention_backward _scaled_dot_product_flash_attention_backward "
+        "_scaled_dot_product_efficient_attention_backward _scaled_dot_product_cudnn_attention_backward"
     ).split())
 
 

@@ -10,7 +10,6 @@ else `fallback` (its position among its worker's windows) for windows without st
 from __future__ import annotations
 
 from . import digest_pb2 as pb
-from .compare.side import CATEGORIES
 from .summary import window_figures
 
 
@@ -19,8 +18,9 @@ def trend_scalars(digest: pb.Digest) -> dict[str, float]:
     out: dict[str, float] = {}
     if fig["average_step_ns"] > 0:
         out["step_time_ms"] = fig["average_step_ns"] / 1e6
-        for category in CATEGORIES:
-            out[f"breakdown_share/{category}"] = getattr(digest.average, f"{category}_ns") / fig["average_step_ns"]
+        for category, value in fig["average_shares"].items():
+            if value is not None:
+                out[f"breakdown_share/{category}"] = value
     if fig["comm_not_hidden_share"] is not None:
         out["comm_not_hidden_share"] = fig["comm_not_hidden_share"]
     peaks = [m for m in fig["memory"] if m["peak_bytes"] > 0]

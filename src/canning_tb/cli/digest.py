@@ -3,9 +3,9 @@
   canning-prof digest --input=PATH_OR_URL [--dask=SCHEDULER_ADDRESS] [--workers=N] [--cache-dir=DIR]
 
 Locally in processes by default, or across an existing Dask cluster (dask.distributed): each job
-reads its own window from the shared or object storage and writes the digest beside it (beside the
-manifest for our handler's windows; in the run's .canning/ cache, or the local cache for read-only
-or remote data, for the other formats). Windows already digested are skipped. One line per window
+reads its own window from the shared or object storage and writes the digest beside the manifest for
+our handler's windows, into the user's cache folder for the other formats (store/cache.py). Windows
+already digested by this analysis code are skipped; a handler's digest made by other code is made again. One line per window
 that could not be read; the exit status is 1 when any could not. For a remote logdir it then writes
 one object per run folder holding its manifests and digests (store/pack.py): a viewer with no local
 copy yet fetches it in one request instead of two per window.
@@ -32,20 +32,21 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--dask", default=None, metavar="SCHEDULER_ADDRESS",
                    help="run the jobs on this Dask cluster (tcp://host:8786) instead of local processes")
     p.add_argument("--workers", type=int, default=None, help="local processes (default: the cores, at most 8)")
-    p.add_argument("--cache-dir", default=None, help="where digests go when the data folder is read-only")
+    p.add_argument("--cache-dir", default=None,
+                   help="where the digests of other formats go (default: the user's cache folder)")
     p.add_argument("--follow-links", action="store_true",
                    help="also read files that symbolic links lead to outside --input")
     return p
 
 
 def jobs_for(store: Store) -> list[Job]:
-    """A job for every window of the store without a digest yet."""
+    """A job for every window of the store without a digest of this analysis code yet."""
     url = store.url
     out = []
     for run in store.runs():
         for worker in store.workers(run):
             for window in store.windows(run, worker.name):
-                if window.status != "ready" or store.has_digest(run, worker.name, window.id):
+                if window.status != "ready" or store.has_digest(run, worker.name, window.id, current=True):
                     continue
                 out.append(Job((run, worker.name, window.id), window, beside_of(window, url, store.logdir),
                                url, store.logdir))
@@ -100,7 +101,7 @@ def digest_command(argv: list[str]) -> int:
         for outcome in outcomes:
             if outcome.error:
                 failed.append(outcome)
-            elif outcome.written is None:  # other formats, or read-only data: the local cache
+            elif outcome.written is None:  # other formats, or read-only data: the user's cache
                 write_atomic(store.digest_cache_path(*outcome.ident), outcome.digest)
             bar.update(1)
     for outcome in sorted(failed, key=lambda o: o.ident):

@@ -4,6 +4,7 @@
   canning-prof --mode=view --input=PATH [--format=text|json] [--detail] [--worker=NAME]
   canning-prof --mode=compare --base=PATH --input=PATH [--format=text|json] [--fail-on-regression=PCT]
   canning-prof digest --input=PATH_OR_URL [--dask=SCHEDULER_ADDRESS]   (cli/digest.py)
+  canning-prof capture --logdir DIR [--run NAME] --steps N [--ranks 0,3] [--record-shapes ...]   (cli/capture.py)
 
 `view` prints the report of what PATH holds (a trace file, an *_ascend_pt folder, a run folder
 with many ranks, or a whole logdir): first the ranks of a run across each other, then each window
@@ -32,7 +33,8 @@ def _parser() -> argparse.ArgumentParser:
                "  canning-prof --mode=view --input=./log/run1 --format=json > report.json\n"
                "  canning-prof --mode=compare --base=./log/baseline --input=./log/candidate\n"
                "  canning-prof --mode=compare --base=./log/main --input=./log/pr --fail-on-regression=5\n"
-               "  canning-prof digest --input=s3://bucket/logs [--dask=tcp://scheduler:8786]",
+               "  canning-prof digest --input=s3://bucket/logs [--dask=tcp://scheduler:8786]\n"
+               "  canning-prof capture --logdir ./log --steps 3 --wait   (a running job with ps.on_demand())",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--mode", choices=["performance", "view", "compare"], required=True,
                    help="performance: run a script under the profiler; view: print a report; "
@@ -52,7 +54,8 @@ def _parser() -> argparse.ArgumentParser:
                         "which are otherwise summed up across ranks")
     p.add_argument("--worker", action="append", metavar="NAME",
                    help="view: the own report of this worker's windows (repeatable)")
-    p.add_argument("--cache-dir", default=None, help="where digests are cached when the data folder is read-only")
+    p.add_argument("--cache-dir", default=None,
+                   help="where digests are cached (default: the user's cache folder, $CANNING_CACHE_DIR)")
     p.add_argument("--follow-links", action="store_true",
                    help="view/compare: also read files that symbolic links lead to outside --input")
     p.add_argument("--wait", type=int, default=0, help="performance: steps skipped before each window")
@@ -68,6 +71,9 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["digest"]:
         return _digest(argv[1:])
+    if argv[:1] == ["capture"]:
+        from .capture import capture_command
+        return capture_command(argv[1:])
     args = _parser().parse_args(argv)
     if args.follow_links:  # the store's one policy for links (store/links.py) reads it
         os.environ[FOLLOW_ENV] = "1"

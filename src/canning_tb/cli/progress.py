@@ -1,24 +1,25 @@
-"""A one-line progress bar on stderr for long multi-window reads."""
+"""The progress bar of long multi-window reads (store.prefetch's `progress(done, total)`), drawn by tqdm
+on stderr as `canning-prof digest`'s is: a bar on a terminal, a few plain lines in a log."""
 from __future__ import annotations
 
 import sys
-import time
 
 
 class ProgressBar:
-    def __init__(self, what: str, stream=None, width: int = 30):
-        self.what, self.stream, self.width = what, stream or sys.stderr, width
-        self.started = time.monotonic()
-        self.tty = getattr(self.stream, "isatty", lambda: False)()
+    """A `progress(done, total)` callback; nothing is drawn for a single window."""
+
+    def __init__(self, what: str, stream=None):
+        self.what, self.stream = what, stream or sys.stderr
+        self._bar = None
 
     def __call__(self, done: int, total: int) -> None:
         if total <= 1:
             return
-        filled = int(self.width * done / total)
-        line = f"[{'#' * filled}{'.' * (self.width - filled)}] {done}/{total} {self.what} " \
-               f"{time.monotonic() - self.started:5.1f}s"
-        if self.tty:
-            self.stream.write("\r" + line + ("\n" if done == total else ""))
-        elif done in (0, total):  # logs: first and last line only
-            self.stream.write(line + "\n")
-        self.stream.flush()
+        if self._bar is None:
+            from tqdm import tqdm
+            tty = getattr(self.stream, "isatty", lambda: False)()
+            self._bar = tqdm(total=total, unit="window", desc=self.what, file=self.stream, dynamic_ncols=True,
+                             mininterval=0.1 if tty else 30.0)  # a log gets a line every 30 s, not one per window
+        self._bar.update(done - self._bar.n)
+        if done >= total:
+            self._bar.close()

@@ -105,6 +105,7 @@ def json_report(source: str, results, analyses, detailed: set) -> dict:
     and its whole digest when it is in `detailed`."""
     from canning_tb.analysis.summary import communication_figures, window_figures
     from canning_tb.analysis.communication.wait_transfer import own_figures
+    from canning_tb.analysis.efficiency.summary import roofline_figures
     read = [d for _, d, _ in results if d is not None]
     own = dict(zip(map(id, read), own_figures(read)))  # every window's own wait / transfer in one pass
     return {"schema": VIEW_SCHEMA, "input": source,
@@ -113,6 +114,8 @@ def json_report(source: str, results, analyses, detailed: set) -> dict:
                          "format": t.window.format, "error": err,
                          "figures": window_figures(d) if d is not None else None,
                          "communication": communication_figures(d, found=own[id(d)]) if d is not None else None,
+                         "roofline": roofline_figures(d) if d is not None else None,
+                         "coverage": to_plain(d.coverage) if d is not None else None,
                          "digest": to_plain(d) if d is not None and id(t) in detailed else None}
                         for t, d, err in results]}
 
@@ -148,6 +151,7 @@ def view(args) -> int:
 
 def _text_report(args, results, analyses, detailed: set) -> None:
     from canning_tb.analysis import report
+    from canning_tb.analysis.efficiency.summary import roofline_lines
     out = sys.stdout
     for run, position, members, analysis in analyses:
         where = "" if run == "." else f"{run} / "
@@ -163,5 +167,6 @@ def _text_report(args, results, analyses, detailed: set) -> None:
             out.write(f"error: {err}\n")
             continue
         out.write(report.window_report(digest, top=args.top) + "\n")
+        out.write("\n" + roofline_lines(digest) + "\n")
     if hidden:
         out.write(f"\n({hidden} windows of ranks summed up above; each one's report: --detail, or --worker=NAME)\n")

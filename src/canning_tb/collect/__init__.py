@@ -2,6 +2,7 @@
 from .activity import ProfilerActivity
 from .backend import NpuUnavailableError
 from .profile import Profile, profile, start, stop
-from .schedule import Schedule, schedule
+from .schedule import OnDemand, Schedule, on_demand, schedule
 
-__all__ = ["Profile", "profile", "start", "stop", "ProfilerActivity", "schedule", "Schedule", "NpuUnavailableError"]
+__all__ = ["Profile", "profile", "start", "stop", "ProfilerActivity", "schedule", "Schedule", "on_demand", "OnDemand",
+           "NpuUnavailableError"]

@@ -5,6 +5,7 @@ not the backend's, is handed to on_trace_ready: the handler then sees the step t
 and the settings, and user callbacks get op_summary() and friends.
 On NPU, results (key_averages, events, the summaries) come from the folder torch_npu's handler
 wrote for the last window (npu_results.py), since torch_npu's profile has no key_averages().
+With schedule=ps.on_demand() no profiler runs until a capture request asks for steps (on_demand.py).
 """
 import functools
 import os
@@ -17,15 +18,20 @@ from canning_tb.manifest import PROFILER_SETTINGS
 from . import backend as _backend
 from . import npu as _npu
 from . import npu_results as _npu_results
+from . import on_demand as _on_demand
 from . import summaries as _summaries
 from .activity import ProfilerActivity
+from .schedule import OnDemand
 
 _KEEP_STEPS = 4096  # step timestamps kept; a window is far shorter
 
 
 class Profile:
     def __init__(self, *, activities=None, schedule=None, on_trace_ready=None, start_on_cpu=False, **kwargs):
-        self._backend = _backend.resolve(activities, start_on_cpu=start_on_cpu, schedule=schedule, **kwargs)
+        # on demand: each capture builds its own profiler (on_demand.py); this one says which backend
+        self._on_demand = _on_demand.Driver(self, schedule, on_trace_ready) if isinstance(schedule, OnDemand) else None
+        self._backend = _backend.resolve(activities, start_on_cpu=start_on_cpu,
+                                         schedule=None if self._on_demand else schedule, **kwargs)
         self._start_on_cpu, self._kwargs = start_on_cpu, kwargs
         self.schedule = schedule
         self.on_trace_ready = on_trace_ready
@@ -57,12 +63,25 @@ class Profile:
 
     @property
     def step_num(self) -> int:
+        if self._on_demand is not None:  # steps count from start(), whether a capture runs or not
+            return self._on_demand.step
         return self.profiler.step_num if self.profiler is not None else 0
 
     def start(self):
         if self._running:
             warnings.warn("Profile.start() called while already running; ignored.", RuntimeWarning, stacklevel=2)
             return self
+        if self._on_demand is not None:  # no profiler until a capture asks for one
+            self._running = True
+            self._on_demand.start()
+            return self
+        self._begin_collection(0)
+        self.profiler.start()
+        self._running = True
+        return self
+
+    def _begin_collection(self, step: int) -> None:
+        """A new backend profiler for a collection whose first step is `step` (started by the caller)."""
         self._steps.clear()
         self._digest = None
         self._trace.forget()
@@ -73,15 +92,15 @@ class Profile:
             self._private_handler, self._private_dir = _npu.private_handler(self._backend.module, self,
                                                                             self._private_dir)
         self.profiler = self._new_backend_profile()
-        self._steps[0] = [time.time_ns(), None]
-        self.profiler.start()
-        self._running = True
-        return self
+        self._steps[step] = [time.time_ns(), None]
 
     def stop(self):
         if not self._running:
             return self
         self._running = False
+        if self._on_demand is not None:
+            self._on_demand.stop()  # a capture that records is cut short: its window is still written
+            return self
         self._end_step(self.step_num)
         if self.backend == "torch_npu" and self.schedule is None:
             _npu.quiet_stop(self.profiler)  # may call on_trace_ready for the window in progress
@@ -94,6 +113,9 @@ class Profile:
 
     def step(self):
         if not self._running:
+            return
+        if self._on_demand is not None:
+            self._on_demand.on_step()
             return
         now = self._end_step(self.step_num)
         self._steps[self.step_num + 1] = [now, None]
@@ -200,6 +222,11 @@ class Profile:
     def canning_trace_moved(self, path: str):
         """The handler moved the exported trace (published it, gzipped): the summaries read it there."""
         self._trace.moved_to(path)
+
+    def canning_window_written(self, manifest_name: str):
+        """The handler wrote a window (its manifest's name): a capture's status names it."""
+        if self._on_demand is not None:
+            self._on_demand.windows.append(manifest_name)
 
     def __getattr__(self, name):
         # Everything else (export_stacks, export_memory_timeline, add_metadata, ...) is the backend's.

@@ -82,3 +82,65 @@ def recorded_steps(sched, step_num: int) -> list:
         if steps and action_name(sched, s) == RECORD_AND_SAVE:
             break  # warmup=0 and wait=0: the previous window ended right before
     return steps[::-1]
+
+
+class OnDemand:
+    """`ps.on_demand()`: a schedule that records nothing until a capture request asks for steps.
+
+    The profile watches `<dir>/.canning-capture/` (dir: the handler's run folder, unless given) for a
+    request (capture_request.py) from TensorBoard's Capture action or `canning-prof capture`, and for
+    the capture it builds a profiler with the request's options; steps are numbered from the profile's
+    start, the same on every rank, so every rank that was asked records the same steps. Between
+    captures no profiler runs: prof.step() costs a counter and two attribute reads.
+    poll_s: how often the request file is read (in a background thread; the step never waits);
+    heartbeat_s: how often this rank writes its status (step, rate) for the writer to plan a start;
+    min_interval_s: at most one capture accepted per this many seconds (requests are rate-limited);
+    max_steps: the most steps one capture may record (at most capture_request.MAX_STEPS).
+    """
+
+    def __init__(self, dir=None, *, poll_s: float = 2.0, heartbeat_s: float = 10.0, min_interval_s: float = 30.0,
+                 max_steps: int | None = None):
+        from canning_tb.capture_request import MAX_STEPS
+        if not 0.01 <= poll_s <= 600 or not 0.05 <= heartbeat_s <= 3600 or not 0 <= min_interval_s <= 86400:
+            raise ValueError(f"on_demand: poll_s={poll_s} (0.01..600 s), heartbeat_s={heartbeat_s} (0.05..3600 s), "
+                             f"min_interval_s={min_interval_s} (0..86400 s)")
+        max_steps = MAX_STEPS if max_steps is None else max_steps
+        if not 1 <= max_steps <= MAX_STEPS:
+            raise ValueError(f"on_demand: max_steps={max_steps} must be 1..{MAX_STEPS}")
+        self.dir = None if dir is None else str(dir)
+        self.poll_s, self.heartbeat_s, self.min_interval_s = float(poll_s), float(heartbeat_s), float(min_interval_s)
+        self.max_steps = max_steps
+        self.window = None  # (first step, steps, request id) of the capture being recorded, or of the last one
+
+    def action(self, step: int) -> str:
+        if step < 0:
+            raise ValueError(f"step must be >= 0, got {step}")
+        if self.window is None:
+            return NONE
+        first, steps, _ = self.window
+        if step == first - 1:
+            return WARMUP
+        if first <= step < first + steps - 1:
+            return RECORD
+        return RECORD_AND_SAVE if step == first + steps - 1 else NONE
+
+    __call__ = action
+
+    def as_dict(self) -> dict:
+        out = {"on_demand": 1, "poll_s": self.poll_s, "heartbeat_s": self.heartbeat_s,
+               "min_interval_s": self.min_interval_s, "max_steps": self.max_steps}
+        if self.window is not None:
+            out.update(start_step=self.window[0], steps=self.window[1])
+        return out
+
+    def __repr__(self) -> str:
+        if self.window is None:
+            return "on_demand()"
+        first, steps, rid = self.window
+        return f"on_demand(capture={rid}, steps {first}-{first + steps - 1})"
+
+
+def on_demand(dir=None, *, poll_s: float = 2.0, heartbeat_s: float = 10.0, min_interval_s: float = 30.0,
+              max_steps: int | None = None) -> OnDemand:
+    """A schedule that profiles only when asked from TensorBoard (Capture) or `canning-prof capture`."""
+    return OnDemand(dir, poll_s=poll_s, heartbeat_s=heartbeat_s, min_interval_s=min_interval_s, max_steps=max_steps)

@@ -1,6 +1,7 @@
 """Atomic file writing: every file appears complete, by rename from a temp name readers skip
-(.<name>.<host>.<pid>.tmp). A failed write removes its temp file; the temp files of a killed process
-are removed by the next handler on the same host (remove_stale_temps)."""
+(.<name>.<host>.<pid>.tmp). A failed write removes its temp file, and the one torch's exporter writes
+beside it (Kineto writes `<name>.tmp`, renamed when complete: `.<name>.<host>.<pid>.tmp.tmp`); the temp
+files of a killed process are removed by the next handler on the same host (remove_stale_temps)."""
 import errno
 import gzip
 import json
@@ -12,7 +13,8 @@ _COUNT_TOKEN = b'"ph":'  # one per Chrome trace event; cheap to count while the 
 _CHUNK = 1 << 20
 
 
-_TEMP_RE = re.compile(r"^\..+\.(?P<pid>\d+)\.tmp$")
+_TEMP_RE = re.compile(r"^\..+\.(?P<pid>\d+)\.tmp(?:\.tmp)?$")
+EXPORTER_SUFFIX = ".tmp"  # what torch's exporter (Kineto) writes before renaming to the name it was given
 
 
 def tmp_name(dir_name: str, final: str) -> str:
@@ -42,7 +44,8 @@ def remove_stale_temps(dir_name: str) -> list[str]:
 def stale_temp(name: str, host: str) -> bool:
     """A temp file name of a process of this host that no longer runs."""
     found = _TEMP_RE.match(name)
-    return bool(found) and name.endswith(f".{host}.{found.group('pid')}.tmp") and not alive(int(found.group("pid")))
+    mine = name.endswith((f".{host}.{found.group('pid')}.tmp", f".{host}.{found.group('pid')}.tmp.tmp")) if found else False
+    return mine and not alive(int(found.group("pid")))
 
 
 def alive(pid: int) -> bool:
@@ -73,18 +76,41 @@ def claim_temp(path: str) -> None:
 
 def check_complete(path: str) -> None:
     """The profiler logs a failed write and leaves a cut file (file too large, disk full): a Chrome
-    trace ends with '}'. Said as the OS error the next byte meets, else as an incomplete trace."""
+    trace ends with '}'. Said as the OS error the next byte meets (the cut file is the exporter's own
+    `<path>.tmp` when it never got to rename it); a cut at the process's file-size limit is EFBIG."""
     size = os.path.getsize(path)
     with open(path, "rb") as f:
         f.seek(max(0, size - 256))
         tail = f.read()
     if tail.rstrip().endswith((b"}", b"]")):
         return
-    with open(path, "ab") as f:  # EFBIG, ENOSPC, EROFS... surface here
+    cut = path + EXPORTER_SUFFIX if os.path.exists(path + EXPORTER_SUFFIX) else path
+    cut_size = os.path.getsize(cut)
+    limit = _file_size_limit()
+    if limit is not None and cut_size + _CHUNK >= limit:  # the writer's next buffer would not fit
+        raise OSError(errno.EFBIG, f"File too large: the trace reached the file-size limit of {limit} bytes "
+                                   f"({cut_size} bytes written)")
+    with open(cut, "ab") as f:  # EFBIG, ENOSPC, EROFS... surface here
         f.write(b" ")
         f.flush()
         os.fsync(f.fileno())
-    raise OSError(errno.EIO, f"the profiler wrote an incomplete trace ({size} bytes)")
+    raise OSError(errno.EIO, f"the profiler wrote an incomplete trace ({cut_size} bytes)")
+
+
+def _file_size_limit() -> int | None:
+    """The process's file-size limit (RLIMIT_FSIZE) in bytes, None when unlimited or unknown."""
+    try:
+        import resource
+        soft = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+    except (ImportError, OSError, ValueError, AttributeError):
+        return None
+    return None if soft == resource.RLIM_INFINITY else soft
+
+
+def discard_temp(path: str) -> None:
+    """Remove a temp file of ours and what the exporter left beside it (`<path>.tmp`)."""
+    for name in (path, path + EXPORTER_SUFFIX):
+        _remove(name)
 
 
 def is_temp(name: str) -> bool:

@@ -75,6 +75,9 @@ class TraceHandler:
             self._warn("window", index, f"{type(e).__name__}: {e}")
             return
         self._failing.discard("window")
+        written = getattr(prof, "canning_window_written", None)
+        if written is not None:  # a capture's status names the windows it wrote
+            written(manifest.manifest)
         self._write_scalars(manifest)
         if self.remote is not None:  # the uploader waits for torch_npu's background analysis (async)
             scalars = self._scalars.path if self._scalars is not None else None
@@ -132,8 +135,7 @@ class TraceHandler:
             if moved is not None:  # torch saves a trace once: the profile's summaries read it from here
                 moved(dst)
         finally:
-            if os.path.exists(raw):
-                os.remove(raw)
+            files.discard_temp(raw)  # ours, and the exporter's own <raw>.tmp after a failed write
         return [FileEntry(name, os.path.getsize(dst))], events
 
     def _npu_window(self, prof, worker):

@@ -5,9 +5,14 @@ repair works in place, the top-level object is decoded into zero-copy `msgspec.R
 array is decoded a few MB at a time so that only one chunk of Python objects is alive at once.
 
 Files are read, never memory-mapped: a trace rewritten in place while it is read (a script exporting
-again to the same name) then gives at worst bad JSON for that read, never a SIGBUS. What a file
-expands to is capped (`CANNING_MAX_TRACE_BYTES`), and a caller may cap it lower for its own process
-(`host_limit`): a gzip bomb is stopped while it is decompressed, whatever its trailer claims.
+again to the same name) then gives at worst bad JSON for that read, never a SIGBUS. Every file is
+opened through canning_tb/safe_files.py (a regular file inside the logdir, checked on the descriptor).
+
+Memory follows what a file holds, not what it expands to: gzip is decompressed a piece at a time and
+whitespace outside strings is dropped as it comes (JSON does not need it), so a file of gigabytes of
+whitespace costs nothing. What is kept of one file is capped (`CANNING_MAX_TRACE_BYTES`, by default
+a quarter of the machine's memory, or of the container's limit), and a caller may cap it lower for its
+own process (`host_limit`): a gzip bomb is stopped while it is decompressed, whatever its trailer claims.
 """
 from __future__ import annotations
 
@@ -21,14 +26,21 @@ from typing import Any, Callable, Iterator
 import msgspec
 import numpy as np
 
+from canning_tb.safe_files import open_file
+
 from .file_head import file_head
 from .table import InputError, Problem
 
 CHUNK = 4 << 20  # bytes of array text decoded at once
 _READ = 1 << 20
 CAP_ENV = "CANNING_MAX_TRACE_BYTES"
-DEFAULT_CAP = 8 << 30
-_DEFLATE_MAX_RATIO = 1032  # deflate cannot expand more than this: bounds what a trailer may claim
+MEMORY_SHARE = 4  # by default one file may keep at most 1/MEMORY_SHARE of the machine's memory
+_PREALLOC_RATIO = 16  # a trailer's claim is trusted for the first allocation up to this ratio (traces gzip ~10x)
+_LONG_SPACE = 256  # runs of whitespace this long are looked at (and dropped outside strings) as they come
+_SPACES = b" " * _LONG_SPACE
+_ALL_SPACE = bytes.maketrans(b"\t\r\n", b"   ")
+_SPACE_RUN = re.compile(rb" *")
+_SQUEEZE_RATIO = 64  # a piece that expanded more than this from its input is looked at for whitespace
 TOO_DEEP = "JSON nested deeper than the decoder allows (about 1,000 levels)"
 
 _BAD_TOKEN = re.compile(rb"([\[:,]\s*)(?:-?Infinity|NaN|nan|-?inf|N/A|undefined)(?=\s*[,\]}])")
@@ -55,12 +67,30 @@ def host_limit(nbytes: int | None):
         _host_limit.reset(token)
 
 
+def machine_memory() -> int:
+    """Bytes of memory this process may use: the machine's, or its container's limit (cgroup) when lower."""
+    try:
+        total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        total = 16 << 30
+    for limit_file in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            with open(limit_file, encoding="ascii") as f:  # the kernel's, not the user's
+                text = f.read().strip()
+        except OSError:
+            continue
+        if text.isdigit():
+            total = min(total, int(text))
+    return total
+
+
 def expansion_cap() -> int:
-    """The most bytes one file may expand to (`CANNING_MAX_TRACE_BYTES`, default 8 GiB)."""
+    """The most bytes of one file kept in memory (`CANNING_MAX_TRACE_BYTES`, default a quarter of
+    machine_memory(), at least 256 MiB)."""
     try:
         return max(1, int(os.environ.get(CAP_ENV, "")))
     except ValueError:
-        return DEFAULT_CAP
+        return max(256 << 20, machine_memory() // MEMORY_SHARE)
 
 
 def _size_text(nbytes: int) -> str:
@@ -102,7 +132,7 @@ def read_bytes(path: str) -> bytearray:
     may shrink, grow or change while it is read: what was read is returned (bad JSON at worst)."""
     limits = _Limits(path)
     try:
-        handle = open(path, "rb")
+        handle = open_file(path)
     except OSError as e:
         raise InputError(path, f"cannot open: {e.strerror or e}") from None
     with handle:
@@ -144,14 +174,16 @@ def _read_plain(handle, size: int, start: bytes, limits: _Limits) -> bytearray:
 
 
 def _gunzip(path: str, handle, comp_size: int, limits: _Limits) -> bytearray:
-    """Stream-decompress (members one after the other), checking the limits as the bytes come. The
-    trailer's size (mod 2**32, and anyone can write it) only sizes the first allocation, when plausible."""
+    """Stream-decompress (members one after the other), whitespace outside strings dropped as it comes
+    (_Squeeze), checking the limits against what is kept. The trailer's size (mod 2**32, and anyone can
+    write it) only sizes the first allocation, when plausible for a trace."""
     handle.seek(max(0, comp_size - 4))
     claimed = int.from_bytes(handle.read(4), "little") if comp_size >= 18 else 0
-    plausible = min(limits.cap, limits.host or limits.cap, _DEFLATE_MAX_RATIO * comp_size)
+    plausible = min(limits.cap, limits.host or limits.cap, _PREALLOC_RATIO * comp_size)
     out = bytearray(claimed if 0 < claimed <= plausible else min(4 * comp_size, plausible))
     handle.seek(0)
-    pos, pending, member = 0, b"", None
+    pos, pending, member, expanded = 0, b"", None, 0
+    squeeze = _Squeeze(out)
     try:
         while True:
             if not pending:
@@ -164,20 +196,92 @@ def _gunzip(path: str, handle, comp_size: int, limits: _Limits) -> bytearray:
                     continue
                 member = zlib.decompressobj(wbits=31)
             piece = member.decompress(pending, _READ * 4)
+            used = len(pending) - len(member.unconsumed_tail) - len(member.unused_data)
             pending = member.unconsumed_tail
-            pos = _append(out, pos, piece, limits)
+            expanded += len(piece)
+            pos = _append(out, pos, squeeze.piece(piece, pos, len(piece) / max(used, 1)), limits)
             if member.eof:
                 pending, member = member.unused_data, None
         if member is not None:
-            pos = _append(out, pos, member.flush(), limits)
+            pos = _append(out, pos, squeeze.piece(member.flush(), pos, 0), limits)
     except zlib.error as e:
         raise InputError(path, f"corrupt gzip stream ({e})") from None
     if member is not None and not member.eof:
-        raise InputError(path, f"truncated gzip stream (ends after {pos} uncompressed bytes)")
+        raise InputError(path, f"truncated gzip stream (ends after {expanded} uncompressed bytes)")
     del out[pos:]
-    if pos == 0:
+    if expanded == 0:
         raise InputError(path, "empty file (empty gzip stream)")
     return out
+
+
+class _Squeeze:
+    """Drops long runs of whitespace outside JSON strings from decompressed pieces as they come.
+
+    Whether a run lies inside a string is the parity of the unescaped quotes before it, counted only
+    when a long run is found, over what was kept since the last count: a quote after k backslashes is
+    unescaped when k is even, so their number is the alternating sum of the counts of '"', '\\"',
+    '\\\\"', ... (each pattern matches once at each quote with at least that many backslashes before it;
+    _unescaped_quotes). A trace without long runs pays one translate and one find per piece."""
+
+    def __init__(self, out: bytearray):
+        self.out, self.counted, self.odd = out, 0, False
+        self.spaced_end = False  # what was kept ends in a run of whitespace outside a string
+
+    def piece(self, piece: bytes, end: int, ratio: float) -> bytes:
+        """What to keep of `piece`, which follows out[:end] and expanded `ratio` times from its input:
+        pieces of a trace (deflate shrinks JSON text 5-30x) are kept as they are, at no cost."""
+        if ratio < _SQUEEZE_RATIO or not piece:
+            self.spaced_end = False
+            return piece
+        if not piece.translate(None, b" \t\r\n"):  # all whitespace: a bomb's pieces
+            if self.spaced_end:
+                return b""
+            self._sync(end, piece, 0)
+            self.spaced_end = not self.odd
+            return piece if self.odd else piece[:1]  # inside a string it is kept (the cap bounds it)
+        flat = piece.translate(_ALL_SPACE)
+        lo = _SPACE_RUN.match(flat).end() if self.spaced_end else 0  # the run goes on: drop it
+        if lo == len(flat):
+            return b""
+        at = flat.find(_SPACES, lo)
+        if at < 0:
+            self.spaced_end = False
+            return piece[lo:]
+        self._sync(end, piece, lo)
+        parts, spaced = [], False
+        while at >= 0:
+            stop = _SPACE_RUN.match(flat, at).end()
+            self.odd ^= _unescaped_quotes(piece, lo, at) & 1
+            parts.append(piece[lo:stop] if self.odd else piece[lo:at + 1])  # outside: one byte of the run stays
+            spaced, lo = not self.odd and stop == len(flat), stop
+            at = flat.find(_SPACES, lo)
+        self.counted = end + sum(map(len, parts))  # counted up to here; the rest at the next sync
+        parts.append(piece[lo:])
+        self.spaced_end = spaced
+        return b"".join(parts)
+
+    def _sync(self, end: int, piece: bytes, lo: int) -> None:
+        """The parity up to out[end]; then the quote piece[lo:] may start with after backslashes that
+        out ends with (an escape cut between two pieces)."""
+        out = self.out
+        if self.counted < end:
+            self.odd ^= _unescaped_quotes(out, self.counted, end) & 1
+            self.counted = end
+        if lo == 0 and end and out[end - 1] == 0x5C:  # a backslash
+            tail = bytes(out[max(0, end - 64):end])
+            before = len(tail) - len(tail.rstrip(b"\\"))
+            within = len(piece[:64]) - len(piece[:64].lstrip(b"\\"))
+            if piece[within:within + 1] == b'"':  # counted as unescaped when `within` is even; it is when the sum is
+                self.odd ^= (within % 2 == 0) != ((before + within) % 2 == 0)
+
+
+def _unescaped_quotes(buf, lo: int, hi: int) -> int:
+    total, sign, pattern = 0, 1, b'"'
+    while True:
+        n = buf.count(pattern, lo, hi)
+        if not n:
+            return total
+        total, sign, pattern = total + sign * n, -sign, b"\\" + pattern
 
 
 def _append(out: bytearray, pos: int, piece: bytes, limits: _Limits) -> int:
@@ -383,7 +487,7 @@ class ArrayPlan:
         between two elements near equal sizes."""
         lo, stop = self.start + 1, self.end - 1
         bounds = [lo]
-        with open(path, "rb") as f:
+        with open_file(path) as f:
             for k in range(1, parts):
                 at = lo + (stop - lo) * k // parts
                 f.seek(at)
@@ -398,7 +502,7 @@ class ArrayPlan:
 def plan_array(path: str, min_bytes: int) -> ArrayPlan | None:
     """The plan of a plain (not gzipped) file of at least min_bytes whose top-level object holds
     traceEvents between a small head and tail; None for anything else (then read it whole)."""
-    with open(path, "rb") as f:
+    with open_file(path) as f:
         size = os.fstat(f.fileno()).st_size
         if size < max(min_bytes, 4 * _EDGE):
             return None
@@ -424,7 +528,7 @@ def iter_file_chunks(path: str, lo: int, hi: int, decode: Callable[[bytes], Any]
                      on_utf8: Callable[[], None]) -> Iterator[Any]:
     """iter_chunks over the array elements in the file's bytes [lo, hi), read a block at a time;
     each block ends where an element ends ('}' before ',' '{')."""
-    with open(path, "rb") as f:
+    with open_file(path) as f:
         pos = lo
         while pos < hi:
             f.seek(pos)

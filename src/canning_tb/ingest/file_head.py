@@ -5,12 +5,14 @@ from __future__ import annotations
 import gzip
 import zlib
 
+from canning_tb.safe_files import read_file
+
 
 def file_head(path: str, limit: int) -> bytes:
-    """Up to `limit` bytes of the file's content (decompressed for gzip); b"" when unreadable."""
+    """Up to `limit` bytes of the file's content (decompressed for gzip); b"" when unreadable (or not a
+    regular file inside the logdir: safe_files)."""
     try:
-        with open(path, "rb") as f:
-            head = f.read(limit)
+        head = read_file(path, limit)
         if head[:2] == b"\x1f\x8b":
             head = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(head, limit)
     except (OSError, zlib.error, gzip.BadGzipFile):

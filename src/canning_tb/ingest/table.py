@@ -8,6 +8,7 @@ bytes. Readers convert; nothing downstream converts again.
 """
 from __future__ import annotations
 
+import codecs
 import enum
 import json
 import os
@@ -18,6 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+
+from canning_tb import safe_files
 
 from .side_tables import Columns, check_rows
 
@@ -40,17 +43,23 @@ class Kind(enum.IntEnum):
 
 
 _COMM_KERNEL_RE = re.compile(r"^(nccl|ncclDevKernel|ncclKernel|rccl|hcom_|hccl|Hccl)", re.I)
+# expert-parallel token exchange (an all-to-all): DeepEP's dispatch / combine (demangled and mangled),
+# pplx-kernels, TensorRT-LLM's MoE all-to-all, AMD MoRI's EP kernels
+EP_EXCHANGE_RE = re.compile(
+    r"deep_ep::\w+::\w*(dispatch|combine)\b|_ZN7deep_ep\d+(?:intranode|internode|internode_ll)\d+\w*?(?:dispatch|combine)"
+    r"(?=[IE])|pplx::(?:\w+::)*\w*(?:[Dd]ispatch|[Cc]ombine)|moeA2A\w*(?:Dispatch|Combine)|[Mm]oe_?[Aa]2[Aa]|"
+    r"mori::\w*(?:::\w+)*(?:Dispatch|Combine)|EpDispatch|EpCombine|all_?to_?all\w*[Kk]ernel")
 # collective kernel families named inside a (demangled, templated) kernel name: NCCL, torch
 # symmetric memory (multimem / one-shot / two-shot all-reduce, all-gather ...), vLLM's custom
-# all-reduce, DeepEP's dispatch / combine
+# all-reduce, NVSHMEM's transfers, the expert-parallel exchange above
 _COMM_KERNEL_IN_RE = re.compile(
     r"ncclKernel|ncclDevKernel|(multimem|one_shot|two_shot)_\w*(all_reduce|all_gather|reduce_scatter|allreduce)"
-    r"|symmetric_memory::|cross_device_reduce|deep_ep::\w+::\w*(dispatch|combine)\b")
+    r"|symmetric_memory::|cross_device_reduce|nvshmemi?_\w*kernel")
 
 
 def is_comm_kernel_name(name: str) -> bool:
     """Device events that are collectives rather than compute (shared by all readers)."""
-    return bool(_COMM_KERNEL_RE.match(name) or _COMM_KERNEL_IN_RE.search(name))
+    return bool(_COMM_KERNEL_RE.match(name) or _COMM_KERNEL_IN_RE.search(name) or EP_EXCHANGE_RE.search(name))
 
 
 # Column name -> dtype. All columns of a table have the same length.
@@ -72,6 +81,9 @@ EVENT_COLUMNS: dict[str, Any] = {
     "blocks": np.int64,  # NPU block dim / GPU blocks (grid product), NONE if unknown
     "bytes": np.int64,  # bytes moved by a collective or copy, NONE if unknown
     "group": np.int32,  # string id of the communication group, NONE if none
+    # string id of the operator's other arguments the FLOPs / bytes models read (ingest/op_args.py:
+    # input dtypes, concrete scalar inputs, NPU kernel type, formats, output shapes), NONE if none
+    "args": np.int32,
 }
 
 # Optional per-event measurements some formats carry for device work (EventTable.metrics):
@@ -87,6 +99,8 @@ METRIC_SHARED_MEMORY = "shared_memory_bytes"
 METRIC_AIC_TIME = "aic_time_ns"
 METRIC_AIV_TIME = "aiv_time_ns"
 METRIC_MIX_BLOCK_DIM = "mix_block_dim"
+# host operators: the FLOPs the profiler itself counted (torch_npu's `flops` arg with with_flops=True)
+METRIC_FLOPS = "flops"
 
 MEMORY_COLUMNS: dict[str, Any] = {
     "ts": np.int64,  # ns
@@ -222,10 +236,8 @@ class EventTable:
         columnar = {k: v for k, v in self.side.items() if isinstance(v, Columns)}
         for name, table in columnar.items():  # big side tables travel as arrays, never as JSON rows
             arrays.update({f"s_{name}__{c}": a for c, a in table.data.items()})
-        tmp = f"{path_prefix}.npz.tmp{os.getpid()}"
-        with open(tmp, "wb") as f:
-            np.savez(f, **arrays)
-        os.replace(tmp, path_prefix + ".npz")
+        # safe_files: never through a link where the cache folder sits inside a logdir (.canning)
+        safe_files.atomic_write(path_prefix + ".npz", write=lambda f: np.savez(f, **arrays))
         sidecar = {
             "strings": self.strings.values,
             "meta": self.meta.__dict__,
@@ -234,26 +246,25 @@ class EventTable:
             "side_columns": {k: v.strings for k, v in columnar.items()},
             "metrics": metric_names,
         }
-        tmp = f"{path_prefix}.json.tmp{os.getpid()}"
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(sidecar, f, default=_jsonable)
-        os.replace(tmp, path_prefix + ".json")
+        safe_files.atomic_write(path_prefix + ".json",
+                                write=lambda f: json.dump(sidecar, codecs.getwriter("utf-8")(f), default=_jsonable))
 
     @classmethod
     def load(cls, path_prefix: str, lazy: bool = False) -> "EventTable":
         """The cached table; `lazy`: each column is read from the file when first used (a viewer that
         needs two columns of a big window does not wait for all of them)."""
-        with open(path_prefix + ".json", encoding="utf-8") as f:
+        # safe_files: a cache inside a logdir (.canning) is a regular file there, never a FIFO or a link out
+        with safe_files.open_file(path_prefix + ".json", "r", encoding="utf-8") as f:
             sidecar = json.load(f)
         names = sidecar.get("metrics", [])  # the measurement columns are few: read at once
         side = sidecar.get("side", {})
         if lazy:
-            archive = np.load(path_prefix + ".npz")
+            archive = np.load(safe_files.open_file(path_prefix + ".npz"))  # kept open: columns are read later
             events, memory = LazyColumns(archive, "e_", EVENT_COLUMNS), LazyColumns(archive, "m_", MEMORY_COLUMNS)
             metrics = {k: archive[f"x_{i}"] for i, k in enumerate(names)}
             side.update(_side_columns(archive, sidecar))
         else:
-            with np.load(path_prefix + ".npz") as z:
+            with safe_files.open_file(path_prefix + ".npz") as f, np.load(f) as z:
                 events = {k: z[f"e_{k}"] for k in EVENT_COLUMNS}
                 memory = {k: z[f"m_{k}"] for k in MEMORY_COLUMNS}
                 metrics = {k: z[f"x_{i}"] for i, k in enumerate(names)}

@@ -36,6 +36,13 @@ def window_digest(store, run: str, worker: str, window: str, fields: tuple | Non
     from canning_tb.ingest.table import InputError  # numpy: on the first request, not at TensorBoard start
 
     try:
+        found = store.window(run, worker, window)
+    except KeyError:
+        raise unknown_window(run, worker, window) from None
+    if getattr(store, "remote", None) is None and not os.path.lexists(found.path):  # deleted since the last scan: never another's figures
+        raise RouteError(404, f"{run} / {worker} / {window} is gone: its files were deleted or moved since the "
+                              "logdir was listed")
+    try:
         return store.digest_part(run, worker, window, fields) if fields else store.digest(run, worker, window)
     except KeyError:
         raise unknown_window(run, worker, window) from None

@@ -14,6 +14,12 @@ from tensorboard.plugins import base_plugin
 class CanningLoader(base_plugin.TBLoader):
     """Builds the plugin; TensorBoard skips it (and keeps running) if this returns None."""
 
+    def define_flags(self, parser):
+        parser.add_argument("--canning_capture", action="store_true", default=False,
+                            help="canning: allow the Capture action, which asks a running job that uses "
+                                 "ps.on_demand() to record steps (it writes a request file into the run folder); "
+                                 "off by default, as TensorBoard has no authentication (also CANNING_CAPTURE=1)")
+
     def load(self, context):
         from .plugin import CanningPlugin
 

@@ -1,12 +1,13 @@
-"""The TensorBoard plugin: thin routes (parse the request -> a `*_impl` of sections.py / ranks.py
--> JSON). The routes, their parameters, answers and errors: docs/http_api.md.
+"""The TensorBoard plugin: thin routes (the declared query -> a `*_impl` of sections.py / ranks.py /
+compare_routes.py / timeline.py -> the answer), each behind the one boundary of boundary.py (one
+parse, one error mapping, msgspec JSON). The route table is ROUTES (and timeline_routes.py); the
+routes, their parameters, answers and errors: docs/http_api.md.
 
 The plugin holds a Scanner (store/scanner.py): the Store is built and refreshed in a background
-thread, so `is_active()` and /runs never wait on a big logdir. Errors are JSON {"error": ...}.
+thread, so `is_active()` and /runs never wait on a big logdir.
 """
 from __future__ import annotations
 
-import json
 import logging
 import os
 
@@ -14,17 +15,20 @@ from tensorboard.backend import http_util
 from tensorboard.plugins import base_plugin
 from werkzeug import wrappers
 
-from canning_tb.csv_cells import csv_chunks
-from canning_tb.remote_fs import RemoteError, scrub
+from canning_tb.remote_fs import scrub
 from canning_tb.store.scanner import Scanner, default_store
 from canning_tb.store.trends import TrendWriter
 
 from . import sections
-from .compare_routes import compare_request
+from .capture_routes import CaptureRoutes, capture_enabled
+from .boundary import Param, Query, app, encode, json_response
+from .compare_routes import COMPARE_QUERY, compare_request
+from .efficiency_routes import roofline_impl
 from .errors import RouteError
 from .logdir import normalize_logdir
 from .ranks import cluster_impl, position_of
 from .timeline_routes import timeline_apps
+from .trends import trends_impl
 
 log = logging.getLogger("canning_tb.plugin")
 
@@ -43,47 +47,53 @@ export function render() {
 """
 
 
-def _required(args, *names: str) -> list[str]:
-    missing = [n for n in names if not args.get(n)]
-    if missing:
-        raise RouteError(400, f"missing parameter: {', '.join(missing)}")
-    return [args[n] for n in names]
+WINDOW = (Param("run", required=True), Param("worker", required=True), Param("window", required=True))
+PAGING = (Param("sort"), Param("order"), Param("search"), Param("offset", "int"), Param("limit", "int"))
 
 
-def _int(args, name: str) -> int | None:
-    """An optional integer parameter (None when absent or empty)."""
-    value = args.get(name)
-    if value in (None, ""):
-        return None
-    try:
-        return int(value)
-    except ValueError:
-        raise RouteError(400, f"{name} must be an integer, not {value!r}") from None
-
-
-def _paging(args) -> dict:
+def paging(q: Query) -> dict:
     """A table's sort, order, search, offset and limit (analysis/table_page.py), those given."""
-    paging = {name: args[name] for name in ("sort", "order", "search") if args.get(name) not in (None, "")}
-    for name in ("offset", "limit"):
-        value = _int(args, name)
-        if value is not None:
-            paging[name] = value
-    return paging
+    return {name: q[name] for name in ("sort", "order", "search", "offset", "limit") if q.get(name) is not None}
 
 
-def _operators(store, run, worker, window, args):
-    if "detail" in args:
-        return sections.operator_detail_impl(store, run, worker, window, args.get("detail", ""), args.get("shapes"))
-    return sections.operators_impl(store, run, worker, window, args.get("group_by", "name"), _paging(args))
+def _window(impl):
+    """handle(store, q) of a route about one window: impl(store, run, worker, window)."""
+    return lambda store, q: impl(store, q.run, q.worker, q.window)
 
 
-def _kernels(store, run, worker, window, args):
-    return sections.kernels_impl(store, run, worker, window, _paging(args))
+def _operators(store, q):
+    if q.detail is not None:
+        return sections.operator_detail_impl(store, q.run, q.worker, q.window, q.detail, q.shapes)
+    return sections.operators_impl(store, q.run, q.worker, q.window, q.group_by, paging(q))
 
 
-def _memory_range(store, run, worker, window, args):
-    (device,) = _required(args, "device")
-    return sections.memory_range_impl(store, run, worker, window, device, _int(args, "start_ns"), _int(args, "end_ns"))
+def _csv(rows_of):
+    return lambda store, q: rows_of(store, q.run, q.worker, q.window, q.group_by, paging(q))
+
+
+def _memory_range(store, q):
+    return sections.memory_range_impl(store, q.run, q.worker, q.window, q.device, q.start_ns, q.end_ns)
+
+
+# route -> (declared query, answer kind, handle(store, query)); timeline routes: timeline_routes.py.
+# A new route is one line here (and its section in docs/http_api.md).
+GROUP = Param("group_by", default="name")
+ROUTES = {
+    "/overview": (WINDOW, "json", _window(sections.overview_impl)),
+    "/operators": (WINDOW + PAGING + (GROUP, Param("detail"), Param("shapes")), "json", _operators),
+    "/kernels": (WINDOW + PAGING, "json", lambda store, q: sections.kernels_impl(store, q.run, q.worker, q.window,
+                                                                                  paging(q))),
+    "/operators.csv": (WINDOW + PAGING + (GROUP,), "csv", _csv(sections.operators_csv)),
+    "/kernels.csv": (WINDOW + PAGING + (GROUP,), "csv", _csv(sections.kernels_csv)),
+    "/memory": (WINDOW, "json", _window(sections.memory_impl)),
+    "/memory_range": (WINDOW + (Param("device", required=True), Param("start_ns", "int"), Param("end_ns", "int")),
+                      "json", _memory_range),
+    "/communication": (WINDOW, "json", _window(sections.communication_impl)),
+    "/suggestions": (WINDOW, "json", _window(sections.suggestions_impl)),
+    "/modules": (WINDOW, "json", _window(sections.modules_impl)),
+    "/roofline": (WINDOW, "json", _window(roofline_impl)),
+    "/compare": (COMPARE_QUERY, "json", compare_request),
+}
 
 
 def _read_only(app):
@@ -91,9 +101,9 @@ def _read_only(app):
     def guarded(environ, start_response):
         if environ.get("REQUEST_METHOD", "GET") in ("GET", "HEAD"):
             return app(environ, start_response)
-        body = json.dumps({"error": f"method {environ.get('REQUEST_METHOD')} not allowed: only GET and HEAD"})
+        body = encode({"error": f"method {environ.get('REQUEST_METHOD')} not allowed: only GET and HEAD"})
         response = wrappers.Response(body, status=405, content_type="application/json",
-                                     headers={"Allow": "GET, HEAD"})
+                                     headers={"Allow": "GET, HEAD", "X-Content-Type-Options": "nosniff"})
         return response(environ, start_response)
 
     return guarded
@@ -106,30 +116,28 @@ class CanningPlugin(base_plugin.TBPlugin):
         self._logdir = normalize_logdir(getattr(context, "logdir", None), getattr(context, "flags", None))
         self.scanner = Scanner(self._logdir, refresh_interval, store_factory)
         self.scanner.kick()  # start looking now, in the background
-        self.trends = TrendWriter()  # Scalars of windows of other formats (store/trends.py)
+        self.trends = TrendWriter()  # Scalars event files, when the user turns them on (store/trends.py)
+        self.capture = CaptureRoutes(self._logdir, capture_enabled(getattr(context, "flags", None)))
 
     # TensorBoard API ------------------------------------------------------------------------
     def get_plugin_apps(self):
-        return {path: _read_only(app) for path, app in self._apps().items()}
+        # the capture routes choose their own methods and are off without --canning_capture (capture_routes.py)
+        return {**{path: _read_only(app) for path, app in self._apps().items()}, **self.capture.apps()}
 
     def _apps(self):
         return {
             "/index.js": self._serve_js,
             "/runs": self._serve_runs,
-            "/overview": self._window_route(sections.overview_impl),
-            "/operators": self._window_route(_operators, with_args=True),
-            "/kernels": self._window_route(_kernels, with_args=True),
-            "/operators.csv": self._csv_route(sections.operators_csv),
-            "/kernels.csv": self._csv_route(sections.kernels_csv),
-            "/memory": self._window_route(sections.memory_impl),
-            "/memory_range": self._window_route(_memory_range, with_args=True),
-            "/communication": self._window_route(sections.communication_impl),
-            "/suggestions": self._window_route(sections.suggestions_impl),
-            "/modules": self._window_route(sections.modules_impl),
-            "/cluster": self._route(self._cluster),
+            **{path: self.route(handle, query, kind) for path, (query, kind, handle) in ROUTES.items()},
+            "/cluster": self.route(self._cluster, (Param("run", required=True), Param("window_index", "int"),
+                                                   Param("worker"), Param("window"))),
+            "/trends": self.route(self._trends, (Param("run", required=True), Param("worker", required=True))),
             **timeline_apps(self),
-            "/compare": self._route(lambda request: compare_request(self._store(), request.args)),
         }
+
+    def route(self, handle, query=(), kind: str = "json"):
+        """The app of one route: handle(store, query) behind the one boundary (boundary.py)."""
+        return app(lambda q: handle(self._store(), q), query, kind, lambda: self.scanner.store, self._logdir)
 
     def is_active(self) -> bool:
         """Cheap: reads the last scan's listing. While the very first scan of a big logdir is
@@ -165,55 +173,7 @@ class CanningPlugin(base_plugin.TBPlugin):
             scanner.wait_first(0.5)  # /runs answers within a second, whatever the logdir holds
         body = {"logdir": scrub(self._logdir or "") or None, "loading": scanner.loading, "error": scanner.error,
                 "runs": (scanner.listing or {"runs": []})["runs"]}
-        return http_util.Respond(request, body, "application/json")
-
-    def _route(self, handle):
-        """A JSON route: handle(request) -> body; a RouteError is answered with its own code."""
-        @wrappers.Request.application
-        def app(request):
-            try:
-                body = handle(request)
-                code = 202 if body.get("loading") else 200
-            except RouteError as e:
-                body, code = e.body, e.code
-            except RemoteError as e:  # the remote logdir cannot be read now (credentials, network)
-                body, code = {"error": str(e)}, 502
-            except Exception as e:  # request boundary: a bug shows as text in the UI, logged here
-                log.exception("canning: %s failed", request.path)
-                body, code = {"error": f"internal error: {type(e).__name__}: {e}"}, 500
-            return http_util.Respond(request, body, "application/json", code=code)
-
-        return app
-
-    def _window_route(self, impl, with_args: bool = False):
-        """A route about one window: impl(store, run, worker, window), or with the request's
-        other parameters too: impl(store, run, worker, window, args)."""
-        def handle(request):
-            run, worker, window = _required(request.args, "run", "worker", "window")
-            store = self._store()
-            if with_args:
-                return impl(store, run, worker, window, request.args)
-            return impl(store, run, worker, window)
-
-        return self._route(handle)
-
-    def _csv_route(self, rows_of):
-        """A CSV download: rows_of(store, run, worker, window, group_by, paging) -> (file name, header,
-        rows), streamed (csv_cells: formulas neutralised); errors are JSON as on the other routes."""
-        @wrappers.Request.application
-        def app(request):
-            try:
-                run, worker, window = _required(request.args, "run", "worker", "window")
-                name, header, rows = rows_of(self._store(), run, worker, window, request.args.get("group_by", "name"),
-                                             _paging(request.args))
-            except RouteError as e:
-                return http_util.Respond(request, e.body, "application/json", code=e.code)
-            response = wrappers.Response(csv_chunks(header, rows), mimetype="text/csv")
-            response.headers["Content-Disposition"] = f'attachment; filename="{name}"'
-            response.headers["X-Content-Type-Options"] = "nosniff"
-            return response
-
-        return app
+        return json_response(request, body)
 
     def _store(self):
         scanner = self.scanner
@@ -224,13 +184,13 @@ class CanningPlugin(base_plugin.TBPlugin):
                 raise RouteError(503, scanner.error or "still discovering the profiles under the logdir", loading=True)
         return scanner.store
 
-    def _cluster(self, request):
-        args = request.args
-        (run,) = _required(args, "run")
-        store = self._store()
-        position = _int(args, "window_index")
+    def _cluster(self, store, q):
+        position = q.window_index
         if position is None:
-            if not (args.get("worker") and args.get("window")):
+            if not (q.worker and q.window):
                 raise RouteError(400, "missing parameter: window_index (or worker and window)")
-            position = position_of(store, run, args["worker"], args["window"])
-        return cluster_impl(store, self.scanner.prefetcher, run, position)
+            position = position_of(store, q.run, q.worker, q.window)
+        return cluster_impl(store, self.scanner.prefetcher, q.run, position)
+
+    def _trends(self, store, q):
+        return trends_impl(store, self.scanner.prefetcher, q.run, q.worker)

@@ -10,18 +10,15 @@ view of 1,000 ranks ask the same), it is served without reading a digest again.
 """
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
-
 from canning_tb.analysis.summary import rank_row, run_summary
 from canning_tb.digest_json import to_plain
+from canning_tb.lru import LRU
 from canning_tb.store.digest_part import RANKS
 
 from .errors import RouteError, unknown_window, window_digest
 
 ANSWERS_KEPT = 8
-_answers: OrderedDict = OrderedDict()  # (store id, run, position) -> (windows' identity, answer)
-_answers_lock = threading.Lock()
+_answers = LRU(ANSWERS_KEPT)  # (store id, run, position) -> (windows' identity, answer)
 
 
 def position_of(store, run: str, worker: str, window: str) -> int:
@@ -43,17 +40,12 @@ def cluster_impl(store, prefetcher, run: str, position: int) -> dict:
         return {"run": run, "window_index": position, "loading": True, **pending}
     identity = tuple((worker.name, win.id, store.digest_key(run, win)) for worker, win in chosen)
     memo = (id(store), run, position)
-    with _answers_lock:
-        kept = _answers.get(memo)
-        if kept and kept[0] == identity:
-            _answers.move_to_end(memo)
-            return kept[1]
+    kept = _answers.get(memo)
+    if kept and kept[0] == identity:
+        return kept[1]
     answer = _answer(store, run, position, chosen)
     if not answer["problems"]:  # a failure may be passing (a window still being written): ask again
-        with _answers_lock:
-            _answers[memo] = (identity, answer)
-            while len(_answers) > ANSWERS_KEPT:
-                _answers.popitem(last=False)
+        _answers.put(memo, (identity, answer))
     return answer
 
 

@@ -6,11 +6,11 @@ serialise. Times are sent relative to the window start (-1 stays -1 = absent).
 """
 from __future__ import annotations
 
-import math
-
 from canning_tb.analysis import digest_pb2 as pb
+from canning_tb.analysis.digest import analysis_revision
 from canning_tb.analysis.memory_range import memory_range
-from canning_tb.analysis.summary import communication_figures, has_device_work, kernel_total_ns, window_figures
+from canning_tb.analysis.summary import (category_shares, communication_figures, has_device_work, kernel_total_ns,
+                                         window_figures)
 from canning_tb.digest_json import to_plain
 
 from .errors import RouteError, short_path, window_digest
@@ -29,8 +29,22 @@ def _head(store, run: str, worker: str, window: str, digest) -> dict:
     win = digest.window
     info = to_plain(win)
     info["duration_ns"] = max(0, win.end_ns - win.start_ns) if win.end_ns >= 0 and win.start_ns >= 0 else -1
-    return {"run": run, "worker": worker, "window": window, "info": info,
-            "problems": [{**to_plain(p), "file": short_path(store, p.file)} for p in digest.problems]}
+    problems = [{**to_plain(p), "file": short_path(store, p.file)} for p in digest.problems]
+    old = old_analysis(digest)
+    if old:
+        problems.insert(0, {"file": "", "message": old, "severity": "warning"})
+    return {"run": run, "worker": worker, "window": window, "info": info, "old_analysis": old, "problems": problems}
+
+
+def old_analysis(digest) -> str | None:
+    """What to tell of a digest made by other analysis code (the store serves one only when the window's
+    files are not here to make it again: store/lookup.py); None for this code's own."""
+    made = digest.analysis_revision
+    if made == analysis_revision():
+        return None
+    by = f"revision {made}" if made else "a canning-tb older than revisions"
+    return (f"Digest made by other analysis code ({by}; this viewer: {analysis_revision()}) and the window's "
+            "files are not here to make it again: its figures may differ from the other windows'.")
 
 
 def overview_impl(store, run: str, worker: str, window: str) -> dict:
@@ -40,12 +54,12 @@ def overview_impl(store, run: str, worker: str, window: str) -> dict:
     for message in digest.steps:
         step = to_plain(message)
         step["start_ns"] = relative(message.start_ns, t0)
+        step["shares"] = category_shares(message.breakdown)
         steps.append(step)
     return {**_head(store, run, worker, window, digest), "schema_version": digest.schema_version,
             "steps": steps, "average": to_plain(digest.average),
-            "scalars": {k: v if math.isfinite(v) else None for k, v in digest.scalars.items()},  # JSON has no NaN
             "rule_hits": [to_plain(r) for r in digest.rule_hits], "figures": window_figures(digest),
-            **device_efficiency(digest)}
+            "coverage": to_plain(digest.coverage), "step_clock": digest.step_clock or "host", **device_efficiency(digest)}
 
 
 def device_efficiency(digest) -> dict:
@@ -76,8 +90,13 @@ def _page(rows, row_type, search_fields: tuple, paging: dict | None):
 
 
 def scalar_fields(row_type) -> tuple:
-    """The fields a table of `row_type` rows (a digest message) can be sorted on: its scalar fields."""
-    return tuple(f.name for f in row_type.DESCRIPTOR.fields if f.message_type is None and not _repeated(f))
+    """The fields a table of `row_type` rows (a digest message) can be sorted on: its scalar fields,
+    and those of its single sub-messages as "work.tflops" (analysis/efficiency's columns)."""
+    fields = row_type.DESCRIPTOR.fields
+    nested = tuple(f"{f.name}.{g.name}" for f in fields if f.message_type is not None and not _repeated(f)
+                   and not f.message_type.GetOptions().map_entry
+                   for g in f.message_type.fields if g.message_type is None and not _repeated(g))
+    return tuple(f.name for f in fields if f.message_type is None and not _repeated(f)) + nested
 
 
 def _repeated(field) -> bool:
@@ -129,10 +148,12 @@ def _csv(rows, row_type, fields: list, search_fields: tuple, paging: dict | None
     asked = {key: value for key, value in (paging or {}).items() if key not in ("offset", "limit")}
     first = _page(rows, row_type, search_fields, asked)
 
+    from canning_tb.analysis.table_page import value
+
     def cells():
         for offset in range(0, first.total, first.limit):
             for row in _page(rows, row_type, search_fields, {**asked, "offset": offset}).rows:
-                yield [getattr(row, f) for f in fields]
+                yield [value(row, f) for f in fields]
     return f"{name}.csv", fields, cells()
 
 

@@ -8,9 +8,11 @@ import logging
 import os
 import threading
 import time
-from collections import OrderedDict
 from concurrent import futures
 from dataclasses import dataclass
+
+from canning_tb.lru import LRU
+from canning_tb.safe_files import open_file
 
 from .errors import RouteError, unknown_window, window_digest
 
@@ -34,9 +36,8 @@ class IndexCache:
     """Windows' (table, index) pairs, least recently used dropped; one build per window at a time."""
 
     def __init__(self, items: int = _MEMORY_ITEMS):
-        self._items = items
         self._lock = threading.Lock()
-        self._loaded: OrderedDict[str, Loaded] = OrderedDict()
+        self._loaded = LRU(items)  # events prefix -> Loaded
         self._building: dict[str, threading.Lock] = {}
         self._jobs: dict[tuple[str, str, str], futures.Future] = {}
         self._progress: dict[tuple[str, str, str], dict] = {}  # windows being loaded: stage, facts, since
@@ -91,15 +92,15 @@ class IndexCache:
             self._progress.setdefault(key, {"since": time.monotonic(), "stage": "reading the trace"})
         digest = window_digest(store, run, worker, window)  # 404 / 422 for unknown or bad windows
         prefix = store.events_prefix(run, worker, window)
+        found = self._loaded.get(prefix)
+        if found is not None:
+            return found
         with self._lock:
-            if prefix in self._loaded:
-                self._loaded.move_to_end(prefix)
-                return self._loaded[prefix]
             lock = self._building.setdefault(prefix, threading.Lock())
         with lock:
-            with self._lock:
-                if prefix in self._loaded:
-                    return self._loaded[prefix]
+            found = self._loaded.get(prefix)
+            if found is not None:
+                return found
             origin = int(digest.window.start_ns)
             facts = {"rank": int(digest.window.rank), "start_ns": origin,
                      "duration_ns": int(digest.window.end_ns) - origin,
@@ -111,13 +112,10 @@ class IndexCache:
             store.wait_timeline_index(run, worker, window)
             loaded = Loaded(table, _index(table, prefix), origin, int(digest.window.end_ns), facts["rank"],
                             facts["steps"], *_series(table))
-            with self._lock:
-                self._loaded[prefix] = loaded
-                while len(self._loaded) > self._items:
-                    self._loaded.popitem(last=False)
+            self._loaded.put(prefix, loaded)
         return loaded
 
-    def raw_args_state(self, prefix: str, rows: int) -> str:
+    def raw_args_state(self, prefix: str, rows: int, root: str = "") -> str:
         """"ready" when the window's raw args store is there; else its build is started (once, in a
         separate process: it reads the whole trace again) and this says "pending" ("failed" when
         the build broke: the details then show the table's columns only)."""
@@ -131,7 +129,8 @@ class IndexCache:
                     import multiprocessing
                     self._args_pool = futures.ProcessPoolExecutor(
                         max_workers=1, mp_context=multiprocessing.get_context("spawn"))
-                job = self._args_jobs[prefix] = self._args_pool.submit(build_from_cache, prefix)
+                # the child opens the window's trace again: inside the logdir only (safe_files)
+                job = self._args_jobs[prefix] = self._args_pool.submit(build_from_cache, prefix, root)
         if not job.done():
             return "pending"
         error = job.exception()
@@ -242,7 +241,7 @@ def slice_impl(cache: IndexCache, store, run, worker, window, event: int) -> dic
         raise RouteError(404, f"no event {event} in this window ({len(loaded.table)} events)")
     details = slice_details(loaded.table, loaded.index, event, loaded.origin)
     prefix = store.events_prefix(run, worker, window)
-    state = cache.raw_args_state(prefix, len(loaded.table))
+    state = cache.raw_args_state(prefix, len(loaded.table), store.window(run, worker, window).root)
     details["raw_args_state"] = state
     details["raw_args"] = read_raw_args(prefix, event) if state == "ready" else None
     return details
@@ -288,14 +287,14 @@ def download_impl(cache: IndexCache, store, run, worker, window):
     except KeyError:
         raise unknown_window(run, worker, window) from None
     originals = [f for f in found.files if f.endswith((".pt.trace.json", ".pt.trace.json.gz"))]
-    if originals:
-        return os.path.basename(originals[0]), _file_chunks(originals[0])
+    if originals:  # opened at once, inside the logdir only (safe_files): a file swapped for a link is refused
+        return os.path.basename(originals[0]), _file_chunks(open_file(originals[0], root=found.root or None))
     loaded = cache.get(store, run, worker, window)
     return f"{worker}.{window}.pt.trace.json", chrome_trace(loaded.table)
 
 
-def _file_chunks(path: str, size: int = 1 << 20):
-    with open(path, "rb") as f:
+def _file_chunks(f, size: int = 1 << 20):
+    with f:
         while chunk := f.read(size):
             yield chunk
 

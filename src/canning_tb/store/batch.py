@@ -39,7 +39,7 @@ def run_job(job: Job) -> Outcome:
     """Read and digest one window where this process runs; an unreadable window is an Outcome with its error."""
     from canning_tb.ingest.table import InputError
 
-    from .store import digest_of
+    from .compute import digest_of
     if not job.url:
         try:
             data = digest_of(job.window, job.ident[1]).SerializeToString()

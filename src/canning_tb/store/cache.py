@@ -1,10 +1,14 @@
-"""Where digests and columnar event arrays are kept between opens.
+"""Where digests and columnar event arrays are kept between opens, and under which key.
 
-Beside the data (`<run>/.canning/`) when that folder can be written, else in the user cache
-(`$CANNING_CACHE_DIR`, `$XDG_CACHE_HOME/canning-tb`, `~/.cache/canning-tb`). Entries are keyed
-by the identity of the window's files (path, size, mtime; for a torch_npu folder a manifest names,
-every file inside its ASCEND_PROFILER_OUTPUT, which torch_npu may still be writing), so a changed or
-new file is re-read and a stale entry is simply never looked up again.
+In the user's cache folder (`$CANNING_CACHE_DIR`, `$XDG_CACHE_HOME/canning-tb`, `~/.cache/canning-tb`),
+one folder per run: nothing is written into a logdir by the viewer. With `CANNING_CACHE_BESIDE_DATA=1`
+(an option the user turns on, to share the caches between viewers of one logdir) they go into
+`<run>/.canning/` where that folder can be written. Entries are keyed by the window's identity
+(`window_key`): the code revision, its format and status, and per file its path within the logdir,
+size, mtime and (in the user's cache) its device and inode; for a torch_npu folder a manifest names,
+every file inside its ASCEND_PROFILER_OUTPUT, which torch_npu may still be writing. So a changed,
+replaced or new file is re-read, two runs never share an entry, and a stale entry is simply never
+looked up again.
 """
 from __future__ import annotations
 
@@ -12,51 +16,57 @@ import hashlib
 import os
 import re
 import stat
-import tempfile
 import time
-from functools import lru_cache
 
+from canning_tb import safe_files
 from canning_tb.manifest import DIGEST_SUFFIX
 
 from .discover import Window
 
 CACHE_DIRNAME = ".canning"
+BESIDE_ENV = "CANNING_CACHE_BESIDE_DATA"
 
 
-@lru_cache(maxsize=1)
+def _on(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def beside_data() -> bool:
+    """The user asked for caches beside the data (`CANNING_CACHE_BESIDE_DATA=1`)."""
+    return _on(BESIDE_ENV)
+
+
 def code_revision() -> str:
-    """Identity of the code that turns files into digests (readers and analysis).
+    """Identity of the code that turns files into digests (readers and analysis: analysis/digest.py).
 
     A digest cached by an older reader or analysis must not be served after an upgrade that
     changes what they compute, even when the schema is the same.
     """
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    h = hashlib.sha1()
-    for sub in ("ingest", "analysis"):
-        folder = os.path.join(root, sub)
-        for name in sorted(os.listdir(folder)):
-            if name.endswith(".py"):
-                with open(os.path.join(folder, name), "rb") as f:
-                    h.update(name.encode() + b"\0" + f.read())
-    return h.hexdigest()[:12]
+    from canning_tb.analysis.digest import analysis_revision  # light: hashlib and os only
+    return analysis_revision()
 
 
-def window_key(window: Window, schema: int) -> str:
-    """The files' identity, and the window's status: a torch_npu folder can turn from "analysing" to
-    "ready" with no file changing (older versions write no end marker), and must then be read again."""
+def window_key(window: Window, schema: int, root: str) -> str:
+    """The files' identity (paths relative to the logdir `root`), and the window's status: a torch_npu
+    folder can turn from "analysing" to "ready" with no file changing (older versions write no end
+    marker), and must then be read again."""
     h = hashlib.sha1(f"v{schema}|{code_revision()}|{window.format}|{window.status}".encode())
+    device = not beside_data()
     for f in sorted(window.files):
-        h.update(_file_identity(f).encode())
+        h.update(_file_identity(f, root, device).encode())
     return h.hexdigest()[:20]
 
 
 _SQLITE_SIDE = ("-shm", "-journal")  # SQLite's own bookkeeping: any reader may touch them
 
 
-def _file_identity(path: str) -> str:
-    """What of a file says its data changed: size and mtime; nothing of SQLite's -shm / -journal,
-    and only the size of a -wal (which a reader may create empty or touch, a writer only grows)."""
-    name = os.path.basename(path)
+def _file_identity(path: str, root: str, device: bool = True) -> str:
+    """What of a file says its data changed or is another file: its path within the logdir, size, mtime
+    and inode (and device, where the cache is this machine's own: NFS clients number one export's
+    device differently, so caches beside the data, shared between machines, leave it out); nothing of
+    SQLite's -shm / -journal, and only the size of a -wal (which a reader may create empty or touch,
+    a writer only grows)."""
+    name = os.path.relpath(path, root).replace(os.sep, "/")
     if name.endswith(_SQLITE_SIDE):
         return ""
     try:
@@ -65,7 +75,8 @@ def _file_identity(path: str) -> str:
         return f"|{name}:missing"
     if name.endswith("-wal"):
         return f"|{name}:{st.st_size}" if st.st_size else ""
-    return f"|{name}:{st.st_size}:{st.st_mtime_ns}"
+    node = f":{st.st_dev if device else ''}:{st.st_ino}" if st.st_ino else ""  # 0 where the system has none
+    return f"|{name}:{st.st_size}:{st.st_mtime_ns}{node}"
 
 
 def _writable(folder: str) -> bool:
@@ -86,35 +97,28 @@ def user_cache_root() -> str:
     return os.path.join(base, "canning-tb")
 
 
+def _run_folder(root: str, run_path: str) -> str:
+    return os.path.join(root, hashlib.sha1(os.path.abspath(run_path).encode()).hexdigest()[:16])
+
+
 def cache_dir_for(run_path: str, override: str | None = None) -> str:
-    """The folder holding this run's cache entries (created on demand)."""
+    """The folder holding this run's cache entries (created on demand): `override` (--cache-dir), else
+    the user's cache folder, or `<run>/.canning/` when the user asked for caches beside the data."""
     if override:
-        d = os.path.join(override, hashlib.sha1(os.path.abspath(run_path).encode()).hexdigest()[:16])
-    elif _writable(run_path):
-        d = os.path.join(run_path, CACHE_DIRNAME)
-    else:
-        d = os.path.join(user_cache_root(), hashlib.sha1(os.path.abspath(run_path).encode()).hexdigest()[:16])
-    return d
+        return _run_folder(override, run_path)
+    if beside_data() and _writable(run_path) and not os.path.islink(os.path.join(run_path, CACHE_DIRNAME)):
+        return os.path.join(run_path, CACHE_DIRNAME)  # a .canning that is a link is never written through
+    return _run_folder(user_cache_root(), run_path)
 
 
 def digest_file(run_path: str, key: str, override: str | None = None) -> str:
-    """The cache file of one window's digest (its columnar events sit beside it, see store.events_prefix)."""
+    """The cache file of one window's digest (its columnar events sit beside it, see compute.events_prefix)."""
     return os.path.join(cache_dir_for(run_path, override), key + DIGEST_SUFFIX)
 
 
 def write_atomic(path: str, data: bytes) -> None:
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".", suffix=".tmp", dir=os.path.dirname(path))
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    # safe_files: a .canning that is a link (to outside the logdir) is never written through
+    safe_files.atomic_write(path, data)
 
 
 # -- size budget ------------------------------------------------------------------------------------

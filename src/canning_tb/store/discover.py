@@ -8,10 +8,13 @@ A run is any folder under the logdir that directly holds profiles:
 - torch_npu output, recognised by what the folders hold, whatever their names (see
   discover_ascend.py): window folders, bare ASCEND_PROFILER_OUTPUT folders, profiler dbs.
 Names starting with "." and temporary files are never windows (atomic writers use them).
-Only regular files inside the logdir's real path are opened (links.py: one policy for links and FIFOs).
+Only regular files inside the logdir's real path are opened (links.py: one policy for links and FIFOs,
+checked again at every open by canning_tb/safe_files.py; each Window carries the logdir's real path as
+`root`, so a reader in another process checks against it too).
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from datetime import datetime, timezone
@@ -23,7 +26,7 @@ from canning_tb.manifest import load as load_manifest
 from canning_tb.ingest.file_head import file_head, is_canning_report
 
 from .discover_ascend import ascend_windows, folder_windows, worker_names
-from .links import Policy, walk
+from .links import Policy, follow_outside, walk
 
 MANIFEST_RE = re.compile(r"^(?P<worker>.+)\.(?P<window>\d+)\.canning\.json$")
 KINETO_RE = re.compile(r"^(?P<worker>.*?)(?:\.(?P<span>\d+))?\.pt\.trace\.json(?:\.gz)?$")
@@ -47,6 +50,9 @@ class Window:
     # (path, bytes) of the plain files a manifest names, as it records them: a copy that changed their
     # times (cp -r, aws s3 sync) still has the digest written at the source (store.fresh_source_digest)
     sizes: tuple[tuple[str, int], ...] = ()
+    # the logdir's real path: every file of the window is opened only when it really lies inside it
+    # (safe_files.confine; "" where the user lets links out of the logdir: CANNING_FOLLOW_LINKS=1)
+    root: str = ""
 
 
 @dataclass
@@ -87,19 +93,42 @@ def _rank_from_name(name: str) -> int:
 
 
 def _kineto_rank(path: str, worker: str) -> int:
-    """The rank Kineto wrote into the trace (`distributedInfo`, near the file's start); the worker
-    name's `rank<N>` only for traces that carry none (single-process runs)."""
+    """The rank Kineto wrote into the trace (`distributedInfo`, near the file's start, or at its end in
+    on-demand traces); the worker name's `rank<N>` only for traces that carry none (single-process runs)."""
     try:
         st = os.stat(path)
     except OSError:
         return _rank_from_name(worker)
     rank = _rank_in_head(path, st.st_size, st.st_mtime_ns)
+    if rank < 0:
+        rank = _rank_in_tail(path, st.st_size, st.st_mtime_ns)
     return rank if rank >= 0 else _rank_from_name(worker)
 
 
 @lru_cache(maxsize=4096)
 def _rank_in_head(path: str, size: int, mtime_ns: int) -> int:
-    found = DISTRIBUTED_RANK_RE.search(file_head(path, 65536))
+    return _distributed_rank(file_head(path, 65536))
+
+
+@lru_cache(maxsize=4096)
+def _rank_in_tail(path: str, size: int, mtime_ns: int) -> int:
+    """The rank of a Kineto on-demand trace (dynolog's `dyno gputrace`, `<log_file>_<pid>.json`): libkineto
+    writes its distributedInfo after the events, at the end of the file (output_json.cpp,
+    addOnDemandDistMetadata, from the NCCL collectives' metadata). Plain files only: a gzip's end is not text."""
+    if size <= 65536:
+        return -1  # the head read it all
+    try:
+        with open(path, "rb") as f:
+            if f.read(2) == b"\x1f\x8b":
+                return -1
+            f.seek(size - 65536)
+            return _distributed_rank(f.read(65536))
+    except OSError:
+        return -1
+
+
+def _distributed_rank(text: bytes) -> int:
+    found = DISTRIBUTED_RANK_RE.search(text)
     rank = int(found.group(1)) if found and len(found.group(1)) < 11 else -1
     return rank if rank < 1 << 31 else -1  # no rank at all rather than an absurd one
 
@@ -284,8 +313,9 @@ def _add_run(runs: dict[str, Run], logdir: str, folder: str, found: dict[str, li
         return
     name = os.path.relpath(folder, logdir).replace(os.sep, "/")
     run = Run(name=name, path=folder)
+    root = "" if follow_outside() else os.path.realpath(logdir)
     for wname in sorted(found):
-        wins = found[wname]
+        wins = [dataclasses.replace(w, root=root) for w in found[wname]]
         rank = next((w.rank for w in wins if w.rank >= 0), -1)
         run.workers[wname] = Worker(name=wname, rank=rank, windows=wins)
     runs[name] = run

@@ -19,6 +19,7 @@ import re
 from functools import lru_cache
 
 from canning_tb.ingest.ascend.layout import DB_RE, OUTPUT_DIR, loose_dbs, scan
+from canning_tb.safe_files import read_file
 
 _SPAN_RE = re.compile(r"^(?P<worker>.*?)_(?P<span>\d{12,}(?:\.\d+)?)_ascend_(?:pt|ms)$")
 _SUFFIX_RE = re.compile(r"_ascend_(?:pt|ms)$")
@@ -64,8 +65,7 @@ def _refused(folder: str, policy) -> str:
 def _json_rank(path: str, size: int, mtime_ns: int, keys: tuple[str, ...]) -> int:
     """An int rank at keys (a path into the JSON) of a small JSON file; -1 when absent/unreadable."""
     try:
-        with open(path, encoding="utf-8-sig") as f:
-            value = json.load(f)
+        value = json.loads(read_file(path, 64 << 20).decode("utf-8-sig"))
         for k in keys:
             value = value.get(k) if isinstance(value, dict) else None
         rank = int(value)

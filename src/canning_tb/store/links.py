@@ -6,6 +6,10 @@
 - symbolic links are followed (TensorBoard's users link runs into a logdir) as long as they resolve
   inside the logdir's real path; a link out of it is skipped, and said once in the log, unless the user
   allows it: CANNING_FOLLOW_LINKS=1 in TensorBoard's environment, `canning-prof --follow-links`.
+
+This is what is listed. What is opened is checked again when it is opened (canning_tb/safe_files.py:
+the real path of the opened descriptor, a regular file): a file swapped for a link after the listing
+is refused there. `Policy(logdir)` registers the logdir as a confinement root for those checks.
 """
 from __future__ import annotations
 
@@ -13,14 +17,12 @@ import logging
 import os
 import stat
 
+from canning_tb.safe_files import FOLLOW_ENV, confine, follow_outside
+
 log = logging.getLogger("canning_tb.store")
 
-FOLLOW_ENV = "CANNING_FOLLOW_LINKS"
+__all__ = ["FOLLOW_ENV", "Policy", "follow_outside", "walk"]
 _said: set[tuple[str, str]] = set()
-
-
-def follow_outside() -> bool:
-    return os.environ.get(FOLLOW_ENV, "").strip().lower() in ("1", "true", "yes", "on")
 
 
 class Policy:
@@ -28,6 +30,7 @@ class Policy:
         self.logdir = logdir
         self.root = os.path.realpath(logdir)
         self.outside_ok = follow_outside()
+        confine(logdir)  # every later open of a file under it is checked at open time
 
     def inside(self, path: str) -> bool:
         """Whether path (after its links) is inside the logdir, or the user allows links out of it."""
@@ -79,7 +82,9 @@ def _entries(folder: str, policy: Policy) -> tuple[list[str], list[str]]:
     try:
         with os.scandir(folder) as it:
             entries = list(it)
-    except OSError:
+    except OSError as e:  # an unreadable run folder is said, not silently left out
+        if folder != policy.logdir:
+            policy.refuse(folder, f"cannot list it: {e.strerror or e}")
         return dirs, files
     for entry in entries:
         try:

@@ -21,7 +21,7 @@ from . import digest_budget
 from .batch import rename_files
 from .cache import write_atomic
 from .discover import scan_folder
-from .store import digest_of
+from .compute import digest_of
 
 NICENESS = 10
 

@@ -1,192 +1,28 @@
-"""logdir -> runs -> workers (ranks) -> windows, each window's digest computed once and cached.
+"""logdir -> runs -> workers (ranks) -> windows: the catalog, and each window's data through it.
 
-The store is the only place that turns a discovered window into data: it dispatches to the
-reader of the window's format, builds the digest, and keeps both in the cache. Ids that come
-from outside (HTTP requests, the command line) are only ever looked up in what discovery found.
+The Store is the catalog of what discovery found (ids that come from outside, HTTP requests or the
+command line, are only ever looked up here) and the one door to a window's data: its digest is
+served from memory (an LRU), a digest at the source or the cache (lookup.py), else computed once
+(compute.py: here, in a child process, or many at once in a pool) into the cache (cache.py).
 """
 from __future__ import annotations
 
 import logging
 import os
 import threading
-from collections import OrderedDict
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Callable, Iterable
 
-from google.protobuf.message import DecodeError
+from canning_tb import remote_fs
+from canning_tb.lru import LRU
 
-from canning_tb import manifest, remote_fs
-
-from . import cache
+from . import cache, lookup
+from .compute import (BackgroundJobs, build_timeline_index, compute_and_cache, compute_in_child, compute_many,
+                      digest_of, events_prefix, read_window, table_into_cache)
 from .discover import Run, Window, Worker, discover
 
 log = logging.getLogger("canning_tb.store")
 
-SOURCE_DIGEST_SUFFIX = manifest.DIGEST_SUFFIX  # cache entries are named like the handler's digests
-
-
-def read_window(window: Window):
-    """The EventTable of one window, by its format (readers are imported on first use)."""
-    if window.format == "kineto":  # a Kineto object, or a bare array as torch_npu's export_chrome_trace writes
-        from canning_tb.ingest.chrome_array import read_chrome_trace
-        return read_chrome_trace(window.path)
-    if window.format == "canning":
-        from canning_tb.ingest.window import read_canning_window
-        return read_canning_window(window.path)
-    if window.format == "ascend":
-        from canning_tb.ingest.ascend.read import read_ascend
-        return read_ascend(window.path)
-    raise ValueError(f"unknown window format {window.format!r}")
-
-
-def digest_of(window: Window, worker: str = ""):
-    """Read and analyse one window (pure; runs in worker processes too)."""
-    return _digest_table(read_window(window), worker)
-
-
-def _digest_table(table, worker: str):
-    from canning_tb.analysis.build import build_digest
-    digest = build_digest(table)
-    if worker and not digest.window.worker:
-        digest.window.worker = worker
-    return digest
-
-
-def _schema() -> int:
-    from canning_tb.analysis.digest import SCHEMA_VERSION  # light: no numpy, no analysis modules
-    return SCHEMA_VERSION
-
-
-def source_digest_path(window: Window) -> str | None:
-    if window.format != "canning":
-        return None
-    return manifest.digest_path(window.path)
-
-
-def fresh_source_digest(window: Window) -> str | None:
-    """The handler's digest of the window when there is one of the files there now: their sizes are the
-    ones the manifest records (traces are written once, under names no other window has), or, where the
-    manifest cannot say (torch_npu's folder), the digest is as new as every file of the window."""
-    src = source_digest_path(window)
-    if not src or not os.path.exists(src):
-        return None
-    if window.sizes and all(_size(path) == size for path, size in window.sizes):
-        return src
-    newest = max((os.stat(name).st_mtime_ns for name in window.files if os.path.exists(name)), default=0)
-    return src if os.stat(src).st_mtime_ns >= newest else None
-
-
-def _size(path: str) -> int | None:
-    try:
-        return os.path.getsize(path)
-    except OSError:
-        return None
-
-
-def events_prefix(digest_path: str) -> str:
-    """The cache entry of a window's columnar events sits beside its digest."""
-    return digest_path[: -len(SOURCE_DIGEST_SUFFIX)] + ".events"
-
-
-def _write_cache(write, path: str) -> None:
-    try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        write(path)
-    except OSError as e:  # a cache we cannot write only costs time
-        log.warning("canning: cannot write cache %s: %s", path, e)
-
-
-def compute_and_cache(window: Window, worker: str, digest_path: str):
-    """Read a window once; cache its columnar events and its digest, then keep the cache within its
-    budget. The events are written while the digest is built: the write mostly waits on the disk,
-    which lets the analysis have the GIL (the digest never changes the table)."""
-    table = read_window(window)
-    saving = threading.Thread(target=_write_cache, args=(table.save, events_prefix(digest_path)),
-                              name="canning-save-events")
-    saving.start()
-    try:
-        digest = _digest_table(table, worker)
-    finally:
-        saving.join()
-    _write_cache(lambda path: cache.write_atomic(path, digest.SerializeToString()), digest_path)
-    cache.enforce_budget(digest_path)
-    return digest
-
-
-def build_timeline_index(digest_path: str) -> None:
-    """Worker-process job: the timeline's level-of-detail index of a digested window, from its cached
-    events, so the first timeline view only loads it (a missing events cache: the view builds it)."""
-    from canning_tb.ingest.table import EventTable
-    from canning_tb.timeline.index import INDEX_SUFFIX, cached_index
-    prefix = events_prefix(digest_path)
-    if os.path.exists(prefix + INDEX_SUFFIX) or not os.path.exists(prefix + ".json"):
-        return
-    _write_cache(lambda path: cached_index(EventTable.load(prefix, lazy=True), path), prefix + INDEX_SUFFIX)
-
-
-def _compute_into_cache(window: Window, worker: str, cache_path: str) -> tuple[str, str] | None:
-    """Worker-process job: digest one window into the cache. Returns (file, problem) or None."""
-    from canning_tb.ingest.table import InputError
-    try:
-        compute_and_cache(window, worker, cache_path)
-    except InputError as e:
-        return (e.file, e.problem)
-    return None
-
-
-def _compute_in_child(window: Window, worker: str, digest_path: str) -> tuple[str, str] | None:
-    """compute_and_cache in one spawned process; (file, problem) for unreadable input.
-
-    A crash of the child is not an input error: it is raised here, and nothing is remembered.
-    """
-    import multiprocessing as mp
-    with ProcessPoolExecutor(max_workers=1, mp_context=mp.get_context("spawn")) as pool:
-        return pool.submit(_compute_into_cache, window, worker, digest_path).result()
-
-
-class _BackgroundJobs:
-    """Jobs run one at a time in one spawned low-priority process, started on first use; a failed job
-    is logged and costs only itself (the timeline then builds its index on demand)."""
-
-    def __init__(self):
-        self._pool: ProcessPoolExecutor | None = None
-        self._lock = threading.Lock()
-        self._pending: dict[str, object] = {}  # key -> Future of the job not yet done
-
-    def submit(self, key: str, job: Callable, *args) -> None:
-        import multiprocessing as mp
-        with self._lock:
-            if self._pool is None:
-                self._pool = ProcessPoolExecutor(max_workers=1, mp_context=mp.get_context("spawn"),
-                                                 initializer=_lower_priority)
-            future = self._pending[key] = self._pool.submit(job, *args)
-        future.add_done_callback(_log_failure)
-        future.add_done_callback(lambda done: self._forget(key, done))
-
-    def wait(self, key: str, timeout: float) -> None:
-        """Until the job under `key` is done (or `timeout` seconds); at once when there is none."""
-        from concurrent.futures import wait
-        with self._lock:
-            future = self._pending.get(key)
-        if future is not None:
-            wait([future], timeout=timeout)
-
-    def _forget(self, key: str, done) -> None:
-        with self._lock:
-            if self._pending.get(key) is done:
-                del self._pending[key]
-
-
-def _lower_priority() -> None:
-    try:
-        os.nice(10)
-    except OSError:  # not allowed here: run at the same priority
-        pass
-
-
-def _log_failure(future) -> None:
-    if not future.cancelled() and future.exception() is not None:
-        log.warning("canning: background job failed: %s", future.exception())
+__all__ = ["Store", "digest_of", "read_window"]
 
 
 class Store:
@@ -206,18 +42,17 @@ class Store:
         self.isolate_bytes = isolate_bytes
         # a viewer's store also builds each window's timeline index once the digest is handed back, in a
         # background process (the CLI and batch digests never show a timeline: they skip it)
-        self._indexer = _BackgroundJobs() if timeline_index else None
+        self._indexer = BackgroundJobs() if timeline_index else None
         self.cache_dir = cache_dir
         self.max_workers = max_workers or max(1, min(os.cpu_count() or 1, 8))
         self._lock = threading.RLock()
         self._runs: dict[str, Run] = {}
-        self._digests: OrderedDict[str, object] = OrderedDict()  # key -> Digest, LRU
+        self._digests = LRU(memory_items)  # window key -> Digest
         self._errors: dict[str, tuple[str, str]] = {}  # key -> (file, problem) of unreadable windows
         self._computing: dict[str, threading.Lock] = {}  # key -> lock: one computation per window
-        self._memory_items = memory_items
         self.refresh()
 
-    # -- discovery -------------------------------------------------------------------------
+    # -- the catalog ---------------------------------------------------------------------------
     def refresh(self) -> None:
         """Rescan; a remote logdir that cannot be read raises remote_fs.RemoteError (the last listing stays)."""
         if self.remote is not None:
@@ -263,7 +98,7 @@ class Store:
                 out.append((worker, windows[position]))
         return out
 
-    # -- data ----------------------------------------------------------------------------------
+    # -- where a window's data is ------------------------------------------------------------------
     def local_window(self, run: str, worker: str, window_id: str) -> Window:
         """The window, its files copied here first when the logdir is remote."""
         window = self.window(run, worker, window_id)
@@ -274,18 +109,37 @@ class Store:
         """Copy a remote window's files here (none when its digest at the source is enough); True when copied."""
         if self.remote is None:
             return False
-        if unless_digested and fresh_source_digest(window):
+        if unless_digested and lookup.usable_source_digest(window):
             return False
         return self.remote.ensure(window.files)
 
     def _key(self, run: str, window: Window) -> tuple[str, str]:
-        key = cache.window_key(window, _schema())
+        key = cache.window_key(window, lookup.schema(), self.logdir)
         return key, cache.digest_file(self.run(run).path, key, self.cache_dir)
 
     def digest_key(self, run: str, window: Window) -> str:
         """The identity of a window's digest: it changes when any of the window's files changes."""
         return self._key(run, window)[0]
 
+    def digest_cache_path(self, run: str, worker: str, window_id: str) -> str:
+        """The cache file of the window's digest (a digest computed elsewhere is stored there)."""
+        return self._key(run, self.window(run, worker, window_id))[1]
+
+    def events_prefix(self, run: str, worker: str, window_id: str) -> str:
+        """Where a window's columnar events are cached (other per-window caches sit beside them)."""
+        return events_prefix(self._key(run, self.window(run, worker, window_id))[1])
+
+    def has_digest(self, run: str, worker: str, window_id: str, current: bool = False) -> bool:
+        """Whether the window's digest is here already (memory, cache, or written at the source), so that
+        digest() computes nothing; `current`: and made by this analysis code (lookup.py)."""
+        return self._has_digest(run, self.window(run, worker, window_id), current)
+
+    def _has_digest(self, run: str, window: Window, current: bool = False) -> bool:
+        key, path = self._key(run, window)
+        return key in self._digests or os.path.exists(path) or \
+            lookup.usable_source_digest(window, current_only=current) is not None
+
+    # -- digests -------------------------------------------------------------------------------------
     def digest(self, run: str, worker: str, window_id: str):
         """The digest of one window: from memory, the handler's own, the cache, or computed now
         (once, however many threads ask for it at the same time)."""
@@ -300,16 +154,16 @@ class Store:
     def _digest(self, run: str, window: Window, worker: str, key: str, path: str):
         from canning_tb.analysis import digest_pb2
         from canning_tb.ingest.table import InputError
+        found = self._digests.get(key)
+        if found is not None:
+            return found
         with self._lock:
-            if key in self._digests:
-                self._digests.move_to_end(key)
-                return self._digests[key]
             if key in self._errors:
                 raise InputError(*self._errors[key])
-        digest = self._load_cached(window, path, digest_pb2.Digest)
+        digest = lookup.load(window, path, digest_pb2.Digest)
         if digest is None and self._fetch(window):  # a remote digest at the source that did not do: the key changed
             key, path = self._key(run, window)
-            digest = self._load_cached(window, path, digest_pb2.Digest)
+            digest = lookup.load(window, path, digest_pb2.Digest)
         if digest is None:
             try:
                 digest = self._compute(window, worker, path, digest_pb2)
@@ -319,11 +173,7 @@ class Store:
                 raise
             if self._indexer:
                 self._indexer.submit(path, build_timeline_index, path)
-        with self._lock:
-            self._digests[key] = digest
-            while len(self._digests) > self._memory_items:
-                self._digests.popitem(last=False)
-        return digest
+        return self._digests.put(key, digest)
 
     def digest_part(self, run: str, worker: str, window_id: str, fields: tuple):
         """The window's digest with only `fields` read (store/digest_part.py), for views across many
@@ -332,33 +182,12 @@ class Store:
         window = self.window(run, worker, window_id)
         self._fetch(window, unless_digested=True)
         key, path = self._key(run, window)
+        found = self._digests.get(key)
         with self._lock:
-            found, failed = self._digests.get(key), key in self._errors
+            failed = key in self._errors
         if found is None and not failed:
-            found = self._load_cached(window, path, part_class(fields))
+            found = lookup.load(window, path, part_class(fields))
         return self.digest(run, worker, window_id) if found is None else found
-
-    def wait_timeline_index(self, run: str, worker: str, window_id: str, timeout: float = 60.0) -> None:
-        """Until the background build of the window's timeline index (if one runs) is done: the timeline
-        then loads it instead of building it a second time."""
-        if self._indexer:
-            self._indexer.wait(self._key(run, self.window(run, worker, window_id))[1], timeout)
-
-    def has_digest(self, run: str, worker: str, window_id: str) -> bool:
-        """Whether the window's digest is already here (memory, cache, or written at the source)."""
-        return self._has_digest(run, self.window(run, worker, window_id))
-
-    def digest_cache_path(self, run: str, worker: str, window_id: str) -> str:
-        """The cache file of the window's digest (a digest computed elsewhere is stored there)."""
-        return self._key(run, self.window(run, worker, window_id))[1]
-
-    def _has_digest(self, run: str, window: Window) -> bool:
-        """Whether the window's digest is in memory, in the cache or at the source (as new as its files)."""
-        key, path = self._key(run, window)
-        with self._lock:
-            if key in self._digests:
-                return True
-        return os.path.exists(path) or fresh_source_digest(window) is not None
 
     def _compute(self, window: Window, worker: str, path: str, digest_pb2):
         """Digest a window here, or in a child process when its files are (or expand to) more than
@@ -371,10 +200,10 @@ class Store:
                     return compute_and_cache(window, worker, path)
             except _json.TooBigForThisProcess:
                 pass
-        err = _compute_in_child(window, worker, path)
+        err = compute_in_child(window, worker, path)
         if err:
             raise InputError(*err)
-        digest = self._load_cached(window, path, digest_pb2.Digest)
+        digest = lookup.load(window, path, digest_pb2.Digest)
         if digest is None:
             raise InputError(window.path, "the digest computed in a child process could not be read back")
         return digest
@@ -384,24 +213,11 @@ class Store:
             return False
         return sum(os.path.getsize(f) for f in window.files if os.path.isfile(f)) > self.isolate_bytes
 
-    @staticmethod
-    def _load_cached(window: Window, path: str, message):
-        src = fresh_source_digest(window)
-        for candidate in ([src] if src else []) + [path]:
-            try:
-                with open(candidate, "rb") as f:
-                    digest = message.FromString(f.read())
-            except (OSError, DecodeError):  # a bad entry is just recomputed
-                continue
-            if digest.schema_version == _schema():
-                if candidate == path:
-                    cache.touch(path)  # recently used: the last to be evicted
-                return digest
-        return None
-
-    def events_prefix(self, run: str, worker: str, window_id: str) -> str:
-        """Where a window's columnar events are cached (other per-window caches sit beside them)."""
-        return events_prefix(self._key(run, self.window(run, worker, window_id))[1])
+    def wait_timeline_index(self, run: str, worker: str, window_id: str, timeout: float = 60.0) -> None:
+        """Until the background build of the window's timeline index (if one runs) is done: the timeline
+        then loads it instead of building it a second time."""
+        if self._indexer:
+            self._indexer.wait(self._key(run, self.window(run, worker, window_id))[1], timeout)
 
     def table(self, run: str, worker: str, window_id: str):
         """The columnar events of one window (cached as .npz beside the digest)."""
@@ -421,10 +237,7 @@ class Store:
                 return EventTable.load(prefix)
             except (OSError, ValueError, KeyError):  # the cache cannot be written: read it here
                 pass
-        table = read_window(window)
-        _write_cache(table.save, prefix)
-        cache.enforce_budget(prefix + ".npz")
-        return table
+        return table_into_cache(window, prefix)
 
     # -- many windows at once --------------------------------------------------------------------
     def prefetch(self, items: Iterable[tuple[str, str, str]],
@@ -433,9 +246,7 @@ class Store:
 
         Returns {(run, worker, window): error} for the windows that could not be read.
         """
-        import multiprocessing as mp
-        todo = []
-        keys: dict[tuple[str, str, str], str] = {}
+        todo, keys = [], {}
         for run, worker, wid in items:
             window = self.window(run, worker, wid)
             if self._has_digest(run, window):
@@ -445,37 +256,17 @@ class Store:
             os.makedirs(os.path.dirname(path), exist_ok=True)
             todo.append(((run, worker, wid), window, path))
             keys[(run, worker, wid)] = key
-
-        def results():
-            """(ident, error or None, lasting) of each window, as they finish."""
-            if len(todo) == 1 or self.max_workers == 1:
-                for ident, window, path in todo:
-                    yield ident, _compute_into_cache(window, ident[1], path), True
-                return
-            workers = min(self.max_workers, len(todo))
-            with ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn")) as pool:
-                futures = {pool.submit(_compute_into_cache, w, ident[1], p): ident for ident, w, p in todo}
-                for fut in as_completed(futures):
-                    ident = futures[fut]
-                    try:
-                        err, lasting = fut.result(), True
-                    except Exception as e:  # process boundary: a crash in one window must not stop the others
-                        log.warning("canning: digest of %s crashed", ident, exc_info=True)
-                        err, lasting = (ident[2], f"{type(e).__name__}: {e}"), False
-                    yield ident, err, lasting
-
         errors: dict[tuple[str, str, str], str] = {}
-        total = len(todo)
         if progress:
-            progress(0, total)
+            progress(0, len(todo))
         if not todo:
             return errors
-        for done, (ident, err, lasting) in enumerate(results(), 1):
+        for done, (ident, err, lasting) in enumerate(compute_many(todo, self.max_workers), 1):
             if err:
                 if lasting:  # an input error stays true until the files change (the key changes)
                     with self._lock:
                         self._errors[keys[ident]] = err
                 errors[ident] = f"{err[0]}: {err[1]}"
             if progress:
-                progress(done, total)
+                progress(done, len(todo))
         return errors

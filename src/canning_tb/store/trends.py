@@ -1,7 +1,9 @@
 """Trends for TensorBoard's Scalars tab: each window's key figures (analysis/trends.py) as scalars, one point per
 window at its last step, so Scalars plots them across steps and runs next to the loss.
 
-Written only where the run folder can be written, and only into a folder of ours,
+Only when the user turns it on (`CANNING_WRITE_TRENDS=1`): by default the viewer writes nothing into a
+logdir, and the Overview draws the same figures itself (GET /trends). Then written only where the run
+folder can be written, and only into a folder of ours,
 `<run>/.canning/trends/` (TensorBoard shows it as the run `<run>/.canning/trends`), as new event
 files (handler/scalars.py's writer), tags `canning/from_trace/<figure>[/rank<R>]`: the
 `from_trace/` part marks them as computed by the plugin from a trace, apart from the handler's
@@ -18,33 +20,31 @@ import os
 import threading
 import time
 
+from canning_tb import safe_files
 from canning_tb.analysis.trends import trend_scalars, trend_step
 from canning_tb.handler.scalars import ScalarWriter
 
-from .cache import CACHE_DIRNAME, _writable
+from .cache import CACHE_DIRNAME, _on, _writable
 
 log = logging.getLogger("canning_tb.store")
 
 TREND_DIR = os.path.join(CACHE_DIRNAME, "trends")
 TAG_PART = "from_trace/"
 RECORD = "written.json"
+WRITE_ENV = "CANNING_WRITE_TRENDS"
 EPOCH_NS = 10**18  # profiler clocks below this are not wall-clock times (about 2001-09)
 
 
 def _record(folder: str) -> dict:
     try:
-        with open(os.path.join(folder, RECORD), encoding="utf-8") as f:
-            return json.load(f)
+        return json.loads(safe_files.read_file(os.path.join(folder, RECORD)))
     except (OSError, ValueError):
         return {}
 
 
 def _save_record(folder: str, record: dict) -> None:
-    os.makedirs(folder, exist_ok=True)
-    tmp = os.path.join(folder, f".{RECORD}.{os.getpid()}")
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(record, f)
-    os.replace(tmp, os.path.join(folder, RECORD))
+    # safe_files: a .canning or .canning/trends that is a link is never written through
+    safe_files.atomic_write(os.path.join(folder, RECORD), json.dumps(record).encode())
 
 
 class TrendWriter:
@@ -55,9 +55,10 @@ class TrendWriter:
         self._lock = threading.Lock()
 
     def kick(self, store) -> None:
-        """Write the new windows' trends in a background thread, unless one is writing."""
+        """Write the new windows' trends in a background thread, unless one is writing (or the user has
+        not turned trend files on: `CANNING_WRITE_TRENDS=1`)."""
         with self._lock:
-            if store is None or (self._thread is not None and self._thread.is_alive()):
+            if store is None or not _on(WRITE_ENV) or (self._thread is not None and self._thread.is_alive()):
                 return
             self._thread = threading.Thread(target=self._run, args=(store,), name="canning-trends", daemon=True)
             self._thread.start()
@@ -82,7 +83,10 @@ class TrendWriter:
             folder = store.run(run).path
             if not _writable(folder):
                 continue
-            written += self._write_run(store, run, os.path.join(folder, TREND_DIR))
+            try:
+                written += self._write_run(store, run, os.path.join(folder, TREND_DIR))
+            except OSError as e:  # a folder we may not write (a link, full, read-only): that run has none
+                log.warning("canning: no trends for %s: %s", run, e)
         return written
 
     def _write_run(self, store, run: str, out: str) -> int:
@@ -114,7 +118,7 @@ class TrendWriter:
     def _writer(self, out: str, run: str, worker, world_size: int) -> ScalarWriter:
         key = (run, worker.name)
         if key not in self._writers:
-            os.makedirs(out, exist_ok=True)
+            safe_files.make_dirs(out)  # never through a link (.canning, .canning/trends)
             writer = ScalarWriter(out, max(worker.rank, 0), world_size)
             while writer.path in self._paths:  # two workers in the same second: one file each
                 writer.path += ".1"

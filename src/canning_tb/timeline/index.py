@@ -9,12 +9,12 @@ and their ends are sorted, which is what makes a range query a pair of `searchso
 from __future__ import annotations
 
 import hashlib
-import os
 from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
 
+from canning_tb import safe_files
 from canning_tb.ingest.table import NONE, EventTable, Kind
 
 
@@ -50,13 +50,12 @@ class TimelineIndex:
         return slice(int(self.row_offsets[row]), int(self.row_offsets[row + 1]))
 
     def save(self, path: str) -> None:
-        tmp = f"{path}.tmp{os.getpid()}.npz"
-        np.savez(tmp, version=np.array(index_version()), **self.__dict__)
-        os.replace(tmp, path)
+        # safe_files: never through a link where the cache folder sits inside a logdir (.canning)
+        safe_files.atomic_write(path, write=lambda f: np.savez(f, version=np.array(index_version()), **self.__dict__))
 
     @classmethod
     def load(cls, path: str) -> "TimelineIndex":
-        with np.load(path) as z:
+        with safe_files.open_file(path) as f, np.load(f) as z:  # a regular file, inside the logdir if there
             if str(z["version"]) != index_version():
                 raise ValueError(f"{path}: built by other code ({z['version']})")
             return cls(**{name: z[name] for name in cls.__dataclass_fields__})

@@ -16,6 +16,7 @@ from functools import lru_cache
 import msgspec
 import numpy as np
 
+from canning_tb import safe_files
 from canning_tb.ingest import _json
 from canning_tb.ingest.ascend.csv_io import us_to_ns
 from canning_tb.ingest.file_head import file_head
@@ -150,8 +151,8 @@ def _write(found: np.ndarray, args: list, prefix: str) -> None:
     starts = np.zeros(len(found), np.int64)
     lengths = np.full(len(found), -1, np.int64)
     offsets = [0]
-    tmp = f"{prefix}{ARGS_SUFFIX}.bin.tmp{os.getpid()}"
-    with open(tmp, "wb") as out:
+
+    def write_bin(out) -> None:
         for first in range(0, len(found), ROWS_PER_CHUNK):
             parts, at = [], 0
             for row in range(first, min(first + ROWS_PER_CHUNK, len(found))):
@@ -161,16 +162,17 @@ def _write(found: np.ndarray, args: list, prefix: str) -> None:
                     parts.append(text)
                     at += len(text)
             offsets.append(offsets[-1] + out.write(zlib.compress(b"".join(parts), 1)))
-    os.replace(tmp, prefix + ARGS_SUFFIX + ".bin")
-    tmp = f"{prefix}{ARGS_SUFFIX}.tmp{os.getpid()}.npz"
-    np.savez(tmp, offsets=np.array(offsets, np.int64), starts=starts, lengths=lengths)
-    os.replace(tmp, prefix + ARGS_SUFFIX + ".npz")
+
+    # safe_files: never through a link where the cache folder sits inside a logdir (.canning)
+    safe_files.atomic_write(prefix + ARGS_SUFFIX + ".bin", write=write_bin)
+    safe_files.atomic_write(prefix + ARGS_SUFFIX + ".npz",
+                            write=lambda f: np.savez(f, offsets=np.array(offsets, np.int64), starts=starts, lengths=lengths))
 
 
 @lru_cache(maxsize=8)
 def _where(path: str, mtime_ns: int) -> dict[str, np.ndarray]:
     """The store's positions, read once per version of the file."""
-    with np.load(path) as z:
+    with safe_files.open_file(path) as f, np.load(f) as z:  # a regular file, inside the logdir if there
         return {key: z[key] for key in ("offsets", "starts", "lengths")}
 
 
@@ -194,14 +196,16 @@ def read_raw_args(prefix: str, row: int) -> dict | None:
     lo, hi = int(where["offsets"][chunk]), int(where["offsets"][chunk + 1])
     if length < 0:
         return None
-    with open(prefix + ARGS_SUFFIX + ".bin", "rb") as f:
+    with safe_files.open_file(prefix + ARGS_SUFFIX + ".bin") as f:
         f.seek(lo)
         text = zlib.decompress(f.read(hi - lo))[start:start + length]
     value = msgspec.json.decode(text)
     return value if isinstance(value, dict) else {"args": value}
 
 
-def build_from_cache(prefix: str) -> int:
-    """The args store of the window whose events are cached at `prefix` (a worker process's job)."""
+def build_from_cache(prefix: str, root: str = "") -> int:
+    """The args store of the window whose events are cached at `prefix` (a worker process's job); its
+    trace files are opened only inside `root`, the logdir (safe_files)."""
+    safe_files.confine(root)
     table = EventTable.load(prefix)
     return build_raw_args(table, table.meta.source_files, prefix)

@@ -8,6 +8,7 @@ from typing import Any
 from canning_tb.ingest.ascend import db as columnar_db
 from canning_tb.ingest.ascend.db import Db, _window_facts
 from canning_tb.ingest.ascend.db_side import read_analysis_db
+from canning_tb.ingest import op_args
 from canning_tb.ingest.table import EVENT_COLUMNS, NONE, ColumnBuilder, EventTable, Kind, metric_columns, sort_with_metrics
 
 from .csv_io import norm_shapes, to_int
@@ -69,6 +70,15 @@ def _shapes(db: Db, *cells) -> str | None:
     return None
 
 
+def _dtypes(db: Db, *cells) -> str | None:
+    """The `args` of a PYTORCH_API row: its input dtypes, from the cell that does not hold shapes."""
+    for cell in cells:
+        text = db.name(cell)
+        if text and not _SHAPE_RE.match(text):
+            return op_args.encode(types=op_args.split_list(text))
+    return None
+
+
 def _pytorch_api(db: Db, table: EventTable, b: ColumnBuilder, ext_of_conn: dict[int, int]) -> set[str]:
     """PYTORCH_API rows -> host events; the ProfilerStep names seen."""
     if "PYTORCH_API" not in db.tables:
@@ -90,7 +100,8 @@ def _pytorch_api(db: Db, table: EventTable, b: ColumnBuilder, ext_of_conn: dict[
         gtid = to_int(gtid) or 0
         vals: dict[str, Any] = dict(ts=ts, dur=max((_exact_int(en) or ts) - ts, 0), kind=int(kind), name=s.id(name),
                                     cat=s.id(_API_CATS.get(to_int(typ), "pytorch_api")),
-                                    pid=gtid >> 32, tid=gtid & 0xFFFFFFFF, shapes=s.id(_shapes(db, shapes1, shapes2)))
+                                    pid=gtid >> 32, tid=gtid & 0xFFFFFFFF, shapes=s.id(_shapes(db, shapes1, shapes2)),
+                                    args=s.id(_dtypes(db, shapes1, shapes2)))
         if chain in chains:
             vals["stack"] = s.id(";".join(f for f in chains[chain] if f))
         if conn in conn_map and kind in (Kind.CPU_OP, Kind.USER_ANNOTATION):

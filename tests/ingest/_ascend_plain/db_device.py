@@ -6,7 +6,10 @@ them an AI_CORE task per HCCL op spanning the whole op: counting it as a kernel 
 communication twice)."""
 from __future__ import annotations
 
+import json
 from typing import Any
+
+from canning_tb.ingest import op_args
 
 from .csv_io import norm_shapes, to_int
 from .trace import DTYPE_BYTES, classify_hardware
@@ -21,23 +24,37 @@ def _or_none(v: Any) -> int:
 
 def _task_info(db) -> tuple[dict[int, tuple], dict[int, tuple]]:
     mix = "mixBlockDim" if "mixBlockDim" in db.columns("COMPUTE_TASK_INFO") else "NULL"
+    cols = db.columns("COMPUTE_TASK_INFO")
+    more = ", ".join(c if c in cols else "NULL" for c in _ARG_COLUMNS.values())
     compute = {row[0]: row[1:] for row in db.rows(
         "COMPUTE_TASK_INFO",
-        f"select globalTaskId, name, blockDim, taskType, inputShapes, opType, {mix} from COMPUTE_TASK_INFO")}
+        f"select globalTaskId, name, blockDim, taskType, inputShapes, opType, {more}, {mix} from COMPUTE_TASK_INFO")}
     comm = {row[0]: row[1:] for row in db.rows(
         "COMMUNICATION_TASK_INFO", "select globalTaskId, name, taskType, size, groupName from COMMUNICATION_TASK_INFO")}
     return compute, comm
+
+
+# COMPUTE_TASK_INFO columns -> `args` parts (ingest/op_args.py)
+_ARG_COLUMNS = {"types": "inputDataTypes", "formats": "inputFormats", "out_shapes": "outputShapes",
+                "out_types": "outputDataTypes", "out_formats": "outputFormats"}
+
+
+def _kernel_args(db, op_type, cells: list) -> str | None:
+    parts = {key: db.name(cell) for key, cell in zip(_ARG_COLUMNS, cells)}
+    shapes = norm_shapes(parts.pop("out_shapes"))
+    return op_args.encode(op_type=db.name(op_type) or None, out_shapes=json.loads(shapes) if shapes else None,
+                          **{key: op_args.split_list(text) for key, text in parts.items()})
 
 
 def _task_columns(db, table: EventTable, gid: int, task_type: str, compute: dict, comm: dict) -> dict:
     """The kind-specific columns of one TASK row."""
     s = table.strings
     if gid in compute:
-        nm, blk, ctype, shp, _optype, _mix = compute[gid]
+        nm, blk, ctype, shp, optype, *more, _mix = compute[gid]
         name = db.name(nm) or task_type
         return dict(kind=int(Kind.COMM_KERNEL if name.startswith("hcom") else Kind.KERNEL), name=s.id(name),
                     cat=s.id("task"), core=s.id(db.name(ctype) or task_type), blocks=_or_none(blk),
-                    shapes=s.id(norm_shapes(db.name(shp))))
+                    shapes=s.id(norm_shapes(db.name(shp))), args=s.id(_kernel_args(db, optype, more)))
     if gid in comm:
         nm, ctt, size, grp = comm[gid]
         return dict(kind=int(Kind.OTHER), name=s.id(db.name(nm) or db.name(ctt) or task_type), cat=s.id("hccl_task"),

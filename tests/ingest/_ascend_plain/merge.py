@@ -14,7 +14,7 @@ from canning_tb.ingest.table import (EVENT_COLUMNS, MEMORY_COLUMNS, NONE, Column
                     sort_by_time, sort_with_metrics)
 
 MATCH_TOLERANCE_NS = 2000
-_STRING_COLS = ("name", "cat", "shapes", "stack", "core", "group")
+_STRING_COLS = ("name", "cat", "shapes", "stack", "core", "group", "args")
 
 
 def _trace_index(trace) -> tuple[dict, dict]:

@@ -45,7 +45,8 @@ def _read_text(r) -> None:
         if row["kind"] == Kind.COMM_KERNEL and not row.get("group") and row["name"] in groups:
             row["group"] = groups[row["name"]]
     if not r.usable and not rows:
-        raise InputError(r.lay.path_shown, "nothing usable: " + "; ".join(str(p) for p in table.problems[:5]))
+        why = "; ".join(str(p) for p in table.problems[:5]) or columnar._unlistable(r.lay.root)
+        raise InputError(r.lay.path_shown, "nothing usable: " + why)
     fill_events(table, rows)
     if mem:
         fill_memory(table, mem)

@@ -7,11 +7,13 @@ docs/formats/ascend.md.
 """
 from __future__ import annotations
 
+import json
 import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from canning_tb.ingest import op_args
 from canning_tb.ingest import side_tables as side
 from .csv_io import (step_value, device_index, device_name, kb_to_bytes, mb_to_bytes, ms_to_ns, none_to, norm_shapes,
                          norm_stack, read_csv, to_float, to_int, unreadable, us_float_to_ns, us_to_ns)
@@ -40,6 +42,23 @@ def _pmu_getters(f) -> dict:
     return out
 
 
+_ARG_COLUMNS = {"types": "Input Data Types", "formats": "Input Formats", "out_shapes": "Output Shapes",
+                "out_types": "Output Data Types", "out_formats": "Output Formats"}
+
+
+def _arg_getters(f) -> dict:
+    return {key: f.getter(column) for key, column in _ARG_COLUMNS.items() if f.has(column)}
+
+
+def _kernel_args(getters: dict, r, op_type: str) -> str | None:
+    """The kernel's `args` (ingest/op_args.py): its type, dtypes, formats and output shapes."""
+    parts = {key: op_args.split_list(get(r)) for key, get in getters.items() if key != "out_shapes"}
+    if "out_shapes" in getters:
+        shapes = norm_shapes(getters["out_shapes"](r))
+        parts["out_shapes"] = json.loads(shapes) if shapes else None
+    return op_args.encode(op_type=op_type or None, **parts)
+
+
 def read_kernel_details(path: str, display: str, problems: list[Problem], device_hint: int) -> list[dict] | None:
     """Rows of kernel_details.csv as event rows (KERNEL / COMM_KERNEL); None if unreadable."""
     f = read_csv(path, display, problems)
@@ -59,6 +78,7 @@ def read_kernel_details(path: str, display: str, problems: list[Problem], device
     g_dev = f.getter("Device_id", "Device ID", "Device Id")
     g_stream = f.getter("Stream ID", "Stream Id")
     g_shapes = f.getter("Input Shapes")
+    g_args = _arg_getters(f)
     pmu = _pmu_getters(f)
     out = []
     bad_ts = bad_dur = 0
@@ -88,6 +108,9 @@ def read_kernel_details(path: str, display: str, problems: list[Problem], device
             row["shapes"] = sh
         if row["blocks"] is None:
             del row["blocks"]
+        extra = _kernel_args(g_args, r, typ)
+        if extra is not None:
+            row["args"] = extra
         metrics = {name: v for name, (get, _) in pmu.items() if (v := to_float(get(r))) is not None and math.isfinite(v)}
         if metrics:
             row["metrics"] = {name: v * pmu[name][1] for name, v in metrics.items()}

@@ -15,8 +15,9 @@ import msgspec
 
 from canning_tb.ingest._json import TOO_DEEP
 from .counters import trace_counter_rows
-from .csv_io import none_to, norm_shapes, norm_stack, read_bytes, to_int, us_to_ns
-from canning_tb.ingest.table import NONE, Kind, Problem, is_comm_kernel_name
+from .csv_io import none_to, norm_shapes, norm_stack, read_bytes, to_float, to_int, us_to_ns
+from canning_tb.ingest import op_args
+from canning_tb.ingest.table import METRIC_FLOPS, NONE, Kind, Problem, is_comm_kernel_name
 
 from canning_tb.ingest.ascend.hardware import DTYPE_BYTES, classify_hardware, hccl_bytes  # noqa: F401,E402
 
@@ -149,6 +150,10 @@ class _Parse:
             return Kind.OTHER
         _put(row, "shapes", norm_shapes(args.get("Input Dims")))
         _put(row, "stack", norm_stack(args.get("Call stack")))
+        _put(row, "args", op_args.encode(types=op_args.split_list(args.get("Input type"))))
+        flops = to_float(args.get("flops"))  # torch_npu counts them itself with with_flops=True
+        if flops is not None and flops >= 0:
+            row["metrics"] = {METRIC_FLOPS: flops}
         self.host_slices[thread].append((row["ts"], -row["dur"], len(self.td.rows)))
         return kind
 

@@ -10,8 +10,10 @@
   files under p2p and for Send / Recv, else "collective".
 - A window whose events hold no communication but whose communication.json does (analysis-off
   exports, kernel list missing) gets its collectives and calls from CANN alone.
-- Links: the communication matrix rows CANN summed over the step ("-total", 2023's "Total Op
-  Info"); without them the per-call rows; never both, never CANN's top/middle/bottom slices.
+- Links: per communicator, the communication matrix rows CANN summed over the step ("-total");
+  without them the per-call rows (2023's layout, whose "Total Op Info" names no communicator and is
+  used only where no per-call row is there); never both, never CANN's top/middle/bottom slices;
+  src / dst stay as the file numbers them, inside their communicator (`numbering`).
 """
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ from ...ingest.table import EventTable
 from .. import digest_pb2 as pb
 from ..cann import CannCall, cann_calls, hccl_seq, source_of
 from ..common import collective_kind
+from .groups import declared_id, group_label
 
 P2P_KINDS = ("Send", "Recv")
 
@@ -58,6 +61,8 @@ def add_call_figures(call: pb.CommCall, op: str, calls: dict[str, CannCall]) -> 
     call.op = op
     call.seq = hccl_seq(op)
     call.comm_type = comm_type(call.kind, cann)
+    if call.bytes < 0 and cann is not None and cann.transit_bytes >= 0:  # no payload in the events: CANN's bytes
+        call.bytes = cann.transit_bytes
     call.wait_ns = cann.wait_ns if cann else -1
     call.transit_ns = cann.transit_ns if cann else -1
     call.synchronization_ns = cann.synchronization_ns if cann else -1
@@ -103,24 +108,79 @@ def collectives_from_cann(table: EventTable, c: pb.Communication) -> None:
     c.collectives.sort(key=lambda s: (-s.total_ns, s.kind, s.group))
 
 
+def add_calls_only_cann_has(c: pb.Communication, calls: dict[str, CannCall], source: str) -> None:
+    """The calls communication.json holds that the events lack (module doc), into the calls and the
+    collectives of their (kind, group), whose CANN figures are then taken over all their calls."""
+    have = {call.op for call in c.calls}
+    missing = sorted((cc for op, cc in calls.items() if op not in have), key=lambda x: x.start_ns)
+    if not missing:
+        return
+    stats = {(s.kind, s.group): s for s in c.collectives}
+    for cc in missing:
+        kind = collective_kind(cc.op)
+        call = c.calls.add(kind=kind, group=cc.group, start_ns=cc.start_ns, dur_ns=cc.elapse_ns, bytes=-1, step=cc.step)
+        add_call_figures(call, cc.op, calls)
+        stat = stats.get((kind, cc.group))
+        if stat is None:
+            stat = stats[(kind, cc.group)] = c.collectives.add(kind=kind, group=cc.group, min_ns=cc.elapse_ns,
+                                                               bytes=-1, bandwidth_gbps=-1.0)
+        stat.calls += 1
+        stat.total_ns += cc.elapse_ns
+        stat.min_ns, stat.max_ns = min(stat.min_ns, cc.elapse_ns), max(stat.max_ns, cc.elapse_ns)
+    touched = {(collective_kind(cc.op), cc.group) for cc in missing}
+    for key in touched:
+        stat = stats[key]
+        if stat.bytes >= 0 and stat.source == "":  # payload sizes of some calls only: not the whole
+            stat.bytes = -1
+        add_cann_figures(stat, [x.op for x in c.calls if (x.kind, x.group) == key], calls, source)
+    sorted_stats = sorted(c.collectives, key=lambda s: (-s.total_ns, s.kind, s.group))
+    del c.collectives[:]
+    c.collectives.extend(sorted_stats)
+    c.calls.sort(key=lambda x: x.start_ns)
+
+
+def _chosen_links(rows: list[dict]) -> list[dict]:
+    """Per (step, kind, communicator): CANN's sums over the step where it wrote them, else the per-call
+    cells; a sum that names no communicator (2023's "Total Op Info") only where no per-call cell is there."""
+    def key(r):
+        return (r["step"], r["kind"], r["group"] or "")
+    total = {key(r) for r in rows if r["aggregate"] == "total"}
+    per_call = {(r["step"], r["kind"]) for r in rows if r["aggregate"] == "" and r["group"]}
+    out = []
+    for r in rows:
+        k = key(r)
+        if r["aggregate"] == "total":
+            if k[2] or (k[0], k[1]) not in per_call:
+                out.append(r)
+        elif r["aggregate"] == "" and k not in total:
+            out.append(r)
+    return out
+
+
 def links(table: EventTable) -> list:
-    rows = side.rows(table.side, "comm_matrix")
-    chosen = [r for r in rows if r["aggregate"] == "total"] or [r for r in rows if r["aggregate"] == ""]
+    """The matrix cells of the window (`_chosen_links`: never a sum and its parts, never CANN's
+    top / middle / bottom slices); src / dst as the file numbers them (inside the communicator)."""
     return [pb.Link(src=-1 if r["src"] is None else r["src"], dst=-1 if r["dst"] is None else r["dst"],
                     transport=r["transport"] or "", bytes=r["bytes"] or 0, time_ns=r["time_ns"] or 0,
-                    bandwidth_gbps=r["bandwidth_gbps"] or 0.0, op=r["op"] or r["link"] or "") for r in chosen]
+                    bandwidth_gbps=r["bandwidth_gbps"] or 0.0, op=r["op"] or r["link"] or "",
+                    group=r["group"] or "", numbering="communicator")
+            for r in _chosen_links(side.rows(table.side, "comm_matrix"))]
 
 
 def groups(table: EventTable, called: list[str]) -> list:
     """The communicators the files declare, and those the calls name (`called`) that no file declares,
     with how many ranks the communication matrix links in each; every one with its `label`."""
     source = table.meta.environment.get("source.comm_groups", "")
-    out = [pb.CommGroup(group=g["group"], name=g["name"] or "", ranks=[int(x) for x in g["ranks"].split(",") if x],
-                        rank_in_group=-1 if g["rank_in_group"] is None else g["rank_in_group"], source=source)
-           for g in side.rows(table.side, "comm_groups")]
     linked: dict[str, set] = defaultdict(set)
     for link in side.rows(table.side, "comm_matrix"):
         linked[link["group"] or ""].update(x for x in (link["src"], link["dst"]) if x is not None)
+    seen = set(called) | set(linked)
+    out = []
+    for g in side.rows(table.side, "comm_groups"):
+        group = declared_id(g["group"], seen)
+        out.append(pb.CommGroup(group=group, name=g["name"] or "", ranks=[int(x) for x in g["ranks"].split(",") if x],
+                                rank_in_group=-1 if g["rank_in_group"] is None else g["rank_in_group"], source=source,
+                                comm_name=g["group"] if group != g["group"] else ""))
     declared = {g.group for g in out}
     matrix_source = source_of(table, "comm_matrix") or "communication matrix"
     for group in dict.fromkeys(called):
@@ -130,27 +190,3 @@ def groups(table: EventTable, called: list[str]) -> list:
         g.members = len(g.ranks) or len(linked.get(g.group, ())) or -1
         g.label = group_label(g)
     return out
-
-
-def _short(group: str) -> str:
-    """A long number (HCCL's hash of the communicator) shortened; readable ids kept whole."""
-    return f"{group[:4]}…{group[-4:]}" if group.isdigit() and len(group) > 12 else group
-
-
-def _ranks_text(ranks: list[int]) -> str:
-    ordered = sorted(ranks)
-    if len(ordered) > 2 and ordered == list(range(ordered[0], ordered[-1] + 1)):
-        return f"ranks {ordered[0]}-{ordered[-1]}"
-    return "ranks " + ",".join(str(r) for r in ordered)
-
-
-def group_label(g: pb.CommGroup) -> str:
-    """What views show for a communicator instead of its raw id (a 20-digit hash on HCCL): its name,
-    else the ranks it holds, else how many ranks the matrix links, with the end of its id."""
-    if g.name and g.name != g.group:
-        return f"{g.name} ({_ranks_text(list(g.ranks))})" if g.ranks else g.name
-    if g.ranks:
-        return f"{_ranks_text(list(g.ranks))} ({_short(g.group)})"
-    if g.members > 0:
-        return f"{g.members} ranks ({_short(g.group)})"
-    return _short(g.group)

@@ -11,10 +11,12 @@
 - Bytes: the `bytes` column; bandwidth = bytes / total time (GB/s = bytes per ns), -1 unknown.
 - Time: total_ns = union of communication time inside the steps; overlapped = its part under
   device compute (KERNEL union); not overlapped = the rest, i.e. exactly the sums of the
-  step breakdown's overlapped / communication categories. not_overlapped_share = not
-  overlapped / sum of step times.
+  step breakdown's overlapped / communication categories (their share of the step:
+  summary.step_shares, the one definition).
 - Ascend: what CANN measured itself (transit, wait, synchronization, bytes on the links, the
-  link matrix) is added by communication_ascend.py, which says where each figure comes from.
+  link matrix) is added by communication/ascend.py, which says where each figure comes from; the
+  calls communication.json holds that the events do not (a kernel_details.csv listing some of the
+  step's HCCL operators only) are added from it, so the collectives are the most complete list.
 - wait/transfer on GPU/CPU windows stay -1 here: they need the other ranks (cluster.py).
 """
 from __future__ import annotations
@@ -60,10 +62,12 @@ def comm_rows(ctx: Context) -> np.ndarray:
     return np.sort(rows)
 
 
-def _kind_from_launcher(ctx: Context, rows: np.ndarray, kinds: np.ndarray) -> None:
+def _kind_from_launcher(ctx: Context, rows: np.ndarray, kinds: np.ndarray, own_kind: np.ndarray) -> None:
     """Device comm kernels: the kind of the host collective that launched them wins when it is
     specific (NCCL runs all_to_all as `ncclKernel_SendRecv`: the host op `nccl:all_to_all` /
-    `c10d::alltoall_base_` says AllToAll). Up to 4 enclosing ops are looked at."""
+    `c10d::alltoall_base_` says AllToAll), except where the kernel's own name is the collective
+    (`own_kind`: HCCL names each operator by its kind, hcom_send__.., hcom_allReduce__..). Up to 4
+    enclosing ops are looked at."""
     ev, t = ctx.ev, ctx.table
     if not (ev["kind"][rows] == int(Kind.COMM_KERNEL)).any() or len(ctx.device_rows) == 0:
         return
@@ -85,7 +89,7 @@ def _kind_from_launcher(ctx: Context, rows: np.ndarray, kinds: np.ndarray) -> No
         up = np.full(len(cur), NONE, np.int64)
         up[alive] = ctx.host.parent[cur[alive]]
         cur = up
-    sel = found != ""
+    sel = (found != "") & ~own_kind
     kinds[sel] = found[sel]
 
 
@@ -98,14 +102,13 @@ def communication_stats(ctx: Context, step_starts: np.ndarray, step_ends: np.nda
     t = ctx.table
     c = pb.Communication(wait_ns=-1, transfer_ns=-1)
     rows = comm_rows(ctx)
-    step_total = int(np.sum(step_ends - step_starts))
     c.overlapped_ns = int(np.sum(breakdown.get("overlapped", 0)))
     c.not_overlapped_ns = int(np.sum(breakdown.get("communication", 0)))
     c.total_ns = c.overlapped_ns + c.not_overlapped_ns
-    c.not_overlapped_share = c.not_overlapped_ns / step_total if step_total > 0 else 0.0
     calls = cann_calls(t)
     if len(rows):
         _stats_from_events(ctx, rows, c, step_starts, step_nums, calls, source_of(t, "comm_ops"))
+        ascend.add_calls_only_cann_has(c, calls, source_of(t, "comm_ops"))
     elif calls:
         ascend.collectives_from_cann(t, c)
     ascend.number_unsequenced(c)
@@ -123,7 +126,8 @@ def _stats_from_events(ctx: Context, rows: np.ndarray, c: pb.Communication, step
     ninv = ninv.reshape(-1)
     kinds_u = np.array([collective_kind(t.strings[int(x)] or "") for x in un])
     kinds = kinds_u[ninv].astype(object)
-    _kind_from_launcher(ctx, rows, kinds)
+    hccl = np.array([(t.strings[int(x)] or "").startswith("hcom_") for x in un], bool)[ninv]
+    _kind_from_launcher(ctx, rows, kinds, hccl & (kinds != "Other"))
     groups = np.array([t.strings[int(g)] or "" if g >= 0 else "" for g in ev["group"][rows]])
     dur, byt, ts = ev["dur"][rows], ev["bytes"][rows], ev["ts"][rows]
     op_names = np.array([t.strings[int(x)] or "" for x in un], dtype=object)[ninv]

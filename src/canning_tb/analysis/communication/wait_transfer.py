@@ -100,6 +100,24 @@ def call_splits(digests: list, match: bool = True) -> list[np.ndarray]:
     return np.split(out, np.cumsum([len(d.communication.calls) for d in digests])[:-1])
 
 
+def _step_bounds(start, dur, rank, number, calls) -> tuple[np.ndarray, np.ndarray]:
+    """[low, high) of each step; a step placed nowhere on the clock (start -1: CANN's step trace without
+    device tasks to place it on) holds the calls its files file under its number (communication.json's
+    "stepN"): from the first call's start to the last call's end."""
+    low, high = start.copy(), start + np.maximum(dur, 0)
+    unplaced = np.flatnonzero(start < 0)
+    if not len(unplaced):
+        return low, high
+    call_start, call_end, call_rank, call_step = calls
+    for k in unplaced.tolist():
+        mine = (call_rank == rank[k]) & ((call_step == number[k]) | (call_step < 0))
+        if mine.any():
+            low[k], high[k] = int(call_start[mine].min()), int(call_end[mine].max())
+        else:
+            low[k] = high[k] = 0
+    return low, high
+
+
 class _Many:
     """The calls and steps of many ranks on one time line: each rank's instants shifted by its own
     offset so that the ranks' spans lie apart (at least 2 ns between them), so every interval set
@@ -123,8 +141,8 @@ class _Many:
         self.step = column(lambda s: s.number, steps)
         self.step_start = column(lambda s: s.start_ns, steps)
         self.step_dur = column(lambda s: s.dur_ns, steps)
-        low = self.step_start
-        high = low + np.maximum(self.step_dur, 0)
+        low, high = _step_bounds(self.step_start, self.step_dur, self.step_rank, self.step,
+                                 (start, start + dur, self.call_rank, column(lambda c: c.step, calls)))
         wait_end = start + split[:, 0]
         points = [(start, self.call_rank), (start + dur, self.call_rank), (low, self.step_rank),
                   (high, self.step_rank), (wait_end[self.known], self.call_rank[self.known]),
@@ -223,6 +241,23 @@ def wait_transfer(digests: list) -> list[dict]:
 def own_figures(digests: list) -> list[dict]:
     """`rank_figures` of each digest from its own files alone (no call matched with another digest)."""
     return rank_figures_many(digests, call_splits(digests, match=False))
+
+
+def split_sources(digests: list, splits: list[np.ndarray]) -> list[str]:
+    """Per digest, where its calls' wait / transfer come from: the file CANN measured them in, "matched
+    calls" (the rule over the ranks' calls), both joined with " + ", or "" (unknown; no call: "")."""
+    out = []
+    for digest, split in zip(digests, splits):
+        calls = digest.communication.calls
+        measured = np.fromiter((c.wait_ns >= 0 and c.transit_ns >= 0 for c in calls), bool, len(calls))
+        known = split[:, 0] >= 0 if len(split) else np.zeros(0, bool)
+        parts = []
+        if (measured & known).any():
+            parts.append(digest.communication.source or "CANN")
+        if (~measured & known).any():
+            parts.append("matched calls")
+        out.append(" + ".join(parts))
+    return out
 
 
 def collective_sums(digests: list, splits: list[np.ndarray]) -> dict:

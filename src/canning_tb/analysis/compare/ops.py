@@ -8,6 +8,10 @@ so host-only work (the dataloader, Python-side ranges, CPU-only windows) counts 
 kept in the row. ProfilerStep#N ranges are left out: their self time is the step's gaps, not an
 operator's. Kernels are matched by name and by family
 (names.NameMap.family). A row present on one side only is "added" or "removed".
+
+A percentage of a base near zero says nothing (two runs that nest events differently give +9766 %):
+when one side is under NEAR_ZERO of the other, `delta_pct` is None and `delta_text` says "new" (the
+baseline is near zero) or "gone" (the target is).
 """
 from __future__ import annotations
 
@@ -19,6 +23,7 @@ from ..names import NameMap
 from ..summary import STEP_RANGE_PREFIX
 
 MODES = {"name": "ops_by_name", "shape": "ops_by_shape", "stack": "ops_by_stack"}
+NEAR_ZERO = 0.01  # one side under 1 % of the other: "new" / "gone", not a percentage
 _LINE = re.compile(r"\(\d+\)")
 
 
@@ -34,7 +39,8 @@ class Row:
     base_ns: float                  # time per step (see the module doc); kernels: device time
     target_ns: float
     delta_ns: float
-    delta_pct: float | None         # of the baseline; None when the baseline is 0
+    delta_pct: float | None         # of the baseline; None when one side is near zero (delta_text)
+    delta_text: str                 # "new" | "gone" when one side is under NEAR_ZERO of the other, else ""
     status: str                     # "added" | "removed" | "changed" | "same"
     base_host_self_ns: float        # per step
     target_host_self_ns: float
@@ -44,6 +50,22 @@ class Row:
     target_host_total_ns: float
     base_device_total_ns: float
     target_device_total_ns: float
+
+    # for the paged table (analysis/table_page.py sorts and searches by attribute)
+    @property
+    def abs_delta(self) -> float:
+        return abs(self.delta_ns)
+
+    @property
+    def pct_order(self) -> float:
+        """delta_pct, "new" above every percentage, "gone" below, unknown as 0."""
+        if self.delta_pct is not None:
+            return self.delta_pct
+        return {"new": float("inf"), "gone": -float("inf")}.get(self.delta_text, 0.0)
+
+    @property
+    def names(self) -> str:
+        return "\n".join(self.base_names + self.target_names)
 
 
 def metric_of(base: Side, target: Side) -> str:
@@ -63,6 +85,15 @@ def status_of(base_calls: float, target_calls: float, delta: float) -> str:
     return "same" if delta == 0 else "changed"
 
 
+def percent_change(before: float, after: float) -> tuple[float | None, str]:
+    """(delta_pct, delta_text) of a change from `before` to `after` (module doc)."""
+    if after > 0 and before < after * NEAR_ZERO:
+        return None, "new"
+    if before > 0 and after < before * NEAR_ZERO:
+        return None, "gone"
+    return (100 * (after - before) / before if before else None), ""
+
+
 def op_time(base: list[float], target: list[float]) -> tuple[float, float]:
     """The compared time of one operator from [host self, device self, device total, ...] per side."""
     on_device = base[2] > 0 or target[2] > 0
@@ -72,11 +103,19 @@ def op_time(base: list[float], target: list[float]) -> tuple[float, float]:
 def _accumulate(side: Side, items) -> dict:
     """key -> [names, calls, [host self, device self, device total, host total], shapes, stack], per step."""
     out: dict = {}
-    for key, name, calls, times, shapes, stack in items:
-        acc = out.setdefault(key, [set(), 0.0, [0.0] * 4, shapes, stack])
+    get, steps = out.get, side.steps
+    for key, name, calls, (t0, t1, t2, t3), shapes, stack in items:
+        acc = get(key)
+        if acc is None:
+            out[key] = [{name}, calls / steps, [t0 / steps, t1 / steps, t2 / steps, t3 / steps], shapes, stack]
+            continue
         acc[0].add(name)
-        acc[1] += calls / side.steps
-        acc[2] = [a + t / side.steps for a, t in zip(acc[2], times)]
+        acc[1] += calls / steps
+        sums = acc[2]
+        sums[0] += t0 / steps
+        sums[1] += t1 / steps
+        sums[2] += t2 / steps
+        sums[3] += t3 / steps
     return out
 
 
@@ -87,27 +126,24 @@ def _rows(base: dict, target: dict) -> list[Row]:
         was, now = base.get(key, empty), target.get(key, empty)
         before, after = op_time(was[2], now[2])
         shapes, stack = (now if key in target else was)[3:5]
-        rows.append(Row(key=key[0], input_shapes=shapes, call_stack=stack,
-                        base_names=sorted(was[0]), target_names=sorted(now[0]),
-                        base_calls=was[1], target_calls=now[1], base_ns=before, target_ns=after,
-                        delta_ns=after - before, delta_pct=100 * (after - before) / before if before else None,
-                        status=status_of(was[1], now[1], after - before),
-                        base_host_self_ns=was[2][0], target_host_self_ns=now[2][0],
-                        base_device_self_ns=was[2][1], target_device_self_ns=now[2][1],
-                        base_host_total_ns=was[2][3], target_host_total_ns=now[2][3],
-                        base_device_total_ns=was[2][2], target_device_total_ns=now[2][2]))
+        pct, text = percent_change(before, after)
+        rows.append(Row(key[0], shapes, stack, sorted(was[0]), sorted(now[0]), was[1], now[1], before, after,
+                        after - before, pct, text, status_of(was[1], now[1], after - before),
+                        was[2][0], now[2][0], was[2][1], now[2][1], was[2][3], now[2][3], was[2][2], now[2][2]))
     rows.sort(key=lambda r: (-abs(r.delta_ns), r.key, r.input_shapes, r.call_stack))
     return rows
 
 
 def _op_items(side: Side, mode: str, names: NameMap):
+    operator, by_shape, by_stack = names.operator, mode == "shape", mode == "stack"
     for digest in side.digests:
         for op in getattr(digest, MODES[mode]):
-            if op.name.startswith(STEP_RANGE_PREFIX):
+            name = op.name
+            if name.startswith(STEP_RANGE_PREFIX):
                 continue
-            shapes = op.input_shapes if mode == "shape" else ""
-            stack = strip_lines(op.call_stack) if mode == "stack" else ""
-            yield ((names.operator(op.name), shapes, stack), op.name, op.calls,
+            shapes = op.input_shapes if by_shape else ""
+            stack = strip_lines(op.call_stack) if by_stack else ""
+            yield ((operator(name), shapes, stack), name, op.calls,
                    (op.host_self_ns, op.device_self_ns, op.device_total_ns, op.host_total_ns), shapes, stack)
 
 

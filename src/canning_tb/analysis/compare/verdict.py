@@ -14,6 +14,10 @@ formats: only digests are read) and returns a `Comparison`, every figure per ste
 - contributors: the `top` operators (by name) with the largest |delta| of their time (compare_ops:
   device self time for operators with device work, else host self time) and the dataloader (its
   breakdown category where the trace records no dataloader operator), and the unexplained rest = step-time change - their sum (overlap, gaps, work outside operators);
+  and the same change as the breakdown shows it (`by_category`): each step category's delta (they sum to
+  the step-time change), with the operators that fall in it (CATEGORY_OF_OPERATOR: the dataloader's, the
+  collectives in communication, operators with device work in compute, the others on the host) and the
+  rest of the category no operator explains;
 - the operator tree diff (compare_tree), memory peaks and step-aligned curves (compare_memory),
   communication per collective and group, and per collective kind (compare_comm).
 
@@ -22,6 +26,7 @@ direction as "1.8x faster" / "2.0x slower"; otherwise a percentage of the baseli
 """
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass
 
 from ..common import DATALOADER_RE
@@ -31,9 +36,13 @@ from .ops import Row, kernel_rows, metric_of, operator_rows
 from .side import CATEGORIES, Side, side_of
 from .tree import Node, operator_tree
 from ..names import NameMap, name_map
+from ..summary import share as summary_share
 
 RATIO_FROM = 1.5
 SAME_BELOW_PCT = 1.0
+PER_CATEGORY = 5  # operators shown in each category of `by_category`
+_COLLECTIVE_OP = re.compile(r"nccl|c10d::|hccl|hcom|record_param_comms|all_?reduce|all_?gather|reduce_?scatter"
+                            r"|all_?to_?all|broadcast_|send_recv|gloo", re.I)
 
 
 @dataclass
@@ -81,11 +90,20 @@ class Contributor:
 
 
 @dataclass
+class CategoryContribution:
+    category: str                   # a step category (the breakdown's)
+    delta_ns: float                 # its delta in the breakdown
+    operators: list[Contributor]    # the largest operator deltas that fall in it
+    rest_ns: float                  # delta_ns - their sum: overlap inside the category, gaps, work outside operators
+
+
+@dataclass
 class Contributors:
     step_delta_ns: float
     operators: list[Contributor]
     explained_ns: float
     unexplained_ns: float
+    by_category: list[CategoryContribution]  # the breakdown's deltas: they sum to step_delta_ns
 
 
 @dataclass
@@ -139,10 +157,6 @@ def _peak(side: Side) -> tuple[str, float | None]:
     return (top.device, float(top.peak_allocated_bytes)) if top else ("", None)
 
 
-def _share(part: float, whole: float) -> float | None:
-    return part / whole if whole > 0 else None
-
-
 def _throughput(side: Side) -> float | None:
     return side.batch_size / (side.step_ns / 1e9) if side.batch_size and side.step_ns > 0 else None
 
@@ -152,8 +166,8 @@ def _verdict(base: Side, target: Side) -> Verdict:
     (base_dev, base_peak), (target_dev, target_peak) = _peak(base), _peak(target)
     memory = _change(base_peak, target_peak, "lower", "higher")
     comm = _change(base.breakdown["communication"], target.breakdown["communication"], "less", "more")
-    share = _change(_share(base.breakdown["communication"], base.step_ns),
-                    _share(target.breakdown["communication"], target.step_ns), "less", "more")
+    share = _change(summary_share(base.breakdown["communication"], base.step_ns),  # the one ratio (summary.share)
+                    summary_share(target.breakdown["communication"], target.step_ns), "less", "more")
     throughput = _change(_throughput(base), _throughput(target), "lower", "higher")
     parts = [f"step time {step.text}"]
     if memory.text != "n/a":
@@ -179,7 +193,35 @@ def _contributors(base: Side, target: Side, rows: list[Row], top: int) -> Contri
     explained = sum(c.delta_ns for c in chosen)
     step_delta = target.step_ns - base.step_ns
     return Contributors(step_delta_ns=step_delta, operators=chosen, explained_ns=explained,
-                        unexplained_ns=step_delta - explained)
+                        unexplained_ns=step_delta - explained, by_category=_by_category(base, target, rows))
+
+
+def category_of_operator(row: Row) -> str:
+    """The step category an operator's time falls in (module doc)."""
+    if DATALOADER_RE.match(row.key):
+        return "dataloader"
+    if _COLLECTIVE_OP.search(row.key):
+        return "communication"
+    if row.base_device_total_ns > 0 or row.target_device_total_ns > 0:
+        return "compute"
+    return "host"
+
+
+def _by_category(base: Side, target: Side, rows: list[Row]) -> list[CategoryContribution]:
+    """Each category's breakdown delta with its largest operator deltas and the rest."""
+    ops: dict[str, list[Contributor]] = {}
+    for r in rows:  # largest |delta| first already
+        if r.delta_ns != 0:
+            found = ops.setdefault(category_of_operator(r), [])
+            if len(found) < PER_CATEGORY:
+                found.append(Contributor(r.key, "operator", r.delta_ns, r.status))
+    out = []
+    for c in CATEGORIES:
+        delta = target.breakdown[c] - base.breakdown[c]
+        mine = ops.get(c, [])
+        if delta or mine:
+            out.append(CategoryContribution(c, delta, mine, delta - sum(o.delta_ns for o in mine)))
+    return sorted(out, key=lambda c: -abs(c.delta_ns))
 
 
 def compare(base_digests, target_digests, names: NameMap | None = None, mode: str = "name",

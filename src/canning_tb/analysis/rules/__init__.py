@@ -9,7 +9,7 @@ from __future__ import annotations
 from .. import digest_pb2 as pb
 from ..context import Context
 from . import (comm_rules, compute_rules, fusion, memory_rules, profiling_rules,  # noqa: F401 (registers)
-               schedule_rules, time_rules)
+               roofline_rules, schedule_rules, time_rules)
 from .cluster_rules import cluster_hits
 from .engine import RULES, RuleInput, run_rules
 from .time_rules import CATEGORY_LABELS

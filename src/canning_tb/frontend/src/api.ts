@@ -68,6 +68,7 @@ export interface Step {
   breakdown: Breakdown;
   tail_ns: number;
   distorted: boolean;
+  roofline: StepRoofline;
 }
 
 export interface KernelRef {
@@ -92,6 +93,7 @@ export interface OpStat {
   tc_eligible: boolean;
   tc_self_share: number | null; // share of its own kernels' time on Tensor Cores, -1 unknown
   tc_total_share: number | null; // ... of the kernels under it, each once
+  work: WorkRates; // FLOPs, bytes, rates against the roofs (model "" = no model: every figure unknown)
 }
 
 export interface KernelStat {
@@ -113,6 +115,75 @@ export interface KernelStat {
   shared_memory_bytes: number | null;
   pmu: Record<string, number | null>; // NPU PMU ratios over the kernel's tasks
   mean_mix_block_dim: number | null;
+  work: WorkRates;
+  pipes: PipeShare[]; // NPU PMU: busy share per pipe, busiest first
+}
+
+/** The work of a row against its device's roofs (docs/efficiency.md); -1 / "" unknown. */
+export interface WorkRates {
+  flops: number | null;
+  bytes: number | null;
+  model: string;
+  dtype: string;
+  time_ns: number;
+  tflops: number | null;
+  gbps: number | null;
+  intensity: number | null;
+  roof_tflops: number | null;
+  roof_share: number | null;
+  bound: string;
+  matrix: boolean;
+}
+
+export interface PipeShare {
+  pipe: string;
+  share: number | null;
+}
+
+export interface StepRoofline {
+  flops: number | null;
+  mfu: number | null;
+  hbm_gbps: number | null;
+}
+
+export interface ModuleRoofline {
+  flops: number | null;
+  mfu: number | null;
+}
+
+export interface DevicePeak {
+  device: number;
+  kind: string;
+  name: string;
+  matched: string;
+  tflops: Record<string, number | null>;
+  vector_tflops: number | null;
+  hbm_gbps: number | null;
+  source: string;
+  note: string;
+}
+
+export interface RooflinePoint {
+  kind: string;
+  name: string;
+  input_shapes: string;
+  calls: number;
+  work: WorkRates;
+}
+
+/** The digest's roofline section: peaks, MFU, HBM bandwidth, the points of the Roofline view. */
+export interface Roofline {
+  peaks: DevicePeak[];
+  device: number;
+  mfu: number | null;
+  flops_per_step: number | null;
+  hbm_gbps: number | null;
+  hbm_source: string;
+  hbm_share: number | null;
+  modelled_share: number | null;
+  points: RooflinePoint[];
+  notes: string[];
+  steps: number;
 }
 
 /** One GPU's efficiency figures over the steps the average keeps; -1 where unknown. */
@@ -164,6 +235,7 @@ export interface ModuleNode {
   device_self_ns: number;
   operators: number;
   first_start_ns: number;
+  roofline: ModuleRoofline;
 }
 
 export interface CoreStat {
@@ -255,6 +327,8 @@ export interface Link {
   time_ns: number;
   bandwidth_gbps: number | null;
   op: string;
+  group: string; // the communicator of the cell set
+  numbering: string; // "communicator": src / dst are member indices inside `group` (as the file writes them)
 }
 
 export interface Communication {
@@ -263,7 +337,6 @@ export interface Communication {
   overlapped_ns: number;
   wait_ns: number;
   transfer_ns: number;
-  not_overlapped_share: number | null;
   collectives: CollectiveStat[];
   calls: CommCall[];
   links: Link[];
@@ -282,6 +355,37 @@ export interface CommGroup {
   source: string;
   label: string;
   members: number;
+  comm_name: string; // the name the metadata declared it under, when the calls carry its hash
+}
+
+/** Where a window's figures come from (analysis/coverage.py). */
+export interface SourceFile {
+  file: string;
+  covers: string;
+  rows: number;
+  of_rows: number;
+  sampled: boolean; // holds a part of the window only
+  note: string;
+}
+export interface FigureSource {
+  figure: string;
+  source: string;
+  note: string;
+}
+export interface SourceCheck {
+  figure: string;
+  source_a: string;
+  value_a: number;
+  source_b: string;
+  value_b: number;
+  difference: number | null;
+  agree: boolean;
+  note: string;
+}
+export interface Coverage {
+  files: SourceFile[];
+  figures: FigureSource[];
+  checks: SourceCheck[];
 }
 
 export interface Problem {
@@ -353,11 +457,15 @@ export interface WindowHead {
   worker: string;
   window: string;
   info: WindowInfo & { duration_ns: number };
+  // what to tell of a digest made by other analysis code, whose files are not here to make it again
+  // (its first problem says the same); null for this viewer's own
+  old_analysis: string | null;
   problems: Problem[];
 }
 
 /** /overview `figures`: the window's headline figures, computed in analysis (one function for
- * /overview and /cluster's per_rank rows). */
+ * /overview and /cluster's per_rank rows). These interfaces mirror the msgspec Structs of
+ * analysis/figures.py field for field (tests/frontend/test_frontend_types.py). */
 export interface MemoryFigure {
   device: string;
   peak_bytes: number;
@@ -369,30 +477,51 @@ export interface SlowestOp {
   metric: "device_self_ns" | "host_self_ns";
   share: number; // of that metric summed over all operators but ProfilerStep#*
 }
-export interface WindowFigures {
-  steps: number;
-  total_step_ns: number;
-  average_step_ns: number;
+/** Each step breakdown category's time over the step's (a step, or the average step); null unknown. */
+export interface CategoryShares {
+  compute: number | null;
+  overlapped: number | null;
+  communication: number | null;
+  memcpy: number | null;
+  memset: number | null;
+  device_wait: number | null;
+  runtime: number | null;
+  dataloader: number | null;
+  host: number | null;
+  idle: number | null;
+}
+export interface StepShares {
   compute_share: number | null;
+  compute_source: string; // "host" on windows without device work: the host operators are the computation
   comm_not_hidden_share: number | null;
   dataloader_share: number | null;
   idle_share: number | null; // nothing recorded (the breakdown's Idle)
   device_idle_share: number | null; // the step minus the device's busy time; null without device work
-  compute_source: string; // "host" on windows without device work: the host operators are the computation
+}
+export interface WindowFigures extends StepShares {
+  steps: number;
+  total_step_ns: number;
+  average_step_ns: number;
+  average_shares: CategoryShares;
   memory: MemoryFigure[];
   slowest_op: SlowestOp | null;
+}
+/** A step of /overview: the digest's Step and its categories' shares of it. */
+export interface OverviewStep extends Step {
+  shares: CategoryShares;
 }
 
 /** GET /overview */
 export interface OverviewResponse extends WindowHead {
   schema_version: number;
-  steps: Step[];
+  steps: OverviewStep[];
   average: Breakdown;
-  scalars: Record<string, number | null>;
   rule_hits: RuleHit[];
   figures: WindowFigures;
   gpu_efficiency: GpuEfficiency[];
   npu_efficiency: NpuEfficiency[];
+  coverage: Coverage; // the Overview's "Data" panel
+  step_clock: string; // "host" | "device"
 }
 
 export type GroupBy = "name" | "shape" | "stack";
@@ -444,6 +573,12 @@ export interface KernelsResponse extends WindowHead, TablePage {
 /** GET /modules */
 export interface ModulesResponse extends WindowHead {
   modules: ModuleNode[]; // depth first; empty without nn.Module events
+}
+
+/** GET /roofline: the roofline section and each step's MFU / HBM bandwidth (start relative). */
+export interface RooflineResponse extends WindowHead {
+  roofline: Roofline;
+  steps: { number: number; start_ns: number; dur_ns: number; roofline: StepRoofline }[];
 }
 
 /** GET /memory */
@@ -528,7 +663,9 @@ export interface RankSplit {
   compute_ns: number;
   overlapped_ns: number;
   communication_ns: number;
-  other_ns: number;
+  free_ns: number;
+  preparing_ns: number; // CANN's Preparing, -1 from the trace
+  other_ns: number; // the rest of the step: the parts add up to step_ns
   communication_total_ns: number;
   wait_ns: number;
   p2p_wait_ns: number;
@@ -542,6 +679,8 @@ export interface RankStep extends RankSplit {
 export interface RankRow extends RankSplit {
   rank: number;
   steps: number;
+  source: string; // where the split comes from: "trace" or CANN's file
+  wait_source: string; // where wait / transfer come from ("" unknown)
   per_step: RankStep[];
 }
 export interface SlowRank {
@@ -562,6 +701,35 @@ export interface MatrixCell {
   time_ns: number;
   bandwidth_gbps: number | null;
   transports: string[];
+  groups: string[]; // the labels of the communicators the bytes went through
+}
+/** One cell of the matrix in global ranks, per transport and communicator. */
+export interface MatrixLink {
+  src: number;
+  dst: number;
+  transport: string;
+  group: string;
+  group_label: string;
+  bytes: number;
+  time_ns: number;
+  bandwidth_gbps: number | null;
+}
+/** A communicator of the run (analysis/communication/groups.py group_rows). */
+export interface ClusterGroup {
+  group: string;
+  name: string;
+  label: string;
+  ranks: number[];
+  ranks_source: string;
+  members: number;
+  calling_ranks: number[];
+  missing: number[];
+}
+export interface RankCoverage {
+  rank: number;
+  sources: Record<string, string>;
+  sampled: string[];
+  disagree: string[];
 }
 export interface RankFigures {
   rank: number;
@@ -569,14 +737,14 @@ export interface RankFigures {
   window: string;
   steps: number;
   step_ns: number;
-  compute_share: number | null;
-  comm_not_hidden_share: number | null;
+  compute_share: number; // -1 unknown
+  comm_not_hidden_share: number; // -1 unknown
   memory_device: string;
   memory_peak_bytes: number;
   memory_capacity_bytes: number;
   slowest_op: string;
   slowest_op_ns: number;
-  slowest_op_metric: string;
+  slowest_op_metric: "device_self_ns" | "host_self_ns";
 }
 export interface FigureRange {
   min: number;
@@ -590,7 +758,13 @@ export interface RunSummary {
   compute_share: FigureRange | null;
   comm_not_hidden_share: FigureRange | null;
   memory_peak_bytes: FigureRange | null;
-  slowest_op: { name: string; ns: number; rank: number; metric: string } | null;
+  slowest_op: RunSlowestOp | null;
+}
+export interface RunSlowestOp {
+  name: string;
+  ns: number;
+  rank: number;
+  metric: "device_self_ns" | "host_self_ns";
 }
 /** How one figure spreads over the ranks (analysis/cluster_spread.py), the extreme and outlying ranks named. */
 export interface RankValue {
@@ -636,13 +810,20 @@ export interface ClusterResponse {
   ranks: RankRow[];
   collectives: { kind: string; group: string; calls: number; total_ns: number; wait_ns: number; transfer_ns: number }[];
   slow_ranks: SlowRank[];
+  matrix: MatrixLink[];
   matrix_cells: MatrixCell[];
+  matrix_unmapped: { links: number; bytes: number; groups: string[] }; // links no file maps to global ranks
+  groups: ClusterGroup[];
+  world_size: number;
+  world_size_source: string;
+  coverage: RankCoverage[];
   matrix_truncated: boolean; // past 16,384 cells: the largest only (matrix_bins holds all)
   matrix_bins: MatrixBins;
   matrix_source: string;
   distributions: Distribution[];
   rank_heatmap: RankHeatmap;
   compute_source?: string; // "host" on CPU-only runs: the host operators are the computation
+  breakdown_source: string; // "trace", or CANN's file when every rank has its step trace
   unmatched: { kind: string; group: string; calls: Record<string, number> }[];
   findings: RuleHit[]; // cross-rank findings (analysis/rules/cluster_rules.py), ranked by estimated gain
 }
@@ -691,6 +872,7 @@ export interface CategoryDelta {
   delta_ns: number;
 }
 export type CompareStatus = "added" | "removed" | "changed" | "same";
+export type CompareTable = "operators" | "kernels" | "families";
 export interface CompareRow {
   key: string;
   input_shapes: string;
@@ -703,6 +885,8 @@ export interface CompareRow {
   target_ns: number;
   delta_ns: number;
   delta_pct: number | null;
+  /** "new" / "gone": one side is under 1 % of the other (delta_pct is then null) */
+  delta_text: "new" | "gone" | "";
   status: CompareStatus;
 }
 export interface Contributor {
@@ -711,15 +895,24 @@ export interface Contributor {
   delta_ns: number;
   status: CompareStatus;
 }
+/** One step category's change in the breakdown, with the operators that fall in it. */
+export interface CategoryContribution {
+  category: string;
+  delta_ns: number;
+  operators: Contributor[];
+  rest_ns: number;
+}
 export interface Contributors {
   step_delta_ns: number;
   operators: Contributor[];
   explained_ns: number;
   unexplained_ns: number;
+  /** the breakdown's deltas (they sum to step_delta_ns), largest first */
+  by_category: CategoryContribution[];
 }
 export interface TreeNode {
   name: string;
-  kind: "root" | "frame" | "op";
+  kind: "root" | "frame" | "op" | "more";
   base_ns: number;
   target_ns: number;
   base_calls: number;
@@ -762,9 +955,18 @@ export interface CompareResponse {
   target: CompareSide;
   verdict: Verdict;
   breakdown: CategoryDelta[];
-  operators: CompareRow[];
-  kernels: CompareRow[];
-  kernel_families: CompareRow[];
+  /** rows of each table (operators, kernels, kernel families) */
+  tables: Record<CompareTable, number>;
+  /** the page of one table: searched, sorted and cut by the server */
+  table: CompareTable;
+  all_rows: number;
+  total: number;
+  offset: number;
+  limit: number;
+  sort: string;
+  order: "asc" | "desc" | null;
+  search: string;
+  rows: CompareRow[];
   contributors: Contributors;
   tree: TreeNode;
   memory: MemoryPair[];
@@ -1031,4 +1233,117 @@ export async function getTile(params: Record<string, string>, signal?: AbortSign
     row: take((b, at, n) => new Uint32Array(b, at, n), 4),
     bytes: buffer.byteLength,
   };
+}
+
+// -- capture (/capture, /capture_state, /capture_request; docs/http_api.md, "Capture") ----------------
+
+export interface CaptureRankStatus {
+  rank: number;
+  host: string;
+  pid: number;
+  step: number;
+  state: string;
+  live: boolean;
+}
+
+export interface CaptureJob {
+  live_ranks: number[];
+  world_size: number;
+  /** null for torch_npu's dynamic_profile, which writes no heartbeat */
+  step: number | null;
+  steps_per_s: number | null;
+  backend: string | null;
+  max_steps: number;
+  last_heartbeat_s: number | null;
+  ranks: CaptureRankStatus[];
+}
+
+/** "on_demand": the job uses ps.on_demand(); "torch_npu_dynamic_profile": torch_npu's dp.init(folder). */
+export type CaptureKind = "on_demand" | "torch_npu_dynamic_profile";
+
+export interface CaptureTarget {
+  run: string;
+  kind: CaptureKind;
+  job: CaptureJob;
+  problems: string[];
+}
+
+export interface CaptureList {
+  enabled: boolean;
+  runs: CaptureTarget[];
+  limits: { max_steps: number; activities: string[]; options: string[] };
+}
+
+export interface CaptureRankState {
+  rank: number;
+  state: string;
+  message: string;
+  windows: string[];
+  step: number | null;
+}
+
+/** Where a request stands: "waiting" | "scheduled" | "recording" | "written" | "partial" | "refused" | "failed" | "missed" | "gone". */
+export interface CaptureState {
+  id: string;
+  by: string;
+  created_ns: number;
+  state: string;
+  message: string;
+  start_step: number;
+  end_step: number;
+  steps: number;
+  ranks: CaptureRankState[];
+  written_by: number[];
+}
+
+export interface CaptureRunState {
+  run: string;
+  kind: CaptureKind;
+  job: CaptureJob;
+  request: CaptureState | null;
+  problems: string[];
+}
+
+export interface CaptureAsked {
+  run: string;
+  request: CaptureState;
+}
+
+/** POST a capture request: the one route that writes (JSON body and the X-Canning-Capture header). */
+export async function postCapture(body: Record<string, unknown>): Promise<CaptureAsked> {
+  let resp: Response;
+  try {
+    resp = await fetch("./capture_request", {
+      method: "POST",
+      headers: { Accept: "application/json", "Content-Type": "application/json", "X-Canning-Capture": "1" },
+      body: JSON.stringify(body),
+    });
+  } catch (err) {
+    throw new ApiError(`Cannot reach TensorBoard (${(err as Error).message}). Is it still running?`, 0);
+  }
+  const answer: unknown = await resp.json().catch(() => null);
+  if (!resp.ok) throw new ApiError(errorOf(answer, resp.status), resp.status);
+  return answer as CaptureAsked;
+}
+
+/** GET /trends: the key figures of every window of one worker (analysis/trends.py), for the Overview's
+ * trends chart; HTTP 202 {loading, done, total} while its windows are being digested. */
+export interface TrendPoint {
+  window: string;
+  label: string;
+  step: number;
+  values: Record<string, number>;
+  old_analysis: boolean;
+}
+export interface TrendsResponse {
+  run: string;
+  worker: string;
+  loading: boolean;
+  windows: TrendPoint[];
+  problems: { window: string; message: string }[];
+}
+export interface TrendsLoading {
+  loading: true;
+  done: number;
+  total: number;
 }

@@ -69,9 +69,13 @@ function roundAxisLabels(axis: Opt): void {
 }
 
 /** Pie labels: each slice's share inside it (never over another label or the legend), none on a
- * slice too thin for it; the legend (added when the option has none) names every slice. */
+ * slice too thin for it; the legend (added when the option has none) names every slice. A slice
+ * that carries its `share` (a figure analysis computed: the Overview's breakdown) shows that one,
+ * not ECharts' own rounding of the angles. */
 function tamePie(series: Opt): void {
-  series.label = { position: "inside", formatter: "{d}%", fontSize: 11 };
+  const given = asList(series.data).length > 0 && asList(series.data).every((item) => "share" in item);
+  const ownShare = (item: { data: { share: number | null } }) => (item.data.share === null ? "–" : `${(100 * item.data.share).toFixed(1)}%`);
+  series.label = { position: "inside", formatter: given ? ownShare : "{d}%", fontSize: 11 };
   series.percentPrecision = 1; // as the tables write shares
   series.minShowLabelAngle = 24;
   series.labelLayout = { hideOverlap: true };

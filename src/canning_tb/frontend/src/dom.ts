@@ -1,5 +1,7 @@
 // Tiny DOM helpers. Text from traces and file names only ever goes through textContent /
-// attributes: never innerHTML.
+// attributes: never innerHTML. An element whose whole text is the unknown mark ("–", format.ts)
+// says why on hover, unless its view gave a reason of its own.
+import { UNKNOWN, UNKNOWN_WHY } from "./format";
 
 type Attrs = Record<string, string | number | boolean | undefined>;
 type Child = Node | string | null | undefined | false;
@@ -15,6 +17,10 @@ export function h<K extends keyof HTMLElementTagNameMap>(
     if (k === "class") el.className = String(v);
     else if (k === "text") el.textContent = String(v);
     else el.setAttribute(k, v === true ? "" : String(v));
+  }
+  if (attrs.text === UNKNOWN) {
+    el.dataset.unknown = "";
+    if (attrs.title === undefined) el.title = UNKNOWN_WHY;
   }
   for (const c of children) {
     if (c === null || c === undefined || c === false) continue;

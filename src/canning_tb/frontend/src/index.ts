@@ -5,8 +5,9 @@
 import css from "./style.css";
 import { getJSON, type RunEntry, type RunsResponse, type Selection, type WorkerEntry } from "./api";
 import { clear, h, option } from "./dom";
-import { AppStore, readURL, type AppState } from "./state";
+import { AppStore, baselineMoved, readURL, withRunDefaults, type AppState } from "./state";
 import { followTheme } from "./theme";
+import { captureSection } from "./views/capture";
 import { bindTableSorts, errorText } from "./views/common";
 import { VIEWS } from "./views/index";
 import { showEmpty, type ViewState } from "./views/view";
@@ -32,11 +33,19 @@ function movedFrom(from: Picked, to: Picked): boolean {
 
 /** Time ranges and a selected slice belong to the window they were chosen in (ns from its start,
  * an event of its trace): another window starts without them. */
-function forgetWindowPlaces(state: AppState): Partial<AppState> {
-  const fix: Partial<AppState> = {};
-  if (state.memory.range) fix.memory = { ...state.memory, range: null };
-  if (state.timeline.range || state.timeline.event >= 0) fix.timeline = { ...state.timeline, range: null, event: -1 };
-  return fix;
+function forgetWindowPlaces(state: AppState): AppState {
+  return { ...state, memory: { ...state.memory, range: null }, timeline: { ...state.timeline, range: null, event: -1, mark: -1, lane: "" } };
+}
+
+/** The state once the selection is `valid`: what belonged to the window or the run left behind is
+ * forgotten (state.ts, withRunDefaults), what the user set with the move is kept. */
+function settledState(previous: AppState, state: AppState, valid: Picked): AppState {
+  let next: AppState = { ...state, ...valid };
+  if (movedFrom(previous, state) || movedFrom(state, valid)) next = forgetWindowPlaces(next);
+  const runMoved = (previous.run !== "" && previous.run !== state.run) || (state.run !== "" && state.run !== valid.run);
+  // a baseline set in the same step as the run (Compare's Swap) was chosen for the new run
+  if (runMoved) next = withRunDefaults(next, baselineMoved(previous, state));
+  return next;
 }
 
 /** The names the selection falls back to when the state's are not (or no longer) listed, and a
@@ -151,7 +160,15 @@ class Shell {
       this.windowLabel,
       this.windowMeta,
       this.status,
+      captureSection(() => this.store.state.run, () => this.refreshRuns()),
     );
+  }
+
+  /** The runs listed again now and a few times more (a capture was written: the next scan of the
+   * logdir lists its windows), outside the polling loop. */
+  private refreshRuns(times = 6): void {
+    getJSON<RunsResponse>("runs").then((data) => this.onRuns(data), () => undefined);
+    if (times > 1) window.setTimeout(() => this.refreshRuns(times - 1), POLL_LOADING_MS);
   }
 
   private buildTabs(): void {
@@ -230,10 +247,9 @@ class Shell {
     // notes are about the link; a run the user picks has other workers, as it should
     if (this.fromLink && notes.length) this.showNotes(notes);
     this.fromLink = false;
-    const moved = movedFrom(previous, state) || movedFrom(state, valid);
-    const fix: Partial<AppState> = { ...valid, ...(moved ? forgetWindowPlaces(state) : {}) };
+    const next = settledState(previous, state, valid);
     // the corrected state comes back here as an update of its own; draw from the latest either way
-    if (!sameSelection(state, valid) || fix.memory || fix.timeline) this.store.update(fix);
+    if (JSON.stringify(next) !== JSON.stringify(state)) this.store.update(next);
     this.renderSelectors(this.store.state);
     this.mount();
   }

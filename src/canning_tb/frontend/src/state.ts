@@ -8,8 +8,8 @@
 // iframe is same-origin; outside an iframe (tests, a bare page) its own hash is used.
 import type { GroupBy } from "./api";
 
-export type ViewId = "overview" | "operators" | "kernels" | "modules" | "memory" | "communication" | "timeline" | "compare" | "suggestions";
-export const VIEW_IDS: ViewId[] = ["overview", "operators", "kernels", "modules", "memory", "communication", "timeline", "compare", "suggestions"];
+export type ViewId = "overview" | "operators" | "kernels" | "roofline" | "modules" | "memory" | "communication" | "timeline" | "compare" | "suggestions";
+export const VIEW_IDS: ViewId[] = ["overview", "operators", "kernels", "roofline", "modules", "memory", "communication", "timeline", "compare", "suggestions"];
 export const DEFAULT_VIEW: ViewId = "overview";
 
 export interface OperatorsOptions {
@@ -43,6 +43,10 @@ export interface TimelineOptions {
   focus: string;
   /** what `focus` is: an event name, or a collective kind of the Communication view */
   focusBy: "name" | "collective";
+  /** an instant marked on the axis (ns relative to the window start; a link's "here"); -1 = none */
+  mark: number;
+  /** the counter lanes to bring into sight with the mark ("memory:<device>"); "" = none */
+  lane: string;
 }
 
 /** Compare: the baseline window (the target is the selected window) and the tables' options. */
@@ -82,11 +86,35 @@ function defaultState(): AppState {
     operators: { group: "name", search: "", top: 10, chart: "bar", sort: "", desc: true },
     kernels: { group: "name", search: "" },
     memory: { device: "", range: null },
-    timeline: { range: null, event: -1, search: "", ranks: false, align: "clock", focus: "", focusBy: "name" },
+    timeline: { range: null, event: -1, search: "", ranks: false, align: "clock", focus: "", focusBy: "name", mark: -1, lane: "" },
     compare: { run: "", worker: "", window: "", group: "name", table: "operators", search: "" },
     sorts: {},
     options: {},
   };
+}
+
+/** Options that belong to the run they were chosen in: a Compare baseline, the sorts and searches, the
+ * memory device. Another run starts from the defaults, as a fresh link does: a sort or a device that
+ * suits one run hides what matters in another (a CPU run's host-time sort on a GPU run). The
+ * baseline is kept when it was chosen together with the new run (Compare's Swap). Preferences of
+ * the views (grouping, top N, chart type, ranks side by side) stay. */
+export function withRunDefaults(state: AppState, keepBaseline: boolean): AppState {
+  const base = defaultState();
+  const compare = keepBaseline ? state.compare : { ...state.compare, run: "", worker: "", window: "", search: "" };
+  return {
+    ...state,
+    operators: { ...state.operators, search: "", sort: base.operators.sort, desc: base.operators.desc },
+    kernels: { ...state.kernels, search: "" },
+    memory: { ...state.memory, device: base.memory.device },
+    timeline: { ...state.timeline, search: "" },
+    compare,
+    sorts: {},
+  };
+}
+
+/** Whether `to` holds another Compare baseline than `from`. */
+export function baselineMoved(from: AppState, to: AppState): boolean {
+  return (["run", "worker", "window"] as const).some((key) => from.compare[key] !== to.compare[key]);
 }
 
 // -- the URL --------------------------------------------------------------------------------------------
@@ -118,6 +146,8 @@ function toParams(state: AppState): [string, string][] {
     ["tl.align", state.timeline.align, base.timeline.align],
     ["tl.focus", state.timeline.focus, base.timeline.focus],
     ["tl.focusby", state.timeline.focusBy, base.timeline.focusBy],
+    ["tl.mark", String(state.timeline.mark), String(base.timeline.mark)],
+    ["tl.lane", state.timeline.lane, base.timeline.lane],
     ["cmp.run", state.compare.run, ""],
     ["cmp.worker", state.compare.worker, ""],
     ["cmp.window", state.compare.window, ""],
@@ -200,6 +230,8 @@ function timelineFromParams(options: TimelineOptions, read: ParamReader): void {
   options.align = read.oneOf("tl.align", ["clock", "step"] as const, options.align);
   options.focus = read.text("tl.focus");
   options.focusBy = read.oneOf("tl.focusby", ["name", "collective"] as const, options.focusBy);
+  options.mark = read.parsed("tl.mark", parseEvent, -1);
+  options.lane = read.text("tl.lane");
 }
 
 function operatorsFromParams(ops: OperatorsOptions, read: ParamReader): void {

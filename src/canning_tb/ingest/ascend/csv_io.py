@@ -18,6 +18,8 @@ import os
 import re
 from typing import Any, Iterator
 
+from canning_tb.safe_files import open_file, read_all
+
 from .. import _json
 from ..table import NONE, InputError, Problem
 
@@ -150,19 +152,14 @@ def norm_stack(cell: Any) -> str | None:
     return ";".join(frames) if frames else None
 
 
-def _open(path: str):
-    """The one place the readers of this folder open a file (binary)."""
-    return open(path, "rb")
-
-
 def read_bytes(path: str, display: str, problems: list[Problem]) -> bytes | None:
     """The whole file; None (with an error Problem) when it cannot be read."""
     try:
-        with _open(path) as f:
+        with open_file(path) as f:  # a regular file inside the logdir (safe_files), else OSError
             _json.check_size(path, os.fstat(f.fileno()).st_size)
-            return f.read()
+            return read_all(f, path)
     except OSError as e:
-        problems.append(Problem(display, f"cannot read: {e}"))
+        problems.append(Problem(display, f"cannot read: {e.strerror or e}"))
     except InputError as e:
         problems.append(Problem(display, e.problem))
     return None

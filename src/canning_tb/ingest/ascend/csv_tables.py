@@ -7,8 +7,11 @@ docs/formats/ascend.md.
 """
 from __future__ import annotations
 
+import json
+
 import numpy as np
 
+from .. import op_args
 from .. import side_tables as side
 from .cells import float_column, int_column, scaled_column, us_to_ns_column
 from .csv_io import (CsvTable, device_index, device_name, norm_shapes, norm_stack, read_table, step_value, to_int,
@@ -53,6 +56,19 @@ def _pmu(f: CsvTable) -> list[tuple[str, int, float]]:
     return [(name, i, scale) for name, (i, scale) in out.items()]
 
 
+# kernel_details.csv columns -> `args` parts (ingest/op_args.py), after the kernel's Type
+_ARG_HEADERS = ("Input Data Types", "Input Formats", "Output Shapes", "Output Data Types", "Output Formats")
+
+
+def _kernel_args(cells: tuple) -> str | None:
+    """A kernel's `args`: its CANN op type, input dtypes and formats, output shapes, dtypes and formats."""
+    typ, types, formats, out_shapes, out_types, out_formats = cells
+    shapes = norm_shapes(out_shapes)
+    return op_args.encode(op_type=(typ or "").strip() or None, types=op_args.split_list(types),
+                          formats=op_args.split_list(formats), out_shapes=json.loads(shapes) if shapes else None,
+                          out_types=op_args.split_list(out_types), out_formats=op_args.split_list(out_formats))
+
+
 def _strip(v):
     return (v or "").strip() or None
 
@@ -66,6 +82,7 @@ class _Kernels:
         self.core = Mapped(strings, _strip)
         self.type = Mapped(strings, _strip)
         self.shapes = Mapped(strings, norm_shapes)
+        self.args = Mapped(strings, _kernel_args)
         self.cat = strings.id("kernel_details")
         self.dev: dict = {}
         self.has_dev = f.has("Device_id", "Device ID", "Device Id")
@@ -79,7 +96,8 @@ class _Kernels:
         return [f.col("Start Time(us)", "Task Start Time(us)"), f.col("Duration(us)", "Task Duration(us)"),
                 f.col("Name", "Op Name"), f.col("Type", "OP Type"), f.col("Accelerator Core", "Task Type"),
                 f.col("Block Dim", "Block Num"), f.col("Device_id", "Device ID", "Device Id"),
-                f.col("Stream ID", "Stream Id"), f.col("Input Shapes")] + [i for _, i, _ in self.pmu]
+                f.col("Stream ID", "Stream Id"), f.col("Input Shapes")] + [i for _, i, _ in self.pmu] + \
+            [f.col(h) for h in _ARG_HEADERS]
 
     def chunk(self, cols: list) -> None:
         ts, ok = us_to_ns_column(cols[0])
@@ -99,6 +117,8 @@ class _Kernels:
         dev = np.fromiter((self._device(c) for c in cols[6]), np.int32, n)
         part["device"] = np.where(dev == NONE, self.hint, dev).astype(np.int32)
         part["metrics"] = {name: float_column(cols[9 + j]) * scale for j, (name, _, scale) in enumerate(self.pmu)}
+        more = cols[9 + len(self.pmu):]
+        part["args"] = self.args.column(list(zip(cols[3], *more)))
         self.parts.append(part)
 
     def _device(self, cell) -> int:
@@ -111,7 +131,7 @@ class _Kernels:
         parts = self.parts
         n = sum(len(p["ts"]) for p in parts)
         cols = blank_events(n)
-        for k in ("ts", "dur", "name", "core", "shapes", "blocks", "stream", "device"):
+        for k in ("ts", "dur", "name", "core", "shapes", "blocks", "stream", "device", "args"):
             if parts:
                 cols[k] = np.concatenate([p[k] for p in parts]).astype(EVENT_COLUMNS[k])
         cols["cat"][:] = self.cat

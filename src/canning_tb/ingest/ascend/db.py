@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from canning_tb.safe_files import open_fd, open_file
+
 from . import db_host
 from .db_device import read_device_tasks
 from .db_side import read_analysis_db, read_memory_tables
@@ -23,32 +25,45 @@ from .info import apply_metadata
 from ..table import EVENT_COLUMNS, EventTable, InputError, Problem, sort_with_metrics
 
 
-
 def _connect(path: str) -> sqlite3.Connection:
     """Open without changing a byte or an mtime of the user's files: `immutable=1` (read-only alone
     still creates or touches -shm / -wal). A db whose -wal holds data not yet checkpointed is opened
-    from a private copy instead (immutable would not see that data)."""
+    from a private copy instead (immutable would not see that data). The file is opened and checked
+    first (safe_files: a regular file inside the logdir), and SQLite opens that very file through the
+    descriptor's /proc/self/fd link, so a swap after the check is not followed."""
     try:
-        wal = os.path.getsize(path + "-wal")
-    except OSError:
-        wal = 0
-    if wal:
-        return _connect_copy(path)
-    return sqlite3.connect(_uri(path) + "?immutable=1", uri=True)
+        fd = open_fd(path)
+    except OSError as e:
+        raise sqlite3.OperationalError(f"cannot open: {e.strerror or e}") from None
+    try:
+        try:
+            wal = os.path.getsize(path + "-wal")
+        except OSError:
+            wal = 0
+        if wal:
+            return _connect_copy(path, fd)
+        proc = f"/proc/self/fd/{fd}"
+        conn = sqlite3.connect(_uri(proc if os.path.exists(proc) else path) + "?immutable=1", uri=True)
+        conn.execute("select count(*) from sqlite_master").fetchone()  # SQLite opens the file now, while fd is held
+        return conn
+    finally:
+        os.close(fd)
 
 
 def _uri(path: str) -> str:
     return "file:" + os.path.abspath(path).replace("?", "%3f").replace("#", "%23")
 
 
-def _connect_copy(path: str) -> sqlite3.Connection:
+def _connect_copy(path: str, fd: int) -> sqlite3.Connection:
     """The db and its -wal copied to a temporary folder, checkpointed there, and the copy opened
     immutable; the folder is removed at once (the open file stays readable on POSIX)."""
     folder = tempfile.mkdtemp(prefix="canning-db-")
     try:
         copy = os.path.join(folder, os.path.basename(path))
-        shutil.copyfile(path, copy)
-        shutil.copyfile(path + "-wal", copy + "-wal")
+        with os.fdopen(os.dup(fd), "rb") as src, open(copy, "wb") as dst:
+            shutil.copyfileobj(src, dst)
+        with open_file(path + "-wal") as src, open(copy + "-wal", "wb") as dst:
+            shutil.copyfileobj(src, dst)
         own = sqlite3.connect(copy)
         try:
             own.execute("pragma wal_checkpoint(TRUNCATE)").fetchall()
@@ -101,6 +116,8 @@ def read_ascend_db(lay, table: EventTable, used: list[str], read_profiler=None, 
         read_profiler(db, table)
     except sqlite3.Error as e:
         table.problems.append(Problem(display, f"SQLite error, partly read: {e}"))
+    except (ValueError, TypeError, OverflowError) as e:  # SQLite keeps any type in any column: text in a time column
+        raise InputError(display, f"a value is not what torch_npu writes there: {e}") from None
     finally:
         db.c.close()
     if "analysis.db" in lay.names:

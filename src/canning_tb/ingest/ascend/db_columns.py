@@ -18,16 +18,22 @@ def _parse(text: str | None, n_cols: int, dtype) -> np.ndarray:
     return np.fromstring(text, dtype=dtype, sep=",").reshape(-1, n_cols)
 
 
-def select(conn, source: str, ints: list[str] = (), reals: list[str] = (), order: str = "rowid") -> dict:
+def select(conn, source: str, ints: list[str] = (), reals: list[str] = (), order: str = "rowid",
+           strict: tuple[str, ...] = ()) -> dict:
     """{expression: column} of `source` (a table, or a parenthesised query with a `rowid`-like order
-    column), in `order`: int64 for `ints` (INT_NULL for NULL), float64 for `reals` (NaN for NULL)."""
+    column), in `order`: int64 for `ints` (INT_NULL for NULL), float64 for `reals` (NaN for NULL).
+    `strict`: int expressions where text that is no integer is an error (ValueError naming it), as
+    Python's int() of the value would be; elsewhere SQLite's cast decides."""
     out = {e: [] for e in [*ints, *reals]}
     n = conn.execute(f"select count(*) from {source}").fetchone()[0]
+    odd = "+".join(f"total(typeof({e}) in ('text', 'blob'))" for e in strict) or "0"
     for offset in range(0, n, _BLOCK_ROWS):
         rows = f"(select * from {source} order by {order} limit {_BLOCK_ROWS} offset {offset})"
         if ints:
             expr = "||','||".join(f"coalesce(cast({e} as integer), {INT_NULL})" for e in ints)
-            text = conn.execute(f"select group_concat({expr}, ',') from {rows}").fetchone()[0]
+            text, texts = conn.execute(f"select group_concat({expr}, ','), {odd} from {rows}").fetchone()
+            if texts:
+                _check_texts(conn, rows, strict)
             for i, col in enumerate(_parse(text, len(ints), np.int64).T):
                 out[ints[i]].append(col)
         if reals:
@@ -37,6 +43,16 @@ def select(conn, source: str, ints: list[str] = (), reals: list[str] = (), order
                 out[reals[i]].append(col)
     return {e: np.concatenate(v) if v else np.zeros(0, np.int64 if e in ints else np.float64)
             for e, v in out.items()}
+
+
+def _check_texts(conn, rows: str, strict: tuple[str, ...]) -> None:
+    """SQLite keeps any type in any column: a time written as text must at least be an integer's text."""
+    for e in strict:
+        for (v,) in conn.execute(f"select {e} from {rows} where typeof({e}) in ('text', 'blob')"):
+            try:
+                int(v)
+            except (TypeError, ValueError):
+                raise ValueError(f"{e} holds {str(v)[:40]!r}, not a number of ns") from None
 
 
 def known(col: np.ndarray) -> np.ndarray:

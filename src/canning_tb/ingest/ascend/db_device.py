@@ -6,9 +6,12 @@ rows COMM_KERNEL with bytes = count x data type size; TASK rows without task inf
 count the communication twice)."""
 from __future__ import annotations
 
+import json
+
 import numpy as np
 
 from . import db_columns as q
+from .. import op_args
 from .csv_io import norm_shapes
 from .hardware import DTYPE_BYTES, classify_hardware
 from ..table import METRIC_AIC_TIME, METRIC_AIV_TIME, METRIC_MIX_BLOCK_DIM, NONE, Kind, blank_events
@@ -18,14 +21,17 @@ _PMU_TIMES = {"aic_total_time": METRIC_AIC_TIME, "aiv_total_time": METRIC_AIV_TI
 
 def _task_source(db) -> tuple[str, list[str]]:
     """The TASK rows joined with their compute info and their latest communication info (SQL)."""
-    mix = "ci.mixBlockDim" if "mixBlockDim" in db.columns("COMPUTE_TASK_INFO") else "NULL"
+    info = db.columns("COMPUTE_TASK_INFO")
+    mix = "ci.mixBlockDim" if "mixBlockDim" in info else "NULL"
     compute = "COMPUTE_TASK_INFO" in db.tables
     comm = "COMMUNICATION_TASK_INFO" in db.tables
+    more = "".join(f", {'ci.' + c if compute and c in info else 'NULL'} as {a}" for a, c in _ARG_COLUMNS.items())
     parts = ["select t.rowid as rid, t.startNs, t.endNs, t.deviceId, t.connectionId, t.globalTaskId, t.globalPid, "
              "t.taskType, t.streamId",
              (f", ci.globalTaskId as c_gid, ci.name as c_name, ci.blockDim as c_blk, ci.taskType as c_type, "
               f"ci.inputShapes as c_shapes, {mix} as c_mix") if compute else
              ", NULL as c_gid, NULL as c_name, NULL as c_blk, NULL as c_type, NULL as c_shapes, NULL as c_mix",
+             more,
              ", cm.globalTaskId as m_gid, cm.name as m_name, cm.taskType as m_type, cm.size as m_size, "
              "cm.groupName as m_group"
              if comm else ", NULL as m_gid, NULL as m_name, NULL as m_type, NULL as m_size, NULL as m_group",
@@ -37,8 +43,35 @@ def _task_source(db) -> tuple[str, list[str]]:
                      " group by globalTaskId) latest on latest.g = t.globalTaskId"
                      " left join COMMUNICATION_TASK_INFO cm on cm.rowid = latest.last")
     ints = ["startNs", "endNs", "deviceId", "connectionId", "globalTaskId", "globalPid", "taskType", "streamId",
-            "c_gid", "c_name", "c_blk", "c_type", "c_shapes", "c_mix", "m_gid", "m_name", "m_type", "m_size", "m_group"]
+            "c_gid", "c_name", "c_blk", "c_type", "c_shapes", "c_mix", "m_gid", "m_name", "m_type", "m_size", "m_group",
+            *_ARG_COLUMNS]
     return "(" + "".join(parts) + ")", ints
+
+
+# COMPUTE_TASK_INFO columns (STRING_IDS ids) -> the `args` of its kernel (ingest/op_args.py)
+_ARG_COLUMNS = {"a_optype": "opType", "a_types": "inputDataTypes", "a_formats": "inputFormats",
+                "a_out_shapes": "outputShapes", "a_out_types": "outputDataTypes", "a_out_formats": "outputFormats"}
+
+
+def _kernel_args(db, strings, c: dict, compute: np.ndarray) -> np.ndarray:
+    """The `args` id of each compute task, made once per distinct set of its six cells."""
+    out = np.full(len(compute), NONE, np.int32)
+    rows = np.flatnonzero(compute)
+    if not len(rows):
+        return out
+    cells = np.stack([c[a][rows] for a in _ARG_COLUMNS], axis=1)
+    uniq, inverse = np.unique(cells, axis=0, return_inverse=True)
+    ids = []
+    for u in uniq.tolist():
+        optype, types, formats, out_shapes, out_types, out_formats = (
+            None if x == q.INT_NULL else db.strings.get(x) for x in u)
+        shapes = norm_shapes(out_shapes)
+        text = op_args.encode(op_type=optype or None, types=op_args.split_list(types),
+                              formats=op_args.split_list(formats), out_shapes=json.loads(shapes) if shapes else None,
+                              out_types=op_args.split_list(out_types), out_formats=op_args.split_list(out_formats))
+        ids.append(NONE if text is None else strings.id(text))
+    out[rows] = np.array(ids, np.int32)[inverse.reshape(-1)]
+    return out
 
 
 def _or_none(text):
@@ -98,7 +131,7 @@ def _pmu(db, c: dict, compute: np.ndarray) -> dict[str, np.ndarray]:
 
 def _tasks(db, strings, links) -> tuple[dict, dict, set[int]]:
     source, ints = _task_source(db)
-    c = q.select(db.c, source, ints=ints, order="rid")
+    c = q.select(db.c, source, ints=ints, order="rid", strict=("startNs", "endNs"))
     compute, comm = q.known(c["c_gid"]), q.known(c["m_gid"]) & ~q.known(c["c_gid"])
     ev = blank_events(len(c["startNs"]))
     stream = q.or_none(c["streamId"], NONE)
@@ -107,6 +140,7 @@ def _tasks(db, strings, links) -> tuple[dict, dict, set[int]]:
               correlation=q.or_none(c["connectionId"], NONE),
               external_id=q.lookup(links[0], links[1], c["connectionId"], NONE))
     ev.update(_names(db, strings, c, compute, comm))
+    ev["args"] = _kernel_args(db, strings, c, compute)
     ev["blocks"] = np.where(compute, q.or_none(c["c_blk"], NONE), NONE)
     ev["bytes"] = np.where(comm, q.or_none(c["m_size"], NONE), NONE)
     devices = set(np.unique(ev["device"]).tolist())
@@ -117,7 +151,7 @@ def _communication_ops(db, strings, links, device: int) -> dict:
     if "COMMUNICATION_OP" not in db.tables:
         return blank_events(0)
     c = q.select(db.c, "COMMUNICATION_OP", ints=["opName", "startNs", "endNs", "connectionId", "groupName",
-                                                 "dataType"], reals=["count"])
+                                                 "dataType"], reals=["count"], strict=("startNs", "endNs"))
     dtypes = db.enum("ENUM_HCCL_DATA_TYPE")
     uniq, inverse = np.unique(c["dataType"], return_inverse=True)
     size = np.array([DTYPE_BYTES.get(str(dtypes.get(int(d), "")).upper(), 0) for d in uniq], np.int64)

@@ -8,6 +8,7 @@ import re
 import numpy as np
 
 from . import db_columns as q
+from .. import op_args
 from .csv_io import norm_shapes
 from ..table import NONE, Kind, blank_events
 
@@ -34,22 +35,22 @@ def _stacks(db, chain: np.ndarray, strings) -> np.ndarray:
     return found.astype(np.int32)
 
 
-def _shapes(db, s1: np.ndarray, s2: np.ndarray, strings) -> np.ndarray:
-    """Some versions swap inputShapes / inputDtypes: the cell whose text looks like shapes."""
+def _shapes_and_args(db, s1: np.ndarray, s2: np.ndarray, strings) -> tuple[np.ndarray, np.ndarray]:
+    """(shapes, args) ids. Some versions swap inputShapes / inputDtypes: the cell whose text looks like
+    shapes gives the shapes, the first other one the input dtypes (the `args`: ingest/op_args.py)."""
     pairs = np.stack([s1, s2], axis=1)
     if not len(pairs):
-        return np.zeros(0, np.int32)
+        return np.zeros(0, np.int32), np.zeros(0, np.int32)
     uniq, inverse = np.unique(pairs, axis=0, return_inverse=True)
-    ids = []
+    shapes, args = [], []
     for a, b in uniq.tolist():
-        v = None
-        for cell in (a, b):
-            text = db.strings.get(cell) if cell != q.INT_NULL else None
-            if text and _SHAPE_RE.match(text):
-                v = norm_shapes(text)
-                break
-        ids.append(NONE if v is None else strings.id(v))
-    return np.array(ids, np.int32)[inverse.reshape(-1)]
+        texts = [db.strings.get(cell) if cell != q.INT_NULL else None for cell in (a, b)]
+        shape = next((norm_shapes(t) for t in texts if t and _SHAPE_RE.match(t)), None)
+        types = next((op_args.encode(types=op_args.split_list(t)) for t in texts if t and not _SHAPE_RE.match(t)), None)
+        shapes.append(NONE if shape is None else strings.id(shape))
+        args.append(NONE if types is None else strings.id(types))
+    inverse = inverse.reshape(-1)
+    return np.array(shapes, np.int32)[inverse], np.array(args, np.int32)[inverse]
 
 
 def _kinds(db, name: np.ndarray, typ: np.ndarray, strings) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -98,9 +99,9 @@ def pytorch_api(db, strings) -> tuple[dict, set[str], tuple]:
     end = np.where(q.known(c["endNs"]) & (c["endNs"] != 0), c["endNs"], ts)
     gtid = np.where(q.known(c["globalTid"]) & (c["globalTid"] != 0), c["globalTid"], 0)
     ev = blank_events(len(ts))
+    shapes, args = _shapes_and_args(db, c["inputShapes"], c["inputDtypes"], strings)
     ev.update(ts=ts, dur=np.maximum(end - ts, 0), kind=kind, name=name, cat=cat, pid=gtid >> 32,
-              tid=gtid & 0xFFFFFFFF, shapes=_shapes(db, c["inputShapes"], c["inputDtypes"], strings),
-              stack=_stacks(db, c["callchainId"], strings))
+              tid=gtid & 0xFFFFFFFF, shapes=shapes, args=args, stack=_stacks(db, c["callchainId"], strings))
     ev["external_id"], links = _external_ids(db, c["connectionId"], kind)
     steps = {strings[int(i)] for i in np.unique(name[kind == Kind.USER_ANNOTATION])}
     return ev, steps, links
@@ -124,7 +125,8 @@ def step_time(db, strings, steps_seen: set[str]) -> dict:
 def cann_api(db, strings) -> dict:
     if "CANN_API" not in db.tables:
         return blank_events(0)
-    c = q.select(db.c, "CANN_API", ints=["startNs", "endNs", "type", "globalTid", "connectionId", "name"])
+    c = q.select(db.c, "CANN_API", ints=["startNs", "endNs", "type", "globalTid", "connectionId", "name"],
+                 strict=("startNs", "endNs"))
     api_types = db.enum("ENUM_API_TYPE")
     uniq, inverse = np.unique(c["type"], return_inverse=True)
     cats = np.array([strings.id(api_types.get(int(t), "cann_api")) for t in uniq], np.int32)

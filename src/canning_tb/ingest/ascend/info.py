@@ -15,7 +15,7 @@ import re
 from typing import Any
 
 from .. import side_tables as side
-from .csv_io import to_int
+from .csv_io import to_float, to_int
 from .tables import read_json_dict
 from ..table import NONE, EventTable, Meta
 
@@ -101,34 +101,6 @@ def read_info(folder: str, table: EventTable, used: list[str]) -> None:
             apply_metadata(md, table)
 
 
-GROUP_FILE = os.path.join("cluster_analysis_output", "communication_group.json")
-
-
-def read_group_file(run_folder: str, table: EventTable, used: list[str]) -> None:
-    """msprof-analyze's communication_group.json in the run folder (written when the user ran its
-    cluster analysis there): communicators the metadata did not name, with their ranks."""
-    path = os.path.join(run_folder, GROUP_FILE)
-    if not os.path.isfile(path):
-        return
-    used.append(path)
-    data = read_json_dict(path, GROUP_FILE, table.problems) or {}
-    records = data.get("comm_group_parallel_info")
-    known = {g["group"] for g in side.rows(table.side, "comm_groups")}
-    rows = list(side.rows(table.side, "comm_groups"))
-    for rec in records if isinstance(records, list) else ():
-        if not isinstance(rec, dict) or not rec.get("group_name") or str(rec["group_name"]) in known:
-            continue
-        ranks = sorted(r for r in (to_int(x) for x in rec.get("rank_set") or ()) if r is not None)
-        rows.append(side.row("comm_groups", group=str(rec["group_name"]),
-                             name=str(rec.get("pg_name") or rec.get("type") or rec["group_name"]),
-                             rank_in_group=ranks.index(table.meta.rank) if table.meta.rank in ranks else None,
-                             ranks=",".join(map(str, ranks))))
-    side.put(table.side, "comm_groups", rows)
-    if len(rows) > len(known):
-        env = table.meta.environment
-        env["source.comm_groups"] = " + ".join(x for x in (env.get("source.comm_groups"), GROUP_FILE) if x)
-
-
 def _groups(groups: dict, table: EventTable) -> int | None:
     """parallel_group_info -> comm_groups rows; the world size it implies (largest rank + 1)."""
     out, all_ranks = [], set()
@@ -168,9 +140,53 @@ def apply_metadata(md: dict, table: EventTable) -> None:
     if world is not None and world > 0:
         meta.world_size = world
         env["world_size"] = str(world)
+        declared = isinstance(dist, dict) and to_int(dist.get("world_size")) is not None
+        env["world_size_source"] = "profiler_metadata" if declared else "parallel groups"
     for k, v in md.items():
         if k not in ("ENV_VARIABLES", "distributed_args", "parallel_group_info"):
             env["metadata." + str(k)] = v if isinstance(v, str) else json.dumps(v)[:4096]
+
+
+DEVICE_INFO_RE = re.compile(r"^info\.json\.\d{1,3}$")
+
+
+def read_device_info(root: str, table: EventTable, used: list[str]) -> None:
+    """CANN's device info (``PROF_*/device_N/info.json.N``, where msprof writes it and msprof-analyze's
+    operator MFU reads it): the AI Core count and clock the cube's peak follows from (analysis/
+    efficiency/peaks.py). Kept in the environment until the devices are known (`device_facts`)."""
+    try:
+        profs = [e.path for e in os.scandir(root) if e.is_dir(follow_symlinks=False) and e.name.startswith("PROF_")]
+    except OSError:
+        return
+    for prof in sorted(profs):
+        for dev in sorted(glob.glob(os.path.join(glob.escape(prof), "device_*"))):
+            for name in sorted(os.listdir(dev)) if os.path.isdir(dev) else []:
+                if DEVICE_INFO_RE.match(name):
+                    _one_device_info(os.path.join(dev, name), table, used)
+
+
+def _one_device_info(path: str, table: EventTable, used: list[str]) -> None:
+    info = read_json_dict(path, "/".join(path.split(os.sep)[-3:]), table.problems)
+    devices = (info or {}).get("DeviceInfo")
+    if not isinstance(devices, list) or not devices or not isinstance(devices[0], dict):
+        return
+    used.append(path)
+    env = table.meta.environment
+    cores, mhz = to_int(devices[0].get("ai_core_num")), to_float(devices[0].get("aic_frequency"))
+    if cores and cores > 0:
+        env["npu.ai_core_num"] = str(cores)
+    if mhz and mhz > 0:
+        env["npu.aic_frequency_mhz"] = str(mhz)
+
+
+def device_facts(meta: Meta) -> None:
+    """The device info read into the environment, onto each NPU device (its peaks follow from them)."""
+    env = meta.environment
+    for dev in meta.devices:
+        if dev.get("kind") == "npu":
+            for key in ("ai_core_num", "aic_frequency_mhz"):
+                if f"npu.{key}" in env:
+                    dev.setdefault(key, env[f"npu.{key}"])
 
 
 def set_devices(meta: Meta, devs: set[int]) -> None:

@@ -14,6 +14,8 @@ import os
 import re
 from dataclasses import dataclass
 
+from canning_tb.safe_files import read_file
+
 OUTPUT_DIR = "ASCEND_PROFILER_OUTPUT"
 DB_RE = re.compile(r"^ascend_pytorch_profiler(?:_(\d+))?\.db$")
 INFO_RE = re.compile(r"^profiler_info(?:_\d+)?\.json$")
@@ -42,8 +44,7 @@ def _listdir(folder: str) -> tuple[set[str], set[str]]:
 def _is_ascend_trace(path: str) -> bool:
     """torch_npu's trace_view.json is a bare JSON array of events (Kineto writes an object)."""
     try:
-        with open(path, "rb") as f:
-            head = f.read(4096).lstrip(b"\xef\xbb\xbf \t\r\n")
+        head = read_file(path, 4096).lstrip(b"\xef\xbb\xbf \t\r\n")
     except OSError:
         return False
     return head[:1] == b"[" and b'"ph"' in head

@@ -94,7 +94,7 @@ def merge_device(trace, kernels) -> tuple[dict[str, np.ndarray], dict[str, np.nd
         return {"kernels": k}, dict(kernels.metrics), None
     t = trace.events
     if kernels is None or not len(kernels):
-        return {"trace": t}, {}, None
+        return {"trace": t}, dict(trace.metrics), None
     k = {c: v.copy() for c, v in kernels.events.items()}
     t_idx = np.flatnonzero(trace.device_mask)
     t_ts, t_name = t["ts"][t_idx], t["name"][t_idx].astype(np.int64)
@@ -110,8 +110,11 @@ def merge_device(trace, kernels) -> tuple[dict[str, np.ndarray], dict[str, np.nd
     k["tid"][loose] = k["stream"][loose]
     keep = np.ones(len(t["ts"]), bool)
     keep[match[kr]] = False
-    n_trace = int(keep.sum())
+    n_trace, n_kernels = int(keep.sum()), len(kernels)
     metrics = {m: np.concatenate([np.full(n_trace, np.nan), v]) for m, v in kernels.metrics.items()}
+    for m, v in trace.metrics.items():  # the host ops' (flops): kernel rows have none
+        theirs = metrics.get(m, np.full(n_trace + n_kernels, np.nan))
+        metrics[m] = np.where(np.isnan(theirs), np.concatenate([v[keep], np.full(n_kernels, np.nan)]), theirs)
     return {"trace": t, "kernels": k}, metrics, keep
 
 

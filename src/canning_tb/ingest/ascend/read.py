@@ -21,7 +21,8 @@ import numpy as np
 from . import csv_tables as C
 from . import tables as T
 from .. import side_tables as side
-from .info import rank_from_data, read_group_file, read_info, set_devices, worker_of
+from .groups import read_group_file
+from .info import device_facts, rank_from_data, read_device_info, read_info, set_devices, worker_of
 from .layout import Layout, locate
 from .merge import fill_events, fill_memory, merge_device
 from .trace import Started, read_trace
@@ -91,6 +92,7 @@ def read_window(path: str, read_text, read_db) -> EventTable:
     table.meta.worker = worker_of(lay.base)
     if not lay.alone:
         read_info(lay.root, table, r.used)
+        read_device_info(lay.root, table, r.used)
     if lay.db is not None:
         if read_db is None:
             from .db import read_ascend_db as read_db
@@ -102,12 +104,23 @@ def read_window(path: str, read_text, read_db) -> EventTable:
             table.meta.environment["ascend_db_ignored"] = ",".join(lay.ignored_dbs)
         read_text(r)
     rank_from_data(table)
+    device_facts(table.meta)
     if not lay.alone:
         read_group_file(os.path.dirname(lay.root), table, r.used)
     _record_sources(table, lay)
     table.meta.source_files = list(dict.fromkeys(r.used))
     table.check()
     return table
+
+
+def _unlistable(root: str) -> str:
+    """Why a window's folders gave no file at all (a permission error names itself)."""
+    for folder in (root, os.path.join(root, "ASCEND_PROFILER_OUTPUT")):
+        try:
+            os.listdir(folder)
+        except OSError as e:
+            return f"cannot list {os.path.basename(folder)}: {e.strerror or e}"
+    return "no file torch_npu exports was found"
 
 
 def _read_text(r: _Reader) -> None:
@@ -136,7 +149,8 @@ def _read_files(r: _Reader, started) -> None:
     trace, kernels = _read_device(r, groups, started)
     have_kernels = kernels is not None and len(kernels) > 0
     if not r.usable and not have_kernels and trace is None:
-        raise InputError(r.lay.path_shown, "nothing usable: " + "; ".join(str(p) for p in table.problems[:5]))
+        why = "; ".join(str(p) for p in table.problems[:5]) or _unlistable(r.lay.root)
+        raise InputError(r.lay.path_shown, "nothing usable: " + why)
     if trace is not None or kernels is not None:
         fill_events(table, *merge_device(trace, kernels))
         _comm_groups(table, table.events, groups)

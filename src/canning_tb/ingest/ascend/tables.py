@@ -12,9 +12,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from canning_tb.safe_files import open_file, read_all
+
 from .. import side_tables as side
 from .._json import TOO_DEEP
-from .csv_io import _open, ms_to_ns, step_value, to_float, to_int, us_float_to_ns
+from .csv_io import ms_to_ns, step_value, to_float, to_int, us_float_to_ns
 from ..table import Problem
 
 MB_DECIMAL = 1_000_000
@@ -22,8 +24,8 @@ MB_DECIMAL = 1_000_000
 
 def _load_json(path: str, display: str, problems: list[Problem]) -> Any:
     try:
-        with _open(path) as f:
-            return json.loads(f.read().decode("utf-8-sig"))
+        with open_file(path) as f:  # a regular file inside the logdir (safe_files), else OSError
+            return json.loads(read_all(f, path).decode("utf-8-sig"))
     except (OSError, ValueError) as e:
         problems.append(Problem(display, f"not valid JSON (truncated or still being written?): {e}"))
         return None

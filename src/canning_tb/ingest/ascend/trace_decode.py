@@ -11,6 +11,8 @@ from typing import Any, Iterator
 
 import msgspec
 
+from canning_tb.safe_files import open_file
+
 from .. import _json
 from ..table import InputError
 
@@ -32,6 +34,8 @@ class XArgs(msgspec.Struct, gc=False):
     size: Any = F(default=INT_ABSENT, name="size(Byte)")
     sid: Any = F(default=INT_ABSENT, name="stream id")
     label: Any = F(default=None, name="name")  # process_name / thread_name metadata
+    itype: Any = F(default=None, name="Input type")  # host ops' input dtypes (the `args` column)
+    flops: Any = None  # torch_npu's own count with with_flops=True
 
 
 NO_ARGS = XArgs()
@@ -113,13 +117,16 @@ def lenient(obj: Any) -> Ev | None:
               args=_lenient_args(args) if isinstance(args, dict) else None)
 
 
+_TEXT_ARGS = ("dims", "stack", "task_type", "data_type", "label", "itype")
+
+
 def _lenient_args(obj: dict) -> XArgs:
     vals = {}
     for f in msgspec.structs.fields(XArgs):
         v = obj.get(f.encode_name)
         if v is None:
             continue
-        v = _text(v) if f.name in ("dims", "stack", "task_type", "data_type", "label") else _scalar(v)
+        v = _text(v) if f.name in _TEXT_ARGS else _scalar(v)
         if v is not None:
             vals[f.name] = v
     return XArgs(**vals)
@@ -154,7 +161,7 @@ _EDGE = 1 << 16
 
 def plan_file(path: str) -> ArrayFile | None:
     """The array of a plain file that starts with '[' and ends with ']' (whitespace around); None else."""
-    with open(path, "rb") as f:
+    with open_file(path) as f:  # a regular file inside the logdir (safe_files), else OSError
         size = os.fstat(f.fileno()).st_size
         _json.check_size(path, size)
         head = f.read(_EDGE)

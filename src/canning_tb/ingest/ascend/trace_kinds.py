@@ -8,12 +8,14 @@ from typing import Any
 
 import numpy as np
 
+from .. import op_args
 from .. import side_tables as side
 from . import trace_decode as dec
 from . import trace_flows
 from .csv_io import norm_shapes, norm_stack, to_int
 from .hardware import DTYPE_BYTES, STREAM_RE, classify_hardware
-from ..table import NONE, Kind, blank_events, is_comm_kernel_name
+from .trace_parse import TEXT_ARGS
+from ..table import METRIC_FLOPS, NONE, Kind, blank_events, is_comm_kernel_name
 
 @dataclass
 class TraceData:
@@ -27,6 +29,7 @@ class TraceData:
     hardware_pid: int = NONE
     overlap: Any = None  # side table Columns (overlap_analysis) or None
     counters: Any = None  # side table Columns (npu_counters) or None
+    metrics: dict[str, np.ndarray] = field(default_factory=dict)  # METRIC_FLOPS of host ops, when the file has it
 
     def __len__(self) -> int:
         return len(self.events.get("ts", ()))
@@ -42,7 +45,7 @@ def _lookup(values: list, fn, dtype=np.int64) -> np.ndarray:
 
 
 def _dense(parse, attr: str, n: int, absent) -> np.ndarray:
-    dtype = np.int32 if attr in ("dims", "stack", "task_type", "data_type") else np.int64
+    dtype = np.int32 if attr in TEXT_ARGS else np.float64 if attr == "flops" else np.int64
     out = np.full(n, absent, dtype)
     for part in parse.sparse:
         if attr in part:
@@ -77,6 +80,7 @@ class _Finish:
         self.host = np.zeros(n, bool)
         self.device = np.zeros(n, bool)
         self.devices: set[int] = set()
+        self.metrics: dict[str, np.ndarray] = {}
 
     def ids(self, local: np.ndarray, values: list, fn=lambda v: v) -> np.ndarray:
         """Local ids -> ids of fn(value) in the table's strings."""
@@ -120,9 +124,15 @@ class _Finish:
         self.out["kind"][rows] = kind
         host = rows[(kind == Kind.USER_ANNOTATION) | (kind == Kind.CPU_OP)]
         self.host[host] = True
-        for attr, col, fn in (("dims", "shapes", norm_shapes), ("stack", "stack", norm_stack)):
+        for attr, col, fn in (("dims", "shapes", norm_shapes), ("stack", "stack", norm_stack), ("itype", "args", _types)):
             local = _dense(self.p, attr, self.n, NONE)
-            self.out[col][host] = self.ids(local[host], self.p.ids[attr].values_in_order(), fn)
+            self.out[col][host] = self.ids(local[host], self.p.ids[TEXT_ARGS[attr]].values_in_order(), fn)
+        flops = _dense(self.p, "flops", self.n, np.nan)[host]
+        with np.errstate(invalid="ignore"):
+            known = flops >= 0  # torch_npu counts them itself with with_flops=True; NaN / negative: unknown
+        if known.any():
+            self.metrics[METRIC_FLOPS] = np.full(self.n, np.nan)
+            self.metrics[METRIC_FLOPS][host[known]] = flops[known]
 
     def _cann(self) -> None:
         rows = self._rows(CANN)
@@ -207,7 +217,7 @@ class _Finish:
         ext, self.unbound = trace_flows.bind(_flow_columns(self.p), self.ev, self.host, self.device)
         self.out["external_id"] = ext
         self.p.flows = []
-        td = TraceData(events=self.out, device_mask=self.device, devices=self.devices)
+        td = TraceData(events=self.out, device_mask=self.device, devices=self.devices, metrics=self.metrics)
         for i, name in enumerate(self.pname[:-1]):
             pid = self.pid_int[i]
             if pid != NONE and self.p.pnames.get(i) is not None:
@@ -242,6 +252,11 @@ class _Finish:
         ts = self.ev["ts"][rows]
         return side.Columns.build("overlap_analysis", name=[_text(self.names, int(k)) for k in self.ev["name"][rows]],
                                   start_ns=ts, end_ns=ts + self.ev["dur"][rows])
+
+
+def _types(text: str) -> str | None:
+    """A host op's `args` (ingest/op_args.py): its input dtypes ("Input type": 'float;\r\nScalar')."""
+    return op_args.encode(types=op_args.split_list(text))
 
 
 def _text(values: list, i: int) -> str:

@@ -12,7 +12,7 @@ import numpy as np
 
 from . import trace_decode as dec
 from ..kineto.parallel import _finish_child  # the same child protocol: one answer, or None if it died
-from .trace_parse import _Parse
+from .trace_parse import TEXT_ARGS, _Parse
 
 PARALLEL_BYTES = 32 << 20  # files this big are read in two processes
 _WORKERS_ENV = "CANNING_READ_WORKERS"  # 1: read in this process only (the digest at the source sets it)
@@ -122,7 +122,7 @@ def absorb(parse, other) -> None:
     for part in other.sparse:
         fixed = {}
         for attr, (rows, vals) in part.items():
-            space = {"dims": "dims", "stack": "stack", "task_type": "task", "data_type": "dtype"}.get(attr)
+            space = TEXT_ARGS.get(attr)
             fixed[attr] = (rows + parse.n, maps[space][vals].astype(np.int32) if space else vals)
         parse.sparse.append(fixed)
     for f in other.flows:

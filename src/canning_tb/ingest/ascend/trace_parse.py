@@ -3,16 +3,19 @@ piece's events become numpy columns in reader-local ids at once (`_Parse.piece`)
 another range's (trace_merge); nothing per event outlives its piece."""
 from __future__ import annotations
 
-from operator import attrgetter, itemgetter
+from itertools import repeat
+from operator import attrgetter, is_not, itemgetter
 
 import numpy as np
 
 from . import trace_decode as dec
-from .cells import us_to_ns_column
+from .cells import float_column, us_to_ns_column
 from .counters import CounterParts
 from .csv_io import to_int
 from ..table import NONE
 
+# sparse text args -> the id space of their values
+TEXT_ARGS = {"dims": "dims", "stack": "stack", "task_type": "task", "data_type": "dtype", "itype": "itype"}
 _FIELD_NAMES = ("ph", "name", "cat", "pid", "tid", "ts", "dur", "id", "args")
 _PH = attrgetter("ph")
 
@@ -40,6 +43,11 @@ def _ints(values: tuple) -> np.ndarray:
                         len(values))
         return a
     return np.where((a == dec.INT_ABSENT) | (np.abs(a) < 1 << 62), a, dec.INT_ABSENT)
+
+
+def _present(values: list) -> np.ndarray:
+    """Where values are not None (any value: a list in an Any field stays one cell)."""
+    return np.flatnonzero(np.fromiter(map(is_not, values, repeat(None)), bool, len(values)))
 
 
 class _Fields:
@@ -71,7 +79,7 @@ class _Parse:
     """The columns of one range of the file's events, in reader-local ids (mergeable: trace_merge)."""
 
     def __init__(self):
-        self.ids = {k: Ids() for k in ("name", "cat", "pid", "tid", "dims", "stack", "task", "dtype", "flow")}
+        self.ids = {k: Ids() for k in ("name", "cat", "pid", "tid", "dims", "stack", "task", "dtype", "itype", "flow")}
         self.parts: list[dict[str, np.ndarray]] = []  # duration events
         self.sparse: list[dict[str, tuple]] = []  # args few events have: name -> (rows, values)
         self.flows: list[dict[str, np.ndarray]] = []
@@ -130,9 +138,9 @@ class _Parse:
 
     def _sparse_args(self, args: list, n: int) -> None:
         out = {}
-        for attr, space in (("dims", "dims"), ("stack", "stack"), ("task_type", "task"), ("data_type", "dtype")):
+        for attr, space in TEXT_ARGS.items():
             vals = list(map(attrgetter(attr), args))
-            rows = np.flatnonzero(np.array(vals, dtype=object) != None).tolist()  # noqa: E711 (elementwise)
+            rows = _present(vals).tolist()
             if rows:
                 texts = [v if type(v) is str else str(v) for v in itemgetter(*rows)(vals)] if len(rows) > 1 \
                     else [str(vals[rows[0]])]
@@ -142,6 +150,10 @@ class _Parse:
             rows = np.flatnonzero(a != dec.INT_ABSENT)
             if len(rows):
                 out[attr] = (rows + self.n, a[rows])
+        flops = list(map(attrgetter("flops"), args))
+        rows = _present(flops)
+        if len(rows):
+            out["flops"] = (rows + self.n, float_column([flops[k] for k in rows.tolist()]))
         self.sparse.append(out)
 
     def _flows(self, cols, rows: list[int], seq: np.ndarray) -> None:

@@ -100,11 +100,13 @@ def merge(into, other) -> None:
     """Append other's columns to into's, its string / shape / named-id ids translated to into's."""
     strs = _lut(other.strs, into.strs)
     dims = _lut(other.raw_dims, into.raw_dims)
+    extra = _lut(other.raw_args, into.raw_args)
     named = {-2 - i: -2 - into.named_ids[text] for text, i in other.named_ids.items() if text is not None}
     for part in other.ev_parts:
         for col in type(into).STRING_COLUMNS:
             part[col] = strs[part[col]]
         part["shapes"] = dims[part["shapes"]]
+        part["args"] = extra[part["args"]]
         part["pid"], part["tid"] = _renamed(part["pid"], named), _renamed(part["tid"], named)
         into.ev_parts.append(part)
     for part in other.mem_parts:

@@ -1,13 +1,13 @@
 """Reader for torch.profiler / Kineto Chrome traces (`.json`, `.json.gz`), 2021 and current layouts.
 
-The format itself (categories, args, metadata, flows) is written down in docs/formats/kineto.md.
-The file is decoded a few MB at a time into small typed msgspec Structs that carry only the
-fields we use (unknown args are skipped by the decoder, never materialised); each chunk becomes
-numpy columns at once and its Python objects are dropped. Times become int ns here, once (see
+The format itself (categories, args, metadata, flows) is written down in docs/formats/kineto.md and
+declared, as this reader takes it, in schema.py. The file is decoded a few MB at a time into the small
+typed msgspec Structs of schema.py, which carry only the fields we use (unknown args are skipped by the
+decoder, never materialised); each chunk becomes numpy columns at once and its Python objects are dropped. Times become int ns here, once (see
 `_to_ns` for exactness).
 
 What an event is comes from what the trace says, never from one vendor's names:
-- its category, per Kineto's ActivityType names (`_CAT_KIND`; `*_runtime` / `*_driver` are host
+- its category, per Kineto's ActivityType names (`CATEGORY_KIND`; `*_runtime` / `*_driver` are host
   runtime APIs of any backend);
 - for a category Kineto does not name, where it sits: on a device process (`process_labels`
   other than "CPU", e.g. "GPU 0", "MTIA 1"), at the end of a launch flow (`ac2g` / `async`), or
@@ -30,96 +30,16 @@ import msgspec
 import numpy as np
 
 from .. import _json
+from .. import op_args
 from . import parallel as kineto_parallel
+from .schema import (CATEGORY_KIND, COLLECTIVE_CATEGORY, DEVICE_TYPE, DTYPE_SIZE, EVENTS, EVENTS_EXACT, EVENTS_RAW,
+                     EXACT_LIMIT, LAUNCH_FLOWS, NO_ARGS, NOT_WORK, Args, Ev, EvExact)
 from .stacks import fill_python_stacks
-from ..table import (EVENT_COLUMNS, MEMORY_COLUMNS, METRIC_BLOCKS_PER_SM, METRIC_OCCUPANCY, METRIC_REGISTERS,
-                    METRIC_SHARED_MEMORY, NONE, EventTable, InputError, Kind, Meta, Problem, Strings,
+from ..table import (EVENT_COLUMNS, MEMORY_COLUMNS, METRIC_BLOCKS_PER_SM, METRIC_FLOPS, METRIC_OCCUPANCY,
+                    METRIC_REGISTERS, METRIC_SHARED_MEMORY, NONE, EventTable, InputError, Kind, Meta, Problem, Strings,
                     is_comm_kernel_name)
 
 _NAN = float("nan")
-_EMPTY = msgspec.Raw(b"")
-F = msgspec.field
-
-
-class Args(msgspec.Struct, gc=False):
-    device: int = -1
-    stream: int = -1
-    correlation: int = -1
-    ext: int = F(default=-1, name="External id")
-    ext2: int = F(default=-1, name="external id")
-    dims: msgspec.Raw = F(default=_EMPTY, name="Input Dims")
-    dims2: msgspec.Raw = F(default=_EMPTY, name="Input dims")
-    types: msgspec.Raw = F(default=_EMPTY, name="Input type")  # Raw: parsed for collectives only
-    stack: str | None = F(default=None, name="Call stack")
-    nbytes: int = F(default=-1, name="bytes")
-    grid: list[int] | None = None
-    blocks_per_sm: float = F(default=_NAN, name="blocks per SM")
-    occupancy: float = F(default=_NAN, name="est. achieved occupancy %")
-    occupancy_2021: float = F(default=_NAN, name="theoretical occupancy %")  # the same estimate, its 2021 name
-    registers: float = F(default=_NAN, name="registers per thread")
-    shared_memory: float = F(default=_NAN, name="shared memory")
-    in_nelems: int = F(default=-1, name="In msg nelems")
-    out_nelems: int = F(default=-1, name="Out msg nelems")
-    dtype: str | None = None
-    pg_name: str | None = F(default=None, name="Process Group Name")
-    pg_desc: str | None = F(default=None, name="Process Group Description")
-    dev_type: int = F(default=-1, name="Device Type")
-    dev_id: int = F(default=-1, name="Device Id")
-    addr: int = F(default=-1, name="Addr")
-    mbytes: int = F(default=0, name="Bytes")
-    allocated: int = F(default=-1, name="Total Allocated")
-    reserved: int = F(default=-1, name="Total Reserved")
-    label: str | None = F(default=None, name="name")  # metadata events
-    labels: str | None = None  # process_labels metadata: "CPU", "GPU 0", "MTIA 1"
-
-
-class Ev(msgspec.Struct, gc=False):
-    ph: str = ""
-    cat: str = ""
-    name: str | None = None
-    pid: int | str = 0
-    tid: int | str = 0
-    ts: float = _NAN
-    dur: float = _NAN
-    args: Args | None = None
-
-
-class EvExact(Ev, gc=False):
-    """Same, with timestamps kept as the decimal text says (for µs floats too big for float64 ns)."""
-
-    ts: decimal.Decimal | None = None
-    dur: decimal.Decimal | None = None
-
-
-_DEC = msgspec.json.Decoder(list[Ev])
-_DEC_EXACT = msgspec.json.Decoder(list[EvExact])
-_DEC_RAW = msgspec.json.Decoder(list[msgspec.Raw])
-_NOARGS = Args()
-_EXACT_LIMIT = 2.0 ** 43  # below this a float64 µs value is within 0.49 ns of its decimal text
-
-# Kineto's ActivityType names (libkineto/include/ActivityType.h) -> Kind; 2021 traces capitalise them.
-_CAT_KIND = {
-    "cpu_op": Kind.CPU_OP, "operator": Kind.CPU_OP,
-    "user_annotation": Kind.USER_ANNOTATION,
-    "python_function": Kind.PYTHON_FUNCTION, "python": Kind.PYTHON_FUNCTION,
-    "cuda_runtime": Kind.RUNTIME, "runtime": Kind.RUNTIME, "cuda_driver": Kind.RUNTIME,
-    "mtia_runtime": Kind.RUNTIME, "xpu_runtime": Kind.RUNTIME, "xpu_driver": Kind.RUNTIME,
-    "privateuse1_runtime": Kind.RUNTIME, "privateuse1_driver": Kind.RUNTIME, "glow_runtime": Kind.RUNTIME,
-    "hpu_op": Kind.RUNTIME,  # "HPU host side runtime event"
-    "kernel": Kind.KERNEL, "mtia_ccp_events": Kind.KERNEL,  # MTIA on-device (CCP) events
-    "gpu_memcpy": Kind.MEMCPY, "memcpy": Kind.MEMCPY,
-    "gpu_memset": Kind.MEMSET, "memset": Kind.MEMSET,
-    "gpu_user_annotation": Kind.GPU_USER_ANNOTATION,
-}
-# Named by Kineto but not work of their own: waits seen from the device (cuda_sync, xpu_sync),
-# event records, profiler overhead and ranges, counters, correlation records, the window span.
-_NOT_WORK = frozenset({
-    "cuda_sync", "xpu_sync", "cuda_event", "overhead", "cuda_profiler_range", "xpu_scope_profiler",
-    "mtia_insight", "mtia_counters", "external_correlation", "cpu_instant_event", "trace",
-})
-_LAUNCH_FLOWS = frozenset({"ac2g", "async"})  # flow categories from a runtime launch to its device work
-# Collective communication events: device work when on a device, else not work of their own.
-_COLLECTIVE_CAT = "collective_comm"
 _UNKNOWN = 255  # a category Kineto does not name: decided by where the event sits (see module doc)
 _HOST_COLLECTIVE_OP = re.compile(
     r"^(record_param_comms$|c10d::|c10d_functional::|_c10d_functional::|symm_mem::|gloo:|nccl:|hccl:)")
@@ -135,14 +55,6 @@ _KERNEL_METRICS = ((METRIC_BLOCKS_PER_SM, "blocks_per_sm"), (METRIC_OCCUPANCY, "
                    (METRIC_REGISTERS, "registers"), (METRIC_SHARED_MEMORY, "shared_memory"))
 _METRIC_KEY = "metric:"  # prefix of metric columns in the parts, until finish() splits them out
 _DEVICE_KINDS = (Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET, Kind.GPU_USER_ANNOTATION, Kind.COMM_KERNEL)
-_DTYPE_SIZE = {
-    "float": 4, "float32": 4, "half": 2, "float16": 2, "bfloat16": 2, "double": 8, "float64": 8,
-    "int": 4, "int32": 4, "long": 8, "int64": 8, "short": 2, "int16": 2, "char": 1, "int8": 1,
-    "byte": 1, "uint8": 1, "bool": 1, "complexfloat": 8, "complexdouble": 16, "complexhalf": 4,
-    "uint16": 2, "uint32": 4, "uint64": 8,
-}
-# c10::DeviceType values found in `[memory]` events
-_DEVICE_TYPE = {0: "cpu", 1: "cuda", 6: "cuda", 12: "xpu", 13: "mps", 15: "hpu", 19: "mtia", 20: "npu"}
 _INT_TEXT = re.compile(r"^\s*(?:stream\s*|thread\s*)?(-?\d+)\s*$", re.I)
 _I64 = (-(1 << 63), (1 << 63) - 1)
 _MAX_RANKS = 1 << 31  # ranks and world sizes are int32 in the digest
@@ -155,7 +67,7 @@ class _NeedExact(Exception):
 
 
 def _check_exact(us: np.ndarray) -> None:
-    if len(us) and np.any((np.abs(us) >= _EXACT_LIMIT) & (us != np.floor(us))):
+    if len(us) and np.any((np.abs(us) >= EXACT_LIMIT) & (us != np.floor(us))):
         raise _NeedExact
 
 
@@ -210,6 +122,7 @@ class _Reader:
         self.strs = _Ids()
         self.sid = self.strs.__getitem__
         self.raw_dims = _Ids(b"")
+        self.raw_args = _Ids(b"")  # "Input type" + NUL + "Concrete Inputs", raw, until finish()
         self.collective_name: dict[int, bool] = {}  # name id -> is a host collective range
         self.named_ids = _Ids()  # pid/tid given as text ("Spans", "stream 7" ...) -> -2, -3 ...
         self.ev_parts: list[dict[str, np.ndarray]] = []
@@ -238,11 +151,11 @@ class _Reader:
         if not self.exact:
             n_ev, n_mem, count = len(self.ev_parts), len(self.mem_parts), self.count.copy()
             try:
-                return self._chunk(self._decode(piece, _DEC))
+                return self._chunk(self._decode(piece, EVENTS))
             except _NeedExact:  # µs floats too big for ns in float64: redo this chunk from the text
                 del self.ev_parts[n_ev:], self.mem_parts[n_mem:]
                 self.exact, self.count = True, count
-        self._chunk(self._decode(piece, _DEC_EXACT))
+        self._chunk(self._decode(piece, EVENTS_EXACT))
 
     def _collective_rows(self, events: list, name: np.ndarray):
         """Rows of host collective ranges, judged once per distinct name, not once per event."""
@@ -268,7 +181,7 @@ class _Reader:
                     grp = groups[e.cat] = []
                 grp.append(e)
             elif ph == "f":
-                if e.cat in _LAUNCH_FLOWS:
+                if e.cat in LAUNCH_FLOWS:
                     flows.append(e)
             elif ph == "s":
                 continue
@@ -307,7 +220,7 @@ class _Reader:
             pass
         out = []
         typ = dec.type.__args__[0]
-        for raw in _DEC_RAW.decode(piece):  # syntax errors go up: the chunk cut was wrong
+        for raw in EVENTS_RAW.decode(piece):  # syntax errors go up: the chunk cut was wrong
             try:
                 out.append(msgspec.json.decode(raw, type=typ))
             except msgspec.ValidationError:
@@ -344,12 +257,12 @@ class _Reader:
                 "pid": self._ids(list(map(attrgetter("pid"), events))),
                 "tid": self._ids(list(map(attrgetter("tid"), events)))}
         want = _WANT.get(_kind_of_cat(cat), _ALL)
-        args = [e.args or _NOARGS for e in events] if want else []
+        args = [e.args or NO_ARGS for e in events] if want else []
         cols.update(_arg_columns(args, want, n))
         if "dims" in want:
             cols.update(self._host_columns(args, n))
         else:
-            cols["shapes"] = cols["stack"] = np.full(n, NONE, np.int32)
+            cols["shapes"] = cols["stack"] = cols["args"] = np.full(n, NONE, np.int32)
         cols["group"] = np.full(n, NONE, np.int32)
         if "pg_name" in want:
             self._group_columns(args, cols["group"], cols["bytes"])
@@ -382,7 +295,14 @@ class _Reader:
         dims = np.fromiter(map(raw_id, map(bytes, map(attrgetter("dims"), args))), np.int32, n)
         dims_2021 = np.fromiter(map(raw_id, map(bytes, map(attrgetter("dims2"), args))), np.int32, n)
         stack = np.fromiter(map(self.sid, map(attrgetter("stack"), args)), np.int32, n)
-        return {"shapes": np.where(dims >= 0, dims, dims_2021), "stack": stack}
+        arg_id = self.raw_args.__getitem__
+        extra = np.fromiter((arg_id(bytes(a.types) + b"\0" + bytes(a.concrete) if a.types or a.concrete else b"")
+                             for a in args), np.int32, n)
+        out = {"shapes": np.where(dims >= 0, dims, dims_2021), "stack": stack, "args": extra}
+        flops = np.fromiter(map(attrgetter("flops"), args), np.float64, n)
+        if not np.isnan(flops).all():
+            out[_METRIC_KEY + METRIC_FLOPS] = flops
+        return out
 
     def _group_columns(self, args: list, group: np.ndarray, nbytes: np.ndarray) -> None:
         """Process group of collectives, and their message size when only elements x dtype say it."""
@@ -391,7 +311,7 @@ class _Reader:
                 continue
             desc = args[i].pg_desc
             group[i] = self.sid(f"{pg_name} ({desc})" if desc and desc != "undefined" else str(pg_name))
-            size = _DTYPE_SIZE.get((args[i].dtype or "").lower(), 0)
+            size = DTYPE_SIZE.get((args[i].dtype or "").lower(), 0)
             nelems = args[i].in_nelems
             if nbytes[i] < 0 and size and type(nelems) is int and 0 <= nelems < 1 << 50:
                 nbytes[i] = nelems * size
@@ -409,7 +329,7 @@ class _Reader:
     def _memory(self, mem: list) -> None:
         n = len(mem)
         get = attrgetter
-        args = [e.args or _NOARGS for e in mem]
+        args = [e.args or NO_ARGS for e in mem]
         ts = np.fromiter(map(self._ns1, map(get("ts"), mem)), np.int64, n) if self.exact else None
         if ts is None:
             us = np.fromiter(map(get("ts"), mem), np.float64, n)
@@ -437,7 +357,7 @@ class _Reader:
         key = (typ, idx)
         dev = self.mem_dev.get(key)
         if dev is None:
-            kind = _DEVICE_TYPE.get(typ, f"device{typ}")
+            kind = DEVICE_TYPE.get(typ, f"device{typ}")
             dev = self.mem_dev[key] = self.sid("CPU" if typ == 0 else f"{kind}:{max(idx, 0)}")
         return dev
 
@@ -474,6 +394,8 @@ class _Reader:
         # shapes: raw JSON text -> one canonical rendering, computed once per distinct text
         lut = np.array([strings.id(_render_dims(r)) for r in self.raw_dims.keys_in_order()] + [NONE], np.int32)
         ev["shapes"] = lut[ev["shapes"]]  # NONE (-1) picks the trailing NONE
+        lut = np.array([strings.id(_render_args(r)) for r in self.raw_args.keys_in_order()] + [NONE], np.int32)
+        ev["args"] = lut[ev["args"]]
         ev["core"] = np.full(len(ev["ts"]), NONE, np.int32)
         ev["kind"] = self._kinds(ev, strings)
         dk = np.isin(ev["kind"], np.array(_DEVICE_KINDS, np.uint8))
@@ -503,7 +425,7 @@ class _Reader:
     def _place_unnamed(self, ev: dict, strings: Strings, kind: np.ndarray) -> None:
         """Kind of the events whose category Kineto does not name (and of collective_comm
         events): device work when the trace puts them on the device, else OTHER."""
-        coll = strings.find(_COLLECTIVE_CAT)
+        coll = strings.find(COLLECTIVE_CATEGORY)
         todo = np.flatnonzero((kind == _UNKNOWN) | ((ev["cat"] == coll) & (coll >= 0)))
         if len(todo) == 0:
             return
@@ -746,12 +668,12 @@ def _int(v, default):
 def _kind_of_cat(cat: str) -> int:
     """Kind by Kineto's category name; _UNKNOWN for a category it does not name."""
     low = cat.lower()
-    kind = _CAT_KIND.get(low)
+    kind = CATEGORY_KIND.get(low)
     if kind is not None:
         return kind
     if low.endswith("_runtime") or low.endswith("_driver"):  # any backend's host runtime API
         return Kind.RUNTIME
-    if low in _NOT_WORK or low in _LAUNCH_FLOWS:
+    if low in NOT_WORK or low in LAUNCH_FLOWS:
         return Kind.OTHER
     return _UNKNOWN
 
@@ -777,11 +699,17 @@ def _collective_bytes(args: list, nbytes: np.ndarray, rows: list[int]) -> None:
             continue
         total = 0
         for shape, dtype in zip(dims, types):
-            size = _DTYPE_SIZE.get(str(dtype).lower(), 0)
+            size = DTYPE_SIZE.get(str(dtype).lower(), 0)
             if size and isinstance(shape, list) and all(type(x) is int and x >= 0 for x in shape):
                 total += _prod(shape) * size
         if total:
             nbytes[i] = total
+
+
+def _render_args(raw: bytes) -> str | None:
+    """"Input type" NUL "Concrete Inputs" (raw JSON) -> the `args` column's text (ingest/op_args.py)."""
+    types, _, concrete = raw.partition(b"\0")
+    return op_args.encode(types=op_args.json_list(types), concrete=op_args.json_list(concrete))
 
 
 def _render_dims(raw: bytes) -> str:

@@ -44,6 +44,7 @@ class _Profile(_KinetoProfile):
         super().__init__(schedule=self.schedule, **kwargs)
         self.on_trace_ready = on_trace_ready
         self.step_num = 0
+        self._step_num_offset = 0  # dynamic_profile's: steps labelled as its own count (26.x)
         self.current_action = self.schedule(self.step_num)
         self.step_rec_fn = None
         self.stopped = False
@@ -88,7 +89,7 @@ class _Profile(_KinetoProfile):
 
     def _enter_step(self):
         if self.record_steps:
-            self.step_rec_fn = torch_prof.record_function("ProfilerStep#" + str(self.step_num))
+            self.step_rec_fn = torch_prof.record_function("ProfilerStep#" + str(self.step_num + self._step_num_offset))
             self.step_rec_fn.__enter__()
 
 
@@ -120,6 +121,10 @@ else:
                 activities=activities, record_shapes=record_shapes, profile_memory=profile_memory,
                 with_stack=with_stack, with_flops=with_flops, with_modules=with_modules,
                 experimental_config=experimental_config))
+
+        @no_exception_func()
+        def _set_step_num_offset_for_dynamic_prof(self, step: int):
+            self._step_num_offset = step
 
     @no_exception_func()
     def tensorboard_trace_handler(dir_name: str = None, worker_name: str = None, analyse_flag: bool = True,

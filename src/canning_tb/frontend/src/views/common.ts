@@ -117,6 +117,18 @@ export function bindTableSorts(store: AppStore): void {
   sortStore = store;
 }
 
+/** A header that may wrap inside a name as well (PMU ratios: aiv_icache_miss_rate): a zero-width
+ * space after each _, where a word wraps otherwise not. */
+function breakable(label: string): string {
+  return label.replace(/_(?=\S)/g, "_\u200b");
+}
+
+/** Whether a text column's cells are all short (Yes / No, a status): it keeps its width, while the
+ * columns of long text share what the numbers leave of the card (style.css). */
+function shortText(texts: string[]): boolean {
+  return texts.every((text) => text.length <= 16);
+}
+
 /** A table sorted by clicking its headers; shows at most `max` rows. */
 export class SortTable<T> {
   readonly el: HTMLTableElement;
@@ -178,7 +190,7 @@ export class SortTable<T> {
           "aria-sort": on ? (this.desc ? "descending" : "ascending") : "none",
           tabindex: 0,
         },
-        c.label,
+        breakable(c.label),
         h("span", { class: "sort-mark", text: on ? (this.desc ? " ▼" : " ▲") : "" }),
       );
       const sort = () => {
@@ -202,15 +214,18 @@ export class SortTable<T> {
     }
     const body = h("tbody");
     const rows = this.sorted();
-    for (const r of rows.slice(0, this.max)) {
+    const shown = rows.slice(0, this.max);
+    const text = (c: Col<T>, r: T) => (c.fmt ? c.fmt(r) : String(c.value(r)));
+    const classes = this.cols.map((c) => c.cls ?? (c.num ? "num" : shortText(shown.map((r) => text(c, r))) ? "text short" : "text"));
+    for (const r of shown) {
       const row = h("tr");
-      for (const c of this.cols) {
-        const text = c.fmt ? c.fmt(r) : String(c.value(r));
-        const td = h("td", { class: c.cls ?? (c.num ? "num" : "text"), text });
+      this.cols.forEach((c, i) => {
+        const shownText = text(c, r);
+        const td = h("td", { class: classes[i], text: shownText });
         if (c.title) td.title = c.title(r);
-        else if (!c.num) td.title = text;
+        else if (!c.num && td.dataset.unknown === undefined) td.title = shownText;
         row.append(td);
-      }
+      });
       body.append(row);
       const extra = this.hooks.decorateRow?.(r, row);
       if (extra) body.append(extra);
@@ -225,7 +240,7 @@ export class SortTable<T> {
   }
 }
 
-function delay(ms: number, signal: AbortSignal): Promise<void> {
+export function delay(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
     const timer = window.setTimeout(resolve, ms);
     signal.addEventListener("abort", () => {

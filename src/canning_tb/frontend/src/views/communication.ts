@@ -19,6 +19,7 @@ import { fixed2, int, mb, ms, pct } from "../format";
 import { tip, UNKNOWN_TIP } from "../glossary";
 import { card, errorText, fetchOr, kvTable, pollCluster, problemsList, rankProgress, SortTable, type Col } from "./common";
 import { drawBinnedMatrix, RANKS_AS_ROWS, spreadParts } from "./ranks_spread";
+import { linksCard, sourcesCard } from "./sources";
 import { openTimelineAt } from "./timeline_link";
 import { showEmpty, showLoading, type ViewDef, type ViewHost } from "./view";
 
@@ -83,6 +84,7 @@ const METRIC_TEXT: Record<string, string> = {
 
 function rankTable(cl: ClusterResponse, computeLabel: string, step: StepChoice): SortTable<SplitRow> {
   const rankName = new Map(cl.workers.map((w) => [w.rank, w.worker]));
+  const waitSource = new Map(cl.ranks.map((row) => [row.rank, row.wait_source]));
   const table = new SortTable<SplitRow>(
     "comm-rank-table",
     [
@@ -92,10 +94,13 @@ function rankTable(cl: ClusterResponse, computeLabel: string, step: StepChoice):
       { key: "compute", label: `${computeLabel} (ms)`, num: true, value: (row) => row.compute_ns, fmt: (row) => ms(row.compute_ns), tip: tip(cl.compute_source === "host" ? "host" : "compute") },
       { key: "overlapped", label: "Overlapped (ms)", num: true, value: (row) => row.overlapped_ns, fmt: (row) => ms(row.overlapped_ns), tip: tip("overlapped") },
       { key: "comm", label: "Communication (ms)", num: true, value: (row) => row.communication_ns, fmt: (row) => ms(row.communication_ns), tip: tip("communication") },
-      { key: "other", label: "Other (ms)", num: true, value: (row) => row.other_ns, fmt: (row) => ms(row.other_ns), tip: tip("free") },
+      { key: "free", label: "Free (ms)", num: true, value: (row) => row.free_ns, fmt: (row) => ms(row.free_ns), tip: tip("free") },
+      { key: "preparing", label: "Preparing (ms)", num: true, value: (row) => row.preparing_ns, fmt: (row) => ms(row.preparing_ns), tip: tip("preparing") },
+      { key: "other", label: "Other (ms)", num: true, value: (row) => row.other_ns, fmt: (row) => ms(row.other_ns), tip: tip("rank_other") },
       { key: "wait", label: "Wait (ms)", num: true, value: (row) => row.wait_ns, fmt: (row) => ms(row.wait_ns), tip: tip("wait") },
       { key: "p2p", label: "P2P wait (ms)", num: true, value: (row) => row.p2p_wait_ns, fmt: (row) => ms(row.p2p_wait_ns), tip: tip("p2p_wait") },
       { key: "transfer", label: "Transfer (ms)", num: true, value: (row) => row.transfer_ns, fmt: (row) => ms(row.transfer_ns), tip: tip("transfer") },
+      { key: "wait_source", label: "Wait from", value: (row) => waitSource.get(row.rank) || "unknown", tip: tip("wait_source") },
     ],
     "rank",
     false,
@@ -130,7 +135,9 @@ function drawRankSplit(el: HTMLElement, rows: SplitRow[], computeLabel: string):
     ["compute_ns", computeLabel, "#388e3c"],
     ["overlapped_ns", "Overlapped", "#8bc34a"],
     ["communication_ns", "Communication (not overlapped)", "#c62828"],
-    ["other_ns", "Other / idle", "#9e9e9e"],
+    ["free_ns", "Free", "#bdbdbd"],
+    ["preparing_ns", "Preparing", "#7e57c2"],
+    ["other_ns", "Other", "#9e9e9e"],
   ];
   const tooltip = (index: number) => {
     const row = rows[index];
@@ -142,7 +149,7 @@ function drawRankSplit(el: HTMLElement, rows: SplitRow[], computeLabel: string):
     grid: { left: 8, right: 24, top: 32, bottom: 24, containLabel: true },
     xAxis: { type: "value", name: "ms", nameLocation: "middle", nameGap: 22 },
     yAxis: { type: "category", data: rows.map((row) => `rank ${row.rank}`), inverse: true },
-    series: cats.map(([key, label, color]) => ({ type: "bar", name: label, stack: "rank", itemStyle: { color }, barMaxWidth: 28, data: rows.map((row) => row[key] / 1e6) })),
+    series: cats.map(([key, label, color]) => ({ type: "bar", name: label, stack: "rank", itemStyle: { color }, barMaxWidth: 28, data: rows.map((row) => known(row[key])) })),
   });
   return chart;
 }
@@ -192,7 +199,8 @@ function drawMatrix(el: HTMLElement, cells: MatrixCell[]): RawChart {
   const tooltip = (value: number[]) => {
     const cell = cells[value[3]];
     const time = cell.time_ns > 0 ? `${ms(cell.time_ns)} ms, ${fixed2(cell.bandwidth_gbps ?? -1)} GB/s` : "time unknown";
-    return tipLines(`rank ${cell.src} → rank ${cell.dst}`, [`${value[2].toFixed(1)} MB`, time, `transport: ${cell.transports.join(", ")}`]);
+    const groups = cell.groups?.length ? [`communicator: ${cell.groups.join(", ")}`] : [];
+    return tipLines(`rank ${cell.src} → rank ${cell.dst}`, [`${value[2].toFixed(1)} MB`, time, `transport: ${cell.transports.join(", ")}`, ...groups]);
   };
   const chart = new RawChart(el);
   chart.set({
@@ -208,7 +216,9 @@ function drawMatrix(el: HTMLElement, cells: MatrixCell[]): RawChart {
 
 function matrixCard(cl: ClusterResponse, el: HTMLElement): HTMLElement {
   const title =
-    cl.matrix_source === "links" ? "Communication matrix (MB sent, from communication_matrix.json)" : "Communication matrix (MB sent, ring estimate from collective sizes)";
+    cl.matrix_source === "links"
+      ? "Communication matrix (MB sent, global ranks, from communication_matrix.json)"
+      : "Communication matrix (MB sent, ring estimate from collective sizes)";
   return card(title, el);
 }
 
@@ -234,6 +244,8 @@ function clusterSection(host: ViewHost, cl: ClusterResponse, step: StepChoice, c
     h("div", { class: "grid2" }, card(`Wait vs transfer per rank, ${which} (ms)`, waitEl, definition), card("Slow ranks (mean step)", slowRankFindings(cl), unmatched)),
     card(`Ranks, ${which}`, h("div", { class: "table-wrap short" }, rankTable(cl, computeLabel, step).el)),
     ...(matrixEl ? [matrixCard(cl, matrixEl)] : []),
+    ...[linksCard(cl)].filter((el): el is HTMLElement => !!el),
+    sourcesCard(cl),
   ];
   // draw once in the document
   queueMicrotask(() => {
@@ -258,8 +270,9 @@ function manyRanks(host: ViewHost, cl: ClusterResponse, charts: RawChart[], comp
   return [
     card(`Across ${cl.ranks.length} ranks (window ${cl.window_index + 1} of each)`, ...spreadParts(cl, "comm", charts, host.signal)),
     card("Slow ranks", slowRankFindings(cl), unmatched),
-    ...(matrixEl ? [card(`Communication matrix (MB sent${binText}; ${cl.matrix_source === "links" ? "communication_matrix.json" : "ring estimate"})`, matrixEl)] : []),
+    ...(matrixEl ? [card(`Communication matrix (MB sent${binText}; ${cl.matrix_source === "links" ? "global ranks, communication_matrix.json" : "ring estimate"})`, matrixEl)] : []),
     card("Ranks", every),
+    sourcesCard(cl),
   ];
 }
 

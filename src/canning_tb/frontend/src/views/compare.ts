@@ -1,13 +1,15 @@
 // Compare: the selected window (the target) against a baseline picked here among every window of the
 // logdir (another window of the run, another rank, another run). Shows GET /compare: the verdict
 // line, the step breakdown side by side, the contributors to the step-time change, the operator /
-// kernel / kernel-family delta table (sort, search), the operator tree diff, the memory overlay
-// and the communication deltas. The baseline and the table's options live in the app state.
+// kernel / kernel-family delta table (searched, sorted and paged by the server: a window of 200,000
+// operator names answers one page), the operator tree diff, the memory overlay and the communication
+// deltas. The baseline and the table's options live in the app state.
 import { getJSON, windowParams, type CompareResponse, type CompareRow, type GroupBy, type RunEntry, type RunsResponse, type Selection } from "../api";
 import { h, option } from "../dom";
 import { int, ms } from "../format";
 import type { CompareOptions } from "../state";
 import { card, errorText, SortTable, type Col } from "./common";
+import { Pager } from "./pager";
 import { breakdownChart, commTable, contributorsTable, deltaMs, deltaPct, memoryChart, memoryPeaks, statusMark, treeDiff } from "./compare_parts";
 import { showError, showLoading, type ViewDef, type ViewHost } from "./view";
 
@@ -32,9 +34,12 @@ function columns(group: GroupBy, operators: boolean): Col<CompareRow>[] {
     { key: "target_ns", label: "Target (ms)", num: true, value: (r) => r.target_ns / 1e6, fmt: (r) => ms(r.target_ns), tip: "Time per step in the target" },
     { key: "delta_ns", label: "Δ (ms)", num: true, value: (r) => r.delta_ns / 1e6, fmt: (r) => deltaMs(r.delta_ns), tip: "Target minus baseline, per step" },
     { key: "abs_delta", label: "|Δ| (ms)", num: true, value: (r) => Math.abs(r.delta_ns) / 1e6, fmt: (r) => ms(Math.abs(r.delta_ns)), tip: "Size of the change" },
-    { key: "delta_pct", label: "Δ %", num: true, value: (r) => r.delta_pct ?? 0, fmt: (r) => deltaPct(r.delta_pct), tip: "Change in % of the baseline" },
+    { key: "delta_pct", label: "Δ %", num: true, value: (r) => r.delta_pct ?? 0, fmt: (r) => deltaPct(r.delta_pct, r.delta_text), tip: "Change in % of the baseline; “new” / “gone” where one side is under 1 % of the other" },
   ];
 }
+
+const PAGE_ROWS = 200;
+const SEARCH_DELAY_MS = 200;
 
 function emptyText(table: Table, mode: GroupBy): string {
   if (table !== "operators") return "Neither window recorded device kernels.";
@@ -100,8 +105,14 @@ function picker(host: ViewHost, runs: RunEntry[], base: Selection): HTMLElement 
 }
 
 class ComparePanel {
-  private table = new SortTable<CompareRow>("cmp-table", columns("name", true), "abs_delta", true, "No row matches the search.");
+  private table = new SortTable<CompareRow>("cmp-table", columns("name", true), "abs_delta", true, "No row matches the search.", PAGE_ROWS, {
+    serverSorted: true,
+    onSort: () => void this.fetchPage(0),
+  });
+  private pager = new Pager("cmp-pager", (offset) => void this.fetchPage(offset));
   private count = h("span", { id: "cmp-count", class: "muted" });
+  private asked = 0;
+  private searchTimer = 0;
 
   constructor(
     private host: ViewHost,
@@ -148,21 +159,36 @@ class ComparePanel {
     search.value = opts.search;
     search.oninput = () => {
       store.compare({ search: search.value });
-      this.refresh();
+      window.clearTimeout(this.searchTimer);
+      this.searchTimer = window.setTimeout(() => this.refresh(), SEARCH_DELAY_MS);
     };
     return h("div", { class: "toolbar" }, kind, h("label", {}, "Match operators by ", group), h("label", { class: "grow" }, search));
   }
 
+  /** Asks one page of the table as the options say (the server searches, sorts and cuts). */
+  private async fetchPage(offset: number): Promise<void> {
+    const ticket = ++this.asked;
+    try {
+      const query = { ...compareParams(this.host, this.base), offset: String(offset), sort: this.table.sortKey, order: this.table.desc ? "desc" : "asc" };
+      const data = await getJSON<CompareResponse>("compare", query, this.host.signal);
+      if (ticket === this.asked && !this.host.signal.aborted) this.showPage(data);
+    } catch (err) {
+      if (!this.host.signal.aborted && (err as Error).name !== "AbortError") this.count.textContent = `Cannot load the rows: ${errorText(err)}`;
+    }
+  }
+
   private refresh(): void {
+    void this.fetchPage(0);
+  }
+
+  /** The page on screen: the rows in the server's order, the pager and the count. */
+  private showPage(d: CompareResponse): void {
     const opts = this.options();
-    const all = opts.table === "kernels" ? this.data.kernels : opts.table === "families" ? this.data.kernel_families : this.data.operators;
-    const query = opts.search.trim().toLowerCase();
-    const match = (r: CompareRow) => [r.key, r.input_shapes, r.call_stack, ...r.base_names, ...r.target_names].some((s) => s.toLowerCase().includes(query));
-    const rows = query ? all.filter(match) : all;
-    this.table.setColumns(columns(this.data.mode, opts.table === "operators"));
-    this.table.setRows(rows, all.length ? "No row matches the search." : emptyText(opts.table, this.data.mode));
-    this.table.el.dataset.table = opts.table;
-    this.count.textContent = rows.length === all.length ? `${int(all.length)} rows` : `${int(rows.length)} of ${int(all.length)} rows match “${query}”`;
+    this.table.setColumns(columns(d.mode, d.table === "operators"));
+    this.table.setRows(d.rows, d.all_rows ? "No row matches the search." : emptyText(d.table, d.mode));
+    this.table.el.dataset.table = d.table;
+    this.pager.show(d.offset, d.limit, d.total, d.rows.length);
+    this.count.textContent = d.total === d.all_rows ? `${int(d.all_rows)} rows` : `${int(d.total)} of ${int(d.all_rows)} rows match “${opts.search.trim()}”`;
   }
 
   show(): void {
@@ -181,6 +207,7 @@ class ComparePanel {
         { class: "card" },
         h("div", { class: "table-head" }, h("h3", { class: "section-title", text: `Deltas per step (operators: ${time})` }), this.count),
         h("div", { class: "table-wrap" }, this.table.el),
+        this.pager.el,
       ),
       card("Operator tree diff (call stacks, outermost first)", treeDiff(d)),
       h(
@@ -190,11 +217,26 @@ class ComparePanel {
         card("Communication per step", d.communication_by_kind.length ? commTable([...d.communication_by_kind, ...d.communication]) : h("p", { class: "muted", id: "cmp-no-comm", text: "Neither window recorded collectives." })),
       ),
     );
-    this.refresh();
+    this.showPage(d);
     breakdownChart(breakdownEl, d.breakdown, this.host.signal);
     if (pair) memoryChart(memoryEl, pair, this.host.signal);
     this.host.setState("loaded");
   }
+}
+
+/** The query of GET /compare: the two windows, the matching, the table and its search (first page). */
+function compareParams(host: ViewHost, base: Selection): Record<string, string> {
+  const opts = host.store.state.compare;
+  return {
+    base_run: base.run,
+    base_worker: base.worker,
+    base_window: base.window,
+    ...windowParams(host.sel),
+    group_by: opts.group,
+    table: opts.table,
+    search: opts.search.trim(),
+    limit: String(PAGE_ROWS),
+  };
 }
 
 async function load(host: ViewHost): Promise<void> {
@@ -202,13 +244,11 @@ async function load(host: ViewHost): Promise<void> {
   let head: HTMLElement | null = null;
   try {
     const listing = await getJSON<RunsResponse>("runs", {}, host.signal);
+    // a baseline the view chooses is not written into the state: only one the user picks is (state.ts)
     const base = baselineFor(host.store.state.compare, host.sel, listing.runs);
-    const opts = host.store.state.compare;
-    if (!same(base, { run: opts.run, worker: opts.worker, window: opts.window })) host.store.compare(base);
     head = picker(host, listing.runs, base);
     host.el.prepend(head);
-    const params = { base_run: base.run, base_worker: base.worker, base_window: base.window, ...windowParams(host.sel), group_by: host.store.state.compare.group };
-    const data = await getJSON<CompareResponse>("compare", params, host.signal);
+    const data = await getJSON<CompareResponse>("compare", compareParams(host, base), host.signal);
     if (host.signal.aborted) return;
     new ComparePanel(host, head, base, data).show();
   } catch (err) {

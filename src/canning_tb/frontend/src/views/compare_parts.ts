@@ -11,7 +11,9 @@ export function deltaMs(ns: number): string {
   return `${ns > 0 ? "+" : ns < 0 ? "−" : "±"}${ms(Math.abs(ns))}`;
 }
 
-export function deltaPct(pct: number | null): string {
+/** A change in % of the baseline; "new" / "gone" where one side is near zero (the route says so). */
+export function deltaPct(pct: number | null, text: "new" | "gone" | "" = ""): string {
+  if (text) return text;
   return pct === null ? "–" : `${pct > 0 ? "+" : pct < 0 ? "−" : "±"}${Math.abs(pct).toFixed(1)} %`;
 }
 
@@ -94,29 +96,27 @@ export function memoryPeaks(pairs: MemoryPair[]): HTMLElement {
   return h("table", { id: "cmp-memory-peaks", class: "data-table" }, h("thead", {}, head), body);
 }
 
-/** The contributors to the step-time change, and the rest no operator explains. */
+/** The step-time change as the breakdown shows it: each category's delta (they sum to the change),
+ * the operators that fall in it indented below it, and the rest of the category. */
 export function contributorsTable(c: Contributors): HTMLElement {
   const body = h("tbody");
-  for (const o of c.operators)
-    body.append(
-      h(
-        "tr",
-        { class: `status-${o.status}`, "data-name": o.name },
-        h("td", { class: "name", text: o.kind === "category" ? `${o.name} (step category)` : o.name, title: o.name }),
-        h("td", { class: "num", text: deltaMs(o.delta_ns) }),
-        h("td", { class: "text", text: statusMark(o.status) }),
-      ),
-    );
-  body.append(
-    h(
-      "tr",
-      { class: "unexplained" },
-      h("td", { class: "name", text: "unexplained (overlap, gaps, work outside operators)" }),
-      h("td", { class: "num", text: deltaMs(c.unexplained_ns) }),
-      h("td", {}),
-    ),
-  );
-  const head = h("tr", {}, h("th", { text: "Contributor" }), h("th", { class: "num", text: "Δ ms / step" }), h("th", { text: "" }));
+  const row = (cls: string, name: string, delta: number, mark = "", title = name) =>
+    h("tr", { class: cls, "data-name": name }, h("td", { class: "name", text: name, title }), h("td", { class: "num", text: deltaMs(delta) }), h("td", { class: "text", text: mark }));
+  for (const cat of c.by_category) {
+    const label = cat.category.replace(/_/g, " ");
+    body.append(row("category", label, cat.delta_ns, "", `${label}: this category's change in the step breakdown`));
+    for (const o of cat.operators) {
+      const el = row(`operator status-${o.status}`, o.name, o.delta_ns, statusMark(o.status));
+      (el.firstChild as HTMLElement).style.paddingLeft = "1.5em";
+      body.append(el);
+    }
+    if (cat.operators.length && Math.abs(cat.rest_ns) >= 1) {
+      const rest = row("rest muted", `rest of ${label} (overlap, gaps, work outside operators)`, cat.rest_ns);
+      (rest.firstChild as HTMLElement).style.paddingLeft = "1.5em";
+      body.append(rest);
+    }
+  }
+  const head = h("tr", {}, h("th", { text: "Category / operator" }), h("th", { class: "num", text: "Δ ms / step" }), h("th", { text: "" }));
   const foot = h("tr", {}, h("th", { text: "step time change" }), h("th", { class: "num", text: deltaMs(c.step_delta_ns) }), h("th", {}));
   return h("table", { id: "cmp-contributors", class: "data-table" }, h("thead", {}, head), body, h("tfoot", {}, foot));
 }

@@ -5,8 +5,9 @@ import { memoryView } from "./memory";
 import { modulesView } from "./modules";
 import { operatorsView } from "./operators";
 import { overviewView } from "./overview";
+import { rooflineView } from "./roofline";
 import { suggestionsView } from "./suggestions";
 import { timelineView } from "./timeline";
 import type { ViewDef } from "./view";
 
-export const VIEWS: ViewDef[] = [overviewView, suggestionsView, operatorsView, kernelsView, modulesView, memoryView, communicationView, timelineView, compareView];
+export const VIEWS: ViewDef[] = [overviewView, suggestionsView, operatorsView, kernelsView, rooflineView, modulesView, memoryView, communicationView, timelineView, compareView];

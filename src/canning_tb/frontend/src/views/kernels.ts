@@ -11,6 +11,7 @@ import type { KernelsOptions } from "../state";
 import { card, fetchOr, problemsList, safeName, SortTable, type Col } from "./common";
 import { openTimelineAt } from "./timeline_link";
 import { showEmpty, showLoading, type ViewDef, type ViewHost } from "./view";
+import { anyWork, sharePct, workColumns } from "./work_columns";
 
 type Kernel = KernelStat;
 
@@ -60,6 +61,16 @@ const GPU_COLUMNS: Record<string, { label: string; tip: string; fmt: (v: number)
   shared_memory_bytes: { label: "Shared Memory (bytes)", tip: tip("shared_memory"), fmt: int },
 };
 
+/** The FLOPs / rates columns (analysis/efficiency) and, on an NPU with PMU data, the pipes' busy shares. */
+function workAndPipes(kernels: Kernel[]): Col<Kernel>[] {
+  const cols = anyWork(kernels, (k) => k.work) ? workColumns<Kernel>((k) => k.work) : [];
+  if (kernels.some((k) => (k.pipes ?? []).length)) {
+    const text = (k: Kernel) => (k.pipes ?? []).slice(0, 3).map((p) => `${p.pipe} ${sharePct(p.share ?? -1)}`).join(" · ") || "–";
+    cols.push({ key: "pipes", label: "Busiest Pipes (%)", tip: tip("pipe_share"), value: (k) => (k.pipes ?? [])[0]?.share ?? -1, fmt: text, title: text });
+  }
+  return cols;
+}
+
 function measuredColumns(m: Measured): Col<Kernel>[] {
   const cols: Col<Kernel>[] = m.gpu.map((field) => {
     const spec = GPU_COLUMNS[field];
@@ -67,11 +78,18 @@ function measuredColumns(m: Measured): Col<Kernel>[] {
     return { key: field, label: spec.label, num: true, tip: spec.tip, value: get, fmt: (k: Kernel) => spec.fmt(get(k)) };
   });
   if (m.mix) cols.push({ key: "mean_mix_block_dim", label: "Mean Mix Block Dim", num: true, tip: tip("mix_block_dim"), value: (k) => k.mean_mix_block_dim ?? -1, fmt: (k) => fixed2(k.mean_mix_block_dim ?? -1) });
-  for (const name of m.pmu) {
-    const get = (k: Kernel) => k.pmu[name] ?? -1;
-    cols.push({ key: `pmu:${name}`, label: name, num: true, tip: tip("pmu_ratio"), value: get, fmt: (k) => fixed2(get(k)) });
-  }
   return cols;
+}
+
+/** The NPU PMU ratios, in a table of their own under the kernels: beside the times, their ten or
+ * more columns would not fit the card at 1,280 px. */
+function pmuColumns(m: Measured, total: number): Col<Kernel>[] {
+  const [name, calls, total_ns] = columns(true, false, total, false);
+  const pmu = m.pmu.map((key): Col<Kernel> => {
+    const get = (k: Kernel) => k.pmu[key] ?? -1;
+    return { key: `pmu:${key}`, label: key, num: true, tip: tip("pmu_ratio"), value: get, fmt: (k) => fixed2(get(k)) };
+  });
+  return [name, calls, total_ns, ...pmu];
 }
 
 function showNoKernels(host: ViewHost): void {
@@ -90,6 +108,7 @@ class KernelsPanel {
   private readonly byOpAvailable: boolean;
   private readonly measured: Measured;
   private table: SortTable<Kernel>;
+  private pmuTable: SortTable<Kernel> | null = null;
   private count = h("span", { id: "kernel-count", class: "muted" });
 
   constructor(
@@ -107,6 +126,7 @@ class KernelsPanel {
         return null;
       },
     });
+    if (this.measured.pmu.length) this.pmuTable = new SortTable<Kernel>("kernel-pmu-table", pmuColumns(this.measured, data.total_ns), "total_ns", true, "No kernel matches the search.");
   }
 
   private options(): KernelsOptions {
@@ -115,7 +135,11 @@ class KernelsPanel {
   }
 
   private columns(): Col<Kernel>[] {
-    return [...columns(this.npu, this.options().group === "op", this.data.total_ns, this.blocks), ...measuredColumns(this.measured)];
+    return [
+      ...columns(this.npu, this.options().group === "op", this.data.total_ns, this.blocks),
+      ...measuredColumns(this.measured),
+      ...workAndPipes(this.data.kernels_by_name),
+    ];
   }
 
   private toolbar(): HTMLElement {
@@ -152,6 +176,7 @@ class KernelsPanel {
     const rows = query ? all.filter((k) => k.name.toLowerCase().includes(query) || k.op_name.toLowerCase().includes(query)) : all;
     this.table.setColumns(this.columns());
     this.table.setRows(rows);
+    this.pmuTable?.setRows(rows);
     const whole = opts.group === "op" ? this.data.kernels_by_op_all : this.data.kernels_by_name_all;
     const cut = whole > all.length ? ` (the ${int(all.length)} longest of ${int(whole)}: the CSV has every one)` : "";
     this.count.textContent = (rows.length === all.length ? `${int(all.length)} kernels` : `${int(rows.length)} of ${int(all.length)} kernels match “${query}”`) + cut;
@@ -170,6 +195,7 @@ class KernelsPanel {
       ),
       this.toolbar(),
       h("section", { class: "card" }, h("div", { class: "table-head" }, h("h3", { class: "section-title", text: "Kernels" }), this.count), h("div", { class: "table-wrap" }, this.table.el)),
+      ...(this.pmuTable ? [card("PMU ratios per kernel (the profile's aic_metrics)", this.pmuTable.el)] : []),
     );
     this.refresh();
     this.drawCharts(topEl, coreEl);

@@ -269,9 +269,11 @@ class MemoryPanel {
       ...[problemsList(this.data.problems, "mem-problems")].filter((el): el is HTMLElement => !!el),
       this.toolbar(dev),
       ...[emptyCacheWarning(dev)].filter((el): el is HTMLElement => !!el),
-      h("div", { class: "grid-mem" }, card("Memory over time (MB)", chartEl), card("Summary", summaryTable(dev), timelineAt(this.host.store, dev.peak_ts_ns, 2_000_000, "mem-timeline-link", "Show the peak in the Timeline"))),
+      h("div", { class: "grid-mem" }, card("Memory over time (MB)", chartEl), card("Summary", summaryTable(dev), timelineAt(this.host.store, dev.peak_ts_ns, 2_000_000, "mem-timeline-link", "Show the peak in the Timeline", `memory:${dev.device}`))),
       h("section", { class: "card" }, eventsHead, wrap(this.events.el)),
-      h("div", { class: "grid2" }, card("Operators allocating in the range", wrap(this.rangeOps.el)), card("Operators over the whole window", wrap(this.windowOps.el))),
+      // one above the other: side by side, their six columns do not fit half a card at 1,280 px
+      card("Operators allocating in the range", wrap(this.rangeOps.el)),
+      card("Operators over the whole window", wrap(this.windowOps.el)),
       ...[componentsCard(dev)].filter((el): el is HTMLElement => !!el),
     );
     const chart = new MemoryChart(chartEl, dev, (range) => this.select(dev, range));

@@ -11,6 +11,7 @@ import type { OperatorsOptions } from "../state";
 import { errorText, fetchOr, problemsList, SortTable, type Col } from "./common";
 import { Pager } from "./pager";
 import { timelineLink } from "./timeline_link";
+import { anyWork, workColumns } from "./work_columns";
 import { showLoading, type ViewDef, type ViewHost } from "./view";
 
 type OpRow = OpStat;
@@ -29,6 +30,8 @@ type Key =
   | "tc_total_share";
 
 type Column = Col<OpRow> & { key: Key; fmt: (r: OpRow) => string };
+/** a column of the table: the time / call columns above, or the work columns (views/work_columns.ts) */
+type TableColumn = Col<OpRow> & { fmt: (r: OpRow) => string };
 
 function col(key: Key, label: string, tip: string, fmt: (r: OpRow) => string, num = true): Column {
   // the name cell is class "name" (it holds the row's toggle); other text cells "text"
@@ -59,19 +62,21 @@ const GROUP_LABELS: Record<GroupBy, string> = { name: "Operator", shape: "Operat
 const PAGE_ROWS = 200;
 const SEARCH_DELAY_MS = 200;
 
-function columnsFor(data: OperatorsResponse): Column[] {
-  const cols: Column[] = [COLUMNS.name];
+function columnsFor(data: OperatorsResponse): TableColumn[] {
+  const cols: TableColumn[] = [COLUMNS.name];
   if (data.group_by === "shape") cols.push(COLUMNS.input_shapes);
   if (data.group_by === "stack") cols.push(COLUMNS.call_stack);
   cols.push(COLUMNS.calls, COLUMNS.host_self_ns, COLUMNS.host_total_ns);
   if (data.has_device) cols.push(COLUMNS.device_self_ns, COLUMNS.device_total_ns);
   if (data.rows.some((r) => (r.tc_total_share ?? -1) >= 0)) cols.push(COLUMNS.tc_eligible, COLUMNS.tc_self_share, COLUMNS.tc_total_share);
+  // FLOPs and rates against the roofs (analysis/efficiency), where some operator has a model
+  if (anyWork(data.rows, (r) => r.work)) cols.push(...(workColumns<OpRow>((r) => r.work) as TableColumn[]));
   return cols;
 }
 
 class OperatorsPanel {
   private data!: OperatorsResponse;
-  private cols: Column[] = [];
+  private cols: TableColumn[] = [];
   private chart: Chart | null = null;
   private table = new SortTable<OpRow>("op-table", [], "", true, "", PAGE_ROWS, {
     serverSorted: true,

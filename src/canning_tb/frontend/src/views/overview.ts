@@ -1,13 +1,18 @@
 // Overview: the performance summary of one window, the step-time breakdown per step and on
 // average, the devices and environment, and the suggestions (rule hits) with their numbers.
 import {
+  getJSON,
   windowParams,
   type Breakdown,
+  type CategoryShares,
   type ClusterResponse,
   type OverviewResponse,
   type FigureRange,
   type RankFigures,
   type RunSummary,
+  type TrendPoint,
+  type TrendsLoading,
+  type TrendsResponse,
   type WindowFigures,
   type WindowInfo,
 } from "../api";
@@ -15,29 +20,27 @@ import { RawChart, tipLines } from "../chart";
 import { h } from "../dom";
 import { bytes, int, ms, pct } from "../format";
 import { tip } from "../glossary";
-import { card, errorText, fetchOr, kvTable, legend, openRank, pollCluster, problemsList, rankProgress } from "./common";
+import { card, delay, errorText, fetchOr, kvTable, legend, openRank, pollCluster, problemsList, rankProgress } from "./common";
+import { dataCard } from "./sources";
 import { RANKS_AS_ROWS, spreadParts } from "./ranks_spread";
 import { efficiencyCard } from "./efficiency";
+import { mfuCard } from "./mfu_card";
 import { showEmpty, showLoading, type ViewDef, type ViewHost } from "./view";
 
-// [field, label, colour, tooltip]: the tooltips are the glossary's (analysis/glossary.json)
-const CATEGORIES: [keyof Breakdown, string, string, string][] = [
-  ["compute_ns", "Compute", "#388e3c", tip("compute")],
-  ["overlapped_ns", "Overlapped", "#8bc34a", tip("overlapped")],
-  ["communication_ns", "Communication", "#c62828", tip("communication")],
-  ["memcpy_ns", "Memcpy", "#1976d2", tip("memcpy")],
-  ["memset_ns", "Memset", "#64b5f6", tip("memset")],
-  ["device_wait_ns", "Device wait", "#ad1457", tip("device_wait")],
-  ["runtime_ns", "Runtime", "#7b1fa2", tip("runtime")],
-  ["dataloader_ns", "DataLoader", "#f57c00", tip("dataloader")],
-  ["host_ns", "Host", "#fbc02d", tip("host")],
-  ["idle_ns", "Idle", "#9e9e9e", tip("idle")],
+// [field, share (analysis/summary.py category_shares), label, colour, tooltip]: the tooltips are the
+// glossary's (analysis/glossary.json)
+const CATEGORIES: [keyof Breakdown, keyof CategoryShares, string, string, string][] = [
+  ["compute_ns", "compute", "Compute", "#388e3c", tip("compute")],
+  ["overlapped_ns", "overlapped", "Overlapped", "#8bc34a", tip("overlapped")],
+  ["communication_ns", "communication", "Communication", "#c62828", tip("communication")],
+  ["memcpy_ns", "memcpy", "Memcpy", "#1976d2", tip("memcpy")],
+  ["memset_ns", "memset", "Memset", "#64b5f6", tip("memset")],
+  ["device_wait_ns", "device_wait", "Device wait", "#ad1457", tip("device_wait")],
+  ["runtime_ns", "runtime", "Runtime", "#7b1fa2", tip("runtime")],
+  ["dataloader_ns", "dataloader", "DataLoader", "#f57c00", tip("dataloader")],
+  ["host_ns", "host", "Host", "#fbc02d", tip("host")],
+  ["idle_ns", "idle", "Idle", "#9e9e9e", tip("idle")],
 ];
-
-/** part / total for display (a category of the average step as a share of it); -1 = absent. */
-function share(part: number, total: number): number {
-  return total > 0 && part >= 0 ? part / total : -1;
-}
 
 function shareText(value: number | null): string {
   return value === null ? "–" : pct(value);
@@ -103,18 +106,18 @@ function suggestions(host: ViewHost, ov: OverviewResponse): HTMLElement {
   );
 }
 
-function averageTable(avg: Breakdown): HTMLTableElement {
+function averageTable(avg: Breakdown, shares: CategoryShares): HTMLTableElement {
   const table = h("table", { id: "ov-avg", class: "data-table" });
-  table.append(h("thead", {}, h("tr", {}, h("th", { text: "Category" }), h("th", { class: "num", text: "Time (ms)" }), h("th", { class: "num", text: "Share (%)" }))));
+  table.append(h("thead", {}, h("tr", {}, h("th", { text: "Category" }), h("th", { class: "num", text: "Time (ms)" }), h("th", { class: "num", text: "Share (%)", title: tip("category_share") }))));
   const body = h("tbody");
-  for (const [key, label, color, tip] of CATEGORIES) {
+  for (const [key, part, label, color, tip] of CATEGORIES) {
     body.append(
       h(
         "tr",
         { title: tip },
         h("td", {}, h("span", { class: "swatch", style: `background:${color}` }), label),
         h("td", { class: "num", text: ms(avg[key]) }),
-        h("td", { class: "num", text: pct(share(avg[key], avg.total_ns)) }),
+        h("td", { class: "num", text: shareText(shares[part]) }),
       ),
     );
   }
@@ -167,7 +170,7 @@ function drawStepChart(el: HTMLElement, ov: OverviewResponse): RawChart {
   const tooltip = (index: number) => {
     const step = ov.steps[index];
     const lines = CATEGORIES.filter(([key]) => step.breakdown[key] > 0).map(
-      ([key, label]) => `${label}: ${ms(step.breakdown[key])} ms (${pct(share(step.breakdown[key], step.breakdown.total_ns))}%)`,
+      ([key, part, label]) => `${label}: ${ms(step.breakdown[key])} ms (${shareText(step.shares[part])}%)`,
     );
     if (step.distorted) lines.push(`Left out of the average: its device work ran ${ms(step.tail_ns)} ms past its host range, into the window's end`);
     return tipLines(`Step ${labels[index]}: ${ms(step.dur_ns)} ms`, lines);
@@ -178,7 +181,7 @@ function drawStepChart(el: HTMLElement, ov: OverviewResponse): RawChart {
     grid: { left: 8, right: 16, top: 32, bottom: 24, containLabel: true },
     xAxis: { type: "category", data: labels, name: "Step", nameLocation: "middle", nameGap: 26 },
     yAxis: { type: "value", name: "ms" },
-    series: CATEGORIES.map(([key, label, color]) => ({
+    series: CATEGORIES.map(([key, , label, color]) => ({
       type: "bar",
       name: label,
       stack: "step",
@@ -190,20 +193,20 @@ function drawStepChart(el: HTMLElement, ov: OverviewResponse): RawChart {
   return chart;
 }
 
-function drawAverageChart(el: HTMLElement, avg: Breakdown): RawChart {
+function drawAverageChart(el: HTMLElement, avg: Breakdown, shares: CategoryShares): RawChart {
   const chart = new RawChart(el);
   chart.set({
     tooltip: {
       trigger: "item",
       confine: true,
-      formatter: (item: { name: string; value: number; percent: number }) => tipLines(item.name, [`${item.value.toFixed(3)} ms (${item.percent.toFixed(1)}%)`]),
+      formatter: (item: { name: string; value: number; data: { share: number | null } }) => tipLines(item.name, [`${item.value.toFixed(3)} ms (${shareText(item.data.share)}%)`]),
     },
     series: [
       {
         type: "pie",
         radius: ["35%", "70%"],
-        data: CATEGORIES.filter(([key]) => avg[key] > 0).map(([key, label, color]) => ({ name: label, value: avg[key] / 1e6, itemStyle: { color } })),
-        label: { formatter: "{b}: {d}%" },
+        // each slice carries its share as analysis computed it (the table's): chart.ts labels it so
+        data: CATEGORIES.filter(([key]) => avg[key] > 0).map(([key, part, label, color]) => ({ name: label, value: avg[key] / 1e6, share: shares[part], itemStyle: { color } })),
       },
     ],
   });
@@ -225,16 +228,20 @@ function show(host: ViewHost, ov: OverviewResponse): void {
   const runSection = host.run && host.run.workers.length > 1 ? runOverview(host) : null;
   const distorted = ov.steps.filter((step) => step.distorted).map((step) => `#${step.number}`);
   const averaged = distorted.length ? `; the average leaves out ${distorted.join(", ")}, distorted by the window's end` : "";
-  const stepsTitle = `Step time breakdown (ms), ${ov.steps.length} step${ov.steps.length === 1 ? "" : "s"}${averaged}`;
+  const clock = ov.step_clock === "device" ? "; measured on the device, which runs behind the host" : "";
+  const stepsTitle = `Step time breakdown (ms), ${ov.steps.length} step${ov.steps.length === 1 ? "" : "s"}${averaged}${clock}`;
   host.el.replaceChildren(
     ...[runSection, problemsList(ov.problems, "ov-problems")].filter((el): el is HTMLElement => !!el),
     h("div", { class: "grid2" }, card("Performance summary", perfTable(ov.figures)), card("Suggestions", suggestions(host, ov))),
     ...[efficiencyCard(ov)].filter((el): el is HTMLElement => !!el),
+    mfuCard(host),
     card(stepsTitle, stepChartEl),
-    h("div", { class: "grid2" }, card("Average step breakdown", averageTable(ov.average)), card("Average step breakdown (share)", avgChartEl)),
+    trendsCard(host),
+    h("div", { class: "grid2" }, card("Average step breakdown", averageTable(ov.average, ov.figures.average_shares)), card("Average step breakdown (share)", avgChartEl)),
     h("div", { class: "grid2" }, card("Devices", devicesTable(ov.info)), card("Environment and profiler settings", h("div", { class: "table-wrap short" }, environmentTable(ov.info)))),
+    ...[dataCard(ov.coverage)].filter((el): el is HTMLElement => !!el),
   );
-  const charts = [drawStepChart(stepChartEl, ov), drawAverageChart(avgChartEl, ov.average)];
+  const charts = [drawStepChart(stepChartEl, ov), drawAverageChart(avgChartEl, ov.average, ov.figures.average_shares)];
   host.signal.addEventListener("abort", () => charts.forEach((chart) => chart.dispose()));
   host.setState("loaded");
 }
@@ -245,6 +252,83 @@ async function load(host: ViewHost): Promise<void> {
   if (!ov || host.signal.aborted) return;
   if (!ov.steps.length || ov.average.total_ns <= 0) showNoSteps(host);
   else show(host, ov);
+}
+
+// -- trends: the key figures of every window of this worker, from /trends -----------------------------
+
+/** A trend figure (analysis/trends.py trend_scalars) -> [label, value as shown, tooltip]. */
+function trendFigure(name: string): [string, (value: number) => number, string] {
+  if (name === "step_time_ms") return ["Average step time (ms)", (v) => v, tip("step_time")];
+  if (name === "comm_not_hidden_share") return ["Communication not hidden (%)", (v) => 100 * v, tip("comm_not_hidden_share")];
+  if (name === "memory_peak_bytes") return ["Memory peak (MB)", (v) => v / 1048576, tip("memory_peak")];
+  if (name === "top_op_ms_per_step") return ["Slowest operator (ms per step)", (v) => v, tip("slowest_op")];
+  const category = name.replace("breakdown_share/", "");
+  const entry = CATEGORIES.find(([, part]) => part === category);
+  return [`${entry ? entry[2] : category} share of the step (%)`, (v) => 100 * v, entry ? entry[4] : ""];
+}
+
+async function pollTrends(host: ViewHost): Promise<TrendsResponse> {
+  for (;;) {
+    const body = await getJSON<TrendsResponse | TrendsLoading>("trends", { run: host.sel.run, worker: host.sel.worker }, host.signal);
+    if (!body.loading) return body as TrendsResponse;
+    await delay(500, host.signal);
+  }
+}
+
+function drawTrends(el: HTMLElement, points: TrendPoint[], name: string): RawChart {
+  const [label, shown] = trendFigure(name);
+  const chart = new RawChart(el);
+  const have = points.filter((p) => name in p.values);
+  chart.set({
+    tooltip: { trigger: "axis", confine: true, formatter: (ps: { dataIndex: number }[]) => {
+      const p = have[ps[0]?.dataIndex ?? 0];
+      return tipLines(`Step ${p.step} (${p.label})`, [`${label}: ${shown(p.values[name]).toFixed(3)}`, ...(p.old_analysis ? ["Digest made by other analysis code"] : [])]);
+    } },
+    grid: { left: 8, right: 16, top: 32, bottom: 24, containLabel: true },
+    xAxis: { type: "category", data: have.map((p) => `#${p.step}`), name: "Last step of the window", nameLocation: "middle", nameGap: 26 },
+    yAxis: { type: "value", name: label, scale: true },
+    series: [{ type: "line", name: label, showSymbol: true, symbolSize: 7, data: have.map((p) => shown(p.values[name])) }],
+  });
+  return chart;
+}
+
+/** The worker's windows one after the other: the figure picked (kept in the URL) per window; the
+ * Scalars tab gets the same figures only when the user turns trend files on (README). */
+function trendsCard(host: ViewHost): HTMLElement {
+  const body = h("div", { id: "ov-trends", "data-state": "loading" }, h("p", { class: "muted", text: "Reading every window of this worker…" }));
+  const el = card("Trends over this worker's windows", body);
+  el.title = tip("trends");
+  pollTrends(host).then(
+    (trends) => {
+      if (host.signal.aborted) return;
+      const names = [...new Set(trends.windows.flatMap((p) => Object.keys(p.values)))];
+      const problems = trends.problems.map((p) => h("li", { class: "error", text: `${p.window}: ${p.message}` }));
+      if (trends.windows.length < 2 || !names.length) {
+        body.replaceChildren(h("p", { class: "muted", text: "Trends need two or more readable windows of this worker (one per profiling window of the schedule)." }), ...(problems.length ? [h("ul", { class: "problems" }, ...problems)] : []));
+        body.dataset.state = "empty";
+        return;
+      }
+      const kept = host.store.state.options["overview.trend"];
+      const select = h("select", { id: "ov-trend-figure", "aria-label": "Figure" }, ...names.map((name) => h("option", { value: name, text: trendFigure(name)[0], title: trendFigure(name)[2] })));
+      select.value = kept && names.includes(kept) ? kept : names.includes("step_time_ms") ? "step_time_ms" : names[0];
+      const chartEl = h("div", { id: "ov-trends-chart", class: "chart small", "data-windows": trends.windows.length });
+      body.replaceChildren(h("label", { class: "inline" }, "Figure ", select), chartEl, ...(problems.length ? [h("ul", { class: "problems" }, ...problems)] : []));
+      let chart = drawTrends(chartEl, trends.windows, select.value);
+      select.onchange = () => {
+        chart.dispose();
+        chart = drawTrends(chartEl, trends.windows, select.value);
+        host.store.option("overview.trend", select.value);
+      };
+      host.signal.addEventListener("abort", () => chart.dispose());
+      body.dataset.state = "loaded";
+    },
+    (err) => {
+      if (host.signal.aborted || (err as Error).name === "AbortError") return;
+      body.replaceChildren(h("div", { class: "notice error", role: "alert", text: `Cannot read the trends: ${errorText(err)}` }));
+      body.dataset.state = "error";
+    },
+  );
+  return el;
 }
 
 // -- the whole run: one row per rank, from /cluster --------------------------------------------------

@@ -5,14 +5,17 @@
 import { getJSON, type Selection, type TimelineBrief, type TimelineTracksLoading, type TimelineTracksResponse, type TimelinePeersResponse, type TimelineRank, type TimelineSearchResponse, type TimelineSliceResponse, type TimelineSummaryResponse } from "../api";
 import { h, option } from "../dom";
 import { errorText } from "./common";
-import { GUTTER, RULER, drawGrid, drawLanes, drawRuler, toNs, type Boxes, type Marks, type Viewport } from "./timeline_draw";
+import { GUTTER, RULER, drawLanes, toNs, type Boxes, type Marks, type Viewport } from "./timeline_draw";
+import { drawGrid, drawRuler } from "./timeline_ruler";
 import { attachInput, type TimelineActions } from "./timeline_input";
+import { laneSeries, counterText, valueAt } from "./timeline_counters";
+import { helpPanel } from "./timeline_help";
 import { drawMarks } from "./timeline_marks";
-import { layout, loadRanks, loadTracks, openAtFirst, progressText, refreshRank, shifts, type Lane, type RankView } from "./timeline_model";
+import { foldedAtFirst, layout, loadRanks, loadTracks, openAtFirst, progressText, refreshRank, shifts, type Lane, type RankView } from "./timeline_model";
+import { MIN_SPAN, nearLinks, revealRange, revealScroll, unfold, type Target } from "./timeline_reveal";
 import { detailsPanel, summaryPanel, type SideActions } from "./timeline_side";
 import { showError, showLoading, type ViewDef, type ViewHost } from "./view";
 
-const MIN_SPAN = 1000; // ns
 const ARGS_POLL_MS = 1500;
 
 class TimelinePanel implements TimelineActions, SideActions {
@@ -28,7 +31,10 @@ class TimelinePanel implements TimelineActions, SideActions {
   private view: Viewport = { lo: 0, hi: 1, width: 1, top: RULER, height: RULER };
   private lanes: Lane[] = [];
   private boxes: Boxes = new Map();
-  private marks: Marks = { selected: null, peers: new Map(), links: [], range: null };
+  private marks: Marks = { selected: null, peers: new Map(), links: [], range: null, instant: null, cursor: null };
+  private help = helpPanel();
+  /** the counter lanes a link asked to show ("memory:<device>"), brought into sight once they are laid out */
+  private pendingLane = "";
   private slice: TimelineSliceResponse | null = null;
   private fetching: AbortController | null = null;
   private timer = 0;
@@ -41,7 +47,7 @@ class TimelinePanel implements TimelineActions, SideActions {
   }
 
   show(): void {
-    this.host.el.replaceChildren(this.toolbar(), h("div", { class: "timeline-body" }, this.wrap, this.side));
+    this.host.el.replaceChildren(this.toolbar(), this.help, h("div", { class: "timeline-body" }, this.wrap, this.side));
     attachInput(this.host.el, this.canvas, this, this.host.signal);
     this.canvas.addEventListener("mousemove", (event) => this.hover(event));
     this.wrap.addEventListener("scroll", () => this.draw());
@@ -52,6 +58,8 @@ class TimelinePanel implements TimelineActions, SideActions {
     const [lo, hi] = this.options.range ?? full;
     this.view = { lo, hi, width: Math.max(1, this.wrap.clientWidth - GUTTER), top: RULER, height: RULER };
     this.lanes = layout(this.ranks);
+    if (this.options.mark >= 0) this.marks.instant = this.options.mark;
+    this.pendingLane = this.options.lane;
     this.refetch();
     if (this.ranks.some((rank) => rank.pending)) void this.poll();
     if (this.options.focus) void this.focus(this.options.focus);
@@ -66,15 +74,19 @@ class TimelinePanel implements TimelineActions, SideActions {
   private toolbar(): HTMLElement {
     const search = h("input", { id: "timeline-search", type: "search", placeholder: "Search slices by name", "aria-label": "Search slices by name" });
     search.value = this.options.search;
-    search.onchange = () => {
+    const prev = h("button", { type: "button", class: "button", id: "timeline-prev", title: "Previous match (Shift + Enter)" }, "◀");
+    const next = h("button", { type: "button", class: "button", id: "timeline-next", title: "Next match (Enter)" }, "▶");
+    const step = (direction: 1 | -1) => {
       this.host.store.timeline({ search: search.value });
-      void this.search(1);
+      void this.search(direction);
     };
-    const prev = h("button", { type: "button", class: "button", id: "timeline-prev", title: "Previous match" }, "◀");
-    const next = h("button", { type: "button", class: "button", id: "timeline-next", title: "Next match" }, "▶");
-    prev.onclick = () => void this.search(-1);
-    next.onclick = () => void this.search(1);
-    const fit = h("button", { type: "button", class: "button", id: "timeline-fit", title: "Fit the selected range, or the whole window (F)" }, "Fit");
+    search.onchange = () => this.host.store.timeline({ search: search.value });
+    search.onkeydown = (event) => {
+      if (event.key === "Enter") step(event.shiftKey ? -1 : 1);
+    };
+    prev.onclick = () => step(-1);
+    next.onclick = () => step(1);
+    const fit = h("button", { type: "button", class: "button", id: "timeline-fit", title: "Fit the selected slice, else the selected range, else the whole window (F)" }, "Fit");
     fit.onclick = () => this.fit();
     const ranks = h("input", { type: "checkbox", id: "timeline-ranks" });
     ranks.checked = this.options.ranks;
@@ -88,8 +100,22 @@ class TimelinePanel implements TimelineActions, SideActions {
     const params = new URLSearchParams({ ...this.host.sel }).toString();
     const download = h("a", { id: "timeline-download", class: "button", href: `./timeline_download?${params}`, download: "" }, "Download trace");
     return h("div", { class: "toolbar" }, h("label", { class: "grow" }, search), prev, next, this.count, fit,
-      h("label", {}, ranks, "All ranks"), h("label", {}, "Align ", align), download, this.progress, this.status,
-      h("span", { class: "muted", text: "Wheel/W/S zoom · drag/A/D pan · shift+drag selects · F fits" }));
+      h("label", {}, ranks, "All ranks"), h("label", {}, "Align ", align), download, this.helpButton(), this.progress, this.status);
+  }
+
+  private helpButton(): HTMLButtonElement {
+    const button = h("button", { type: "button", class: "button", id: "timeline-help-button", "aria-expanded": "false", title: "Mouse and keys (?)" }, "Keys ?");
+    button.onclick = () => this.toggleHelp();
+    return button;
+  }
+
+  toggleHelp(): void {
+    this.help.hidden = !this.help.hidden;
+    this.host.el.querySelector("#timeline-help-button")?.setAttribute("aria-expanded", String(!this.help.hidden));
+  }
+
+  focusSearch(): void {
+    this.host.el.querySelector<HTMLInputElement>("#timeline-search")?.focus();
   }
 
   /** Ask again for the tracks of ranks the server is still reading or indexing; draw each as it comes. */
@@ -102,7 +128,7 @@ class TimelinePanel implements TimelineActions, SideActions {
         try {
           const answer = await getJSON<TimelineTracksResponse | TimelineTracksLoading>("timeline_tracks", { ...rank.sel }, this.host.signal);
           if ("loading" in answer) texts.push(`${rank.label}: ${progressText(answer)}`);
-          else Object.assign(rank, { tracks: answer, pending: false, openGroups: openAtFirst(answer) });
+          else Object.assign(rank, { tracks: answer, pending: false, openGroups: openAtFirst(answer), folded: foldedAtFirst(answer) });
         } catch (err) {
           if ((err as Error).name === "AbortError") return;
           rank.pending = false;
@@ -150,7 +176,7 @@ class TimelinePanel implements TimelineActions, SideActions {
     drawGrid(ctx, this.view, height);
     this.boxes = drawLanes(ctx, this.view, this.ranks, this.lanes);
     drawMarks(ctx, this.view, this.ranks, this.lanes, this.marks, this.slice, height);
-    drawRuler(ctx, this.view);
+    this.canvas.dataset.ticks = drawRuler(ctx, this.view).join("|");
     this.describe();
   }
 
@@ -168,6 +194,9 @@ class TimelinePanel implements TimelineActions, SideActions {
     // canvas y of the first NPU counter group's label (-1 when none is in sight)
     const group = this.lanes.find((lane) => lane.kind === "group" && this.view.top + lane.y >= RULER && this.view.top + lane.y + lane.height <= this.view.height);
     data.groupY = String(group ? Math.round(this.view.top + group.y + group.height / 2) : -1);
+    // the labelled lanes wholly in sight, as "label@y" (y: the canvas y of the lane's middle)
+    const inSight = (lane: Lane) => this.view.top + lane.y >= RULER && this.view.top + lane.y + lane.height <= this.view.height;
+    data.shown = this.lanes.filter((lane) => lane.label && inSight(lane)).map((lane) => `${lane.label}@${Math.round(this.view.top + lane.y + lane.height / 2)}`).join("|");
     const box = this.selectedBox();
     data.selectedBox = box ? [box.x, box.y, box.w, box.h].map((v) => Math.round(v)).join(",") : "";
   }
@@ -197,7 +226,20 @@ class TimelinePanel implements TimelineActions, SideActions {
     this.lanes = layout(this.ranks);
     this.status.textContent = [...this.errors, ...failed].join("; ");
     this.draw();
+    this.showPendingLane();
     this.host.setState("loaded");
+  }
+
+  /** Scrolls to the counter lanes a link asked for, once the counters are laid out (they come with
+   * the first tiles). */
+  private showPendingLane(): void {
+    if (!this.pendingLane.startsWith("memory:")) return;
+    const device = this.pendingLane.slice("memory:".length);
+    const lane = this.lanes.find((l) => l.kind === "counter" && l.rank === this.selected && l.label.startsWith(`${device} `));
+    this.pendingLane = "";
+    if (!lane) return;
+    this.wrap.scrollTop = Math.max(0, lane.y - (this.view.height - RULER) / 2);
+    this.draw();
   }
 
   // -- navigation ---------------------------------------------------------------------------------
@@ -225,9 +267,35 @@ class TimelinePanel implements TimelineActions, SideActions {
     this.setRange(this.view.lo + shift, this.view.hi + shift, false);
   }
 
+  /** The selected slice with its near linked events, else the selected range, else the window. */
   fit(): void {
+    const sel = this.marks.selected;
+    if (sel && this.slice) {
+      const target = this.target(sel.rank, this.slice);
+      const items = [target, ...nearLinks(target, this.linked(sel.rank))];
+      const shift = this.ranks[sel.rank].shift;
+      const lo = Math.min(...items.map((i) => i.start_ns)) + shift;
+      const hi = Math.max(...items.map((i) => i.start_ns + i.dur_ns)) + shift;
+      const pad = Math.max((hi - lo) * 0.1, MIN_SPAN / 2);
+      this.setRange(lo - pad, hi + pad, true);
+      return;
+    }
     const [lo, hi] = this.marks.range ?? this.fullRange();
     this.setRange(lo, hi, true);
+  }
+
+  reset(): void {
+    this.setRange(...this.fullRange(), true);
+  }
+
+  /** Selects the selected slice's linked event that starts just before (-1) or after (1) it. */
+  follow(direction: 1 | -1): void {
+    const sel = this.marks.selected;
+    if (!sel || !this.slice) return;
+    const start = this.slice.start_ns;
+    const links = this.slice.links.filter((l) => (direction > 0 ? l.start_ns >= start : l.start_ns <= start) && l.event !== this.slice?.event);
+    links.sort((a, b) => direction * (a.start_ns - b.start_ns));
+    if (links.length) void this.select(sel.rank, links[0].event, true);
   }
 
   zoomTo(lo: number, hi: number): void {
@@ -241,18 +309,28 @@ class TimelinePanel implements TimelineActions, SideActions {
     this.setRange(...this.fullRange(), true);
   }
 
-  /** Show a slice: keep the zoom when it is visible and wider than a third of a pixel, else zoom
-   * around it. */
-  private reveal(rank: number, slice: Pick<TimelineBrief, "start_ns" | "dur_ns">): void {
-    const start = slice.start_ns + this.ranks[rank].shift;
-    const end = start + slice.dur_ns;
-    const span = this.view.hi - this.view.lo;
-    if (start >= this.view.lo && end <= this.view.hi && slice.dur_ns * 3 >= span / this.view.width) {
-      this.draw();
-      return;
+  private target(rank: number, slice: TimelineBrief): Target {
+    return { rank, track: slice.track, depth: slice.depth, start_ns: slice.start_ns, dur_ns: slice.dur_ns };
+  }
+
+  private linked(rank: number): Target[] {
+    return (this.slice?.links ?? []).map((link) => this.target(rank, link));
+  }
+
+  /** Bring a selected slice and its linked events into sight: open the folds that hide their rows,
+   * zoom when they are out of the range (or the slice too thin to see), scroll to their rows. */
+  private reveal(rank: number, slice: TimelineSliceResponse): void {
+    const target = this.target(rank, slice);
+    const linked = this.linked(rank);
+    if (unfold(this.ranks, [target, ...linked])) {
+      this.lanes = layout(this.ranks);
+      this.refetch();
     }
-    const wanted = Math.max(MIN_SPAN, slice.dur_ns * 3, Math.min(span, slice.dur_ns * 50));
-    this.setRange((start + end) / 2 - wanted / 2, (start + end) / 2 + wanted / 2, true);
+    this.draw(); // the lanes' height, for the scroll below
+    this.wrap.scrollTop = revealScroll(this.lanes, this.view.height - RULER, this.wrap.scrollTop, target, nearLinks(target, linked));
+    const range = revealRange(this.view, this.ranks[rank].shift, target, linked);
+    if (range) this.setRange(...range, true);
+    else this.draw();
   }
 
   // -- selection ----------------------------------------------------------------------------------
@@ -296,6 +374,7 @@ class TimelinePanel implements TimelineActions, SideActions {
   private hover(event: MouseEvent): void {
     const rect = this.canvas.getBoundingClientRect();
     const [x, y] = [event.clientX - rect.left, event.clientY - rect.top];
+    if (this.hoverCounter(x, y)) return;
     for (const [rank, boxes] of this.boxes) {
       const box = boxes.find((b) => y >= b.y && y <= b.y + b.h && x >= b.x && x <= b.x + b.w);
       const tile = this.ranks[rank].tile;
@@ -307,6 +386,27 @@ class TimelinePanel implements TimelineActions, SideActions {
       }
     }
     this.canvas.title = "";
+  }
+
+  /** Over a counter lane: the value at the pointer, drawn beside it and as the canvas' title. */
+  private hoverCounter(x: number, y: number): boolean {
+    const lane = x >= GUTTER && y >= RULER ? this.lanes.find((l) => y - this.view.top >= l.y && y - this.view.top < l.y + l.height) : undefined;
+    const series = lane ? laneSeries(this.ranks[lane.rank], lane) : null;
+    if (!lane || !series) {
+      if (this.marks.cursor) {
+        this.marks.cursor = null;
+        this.canvas.dataset.cursor = "";
+        this.draw();
+      }
+      return false;
+    }
+    const value = valueAt(series.ts, series.values, toNs(this.view, x) - this.ranks[lane.rank].shift);
+    const text = value === null ? "no sample yet" : counterText(value, series.unit);
+    this.marks.cursor = { x, lane, text };
+    this.canvas.title = `${lane.label}: ${text}`;
+    this.canvas.dataset.cursor = this.canvas.title;
+    this.draw();
+    return true;
   }
 
   async select(rank: number, event: number, reveal: boolean): Promise<void> {
@@ -377,7 +477,8 @@ class TimelinePanel implements TimelineActions, SideActions {
 
   clear(): void {
     this.slice = null;
-    this.marks = { selected: null, peers: new Map(), links: [], range: null };
+    this.marks = { selected: null, peers: new Map(), links: [], range: null, instant: null, cursor: null };
+    if (this.options.mark >= 0) this.host.store.timeline({ mark: -1, lane: "" });
     this.side.replaceChildren();
     this.host.store.timeline({ event: -1 });
     this.draw();
@@ -442,7 +543,7 @@ async function rankViews(host: ViewHost): Promise<{ views: RankView[]; list: Tim
   const tracks = await Promise.all(sels.map((sel) => loadTracks(sel, host.signal, true, (text) => showLoading(host, `Timeline: ${text}`))));
   const offsets = ranks.length ? shifts(ranks, selected, options.align) : [0];
   const views = sels.map((sel, i) => ({
-    sel, tracks: tracks[i].tracks, shift: offsets[i], collapsed: false, folded: new Set<number>(), tile: null, counters: null,
+    sel, tracks: tracks[i].tracks, shift: offsets[i], collapsed: false, folded: foldedAtFirst(tracks[i].tracks), tile: null, counters: null,
     openGroups: openAtFirst(tracks[i].tracks), pending: tracks[i].pending,
     label: `rank ${tracks[i].tracks.rank} · ${sel.worker}`,
   }));

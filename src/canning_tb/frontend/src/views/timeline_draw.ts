@@ -2,6 +2,7 @@
 // names elided to fit), steps, counter curves, the selection, peers and flow arrows. Pixel layout
 // only: every number drawn comes from the server.
 import type { TimelineBrief, TimelinePeer, TimelineTile } from "../api";
+import { counterText, laneSeries } from "./timeline_counters";
 import type { Lane, RankView } from "./timeline_model";
 
 export const GUTTER = 200;
@@ -28,6 +29,10 @@ export interface Marks {
   peers: Map<number, TimelinePeer>;
   links: TimelineBrief[];
   range: [number, number] | null;
+  /** an instant marked on the axis (a link's "here": a memory peak, a finding's time) */
+  instant: number | null;
+  /** the pointer over a counter lane: where, and the value there */
+  cursor: { x: number; lane: Lane; text: string } | null;
 }
 
 export function toX(view: Viewport, ns: number): number {
@@ -75,50 +80,6 @@ export function elide(ctx: CanvasRenderingContext2D, text: string, width: number
   let keep = Math.floor((text.length * width) / full);
   while (keep > 0 && widthOf(ctx, `${text.slice(0, keep)}…`) > width) keep--;
   return keep ? `${text.slice(0, keep)}…` : "";
-}
-
-/** Tick spacing: 1, 2 or 5 × a power of ten, about every 100 pixels. */
-function tickStep(view: Viewport): number {
-  const raw = ((view.hi - view.lo) / view.width) * 100;
-  const power = 10 ** Math.floor(Math.log10(Math.max(raw, 1)));
-  return [1, 2, 5, 10].map((m) => m * power).find((step) => step >= raw) ?? 10 * power;
-}
-
-export function timeText(ns: number): string {
-  const abs = Math.abs(ns);
-  if (abs >= 1e9) return `${(ns / 1e9).toFixed(3)} s`;
-  if (abs >= 1e6) return `${(ns / 1e6).toFixed(3)} ms`;
-  if (abs >= 1e3) return `${(ns / 1e3).toFixed(1)} µs`;
-  return `${Math.round(ns)} ns`;
-}
-
-/** The vertical grid lines of the ticks, under the lanes. */
-export function drawGrid(ctx: CanvasRenderingContext2D, view: Viewport, height: number): void {
-  const step = tickStep(view);
-  ctx.strokeStyle = "#ececec";
-  for (let t = Math.ceil(view.lo / step) * step; t <= view.hi; t += step) {
-    const x = Math.round(toX(view, t)) + 0.5;
-    ctx.beginPath();
-    ctx.moveTo(x, RULER);
-    ctx.lineTo(x, height);
-    ctx.stroke();
-  }
-}
-
-/** The ruler's band at the top of the canvas, drawn over the lanes. */
-export function drawRuler(ctx: CanvasRenderingContext2D, view: Viewport): void {
-  const top = 0;
-  const step = tickStep(view);
-  ctx.fillStyle = "#f5f5f5";
-  ctx.fillRect(0, top, GUTTER + view.width, RULER);
-  ctx.font = "11px system-ui, sans-serif";
-  ctx.textBaseline = "middle";
-  ctx.fillStyle = "#616161";
-  for (let t = Math.ceil(view.lo / step) * step; t <= view.hi; t += step) {
-    const x = Math.round(toX(view, t)) + 0.5;
-    ctx.fillRect(x, top + RULER - 6, 1, 6);
-    ctx.fillText(timeText(t), x + 3, top + RULER / 2);
-  }
 }
 
 function laneKey(rank: number, track: number, depth: number): string {
@@ -217,6 +178,17 @@ function drawSteps(ctx: CanvasRenderingContext2D, view: Viewport, rank: RankView
   });
 }
 
+/** The scale's top at the lane's top left ("2.6 GB"), over the curve. */
+function drawScale(ctx: CanvasRenderingContext2D, view: Viewport, lane: Lane, text: string): void {
+  ctx.font = "10px system-ui, sans-serif";
+  ctx.fillStyle = "rgba(255,255,255,0.8)";
+  const y = view.top + lane.y + 7;
+  ctx.fillRect(GUTTER + 2, y - 6, widthOf(ctx, text) + 4, 12);
+  ctx.fillStyle = "#424242";
+  ctx.fillText(text, GUTTER + 4, y);
+  ctx.font = "11px system-ui, sans-serif";
+}
+
 /** A counter as a step curve filled down to the lane's bottom, scaled to `peak`. */
 function drawCurve(ctx: CanvasRenderingContext2D, view: Viewport, shift: number, lane: Lane, ts: number[], values: number[], peak: number, colour: string): void {
   if (!ts.length) return;
@@ -235,18 +207,15 @@ function drawCurve(ctx: CanvasRenderingContext2D, view: Viewport, shift: number,
   ctx.fill();
 }
 
+/** A counter lane: its curve and its scale (the top of the lane is the highest value in sight, for
+ * memory; the series' highest in the window, for the NPU's counters). */
 function drawCounter(ctx: CanvasRenderingContext2D, view: Viewport, rank: RankView, lane: Lane): void {
-  const counter = rank.counters?.memory[lane.counter];
-  if (!counter) return;
-  const colour = counter.measure === "allocated" ? "rgba(33,150,243,0.35)" : "rgba(156,39,176,0.25)";
-  drawCurve(ctx, view, rank.shift, lane, counter.ts_ns, counter.bytes, Math.max(...counter.bytes, 1), colour);
-}
-
-function drawNpuCounter(ctx: CanvasRenderingContext2D, view: Viewport, rank: RankView, lane: Lane): void {
-  const counter = rank.counters?.npu.find((one) => one.id === lane.counter);
-  const info = rank.tracks.counters[lane.counter];
-  if (!counter || !info) return;
-  drawCurve(ctx, view, rank.shift, lane, counter.ts_ns, counter.values, info.max, "rgba(0,137,123,0.35)");
+  const series = laneSeries(rank, lane);
+  if (!series) return;
+  const measure = rank.counters?.memory[lane.counter]?.measure;
+  const colour = lane.kind === "npu" ? "rgba(0,137,123,0.35)" : measure === "allocated" ? "rgba(33,150,243,0.35)" : "rgba(156,39,176,0.25)";
+  drawCurve(ctx, view, rank.shift, lane, series.ts, series.values, series.top, colour);
+  if (series.ts.length) drawScale(ctx, view, lane, counterText(series.top, series.unit));
 }
 
 /** Lanes' backgrounds, contents and labels; returns the boxes drawn per rank. */
@@ -262,8 +231,7 @@ export function drawLanes(ctx: CanvasRenderingContext2D, view: Viewport, ranks: 
       ctx.fillStyle = "#eeeeee";
       ctx.fillRect(0, view.top + lane.y, GUTTER + view.width, lane.height);
     } else if (lane.kind === "steps") drawSteps(ctx, view, rank, lane);
-    else if (lane.kind === "counter") drawCounter(ctx, view, rank, lane);
-    else if (lane.kind === "npu") drawNpuCounter(ctx, view, rank, lane);
+    else if (lane.kind === "counter" || lane.kind === "npu") drawCounter(ctx, view, rank, lane);
   }
   ranks.forEach((rank, i) => {
     if (rank.tile) boxes.set(i, drawTile(ctx, view, i, rank, rank.tile, lanes, index));

@@ -1,7 +1,11 @@
-// Mouse and keyboard on the Timeline canvas, in the habits of Perfetto and chrome://tracing: wheel
-// zooms at the pointer (shift+wheel pans), W/S zoom, A/D pan, drag pans, shift+drag or a drag on the
-// ruler selects a range, a click selects, F fits (to the selected range, else the whole window), Esc
-// clears the selection.
+// Mouse and keyboard on the Timeline canvas, as Perfetto and chrome://tracing have them (the help
+// panel, timeline_help.ts, lists them): W/S zoom at the pointer and A/D pan (Shift: faster); Ctrl (or
+// ⌘, or Alt as in chrome://tracing) + wheel zooms at the pointer; the wheel scrolls the tracks up and
+// down, Shift + wheel or a sideways swipe pans; a drag pans, Shift + drag or a drag on the ruler
+// selects a range; a click selects a slice; F fits the selection (slice, else range, else the
+// window), 0 / Z the whole window; [ and ] follow the selected slice's earlier / later linked event;
+// / goes to the search (Enter: next match, Shift + Enter: previous); Esc clears the selection; ?
+// opens the help.
 import { GUTTER } from "./timeline_draw";
 
 export interface TimelineActions {
@@ -14,7 +18,13 @@ export interface TimelineActions {
   click(x: number, y: number): void;
   selectRange(x0: number, x1: number, done: boolean): void;
   fit(): void;
+  /** the whole window */
+  reset(): void;
   clear(): void;
+  /** select the selected slice's linked event before (-1) or after (1) it */
+  follow(direction: 1 | -1): void;
+  focusSearch(): void;
+  toggleHelp(): void;
   /** whether the canvas y is on the ruler (it stays at the top of the scrolled view) */
   onRuler(y: number): boolean;
 }
@@ -55,46 +65,67 @@ function onDrag(canvas: HTMLCanvasElement, actions: TimelineActions): void {
   });
 }
 
+/** The keys: what each does, and whether the view's range is written to the state after it. */
+function keyMap(canvas: HTMLCanvasElement, actions: TimelineActions, lastX: () => number): Record<string, [(fast: boolean) => void, boolean]> {
+  const step = (fast: boolean) => (canvas.clientWidth - GUTTER) * (fast ? 0.3 : 0.1);
+  return {
+    w: [(fast) => actions.zoom(fast ? 0.5 : 0.8, lastX()), true],
+    s: [(fast) => actions.zoom(fast ? 2 : 1.25, lastX()), true],
+    a: [(fast) => actions.pan(-step(fast)), true],
+    d: [(fast) => actions.pan(step(fast)), true],
+    f: [() => actions.fit(), false],
+    "0": [() => actions.reset(), false],
+    z: [() => actions.reset(), false],
+    "[": [() => actions.follow(-1), false],
+    "]": [() => actions.follow(1), false],
+    "/": [() => actions.focusSearch(), false],
+    "?": [() => actions.toggleHelp(), false],
+    escape: [() => actions.clear(), false],
+  };
+}
+
 function onKeys(target: HTMLElement, canvas: HTMLCanvasElement, actions: TimelineActions, signal: AbortSignal): void {
   let lastX = GUTTER + (canvas.clientWidth - GUTTER) / 2;
   canvas.addEventListener("mousemove", (event) => {
     lastX = pointer(canvas, event)[0];
   });
-  const keys: Record<string, () => void> = {
-    w: () => actions.zoom(0.8, lastX),
-    s: () => actions.zoom(1.25, lastX),
-    a: () => actions.pan(-(canvas.clientWidth - GUTTER) * 0.1),
-    d: () => actions.pan((canvas.clientWidth - GUTTER) * 0.1),
-    f: () => actions.fit(),
-    escape: () => actions.clear(),
-  };
+  const keys = keyMap(canvas, actions, () => lastX);
   const handler = (event: KeyboardEvent) => {
     const tag = (event.target as HTMLElement | null)?.tagName;
     if (tag === "INPUT" || tag === "SELECT" || tag === "TEXTAREA" || event.ctrlKey || event.metaKey || event.altKey) return;
-    const act = keys[event.key.toLowerCase()];
-    if (!act) return;
-    act();
-    if (event.key.toLowerCase() !== "f" && event.key !== "Escape") actions.settle();
+    const key = keys[event.key.toLowerCase()];
+    if (!key) return;
+    key[0](event.shiftKey);
+    if (key[1]) actions.settle();
     event.preventDefault();
   };
   target.ownerDocument.addEventListener("keydown", handler);
   signal.addEventListener("abort", () => target.ownerDocument.removeEventListener("keydown", handler));
 }
 
-export function attachInput(target: HTMLElement, canvas: HTMLCanvasElement, actions: TimelineActions, signal: AbortSignal): void {
+/** Ctrl / ⌘ / Alt + wheel zooms; Shift + wheel and sideways swipes pan; the plain wheel is left to
+ * the browser, which scrolls the tracks. */
+function onWheel(canvas: HTMLCanvasElement, actions: TimelineActions): void {
   let settleTimer = 0;
   canvas.addEventListener(
     "wheel",
     (event) => {
+      const zooming = event.ctrlKey || event.metaKey || event.altKey;
+      const sideways = event.shiftKey || Math.abs(event.deltaX) > Math.abs(event.deltaY);
+      if (!zooming && !sideways) return;
       event.preventDefault();
       const [x] = pointer(canvas, event);
-      if (event.shiftKey) actions.pan(event.deltaY || event.deltaX);
-      else actions.zoom(Math.pow(1.0015, event.deltaY), Math.max(GUTTER, x));
+      if (zooming) actions.zoom(Math.pow(1.0015, event.deltaY), Math.max(GUTTER, x));
+      else actions.pan(event.shiftKey ? event.deltaY || event.deltaX : event.deltaX);
       window.clearTimeout(settleTimer);
       settleTimer = window.setTimeout(() => actions.settle(), 200);
     },
     { passive: false },
   );
+}
+
+export function attachInput(target: HTMLElement, canvas: HTMLCanvasElement, actions: TimelineActions, signal: AbortSignal): void {
+  onWheel(canvas, actions);
   onDrag(canvas, actions);
   onKeys(target, canvas, actions, signal);
 }

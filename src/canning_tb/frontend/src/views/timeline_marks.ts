@@ -1,5 +1,7 @@
-// What the Timeline draws over the slices: the selected slice, its flow links (arrows), the peers of a
-// selected collective on every rank (the last to arrive marked), and the selected range.
+// What the Timeline draws over the slices: the selected slice (a thick outline), its flow links (arrows
+// to outlined slices), the peers of a selected collective on every rank (the last to arrive marked),
+// the selected range, a marked instant and the pointer's value on a counter lane. Drawn inside the data
+// area only, never over the lanes' labels.
 import type { TimelineBrief } from "../api";
 import { GUTTER, RULER, toX, type Marks, type Viewport } from "./timeline_draw";
 import type { Lane, RankView } from "./timeline_model";
@@ -42,7 +44,45 @@ function arrow(ctx: CanvasRenderingContext2D, from: Placed, to: Placed): void {
   ctx.fill();
 }
 
+function drawInstant(ctx: CanvasRenderingContext2D, view: Viewport, at: number, height: number): void {
+  const x = Math.round(toX(view, at)) + 0.5;
+  ctx.strokeStyle = "#c62828";
+  ctx.setLineDash([4, 3]);
+  ctx.beginPath();
+  ctx.moveTo(x, RULER);
+  ctx.lineTo(x, height);
+  ctx.stroke();
+  ctx.setLineDash([]);
+}
+
+function drawCursor(ctx: CanvasRenderingContext2D, view: Viewport, cursor: NonNullable<Marks["cursor"]>): void {
+  const top = view.top + cursor.lane.y;
+  ctx.strokeStyle = "#37474f";
+  ctx.beginPath();
+  ctx.moveTo(cursor.x + 0.5, top);
+  ctx.lineTo(cursor.x + 0.5, top + cursor.lane.height);
+  ctx.stroke();
+  ctx.font = "11px system-ui, sans-serif";
+  const width = ctx.measureText(cursor.text).width + 8;
+  const x = cursor.x + 6 + width > GUTTER + view.width ? cursor.x - 6 - width : cursor.x + 6;
+  ctx.fillStyle = "rgba(255,255,255,0.9)";
+  ctx.fillRect(x, top + cursor.lane.height / 2 - 8, width, 16);
+  ctx.fillStyle = "#212121";
+  ctx.fillText(cursor.text, x + 4, top + cursor.lane.height / 2);
+}
+
 export function drawMarks(ctx: CanvasRenderingContext2D, view: Viewport, ranks: RankView[], lanes: Lane[], marks: Marks, selectedSlice: TimelineBrief | null, height: number): void {
+  ctx.save();
+  ctx.beginPath();
+  ctx.rect(GUTTER, RULER, view.width, height - RULER);
+  ctx.clip();
+  drawAll(ctx, view, ranks, lanes, marks, selectedSlice, height);
+  ctx.restore();
+}
+
+function drawAll(ctx: CanvasRenderingContext2D, view: Viewport, ranks: RankView[], lanes: Lane[], marks: Marks, selectedSlice: TimelineBrief | null, height: number): void {
+  if (marks.instant !== null) drawInstant(ctx, view, marks.instant, height);
+  if (marks.cursor) drawCursor(ctx, view, marks.cursor);
   if (marks.range) {
     const x0 = Math.max(GUTTER, toX(view, marks.range[0]));
     const x1 = Math.min(GUTTER + view.width, toX(view, marks.range[1]));
@@ -63,7 +103,11 @@ export function drawMarks(ctx: CanvasRenderingContext2D, view: Viewport, ranks: 
   if (!from) return;
   for (const link of marks.links) {
     const to = place(view, ranks, lanes, marks.selected.rank, link);
-    if (to) arrow(ctx, from, to);
+    if (!to) continue;
+    outline(ctx, to, "#37474f", 1);
+    arrow(ctx, from, to);
   }
+  // black over white: seen on light and dark slices alike
+  outline(ctx, { x: from.x + 1, y: from.y + 1, w: from.w - 2, h: from.h - 2 }, "#ffffff", 1);
   outline(ctx, from, "#000000", 2);
 }

@@ -10,6 +10,7 @@ import {
   type TimelineRank,
   type TimelineRanksResponse,
   type TimelineTile,
+  type TimelineTrack,
   type TimelineTracksLoading,
   type TimelineTracksResponse,
 } from "../api";
@@ -80,6 +81,20 @@ function npuLanes(rank: RankView, index: number, push: (lane: Omit<Lane, "y">) =
   }
 }
 
+/** Where a kind of track comes in a rank's lanes: the device's streams first (where the time goes on an
+ * accelerator, in sight without scrolling), then the host threads, then the Python call stacks. */
+const TRACK_ORDER: Record<TimelineTrack["kind"], number> = { device: 0, host: 1, python: 2 };
+
+/** A rank's tracks in the order they are drawn. */
+export function trackOrder(tracks: TimelineTracksResponse): TimelineTrack[] {
+  return tracks.tracks.map((track, i) => ({ track, i })).sort((a, b) => TRACK_ORDER[a.track.kind] - TRACK_ORDER[b.track.kind] || a.i - b.i).map(({ track }) => track);
+}
+
+/** Tracks shown folded at first (their top row only): the Python call stacks, tens of rows deep. */
+export function foldedAtFirst(tracks: TimelineTracksResponse): Set<number> {
+  return new Set(tracks.tracks.filter((track) => track.kind === "python" && track.rows.length > 1).map((track) => track.id));
+}
+
 /** The lanes of every rank, top to bottom: a header, the steps, each track's rows, the counters. */
 export function layout(ranks: RankView[]): Lane[] {
   const lanes: Lane[] = [];
@@ -93,7 +108,7 @@ export function layout(ranks: RankView[]): Lane[] {
     if (ranks.length > 1) push({ ...base, kind: "rank", label: rank.label, height: RANK_HEIGHT });
     push({ ...base, kind: "steps", label: "Steps", height: ROW_HEIGHT });
     if (rank.collapsed) return;
-    for (const track of rank.tracks.tracks) {
+    for (const track of trackOrder(rank.tracks)) {
       const depths = rank.folded.has(track.id) ? 1 : track.rows.length;
       for (let depth = 0; depth < depths; depth++) {
         const first = depth === 0;

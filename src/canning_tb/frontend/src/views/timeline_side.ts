@@ -4,7 +4,7 @@ import type { TimelineBrief, TimelinePeersResponse, TimelineSliceResponse, Timel
 import { h } from "../dom";
 import { bytes, int, shortFrame, us } from "../format";
 import { kvTable } from "./common";
-import { timeText } from "./timeline_draw";
+import { timeText } from "./timeline_ruler";
 
 export interface SideActions {
   /** select an event of the rank the details are about */

@@ -1,0 +1,128 @@
+"""Each device's dense peaks: what the trace says of it (name, SM / CU count, memory, compute capability;
+torch_npu: the SoC name, AI Core count and clock), matched against peak_table.ROWS; the Ascend cube's
+peak from its core count and clock where the files give both; a device no row matches gets none
+("–" in the views) and a note naming the setting that gives them:
+
+    CANNING_DEVICE_PEAKS='{"<part of the device name, or *>": {"bf16": 353.9, "fp32": ..., "vector": ...,
+                                                               "hbm": 1600}}'   (TFLOP/s, GB/s)
+
+read when the digest is computed (in the training job for digests made at the source, else where
+TensorBoard or canning-prof runs); its numbers replace or add to the table's, and the source says so.
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+
+from ...ingest.op_args import json_object
+from .peak_table import CUBE_FLOPS_PER_CYCLE, ROWS, PeakRow
+
+SETTING = "CANNING_DEVICE_PEAKS"
+_GIB = float(1 << 30)
+_DTYPES = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8")
+
+
+@dataclass
+class Peak:
+    device: int
+    kind: str
+    name: str
+    matched: str = ""
+    matrix: dict = field(default_factory=dict)  # dtype class -> TFLOP/s
+    vector: float | None = None
+    hbm: float | None = None
+    source: str = ""
+    note: str = ""
+
+    def compute_roof(self, dtype: str, matrix: bool) -> float | None:
+        """TFLOP/s of the units the work runs on: the matrix peak of its dtype, or the vector FP32 peak."""
+        return self.matrix.get(dtype) if matrix else self.vector
+
+
+def _int(v) -> int | None:
+    try:
+        return int(v)
+    except (TypeError, ValueError):
+        return None
+
+
+def _fits(row: PeakRow, dev: dict) -> bool:
+    if str(dev.get("kind", "")).lower() not in row.kinds or not re.search(row.names, str(dev.get("name", "")), re.I):
+        return False
+    units = _int(dev.get("sm_count") if dev.get("sm_count") is not None else dev.get("ai_core_num"))
+    if row.units is not None and units != row.units:
+        return False
+    if row.arch and str(dev.get("compute_capability", "")) != row.arch:
+        return False
+    memory = _int(dev.get("memory"))
+    if row.memory_gib is not None and (memory is None or not row.memory_gib[0] <= memory / _GIB <= row.memory_gib[1]):
+        return False
+    return True
+
+
+def _ascend_formula(dev: dict) -> dict:
+    """The cube's peaks from AI Core count x clock (MHz), where the files give both."""
+    cores, mhz = _int(dev.get("ai_core_num")), dev.get("aic_frequency_mhz")
+    try:
+        mhz = float(mhz)
+    except (TypeError, ValueError):
+        return {}
+    if not cores or cores <= 0 or mhz <= 0:
+        return {}
+    return {dtype: round(cores * mhz * 1e6 * per / 1e12, 2) for dtype, per in CUBE_FLOPS_PER_CYCLE.items()}
+
+
+def _overrides() -> dict:
+    return json_object(os.environ.get(SETTING, "").strip())
+
+
+def _apply_override(peak: Peak, overrides: dict) -> None:
+    for pattern, values in overrides.items():
+        if not isinstance(values, dict) or not (pattern == "*" or pattern.lower() in peak.name.lower()):
+            continue
+        for key, v in values.items():
+            if not isinstance(v, (int, float)) or v <= 0:
+                continue
+            if key in _DTYPES:
+                peak.matrix[key] = float(v)
+            elif key == "vector":
+                peak.vector = float(v)
+            elif key == "hbm":
+                peak.hbm = float(v)
+        peak.source = f"{SETTING} ({pattern})" + (f"; {peak.source}" if peak.source else "")
+        return
+
+
+def _note(peak: Peak) -> str:
+    missing = [what for what, absent in (("peak FLOP/s", not peak.matrix), ("HBM bandwidth", peak.hbm is None))
+               if absent]
+    if not missing:
+        return ""
+    return (f"{' and '.join(missing)} of '{peak.name}' unknown: not in canning-tb's table"
+            f"{' (the files name the family, not the SoC)' if peak.kind == 'npu' and not peak.matched else ''}; "
+            f"give them with {SETTING}='{{\"{peak.name or '*'}\": {{\"bf16\": <TFLOP/s>, \"hbm\": <GB/s>}}}}' "
+            f"(docs/efficiency.md#peaks)")
+
+
+def device_peak(dev: dict, overrides: dict | None = None) -> Peak:
+    """The peaks of one device of Meta.devices."""
+    peak = Peak(device=_int(dev.get("index")) or 0, kind=str(dev.get("kind", "")), name=str(dev.get("name", "")))
+    row = next((r for r in ROWS if _fits(r, dev)), None)
+    if row is not None:
+        peak.matched, peak.matrix, peak.vector, peak.hbm, peak.source = (row.key, dict(row.matrix), row.vector,
+                                                                         row.hbm, row.source)
+    elif peak.kind == "npu" and _ascend_formula(dev):
+        peak.matrix = _ascend_formula(dev)
+        peak.matched = "Ascend cube formula"
+        peak.source = (f"{dev.get('ai_core_num')} AI Cores x {dev.get('aic_frequency_mhz')} MHz x 16 x 16 x 16 MACs "
+                       f"x 2 (the files' device info)")
+    _apply_override(peak, _overrides() if overrides is None else overrides)
+    peak.note = _note(peak)
+    return peak
+
+
+def window_peaks(devices: list[dict]) -> list[Peak]:
+    """One Peak per accelerator of the window (CPUs have no entry: no CPU peak is modelled)."""
+    overrides = _overrides()
+    return [device_peak(d, overrides) for d in devices if str(d.get("kind", "")).lower() in ("cuda", "rocm", "npu")]

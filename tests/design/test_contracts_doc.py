@@ -1,0 +1,31 @@
+"""docs/CONTRACTS.md names, for every part, the tests that hold it to its contract ("Tested by"): every
+test folder and file it names exists, every part's row names one, and every test folder is named."""
+import re
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+DOC = (REPO / "docs" / "CONTRACTS.md").read_text(encoding="utf-8")
+
+
+def rows() -> list[list[str]]:
+    return [[cell.strip() for cell in line.strip("|").split("|")] for line in DOC.splitlines()
+            if line.startswith("| `src/")]
+
+
+def test_every_part_names_its_tests_and_they_exist():
+    table = rows()
+    assert len(table) >= 12 and all(len(row) == 3 for row in table)
+    named = set()
+    for part, _, tested_by in table:
+        paths = re.findall(r"tests/[\w/.*]+", tested_by)
+        files = re.findall(r"`(test_\w+\.py)`", tested_by)
+        assert paths, part
+        for path in paths:
+            path = path.rstrip(".")
+            found = list(REPO.glob(path)) if "*" in path else [REPO / path]
+            assert found and all(p.exists() for p in found), (part, path)
+            named.add(path.split("/")[1])
+        for name in files:
+            assert list((REPO / "tests").rglob(name)), (part, name)
+    folders = {p.name for p in (REPO / "tests").iterdir() if p.is_dir() and any(p.glob("test_*.py"))}
+    assert folders - {"design"} <= named, folders - named

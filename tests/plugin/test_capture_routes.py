@@ -1,0 +1,118 @@
+"""The capture routes through TensorBoard's own WSGI app and flag parser: off (403) unless TensorBoard was
+started with --canning_capture (or CANNING_CAPTURE=1); then only a well-formed POST writes, to a run whose
+job watches, and the request file holds exactly the documented keys. The job is a real torch.profiler
+profile with ps.on_demand() stepped in this process (tests/collect/test_capture_job.py)."""
+import json
+import os
+
+import pytest
+from tensorboard import program
+from tensorboard.backend import application
+from tensorboard.plugins import base_plugin
+from tensorboard.plugins.core import core_plugin
+from werkzeug.test import Client
+
+from _capture import CAPTURE, status, wait_for
+from canning_tb.plugin.loader import CanningLoader
+from canning_tb.plugin.plugin import CanningPlugin
+
+ROUTES = [("GET", "/capture"), ("GET", "/capture_state?run=job"), ("POST", "/capture_request")]
+HEADERS = {"X-Canning-Capture": "1"}
+
+
+def client(logdir, flags=None):
+    plugin = CanningPlugin(base_plugin.TBContext(logdir=str(logdir), flags=flags), refresh_interval=0.0)
+    return Client(application.TensorBoardWSGI([plugin]))
+
+
+def call(c, method, route, body=None, headers=HEADERS, content_type="application/json"):
+    data = body if isinstance(body, (bytes, type(None))) else json.dumps(body).encode()
+    r = c.open("/data/plugin/canning" + route, method=method, data=data, headers=headers, content_type=content_type)
+    return r.status_code, json.loads(r.data), r.headers
+
+
+def tensorboard_flags(*argv):
+    """The flags TensorBoard itself parses, with the plugin's own defined by its loader."""
+    tb = program.TensorBoard(plugins=[core_plugin.CorePluginLoader, CanningLoader])
+    tb.configure(argv=[None, *argv])
+    return tb.flags
+
+
+@pytest.fixture
+def job(tmp_path):
+    torch = pytest.importorskip("torch")  # noqa: F841
+    from test_capture_job import Job
+    j = Job(tmp_path / "logdir" / "job")
+    j.step_until(lambda: (s := status(j.run)) and s["steps_per_s"], "a step rate")
+    yield j
+    j.prof.stop()
+
+
+def test_without_the_option_every_capture_route_refuses(tmp_path, monkeypatch):
+    monkeypatch.delenv("CANNING_CAPTURE", raising=False)
+    flags = tensorboard_flags("--logdir", str(tmp_path))
+    assert flags.canning_capture is False
+    c = client(tmp_path, flags)
+    for method, route in ROUTES:
+        code, body, _ = call(c, method, route, {"run": "job", "steps": 3})
+        assert code == 403 and "--canning_capture" in body["error"] and body["enabled"] is False, (route, body)
+    assert not os.path.exists(tmp_path / "job")
+
+
+def test_the_flag_or_the_environment_turns_it_on(tmp_path, monkeypatch):
+    monkeypatch.delenv("CANNING_CAPTURE", raising=False)
+    assert call(client(tmp_path, tensorboard_flags("--logdir", str(tmp_path), "--canning_capture")), "GET",
+                "/capture")[:2] == (200, {"enabled": True, "runs": [], "limits": {
+                    "max_steps": 50, "activities": ["CPU", "CUDA", "NPU"],
+                    "options": ["record_shapes", "profile_memory", "with_stack", "with_flops", "with_modules"]}})
+    monkeypatch.setenv("CANNING_CAPTURE", "1")
+    assert call(client(tmp_path), "GET", "/capture")[0] == 200
+
+
+def test_only_a_well_formed_post_writes_a_request_with_the_documented_keys(job, monkeypatch):
+    monkeypatch.setenv("CANNING_CAPTURE", "1")
+    logdir = os.path.dirname(job.run)
+    c = client(logdir)
+    code, listed, _ = call(c, "GET", "/capture")
+    assert code == 200 and [r["run"] for r in listed["runs"]] == ["job"]
+    assert listed["runs"][0]["kind"] == "on_demand" and listed["runs"][0]["job"]["live_ranks"] == [0]
+    assert call(c, "GET", "/capture_request")[0] == 405
+    assert call(c, "GET", "/capture_request")[2]["Allow"] == "POST"
+    assert call(c, "POST", "/capture")[0] == 405
+    good = {"run": "job", "steps": 3}
+    assert call(c, "POST", "/capture_request", good, headers={})[0] == 403  # another site's form cannot add it
+    assert call(c, "POST", "/capture_request", good, content_type="text/plain")[0] == 403
+    assert call(c, "POST", "/capture_request", b"x" * 5000)[0] == 413
+    for bad, why in [({"run": "job", "steps": 3, "prof_dir": "/etc"}, "unknown option 'prof_dir'"),
+                     ({"run": "job", "steps": 51}, "steps must be a whole number from 1 to 50"),
+                     ({"run": "job", "steps": 3, "activities": ["GPU"]}, "unknown activity"),
+                     ({"run": "job", "steps": 3, "ranks": "../../etc"}, 'ranks must be "all"'),
+                     ({"run": "job", "steps": 3, "ranks": [0, 1]}, "rank 1 is not in this job: its world size is 1"),
+                     ({"steps": 3}, "naming the run")]:
+        code, body, _ = call(c, "POST", "/capture_request", bad)
+        assert code == 400 and why in body["error"], (bad, body)
+    code, body, _ = call(c, "POST", "/capture_request", {"run": "../job", "steps": 3})
+    assert code == 404 and "no job watches run '../job'" in body["error"]
+    assert not os.path.exists(os.path.join(job.run, CAPTURE, "request.json"))
+
+    code, body, _ = call(c, "POST", "/capture_request", {"run": "job", "steps": 2, "profile_memory": True})
+    assert code == 201, body
+    with open(os.path.join(job.run, CAPTURE, "request.json"), encoding="utf-8") as f:
+        written = json.load(f)
+    assert sorted(written) == sorted(["format", "version", "id", "by", "created_ns", "start_step", "steps", "seen_step",
+                                      "ranks", "activities", "record_shapes", "profile_memory", "with_stack",
+                                      "with_flops", "with_modules"])
+    assert (written["by"], written["steps"], written["ranks"]) == ("tensorboard", 2, "all")
+    assert written["profile_memory"] is True
+    assert call(c, "POST", "/capture_request", {"run": "job", "steps": 2})[0] == 429
+    wait_for(lambda: (status(job.run) or {}).get("request") == written["id"], "the job read it")
+    code, state, _ = call(c, "GET", "/capture_state?run=job")  # recorded and written: test_capture_live.py
+    assert code == 200 and state["request"]["id"] == written["id"] and state["request"]["state"] == "scheduled"
+
+
+def test_a_job_that_stopped_is_not_asked(job, monkeypatch):
+    monkeypatch.setenv("CANNING_CAPTURE", "1")
+    job.prof.stop()
+    wait_for(lambda: status(job.run)["watching"] is False, "the last status")
+    code, body, _ = call(client(os.path.dirname(job.run)), "POST", "/capture_request", {"run": "job", "steps": 3})
+    assert code == 409 and "no job is watching this run" in body["error"]
