@@ -118,6 +118,17 @@ def _db_empty_tables(d):
     sqlite3.connect(db).execute("create table STRING_IDS (id integer, value text)").connection.commit()
 
 
+def _db_text_time(d):
+    """SQLite keeps any type in any column: a task's start written as text that is no number."""
+    import sqlite3
+    (db,) = (d / OUT).glob("ascend_pytorch_profiler_*.db")
+    for extra in (d / OUT).glob("*.db-*"):
+        extra.unlink()
+    with sqlite3.connect(db) as c:
+        c.execute("update TASK set startNs = 'soon' where rowid = (select max(rowid) from TASK)")
+    c.close()
+
+
 def _trace_and_kernels_broken(d):
     tv = d / OUT / "trace_view.json"
     tv.write_bytes(tv.read_bytes()[:1000])
@@ -164,6 +175,7 @@ CASES = {
     "trace_object": ("level1", _trace_object, "digest", "expected a JSON array"),
     "db_garbage": ("db_level1", _db_garbage, "error", "SQLite"),
     "db_empty_tables": ("db_level1", _db_empty_tables, "digest", ""),
+    "db_text_time": ("db_level1", _db_text_time, "error", "startNs holds 'soon'"),
     "trace_and_kernels_broken": ("level1", _trace_and_kernels_broken, "digest", "not valid JSON"),
     "memory_na": ("level1", _memory_na, "digest", ""),
     "rank_id_odd": ("level1", _rank_id_odd, "digest", ""),

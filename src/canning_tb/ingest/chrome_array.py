@@ -34,15 +34,15 @@ def read_chrome_array(path: str) -> EventTable:
     table = EventTable()
     table.meta.format = "kineto"
     table.meta.worker = os.path.basename(path).split(".")[0]
-    trace = read_trace(path, os.path.basename(path), table.problems)
+    trace = read_trace(path, os.path.basename(path), table.problems, table.strings)
     if trace is None:
         raise InputError(path, "; ".join(p.message for p in table.problems if p.severity == "error") or
                          "no trace events")
-    if not trace.rows:
+    if not len(trace):
         raise InputError(path, "a JSON array without any duration event")
     table.meta.process_names.update(trace.process_names)
     table.meta.thread_names.update(trace.thread_names)
-    fill_events(table, trace.rows)
+    fill_events(table, {"trace": trace.events}, {}, None)
     set_devices(table.meta, set(trace.devices))
     table.meta.source_files = [path]
     table.check()

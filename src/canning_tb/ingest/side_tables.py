@@ -12,8 +12,13 @@ docs/formats/ascend.md.
 """
 from __future__ import annotations
 
+import functools
+from collections.abc import Sequence
+from operator import itemgetter
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 _TYPES = {"int": (int,), "float": (float, int), "str": (str,), "bool": (bool,)}
 
@@ -32,7 +37,7 @@ class SideTable:
     doc: str
     columns: tuple[Column, ...]
 
-    @property
+    @functools.cached_property
     def column_names(self) -> tuple[str, ...]:
         return tuple(c.name for c in self.columns)
 
@@ -146,25 +151,148 @@ class SideTableError(ValueError):
     """A reader wrote a row that does not fit its declaration (a bug in the reader, not bad input)."""
 
 
-def check_rows(name: str, rows: list[dict]) -> None:
+INT_NULL = np.iinfo(np.int64).min  # None in an int column of Columns (values lie within +-2**62)
+_KIND_DTYPE = {"int": np.int64, "float": np.float64, "str": np.int32, "bool": np.int8}
+
+
+class Columns(Sequence):
+    """A side table held as numpy columns (for the tables that grow with the window: counters, memory
+    by operator ...): no Python object per row is kept. It reads as the list of row dicts it stands for
+    (iteration builds each row on the fly), so analysis sees one shape whatever the reader chose.
+    Encoding: int -> int64 (INT_NULL for None), float -> float64 (NaN for None: readers never keep a
+    NaN measurement), str -> int32 ids into `strings[column]` (-1 for None), bool -> int8 (-1 None)."""
+
+    _BLOCK = 65536  # rows converted to Python values at once while iterating
+
+    def __init__(self, name: str, data: dict[str, np.ndarray], strings: dict[str, list] | None = None):
+        self.name, self.data, self.strings = name, data, strings or {}
+        self.spec = SIDE_TABLES[name]
+
+    @classmethod
+    def build(cls, table: str, /, **cols: Any) -> "Columns":
+        """From arrays (encoded as above), lists of Python values, or (ids, strings) pairs for str columns."""
+        spec = SIDE_TABLES[table]
+        data, strings = {}, {}
+        for c in spec.columns:
+            v = cols[c.name]
+            if c.type == "str":
+                if isinstance(v, tuple):
+                    data[c.name], strings[c.name] = np.asarray(v[0], np.int32), list(v[1])
+                else:
+                    data[c.name], strings[c.name] = _intern(v)
+            elif isinstance(v, np.ndarray):
+                data[c.name] = v.astype(_KIND_DTYPE[c.type], copy=False)
+            else:
+                data[c.name] = _encode(v, c.type)
+        return cls(table, data, strings)
+
+    def __len__(self) -> int:
+        first = self.spec.columns[0].name
+        return len(self.data[first])
+
+    def _values(self, col: Column, lo: int, hi: int) -> list:
+        a = self.data[col.name][lo:hi]
+        if col.type == "str":
+            lookup = np.array(list(self.strings[col.name]) + [None], dtype=object)
+            return lookup[a].tolist()  # id -1 picks the trailing None
+        out = a.tolist()
+        null = np.isnan(a) if col.type == "float" else (a == (INT_NULL if col.type == "int" else -1))
+        for k in np.flatnonzero(null).tolist():
+            out[k] = None
+        if col.type == "bool":
+            out = [None if v is None else bool(v) for v in out]
+        return out
+
+    def __iter__(self):
+        names = self.spec.column_names
+        for lo in range(0, len(self), self._BLOCK):
+            hi = min(lo + self._BLOCK, len(self))
+            cols = [self._values(c, lo, hi) for c in self.spec.columns]
+            for vals in zip(*cols):
+                yield dict(zip(names, vals))
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        n = len(self)
+        if not -n <= i < n:
+            raise IndexError(i)
+        i %= n
+        return {c.name: self._values(c, i, i + 1)[0] for c in self.spec.columns}
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Sequence) and len(self) == len(other) and list(self) == list(other)
+
+    __hash__ = None
+
+    def check(self) -> None:
+        want = set(self.spec.column_names)
+        if set(self.data) != want:
+            raise SideTableError(f"side table {self.name}: columns {sorted(set(self.data) ^ want)} differ "
+                                 f"from the declaration")
+        n = len(self)
+        for c in self.spec.columns:
+            a = self.data[c.name]
+            if a.dtype != np.dtype(_KIND_DTYPE[c.type]) or a.ndim != 1 or len(a) != n:
+                raise SideTableError(f"side table {self.name}: column {c.name} is not {c.type} of {n} rows")
+            if c.type == "str" and len(a) and int(a.max(initial=-1)) >= len(self.strings.get(c.name, ())):
+                raise SideTableError(f"side table {self.name}: column {c.name} names an unknown string")
+
+
+class _Codes(dict):
+    """str -> dense code in order of first sight (None -> -1)."""
+
+    def __init__(self):
+        super().__init__({None: -1})
+
+    def __missing__(self, key):
+        if not isinstance(key, str):
+            raise SideTableError(f"side table value {key!r} is not str")
+        code = self[key] = len(self) - 1
+        return code
+
+
+def _intern(values) -> tuple[np.ndarray, list]:
+    codes = _Codes()
+    out = np.fromiter(map(codes.__getitem__, values), np.int32, len(values))
+    return out, list(codes)[1:]
+
+
+def _encode(values, kind: str) -> np.ndarray:
+    if kind == "float":
+        return np.array([np.nan if v is None else float(v) for v in values], np.float64)
+    null = INT_NULL if kind == "int" else -1
+    return np.array([null if v is None else int(v) for v in values], _KIND_DTYPE[kind])
+
+
+def check_rows(name: str, rows) -> None:
     spec = SIDE_TABLES.get(name)
     if spec is None:
         raise SideTableError(f"side table {name!r} is not declared")
+    if isinstance(rows, Columns):
+        if rows.name != name:
+            raise SideTableError(f"side table {name!r} holds the columns of {rows.name!r}")
+        rows.check()
+        return
     want = set(spec.column_names)
     for i, row in enumerate(rows):
-        if set(row) != want:
+        if row.keys() != want:
             raise SideTableError(f"side table {name}, row {i}: columns {sorted(set(row) ^ want)} differ "
                                  f"from the declaration")
-        for col in spec.columns:
+    for col in spec.columns:  # a column at a time: the types present, then the row of a wrong one
+        allowed = set(_TYPES[col.type]) | {type(None)} | ({bool} if col.type == "bool" else set())
+        if set(map(type, map(itemgetter(col.name), rows))) <= allowed - ({bool} if col.type != "bool" else set()):
+            continue
+        for i, row in enumerate(rows):
             v = row[col.name]
             if v is not None and (not isinstance(v, _TYPES[col.type]) or (col.type != "bool" and isinstance(v, bool))):
                 raise SideTableError(f"side table {name}, row {i}: {col.name}={v!r} is not {col.type}")
 
 
-def put(side: dict[str, list[dict]], name: str, rows: list[dict]) -> None:
-    """Store a side table after checking every row (empty tables are not stored)."""
+def put(side: dict, name: str, rows) -> None:
+    """Store a side table (a list of row dicts, or Columns) after checking it (empty tables are not stored)."""
     check_rows(name, rows)
-    if rows:
+    if len(rows):
         side[name] = rows
 
 
@@ -177,8 +305,8 @@ def row(table_name: str, /, **values: Any) -> dict:
     return {c: values.get(c) for c in spec.column_names}
 
 
-def rows(side: dict[str, list[dict]], name: str) -> list[dict]:
-    """The rows of a side table ([] when the window has none)."""
+def rows(side: dict, name: str):
+    """The rows of a side table ([] when the window has none): a list of dicts, or Columns that read as one."""
     if name not in SIDE_TABLES:
         raise SideTableError(f"side table {name!r} is not declared")
     return side.get(name) or []

@@ -22,7 +22,7 @@ import numpy as np
 
 from canning_tb import safe_files
 
-from .side_tables import check_rows
+from .side_tables import Columns, check_rows
 
 NONE = -1  # "absent" in every integer column (ids, correlation, device, stream, bytes)
 
@@ -233,13 +233,17 @@ class EventTable:
         arrays.update({f"m_{k}": v for k, v in self.memory.items()})
         metric_names = sorted(self.metrics)
         arrays.update({f"x_{i}": self.metrics[k] for i, k in enumerate(metric_names)})
+        columnar = {k: v for k, v in self.side.items() if isinstance(v, Columns)}
+        for name, table in columnar.items():  # big side tables travel as arrays, never as JSON rows
+            arrays.update({f"s_{name}__{c}": a for c, a in table.data.items()})
         # safe_files: never through a link where the cache folder sits inside a logdir (.canning)
         safe_files.atomic_write(path_prefix + ".npz", write=lambda f: np.savez(f, **arrays))
         sidecar = {
             "strings": self.strings.values,
             "meta": self.meta.__dict__,
             "problems": [p.__dict__ for p in self.problems],
-            "side": self.side,
+            "side": {k: v for k, v in self.side.items() if k not in columnar},
+            "side_columns": {k: v.strings for k, v in columnar.items()},
             "metrics": metric_names,
         }
         safe_files.atomic_write(path_prefix + ".json",
@@ -253,20 +257,30 @@ class EventTable:
         with safe_files.open_file(path_prefix + ".json", "r", encoding="utf-8") as f:
             sidecar = json.load(f)
         names = sidecar.get("metrics", [])  # the measurement columns are few: read at once
+        side = sidecar.get("side", {})
         if lazy:
             archive = np.load(safe_files.open_file(path_prefix + ".npz"))  # kept open: columns are read later
             events, memory = LazyColumns(archive, "e_", EVENT_COLUMNS), LazyColumns(archive, "m_", MEMORY_COLUMNS)
             metrics = {k: archive[f"x_{i}"] for i, k in enumerate(names)}
+            side.update(_side_columns(archive, sidecar))
         else:
             with safe_files.open_file(path_prefix + ".npz") as f, np.load(f) as z:
                 events = {k: z[f"e_{k}"] for k in EVENT_COLUMNS}
                 memory = {k: z[f"m_{k}"] for k in MEMORY_COLUMNS}
                 metrics = {k: z[f"x_{i}"] for i, k in enumerate(names)}
+                side.update(_side_columns(z, sidecar))
         meta = Meta(**sidecar["meta"])
         meta.process_names = {int(k): v for k, v in meta.process_names.items()}
         return cls(events=events, memory=memory, strings=Strings(sidecar["strings"]), meta=meta,
-                   problems=[Problem(**p) for p in sidecar["problems"]], side=sidecar.get("side", {}),
+                   problems=[Problem(**p) for p in sidecar["problems"]], side=side,
                    metrics=metrics)
+
+
+def _side_columns(archive, sidecar: dict) -> dict[str, Columns]:
+    """The side tables cached as arrays (save writes them as s_<table>__<column>)."""
+    from .side_tables import SIDE_TABLES
+    return {name: Columns(name, {c: archive[f"s_{name}__{c}"] for c in SIDE_TABLES[name].column_names}, strings)
+            for name, strings in sidecar.get("side_columns", {}).items()}
 
 
 class LazyColumns(Mapping):
@@ -328,6 +342,11 @@ class ColumnBuilder:
     def freeze(self) -> dict[str, np.ndarray]:
         return {k: np.asarray(v, dtype=self.spec[k]) if v else np.zeros(0, dtype=self.spec[k])
                 for k, v in self.cols.items()}
+
+
+def blank_events(n: int) -> dict[str, np.ndarray]:
+    """n events of every column at its default (ts, dur, kind 0; everything else NONE), to fill."""
+    return {k: np.zeros(n, t) if k in ("ts", "dur", "kind") else np.full(n, NONE, t) for k, t in EVENT_COLUMNS.items()}
 
 
 def sort_by_time(cols: dict[str, np.ndarray]) -> dict[str, np.ndarray]:

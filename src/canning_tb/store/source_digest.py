@@ -1,7 +1,8 @@
 """The one background-digest entry point: `python -m canning_tb.store.source_digest [--publish URL] <manifest>...`.
 
 The handler (digest=True, the default) starts it after each window, apart from the training process,
-which never waits for it; it runs at a low priority (nice), so the training's own processes come first.
+which never waits for it; it runs at a low priority (nice), on one core and within a memory budget
+(digest_budget.py), so the training's own processes come first.
 It writes the window's digest beside the manifest (canning_tb.manifest.digest_path), atomically, so the
 viewer only has to read it. With --publish URL (a remote run folder: the manifest is in the handler's
 local staging folder), the digest is uploaded beside the window there, and the staged files are removed.
@@ -16,6 +17,7 @@ import sys
 
 from canning_tb.manifest import digest_path
 
+from . import digest_budget
 from .batch import rename_files
 from .cache import write_atomic
 from .discover import scan_folder
@@ -69,6 +71,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     logging.basicConfig(level=logging.WARNING, format="canning digest: %(message)s")
     _lower_priority()
+    if argv is None:  # the background process itself: one core, a memory budget (digest_budget.py)
+        digest_budget.apply(args.manifests)
     if not args.manifests:
         logging.warning("usage: python -m canning_tb.store.source_digest [--publish URL] <manifest.canning.json>...")
     for path in args.manifests:

@@ -6,10 +6,13 @@ by 1024²); the db writes bytes, bytes/s and MHz already."""
 from __future__ import annotations
 
 import re
+from operator import itemgetter
 from typing import Any
 
+import numpy as np
+
 from .. import side_tables as side
-from .csv_io import to_float, us_to_ns
+from .cells import float_column, us_to_ns_column
 
 _UNIT_RE = re.compile(r"\(([^()]*)\)\s*$")
 # the file's unit -> (ours, factor)
@@ -26,30 +29,107 @@ def _unit(key: str) -> tuple[str, float]:
     return _SCALE.get(match.group(1), (match.group(1), 1.0))
 
 
-def trace_counter_rows(event: dict, group: str, device: int) -> list[dict]:
-    """Rows of one counter event: one per numeric arg; args named *id (acc_id) name the series."""
-    ts = us_to_ns(event.get("ts"))
-    args = event.get("args")
-    if ts is None or not isinstance(args, dict):
-        return []
-    name = str(event.get("name", ""))
-    ids = [f"{key} {value}" for key, value in args.items() if key.lower().endswith("id")]
-    values = {key: to_float(value) for key, value in args.items() if not key.lower().endswith("id")}
-    rows = []
-    for key, value in values.items():
-        if value is None:
-            continue
-        unit, factor = _unit(key)
-        series = " ".join([name, *ids]) + (f"/{key}" if len(values) > 1 else "")
-        rows.append(side.row("npu_counters", group=group, counter=series, unit=unit, device=f"npu:{device}",
-                             ts_ns=ts, value=value * factor))
-    return rows
+def _series(name: str, ids: list[str], values: tuple) -> str:
+    return " ".join([name, *(f"{key} {x}" for key, x in zip(ids, values))])
 
 
-def _rows(group: str, unit: str, samples) -> list[dict]:
-    return [side.row("npu_counters", group=group, counter=counter, unit=unit, device=f"npu:{int(device)}",
-                     ts_ns=int(ts), value=float(value))
-            for counter, device, ts, value in samples if ts is not None and value is not None]
+class CounterParts:
+    """The counter samples of trace_view.json's "ph":"C" events, a piece at a time, as columns: one row
+    per numeric arg (args named *id, acc_id, name the series). The process (the group) and the device
+    are known only once the whole file is read: rows keep the pid's id until then (trace_kinds)."""
+
+    def __init__(self):
+        self.series: dict[str, int] = {}
+        self.units: dict[str, int] = {}
+        self.parts: list[dict[str, np.ndarray]] = []
+
+    def add(self, parse, cols: list, rows: list[int], seq: np.ndarray, counter_args: dict) -> None:
+        get = itemgetter(*rows) if len(rows) > 1 else (lambda col: (col[rows[0]],))
+        args = list(map(counter_args.get, rows))
+        ts, ok = us_to_ns_column(list(get(cols[5])))
+        names = np.array(["None" if v is None else v for v in get(cols[1])], dtype=object)
+        ok &= np.array(list(map(type, args)), dtype=object) == dict
+        uniq, inverse = np.unique(names, return_inverse=True)
+        for g, name in enumerate(uniq.tolist()):
+            ks = np.flatnonzero((inverse == g) & ok).tolist()
+            if not ks:
+                continue
+            signatures = set(map(tuple, itemgetter(*ks)(args))) if len(ks) > 1 else {tuple(args[ks[0]])}
+            if len(signatures) == 1:
+                self._group(parse, cols, rows, ks, name, signatures.pop(), args, ts, seq)
+                continue
+            by_keys: dict[tuple, list[int]] = {}
+            for k in ks:  # the keys of one counter changed within the file: each set apart
+                by_keys.setdefault(tuple(args[k]), []).append(k)
+            for keys, sub in by_keys.items():
+                self._group(parse, cols, rows, sub, name, keys, args, ts, seq)
+
+    def _group(self, parse, cols, rows, ks, name, keys, args, ts, seq) -> None:
+        ids = [key for key in keys if key.lower().endswith("id")]
+        values = [key for key in keys if not key.lower().endswith("id")]
+        pick = itemgetter(*ks) if len(ks) > 1 else (lambda col: (col[ks[0]],))
+        group_args = list(pick(args))
+        at = np.array(ks)
+        event_rows = [rows[k] for k in ks]
+        pid_col = cols[3]
+        pid = parse._id("pid", [pid_col[r] for r in event_rows])
+        id_values = list(zip(*(map(itemgetter(key), group_args) for key in ids))) if ids else None
+        event_seq = seq[np.array(event_rows)]
+        for pos, key in enumerate(keys):
+            if key not in values:
+                continue
+            v = float_column(list(map(itemgetter(key), group_args)))
+            keep = ~np.isnan(v)
+            unit, factor = _unit(key)
+            suffix = f"/{key}" if len(values) > 1 else ""
+            series = self._series_codes(name, ids, id_values, suffix, len(ks))
+            self.parts.append({"pid": pid[keep], "ts": ts[at][keep], "series": series[keep],
+                               "unit": np.full(int(keep.sum()), self._code(self.units, unit), np.int32),
+                               "value": v[keep] * factor, "seq": event_seq[keep] * 64 + min(pos, 63)})
+
+    def _series_codes(self, name: str, ids: list, id_values, suffix: str, n: int) -> np.ndarray:
+        """The series code of each sample: its name, the values of its id args, the arg's key."""
+        if not ids:
+            return np.full(n, self._code(self.series, name + suffix), np.int32)
+        made: dict = {}
+        try:
+            return np.fromiter((made[v] if v in made else made.setdefault(
+                v, self._code(self.series, _series(name, ids, v) + suffix)) for v in id_values), np.int32, n)
+        except TypeError:  # an id that is a list or an object: no caching
+            return np.fromiter((self._code(self.series, _series(name, ids, v) + suffix) for v in id_values),
+                               np.int32, n)
+
+    def absorb(self, other: "CounterParts", pid_map: np.ndarray, seq_offset: int) -> None:
+        """Another reader's samples (the range after ours), their codes mapped to ours."""
+        series = np.array([self._code(self.series, t) for t in other.series] + [-1], np.int32)
+        units = np.array([self._code(self.units, t) for t in other.units] + [-1], np.int32)
+        for part in other.parts:
+            self.parts.append({**part, "pid": pid_map[part["pid"]].astype(np.int32), "series": series[part["series"]],
+                               "unit": units[part["unit"]], "seq": part["seq"] + seq_offset * 64})
+
+    @staticmethod
+    def _code(table: dict[str, int], text: str) -> int:
+        code = table.get(text)
+        if code is None:
+            code = table[text] = len(table)
+        return code
+
+    def columns(self, group_of_pid: np.ndarray, device_of_pid: np.ndarray, groups: list[str]) -> side.Columns | None:
+        """The npu_counters side table, in file order: group_of_pid / device_of_pid map a pid id to the
+        group's index in `groups` and the device (-1: the pid is no device, its samples are dropped)."""
+        if not self.parts:
+            return None
+        cols = {k: np.concatenate([p[k] for p in self.parts]) for k in self.parts[0]}
+        device = device_of_pid[cols["pid"]]
+        order = np.argsort(cols["seq"], kind="stable")
+        order = order[device[order] >= 0]
+        devices = sorted(set(device[order].tolist()))
+        dev_names = [f"npu:{d}" for d in devices]
+        dev_ids = np.searchsorted(np.array(devices, np.int64), device[order]) if devices else device[order]
+        return side.Columns.build(
+            "npu_counters", group=(group_of_pid[cols["pid"][order]], groups),
+            counter=(cols["series"][order], list(self.series)), unit=(cols["unit"][order], list(self.units)),
+            device=(dev_ids, dev_names), ts_ns=cols["ts"][order], value=cols["value"][order])
 
 
 _MEMORY_SIDES = {"app": "APP", "device": "Device"}  # NPU_MEM.type, named as trace_view.json names them
@@ -60,24 +140,59 @@ def _label(db, value: Any) -> str:
     return _MEMORY_SIDES.get(text, text.title())
 
 
-def db_counter_rows(db) -> list[dict]:
-    """The counter tables of a profiler db (those it has), as side table rows."""
-    out = _rows("AI Core Freq", "MHz", (("AI Core Freq", d, ts, f) for d, ts, f in db.rows(
-        "AICORE_FREQ", "select deviceId, timestampNs, freq from AICORE_FREQ")))
-    out += _rows("HBM", "bytes/s", ((f"HBM {i}/{_label(db, t)}", d, ts, bw) for d, ts, bw, i, t in db.rows(
-        "HBM", "select deviceId, timestampNs, bandwidth, hbmId, type from HBM")))
+class _DbSamples:
+    """The counter samples of the profiler db's tables, as columns, table after table."""
+
+    def __init__(self, db):
+        self.db, self.parts = db, []
+        self.codes: dict[str, dict] = {"group": {}, "counter": {}, "unit": {}, "device": {}}
+
+    def _code(self, kind: str, text: str) -> int:
+        return CounterParts._code(self.codes[kind], text)
+
+    def add(self, table: str, group: str, unit: str, series, sql_cols: list[str], value: str, ts: str) -> None:
+        """series(row values of sql_cols) -> the counter's name, per distinct combination."""
+        from . import db_columns as q
+        if table not in self.db.tables:
+            return
+        c = q.select(self.db.c, table, ints=["deviceId", ts, *sql_cols], reals=[value])
+        ok = q.known(c[ts]) & ~np.isnan(c[value]) & q.known(c["deviceId"])
+        keys = np.stack([c[x] for x in sql_cols], axis=1) if sql_cols else np.zeros((len(ok), 0), np.int64)
+        uniq, inverse = np.unique(keys, axis=0, return_inverse=True) if len(ok) else (keys, np.zeros(0, np.int64))
+        names = np.array([self._code("counter", series(*[None if v == q.INT_NULL else v for v in u]))
+                          for u in uniq.tolist()], np.int32)
+        dev_u, dev_at = np.unique(c["deviceId"], return_inverse=True)
+        devs = np.array([self._code("device", f"npu:{int(d)}") for d in dev_u], np.int32)
+        n = int(ok.sum())
+        self.parts.append({"group": np.full(n, self._code("group", group), np.int32),
+                           "counter": names[inverse.reshape(-1)][ok] if len(uniq) else np.zeros(0, np.int32),
+                           "unit": np.full(n, self._code("unit", unit), np.int32),
+                           "device": devs[dev_at][ok], "ts_ns": c[ts][ok], "value": c[value][ok]})
+
+    def columns(self) -> side.Columns | None:
+        if not self.parts or not sum(len(p["ts_ns"]) for p in self.parts):
+            return None
+        cols = {k: np.concatenate([p[k] for p in self.parts]) for k in self.parts[0]}
+        return side.Columns.build("npu_counters", **{k: (cols[k], list(self.codes[k])) for k in self.codes},
+                                  ts_ns=cols["ts_ns"], value=cols["value"])
+
+
+def db_counter_rows(db) -> side.Columns | None:
+    """The counter tables of a profiler db (those it has), as the npu_counters side table."""
+    out = _DbSamples(db)
+    out.add("AICORE_FREQ", "AI Core Freq", "MHz", lambda: "AI Core Freq", [], "freq", "timestampNs")
+    out.add("HBM", "HBM", "bytes/s", lambda i, t: f"HBM {i}/{_label(db, t)}", ["hbmId", "type"], "bandwidth",
+            "timestampNs")
     for column, suffix, unit in (("throughput", "Throughput", "bytes/s"), ("hitRate", "Hit Rate", "%")):
-        out += _rows("LLC", unit, ((f"LLC {i} {_label(db, mode)}/{suffix}", d, ts, v) for d, i, ts, v, mode in db.rows(
-            "LLC", f"select deviceId, llcId, timestampNs, {column}, mode from LLC")))
+        out.add("LLC", "LLC", unit, lambda i, mode, suffix=suffix: f"LLC {i} {_label(db, mode)}/{suffix}",
+                ["llcId", "mode"], column, "timestampNs")
     for column in ("hbm", "ddr"):
-        out += _rows("NPU MEM", "bytes", ((f"{_label(db, t)}/{column.upper()}", d, ts, v)
-                                          for t, d, ts, v in db.rows(
-            "NPU_MEM", f"select type, deviceId, timestampNs, {column} from NPU_MEM")))
+        out.add("NPU_MEM", "NPU MEM", "bytes", lambda t, column=column: f"{_label(db, t)}/{column.upper()}", ["type"],
+                column, "timestampNs")
     for column, series in (("readBwLevel", "read_bandwidth"), ("writeBwLevel", "write_band_width"),
                            ("readOstLevel", "read_ost"), ("writeOstLevel", "write_ost")):
-        out += _rows("Acc PMU", "", ((f"{series} acc_id {acc}", d, ts, v) for acc, d, ts, v in db.rows(
-            "ACC_PMU", f"select accId, deviceId, timestampNs, {column} from ACC_PMU")))
+        out.add("ACC_PMU", "Acc PMU", "", lambda acc, series=series: f"{series} acc_id {acc}", ["accId"], column,
+                "timestampNs")
     for column, series in (("mataBwLevel", "Mata Bw Level"), ("l2BufferBwLevel", "L2 Buffer Bw Level")):
-        out += _rows("Stars Soc Info", "", ((series, d, ts, v) for d, ts, v in db.rows(
-            "SOC_BANDWIDTH_LEVEL", f"select deviceId, timestampNs, {column} from SOC_BANDWIDTH_LEVEL")))
-    return out
+        out.add("SOC_BANDWIDTH_LEVEL", "Stars Soc Info", "", lambda series=series: series, [], column, "timestampNs")
+    return out.columns()

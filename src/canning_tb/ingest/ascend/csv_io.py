@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import math
 import os
 import re
-from typing import Any, Callable, Iterator
+from typing import Any, Iterator
 
 from canning_tb.safe_files import open_file, read_all
 
@@ -151,15 +152,36 @@ def norm_stack(cell: Any) -> str | None:
     return ";".join(frames) if frames else None
 
 
-class CsvFile:
-    """Header-indexed rows of one CSV file."""
+def read_bytes(path: str, display: str, problems: list[Problem]) -> bytes | None:
+    """The whole file; None (with an error Problem) when it cannot be read."""
+    try:
+        with open_file(path) as f:  # a regular file inside the logdir (safe_files), else OSError
+            _json.check_size(path, os.fstat(f.fileno()).st_size)
+            return read_all(f, path)
+    except OSError as e:
+        problems.append(Problem(display, f"cannot read: {e.strerror or e}"))
+    except InputError as e:
+        problems.append(Problem(display, e.problem))
+    return None
 
-    def __init__(self, path: str, header: list[str], rows: list[list[str]], display: str):
-        self.path = path
-        self.display = display
+
+CHUNK_ROWS = 32768  # rows of a CSV held as Python strings at once
+
+
+class CsvTable:
+    """One CSV file read by column name, its rows a chunk at a time (`scan`): only the chunk's cells are
+    Python strings at once; readers turn each chunk's columns into numpy columns (cells.py)."""
+
+    def __init__(self, path: str, display: str, problems: list[Problem], header: list[str], raw: bytes,
+                 errors: str):
+        self.path, self.display, self.problems = path, display, problems
         self.header = [h.strip().lstrip("\ufeff").strip() for h in header]
         self.index = {h: i for i, h in enumerate(self.header)}
-        self.rows = rows
+        self._raw, self._errors = raw, errors
+
+    def _lines(self):
+        """The text a block at a time (no whole decoded copy of the file)."""
+        return io.TextIOWrapper(io.BytesIO(self._raw), encoding="utf-8-sig", errors=self._errors, newline="")
 
     def col(self, *names: str) -> int | None:
         """Index of the first of `names` present (case-insensitive fallback)."""
@@ -176,76 +198,87 @@ class CsvFile:
     def has(self, *names: str) -> bool:
         return self.col(*names) is not None
 
-    def getter(self, *names: str) -> Callable[[list[str]], str | None]:
-        i = self.col(*names)
-        if i is None:
-            return lambda row: None
-        return lambda row: row[i]
+    def scan(self, wanted: list[int | None]) -> Iterator[list]:
+        """Per chunk of good rows: one list of cells per wanted index ([None] * rows for None)."""
+        reader = csv.reader(self._lines())
+        n = len(self.header)
+        next(reader)
+        bad, first_bad = 0, None
+        try:
+            while True:
+                rows = list(itertools.islice(reader, CHUNK_ROWS))
+                if not rows:
+                    break
+                if set(map(len, rows)) != {n}:  # blank lines, a trailing comma, or a malformed row
+                    rows, b, line = _good_rows(rows, n, reader.line_num)
+                    bad += b
+                    first_bad = first_bad or line
+                yield _columns(rows, wanted)
+        except csv.Error as e:
+            self.problems.append(Problem(self.display, f"malformed CSV near line {reader.line_num}: {e}; "
+                                                       f"rest of file skipped"))
+        if bad:
+            self.problems.append(Problem(self.display, f"{bad} row(s) with a wrong number of columns skipped "
+                                                       f"(expected {n}; first at line {first_bad})", "warning"))
 
-    def __len__(self) -> int:
-        return len(self.rows)
+
+def _good_rows(rows: list[list[str]], n: int, last_line: int) -> tuple[list, int, int | None]:
+    """(the rows of n cells, bad rows, line of the first bad one). Blank lines are skipped; a trailing
+    empty cell (a trailing comma) is tolerated. The line is the reader's (physical lines: a quoted
+    cell may span several), counted back from where the chunk ended."""
+    good, bad, first = [], 0, None
+    for i, row in enumerate(rows):
+        if not row or (len(row) == 1 and not row[0].strip()):
+            continue
+        if len(row) != n:
+            if len(row) == n + 1 and row[-1].strip() == "":
+                row = row[:-1]
+            else:
+                bad += 1
+                if first is None:
+                    first = last_line - sum(_lines(r) for r in rows[i + 1:])
+                continue
+        good.append(row)
+    return good, bad, first
 
 
-def read_bytes(path: str, display: str, problems: list[Problem]) -> bytes | None:
-    """The whole file; None (with an error Problem) when it cannot be read."""
-    try:
-        with open_file(path) as f:  # a regular file inside the logdir (safe_files), else OSError
-            _json.check_size(path, os.fstat(f.fileno()).st_size)
-            return read_all(f, path)
-    except OSError as e:
-        problems.append(Problem(display, f"cannot read: {e.strerror or e}"))
-    except InputError as e:
-        problems.append(Problem(display, e.problem))
-    return None
+def _lines(row: list[str]) -> int:
+    """Physical lines a parsed row spans (line ends inside quoted cells, as the reader counts them)."""
+    return 1 + sum(c.count("\n") + c.count("\r") - c.count("\r\n") for c in row)
 
 
-def read_csv(path: str, display: str, problems: list[Problem]) -> CsvFile | None:
-    """Read a whole CSV; None (with an error Problem) when unreadable or headerless."""
+def _columns(rows: list[list[str]], wanted: list[int | None]) -> list:
+    cols = list(zip(*rows))
+    return [list(cols[i]) if i is not None else [None] * len(rows) for i in wanted]
+
+
+def read_table(path: str, display: str, problems: list[Problem]) -> CsvTable | None:
+    """A CSV's header and bytes; None (with an error Problem) when unreadable or headerless."""
     raw = read_bytes(path, display, problems)
     if raw is None:
         return None
+    errors = "strict"
     try:
-        text = raw.decode("utf-8-sig")
+        raw.decode("utf-8-sig")
     except UnicodeDecodeError:
-        text = raw.decode("utf-8", errors="replace")
+        errors = "replace"
         problems.append(Problem(display, "not valid UTF-8; undecodable bytes replaced", "warning"))
-    reader = csv.reader(io.StringIO(text, newline=""))
+    table = CsvTable(path, display, problems, [], raw, errors)
     try:
-        header = next(reader)
+        header = next(csv.reader(table._lines()))
     except StopIteration:
         problems.append(Problem(display, "empty file (no header)"))
         return None
     except csv.Error as e:
         problems.append(Problem(display, f"malformed CSV header: {e}"))
         return None
-    n = len(header)
-    rows: list[list[str]] = []
-    bad = 0
-    first_bad = None
-    try:
-        for row in reader:
-            if not row or (len(row) == 1 and not row[0].strip()):
-                continue
-            if len(row) != n:
-                # a trailing empty cell from a trailing comma is tolerated
-                if len(row) == n + 1 and row[-1].strip() == "":
-                    row = row[:-1]
-                else:
-                    bad += 1
-                    if first_bad is None:
-                        first_bad = reader.line_num
-                    continue
-            rows.append(row)
-    except csv.Error as e:
-        problems.append(Problem(display, f"malformed CSV near line {reader.line_num}: {e}; rest of file skipped"))
-    if bad:
-        problems.append(Problem(display, f"{bad} row(s) with a wrong number of columns skipped "
-                                         f"(expected {n}; first at line {first_bad})", "warning"))
-    return CsvFile(path, header, rows, display)
+    table.__init__(path, display, problems, header, raw, errors)
+    return table
 
 
-def iter_rows(f: CsvFile) -> Iterator[list[str]]:
-    return iter(f.rows)
+def scan_all(table: CsvTable, wanted: list[int | None], convert) -> list:
+    """convert(chunk) of every chunk, in order."""
+    return [convert(chunk) for chunk in table.scan(wanted)]
 
 
 def device_index(cell: Any) -> int:
@@ -266,6 +299,14 @@ def device_name(cell: Any) -> str:
         return "CPU"
     i = device_index(s)
     return f"npu:{i}" if i != NONE else s.lower()
+
+
+def step_value(v: Any) -> int | None:
+    """'step50' / '50' / 50 -> 50; '' or 'step' (no schedule) -> None."""
+    s = str(v).strip() if v is not None else ""
+    if s.lower().startswith("step"):
+        s = s[4:]
+    return to_int(s) if s else None
 
 
 def none_to(v: int | None, default: int = NONE) -> int:

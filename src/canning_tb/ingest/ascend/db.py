@@ -1,32 +1,28 @@
 """SQLite export of torch_npu (``ascend_pytorch_profiler[_{rank}].db`` + ``analysis.db``) -> EventTable.
 
 Opened immutable (``file:...?immutable=1`` URI: nothing of the user's is written or touched). Times are ns and sizes bytes in the profiler db; names
-are ids into STRING_IDS. This module reads the window's facts and the host side (PYTORCH_API,
-STEP_TIME, CANN_API); ``ascend_db_device`` the device tasks; ``ascend_db_side`` memory and the side
-tables. The table-by-table mapping is in docs/formats/ascend.md.
+are ids into STRING_IDS. This module opens the db and reads the window's facts; ``db_host`` the host side
+(PYTORCH_API, STEP_TIME, CANN_API), ``db_device`` the device tasks, ``db_side`` memory and the side
+tables, all as columns (``db_columns``: values out of SQLite without a Python object per row). The table-by-table mapping is in docs/formats/ascend.md.
 """
 from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import sqlite3
 import tempfile
 from typing import Any
 
+import numpy as np
+
 from canning_tb.safe_files import open_fd, open_file
 
-from .csv_io import norm_shapes, to_int
+from . import db_host
 from .db_device import read_device_tasks
 from .db_side import read_analysis_db, read_memory_tables
 from .info import apply_metadata
-from .. import op_args
-from ..table import (EVENT_COLUMNS, NONE, ColumnBuilder, EventTable, InputError, Kind, Problem, metric_columns,
-                    sort_with_metrics)
-
-_SHAPE_RE = re.compile(r"^[\d,\s;\[\]\"\r\n-]*$")
-_API_CATS = {50001: "cpu_op", 50002: "queue", 50003: "python_function", 50004: "mstx"}
+from ..table import EVENT_COLUMNS, EventTable, InputError, Problem, sort_with_metrics
 
 
 def _connect(path: str) -> sqlite3.Connection:
@@ -103,7 +99,10 @@ class Db:
         return self.c.execute(sql) if t in self.tables else ()
 
 
-def read_ascend_db(lay, table: EventTable, used: list[str]) -> None:
+def read_ascend_db(lay, table: EventTable, used: list[str], read_profiler=None, read_analysis=None) -> None:
+    """The profiler db (and analysis.db beside it) into table; the two readers are ours unless given."""
+    read_profiler = read_profiler or _read_profiler_db
+    read_analysis = read_analysis or read_analysis_db
     path, display = lay.path(lay.db), lay.display(lay.db)
     used.append(path)
     try:
@@ -114,7 +113,7 @@ def read_ascend_db(lay, table: EventTable, used: list[str]) -> None:
         db.c.close()
         raise InputError(display, "a SQLite file without any table (an empty or unfinished export?)")
     try:
-        _read_profiler_db(db, table)
+        read_profiler(db, table)
     except sqlite3.Error as e:
         table.problems.append(Problem(display, f"SQLite error, partly read: {e}"))
     except (ValueError, TypeError, OverflowError) as e:  # SQLite keeps any type in any column: text in a time column
@@ -126,7 +125,7 @@ def read_ascend_db(lay, table: EventTable, used: list[str]) -> None:
         try:
             analysis = Db(_connect(lay.path("analysis.db")))
             try:
-                read_analysis_db(analysis, table)
+                read_analysis(analysis, table)
             finally:
                 analysis.c.close()
         except sqlite3.Error as e:
@@ -135,14 +134,15 @@ def read_ascend_db(lay, table: EventTable, used: list[str]) -> None:
 
 def _read_profiler_db(db: Db, table: EventTable) -> None:
     _window_facts(db, table)
-    b = ColumnBuilder(EVENT_COLUMNS)
-    ext_of_conn: dict[int, int] = {}
-    steps_seen = _pytorch_api(db, table, b, ext_of_conn)
-    _step_time(db, table, b, steps_seen)
-    _cann_api(db, table, b)
-    metrics: dict[int, dict] = {}
-    read_device_tasks(db, table, b, ext_of_conn, metrics)
-    table.events, table.metrics = sort_with_metrics(b.freeze(), metric_columns(metrics.items(), len(b)))
+    s = table.strings
+    host, steps_seen, links = db_host.pytorch_api(db, s)
+    parts = [(host, {}), (db_host.step_time(db, s, steps_seen), {}), (db_host.cann_api(db, s), {})]
+    parts += read_device_tasks(db, table, links)
+    n = [len(p[0]["ts"]) for p in parts]
+    cols = {k: np.concatenate([p[0][k].astype(t, copy=False) for p in parts]) for k, t in EVENT_COLUMNS.items()}
+    names = sorted({m for _, metrics in parts for m in metrics})
+    metrics = {m: np.concatenate([p[1].get(m, np.full(k, np.nan)) for p, k in zip(parts, n)]) for m in names}
+    table.events, table.metrics = sort_with_metrics(cols, metrics)
     read_memory_tables(db, table)
 
 
@@ -171,95 +171,3 @@ def _window_facts(db: Db, table: EventTable) -> None:
         apply_metadata(md, table)
         if "comm_groups" in table.side:
             meta.environment["source.comm_groups"] = "META_DATA"
-
-
-def _api_kind(typ: int | None, name: str) -> Kind:
-    if typ == 50001:
-        return Kind.USER_ANNOTATION if name.startswith("ProfilerStep#") else Kind.CPU_OP
-    return Kind.PYTHON_FUNCTION if typ == 50003 else Kind.OTHER
-
-
-def _pytorch_links(db: Db) -> tuple[dict[int, list[int]], dict[int, list[str]]]:
-    """(PYTORCH_API connectionId -> device connection ids, callchain id -> frames)."""
-    conn_map: dict[int, list[int]] = {}
-    for i, cid in db.rows("CONNECTION_IDS", "select id, connectionId from CONNECTION_IDS"):
-        conn_map.setdefault(i, []).append(cid)
-    chains: dict[int, list[str]] = {}
-    for i, st, _d in db.rows("PYTORCH_CALLCHAINS",
-                             "select id, stack, stackDepth from PYTORCH_CALLCHAINS order by id, stackDepth"):
-        chains.setdefault(i, []).append(db.strings.get(st, ""))
-    return conn_map, chains
-
-
-def _shapes(db: Db, *cells) -> str | None:
-    """Some versions swap inputShapes / inputDtypes: the cell whose string looks like shapes."""
-    for cell in cells:
-        text = db.name(cell)
-        if text and _SHAPE_RE.match(text):
-            return norm_shapes(text)
-    return None
-
-
-def _dtypes(db: Db, *cells) -> str | None:
-    """The `args` of a PYTORCH_API row: its input dtypes, from the cell that does not hold shapes."""
-    for cell in cells:
-        text = db.name(cell)
-        if text and not _SHAPE_RE.match(text):
-            return op_args.encode(types=op_args.split_list(text))
-    return None
-
-
-def _pytorch_api(db: Db, table: EventTable, b: ColumnBuilder, ext_of_conn: dict[int, int]) -> set[str]:
-    """PYTORCH_API rows -> host events; the ProfilerStep names seen."""
-    if "PYTORCH_API" not in db.tables:
-        return set()
-    s = table.strings
-    conn_map, chains = _pytorch_links(db)
-    steps_seen: set[str] = set()
-    next_ext = 1
-    for st, en, gtid, conn, nm, shapes1, shapes2, chain, typ in db.c.execute(
-            "select startNs, endNs, globalTid, connectionId, name, inputShapes, inputDtypes, callchainId, type "
-            "from PYTORCH_API"):
-        ts = to_int(st)
-        if ts is None:
-            continue
-        name = db.name(nm) or ""
-        kind = _api_kind(to_int(typ), name)
-        if kind == Kind.USER_ANNOTATION:
-            steps_seen.add(name)
-        gtid = to_int(gtid) or 0
-        vals: dict[str, Any] = dict(ts=ts, dur=max((to_int(en) or ts) - ts, 0), kind=int(kind), name=s.id(name),
-                                    cat=s.id(_API_CATS.get(to_int(typ), "pytorch_api")),
-                                    pid=gtid >> 32, tid=gtid & 0xFFFFFFFF, shapes=s.id(_shapes(db, shapes1, shapes2)),
-                                    args=s.id(_dtypes(db, shapes1, shapes2)))
-        if chain in chains:
-            vals["stack"] = s.id(";".join(f for f in chains[chain] if f))
-        if conn in conn_map and kind in (Kind.CPU_OP, Kind.USER_ANNOTATION):
-            vals["external_id"] = next_ext
-            for cid in conn_map[conn]:
-                ext_of_conn.setdefault(cid, next_ext)
-            next_ext += 1
-        b.add(**vals)
-    return steps_seen
-
-
-def _step_time(db: Db, table: EventTable, b: ColumnBuilder, steps_seen: set[str]) -> None:
-    """STEP_TIME -> ProfilerStep#<id> ranges PYTORCH_API does not already hold."""
-    s = table.strings
-    for sid, st, en in db.rows("STEP_TIME", "select id, startNs, endNs from STEP_TIME"):
-        name = f"ProfilerStep#{sid}"
-        if name in steps_seen or st is None:
-            continue
-        b.add(ts=int(st), dur=max(int(en or st) - int(st), 0), kind=int(Kind.USER_ANNOTATION), name=s.id(name),
-              cat=s.id("step_time"))
-
-
-def _cann_api(db: Db, table: EventTable, b: ColumnBuilder) -> None:
-    s = table.strings
-    api_types = db.enum("ENUM_API_TYPE")
-    for st, en, typ, gtid, conn, nm in db.rows(
-            "CANN_API", "select startNs, endNs, type, globalTid, connectionId, name from CANN_API"):
-        gtid = to_int(gtid) or 0
-        b.add(ts=int(st), dur=max(int(en) - int(st), 0), kind=int(Kind.RUNTIME), name=s.id(db.name(nm) or ""),
-              cat=s.id(api_types.get(typ, "cann_api")), pid=gtid >> 32, tid=gtid & 0xFFFFFFFF,
-              correlation=NONE if conn is None else int(conn))

@@ -1,120 +1,180 @@
 """Device tasks of the torch_npu SQLite export (TASK, COMPUTE_TASK_INFO, COMMUNICATION_TASK_INFO,
-COMMUNICATION_OP) -> event rows. Mapping in docs/formats/ascend.md: compute tasks are KERNEL
-(``hcom*`` names COMM_KERNEL), HCCL plane sub-tasks OTHER, COMMUNICATION_OP rows COMM_KERNEL with
-bytes = count x data type size; TASK rows without task info stay MEMCPY / MEMSET / OTHER (among
-them an AI_CORE task per HCCL op spanning the whole op: counting it as a kernel would count the
-communication twice)."""
+COMMUNICATION_OP, TASK_PMU_INFO) -> event columns, joined in SQL. Mapping in docs/formats/ascend.md:
+compute tasks are KERNEL (``hcom*`` names COMM_KERNEL), HCCL plane sub-tasks OTHER, COMMUNICATION_OP
+rows COMM_KERNEL with bytes = count x data type size; TASK rows without task info stay MEMCPY / MEMSET
+/ OTHER (among them an AI_CORE task per HCCL op spanning the whole op: counting it as a kernel would
+count the communication twice)."""
 from __future__ import annotations
-
-from typing import Any
 
 import json
 
-from .csv_io import norm_shapes, to_int
+import numpy as np
+
+from . import db_columns as q
 from .. import op_args
-from .trace import DTYPE_BYTES, classify_hardware
-from ..table import METRIC_AIC_TIME, METRIC_AIV_TIME, METRIC_MIX_BLOCK_DIM, NONE, ColumnBuilder, EventTable, Kind
+from .csv_io import norm_shapes
+from .hardware import DTYPE_BYTES, classify_hardware
+from ..table import METRIC_AIC_TIME, METRIC_AIV_TIME, METRIC_MIX_BLOCK_DIM, NONE, Kind, blank_events
 
 _PMU_TIMES = {"aic_total_time": METRIC_AIC_TIME, "aiv_total_time": METRIC_AIV_TIME}  # ns in the db
 
 
-def _or_none(v: Any) -> int:
-    return NONE if v is None else int(v)
+def _task_source(db) -> tuple[str, list[str]]:
+    """The TASK rows joined with their compute info and their latest communication info (SQL)."""
+    info = db.columns("COMPUTE_TASK_INFO")
+    mix = "ci.mixBlockDim" if "mixBlockDim" in info else "NULL"
+    compute = "COMPUTE_TASK_INFO" in db.tables
+    comm = "COMMUNICATION_TASK_INFO" in db.tables
+    more = "".join(f", {'ci.' + c if compute and c in info else 'NULL'} as {a}" for a, c in _ARG_COLUMNS.items())
+    parts = ["select t.rowid as rid, t.startNs, t.endNs, t.deviceId, t.connectionId, t.globalTaskId, t.globalPid, "
+             "t.taskType, t.streamId",
+             (f", ci.globalTaskId as c_gid, ci.name as c_name, ci.blockDim as c_blk, ci.taskType as c_type, "
+              f"ci.inputShapes as c_shapes, {mix} as c_mix") if compute else
+             ", NULL as c_gid, NULL as c_name, NULL as c_blk, NULL as c_type, NULL as c_shapes, NULL as c_mix",
+             more,
+             ", cm.globalTaskId as m_gid, cm.name as m_name, cm.taskType as m_type, cm.size as m_size, "
+             "cm.groupName as m_group"
+             if comm else ", NULL as m_gid, NULL as m_name, NULL as m_type, NULL as m_size, NULL as m_group",
+             " from TASK t"]
+    if compute:
+        parts.append(" left join COMPUTE_TASK_INFO ci on ci.globalTaskId = t.globalTaskId")
+    if comm:
+        parts.append(" left join (select globalTaskId as g, max(rowid) as last from COMMUNICATION_TASK_INFO"
+                     " group by globalTaskId) latest on latest.g = t.globalTaskId"
+                     " left join COMMUNICATION_TASK_INFO cm on cm.rowid = latest.last")
+    ints = ["startNs", "endNs", "deviceId", "connectionId", "globalTaskId", "globalPid", "taskType", "streamId",
+            "c_gid", "c_name", "c_blk", "c_type", "c_shapes", "c_mix", "m_gid", "m_name", "m_type", "m_size", "m_group",
+            *_ARG_COLUMNS]
+    return "(" + "".join(parts) + ")", ints
 
 
-def _task_info(db) -> tuple[dict[int, tuple], dict[int, tuple]]:
-    mix = "mixBlockDim" if "mixBlockDim" in db.columns("COMPUTE_TASK_INFO") else "NULL"
-    cols = db.columns("COMPUTE_TASK_INFO")
-    more = ", ".join(c if c in cols else "NULL" for c in _ARG_COLUMNS.values())
-    compute = {row[0]: row[1:] for row in db.rows(
-        "COMPUTE_TASK_INFO",
-        f"select globalTaskId, name, blockDim, taskType, inputShapes, opType, {more}, {mix} from COMPUTE_TASK_INFO")}
-    comm = {row[0]: row[1:] for row in db.rows(
-        "COMMUNICATION_TASK_INFO", "select globalTaskId, name, taskType, size, groupName from COMMUNICATION_TASK_INFO")}
-    return compute, comm
+# COMPUTE_TASK_INFO columns (STRING_IDS ids) -> the `args` of its kernel (ingest/op_args.py)
+_ARG_COLUMNS = {"a_optype": "opType", "a_types": "inputDataTypes", "a_formats": "inputFormats",
+                "a_out_shapes": "outputShapes", "a_out_types": "outputDataTypes", "a_out_formats": "outputFormats"}
 
 
-# COMPUTE_TASK_INFO columns -> `args` parts (ingest/op_args.py)
-_ARG_COLUMNS = {"types": "inputDataTypes", "formats": "inputFormats", "out_shapes": "outputShapes",
-                "out_types": "outputDataTypes", "out_formats": "outputFormats"}
-
-
-def _kernel_args(db, op_type, cells: list) -> str | None:
-    parts = {key: db.name(cell) for key, cell in zip(_ARG_COLUMNS, cells)}
-    shapes = norm_shapes(parts.pop("out_shapes"))
-    return op_args.encode(op_type=db.name(op_type) or None, out_shapes=json.loads(shapes) if shapes else None,
-                          **{key: op_args.split_list(text) for key, text in parts.items()})
-
-
-def _task_columns(db, table: EventTable, gid: int, task_type: str, compute: dict, comm: dict) -> dict:
-    """The kind-specific columns of one TASK row."""
-    s = table.strings
-    if gid in compute:
-        nm, blk, ctype, shp, optype, *more, _mix = compute[gid]
-        name = db.name(nm) or task_type
-        return dict(kind=int(Kind.COMM_KERNEL if name.startswith("hcom") else Kind.KERNEL), name=s.id(name),
-                    cat=s.id("task"), core=s.id(db.name(ctype) or task_type), blocks=_or_none(blk),
-                    shapes=s.id(norm_shapes(db.name(shp))), args=s.id(_kernel_args(db, optype, more)))
-    if gid in comm:
-        nm, ctt, size, grp = comm[gid]
-        return dict(kind=int(Kind.OTHER), name=s.id(db.name(nm) or db.name(ctt) or task_type), cat=s.id("hccl_task"),
-                    bytes=_or_none(size), group=s.id(db.name(grp)))
-    kind = classify_hardware(task_type, task_type)
-    return dict(kind=int(kind if kind in (Kind.MEMCPY, Kind.MEMSET) else Kind.OTHER), name=s.id(task_type),
-                cat=s.id("task"), core=s.id(task_type or None))
-
-
-def _task_pmu(db, compute: dict) -> dict[int, dict[str, float]]:
-    """globalTaskId -> event metrics: TASK_PMU_INFO's ratios and core times, the MIX block dim."""
-    out: dict[int, dict[str, float]] = {}
-    for gid, name_id, value in db.rows("TASK_PMU_INFO", "select globalTaskId, name, value from TASK_PMU_INFO"):
-        name = db.name(name_id) or ""
-        metric = _PMU_TIMES.get(name) or (name if name.endswith(("_ratio", "_rate")) else None)
-        if metric and isinstance(value, (int, float)):
-            out.setdefault(gid, {})[metric] = float(value)
-    for gid, info in compute.items():
-        if isinstance(info[-1], int):
-            out.setdefault(gid, {})[METRIC_MIX_BLOCK_DIM] = float(info[-1])
+def _kernel_args(db, strings, c: dict, compute: np.ndarray) -> np.ndarray:
+    """The `args` id of each compute task, made once per distinct set of its six cells."""
+    out = np.full(len(compute), NONE, np.int32)
+    rows = np.flatnonzero(compute)
+    if not len(rows):
+        return out
+    cells = np.stack([c[a][rows] for a in _ARG_COLUMNS], axis=1)
+    uniq, inverse = np.unique(cells, axis=0, return_inverse=True)
+    ids = []
+    for u in uniq.tolist():
+        optype, types, formats, out_shapes, out_types, out_formats = (
+            None if x == q.INT_NULL else db.strings.get(x) for x in u)
+        shapes = norm_shapes(out_shapes)
+        text = op_args.encode(op_type=optype or None, types=op_args.split_list(types),
+                              formats=op_args.split_list(formats), out_shapes=json.loads(shapes) if shapes else None,
+                              out_types=op_args.split_list(out_types), out_formats=op_args.split_list(out_formats))
+        ids.append(NONE if text is None else strings.id(text))
+    out[rows] = np.array(ids, np.int32)[inverse.reshape(-1)]
     return out
 
 
-def _tasks(db, table: EventTable, b: ColumnBuilder, ext_of_conn: dict[int, int],
-           metrics: dict[int, dict]) -> set[int]:
-    compute, comm = _task_info(db)
-    pmu = _task_pmu(db, compute)
-    devices: set[int] = set()
-    for st, en, dev, conn, gid, gpid, ttype, stream in db.rows(
-            "TASK", "select startNs, endNs, deviceId, connectionId, globalTaskId, globalPid, taskType, streamId from TASK"):
-        dev = _or_none(dev)
-        devices.add(dev)
-        vals = dict(ts=int(st), dur=max(int(en) - int(st), 0), device=dev, stream=_or_none(stream),
-                    tid=_or_none(stream), pid=_or_none(gpid), correlation=_or_none(conn),
-                    external_id=ext_of_conn.get(conn, NONE))
-        vals.update(_task_columns(db, table, gid, db.name(ttype) or "", compute, comm))
-        if gid in pmu:
-            metrics[len(b)] = pmu[gid]
-        b.add(**vals)
-    return devices
+def _or_none(text):
+    return text or None
 
 
-def _communication_ops(db, table: EventTable, b: ColumnBuilder, ext_of_conn: dict[int, int], device: int) -> None:
-    s = table.strings
+def _names(db, strings, c: dict, compute: np.ndarray, comm: np.ndarray) -> dict:
+    """name / core / shapes / group / cat / kind of each task, by which info it has."""
+    task_type = q.text_ids(db, c["taskType"], strings, lambda v: v or "")
+    out = {}
+    # compute tasks: their op name (else the task type); core = their task type (else the TASK's)
+    c_name = q.text_ids(db, c["c_name"], strings, _or_none)
+    out["name"] = np.where(compute, np.where(c_name >= 0, c_name, task_type), task_type)
+    c_core = q.text_ids(db, c["c_type"], strings, _or_none)
+    m_name = q.text_ids(db, c["m_name"], strings, _or_none)
+    m_type = q.text_ids(db, c["m_type"], strings, _or_none)
+    out["name"] = np.where(comm, np.where(m_name >= 0, m_name, np.where(m_type >= 0, m_type, task_type)), out["name"])
+    plain_core = q.text_ids(db, c["taskType"], strings, lambda v: v or None)
+    out["core"] = np.where(compute, np.where(c_core >= 0, c_core, task_type), np.where(comm, NONE, plain_core))
+    out["shapes"] = np.where(compute, q.text_ids(db, c["c_shapes"], strings, norm_shapes), NONE)
+    out["group"] = np.where(comm, q.text_ids(db, c["m_group"], strings), NONE)
+    uniq, inverse = np.unique(out["name"], return_inverse=True)
+    hcom = np.array([(strings[int(i)] or "").startswith("hcom") for i in uniq], bool)[inverse]
+    tt, tt_at = np.unique(task_type, return_inverse=True)
+    plain_of = [classify_hardware(strings[int(i)] or "", strings[int(i)] or "") for i in tt]
+    plain = np.array([k if k in (Kind.MEMCPY, Kind.MEMSET) else Kind.OTHER for k in plain_of], np.uint8)[tt_at] \
+        if len(tt) else np.zeros(0, np.uint8)
+    out["kind"] = np.where(compute, np.where(hcom, Kind.COMM_KERNEL, Kind.KERNEL),
+                           np.where(comm, Kind.OTHER, plain)).astype(np.uint8)
+    out["cat"] = np.where(comm & ~compute, strings.id("hccl_task"), strings.id("task")).astype(np.int32)
+    return out
+
+
+def _pmu(db, c: dict, compute: np.ndarray) -> dict[str, np.ndarray]:
+    """Event metrics per task: TASK_PMU_INFO's ratios and core times (latest per task), the MIX block dim."""
+    out: dict[str, np.ndarray] = {}
+    gid = c["globalTaskId"]
+    if "TASK_PMU_INFO" in db.tables:
+        names = [(i, db.name(i) or "") for (i,) in db.c.execute("select distinct name from TASK_PMU_INFO")]
+        for name_id, name in names:
+            metric = _PMU_TIMES.get(name) or (name if name.endswith(("_ratio", "_rate")) else None)
+            if not metric or name_id is None:
+                continue
+            src = f"(select rowid as rid, globalTaskId, value from TASK_PMU_INFO where name = {int(name_id)} " \
+                  f"and typeof(value) in ('integer', 'real'))"
+            v = q.select(db.c, src, ints=["globalTaskId"], reals=["value"], order="rid")
+            keys, at = np.unique(v["globalTaskId"][::-1], return_index=True)  # the latest row of a task wins
+            vals = v["value"][::-1][at]
+            found = q.lookup(keys, np.arange(len(keys)), gid, -1)
+            col = np.where(found >= 0, vals[np.maximum(found, 0)], np.nan)
+            out[metric] = np.where(np.isnan(col), out.get(metric, np.nan), col)
+    mix = np.where(compute & q.known(c["c_mix"]), c["c_mix"].astype(np.float64), np.nan)
+    if (~np.isnan(mix)).any():
+        out[METRIC_MIX_BLOCK_DIM] = mix
+    return {k: v for k, v in out.items() if (~np.isnan(v)).any()}
+
+
+def _tasks(db, strings, links) -> tuple[dict, dict, set[int]]:
+    source, ints = _task_source(db)
+    c = q.select(db.c, source, ints=ints, order="rid", strict=("startNs", "endNs"))
+    compute, comm = q.known(c["c_gid"]), q.known(c["m_gid"]) & ~q.known(c["c_gid"])
+    ev = blank_events(len(c["startNs"]))
+    stream = q.or_none(c["streamId"], NONE)
+    ev.update(ts=c["startNs"], dur=np.maximum(c["endNs"] - c["startNs"], 0), device=q.or_none(c["deviceId"], NONE),
+              stream=stream, tid=stream, pid=q.or_none(c["globalPid"], NONE),
+              correlation=q.or_none(c["connectionId"], NONE),
+              external_id=q.lookup(links[0], links[1], c["connectionId"], NONE))
+    ev.update(_names(db, strings, c, compute, comm))
+    ev["args"] = _kernel_args(db, strings, c, compute)
+    ev["blocks"] = np.where(compute, q.or_none(c["c_blk"], NONE), NONE)
+    ev["bytes"] = np.where(comm, q.or_none(c["m_size"], NONE), NONE)
+    devices = set(np.unique(ev["device"]).tolist())
+    return ev, _pmu(db, c, compute), devices
+
+
+def _communication_ops(db, strings, links, device: int) -> dict:
+    if "COMMUNICATION_OP" not in db.tables:
+        return blank_events(0)
+    c = q.select(db.c, "COMMUNICATION_OP", ints=["opName", "startNs", "endNs", "connectionId", "groupName",
+                                                 "dataType"], reals=["count"], strict=("startNs", "endNs"))
     dtypes = db.enum("ENUM_HCCL_DATA_TYPE")
-    for op, st, en, conn, grp, dt, cnt in db.rows(
-            "COMMUNICATION_OP",
-            "select opName, startNs, endNs, connectionId, groupName, dataType, count from COMMUNICATION_OP"):
-        size, count = DTYPE_BYTES.get(str(dtypes.get(dt, "")).upper()), to_int(cnt)
-        b.add(ts=int(st), dur=max(int(en) - int(st), 0), kind=int(Kind.COMM_KERNEL), name=s.id(db.name(op) or ""),
-              cat=s.id("communication_op"), core=s.id("HCCL"),
-              bytes=count * size if (size and count is not None) else NONE, group=s.id(db.name(grp)),
-              correlation=_or_none(conn), device=device, external_id=ext_of_conn.get(conn, NONE))
+    uniq, inverse = np.unique(c["dataType"], return_inverse=True)
+    size = np.array([DTYPE_BYTES.get(str(dtypes.get(int(d), "")).upper(), 0) for d in uniq], np.int64)
+    size = size[inverse] if len(uniq) else np.zeros(0, np.int64)
+    count = c["count"]
+    ok = (size > 0) & ~np.isnan(count) & (np.abs(count) < 2.0 ** 62)
+    n = len(count)
+    ev = blank_events(n)
+    ev.update(ts=c["startNs"], dur=np.maximum(c["endNs"] - c["startNs"], 0), kind=np.full(n, Kind.COMM_KERNEL, np.uint8),
+              name=q.text_ids(db, c["opName"], strings, lambda v: v or ""),
+              cat=np.full(n, strings.id("communication_op"), np.int32), core=np.full(n, strings.id("HCCL"), np.int32),
+              bytes=np.where(ok, np.rint(np.where(ok, count, 0)).astype(np.int64) * size, NONE),
+              group=q.text_ids(db, c["groupName"], strings), correlation=q.or_none(c["connectionId"], NONE),
+              device=np.full(n, device, np.int32), external_id=q.lookup(links[0], links[1], c["connectionId"], NONE))
+    return ev
 
 
-def read_device_tasks(db, table: EventTable, b: ColumnBuilder, ext_of_conn: dict[int, int],
-                      metrics: dict[int, dict]) -> None:
-    """Adds the task rows to b; metrics gets {row index in b: event metrics} of the tasks that have some."""
-    devices = _tasks(db, table, b, ext_of_conn, metrics)
-    _communication_ops(db, table, b, ext_of_conn, next(iter(devices)) if len(devices) == 1 else NONE)
+def read_device_tasks(db, table, links) -> list[tuple[dict, dict]]:
+    """[(event columns, metrics)] of the tasks, then the communication ops; devices noted in table.meta."""
+    strings = table.strings
+    tasks, metrics, devices = _tasks(db, strings, links) if "TASK" in db.tables else (blank_events(0), {}, set())
+    ops = _communication_ops(db, strings, links, next(iter(devices)) if len(devices) == 1 else NONE)
     known = {x.get("index") for x in table.meta.devices}
     for d in sorted(devices - {NONE} - known):
         table.meta.devices.append({"kind": "npu", "index": d, "name": "Ascend"})
+    return [(tasks, metrics), (ops, {})]

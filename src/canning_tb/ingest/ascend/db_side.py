@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import csv_tables as C
 from . import tables as T
 from .. import side_tables as side
+from . import db_columns as q
 from .counters import db_counter_rows
 from .csv_io import ms_to_ns, to_float, to_int, us_float_to_ns
 from ..table import MEMORY_COLUMNS, NONE, EventTable, sort_by_time
@@ -20,48 +22,72 @@ def _device(d) -> str:
     return f"npu:{d}" if d is not None and 0 <= d < 0xFFFF else "CPU"
 
 
+def _device_of(value, _id=None) -> str:
+    return _device(None if value == q.INT_NULL else value)
+
+
+def _devices(ids: np.ndarray) -> tuple[np.ndarray, list]:
+    uniq, inverse = np.unique(ids, return_inverse=True)
+    names = [_device_of(int(u)) for u in uniq]
+    values = list(dict.fromkeys(names))
+    codes = np.array([values.index(x) for x in names], np.int32)
+    return (codes[inverse] if len(uniq) else np.zeros(0, np.int32)), values
+
+
 def _memory_record(db, table: EventTable) -> None:
-    rows = list(db.rows("MEMORY_RECORD", "select component, timestamp, totalAllocated, totalReserved, totalActive, "
-                                         "deviceId from MEMORY_RECORD"))
-    if not rows:
+    if "MEMORY_RECORD" not in db.tables:
+        return
+    c = q.select(db.c, "MEMORY_RECORD", ints=["component", "timestamp", "totalAllocated", "totalReserved",
+                                              "totalActive", "deviceId"])
+    if not len(c["timestamp"]):
         return
     s = table.strings
-    cols = {k: np.full(len(rows), NONE, dtype=t) for k, t in MEMORY_COLUMNS.items()}
+    codes, names = _devices(c["deviceId"])
+    cols = {k: np.full(len(c["timestamp"]), NONE, t) for k, t in MEMORY_COLUMNS.items()}
     cols["bytes"][:] = 0
-    for i, (comp, ts, allocated, reserved, active, dev) in enumerate(rows):
-        cols["ts"][i] = int(ts)
-        cols["device"][i] = s.id(_device(dev))
-        for k, v in (("allocated", allocated), ("reserved", reserved), ("active", active)):
-            if v is not None:
-                cols[k][i] = int(v)
-        cols["component"][i] = s.id(db.name(comp))
-    table.memory = sort_by_time(cols)
+    cols["ts"] = c["timestamp"]
+    cols["device"] = np.array([s.id(x) for x in names], np.int32)[codes] if names else cols["device"]
+    for k, col in (("allocated", "totalAllocated"), ("reserved", "totalReserved"), ("active", "totalActive")):
+        cols[k] = q.or_none(c[col], NONE)
+    cols["component"] = q.text_ids(db, c["component"], s)
+    table.memory = sort_by_time({k: v.astype(MEMORY_COLUMNS[k], copy=False) for k, v in cols.items()})
 
 
 def read_memory_tables(db, table: EventTable) -> None:
     _memory_record(db, table)
-    side.put(table.side, "operator_memory", [
-        side.row("operator_memory", name=db.name(nm) or "", bytes=to_int(sz), alloc_ns=NONE if at is None else int(at),
-                 free_ns=NONE if rt is None else int(rt), device=_device(d))
-        for nm, sz, at, rt, d in db.rows("OP_MEMORY", "select name, size, allocationTime, releaseTime, deviceId "
-                                                      "from OP_MEMORY")])
-    mods = db.enum("ENUM_MODULE")
-    side.put(table.side, "npu_module_mem", [
-        side.row("npu_module_mem", component=mods.get(m, str(m)), ts_ns=int(ts), reserved_bytes=to_int(r),
-                 device=_device(d))
-        for m, ts, r, d in db.rows("NPU_MODULE_MEM", "select moduleId, timestampNs, totalReserved, deviceId "
-                                                     "from NPU_MODULE_MEM")])
-    side.put(table.side, "overlap_analysis", [
-        side.row("overlap_analysis", name=_OVERLAP_NAMES.get(typ, str(typ)), start_ns=int(st), end_ns=int(en))
-        for st, en, typ in db.rows("OVERLAP_ANALYSIS", "select startNs, endNs, type from OVERLAP_ANALYSIS "
-                                                       "order by startNs")])
-    side.put(table.side, "npu_counters", db_counter_rows(db))
+    if "OP_MEMORY" in db.tables:
+        c = q.select(db.c, "OP_MEMORY", ints=["name", "size", "allocationTime", "releaseTime", "deviceId"])
+        side.put(table.side, "operator_memory", side.Columns.build(
+            "operator_memory", name=q.texts(db, c["name"], lambda v, _: v or ""), bytes=c["size"],
+            alloc_ns=q.or_none(c["allocationTime"], NONE), free_ns=q.or_none(c["releaseTime"], NONE),
+            device=_devices(c["deviceId"])))
+    if "NPU_MODULE_MEM" in db.tables:
+        mods = db.enum("ENUM_MODULE")
+        c = q.select(db.c, "NPU_MODULE_MEM", ints=["moduleId", "timestampNs", "totalReserved", "deviceId"])
+        side.put(table.side, "npu_module_mem", side.Columns.build(
+            "npu_module_mem", component=_enum_texts(c["moduleId"], mods), ts_ns=c["timestampNs"],
+            reserved_bytes=c["totalReserved"], device=_devices(c["deviceId"])))
+    if "OVERLAP_ANALYSIS" in db.tables:
+        c = q.select(db.c, "OVERLAP_ANALYSIS", ints=["startNs", "endNs", "type"], order="startNs")
+        side.put(table.side, "overlap_analysis", side.Columns.build(
+            "overlap_analysis", name=_enum_texts(c["type"], _OVERLAP_NAMES), start_ns=c["startNs"], end_ns=c["endNs"]))
+    counters = db_counter_rows(db)
+    if counters is not None:
+        side.put(table.side, "npu_counters", counters)
+
+
+def _enum_texts(ids: np.ndarray, names: dict) -> tuple[np.ndarray, list]:
+    uniq, inverse = np.unique(ids, return_inverse=True)
+    texts = [names.get(int(u), str(None if u == q.INT_NULL else int(u))) for u in uniq]
+    values = list(dict.fromkeys(texts))
+    codes = np.array([values.index(t) for t in texts], np.int32)
+    return (codes[inverse] if len(uniq) else np.zeros(0, np.int32)), values
 
 
 def _step_trace(db, table: EventTable) -> None:
     if "StepTraceTime" not in db.tables:
         return
-    fields = [k for k, _ in T.STEP_FIELDS]
+    fields = [k for k, _ in C.STEP_FIELDS]
     have = db.columns("StepTraceTime")
     sel = ", ".join(f[:-3] if f[:-3] in have else "NULL" for f in fields)
     side.put(table.side, "step_trace", [

@@ -1,111 +1,143 @@
-"""Device tasks of trace_view.json and kernel_details.csv merged without double counting, into columns.
+"""Device tasks of trace_view.json and kernel_details.csv merged without double counting, over columns.
 
 kernel_details.csv, when present, is the list of device tasks; each row is matched to the trace's
-device event of the same (start, name), else of the same name within 2 µs (HCCL ops are written
-1 ns apart in the two files); the matched trace event is dropped and its links (external id,
-correlation, stream, pid/tid; bytes and group for HCCL ops) go to the row. Trace device events no
-row matched stay (memcpy, sync tasks ...). The rule in full: docs/formats/ascend.md.
+device event of the same (start, name) (the k-th row of a key to the k-th event of it), else of the
+same name with the nearest start within 2 µs (HCCL ops are written 1 ns apart in the two files); the
+matched trace event is dropped and its links (external id, correlation, stream, pid/tid; bytes and
+group for HCCL ops) go to the row. Trace device events no row matched stay (memcpy, sync tasks ...).
+Sorting, then a search only among the few unmatched rows of each name: linear in the rows, never
+quadratic in the events of one name. The rule in full: docs/formats/ascend.md.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ..table import (EVENT_COLUMNS, MEMORY_COLUMNS, NONE, ColumnBuilder, EventTable, Kind, metric_columns,
-                    sort_by_time, sort_with_metrics)
+from ..table import EVENT_COLUMNS, MEMORY_COLUMNS, NONE, EventTable, Kind
 
 MATCH_TOLERANCE_NS = 2000
-_STRING_COLS = ("name", "cat", "shapes", "stack", "core", "group", "args")
 
 
-def _trace_index(trace) -> tuple[dict, dict]:
-    """(start, name) -> trace rows and name -> trace rows of the trace's device events."""
-    by_key: dict[tuple, list[int]] = {}
-    by_name: dict[str, list[int]] = {}
-    for i in trace.device_rows:
-        r = trace.rows[i]
-        by_key.setdefault((r["ts"], r["name"]), []).append(i)
-        by_name.setdefault(r["name"], []).append(i)
-    return by_key, by_name
+def _run_rank(tiebreak: np.ndarray, ts: np.ndarray, name: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(order by name, start, tiebreak; rank of each sorted item among the items of its (name, start))."""
+    order = np.lexsort((tiebreak, ts, name))
+    if not len(order):
+        return order, order
+    sts, sname = ts[order], name[order]
+    new = np.ones(len(order), bool)
+    new[1:] = (sts[1:] != sts[:-1]) | (sname[1:] != sname[:-1])
+    start = np.flatnonzero(new)
+    rank = np.arange(len(order)) - np.repeat(start, np.diff(np.append(start, len(order))))
+    return order, rank
 
 
-def _match(k: dict, rows: list[dict], by_key: dict, by_name: dict, taken: set[int]) -> int | None:
-    for i in by_key.get((k["ts"], k["name"]), ()):
-        if i not in taken:
-            return i
-    best = None
-    for i in by_name.get(k["name"], ()):
-        if i in taken:
+def _exact(k_ts, k_name, t_ts, t_name, t_idx) -> np.ndarray:
+    """Per kernel row, the trace row of the same (start, name) taken in order, else -1."""
+    ko, kr = _run_rank(np.arange(len(k_ts)), k_ts, k_name)
+    to, tr = _run_rank(t_idx, t_ts, t_name)
+    both_ts = np.concatenate([k_ts[ko], t_ts[to]])
+    both_name = np.concatenate([k_name[ko], t_name[to]])
+    both_rank = np.concatenate([kr, tr])
+    side = np.concatenate([np.zeros(len(ko), np.int8), np.ones(len(to), np.int8)])
+    o = np.lexsort((side, both_rank, both_ts, both_name))
+    same = (both_ts[o][1:] == both_ts[o][:-1]) & (both_name[o][1:] == both_name[o][:-1]) & \
+        (both_rank[o][1:] == both_rank[o][:-1]) & (side[o][:-1] == 0) & (side[o][1:] == 1)
+    at = np.flatnonzero(same)
+    out = np.full(len(k_ts), -1, np.int64)
+    out[ko[o[at]]] = t_idx[to[o[at + 1] - len(ko)]]
+    return out
+
+
+def _near(k_ts, k_name, rows: np.ndarray, t_ts, t_name, t_idx, free: np.ndarray, match: np.ndarray) -> None:
+    """Rows still unmatched (in file order) take the free trace event of their name with the nearest
+    start within the tolerance (ties: the earlier event)."""
+    order = np.lexsort((t_idx, t_ts, t_name))
+    s_name, s_ts, s_idx = t_name[order], t_ts[order], t_idx[order]
+    taken = ~free[order]
+    for r in rows.tolist():
+        name, ts = k_name[r], k_ts[r]
+        lo = np.searchsorted(s_name, name, "left")
+        hi = np.searchsorted(s_name, name, "right")
+        if lo == hi:
             continue
-        gap = abs(rows[i]["ts"] - k["ts"])
-        if gap <= MATCH_TOLERANCE_NS and (best is None or gap < best[0]):
-            best = (gap, i)
-    return None if best is None else best[1]
+        a = lo + np.searchsorted(s_ts[lo:hi], ts - MATCH_TOLERANCE_NS, "left")
+        b = lo + np.searchsorted(s_ts[lo:hi], ts + MATCH_TOLERANCE_NS, "right")
+        cand = np.arange(a, b)[~taken[a:b]]
+        if not len(cand):
+            continue
+        best = cand[np.lexsort((s_idx[cand], np.abs(s_ts[cand] - ts)))[0]]
+        taken[best] = True
+        match[r] = s_idx[best]
 
 
-def _inherit(k: dict, t: dict) -> None:
-    """A kernel_details row takes the links of its trace event."""
-    for c in ("external_id", "correlation", "pid", "tid"):
-        if c in t:
-            k[c] = t[c]
-    if k.get("stream", NONE) == NONE and t.get("stream", NONE) != NONE:
-        k["stream"] = t["stream"]
-    if k.get("device", NONE) == NONE:
-        k["device"] = t.get("device", NONE)
-    if k["kind"] == Kind.COMM_KERNEL:
-        for c in ("bytes", "group"):
-            if t.get(c) not in (None, NONE):
-                k[c] = t[c]
+def _inherit(k: dict, t: dict, kr: np.ndarray, tr: np.ndarray) -> None:
+    """Matched kernel rows take the links of their trace events."""
+    for c in ("external_id", "correlation"):
+        v = t[c][tr]
+        k[c][kr] = np.where(v != NONE, v, k[c][kr])
+    k["pid"][kr], k["tid"][kr] = t["pid"][tr], t["tid"][tr]
+    no_stream = k["stream"][kr] == NONE
+    k["stream"][kr] = np.where(no_stream & (t["stream"][tr] != NONE), t["stream"][tr], k["stream"][kr])
+    k["device"][kr] = np.where(k["device"][kr] == NONE, t["device"][tr], k["device"][kr])
+    comm = k["kind"][kr] == Kind.COMM_KERNEL
+    for c in ("bytes", "group"):
+        v = t[c][tr]
+        k[c][kr] = np.where(comm & (v != NONE), v, k[c][kr])
 
 
-def merge_device_rows(trace, kernels: list[dict] | None) -> list[dict]:
+def merge_device(trace, kernels) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], np.ndarray | None]:
+    """(event columns, metrics, rows of the trace kept or None for all) of the window's tasks: trace
+    events minus those a kernel row matched, then the rows. The trace's columns are not copied: `fill`
+    takes them column by column."""
     if trace is None:
-        rows = list(kernels or [])
-        for r in rows:
-            r.setdefault("tid", r.get("stream", NONE))
-        return rows
-    rows = trace.rows
-    if not kernels:
-        return rows
-    by_key, by_name = _trace_index(trace)
-    taken: set[int] = set()
-    for k in kernels:
-        idx = _match(k, rows, by_key, by_name, taken)
-        if idx is None:
-            k.setdefault("pid", trace.hardware_pid)
-            k.setdefault("tid", k.get("stream", NONE))
-            continue
-        taken.add(idx)
-        _inherit(k, rows[idx])
-    merged = [r for i, r in enumerate(rows) if i not in taken]
-    merged.extend(kernels)
-    return merged
+        k = dict(kernels.events)
+        k["tid"] = k["stream"].copy()
+        return {"kernels": k}, dict(kernels.metrics), None
+    t = trace.events
+    if kernels is None or not len(kernels):
+        return {"trace": t}, dict(trace.metrics), None
+    k = {c: v.copy() for c, v in kernels.events.items()}
+    t_idx = np.flatnonzero(trace.device_mask)
+    t_ts, t_name = t["ts"][t_idx], t["name"][t_idx].astype(np.int64)
+    k_name = k["name"].astype(np.int64)
+    match = _exact(k["ts"], k_name, t_ts, t_name, t_idx)
+    free = np.ones(len(t["ts"]), bool)
+    free[match[match >= 0]] = False
+    _near(k["ts"], k_name, np.flatnonzero(match < 0), t_ts, t_name, t_idx, free[t_idx], match)
+    kr = np.flatnonzero(match >= 0)
+    _inherit(k, t, kr, match[kr])
+    loose = np.flatnonzero(match < 0)
+    k["pid"][loose] = trace.hardware_pid
+    k["tid"][loose] = k["stream"][loose]
+    keep = np.ones(len(t["ts"]), bool)
+    keep[match[kr]] = False
+    n_trace, n_kernels = int(keep.sum()), len(kernels)
+    metrics = {m: np.concatenate([np.full(n_trace, np.nan), v]) for m, v in kernels.metrics.items()}
+    for m, v in trace.metrics.items():  # the host ops' (flops): kernel rows have none
+        theirs = metrics.get(m, np.full(n_trace + n_kernels, np.nan))
+        metrics[m] = np.where(np.isnan(theirs), np.concatenate([v[keep], np.full(n_kernels, np.nan)]), theirs)
+    return {"trace": t, "kernels": k}, metrics, keep
 
 
-def fill_events(table: EventTable, rows: list[dict]) -> None:
-    b = ColumnBuilder(EVENT_COLUMNS)
-    s = table.strings
-    for r in rows:
-        vals = {}
-        for c in EVENT_COLUMNS:
-            v = r.get(c)
-            if v is None:
-                continue
-            vals[c] = s.id(v) if c in _STRING_COLS else v
-        b.add(**vals)
-    metrics = metric_columns(((i, r.get("metrics")) for i, r in enumerate(rows)), len(rows))
-    table.events, table.metrics = sort_with_metrics(b.freeze(), metrics)
+def fill_events(table: EventTable, parts: dict, metrics: dict[str, np.ndarray], keep: np.ndarray | None) -> None:
+    """The table's events: the trace's kept rows then the kernel rows, ordered by start (stable), a column
+    at a time, each source column released once used (memory: one copy of the events, not three)."""
+    t, k = parts.get("trace"), parts.get("kernels")
+    sources = [(t, keep), (k, None)]
+    sources = [(cols, rows) for cols, rows in sources if cols is not None]
+    ts = np.concatenate([cols["ts"] if rows is None else cols["ts"][rows] for cols, rows in sources])
+    order = np.argsort(ts, kind="stable")
+    del ts
+    out = {}
+    for c, dtype in EVENT_COLUMNS.items():
+        pieces = [cols.pop(c) for cols, _ in sources]
+        col = np.concatenate([p if rows is None else p[rows] for p, (_, rows) in zip(pieces, sources)])
+        del pieces
+        out[c] = col[order].astype(dtype, copy=False)
+        del col
+    table.events = out
+    table.metrics = {m: v[order] for m, v in sorted(metrics.items())}
 
 
-def fill_memory(table: EventTable, mem: list[tuple]) -> None:
-    s = table.strings
-    n = len(mem)
-    cols = {k: np.full(n, NONE, dtype=t) for k, t in MEMORY_COLUMNS.items()}
-    cols["bytes"][:] = 0
-    for i, (ts, dev, allocated, reserved, active, comp) in enumerate(mem):
-        cols["ts"][i] = ts
-        cols["device"][i] = s.id(dev)
-        for key, v in (("allocated", allocated), ("reserved", reserved), ("active", active)):
-            if v is not None:
-                cols[key][i] = v
-        cols["component"][i] = s.id(comp)
-    table.memory = sort_by_time(cols)
+def fill_memory(table: EventTable, cols: dict[str, np.ndarray]) -> None:
+    order = np.argsort(cols["ts"], kind="stable")
+    table.memory = {c: cols[c][order].astype(t, copy=False) for c, t in MEMORY_COLUMNS.items()}

@@ -18,19 +18,20 @@ import os
 
 import numpy as np
 
+from . import csv_tables as C
 from . import tables as T
 from .. import side_tables as side
 from .groups import read_group_file
 from .info import device_facts, rank_from_data, read_device_info, read_info, set_devices, worker_of
 from .layout import Layout, locate
-from .merge import fill_events, fill_memory, merge_device_rows
-from .trace import read_trace
+from .merge import fill_events, fill_memory, merge_device
+from .trace import Started, read_trace
 from ..table import NONE, EventTable, InputError, Kind, Problem
 
-_SIDE_FILES = (("step_trace", "step_trace_time.csv", T.read_step_trace),
-               ("op_statistic", "op_statistic.csv", T.read_op_statistic),
-               ("operator_memory", "operator_memory.csv", T.read_operator_memory),
-               ("npu_module_mem", "npu_module_mem.csv", T.read_npu_module_mem),
+_SIDE_FILES = (("step_trace", "step_trace_time.csv", C.read_step_trace),
+               ("op_statistic", "op_statistic.csv", C.read_op_statistic),
+               ("operator_memory", "operator_memory.csv", C.read_operator_memory),
+               ("npu_module_mem", "npu_module_mem.csv", C.read_npu_module_mem),
                ("comm_matrix", "communication_matrix.json", T.read_communication_matrix))
 
 # side table -> the text file it comes from (the db export: analysis.db or the profiler db)
@@ -78,6 +79,12 @@ class _Reader:
 
 
 def read_ascend(path: str) -> EventTable:
+    return read_window(path, _read_text, None)
+
+
+def read_window(path: str, read_text, read_db) -> EventTable:
+    """A window read with read_text(reader) for a text export and read_db(layout, table, used) for a db
+    (None: ours); everything around them (metadata, rank, sources, checks) the same for any reader."""
     lay = locate(os.path.normpath(path))
     r = _Reader(lay)
     table = r.table
@@ -87,14 +94,15 @@ def read_ascend(path: str) -> EventTable:
         read_info(lay.root, table, r.used)
         read_device_info(lay.root, table, r.used)
     if lay.db is not None:
-        from .db import read_ascend_db
+        if read_db is None:
+            from .db import read_ascend_db as read_db
         table.meta.environment["ascend_source"] = "db"
-        read_ascend_db(lay, table, r.used)
+        read_db(lay, table, r.used)
     else:
         table.meta.environment["ascend_source"] = "text"
         if lay.ignored_dbs:
             table.meta.environment["ascend_db_ignored"] = ",".join(lay.ignored_dbs)
-        _read_text(r)
+        read_text(r)
     rank_from_data(table)
     device_facts(table.meta)
     if not lay.alone:
@@ -116,6 +124,16 @@ def _unlistable(root: str) -> str:
 
 
 def _read_text(r: _Reader) -> None:
+    # a big trace_view.json's second part is read by a child process while this one reads the CSVs
+    started = Started(r.lay.path("trace_view.json")) if "trace_view.json" in r.lay.names else None
+    try:
+        _read_files(r, started)
+    finally:
+        if started is not None:
+            started.close()
+
+
+def _read_files(r: _Reader, started) -> None:
     table = r.table
     comm = r.take("communication.json", T.read_communication)
     if comm is not None:
@@ -127,16 +145,15 @@ def _read_text(r: _Reader) -> None:
         if rows is not None:
             side.put(table.side, key, rows)
     groups = comm.groups() if comm else {}
-    trace, kernels = _read_device(r, groups)
-    mem = r.take("memory_record.csv", T.read_memory_record)
-    rows = merge_device_rows(trace, kernels) if (trace or kernels) else []
-    for row in rows:  # kernel_details.csv names no communicator: communication.json does
-        if row["kind"] == Kind.COMM_KERNEL and not row.get("group") and row["name"] in groups:
-            row["group"] = groups[row["name"]]
-    if not r.usable and not rows:
+    mem = r.take("memory_record.csv", C.read_memory_record, table.strings)
+    trace, kernels = _read_device(r, groups, started)
+    have_kernels = kernels is not None and len(kernels) > 0
+    if not r.usable and not have_kernels and trace is None:
         why = "; ".join(str(p) for p in table.problems[:5]) or _unlistable(r.lay.root)
         raise InputError(r.lay.path_shown, "nothing usable: " + why)
-    fill_events(table, rows)
+    if trace is not None or kernels is not None:
+        fill_events(table, *merge_device(trace, kernels))
+        _comm_groups(table, table.events, groups)
     if mem:
         fill_memory(table, mem)
     devs = {int(d) for d in np.unique(table.events["device"]) if d != NONE}
@@ -144,25 +161,40 @@ def _read_text(r: _Reader) -> None:
         devs |= trace.devices
         table.meta.process_names.update(trace.process_names)
         table.meta.thread_names.update(trace.thread_names)
-        side.put(table.side, "overlap_analysis", [side.row("overlap_analysis", name=name, start_ns=a, end_ns=b)
-                                                  for name, spans in trace.overlap.items() for a, b in spans])
-        side.put(table.side, "npu_counters", trace.counters)
+        if trace.overlap is not None:
+            side.put(table.side, "overlap_analysis", trace.overlap)
+        if trace.counters is not None:
+            side.put(table.side, "npu_counters", trace.counters)
     set_devices(table.meta, devs)
     _note_missing_text(r, trace is not None, comm is not None)
 
 
-def _read_device(r: _Reader, comm_groups: dict[str, str]):
+def _comm_groups(table: EventTable, cols: dict, groups: dict[str, str]) -> None:
+    """kernel_details.csv names no communicator: communication.json does (by operator name)."""
+    if not groups:
+        return
+    rows = np.flatnonzero((cols["kind"] == Kind.COMM_KERNEL) & (cols["group"] == NONE))
+    if not len(rows):
+        return
+    s = table.strings
+    uniq, inverse = np.unique(cols["name"][rows], return_inverse=True)
+    ids = np.array([s.id(g) if (g := groups.get(s[int(u)])) else NONE for u in uniq], np.int32)
+    cols["group"][rows] = ids[inverse]
+
+
+def _read_device(r: _Reader, comm_groups: dict[str, str], started):
     """(trace_view.json data or None, kernel_details.csv rows or None)."""
-    kernels = r.take("kernel_details.csv", T.read_kernel_details, NONE)
-    devs = {k["device"] for k in kernels or () if k["device"] != NONE}
+    strings = r.table.strings
+    kernels = r.take("kernel_details.csv", C.read_kernel_details, strings, NONE)
+    devs = set(np.unique(kernels.events["device"]).tolist()) - {NONE} if kernels is not None else set()
     hint = devs.pop() if len(devs) == 1 else NONE
-    trace = r.take("trace_view.json", read_trace, hint, comm_groups)
+    trace = r.take("trace_view.json", read_trace, strings, hint, comm_groups, started)
     if trace is None:
         if "trace_view.json" in r.lay.names:
             r.table.problems.append(Problem(r.lay.display("trace_view.json"),
                                             "trace unusable: the folder may be truncated or still being written; "
                                             "host operators come from operator_details.csv only"))
-        details = r.take("operator_details.csv", T.read_operator_details)
+        details = r.take("operator_details.csv", C.read_operator_details)
         if details is not None:
             side.put(r.table.side, "operator_details", details)
     return trace, kernels

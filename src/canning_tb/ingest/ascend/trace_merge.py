@@ -1,0 +1,141 @@
+"""A big trace_view.json read by two processes: the array's elements cut in two byte ranges, this
+process reads the first and a forked child the second (each a block at a time), and the child's
+columns, in its own local ids, are joined to ours with its ids mapped (`absorb`). Anything
+unexpected (no fork, a child that fails) reads the second range here instead."""
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import threading
+
+import numpy as np
+
+from . import trace_decode as dec
+from ..kineto.parallel import _finish_child  # the same child protocol: one answer, or None if it died
+from .trace_parse import TEXT_ARGS, _Parse
+
+PARALLEL_BYTES = 32 << 20  # files this big are read in two processes
+_WORKERS_ENV = "CANNING_READ_WORKERS"  # 1: read in this process only (the digest at the source sets it)
+
+
+def workers() -> int:
+    try:
+        return max(1, int(os.environ.get(_WORKERS_ENV, "2")))
+    except ValueError:
+        return 2
+
+
+def _can_fork() -> bool:
+    """Fork only where it is safe: a POSIX process with no other thread, not a daemonic worker."""
+    return ("fork" in mp.get_all_start_methods() and threading.active_count() == 1
+            and not mp.current_process().daemon and (os.cpu_count() or 1) > 1 and workers() > 1)
+
+
+_OURS = 9  # twentieths of the array read here: this process also reads the CSVs and joins the parts
+
+
+def _two_spans(plan) -> list[tuple[int, int]]:
+    cuts = plan.split(20)
+    if len(cuts) < 20:
+        return [(cuts[0][0], cuts[-1][1])]
+    return [(cuts[0][0], cuts[_OURS - 1][1]), (cuts[_OURS][0], cuts[-1][1])]
+
+
+def _read_span(plan, parse, span, on_utf8) -> None:
+    for got in dec.iter_pieces(plan, span, on_utf8):
+        parse.piece(got)
+
+
+class Ranges:
+    """The read of a planned file's elements, begun: a big file's second part is already being read by a
+    forked child (so this process may read other files meanwhile); `read` reads the first part here and
+    joins the child's columns, in file order."""
+
+    def __init__(self, plan):
+        self.plan = plan
+        size = plan.end - plan.start
+        self.spans = _two_spans(plan) if size >= PARALLEL_BYTES and _can_fork() else [(plan.start + 1, plan.end - 1)]
+        self.child = _start_child(plan, self.spans[1]) if len(self.spans) > 1 else None
+
+    def read(self, parse, on_utf8) -> None:
+        try:
+            _read_span(self.plan, parse, self.spans[0], on_utf8)
+        except BaseException:
+            self.close()
+            raise
+        if self.child is None:
+            return
+        theirs = _finish_child(self.child)
+        self.child = None
+        if theirs is None:
+            _read_span(self.plan, parse, self.spans[1], on_utf8)
+        else:
+            absorb(parse, theirs)
+
+    def close(self) -> None:
+        """Stop waiting for the child (the read was abandoned)."""
+        if self.child is not None:
+            child, self.child = self.child, None
+            child[0].kill()
+            _finish_child(child)
+
+
+def read_ranges(plan, parse, on_utf8) -> None:
+    """Feed every element of the planned file to parse, in file order."""
+    Ranges(plan).read(parse, on_utf8)
+
+
+def _child(conn, plan, span) -> None:
+    try:
+        parse = _Parse()
+
+        def on_utf8():
+            parse.utf8 += 1
+        _read_span(plan, parse, span, on_utf8)
+        conn.send(parse)
+    except BaseException:  # the parent reads the range itself and reports what is wrong there
+        conn.send(None)
+    finally:
+        conn.close()
+
+
+def _start_child(plan, span):
+    ours, theirs = mp.get_context("fork").Pipe(duplex=False)
+    proc = mp.get_context("fork").Process(target=_child, args=(theirs, plan, span), daemon=True)
+    proc.start()
+    theirs.close()
+    return proc, ours
+
+
+def _remap(ours: dict, theirs: dict) -> np.ndarray:
+    """Their local id -> ours (the extra last slot maps their NONE to NONE)."""
+    return np.array([ours[v] for v in theirs.values_in_order()] + [-1], np.int64)
+
+
+def absorb(parse, other) -> None:
+    """Append another reader's columns (the range after ours) to parse, its ids mapped to parse's."""
+    maps = {k: _remap(parse.ids[k], other.ids[k]) for k in parse.ids}
+    for part in other.parts:
+        for k in ("name", "cat", "pid", "tid"):
+            part[k] = maps[k][part[k]].astype(np.int32)
+        parse.parts.append(part)
+    for part in other.sparse:
+        fixed = {}
+        for attr, (rows, vals) in part.items():
+            space = TEXT_ARGS.get(attr)
+            fixed[attr] = (rows + parse.n, maps[space][vals].astype(np.int32) if space else vals)
+        parse.sparse.append(fixed)
+    for f in other.flows:
+        for k in ("id", "pid", "tid"):
+            f[k] = maps[k if k != "id" else "flow"][f[k]].astype(np.int32)
+        f["seq"] = f["seq"] + parse.seq
+        parse.flows.append(f)
+    parse.counters.absorb(other.counters, maps["pid"], parse.seq)
+    for pid, name in other.pnames.items():
+        parse.pnames[int(maps["pid"][pid])] = name
+    for (pid, tid), name in other.tnames.items():
+        parse.tnames[(int(maps["pid"][pid]), int(maps["tid"][tid]))] = name
+    parse.n += other.n
+    parse.seq += other.seq
+    parse.bad += other.bad
+    parse.utf8 += other.utf8

@@ -1,0 +1,131 @@
+"""The columnar torch_npu readers against the plain reading (tests/ingest/_ascend_plain: a dict per event,
+csv.reader rows, one SQLite row at a time), on every Ascend fixture and on grown copies of one: every
+column of the EventTable (strings compared as text, not ids), the memory columns, the metrics, every
+side table row, the metadata and the problems must be the same."""
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from _ascend_plain.read import read_ascend as read_plain
+from canning_tb.ingest.ascend.read import read_ascend
+from canning_tb.ingest.table import EVENT_COLUMNS, MEMORY_COLUMNS
+
+from conftest import fixture_path
+
+FIXTURES = [(level, rank) for level in ("level0", "level1", "level2", "db_level0", "db_level1", "db_level2")
+            for rank in (0, 1)]
+_TEXT = {"name", "cat", "shapes", "stack", "core", "group", "args"}
+_MEMORY_TEXT = {"device", "component", "op"}
+
+
+def _resolved(table, cols, text) -> dict:
+    out = {}
+    for k, v in cols.items():
+        if k in text:
+            lookup = np.array(list(table.strings.values) + [None], dtype=object)
+            out[k] = lookup[np.asarray(v)].tolist()
+        else:
+            out[k] = np.asarray(v).tolist()
+    return out
+
+
+def assert_same(new, plain) -> None:
+    assert len(new) == len(plain)
+    got, want = _resolved(new, new.events, _TEXT), _resolved(plain, plain.events, _TEXT)
+    for k in EVENT_COLUMNS:
+        assert got[k] == want[k], k
+    got, want = _resolved(new, new.memory, _MEMORY_TEXT), _resolved(plain, plain.memory, _MEMORY_TEXT)
+    for k in MEMORY_COLUMNS:
+        assert got[k] == want[k], k
+    assert sorted(new.metrics) == sorted(plain.metrics)
+    for k in plain.metrics:
+        np.testing.assert_array_equal(new.metrics[k], plain.metrics[k], err_msg=k)
+    assert sorted(new.side) == sorted(plain.side)
+    for k in plain.side:
+        assert list(new.side[k]) == list(plain.side[k]), k
+    for attr in ("format", "rank", "world_size", "worker", "devices", "environment", "process_names",
+                 "thread_names", "start_ns", "end_ns"):
+        assert getattr(new.meta, attr) == getattr(plain.meta, attr), attr
+    # the files are read in another order (the trace's second half meanwhile): the same files and problems
+    assert sorted(new.meta.source_files) == sorted(plain.meta.source_files)
+    assert sorted((p.file, p.message, p.severity) for p in new.problems) == \
+        sorted((p.file, p.message, p.severity) for p in plain.problems)
+
+
+@pytest.mark.parametrize("level,rank", FIXTURES)
+def test_every_fixture_reads_as_the_plain_reading(level, rank):
+    folder = str(fixture_path("ascend", level, f"rank{rank}_ascend_pt"))
+    assert_same(read_ascend(folder), read_plain(folder))
+
+
+def test_a_cached_table_keeps_its_columnar_side_tables(tmp_path):
+    """Side tables held as columns go through the cache (npz arrays) and read back row for row."""
+    from canning_tb.ingest.table import EventTable
+    t = read_ascend(str(fixture_path("ascend", "level2", "rank0_ascend_pt")))
+    t.save(str(tmp_path / "t"))
+    for lazy in (False, True):
+        back = EventTable.load(str(tmp_path / "t"), lazy=lazy)
+        assert sorted(back.side) == sorted(t.side)
+        for k in t.side:
+            assert list(back.side[k]) == list(t.side[k]), k
+
+
+def test_flops_and_odd_args_read_as_the_plain_reading(tmp_path):
+    """torch_npu's own `flops` (with_flops=True; no fixture has it) and `Input type` of every type a file
+    may hold: numbers, numeric text, negative, NaN / inf text, bool, a list, absent; the `flops` metric and
+    the `args` column must be the plain reading's, in one typed piece and in the lenient path alike."""
+    import json
+    src = fixture_path("ascend", "level2", "rank0_ascend_pt")
+    dst = tmp_path / "rank0_ascend_pt"
+    shutil.copytree(src, dst)
+    path = dst / "ASCEND_PROFILER_OUTPUT" / "trace_view.json"
+    events = json.loads(path.read_text())
+    odd = [1.5e9, "2048", -3, "nan", "inf", True, [1, 2], 0, None, "12e3", " 7 "]
+    types = ["float;\r\nScalar", ["float"], 3, "", "N/A"]
+    ops = [e for e in events if e.get("ph") == "X" and e.get("cat") == "cpu_op"]
+    assert len(ops) > 40
+    for i, e in enumerate(ops[:40]):
+        if odd[i % len(odd)] is not None:
+            e.setdefault("args", {})["flops"] = odd[i % len(odd)]
+        e.setdefault("args", {})["Input type"] = types[i % len(types)]
+    path.write_text(json.dumps(events))
+    new = read_ascend(str(dst))
+    assert_same(new, read_plain(str(dst)))
+    assert np.count_nonzero(~np.isnan(new.metrics["flops"])) >= 10
+    events[0] = 5  # an element that is no object: the lenient decode of its piece
+    path.write_text(json.dumps(events))
+    assert_same(read_ascend(str(dst)), read_plain(str(dst)))
+
+
+def _grow():
+    """benchmarks/grow_ascend.py, loaded from its path (the benchmarks are no package the tests install)."""
+    import importlib.util
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "grow_ascend.py"
+    spec = importlib.util.spec_from_file_location("grow_ascend", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("level", ["level2", "db_level2"])
+def test_a_grown_rank_reads_as_the_plain_reading(tmp_path, monkeypatch, level):
+    """A rank grown 6 times (benchmarks/grow_ascend.py: every timed record repeated with shifted times and
+    steps, flows unique), read in small blocks, CSV chunks and SQL blocks, and in two processes: every path
+    the big files take, and many events of one name in the kernel_details.csv merge."""
+    from canning_tb.ingest import _json
+    from canning_tb.ingest.ascend import csv_io, db_columns, trace_merge
+    monkeypatch.setattr(_json, "_BLOCK", 1 << 20)
+    monkeypatch.setattr(trace_merge, "PARALLEL_BYTES", 1 << 20)
+    monkeypatch.setattr(csv_io, "CHUNK_ROWS", 500)
+    monkeypatch.setattr(db_columns, "_BLOCK_ROWS", 1000)
+    forks = []
+    start = trace_merge._start_child
+    monkeypatch.setattr(trace_merge, "_start_child", lambda *a: forks.append(1) or start(*a))
+    src = fixture_path("ascend", level, "rank0_ascend_pt")
+    dst = tmp_path / "run" / "rank0_0_ascend_pt"
+    _grow().grow(str(src), str(dst), copies=6 if level == "level2" else 3)
+    assert_same(read_ascend(str(dst)), read_plain(str(dst)))
+    assert forks == ([1] if level == "level2" else [])  # the trace's second part was read by a child
+    shutil.rmtree(dst)
