@@ -70,6 +70,20 @@ def test_per_step_rows_by_hand():
     assert contrib["unexplained_ns"] == pytest.approx(-3.9 * MS)
 
 
+def test_throughput_is_samples_per_second_by_hand():
+    """batch 32 per step: a 40 ms step is 32 / 0.040 = 800 samples/s, a 20 ms step 1600 (a unit slip to
+    samples per ms would say 0.8 and 1.6). A side without a batch size has no throughput."""
+    base, target = window([40 * MS, 40 * MS]), window([20 * MS])
+    for d in (base, target):
+        d.window.environment["batch_size"] = "32"
+    v = compare(base, target).as_dict()["verdict"]["throughput"]
+    assert (v["base"], v["target"]) == (pytest.approx(800.0), pytest.approx(1600.0))
+    assert v["text"] == "2.0x higher"
+    del target.window.environment["batch_size"]
+    v = compare(base, target).as_dict()["verdict"]["throughput"]
+    assert v["target"] is None and v["text"] == "n/a"
+
+
 def test_change_text():
     assert change_text(10, 6, "faster", "slower") == "1.7x faster"
     assert change_text(100, 112, "faster", "slower") == "12 % slower"

@@ -1,6 +1,7 @@
 """NPU efficiency (analysis/npu_metrics.py) and the NPU kernel columns against a second reading of the
 level2 fixtures: kernel_details.csv with csv + Decimal, the SQLite export with sqlite3."""
 import csv
+import shutil
 from collections import defaultdict
 from decimal import Decimal
 
@@ -149,3 +150,44 @@ def test_level0_without_pmu():
         assert len(npu.pmu) == 0
         assert 0 <= npu.ai_core_utilization <= 1
     assert all(len(k.pmu) == 0 for k in d.kernels_by_name)
+
+
+def test_ai_cpu_tasks_are_not_ai_core_time(tmp_path):
+    """The fixtures ran nothing on the AI CPU: level2 rank 0 with its 12 longest vector tasks written as
+    AI_CPU tasks in kernel_details.csv (as CANN files an operator it runs on the control CPU). AI Core
+    busy time is the union of the other compute tasks, AI CPU time those 12, by hand from the csv."""
+    src = fixture_path("ascend", "level2", "rank0_ascend_pt")
+    folder = tmp_path / src.name
+    shutil.copytree(src, folder)
+    path = folder / "ASCEND_PROFILER_OUTPUT" / "kernel_details.csv"
+    path.chmod(0o644)
+    with open(path, newline="") as f:
+        reader = csv.DictReader(f)
+        fields, rows = reader.fieldnames, list(reader)
+    vector = sorted((r for r in rows if r["Accelerator Core"] == "AI_VECTOR_CORE"),
+                    key=lambda r: -_us_ns(r["Duration(us)"]))
+    for r in vector[:12]:
+        r["Accelerator Core"] = "AI_CPU"
+    with open(path, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=fields)
+        writer.writeheader()
+        writer.writerows(rows)
+    d = build_digest(read_ascend(str(folder)))
+    (npu,) = d.npu_efficiency
+    span = [(s.start_ns, s.start_ns + s.dur_ns) for s in d.steps if s.number in d.average_steps]
+
+    def inside(a, b):
+        return sum(max(0, min(b, hi) - max(a, lo)) for lo, hi in span)
+
+    tasks = [(_us_ns(r["Start Time(us)"]), _us_ns(r["Start Time(us)"]) + _us_ns(r["Duration(us)"]), r)
+             for r in _csv_tasks(folder)]
+    merged = []
+    for a, b, _ in sorted(t for t in tasks if t[2]["Accelerator Core"] != "AI_CPU"):
+        if merged and a <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], b)
+        else:
+            merged.append([a, b])
+    ai_cpu = sum(inside(a, b) for a, b, r in tasks if r["Accelerator Core"] == "AI_CPU")
+    assert ai_cpu > 0 and npu.ai_cpu_ns == ai_cpu
+    assert npu.ai_core_busy_ns == sum(inside(a, b) for a, b in merged)
+    assert npu.ai_core_utilization == pytest.approx(npu.ai_core_busy_ns / sum(b - a for a, b in span))

@@ -2,6 +2,7 @@
 no werkzeug, no TensorBoard. Expected values from the raw traces read here with json and loops.
 """
 import collections
+import functools
 import gzip
 import json
 import shutil
@@ -32,6 +33,7 @@ def store(logdir):
     return Store(str(logdir))
 
 
+@functools.lru_cache(maxsize=4)
 def raw_trace(logdir, run, name):
     with gzip.open(logdir / run / name, "rt") as f:
         return json.load(f)["traceEvents"]
@@ -50,7 +52,9 @@ def test_operators_impl_against_the_raw_trace(store, logdir):
 
 def test_kernels_and_overview_impl(store, logdir):
     events = raw_trace(logdir, "resnet", f"worker0.{RESNET_WINDOW}.pt.trace.json.gz")
-    kernels = sections.kernels_impl(store, *RESNET)
+    # the kernels' share column divides by the window's kernel time: a page of 5 rows keeps it
+    kernels = sections.kernels_impl(store, *RESNET, paging={"limit": 5})
+    assert len(kernels["kernels_by_name"]) == 5 < kernels["kernels_by_name_all"]
     assert kernels["total_ns"] == 1000 * sum(e["dur"] for e in events if e.get("cat") == "Kernel")
     overview = sections.overview_impl(store, *RESNET)
     steps = sorted(e["ts"] for e in events if e.get("cat") == "Operator" and e["name"].startswith("ProfilerStep#"))
@@ -125,3 +129,33 @@ def test_windows_at_is_the_same_position_in_every_worker(tmp_path):
     assert store.position("run", "worker0", ids[1]) == 1
     counts = collections.Counter(w.name for p in range(2) for w, _ in store.windows_at("run", p))
     assert counts == {"worker0": 2, "worker1": 1}
+
+
+def test_memory_peaks_at_their_time_relative_to_the_window_start(store, logdir):
+    """ResNet's 2021 trace records allocations as signed byte counts only: the peak, by hand, is the
+    highest running sum per device (Device Type, Device Id) in time order, at the first event reaching it;
+    the route sends its time relative to the window's start (its earliest event)."""
+    events = raw_trace(logdir, "resnet", f"worker0.{RESNET_WINDOW}.pt.trace.json.gz")
+    t0 = 1000 * min(e["ts"] for e in events if "ts" in e)
+    running, peak = collections.defaultdict(int), {}
+    for e in sorted((e for e in events if e.get("name") == "[memory]"), key=lambda e: e["ts"]):
+        key = "CPU" if e["args"]["Device Type"] == 0 else f"cuda:{e['args']['Device Id']}"
+        running[key] += e["args"]["Bytes"]
+        if key not in peak or running[key] > peak[key][0]:
+            peak[key] = (running[key], 1000 * e["ts"] - t0)
+    memory = sections.memory_impl(store, *RESNET)
+    assert memory["info"]["start_ns"] == t0
+    got = {d["device"]: (d["peak_allocated_bytes"], d["peak_ts_ns"]) for d in memory["devices"]}
+    assert got == peak
+    for d in memory["devices"]:
+        assert 0 <= min(d["curve_ts_ns"]) <= max(d["curve_ts_ns"]) <= memory["info"]["duration_ns"]
+
+
+def test_communication_calls_start_relative_to_the_window_start(store, logdir):
+    """HTA's rank 1: the calls are its NCCL kernels, each at its start relative to the window's start."""
+    events = raw_trace(logdir, "hta", f"rank1.{HTA_WINDOW}.pt.trace.json.gz")
+    t0 = 1000 * min(e["ts"] for e in events if "ts" in e)
+    nccl = sorted(1000 * e["ts"] - t0 for e in events if e.get("cat") == "kernel" and e["name"].startswith("ncclKernel"))
+    body = sections.communication_impl(store, *HTA)
+    assert body["info"]["start_ns"] == t0
+    assert sorted(c["start_ns"] for c in body["communication"]["calls"]) == nccl

@@ -103,6 +103,10 @@ DTYPE_SIZE = {
     "int": 4, "int32": 4, "long": 8, "int64": 8, "short": 2, "int16": 2, "char": 1, "int8": 1,
     "byte": 1, "uint8": 1, "bool": 1, "complexfloat": 8, "complexdouble": 16, "complexhalf": 4,
     "uint16": 2, "uint32": 4, "uint64": 8,
+    # the C++ type names torch.profiler writes as a host collective's `Input type` (gloo:all_reduce ...)
+    "c10::half": 2, "c10::bfloat16": 2, "long int": 8, "short int": 2, "signed char": 1, "unsigned char": 1,
+    "short unsigned int": 2, "unsigned int": 4, "long unsigned int": 8, "c10::complex<float>": 8,
+    "c10::complex<double>": 16, "c10::complex<c10::half>": 4, "c10::float8_e4m3fn": 1, "c10::float8_e5m2": 1,
 }
 # c10::DeviceType values found in `[memory]` events
 DEVICE_TYPE = {0: "cpu", 1: "cuda", 6: "cuda", 12: "xpu", 13: "mps", 15: "hpu", 19: "mtia", 20: "npu"}

@@ -61,9 +61,10 @@ const GPU_COLUMNS: Record<string, { label: string; tip: string; fmt: (v: number)
   shared_memory_bytes: { label: "Shared Memory (bytes)", tip: tip("shared_memory"), fmt: int },
 };
 
-/** The FLOPs / rates columns (analysis/efficiency) and, on an NPU with PMU data, the pipes' busy shares. */
+/** The FLOPs / rates columns (analysis/efficiency) and, on an NPU with PMU data, the pipes' busy shares:
+ * in a table of their own under the kernels (beside the GPU's measured columns they would not fit 1,280 px). */
 function workAndPipes(kernels: Kernel[]): Col<Kernel>[] {
-  const cols = anyWork(kernels, (k) => k.work) ? workColumns<Kernel>((k) => k.work) : [];
+  const cols = anyWork(kernels, (k) => k.work) ? workColumns<Kernel>((k) => k.work, "work.", true) : [];
   if (kernels.some((k) => (k.pipes ?? []).length)) {
     const text = (k: Kernel) => (k.pipes ?? []).slice(0, 3).map((p) => `${p.pipe} ${sharePct(p.share ?? -1)}`).join(" · ") || "–";
     cols.push({ key: "pipes", label: "Busiest Pipes (%)", tip: tip("pipe_share"), value: (k) => (k.pipes ?? [])[0]?.share ?? -1, fmt: text, title: text });
@@ -109,6 +110,7 @@ class KernelsPanel {
   private readonly measured: Measured;
   private table: SortTable<Kernel>;
   private pmuTable: SortTable<Kernel> | null = null;
+  private workTable: SortTable<Kernel> | null = null;
   private count = h("span", { id: "kernel-count", class: "muted" });
 
   constructor(
@@ -126,6 +128,8 @@ class KernelsPanel {
         return null;
       },
     });
+    const work = workAndPipes(data.kernels_by_name);
+    if (work.length) this.workTable = new SortTable<Kernel>("kernel-work-table", [...columns(this.npu, false, data.total_ns, false).slice(0, 3), ...work], "total_ns", true, "No kernel matches the search.");
     if (this.measured.pmu.length) this.pmuTable = new SortTable<Kernel>("kernel-pmu-table", pmuColumns(this.measured, data.total_ns), "total_ns", true, "No kernel matches the search.");
   }
 
@@ -138,7 +142,6 @@ class KernelsPanel {
     return [
       ...columns(this.npu, this.options().group === "op", this.data.total_ns, this.blocks),
       ...measuredColumns(this.measured),
-      ...workAndPipes(this.data.kernels_by_name),
     ];
   }
 
@@ -177,6 +180,7 @@ class KernelsPanel {
     this.table.setColumns(this.columns());
     this.table.setRows(rows);
     this.pmuTable?.setRows(rows);
+    this.workTable?.setRows(rows.filter((k) => k.work?.model || (k.pipes ?? []).length));
     const whole = opts.group === "op" ? this.data.kernels_by_op_all : this.data.kernels_by_name_all;
     const cut = whole > all.length ? ` (the ${int(all.length)} longest of ${int(whole)}: the CSV has every one)` : "";
     this.count.textContent = (rows.length === all.length ? `${int(all.length)} kernels` : `${int(rows.length)} of ${int(all.length)} kernels match “${query}”`) + cut;
@@ -195,6 +199,7 @@ class KernelsPanel {
       ),
       this.toolbar(),
       h("section", { class: "card" }, h("div", { class: "table-head" }, h("h3", { class: "section-title", text: "Kernels" }), this.count), h("div", { class: "table-wrap" }, this.table.el)),
+      ...(this.workTable ? [card("Kernels against the device's roofs (the Roofline view has every figure)", this.workTable.el)] : []),
       ...(this.pmuTable ? [card("PMU ratios per kernel (the profile's aic_metrics)", this.pmuTable.el)] : []),
     );
     this.refresh();

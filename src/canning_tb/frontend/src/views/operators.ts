@@ -70,7 +70,7 @@ function columnsFor(data: OperatorsResponse): TableColumn[] {
   if (data.has_device) cols.push(COLUMNS.device_self_ns, COLUMNS.device_total_ns);
   if (data.rows.some((r) => (r.tc_total_share ?? -1) >= 0)) cols.push(COLUMNS.tc_eligible, COLUMNS.tc_self_share, COLUMNS.tc_total_share);
   // FLOPs and rates against the roofs (analysis/efficiency), where some operator has a model
-  if (anyWork(data.rows, (r) => r.work)) cols.push(...(workColumns<OpRow>((r) => r.work) as TableColumn[]));
+  if (anyWork(data.rows, (r) => r.work)) cols.push(...(workColumns<OpRow>((r) => r.work, "work.", true) as TableColumn[]));
   return cols;
 }
 

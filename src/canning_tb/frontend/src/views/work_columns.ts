@@ -30,8 +30,10 @@ export function sharePct(share: number): string {
 }
 
 /** The work columns for rows of type T (its WorkRates from `work`); `prefix` makes the keys the
- * server sorts on ("work.tflops"). */
-export function workColumns<T>(work: (r: T) => WorkRates | undefined, prefix = "work."): Col<T>[] {
+ * server sorts on ("work.tflops"). `compact` (the Operators and Kernels tables, which must fit a
+ * 1,280 px window beside their time columns): achieved TFLOP/s and GB/s and the share of roof with
+ * the bound in one cell; the modelled GFLOP and the intensity are in the Roofline view's table. */
+export function workColumns<T>(work: (r: T) => WorkRates | undefined, prefix = "work.", compact = false): Col<T>[] {
   const num = (key: keyof WorkRates, label: string, help: string, fmt: (v: number) => string): Col<T> => ({
     key: `${prefix}${key}`,
     label,
@@ -40,6 +42,24 @@ export function workColumns<T>(work: (r: T) => WorkRates | undefined, prefix = "
     value: (r) => workValue(work(r), key),
     fmt: (r) => fmt(workValue(work(r), key)),
   });
+  const bound = (r: T): string => (work(r)?.model ? work(r)?.bound || "" : "");
+  if (compact) {
+    return [
+      num("tflops", "TFLOP/s", tip("achieved_tflops"), sig),
+      num("gbps", "GB/s", tip("achieved_gbps"), sig),
+      {
+        key: `${prefix}roof_share`,
+        label: "Roof (%)",
+        num: true,
+        tip: `${tip("roof_share")} ${tip("bound")}`,
+        value: (r) => workValue(work(r), "roof_share"),
+        fmt: (r) => {
+          const share = sharePct(workValue(work(r), "roof_share"));
+          return bound(r) ? `${share} ${bound(r)}` : share;
+        },
+      },
+    ];
+  }
   return [
     num("flops", "GFLOP", tip("model_flops"), gflop),
     num("tflops", "TFLOP/s", tip("achieved_tflops"), sig),
@@ -50,8 +70,8 @@ export function workColumns<T>(work: (r: T) => WorkRates | undefined, prefix = "
       key: `${prefix}bound`,
       label: "Bound",
       tip: tip("bound"),
-      value: (r) => work(r)?.bound || "",
-      fmt: (r) => work(r)?.bound || ABSENT,
+      value: (r) => bound(r),
+      fmt: (r) => bound(r) || ABSENT,
     },
   ];
 }
