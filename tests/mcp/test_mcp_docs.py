@@ -2,6 +2,7 @@
 states the size cap and takes only bounded limits."""
 import asyncio
 import re
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from canning_tb.mcp.server import build
@@ -11,7 +12,9 @@ AGENTS = Path(__file__).resolve().parents[2] / "docs" / "agents.md"
 
 def test_every_tool_is_documented_with_its_cap(tmp_path):
     app, _ = build(str(tmp_path), str(tmp_path / "cache"))
-    tools = asyncio.run(app.list_tools())
+    # a loop of its own in another thread: the browser tests' Playwright may hold this thread's loop
+    with ThreadPoolExecutor(1) as pool:
+        tools = pool.submit(asyncio.run, app.list_tools()).result()
     doc = AGENTS.read_text()
     documented = re.findall(r"^### `(\w+)`$", doc, re.M)
     assert sorted(documented) == sorted(t.name for t in tools)
