@@ -247,6 +247,11 @@ def test_tensor_core_partition_covers_each_kernel_once_on_a_real_trace():
     assert sum(c.total_ns for c in d.cores) == kernels
     (hit,) = [h for h in d.rule_hits if h.rule == "tensor_cores_unused"]
     assert "TF32" not in hit.detail  # a V100 (compute capability 7.0) has no TF32
+    # the gain: the eligible kernels' time per step, less what remains of it at the fp16 Tensor-Core
+    # peak (V100 datasheet: 15.7 fp32, 125 fp16 TFLOP/s); the eligible time read from the Kernels view
+    eligible = next(c.total_ns for c in d.cores if c.core == CORE_ELIGIBLE) // len(d.average_steps or d.steps)
+    assert hit.gain_ns == pytest.approx(eligible * (1 - 15.7 / 125), abs=1)
+    assert "12.6% of it that remains" in hit.gain
 
 
 # ------------------------------------------------------------------------------ quoted percentages

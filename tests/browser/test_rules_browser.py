@@ -58,10 +58,13 @@ def test_findings_in_order_with_their_parts_and_links(page, url, logdir, errors)
     # the share shown is the Overview's DataLoader figure, under the same name
     with urllib.request.urlopen(f"{url}/data/plugin/canning/overview?run=resnet&worker=worker0&window={RESNET_WINDOW}") as r:
         overview = json.load(r)
-    shown = first.locator(".seen").inner_text()
-    assert judged[0]["rule"] == "dataloader_share"
+    (loader,) = [i for i, f in enumerate(judged) if f["rule"] == "dataloader_share"]
+    shown = items.nth(loader).locator(".seen").inner_text()
     assert f"{100 * overview['figures']['dataloader_share']:.1f}% of the average step (DataLoader)" in shown
     expect(first.locator(".gain")).to_contain_text("up to")
+    # ranked by the time each can remove: the gains shown fall down the list
+    gains = [f["gain_ns"] for f in judged if f["gain_ns"] >= 0]
+    assert gains == sorted(gains, reverse=True) and len(gains) >= 2
     shot(page, "suggestions")
     # a table row link: the optimizer finding opens the Operators view searched for its row
     (opt,) = [i for i, f in enumerate(judged) if f["rule"] == "unfused_optimizer"]

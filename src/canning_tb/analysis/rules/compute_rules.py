@@ -32,6 +32,13 @@ def _max_cc(inp: RuleInput) -> float:
     return max((_cc(d.compute_capability) for d in inp.digest.window.devices if d.kind == "cuda"), default=0.0)
 
 
+def _fp32_to_tensor_ratio(inp: RuleInput) -> float:
+    """fp32 / fp16 Tensor-Core peak of the window's GPU (the lowest over its devices), 0 when unknown."""
+    ratios = [p.tflops["fp32"] / p.tflops["fp16"] for p in inp.digest.roofline.peaks
+              if p.kind == "cuda" and p.tflops.get("fp32", 0) > 0 and p.tflops.get("fp16", 0) > p.tflops["fp32"]]
+    return min(ratios, default=0.0)
+
+
 @rule("tensor_cores_unused", "compute")
 def tensor_cores_unused(inp: RuleInput):
     """Kernels under Tensor-Core-eligible operators, none on Tensor Cores (GPU, Volta on)."""
@@ -52,13 +59,20 @@ def tensor_cores_unused(inp: RuleInput):
     a = inp.digest.average
     # the eligible kernels' time, never more than the device computed in the step (streams run in parallel)
     per_step = min(cores.get(CORE_ELIGIBLE, 0) // inp.steps, a.compute_ns + a.overlapped_ns)
+    # on Tensor Cores that time shrinks at most by the ratio of the device's fp32 and fp16 peaks
+    # (V100: 15.7 / 125 TFLOP/s): the rest of it stays
+    kept = _fp32_to_tensor_ratio(inp)
+    basis = "the eligible kernels' time per step, " + (
+        f"less the {pct(kept)} of it that remains at the Tensor Cores' fp16 peak (device datasheet)" if kept > 0
+        else "of which Tensor Cores would save a large part")
+    per_step = int(per_step * (1 - kept))
     return Finding(
         "", "", "warning", "Tensor Cores are not used",
         f"Kernels of Tensor-Core-eligible operators take {pct(share)} of the kernel time ({CORE_ELIGIBLE}), "
         f"yet no kernel runs on Tensor Cores (Kernels: Tensor Cores 0 %).",
         why="fp32 matmuls / convolutions run on the CUDA cores at a fraction of the Tensor Cores' rate.",
         change_torch=how, gain_ns=per_step,
-        gain_basis="the eligible kernels' time per step, of which Tensor Cores would save a large part",
+        gain_basis=basis,
         value=share, figures={"tc_eligible_share": share, "compute_capability": cc},
         evidence=[evidence("kernels", CORE_ELIGIBLE, "Kernels by core")],
         figure="tc_eligible", figure_value=share, view="kernels", threshold=th.TC_ELIGIBLE_SHARE)
