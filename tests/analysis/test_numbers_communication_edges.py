@@ -1,0 +1,35 @@
+"""Communication edges the fixtures do not reach, by hand on events placed here (ns; written after
+mutation testing showed them untested: docs/mutants.md).
+
+The collective kind of a device communication kernel (analysis/communication/collectives.py): the
+kind of the host collective that launched it (up to 4 enclosing ops up) when that one is specific,
+except where the kernel's own name is the collective (HCCL's hcom_<kind>__ operators); a kernel no
+collective launched keeps the kind of its own name.
+"""
+from _synthetic import ev, table
+
+from canning_tb.analysis.build import build_digest
+from canning_tb.ingest.table import Kind as K
+
+
+def test_collective_kind_from_the_launcher_unless_the_kernel_names_its_own():
+    d = build_digest(table([
+        # NCCL runs all_to_all as SendRecv kernels: the host op says AllToAll
+        ev("c10d::alltoall_base_", K.CPU_OP, 0, 100, external_id=1),
+        ev("ncclDevKernel_SendRecv", K.COMM_KERNEL, 10, 50, external_id=1),
+        # the launch sits two ops below the collective: its kind is found up the stack
+        ev("c10d::allreduce_", K.CPU_OP, 200, 100),
+        ev("record_param_comms", K.CPU_OP, 210, 80),
+        ev("aten::empty", K.CPU_OP, 220, 10, external_id=2),
+        ev("ncclDevKernel_SendRecv", K.COMM_KERNEL, 230, 40, external_id=2),
+        # HCCL names each operator by its kind: torch_npu runs gather as an all-gather
+        ev("c10d::gather_", K.CPU_OP, 400, 100, external_id=3),
+        ev("hcom_allGather__123_0_1", K.COMM_KERNEL, 410, 30, external_id=3),
+        # no collective launched it: its own name
+        ev("aten::copy_", K.CPU_OP, 600, 100, external_id=4),
+        ev("ncclKernel_Broadcast_RING_LL_Sum_int8_t", K.COMM_KERNEL, 610, 20, external_id=4),
+    ]))
+    calls = sorted((c.start_ns, c.kind) for c in d.communication.calls)
+    assert calls == [(10, "AllToAll"), (230, "AllReduce"), (410, "AllGather"), (610, "Broadcast")]
+    assert sorted((s.kind, s.calls, s.total_ns) for s in d.communication.collectives) == [
+        ("AllGather", 1, 30), ("AllReduce", 1, 40), ("AllToAll", 1, 50), ("Broadcast", 1, 20)]
