@@ -39,8 +39,11 @@ chromium:
 	  echo "installing Debian's chromium for the browser tests"; \
 	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; }
 
+# the suite in as many processes as there are cores (at most 4), each test file in one process
+# (its module fixtures, a TensorBoard or a gloo run, are made once): most tests wait on a child
+# process, a browser or a server, so two processes on 2 cores take about two thirds of the time
 test: setup typecheck chromium peers
-	$(BIN)/python -m pytest -q -ra
+	$(BIN)/python -m pytest -q -ra -n auto --maxprocesses=4 --dist loadfile
 
 test-fast: setup
 	$(BIN)/python -m pytest -q -m "not browser and not slow"

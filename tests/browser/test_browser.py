@@ -128,6 +128,7 @@ def check_expanded_rows(frame, table, good_logdir):
     # the kernels an operator launched
     frame.locator("#op-search").fill("cudnn_convolution")
     cud = table.locator("tbody tr.op-row").first
+    expect(cud.locator("td.name")).to_contain_text("cudnn_convolution")  # the search has answered (debounced)
     cud.locator("button.op-toggle").click()
     kd = table.locator("tr.op-detail").first
     expect(kd.locator(".op-detail-body")).to_have_attribute("data-state", "loaded", timeout=T)
