@@ -6,6 +6,7 @@ the scalar rule gives None.
 """
 from __future__ import annotations
 
+from operator import itemgetter
 from typing import Sequence
 
 import numpy as np
@@ -36,6 +37,10 @@ def _by_type(values: Sequence, convert) -> tuple[np.ndarray, np.ndarray] | None:
 
 def us_to_ns_column(values: Sequence) -> tuple[np.ndarray, np.ndarray]:
     """csv_io.us_to_ns of every value (µs as text, int or float) -> int64 ns."""
+    if len(values) and type(values[0]) is str:
+        joined = _joined_us(values)  # the common case: every cell text of one width, read from one byte matrix
+        if joined is not None:
+            return joined
     mixed = _by_type(values, us_to_ns_column)
     if mixed is not None:
         return mixed
@@ -56,6 +61,20 @@ def us_to_ns_column(values: Sequence) -> tuple[np.ndarray, np.ndarray]:
     return _scalar(values, us_to_ns)
 
 
+def dur_column(values: Sequence) -> tuple[np.ndarray, np.ndarray]:
+    """us_to_ns of a column that holds numbers (JSON durations), with None as 0: the numbers at once when
+    numpy reads them all as ints or floats (floats below 2**43 µs: then an int's float path is exact)."""
+    a = np.array(values) if len(values) else np.zeros(0, np.float64)
+    if a.dtype.kind == "i" and a.ndim == 1:
+        known = np.abs(a) <= _LIMIT // 1000
+        return np.where(known, a, 0) * 1000, known
+    if a.dtype.kind == "f" and a.ndim == 1:
+        with np.errstate(invalid="ignore"):
+            if not (np.abs(a) >= 2.0 ** 43).any():
+                return _scaled_floats(a, 1000)
+    return us_to_ns_column([0 if v is None else v for v in values])
+
+
 def _scaled_floats(f: np.ndarray, factor: int) -> tuple[np.ndarray, np.ndarray]:
     """_scale of floats: round(f * factor) where finite and in range (Python's round is half-even, as rint)."""
     with np.errstate(invalid="ignore", over="ignore"):
@@ -73,7 +92,9 @@ def _text_us(values: Sequence) -> tuple[np.ndarray, np.ndarray]:
         except UnicodeEncodeError:
             a, ok = _scalar(part, us_to_ns)
         else:
-            a, ok = _fixed_width_ns(raw) or _decimal_ns(raw)
+            fixed = _fixed_width_ns(raw.view(np.uint8).reshape(len(raw), raw.dtype.itemsize)) \
+                if raw.dtype.itemsize else None
+            a, ok = fixed or _decimal_ns(raw)
             odd = np.flatnonzero(~ok)
             if len(odd):  # N/A, quotes, exponents ...: the scalar rule decides
                 a2, ok2 = _scalar([part[k] for k in odd], us_to_ns)
@@ -83,13 +104,67 @@ def _text_us(values: Sequence) -> tuple[np.ndarray, np.ndarray]:
     return np.concatenate(outs), np.concatenate(knowns)
 
 
-def _fixed_width_ns(raw: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-    """The common case at once: every cell the same width, digits with 3 decimals ('1736412474714258.990');
-    None when the block is not all so."""
-    n, w = len(raw), raw.dtype.itemsize
+def _joined_us(values: Sequence) -> tuple[np.ndarray, np.ndarray] | None:
+    """us_to_ns of text cells of a few widths (whitespace around them, as the CSVs' trailing tab, allowed
+    when every cell of the width has it): the cells of each width joined into one byte matrix, one row
+    per cell. None for anything else (a cell that is no str, not ASCII, not plain digits), which the
+    general rules then take."""
+    try:
+        text = "\n".join(values).encode("utf-8")
+    except (TypeError, UnicodeEncodeError):
+        return None
+    n, w = len(values), len(values[0])
+    if len(text) == n * (w + 1) - 1:
+        m = np.frombuffer(text + b"\n", np.uint8).reshape(n, w + 1)
+        if (m[:, w] == 10).all():  # then no cell holds a line end and every cell is w bytes
+            got = _matrix_ns(m[:, :w])
+            if got is not None:
+                return got
+    return _by_width(values)
+
+
+def _by_width(values: Sequence) -> tuple[np.ndarray, np.ndarray] | None:
+    lens = np.fromiter(map(len, values), np.int64, len(values))
+    widths = np.unique(lens)
+    if len(widths) > 8:
+        return None
+    out, known = np.zeros(len(values), np.int64), np.zeros(len(values), bool)
+    for w in widths.tolist():
+        rows = np.flatnonzero(lens == w)
+        part = [values[int(rows[0])]] if len(rows) == 1 else itemgetter(*rows.tolist())(values)
+        text = "\n".join(part).encode("utf-8") + b"\n"
+        got = None
+        if len(text) == len(rows) * (w + 1) and w:
+            got = _matrix_ns(np.frombuffer(text, np.uint8).reshape(len(rows), w + 1)[:, :w])
+        out[rows], known[rows] = got or _text_us(list(part))  # odd cells (N/A, quotes ...): the general rules
+    return out, known
+
+
+def _matrix_ns(m: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """Cells as rows of a byte matrix: blank columns around them dropped, then digits with 3 decimals or
+    whole µs; None when they are not all so."""
+    while m.shape[1] and _blank(m[:, -1]):
+        m = m[:, :-1]
+    while m.shape[1] and _blank(m[:, 0]):
+        m = m[:, 1:]
+    got = _fixed_width_ns(m)
+    if got is not None or not 1 <= m.shape[1] <= 16 or not ((m >= 48) & (m <= 57)).all():
+        return got
+    us = (m.astype(np.int64) - 48) @ 10 ** np.arange(m.shape[1] - 1, -1, -1, dtype=np.int64)
+    known = us <= _LIMIT // 1000
+    return np.where(known, us, 0) * 1000, known
+
+
+def _blank(col: np.ndarray) -> bool:
+    return bool(((col == 9) | (col == 32)).all())
+
+
+def _fixed_width_ns(m: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """The common case at once: a byte matrix (one cell per row) of digits with 3 decimals
+    ('1736412474714258.990'); None when the block is not all so."""
+    n, w = m.shape
     if not 5 <= w <= 20:
         return None
-    m = raw.view(np.uint8).reshape(n, w)
     digits = np.delete(m, w - 4, axis=1)
     if not ((m[:, w - 4] == 46).all() and ((digits >= 48) & (digits <= 57)).all()):
         return None

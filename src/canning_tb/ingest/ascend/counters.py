@@ -6,13 +6,38 @@ by 1024²); the db writes bytes, bytes/s and MHz already."""
 from __future__ import annotations
 
 import re
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 from typing import Any
 
 import numpy as np
 
 from .. import side_tables as side
 from .cells import float_column, us_to_ns_column
+from .trace_decode import any_args
+
+_TS, _ARGS, _NAME_PID = attrgetter("ts"), attrgetter("args"), attrgetter("name", "pid")
+
+
+class _Made(dict):
+    """key -> make(key), made once per distinct key."""
+
+    def __init__(self, make):
+        super().__init__()
+        self.make = make
+
+    def __missing__(self, key):
+        value = self[key] = self.make(key)
+        return value
+
+
+class _Codes(dict):
+    def __missing__(self, key):
+        code = self[key] = len(self)
+        return code
+
+
+def _pick(items: list, rows: np.ndarray) -> list:
+    return [items[int(rows[0])]] if len(rows) == 1 else list(itemgetter(*rows.tolist())(items))
 
 _UNIT_RE = re.compile(r"\(([^()]*)\)\s*$")
 # the file's unit -> (ours, factor)
@@ -43,38 +68,31 @@ class CounterParts:
         self.units: dict[str, int] = {}
         self.parts: list[dict[str, np.ndarray]] = []
 
-    def add(self, parse, cols: list, rows: list[int], seq: np.ndarray, counter_args: dict) -> None:
-        get = itemgetter(*rows) if len(rows) > 1 else (lambda col: (col[rows[0]],))
-        args = list(map(counter_args.get, rows))
-        ts, ok = us_to_ns_column(list(get(cols[5])))
-        names = np.array(["None" if v is None else v for v in get(cols[1])], dtype=object)
-        ok &= np.array(list(map(type, args)), dtype=object) == dict
-        uniq, inverse = np.unique(names, return_inverse=True)
-        for g, name in enumerate(uniq.tolist()):
-            ks = np.flatnonzero((inverse == g) & ok).tolist()
-            if not ks:
+    def add(self, parse, cs: list, seq: np.ndarray) -> None:
+        """The counter events `cs` of a piece (file order `seq`): grouped by (name, process, keys of the
+        args), each group's values taken a key at a time."""
+        ts, ok = us_to_ns_column(list(map(_TS, cs)))
+        args = any_args(list(map(_ARGS, cs)))
+        if set(map(type, args)) == {dict}:
+            sigs = list(map(tuple, args))
+        else:  # args that are no object give no sample
+            sigs = [tuple(a) if type(a) is dict else None for a in args]
+        keys = _Codes()
+        codes = np.fromiter(map(keys.__getitem__, zip(map(_NAME_PID, cs), sigs)), np.int32, len(cs))
+        order = np.argsort(codes, kind="stable")
+        cuts = np.flatnonzero(np.diff(codes[order])) + 1
+        for group, ((name, pid), sig) in zip(np.split(order, cuts), sorted(keys, key=keys.get)):
+            rows = group[ok[group]]
+            if sig is None or not len(rows):
                 continue
-            signatures = set(map(tuple, itemgetter(*ks)(args))) if len(ks) > 1 else {tuple(args[ks[0]])}
-            if len(signatures) == 1:
-                self._group(parse, cols, rows, ks, name, signatures.pop(), args, ts, seq)
-                continue
-            by_keys: dict[tuple, list[int]] = {}
-            for k in ks:  # the keys of one counter changed within the file: each set apart
-                by_keys.setdefault(tuple(args[k]), []).append(k)
-            for keys, sub in by_keys.items():
-                self._group(parse, cols, rows, sub, name, keys, args, ts, seq)
+            name = "None" if name is None else name
+            self._group(parse.ids["pid"][pid], name, sig, _pick(args, rows), ts[rows], seq[rows])
 
-    def _group(self, parse, cols, rows, ks, name, keys, args, ts, seq) -> None:
+    def _group(self, pid: int, name: str, keys: tuple, group_args: list, ts: np.ndarray, seq: np.ndarray) -> None:
         ids = [key for key in keys if key.lower().endswith("id")]
         values = [key for key in keys if not key.lower().endswith("id")]
-        pick = itemgetter(*ks) if len(ks) > 1 else (lambda col: (col[ks[0]],))
-        group_args = list(pick(args))
-        at = np.array(ks)
-        event_rows = [rows[k] for k in ks]
-        pid_col = cols[3]
-        pid = parse._id("pid", [pid_col[r] for r in event_rows])
+        n = len(group_args)
         id_values = list(zip(*(map(itemgetter(key), group_args) for key in ids))) if ids else None
-        event_seq = seq[np.array(event_rows)]
         for pos, key in enumerate(keys):
             if key not in values:
                 continue
@@ -82,19 +100,19 @@ class CounterParts:
             keep = ~np.isnan(v)
             unit, factor = _unit(key)
             suffix = f"/{key}" if len(values) > 1 else ""
-            series = self._series_codes(name, ids, id_values, suffix, len(ks))
-            self.parts.append({"pid": pid[keep], "ts": ts[at][keep], "series": series[keep],
-                               "unit": np.full(int(keep.sum()), self._code(self.units, unit), np.int32),
-                               "value": v[keep] * factor, "seq": event_seq[keep] * 64 + min(pos, 63)})
+            series = self._series_codes(name, ids, id_values, suffix, n)
+            k = int(keep.sum())
+            self.parts.append({"pid": np.full(k, pid, np.int32), "ts": ts[keep], "series": series[keep],
+                               "unit": np.full(k, self._code(self.units, unit), np.int32),
+                               "value": v[keep] * factor, "seq": seq[keep] * 64 + min(pos, 63)})
 
     def _series_codes(self, name: str, ids: list, id_values, suffix: str, n: int) -> np.ndarray:
         """The series code of each sample: its name, the values of its id args, the arg's key."""
         if not ids:
             return np.full(n, self._code(self.series, name + suffix), np.int32)
-        made: dict = {}
+        made = _Made(lambda v: self._code(self.series, _series(name, ids, v) + suffix))
         try:
-            return np.fromiter((made[v] if v in made else made.setdefault(
-                v, self._code(self.series, _series(name, ids, v) + suffix)) for v in id_values), np.int32, n)
+            return np.fromiter(map(made.__getitem__, id_values), np.int32, n)
         except TypeError:  # an id that is a list or an object: no caching
             return np.fromiter((self._code(self.series, _series(name, ids, v) + suffix) for v in id_values),
                                np.int32, n)

@@ -1,12 +1,13 @@
 """trace_view.json a piece at a time: the file read in blocks, each piece of its bare array decoded by
-msgspec into small typed Structs holding only the fields torch_npu's events use (`args` kept as a raw
-view, decoded per kind later). Elements the typed decode refuses (a number, a field of another type)
-are taken one by one, coerced as the plain reading would (`lenient`), or counted as unusable.
+msgspec into small typed Structs holding only the fields torch_npu's events use, `args` kept as a raw
+view of its text; the args are decoded afterwards per kind of event, from their texts joined (`x_args`:
+the few fields a duration event's handler reads; `any_args`: a counter's args as written). Elements
+the typed decode refuses (a number, a field of another type) are taken one by one, coerced as the
+plain reading would (`lenient`), or counted as unusable.
 """
 from __future__ import annotations
 
 import os
-from operator import attrgetter, itemgetter
 from typing import Any, Iterator
 
 import msgspec
@@ -17,25 +18,27 @@ from .. import _json
 from ..table import InputError
 
 F = msgspec.field
-_EMPTY = msgspec.Raw(b"")
+_NULL = msgspec.Raw(b"null")
 INT_ABSENT = -(1 << 63)  # an int arg the event does not have (decoded as this default, never written by a file)
 
 
 class XArgs(msgspec.Struct, gc=False):
-    """The args an event handler reads (docs/formats/ascend.md); others are skipped by the decoder."""
+    """The args an event handler reads (docs/formats/ascend.md); others are skipped by the decoder. Typed
+    as torch_npu writes them, so a piece's columns convert at once; a piece with a value of another type
+    is decoded one event at a time (`x_args`), its values taken as the plain reading takes them."""
 
-    dims: Any = F(default=None, name="Input Dims")  # Any: a value of another type is taken as its text
-    stack: Any = F(default=None, name="Call stack")
-    task_type: Any = F(default=None, name="Task Type")
-    pstream: Any = F(default=INT_ABSENT, name="Physic Stream Id")
-    conn: Any = F(default=INT_ABSENT, name="connection_id")
-    count: Any = INT_ABSENT
-    data_type: Any = None
-    size: Any = F(default=INT_ABSENT, name="size(Byte)")
-    sid: Any = F(default=INT_ABSENT, name="stream id")
+    dims: str | None = F(default=None, name="Input Dims")
+    stack: str | None = F(default=None, name="Call stack")
+    itype: str | None = F(default=None, name="Input type")  # host ops' input dtypes (the `args` column)
+    flops: float | None = None  # torch_npu's own count with with_flops=True
+    task_type: str | None = F(default=None, name="Task Type")
+    data_type: str | None = None
+    pstream: int = F(default=INT_ABSENT, name="Physic Stream Id")
+    conn: int = F(default=INT_ABSENT, name="connection_id")
+    count: int = INT_ABSENT
+    size: int = F(default=INT_ABSENT, name="size(Byte)")
+    sid: int = F(default=INT_ABSENT, name="stream id")
     label: Any = F(default=None, name="name")  # process_name / thread_name metadata
-    itype: Any = F(default=None, name="Input type")  # host ops' input dtypes (the `args` column)
-    flops: Any = None  # torch_npu's own count with with_flops=True
 
 
 NO_ARGS = XArgs()
@@ -50,52 +53,55 @@ class Ev(msgspec.Struct, gc=False):
     ts: str | int | float | None = None
     dur: str | int | float | None = None
     id: int | str | None = None
-    args: XArgs | None = None
+    args: msgspec.Raw = _NULL  # decoded later, by kind of event
 
 
-class _Counter(msgspec.Struct, gc=False):
-    """A second, light pass over a piece with counter events: their args as written (any keys)."""
-
-    ph: str = ""
-    args: msgspec.Raw = _EMPTY
-
-
-_PH = attrgetter("ph")
-_ARGS = attrgetter("args")
 _DEC = msgspec.json.Decoder(list[Ev])
-_DEC_COUNTER = msgspec.json.Decoder(list[_Counter])
+_DEC_XARGS = msgspec.json.Decoder(list[XArgs | None])
 _DEC_RAW = msgspec.json.Decoder(list[msgspec.Raw])
 _DEC_ANY = msgspec.json.Decoder()
 
 
-def decode_piece(piece) -> tuple[list[Ev], int, list | None]:
-    """(events, elements that are no usable object, the raw args of every event when some are counters)."""
+def decode_piece(piece) -> tuple[list[Ev], int]:
+    """(events, elements that are no usable object)."""
     try:
-        events, bad = _DEC.decode(piece), 0
+        return _DEC.decode(piece), 0
     except msgspec.ValidationError:
         return _decode_lenient(piece)
-    counters = _DEC_COUNTER.decode(piece) if "C" in map(_PH, events) else None
-    return events, bad, counters
 
 
-def _decode_lenient(piece) -> tuple[list[Ev], int, list]:
-    out, bad, counters = [], 0, []
+def _decode_lenient(piece) -> tuple[list[Ev], int]:
+    out, bad = [], 0
     for raw in _DEC_RAW.decode(piece):
-        obj = _DEC_ANY.decode(raw)
-        e = lenient(obj)
+        e = lenient(_DEC_ANY.decode(raw))
         if e is None:
             bad += 1
-            continue
-        args = obj.get("args")
-        counters.append(_Counter(e.ph, msgspec.Raw(msgspec.json.encode(args)) if isinstance(args, dict) else _EMPTY))
-        out.append(e)
-    return out, bad, counters
+        else:
+            out.append(e)
+    return out, bad
 
 
-def counter_args(counters: list, rows: list[int]) -> list:
-    """The args of the counter events at rows (their objects as dicts)."""
-    pick = itemgetter(*rows) if len(rows) > 1 else (lambda c: (c[rows[0]],))
-    return any_args(list(map(_ARGS, pick(counters))))
+def _joined(raws: list) -> bytes:
+    return b"[" + b",".join(raws) + b"]"
+
+
+def x_args(raws: list) -> tuple[list[XArgs], bool]:
+    """The args of duration events (their raw texts) as XArgs (NO_ARGS where absent or no object), and
+    whether every value has its declared type (else some were taken one event at a time, as written)."""
+    if not raws:
+        return [], True
+    try:
+        out = _DEC_XARGS.decode(_joined(raws))
+        if len(out) == len(raws):
+            return ([a or NO_ARGS for a in out] if None in out else out), True
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        pass
+    return [_one_x_args(r) for r in raws], False
+
+
+def _one_x_args(raw) -> XArgs:
+    value = _DEC_ANY.decode(raw) if len(raw) else None
+    return _lenient_args(value) if isinstance(value, dict) else NO_ARGS
 
 
 def _text(v: Any) -> str | None:
@@ -114,7 +120,7 @@ def lenient(obj: Any) -> Ev | None:
     return Ev(ph=_text(obj.get("ph")) or "", name=_text(obj.get("name", "")), cat=_text(obj.get("cat")),
               pid=_scalar(obj.get("pid")), tid=_scalar(obj.get("tid")), ts=_scalar(obj.get("ts")),
               dur=_scalar(obj.get("dur")), id=_scalar(obj.get("id")),
-              args=_lenient_args(args) if isinstance(args, dict) else None)
+              args=msgspec.Raw(msgspec.json.encode(args)) if isinstance(args, dict) else _NULL)
 
 
 _TEXT_ARGS = ("dims", "stack", "task_type", "data_type", "label", "itype")
@@ -137,7 +143,7 @@ def any_args(raws: list) -> list:
     if not raws:
         return []
     try:  # args are there (the plain case); an empty one leaves ",," (or "[]" for one) and this fails
-        out = _DEC_ANY.decode(b"[" + b",".join(raws) + b"]")
+        out = _DEC_ANY.decode(_joined(raws))
         if len(out) == len(raws):
             return out
     except msgspec.DecodeError:

@@ -14,7 +14,7 @@ from . import trace_decode as dec
 from . import trace_flows
 from .csv_io import norm_shapes, norm_stack, to_int
 from .hardware import DTYPE_BYTES, STREAM_RE, classify_hardware
-from .trace_parse import TEXT_ARGS
+from .trace_parse import TEXT_ARGS, flow_phase
 from ..table import METRIC_FLOPS, NONE, Kind, blank_events, is_comm_kernel_name
 
 @dataclass
@@ -59,8 +59,11 @@ class _Finish:
         self.p, self.s, self.hint, self.comm_groups = parse, strings, hint, comm_groups
         parts = parse.parts
         self.ev = {k: np.concatenate([q[k] for q in parts]) if parts else np.zeros(0, np.int64)
-                   for k in ("ts", "dur", "name", "cat", "pid", "tid")}
+                   for k in ("ts", "dur", "combo")}
         parse.parts = []
+        combo = self.ev.pop("combo").astype(np.int64)
+        for i, k in enumerate(("name", "cat", "pid", "tid")):
+            self.ev[k] = parse.combos.column(i)[combo] if len(combo) else np.zeros(0, np.int32)
         self.n = n = len(self.ev["ts"])
         self.names = parse.ids["name"].values_in_order()
         self.cats = parse.ids["cat"].values_in_order()
@@ -267,7 +270,11 @@ def _text(values: list, i: int) -> str:
 def _flow_columns(parse) -> dict[str, np.ndarray]:
     if not parse.flows:
         return {}
-    return {k: np.concatenate([f[k] for f in parse.flows]) for k in parse.flows[0]}
+    cols = {k: np.concatenate([f[k] for f in parse.flows]) for k in parse.flows[0]}
+    combo = cols.pop("combo").astype(np.int64)
+    cols["pid"], cols["tid"] = parse.combos.column(2)[combo], parse.combos.column(3)[combo]
+    cols["ph"] = flow_phase(cols["ph"])
+    return cols
 
 
 def finish(parse, strings, hint: int, comm_groups: dict[str, str]) -> tuple[TraceData, int]:

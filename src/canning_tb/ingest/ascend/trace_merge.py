@@ -115,9 +115,9 @@ def _remap(ours: dict, theirs: dict) -> np.ndarray:
 def absorb(parse, other) -> None:
     """Append another reader's columns (the range after ours) to parse, its ids mapped to parse's."""
     maps = {k: _remap(parse.ids[k], other.ids[k]) for k in parse.ids}
+    combos = np.array([parse.combos[key] for key in other.combos], np.int32)  # their keys in their id order
     for part in other.parts:
-        for k in ("name", "cat", "pid", "tid"):
-            part[k] = maps[k][part[k]].astype(np.int32)
+        part["combo"] = combos[part["combo"]]
         parse.parts.append(part)
     for part in other.sparse:
         fixed = {}
@@ -126,8 +126,8 @@ def absorb(parse, other) -> None:
             fixed[attr] = (rows + parse.n, maps[space][vals].astype(np.int32) if space else vals)
         parse.sparse.append(fixed)
     for f in other.flows:
-        for k in ("id", "pid", "tid"):
-            f[k] = maps[k if k != "id" else "flow"][f[k]].astype(np.int32)
+        f["id"] = maps["flow"][f["id"]].astype(np.int32)
+        f["combo"] = combos[f["combo"]]
         f["seq"] = f["seq"] + parse.seq
         parse.flows.append(f)
     parse.counters.absorb(other.counters, maps["pid"], parse.seq)

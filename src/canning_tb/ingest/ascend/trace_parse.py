@@ -1,6 +1,12 @@
 """One range of trace_view.json's events into columns, a piece at a time (helper for trace.py): each
 piece's events become numpy columns in reader-local ids at once (`_Parse.piece`), mergeable with
-another range's (trace_merge); nothing per event outlives its piece."""
+another range's (trace_merge); nothing per event outlives its piece.
+
+Each field is pulled from the piece's events once, for the events that use it: the phase of every
+event, then (name, category, process, thread) of duration and flow events as one key (`Combos`: one id
+per distinct key, its parts decoded once), their times as text joined into one byte matrix (cells.py),
+and the args a handler may read (host operators' inputs only for the keys whose category or name makes
+them host operators)."""
 from __future__ import annotations
 
 from itertools import repeat
@@ -9,15 +15,22 @@ from operator import attrgetter, is_not, itemgetter
 import numpy as np
 
 from . import trace_decode as dec
-from .cells import float_column, us_to_ns_column
+from .cells import dur_column, float_column, us_to_ns_column
 from .counters import CounterParts
 from .csv_io import to_int
 from ..table import NONE
 
 # sparse text args -> the id space of their values
 TEXT_ARGS = {"dims": "dims", "stack": "stack", "task_type": "task", "data_type": "dtype", "itype": "itype"}
-_FIELD_NAMES = ("ph", "name", "cat", "pid", "tid", "ts", "dur", "id", "args")
-_PH = attrgetter("ph")
+HOST_ARGS = ("dims", "stack", "itype")  # read for host operators only (trace_kinds._python)
+DEVICE_TEXT = ("task_type", "data_type")
+DEVICE_INTS = ("pstream", "conn", "count", "size", "sid")
+_HOST_CATS = ("user_annotation", "cpu_op", "operator")
+_KEY = attrgetter("name", "cat", "pid", "tid")
+_PH, _TS, _DUR, _ARGS, _ID = (attrgetter(k) for k in ("ph", "ts", "dur", "args", "id"))
+_X, _C, _M = ord("X"), ord("C"), ord("M")
+_FLOW = (ord("s"), ord("f"), ord("t"))
+_PH_CODES = {"X": _X, "C": _C, "M": _M, "s": _FLOW[0], "f": _FLOW[1], "t": _FLOW[2]}
 
 
 class Ids(dict):
@@ -34,6 +47,32 @@ class Ids(dict):
         return list(self)[1:]
 
 
+class Combos(dict):
+    """(name, cat, pid, tid) of an event -> one id; each new key's parts get their ids in the name, cat,
+    pid and tid spaces at once, and whether it can be a host operator or a torch_to_npu flow."""
+
+    def __init__(self, ids: dict[str, Ids]):
+        super().__init__()
+        self.spaces = ids
+        self.parts: list[tuple[int, int, int, int]] = []
+        self.host: list[bool] = []
+        self.flow: list[bool] = []
+
+    def __missing__(self, key):
+        name, cat, pid, tid = key
+        name = "None" if name is None else name  # the plain reading's str(name)
+        s = self.spaces
+        self.parts.append((s["name"][name], s["cat"][cat], s["pid"][pid], s["tid"][tid]))
+        self.host.append(cat != "python_function" and (cat in _HOST_CATS or name.startswith("ProfilerStep#")))
+        self.flow.append(cat == "async_npu" or name == "torch_to_npu")
+        new = self[key] = len(self.parts) - 1
+        return new
+
+    def column(self, part: int) -> np.ndarray:
+        """The local id of one part (0 name, 1 cat, 2 pid, 3 tid) of every combo."""
+        return np.array([p[part] for p in self.parts], np.int32)
+
+
 def _ints(values: tuple) -> np.ndarray:
     """to_int of int args decoded with INT_ABSENT for absence -> int64, INT_ABSENT where unknown."""
     try:
@@ -45,34 +84,45 @@ def _ints(values: tuple) -> np.ndarray:
     return np.where((a == dec.INT_ABSENT) | (np.abs(a) < 1 << 62), a, dec.INT_ABSENT)
 
 
+_DEVICE_INTS = attrgetter(*DEVICE_INTS)
+
+
+def _int_args(args: list, typed: bool) -> list[np.ndarray]:
+    """The int args of every event (INT_ABSENT where absent or unknown), one column per DEVICE_INTS:
+    ints decoded as such go through numpy at once; values taken as written, through to_int."""
+    if typed:
+        try:
+            m = np.array(list(map(_DEVICE_INTS, args)), np.int64).reshape(len(args), len(DEVICE_INTS))
+            return list(np.where((m == dec.INT_ABSENT) | (np.abs(m) < 1 << 62), m, dec.INT_ABSENT).T)
+        except OverflowError:  # an int past int64: to_int decides
+            pass
+    return [_ints(tuple(map(attrgetter(attr), args))) for attr in DEVICE_INTS]
+
+
 def _present(values: list) -> np.ndarray:
     """Where values are not None (any value: a list in an Any field stays one cell)."""
     return np.flatnonzero(np.fromiter(map(is_not, values, repeat(None)), bool, len(values)))
 
 
-class _Fields:
-    """The fields of some events of a piece, each pulled once when first asked (cols[i]: a list)."""
-
-    def __init__(self, events: list, rows: np.ndarray):
-        self.events = events if len(rows) == len(events) else _picker(rows, len(events))(events)
-        self.got: dict[int, list] = {}
-
-    def __getitem__(self, i: int) -> list:
-        col = self.got.get(i)
-        if col is None:
-            col = self.got[i] = list(map(attrgetter(_FIELD_NAMES[i]), self.events))
-        return col
-
-
-def _picker(rows: np.ndarray, n: int):
-    """The cells of rows of a column, as a list (all of it when rows is every row)."""
-    if len(rows) == n:
-        return list
+def _pick(items: list, rows: np.ndarray) -> list:
+    """items at rows, as a list (all of it when rows is every row)."""
+    if len(rows) == len(items):
+        return items
     if len(rows) == 1:
-        k = int(rows[0])
-        return lambda col: [col[k]]
-    get = itemgetter(*rows.tolist())
-    return lambda col: list(get(col))
+        return [items[int(rows[0])]]
+    return list(itemgetter(*rows.tolist())(items))
+
+
+def _phases(events: list) -> np.ndarray:
+    """The phase of each event as a byte code ('X', 'C' ...; 0 for any other phase)."""
+    phs = list(map(_PH, events))
+    try:
+        text = "".join(phs).encode("ascii")
+    except UnicodeEncodeError:
+        text = b""
+    if len(text) == len(phs) and "" not in phs:  # then every phase is one character
+        return np.frombuffer(text, np.uint8)
+    return np.fromiter((_PH_CODES.get(p, 0) for p in phs), np.uint8, len(phs))
 
 
 class _Parse:
@@ -80,6 +130,7 @@ class _Parse:
 
     def __init__(self):
         self.ids = {k: Ids() for k in ("name", "cat", "pid", "tid", "dims", "stack", "task", "dtype", "itype", "flow")}
+        self.combos = Combos(self.ids)
         self.parts: list[dict[str, np.ndarray]] = []  # duration events
         self.sparse: list[dict[str, tuple]] = []  # args few events have: name -> (rows, values)
         self.flows: list[dict[str, np.ndarray]] = []
@@ -91,90 +142,99 @@ class _Parse:
         self.bad = 0
         self.utf8 = 0
 
-    def piece(self, got: tuple[list, int, dict]) -> None:
-        events, bad, raw_args = got
+    def piece(self, got: tuple[list, int]) -> None:
+        events, bad = got
         self.bad += bad
         if not events:
             return
-        ph = np.array(list(map(_PH, events)), dtype=object)
+        ph = _phases(events)
         seq = np.arange(self.seq, self.seq + len(events))
         self.seq += len(events)
-        rows = np.flatnonzero(ph == "X")
+        rows = np.flatnonzero(ph == _X)
         if len(rows):
-            self._durations(_Fields(events, rows), rows)
-        other = np.flatnonzero(ph != "X")
-        if not len(other):
+            self._durations(_pick(events, rows))
+        if len(rows) == len(events):
             return
-        cols = _Fields(events, other)
-        ph_other = ph[other]
-        flow_rows = np.flatnonzero((ph_other == "s") | (ph_other == "f") | (ph_other == "t"))
-        if len(flow_rows):
-            self._flows(cols, flow_rows.tolist(), seq[other])
-        counter_rows = np.flatnonzero(ph_other == "C")
-        if len(counter_rows) and raw_args is not None:
-            args = dec.counter_args(raw_args, other[counter_rows].tolist())
-            self.counters.add(self, cols, counter_rows.tolist(), seq[other], dict(zip(counter_rows.tolist(), args)))
-        for i in np.flatnonzero(ph_other == "M").tolist():
-            self._meta(cols, i)
+        flows = np.flatnonzero((ph == _FLOW[0]) | (ph == _FLOW[1]) | (ph == _FLOW[2]))
+        if len(flows):
+            self._flows(_pick(events, flows), ph[flows], seq[flows])
+        counters = np.flatnonzero(ph == _C)
+        if len(counters):
+            self.counters.add(self, _pick(events, counters), seq[counters])
+        for i in np.flatnonzero(ph == _M).tolist():
+            self._meta(events[i])
 
-    def _durations(self, cols: "_Fields", rows: np.ndarray) -> None:
-        ts, ok = us_to_ns_column(cols[5])
-        self.bad += int((~ok).sum())
-        keep = _picker(np.flatnonzero(ok), len(ok))
-        ts = ts[ok]
-        dur, dok = us_to_ns_column([0 if v is None else v for v in keep(cols[6])])
-        names = keep(cols[1])
-        if None in names:
-            names = ["None" if v is None else v for v in names]
-        part = {"ts": ts, "dur": np.maximum(np.where(dok, dur, 0), 0), "name": self._id("name", names),
-                "cat": self._id("cat", keep(cols[2])), "pid": self._id("pid", keep(cols[3])),
-                "tid": self._id("tid", keep(cols[4]))}
-        self._sparse_args([a or dec.NO_ARGS for a in keep(cols[8])], len(ts))
-        self.parts.append(part)
-        self.n += len(ts)
+    def _durations(self, xs: list) -> None:
+        ts, ok = us_to_ns_column(list(map(_TS, xs)))
+        if not ok.all():
+            self.bad += int((~ok).sum())
+            keep = np.flatnonzero(ok)
+            xs, ts = _pick(xs, keep), ts[keep]
+        if not xs:
+            return
+        combo = np.fromiter(map(self.combos.__getitem__, map(_KEY, xs)), np.int32, len(xs))
+        dur, dok = dur_column(list(map(_DUR, xs)))
+        self.parts.append({"ts": ts, "dur": np.maximum(np.where(dok, dur, 0), 0), "combo": combo})
+        self._sparse_args(*dec.x_args(list(map(_ARGS, xs))), combo)
+        self.n += len(xs)
 
     def _id(self, space: str, values: list) -> np.ndarray:
         return np.fromiter(map(self.ids[space].__getitem__, values), np.int32, len(values))
 
-    def _sparse_args(self, args: list, n: int) -> None:
+    def _sparse_args(self, args: list, typed: bool, combo: np.ndarray) -> None:
         out = {}
-        for attr, space in TEXT_ARGS.items():
-            vals = list(map(attrgetter(attr), args))
-            rows = _present(vals).tolist()
-            if rows:
-                texts = [v if type(v) is str else str(v) for v in itemgetter(*rows)(vals)] if len(rows) > 1 \
-                    else [str(vals[rows[0]])]
-                out[attr] = (np.array(rows, np.int64) + self.n, self._id(space, texts))
-        for attr in ("pstream", "conn", "count", "size", "sid"):
-            a = _ints(tuple(map(attrgetter(attr), args)))
+        host = np.flatnonzero(np.array(self.combos.host, bool)[combo])
+        host_args = _pick(args, host) if len(host) else []
+        for attr in HOST_ARGS:
+            self._texts(out, attr, host_args, host, typed)
+        for attr in DEVICE_TEXT:
+            self._texts(out, attr, args, None, typed)
+        for attr, a in zip(DEVICE_INTS, _int_args(args, typed)):
             rows = np.flatnonzero(a != dec.INT_ABSENT)
             if len(rows):
                 out[attr] = (rows + self.n, a[rows])
-        flops = list(map(attrgetter("flops"), args))
-        rows = _present(flops)
+        flops = list(map(attrgetter("flops"), host_args))
+        rows = _present(flops) if flops.count(None) != len(flops) else ()
         if len(rows):
-            out["flops"] = (rows + self.n, float_column([flops[k] for k in rows.tolist()]))
+            out["flops"] = (host[rows] + self.n, float_column([flops[k] for k in rows.tolist()]))
         self.sparse.append(out)
 
-    def _flows(self, cols, rows: list[int], seq: np.ndarray) -> None:
-        cat, name = cols[2], cols[1]
-        rows = [i for i in rows if cat[i] == "async_npu" or name[i] == "torch_to_npu"]
-        if not rows:
+    def _texts(self, out: dict, attr: str, args: list, at: np.ndarray | None, typed: bool) -> None:
+        """One text arg of args (events `at` of this part, or all of them) into out, as ids of its space."""
+        vals = list(map(attrgetter(attr), args))
+        if vals.count(None) == len(vals):
             return
-        pick = itemgetter(*rows) if len(rows) > 1 else (lambda col: (col[rows[0]],))
-        ts, ok = us_to_ns_column(list(pick(cols[5])))
-        self.flows.append({"ph": np.array(pick(cols[0]), dtype=object), "id": self._id("flow", list(pick(cols[7]))),
-                           "pid": self._id("pid", list(pick(cols[3]))), "tid": self._id("tid", list(pick(cols[4]))),
+        rows = _present(vals)
+        texts = _pick(vals, rows)
+        if not typed:  # taken as written: the plain reading's str()
+            texts = [v if type(v) is str else str(v) for v in texts]
+        out[attr] = ((rows if at is None else at[rows]) + self.n, self._id(TEXT_ARGS[attr], texts))
+
+    def _flows(self, fs: list, ph: np.ndarray, seq: np.ndarray) -> None:
+        combo = np.fromiter(map(self.combos.__getitem__, map(_KEY, fs)), np.int32, len(fs))
+        rows = np.flatnonzero(np.array(self.combos.flow, bool)[combo])
+        if not len(rows):
+            return
+        fs = _pick(fs, rows)
+        ts, ok = us_to_ns_column(list(map(_TS, fs)))
+        self.flows.append({"ph": ph[rows], "id": self._id("flow", list(map(_ID, fs))), "combo": combo[rows],
                            "ts": np.where(ok, ts, NONE), "ts_ok": ok, "seq": seq[rows]})
 
-    def _meta(self, cols: list, i: int) -> None:
-        name = cols[1][i]
-        if name not in ("process_name", "thread_name"):
+    def _meta(self, e) -> None:
+        if e.name not in ("process_name", "thread_name"):
             return
-        args = cols[8][i]
-        label = "" if args is None or args.label is None else str(args.label)
-        pid = self.ids["pid"][cols[3][i]]
-        if name == "process_name":
+        args = dec.x_args([e.args])[0][0]
+        label = "" if args.label is None else str(args.label)
+        pid = self.ids["pid"][e.pid]
+        if e.name == "process_name":
             self.pnames[pid] = label
         else:
-            self.tnames[(pid, self.ids["tid"][cols[4][i]])] = label
+            self.tnames[(pid, self.ids["tid"][e.tid])] = label
+
+
+_PH_TEXT = np.array([chr(i) for i in range(256)], dtype=object)
+
+
+def flow_phase(codes: np.ndarray) -> np.ndarray:
+    """Flow phases as the text trace_flows compares ('s', 'f', 't')."""
+    return _PH_TEXT[codes]
