@@ -130,3 +130,26 @@ def test_the_table_in_the_docs_is_the_one_answered():
     doc = (Path(__file__).resolve().parents[2] / "docs" / "http_api.md").read_text(encoding="utf-8")
     codes = set(re.findall(r"^\| (\d{3}) \|", doc, re.M))
     assert codes == {"400", "404", "405", "422", "500", "502", "503"}, codes
+
+
+def test_a_window_whose_reader_process_cannot_start_answers_422_and_is_not_remembered(tmp_path, monkeypatch):
+    """The spawn of the child that reads a big window fails (as with a process or memory limit: made
+    here by failing multiprocessing's start, since root ignores RLIMIT_NPROC): 422 naming the window's
+    file and why, no path outside the logdir; the next request, with processes to spare, answers."""
+    import multiprocessing.context
+
+    from canning_tb.store import scanner
+    monkeypatch.setattr(scanner, "ISOLATE_BYTES", 0)  # every window is read in a child
+    logdir = build_logdir(tmp_path / "logdir")
+    client = Client(application.TensorBoardWSGI([make_plugin(logdir)]))
+
+    def refuse(*_):
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+    with monkeypatch.context() as m:
+        m.setattr(multiprocessing.context.SpawnProcess, "_Popen", staticmethod(refuse))
+        code, body, _ = call(client, "/overview", W)
+    check_error(code, body, 422, str(logdir))
+    assert body["error"].startswith(f"resnet/worker0.{RESNET_WINDOW}.pt.trace.json.gz: no process could be started")
+    assert "Resource temporarily unavailable" in body["error"]
+    code, body, _ = call(client, "/overview", W)
+    assert code == 200 and body["steps"], (code, body)

@@ -109,13 +109,24 @@ def compute_into_cache(window: Window, worker: str, cache_path: str) -> tuple[st
     return None
 
 
+class ChildStartError(OSError):
+    """No process could be started to read a window (process or memory limits): an answer about that
+    window's file that is not remembered, since the next request may well start one."""
+
+
 def compute_in_child(window: Window, worker: str, digest_path: str) -> tuple[str, str] | None:
     """compute_and_cache in one spawned process; (file, problem) for unreadable input.
 
     A crash of the child is not an input error: it is raised here, and nothing is remembered.
     """
     with ProcessPoolExecutor(max_workers=1, mp_context=mp.get_context("spawn")) as pool:
-        return pool.submit(compute_into_cache, window, worker, digest_path).result()
+        try:
+            future = pool.submit(compute_into_cache, window, worker, digest_path)
+        except OSError as e:  # the spawn itself failed (EAGAIN, ENOMEM): no child ever ran
+            raise ChildStartError(e.errno, f"no process could be started to read it ({e.strerror or e}); "
+                                           "try again when the machine has processes or memory to spare",
+                                  window.path) from e
+        return future.result()
 
 
 def compute_many(todo: list[tuple[tuple, Window, str]], max_workers: int) -> Iterator[tuple[tuple, object, bool]]:
