@@ -58,7 +58,7 @@ demo: setup
 
 # refresh the README's screenshots from the browser tests
 screenshots: setup chromium
-	CANNING_SCREENSHOTS=docs/screenshots $(BIN)/python -m pytest -q -m browser
+	CANNING_SCREENSHOTS=docs/screenshots $(BIN)/python -m pytest -q -m browser -n auto --maxprocesses=4 --dist loadfile
 
 bench: setup
 	bash benchmarks/run.sh

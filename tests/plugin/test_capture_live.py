@@ -20,7 +20,7 @@ import pytest
 from playwright.sync_api import expect
 
 from _capture import manifests, status, trace_steps, wait_for
-from _tb import T, open_plugin
+from _tb import T, open_plugin, shot
 from test_handler_ddp import free_port
 from test_plugin_routes import fetch_json, start_tensorboard, stop_tensorboard
 
@@ -169,6 +169,7 @@ def test_the_capture_button_asks_the_job_and_the_windows_appear(page, live, erro
     state = frame.locator("#capture-state")
     expect(state).to_have_attribute("data-state", "written", timeout=90_000)
     expect(frame.locator('#capture-state li[data-state="written"]')).to_have_count(2)
+    shot(page, "capture")
     rid = re.search(r"Capture ([0-9a-f]{16})", state.text_content()).group(1)
     wins = windows_of(live.run, rid)
     assert [m["rank"] for m in wins] == [0, 1] and all(m["settings"]["with_stack"] for m in wins)
