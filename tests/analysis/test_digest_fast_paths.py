@@ -295,3 +295,59 @@ def test_sum_up_tree_as_walk_to_the_root():
             at = host.parent[at]
     assert np.array_equal(sum_up_tree(values, host), expected)
     assert np.array_equal(sum_up_tree(values[:, 0], host), expected[:, 0])
+
+
+def _inside_per_range(ev, ranges, candidates) -> list[bool]:
+    """Per candidate, one range at a time: same pid and tid, start in [range start, range end)."""
+    out = []
+    for c in candidates.tolist():
+        out.append(any(ev["pid"][r] == ev["pid"][c] and ev["tid"][r] == ev["tid"][c]
+                       and ev["ts"][r] <= ev["ts"][c] < ev["ts"][r] + ev["dur"][r] for r in ranges.tolist()))
+    return out
+
+
+@pytest.mark.parametrize("parts", FIXTURES[:3], ids="/".join)
+@pytest.mark.parametrize("seed", [0, 1])
+def test_starts_inside_ranges_as_one_range_at_a_time(parts, seed):
+    """fusion._inside (the optimizer rule's "host ops inside its ranges") on a fixture's real events: random
+    ranges of every length (nested, overlapping, touching, empty) against all host rows."""
+    from canning_tb.analysis.rules.fusion import _inside
+    t = fixture_table(parts)
+    ctx = Context(t)
+    inp = RuleInput(build_digest(t), ctx)
+    rng = np.random.default_rng(seed)
+    ranges = np.unique(rng.choice(len(t), size=min(40, len(t)), replace=False))
+    ranges = np.concatenate([ranges, ranges[:3]])  # the same range twice
+    candidates = ctx.host.rows[:3000]
+    assert _inside(inp, ranges, candidates).tolist() == _inside_per_range(ctx.ev, ranges, candidates)
+
+
+def test_starts_inside_ranges_at_their_edges():
+    from canning_tb.analysis.rules.fusion import _union
+    lo, hi = np.array([10, 0, 20, 5, 20, 40]), np.array([20, 10, 20, 8, 30, 41])
+    starts, ends = _union(lo, hi)
+    # by hand: [0,10) and [10,20) touch: kept apart; [5,8) inside [0,10); the empty [20,20) apart before [20,30)
+    assert (starts.tolist(), ends.tolist()) == ([0, 10, 20, 20, 40], [10, 20, 20, 30, 41])
+    at = np.searchsorted(starts, [0, 9, 10, 19, 20, 29, 30, 39, 40, 41], side="right") - 1
+    inside = (at >= 0) & (np.array([0, 9, 10, 19, 20, 29, 30, 39, 40, 41]) < ends[np.maximum(at, 0)])
+    assert inside.tolist() == [True, True, True, True, True, True, False, False, True, False]
+
+
+def test_counter_rows_selected_as_the_dicts_say():
+    """side_tables.where_equal on a real level2 rank's counters, held as Columns, against the same rows
+    read as dicts one at a time; and on a list of dicts."""
+    from canning_tb.ingest.side_tables import Columns, where_equal
+    t = fixture_table(("ascend", "level2"))
+    counters = t.side["npu_counters"]
+    assert isinstance(counters, Columns)
+    for equal in ({"group": "HBM", "unit": "bytes/s", "device": "npu:0"}, {"group": "AI Core Freq"},
+                  {"group": "no such group"}):
+        rows = [r for r in counters if all(r[k] == v for k, v in equal.items())]
+        got = where_equal(counters, ("ts_ns", "value", "counter"), **equal)
+        assert got["ts_ns"].tolist() == [r["ts_ns"] for r in rows]
+        assert got["value"].tolist() == [r["value"] for r in rows]
+        ids = got["counter"].tolist()
+        assert [counters.strings["counter"][i] for i in ids] == [r["counter"] for r in rows]
+        listed = where_equal(list(counters), ("ts_ns", "value"), **equal)
+        assert listed == {"ts_ns": [r["ts_ns"] for r in rows], "value": [r["value"] for r in rows]}
+    assert len(where_equal(counters, ("ts_ns",), group="HBM")["ts_ns"]) > 0

@@ -305,6 +305,20 @@ def row(table_name: str, /, **values: Any) -> dict:
     return {c: values.get(c) for c in spec.column_names}
 
 
+def where_equal(table_rows, want: tuple[str, ...], **equal: str) -> dict[str, list | np.ndarray]:
+    """The columns `want` of the rows whose str columns equal `equal`, without a dict per row when the
+    table is held as Columns (a big counter table has hundreds of thousands of rows): numpy arrays
+    there (encoded as Columns says), lists of the rows' values for a list of dicts."""
+    if isinstance(table_rows, Columns):
+        mask = np.ones(len(table_rows), bool)
+        for name, value in equal.items():
+            ids = table_rows.strings.get(name, [])
+            mask &= table_rows.data[name] == (ids.index(value) if value in ids else -2)
+        return {c: table_rows.data[c][mask] for c in want}
+    kept = [r for r in table_rows if all(r[k] == v for k, v in equal.items())]
+    return {c: [r[c] for r in kept] for c in want}
+
+
 def rows(side: dict, name: str):
     """The rows of a side table ([] when the window has none): a list of dicts, or Columns that read as one."""
     if name not in SIDE_TABLES:

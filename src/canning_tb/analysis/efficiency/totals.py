@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...ingest.side_tables import where_equal
 from ...ingest.table import NONE
 from .. import digest_pb2 as pb
 from ..context import Context
@@ -76,12 +77,12 @@ def units(ctx: Context, pos: np.ndarray, ops: Calls, dpos: np.ndarray, kernels: 
 
 def hbm_samples(table, device: int) -> tuple[np.ndarray, np.ndarray]:
     """(sample times, bytes/s summed over the HBM series) of the NPU's HBM counters for one device."""
-    rows = [r for r in table.side.get("npu_counters", ()) if r["group"] == "HBM" and r["unit"] == "bytes/s"
-            and r["device"] == f"npu:{device}"]
-    if not rows:
+    cols = where_equal(table.side.get("npu_counters", ()), ("ts_ns", "value"),
+                       group="HBM", unit="bytes/s", device=f"npu:{device}")
+    if not len(cols["ts_ns"]):
         return np.zeros(0, np.int64), np.zeros(0)
-    ts = np.array([r["ts_ns"] for r in rows], np.int64)
-    value = np.array([r["value"] for r in rows], np.float64)
+    ts = np.asarray(cols["ts_ns"], np.int64)
+    value = np.asarray(cols["value"], np.float64)
     uniq, inverse = np.unique(ts, return_inverse=True)
     return uniq, np.bincount(inverse.reshape(-1), weights=value, minlength=len(uniq))
 

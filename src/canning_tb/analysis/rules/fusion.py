@@ -115,14 +115,34 @@ def fusable_ops(inp: RuleInput):
 
 
 def _inside(inp: RuleInput, ranges: np.ndarray, candidates: np.ndarray) -> np.ndarray:
-    """Per candidate row: it starts inside one of the `ranges` rows on the same thread."""
+    """Per candidate row: it starts inside one of the `ranges` rows on the same thread. Per thread, the
+    ranges' union as disjoint intervals and one search per candidate (a window of many optimizer steps
+    has thousands of ranges against a million host rows)."""
     ev = inp.ctx.ev
     out = np.zeros(len(candidates), bool)
-    for r in ranges.tolist():
-        lo, hi = int(ev["ts"][r]), int(ev["ts"][r] + ev["dur"][r])
-        ts = ev["ts"][candidates]
-        out |= (ev["tid"][candidates] == ev["tid"][r]) & (ev["pid"][candidates] == ev["pid"][r]) & (ts >= lo) & (ts < hi)
+    ranges = np.asarray(ranges, np.int64)
+    if not len(ranges) or not len(candidates):
+        return out
+    ts = ev["ts"][candidates]
+    for pid, tid in set(zip(ev["pid"][ranges].tolist(), ev["tid"][ranges].tolist())):
+        mine = ranges[(ev["pid"][ranges] == pid) & (ev["tid"][ranges] == tid)]
+        starts, ends = _union(ev["ts"][mine], ev["ts"][mine] + ev["dur"][mine])
+        here = (ev["pid"][candidates] == pid) & (ev["tid"][candidates] == tid)
+        at = np.searchsorted(starts, ts[here], side="right") - 1
+        out[here] = (at >= 0) & (ts[here] < ends[np.maximum(at, 0)])
     return out
+
+
+def _union(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """[lo, hi) intervals merged into sorted disjoint ones (touching intervals stay apart: a start at
+    one's end is outside it and inside the next)."""
+    order = np.argsort(lo, kind="stable")
+    lo, hi = lo[order], np.maximum.accumulate(hi[order])
+    new = np.ones(len(lo), bool)
+    new[1:] = lo[1:] >= hi[:-1]
+    starts = lo[new]
+    ends = np.maximum.reduceat(hi, np.flatnonzero(new))
+    return starts, ends
 
 
 def _optimizer_work(inp: RuleInput, ranges: np.ndarray) -> list[str]:
