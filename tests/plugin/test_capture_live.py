@@ -151,9 +151,13 @@ def test_cli_captures_again_later_on_the_ranks_it_names(live):
 @pytest.mark.browser
 def test_the_capture_button_asks_the_job_and_the_windows_appear(page, live, errors):
     frame = open_plugin(page, live.url)
+    expect(frame.locator("#capture-panel")).to_be_hidden()  # folded until asked for
     frame.locator("#capture-open").click()
+    expect(frame.locator("#capture-panel")).to_be_visible()
     expect(frame.locator("#capture-run option")).to_have_count(1, timeout=T)
     expect(frame.locator("#capture-job")).to_contain_text("2 of 2 ranks watching")
+    # a torch job: no start step to give (that field is for torch_npu's dynamic profiling)
+    expect(frame.get_by_text("Start step (torch_npu's count)")).to_be_hidden()
     frame.locator("#capture-steps").fill("3")
     frame.locator("#capture-with-stack").check()
     message = frame.locator("#capture-state .capture-message")
@@ -169,6 +173,7 @@ def test_the_capture_button_asks_the_job_and_the_windows_appear(page, live, erro
     state = frame.locator("#capture-state")
     expect(state).to_have_attribute("data-state", "written", timeout=90_000)
     expect(frame.locator('#capture-state li[data-state="written"]')).to_have_count(2)
+    state.scroll_into_view_if_needed()
     shot(page, "capture")
     rid = re.search(r"Capture ([0-9a-f]{16})", state.text_content()).group(1)
     wins = windows_of(live.run, rid)
