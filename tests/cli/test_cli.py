@@ -118,3 +118,18 @@ def test_compare_two_runs(tmp_path):
     rep = json.loads(out.stdout)
     assert rep["summary"]["base_step_ms"] == rep["summary"]["exp_step_ms"] > 0
     assert all(r["delta_host_ms_per_step"] == 0 for r in rep["operators"])
+
+
+def test_a_cpu_window_says_its_efficiency_is_unknown_in_words(tmp_path):
+    """A real CPU-only torch.profiler trace: the MFU line says why it is unknown, in words."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    from canning_tb.analysis.build import build_digest
+    from canning_tb.analysis.efficiency.summary import roofline_lines
+    from canning_tb.ingest.kineto.read import read_kineto
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+        torch.randn(64, 64) @ torch.randn(64, 64)
+    prof.export_chrome_trace(str(tmp_path / "cpu.pt.trace.json"))
+    d = build_digest(read_kineto(str(tmp_path / "cpu.pt.trace.json")))
+    assert roofline_lines(d) == "MFU and HBM bandwidth: unknown (no accelerator named in the window's files)"

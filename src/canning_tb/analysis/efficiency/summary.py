@@ -34,7 +34,9 @@ def roofline_lines(d: pb.Digest) -> str:
     """MFU and HBM bandwidth as text lines (canning-prof --mode=view)."""
     f = roofline_figures(d)
     dev = f["device"]
-    against = "no accelerator" if dev is None else f"{dev['name']} ({dev['matched'] or 'no peak known'})"
+    if dev is None:  # a CPU-only window, or a device the files do not name: nothing to judge against
+        return "MFU and HBM bandwidth: unknown (no accelerator named in the window's files)"
+    against = f"{dev['name']} ({dev['matched'] or 'no peak known'})"
     hbm = "unknown" if f["hbm_gbps"] is None else f"{f['hbm_gbps']:.1f} GB/s ({f['hbm_source'].replace('_', ' ')})"
     lines = [f"MFU {_pct(f['mfu'])} of {against}; HBM bandwidth used {hbm}, {_pct(f['hbm_share'])} of its peak; "
              f"modelled share of kernel time {_pct(f['modelled_share'])}"]
