@@ -225,3 +225,41 @@ def test_stage_imbalance(computing, fires):
     assert [f.rule for f in found] == (["stage_imbalance"] if fires else [])
     if fires:
         assert found[0].gain_ns == 30e6 and found[0].evidence[0].rank == 1
+
+
+def matmul_window(shapes: str, device: str = "cuda"):
+    """aten::mm, 90 % of the operators' device self time, its 10 calls of one input shape (Kineto's
+    "Input Dims" text); one kernel, so the window has device work."""
+    from canning_tb.analysis import digest_pb2 as pb
+    d = pb.Digest()
+    d.window.devices.add(kind=device, index=0)
+    d.window.format = "ascend" if device == "npu" else "kineto"
+    d.average.total_ns = d.average.compute_ns = 1000
+    d.kernels_by_name.add(name="gemm", calls=10, total_ns=900)
+    d.ops_by_name.add(name="aten::mm", calls=10, device_self_ns=900)
+    d.ops_by_name.add(name="aten::relu", calls=10, device_self_ns=100)
+    d.ops_by_shape.add(name="aten::mm", calls=10, device_self_ns=900, input_shapes=shapes)
+    return d
+
+
+# written after mutation testing (docs/mutants.md): which dims make a matmul unaligned, by hand. A dim is
+# unaligned when it is one of the last two of a matrix (2 or more dims) input, above 1, not a multiple of 8
+# (GPU; 16 on the NPU's cube units)
+@pytest.mark.parametrize("shapes,device,unaligned", [
+    ("[[64, 128], [128, 256]]", "cuda", False),
+    ("[[64, 100], [100, 256]]", "cuda", True),
+    ("[[3, 64, 128], [3, 128, 64]]", "cuda", False),   # a batch dim of 3 is no matrix dim
+    ("[[1, 128], [128, 256]]", "cuda", False),         # a dim of 1: a vector, nothing to align
+    ("[[2, 128], [128, 256]]", "cuda", True),          # 2 is not a multiple of 8
+    ("[[100], [64, 128]]", "cuda", False),             # a 1-D input (bias) is no matrix
+    ("[]", "cuda", False),                             # no shapes recorded
+    ("[[64, 24], [24, 64]]", "cuda", False),           # 24 = 3 x 8
+    ("[[64, 24], [24, 64]]", "npu", True),             # but not a multiple of 16
+])
+def test_matmul_alignment_dims(shapes, device, unaligned):
+    from canning_tb.analysis.rules.compute_rules import matmul_alignment
+    from canning_tb.analysis.rules.engine import RuleInput
+    f = matmul_alignment(RuleInput(matmul_window(shapes, device)))
+    assert (f is not None) is unaligned
+    if unaligned:
+        assert f.figures["align"] == (16 if device == "npu" else 8) and f.figures["unaligned_call_share"] == 1.0
