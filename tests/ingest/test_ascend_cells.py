@@ -94,6 +94,8 @@ def test_float_column_by_hand(values, expected):
     ([1 << 70, 2], [None, 2]),
     (["3", "2.5", "3.5", "-1.5", "N/A", 7, 8.0], [3, 2, 4, -2, None, 7, 8]),  # rounded half-even, as round()
     (["1e19", None], [None, None]),
+    (["4611686018427387904"], [None]),                                  # 2**62 itself, read as a float: unknown
+    ([5], [5]),                                                         # a chunk of one row
     ([], []),
 ])
 def test_int_column_by_hand(values, expected):
