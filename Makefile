@@ -68,13 +68,15 @@ bench-timeline: setup chromium
 	$(BIN)/python benchmarks/bench_timeline.py --size $(or $(SIZE),medium) --browser --tbprof \
 	  $(if $(RANKS),--ranks-dir $(RANKS),--ranks 16)
 
-# mutation testing of analysis/ and ingest/ (slow; not part of `make test`): docs/mutants.md.
-# MUTANTS narrows the run to mutant names, e.g. MUTANTS='canning_tb.analysis.ops*'
+# mutation testing of analysis/, ingest/, timeline/, store/ and plugin/ (slow; not part of `make test`): docs/mutants.md.
+# MUTANTS narrows the run to mutant names, e.g. MUTANTS='canning_tb.analysis.ops*'. The tests run inside mutants/:
+# the peer oracles find the peers' interpreter by CANNING_PEERS_PYTHON (else they would skip there).
 MUTMUT   := mutmut==3.8.1
 MUTANTS  ?=
-mutants: venv
+mutants: venv peers
 	$(BIN)/python -m pip install -q "$(MUTMUT)"
-	CANNING_FIXTURES=$${CANNING_FIXTURES:-$(CURDIR)/../shared/fixtures} $(BIN)/mutmut run $(MUTANTS)
+	CANNING_FIXTURES=$${CANNING_FIXTURES:-$(CURDIR)/../shared/fixtures} \
+	  CANNING_PEERS_PYTHON=$${CANNING_PEERS_PYTHON:-$(CURDIR)/.venv-peers/bin/python} $(BIN)/mutmut run $(MUTANTS)
 	$(BIN)/mutmut results
 
 # regenerate the digest schema's Python module after editing digest.proto

@@ -20,6 +20,11 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--
                  "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
 
 
+def pytest_configure(config):
+    # the slow tests that `make mutants` keeps ("not slow or peer_oracle"): the markers list is in pyproject.toml
+    config.addinivalue_line("markers", "peer_oracle: compares our numbers with a peer tool's (tests/oracles)")
+
+
 def fixture_path(*parts: str) -> Path:
     """A real fixture. When ../shared/fixtures is absent: a failure in CI (the env var CI is set
     there), so a missing folder cannot turn ~150 tests into a passing run; a skip elsewhere."""

@@ -24,7 +24,11 @@ THRESHOLDS = {
     "empty_cache": 0,                        # empty_cache calls, above
     "ai_cpu": 20_000,                        # longest AI_CPU task ns, at least
     "tensor_cores_unused": (0.10, 7.0),      # eligible ops' device time / kernel time above, compute capability at least
+    "fragmentation": (1.5, 256 * 2 ** 20),   # peak reserved / peak allocated above, and reserved - allocated at least
+    "small_packets": (0.20, 2 ** 20, 5),     # time share of calls under 1 MiB above, over at least 5 such calls
+    "gc_pauses": 1_000_000,                  # mean garbage-collection pause ns, above
 }
+STAGE_IMBALANCE = 0.05  # pipeline stages' computing (max - min) / mean, above (a cluster rule: analyse_ranks)
 STEP = 1_000_000
 MARGIN = 0.01  # of the step: 10 µs
 
@@ -155,3 +159,107 @@ def test_every_threshold_here_is_a_registered_rule():
     boundary case in this file are covered by the real workloads of tests/test_rules_*.py."""
     from canning_tb.analysis.rules import RULES
     assert set(THRESHOLDS) <= set(RULES)
+
+
+# The four below were inverted by mutation testing (`<` for `>`) with no test at either side (docs/mutants.md).
+GIB = 2 ** 30
+
+
+@pytest.mark.parametrize("alloc,reserved,fires", [
+    (GIB, int(1.6 * GIB), True),                        # 1.6x the peak allocated, 614 MiB more
+    (GIB, int(1.4 * GIB), False),                       # 1.4x: under the ratio
+    (100 * 2 ** 20, 300 * 2 ** 20, False),              # 3x, but only 200 MiB more
+])
+def test_fragmentation(alloc, reserved, fires):
+    mem = [dict(ts=10, device="cuda:0", bytes=alloc, addr=1, allocated=alloc, reserved=reserved),
+           dict(ts=20, device="cuda:0", bytes=-alloc, addr=1, allocated=0, reserved=reserved)]
+    t = table([step(), ev("aten::empty", K.CPU_OP, 0, 100)], memory=mem,
+              devices=[{"kind": "cuda", "index": 0, "memory": 80 * GIB}])
+    ratio, more = reserved / alloc, reserved - alloc
+    assert fires is (ratio > THRESHOLDS["fragmentation"][0] and more >= THRESHOLDS["fragmentation"][1])
+    assert fired(t, "fragmentation") is fires
+
+
+def packets_table(small_calls: int, small_share: float):
+    """Small all-reduces of 4 KiB, 30 µs each, then one of 4 MiB whose time makes the small calls'
+    share of the communication time `small_share`; nothing overlaps them (all of it is not hidden)."""
+    small_ns = 30_000
+    big_ns = int(small_calls * small_ns * (1 - small_share) / small_share)
+    nccl = "ncclDevKernel_AllReduce_Sum_f32_RING_LL"
+    calls = [ev(nccl, K.COMM_KERNEL, 10_000 + 40_000 * i, small_ns, bytes=4096) for i in range(small_calls)]
+    calls.append(ev(nccl, K.COMM_KERNEL, 10_000 + 40_000 * small_calls, big_ns, bytes=4 * 2 ** 20))
+    return table([step()] + calls)
+
+
+@pytest.mark.parametrize("small_calls,side,fires", [(5, "above", True), (5, "below", False), (4, "above", False)])
+def test_small_packets(small_calls, side, fires):
+    threshold, _, repeats = THRESHOLDS["small_packets"]
+    t = packets_table(small_calls, threshold + (MARGIN if side == "above" else -MARGIN))
+    assert fires is (small_calls >= repeats and side == "above")
+    assert fired(t, "small_packets") is fires
+
+
+@pytest.mark.parametrize("side,fires", SIDES)
+def test_gc_pauses(side, fires):
+    """Two pauses of the same length, their mean 10 µs above or below 1 ms, in a 10 ms step."""
+    pause = THRESHOLDS["gc_pauses"] + (MARGIN if side == "above" else -MARGIN) * STEP
+    t = table([step(10 * STEP), ev("GC", K.USER_ANNOTATION, STEP, int(pause)),
+               ev("GC", K.USER_ANNOTATION, 5 * STEP, int(pause)), ev("gemm", K.KERNEL, 0, 9 * STEP)])
+    assert fired(t, "gc_pauses") is fires
+
+
+@pytest.mark.parametrize("computing,fires", [
+    ((100e6, 160e6), True),   # (160 - 100) / 130 = 46 %; the slow stage 30 ms above the mean, over 5 % of 200 ms
+    ((100e6, 104e6), False),  # (104 - 100) / 102 = 3.9 %
+])
+def test_stage_imbalance(computing, fires):
+    """Two pipeline stages of one rank each (CANN's figures: no per-step rows, so no noise floor)."""
+    from types import SimpleNamespace
+
+    from canning_tb.analysis.rules.cluster_rules import stage_imbalance
+    ranks = [{"rank": r, "computing_ns": c, "p2p_wait_ns": 1e6, "step_ns": 200e6, "source": "step_trace_time.csv"}
+             for r, c in enumerate(computing)]
+    par = SimpleNamespace(pipeline=True, stages=[[0], [1]], source="send / receive calls")
+    assert fires is ((max(computing) - min(computing)) / (sum(computing) / 2) > STAGE_IMBALANCE)
+    found = stage_imbalance({"ranks": ranks}, par)
+    assert [f.rule for f in found] == (["stage_imbalance"] if fires else [])
+    if fires:
+        assert found[0].gain_ns == 30e6 and found[0].evidence[0].rank == 1
+
+
+def matmul_window(shapes: str, device: str = "cuda"):
+    """aten::mm, 90 % of the operators' device self time, its 10 calls of one input shape (Kineto's
+    "Input Dims" text); one kernel, so the window has device work."""
+    from canning_tb.analysis import digest_pb2 as pb
+    d = pb.Digest()
+    d.window.devices.add(kind=device, index=0)
+    d.window.format = "ascend" if device == "npu" else "kineto"
+    d.average.total_ns = d.average.compute_ns = 1000
+    d.kernels_by_name.add(name="gemm", calls=10, total_ns=900)
+    d.ops_by_name.add(name="aten::mm", calls=10, device_self_ns=900)
+    d.ops_by_name.add(name="aten::relu", calls=10, device_self_ns=100)
+    d.ops_by_shape.add(name="aten::mm", calls=10, device_self_ns=900, input_shapes=shapes)
+    return d
+
+
+# written after mutation testing (docs/mutants.md): which dims make a matmul unaligned, by hand. A dim is
+# unaligned when it is one of the last two of a matrix (2 or more dims) input, above 1, not a multiple of 8
+# (GPU; 16 on the NPU's cube units)
+@pytest.mark.parametrize("shapes,device,unaligned", [
+    ("[[64, 128], [128, 256]]", "cuda", False),
+    ("[[64, 100], [100, 256]]", "cuda", True),
+    ("[[3, 64, 128], [3, 128, 64]]", "cuda", False),   # a batch dim of 3 is no matrix dim
+    ("[[1, 128], [128, 256]]", "cuda", False),         # a dim of 1: a vector, nothing to align
+    ("[[2, 128], [128, 256]]", "cuda", True),          # 2 is not a multiple of 8
+    ("[[100], [64, 128]]", "cuda", False),             # a 1-D input (bias) is no matrix
+    ("[]", "cuda", False),                             # no shapes recorded
+    ("[[64, 24], [24, 64]]", "cuda", False),           # 24 = 3 x 8
+    ("[[64, 24], [24, 64]]", "npu", True),             # but not a multiple of 16
+])
+def test_matmul_alignment_dims(shapes, device, unaligned):
+    from canning_tb.analysis.rules.compute_rules import matmul_alignment
+    from canning_tb.analysis.rules.engine import RuleInput
+    f = matmul_alignment(RuleInput(matmul_window(shapes, device)))
+    assert (f is not None) is unaligned
+    if unaligned:
+        assert f.figures["align"] == (16 if device == "npu" else 8) and f.figures["unaligned_call_share"] == 1.0

@@ -48,7 +48,7 @@ import pytest
 
 from conftest import REPO, fixture_path
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.peer_oracle]  # peer_oracle: kept by `make mutants`
 
 # CANNING_PEERS_PYTHON: another interpreter with the same peers installed (default: `make peers`)
 PEERS_PY = Path(os.environ.get("CANNING_PEERS_PYTHON", REPO / ".venv-peers" / "bin" / "python"))

@@ -12,7 +12,7 @@ from test_peer_oracles import _run_peer
 from canning_tb.analysis.build import build_digest
 from canning_tb.ingest.ascend import read_ascend
 
-pytestmark = pytest.mark.slow  # a peer tool's venv, as the other peer oracles
+pytestmark = [pytest.mark.slow, pytest.mark.peer_oracle]  # a peer tool's venv, as the other peer oracles
 
 
 def test_npu_matmul_flops_equal_msprof_analyze(tmp_path):
