@@ -5,7 +5,8 @@ Modes (each a workload an engineer knows the answer for):
 - "ddp": DDP with small buckets (bucket_cap_mb=0.05) over a 6-layer MLP: the gradients' all-reduces run
   in gloo's worker threads while the backward pass computes on the main thread.
 - "pipeline": a 2-stage torch.distributed.pipelining Schedule1F1B, 4 micro-batches, 4 layers per stage.
-- "pipeline_unbalanced": the same with 1 layer on stage 0 and 7 on stage 1 (the last stage does most),
+- "pipeline_unbalanced": the same with 1 layer on stage 0 and 7 on stage 1 (the last stage does most), on
+  micro-batches 4x larger,
   and tied embeddings: an all-reduce between the first and last stage each step (as Megatron's).
 - "broadcast": the window's first step builds the DDP model of 9.4 MB (its parameters broadcast from
   rank 0), later steps train without DDP's all-reduce (no_sync): the only communication is that one-off.
@@ -52,10 +53,14 @@ def run_pipeline(out: str, rank: int, mode: str) -> None:
     # every rank passes the loss: a schedule without one runs forward only (and the stages then deadlock)
     sched = Schedule1F1B(stage, n_microbatches=4, loss_fn=lambda out, y: ((out - y) ** 2).mean())
     opt = torch.optim.SGD(module.parameters(), lr=0.01)
-    x, y = torch.randn(64, WIDTH), torch.randn(64, WIDTH)
+    # the unbalanced run's micro-batches are 4x larger: its stages' computing gap (about 14 ms per step) stays
+    # well over the 5 % floor when a loaded runner stretches the step by waiting (64 rows: a 3 ms gap, lost there)
+    rows = 256 if mode == "pipeline_unbalanced" else 64
+    x, y = torch.randn(rows, WIDTH), torch.randn(rows, WIDTH)
     tied = torch.randn(WIDTH, WIDTH)  # the unbalanced run ties its first and last stage's embeddings
-    with profiler(out, mode, rank) as prof:
-        for _ in range(5):
+    steps = 6 if mode == "pipeline_unbalanced" else 4  # six: one stalled step stays inside the noise
+    with profiler(out, mode, rank, active=steps) as prof:
+        for _ in range(steps + 1):
             opt.zero_grad()
             sched.step(x) if rank == 0 else sched.step(target=y)
             if mode == "pipeline_unbalanced":
