@@ -54,12 +54,13 @@ def _profiled(out: str, steps, attempts: int = 4):
     for _ in range(attempts):
         shutil.rmtree(out, ignore_errors=True)
         _record(out, steps)
-        steps_us = _step_durations_us(out)
+        steps_us = step_durations_us(out)
         if max(steps_us) <= 2 * statistics.median(steps_us):
             return
 
 
-def _step_durations_us(out: str) -> list[float]:
+def step_durations_us(out: str) -> list[float]:
+    """The ProfilerStep durations (µs) of the one trace a run folder holds, read from the raw file."""
     (trace,) = glob.glob(os.path.join(out, "*.pt.trace.json.gz"))
     with gzip.open(trace, "rt") as f:
         return [e["dur"] for e in json.load(f)["traceEvents"]

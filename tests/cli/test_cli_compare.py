@@ -1,12 +1,11 @@
 """canning-prof --mode=compare as a CI gate runs it (a real subprocess on real profiles): the exit
 status both ways on the real before/after pairs of tests/_compare_pairs.py, the operators named,
 the name map file, and the JSON face (docs/cli-json.md)."""
-import gzip
 import json
 
 import pytest
 
-from _compare_pairs import ACTIVE, write_all
+from _compare_pairs import ACTIVE, step_durations_us, write_all
 from test_cli import run_cli
 
 
@@ -18,10 +17,7 @@ def pairs(tmp_path_factory):
 
 
 def step_mean_ns(folder):
-    (path,) = folder.glob("*.pt.trace.json.gz")
-    with gzip.open(path, "rt") as f:
-        steps = [e["dur"] for e in json.load(f)["traceEvents"]
-                 if e.get("ph") == "X" and e.get("name", "").startswith("ProfilerStep#")]
+    steps = step_durations_us(str(folder))
     assert len(steps) == ACTIVE
     return 1000 * sum(steps) / len(steps)
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...ingest.side_tables import where_equal
+from ...ingest.side_tables import rows as side_rows, where_equal
 from ...ingest.table import NONE
 from .. import digest_pb2 as pb
 from ..context import Context
@@ -77,7 +77,7 @@ def units(ctx: Context, pos: np.ndarray, ops: Calls, dpos: np.ndarray, kernels: 
 
 def hbm_samples(table, device: int) -> tuple[np.ndarray, np.ndarray]:
     """(sample times, bytes/s summed over the HBM series) of the NPU's HBM counters for one device."""
-    cols = where_equal(table.side.get("npu_counters", ()), ("ts_ns", "value"),
+    cols = where_equal(side_rows(table.side, "npu_counters"), ("ts_ns", "value"),
                        group="HBM", unit="bytes/s", device=f"npu:{device}")
     if not len(cols["ts_ns"]):
         return np.zeros(0, np.int64), np.zeros(0)
