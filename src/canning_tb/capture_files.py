@@ -1,17 +1,16 @@
 """Where a run's capture files live and how they are read and written: `<run>/.canning-capture/`, on a
 local or shared file system or on object storage (remote_fs), every file by an atomic replace.
 
-Light (os, stat, and fsspec on first use for a URL): the training job's watcher and the viewer's
+Light (os, stat, safe_files, and fsspec on first use for a URL): the training job's watcher and the viewer's
 route and CLI use it. The formats are in capture_request.py.
 """
 from __future__ import annotations
 
 import os
 import re
-import socket
 import stat
 
-from canning_tb import remote_fs
+from canning_tb import remote_fs, safe_files
 from canning_tb.capture_request import (MAX_REQUEST_BYTES, MAX_STATUS_BYTES, RequestError, parse_request,
                                         parse_status)
 
@@ -25,16 +24,9 @@ def status_file(rank: int) -> str:
 
 
 def replace_local(folder: str, name: str, data: bytes) -> None:
-    """folder/name replaced at once by data (a temporary file beside it, then a rename)."""
-    os.makedirs(folder, exist_ok=True)
-    tmp = os.path.join(folder, f".{name}.{socket.gethostname()}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "wb") as f:
-            f.write(data)
-        os.replace(tmp, os.path.join(folder, name))
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+    """folder/name replaced at once by data: safe_files' atomic write (a `.canning-capture` that is a link
+    out of the run folder is refused, not written through)."""
+    safe_files.atomic_write(os.path.join(folder, name), data)
 
 
 class CaptureFolder:

@@ -12,9 +12,9 @@ Reading (`open_file`, `read_file`):
   made it and whenever. Links inside the logdir are followed. `CANNING_FOLLOW_LINKS=1` lets links out;
 - a whole-file read has a deadline (READ_DEADLINE_S, between blocks): a read that stalls past it fails.
 
-Writing (`atomic_write`, `make_dirs`): our folders inside a logdir (`.canning` and below) are walked with
-O_NOFOLLOW from the folder that holds `.canning`, so a `.canning` (or `.canning/trends`) that is a link
-makes the write fail rather than land outside; the file is created O_EXCL | O_NOFOLLOW next to its final
+Writing (`atomic_write`, `make_dirs`): our folders inside a logdir (`.canning`, `.canning-capture` and below)
+are walked with O_NOFOLLOW from the folder that holds them, so a `.canning` (or `.canning/trends`, or the
+capture requests' `.canning-capture`) that is a link makes the write fail rather than land outside; the file is created O_EXCL | O_NOFOLLOW next to its final
 name and renamed there through the folder's descriptor.
 
 Refusals are OSErrors (`Refused`), so every reader's "cannot read: <reason>" path reports them. Light on
@@ -31,7 +31,7 @@ import threading
 import time
 
 FOLLOW_ENV = "CANNING_FOLLOW_LINKS"
-OWN_DIR = ".canning"  # our folder inside a run folder: never reached through a link
+OWN_DIRS = (".canning", ".canning-capture")  # our folders inside a run folder: never reached through a link
 READ_DEADLINE_S = float(os.environ.get("CANNING_READ_DEADLINE_S", "600") or 600)
 _BLOCK = 8 << 20
 
@@ -153,10 +153,10 @@ def read_all(f, path: str, limit: int | None = None) -> bytes:
 # -- writing into our own folders ------------------------------------------------------------------
 def _own_parts(folder: str) -> tuple[str, list[str]]:
     """(the folder reached as it is, the components below it walked without following links): from
-    the `.canning` component on, when the folder has one; else the folder itself is trusted."""
+    the first of our components (OWN_DIRS) on, when the folder has one; else the folder itself is trusted."""
     parts = os.path.abspath(folder).split(os.sep)
-    if OWN_DIR in parts:
-        at = parts.index(OWN_DIR)
+    at = next((i for i, part in enumerate(parts) if part in OWN_DIRS), None)
+    if at is not None:
         return os.sep.join(parts[:at]) or os.sep, parts[at:]
     return os.path.abspath(folder), []
 

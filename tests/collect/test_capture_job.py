@@ -228,3 +228,21 @@ def test_on_demand_needs_a_folder_to_watch():
         ps.Profile(activities=[ps.ProfilerActivity.CPU], schedule=ps.on_demand())
     with pytest.raises(ValueError, match="max_steps"):
         ps.on_demand(max_steps=51)
+
+
+def test_a_capture_folder_that_is_a_link_out_is_not_written_through(tmp_path):
+    """`<run>/.canning-capture` made a link to a folder outside the run (by whoever can write the logdir):
+    the request is refused, nothing lands outside; a real folder takes it."""
+    from canning_tb.capture_files import REQUEST_FILE, CaptureFolder
+    from canning_tb.safe_files import Refused
+    outside, run = tmp_path / "outside", tmp_path / "logdir" / "run"
+    outside.mkdir()
+    run.mkdir(parents=True)
+    (run / ".canning-capture").symlink_to(outside, target_is_directory=True)
+    with pytest.raises(Refused, match="link"):
+        CaptureFolder(str(run)).write(REQUEST_FILE, b"{}")
+    assert list(outside.iterdir()) == []
+    (run / ".canning-capture").unlink()
+    CaptureFolder(str(run)).write(REQUEST_FILE, b"{}")
+    assert (run / ".canning-capture" / REQUEST_FILE).read_bytes() == b"{}"
+    assert [p.name for p in (run / ".canning-capture").iterdir()] == [REQUEST_FILE]  # no temporary left
