@@ -1,14 +1,13 @@
 """Where a run's capture files live and how they are read and written: `<run>/.canning-capture/`, on a
 local or shared file system or on object storage (remote_fs), every file by an atomic replace.
 
-Light (os, stat, safe_files, and fsspec on first use for a URL): the training job's watcher and the viewer's
+Light (os, safe_files, and fsspec on first use for a URL): the training job's watcher and the viewer's
 route and CLI use it. The formats are in capture_request.py.
 """
 from __future__ import annotations
 
 import os
 import re
-import stat
 
 from canning_tb import remote_fs, safe_files
 from canning_tb.capture_request import (MAX_REQUEST_BYTES, MAX_STATUS_BYTES, RequestError, parse_request,
@@ -55,12 +54,12 @@ class CaptureFolder:
                 return None
         path = self._at(name)
         try:
-            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+            fd = safe_files.open_fd(path)  # a regular file only (a FIFO never blocks), inside a confined logdir
         except FileNotFoundError:
             return None
+        except safe_files.Refused as e:
+            raise RequestError(f"{name}: {e.strerror}") from None
         with os.fdopen(fd, "rb") as f:
-            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-                raise RequestError(f"{name} is not a regular file")
             return f.read(limit + 1)
 
     def write(self, name: str, data: bytes) -> None:
