@@ -108,12 +108,45 @@ def test_unaligned_matmul_on_the_cpu_is_no_finding(matmul_runs):
     assert "matmul_alignment" not in hits(digest) and "matmul_alignment" not in hits(matmul_runs["aligned"][0])
 
 
-def test_dominant_operator_names_the_matmul(matmul_runs):
+def raw_self_us(raw) -> dict:
+    """{operator: self time (µs)} from the raw trace: each cpu_op's duration less its direct
+    cpu_op children on the same thread (a second reading of the file, not the digest)."""
+    by_tid = {}
+    for e in raw:
+        if e.get("ph") == "X" and e.get("cat") == "cpu_op":
+            by_tid.setdefault((e["pid"], e["tid"]), []).append(e)
+    out = {}
+    for events in by_tid.values():
+        events.sort(key=lambda e: (e["ts"], -e["dur"]))
+        open_ = []  # the enclosing calls, innermost last
+        for e in events:
+            while open_ and open_[-1]["ts"] + open_[-1]["dur"] <= e["ts"]:
+                open_.pop()
+            out[e["name"]] = out.get(e["name"], 0.0) + e["dur"]
+            if open_:
+                out[open_[-1]["name"]] -= e["dur"]
+            open_.append(e)
+    return out
+
+
+def test_dominant_operator_names_the_matmul(matmul_runs, tmp_path):
+    """The finding names the operator with the most self time, as the raw file says; on this workload
+    the matmul. A loaded runner can stall one small call (a 1 MB copy_) past the 10 ms matmuls of a
+    3-step window: then the workload is recorded again (up to 3 times), and the tool must agree with
+    the file on every recording and name it in the finding."""
     digest, raw = matmul_runs["unaligned"]
-    hit = hits(digest)["dominant_op"]
-    top = window_figures(digest)["slowest_op"]
-    assert hit.title.startswith(top["name"]) and f"{100 * top['share']:.1f}%" in hit.seen
-    assert "mm" in top["name"] or "linear" in top["name"]
+    for attempt in range(4):
+        if attempt:
+            digest, raw = profiled(tmp_path, f"again{attempt}", linear_step(1000, 999, 255), record_shapes=True)
+        top = window_figures(digest)["slowest_op"]
+        truth = raw_self_us(raw)
+        name = max(truth, key=truth.get)
+        assert top["name"] == name and top["ns"] / 1e3 == pytest.approx(truth[name], rel=1e-3, abs=2)
+        if "mm" in name or "linear" in name:
+            hit = hits(digest)["dominant_op"]
+            assert hit.title.startswith(top["name"]) and f"{100 * top['share']:.1f}%" in hit.seen
+            return
+    pytest.fail(f"the matmul never had the most self time in 4 recordings (last: {name})")
 
 
 @pytest.fixture(scope="module")
