@@ -490,13 +490,25 @@ class ArrayPlan:
         with open_file(path) as f:
             for k in range(1, parts):
                 at = lo + (stop - lo) * k // parts
-                f.seek(at)
-                found = _ELEMENT_CUT.search(f.read(_BLOCK))
+                found = _first_cut(f, at)
                 if found is None:
                     break
                 bounds += [at + found.start() + 1, at + found.end() - 1]  # '}' ends one, '{' starts the next
         bounds.append(stop)
         return list(zip(bounds[::2], bounds[1::2]))
+
+
+def _first_cut(f, at: int):
+    """The first element boundary at or after `at`: read from 1 MB up to _BLOCK (an event is small; the
+    split's read is on the critical path of both halves)."""
+    size = 1 << 20
+    while True:
+        f.seek(at)
+        block = f.read(size)
+        found = _ELEMENT_CUT.search(block)
+        if found is not None or size >= _BLOCK or len(block) < size:
+            return found
+        size *= 4
 
 
 def plan_array(path: str, min_bytes: int) -> ArrayPlan | None:
