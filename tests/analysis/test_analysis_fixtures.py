@@ -326,6 +326,18 @@ def test_ascend_step_trace(level, rank):
     with open(out / "operator_memory.csv", newline="") as f:
         n_alloc = sum(1 for r in csv.DictReader(f) if float(r["Size(KB)"]) > 0)
     assert m.allocations == n_alloc
+    # the CANN modules memory_record.csv does not name (HCCL, RUNTIME ...): each one's peak Total Reserved of
+    # npu_module_mem.csv (MB = MiB, rounded to the byte as here)
+    with open(out / "npu_module_mem.csv", newline="") as f:
+        module_peak = {}
+        for r in csv.DictReader(f):
+            b = round(float(r["Total Reserved(MB)"]) * 1024 ** 2)
+            module_peak[r["Component"]] = max(module_peak.get(r["Component"], -1), b)
+    with open(out / "memory_record.csv", newline="") as f:
+        recorded = {r["Component"] for r in csv.DictReader(f)}
+    only_modules = {c.component: c.peak_reserved_bytes for c in m.components if c.component not in recorded}
+    assert only_modules and {k: module_peak[k] for k in only_modules} == only_modules
+    assert any(v > 0 for v in only_modules.values())
     # wait / transfer from communication.json (ms floats -> ns: tolerance 10 ns for the rounding
     # of the 4 ops), links = the "<op>-total" cells of communication_matrix.json
     with open(out / "communication.json") as f:

@@ -322,9 +322,9 @@ def _op_memory_stats(d, rows: list[dict]) -> None:
 
 def _module_components(entries: _DeviceEntries, modules: list[dict]) -> None:
     peaks: dict[tuple[str, str], int] = {}
-    for r in modules:
-        key = (r["device"] or entries.default, r["component"])
-        peaks[key] = max(peaks.get(key, -1), -1 if r["reserved_bytes"] is None else r["reserved_bytes"])
+    for device, component, reserved in zip(*side.column_values(modules, ("device", "component", "reserved_bytes"))):
+        key = (device or entries.default, component)
+        peaks[key] = max(peaks.get(key, -1), -1 if reserved is None else reserved)
     for (dev, comp), peak in peaks.items():
         d = entries.get(dev)
         if comp not in {c.component for c in d.components}:

@@ -10,7 +10,7 @@ import numpy as np
 
 from ...ingest.table import NONE, Kind
 from .. import intervals as iv
-from ..common import DATALOADER_RE, name_mask
+from ..common import DATALOADER_RE, join_on, name_mask
 from ..steps import device_wait_rows
 from .engine import RuleInput
 from .finding import evidence
@@ -105,11 +105,10 @@ def sync_calls(inp: RuleInput) -> list[dict]:
     if inp.ctx is not None:
         rows = device_wait_rows(inp.ctx.table)
         if len(rows):
-            pos_of = {int(r): i for i, r in enumerate(inp.ctx.host.rows)}
+            positions = join_on(np.asarray(rows, np.int64), np.asarray(inp.ctx.host.rows, np.int64)).tolist()
             ev, strings = inp.ctx.ev, inp.ctx.table.strings
-            for row in rows:
-                pos = pos_of.get(int(row))
-                key = (strings[int(ev["name"][row])] or "", _enclosing_op(inp, pos) if pos is not None else "")
+            for row, pos in zip(rows, positions):
+                key = (strings[int(ev["name"][row])] or "", _enclosing_op(inp, pos) if pos != NONE else "")
                 found[key][0] += 1
                 found[key][1] += int(ev["dur"][row])
     if not found:
