@@ -9,7 +9,7 @@ import logging
 import multiprocessing as mp
 import os
 import threading
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import BrokenExecutor, ProcessPoolExecutor, as_completed
 from typing import Callable, Iterator
 
 from canning_tb import safe_files
@@ -123,10 +123,13 @@ def compute_in_child(window: Window, worker: str, digest_path: str) -> tuple[str
         try:
             future = pool.submit(compute_into_cache, window, worker, digest_path)
         except OSError as e:  # the spawn itself failed (EAGAIN, ENOMEM): no child ever ran
-            raise ChildStartError(e.errno, f"no process could be started to read it ({e.strerror or e}); "
-                                           "try again when the machine has processes or memory to spare",
-                                  window.path) from e
+            raise ChildStartError(e.errno, _no_process(e), window.path) from e
         return future.result()
+
+
+def _no_process(e: OSError) -> str:
+    return (f"no process could be started to read it ({e.strerror or e}); "
+            "try again when the machine has processes or memory to spare")
 
 
 def compute_many(todo: list[tuple[tuple, Window, str]], max_workers: int) -> Iterator[tuple[tuple, object, bool]]:
@@ -138,7 +141,16 @@ def compute_many(todo: list[tuple[tuple, Window, str]], max_workers: int) -> Ite
             yield ident, compute_into_cache(window, ident[1], path), True
         return
     with ProcessPoolExecutor(max_workers=min(max_workers, len(todo)), mp_context=mp.get_context("spawn")) as pool:
-        futures = {pool.submit(compute_into_cache, w, ident[1], p): ident for ident, w, p in todo}
+        futures, unstarted = {}, []
+        for ident, w, p in todo:
+            try:
+                futures[pool.submit(compute_into_cache, w, ident[1], p)] = ident
+            except OSError as e:  # the spawn failed (EAGAIN, ENOMEM): this window and the rest wait for a retry
+                unstarted = [(i, (w.path, _no_process(e))) for i, w, _ in todo[len(futures):]]
+                break
+        for ident, err in unstarted:
+            log.warning("canning: digest of %s not started: %s", ident, err[1])
+            yield ident, err, False
         for future in as_completed(futures):
             ident = futures[future]
             try:
@@ -159,12 +171,23 @@ class BackgroundJobs:
 
     def submit(self, key: str, job: Callable, *args) -> None:
         with self._lock:
-            if self._pool is None:
-                self._pool = ProcessPoolExecutor(max_workers=1, mp_context=mp.get_context("spawn"),
-                                                 initializer=_lower_priority)
-            future = self._pending[key] = self._pool.submit(job, *args)
+            for fresh in (False, True):
+                try:
+                    future = self._pending[key] = self._started().submit(job, *args)
+                    break
+                except (BrokenExecutor, OSError) as e:  # the process died (killed for memory), or none started
+                    self._pool = None  # (limits): a fresh one, once; else the job is skipped
+                    if fresh or isinstance(e, OSError):
+                        log.warning("canning: background job %s not started: %s", key, e)
+                        return
         future.add_done_callback(_log_failure)
         future.add_done_callback(lambda done: self._forget(key, done))
+
+    def _started(self) -> ProcessPoolExecutor:
+        if self._pool is None:
+            self._pool = ProcessPoolExecutor(max_workers=1, mp_context=mp.get_context("spawn"),
+                                             initializer=_lower_priority)
+        return self._pool
 
     def wait(self, key: str, timeout: float) -> None:
         """Until the job under `key` is done (or `timeout` seconds); at once when there is none."""
