@@ -42,8 +42,9 @@ class Plan:
         ends = self.ends[lo:hi].copy()
         ends[inner] = self.commas[first[inner] + j]
         cells = _text(self.buf, starts, ends)
-        if self.quoted:
-            cells = [c[1:-1].replace('""', '"') if c[:1] == '"' else c for c in cells]
+        if self.quoted:  # a quoted cell's quote is its first byte (plan checked it)
+            for k in np.flatnonzero((ends > starts) & (self.buf[np.minimum(starts, len(self.buf) - 1)] == _QUOTE)).tolist():
+                cells[k] = cells[k][1:-1].replace('""', '"')
         return cells
 
 
