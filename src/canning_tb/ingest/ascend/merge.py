@@ -84,17 +84,17 @@ def _inherit(k: dict, t: dict, kr: np.ndarray, tr: np.ndarray) -> None:
         k[c][kr] = np.where(comm & (v != NONE), v, k[c][kr])
 
 
-def merge_device(trace, kernels) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], np.ndarray | None]:
+def merge_device(trace, kernels) -> tuple[dict[str, dict], dict[str, dict], np.ndarray | None]:
     """(event columns, metrics, rows of the trace kept or None for all) of the window's tasks: trace
-    events minus those a kernel row matched, then the rows. The trace's columns are not copied: `fill`
-    takes them column by column."""
+    events minus those a kernel row matched, then the rows. Columns and metrics per source ("trace",
+    "kernels"), not copied: `fill_events` takes them column by column."""
     if trace is None:
         k = dict(kernels.events)
         k["tid"] = k["stream"].copy()
-        return {"kernels": k}, dict(kernels.metrics), None
+        return {"kernels": k}, {"kernels": kernels.metrics}, None
     t = trace.events
     if kernels is None or not len(kernels):
-        return {"trace": t}, dict(trace.metrics), None
+        return {"trace": t}, {"trace": trace.metrics}, None
     k = {c: v.copy() for c, v in kernels.events.items()}
     t_idx = np.flatnonzero(trace.device_mask)
     t_ts, t_name = t["ts"][t_idx], t["name"][t_idx].astype(np.int64)
@@ -110,32 +110,40 @@ def merge_device(trace, kernels) -> tuple[dict[str, np.ndarray], dict[str, np.nd
     k["tid"][loose] = k["stream"][loose]
     keep = np.ones(len(t["ts"]), bool)
     keep[match[kr]] = False
-    n_trace, n_kernels = int(keep.sum()), len(kernels)
-    metrics = {m: np.concatenate([np.full(n_trace, np.nan), v]) for m, v in kernels.metrics.items()}
-    for m, v in trace.metrics.items():  # the host ops' (flops): kernel rows have none
-        theirs = metrics.get(m, np.full(n_trace + n_kernels, np.nan))
-        metrics[m] = np.where(np.isnan(theirs), np.concatenate([v[keep], np.full(n_kernels, np.nan)]), theirs)
-    return {"trace": t, "kernels": k}, metrics, keep
+    return {"trace": t, "kernels": k}, {"trace": trace.metrics, "kernels": kernels.metrics}, keep
 
 
-def fill_events(table: EventTable, parts: dict, metrics: dict[str, np.ndarray], keep: np.ndarray | None) -> None:
+def fill_events(table: EventTable, parts: dict, metrics: dict[str, dict[str, np.ndarray]],
+                keep: np.ndarray | None) -> None:
     """The table's events: the trace's kept rows then the kernel rows, ordered by start (stable), a column
-    at a time, each source column released once used (memory: one copy of the events, not three)."""
-    t, k = parts.get("trace"), parts.get("kernels")
-    sources = [(t, keep), (k, None)]
-    sources = [(cols, rows) for cols, rows in sources if cols is not None]
-    ts = np.concatenate([cols["ts"] if rows is None else cols["ts"][rows] for cols, rows in sources])
+    at a time, each source column released once used (memory: one copy of the events, not three). Each
+    metric is one column over all rows, NaN where its source has none (the host ops' flops, the kernel
+    rows' PMU figures), its values put straight where their rows land."""
+    sources = [(name, parts[name], keep if name == "trace" else None) for name in ("trace", "kernels")
+               if parts.get(name) is not None]
+    counts = [len(cols["ts"]) if rows is None else int(np.count_nonzero(rows)) for _, cols, rows in sources]
+    ts = np.concatenate([cols["ts"] if rows is None else cols["ts"][rows] for _, cols, rows in sources])
     order = np.argsort(ts, kind="stable")
     del ts
     out = {}
     for c, dtype in EVENT_COLUMNS.items():
-        pieces = [cols.pop(c) for cols, _ in sources]
-        col = np.concatenate([p if rows is None else p[rows] for p, (_, rows) in zip(pieces, sources)])
+        pieces = [cols.pop(c) for _, cols, _ in sources]
+        col = np.concatenate([p if rows is None else p[rows] for p, (_, _, rows) in zip(pieces, sources)])
         del pieces
         out[c] = col[order].astype(dtype, copy=False)
         del col
     table.events = out
-    table.metrics = {m: v[order] for m, v in sorted(metrics.items())}
+    landing = np.empty(len(order), np.int64)
+    landing[order] = np.arange(len(order))  # row k of the concatenation ends at landing[k]
+    filled: dict[str, np.ndarray] = {}
+    first = 0
+    for (name, _, rows), count in zip(sources, counts):
+        at = landing[first:first + count]
+        for m, v in metrics.get(name, {}).items():
+            col = filled.setdefault(m, np.full(len(order), np.nan))
+            col[at] = v if rows is None else v[rows]
+        first += count
+    table.metrics = dict(sorted(filled.items()))
 
 
 def fill_memory(table: EventTable, cols: dict[str, np.ndarray]) -> None:
