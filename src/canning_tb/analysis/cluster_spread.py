@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from canning_tb.arrays import distinct
+
 SPREAD_METRICS = ("step_ns", "computing_ns", "communication_ns", "free_ns", "wait_ns", "transfer_ns")
 SPREAD_RATIO = 0.05
 TOP_K = 5
@@ -80,7 +82,7 @@ def rank_heatmap(ranks: np.ndarray, cols: dict) -> dict:
 
 
 def matrix_bins(ranks: np.ndarray, cells) -> dict:
-    everyone = np.unique(np.concatenate([ranks, cells.src, cells.dst]))
+    everyone = distinct(np.concatenate([ranks, cells.src, cells.dst]))
     per_bin = max(1, -(-len(everyone) // MATRIX_BINS))
     bins = [{"first": int(part[0]), "last": int(part[-1])}
             for part in (everyone[i:i + per_bin] for i in range(0, len(everyone), per_bin))]

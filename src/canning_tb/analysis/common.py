@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from canning_tb.arrays import distinct
+
 from ..ingest.table import EP_EXCHANGE_RE, NONE, EventTable, Kind
 
 DEVICE_KINDS = (Kind.KERNEL, Kind.COMM_KERNEL, Kind.MEMCPY, Kind.MEMSET)
@@ -132,7 +134,7 @@ def dense_codes(values: np.ndarray) -> tuple[np.ndarray, int]:
         rank = np.cumsum(present) - 1
         return rank[values - low], int(rank[-1]) + 1
     heads = values[np.r_[True, values[1:] != values[:-1]]]
-    uniq = np.unique(heads)
+    uniq = distinct(heads)
     return np.searchsorted(uniq, values).astype(np.int64), len(uniq)
 
 

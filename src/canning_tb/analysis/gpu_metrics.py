@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from canning_tb.arrays import distinct
+
 from ..ingest.table import METRIC_BLOCKS_PER_SM, METRIC_OCCUPANCY, EventTable, Kind
 from . import digest_pb2 as pb
 from . import intervals as iv
@@ -90,7 +92,7 @@ def _one_device(table: EventTable, rows: np.ndarray, device: int, span, cuda: bo
         out.achieved_occupancy_pct = _weighted_occupancy(np.nan_to_num(occupancy[rows], nan=-1.0), inside)
     if cuda and inside.sum() > 0:
         names = ev["name"][rows]
-        tc_ids = [n for n in np.unique(names) if uses_tensor_cores(table.strings[int(n)] or "")]
+        tc_ids = [n for n in distinct(names) if uses_tensor_cores(table.strings[int(n)] or "")]
         tc = np.isin(names, tc_ids)
         out.tensor_core_share = float(inside[tc].sum()) / float(inside.sum())
     return out
@@ -104,4 +106,4 @@ def gpu_efficiency(table: EventTable, span_starts, span_ends) -> list[pb.GpuEffi
     span = iv.union(span_starts, span_ends)
     cuda = is_cuda_window(table)
     device = table.events["device"][rows]
-    return [_one_device(table, rows[device == d], int(d), span, cuda) for d in np.unique(device) if d >= 0]
+    return [_one_device(table, rows[device == d], int(d), span, cuda) for d in distinct(device) if d >= 0]

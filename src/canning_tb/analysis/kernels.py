@@ -27,6 +27,8 @@ import re
 
 import numpy as np
 
+from canning_tb.arrays import distinct
+
 from ..ingest import side_tables as side
 from ..ingest.table import (METRIC_BLOCKS_PER_SM, METRIC_MIX_BLOCK_DIM, METRIC_OCCUPANCY, METRIC_REGISTERS,
                             METRIC_SHARED_MEMORY, NONE, Kind)
@@ -60,7 +62,7 @@ def _grouping_names(t, rows: np.ndarray, comm: np.ndarray) -> tuple[np.ndarray, 
     name = t.events["name"][rows].astype(np.int64)
     names = list(t.strings.values)
     families: dict[str, int] = {}
-    for nid in np.unique(name[comm]):
+    for nid in distinct(name[comm]):
         text = t.strings[int(nid)] or ""
         family = HCCL_CALL_RE.sub("", text)
         if family != text:
@@ -244,7 +246,7 @@ def _cores(ctx: Context, rows: np.ndarray, dpos: np.ndarray) -> list:
     if not is_cuda_window(t) or not (ev["kind"][rows] == int(Kind.KERNEL)).any():
         return cores
     name = ev["name"][rows].astype(np.int64)
-    uniq = np.unique(name)
+    uniq = distinct(name)
     tc = id_mask(name, uniq[[uses_tensor_cores(t.strings[int(x)] or "") for x in uniq]], len(t.strings))
     kern = ev["kind"][rows] == int(Kind.KERNEL)
     eligible = _under_eligible_op(ctx, dpos)

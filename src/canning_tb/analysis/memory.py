@@ -25,6 +25,8 @@ import re
 
 import numpy as np
 
+from canning_tb.arrays import distinct
+
 from ..ingest import side_tables as side
 from ..ingest.table import NONE, EventTable, Kind
 from . import digest_pb2 as pb
@@ -47,7 +49,7 @@ def downsample(values: np.ndarray, max_points: int = MAX_POINTS) -> np.ndarray:
     starts = edges[:-1][edges[:-1] < edges[1:]]  # the buckets that hold an index
     keep = np.concatenate([[0, n - 1, int(np.argmax(values))], _first_extreme(values, starts, np.maximum),
                            _first_extreme(values, starts, np.minimum)])
-    return np.unique(keep)
+    return distinct(keep)
 
 
 def _first_extreme(values: np.ndarray, starts: np.ndarray, extreme: np.ufunc) -> np.ndarray:
@@ -82,8 +84,8 @@ def memory_stats(ctx: Context) -> list:
     n_empty = int(id_mask(ev["name"][ev["kind"] == int(Kind.CPU_OP)], ids_matching(t, EMPTY_CACHE_RE), len(t.strings)).sum())
     op_rows = np.flatnonzero((ev["kind"] == int(Kind.CPU_OP)) & (ev["device"] == NONE))
     op_nest = None
-    devices = np.unique(mem["device"]) if len(mem["ts"]) else np.zeros(0, np.int32)
-    comp_names = {int(c): t.strings[int(c)] for c in np.unique(mem["component"]) if c >= 0}
+    devices = distinct(mem["device"]) if len(mem["ts"]) else np.zeros(0, np.int32)
+    comp_names = {int(c): t.strings[int(c)] for c in distinct(mem["component"]) if c >= 0}
     for dev_id in devices:
         dname = t.strings[int(dev_id)] or ""
         dm = np.flatnonzero(mem["device"] == dev_id)
@@ -163,7 +165,7 @@ def _components(d, t: EventTable, dm: np.ndarray, comp_names: dict[int, str]) ->
     """Peaks per memory_record component (NPU: PTA, GE, APP ...)."""
     mem = t.memory
     comps = mem["component"][dm]
-    for c in np.unique(comps[comps != NONE]):
+    for c in distinct(comps[comps != NONE]):
         rr = dm[comps == c]
         ra, rs = mem["allocated"][rr], mem["reserved"][rr]
         d.components.add(component=comp_names[int(c)],

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from canning_tb.arrays import distinct
+
 from ..ingest.table import (METRIC_AIC_TIME, METRIC_AIV_TIME, METRIC_BLOCKS_PER_SM, METRIC_FLOPS, METRIC_MIX_BLOCK_DIM,
                             METRIC_OCCUPANCY, METRIC_REGISTERS, METRIC_SHARED_MEMORY, EventTable, Kind)
 from . import digest_pb2 as pb
@@ -106,7 +108,7 @@ def npu_efficiency(table: EventTable, span_starts, span_ends) -> list[pb.NpuEffi
     placed = np.asarray(span_starts) >= 0  # a step with no place on the clock has no span
     span = iv.union(np.asarray(span_starts)[placed], np.asarray(span_ends)[placed])
     device = table.events["device"][rows]
-    known = [int(d) for d in np.unique(device) if d >= 0]
+    known = [int(d) for d in distinct(device) if d >= 0]
     if not known and len(rows):  # the files name no device (kernel_details.csv without Device_id): the window's NPU
         return [_one_device(table, rows, -1, span)]
     return [_one_device(table, rows[device == d], d, span) for d in known]

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from canning_tb.arrays import distinct
+
 from ..ingest.table import NONE, Kind
 from . import digest_pb2 as pb
 from .common import STEP_RE, group_rows, id_mask, ids_matching, nest
@@ -199,7 +201,7 @@ def op_stats(ctx: Context) -> tuple[list, list, list]:
             return ""
         return t.strings[k] if k < nstr else derived[k - nstr]
 
-    has_stack_names = set(int(x) for x in np.unique(name[stack_key != NONE]))
+    has_stack_names = set(int(x) for x in distinct(name[stack_key != NONE]))
 
     def build(keys, with_shape=False, with_stack=False, only=None):
         p, k = pos, keys

@@ -65,6 +65,8 @@ import re
 
 import numpy as np
 
+from canning_tb.arrays import distinct
+
 from ..ingest.table import NONE, EventTable, Kind
 from . import intervals as iv
 from .common import (DATALOADER_RE, DEVICE_KINDS, HOST_COMM_RE, HOST_OP_KINDS, STEP_RE, group_rows, id_mask, ids_matching, join_on,
@@ -229,7 +231,7 @@ def host_compute(table: EventTable, comm: np.ndarray) -> tuple[np.ndarray, np.nd
     ops = (ev["kind"] == int(Kind.CPU_OP)) & (ev["device"] == NONE) & ~comm
     if comm.any():
         keys = thread_keys(table, np.arange(len(table)))
-        ops &= ~np.isin(keys, np.unique(keys[comm]))
+        ops &= ~np.isin(keys, distinct(keys[comm]))
     collective = name_mask(table, HOST_COMM_RE) & ops
     ts, end = ev["ts"], ev["ts"] + ev["dur"]
     return iv.subtract(iv.union(ts[ops & ~collective], end[ops & ~collective]), iv.union(ts[collective], end[collective]))

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from canning_tb.arrays import distinct
+
 from ..ingest.table import NONE, EventTable, Kind
 from .common import sum_up_tree
 from .context import Context
@@ -77,7 +79,7 @@ def _kernel_time(ctx: Context) -> tuple[np.ndarray, np.ndarray]:
     owner = ctx.op_owner
     sel = np.flatnonzero(((kind == int(Kind.KERNEL)) | (kind == int(Kind.COMM_KERNEL))) & (owner != NONE))
     names = ctx.ev["name"][dev[sel]]
-    uniq = np.unique(names)
+    uniq = distinct(names)
     tc = np.isin(names, uniq[[uses_tensor_cores(ctx.table.strings[int(n)] or "") for n in uniq]])
     dur = ctx.ev["dur"][dev[sel]].astype(np.float64)
     n = len(ctx.host.rows)

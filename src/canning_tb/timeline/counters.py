@@ -9,6 +9,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from canning_tb.arrays import distinct
+
 from canning_tb.ingest.side_tables import rows as side_rows
 from canning_tb.ingest.table import NONE, EventTable
 
@@ -39,7 +41,7 @@ def memory_series(table: EventTable) -> list[tuple[str, str, np.ndarray, np.ndar
     order = np.argsort(ts_all, kind="stable")
     devices = mem["device"][order]
     out = []
-    for device in np.unique(devices):
+    for device in distinct(devices):
         rows = order[devices == device]
         for measure in ("allocated", "reserved"):
             values = mem[measure][rows]
@@ -107,7 +109,7 @@ def _extremes(ts: np.ndarray, values: np.ndarray, t0: int, t1: int, width: int) 
         edge = np.flatnonzero(np.diff(column) != 0)  # columns grow with time: groups are contiguous
         lows = by_value[np.append(0, edge + 1)]
         highs = by_value[np.append(edge, len(by_value) - 1)]
-        kept = np.unique(np.concatenate([lows, highs]))  # sample rows are in time order
+        kept = distinct(np.concatenate([lows, highs]))  # sample rows are in time order
         out_ts += ts[kept].tolist()
         out_values += values[kept].tolist()
     return out_ts, out_values

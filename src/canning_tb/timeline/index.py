@@ -14,6 +14,8 @@ from functools import lru_cache
 
 import numpy as np
 
+from canning_tb.arrays import distinct
+
 from canning_tb import safe_files
 from canning_tb.ingest.table import NONE, EventTable, Kind
 
@@ -139,7 +141,7 @@ def _bad_tracks(ts: np.ndarray, end: np.ndarray, track_of: np.ndarray, depth: np
     order = np.lexsort((ts, depth, track_of))
     same_row = (track_of[order][1:] == track_of[order][:-1]) & (depth[order][1:] == depth[order][:-1])
     overlap = same_row & (ts[order][1:] < end[order][:-1])
-    return np.unique(np.concatenate([track_of[order][1:][overlap], track_of[depth < 0]]))
+    return distinct(np.concatenate([track_of[order][1:][overlap], track_of[depth < 0]]))
 
 
 def stack_depths(ts: np.ndarray, end: np.ndarray, track_of: np.ndarray) -> np.ndarray:
@@ -149,7 +151,7 @@ def stack_depths(ts: np.ndarray, end: np.ndarray, track_of: np.ndarray) -> np.nd
     depth = _nested_depths(ts, end, track_of, order)
     if depth is None:
         depth = np.zeros(len(ts), np.int32)
-        bad = np.unique(track_of)
+        bad = distinct(track_of)
     else:
         bad = _bad_tracks(ts, end, track_of, depth)
     for track in bad.tolist():

@@ -6,6 +6,8 @@ import re
 
 import numpy as np
 
+from canning_tb.arrays import distinct
+
 from ...ingest.table import NONE
 from ..summary import has_device_work
 from . import thresholds as th
@@ -57,7 +59,7 @@ def _thread_sequences(inp: RuleInput) -> list[tuple[Sequence, np.ndarray, np.nda
         return []
     values = inp.ctx.table.strings.values
     short = [""] * len(values)  # the short names of the operators only, never the call stacks beside them
-    for name_id in np.unique(np.concatenate([name_ids for name_ids, _, _ in found])).tolist():
+    for name_id in distinct(np.concatenate([name_ids for name_ids, _, _ in found])).tolist():
         if 0 <= name_id < len(values):
             short[name_id] = values[name_id].split("::", 1)[-1]
     device = has_device_work(inp.digest)

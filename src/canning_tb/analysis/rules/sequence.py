@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from canning_tb.arrays import distinct
+
 _FIRST_CODE = 0x10000  # word characters: above the basic plane, so no surrogate and no regex syntax
 # a pattern is rewritten when it is made of words, single spaces, (?: ), |, * and ?
 _NOT_REWRITTEN_RE = re.compile(r"[.^$+\[\]{}\\]|[^\S ]|\((?!\?:)")
@@ -49,7 +51,7 @@ def sequences(names: list[str], threads: list[np.ndarray]) -> list[Sequence]:
     """Per thread (an array of ids into `names`; -1 for no name): its sequence, by words when every
     name the thread uses is plain (words separated by single spaces), else by characters."""
     names = list(names) + [""]  # id -1 takes the last
-    used = np.unique(np.concatenate(threads)) if threads else np.zeros(0, np.int64)
+    used = distinct(np.concatenate(threads)) if threads else np.zeros(0, np.int64)
     plain = np.zeros(len(names), bool)
     coded = np.full(len(names), "", dtype=object)
     words: dict[str, str] = {}

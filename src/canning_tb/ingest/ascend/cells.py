@@ -11,6 +11,8 @@ from typing import Sequence
 
 import numpy as np
 
+from canning_tb.arrays import distinct
+
 from .csv_io import _LIMIT, to_float, to_int, us_to_ns
 
 _BLOCK = 65536  # rows of text turned into a byte matrix at once
@@ -125,7 +127,7 @@ def _joined_us(values: Sequence) -> tuple[np.ndarray, np.ndarray] | None:
 
 def _by_width(values: Sequence) -> tuple[np.ndarray, np.ndarray] | None:
     lens = np.fromiter(map(len, values), np.int64, len(values))
-    widths = np.unique(lens)
+    widths = distinct(lens)
     if len(widths) > 8:
         return None
     out, known = np.zeros(len(values), np.int64), np.zeros(len(values), bool)

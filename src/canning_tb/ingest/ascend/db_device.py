@@ -10,6 +10,8 @@ import json
 
 import numpy as np
 
+from canning_tb.arrays import distinct
+
 from . import db_columns as q
 from .. import op_args
 from .csv_io import norm_shapes
@@ -143,7 +145,7 @@ def _tasks(db, strings, links) -> tuple[dict, dict, set[int]]:
     ev["args"] = _kernel_args(db, strings, c, compute)
     ev["blocks"] = np.where(compute, q.or_none(c["c_blk"], NONE), NONE)
     ev["bytes"] = np.where(comm, q.or_none(c["m_size"], NONE), NONE)
-    devices = set(np.unique(ev["device"]).tolist())
+    devices = set(distinct(ev["device"]).tolist())
     return ev, _pmu(db, c, compute), devices
 
 

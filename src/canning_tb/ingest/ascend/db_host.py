@@ -7,6 +7,8 @@ import re
 
 import numpy as np
 
+from canning_tb.arrays import distinct
+
 from . import db_columns as q
 from .. import op_args
 from .csv_io import norm_shapes
@@ -56,8 +58,8 @@ def _shapes_and_args(db, s1: np.ndarray, s2: np.ndarray, strings) -> tuple[np.nd
 def _kinds(db, name: np.ndarray, typ: np.ndarray, strings) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(kind, name id in strings, cat id in strings) of PYTORCH_API rows."""
     name_ids = q.text_ids(db, name, strings, lambda v: v or "")
-    steps = np.array([(strings[int(i)] or "").startswith("ProfilerStep#") for i in np.unique(name_ids)], bool)
-    is_step = steps[np.searchsorted(np.unique(name_ids), name_ids)] if len(name_ids) else np.zeros(0, bool)
+    steps = np.array([(strings[int(i)] or "").startswith("ProfilerStep#") for i in distinct(name_ids)], bool)
+    is_step = steps[np.searchsorted(distinct(name_ids), name_ids)] if len(name_ids) else np.zeros(0, bool)
     kind = np.where(typ == 50001, np.where(is_step, Kind.USER_ANNOTATION, Kind.CPU_OP),
                     np.where(typ == 50003, Kind.PYTHON_FUNCTION, Kind.OTHER)).astype(np.uint8)
     uniq, inverse = np.unique(typ, return_inverse=True)
@@ -103,7 +105,7 @@ def pytorch_api(db, strings) -> tuple[dict, set[str], tuple]:
     ev.update(ts=ts, dur=np.maximum(end - ts, 0), kind=kind, name=name, cat=cat, pid=gtid >> 32,
               tid=gtid & 0xFFFFFFFF, shapes=shapes, args=args, stack=_stacks(db, c["callchainId"], strings))
     ev["external_id"], links = _external_ids(db, c["connectionId"], kind)
-    steps = {strings[int(i)] for i in np.unique(name[kind == Kind.USER_ANNOTATION])}
+    steps = {strings[int(i)] for i in distinct(name[kind == Kind.USER_ANNOTATION])}
     return ev, steps, links
 
 

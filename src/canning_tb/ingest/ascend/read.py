@@ -18,6 +18,8 @@ import os
 
 import numpy as np
 
+from canning_tb.arrays import distinct
+
 from . import csv_tables as C
 from . import tables as T
 from .. import side_tables as side
@@ -156,7 +158,7 @@ def _read_files(r: _Reader, started) -> None:
         _comm_groups(table, table.events, groups)
     if mem:
         fill_memory(table, mem)
-    devs = {int(d) for d in np.unique(table.events["device"]) if d != NONE}
+    devs = {int(d) for d in distinct(table.events["device"]) if d != NONE}
     if trace is not None:
         devs |= trace.devices
         table.meta.process_names.update(trace.process_names)
@@ -186,7 +188,7 @@ def _read_device(r: _Reader, comm_groups: dict[str, str], started):
     """(trace_view.json data or None, kernel_details.csv rows or None)."""
     strings = r.table.strings
     kernels = r.take("kernel_details.csv", C.read_kernel_details, strings, NONE)
-    devs = set(np.unique(kernels.events["device"]).tolist()) - {NONE} if kernels is not None else set()
+    devs = set(distinct(kernels.events["device"]).tolist()) - {NONE} if kernels is not None else set()
     hint = devs.pop() if len(devs) == 1 else NONE
     trace = r.take("trace_view.json", read_trace, strings, hint, comm_groups, started)
     if trace is None:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from canning_tb.arrays import distinct
+
 from ..table import NONE
 
 _SCAN_BACK = 64  # host ops starting before the flow's start that may enclose it (ops are nested)
@@ -32,7 +34,7 @@ def innermost(host_thread, host_ts, host_dur, q_thread, q_at) -> np.ndarray:
     out = np.full(len(q_at), -1, np.int64)
     order = np.lexsort((np.arange(len(host_ts)), -host_dur, host_ts, host_thread))
     th, ts, dur = host_thread[order], host_ts[order], host_dur[order]
-    for thread in np.unique(q_thread):
+    for thread in distinct(q_thread):
         lo, hi = np.searchsorted(th, thread, "left"), np.searchsorted(th, thread, "right")
         if lo == hi:
             continue
@@ -104,7 +106,7 @@ def _tasks_at(ev, device: np.ndarray, flows, f_rows: np.ndarray) -> tuple[np.nda
     q_ts = flows["ts"][f_rows]
     q_ok = flows["ts_ok"][f_rows]
     rows_out, flow_out = [], []
-    for thread in np.unique(q_thread):
+    for thread in distinct(q_thread):
         lo, hi = np.searchsorted(d_thread, thread, "left"), np.searchsorted(d_thread, thread, "right")
         if lo == hi:
             continue

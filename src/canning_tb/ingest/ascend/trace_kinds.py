@@ -8,6 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from canning_tb.arrays import distinct
+
 from .. import op_args
 from .. import side_tables as side
 from . import trace_decode as dec
@@ -146,7 +148,7 @@ class _Finish:
         dev = self.dev_of_pid[self.ev["pid"][rows]]
         self.out["device"][rows] = dev
         self.device[rows] = True
-        self.devices.update(np.unique(dev).tolist())
+        self.devices.update(distinct(dev).tolist())
 
     def _thread_name(self, tids: list, rows: np.ndarray) -> tuple[list[str], np.ndarray]:
         """(thread name of each distinct (pid, tid) of rows, the index of each row's pair)."""
@@ -186,7 +188,7 @@ class _Finish:
         is_op = group_thread | (comm & ~plane)
         self._correlation(rows)
         dev = self.dev_of_pid[self.ev["pid"][rows]]
-        self.devices.update(np.unique(dev).tolist())
+        self.devices.update(distinct(dev).tolist())
         self.out["device"][rows] = dev
         ops, subtasks = rows[is_op], rows[~is_op]
         self.out["stream"][ops] = NONE

@@ -29,6 +29,8 @@ from typing import Any
 import msgspec
 import numpy as np
 
+from canning_tb.arrays import distinct
+
 from .. import _json
 from .. import op_args
 from . import parallel as kineto_parallel
@@ -451,7 +453,7 @@ class _Reader:
         host = (kind == Kind.CPU_OP) | (kind == Kind.RUNTIME) | (kind == Kind.USER_ANNOTATION)
         launches = ev["correlation"][kind == Kind.RUNTIME]
         host_pids = [p for p, label in self.process_labels.items() if label.strip().upper() == "CPU"]
-        off_host = ~np.isin(pid, np.concatenate([np.unique(ev["pid"][host]), np.array(host_pids, np.int64)]))
+        off_host = ~np.isin(pid, np.concatenate([distinct(ev["pid"][host]), np.array(host_pids, np.int64)]))
         corr = ev["correlation"][rows]
         located |= off_host & (corr != NONE) & np.isin(corr, launches[launches != NONE])
         return located
