@@ -303,6 +303,23 @@ def test_side_tables_survive_the_cache(tmp_path):
     back.check()
 
 
+@pytest.mark.parametrize("lazy", [False, True])
+def test_metrics_survive_the_cache(tmp_path, lazy):
+    """The PMU metrics (on the kernel rows only: kept as rows and values) and a dense one come back equal,
+    NaN where the file had none."""
+    import numpy as np
+    t = read_ascend(str(rank_folder("level2", 0)))
+    t.metrics["dense"] = np.arange(len(t), dtype=np.float64)
+    t.save(str(tmp_path / "t"))
+    with np.load(tmp_path / "t.npz") as z:
+        assert any(k.endswith("_rows") for k in z.files) and any(k.startswith("x_") and k[2:].isdigit() for k in z.files)
+    back = type(t).load(str(tmp_path / "t"), lazy=lazy)
+    assert sorted(back.metrics) == sorted(t.metrics) and len(t.metrics) > 5
+    for name, column in t.metrics.items():
+        assert np.array_equal(back.metrics[name], column, equal_nan=True), name
+    assert 0 < np.count_nonzero(~np.isnan(t.metrics["aic_mac_ratio"])) < len(t) / 3
+
+
 def test_ascend_ingest_modules_are_small_and_acyclic():
     """No function of the Ascend reader over ~60 lines; no import cycle among ingest modules."""
     import ast

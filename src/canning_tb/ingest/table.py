@@ -232,7 +232,8 @@ class EventTable:
         arrays = {f"e_{k}": v for k, v in self.events.items()}
         arrays.update({f"m_{k}": v for k, v in self.memory.items()})
         metric_names = sorted(self.metrics)
-        arrays.update({f"x_{i}": self.metrics[k] for i, k in enumerate(metric_names)})
+        for i, k in enumerate(metric_names):
+            arrays.update(_metric_arrays(f"x_{i}", self.metrics[k]))
         columnar = {k: v for k, v in self.side.items() if isinstance(v, Columns)}
         for name, table in columnar.items():  # big side tables travel as arrays, never as JSON rows
             arrays.update({f"s_{name}__{c}": a for c, a in table.data.items()})
@@ -245,6 +246,7 @@ class EventTable:
             "side": {k: v for k, v in self.side.items() if k not in columnar},
             "side_columns": {k: v.strings for k, v in columnar.items()},
             "metrics": metric_names,
+            "rows": len(self),
         }
         safe_files.atomic_write(path_prefix + ".json",
                                 write=lambda f: json.dump(sidecar, codecs.getwriter("utf-8")(f), default=_jsonable))
@@ -261,19 +263,36 @@ class EventTable:
         if lazy:
             archive = np.load(safe_files.open_file(path_prefix + ".npz"))  # kept open: columns are read later
             events, memory = LazyColumns(archive, "e_", EVENT_COLUMNS), LazyColumns(archive, "m_", MEMORY_COLUMNS)
-            metrics = {k: archive[f"x_{i}"] for i, k in enumerate(names)}
+            metrics = {k: _metric(archive, f"x_{i}", sidecar) for i, k in enumerate(names)}
             side.update(_side_columns(archive, sidecar))
         else:
             with safe_files.open_file(path_prefix + ".npz") as f, np.load(f) as z:
                 events = {k: z[f"e_{k}"] for k in EVENT_COLUMNS}
                 memory = {k: z[f"m_{k}"] for k in MEMORY_COLUMNS}
-                metrics = {k: z[f"x_{i}"] for i, k in enumerate(names)}
+                metrics = {k: _metric(z, f"x_{i}", sidecar) for i, k in enumerate(names)}
                 side.update(_side_columns(z, sidecar))
         meta = Meta(**sidecar["meta"])
         meta.process_names = {int(k): v for k, v in meta.process_names.items()}
         return cls(events=events, memory=memory, strings=Strings(sidecar["strings"]), meta=meta,
                    problems=[Problem(**p) for p in sidecar["problems"]], side=side,
                    metrics=metrics)
+
+
+def _metric_arrays(key: str, column: np.ndarray) -> dict[str, np.ndarray]:
+    """A metric as cached: its rows and values where most rows have none (an Ascend window's PMU figures
+    are on its 24k kernel rows of 600k events), else the column."""
+    rows = np.flatnonzero(~np.isnan(column))
+    if 3 * len(rows) >= len(column):
+        return {key: column}
+    return {f"{key}_rows": rows.astype(np.int32 if len(column) < 2 ** 31 else np.int64), f"{key}_values": column[rows]}
+
+
+def _metric(archive, key: str, sidecar: dict) -> np.ndarray:
+    if f"{key}_rows" not in archive.files:
+        return archive[key]
+    column = np.full(int(sidecar["rows"]), np.nan)
+    column[archive[f"{key}_rows"]] = archive[f"{key}_values"]
+    return column
 
 
 def _side_columns(archive, sidecar: dict) -> dict[str, Columns]:
