@@ -112,9 +112,32 @@ def test_what_the_fast_path_declines(raw):
     assert csv_fast.plan(raw, 2) is None
 
 
-def test_a_cell_past_the_field_limit_is_left_to_the_csv_module(tmp_path, monkeypatch):
+@pytest.mark.parametrize("raw", [
+    b'a,b\n1,"ab"c"d"\n',  # quotes inside a quoted cell that are not doubled
+    b'a,b\n1,2\nx',  # a last line of one cell, without a line end
+    b'a\nx\n',  # one column: the csv module reads it
+])
+def test_what_the_fast_path_declines_too(raw):
+    assert csv_fast.plan(raw, raw.split(b"\n", 1)[0].count(b",") + 1) is None
+
+
+@pytest.mark.parametrize("raw,cells", [
+    (b"a,b\n1,2\n3,4", [["1", "3"], ["2", "4"]]),  # two columns, no line end at the end
+    (b'"a",b\n1,2\n', [["1"], ["2"]]),  # a quoted header cell first in the file
+    (b"a,b,c\n1,2,3,\n4,5,6, \n", [["1", "4"], ["2", "5"], ["3", "6"]]),  # trailing commas, blank after them
+])
+def test_what_the_fast_path_takes(raw, cells):
+    plan = csv_fast.plan(raw, len(cells))
+    assert plan is not None and next(plan.chunks(list(range(len(cells))), 10)) == cells
+
+
+@pytest.mark.parametrize("where", ["header", "row", "last line"])
+def test_a_cell_past_the_field_limit_is_left_to_the_csv_module(tmp_path, monkeypatch, where):
+    """One byte past the limit, in the header, a row, or a last line without a line end."""
     import csv
-    raw = b"a,b\n1," + b"x" * (csv.field_size_limit() + 10) + b"\n"
+    big = b"x" * (csv.field_size_limit() + 1)
+    raw = {"header": b"a," + big + b"\n1,2\n", "row": b"a,b\n1," + big + b"\n3,4\n", "last line": b"a,b\n1," + big}[where]
     assert csv_fast.plan(raw, 2) is None
     cells, problems = read(raw, tmp_path / "big.csv", True, monkeypatch)
-    assert cells == [[], [], []] and any("field larger than field limit" in p for p in problems)
+    assert any("field larger than field limit" in p for p in problems)
+    assert (cells, problems) == read(raw, tmp_path / "big.csv", False, monkeypatch)

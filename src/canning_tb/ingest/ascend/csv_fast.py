@@ -86,8 +86,7 @@ def plan(raw: bytes, n: int) -> Plan | None:
             return None
         if len(quotes) and not _quotes_well_formed(quotes, bounds):
             return None
-    start = np.append(lf[0] + 1, lf[:-1] + 1).astype(np.int64)  # data lines: after the header's line end
-    end = lf.astype(np.int64)
+    start, end = lf[:-1].astype(np.int64) + 1, lf[1:].astype(np.int64)  # data line k: after line end k
     if lf[-1] + 1 < len(buf):  # a last line without a line end
         start, end = np.append(start, lf[-1] + 1), np.append(end, len(buf))
     end -= (end > start) & (buf[np.maximum(end - 1, 0)] == _CR)
@@ -120,8 +119,6 @@ def _quotes_well_formed(quotes: np.ndarray, bounds: np.ndarray) -> bool:
     at = np.searchsorted(bounds, quotes)  # the cell of each quote: after bounds[at - 1], before bounds[at]
     opens = np.concatenate(([True], at[1:] != at[:-1]))  # the first quote of its cell
     closes = np.concatenate((at[1:] != at[:-1], [True]))
-    if (opens & closes).any():  # a cell with one quote
-        return False
     if not ((quotes[opens] == bounds[at[opens] - 1] + 1).all() and (quotes[closes] == bounds[at[closes]] - 1).all()):
         return False
     inner = quotes[~opens & ~closes]
