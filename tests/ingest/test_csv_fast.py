@@ -125,6 +125,7 @@ def test_what_the_fast_path_declines_too(raw):
     (b"a,b\n1,2\n3,4", [["1", "3"], ["2", "4"]]),  # two columns, no line end at the end
     (b'"a",b\n1,2\n', [["1"], ["2"]]),  # a quoted header cell first in the file
     (b"a,b,c\n1,2,3,\n4,5,6, \n", [["1", "4"], ["2", "5"], ["3", "6"]]),  # trailing commas, blank after them
+    (b"a,b\r\n1,2\r\n\r\n \t\r\n3,4\r\n\r\n", [["1", "3"], ["2", "4"]]),  # blank lines between and after
 ])
 def test_what_the_fast_path_takes(raw, cells):
     plan = csv_fast.plan(raw, len(cells))
