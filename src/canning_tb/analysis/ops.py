@@ -114,8 +114,10 @@ def _launched_under(ctx: Context, pos: np.ndarray, inv: np.ndarray, nested: bool
         alive = alive[cur[alive] != NONE]
     if not groups or not sum(len(g) for g in groups):
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    pairs = np.unique(np.stack([np.concatenate(groups), np.concatenate(events)], axis=1), axis=0)
-    return pairs[:, 0], pairs[:, 1]
+    group, event = np.concatenate(groups).astype(np.int64), np.concatenate(events).astype(np.int64)
+    width = int(event.max()) + 1  # one int64 key per pair, ordered as (group, event): a sort of ints, not of rows
+    pairs = distinct(group * width + event)
+    return pairs // width, pairs % width
 
 
 def _device_union(ctx: Context, pos: np.ndarray, inv: np.ndarray, ng: int, nested: bool) -> np.ndarray:
