@@ -324,9 +324,9 @@ def _op_memory_stats(d, rows: list[dict]) -> None:
 
 def _module_components(entries: _DeviceEntries, modules: list[dict]) -> None:
     peaks: dict[tuple[str, str], int] = {}
-    for device, component, reserved in zip(*side.column_values(modules, ("device", "component", "reserved_bytes"))):
+    for (device, component), peak in side.max_by(modules, ("device", "component"), "reserved_bytes").items():
         key = (device or entries.default, component)
-        peaks[key] = max(peaks.get(key, -1), -1 if reserved is None else reserved)
+        peaks[key] = max(peaks.get(key, -1), peak)
     for (dev, comp), peak in peaks.items():
         d = entries.get(dev)
         if comp not in {c.component for c in d.components}:
