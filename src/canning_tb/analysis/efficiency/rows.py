@@ -113,7 +113,7 @@ def fill_kernels(ctx: Context, stats: list, dpos: np.ndarray, calls: Calls, with
 
 def _pipes(k: pb.KernelStat) -> None:
     """The NPU pipes' busy shares from the kernel's PMU ratios (aic_*: its cube core, aiv_*: its
-    vector core), busiest first; a MIX kernel's vector-core pipes named "aiv <pipe>"."""
+    vector core), busiest first (equal shares by name); a MIX kernel's vector-core pipes named "aiv <pipe>"."""
     del k.pipes[:]
     found = []
     both = any(n.startswith("aic_") for n in k.pmu) and any(n.startswith("aiv_") for n in k.pmu)
@@ -124,5 +124,5 @@ def _pipes(k: pb.KernelStat) -> None:
         if both and name.startswith("aiv_") and pipe != "vector":
             pipe = f"aiv {pipe}"
         found.append((pipe, float(value)))
-    for pipe, share in sorted(found, key=lambda p: -p[1]):
+    for pipe, share in sorted(found, key=lambda p: (-p[1], p[0])):  # ties by name: a protobuf map has no order
         k.pipes.add(pipe=pipe, share=share)
