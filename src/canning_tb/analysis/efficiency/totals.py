@@ -95,18 +95,21 @@ def step_figures(d: pb.Digest, u: Units, peak: Peak | None, hbm: tuple,
     kept = set(d.average_steps)
     sums = {"peak": 0.0, "dur": 0, "flops": 0.0, "hbm": [], "n": 0}
     source = "hbm_counters" if len(hbm[0]) else ("modelled_bytes" if has_device and (~np.isnan(u.bytes)).any() else "")
+    by_start = np.argsort(u.ts, kind="stable")
+    starts = u.ts[by_start]
     for s in d.steps:
-        inside = (u.ts >= s.start_ns) & (u.ts < s.start_ns + s.dur_ns)
-        matrix = inside & u.matrix & ~np.isnan(u.flops)
+        lo, hi = np.searchsorted(starts, [s.start_ns, s.start_ns + s.dur_ns])
+        inside = np.sort(by_start[lo:hi])  # the units starting in the step, in their own order (equal sums)
+        matrix = inside[u.matrix[inside] & ~np.isnan(u.flops[inside])]
         r = s.roofline
-        r.flops = float(u.flops[matrix].sum()) if matrix.any() else -1.0
-        timed = matrix & ~np.isnan(peak_ns)
-        r.mfu = float(peak_ns[timed].sum() / s.dur_ns) if timed.any() and s.dur_ns > 0 else -1.0
+        r.flops = float(u.flops[matrix].sum()) if len(matrix) else -1.0
+        timed = matrix[~np.isnan(peak_ns[matrix])]
+        r.mfu = float(peak_ns[timed].sum() / s.dur_ns) if len(timed) and s.dur_ns > 0 else -1.0
         r.hbm_gbps = _hbm_of(s, u, inside, hbm, source)
         if s.number in kept:
             sums["n"] += 1
             sums["dur"] += s.dur_ns
-            sums["peak"] += float(peak_ns[timed].sum()) if timed.any() else 0.0
+            sums["peak"] += float(peak_ns[timed].sum()) if len(timed) else 0.0
             sums["flops"] += max(r.flops, 0.0)
             if r.hbm_gbps >= 0:
                 sums["hbm"].append(r.hbm_gbps)
@@ -118,12 +121,13 @@ def step_figures(d: pb.Digest, u: Units, peak: Peak | None, hbm: tuple,
 
 
 def _hbm_of(s: pb.Step, u: Units, inside: np.ndarray, hbm: tuple, source: str) -> float:
+    """`inside`: positions of the units that start in the step."""
     if source == "hbm_counters":
-        ts, value = hbm
-        sel = (ts >= s.start_ns) & (ts < s.start_ns + s.dur_ns)
-        return float(value[sel].mean() / 1e9) if sel.any() else -1.0
-    known = inside & ~np.isnan(u.bytes)
-    return float(u.bytes[known].sum() / s.dur_ns) if source and known.any() and s.dur_ns > 0 else -1.0
+        ts, value = hbm  # sample times sorted (hbm_samples)
+        lo, hi = np.searchsorted(ts, [s.start_ns, s.start_ns + s.dur_ns])
+        return float(value[lo:hi].mean() / 1e9) if hi > lo else -1.0
+    known = inside[~np.isnan(u.bytes[inside])]
+    return float(u.bytes[known].sum() / s.dur_ns) if source and len(known) and s.dur_ns > 0 else -1.0
 
 
 def module_figures(ctx: Context, d: pb.Digest, u: Units, peak: Peak | None) -> None:

@@ -153,7 +153,7 @@ def _optimizer_work(inp: RuleInput, ranges: np.ndarray) -> list[str]:
     ctx = inp.ctx
     host = ctx.host.rows
     inner = _inside(inp, ranges, host)
-    names = {int(ctx.ev["name"][r]) for r in host[inner].tolist()}
+    names = set(distinct(ctx.ev["name"][host[inner]]).tolist())
     owner = ctx.device_owner
     ok = owner != NONE
     if ok.any():
