@@ -42,7 +42,7 @@ def read_chrome_array(path: str) -> EventTable:
         raise InputError(path, "a JSON array without any duration event")
     table.meta.process_names.update(trace.process_names)
     table.meta.thread_names.update(trace.thread_names)
-    fill_events(table, {"trace": trace.events}, {}, None)
+    fill_events(table, [(trace.events, {}, None)])
     set_devices(table.meta, set(trace.devices))
     table.meta.source_files = [path]
     table.check()

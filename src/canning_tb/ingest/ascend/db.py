@@ -14,15 +14,14 @@ import sqlite3
 import tempfile
 from typing import Any
 
-import numpy as np
-
 from canning_tb.safe_files import open_fd, open_file
 
 from . import db_host
 from .db_device import read_device_tasks
 from .db_side import read_analysis_db, read_memory_tables
 from .info import apply_metadata
-from ..table import EVENT_COLUMNS, EventTable, InputError, Problem, sort_with_metrics
+from .merge import fill_events
+from ..table import EventTable, InputError, Problem
 
 
 def _connect(path: str) -> sqlite3.Connection:
@@ -138,11 +137,7 @@ def _read_profiler_db(db: Db, table: EventTable) -> None:
     host, steps_seen, links = db_host.pytorch_api(db, s)
     parts = [(host, {}), (db_host.step_time(db, s, steps_seen), {}), (db_host.cann_api(db, s), {})]
     parts += read_device_tasks(db, table, links)
-    n = [len(p[0]["ts"]) for p in parts]
-    cols = {k: np.concatenate([p[0][k].astype(t, copy=False) for p in parts]) for k, t in EVENT_COLUMNS.items()}
-    names = sorted({m for _, metrics in parts for m in metrics})
-    metrics = {m: np.concatenate([p[1].get(m, np.full(k, np.nan)) for p, k in zip(parts, n)]) for m in names}
-    table.events, table.metrics = sort_with_metrics(cols, metrics)
+    fill_events(table, [(cols, metrics, None) for cols, metrics in parts])  # the text export's one sort and scatter
     read_memory_tables(db, table)
 
 

@@ -84,17 +84,17 @@ def _inherit(k: dict, t: dict, kr: np.ndarray, tr: np.ndarray) -> None:
         k[c][kr] = np.where(comm & (v != NONE), v, k[c][kr])
 
 
-def merge_device(trace, kernels) -> tuple[dict[str, dict], dict[str, dict], np.ndarray | None]:
-    """(event columns, metrics, rows of the trace kept or None for all) of the window's tasks: trace
-    events minus those a kernel row matched, then the rows. Columns and metrics per source ("trace",
-    "kernels"), not copied: `fill_events` takes them column by column."""
+def merge_device(trace, kernels) -> list[tuple[dict, dict, np.ndarray | None]]:
+    """The window's tasks as `fill_events` sources: the trace's events minus those a kernel row matched
+    (its rows kept), then the kernel rows; each (event columns, metrics, rows kept or None for all), not
+    copied: `fill_events` takes them column by column."""
     if trace is None:
         k = dict(kernels.events)
         k["tid"] = k["stream"].copy()
-        return {"kernels": k}, {"kernels": kernels.metrics}, None
+        return [(k, kernels.metrics, None)]
     t = trace.events
     if kernels is None or not len(kernels):
-        return {"trace": t}, {"trace": trace.metrics}, None
+        return [(t, trace.metrics, None)]
     k = {c: v.copy() for c, v in kernels.events.items()}
     t_idx = np.flatnonzero(trace.device_mask)
     t_ts, t_name = t["ts"][t_idx], t["name"][t_idx].astype(np.int64)
@@ -110,24 +110,21 @@ def merge_device(trace, kernels) -> tuple[dict[str, dict], dict[str, dict], np.n
     k["tid"][loose] = k["stream"][loose]
     keep = np.ones(len(t["ts"]), bool)
     keep[match[kr]] = False
-    return {"trace": t, "kernels": k}, {"trace": trace.metrics, "kernels": kernels.metrics}, keep
+    return [(t, trace.metrics, keep), (k, kernels.metrics, None)]
 
 
-def fill_events(table: EventTable, parts: dict, metrics: dict[str, dict[str, np.ndarray]],
-                keep: np.ndarray | None) -> None:
-    """The table's events: the trace's kept rows then the kernel rows, ordered by start (stable), a column
-    at a time, each source column released once used (memory: one copy of the events, not three). Each
-    metric is one column over all rows, NaN where its source has none (the host ops' flops, the kernel
-    rows' PMU figures), its values put straight where their rows land."""
-    sources = [(name, parts[name], keep if name == "trace" else None) for name in ("trace", "kernels")
-               if parts.get(name) is not None]
-    counts = [len(cols["ts"]) if rows is None else int(np.count_nonzero(rows)) for _, cols, rows in sources]
-    ts = np.concatenate([cols["ts"] if rows is None else cols["ts"][rows] for _, cols, rows in sources])
+def fill_events(table: EventTable, sources: list[tuple[dict, dict, np.ndarray | None]]) -> None:
+    """The table's events from sources (event columns, metrics, rows kept or None for all) in order,
+    ordered by start (stable), a column at a time, each source column released once used (memory: one
+    copy of the events, not three). Each metric is one column over all rows, NaN where its source has
+    none (the host ops' flops, the kernel rows' PMU figures), its values put straight where their rows land."""
+    counts = [len(cols["ts"]) if rows is None else int(np.count_nonzero(rows)) for cols, _, rows in sources]
+    ts = np.concatenate([cols["ts"] if rows is None else cols["ts"][rows] for cols, _, rows in sources])
     order = np.argsort(ts, kind="stable")
     del ts
     out = {}
     for c, dtype in EVENT_COLUMNS.items():
-        pieces = [cols.pop(c) for _, cols, _ in sources]
+        pieces = [cols.pop(c) for cols, _, _ in sources]
         col = np.concatenate([p if rows is None else p[rows] for p, (_, _, rows) in zip(pieces, sources)])
         del pieces
         out[c] = col[order].astype(dtype, copy=False)
@@ -137,9 +134,9 @@ def fill_events(table: EventTable, parts: dict, metrics: dict[str, dict[str, np.
     landing[order] = np.arange(len(order))  # row k of the concatenation ends at landing[k]
     filled: dict[str, np.ndarray] = {}
     first = 0
-    for (name, _, rows), count in zip(sources, counts):
+    for (_, metrics, rows), count in zip(sources, counts):
         at = landing[first:first + count]
-        for m, v in metrics.get(name, {}).items():
+        for m, v in metrics.items():
             col = filled.setdefault(m, np.full(len(order), np.nan))
             col[at] = v if rows is None else v[rows]
         first += count

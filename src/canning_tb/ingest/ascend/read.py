@@ -154,7 +154,7 @@ def _read_files(r: _Reader, started) -> None:
         why = "; ".join(str(p) for p in table.problems[:5]) or _unlistable(r.lay.root)
         raise InputError(r.lay.path_shown, "nothing usable: " + why)
     if trace is not None or kernels is not None:
-        fill_events(table, *merge_device(trace, kernels))
+        fill_events(table, merge_device(trace, kernels))
         _comm_groups(table, table.events, groups)
     if mem:
         fill_memory(table, mem)
