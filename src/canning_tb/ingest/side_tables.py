@@ -319,35 +319,26 @@ def where_equal(table_rows, want: tuple[str, ...], **equal: str) -> dict[str, li
     return {c: [r[c] for r in kept] for c in want}
 
 
-def column_values(table_rows, names: tuple[str, ...]) -> list[list]:
-    """The Python values of the columns `names`, one list per column, without a dict per row (what
-    iterating a Columns table would build): for tables read in bulk."""
-    if isinstance(table_rows, Columns):
-        by_name = {c.name: c for c in table_rows.spec.columns}
-        return [table_rows._values(by_name[n], 0, len(table_rows)) for n in names]
-    return [[r[n] for r in table_rows] for n in names]
-
-
 def max_by(table_rows, keys: tuple[str, str], value: str) -> dict[tuple, int]:
-    """{(key0, key1): the largest `value`} over the rows, a None value counting as -1 (an int column);
-    for a Columns table without a Python value per row (npu_module_mem has 128k rows per 360 MB rank)."""
+    """{(key0, key1): the largest `value`} over the rows, keys in the order they first appear, a None value
+    counting as -1 (an int column); for a Columns table without a Python value per row (npu_module_mem has
+    128k rows per 360 MB rank)."""
     if not isinstance(table_rows, Columns):
         out: dict[tuple, int] = {}
-        for a, b, v in zip(*column_values(table_rows, (*keys, value))):
-            out[(a, b)] = max(out.get((a, b), -1), -1 if v is None else v)
+        for r in table_rows:
+            key, v = (r[keys[0]], r[keys[1]]), r[value]
+            out[key] = max(out.get(key, -1), -1 if v is None else v)
         return out
     if not len(table_rows):
         return {}
     codes = [table_rows.data[k].astype(np.int64) + 1 for k in keys]  # str ids, -1 (None) -> 0
     v = table_rows.data[value]
     v = np.where(v == INT_NULL, -1, v)
-    key = codes[0] * (int(codes[1].max()) + 1) + codes[1]
-    uniq, inverse = np.unique(key, return_inverse=True)
-    best = np.full(len(uniq), np.iinfo(np.int64).min)
-    np.maximum.at(best, inverse, v)
-    first = np.full(len(uniq), len(key), np.int64)
-    np.minimum.at(first, inverse, np.arange(len(key)))  # each key's first row: its two keys, and the order
-    seen = np.argsort(first, kind="stable")  # keys in the order they first appear, as a loop would meet them
+    _, first, inverse = np.unique(codes[0] * (int(codes[1].max()) + 1) + codes[1], return_index=True,
+                                  return_inverse=True)  # first: each key's first row
+    best = np.full(len(first), np.iinfo(np.int64).min)
+    np.maximum.at(best, inverse.reshape(-1), v)
+    seen = np.argsort(first, kind="stable")  # as a loop over the rows would meet them
     first, best = first[seen], best[seen]
     names = [[None if int(c) < 0 else table_rows.strings[k][int(c)] for c in table_rows.data[k][first]] for k in keys]
     return {(a, b): max(int(m), -1) for a, b, m in zip(*names, best)}
