@@ -17,3 +17,17 @@ def test_distinct_is_np_unique(a):
     want = np.unique(a)
     got = distinct(a)
     assert got.dtype == want.dtype and np.array_equal(got, want, equal_nan=want.dtype.kind == "f")
+
+
+@pytest.mark.parametrize("a,b", [
+    (rng.integers(0, 50, 5_000), rng.integers(0, 2 ** 40, 5_000)),
+    (np.array([np.iinfo(np.int64).min, 3, 3, np.iinfo(np.int64).min]), np.array([7, 7, 7, np.iinfo(np.int64).min])),
+    (np.zeros(0, np.int64), np.zeros(0, np.int64)),
+])
+def test_distinct_pairs_is_np_unique_over_rows(a, b):
+    from canning_tb.arrays import distinct_pairs
+    rows = np.stack([a, b], axis=1)
+    want, want_inverse = np.unique(rows, axis=0, return_inverse=True)
+    first, second, inverse = distinct_pairs(a, b)
+    assert np.array_equal(np.stack([first, second], axis=1).reshape(-1, 2), want.reshape(-1, 2))
+    assert np.array_equal(inverse, want_inverse.reshape(-1))

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from canning_tb.arrays import distinct
+from canning_tb.arrays import distinct, distinct_pairs
 
 from ..ingest.table import NONE, Kind
 from . import digest_pb2 as pb
@@ -114,10 +114,8 @@ def _launched_under(ctx: Context, pos: np.ndarray, inv: np.ndarray, nested: bool
         alive = alive[cur[alive] != NONE]
     if not groups or not sum(len(g) for g in groups):
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    group, event = np.concatenate(groups).astype(np.int64), np.concatenate(events).astype(np.int64)
-    width = int(event.max()) + 1  # one int64 key per pair, ordered as (group, event): a sort of ints, not of rows
-    pairs = distinct(group * width + event)
-    return pairs // width, pairs % width
+    group, event, _ = distinct_pairs(np.concatenate(groups).astype(np.int64), np.concatenate(events).astype(np.int64))
+    return group, event
 
 
 def _device_union(ctx: Context, pos: np.ndarray, inv: np.ndarray, ng: int, nested: bool) -> np.ndarray:

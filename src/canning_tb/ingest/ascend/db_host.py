@@ -7,7 +7,7 @@ import re
 
 import numpy as np
 
-from canning_tb.arrays import distinct
+from canning_tb.arrays import distinct, distinct_pairs
 
 from . import db_columns as q
 from .. import op_args
@@ -40,26 +40,25 @@ def _stacks(db, chain: np.ndarray, strings) -> np.ndarray:
 def _shapes_and_args(db, s1: np.ndarray, s2: np.ndarray, strings) -> tuple[np.ndarray, np.ndarray]:
     """(shapes, args) ids. Some versions swap inputShapes / inputDtypes: the cell whose text looks like
     shapes gives the shapes, the first other one the input dtypes (the `args`: ingest/op_args.py)."""
-    pairs = np.stack([s1, s2], axis=1)
-    if not len(pairs):
+    if not len(s1):
         return np.zeros(0, np.int32), np.zeros(0, np.int32)
-    uniq, inverse = np.unique(pairs, axis=0, return_inverse=True)
+    first, second, inverse = distinct_pairs(s1, s2)
     shapes, args = [], []
-    for a, b in uniq.tolist():
+    for a, b in zip(first.tolist(), second.tolist()):
         texts = [db.strings.get(cell) if cell != q.INT_NULL else None for cell in (a, b)]
         shape = next((norm_shapes(t) for t in texts if t and _SHAPE_RE.match(t)), None)
         types = next((op_args.encode(types=op_args.split_list(t)) for t in texts if t and not _SHAPE_RE.match(t)), None)
         shapes.append(NONE if shape is None else strings.id(shape))
         args.append(NONE if types is None else strings.id(types))
-    inverse = inverse.reshape(-1)
     return np.array(shapes, np.int32)[inverse], np.array(args, np.int32)[inverse]
 
 
 def _kinds(db, name: np.ndarray, typ: np.ndarray, strings) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(kind, name id in strings, cat id in strings) of PYTORCH_API rows."""
     name_ids = q.text_ids(db, name, strings, lambda v: v or "")
-    steps = np.array([(strings[int(i)] or "").startswith("ProfilerStep#") for i in distinct(name_ids)], bool)
-    is_step = steps[np.searchsorted(distinct(name_ids), name_ids)] if len(name_ids) else np.zeros(0, bool)
+    uniq = distinct(name_ids)
+    steps = np.array([(strings[int(i)] or "").startswith("ProfilerStep#") for i in uniq], bool)
+    is_step = steps[np.searchsorted(uniq, name_ids)] if len(name_ids) else np.zeros(0, bool)
     kind = np.where(typ == 50001, np.where(is_step, Kind.USER_ANNOTATION, Kind.CPU_OP),
                     np.where(typ == 50003, Kind.PYTHON_FUNCTION, Kind.OTHER)).astype(np.uint8)
     uniq, inverse = np.unique(typ, return_inverse=True)
