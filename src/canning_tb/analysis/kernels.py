@@ -62,14 +62,16 @@ def _grouping_names(t, rows: np.ndarray, comm: np.ndarray) -> tuple[np.ndarray, 
     name = t.events["name"][rows].astype(np.int64)
     names = list(t.strings.values)
     families: dict[str, int] = {}
-    for nid in distinct(name[comm]):
-        text = t.strings[int(nid)] or ""
+    ids, at = np.unique(name[comm], return_inverse=True)  # one pass: a name per call makes many ids
+    keys = ids.copy()
+    for i, nid in enumerate(ids.tolist()):
+        text = t.strings[nid] or ""
         family = HCCL_CALL_RE.sub("", text)
         if family != text:
-            key = families.setdefault(family, len(names))
-            if key == len(names):
+            keys[i] = families.setdefault(family, len(names))
+            if keys[i] == len(names):
                 names.append(family)
-            name[comm & (name == nid)] = key
+    name[comm] = keys[at.reshape(-1)]
     return name, names
 
 
