@@ -113,26 +113,37 @@ def _grow():
     return module
 
 
+def _rerun_fresh(node: str) -> bool:
+    """Run this test again in a fresh interpreter when this one has other threads: the reader forks only
+    in a process with no other thread (trace_merge._can_fork), and earlier tests of a whole run may leave
+    one (a server, a progress bar). True when it was run there (and passed)."""
+    if threading.active_count() == 1 or os.environ.get("CANNING_TEST_FRESH"):
+        return False
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"{__file__}::{node}"],
+                          env={**os.environ, "CANNING_TEST_FRESH": "1"}, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    return True
+
+
+def _small_grains(monkeypatch) -> None:
+    """Every path the big files take, on a small rank: small blocks, CSV chunks and SQL blocks, two processes."""
+    from canning_tb.ingest import _json
+    from canning_tb.ingest.ascend import csv_io, db_columns, trace_merge
+    monkeypatch.setattr(_json, "_BLOCK", 1 << 20)
+    monkeypatch.setattr(trace_merge, "PARALLEL_BYTES", 1 << 20)
+    monkeypatch.setattr(csv_io, "CHUNK_ROWS", 500)
+    monkeypatch.setattr(db_columns, "_BLOCK_ROWS", 1000)
+
+
 @pytest.mark.parametrize("level", ["level2", "db_level2"])
 def test_a_grown_rank_reads_as_the_plain_reading(tmp_path, monkeypatch, level):
     """A rank grown 6 times (benchmarks/grow_ascend.py: every timed record repeated with shifted times and
     steps, flows unique), read in small blocks, CSV chunks and SQL blocks, and in two processes: every path
     the big files take, and many events of one name in the kernel_details.csv merge."""
-    from canning_tb.ingest import _json
-    from canning_tb.ingest.ascend import csv_io, db_columns, trace_merge
-    if level == "level2" and threading.active_count() > 1 and not os.environ.get("CANNING_TEST_FRESH"):
-        # the reader forks only in a process with no other thread (trace_merge._can_fork); earlier tests
-        # of a whole run may leave one (a server, a progress bar), so the two-process path is read in a
-        # fresh interpreter
-        node = f"{__file__}::test_a_grown_rank_reads_as_the_plain_reading[{level}]"
-        done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", node],
-                              env={**os.environ, "CANNING_TEST_FRESH": "1"}, capture_output=True, text=True)
-        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    from canning_tb.ingest.ascend import trace_merge
+    if level == "level2" and _rerun_fresh(f"test_a_grown_rank_reads_as_the_plain_reading[{level}]"):
         return
-    monkeypatch.setattr(_json, "_BLOCK", 1 << 20)
-    monkeypatch.setattr(trace_merge, "PARALLEL_BYTES", 1 << 20)
-    monkeypatch.setattr(csv_io, "CHUNK_ROWS", 500)
-    monkeypatch.setattr(db_columns, "_BLOCK_ROWS", 1000)
+    _small_grains(monkeypatch)
     forks = []
     start = trace_merge._start_child
     monkeypatch.setattr(trace_merge, "_start_child", lambda *a: forks.append(1) or start(*a))
@@ -140,5 +151,50 @@ def test_a_grown_rank_reads_as_the_plain_reading(tmp_path, monkeypatch, level):
     dst = tmp_path / "run" / "rank0_0_ascend_pt"
     _grow().grow(str(src), str(dst), copies=6 if level == "level2" else 3)
     assert_same(read_ascend(str(dst)), read_plain(str(dst)))
-    assert forks == ([1] if level == "level2" else [])  # the trace's second part was read by a child
+    assert forks == ([1] if level == "level2" else [])  # the trace's chunks were shared with a child
     shutil.rmtree(dst)
+
+
+@pytest.mark.parametrize("child", ["dies after one chunk", "starts late", "finishes first"])
+def test_the_trace_is_read_whole_whoever_takes_its_chunks(tmp_path, monkeypatch, child):
+    """The two processes share trace_view.json's chunks as they go (trace_merge): the table is the plain
+    reading's when the child dies mid-way (its chunks, claimed or not, are read here), when it starts so
+    late that this process takes every chunk, and when this process is the slow one (the child takes
+    nearly all); each chunk read exactly once, the child's from the end, ours from the front."""
+    import time
+    from canning_tb.ingest.ascend import trace_merge
+    if _rerun_fresh(f"test_the_trace_is_read_whole_whoever_takes_its_chunks[{child}]"):
+        return
+    _small_grains(monkeypatch)
+    parent, read = os.getpid(), trace_merge._read_span
+    taken = []  # spans read in this process
+
+    def reading(plan, parse, span, on_utf8):
+        if os.getpid() != parent:
+            if child == "starts late" and not getattr(reading, "slept", False):
+                reading.slept = True
+                time.sleep(5)
+            read(plan, parse, span, on_utf8)
+            if child == "dies after one chunk":
+                os._exit(3)
+            return
+        if child == "finishes first" and not taken:
+            time.sleep(5)
+        taken.append(span)
+        read(plan, parse, span, on_utf8)
+    monkeypatch.setattr(trace_merge, "_read_span", reading)
+    claims, real = [], trace_merge.Claims
+    monkeypatch.setattr(trace_merge, "Claims", lambda n: claims.append(real(n)) or claims[-1])
+    dst = tmp_path / "run" / "rank0_0_ascend_pt"
+    _grow().grow(str(fixture_path("ascend", "level2", "rank0_ascend_pt")), str(dst), copies=6)
+    assert_same(read_ascend(str(dst)), read_plain(str(dst)))
+    assert len(claims) == 1
+    front, back = claims[0].shared[:]
+    assert front == back  # every chunk claimed once: ours [0, front), the child's [back, CHUNKS)
+    if child == "starts late":
+        assert back == trace_merge.CHUNKS - 1 and len(taken) == back  # the child took only the chunk it began
+    elif child == "finishes first":
+        assert len(taken) == front <= 1  # the child took every other chunk
+    else:  # ours, then one span from the dead child's first chunk to the array's last element
+        array_end = len((dst / "ASCEND_PROFILER_OUTPUT" / "trace_view.json").read_bytes().rstrip()) - 1
+        assert len(taken) == front + 1 and taken[-1][1] == array_end and back < trace_merge.CHUNKS
