@@ -8,7 +8,6 @@ bytes. Readers convert; nothing downstream converts again.
 """
 from __future__ import annotations
 
-import codecs
 import enum
 import json
 import os
@@ -248,8 +247,10 @@ class EventTable:
             "metrics": metric_names,
             "rows": len(self),
         }
-        safe_files.atomic_write(path_prefix + ".json",
-                                write=lambda f: json.dump(sidecar, codecs.getwriter("utf-8")(f), default=_jsonable))
+        # dumps, not dump: json.dump streams through the pure-Python encoder, seconds with the GIL held
+        # for a big window's sidecar while the digest is built beside this write
+        text = json.dumps(sidecar, default=_jsonable).encode("utf-8")
+        safe_files.atomic_write(path_prefix + ".json", write=lambda f: f.write(text))
 
     @classmethod
     def load(cls, path_prefix: str, lazy: bool = False) -> "EventTable":
