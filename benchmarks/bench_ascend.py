@@ -9,7 +9,8 @@ each tool in its own fresh process, one after another (measure.py: wall time, CP
     out/ascend/<size>/db_run/worker0_0_ascend_pt (both cached: regenerated when the copies change);
  2. torch-tb-profiler-ascend in its own venv (benchmarks/.venvs/tbprof_ascend), inside a real TensorBoard until
     the run is loaded (peers/tbprof_ascend_tb.py); msprof-analyze's cluster analysis (.venv-peers, peers/msprof_load.py);
- 3. ours cold (cache removed) and warm, on the text export and on the SQLite export (ours_cold.py / ours_warm.py);
+ 3. ours cold (cache removed) and warm, on the text export and on the SQLite export (ours_cold.py / ours_warm.py),
+    our sources byte-compiled first as pip compiles the peers' (bench_ingest.compile_ours);
  4. a table on stdout (times, CPU, peak RSS, ratios) and out/results_ascend.json / out/results_ascend.md.
 The load average (`uptime`) is recorded before and after every tool.
 """
@@ -97,6 +98,7 @@ def bench_size(size: str, a, out_root: str) -> dict:
         _measured("msprof-analyze 26.2.0", [a.peers_python, os.path.join(HERE, "peers", "msprof_load.py"), cluster,
                                             os.path.join(base, "msprof_out")], a.timeout, logs, rows)
     if "ours" in a.only:
+        bench_ingest.compile_ours()
         for label, folder, name in (("ours cold", run, "trace_view.json"),) + (
                 (("ours cold, SQLite export", os.path.join(base, "db_run"), "ascend_pytorch_profiler_0.db"),)
                 if db else ()):
