@@ -120,7 +120,7 @@ def _rerun_fresh(node: str) -> bool:
     if threading.active_count() == 1 or os.environ.get("CANNING_TEST_FRESH"):
         return False
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"{__file__}::{node}"],
-                          env={**os.environ, "CANNING_TEST_FRESH": "1"}, capture_output=True, text=True)
+                          env={**os.environ, "CANNING_TEST_FRESH": "1"}, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     return True
 
@@ -155,18 +155,23 @@ def test_a_grown_rank_reads_as_the_plain_reading(tmp_path, monkeypatch, level):
     shutil.rmtree(dst)
 
 
-@pytest.mark.parametrize("child", ["dies after one chunk", "starts late", "finishes first"])
+CHILD_CASES = ["dies after one chunk", "dies holding the lock", "fails at once", "starts late", "finishes first"]
+
+
+@pytest.mark.parametrize("child", CHILD_CASES)
 def test_the_trace_is_read_whole_whoever_takes_its_chunks(tmp_path, monkeypatch, child):
     """The two processes share trace_view.json's chunks as they go (trace_merge): the table is the plain
-    reading's when the child dies mid-way (its chunks, claimed or not, are read here), when it starts so
-    late that this process takes every chunk, and when this process is the slow one (the child takes
-    nearly all); each chunk read exactly once, the child's from the end, ours from the front."""
+    reading's when the child dies mid-way (its chunks, claimed or not, are read here), dies holding the
+    claims' lock (this process stops claiming after LOCK_WAIT_S and reads the rest), fails before claiming
+    any, starts so late that this process takes every chunk, and when this process is the slow one (the
+    child takes nearly all); each chunk read once, the child's from the end, ours from the front."""
     import time
     from canning_tb.ingest.ascend import trace_merge
     if _rerun_fresh(f"test_the_trace_is_read_whole_whoever_takes_its_chunks[{child}]"):
         return
     _small_grains(monkeypatch)
-    parent, read = os.getpid(), trace_merge._read_span
+    monkeypatch.setattr(trace_merge, "LOCK_WAIT_S", 1.0)
+    parent, read, claims, real = os.getpid(), trace_merge._read_span, [], trace_merge.Claims
     taken = []  # spans read in this process
 
     def reading(plan, parse, span, on_utf8):
@@ -174,6 +179,9 @@ def test_the_trace_is_read_whole_whoever_takes_its_chunks(tmp_path, monkeypatch,
             if child == "starts late" and not getattr(reading, "slept", False):
                 reading.slept = True
                 time.sleep(5)
+            if child == "dies holding the lock":
+                claims[0].lock.acquire()
+                os._exit(3)
             read(plan, parse, span, on_utf8)
             if child == "dies after one chunk":
                 os._exit(3)
@@ -182,19 +190,26 @@ def test_the_trace_is_read_whole_whoever_takes_its_chunks(tmp_path, monkeypatch,
             time.sleep(5)
         taken.append(span)
         read(plan, parse, span, on_utf8)
+
+    def claiming(n):
+        claims.append(real(n))
+        if child == "fails at once":
+            claims[-1].back = lambda: 1 / 0
+        return claims[-1]
     monkeypatch.setattr(trace_merge, "_read_span", reading)
-    claims, real = [], trace_merge.Claims
-    monkeypatch.setattr(trace_merge, "Claims", lambda n: claims.append(real(n)) or claims[-1])
+    monkeypatch.setattr(trace_merge, "Claims", claiming)
     dst = tmp_path / "run" / "rank0_0_ascend_pt"
     _grow().grow(str(fixture_path("ascend", "level2", "rank0_ascend_pt")), str(dst), copies=6)
     assert_same(read_ascend(str(dst)), read_plain(str(dst)))
     assert len(claims) == 1
-    front, back = claims[0].shared[:]
-    assert front == back  # every chunk claimed once: ours [0, front), the child's [back, CHUNKS)
+    front, back = claims[0].ends[:]
+    array_end = len((dst / "ASCEND_PROFILER_OUTPUT" / "trace_view.json").read_bytes().rstrip()) - 1
+    chunks = trace_merge.CHUNKS
     if child == "starts late":
-        assert back == trace_merge.CHUNKS - 1 and len(taken) == back  # the child took only the chunk it began
+        assert front == back == chunks - 1 and len(taken) == back  # the child took only the chunk it began
     elif child == "finishes first":
-        assert len(taken) == front <= 1  # the child took every other chunk
-    else:  # ours, then one span from the dead child's first chunk to the array's last element
-        array_end = len((dst / "ASCEND_PROFILER_OUTPUT" / "trace_view.json").read_bytes().rstrip()) - 1
-        assert len(taken) == front + 1 and taken[-1][1] == array_end and back < trace_merge.CHUNKS
+        assert len(taken) == front == back <= 1  # the child took every other chunk
+    elif child == "fails at once":
+        assert front == back == chunks and len(taken) == chunks  # every chunk read here, none twice
+    else:  # ours, then one span from our first unread chunk to the array's last element
+        assert front <= back < chunks and len(taken) == front + 1 and taken[-1][1] == array_end

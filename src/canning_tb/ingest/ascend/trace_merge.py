@@ -18,6 +18,7 @@ from .trace_parse import TEXT_ARGS, _Parse
 
 PARALLEL_BYTES = 32 << 20  # files this big are read in two processes
 CHUNKS = 32  # the grain of the sharing: the later of the two waits at most about one chunk for the other
+LOCK_WAIT_S = 10.0  # the claims' lock is held for microseconds: a longer wait means its holder died
 _WORKERS_ENV = "CANNING_READ_WORKERS"  # 1: read in this process only (the digest at the source sets it)
 
 
@@ -44,27 +45,33 @@ class Claims:
     the child; shared memory under one lock, so each chunk is read once and the two parts stay contiguous."""
 
     def __init__(self, count: int):
-        self.shared = mp.get_context("fork").Array("q", [0, count])
+        ctx = mp.get_context("fork")
+        self.ends = ctx.RawArray("q", [0, count])  # raw: read without the lock once the child is gone
+        self.lock = ctx.Lock()
 
     def front(self) -> int | None:
-        with self.shared.get_lock():
-            front, back = self.shared[0], self.shared[1]
-            if front >= back:
-                return None
-            self.shared[0] = front + 1
-            return front
+        return self._take(0, 1)
 
     def back(self) -> int | None:
-        with self.shared.get_lock():
-            front, back = self.shared[0], self.shared[1]
+        return self._take(1, -1)
+
+    def _take(self, end: int, step: int) -> int | None:
+        """The next chunk from one end; None once the ends have met, or when the lock cannot be had (the
+        other process died holding it: nothing more is claimed from here)."""
+        if not self.lock.acquire(timeout=LOCK_WAIT_S):
+            return None
+        try:
+            front, back = self.ends[0], self.ends[1]
             if front >= back:
                 return None
-            self.shared[1] = back - 1
-            return back - 1
+            self.ends[end] += step
+            return front if step > 0 else back - 1
+        finally:
+            self.lock.release()
 
-    def first_of_child(self) -> int:
-        with self.shared.get_lock():
-            return self.shared[1]
+    def unread_from(self) -> int:
+        """The first chunk this process has not read (read once the child is gone: no lock needed)."""
+        return self.ends[0]
 
 
 class Ranges:
@@ -92,9 +99,10 @@ class Ranges:
             raise
         theirs = _finish_child(self.child)
         self.child = None
-        if theirs is None:  # the child failed: its chunks, claimed or not, are read here
-            first = self.claims.first_of_child()
-            _read_span(self.plan, parse, (self.cuts[first][0], self.cuts[-1][1]), on_utf8)
+        if theirs is None:  # the child failed: every chunk not read here yet, its own among them, is read here
+            first = self.claims.unread_from()
+            if first < len(self.cuts):
+                _read_span(self.plan, parse, (self.cuts[first][0], self.cuts[-1][1]), on_utf8)
         else:
             absorb(parse, theirs)
 
