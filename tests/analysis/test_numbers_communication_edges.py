@@ -33,3 +33,22 @@ def test_collective_kind_from_the_launcher_unless_the_kernel_names_its_own():
     assert calls == [(10, "AllToAll"), (230, "AllReduce"), (410, "AllGather"), (610, "Broadcast")]
     assert sorted((s.kind, s.calls, s.total_ns) for s in d.communication.collectives) == [
         ("AllGather", 1, 30), ("AllReduce", 1, 40), ("AllToAll", 1, 50), ("Broadcast", 1, 20)]
+
+
+def test_hccl_calls_are_grouped_by_their_family_and_families_stay_apart():
+    """HCCL numbers every call of an operator (hcom_allReduce__586_2_1; 2023's hcom_broadcast__483_0):
+    the kernel table groups communication kernels by the name without that suffix, each family on its own
+    row; a compute kernel whose name ends in digits keeps its name (written after mutation testing found
+    families merged unnoticed: every fixture has one family only)."""
+    d = build_digest(table([
+        ev("hcom_allReduce__586_2_1", K.COMM_KERNEL, 0, 30),
+        ev("hcom_allReduce__587_2_1", K.COMM_KERNEL, 100, 50),
+        ev("hcom_broadcast__483_0", K.COMM_KERNEL, 200, 20),
+        ev("hcom_allGather__12_0_1", K.COMM_KERNEL, 300, 40),
+        ev("MatMul_1_2", K.KERNEL, 400, 70),
+        ev("MatMul_1_3", K.KERNEL, 500, 10),
+    ]))
+    rows = sorted((k.name, k.calls, k.total_ns, k.min_ns, k.max_ns) for k in d.kernels_by_name)
+    assert rows == [("MatMul_1_2", 1, 70, 70, 70), ("MatMul_1_3", 1, 10, 10, 10),
+                    ("hcom_allGather_", 1, 40, 40, 40), ("hcom_allReduce_", 2, 80, 30, 50),
+                    ("hcom_broadcast_", 1, 20, 20, 20)]

@@ -303,6 +303,19 @@ def test_side_tables_survive_the_cache(tmp_path):
     back.check()
 
 
+def test_numpy_values_in_side_rows_survive_the_cache(tmp_path):
+    """Readers may leave numpy scalars and arrays in side-table rows and metadata; the sidecar writes them
+    as the plain numbers and lists they hold (written after mutation testing: no fixture row has one)."""
+    import numpy as np
+    t = read_ascend(str(rank_folder("level1", 0)))
+    t.side["odd_rows"] = [{"n": np.int64(7), "x": np.float64(2.5), "v": np.array([1, 2, 3], np.int32)}]
+    t.meta.devices = [{"kind": "npu", "index": np.int64(1), "memory": np.int64(1 << 36)}]
+    t.save(str(tmp_path / "t"))
+    back = type(t).load(str(tmp_path / "t"))
+    assert back.side["odd_rows"] == [{"n": 7, "x": 2.5, "v": [1, 2, 3]}]
+    assert back.meta.devices == [{"kind": "npu", "index": 1, "memory": 1 << 36}]
+
+
 @pytest.mark.parametrize("lazy", [False, True])
 def test_metrics_survive_the_cache(tmp_path, lazy):
     """The PMU metrics (on the kernel rows only: kept as rows and values) and a dense one come back equal,
