@@ -3,9 +3,11 @@ nothing until a request asks, then exactly the steps it names; bad, hostile or u
 refused (said in the status and on stderr) and the training goes on; a job without ps.on_demand() writes
 nothing when asked. Requests are written by hand as the format says (tests/_capture.py), statuses and
 traces read back with json / gzip."""
+import itertools
 import json
 import os
 import stat
+import time
 
 import pytest
 
@@ -35,14 +37,21 @@ class Job:
             self.prof.step()
             self.steps += 1
 
-    def step_until(self, cond, what, limit=5000):
-        """Steps until cond() holds (checked after each step), at most `limit` steps."""
-        for _ in range(limit):
+    def step_until(self, cond, what, limit=5000, seconds=30.0):
+        """Steps until cond() holds (checked after each step): `limit` steps at full speed, then a step
+        every 10 ms until `seconds` have passed. The status is written by the job's own threads (the watch
+        thread's beat, the writer), which a loaded machine may hold back for longer than a few hundred
+        matmul steps take (CI once saw "wrote steps" on stderr with the status not yet saying so)."""
+        deadline = time.monotonic() + seconds
+        for taken in itertools.count():
             got = cond()
             if got:
                 return got
+            if taken >= limit and time.monotonic() > deadline:
+                raise AssertionError(f"{what}: not after {taken} steps and {seconds:.0f} s")
+            if taken >= limit:
+                time.sleep(0.01)
             self.step()
-        raise AssertionError(f"{what}: not after {limit} steps")
 
     def state(self, rid=None):
         s = status(self.run)
