@@ -68,9 +68,10 @@ def _grouping_names(t, rows: np.ndarray, comm: np.ndarray) -> tuple[np.ndarray, 
         text = t.strings[nid] or ""
         family = HCCL_CALL_RE.sub("", text)
         if family != text:
-            keys[i] = families.setdefault(family, len(names))
-            if keys[i] == len(names):
+            if family not in families:
+                families[family] = len(names)
                 names.append(family)
+            keys[i] = families[family]
     name[comm] = keys[at.reshape(-1)]
     return name, names
 
