@@ -16,9 +16,10 @@ include peers.mk
 
 setup: venv frontend
 
-# pip installs only when pyproject.toml changed since the last install
+# pip installs only when pyproject.toml, setup.py or the scanner changed since the last install (pip compiles
+# _scan.c, optional: trace_scan.py)
 venv: $(VENV)/.installed
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml setup.py src/canning_tb/ingest/ascend/_scan.c
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q "$(TORCH)" grpcio-tools

@@ -1,5 +1,7 @@
 """Build hook: the wheel must hold the frontend bundle (src/canning_tb/plugin/static/index.js),
-which is built, not committed. Everything else is in pyproject.toml.
+which is built, not committed; and the trace scanner (src/canning_tb/ingest/ascend/_scan.c) is compiled
+where a C compiler is found: it is optional (without it trace_view.json is read by msgspec alone, to
+the same columns, slower). Everything else is in pyproject.toml.
 
 `pip install .` / `pip install -e .` / `pip wheel .` run `npm ci && npm run build` in
 src/canning_tb/frontend/ when the bundle is missing (CANNING_REBUILD_FRONTEND=1 forces a rebuild).
@@ -10,7 +12,7 @@ import os
 import shutil
 import subprocess
 
-from setuptools import setup
+from setuptools import Extension, setup
 from setuptools.command.build_py import build_py
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -43,4 +45,7 @@ class BuildPyWithFrontend(build_py):
         super().run()
 
 
-setup(cmdclass={"build_py": BuildPyWithFrontend})
+SCANNER = Extension("canning_tb.ingest.ascend._scan", ["src/canning_tb/ingest/ascend/_scan.c"],
+                    extra_compile_args=["-O2"], optional=True)
+
+setup(cmdclass={"build_py": BuildPyWithFrontend}, ext_modules=[SCANNER])

@@ -184,7 +184,7 @@ def test_the_trace_is_read_whole_whatever_the_child_does(tmp_path, monkeypatch, 
     monkeypatch.setattr(trace_merge, "_read_span", reading)
     spans = []
     two = trace_merge._two_spans
-    monkeypatch.setattr(trace_merge, "_two_spans", lambda plan: spans.extend(two(plan)) or spans)
+    monkeypatch.setattr(trace_merge, "_two_spans", lambda plan, besides: spans.extend(two(plan, besides)) or spans)
     dst = tmp_path / "run" / "rank0_0_ascend_pt"
     _grow().grow(str(fixture_path("ascend", "level2", "rank0_ascend_pt")), str(dst), copies=6)
     assert_same(read_ascend(str(dst)), read_plain(str(dst)))

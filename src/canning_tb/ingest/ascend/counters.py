@@ -90,13 +90,21 @@ class CounterParts:
 
     def _group(self, pid: int, name: str, keys: tuple, group_args: list, ts: np.ndarray, seq: np.ndarray) -> None:
         ids = [key for key in keys if key.lower().endswith("id")]
-        values = [key for key in keys if not key.lower().endswith("id")]
-        n = len(group_args)
         id_values = list(zip(*(map(itemgetter(key), group_args) for key in ids))) if ids else None
+        self.add_group(pid, name, keys, lambda pos, key: float_column(list(map(itemgetter(key), group_args))),
+                       id_values, ts, seq)
+
+    def add_group(self, pid: int, name: str, keys: tuple, values_at, id_values: list | None, ts: np.ndarray,
+                  seq: np.ndarray) -> None:
+        """One group's samples (one name, process and set of arg keys): values_at(pos, key) is the float
+        column of a value arg (NaN where no number), id_values the values of the id args of each sample."""
+        ids = [key for key in keys if key.lower().endswith("id")]
+        values = [key for key in keys if not key.lower().endswith("id")]
+        n = len(ts)
         for pos, key in enumerate(keys):
             if key not in values:
                 continue
-            v = float_column(list(map(itemgetter(key), group_args)))
+            v = values_at(pos, key)
             keep = ~np.isnan(v)
             unit, factor = _unit(key)
             suffix = f"/{key}" if len(values) > 1 else ""

@@ -127,12 +127,23 @@ def _unlistable(root: str) -> str:
 
 def _read_text(r: _Reader) -> None:
     # a big trace_view.json's second part is read by a child process while this one reads the CSVs
-    started = Started(r.lay.path("trace_view.json")) if "trace_view.json" in r.lay.names else None
+    started = Started(r.lay.path("trace_view.json"), _bytes(r.lay, r.lay.names - {"trace_view.json"})) \
+        if "trace_view.json" in r.lay.names else None
     try:
         _read_files(r, started)
     finally:
         if started is not None:
             started.close()
+
+
+def _bytes(lay, names) -> int:
+    total = 0
+    for name in names:
+        try:
+            total += os.path.getsize(lay.path(name))
+        except OSError:  # reported when the file is read
+            pass
+    return total
 
 
 def _read_files(r: _Reader, started) -> None:

@@ -12,7 +12,7 @@ import msgspec
 
 from .. import _json
 from .._json import TOO_DEEP
-from . import trace_decode as dec
+from . import trace_decode as dec, trace_scan
 from .csv_io import read_bytes
 from .hardware import DTYPE_BYTES, classify_hardware, hccl_bytes  # noqa: F401  (the readers' names)
 from .trace_kinds import TraceData, finish
@@ -25,11 +25,12 @@ class Started:
     """The read of trace_view.json begun early: a big file's second part is read by a child process
     while the caller reads the other files of the rank (`read_trace(..., started=)` finishes it)."""
 
-    def __init__(self, path: str):
+    def __init__(self, path: str, besides: int = 0):
+        """besides: the bytes of the other files this process reads meanwhile (they set the split)."""
         self.ranges, self.error = None, None
         try:
             plan = dec.plan_file(path)
-            self.ranges = Ranges(plan) if plan is not None else None
+            self.ranges = Ranges(plan, besides) if plan is not None else None
         except OSError as e:
             self.error = f"cannot read: {e}"
         except _json.InputError as e:
@@ -73,14 +74,14 @@ def _decode_buffer(path: str, display: str, problems: list[Problem], parse: _Par
             problems.append(Problem(display, "expected a JSON array of trace events"))
             return False
         lo, hi = _json.value_span(buf, events)
-        for got in _json.iter_chunks(buf, lo, hi, dec.decode_piece, on_utf8):
+        for got in _json.iter_chunks(buf, lo, hi, trace_scan.decode, on_utf8):
             parse.piece(got)
         return True
     if head != b"[":
         msgspec.json.decode(buf)  # the precise syntax error, or a value that is no array
         problems.append(Problem(display, "expected a JSON array of trace events"))
         return False
-    for got in dec.iter_buffer(buf, on_utf8):
+    for got in dec.iter_buffer(buf, on_utf8, trace_scan.decode):
         parse.piece(got)
     return True
 

@@ -43,6 +43,12 @@ class XArgs(msgspec.Struct, gc=False):
 
 NO_ARGS = XArgs()
 
+# sparse text args -> the id space of their values
+TEXT_ARGS = {"dims": "dims", "stack": "stack", "task_type": "task", "data_type": "dtype", "itype": "itype"}
+HOST_ARGS = ("dims", "stack", "itype")  # read for host operators only (trace_kinds._python)
+DEVICE_TEXT = ("task_type", "data_type")
+DEVICE_INTS = ("pstream", "conn", "count", "size", "sid")
+
 
 class Ev(msgspec.Struct, gc=False):
     ph: str = ""
@@ -183,13 +189,13 @@ def plan_file(path: str) -> ArrayFile | None:
     return ArrayFile(path, start, size - (len(tail) - len(stripped)))
 
 
-def iter_pieces(plan: ArrayFile, span: tuple[int, int], on_utf8) -> Iterator[tuple[list[Ev], int]]:
-    """decode_piece over the elements in the byte range, a block at a time."""
-    yield from _json.iter_file_chunks(plan.path, span[0], span[1], decode_piece, on_utf8)
+def iter_pieces(plan: ArrayFile, span: tuple[int, int], on_utf8, decode=decode_piece) -> Iterator:
+    """decode (decode_piece, or trace_scan.decode) over the elements in the byte range, a block at a time."""
+    yield from _json.iter_file_chunks(plan.path, span[0], span[1], decode, on_utf8)
 
 
-def iter_buffer(buf: bytearray, on_utf8) -> Iterator[tuple[list[Ev], int]]:
-    """decode_piece over a whole array held in memory (small or odd files)."""
+def iter_buffer(buf: bytearray, on_utf8, decode=decode_piece) -> Iterator:
+    """decode over a whole array held in memory (small or odd files)."""
     text = bytes(buf[:64]).lstrip(b"\xef\xbb\xbf \t\r\n")
     if text[:1] != b"[":
         raise InputError("", "not an array")
@@ -197,4 +203,4 @@ def iter_buffer(buf: bytearray, on_utf8) -> Iterator[tuple[list[Ev], int]]:
     end = len(buf.rstrip(b" \t\r\n"))
     if buf[end - 1:end] != b"]":
         raise msgspec.DecodeError("truncated")
-    yield from _json.iter_chunks(buf, start, end, decode_piece, on_utf8)
+    yield from _json.iter_chunks(buf, start, end, decode, on_utf8)

@@ -10,7 +10,7 @@ import threading
 
 import numpy as np
 
-from . import trace_decode as dec
+from . import trace_decode as dec, trace_scan
 from ..kineto.parallel import _finish_child  # the same child protocol: one answer, or None if it died
 from .trace_parse import TEXT_ARGS, _Parse
 
@@ -31,19 +31,29 @@ def _can_fork() -> bool:
             and not mp.current_process().daemon and (os.cpu_count() or 1) > 1 and workers() > 1)
 
 
-_OURS = 8  # twentieths of the array read here: this process also reads the CSVs and joins the parts (8: the two
-# finish together on the 362 MB benchmark rank, measured)
+# What a byte of the other files this process reads meanwhile (the CSVs) weighs against a byte of trace, so
+# that both processes finish together: on the 362 MB benchmark rank (85 MB of CSVs), six alternated cold runs
+# each gave medians of 3.19 s at 1.0 (7/20 read here), 3.36 s at 1.5, 3.77 s at 0.6 (8/20) with the scanner;
+# 0.6 was measured before it, when msgspec's per-event decode made the trace dearer.
+_CSV_COST = {True: 1.0, False: 0.6}
 
 
-def _two_spans(plan) -> list[tuple[int, int]]:
+def _ours(size: int, besides: int) -> int:
+    """Twentieths of the array read here, the rest by the child, when this process also reads `besides` bytes."""
+    share = 0.5 - _CSV_COST[trace_scan.enabled()] * besides / (2 * max(size, 1))
+    return min(10, max(1, round(20 * share)))
+
+
+def _two_spans(plan, besides: int) -> list[tuple[int, int]]:
     cuts = plan.split(20)
     if len(cuts) < 20:
         return [(cuts[0][0], cuts[-1][1])]
-    return [(cuts[0][0], cuts[_OURS - 1][1]), (cuts[_OURS][0], cuts[-1][1])]
+    ours = _ours(plan.end - plan.start, besides)
+    return [(cuts[0][0], cuts[ours - 1][1]), (cuts[ours][0], cuts[-1][1])]
 
 
 def _read_span(plan, parse, span, on_utf8) -> None:
-    for got in dec.iter_pieces(plan, span, on_utf8):
+    for got in dec.iter_pieces(plan, span, on_utf8, trace_scan.decode):
         parse.piece(got)
 
 
@@ -52,10 +62,11 @@ class Ranges:
     forked child (so this process may read other files meanwhile); `read` reads the first part here and
     joins the child's columns, in file order."""
 
-    def __init__(self, plan):
+    def __init__(self, plan, besides: int = 0):
         self.plan = plan
         size = plan.end - plan.start
-        self.spans = _two_spans(plan) if size >= PARALLEL_BYTES and _can_fork() else [(plan.start + 1, plan.end - 1)]
+        self.spans = _two_spans(plan, besides) if size >= PARALLEL_BYTES and _can_fork() \
+            else [(plan.start + 1, plan.end - 1)]
         self.child = _start_child(plan, self.spans[1]) if len(self.spans) > 1 else None
 
     def read(self, parse, on_utf8) -> None:

@@ -18,13 +18,9 @@ from . import trace_decode as dec
 from .cells import dur_column, float_column, us_to_ns_column
 from .counters import CounterParts
 from .csv_io import to_int
+from .trace_decode import DEVICE_INTS, DEVICE_TEXT, HOST_ARGS, TEXT_ARGS
+from . import trace_scan
 from ..table import NONE
-
-# sparse text args -> the id space of their values
-TEXT_ARGS = {"dims": "dims", "stack": "stack", "task_type": "task", "data_type": "dtype", "itype": "itype"}
-HOST_ARGS = ("dims", "stack", "itype")  # read for host operators only (trace_kinds._python)
-DEVICE_TEXT = ("task_type", "data_type")
-DEVICE_INTS = ("pstream", "conn", "count", "size", "sid")
 _HOST_CATS = ("user_annotation", "cpu_op", "operator")
 _KEY = attrgetter("name", "cat", "pid", "tid")
 _PH, _TS, _DUR, _ARGS, _ID = (attrgetter(k) for k in ("ph", "ts", "dur", "args", "id"))
@@ -142,7 +138,11 @@ class _Parse:
         self.bad = 0
         self.utf8 = 0
 
-    def piece(self, got: tuple[list, int]) -> None:
+    def piece(self, got) -> None:
+        """One piece, as trace_scan.decode gives it: scanned columns, or (decoded events, unusable elements)."""
+        if type(got) is trace_scan.Scanned:
+            trace_scan.add(self, got)
+            return
         events, bad = got
         self.bad += bad
         if not events:

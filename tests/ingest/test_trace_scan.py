@@ -1,0 +1,248 @@
+"""The compiled trace scanner (ingest/ascend/_scan.c, through trace_scan.py) against msgspec's decode of
+the same pieces (trace_decode.decode_piece, the reading before it): a piece the scanner takes must give
+a _Parse the same in every id, column and order; a piece it cannot take exactly (odd types, escaped
+keys, invalid text) must be declined, and then the old reading decides, errors included. `make test`
+builds the scanner (pip install -e compiles it), so these tests fail if it is missing rather than
+passing on the fallback alone."""
+import json
+import random
+
+import msgspec
+import numpy as np
+import pytest
+
+from canning_tb.ingest.ascend import trace_decode as dec, trace_scan
+from canning_tb.ingest.ascend.trace_parse import _Parse
+
+from conftest import fixture_path
+
+_scan = trace_scan._scan  # None when the build found no C compiler: test_the_scanner_is_built says so
+
+
+def _lists(dicts: list) -> dict:
+    keys = sorted({k for d in dicts for k in d})
+    return {k: np.concatenate([np.asarray(d[k]) for d in dicts if k in d]).tolist() for k in keys}
+
+
+def state(parse: _Parse) -> dict:
+    """Everything a _Parse holds, as plain values (pieces joined: the order within is kept)."""
+    sparse = {}
+    for part in parse.sparse:
+        for attr, (rows, vals) in part.items():
+            sparse.setdefault(attr, []).append({"rows": rows, "vals": vals})
+    return {"ids": {k: v.values_in_order() for k, v in parse.ids.items()},
+            "combos": (list(parse.combos), parse.combos.parts, parse.combos.host, parse.combos.flow),
+            "parts": _lists(parse.parts), "sparse": {k: _lists(v) for k, v in sparse.items()},
+            "flows": _lists(parse.flows), "series": list(parse.counters.series),
+            "units": list(parse.counters.units), "counters": _lists(parse.counters.parts),
+            "pnames": parse.pnames, "tnames": parse.tnames,
+            "n": parse.n, "seq": parse.seq, "bad": parse.bad}
+
+
+def read(piece: bytes, scanned: bool) -> dict:
+    parse = _Parse()
+    got = trace_scan.decode(memoryview(piece)) if scanned else dec.decode_piece(memoryview(piece))
+    assert (type(got) is trace_scan.Scanned) == scanned
+    parse.piece(got)
+    return state(parse)
+
+
+def piece_of(*elements: str) -> bytes:
+    return ("[" + ",\n".join(elements) + "]").encode("utf-8")
+
+
+def test_the_scanner_is_built():
+    assert _scan is not None, "make test builds canning_tb/ingest/ascend/_scan.c (pip install -e .)"
+    assert trace_scan.enabled()
+
+
+@pytest.mark.parametrize("level", ["level0", "level1", "level2"])
+@pytest.mark.parametrize("rank", [0, 1])
+def test_every_fixture_trace_is_scanned_to_the_same_parse(level, rank):
+    path = fixture_path("ascend", level, f"rank{rank}_ascend_pt", "ASCEND_PROFILER_OUTPUT", "trace_view.json")
+    text = path.read_bytes()
+    assert _scan.scan(text) is not None  # taken, not declined: the fixtures are what torch_npu writes
+    assert read(text, True) == read(text, False)
+
+
+X = ('{"ph":"X","name":"aten::mm","pid":3178231,"tid":3178231,"ts":"1736412474714258.990","dur":167.56,'
+     '"cat":"cpu_op","args":{"Sequence number":-1,"Input Dims":"2,3;\\r\\n3,4","Input type":"float;\\r\\nfloat",'
+     '"Call stack":"a.py(1): f;\\r\\nb.py(2): g","flops":12.5}}')
+KERNEL = ('{"ph":"X","name":"MatMul_1","pid":7,"tid":2,"ts":"1736412474714260.000","dur":3,'
+          '"args":{"Task Type":"AI_CORE","data_type":"FLOAT16","Physic Stream Id":2,"connection_id":8230,'
+          '"stream id":2,"count":4,"size(Byte)":4096}}')
+FLOWS = ('{"ph":"s","bp":"e","name":"torch_to_npu","id":8230,"pid":3178231,"tid":3178231,'
+         '"ts":"1736412474714258.995","cat":"async_npu"}',
+         '{"ph":"f","bp":"e","name":"torch_to_npu","id":"8230","pid":7,"tid":2,"ts":"1736412474714260.000",'
+         '"cat":"async_npu"}')
+COUNTERS = ('{"name":"HBM 0/Read","pid":9,"tid":0,"ts":"10.500","args":{"Read(MB/s)":2.5},"ph":"C"}',
+            '{"name":"read_bandwidth","pid":9,"tid":0,"ts":"11","args":{"value":3,"acc_id":4},"ph":"C"}',
+            '{"name":"read_bandwidth","pid":9,"tid":0,"ts":"12.000","args":{"value":5,"acc_id":4.0},"ph":"C"}')
+META = ('{"ph":"M","name":"process_name","pid":9,"tid":0,"args":{"name":"Ascend Hardware"}}',
+        '{"ph":"M","name":"thread_name","pid":7,"tid":2,"args":{"name":"Stream 2"}}')
+
+
+def test_what_a_plain_piece_holds_by_hand():
+    """The figures read off the text itself: µs text to ns exactly, a float µs rounded to the ns, counter
+    units scaled (MB/s -> bytes/s by 1024²), an id arg named as first written (4, then 4.0: one series)."""
+    got = read(piece_of(X, KERNEL, *FLOWS, *COUNTERS, *META), True)
+    assert got["parts"]["ts"] == [1736412474714258990, 1736412474714260000]
+    assert got["parts"]["dur"] == [167560, 3000]
+    assert got["ids"]["name"][:2] == ["aten::mm", "MatMul_1"]
+    assert got["ids"]["dims"] == ["2,3;\r\n3,4"] and got["ids"]["stack"] == ["a.py(1): f;\r\nb.py(2): g"]
+    assert got["sparse"]["flops"] == {"rows": [0], "vals": [12.5]}
+    assert got["sparse"]["conn"] == {"rows": [1], "vals": [8230]}
+    assert got["sparse"]["size"] == {"rows": [1], "vals": [4096]}
+    assert got["ids"]["task"] == ["AI_CORE"]
+    assert got["flows"]["ts"] == [1736412474714258995, 1736412474714260000]
+    assert got["ids"]["flow"] == [8230, "8230"]  # an int id and a text id are not the same id
+    assert got["series"] == ["HBM 0/Read", "read_bandwidth acc_id 4"]
+    assert got["counters"]["value"] == [2.5 * 1024 * 1024, 3.0, 5.0]
+    assert got["counters"]["ts"] == [10500, 11000, 12000]
+    assert got["counters"]["seq"] == [4 * 64, 5 * 64, 6 * 64]  # file order: the 5th to 7th elements, key 0
+    assert got["pnames"] == {got["ids"]["pid"].index(9): "Ascend Hardware"}
+    assert got == read(piece_of(X, KERNEL, *FLOWS, *COUNTERS, *META), False)
+
+
+# pieces the scanner takes: each must read as msgspec reads it
+TAKEN = {
+    "escapes decoded once: two spellings of one name are one id": (
+        X, X.replace('"aten::mm"', '"aten::\\u006dm"'), X.replace('"cat":"cpu_op"', '"cat":"cpu\\u005fop"')),
+    "null and absent fields": (
+        '{"ph":"X","name":null,"pid":1,"tid":1,"ts":"5.000","dur":null,"cat":null}',
+        '{"ph":"X","pid":1,"ts":"6.000"}', '{"ph":"X","name":"a","ts":"7.000","args":null}'),
+    "a duration event without a time is skipped and counted": ('{"ph":"X","name":"a","pid":1,"tid":1}', X),
+    "int and float times, negative durations": (
+        '{"ph":"X","name":"a","pid":1,"tid":1,"ts":17,"dur":-2}',
+        '{"ph":"X","name":"a","pid":1,"tid":1,"ts":17.0005,"dur":0.0005}',
+        '{"ph":"X","name":"a","pid":1,"tid":1,"ts":"0.001","dur":2.5e1}'),
+    "text pids and tids beside int ones": (
+        '{"ph":"X","name":"a","pid":"5","tid":"main","ts":"1.000"}', '{"ph":"X","name":"a","pid":5,"tid":1,"ts":"1.000"}'),
+    "unknown fields of any shape, and whitespace anywhere": (
+        ' { "ph" : "X" , "name" : "a" , "x" : [1, {"y": [true, false, null, -0.5e-3]}], "ts" : "1.000" ,'
+        ' "args" : { "z" : {"Input Dims": 5}, "Input Dims" : "1" } } ',),
+    "phases no reader takes": (
+        '{"ph":"B","name":"a","ts":"x"}', '{"ph":"XX","name":"a"}', '{"ph":"","name":"a"}', '{"name":"a"}', X),
+    "counters: null, bool and absent values, no args, null args, empty args": (
+        '{"name":"c","pid":9,"ts":"1.000","args":{"value":null},"ph":"C"}',
+        '{"name":"c","pid":9,"ts":"2.000","args":{"value":true},"ph":"C"}',
+        '{"name":"c","pid":9,"ts":"3.000","ph":"C"}', '{"name":"c","pid":9,"ts":"4.000","args":null,"ph":"C"}',
+        '{"name":"c","pid":9,"ts":"5.000","args":{},"ph":"C"}',
+        '{"name":"c","pid":9,"ts":"x","args":{"value":1},"ph":"C"}'.replace('"x"', 'null')),
+    "counters with two values and two ids": (
+        '{"name":"LLC","pid":9,"ts":"1.000","args":{"Read(MB/s)":1,"Hit Rate(%)":50.5,"llc_id":0,"ID":"x"},"ph":"C"}',
+        '{"name":"LLC","pid":9,"ts":"2.000","args":{"Read(MB/s)":2,"Hit Rate(%)":60,"llc_id":1,"ID":"x"},"ph":"C"}'),
+    "flows of other categories are not kept": (
+        '{"ph":"s","name":"fwdbwd","id":1,"pid":1,"tid":1,"ts":"1.000","cat":"fwdbwd"}', *FLOWS,
+        '{"ph":"t","name":"torch_to_npu","pid":1,"tid":1,"cat":"async_npu"}'),
+    "host ops' args only for host ops": (
+        X.replace('"cat":"cpu_op"', '"cat":"python_function"'), X.replace('"aten::mm"', '"ProfilerStep#3"'), KERNEL),
+    "non-ASCII text": (X.replace("aten::mm", "算子"), X.replace("a.py", "ä.py")),
+}
+
+
+@pytest.mark.parametrize("case", sorted(TAKEN))
+def test_pieces_the_scanner_takes_read_as_msgspec_reads_them(case):
+    piece = piece_of(*TAKEN[case])
+    assert _scan.scan(piece) is not None
+    assert read(piece, True) == read(piece, False)
+
+
+# elements the scanner must leave to the old reading (a typed decode that fails, or text it cannot judge)
+DECLINED = {
+    "a repeated field": '{"ph":"X","name":"a","name":"b","ts":"1.000"}',
+    "an escaped key": '{"ph":"X","n\\u0061me":"a","ts":"1.000"}',
+    "an escaped phase": '{"ph":"\\u0058","name":"a","ts":"1.000"}',
+    "a number as phase": '{"ph":5,"name":"a","ts":"1.000"}',
+    "a float pid": '{"ph":"X","name":"a","pid":1.5,"ts":"1.000"}',
+    "a bool tid": '{"ph":"X","name":"a","tid":true,"ts":"1.000"}',
+    "a pid past int64": '{"ph":"X","name":"a","pid":99999999999999999999,"ts":"1.000"}',
+    "a number as name": '{"ph":"X","name":5,"ts":"1.000"}',
+    "a timestamp with one decimal": '{"ph":"X","name":"a","ts":"12.5"}',
+    "a timestamp with spaces": '{"ph":"X","name":"a","ts":" 12.500"}',
+    "a negative text timestamp": '{"ph":"X","name":"a","ts":"-12.500"}',
+    "a timestamp past the range": '{"ph":"X","name":"a","ts":"9999999999999999.000"}',
+    "a duration as text": '{"ph":"X","name":"a","ts":"1.000","dur":"2.000"}',
+    "a duration past 2**43 µs": '{"ph":"X","name":"a","ts":"1.000","dur":9000000000000}',
+    "a timestamp as object": '{"ph":"X","name":"a","ts":{}}',
+    "args no object": '{"ph":"X","name":"a","ts":"1.000","args":[1]}',
+    "a text arg as number": '{"ph":"X","name":"a","ts":"1.000","args":{"Call stack":5}}',
+    "an int arg as null": '{"ph":"X","name":"a","ts":"1.000","args":{"stream id":null}}',
+    "an int arg as float": '{"ph":"X","name":"a","ts":"1.000","args":{"stream id":2.0}}',
+    "a counter value as text": '{"name":"c","pid":9,"ts":"1.000","args":{"value":"1.5"},"ph":"C"}',
+    "a counter with nine args": '{"name":"c","ts":"1.000","args":{%s},"ph":"C"}' % ",".join(f'"k{i}":1' for i in range(9)),
+    "a counter key repeated": '{"name":"c","ts":"1.000","args":{"value":1,"value":2},"ph":"C"}',
+    "a counter id as list": '{"name":"c","ts":"1.000","args":{"value":1,"acc_id":[1]},"ph":"C"}',
+    "a counter key not ASCII": '{"name":"c","ts":"1.000","args":{"válue":1},"ph":"C"}',
+    "an element that is no object": "5",
+    "nesting past 64 levels": '{"ph":"X","name":"a","ts":"1.000","x":%s}' % ("[" * 70 + "]" * 70),
+}
+INVALID = {
+    "a trailing comma": '{"ph":"X","name":"a",}',
+    "a leading zero": '{"ph":"X","name":"a","pid":01}',
+    "a bad escape": '{"ph":"X","name":"a\\x"}',
+    "a raw tab in a string": '{"ph":"X","name":"a\tb"}',
+    "an unclosed object": '{"ph":"X","name":"a"',
+    "NaN": '{"ph":"X","name":"a","dur":NaN}',
+    "a lone surrogate": '{"ph":"X","name":"a\\ud800","ts":"1.000"}',
+    "a number past float (msgspec: out of range)": '{"ph":"X","name":"a","ts":"1.000","args":{"flops":1e400}}',
+}
+
+
+@pytest.mark.parametrize("case", sorted(DECLINED))
+def test_pieces_the_scanner_declines_are_read_as_before(case):
+    piece = piece_of(X, DECLINED[case], KERNEL)
+    if case != "a counter key not ASCII":  # that one is declined in trace_scan, once its keys are decoded
+        assert _scan.scan(piece) is None
+    got = trace_scan.decode(memoryview(piece))
+    assert type(got) is not trace_scan.Scanned
+    assert read(piece, False)["n"] >= 1  # the old reading takes the piece (typed or lenient)
+
+
+@pytest.mark.parametrize("case", sorted(INVALID))
+def test_invalid_text_is_declined_and_raises_as_before(case):
+    piece = piece_of(X, INVALID[case])
+    assert _scan.scan(piece) is None
+    for decode in (trace_scan.decode, dec.decode_piece):
+        with pytest.raises(msgspec.DecodeError):  # in the decode, or the args' decode of _Parse.piece
+            _Parse().piece(decode(memoryview(piece)))
+
+
+def test_bytes_that_are_no_utf8_are_declined():
+    piece = piece_of(X).replace(b"aten::mm", b"aten::\xff\xfe")
+    assert _scan.scan(piece) is None
+    for overlong in (b"\xc0\xaf", b"\xe0\x80\xaf", b"\xed\xa0\x80", b"\xf4\x90\x80\x80"):
+        assert _scan.scan(piece_of(X).replace(b"aten", overlong)) is None
+
+
+def test_a_mutated_real_piece_is_scanned_only_when_it_reads_the_same():
+    """400 random edits (a byte deleted, replaced or inserted) of a real piece of torch_npu's trace: where
+    msgspec raises, the scanner must have declined; where the scanner takes the piece, both readings are
+    the same."""
+    text = fixture_path("ascend", "level2", "rank0_ascend_pt", "ASCEND_PROFILER_OUTPUT", "trace_view.json").read_bytes()
+    events = json.loads(text)
+    base = bytearray(json.dumps(events[:60], ensure_ascii=False).encode())
+    rng = random.Random(20261202)
+    alphabet = b'{}[]",:\\/0123456789.-+eEtrufalsn XC\x00\x1f\x7f\x80\xc3\xa9\xff'
+    taken = 0
+    for _ in range(400):
+        piece = bytearray(base)
+        for _ in range(rng.randint(1, 3)):
+            at = rng.randrange(1, len(piece) - 1)
+            op = rng.random()
+            if op < 0.3:
+                del piece[at]
+            elif op < 0.7:
+                piece[at] = rng.choice(alphabet)
+            else:
+                piece.insert(at, rng.choice(alphabet))
+        piece = bytes(piece)
+        try:
+            want = read(piece, False)
+        except msgspec.DecodeError:
+            assert _scan.scan(piece) is None
+            continue
+        if _scan.scan(piece) is not None and type(trace_scan.decode(memoryview(piece))) is trace_scan.Scanned:
+            taken += 1
+            assert read(piece, True) == want
+    assert taken >= 50  # most edits land in text the scanner reads as it is
