@@ -58,10 +58,30 @@ def assert_same(new, plain) -> None:
         sorted((p.file, p.message, p.severity) for p in plain.problems)
 
 
+@pytest.mark.parametrize("scanner", ["scanner", "msgspec alone"])
 @pytest.mark.parametrize("level,rank", FIXTURES)
-def test_every_fixture_reads_as_the_plain_reading(level, rank):
+def test_every_fixture_reads_as_the_plain_reading(level, rank, scanner, monkeypatch):
+    """With trace_view.json's compiled scanner (trace_scan) and without it (a build with no C compiler)."""
+    monkeypatch.setenv("CANNING_TRACE_SCAN", "1" if scanner == "scanner" else "0")
     folder = str(fixture_path("ascend", level, f"rank{rank}_ascend_pt"))
     assert_same(read_ascend(folder), read_plain(folder))
+
+
+def test_the_split_weighs_only_the_files_read_beside_the_trace(monkeypatch):
+    """The trace's split between this process and the child (trace_merge._ours) weighs the bytes of the files
+    read here before its part: not operator_details.csv, which is read only when the trace is unusable."""
+    from canning_tb.ingest.ascend import read, trace
+    seen = []
+    started = trace.Started
+    monkeypatch.setattr(read, "Started", lambda path, besides: seen.append(besides) or started(path, besides))
+    folder = fixture_path("ascend", "level2", "rank0_ascend_pt")
+    out = folder / "ASCEND_PROFILER_OUTPUT"
+    names = [p.name for p in out.iterdir() if p.name != "trace_view.json" and p.name != "operator_details.csv"
+             and p.suffix in (".csv", ".json")]
+    assert "kernel_details.csv" in names and (out / "operator_details.csv").exists()
+    by_hand = sum((out / n).stat().st_size for n in names if n not in ("api_statistic.csv", "l2_cache.csv"))
+    read_ascend(str(folder))
+    assert seen == [by_hand]
 
 
 def test_a_cached_table_keeps_its_columnar_side_tables(tmp_path):

@@ -134,7 +134,8 @@ TAKEN = {
         '{"name":"LLC","pid":9,"ts":"2.000","args":{"Read(MB/s)":2,"Hit Rate(%)":60,"llc_id":1,"ID":"x"},"ph":"C"}'),
     "flows of other categories are not kept": (
         '{"ph":"s","name":"fwdbwd","id":1,"pid":1,"tid":1,"ts":"1.000","cat":"fwdbwd"}', *FLOWS,
-        '{"ph":"t","name":"torch_to_npu","pid":1,"tid":1,"cat":"async_npu"}'),
+        '{"ph":"t","name":"torch_to_npu","pid":1,"tid":1,"cat":"async_npu"}',
+        '{"ph":"t","name":"torch_to_npu","id":8230,"pid":1,"tid":1,"ts":"3.000","cat":"async_npu"}'),
     "host ops' args only for host ops": (
         X.replace('"cat":"cpu_op"', '"cat":"python_function"'), X.replace('"aten::mm"', '"ProfilerStep#3"'), KERNEL),
     "non-ASCII text": (X.replace("aten::mm", "算子"), X.replace("a.py", "ä.py")),
@@ -162,6 +163,7 @@ DECLINED = {
     "a timestamp with spaces": '{"ph":"X","name":"a","ts":" 12.500"}',
     "a negative text timestamp": '{"ph":"X","name":"a","ts":"-12.500"}',
     "a timestamp past the range": '{"ph":"X","name":"a","ts":"9999999999999999.000"}',
+    "a timestamp at the range's end (2**62 ns)": '{"ph":"X","name":"a","ts":"4611686018427387.950"}',
     "a duration as text": '{"ph":"X","name":"a","ts":"1.000","dur":"2.000"}',
     "a duration past 2**43 µs": '{"ph":"X","name":"a","ts":"1.000","dur":9000000000000}',
     "a timestamp as object": '{"ph":"X","name":"a","ts":{}}',
@@ -182,6 +184,7 @@ INVALID = {
     "a leading zero": '{"ph":"X","name":"a","pid":01}',
     "a bad escape": '{"ph":"X","name":"a\\x"}',
     "a raw tab in a string": '{"ph":"X","name":"a\tb"}',
+    "a raw unit separator (0x1f) in a string": '{"ph":"X","name":"a\x1fb"}',
     "an unclosed object": '{"ph":"X","name":"a"',
     "NaN": '{"ph":"X","name":"a","dur":NaN}',
     "a lone surrogate": '{"ph":"X","name":"a\\ud800","ts":"1.000"}',
@@ -246,3 +249,10 @@ def test_a_mutated_real_piece_is_scanned_only_when_it_reads_the_same():
             taken += 1
             assert read(piece, True) == want
     assert taken >= 50  # most edits land in text the scanner reads as it is
+
+
+def test_text_after_the_array_is_declined():
+    piece = piece_of(X) + b" 5"
+    assert _scan.scan(piece) is None
+    with pytest.raises(msgspec.DecodeError):
+        dec.decode_piece(memoryview(piece))

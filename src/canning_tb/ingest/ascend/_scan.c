@@ -230,6 +230,22 @@ static int literal(Cur *c, const char *word, Py_ssize_t n) {
     return 1;
 }
 
+/* after a member or element: 1 at a comma (and past it), 2 at the closing bracket (past it), 0 else */
+static int separator(Cur *c, unsigned char close) {
+    ws(c);
+    if (c->p >= c->end) return 0;
+    if (*c->p == ',') {
+        c->p++;
+        ws(c);
+        return 1;
+    }
+    if (*c->p == close) {
+        c->p++;
+        return 2;
+    }
+    return 0;
+}
+
 /* any value; kinds: 's' string, 'i' int, 'f' float, 'n' null, 'b' bool, 'o' object, 'a' array, 0 failed */
 static int value(Cur *c, int depth, int *esc);
 
@@ -256,18 +272,9 @@ static void container(Cur *c, int depth, unsigned char close) {
             ws(c);
         }
         if (!value(c, depth + 1, &esc)) return;
-        ws(c);
-        if (c->p >= c->end) goto bad;
-        if (*c->p == ',') {
-            c->p++;
-            ws(c);
-            continue;
-        }
-        if (*c->p == close) {
-            c->p++;
-            return;
-        }
-        goto bad;
+        int sep = separator(c, close);
+        if (sep == 2) return;
+        if (!sep) goto bad;
     }
 bad:
     c->fail = 1;
@@ -439,18 +446,8 @@ static int members(Cur *c, Take take, void *ctx) {
         c->p++;
         ws(c);
         if (!take(ctx, &k, c) || c->fail) return 0;
-        ws(c);
-        if (c->p >= c->end) return 0;
-        if (*c->p == ',') {
-            c->p++;
-            ws(c);
-            continue;
-        }
-        if (*c->p == '}') {
-            c->p++;
-            return 1;
-        }
-        return 0;
+        int sep = separator(c, '}');
+        if (sep != 1) return sep == 2;
     }
 }
 
@@ -720,18 +717,9 @@ static int scan_array(Cur *c, const unsigned char *base, Intern *strings, Cols *
         o->span[2 * r + 1] = c->p - base;
         if (!fill_row(strings, o, r, &el)) return 0;
         o->n++;
-        ws(c);
-        if (c->p >= c->end) return 0;
-        if (*c->p == ',') {
-            c->p++;
-            ws(c);
-            continue;
-        }
-        if (*c->p == ']') {
-            c->p++;
-            break;
-        }
-        return 0;
+        int sep = separator(c, ']');
+        if (sep == 2) break;
+        if (!sep) return 0;
     }
 tail:
     ws(c);

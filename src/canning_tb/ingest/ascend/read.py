@@ -127,7 +127,7 @@ def _unlistable(root: str) -> str:
 
 def _read_text(r: _Reader) -> None:
     # a big trace_view.json's second part is read by a child process while this one reads the CSVs
-    started = Started(r.lay.path("trace_view.json"), _bytes(r.lay, r.lay.names - {"trace_view.json"})) \
+    started = Started(r.lay.path("trace_view.json"), _bytes(r.lay, _BESIDE_TRACE)) \
         if "trace_view.json" in r.lay.names else None
     try:
         _read_files(r, started)
@@ -136,9 +136,13 @@ def _read_text(r: _Reader) -> None:
             started.close()
 
 
+# the files _read_files reads before the trace (operator_details.csv only when the trace is unusable)
+_BESIDE_TRACE = ("communication.json", *(name for _, name, _ in _SIDE_FILES), "memory_record.csv", "kernel_details.csv")
+
+
 def _bytes(lay, names) -> int:
     total = 0
-    for name in names:
+    for name in set(names) & lay.names:
         try:
             total += os.path.getsize(lay.path(name))
         except OSError:  # reported when the file is read

@@ -31,11 +31,12 @@ def _can_fork() -> bool:
             and not mp.current_process().daemon and (os.cpu_count() or 1) > 1 and workers() > 1)
 
 
-# What a byte of the other files this process reads meanwhile (the CSVs) weighs against a byte of trace, so
-# that both processes finish together: on the 362 MB benchmark rank (85 MB of CSVs), six alternated cold runs
-# each gave medians of 3.19 s at 1.0 (7/20 read here), 3.36 s at 1.5, 3.77 s at 0.6 (8/20) with the scanner;
-# 0.6 was measured before it, when msgspec's per-event decode made the trace dearer.
-_CSV_COST = {True: 1.0, False: 0.6}
+# What a byte of the files this process reads before its part of the trace (read._BESIDE_TRACE: the CSVs and
+# JSONs, 29 MB of the 362 MB benchmark rank, 83 MB of the 1 GB one) weighs against a byte of trace, so that both
+# processes finish together. With the scanner, cold runs of the 1 GB rank: 11.7 / 12.3 s reading 5/20 here,
+# 12.7 / 14.4 s at 4/20, 13.0 / 14.4 s at 7/20; at 362 MB 5, 6 and 7 were alike within this VM's spread. Without
+# it (msgspec per event) the trace costs more: 8/20 was best at 362 MB.
+_CSV_COST = {True: 4.5, False: 1.9}
 
 
 def _ours(size: int, besides: int) -> int:
