@@ -39,6 +39,7 @@ typedef struct {
     Py_ssize_t cap;
     uint64_t *hash;
     PyObject *list; /* bytes, in order of first sight */
+    int aliased;    /* some text may decode equal to another: it holds an escape, or is -0 */
 } Intern;
 
 static uint64_t hash_bytes(const unsigned char *s, Py_ssize_t n) { /* 8 bytes a step: stacks are KBs */
@@ -58,6 +59,7 @@ static int intern_init(Intern *t) {
     t->slot = calloc(t->cap, sizeof(Py_ssize_t));
     t->hash = calloc(t->cap, sizeof(uint64_t));
     t->list = PyList_New(0);
+    t->aliased = 0;
     return t->slot && t->hash && t->list ? 0 : -1;
 }
 
@@ -108,6 +110,7 @@ static int32_t intern(Intern *t, const unsigned char *s, Py_ssize_t n) {
         return -1;
     }
     Py_DECREF(b);
+    if (memchr(s, '\\', n) || (n == 2 && s[0] == '-' && s[1] == '0')) t->aliased = 1;
     Py_ssize_t id = PyList_GET_SIZE(t->list);
     t->slot[j] = id;
     t->hash[j] = h;
@@ -389,7 +392,7 @@ typedef struct {
 
 static int cols_grow(Cols *o) {
     Py_ssize_t cap = o->cap ? o->cap * 2 : 4096;
-#define GROW(f, w) { void *q = realloc(o->f, (size_t)cap * (w) * sizeof(*o->f)); if (!q) return -1; o->f = q; }
+#define GROW(f, w) { void *q = realloc(o->f, (size_t)cap * (w) * sizeof(*o->f)); if (!q) { PyErr_NoMemory(); return -1; } o->f = q; }
     COLS_FIELDS(GROW)
 #undef GROW
     o->cap = cap;
@@ -687,7 +690,8 @@ static PyObject *column(void *data, Py_ssize_t bytes) {
 static PyObject *result(Cols *o, Intern *strings) {
     Py_ssize_t n = o->n;
     return Py_BuildValue(
-        "{s:n,s:O,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N}", "n", n, "strings", strings->list,
+        "{s:n,s:O,s:O,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N}", "n", n, "strings", strings->list,
+        "aliased", strings->aliased ? Py_True : Py_False,
         "ph", column(o->ph, n), "ref", column(o->ref, n * NREF * 4), "ts", column(o->ts, n * 8),
         "dur", column(o->dur, n * 8), "ts_state", column(o->ts_state, n), "text", column(o->text, n * NTEXT * 4),
         "ints", column(o->ints, n * NINT * 8), "flops", column(o->flops, n * 8), "sig", column(o->sig, n * 4),

@@ -51,7 +51,10 @@ class Scanned:
         self.cval = np.frombuffer(got["cval"], np.float64).reshape(n, _CKEYS)
         self.cref = np.frombuffer(got["cref"], np.int32).reshape(n, _CKEYS)
         self.values = values + [None]  # [-1]: absent
-        self.canon = np.append(_canon(values), len(values)).astype(np.int32)
+        # texts that decode equal get one id (the plain reading keys its dicts by values); only an escape or
+        # -0 can make two distinct texts equal, which the scanner says
+        canon = _canon(values) if got["aliased"] else np.arange(len(values), dtype=np.int32)
+        self.canon = np.append(canon, len(values)).astype(np.int32)
         self.metas = metas
 
     def value(self, ref: int):
