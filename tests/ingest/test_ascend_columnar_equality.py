@@ -62,7 +62,9 @@ def assert_same(new, plain) -> None:
 @pytest.mark.parametrize("level,rank", FIXTURES)
 def test_every_fixture_reads_as_the_plain_reading(level, rank, scanner, monkeypatch):
     """With trace_view.json's compiled scanner (trace_scan) and without it (a build with no C compiler)."""
+    from canning_tb.ingest.ascend import trace_scan
     monkeypatch.setenv("CANNING_TRACE_SCAN", "1" if scanner == "scanner" else "0")
+    assert trace_scan.enabled() == (scanner == "scanner")
     folder = str(fixture_path("ascend", level, f"rank{rank}_ascend_pt"))
     assert_same(read_ascend(folder), read_plain(folder))
 
@@ -210,3 +212,34 @@ def test_the_trace_is_read_whole_whatever_the_child_does(tmp_path, monkeypatch, 
     assert_same(read_ascend(str(dst)), read_plain(str(dst)))
     assert len(spans) == 2
     assert taken == (spans[:1] if child == "answers late" else spans)  # the second part read here only if lost
+
+
+@pytest.mark.parametrize("scanner", [True, False])
+def test_the_split_follows_the_bytes_read_beside_the_trace(monkeypatch, scanner):
+    """trace_merge._ours: the twentieths of the trace read in this process, from the bytes it reads before
+    (read._BESIDE_TRACE). The benchmark ranks' figures (29.3 MB beside a 277 MB trace, 82.7 MB beside 781 MB)
+    give the splits measured best (trace_merge's comment): 5/20 with the scanner, 8/20 without it; nothing
+    beside: halves; more beside than the trace weighs: one twentieth, never none."""
+    from canning_tb.ingest.ascend import trace_merge
+    monkeypatch.setenv("CANNING_TRACE_SCAN", "1" if scanner else "0")
+    assert trace_merge._ours(277_164_357, 29_300_000) == (5 if scanner else 8)
+    assert trace_merge._ours(780_541_253, 82_700_000) == (5 if scanner else 8)
+    assert trace_merge._ours(277_164_357, 0) == 10
+    assert trace_merge._ours(100, 10_000) == 1
+
+
+def test_a_big_trace_is_cut_where_the_split_says(monkeypatch):
+    """_two_spans: this process's span ends at the end of the chosen twentieth, the child's starts at the next."""
+    from canning_tb.ingest.ascend import trace_merge
+
+    class Plan:
+        start, end, cuts = 100, 2100, 20
+
+        def split(self, parts):  # `parts` equal ranges of whole elements (fewer when there are few)
+            step = (self.end - self.start) // parts
+            return [(101 + step * k, 100 + step * (k + 1)) for k in range(min(parts, self.cuts))]
+    monkeypatch.setattr(trace_merge, "_ours", lambda size, besides: 6 if (size, besides) == (2000, 7) else 0)
+    assert trace_merge._two_spans(Plan(), 7) == [(101, 700), (701, 2100)]
+    few = Plan()
+    few.cuts = 3  # too few elements to cut in twentieths: one span, read here
+    assert trace_merge._two_spans(few, 7) == [(101, 400)]

@@ -6,6 +6,7 @@ builds the scanner (pip install -e compiles it), so these tests fail if it is mi
 passing on the fallback alone."""
 import json
 import random
+import re
 
 import msgspec
 import numpy as np
@@ -78,14 +79,36 @@ FLOWS = ('{"ph":"s","bp":"e","name":"torch_to_npu","id":8230,"pid":3178231,"tid"
 COUNTERS = ('{"name":"HBM 0/Read","pid":9,"tid":0,"ts":"10.500","args":{"Read(MB/s)":2.5},"ph":"C"}',
             '{"name":"read_bandwidth","pid":9,"tid":0,"ts":"11","args":{"value":3,"acc_id":4},"ph":"C"}',
             '{"name":"read_bandwidth","pid":9,"tid":0,"ts":"12.000","args":{"value":5,"acc_id":4.0},"ph":"C"}')
+LLC = '{"name":"LLC 0","pid":9,"tid":0,"ts":"13.000","args":{"llc_id":3,"Read(MB/s)":1,"Hit Rate(%)":50.5},"ph":"C"}'
 META = ('{"ph":"M","name":"process_name","pid":9,"tid":0,"args":{"name":"Ascend Hardware"}}',
         '{"ph":"M","name":"thread_name","pid":7,"tid":2,"args":{"name":"Stream 2"}}')
+
+
+@pytest.mark.parametrize("level", ["level1", "level2"])
+def test_pieces_of_a_whole_trace_add_up_as_msgspec_reads_them(level):
+    """A fixture's trace in pieces of 16 KB (_json.iter_chunks): ids, rows, file order and counts carry from
+    piece to piece in the scanned reading as in the decoded one."""
+    from canning_tb.ingest import _json
+    text = fixture_path("ascend", level, "rank0_ascend_pt", "ASCEND_PROFILER_OUTPUT", "trace_view.json").read_bytes()
+    hits = iter(range(10 ** 6))  # every 700th event without a time (skipped, counted), in many pieces
+    text = re.sub(rb'"ts": ?"', lambda m: b'"t_": "' if next(hits) % 700 == 699 else m.group(0), text)
+    text = text.replace(b'"Sequence number"', b'"flops": 3.5, "Sequence number"')  # torch_npu's own FLOPs
+    got = {}
+    for scanned in (True, False):
+        parse, pieces = _Parse(), 0
+        for piece in _json.iter_chunks(bytearray(text), 0, len(text), trace_scan.decode if scanned else dec.decode_piece,
+                                       lambda: None, chunk=16 << 10):
+            pieces += 1
+            parse.piece(piece)
+        got[scanned] = state(parse)
+    assert pieces > 5 and got[True]["bad"] >= 3 and len(got[True]["sparse"]["flops"]["rows"]) > 100
+    assert got[True] == got[False]
 
 
 def test_what_a_plain_piece_holds_by_hand():
     """The figures read off the text itself: µs text to ns exactly, a float µs rounded to the ns, counter
     units scaled (MB/s -> bytes/s by 1024²), an id arg named as first written (4, then 4.0: one series)."""
-    got = read(piece_of(X, KERNEL, *FLOWS, *COUNTERS, *META), True)
+    got = read(piece_of(X, KERNEL, *FLOWS, *COUNTERS, LLC, *META), True)
     assert got["parts"]["ts"] == [1736412474714258990, 1736412474714260000]
     assert got["parts"]["dur"] == [167560, 3000]
     assert got["ids"]["name"][:2] == ["aten::mm", "MatMul_1"]
@@ -96,12 +119,15 @@ def test_what_a_plain_piece_holds_by_hand():
     assert got["ids"]["task"] == ["AI_CORE"]
     assert got["flows"]["ts"] == [1736412474714258995, 1736412474714260000]
     assert got["ids"]["flow"] == [8230, "8230"]  # an int id and a text id are not the same id
-    assert got["series"] == ["HBM 0/Read", "read_bandwidth acc_id 4"]
-    assert got["counters"]["value"] == [2.5 * 1024 * 1024, 3.0, 5.0]
-    assert got["counters"]["ts"] == [10500, 11000, 12000]
-    assert got["counters"]["seq"] == [4 * 64, 5 * 64, 6 * 64]  # file order: the 5th to 7th elements, key 0
+    assert got["series"] == ["HBM 0/Read", "read_bandwidth acc_id 4", "LLC 0 llc_id 3/Read(MB/s)",
+                             "LLC 0 llc_id 3/Hit Rate(%)"]  # two values in one event: each its own series
+    assert got["units"] == ["bytes/s", "", "%"]
+    assert got["counters"]["value"] == [2.5 * 1024 * 1024, 3.0, 5.0, 1.0 * 1024 * 1024, 50.5]
+    assert got["counters"]["ts"] == [10500, 11000, 12000, 13000, 13000]
+    # file order: the 5th to 8th elements, then the position of the value among the args (the id first)
+    assert got["counters"]["seq"] == [4 * 64, 5 * 64, 6 * 64, 7 * 64 + 1, 7 * 64 + 2]
     assert got["pnames"] == {got["ids"]["pid"].index(9): "Ascend Hardware"}
-    assert got == read(piece_of(X, KERNEL, *FLOWS, *COUNTERS, *META), False)
+    assert got == read(piece_of(X, KERNEL, *FLOWS, *COUNTERS, LLC, *META), False)
 
 
 # pieces the scanner takes: each must read as msgspec reads it
@@ -139,6 +165,21 @@ TAKEN = {
     "host ops' args only for host ops": (
         X.replace('"cat":"cpu_op"', '"cat":"python_function"'), X.replace('"aten::mm"', '"ProfilerStep#3"'), KERNEL),
     "non-ASCII text": (X.replace("aten::mm", "算子"), X.replace("a.py", "ä.py")),
+    "int args at and past 2**62 (no measurement)": (
+        KERNEL.replace('"stream id":2', '"stream id":4611686018427387904').replace('"count":4', '"count":-4611686018427387904')
+        .replace('"connection_id":8230', '"connection_id":4611686018427387903'),),
+    "counters of two processes, a null name, an escaped name, ids before values": (
+        '{"name":"c","pid":9,"ts":"1.000","args":{"value":1},"ph":"C"}',
+        '{"name":"c","pid":10,"tid":9,"ts":"2.000","args":{"value":2},"ph":"C"}',
+        '{"name":null,"pid":9,"ts":"3.000","args":{"value":3},"ph":"C"}',
+        '{"name":"\\u0063","pid":9,"ts":"4.000","args":{"value":4},"ph":"C"}',
+        '{"name":"r","pid":9,"ts":"5.000","args":{"acc_id":1,"value":5},"ph":"C"}'),
+    "counters of one process on two threads, interleaved": (
+        '{"name":"c","pid":9,"tid":1,"ts":"1.000","args":{"value":1},"ph":"C"}',
+        '{"name":"c","pid":9,"tid":2,"ts":"2.000","args":{"value":2},"ph":"C"}',
+        '{"name":"c","pid":9,"tid":1,"ts":"3.000","args":{"value":3},"ph":"C"}'),
+    "a counter group with no sample before others": (
+        '{"name":"z","pid":9,"ts":"1.000","args":null,"ph":"C"}', '{"name":"y","pid":9,"ts":"2.000","args":{"value":1},"ph":"C"}'),
 }
 
 
@@ -256,3 +297,30 @@ def test_text_after_the_array_is_declined():
     assert _scan.scan(piece) is None
     with pytest.raises(msgspec.DecodeError):
         dec.decode_piece(memoryview(piece))
+
+
+def test_first_seen_packs_or_sorts_rows_to_the_same_answer():
+    """trace_scan._first_seen packs a row of ids into one int64 where base**width fits, else sorts rows:
+    both must give each distinct row in order of first sight, as a plain walk gives it."""
+    rng = np.random.default_rng(7)
+    keys = rng.integers(0, 5, size=(400, 4)).astype(np.int32)
+    seen: dict = {}
+    for row in map(tuple, keys.tolist()):
+        seen.setdefault(row, len(seen))
+    want_firsts = [next(i for i, r in enumerate(map(tuple, keys.tolist())) if r == k) for k in seen]
+    want_at = [seen[r] for r in map(tuple, keys.tolist())]
+    for base in (5, 1 << 20):  # 5**4 fits; (2**20)**4 does not: rows sorted
+        firsts, at = trace_scan._first_seen(keys, base)
+        assert firsts.tolist() == want_firsts and at.tolist() == want_at
+    big = rng.integers(0, 1 << 15, size=(3000, 4)).astype(np.int32)  # packed: up to 2**60, past float's 2**53
+    big[1000:1100] = big[:100]
+    firsts, at = trace_scan._first_seen(big, 1 << 15)
+    rows = [tuple(r) for r in big.tolist()]
+    assert len(firsts) == len(set(rows)) and [rows[f] for f in firsts] == list(dict.fromkeys(rows))
+    assert [rows[firsts[a]] for a in at.tolist()] == rows
+    # rows a float would merge (2**60 holds no unit in the last place), and rows equal modulo 2**64 were
+    # base**width not checked (base 2**17: 8192 * 2**51 == 2**64): all distinct
+    for base, pair in ((1 << 15, [(30000, 1, 2, 3), (30000, 1, 2, 4)]), (1 << 15, [(1, 0, 0, 30000), (2, 0, 0, 30000)]),
+                       (1 << 17, [(0, 0, 0, 0), (8192, 0, 0, 0)])):
+        firsts, at = trace_scan._first_seen(np.array(pair, np.int32), base)
+        assert firsts.tolist() == [0, 1] and at.tolist() == [0, 1], (base, pair)
