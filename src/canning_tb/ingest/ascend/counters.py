@@ -54,6 +54,11 @@ def _unit(key: str) -> tuple[str, float]:
     return _SCALE.get(match.group(1), (match.group(1), 1.0))
 
 
+def is_id_key(key: str) -> bool:
+    """An arg that names the series (acc_id, llc_id ...), not a sampled value."""
+    return key.lower().endswith("id")
+
+
 def _series(name: str, ids: list[str], values: tuple) -> str:
     return " ".join([name, *(f"{key} {x}" for key, x in zip(ids, values))])
 
@@ -85,21 +90,22 @@ class CounterParts:
             rows = group[ok[group]]
             if sig is None or not len(rows):
                 continue
-            name = "None" if name is None else name
             self._group(parse.ids["pid"][pid], name, sig, _pick(args, rows), ts[rows], seq[rows])
 
-    def _group(self, pid: int, name: str, keys: tuple, group_args: list, ts: np.ndarray, seq: np.ndarray) -> None:
-        ids = [key for key in keys if key.lower().endswith("id")]
+    def _group(self, pid: int, name: str | None, keys: tuple, group_args: list, ts: np.ndarray,
+               seq: np.ndarray) -> None:
+        ids = [key for key in keys if is_id_key(key)]
         id_values = list(zip(*(map(itemgetter(key), group_args) for key in ids))) if ids else None
         self.add_group(pid, name, keys, lambda pos, key: float_column(list(map(itemgetter(key), group_args))),
                        id_values, ts, seq)
 
-    def add_group(self, pid: int, name: str, keys: tuple, values_at, id_values: list | None, ts: np.ndarray,
+    def add_group(self, pid: int, name: str | None, keys: tuple, values_at, id_values: list | None, ts: np.ndarray,
                   seq: np.ndarray) -> None:
         """One group's samples (one name, process and set of arg keys): values_at(pos, key) is the float
         column of a value arg (NaN where no number), id_values the values of the id args of each sample."""
-        ids = [key for key in keys if key.lower().endswith("id")]
-        values = [key for key in keys if not key.lower().endswith("id")]
+        name = "None" if name is None else name  # the plain reading's str(name)
+        ids = [key for key in keys if is_id_key(key)]
+        values = [key for key in keys if not is_id_key(key)]
         n = len(ts)
         for pos, key in enumerate(keys):
             if key not in values:

@@ -11,6 +11,7 @@ import os
 from typing import Any, Iterator
 
 import msgspec
+import numpy as np
 
 from canning_tb.safe_files import open_file
 
@@ -42,6 +43,11 @@ class XArgs(msgspec.Struct, gc=False):
 
 
 NO_ARGS = XArgs()
+
+
+def known_ints(a):
+    """Int args (numpy, INT_ABSENT for absence) with INT_ABSENT also where one lies past 2**62: no measurement."""
+    return np.where((a == INT_ABSENT) | (np.abs(a) < 1 << 62), a, INT_ABSENT)
 
 # sparse text args -> the id space of their values
 TEXT_ARGS = {"dims": "dims", "stack": "stack", "task_type": "task", "data_type": "dtype", "itype": "itype"}

@@ -77,7 +77,7 @@ def _ints(values: tuple) -> np.ndarray:
         a = np.fromiter((dec.INT_ABSENT if (v := to_int(x)) is None else v for x in values), np.int64,
                         len(values))
         return a
-    return np.where((a == dec.INT_ABSENT) | (np.abs(a) < 1 << 62), a, dec.INT_ABSENT)
+    return dec.known_ints(a)
 
 
 _DEVICE_INTS = attrgetter(*DEVICE_INTS)
@@ -89,7 +89,7 @@ def _int_args(args: list, typed: bool) -> list[np.ndarray]:
     if typed:
         try:
             m = np.array(list(map(_DEVICE_INTS, args)), np.int64).reshape(len(args), len(DEVICE_INTS))
-            return list(np.where((m == dec.INT_ABSENT) | (np.abs(m) < 1 << 62), m, dec.INT_ABSENT).T)
+            return list(dec.known_ints(m).T)
         except OverflowError:  # an int past int64: to_int decides
             pass
     return [_ints(tuple(map(attrgetter(attr), args))) for attr in DEVICE_INTS]

@@ -13,6 +13,7 @@ import msgspec
 import numpy as np
 
 from . import trace_decode as dec
+from .counters import is_id_key
 from ..table import NONE
 
 try:  # built by pip from _scan.c where a C compiler is found (setup.py: optional)
@@ -56,9 +57,6 @@ class Scanned:
         canon = _canon(values) if got["aliased"] else np.arange(len(values), dtype=np.int32)
         self.canon = np.append(canon, len(values)).astype(np.int32)
         self.metas = metas
-
-    def value(self, ref: int):
-        return self.values[ref]
 
 
 def _hashable(v):
@@ -163,8 +161,7 @@ def _durations(parse, s: Scanned, rows: np.ndarray) -> None:
     everyone = np.arange(len(rows))
     for attr in dec.DEVICE_TEXT:
         _texts(parse, s, out, attr, rows, everyone)
-    m = s.ints[rows]
-    m = np.where((m == dec.INT_ABSENT) | (np.abs(m) < 1 << 62), m, dec.INT_ABSENT)
+    m = dec.known_ints(s.ints[rows])
     for k, attr in enumerate(dec.DEVICE_INTS):
         at = np.flatnonzero(m[:, k] != dec.INT_ABSENT)
         if len(at):
@@ -172,7 +169,7 @@ def _durations(parse, s: Scanned, rows: np.ndarray) -> None:
     flops = s.flops[rows[host]]
     at = np.flatnonzero(~np.isnan(flops))
     if len(at):
-        out["flops"] = (host[at] + parse.n, flops[at].copy())
+        out["flops"] = (host[at] + parse.n, flops[at])
     parse.sparse.append(out)
     parse.n += len(rows)
 
@@ -195,7 +192,7 @@ def _flows(parse, s: Scanned, rows: np.ndarray, seq: np.ndarray) -> None:
     rows = rows[keep]
     ok = s.ts_ok[rows]
     flow = parse.ids["flow"]
-    parse.flows.append({"ph": s.ph[rows].copy(), "id": _ids_of(s, s.ref[rows, 4:5], lambda v: flow[v[0]]),
+    parse.flows.append({"ph": s.ph[rows], "id": _ids_of(s, s.ref[rows, 4:5], lambda v: flow[v[0]]),
                         "combo": combo[keep], "ts": np.where(ok, s.ts[rows], NONE), "ts_ok": ok,
                         "seq": seq[keep]})
 
@@ -213,10 +210,10 @@ def _counters(parse, s: Scanned, rows: np.ndarray, seq: np.ndarray) -> None:
         group = group[s.ts_ok[rows[group]]]
         if sig < 0 or not len(group):
             continue
-        name, pid = s.value(s.ref[r, 0]), s.value(s.ref[r, 2])
+        name, pid = s.values[s.ref[r, 0]], s.values[s.ref[r, 2]]
         at = rows[group]
         sig_keys = tuple(s.values[sig])
-        id_pos = [k for k, key in enumerate(sig_keys) if key.lower().endswith("id")]
+        id_pos = [k for k, key in enumerate(sig_keys) if is_id_key(key)]
         id_values = list(zip(*([s.values[v] for v in s.cref[at, k].tolist()] for k in id_pos))) if id_pos else None
-        parse.counters.add_group(parse.ids["pid"][pid], "None" if name is None else name, sig_keys,
-                                 lambda pos, key: s.cval[at, pos], id_values, s.ts[at], seq[group])
+        parse.counters.add_group(parse.ids["pid"][pid], name, sig_keys, lambda pos, key: s.cval[at, pos], id_values,
+                                 s.ts[at], seq[group])
