@@ -2,7 +2,7 @@
  * trace_scan.py. Only the plain shape torch_npu writes is taken; for anything else (a syntax error, bytes
  * that are no UTF-8, a field of another type, an escape in a key, a \u surrogate, numbers past the exact
  * ranges below, deep nesting) scan() returns None and the caller decodes the piece with msgspec as
- * before, so every odd input keeps the plain reading's answer.
+ * before, so every odd input keeps the answer of that typed decode.
  *
  * The values a reader needs per element: the phase; the raw text of name, cat, pid, tid and id, and of
  * the text args of duration events, as ids into one table of distinct raw texts (decoded once each, in
@@ -352,19 +352,21 @@ static int text_us(const unsigned char *s, const unsigned char *e, int64_t *ns) 
     return 1;
 }
 
-/* ts or dur: a string of µs text, an int or a float -> ns; TS_ODD for anything else */
-static int time_value(int kind, const unsigned char *s, const unsigned char *e, int64_t *ns, int64_t bound) {
+/* ts or dur (is_dur): a string of µs text, an int or a float -> ns; TS_ODD for anything else or out of
+ * range: ints below LIMIT / 1000 µs (ts) or DUR_LIMIT µs (dur); floats times 1000 below LIMIT ns (ts), or
+ * below DUR_LIMIT µs (dur), rounded half to even as cells.py does */
+static int time_value(int kind, const unsigned char *s, const unsigned char *e, int64_t *ns, int is_dur) {
     if (kind == 'n') return TS_ABSENT;
     if (kind == 's') return text_us(s + 1, e - 1, ns) ? TS_OK : TS_ODD;
     if (kind == 'i') {
-        int64_t v;
+        int64_t v, bound = is_dur ? DUR_LIMIT : LIMIT / 1000;
         if (!parse_int(s, e, &v) || v <= -bound || v >= bound) return TS_ODD;
         *ns = v * 1000;
         return TS_OK;
     }
-    if (kind == 'f') { /* round(f * 1000), half to even, where f (dur) or f * 1000 (ts) is in range */
+    if (kind == 'f') {
         double f = parse_float(s, e), x = f * 1000.0;
-        if (!(fabs(bound == DUR_LIMIT ? f : x) < (double)(bound == DUR_LIMIT ? DUR_LIMIT : LIMIT))) return TS_ODD;
+        if (!(is_dur ? fabs(f) < (double)DUR_LIMIT : fabs(x) < (double)LIMIT)) return TS_ODD;
         *ns = (int64_t)nearbyint(x);
         return TS_OK;
     }
@@ -663,14 +665,14 @@ static int fill_row(Intern *strings, Cols *o, Py_ssize_t r, Element *el) {
     defaults(o, r);
     if (!is_timed(ph)) return 1;
     if (t[K_TS].kind) {
-        int st = time_value(t[K_TS].kind, t[K_TS].s, t[K_TS].e, &o->ts[r], LIMIT / 1000);
+        int st = time_value(t[K_TS].kind, t[K_TS].s, t[K_TS].e, &o->ts[r], 0);
         if (st == TS_ODD) return 0;
         o->ts_state[r] = (unsigned char)st;
     }
     Tok *args = &t[K_ARGS];
     if (ph == 'X') {
         if (t[K_DUR].kind == 's') return 0; /* durations as text: the plain reading's rules */
-        if (t[K_DUR].kind && time_value(t[K_DUR].kind, t[K_DUR].s, t[K_DUR].e, &o->dur[r], DUR_LIMIT) == TS_ODD)
+        if (t[K_DUR].kind && time_value(t[K_DUR].kind, t[K_DUR].s, t[K_DUR].e, &o->dur[r], 1) == TS_ODD)
             return 0;
         if (args->kind && args->kind != 'n' && args->kind != 'o') return 0;
         ArgCtx a = {strings, o, r, 0, 0, apply_xarg, {{0}}};
