@@ -1,7 +1,7 @@
 """Build hook: the wheel must hold the frontend bundle (src/canning_tb/plugin/static/index.js),
-which is built, not committed; and the trace scanner (src/canning_tb/ingest/ascend/_scan.c) is compiled
-where a C compiler is found: it is optional (without it trace_view.json is read by msgspec alone, to
-the same columns, slower). Everything else is in pyproject.toml.
+which is built, not committed; and the trace scanner (src/canning_tb/ingest/ascend/_scan.c) and the CSV
+number cells (_cells.c beside it) are compiled where a C compiler is found: both are optional (without
+them trace_view.json is read by msgspec alone and the CSVs' numbers by numpy, to the same columns, slower). Everything else is in pyproject.toml.
 
 `pip install .` / `pip install -e .` / `pip wheel .` run `npm ci && npm run build` in
 src/canning_tb/frontend/ when the bundle is missing (CANNING_REBUILD_FRONTEND=1 forces a rebuild).
@@ -47,5 +47,7 @@ class BuildPyWithFrontend(build_py):
 
 SCANNER = Extension("canning_tb.ingest.ascend._scan", ["src/canning_tb/ingest/ascend/_scan.c"],
                     extra_compile_args=["-O2"], optional=True)
+CELLS = Extension("canning_tb.ingest.ascend._cells", ["src/canning_tb/ingest/ascend/_cells.c"],
+                  extra_compile_args=["-O2"], optional=True)
 
-setup(cmdclass={"build_py": BuildPyWithFrontend}, ext_modules=[SCANNER])
+setup(cmdclass={"build_py": BuildPyWithFrontend}, ext_modules=[SCANNER, CELLS])

@@ -58,13 +58,16 @@ def assert_same(new, plain) -> None:
         sorted((p.file, p.message, p.severity) for p in plain.problems)
 
 
-@pytest.mark.parametrize("scanner", ["scanner", "msgspec alone"])
+@pytest.mark.parametrize("compiled", ["compiled parts", "none compiled"])
 @pytest.mark.parametrize("level,rank", FIXTURES)
-def test_every_fixture_reads_as_the_plain_reading(level, rank, scanner, monkeypatch):
-    """With trace_view.json's compiled scanner (trace_scan) and without it (a build with no C compiler)."""
-    from canning_tb.ingest.ascend import trace_scan
-    monkeypatch.setenv("CANNING_TRACE_SCAN", "1" if scanner == "scanner" else "0")
-    assert trace_scan.enabled() == (scanner == "scanner")
+def test_every_fixture_reads_as_the_plain_reading(level, rank, compiled, monkeypatch):
+    """With the compiled parts (trace_view.json's scanner, trace_scan; the CSVs' number cells, csv_fast) and
+    without them (a build with no C compiler: msgspec and numpy alone)."""
+    from canning_tb.ingest.ascend import csv_fast, trace_scan
+    on = compiled == "compiled parts"
+    monkeypatch.setenv("CANNING_TRACE_SCAN", "1" if on else "0")
+    monkeypatch.setenv("CANNING_CSV_CELLS", "1" if on else "0")
+    assert trace_scan.enabled() == csv_fast.cells_enabled() == on
     folder = str(fixture_path("ascend", level, f"rank{rank}_ascend_pt"))
     assert_same(read_ascend(folder), read_plain(folder))
 
@@ -214,16 +217,19 @@ def test_the_trace_is_read_whole_whatever_the_child_does(tmp_path, monkeypatch, 
     assert taken == (spans[:1] if child == "answers late" else spans)  # the second part read here only if lost
 
 
-@pytest.mark.parametrize("scanner", [True, False])
-def test_the_split_follows_the_bytes_read_beside_the_trace(monkeypatch, scanner):
+@pytest.mark.parametrize("scanner, cells, split", [(True, True, 7), (True, False, 5), (False, True, 9),
+                                                   (False, False, 8)])
+def test_the_split_follows_the_bytes_read_beside_the_trace(monkeypatch, scanner, cells, split):
     """trace_merge._ours: the twentieths of the trace read in this process, from the bytes it reads before
     (read._BESIDE_TRACE). The benchmark ranks' figures (29.3 MB beside a 277 MB trace, 82.7 MB beside 781 MB)
-    give the splits measured best (trace_merge's comment): 5/20 with the scanner, 8/20 without it; nothing
-    beside: halves; more beside than the trace weighs: one twentieth, never none."""
+    give the splits measured best (trace_merge's comment): 7/20 with the scanner and the CSV cells built, 5/20
+    with the scanner alone, 8/20 with neither (9/20 with the cells alone: by hand, 0.5 - 1.1 * 29.3 / 554.3 =
+    0.44); nothing beside: halves; more beside than the trace weighs: one twentieth, never none."""
     from canning_tb.ingest.ascend import trace_merge
     monkeypatch.setenv("CANNING_TRACE_SCAN", "1" if scanner else "0")
-    assert trace_merge._ours(277_164_357, 29_300_000) == (5 if scanner else 8)
-    assert trace_merge._ours(780_541_253, 82_700_000) == (5 if scanner else 8)
+    monkeypatch.setenv("CANNING_CSV_CELLS", "1" if cells else "0")
+    assert trace_merge._ours(277_164_357, 29_300_000) == split
+    assert trace_merge._ours(780_541_253, 82_700_000) == split
     assert trace_merge._ours(277_164_357, 0) == 10
     assert trace_merge._ours(100, 10_000) == 1
 

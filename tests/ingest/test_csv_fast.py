@@ -27,7 +27,7 @@ def read(raw: bytes, path, fast: bool, monkeypatch, rows=5) -> tuple[list, list]
         chunks = list(table.scan(wanted))
         assert all(len(c) <= rows for chunk in chunks for c in chunk)  # bounded: a chunk at a time
         # the cells of each column in order (where the chunks are cut is no part of the answer)
-        return [sum((chunk[k] for chunk in chunks), []) for k in range(len(wanted))], [p.message for p in problems]
+        return [sum((list(chunk[k]) for chunk in chunks), []) for k in range(len(wanted))], [p.message for p in problems]
 
 
 REAL = sorted(p for p in FIXTURES.rglob("*.csv"))

@@ -1,8 +1,8 @@
 """Cells -> numpy columns, with exactly the rules of the scalar converters in csv_io (us_to_ns, to_float,
 to_int, _scale), but a column at a time: what the files hold (µs text with 3 decimals, floats) goes
-through numpy; any other cell (N/A, inf, quotes, text) through the scalar rule, one by one, so both
-give the same value for every cell. Each function returns (values, known): `known` is False where
-the scalar rule gives None.
+through numpy, or, for cells still in the file's bytes (csv_fast.ByteCells), through _cells.c; any
+other cell (inf, quotes, text) through the scalar rule, one by one, so every path gives the same value
+for every cell. Each function returns (values, known): `known` is False where the scalar rule gives None.
 """
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import numpy as np
 
 from canning_tb.arrays import distinct
 
+from .csv_fast import KNOWN, ODD, ByteCells
 from .csv_io import _LIMIT, to_float, to_int, us_to_ns
 
 _BLOCK = 65536  # rows of text turned into a byte matrix at once
@@ -37,8 +38,36 @@ def _by_type(values: Sequence, convert) -> tuple[np.ndarray, np.ndarray] | None:
     return out, known
 
 
+def take(cells: Sequence, rows: np.ndarray) -> Sequence:
+    """The cells of the given rows of a column (a list, or ByteCells still in the bytes)."""
+    if type(cells) is ByteCells:
+        return cells.take(rows)
+    return [cells[k] for k in rows.tolist()]
+
+
+def _from_bytes(cells: ByteCells, floats: bool, rule) -> tuple[np.ndarray, np.ndarray] | None:
+    """(values, known) of cells still in the file's bytes: _cells.c's plain cells, the scalar rule for the
+    odd ones; None when _cells is not built."""
+    got = cells.numbers(floats)
+    if got is None:
+        return None
+    values, status = got
+    known = status == KNOWN
+    for k in np.flatnonzero(status == ODD).tolist():
+        v = rule(cells[k])
+        known[k] = v is not None
+        values[k] = 0 if v is None else v
+    values[~known] = 0
+    return values, known
+
+
 def us_to_ns_column(values: Sequence) -> tuple[np.ndarray, np.ndarray]:
     """csv_io.us_to_ns of every value (µs as text, int or float) -> int64 ns."""
+    if type(values) is ByteCells:
+        got = _from_bytes(values, False, us_to_ns)
+        if got is not None:
+            return got
+        values = values.texts()
     if len(values) and type(values[0]) is str:
         joined = _joined_us(values)  # the common case: every cell text of one width, read from one byte matrix
         if joined is not None:
@@ -209,6 +238,13 @@ _NAN_TEXT[None] = "nan"
 
 def float_column(values: Sequence) -> np.ndarray:
     """csv_io.to_float of every value -> float64, NaN where it gives None."""
+    if type(values) is ByteCells:
+        got = _from_bytes(values, True, to_float)
+        if got is not None:
+            f, known = got
+            f[~known] = np.nan
+            return f
+        values = values.texts()
     f = None
     if set(map(type, values)) <= {str, float, int, type(None)}:
         try:  # float() of these is to_float's, once the cells that mean "none" say nan

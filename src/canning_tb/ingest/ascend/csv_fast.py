@@ -9,13 +9,22 @@ every data row of the header's cells (or one more, blank: a trailing comma, as c
 lines only as blank lines, no cell near the csv module's field limit. `plan` returns None for anything
 else, before any cell is given, and csv_io reads the file with the csv module instead (which also
 counts and reports the bad rows). The caller checks the file is valid UTF-8.
+
+A column's cells are given as ByteCells: their byte ranges, text only when asked for, so number columns
+go from the bytes to numbers (cells.py, through _cells.c) without a Python string per cell.
 """
 from __future__ import annotations
 
 import csv
-from typing import Iterator
+import os
+from typing import Iterator, Sequence
 
 import numpy as np
+
+try:  # built by pip from _cells.c where a C compiler is found (setup.py: optional)
+    from . import _cells
+except ImportError:  # pragma: no cover - cells.py then converts the cells' text with numpy
+    _cells = None
 
 _COMMA, _LF, _CR, _QUOTE = 44, 10, 13, 34
 
@@ -30,22 +39,82 @@ class Plan:
         self.commas, self.quoted = commas, quoted
 
     def chunks(self, wanted: list[int | None], rows: int) -> Iterator[list]:
-        """Per chunk of `rows` rows: one list of cells per wanted column index ([None] * rows for None)."""
+        """Per chunk of `rows` rows: one ByteCells per wanted column index ([None] * rows for None)."""
         for lo in range(0, len(self.lines), rows):
             hi = min(lo + rows, len(self.lines))
             yield [self._column(j, lo, hi) if j is not None else [None] * (hi - lo) for j in wanted]
 
-    def _column(self, j: int, lo: int, hi: int) -> list[str]:
+    def _column(self, j: int, lo: int, hi: int) -> ByteCells:
         first, count = self.first[lo:hi], self.count[lo:hi]
         starts = self.lines[lo:hi] if j == 0 else self.commas[first + j - 1] + 1
         inner = j < count  # else the row's last cell, ending at its line's end
         ends = self.ends[lo:hi].copy()
         ends[inner] = self.commas[first[inner] + j]
-        cells = _text(self.buf, starts, ends)
-        if self.quoted:  # a quoted cell's quote is its first byte (plan checked it)
-            for k in np.flatnonzero((ends > starts) & (self.buf[np.minimum(starts, len(self.buf) - 1)] == _QUOTE)).tolist():
-                cells[k] = cells[k][1:-1].replace('""', '"')
-        return cells
+        return ByteCells(self.buf, starts.astype(np.int64), ends.astype(np.int64), self.quoted)
+
+
+class ByteCells(Sequence):
+    """One column's cells as [start, end) ranges of the file's bytes: a read-only sequence of their texts
+    (the csv module's cells: a quoted cell unquoted), made on first use; `numbers` converts them without
+    the texts. `quoted`: the file holds quotes (else no cell needs unquoting)."""
+
+    def __init__(self, buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, quoted: bool):
+        self.buf, self.starts, self.ends, self.quoted = buf, starts, ends, quoted
+        self._texts: list[str] | None = None
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def __getitem__(self, k):
+        if self._texts is not None or not isinstance(k, (int, np.integer)):
+            return self.texts()[k]
+        if not -len(self) <= k < len(self):
+            raise IndexError(k)
+        cell = bytes(self.buf[int(self.starts[k]):int(self.ends[k])]).decode("utf-8")
+        return _unquoted(cell) if self.quoted and cell[:1] == '"' else cell
+
+    def __iter__(self):
+        return iter(self.texts())
+
+    def __eq__(self, other):  # as the list of texts (the csv module's reading gives lists)
+        return list(self) == (list(other) if isinstance(other, (ByteCells, list)) else other)
+
+    __hash__ = None
+
+    def texts(self) -> list[str]:
+        if self._texts is None:
+            cells = _text(self.buf, self.starts, self.ends)
+            if self.quoted:  # a quoted cell's quote is its first byte (plan checked it)
+                first = self.buf[np.minimum(self.starts, len(self.buf) - 1)]
+                for k in np.flatnonzero((self.ends > self.starts) & (first == _QUOTE)).tolist():
+                    cells[k] = _unquoted(cells[k])
+            self._texts = cells
+        return self._texts
+
+    def take(self, rows: np.ndarray) -> ByteCells:
+        """The cells of the given rows (indices into this column), in that order."""
+        return ByteCells(self.buf, self.starts[rows], self.ends[rows], self.quoted)
+
+    def numbers(self, floats: bool) -> tuple[np.ndarray, np.ndarray] | None:
+        """(values, status) with _cells.c's rules (KNOWN, NONE, ODD: float64 or int64 ns from µs), or None
+        when _cells is not built or is turned off (CANNING_CSV_CELLS=0)."""
+        if not cells_enabled():
+            return None
+        n = len(self)
+        values, status = np.empty(n, np.float64 if floats else np.int64), np.empty(n, np.uint8)
+        (_cells.floats if floats else _cells.us_to_ns)(self.buf, self.starts, self.ends, values, status)
+        return values, status
+
+
+def cells_enabled() -> bool:
+    return _cells is not None and os.environ.get("CANNING_CSV_CELLS", "1") != "0"
+
+
+ODD, KNOWN, MISSING = 0, 1, 2  # a cell's status from ByteCells.numbers (_cells.c)
+
+
+def _unquoted(cell: str) -> str:
+    return cell[1:-1].replace('""', '"')
 
 
 def _text(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> list[str]:

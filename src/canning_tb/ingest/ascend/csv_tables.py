@@ -13,7 +13,7 @@ import numpy as np
 
 from .. import op_args
 from .. import side_tables as side
-from .cells import float_column, int_column, scaled_column, us_to_ns_column
+from .cells import float_column, int_column, scaled_column, take, us_to_ns_column
 from .csv_io import (CsvTable, device_index, device_name, norm_shapes, norm_stack, read_table, step_value, to_int,
                      unreadable, us_to_ns)
 from ..table import (EVENT_COLUMNS, METRIC_AIC_TIME, METRIC_AIV_TIME, METRIC_MIX_BLOCK_DIM, NONE, Kind, Problem,
@@ -108,7 +108,7 @@ class _Kernels:
                 ok[k] = False
                 self.bad_dur += 1
         keep = np.flatnonzero(ok)
-        cols = [[c[k] for k in keep.tolist()] for c in cols] if len(keep) != len(ok) else cols
+        cols = [take(c, keep) for c in cols] if len(keep) != len(ok) else cols
         n = len(keep)
         part = {"ts": ts[keep], "dur": np.maximum(np.where(dok[keep], dur[keep], 0), 0),
                 "name": self.name.column(cols[2]), "core": self.core.column(cols[4]),
@@ -204,7 +204,7 @@ def read_memory_record(path: str, display: str, problems: list[Problem], strings
         ts, ok = us_to_ns_column(c[0])
         bad += sum(1 for k in np.flatnonzero(~ok).tolist() if unreadable(c[0][k]))
         keep = np.flatnonzero(ok)
-        c = [[col[k] for k in keep.tolist()] for col in c]
+        c = [take(col, keep) for col in c] if len(keep) != len(ok) else c
         parts.append({"ts": ts[keep], "device": dev.column(c[1]), "component": comp.column(c[5]),
                       **{key: _known_or(scaled_column(c[i], 1 << 20), NONE)
                          for i, key in ((2, "allocated"), (3, "reserved"), (4, "active"))}})

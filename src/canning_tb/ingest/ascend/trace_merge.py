@@ -10,7 +10,7 @@ import threading
 
 import numpy as np
 
-from . import trace_decode as dec, trace_scan
+from . import csv_fast, trace_decode as dec, trace_scan
 from ..kineto.parallel import _finish_child  # the same child protocol: one answer, or None if it died
 from .trace_parse import TEXT_ARGS, _Parse
 
@@ -33,15 +33,18 @@ def _can_fork() -> bool:
 
 # What a byte of the files this process reads before its part of the trace (read._BESIDE_TRACE: the CSVs and
 # JSONs, 29 MB of the 362 MB benchmark rank, 83 MB of the 1 GB one) weighs against a byte of trace, so that both
-# processes finish together. With the scanner, cold runs of the 1 GB rank: 11.7 / 12.3 s reading 5/20 here,
-# 12.7 / 14.4 s at 4/20, 13.0 / 14.4 s at 7/20; at 362 MB 5, 6 and 7 were alike within this VM's spread. Without
-# it (msgspec per event) the trace costs more: 8/20 was best at 362 MB.
-_CSV_COST = {True: 4.5, False: 1.9}
+# processes finish together; by which of the compiled parts are built (the trace scanner, the CSV number cells).
+# Measured on the 362 MB rank, seconds per byte in each process: with both, 26 ns a byte of CSVs and JSONs and 9
+# ns a byte of trace (then 7/20 here); with the scanner alone 46 ns (5/20; cold runs of the 1 GB rank: 11.7 /
+# 12.3 s at 5/20, 12.7 / 14.4 s at 4/20, 13.0 / 14.4 s at 7/20). Without the scanner a byte of trace costs 1.6x
+# more (msgspec per event; 8/20 was best at 362 MB without either).
+_CSV_COST = {(True, True): 2.9, (True, False): 4.5, (False, True): 1.1, (False, False): 1.9}
 
 
 def _ours(size: int, besides: int) -> int:
     """Twentieths of the array read here, the rest by the child, when this process also reads `besides` bytes."""
-    share = 0.5 - _CSV_COST[trace_scan.enabled()] * besides / (2 * max(size, 1))
+    cost = _CSV_COST[trace_scan.enabled(), csv_fast.cells_enabled()]
+    share = 0.5 - cost * besides / (2 * max(size, 1))
     return min(10, max(1, round(20 * share)))
 
 

@@ -1,0 +1,138 @@
+"""The compiled parts read bytes that anyone who can write to a logdir controls. Compiled here with
+AddressSanitizer and UndefinedBehaviorSanitizer, each must read its inputs without one sanitizer report:
+the trace scanner (ingest/ascend/_scan.c) every fixture trace, edge inputs (empty, cut at every kind of
+token, nesting at and past its limit, 10 MB strings, 5,000-digit numbers, counters at and past 8 args) and
+5,000 random edits and truncations of a real piece; the CSV number cells (_cells.c) every column of every
+fixture CSV, edge cells and 50,000 random ones, each cell at the very end of its buffer. The child
+interpreter loads the sanitizer runtimes first (LD_PRELOAD), as they require; each input is an exact-size
+buffer, so a read one byte past its end is caught."""
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+from conftest import fixture_path
+
+SOURCES = Path(__file__).resolve().parents[2] / "src" / "canning_tb" / "ingest" / "ascend"
+
+CHILD = r'''
+import json, random, sys
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+import _scan
+
+
+def scan(text):  # an exact-size buffer (bytes keep a NUL past their end, which would hide a read one byte past)
+    return _scan.scan(np.frombuffer(text, np.uint8).copy())
+
+
+texts = [open(p, "rb").read() for p in sys.argv[2:]]
+for t in texts:
+    assert scan(t) is not None, "a fixture trace declined"
+edge = [b"", b"[", b"]", b"[]", b"[ ]", b"[{", b"[{}]", b"[{}", b'[{"', b'[{"ph"', b'[{"ph":', b'[{"ph":"X"',
+        b'[{"ph":"X",', b'[{"a":' + b"[" * 63 + b"]" * 63 + b"}]", b'[{"a":' + b"[" * 64 + b"]" * 64 + b"}]",
+        b'[{"a":' + b"[" * 100000 + b"]", b'[{"name":"' + b"x" * 10000000 + b'"}]', b'[{"ts":' + b"9" * 5000 + b"}]",
+        b'[{"ph":"C","args":{%s}}]' % b",".join(b'"k%d":1' % i for i in range(8)),
+        b'[{"ph":"C","args":{%s}}]' % b",".join(b'"k%d":1' % i for i in range(9)),
+        b'[{"ph":"C","args":{"' + b"k" * 2000 + b'":1,"' + b"j" * 2000 + b'id":2}}]',
+        b'[{"ph":"X","ts":"1.000","dur":1e308,"args":{"flops":' + b"1" * 70 + b"}}]",
+        b'[{"ph":"X","ts":"1.000","args":{' + b",".join(b'"a%d":%d' % (i, i) for i in range(100)) + b',"stream id":3}}]',
+        b'[{"n":"\xf0\x9f\x98\x80"}]', b'[{"n":"\xf0\x9f\x98"}]', b'[{"ph":"X","ts":"' + b"1" * 16 + b'.999"}]',
+        b'[{"ph":"s","id":-9223372036854775808,"ts":"1.000","cat":"async_npu"}]', b'[{"ph":"X","ts":-9223372036854775808}]']
+for e in edge:
+    scan(e)
+rng = random.Random(20261202)
+base = json.dumps(json.loads(texts[-1])[:300], ensure_ascii=False).encode()
+alphabet = b'{}[]",:\\/0123456789.-+eEtrufalsnXC \x00\x1f\x7f\x80\xbf\xc2\xe0\xed\xf0\xf4\xff'
+taken = 0
+for i in range(5000):
+    b = bytearray(base[:rng.randrange(1000, len(base))]) if i % 5 == 0 else bytearray(base)
+    for _ in range(rng.randint(1, 8)):
+        at = rng.randrange(0, len(b))
+        op = rng.random()
+        if op < 0.25:
+            del b[at:at + rng.randint(1, 20)]
+        elif op < 0.6:
+            b[at] = rng.choice(alphabet)
+        elif op < 0.85:
+            b.insert(at, rng.choice(alphabet))
+        else:
+            lo = rng.randrange(0, len(b))
+            b[at:at] = b[lo:lo + rng.randint(1, 300)]
+    taken += scan(bytes(b)) is not None
+print("scanned; taken whole:", taken)
+'''
+
+
+def _runtime(name: str) -> str:
+    path = subprocess.run(["gcc", f"-print-file-name={name}"], capture_output=True, text=True).stdout.strip()
+    if not os.path.isabs(path):
+        pytest.fail(f"gcc has no {name}: the sanitizers cannot run here")
+    return path
+
+
+def _run_sanitized(tmp_path, module: str, child: str, args: list[str]) -> str:
+    """Build ascend/<module>.c with the sanitizers, run the child script with it importable; its stdout."""
+    if shutil.which("gcc") is None:
+        pytest.skip("no gcc: the compiled parts are not built here either (test_trace_scan, test_csv_cells)")
+    built = tmp_path / (module + sysconfig.get_config_var("EXT_SUFFIX"))
+    subprocess.run(["gcc", "-O1", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=undefined",
+                    "-fno-omit-frame-pointer", "-shared", "-fPIC", f"-I{sysconfig.get_paths()['include']}",
+                    str(SOURCES / f"{module}.c"), "-o", str(built)], check=True, capture_output=True, timeout=120)
+    (tmp_path / "child.py").write_text(child)
+    env = {**os.environ, "LD_PRELOAD": f"{_runtime('libasan.so')}:{_runtime('libubsan.so')}",
+           "ASAN_OPTIONS": "detect_leaks=0:abort_on_error=1", "UBSAN_OPTIONS": "print_stacktrace=1"}
+    done = subprocess.run([sys.executable, str(tmp_path / "child.py"), str(tmp_path), *args], env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0 and "runtime error" not in done.stderr, done.stderr[-4000:]
+    return done.stdout
+
+
+def test_the_scanner_reads_hostile_bytes_without_a_sanitizer_report(tmp_path):
+    traces = [str(fixture_path("ascend", level, f"rank{rank}_ascend_pt", "ASCEND_PROFILER_OUTPUT", "trace_view.json"))
+              for level in ("level0", "level1", "level2") for rank in (0, 1)]
+    taken = int(_run_sanitized(tmp_path, "_scan", CHILD, traces).split("taken whole:")[1])
+    assert taken > 500  # the edits left many pieces whole: the scanner's accepting paths ran to their end
+
+
+CELLS_CHILD = r'''
+import random, sys
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+import _cells
+
+
+def convert(cell):  # each cell alone in an exact-size buffer: a read past its end is past the buffer
+    buf = np.frombuffer(cell, np.uint8).copy()
+    lo, hi = np.array([0], np.int64), np.array([len(cell)], np.int64)
+    status = np.empty(1, np.uint8)
+    _cells.us_to_ns(buf, lo, hi, np.empty(1, np.int64), status)
+    _cells.floats(buf, lo, hi, np.empty(1, np.float64), status)
+    return int(status[0])
+
+
+cells = set()
+for path in sys.argv[2:]:
+    for line in open(path, "rb").read().splitlines()[1:]:
+        cells.update(line.split(b","))
+cells.update([b"", b" ", b"\t", b"-", b"+", b".", b"e", b"1e", b"1e+", b"N/A", b"n", b"9" * 5000, b"1." + b"9" * 5000,
+              b"1e" + b"9" * 5000, b"9" * 63, b"9" * 64, b"1" * 19 + b"." + b"5", b"-" + b"9" * 18, b"\xff\xfe",
+              b"4611686018427387.904", b"1.7976931348623157e309", b"4.9e-325"])
+rng = random.Random(20261202)
+alphabet = b"0123456789.+-eE \t\"NA/anul\x00\x80\xff"
+cells.update(bytes(rng.choice(alphabet) for _ in range(rng.randint(0, 70))) for _ in range(50000))
+known = sum(convert(c) == 1 for c in cells)
+print("cells:", len(cells), "known:", known)
+'''
+
+
+def test_the_csv_cells_read_hostile_bytes_without_a_sanitizer_report(tmp_path):
+    csvs = sorted(str(p) for p in fixture_path("ascend").rglob("*.csv"))
+    assert len(csvs) > 20
+    out = _run_sanitized(tmp_path, "_cells", CELLS_CHILD, csvs)
+    cells, known = (int(x) for x in out.split("cells:")[1].split("known:"))
+    assert cells > 50000 and known > 1000  # the converting paths ran, not only the refusals
