@@ -249,3 +249,15 @@ def test_a_big_trace_is_cut_where_the_split_says(monkeypatch):
     few = Plan()
     few.cuts = 3  # too few elements to cut in twentieths: one span, read here
     assert trace_merge._two_spans(few, 7) == [(101, 400)]
+
+
+@pytest.mark.parametrize("values, uniq, codes", [
+    ([3, 0, 3, 7, 0], [0, 3, 7], [1, 0, 1, 2, 0]),  # small device ids: counted, not sorted
+    ([70000, 5, 70000], [5, 70000], [1, 0, 1]),  # a hint past 2**16 (a hostile file): sorted, not counted
+    ([], [], []),
+])
+def test_counter_device_codes_by_hand(values, uniq, codes):
+    """counters._codes: np.unique(values, return_inverse=True) of device ids, by hand."""
+    from canning_tb.ingest.ascend.counters import _codes
+    got_uniq, got_codes = _codes(np.array(values, np.int64))
+    assert got_uniq.tolist() == uniq and got_codes.tolist() == codes

@@ -143,5 +143,9 @@ def test_ranges_outside_the_bytes_are_refused():
             _cells.us_to_ns(buf, np.array([lo], np.int64), np.array([hi], np.int64), values, status)
     with pytest.raises(ValueError, match="one item per cell"):
         _cells.floats(buf, np.array([0, 3], np.int64), np.array([2, 5], np.int64), values, status)
+    with pytest.raises(ValueError, match="one item per cell"):
+        _cells.floats(buf, np.array([0, 3], np.int64), np.array([2, 5], np.int64), np.empty(2), status)
+    with pytest.raises(ValueError, match="one item per cell"):
+        _cells.floats(buf, np.array([0, 3], np.int64), np.array([2], np.int64), np.empty(2), np.empty(2, np.uint8))
     _cells.us_to_ns(buf, np.array([3], np.int64), np.array([5], np.int64), values, status)
     assert values.tolist() == [34000] and status.tolist() == [KNOWN]

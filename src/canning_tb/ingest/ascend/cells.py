@@ -57,8 +57,7 @@ def _from_bytes(cells: ByteCells, floats: bool, rule) -> tuple[np.ndarray, np.nd
         v = rule(cells[k])
         known[k] = v is not None
         values[k] = 0 if v is None else v
-    values[~known] = 0
-    return values, known
+    return values, known  # (_cells.c gives 0 for a missing cell)
 
 
 def us_to_ns_column(values: Sequence) -> tuple[np.ndarray, np.ndarray]:

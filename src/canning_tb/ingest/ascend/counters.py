@@ -155,13 +155,23 @@ class CounterParts:
         device = device_of_pid[cols["pid"]]
         order = np.argsort(cols["seq"], kind="stable")
         order = order[device[order] >= 0]
-        devices = sorted(set(device[order].tolist()))
-        dev_names = [f"npu:{d}" for d in devices]
-        dev_ids = np.searchsorted(np.array(devices, np.int64), device[order]) if devices else device[order]
+        devices, dev_ids = _codes(device[order])
+        dev_names = [f"npu:{d}" for d in devices.tolist()]
         return side.Columns.build(
             "npu_counters", group=(group_of_pid[cols["pid"][order]], groups),
             counter=(cols["series"][order], list(self.series)), unit=(cols["unit"][order], list(self.units)),
             device=(dev_ids, dev_names), ts_ns=cols["ts"][order], value=cols["value"][order])
+
+
+def _codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """np.unique(values, return_inverse=True) of ints >= 0, without its sort where they are small (device ids)."""
+    if not len(values) or int(values.max()) >= 1 << 16:
+        uniq, inverse = np.unique(values, return_inverse=True)
+        return uniq, inverse.reshape(-1)
+    uniq = np.flatnonzero(np.bincount(values))
+    index = np.zeros(int(uniq[-1]) + 1, np.int64)
+    index[uniq] = np.arange(len(uniq))
+    return uniq, index[values]
 
 
 _MEMORY_SIDES = {"app": "APP", "device": "Device"}  # NPU_MEM.type, named as trace_view.json names them

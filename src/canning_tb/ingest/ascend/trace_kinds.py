@@ -255,7 +255,10 @@ class _Finish:
         order = np.argsort(rank[np.searchsorted(uniq, name)], kind="stable")
         rows = rows[order]
         ts = self.ev["ts"][rows]
-        return side.Columns.build("overlap_analysis", name=[_text(self.names, int(k)) for k in self.ev["name"][rows]],
+        ids, at = np.unique(self.ev["name"][rows], return_inverse=True)  # each distinct name's text once
+        first: dict[str, int] = {}  # (two name values can have one text: None and "")
+        code = np.array([first.setdefault(_text(self.names, k), len(first)) for k in ids.tolist()], np.int32)
+        return side.Columns.build("overlap_analysis", name=(code[at.reshape(-1)], list(first)),
                                   start_ns=ts, end_ns=ts + self.ev["dur"][rows])
 
 
