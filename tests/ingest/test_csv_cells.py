@@ -57,11 +57,12 @@ def test_what_the_c_part_takes_and_what_it_leaves():
     assert answers(*us_to_ns_column(byte_cells(texts))) == [
         1736412474730135222, 5000, 500, 5000, -1, None, None, None, None, None, None,
         1000000, 2000, 10000, 1000, None, None, None, None, None, 42000]
-    floats = ["0.1", " -2.5e-3\t", "1E5", "5.", "+.5", "1e400", "N/A", "", "NaN", "inf", "NAN", "1_0", "0x10",
-              "1e", "e5", '"3"']
-    assert statuses(floats, floats=True) == [KNOWN] * 5 + [NONE] * 4 + [ODD] * 7
+    floats = ["0.1", " -2.5e-3\t", "1E5", "5.", "+.5", "2109.6015625", "9" * 63, "1e400", "N/A", "", "NaN", "inf",
+              "NAN", "1_0", "0x10", "1e", "e5", '"3"', "9" * 64]  # (63 characters: the longest taken)
+    assert statuses(floats, floats=True) == [KNOWN] * 7 + [NONE] * 4 + [ODD] * 8
     f = float_column(byte_cells(floats))
-    want = [0.1, -0.0025, 100000.0, 5.0, 0.5] + [None] * 6 + [10.0, None, None, None, 3.0]
+    want = [0.1, -0.0025, 100000.0, 5.0, 0.5, 2109.6015625, 1e63 - 1] + [None] * 6 + [10.0, None, None, None, 3.0,
+                                                                                       1e64 - 1]
     assert [None if np.isnan(v) else v for v in f.tolist()] == want
 
 
@@ -75,7 +76,8 @@ def test_floats_are_python_floats_bit_for_bit():
     rng = random.Random(1202)
     texts = ["-0.0", "0.0", "9007199254740992", "9007199254740993", "1e22", "1e23", "1e-22", "1e-23",
              "4.9e-324", "2.4e-324", "1.7976931348623157e308", "123456789012345678901234567890.5",
-             "0.30000000000000004", "2109.6015625", "1736412474730135.222"]
+             "0.30000000000000004", "2109.6015625", "1736412474730135.222",
+             "1e00005", "1e-00022", "1e4294967297", "1e-4294967297", "5e" + "9" * 40]  # (exponents past int32)
     for _ in range(20000):
         whole = "".join(rng.choice("0123456789") for _ in range(rng.randint(0, 12)))
         frac = "".join(rng.choice("0123456789") for _ in range(rng.randint(0, 12)))
@@ -85,7 +87,7 @@ def test_floats_are_python_floats_bit_for_bit():
     got = float_column(byte_cells(texts))
     for text, value in zip(texts, got.tolist()):
         want = float(text)
-        assert _bits(value) == _bits(want), text
+        assert _bits(value) == _bits(want if np.isfinite(want) else np.nan), text
 
 
 _ALPHABET = "0123456789" * 4 + ".-+eE \t" * 2 + 'NA/anul_x"\x0b\u00b5\uff11'
