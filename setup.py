@@ -1,7 +1,8 @@
 """Build hook: the wheel must hold the frontend bundle (src/canning_tb/plugin/static/index.js),
-which is built, not committed; and the trace scanner (src/canning_tb/ingest/ascend/_scan.c) and the CSV
-number cells (_cells.c beside it) are compiled where a C compiler is found: both are optional (without
-them trace_view.json is read by msgspec alone and the CSVs' numbers by numpy, to the same columns, slower). Everything else is in pyproject.toml.
+which is built, not committed; and three small C parts are compiled where a C compiler is found: the
+trace scanner (src/canning_tb/ingest/ascend/_scan.c), the CSV number cells (_cells.c beside it) and the
+Python frames' sweep (src/canning_tb/ingest/kineto/_sweep.c). All are optional: without them the same
+columns come from msgspec, numpy and a Python loop, slower. Everything else is in pyproject.toml.
 
 `pip install .` / `pip install -e .` / `pip wheel .` run `npm ci && npm run build` in
 src/canning_tb/frontend/ when the bundle is missing (CANNING_REBUILD_FRONTEND=1 forces a rebuild).
@@ -49,5 +50,7 @@ SCANNER = Extension("canning_tb.ingest.ascend._scan", ["src/canning_tb/ingest/as
                     extra_compile_args=["-O2"], optional=True)
 CELLS = Extension("canning_tb.ingest.ascend._cells", ["src/canning_tb/ingest/ascend/_cells.c"],
                   extra_compile_args=["-O2"], optional=True)
+SWEEP = Extension("canning_tb.ingest.kineto._sweep", ["src/canning_tb/ingest/kineto/_sweep.c"],
+                  extra_compile_args=["-O2"], optional=True)
 
-setup(cmdclass={"build_py": BuildPyWithFrontend}, ext_modules=[SCANNER, CELLS])
+setup(cmdclass={"build_py": BuildPyWithFrontend}, ext_modules=[SCANNER, CELLS, SWEEP])

@@ -3,7 +3,8 @@ AddressSanitizer and UndefinedBehaviorSanitizer, each must read its inputs witho
 the trace scanner (ingest/ascend/_scan.c) every fixture trace, edge inputs (empty, cut at every kind of
 token, nesting at and past its limit, 10 MB strings, 5,000-digit numbers, counters at and past 8 args) and
 5,000 random edits and truncations of a real piece; the CSV number cells (_cells.c) every column of every
-fixture CSV, edge cells and 50,000 random ones, each cell at the very end of its buffer. The child
+fixture CSV, edge cells and 50,000 random ones, each cell at the very end of its buffer; the Python frames'
+sweep (kineto/_sweep.c) no rows, a stack 200,000 frames deep, and 300 random threads of frames and ops. The child
 interpreter loads the sanitizer runtimes first (LD_PRELOAD), as they require; each input is an exact-size
 buffer, so a read one byte past its end is caught."""
 import os
@@ -17,7 +18,7 @@ import pytest
 
 from conftest import fixture_path
 
-SOURCES = Path(__file__).resolve().parents[2] / "src" / "canning_tb" / "ingest" / "ascend"
+SOURCES = Path(__file__).resolve().parents[2] / "src" / "canning_tb" / "ingest"
 
 CHILD = r'''
 import json, random, sys
@@ -76,13 +77,15 @@ def _runtime(name: str) -> str:
 
 
 def _run_sanitized(tmp_path, module: str, child: str, args: list[str]) -> str:
-    """Build ascend/<module>.c with the sanitizers, run the child script with it importable; its stdout."""
+    """Build ingest/<module>.c (ascend/_scan ...) with the sanitizers, run the child script with it importable;
+    its stdout."""
+    folder, module = module.split("/")
     if shutil.which("gcc") is None:
         pytest.skip("no gcc: the compiled parts are not built here either (test_trace_scan, test_csv_cells)")
     built = tmp_path / (module + sysconfig.get_config_var("EXT_SUFFIX"))
     subprocess.run(["gcc", "-O1", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=undefined",
                     "-fno-omit-frame-pointer", "-shared", "-fPIC", f"-I{sysconfig.get_paths()['include']}",
-                    str(SOURCES / f"{module}.c"), "-o", str(built)], check=True, capture_output=True, timeout=120)
+                    str(SOURCES / folder / f"{module}.c"), "-o", str(built)], check=True, capture_output=True, timeout=120)
     (tmp_path / "child.py").write_text(child)
     env = {**os.environ, "LD_PRELOAD": f"{_runtime('libasan.so')}:{_runtime('libubsan.so')}",
            "ASAN_OPTIONS": "detect_leaks=0:abort_on_error=1", "UBSAN_OPTIONS": "print_stacktrace=1"}
@@ -95,7 +98,7 @@ def _run_sanitized(tmp_path, module: str, child: str, args: list[str]) -> str:
 def test_the_scanner_reads_hostile_bytes_without_a_sanitizer_report(tmp_path):
     traces = [str(fixture_path("ascend", level, f"rank{rank}_ascend_pt", "ASCEND_PROFILER_OUTPUT", "trace_view.json"))
               for level in ("level0", "level1", "level2") for rank in (0, 1)]
-    taken = int(_run_sanitized(tmp_path, "_scan", CHILD, traces).split("taken whole:")[1])
+    taken = int(_run_sanitized(tmp_path, "ascend/_scan", CHILD, traces).split("taken whole:")[1])
     assert taken > 500  # the edits left many pieces whole: the scanner's accepting paths ran to their end
 
 
@@ -133,6 +136,39 @@ print("cells:", len(cells), "known:", known)
 def test_the_csv_cells_read_hostile_bytes_without_a_sanitizer_report(tmp_path):
     csvs = sorted(str(p) for p in fixture_path("ascend").rglob("*.csv"))
     assert len(csvs) > 20
-    out = _run_sanitized(tmp_path, "_cells", CELLS_CHILD, csvs)
+    out = _run_sanitized(tmp_path, "ascend/_cells", CELLS_CHILD, csvs)
     cells, known = (int(x) for x in out.split("cells:")[1].split("known:"))
     assert cells > 50000 and known > 1000  # the converting paths ran, not only the refusals
+
+
+SWEEP_CHILD = r'''
+import random, sys
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+import _sweep
+
+
+def sweep(thread, start, end, name, hidden, frame):  # exact-size copies: a read past an end is past a buffer
+    return _sweep.sweep(*(np.array(a, t) for a, t in ((thread, np.int64), (start, np.int64), (end, np.int64),
+                                                      (name, np.int32), (hidden, np.uint8), (frame, np.uint8))))
+
+
+sweep([], [], [], [], [], [])
+n = 200000  # one thread 200,000 frames deep, each a path of its own: the stack and the path table grow
+sweep([0] * n, list(range(n)), [2 * n] * n, list(range(n)), [0] * n, [1] * n)
+sweep([0] * n, list(range(n)), [2 * n] * n, [7] * n, [1] * n, [1] * n)  # all hidden: no path at all
+rng = random.Random(20261202)
+paths = 0
+for _ in range(300):
+    k = rng.randint(1, 3000)
+    rows = sorted((rng.randrange(4), rng.randrange(100)) for _ in range(k))
+    got = sweep([r[0] for r in rows], [r[1] for r in rows], [r[1] + rng.choice([0, 1, 5, 50]) for r in rows],
+                [rng.randrange(50) for _ in rows], [rng.random() < 0.2 for _ in rows], [rng.random() < 0.7 for _ in rows])
+    paths += len(got[2]) // 16
+print("paths:", paths)
+'''
+
+
+def test_the_stack_sweep_runs_without_a_sanitizer_report(tmp_path):
+    paths = int(_run_sanitized(tmp_path, "kineto/_sweep", SWEEP_CHILD, []).split("paths:")[1])
+    assert paths > 1000
