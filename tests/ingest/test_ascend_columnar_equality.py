@@ -261,3 +261,17 @@ def test_counter_device_codes_by_hand(values, uniq, codes):
     from canning_tb.ingest.ascend.counters import _codes
     got_uniq, got_codes = _codes(np.array(values, np.int64))
     assert got_uniq.tolist() == uniq and got_codes.tolist() == codes
+
+
+def test_one_counter_group_makes_the_counter_table_by_hand():
+    """CounterParts.columns with a single group (one part): NaN samples dropped, MB/s to bytes/s, the pid's
+    device and group, by hand."""
+    from canning_tb.ingest.ascend.counters import CounterParts
+    parts = CounterParts()
+    parts.add_group(0, "HBM", ("Read(MB/s)",), lambda pos, key: np.array([1.5, np.nan, 2.0]), None,
+                    np.array([10, 20, 30], np.int64), np.array([0, 1, 2], np.int64))
+    rows = list(parts.columns(np.array([0], np.int32), np.array([3], np.int64), ["HBM 0"]))
+    assert rows == [{"group": "HBM 0", "counter": "HBM", "unit": "bytes/s", "device": "npu:3", "ts_ns": 10,
+                     "value": 1.5 * 2 ** 20},
+                    {"group": "HBM 0", "counter": "HBM", "unit": "bytes/s", "device": "npu:3", "ts_ns": 30,
+                     "value": 2.0 * 2 ** 20}]

@@ -124,6 +124,8 @@ def test_take_keeps_the_chosen_rows_in_order():
     rows = np.array([3, 0, 2])
     assert list(take(cells, rows)) == ["4", "1", "x"] == take(["1", "2", "x", "4"], rows)
     assert answers(*us_to_ns_column(take(cells, rows))) == [4000, 1000, None]
+    quoted = take(byte_cells(['"a,""b"""', "2", '"3"'], quoted=True), np.array([2, 0]))  # still unquoted
+    assert list(quoted) == ["3", 'a,"b"'] and quoted[0] == "3"
 
 
 def test_the_cells_off_give_the_same_numbers(monkeypatch):

@@ -76,11 +76,6 @@ class ByteCells(Sequence):
     def __iter__(self):
         return iter(self.texts())
 
-    def __eq__(self, other):  # as the list of texts (the csv module's reading gives lists)
-        return list(self) == (list(other) if isinstance(other, (ByteCells, list)) else other)
-
-    __hash__ = None
-
     def texts(self) -> list[str]:
         if self._texts is None:
             cells = _text(self.buf, self.starts, self.ends)
