@@ -268,6 +268,15 @@ def test_fresh_torch_trace(fresh_trace):
     end = next(e for e in doc["traceEvents"] if e.get("name") == "Record Window End")
     assert t.meta.end_ns == ns(end["ts"])
     assert t.meta.environment["with_stack"] == "1"
+    # the args column: empty (NONE) exactly for the host events whose record has neither "Input type" nor
+    # "Concrete Inputs", by a second reading of the file
+    host = [e for e in doc["traceEvents"] if e.get("ph") == "X" and e.get("cat") in ("cpu_op", "user_annotation")]
+    want = sorted((ns(e["ts"]), e["name"], bool(e.get("args", {}).get("Input type") or
+                                                 e.get("args", {}).get("Concrete Inputs"))) for e in host)
+    kinds = (Kind.CPU_OP, Kind.USER_ANNOTATION)
+    got = sorted((int(t.events["ts"][i]), t.name(i), int(t.events["args"][i]) != NONE)
+                 for k in kinds for i in rows(t, k))
+    assert got == want and 0 < sum(w[2] for w in want) < len(want)
 
 
 def test_cache_round_trip(fresh_trace, tmp_path):

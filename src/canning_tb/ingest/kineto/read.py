@@ -297,9 +297,9 @@ class _Reader:
         dims = np.fromiter(map(raw_id, map(bytes, map(attrgetter("dims"), args))), np.int32, n)
         dims_2021 = np.fromiter(map(raw_id, map(bytes, map(attrgetter("dims2"), args))), np.int32, n)
         stack = np.fromiter(map(self.sid, map(attrgetter("stack"), args)), np.int32, n)
-        arg_id = self.raw_args.__getitem__
-        extra = np.fromiter((arg_id(bytes(a.types) + b"\0" + bytes(a.concrete) if a.types or a.concrete else b"")
-                             for a in args), np.int32, n)
+        # (neither: b"\0", which _render_args renders to None, so NONE, as b"" is)
+        types, concrete = map(bytes, map(attrgetter("types"), args)), map(bytes, map(attrgetter("concrete"), args))
+        extra = np.fromiter(map(self.raw_args.__getitem__, map(b"\0".join, zip(types, concrete))), np.int32, n)
         out = {"shapes": np.where(dims >= 0, dims, dims_2021), "stack": stack, "args": extra}
         flops = np.fromiter(map(attrgetter("flops"), args), np.float64, n)
         if not np.isnan(flops).all():
