@@ -119,6 +119,29 @@ def test_quoted_cells_are_unquoted_as_the_csv_module_does():
     assert answers(*us_to_ns_column(cells)) == [1500, None, 2500, None]
 
 
+def test_number_columns_make_no_texts_and_give_0_where_unknown():
+    """The point of ByteCells: plain number cells are converted without a Python string each (only the odd
+    ones, by the scalar rule, one at a time); where a cell is no number the value is 0, as _scalar gives."""
+    cells = byte_cells(["1.5\t", "N/A", "2", "-"])
+    assert answers(*us_to_ns_column(cells)) == [1500, None, 2000, None]
+    assert float_column(cells).tolist()[::2] == [1.5, 2.0] and cells._texts is None
+    ns, known = us_to_ns_column(byte_cells(["x", "N/A", "1e3", "inf"]))
+    assert ns.tolist() == [0, 0, 1000000, 0] and known.tolist() == [False, False, True, False]
+
+
+def test_one_cell_at_a_time_before_the_texts_are_made():
+    """Indexing a fresh ByteCells reads that cell alone (unquoted where quoted); slices and out-of-range
+    indices as a list's; a one-byte last cell after a quoted one is no quoted cell."""
+    def fresh():
+        return byte_cells(['"a,""b"""', "2", '"3"', "y"], quoted=True)
+    assert fresh()[0] == 'a,"b"' and fresh()[2] == "3" and fresh()[3] == "y" and fresh()[-4] == 'a,"b"'
+    assert fresh()[np.int64(1)] == "2" and fresh()[1:3] == ["2", "3"]
+    for k in (4, -5):
+        with pytest.raises(IndexError):
+            fresh()[k]
+    assert list(byte_cells(['"x"', "y"], quoted=True)) == ["x", "y"]
+
+
 def test_take_keeps_the_chosen_rows_in_order():
     cells = byte_cells(["1", "2", "x", "4"])
     rows = np.array([3, 0, 2])
