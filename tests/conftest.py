@@ -56,3 +56,16 @@ def errors(page):
     page.on("console", lambda m: m.type == "error" and errs.append(m.text))
     page.on("pageerror", lambda e: errs.append(str(e)))
     return errs
+
+
+@pytest.fixture(scope="session")
+def fresh_trace(tmp_path_factory):
+    """A real torch.profiler run (CPU, record_shapes, profile_memory, with_stack) of this torch: the path of
+    its gzipped trace (tests/_gen_trace.py)."""
+    pytest.importorskip("torch")
+    import glob
+    import _gen_trace
+    out = tmp_path_factory.mktemp("fresh")
+    _gen_trace.main(str(out), active=2, gzip=True)
+    (path,) = glob.glob(str(out / "*.pt.trace.json.gz"))
+    return path

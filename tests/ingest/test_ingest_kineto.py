@@ -1,6 +1,5 @@
 """read_kineto / read_canning_window on real traces. Every expected number comes from a second,
 independent reading of the same file (plain json + counting), never from the reader under test."""
-import glob
 import gzip
 import json
 import os
@@ -230,17 +229,6 @@ def test_small_chunks_give_the_same_table(tmp_path, monkeypatch, parts):
         for k in whole.events:
             assert np.array_equal(whole.events[k], small.events[k]), k
         assert np.array_equal(whole.memory["ts"], small.memory["ts"])
-
-
-@pytest.fixture(scope="module")
-def fresh_trace(tmp_path_factory):
-    """A real torch.profiler run (CPU, record_shapes, profile_memory, with_stack) of this torch."""
-    pytest.importorskip("torch")
-    import _gen_trace
-    out = tmp_path_factory.mktemp("fresh")
-    _gen_trace.main(str(out), active=2, gzip=True)
-    (path,) = glob.glob(str(out / "*.pt.trace.json.gz"))
-    return path
 
 
 def test_fresh_torch_trace(fresh_trace):

@@ -4,7 +4,6 @@
 torch.profiler run with with_stack read both ways."""
 from __future__ import annotations
 
-import glob
 import random
 
 import numpy as np
@@ -126,24 +125,13 @@ def test_random_tables_get_the_stacks_the_python_path_gives(seed, n, monkeypatch
         assert any(s is not None and s != "given;stack" and s.count(";") >= 2 for s in got[0][0])
 
 
-@pytest.fixture(scope="module")
-def with_stack_trace(tmp_path_factory):
-    """A real torch.profiler run (CPU, with_stack) of this torch."""
-    pytest.importorskip("torch")
-    import _gen_trace
-    out = tmp_path_factory.mktemp("stack")
-    _gen_trace.main(str(out), active=2, gzip=True)
-    (path,) = glob.glob(str(out / "*.pt.trace.json.gz"))
-    return path
-
-
-def test_a_real_with_stack_trace_reads_the_same_both_ways(with_stack_trace, monkeypatch):
+def test_a_real_with_stack_trace_reads_the_same_both_ways(fresh_trace, monkeypatch):  # (conftest.py)
     from canning_tb.ingest.kineto.read import read_kineto
     tables = []
     for on in ("1", "0"):
         monkeypatch.setenv("CANNING_STACK_SWEEP", on)
         assert stacks.compiled() == (on == "1")
-        tables.append(read_kineto(with_stack_trace))
+        tables.append(read_kineto(fresh_trace))
     c, py = tables
     assert c.strings.values == py.strings.values
     for k in c.events:
