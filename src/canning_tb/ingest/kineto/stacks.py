@@ -12,6 +12,8 @@ import os
 
 import numpy as np
 
+from canning_tb.arrays import pair_codes
+
 from ..table import NONE, EventTable, Kind
 
 try:  # built by pip from _sweep.c where a C compiler is found (setup.py: optional)
@@ -72,7 +74,7 @@ def fill_python_stacks(table: EventTable) -> None:
 def sweep_order(pid: np.ndarray, tid: np.ndarray, ts: np.ndarray, is_op: np.ndarray, dur: np.ndarray) -> np.ndarray:
     """np.lexsort((-dur, is_op, ts, tid, pid)) without its five passes (0.6 s over 2M rows) where the rows come
     in time order, as the table's do: only runs of equal ts are sorted by (is_op, -dur), then the rows by
-    thread, a stable counting sort of a small dense code of (pid, tid) that keeps their order."""
+    thread, a stable counting sort of a small code of (pid, tid) that keeps their order (arrays.pair_codes)."""
     n = len(ts)
     same = ts[1:] == ts[:-1]
     if n > 1 and not (ts[1:] >= ts[:-1]).all():
@@ -82,9 +84,7 @@ def sweep_order(pid: np.ndarray, tid: np.ndarray, ts: np.ndarray, is_op: np.ndar
         tied = np.flatnonzero(np.r_[same, False] | np.r_[False, same])  # rows of a run of equal ts
         run = np.cumsum(np.r_[True, ~same])[tied]
         order[tied] = tied[np.lexsort((-dur[tied], is_op[tied], run))]  # each run keeps its own slots
-    _, pid_code = np.unique(pid, return_inverse=True)
-    _, tid_code = np.unique(tid, return_inverse=True)
-    thread = pid_code.reshape(-1).astype(np.int64) * (int(tid_code.max(initial=0)) + 1) + tid_code.reshape(-1)
+    thread = pair_codes(pid, tid)[2]
     small = thread.astype(np.int16) if thread.max(initial=0) < 1 << 15 else thread  # int16: numpy's radix sort
     return order[np.argsort(small[order], kind="stable")]
 
