@@ -179,7 +179,7 @@ class Columns(Sequence):
                 if isinstance(v, tuple):
                     data[c.name], strings[c.name] = np.asarray(v[0], np.int32), list(v[1])
                 else:
-                    data[c.name], strings[c.name] = _intern(v)
+                    data[c.name], strings[c.name] = intern_texts(v)
             elif isinstance(v, np.ndarray):
                 data[c.name] = v.astype(_KIND_DTYPE[c.type], copy=False)
             else:
@@ -252,7 +252,8 @@ class _Codes(dict):
         return code
 
 
-def _intern(values) -> tuple[np.ndarray, list]:
+def intern_texts(values) -> tuple[np.ndarray, list]:
+    """(a code per value, the distinct texts in order of first sight): a str column as Columns keeps it."""
     codes = _Codes()
     out = np.fromiter(map(codes.__getitem__, values), np.int32, len(values))
     return out, list(codes)[1:]

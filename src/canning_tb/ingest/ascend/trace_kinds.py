@@ -256,9 +256,8 @@ class _Finish:
         rows = rows[order]
         ts = self.ev["ts"][rows]
         ids, at = np.unique(self.ev["name"][rows], return_inverse=True)  # each distinct name's text once
-        first: dict[str, int] = {}  # (two name values can have one text: None and "")
-        code = np.array([first.setdefault(_text(self.names, k), len(first)) for k in ids.tolist()], np.int32)
-        return side.Columns.build("overlap_analysis", name=(code[at.reshape(-1)], list(first)),
+        code, texts = side.intern_texts([_text(self.names, k) for k in ids.tolist()])  # (None and "": one text)
+        return side.Columns.build("overlap_analysis", name=(code[at.reshape(-1)], texts),
                                   start_ns=ts, end_ns=ts + self.ev["dur"][rows])
 
 
