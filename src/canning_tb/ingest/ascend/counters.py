@@ -192,24 +192,26 @@ class _DbSamples:
     def _code(self, kind: str, text: str) -> int:
         return CounterParts._code(self.codes[kind], text)
 
-    def add(self, table: str, group: str, unit: str, series, sql_cols: list[str], value: str, ts: str) -> None:
-        """series(row values of sql_cols) -> the counter's name, per distinct combination."""
+    def add(self, table: str, group: str, sql_cols: list[str], values: list[tuple], ts: str) -> None:
+        """values: [(value column, unit, series)], series(row values of sql_cols) -> the counter's name, per
+        distinct combination. One pass over the table for all its value columns."""
         from . import db_columns as q
         if table not in self.db.tables:
             return
-        c = q.select(self.db.c, table, ints=["deviceId", ts, *sql_cols], reals=[value])
-        ok = q.known(c[ts]) & ~np.isnan(c[value]) & q.known(c["deviceId"])
-        keys = np.stack([c[x] for x in sql_cols], axis=1) if sql_cols else np.zeros((len(ok), 0), np.int64)
-        uniq, inverse = np.unique(keys, axis=0, return_inverse=True) if len(ok) else (keys, np.zeros(0, np.int64))
-        names = np.array([self._code("counter", series(*[None if v == q.INT_NULL else v for v in u]))
-                          for u in uniq.tolist()], np.int32)
+        c = q.select(self.db.c, table, ints=["deviceId", ts, *sql_cols], reals=[v for v, _, _ in values])
+        keys = np.stack([c[x] for x in sql_cols], axis=1) if sql_cols else np.zeros((len(c[ts]), 0), np.int64)
+        uniq, inverse = np.unique(keys, axis=0, return_inverse=True) if len(keys) else (keys, np.zeros(0, np.int64))
+        row_values = [[None if v == q.INT_NULL else v for v in u] for u in uniq.tolist()]
         dev_u, dev_at = np.unique(c["deviceId"], return_inverse=True)
-        devs = np.array([self._code("device", f"npu:{int(d)}") for d in dev_u], np.int32)
-        n = int(ok.sum())
-        self.parts.append({"group": np.full(n, self._code("group", group), np.int32),
-                           "counter": names[inverse.reshape(-1)][ok] if len(uniq) else np.zeros(0, np.int32),
-                           "unit": np.full(n, self._code("unit", unit), np.int32),
-                           "device": devs[dev_at][ok], "ts_ns": c[ts][ok], "value": c[value][ok]})
+        for value, unit, series in values:
+            ok = q.known(c[ts]) & ~np.isnan(c[value]) & q.known(c["deviceId"])
+            names = np.array([self._code("counter", series(*u)) for u in row_values], np.int32)
+            devs = np.array([self._code("device", f"npu:{int(d)}") for d in dev_u], np.int32)
+            n = int(ok.sum())
+            self.parts.append({"group": np.full(n, self._code("group", group), np.int32),
+                               "counter": names[inverse.reshape(-1)][ok] if len(uniq) else np.zeros(0, np.int32),
+                               "unit": np.full(n, self._code("unit", unit), np.int32),
+                               "device": devs[dev_at][ok], "ts_ns": c[ts][ok], "value": c[value][ok]})
 
     def columns(self) -> side.Columns | None:
         if not self.parts or not sum(len(p["ts_ns"]) for p in self.parts):
@@ -222,19 +224,22 @@ class _DbSamples:
 def db_counter_rows(db) -> side.Columns | None:
     """The counter tables of a profiler db (those it has), as the npu_counters side table."""
     out = _DbSamples(db)
-    out.add("AICORE_FREQ", "AI Core Freq", "MHz", lambda: "AI Core Freq", [], "freq", "timestampNs")
-    out.add("HBM", "HBM", "bytes/s", lambda i, t: f"HBM {i}/{_label(db, t)}", ["hbmId", "type"], "bandwidth",
+    out.add("AICORE_FREQ", "AI Core Freq", [], [("freq", "MHz", lambda: "AI Core Freq")], "timestampNs")
+    out.add("HBM", "HBM", ["hbmId", "type"], [("bandwidth", "bytes/s", lambda i, t: f"HBM {i}/{_label(db, t)}")],
             "timestampNs")
-    for column, suffix, unit in (("throughput", "Throughput", "bytes/s"), ("hitRate", "Hit Rate", "%")):
-        out.add("LLC", "LLC", unit, lambda i, mode, suffix=suffix: f"LLC {i} {_label(db, mode)}/{suffix}",
-                ["llcId", "mode"], column, "timestampNs")
-    for column in ("hbm", "ddr"):
-        out.add("NPU_MEM", "NPU MEM", "bytes", lambda t, column=column: f"{_label(db, t)}/{column.upper()}", ["type"],
-                column, "timestampNs")
-    for column, series in (("readBwLevel", "read_bandwidth"), ("writeBwLevel", "write_band_width"),
-                           ("readOstLevel", "read_ost"), ("writeOstLevel", "write_ost")):
-        out.add("ACC_PMU", "Acc PMU", "", lambda acc, series=series: f"{series} acc_id {acc}", ["accId"], column,
-                "timestampNs")
-    for column, series in (("mataBwLevel", "Mata Bw Level"), ("l2BufferBwLevel", "L2 Buffer Bw Level")):
-        out.add("SOC_BANDWIDTH_LEVEL", "Stars Soc Info", "", lambda series=series: series, [], column, "timestampNs")
+    out.add("LLC", "LLC", ["llcId", "mode"],
+            [(column, unit, lambda i, mode, suffix=suffix: f"LLC {i} {_label(db, mode)}/{suffix}")
+             for column, suffix, unit in (("throughput", "Throughput", "bytes/s"), ("hitRate", "Hit Rate", "%"))],
+            "timestampNs")
+    out.add("NPU_MEM", "NPU MEM", ["type"],
+            [(column, "bytes", lambda t, column=column: f"{_label(db, t)}/{column.upper()}") for column in ("hbm", "ddr")],
+            "timestampNs")
+    out.add("ACC_PMU", "Acc PMU", ["accId"],
+            [(column, "", lambda acc, series=series: f"{series} acc_id {acc}")
+             for column, series in (("readBwLevel", "read_bandwidth"), ("writeBwLevel", "write_band_width"),
+                                    ("readOstLevel", "read_ost"), ("writeOstLevel", "write_ost"))], "timestampNs")
+    out.add("SOC_BANDWIDTH_LEVEL", "Stars Soc Info", [],
+            [(column, "", lambda series=series: series)
+             for column, series in (("mataBwLevel", "Mata Bw Level"), ("l2BufferBwLevel", "L2 Buffer Bw Level"))],
+            "timestampNs")
     return out.columns()

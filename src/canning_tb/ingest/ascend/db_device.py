@@ -113,18 +113,19 @@ def _pmu(db, c: dict, compute: np.ndarray) -> dict[str, np.ndarray]:
     gid = c["globalTaskId"]
     if "TASK_PMU_INFO" in db.tables:
         names = [(i, db.name(i) or "") for (i,) in db.c.execute("select distinct name from TASK_PMU_INFO")]
-        for name_id, name in names:
-            metric = _PMU_TIMES.get(name) or (name if name.endswith(("_ratio", "_rate")) else None)
-            if not metric or name_id is None:
-                continue
-            src = f"(select rowid as rid, globalTaskId, value from TASK_PMU_INFO where name = {int(name_id)} " \
-                  f"and typeof(value) in ('integer', 'real'))"
-            v = q.select(db.c, src, ints=["globalTaskId"], reals=["value"], order="rid")
-            keys, at = np.unique(v["globalTaskId"][::-1], return_index=True)  # the latest row of a task wins
-            vals = v["value"][::-1][at]
+        wanted = [(int(i), metric) for i, name in names if i is not None
+                  and (metric := _PMU_TIMES.get(name) or (name if name.endswith(("_ratio", "_rate")) else None))]
+        # one pass over the table for every metric (one scan per metric was most of the db's read)
+        ids = ",".join(str(i) for i, _ in wanted)
+        src = f"(select rowid as rid, name, globalTaskId, value from TASK_PMU_INFO where name in ({ids}) " \
+              f"and typeof(value) in ('integer', 'real'))"
+        v = q.select(db.c, src, ints=["name", "globalTaskId"], reals=["value"], order="rid") if wanted else {}
+        for metric in dict.fromkeys(m for _, m in wanted):  # names of one metric: the latest row of a task wins
+            rows = np.isin(v["name"], [i for i, m in wanted if m == metric])
+            keys, at = np.unique(v["globalTaskId"][rows][::-1], return_index=True)
+            vals = v["value"][rows][::-1][at]
             found = q.lookup(keys, np.arange(len(keys)), gid, -1)
-            col = np.where(found >= 0, vals[np.maximum(found, 0)], np.nan)
-            out[metric] = np.where(np.isnan(col), out.get(metric, np.nan), col)
+            out[metric] = np.where(found >= 0, vals[np.maximum(found, 0)], np.nan)
     mix = np.where(compute & q.known(c["c_mix"]), c["c_mix"].astype(np.float64), np.nan)
     if (~np.isnan(mix)).any():
         out[METRIC_MIX_BLOCK_DIM] = mix
