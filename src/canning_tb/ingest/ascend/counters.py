@@ -203,15 +203,17 @@ class _DbSamples:
         uniq, inverse = np.unique(keys, axis=0, return_inverse=True) if len(keys) else (keys, np.zeros(0, np.int64))
         row_values = [[None if v == q.INT_NULL else v for v in u] for u in uniq.tolist()]
         dev_u, dev_at = np.unique(c["deviceId"], return_inverse=True)
-        for value, unit, series in values:
-            ok = q.known(c[ts]) & ~np.isnan(c[value]) & q.known(c["deviceId"])
+        device = np.array([self._code("device", f"npu:{int(d)}") for d in dev_u], np.int32)[dev_at]
+        timed = q.known(c[ts]) & q.known(c["deviceId"])
+        group_code = self._code("group", group)
+        for value, unit, series in values:  # each kind of text has its own codes: the order across kinds is free
+            ok = timed & ~np.isnan(c[value])
             names = np.array([self._code("counter", series(*u)) for u in row_values], np.int32)
-            devs = np.array([self._code("device", f"npu:{int(d)}") for d in dev_u], np.int32)
             n = int(ok.sum())
-            self.parts.append({"group": np.full(n, self._code("group", group), np.int32),
+            self.parts.append({"group": np.full(n, group_code, np.int32),
                                "counter": names[inverse.reshape(-1)][ok] if len(uniq) else np.zeros(0, np.int32),
                                "unit": np.full(n, self._code("unit", unit), np.int32),
-                               "device": devs[dev_at][ok], "ts_ns": c[ts][ok], "value": c[value][ok]})
+                               "device": device[ok], "ts_ns": c[ts][ok], "value": c[value][ok]})
 
     def columns(self) -> side.Columns | None:
         if not self.parts or not sum(len(p["ts_ns"]) for p in self.parts):

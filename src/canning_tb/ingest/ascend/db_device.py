@@ -113,8 +113,8 @@ def _pmu(db, c: dict, compute: np.ndarray) -> dict[str, np.ndarray]:
     gid = c["globalTaskId"]
     if "TASK_PMU_INFO" in db.tables:
         names = [(i, db.name(i) or "") for (i,) in db.c.execute("select distinct name from TASK_PMU_INFO")]
-        wanted = [(int(i), metric) for i, name in names if i is not None
-                  and (metric := _PMU_TIMES.get(name) or (name if name.endswith(("_ratio", "_rate")) else None))]
+        wanted = [(int(i), metric) for i, name in names  # a NULL name has no text: no metric
+                  if (metric := _PMU_TIMES.get(name) or (name if name.endswith(("_ratio", "_rate")) else None))]
         # one pass over the table for every metric (one scan per metric was most of the db's read)
         ids = ",".join(str(i) for i, _ in wanted)
         src = f"(select rowid as rid, name, globalTaskId, value from TASK_PMU_INFO where name in ({ids}) " \
