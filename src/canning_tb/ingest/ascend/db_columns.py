@@ -37,7 +37,9 @@ def select(conn, source: str, ints: list[str] = (), reals: list[str] = (), order
             for i, col in enumerate(_parse(text, len(ints), np.int64).T):
                 out[ints[i]].append(col)
         if reals:
-            expr = "||','||".join(f"coalesce(replace(printf('%!.17g', {e}), 'Inf', 'inf'), 'nan')" for e in reals)
+            # printf prints NULL as 0.0, so NULL is tested first (NaN: unknown, never 0)
+            expr = "||','||".join(f"(case when {e} is null then 'nan' else replace(printf('%!.17g', {e}), 'Inf', 'inf')"
+                                  f" end)" for e in reals)
             text = conn.execute(f"select group_concat({expr}, ',') from {rows}").fetchone()[0]
             for i, col in enumerate(_parse(text, len(reals), np.float64).T):
                 out[reals[i]].append(col)
