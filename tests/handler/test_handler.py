@@ -162,7 +162,9 @@ def test_a_copy_that_changed_the_times_keeps_the_digests_written_at_the_source(t
     run = tmp_path / "logs" / "run"
     h = TraceHandler(str(run), digest=True)
     train(h, windows=2)
-    assert [c.wait(timeout=120) for c in h._children] == [0, 0]
+    # the digests still running exit cleanly (one done before the next window is reaped by then: on a fast
+    # machine only the second is left); both digests are checked to exist below
+    assert [c.wait(timeout=120) for c in h._children] == [0] * len(h._children) and len(h._children) in (1, 2)
     copy = tmp_path / "copy" / "run"
     shutil.copytree(run, copy, copy_function=shutil.copyfile)  # new times, as a plain copy gives
     later = time.time() + 3600
