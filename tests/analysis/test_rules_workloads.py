@@ -16,6 +16,12 @@ def hits(digest):
     return {h.rule: h for h in digest.rule_hits}
 
 
+def _raw_dataloader_share(raw):
+    """Independent of the digest: the DataLoader ranges of the raw trace over its ProfilerStep ranges."""
+    dl = sum(e["dur"] for e in raw if e.get("ph") == "X" and e["name"].startswith("enumerate(DataLoader)"))
+    return dl / sum(e["dur"] for e in raw if e.get("ph") == "X" and e["name"].startswith("ProfilerStep#"))
+
+
 def loader_pair(tmp, attempt=0):
     out = {}
     for name, sleep_s in (("slow", SLEEP_S), ("clean", 0.0)):
@@ -35,10 +41,7 @@ def test_dataloader_fires_with_the_overview_figure_and_its_gain_is_measured(load
     hit = hits(digest)["dataloader_share"]
     share = window_figures(digest)["dataloader_share"]  # the number the Overview shows
     assert f"{100 * share:.1f}% of the average step (DataLoader)" in hit.seen
-    # independent: the DataLoader ranges of the raw trace over the ProfilerStep ranges
-    dl = sum(e["dur"] for e in raw if e.get("ph") == "X" and e["name"].startswith("enumerate(DataLoader)"))
-    steps = sum(e["dur"] for e in raw if e.get("ph") == "X" and e["name"].startswith("ProfilerStep#"))
-    assert share == pytest.approx(dl / steps, abs=0.02)
+    assert share == pytest.approx(_raw_dataloader_share(raw), abs=0.02)
     assert "num_workers" in hit.change_torch and hit.evidence
     assert any(e.timeline_name.startswith("enumerate(DataLoader)") for e in hit.evidence)
     assert hit.speedup == pytest.approx(digest.average.total_ns / (digest.average.total_ns - hit.gain_ns))
@@ -62,8 +65,25 @@ def test_dataloader_fires_with_the_overview_figure_and_its_gain_is_measured(load
         pytest.fail(f"measured vs estimated gain (ms) of 3 pairs of runs: {seen}")
 
 
-def test_dataloader_silent_on_the_clean_twin(loader_runs):
-    assert "dataloader_share" not in hits(loader_runs["clean"][0])
+def test_dataloader_silent_on_the_clean_twin(loader_runs, tmp_path):
+    """The clean loader's batches take ~0.1 ms of a ~10 ms step. On a loaded 2-core machine the
+    process can be descheduled inside the DataLoader range, and then the trace truly shows data
+    loading past 5 %: the rule must follow the trace (fire above, silent below; the 2-point band
+    is the digest's tolerance against the raw reading above). Up to 3 clean runs, one must be
+    undisturbed (raw share under 3 %) and the rule silent on it."""
+    run, seen = loader_runs["clean"], []
+    for attempt in range(3):
+        digest, raw = run
+        raw_share, fired = _raw_dataloader_share(raw), "dataloader_share" in hits(digest)
+        seen.append((round(100 * raw_share, 2), fired))
+        if raw_share < 0.03:
+            assert not fired, seen
+            return
+        if raw_share > 0.07:
+            assert fired, seen  # disturbed: the trace shows the wait, so must the rule
+        it, model = sleepy_loader(0.0), linear_step(768, 768, 512)
+        run = profiled(tmp_path, f"clean_again{attempt}", lambda: (next(it), model()))
+    pytest.fail(f"no undisturbed clean run in 3 (raw DataLoader share %, rule fired): {seen}")
 
 
 def test_cpu_run_says_which_setting_enables_the_device_rules(loader_runs):

@@ -346,6 +346,9 @@ def test_reload_restores_the_view_and_the_selection(page, url, errors):
     drag_across(page, chart, 0.3, 0.55)
     rng = frame.locator("#mem-range")
     expect(rng).to_contain_text("Range", timeout=10_000)
+    # the range's events come by a second request: read the count once it has answered (the
+    # label is set at once, the count still shows the whole window's until then)
+    expect(frame.locator("#mem-event-count")).to_have_attribute("data-state", "loaded", timeout=T)
     selected, count = rng.inner_text(), frame.locator("#mem-event-count").inner_text()
     lo, hi = chart.get_attribute("data-range").split("-")
     for part in ("#canning", "p.canning.run=ascend", "p.canning.worker=rank1", "p.canning.view=memory",
