@@ -394,25 +394,4 @@ static int token(Cur *c, Tok *v) {
 }
 
 
-/* an object's members kept (as tokens) for a later reading; past MAX_ARGS only `overflow` is set */
-#define MAX_ARGS 32 /* args members kept while the element is read; more are read again from the text */
-
-typedef struct {
-    int n, overflow;
-    Tok key[MAX_ARGS], val[MAX_ARGS];
-} Members;
-
-static int take_member(void *ctx, const Tok *k, Cur *c) {
-    Members *m = ctx;
-    Tok v;
-    if (!token(c, &v)) return 0;
-    if (m->n == MAX_ARGS) {
-        m->overflow = 1;
-        return 1;
-    }
-    m->key[m->n] = *k;
-    m->val[m->n++] = v;
-    return 1;
-}
-
 #endif

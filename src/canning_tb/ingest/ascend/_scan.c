@@ -107,6 +107,26 @@ static const Word XTEXT[] = {W("Input Dims"), W("Call stack"), W("Input type"), 
 static const Word XINT[] = {W("Physic Stream Id"), W("connection_id"), W("count"), W("size(Byte)"), W("stream id")};
 static const Word FLOPS = W("flops");
 
+#define MAX_ARGS 32 /* args members kept while the element is read; more are read again from the text */
+
+typedef struct {
+    int n, overflow;
+    Tok key[MAX_ARGS], val[MAX_ARGS];
+} Members;
+
+static int take_member(void *ctx, const Tok *k, Cur *c) {
+    Members *m = ctx;
+    Tok v;
+    if (!token(c, &v)) return 0;
+    if (m->n == MAX_ARGS) {
+        m->overflow = 1;
+        return 1;
+    }
+    m->key[m->n] = *k;
+    m->val[m->n++] = v;
+    return 1;
+}
+
 typedef struct {
     Tok top[NTOP];
     unsigned seen;

@@ -16,6 +16,7 @@
 #include "../_json_lex.h"
 
 #define INT_ABSENT INT64_MIN
+#define MAX_ARGS 32 /* args members kept while the element is read; more are read again from the text */
 
 /* The fields of schema.Ev and schema.Args, by type (the order is the column order of scan.py; a test
  * holds them equal to schema.py). */
@@ -89,6 +90,24 @@ static int spans_add(Spans *s, int64_t lo, int64_t hi) {
 }
 
 /* ---- one element ---- */
+typedef struct {
+    int n, overflow;
+    Tok key[MAX_ARGS], val[MAX_ARGS];
+} Members;
+
+static int take_member(void *ctx, const Tok *k, Cur *c) {
+    Members *m = ctx;
+    Tok v;
+    if (!token(c, &v)) return 0;
+    if (m->n == MAX_ARGS) {
+        m->overflow = 1;
+        return 1;
+    }
+    m->key[m->n] = *k;
+    m->val[m->n++] = v;
+    return 1;
+}
+
 typedef struct {
     Tok top[NTOP];
     unsigned seen;
