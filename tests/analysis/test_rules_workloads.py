@@ -22,13 +22,14 @@ def _raw_dataloader_share(raw):
     return dl / sum(e["dur"] for e in raw if e.get("ph") == "X" and e["name"].startswith("ProfilerStep#"))
 
 
+def loader_run(tmp, name, sleep_s):
+    it = sleepy_loader(sleep_s)
+    model = linear_step(768, 768, 512)  # ~10 ms of compute: the clean loader stays far under 5 %
+    return profiled(tmp, name, lambda: (next(it), model()))
+
+
 def loader_pair(tmp, attempt=0):
-    out = {}
-    for name, sleep_s in (("slow", SLEEP_S), ("clean", 0.0)):
-        it = sleepy_loader(sleep_s)
-        model = linear_step(768, 768, 512)  # ~10 ms of compute: the clean loader stays far under 5 %
-        out[name] = profiled(tmp, f"{name}{attempt}", lambda: (next(it), model()))
-    return out
+    return {name: loader_run(tmp, f"{name}{attempt}", sleep_s) for name, sleep_s in (("slow", SLEEP_S), ("clean", 0.0))}
 
 
 @pytest.fixture(scope="module")
@@ -81,8 +82,7 @@ def test_dataloader_silent_on_the_clean_twin(loader_runs, tmp_path):
             return
         if raw_share > 0.07:
             assert fired, seen  # disturbed: the trace shows the wait, so must the rule
-        it, model = sleepy_loader(0.0), linear_step(768, 768, 512)
-        run = profiled(tmp_path, f"clean_again{attempt}", lambda: (next(it), model()))
+        run = loader_run(tmp_path, f"clean_again{attempt}", 0.0)
     pytest.fail(f"no undisturbed clean run in 3 (raw DataLoader share %, rule fired): {seen}")
 
 
