@@ -25,10 +25,10 @@ def server_env(cache_dir) -> dict:
             "CANNING_CACHE_DIR": str(cache_dir)}
 
 
-def stdio_params(logdir, cache_dir) -> StdioServerParameters:
-    """`canning-prof mcp --logdir LOGDIR` with $CANNING_CACHE_DIR at cache_dir: the server's default cache."""
+def stdio_params(logdir, cache_dir, *options: str) -> StdioServerParameters:
+    """`canning-prof mcp --logdir LOGDIR [OPTIONS]` with $CANNING_CACHE_DIR at cache_dir: the server's default cache."""
     command = canning_prof()
-    return StdioServerParameters(command=command[0], args=[*command[1:], "mcp", "--logdir", str(logdir)],
+    return StdioServerParameters(command=command[0], args=[*command[1:], "mcp", "--logdir", str(logdir), *options],
                                  env=server_env(cache_dir))
 
 

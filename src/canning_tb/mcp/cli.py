@@ -1,4 +1,4 @@
-"""canning-prof mcp --logdir DIR [--http HOST:PORT] [--cache-dir DIR]: the MCP server on stdio (a client
+"""canning-prof mcp --logdir DIR [--http HOST:PORT] [--cache-dir DIR] [--digest-wait-s S]: the MCP server on stdio (a client
 starts it), or on a local streamable-HTTP endpoint. HTTP only on a loopback address unless
 --allow-non-loopback: the server has no authentication, and whoever reaches it reads every profile."""
 from __future__ import annotations
@@ -24,8 +24,22 @@ def _parser() -> argparse.ArgumentParser:
                    help="let --http bind an address other than loopback: the server has no authentication")
     p.add_argument("--cache-dir", default=None,
                    help="where digests are cached (default: $CANNING_CACHE_DIR or ~/.cache/canning-tb; never the logdir)")
+    p.add_argument("--digest-wait-s", type=wait_seconds, default=None, metavar="SECONDS",
+                   help="how long a call waits for a window's digest before it answers \"digesting\" with when to "
+                        "ask again (default 1; 0: answer at once)")
     p.add_argument("--follow-links", action="store_true", help="also read files that links lead to outside --logdir")
     return p
+
+
+def wait_seconds(text: str) -> float:
+    """--digest-wait-s: a number of seconds from 0 to 60 (a call must not hold the client longer)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 <= value <= 60:  # NaN fails both
+        raise argparse.ArgumentTypeError(f"a number of seconds from 0 to 60, not {text!r}")
+    return value
 
 
 def host_port(text: str) -> tuple[str, int]:
@@ -69,9 +83,10 @@ def mcp_command(argv: list[str]) -> int:
     except ImportError as e:
         print(f"{INSTALL} ({e})", file=sys.stderr)
         return 2
+    wait = server.DIGEST_WAIT_S if args.digest_wait_s is None else args.digest_wait_s
     if address is None:
-        server.serve_stdio(args.logdir, args.cache_dir)
+        server.serve_stdio(args.logdir, args.cache_dir, wait)
     else:
         print(f"canning-prof mcp: serving http://{args.http}/mcp", file=sys.stderr)
-        server.serve_http(args.logdir, *address, args.cache_dir, loopback=is_loopback(address[0]))
+        server.serve_http(args.logdir, *address, args.cache_dir, loopback=is_loopback(address[0]), digest_wait_s=wait)
     return 0

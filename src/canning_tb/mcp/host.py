@@ -43,13 +43,15 @@ def estimate_s(files) -> tuple[int, float]:
 
 
 class Host:
-    def __init__(self, logdir: str, cache_dir: str | None = None, rescan_s: float = RESCAN_S):
+    def __init__(self, logdir: str, cache_dir: str | None = None, rescan_s: float = RESCAN_S,
+                 digest_wait_s: float = DIGEST_WAIT_S):
         self.logdir = normalize_logdir(logdir)
         self.cache_dir = cache_dir or user_cache_root()
         self.scanner = Scanner(self.logdir, rescan_s, self._make_store)
         self._lock = threading.Lock()
         self._asked: dict[tuple, float] = {}  # window + digest key -> when a call first found it undigested
         self._timeline = None
+        self.digest_wait_s = digest_wait_s
 
     def _make_store(self, logdir: str):
         from canning_tb.store.store import Store
@@ -94,12 +96,12 @@ class Host:
             key = (run, worker, window, store.digest_key(run, found))
         except KeyError:
             raise unknown_window(run, worker, window) from None
-        if self.prefetcher.progress(("mcp",) + key, [(run, worker, window)], wait=DIGEST_WAIT_S) is None:
+        if self.prefetcher.progress(("mcp",) + key, [(run, worker, window)], wait=self.digest_wait_s) is None:
             return None
         with self._lock:
             since = self._asked.setdefault(key, time.monotonic())
         size, typical = estimate_s(found.files)
-        elapsed = round(time.monotonic() - since + DIGEST_WAIT_S, 1)
+        elapsed = round(time.monotonic() - since + self.digest_wait_s, 1)
         return {"run": run, "worker": worker, "window": window, "status": "digesting",
                 "message": f"{worker} / {found.label} is being digested (for {elapsed} s now); a window of "
                            f"{size / 1e6:.1f} MB of files typically takes about {typical} s here: ask again",
@@ -112,7 +114,7 @@ class Host:
         todo = [item for item in items if not store.has_digest(*item)]
         if len(todo) <= 1:
             return self.pending(*todo[0]) if todo else None
-        progress = self.prefetcher.progress(("mcp", run, tuple(todo)), todo, wait=DIGEST_WAIT_S)
+        progress = self.prefetcher.progress(("mcp", run, tuple(todo)), todo, wait=self.digest_wait_s)
         if progress is None:
             return None
         done = len(items) - len(todo) + progress["done"]

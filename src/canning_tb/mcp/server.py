@@ -16,7 +16,7 @@ from canning_tb.plugin.errors import RouteError
 from canning_tb.remote_fs import RemoteError
 
 from .bounds import capped
-from .host import Host
+from .host import DIGEST_WAIT_S, Host
 from .tools import register
 
 log = logging.getLogger("canning_tb.mcp")
@@ -62,8 +62,8 @@ def _warm() -> None:
             log.exception("canning: import of %s failed", name)
 
 
-def build(logdir: str, cache_dir: str | None = None) -> tuple[MCPServer, Host]:
-    host = Host(logdir, cache_dir)
+def build(logdir: str, cache_dir: str | None = None, digest_wait_s: float = DIGEST_WAIT_S) -> tuple[MCPServer, Host]:
+    host = Host(logdir, cache_dir, digest_wait_s=digest_wait_s)
 
     @asynccontextmanager
     async def lifespan(_app):
@@ -84,16 +84,17 @@ def _version() -> str:
         return "0"
 
 
-def serve_stdio(logdir: str, cache_dir: str | None = None) -> None:
-    app, _ = build(logdir, cache_dir)
+def serve_stdio(logdir: str, cache_dir: str | None = None, digest_wait_s: float = DIGEST_WAIT_S) -> None:
+    app, _ = build(logdir, cache_dir, digest_wait_s)
     app.run("stdio")
 
 
-def serve_http(logdir: str, host: str, port: int, cache_dir: str | None = None, loopback: bool = True) -> None:
+def serve_http(logdir: str, host: str, port: int, cache_dir: str | None = None, loopback: bool = True,
+               digest_wait_s: float = DIGEST_WAIT_S) -> None:
     """Streamable HTTP at http://HOST:PORT/mcp; Host and Origin headers checked against HOST (DNS rebinding)."""
     import anyio
 
-    app, _ = build(logdir, cache_dir)
+    app, _ = build(logdir, cache_dir, digest_wait_s)
     shown = f"[{host}]" if ":" in host else host
     names = [shown, "localhost", "127.0.0.1", "[::1]"] if loopback else [shown]
     security = TransportSecuritySettings(allowed_hosts=[f"{n}:*" for n in names],
