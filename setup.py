@@ -1,7 +1,8 @@
 """Build hook: the wheel must hold the frontend bundle (src/canning_tb/plugin/static/index.js),
-which is built, not committed; and three small C parts are compiled where a C compiler is found: the
-trace scanner (src/canning_tb/ingest/ascend/_scan.c), the CSV number cells (_cells.c beside it) and the
-Python frames' sweep (src/canning_tb/ingest/kineto/_sweep.c). All are optional: without them the same
+which is built, not committed; and four small C parts are compiled where a C compiler is found: the
+Ascend trace scanner (src/canning_tb/ingest/ascend/_scan.c), the CSV number cells (_cells.c beside it),
+the Python frames' sweep (src/canning_tb/ingest/kineto/_sweep.c) and the Kineto trace scanner (_scan.c
+beside it; both scanners include src/canning_tb/ingest/_json_lex.h). All are optional: without them the same
 columns come from msgspec, numpy and a Python loop, slower. Everything else is in pyproject.toml.
 
 `pip install .` / `pip install -e .` / `pip wheel .` run `npm ci && npm run build` in
@@ -46,11 +47,16 @@ class BuildPyWithFrontend(build_py):
         super().run()
 
 
-SCANNER = Extension("canning_tb.ingest.ascend._scan", ["src/canning_tb/ingest/ascend/_scan.c"],
+# the strict JSON lexer both trace scanners include
+LEXER = "src/canning_tb/ingest/_json_lex.h"
+SCANNER = Extension("canning_tb.ingest.ascend._scan", ["src/canning_tb/ingest/ascend/_scan.c"], depends=[LEXER],
                     extra_compile_args=["-O2"], optional=True)
 CELLS = Extension("canning_tb.ingest.ascend._cells", ["src/canning_tb/ingest/ascend/_cells.c"],
                   extra_compile_args=["-O2"], optional=True)
 SWEEP = Extension("canning_tb.ingest.kineto._sweep", ["src/canning_tb/ingest/kineto/_sweep.c"],
                   extra_compile_args=["-O2"], optional=True)
 
-setup(cmdclass={"build_py": BuildPyWithFrontend}, ext_modules=[SCANNER, CELLS, SWEEP])
+KINETO_SCANNER = Extension("canning_tb.ingest.kineto._scan", ["src/canning_tb/ingest/kineto/_scan.c"], depends=[LEXER],
+                           extra_compile_args=["-O2"], optional=True)
+
+setup(cmdclass={"build_py": BuildPyWithFrontend}, ext_modules=[SCANNER, CELLS, SWEEP, KINETO_SCANNER])

@@ -34,6 +34,7 @@ from canning_tb.arrays import distinct
 from .. import _json
 from .. import op_args
 from . import parallel as kineto_parallel
+from . import scan as kineto_scan
 from .schema import (CATEGORY_KIND, COLLECTIVE_CATEGORY, DEVICE_TYPE, DTYPE_SIZE, EVENTS, EVENTS_EXACT, EVENTS_RAW,
                      EXACT_LIMIT, LAUNCH_FLOWS, NO_ARGS, NOT_WORK, Args, Ev, EvExact)
 from .stacks import fill_python_stacks
@@ -42,6 +43,7 @@ from ..table import (EVENT_COLUMNS, MEMORY_COLUMNS, METRIC_BLOCKS_PER_SM, METRIC
                     is_comm_kernel_name)
 
 _NAN = float("nan")
+_INT_ABSENT = np.iinfo(np.int64).min  # the scanner's absent int
 _UNKNOWN = 255  # a category Kineto does not name: decided by where the event sits (see module doc)
 _HOST_COLLECTIVE_OP = re.compile(
     r"^(record_param_comms$|c10d::|c10d_functional::|_c10d_functional::|symm_mem::|gloo:|nccl:|hccl:)")
@@ -153,20 +155,24 @@ class _Reader:
         if not self.exact:
             n_ev, n_mem, count = len(self.ev_parts), len(self.mem_parts), self.count.copy()
             try:
+                scanned = kineto_scan.scan(piece) if kineto_scan.enabled() else None
+                if scanned is not None:
+                    return self.add_scanned(scanned)
                 return self._chunk(self._decode(piece, EVENTS))
             except _NeedExact:  # µs floats too big for ns in float64: redo this chunk from the text
                 del self.ev_parts[n_ev:], self.mem_parts[n_mem:]
                 self.exact, self.count = True, count
         self._chunk(self._decode(piece, EVENTS_EXACT))
 
-    def _collective_rows(self, events: list, name: np.ndarray):
-        """Rows of host collective ranges, judged once per distinct name, not once per event."""
+    def _collective_rows(self, name_of, name: np.ndarray):
+        """Rows of host collective ranges, judged once per distinct name, not once per event
+        (name_of(row): the name text)."""
         uniq, first = np.unique(name, return_index=True)
         hits = []
         for uid, i in zip(uniq.tolist(), first.tolist()):
             flag = self.collective_name.get(uid)
             if flag is None:
-                text = events[i].name
+                text = name_of(i)
                 flag = self.collective_name[uid] = bool(text) and text.startswith(_HOST_COLLECTIVE)
             if flag:
                 hits.append(uid)
@@ -185,17 +191,8 @@ class _Reader:
             elif ph == "f":
                 if e.cat in LAUNCH_FLOWS:
                     flows.append(e)
-            elif ph == "s":
-                continue
-            elif ph == "i" or ph == "I":
-                if e.name == "[memory]":
-                    mem.append(e)
-                elif e.name == "Record Window End":
-                    self.window_end = self._ns1(e.ts)
-                elif e.name and e.name.startswith("Iteration Start"):
-                    self.iter_start = self._ns1(e.ts)
-            elif ph == "M":
-                self._meta(e)
+            elif ph != "s":
+                self._other(e, mem)
         del evs
         for cat, grp in groups.items():
             self._group(cat, grp)
@@ -203,6 +200,110 @@ class _Reader:
             self._flow_ends(flows)
         if mem:
             self._memory(mem)
+
+    def _other(self, e: Ev, mem: list) -> None:
+        """An instant (memory records kept in `mem`, the window's marks) or a metadata event."""
+        ph = e.ph
+        if ph == "i" or ph == "I":
+            if e.name == "[memory]":
+                mem.append(e)
+            elif e.name == "Record Window End":
+                self.window_end = self._ns1(e.ts)
+            elif e.name and e.name.startswith("Iteration Start"):
+                self.iter_start = self._ns1(e.ts)
+        elif ph == "M":
+            self._meta(e)
+
+    def add_scanned(self, s: kineto_scan.Scanned) -> None:
+        """A piece as the scanner gives it: the same parts, ids and counts as _chunk gives for the
+        events decoded one by one, in the same order (instants and metadata, then the complete events
+        by category in order of first sight, then the flow ends, then memory)."""
+        mem: list = []
+        for e in s.others:
+            self._other(e, mem)
+        for cat, rows in _by_category(s, np.flatnonzero(s.ph == ord("X"))):
+            self._group_scanned(s, cat, rows)
+        flows = np.flatnonzero(s.ph == ord("f"))
+        flows = flows[np.isin(s.cat[flows], [i for i in distinct(s.cat[flows]).tolist()
+                                             if s.values[i] in LAUNCH_FLOWS])]
+        if len(flows):
+            ts = s.ts[flows]
+            ns = _to_ns(np.where(np.abs(ts) < _US_LIMIT, ts, 0))  # NaN fails the test too: no time
+            ns = np.where((np.abs(ts) < _US_LIMIT) & (ns > -_NS_LIMIT) & (ns < _NS_LIMIT), ns, NONE)
+            self.flow_parts.append((self._scanned_ids(s, s.pid, s.pid_ref, flows),
+                                    self._scanned_ids(s, s.tid, s.tid_ref, flows), ns))
+        if mem:
+            self._memory(mem)
+
+    def _scanned_ids(self, s: kineto_scan.Scanned, nums: np.ndarray, refs: np.ndarray, rows) -> np.ndarray:
+        """pid / tid of rows, as _ids gives them from the values: ints as they are; texts all as int()
+        reads them where every one can be, else by _id_of (interned in first-sight order)."""
+        out, refs = nums[rows], refs[rows]
+        has = refs >= 0
+        if not has.any():
+            return out
+        texts = kineto_scan.first_sight(refs[has])
+        try:
+            ids = [int(s.values[t]) for t in texts.tolist()]
+            if not all(_I64[0] <= i <= _I64[1] for i in ids):
+                raise OverflowError
+        except (ValueError, OverflowError):
+            ids = [self._id_of(s.values[t]) for t in texts.tolist()]
+        lut = dict(zip(texts.tolist(), ids))
+        out[has] = np.fromiter(map(lut.__getitem__, refs[has].tolist()), np.int64, int(has.sum()))
+        return out
+
+    def _group_scanned(self, s: kineto_scan.Scanned, cat: str, rows: np.ndarray) -> None:
+        """_group for the scanner's rows of one category."""
+        n = len(rows)
+        ts_ns, dur_ns, ok = self._float_times(s.ts[rows], s.dur[rows])
+        name_ids = s.name[rows]
+        name = kineto_scan.lut(name_ids, lambda i: self.sid(s.values[i])).astype(np.int32)
+        ok &= name >= 0
+        cols = {"ts": ts_ns, "dur": dur_ns, "name": name, "cat": np.full(n, self.sid(cat), np.int32),
+                "pid": self._scanned_ids(s, s.pid, s.pid_ref, rows),
+                "tid": self._scanned_ids(s, s.tid, s.tid_ref, rows)}
+        want = _WANT.get(_kind_of_cat(cat), _ALL)
+        cols.update(_scanned_arg_columns(s, rows, want))
+        if "dims" in want:
+            cols.update(self._scanned_host_columns(s, rows))
+        else:
+            cols["shapes"] = cols["stack"] = cols["args"] = np.full(n, NONE, np.int32)
+        cols["group"] = np.full(n, NONE, np.int32)
+        if "pg_name" in want:
+            grouped = np.flatnonzero(s.texts[rows, kineto_scan.column("text", "Process Group Name")] >= 0)
+            if len(grouped):
+                group, nbytes = cols["group"][grouped], cols["bytes"][grouped]
+                self._group_columns([e.args for e in s.events(rows[grouped])], group, nbytes)
+                cols["group"][grouped], cols["bytes"][grouped] = group, nbytes
+        if "dims" in want:
+            hit = self._collective_rows(lambda i: s.values[name_ids[i]], name)
+            args = dict(zip(hit, (e.args or NO_ARGS for e in s.events(rows[hit]))))
+            _collective_bytes(args, cols["bytes"], hit)
+        if "metrics" in want:
+            floats = s.floats[rows]
+            cols.update(_kernel_metrics(lambda attr: floats[:, kineto_scan.column("float", _FIELD[attr])]))
+        self._keep(cols, ok)
+
+    def _scanned_host_columns(self, s: kineto_scan.Scanned, rows: np.ndarray) -> dict[str, np.ndarray]:
+        """_host_columns for the scanner's rows: the raw texts interned in the same order."""
+        raws = s.raws_of[rows]
+        raw_id = self.raw_dims.__getitem__
+        col = kineto_scan.column
+        dims = kineto_scan.lut(raws[:, col("raw", "Input Dims")], lambda i: raw_id(s.raws[i]))
+        dims_2021 = kineto_scan.lut(raws[:, col("raw", "Input dims")], lambda i: raw_id(s.raws[i]))
+        stack = kineto_scan.lut(s.texts[rows, col("text", "Call stack")], lambda i: self.sid(s.values[i]))
+        types, concrete = raws[:, col("raw", "Input type")], raws[:, col("raw", "Concrete Inputs")]
+        width = len(s.raws)
+        pair = (types.astype(np.int64) + 1) * (width + 1) + concrete + 1  # (absent, absent) is 0
+        extra = kineto_scan.lut(pair, lambda k: self.raw_args[
+            s.raws[k // (width + 1) - 1] + b"\0" + s.raws[k % (width + 1) - 1]])
+        out = {"shapes": np.where(dims >= 0, dims, dims_2021).astype(np.int32), "stack": stack.astype(np.int32),
+               "args": extra.astype(np.int32)}
+        flops = s.floats[rows, col("float", "flops")]
+        if not np.isnan(flops).all():
+            out[_METRIC_KEY + METRIC_FLOPS] = flops
+        return out
 
     def _ns1(self, v, count: bool = False) -> int:
         """µs -> int ns; NONE for what is no time (NaN, text) or lies out of range (counted when asked)."""
@@ -269,9 +370,9 @@ class _Reader:
         if "pg_name" in want:
             self._group_columns(args, cols["group"], cols["bytes"])
         if "dims" in want:
-            _collective_bytes(args, cols["bytes"], self._collective_rows(events, name))
+            _collective_bytes(args, cols["bytes"], self._collective_rows(lambda i: events[i].name, name))
         if "metrics" in want:
-            cols.update(_kernel_metrics(args, n))
+            cols.update(_kernel_metrics(lambda attr: np.fromiter(map(attrgetter(attr), args), np.float64, n)))
         self._keep(cols, ok)
 
     def _times(self, events: list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -282,8 +383,10 @@ class _Reader:
             dur = [self._ns1(e.dur, count=True) for e in events]
             ts_ns, dur_ns = np.array(ts, np.int64), np.array(dur, np.int64)
             return ts_ns, dur_ns, (ts_ns != NONE) & (dur_ns != NONE)
-        ts = np.fromiter(map(attrgetter("ts"), events), np.float64, n)
-        dur = np.fromiter(map(attrgetter("dur"), events), np.float64, n)
+        return self._float_times(np.fromiter(map(attrgetter("ts"), events), np.float64, n),
+                                 np.fromiter(map(attrgetter("dur"), events), np.float64, n))
+
+    def _float_times(self, ts: np.ndarray, dur: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         ok = np.isfinite(ts) & np.isfinite(dur)
         fits = (np.abs(np.where(ok, ts, 0)) < _US_LIMIT) & (np.abs(np.where(ok, dur, 0)) < _US_LIMIT)
         self.count["range"] += int((ok & ~fits).sum())
@@ -627,13 +730,50 @@ def _arg_columns(args: list, want: set, n: int) -> dict[str, np.ndarray]:
         out["blocks"] = np.full(n, NONE, np.int64)
     return out
 
-def _kernel_metrics(args: list, n: int) -> dict[str, np.ndarray]:
-    """Metric columns of kernels from their args (EventTable.metrics), only those some kernel has."""
+# schema.Args's attribute -> its JSON name (the scanner's columns are by JSON name)
+_FIELD = {f.name: f.encode_name for f in msgspec.structs.fields(Args)}
+_INT_DEFAULT = {f.encode_name: f.default for f in msgspec.structs.fields(Args) if f.type is int}
+
+
+def _scanned_arg_columns(s, rows: np.ndarray, want: set) -> dict[str, np.ndarray]:
+    """_arg_columns for the scanner's rows (absent ints take schema.Args's defaults)."""
+    n = len(rows)
+
+    def col(attr, dtype=np.int64):
+        if attr not in want:
+            return np.full(n, NONE, dtype)
+        field = _FIELD[attr]
+        vals = s.ints[rows, kineto_scan.column("int", field)]
+        return np.where(vals == _INT_ABSENT, _INT_DEFAULT[field], vals).astype(dtype)
+
+    ext = col("ext")
+    out = {"device": col("device", np.int32), "stream": col("stream"), "correlation": col("correlation"),
+           "external_id": np.where(ext != NONE, ext, col("ext2")), "bytes": col("nbytes")}
+    if "grid" in want:
+        grids = s.raws_of[rows, kineto_scan.column("raw", "grid")]
+        out["blocks"] = kineto_scan.lut(grids, lambda g: NONE if g < 0 or s.grids[g] is None else _prod(s.grids[g]))
+    else:
+        out["blocks"] = np.full(n, NONE, np.int64)
+    return out
+
+
+def _by_category(s, rows: np.ndarray):
+    """(category text, its rows) in order of first sight; texts that decode equal are one category."""
+    rows_of: dict[str, list] = {}
+    for cat_id in kineto_scan.first_sight(s.cat[rows]).tolist():
+        rows_of.setdefault(s.values[cat_id], []).append(cat_id)
+    for cat, ids in rows_of.items():
+        yield cat, rows[np.isin(s.cat[rows], ids)]
+
+
+def _kernel_metrics(column) -> dict[str, np.ndarray]:
+    """Metric columns of kernels from their args (EventTable.metrics), only those some kernel has
+    (column(attr): the float args column of schema.Args's attr)."""
     out = {}
     for metric, attr in _KERNEL_METRICS:
-        col = np.fromiter(map(attrgetter(attr), args), np.float64, n)
+        col = column(attr)
         if attr == "occupancy":
-            col = np.where(np.isnan(col), np.fromiter(map(attrgetter("occupancy_2021"), args), np.float64, n), col)
+            col = np.where(np.isnan(col), column("occupancy_2021"), col)
         if not np.isnan(col).all():
             out[_METRIC_KEY + metric] = col
     return out
