@@ -40,3 +40,52 @@ def test_select_reads_null_reals_as_nan_and_keeps_every_digit():
     got = q.select(c, "t", ints=["a"], reals=["x"])
     assert got["a"].tolist() == [1, q.INT_NULL, 3, 4]
     assert np.isnan(got["x"][0]) and got["x"][1:].tolist() == [0.1, float("inf"), -2.5]
+
+
+def _db_copy(tmp_path):
+    dst = tmp_path / "rank0_ascend_pt"
+    shutil.copytree(fixture_path("ascend", "db_level2", "rank0_ascend_pt"), dst)
+    return dst, dst / "ASCEND_PROFILER_OUTPUT" / "ascend_pytorch_profiler_0.db"
+
+
+def test_a_sample_without_a_device_is_dropped_and_names_no_device(tmp_path):
+    """A NULL deviceId: the row's samples are dropped (no device to put them on), as the text reading drops a
+    sample of no device; no 'npu:<NULL code>' device appears."""
+    dst, db = _db_copy(tmp_path)
+    before = list(read_ascend(str(dst)).side["npu_counters"])
+    with sqlite3.connect(db) as c:
+        ts = c.execute("select max(timestampNs) + 1000 from ACC_PMU").fetchone()[0]
+        c.execute("insert into ACC_PMU (accId, readBwLevel, writeBwLevel, readOstLevel, writeOstLevel, timestampNs, "
+                  "deviceId) values (7, 10, 11, 12, 13, ?, NULL)", (ts,))
+        devices = {f"npu:{d}" for (d,) in c.execute("select distinct deviceId from ACC_PMU where deviceId is not null")}
+    after = list(read_ascend(str(dst)).side["npu_counters"])
+    assert after == before
+    assert {r["device"] for r in after} <= devices | {r["device"] for r in before}
+
+
+def test_a_counter_table_without_one_value_column_reads_the_others(tmp_path):
+    """An ACC_PMU without writeOstLevel (another CANN's schema): its other three series are read as before,
+    that one is absent (unknown, never 0), and the rest of the db is read, not 'SQLite error, partly read'."""
+    dst, db = _db_copy(tmp_path)
+    whole = read_ascend(str(dst))
+    before = list(whole.side["npu_counters"])
+    with sqlite3.connect(db) as c:
+        c.execute("alter table ACC_PMU drop column writeOstLevel")
+    cut = read_ascend(str(dst))
+    after = list(cut.side["npu_counters"])
+    expected = [r for r in before if not r["counter"].startswith("write_ost acc_id")]
+    assert len(expected) < len(before) and after == expected
+    assert not any("SQLite error" in p.message for p in cut.problems), cut.problems
+    assert len(cut.events["ts"]) == len(whole.events["ts"])
+
+
+def test_a_counter_table_without_its_key_column_is_not_read_and_the_others_are(tmp_path):
+    """An ACC_PMU without accId: its series cannot be named, so none of it is read; the other tables' are."""
+    dst, db = _db_copy(tmp_path)
+    before = list(read_ascend(str(dst)).side["npu_counters"])
+    with sqlite3.connect(db) as c:
+        c.execute("alter table ACC_PMU drop column accId")
+    cut = read_ascend(str(dst))
+    expected = [r for r in before if r["group"] != "Acc PMU"]
+    assert len(expected) < len(before) and list(cut.side["npu_counters"]) == expected
+    assert not any("SQLite error" in p.message for p in cut.problems), cut.problems

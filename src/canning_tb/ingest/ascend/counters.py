@@ -194,9 +194,15 @@ class _DbSamples:
 
     def add(self, table: str, group: str, sql_cols: list[str], values: list[tuple], ts: str) -> None:
         """values: [(value column, unit, series)], series(row values of sql_cols) -> the counter's name, per
-        distinct combination. One pass over the table for all its value columns."""
+        distinct combination. One pass over the table for all its value columns. A table without its
+        time, device or key columns is not read; a value column it lacks (another CANN's schema) is no
+        counter, and the others are read."""
         from . import db_columns as q
         if table not in self.db.tables:
+            return
+        have = self.db.columns(table)
+        values = [v for v in values if v[0] in have]
+        if not values or not {"deviceId", ts, *sql_cols} <= have:
             return
         c = q.select(self.db.c, table, ints=["deviceId", ts, *sql_cols], reals=[v for v, _, _ in values])
         keys = np.stack([c[x] for x in sql_cols], axis=1) if sql_cols else np.zeros((len(c[ts]), 0), np.int64)
