@@ -73,6 +73,8 @@ def _one(text: bytes):
     b'{"ph": "X", "cat": "c", "name": "k", "pid": 99999999999999999999, "ts": 1, "dur": 1}',  # past int64
     b'{"ph": "X", "cat": "c", "name": "k", "ts": 9007199254740993, "dur": 1}',  # an int past 2**53
     b'{"ph": "X", "cat": "c", "name": "k", "ts": 1e400, "dur": 1}',  # not finite
+    b'{"ph": "X", "cat": "c", "name": "k", "ts": 1, "dur": 1, "args": {"stream": -9223372036854775808}}',  # the absent mark
+    b'{"ph": "i", "name": "[memory]", "ts": 1, "args": {"Bytes": "512"}}',  # an instant's text int
     b'7',  # an element that is no object
     b'{"ph": "X", "cat": "c", "name": "k", "ts": 1, "dur": 1',  # cut
 ])
@@ -99,6 +101,38 @@ def test_takes_the_plain_shapes_by_hand():
     assert got["raws"] == [b"[[2, 3], [3]]", b"[4, 2, 1]"]
     assert np.frombuffer(got["texts"], np.int32).tolist() == [-1] * 12  # a null stack is None
     assert len(got["other"]) == 16  # the metadata event's span only: "s" is skipped
+
+
+def test_instants_by_hand(tmp_path, monkeypatch):
+    """Memory records and the window's marks come as rows ("i" and "I"), read to the numbers worked out here
+    by hand: absent args take schema.Args's defaults, the last of each mark wins, and the typed decode
+    reads the same (the piece is taken by the scanner, not declined)."""
+    path = tmp_path / "w.pt.trace.json"
+    path.write_text('{"traceEvents": ['
+                    '{"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": 100, "dur": 50},'
+                    '{"ph": "i", "s": "t", "name": "Iteration Start: PyTorch Profiler", "pid": 1, "tid": 1, "ts": 90},'
+                    '{"ph": "i", "s": "t", "name": "Iteration Start: PyTorch Profiler", "pid": 1, "tid": 1, "ts": 95},'
+                    '{"ph": "i", "s": "t", "name": "[memory]", "pid": 1, "tid": 1, "ts": 110.5, "args": {'
+                    '"Device Type": 1, "Device Id": 0, "Addr": 123, "Bytes": 512, "Total Allocated": 1024, '
+                    '"Total Reserved": 2048}},'
+                    '{"ph": "I", "name": "[memory]", "pid": 1, "tid": 1, "ts": 120, "args": {"Bytes": -512}},'
+                    '{"ph": "i", "s": "t", "name": "Record Window End", "pid": 1, "tid": 1, "ts": 300}'
+                    ']}')
+    taken = []
+    real = kineto_scan.scan
+    monkeypatch.setattr(kineto_read.kineto_scan, "scan", lambda piece: taken.append(real(piece)) or taken[-1])
+    a = _reading(str(path), monkeypatch, True)
+    assert taken and all(t is not None for t in taken)
+    b = _reading(str(path), monkeypatch, False)
+    mem = a.memory
+    assert mem["ts"].tolist() == [110_500, 120_000] and mem["bytes"].tolist() == [512, -512]
+    assert mem["addr"].tolist() == [123, -1] and mem["allocated"].tolist() == [1024, -1]
+    assert mem["reserved"].tolist() == [2048, -1]
+    assert a.strings[int(mem["device"][0])] == "cuda:0"
+    assert (a.meta.start_ns, a.meta.end_ns) == (95_000, 300_000)
+    for k in mem:
+        assert np.array_equal(mem[k], b.memory[k]), k
+    assert repr(a.meta) == repr(b.meta)
 
 
 def test_floats_are_float_bit_for_bit():

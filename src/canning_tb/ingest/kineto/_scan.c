@@ -5,13 +5,12 @@
  * lengths below, deep nesting, an element that is no object) scan() returns None and the reader decodes
  * the piece with msgspec as before, so every odd input keeps the answer of that decode.
  *
- * Rows are the complete ("X") and flow-end ("f") events: the raw texts of cat, name, text pids / tids and
+ * Rows are the complete ("X"), flow-end ("f") and instant ("i" / "I": memory records, marks) events: the raw texts of cat, name, text pids / tids and
  * the str args as ids into one table of distinct JSON texts (decoded once each, in Python), the raw args
  * (schema's msgspec.Raw fields, and grid) as ids into a second table of raw texts kept as bytes; ts and
  * dur as the float64 the typed decode gives; the int and float args; each row's byte span (a few rows,
- * collectives, are decoded again from it). The other events a reader reads (instants "i" / "I" and
- * metadata "M") come back as byte spans only, for msgspec; the rest ("s" and other phases) are skipped,
- * as the reader skips them.
+ * collectives, are decoded again from it). The metadata events ("M", a few per trace) come back as byte
+ * spans only, for msgspec; the rest ("s" and other phases) are skipped, as the reader skips them.
  */
 #include "../_json_lex.h"
 
@@ -152,7 +151,9 @@ static int apply_arg(ArgCtx *a, const Tok *k, const Tok *v) {
     Py_ssize_t r = a->row;
     int i;
     if ((i = find(AINT, NI, k)) >= 0)
-        return once(a, i) && v->kind == 'i' && parse_int(v->s, v->e, &a->o->ints[r * NI + i]);
+        /* INT64_MIN itself is the absent mark: declined, so that it is never read as absent */
+        return once(a, i) && v->kind == 'i' && parse_int(v->s, v->e, &a->o->ints[r * NI + i]) &&
+               a->o->ints[r * NI + i] != INT_ABSENT;
     if ((i = find(AFLOAT, NF, k)) >= 0)
         return once(a, NI + i) && float_of(v, &a->o->floats[r * NF + i]);
     if ((i = find(ATEXT, NT, k)) >= 0) {
@@ -230,14 +231,14 @@ static int fill_row(Intern *strings, Intern *raws, Cols *o, Py_ssize_t r, Elemen
     return read_args(&a, el);
 }
 
-/* the phase: 'X' or 'f' for a row, 'o' for an event read elsewhere, 0 skipped, -1 declined */
+/* the phase: 'X', 'f', 'i' or 'I' for a row, 'o' for an event read elsewhere, 0 skipped, -1 declined */
 static int phase_of(const Tok *t) {
     if (!t->kind) return 0;                  /* absent: "" */
     if (t->kind != 's' || t->esc) return -1; /* no str, or an escape: the typed decode decides */
     if (t->e - t->s != 3) return 0;          /* "" or longer: no phase the reader takes */
     unsigned char ph = t->s[1];
-    if (ph == 'X' || ph == 'f') return ph;
-    return ph == 'i' || ph == 'I' || ph == 'M' ? 'o' : 0;
+    if (ph == 'X' || ph == 'f' || ph == 'i' || ph == 'I') return ph;
+    return ph == 'M' ? 'o' : 0;
 }
 
 static PyObject *column(void *data, Py_ssize_t bytes) {
@@ -276,7 +277,7 @@ static int scan_array(Cur *c, const unsigned char *base, Intern *strings, Intern
         int ph = phase_of(&el.top[K_PH]);
         if (ph < 0) return 0;
         if (ph == 'o' && !spans_add(other, start - base, c->p - base)) return 0;
-        if (ph == 'X' || ph == 'f') {
+        if (ph > 0 && ph != 'o') { /* a row */
             Py_ssize_t r = o->n;
             o->span[2 * r] = start - base;
             o->span[2 * r + 1] = c->p - base;

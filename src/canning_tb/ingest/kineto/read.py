@@ -216,11 +216,10 @@ class _Reader:
 
     def add_scanned(self, s: kineto_scan.Scanned) -> None:
         """A piece as the scanner gives it: the same parts, ids and counts as _chunk gives for the
-        events decoded one by one, in the same order (instants and metadata, then the complete events
+        events decoded one by one, in the same order (metadata and marks, then the complete events
         by category in order of first sight, then the flow ends, then memory)."""
-        mem: list = []
-        for e in s.others:
-            self._other(e, mem)
+        for e in s.others:  # metadata only: the scanner gives instants as rows
+            self._other(e, [])
         for cat, rows in _by_category(s, np.flatnonzero(s.ph == ord("X"))):
             self._group_scanned(s, cat, rows)
         flows = np.flatnonzero(s.ph == ord("f"))
@@ -232,8 +231,29 @@ class _Reader:
             ns = np.where((np.abs(ts) < _US_LIMIT) & (ns > -_NS_LIMIT) & (ns < _NS_LIMIT), ns, NONE)
             self.flow_parts.append((self._scanned_ids(s, s.pid, s.pid_ref, flows),
                                     self._scanned_ids(s, s.tid, s.tid_ref, flows), ns))
-        if mem:
-            self._memory(mem)
+        self._scanned_instants(s, np.flatnonzero((s.ph == ord("i")) | (s.ph == ord("I"))))
+
+    def _scanned_instants(self, s: kineto_scan.Scanned, rows: np.ndarray) -> None:
+        """_other's instants for the scanner's rows: the window's marks (the last of each in the piece
+        wins, as one by one), then the memory records as one part."""
+        if not len(rows):
+            return
+        names = s.name[rows]
+        kind = {i: s.values[i] for i in distinct(names).tolist()}
+        for mark, attr in (("Record Window End", "window_end"), ("Iteration Start", "iter_start")):
+            hits = [i for i, text in kind.items() if text and (text == mark or attr == "iter_start"
+                                                               and text.startswith(mark))]
+            if hits:
+                last = rows[np.flatnonzero(np.isin(names, hits))[-1]]
+                setattr(self, attr, self._ns1(float(s.ts[last])))
+        memory = rows[np.isin(names, [i for i, text in kind.items() if text == "[memory]"])]
+        if not len(memory):
+            return
+        us = s.ts[memory]
+        finite = np.isfinite(us)
+        _check_exact(us[finite])
+        ts = np.where(finite, _to_ns(np.where(finite, us, 0)), NONE)
+        self._memory_columns(ts, *(_scanned_int(s, memory, attr) for attr in _MEMORY_ARGS))
 
     def _scanned_ids(self, s: kineto_scan.Scanned, nums: np.ndarray, refs: np.ndarray, rows) -> np.ndarray:
         """pid / tid of rows, as _ids gives them from the values: ints as they are; texts all as int()
@@ -440,16 +460,17 @@ class _Reader:
             us = np.fromiter(map(get("ts"), mem), np.float64, n)
             _check_exact(us[np.isfinite(us)])
             ts = np.where(np.isfinite(us), _to_ns(np.where(np.isfinite(us), us, 0)), NONE)
+        self._memory_columns(ts, *(_i64(list(map(get(k), args)), n) for k in _MEMORY_ARGS))
+
+    def _memory_columns(self, ts: np.ndarray, typ: np.ndarray, idx: np.ndarray, nbytes: np.ndarray,
+                        addr: np.ndarray, allocated: np.ndarray, reserved: np.ndarray) -> None:
+        """The memory part of records given as columns (in _MEMORY_ARGS order after ts)."""
         # device per record, judged once per distinct (type, index) pair rather than per record
-        typ = _i64(list(map(get("dev_type"), args)), n)
-        idx = np.clip(_i64(list(map(get("dev_id"), args)), n), 0, (1 << 20) - 1)
+        idx = np.clip(idx, 0, (1 << 20) - 1)
         pairs, inverse = np.unique((typ + 1) * (1 << 20) + idx, return_inverse=True)
         ids = [self._mem_device(int(k >> 20) - 1, int(k & ((1 << 20) - 1))) for k in pairs.tolist()]
-        dev = np.asarray(ids, np.int32)[inverse.reshape(-1)] if n else np.zeros(0, np.int32)
-        cols = {"ts": ts, "device": dev, "bytes": _i64(list(map(get("mbytes"), args)), n),
-                "addr": _i64(list(map(get("addr"), args)), n),
-                "allocated": _i64(list(map(get("allocated"), args)), n),
-                "reserved": _i64(list(map(get("reserved"), args)), n)}
+        dev = np.asarray(ids, np.int32)[inverse.reshape(-1)] if len(ts) else np.zeros(0, np.int32)
+        cols = {"ts": ts, "device": dev, "bytes": nbytes, "addr": addr, "allocated": allocated, "reserved": reserved}
         ok = ts != NONE
         if not ok.all():
             self.count["missing"] += int((~ok).sum())
@@ -732,7 +753,15 @@ def _arg_columns(args: list, want: set, n: int) -> dict[str, np.ndarray]:
 
 # schema.Args's attribute -> its JSON name (the scanner's columns are by JSON name)
 _FIELD = {f.name: f.encode_name for f in msgspec.structs.fields(Args)}
+_MEMORY_ARGS = ("dev_type", "dev_id", "mbytes", "addr", "allocated", "reserved")  # a memory record's args
 _INT_DEFAULT = {f.encode_name: f.default for f in msgspec.structs.fields(Args) if f.type is int}
+
+
+def _scanned_int(s, rows: np.ndarray, attr: str) -> np.ndarray:
+    """One int arg of the scanner's rows; absent, schema.Args's default."""
+    field = _FIELD[attr]
+    vals = s.ints[rows, kineto_scan.column("int", field)]
+    return np.where(vals == _INT_ABSENT, _INT_DEFAULT[field], vals)
 
 
 def _scanned_arg_columns(s, rows: np.ndarray, want: set) -> dict[str, np.ndarray]:
@@ -742,9 +771,7 @@ def _scanned_arg_columns(s, rows: np.ndarray, want: set) -> dict[str, np.ndarray
     def col(attr, dtype=np.int64):
         if attr not in want:
             return np.full(n, NONE, dtype)
-        field = _FIELD[attr]
-        vals = s.ints[rows, kineto_scan.column("int", field)]
-        return np.where(vals == _INT_ABSENT, _INT_DEFAULT[field], vals).astype(dtype)
+        return _scanned_int(s, rows, attr).astype(dtype)
 
     ext = col("ext")
     out = {"device": col("device", np.int32), "stream": col("stream"), "correlation": col("correlation"),

@@ -1,7 +1,7 @@
 """A piece of a Kineto trace through the compiled scanner (_scan.c), when it is built: one pass over the
-piece's bytes gives the columns of its complete and flow-end events, one table of the distinct JSON
-texts they name (decoded here once each, by msgspec) and one of their raw args texts; the instants and
-metadata come back as byte spans, decoded here by msgspec in one call. `scan` returns None for a piece the
+piece's bytes gives the columns of its complete, flow-end and instant events, one table of the distinct
+JSON texts they name (decoded here once each, by msgspec) and one of their raw args texts; the metadata
+events come back as byte spans, decoded here by msgspec in one call. `scan` returns None for a piece the
 scanner declines or whose spans or grids the typed decode rejects: the reader then decodes it as before
 (read._Reader.chunk), so both give the same columns. CANNING_KINETO_SCAN=0 turns the scanner off (the
 equality tests compare both readings). Nothing here changes a reader: read._Reader.add_scanned does.
@@ -49,7 +49,7 @@ def column(kind: str, name: str) -> int:
 
 
 class Scanned:
-    """One piece's rows (complete and flow-end events) and its decoded instants / metadata (`others`)."""
+    """One piece's rows (complete, flow-end and instant events) and its decoded metadata (`others`)."""
 
     def __init__(self, got: dict, piece, values: list, grids: dict, others: list):
         n = self.n = got["n"]
