@@ -85,53 +85,15 @@ typedef struct {
 #define COLS_FIELDS(X) X(ph, 1) X(ref, NREF) X(ts, 1) X(dur, 1) X(ts_state, 1) X(text, NTEXT) X(ints, NINT) \
     X(flops, 1) X(sig, 1) X(cval, CKEYS) X(cref, CKEYS) X(span, 2)
 
-static int cols_grow(Cols *o) {
-    Py_ssize_t cap = o->cap ? o->cap * 2 : 4096;
-#define GROW(f, w) { void *q = realloc(o->f, (size_t)cap * (w) * sizeof(*o->f)); if (!q) { PyErr_NoMemory(); return -1; } o->f = q; }
-    COLS_FIELDS(GROW)
-#undef GROW
-    o->cap = cap;
-    return 0;
-}
-
-static void cols_free(Cols *o) {
-#define FREE(f, w) free(o->f);
-    COLS_FIELDS(FREE)
-#undef FREE
-}
+DEFINE_COLS_MEMORY
 
 
 static const Word TOP[] = {W("name"), W("cat"), W("pid"), W("tid"), W("id"), W("ph"), W("ts"), W("dur"), W("args")};
 enum { K_PH = 5, K_TS, K_DUR, K_ARGS, NTOP };
+DEFINE_TAKE_TOP(take_top, TOP, NTOP, K_ARGS)
 static const Word XTEXT[] = {W("Input Dims"), W("Call stack"), W("Input type"), W("Task Type"), W("data_type")};
 static const Word XINT[] = {W("Physic Stream Id"), W("connection_id"), W("count"), W("size(Byte)"), W("stream id")};
 static const Word FLOPS = W("flops");
-
-typedef struct {
-    Tok top[NTOP];
-    unsigned seen;
-    Members args;
-} Element;
-
-/* a top-level field; args (whose reading depends on the phase, which may come after them) kept as members */
-static int take_top(void *ctx, const Tok *k, Cur *c) {
-    Element *el = ctx;
-    for (int i = 0; i < NTOP; i++) {
-        if (!key_is(k, &TOP[i])) continue;
-        if (el->seen & (1u << i)) return 0; /* a repeated field: left to the plain reading */
-        el->seen |= 1u << i;
-        Tok *v = &el->top[i];
-        if (i == K_ARGS && c->p < c->end && *c->p == '{') {
-            v->s = c->p, v->kind = 'o', v->esc = 0;
-            if (!members(c, take_member, &el->args)) return 0;
-            v->e = c->p;
-            return 1;
-        }
-        return token(c, v);
-    }
-    Tok skip;
-    return token(c, &skip);
-}
 
 typedef struct ArgCtx ArgCtx;
 typedef int (*Apply)(ArgCtx *a, const Tok *k, const Tok *v);
@@ -325,35 +287,27 @@ static PyObject *result(Cols *o, Intern *strings) {
         "span", column(o->span, n * 16));
 }
 
+typedef struct {
+    const unsigned char *base;
+    Intern *strings;
+    Cols *o;
+} Scan;
+
+static int take_event(void *ctx, Element *el, const unsigned char *start, const unsigned char *end) {
+    Scan *s = ctx;
+    Cols *o = s->o;
+    if (o->n == o->cap && cols_grow(o) < 0) return 0;
+    Py_ssize_t r = o->n;
+    o->span[2 * r] = start - s->base;
+    o->span[2 * r + 1] = end - s->base;
+    if (!fill_row(s->strings, o, r, el)) return 0;
+    o->n++;
+    return 1;
+}
+
 static int scan_array(Cur *c, const unsigned char *base, Intern *strings, Cols *o) {
-    ws(c);
-    if (c->p >= c->end || *c->p != '[') return 0;
-    c->p++;
-    ws(c);
-    if (c->p < c->end && *c->p == ']') {
-        c->p++;
-        goto tail;
-    }
-    for (;;) {
-        if (c->p >= c->end || *c->p != '{') return 0; /* an element that is no object: the plain reading */
-        if (o->n == o->cap && cols_grow(o) < 0) return 0;
-        Element el;
-        memset(&el.top, 0, sizeof el.top);
-        el.seen = 0, el.args.n = 0, el.args.overflow = 0;
-        Py_ssize_t r = o->n;
-        const unsigned char *start = c->p;
-        if (!members(c, take_top, &el)) return 0;
-        o->span[2 * r] = start - base;
-        o->span[2 * r + 1] = c->p - base;
-        if (!fill_row(strings, o, r, &el)) return 0;
-        o->n++;
-        int sep = separator(c, ']');
-        if (sep == 2) break;
-        if (!sep) return 0;
-    }
-tail:
-    ws(c);
-    return c->p == c->end;
+    Scan s = {base, strings, o};
+    return each_element(c, take_top, NTOP, take_event, &s);
 }
 
 static PyObject *scan(PyObject *self, PyObject *arg) {

@@ -20,6 +20,7 @@
  * holds them equal to schema.py). */
 static const Word TOP[] = {W("ph"), W("cat"), W("name"), W("pid"), W("tid"), W("ts"), W("dur"), W("args")};
 enum { K_PH, K_CAT, K_NAME, K_PID, K_TID, K_TS, K_DUR, K_ARGS, NTOP };
+DEFINE_TAKE_TOP(take_top, TOP, NTOP, K_ARGS)
 static const Word AINT[] = {W("device"), W("stream"), W("correlation"), W("External id"), W("external id"),
                             W("bytes"), W("In msg nelems"), W("Out msg nelems"), W("Device Type"), W("Device Id"),
                             W("Addr"), W("Bytes"), W("Total Allocated"), W("Total Reserved")};
@@ -51,20 +52,7 @@ typedef struct {
 #define COLS_FIELDS(X) X(ph, 1) X(cat, 1) X(name, 1) X(pid, 1) X(tid, 1) X(pid_ref, 1) X(tid_ref, 1) X(ts, 1) \
     X(dur, 1) X(ints, NI) X(floats, NF) X(texts, NT) X(raws, NR) X(span, 2)
 
-static int cols_grow(Cols *o) {
-    Py_ssize_t cap = o->cap ? o->cap * 2 : 4096;
-#define GROW(f, w) { void *q = realloc(o->f, (size_t)cap * (w) * sizeof(*o->f)); if (!q) { PyErr_NoMemory(); return -1; } o->f = q; }
-    COLS_FIELDS(GROW)
-#undef GROW
-    o->cap = cap;
-    return 0;
-}
-
-static void cols_free(Cols *o) {
-#define FREE(f, w) free(o->f);
-    COLS_FIELDS(FREE)
-#undef FREE
-}
+DEFINE_COLS_MEMORY
 
 /* the spans of the other events read (instants, metadata) */
 typedef struct {
@@ -87,33 +75,7 @@ static int spans_add(Spans *s, int64_t lo, int64_t hi) {
     return 1;
 }
 
-/* ---- one element ---- */
-typedef struct {
-    Tok top[NTOP];
-    unsigned seen;
-    Members args;
-} Element;
-
-/* a top-level field; args (whose reading depends on the phase, which may come after them) kept as members */
-static int take_top(void *ctx, const Tok *k, Cur *c) {
-    Element *el = ctx;
-    for (int i = 0; i < NTOP; i++) {
-        if (!key_is(k, &TOP[i])) continue;
-        if (el->seen & (1u << i)) return 0; /* a repeated field: left to the typed decode */
-        el->seen |= 1u << i;
-        Tok *v = &el->top[i];
-        if (i == K_ARGS && c->p < c->end && *c->p == '{') {
-            v->s = c->p, v->kind = 'o', v->esc = 0;
-            if (!members(c, take_member, &el->args)) return 0;
-            v->e = c->p;
-            return 1;
-        }
-        return token(c, v);
-    }
-    Tok skip;
-    return token(c, &skip);
-}
-
+/* ---- one element's args (the element itself: _json_lex.h's Element) ---- */
 typedef struct {
     Intern *strings, *raws;
     Cols *o;
@@ -257,40 +219,32 @@ static PyObject *result(Cols *o, Spans *other, Intern *strings, Intern *raws) {
         "other", column(other->span, other->n * 16));
 }
 
+typedef struct {
+    const unsigned char *base;
+    Intern *strings, *raws;
+    Cols *o;
+    Spans *other;
+} Scan;
+
+static int take_event(void *ctx, Element *el, const unsigned char *start, const unsigned char *end) {
+    Scan *s = ctx;
+    Cols *o = s->o;
+    int ph = phase_of(&el->top[K_PH]);
+    if (ph < 0) return 0;
+    if (ph == 'o') return spans_add(s->other, start - s->base, end - s->base);
+    if (!ph) return 1;
+    if (o->n == o->cap && cols_grow(o) < 0) return 0;
+    Py_ssize_t r = o->n;
+    o->span[2 * r] = start - s->base;
+    o->span[2 * r + 1] = end - s->base;
+    if (!fill_row(s->strings, s->raws, o, r, el, ph)) return 0;
+    o->n++;
+    return 1;
+}
+
 static int scan_array(Cur *c, const unsigned char *base, Intern *strings, Intern *raws, Cols *o, Spans *other) {
-    ws(c);
-    if (c->p >= c->end || *c->p != '[') return 0;
-    c->p++;
-    ws(c);
-    if (c->p < c->end && *c->p == ']') {
-        c->p++;
-        goto tail;
-    }
-    for (;;) {
-        if (c->p >= c->end || *c->p != '{') return 0; /* an element that is no object: the typed decode */
-        if (o->n == o->cap && cols_grow(o) < 0) return 0;
-        Element el;
-        memset(&el.top, 0, sizeof el.top);
-        el.seen = 0, el.args.n = 0, el.args.overflow = 0;
-        const unsigned char *start = c->p;
-        if (!members(c, take_top, &el)) return 0;
-        int ph = phase_of(&el.top[K_PH]);
-        if (ph < 0) return 0;
-        if (ph == 'o' && !spans_add(other, start - base, c->p - base)) return 0;
-        if (ph > 0 && ph != 'o') { /* a row */
-            Py_ssize_t r = o->n;
-            o->span[2 * r] = start - base;
-            o->span[2 * r + 1] = c->p - base;
-            if (!fill_row(strings, raws, o, r, &el, ph)) return 0;
-            o->n++;
-        }
-        int sep = separator(c, ']');
-        if (sep == 2) break;
-        if (!sep) return 0;
-    }
-tail:
-    ws(c);
-    return c->p == c->end;
+    Scan s = {base, strings, raws, o, other};
+    return each_element(c, take_top, NTOP, take_event, &s);
 }
 
 static PyObject *scan(PyObject *self, PyObject *arg) {
