@@ -17,6 +17,7 @@ from canning_tb.manifest import DIGEST_SUFFIX
 
 from . import cache
 from .discover import Window
+from .heap import reuse_freed_memory
 
 log = logging.getLogger("canning_tb.store")
 
@@ -37,6 +38,7 @@ def read_window(window: Window):
     raise ValueError(f"unknown window format {window.format!r}")
 
 
+@reuse_freed_memory()  # the table is freed when the function returns, before the heap is trimmed
 def digest_of(window: Window, worker: str = ""):
     """Read and analyse one window (pure; runs in worker processes too)."""
     return _digest_table(read_window(window), worker)
@@ -63,6 +65,7 @@ def write_cache(write, path: str) -> None:
         log.warning("canning: cannot write cache %s: %s", path, e)
 
 
+@reuse_freed_memory()
 def compute_and_cache(window: Window, worker: str, digest_path: str):
     """Read a window once; cache its columnar events and its digest, then keep the cache within its
     budget. The events are written while the digest is built: the write mostly waits on the disk,
@@ -80,6 +83,7 @@ def compute_and_cache(window: Window, worker: str, digest_path: str):
     return digest
 
 
+@reuse_freed_memory()
 def table_into_cache(window: Window, prefix: str):
     """Read a window's events here and cache them (a window digested elsewhere, or a cache lost)."""
     table = read_window(window)
