@@ -283,10 +283,14 @@ def sum_up_tree(values: np.ndarray, nesting: Nesting) -> np.ndarray:
     small = nesting.depth.astype(np.int16) if deepest < 32000 else nesting.depth
     by_depth = np.argsort(small, kind="stable")  # each level's nodes in position order
     bounds = np.searchsorted(nesting.depth[by_depth], np.arange(deepest + 2))
-    for level in range(deepest, 0, -1):
-        sel = by_depth[bounds[level]:bounds[level + 1]]
-        np.add.at(tot, nesting.parent[sel], tot[sel])
-    return tot
+    # one contiguous column at a time: np.add.at is fast on 1-D operands only (on (n, k) rows it
+    # takes its slow general path, 5 ms of a 300 MB trace's memory section)
+    columns = [tot] if tot.ndim == 1 else [np.ascontiguousarray(tot[:, j]) for j in range(tot.shape[1])]
+    for column in columns:
+        for level in range(deepest, 0, -1):
+            sel = by_depth[bounds[level]:bounds[level + 1]]
+            np.add.at(column, nesting.parent[sel], column[sel])
+    return tot if tot.ndim == 1 else np.stack(columns, axis=1)
 
 
 def join_on(keys_from: np.ndarray, keys_to: np.ndarray) -> np.ndarray:
