@@ -65,8 +65,11 @@ def units(ctx: Context, pos: np.ndarray, ops: Calls, dpos: np.ndarray, kernels: 
     own = np.flatnonzero(kernels.modelled & (under == NONE))
     dtype = np.concatenate([ops.dtype[top], kernels.dtype[own]]).astype(object)
     host_rows = ctx.host.rows[pos[top]]
-    for i, r in enumerate(host_rows.tolist()):
-        if dtype[i] == "fp32" and ops.matrix[top[i]] and (t.name(r), t.strings[int(ev["shapes"][r])] or "") in tc_rows:
+    # only the FP32 matrix calls can be TF32: the others are not looked at one by one
+    fp32_matrix = np.flatnonzero((dtype[: len(top)] == "fp32") & ops.matrix[top]) if tc_rows else []
+    for i in fp32_matrix:
+        r = int(host_rows[i])
+        if (t.name(r), t.strings[int(ev["shapes"][r])] or "") in tc_rows:
             dtype[i] = "tf32"
     return Units(ts=np.concatenate([ev["ts"][host_rows], ev["ts"][kernels.rows[own]]]),
                  flops=np.concatenate([ops.flops[top], kernels.flops[own]]),
@@ -151,10 +154,11 @@ def module_figures(ctx: Context, d: pb.Digest, u: Units, peak: Peak | None) -> N
     at = {m.path: i for i, m in enumerate(d.modules)}
     flops, peak_ns = np.zeros(len(d.modules)), np.zeros(len(d.modules))
     unit_peak = u.peak_ns(peak)[sel]
-    for k, call in enumerate(up[len(mods):].tolist()):
+    calls = up[len(mods):]
+    # the matrix units with FLOPs inside a module call, in unit order (the sums add up as before)
+    counted = np.flatnonzero((calls != NONE) & u.matrix[sel] & ~np.isnan(u.flops[sel]))
+    for k, call in zip(counted.tolist(), calls[counted].tolist()):
         j = sel[k]
-        if call == NONE or not u.matrix[j] or np.isnan(u.flops[j]):
-            continue
         target = at.get(paths[int(node[call])])
         while target is not None and target >= 0:  # the module and each of its ancestors
             flops[target] += u.flops[j]
