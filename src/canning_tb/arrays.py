@@ -14,12 +14,36 @@ def distinct(a) -> np.ndarray:
     return np.unique(a, return_counts=True)[0]
 
 
+def ranks(values) -> tuple[np.ndarray, np.ndarray]:
+    """(sorted distinct values, int64 rank of each value among them) of an int array, flattened:
+    np.unique(values, return_inverse=True) without sorting the values (0.17 s for 2M thread ids): a
+    lookup table when they span a small range (ids), else a binary search in the distinct first values
+    of their runs (thread ids of time-ordered rows come in long runs). Other dtypes: np.unique."""
+    values = np.asarray(values).reshape(-1)
+    if values.dtype.kind not in "iu":
+        uniq, inverse = np.unique(values, return_inverse=True)
+        return uniq, inverse.reshape(-1).astype(np.int64, copy=False)
+    if len(values) == 0:
+        return values.copy(), np.zeros(0, np.int64)
+    low = int(values.min())
+    span = int(values.max()) - low + 1
+    if span <= 2 * len(values) + (1 << 16):  # values - low cannot overflow: they lie within span of low
+        offset = values.astype(np.int64) - low
+        present = np.zeros(span, bool)
+        present[offset] = True
+        rank = np.cumsum(present) - 1
+        return (np.flatnonzero(present) + low).astype(values.dtype), rank[offset]
+    heads = values[np.r_[True, values[1:] != values[:-1]]]
+    uniq = distinct(heads)
+    return uniq, np.searchsorted(uniq, values).astype(np.int64, copy=False)
+
+
 def pair_codes(a, b) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(distinct a values, distinct b values, one int64 code per (a, b) pair that orders as the pairs do:
     a's rank * len(distinct b) + b's rank). Values of any int range (INT64 min included)."""
-    ua, ia = np.unique(a, return_inverse=True)
-    ub, ib = np.unique(b, return_inverse=True)
-    return ua, ub, ia.reshape(-1).astype(np.int64) * len(ub) + ib.reshape(-1)
+    ua, ia = ranks(a)
+    ub, ib = ranks(b)
+    return ua, ub, ia * len(ub) + ib
 
 
 def distinct_pairs(a, b) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from canning_tb.arrays import distinct
+from canning_tb.arrays import ranks
 
 from ..ingest.table import EP_EXCHANGE_RE, NONE, EventTable, Kind
 
@@ -121,21 +121,9 @@ def thread_keys(table: EventTable, rows: np.ndarray) -> np.ndarray:
 
 def dense_codes(values: np.ndarray) -> tuple[np.ndarray, int]:
     """(rank of each value among the distinct values, number of distinct values): np.unique's
-    inverse without sorting the values: by a lookup table when they span a small range (ids), else
-    from the first value of each run (thread ids of time-ordered rows come in long runs)."""
-    values = np.asarray(values, np.int64)
-    if len(values) == 0:
-        return np.zeros(0, np.int64), 0
-    low = int(values.min())
-    span = int(values.max()) - low + 1
-    if span <= 2 * len(values) + (1 << 16):
-        present = np.zeros(span, bool)
-        present[values - low] = True
-        rank = np.cumsum(present) - 1
-        return rank[values - low], int(rank[-1]) + 1
-    heads = values[np.r_[True, values[1:] != values[:-1]]]
-    uniq = distinct(heads)
-    return np.searchsorted(uniq, values).astype(np.int64), len(uniq)
+    inverse without sorting the values (arrays.ranks)."""
+    uniq, rank = ranks(np.asarray(values, np.int64))
+    return rank, len(uniq)
 
 
 @dataclass
