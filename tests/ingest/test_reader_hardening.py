@@ -276,7 +276,7 @@ def test_element_cuts_inside_strings_and_nested_values_still_give_the_same_table
 
 def _two_process_read_differences(path: str) -> list:
     """What differs between the whole-file read and the read in two byte ranges (two processes)."""
-    from canning_tb.ingest import _json
+    from canning_tb.ingest import _json, forked
     from canning_tb.ingest.kineto import parallel as kineto_parallel
     whole = read_kineto(path)
     calls = []
@@ -290,7 +290,7 @@ def _two_process_read_differences(path: str) -> list:
         return result
     kineto_parallel.read_ranges = planned
     parallel = read_kineto(path)
-    out = [] if calls and kineto_parallel._can_fork() else ["not read in two ranges"]
+    out = [] if calls and forked.can_fork() else ["not read in two ranges"]
     if _rows(parallel) != _rows(whole):
         out.append("rows")
     for field in ("rank", "world_size", "start_ns", "end_ns", "process_names", "thread_names", "devices",

@@ -4,14 +4,12 @@ columns, in its own local ids, are joined to ours with its ids mapped (`absorb`)
 unexpected (no fork, a child that fails) reads the second range here instead."""
 from __future__ import annotations
 
-import multiprocessing as mp
 import os
-import threading
 
 import numpy as np
 
 from . import csv_fast, trace_decode as dec, trace_scan
-from ..kineto.parallel import _finish_child  # the same child protocol: one answer, or None if it died
+from .. import forked
 from .trace_parse import TEXT_ARGS, _Parse
 
 PARALLEL_BYTES = 32 << 20  # files this big are read in two processes
@@ -26,9 +24,7 @@ def workers() -> int:
 
 
 def _can_fork() -> bool:
-    """Fork only where it is safe: a POSIX process with no other thread, not a daemonic worker."""
-    return ("fork" in mp.get_all_start_methods() and threading.active_count() == 1
-            and not mp.current_process().daemon and (os.cpu_count() or 1) > 1 and workers() > 1)
+    return forked.can_fork() and workers() > 1
 
 
 # What a byte of the files this process reads before its part of the trace (read._BESIDE_TRACE: the CSVs and
@@ -81,7 +77,7 @@ class Ranges:
             raise
         if self.child is None:
             return
-        theirs = _finish_child(self.child)
+        theirs = self.child.result()
         self.child = None
         if theirs is None:
             _read_span(self.plan, parse, self.spans[1], on_utf8)
@@ -92,8 +88,7 @@ class Ranges:
         """Stop waiting for the child (the read was abandoned)."""
         if self.child is not None:
             child, self.child = self.child, None
-            child[0].kill()
-            _finish_child(child)
+            child.kill()
 
 
 def read_ranges(plan, parse, on_utf8) -> None:
@@ -101,26 +96,17 @@ def read_ranges(plan, parse, on_utf8) -> None:
     Ranges(plan).read(parse, on_utf8)
 
 
-def _child(conn, plan, span) -> None:
-    try:
-        parse = _Parse()
+def _read_part(plan, span) -> _Parse:
+    parse = _Parse()
 
-        def on_utf8():
-            parse.utf8 += 1
-        _read_span(plan, parse, span, on_utf8)
-        conn.send(parse)
-    except BaseException:  # the parent reads the range itself and reports what is wrong there
-        conn.send(None)
-    finally:
-        conn.close()
+    def on_utf8():
+        parse.utf8 += 1
+    _read_span(plan, parse, span, on_utf8)
+    return parse
 
 
-def _start_child(plan, span):
-    ours, theirs = mp.get_context("fork").Pipe(duplex=False)
-    proc = mp.get_context("fork").Process(target=_child, args=(theirs, plan, span), daemon=True)
-    proc.start()
-    theirs.close()
-    return proc, ours
+def _start_child(plan, span) -> forked.Forked:
+    return forked.Forked(_read_part, plan, span)
 
 
 def _remap(ours: dict, theirs: dict) -> np.ndarray:

@@ -1,7 +1,7 @@
 """A big plain Kineto trace read by two processes, never held whole in memory.
 
 `_json.plan_array` finds the traceEvents array from the file's head and tail; its elements are cut in
-two byte ranges; this process reads the first and a forked child the second, each a block at a time
+two byte ranges; this process reads the first and a forked child (ingest.forked) the second, each a block at a time
 through the same `_Reader.chunk` as the whole-file path (so the events and their figures are the
 same), and the child's reader (its columns and interned strings) is merged into ours. Anything
 unexpected (a cut inside a string, a child that fails, no fork) sends the caller back to the
@@ -9,14 +9,10 @@ whole-file path, which gives the precise error.
 """
 from __future__ import annotations
 
-import multiprocessing as mp
-import os
-import threading
-
 import msgspec
 import numpy as np
 
-from .. import _json
+from .. import _json, forked
 from ..table import NONE, InputError
 
 PARALLEL_BYTES = 64 << 20  # plain traces this big are read this way
@@ -34,23 +30,20 @@ def read_ranges(path: str, reader_type, workers: int = 2):
         plan = None
     if plan is None:
         raise NotPlanned(path)
-    ranges = plan.split(path, workers if _can_fork() else 1)
-    child = _start_child(path, reader_type, ranges[1]) if len(ranges) > 1 else None
+    ranges = plan.split(path, workers if forked.can_fork() else 1)
+    child = forked.Forked(_read_range, path, reader_type, ranges[1]) if len(ranges) > 1 else None
     try:
         reader = _read_range(path, reader_type, ranges[0])
-    finally:
-        theirs = _finish_child(child) if child else None
+    except BaseException:
+        if child:
+            child.kill()
+        raise
+    theirs = child.result() if child else None
     if child and theirs is None:
         raise NotPlanned(path)
     if theirs is not None:
         merge(reader, theirs)
     return reader, plan.top
-
-
-def _can_fork() -> bool:
-    """Fork only where it is safe: a POSIX process with no other thread, not a daemonic worker."""
-    return ("fork" in mp.get_all_start_methods() and threading.active_count() == 1
-            and not mp.current_process().daemon and (os.cpu_count() or 1) > 1)
 
 
 def _read_range(path: str, reader_type, span: tuple[int, int]):
@@ -65,35 +58,6 @@ def _read_range(path: str, reader_type, span: tuple[int, int]):
     except (msgspec.DecodeError, RecursionError, InputError):
         raise NotPlanned(path) from None
     return reader
-
-
-def _child(conn, path: str, reader_type, span: tuple[int, int]) -> None:
-    try:
-        conn.send(_read_range(path, reader_type, span))
-    except NotPlanned:
-        conn.send(None)
-    finally:
-        conn.close()
-
-
-def _start_child(path: str, reader_type, span: tuple[int, int]):
-    ours, theirs = mp.get_context("fork").Pipe(duplex=False)
-    proc = mp.get_context("fork").Process(target=_child, args=(theirs, path, reader_type, span), daemon=True)
-    proc.start()
-    theirs.close()
-    return proc, ours
-
-
-def _finish_child(child):
-    proc, conn = child
-    try:
-        result = conn.recv()
-    except EOFError:  # the child died
-        result = None
-    finally:
-        conn.close()
-        proc.join()
-    return result
 
 
 def merge(into, other) -> None:
