@@ -28,11 +28,12 @@ def ranks(values) -> tuple[np.ndarray, np.ndarray]:
     low = int(values.min())
     span = int(values.max()) - low + 1
     if span <= 2 * len(values) + (1 << 16):  # values - low cannot overflow: they lie within span of low
-        offset = values.astype(np.int64) - low
+        offset = np.subtract(values, low, dtype=np.int64)
         present = np.zeros(span, bool)
         present[offset] = True
         rank = np.cumsum(present) - 1
-        return (np.flatnonzero(present) + low).astype(values.dtype), rank[offset]
+        np.take(rank, offset, out=offset)  # fresh memory is dear (a page fault per 4 KB): reuse it
+        return (np.flatnonzero(present) + low).astype(values.dtype), offset
     heads = values[np.r_[True, values[1:] != values[:-1]]]
     uniq = distinct(heads)
     return uniq, np.searchsorted(uniq, values).astype(np.int64, copy=False)
@@ -43,7 +44,9 @@ def pair_codes(a, b) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     a's rank * len(distinct b) + b's rank). Values of any int range (INT64 min included)."""
     ua, ia = ranks(a)
     ub, ib = ranks(b)
-    return ua, ub, ia * len(ub) + ib
+    ia *= len(ub)
+    ia += ib
+    return ua, ub, ia
 
 
 def distinct_pairs(a, b) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

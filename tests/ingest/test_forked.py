@@ -51,8 +51,11 @@ def _die():
 
 
 @pytest.mark.parametrize("target", [_raise, _die])
-def test_a_child_that_fails_or_dies_gives_none(target):
+def test_a_child_that_fails_or_dies_gives_none_quietly(target, capfd):
+    """None, and no traceback of the child's on stderr: the caller reads the part itself and reports
+    what is wrong there, once."""
     assert forked.Forked(target).result() is None
+    assert capfd.readouterr().err == ""
 
 
 def _sleep():

@@ -93,8 +93,9 @@ def merge(into, other) -> None:
 
 
 def _lut(theirs, ours) -> np.ndarray:
-    """Their id -> our id (interning what we lack); index -1 (NONE) maps to NONE."""
-    return np.array([ours[key] for key in theirs.keys_in_order()] + [NONE], np.int64)
+    """Their id -> our id (interning what we lack); index -1 (NONE) maps to NONE. int32, as the id columns
+    are: the mapped columns are half the fresh memory of int64 ones."""
+    return np.array([ours[key] for key in theirs.keys_in_order()] + [NONE], np.int32)
 
 
 def _renamed(ids: np.ndarray, named: dict[int, int]) -> np.ndarray:
