@@ -1,9 +1,10 @@
 """Build hook: the wheel must hold the frontend bundle (src/canning_tb/plugin/static/index.js),
-which is built, not committed; and four small C parts are compiled where a C compiler is found: the
+which is built, not committed; and five small C parts are compiled where a C compiler is found: the
 Ascend trace scanner (src/canning_tb/ingest/ascend/_scan.c), the CSV number cells (_cells.c beside it),
 the Python frames' sweep (src/canning_tb/ingest/kineto/_sweep.c) and the Kineto trace scanner (_scan.c
-beside it; both scanners include src/canning_tb/ingest/_json_lex.h). All are optional: without them the same
-columns come from msgspec, numpy and a Python loop, slower. Everything else is in pyproject.toml.
+beside it; both scanners include src/canning_tb/ingest/_json_lex.h) and the events' nesting sweep
+(src/canning_tb/analysis/_nest.c). All are optional: without them the same columns come from msgspec,
+numpy and a Python loop, slower. Everything else is in pyproject.toml.
 
 `pip install .` / `pip install -e .` / `pip wheel .` run `npm ci && npm run build` in
 src/canning_tb/frontend/ when the bundle is missing (CANNING_REBUILD_FRONTEND=1 forces a rebuild).
@@ -56,7 +57,9 @@ CELLS = Extension("canning_tb.ingest.ascend._cells", ["src/canning_tb/ingest/asc
 SWEEP = Extension("canning_tb.ingest.kineto._sweep", ["src/canning_tb/ingest/kineto/_sweep.c"],
                   extra_compile_args=["-O2"], optional=True)
 
+NEST = Extension("canning_tb.analysis._nest", ["src/canning_tb/analysis/_nest.c"], extra_compile_args=["-O2"],
+                 optional=True)
 KINETO_SCANNER = Extension("canning_tb.ingest.kineto._scan", ["src/canning_tb/ingest/kineto/_scan.c"], depends=[LEXER],
                            extra_compile_args=["-O2"], optional=True)
 
-setup(cmdclass={"build_py": BuildPyWithFrontend}, ext_modules=[SCANNER, CELLS, SWEEP, KINETO_SCANNER])
+setup(cmdclass={"build_py": BuildPyWithFrontend}, ext_modules=[SCANNER, CELLS, SWEEP, KINETO_SCANNER, NEST])

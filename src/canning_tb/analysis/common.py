@@ -1,6 +1,7 @@
 """Shared pieces of the analysis: event selection, collective names, per-thread nesting."""
 from __future__ import annotations
 
+import os
 import re
 import weakref
 from dataclasses import dataclass
@@ -8,6 +9,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from canning_tb.arrays import ranks
+
+try:  # built by pip from _nest.c where a C compiler is found (setup.py: optional)
+    from . import _nest as _compiled_nest
+except ImportError:  # pragma: no cover - numpy's sorts then give the same nesting
+    _compiled_nest = None
 
 from ..ingest.table import EP_EXCHANGE_RE, NONE, EventTable, Kind
 
@@ -231,8 +237,18 @@ def _count_below(values: np.ndarray, queries: np.ndarray) -> np.ndarray:
     return np.cumsum(is_value)[~is_value]
 
 
+def nest_compiled() -> bool:
+    """_nest.c is built and not turned off (CANNING_NEST_SWEEP=0: the equality tests compare both)."""
+    return _compiled_nest is not None and os.environ.get("CANNING_NEST_SWEEP", "1") != "0"
+
+
 def _nest_sorted(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(depth, parent position or -1) of events sorted by (start, longer first)."""
+    if nest_compiled():  # one pass with a heap of the open events' ends
+        start, end = np.ascontiguousarray(start, np.int64), np.ascontiguousarray(end, np.int64)
+        depth, parent = np.empty(len(start), np.int64), np.empty(len(start), np.int64)
+        _compiled_nest.nest_sorted(start, end, depth, parent)
+        return depth, parent
     count = len(start)
     dep = _open_depth(start, end)
     small = dep.astype(np.int16) if dep.max(initial=0) < 32000 else dep
