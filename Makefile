@@ -17,12 +17,12 @@ include peers.mk
 setup: venv frontend
 
 # pip installs only when pyproject.toml, setup.py or a C source changed since the last install (pip compiles
-# the two _scan.c, _cells.c, _sweep.c and _nest.c, all optional: trace_scan.py, kineto/scan.py, csv_fast.py,
+# the two _scan.c, _cells.c, _sweep.c and _tree.c, all optional: trace_scan.py, kineto/scan.py, csv_fast.py,
 # kineto/stacks.py, analysis/common.py)
 venv: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml setup.py src/canning_tb/ingest/ascend/_scan.c src/canning_tb/ingest/ascend/_cells.c \
 		src/canning_tb/ingest/kineto/_sweep.c src/canning_tb/ingest/kineto/_scan.c src/canning_tb/ingest/_json_lex.h \
-		src/canning_tb/analysis/_nest.c
+		src/canning_tb/analysis/_tree.c
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q "$(TORCH)" grpcio-tools

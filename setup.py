@@ -3,7 +3,7 @@ which is built, not committed; and five small C parts are compiled where a C com
 Ascend trace scanner (src/canning_tb/ingest/ascend/_scan.c), the CSV number cells (_cells.c beside it),
 the Python frames' sweep (src/canning_tb/ingest/kineto/_sweep.c) and the Kineto trace scanner (_scan.c
 beside it; both scanners include src/canning_tb/ingest/_json_lex.h) and the events' nesting sweep
-(src/canning_tb/analysis/_nest.c). All are optional: without them the same columns come from msgspec,
+(src/canning_tb/analysis/_tree.c). All are optional: without them the same columns come from msgspec,
 numpy and a Python loop, slower. Everything else is in pyproject.toml.
 
 `pip install .` / `pip install -e .` / `pip wheel .` run `npm ci && npm run build` in
@@ -57,9 +57,9 @@ CELLS = Extension("canning_tb.ingest.ascend._cells", ["src/canning_tb/ingest/asc
 SWEEP = Extension("canning_tb.ingest.kineto._sweep", ["src/canning_tb/ingest/kineto/_sweep.c"],
                   extra_compile_args=["-O2"], optional=True)
 
-NEST = Extension("canning_tb.analysis._nest", ["src/canning_tb/analysis/_nest.c"], extra_compile_args=["-O2"],
+TREE = Extension("canning_tb.analysis._tree", ["src/canning_tb/analysis/_tree.c"], extra_compile_args=["-O2"],
                  optional=True)
 KINETO_SCANNER = Extension("canning_tb.ingest.kineto._scan", ["src/canning_tb/ingest/kineto/_scan.c"], depends=[LEXER],
                            extra_compile_args=["-O2"], optional=True)
 
-setup(cmdclass={"build_py": BuildPyWithFrontend}, ext_modules=[SCANNER, CELLS, SWEEP, KINETO_SCANNER, NEST])
+setup(cmdclass={"build_py": BuildPyWithFrontend}, ext_modules=[SCANNER, CELLS, SWEEP, KINETO_SCANNER, TREE])

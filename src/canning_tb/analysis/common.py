@@ -10,10 +10,10 @@ import numpy as np
 
 from canning_tb.arrays import ranks
 
-try:  # built by pip from _nest.c where a C compiler is found (setup.py: optional)
-    from . import _nest as _compiled_nest
+try:  # built by pip from _tree.c where a C compiler is found (setup.py: optional)
+    from . import _tree as _compiled_tree
 except ImportError:  # pragma: no cover - numpy's sorts then give the same nesting
-    _compiled_nest = None
+    _compiled_tree = None
 
 from ..ingest.table import EP_EXCHANGE_RE, NONE, EventTable, Kind
 
@@ -238,8 +238,9 @@ def _count_below(values: np.ndarray, queries: np.ndarray) -> np.ndarray:
 
 
 def nest_compiled() -> bool:
-    """_nest.c is built and not turned off (CANNING_NEST_SWEEP=0: the equality tests compare both)."""
-    return _compiled_nest is not None and os.environ.get("CANNING_NEST_SWEEP", "1") != "0"
+    """_tree.c is built and not turned off (CANNING_NEST_SWEEP=0: nest and sum_up_tree by numpy; the
+    equality tests compare both)."""
+    return _compiled_tree is not None and os.environ.get("CANNING_NEST_SWEEP", "1") != "0"
 
 
 def _nest_sorted(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -247,7 +248,7 @@ def _nest_sorted(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.nda
     if nest_compiled():  # one pass with a heap of the open events' ends
         start, end = np.ascontiguousarray(start, np.int64), np.ascontiguousarray(end, np.int64)
         depth, parent = np.empty(len(start), np.int64), np.empty(len(start), np.int64)
-        _compiled_nest.nest_sorted(start, end, depth, parent)
+        _compiled_tree.nest_sorted(start, end, depth, parent)
         return depth, parent
     count = len(start)
     dep = _open_depth(start, end)
@@ -290,10 +291,15 @@ def sum_up_tree(values: np.ndarray, nesting: Nesting) -> np.ndarray:
     # one contiguous column at a time: np.add.at is fast on 1-D operands only (on (n, k) rows it
     # takes its slow general path, 5 ms of a 300 MB trace's memory section)
     columns = [tot] if tot.ndim == 1 else [np.ascontiguousarray(tot[:, j]) for j in range(tot.shape[1])]
-    for column in columns:
-        for level in range(deepest, 0, -1):
-            sel = by_depth[bounds[level]:bounds[level + 1]]
-            np.add.at(column, nesting.parent[sel], column[sel])
+    if nest_compiled():  # one C loop over the levels, the same additions in the same order
+        parent, by_depth, bounds = (np.ascontiguousarray(a, np.int64) for a in (nesting.parent, by_depth, bounds))
+        for column in columns:
+            _compiled_tree.sum_up(column, parent, by_depth, bounds, "d" if column.dtype.kind == "f" else "q")
+    else:
+        for column in columns:
+            for level in range(deepest, 0, -1):
+                sel = by_depth[bounds[level]:bounds[level + 1]]
+                np.add.at(column, nesting.parent[sel], column[sel])
     return tot if tot.ndim == 1 else np.stack(columns, axis=1)
 
 
