@@ -16,9 +16,9 @@ def distinct(a) -> np.ndarray:
 
 def ranks(values) -> tuple[np.ndarray, np.ndarray]:
     """(sorted distinct values, int64 rank of each value among them) of an int array, flattened:
-    np.unique(values, return_inverse=True) without sorting the values (0.17 s for 2M thread ids): a
-    lookup table when they span a small range (ids), else a binary search in the distinct first values
-    of their runs (thread ids of time-ordered rows come in long runs). Other dtypes: np.unique."""
+    np.unique(values, return_inverse=True) without sorting the values: a lookup table when they span a
+    small range (ids), else a binary search in the distinct first values of their runs (thread ids of
+    time-ordered rows come in long runs). Other dtypes: np.unique."""
     values = np.asarray(values).reshape(-1)
     if values.dtype.kind not in "iu":
         uniq, inverse = np.unique(values, return_inverse=True)

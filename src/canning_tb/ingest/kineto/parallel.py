@@ -1,10 +1,10 @@
 """A big plain Kineto trace read by two processes, never held whole in memory.
 
 `_json.plan_array` finds the traceEvents array from the file's head and tail; its elements are cut in
-two byte ranges; this process reads the first and a forked child (ingest.forked) the second, each a block at a time
-through the same `_Reader.chunk` as the whole-file path (so the events and their figures are the
-same), and the child's reader (its columns and interned strings) is merged into ours. Anything
-unexpected (a cut inside a string, a child that fails, no fork) sends the caller back to the
+two byte ranges; this process reads the first and a forked child (ingest.forked) the second, each a
+block at a time through the same `_Reader.chunk` as the whole-file path (so the events and their
+figures are the same), and the child's reader (its columns and interned strings) is merged into ours.
+Anything unexpected (a cut inside a string, a child that fails, no fork) sends the caller back to the
 whole-file path, which gives the precise error.
 """
 from __future__ import annotations

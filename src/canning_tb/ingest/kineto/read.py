@@ -913,8 +913,8 @@ def _concat(parts: list[dict], spec: dict, exclude: tuple = ()) -> dict[str, np.
     for k, t in spec.items():
         if k in exclude:
             continue
-        # cast as they are copied (unsafe: as astype did): the merged child's id parts are int64, and a
-        # cast after the join would copy each such column twice
+        # cast as they are copied (unsafe: as astype did): a part of another dtype costs no second copy
+        # of the whole column
         out[k] = np.concatenate([p[k] for p in parts], dtype=t, casting="unsafe") if parts else np.zeros(0, t)
         for p in parts:  # free as we go: peak stays one column above the result
             p.pop(k, None)
