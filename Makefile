@@ -20,9 +20,9 @@ setup: venv frontend
 # the two _scan.c, _cells.c, _sweep.c and _tree.c, all optional: trace_scan.py, kineto/scan.py, csv_fast.py,
 # kineto/stacks.py, analysis/common.py)
 venv: $(VENV)/.installed
-$(VENV)/.installed: pyproject.toml setup.py src/canning_tb/ingest/ascend/_scan.c src/canning_tb/ingest/ascend/_cells.c \
-		src/canning_tb/ingest/kineto/_sweep.c src/canning_tb/ingest/kineto/_scan.c src/canning_tb/ingest/_json_lex.h \
-		src/canning_tb/analysis/_tree.c
+$(VENV)/.installed: pyproject.toml setup.py src/canning_tb/ingest/native/ascend_scan.c src/canning_tb/ingest/native/ascend_cells.c \
+		src/canning_tb/ingest/native/kineto_sweep.c src/canning_tb/ingest/native/kineto_scan.c src/canning_tb/ingest/native/json_lex.h \
+		src/canning_tb/ingest/native/tree.c
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q "$(TORCH)" grpcio-tools

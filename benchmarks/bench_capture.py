@@ -81,7 +81,7 @@ def main():
 
 def _watch_costs(run, n=2000):
     """(µs per poll, µs per heartbeat) of the watch's own work, timed on its functions, in this thread."""
-    from canning_tb.collect.capture_watch import Watcher
+    from canning_tb.capture.watch import Watcher
     watch = Watcher(run, ps.on_demand(), "torch")
     t0 = time.perf_counter_ns()
     for _ in range(n):

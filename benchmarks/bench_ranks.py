@@ -87,8 +87,8 @@ def _env(src: str | None) -> dict:
 def impl_child(logdir: str) -> None:
     """--impl LOGDIR: the route figures of this process's code, printed as one JSON line."""
     clock = Clock()
-    from canning_tb.plugin.ranks import cluster_impl
-    from canning_tb.plugin.sections import communication_impl, overview_impl
+    from canning_tb.queries.ranks import cluster_impl
+    from canning_tb.queries.sections import communication_impl, overview_impl
     from canning_tb.store import Store
     from canning_tb.store.prefetcher import Prefetcher
     out = {"import": clock.lap()}

@@ -43,7 +43,7 @@ def write_request(run, raw: bytes):
 
 
 def request(start_step, steps=3, **fields):
-    """A request as src/canning_tb/capture_request.py documents it (a dict; json.dumps it to write)."""
+    """A request as src/canning_tb/capture/request.py documents it (a dict; json.dumps it to write)."""
     body = {"format": "canning-capture-request", "version": 1, "id": secrets.token_hex(8), "by": "cli",
             "created_ns": time.time_ns(), "start_step": start_step, "steps": steps, "seen_step": 0, "ranks": "all",
             "activities": [], "record_shapes": False, "profile_memory": False, "with_stack": False,

@@ -17,7 +17,7 @@ import random
 import shutil
 
 from canning_tb.analysis import digest_pb2 as pb
-from canning_tb.manifest import MANIFEST_SUFFIX, digest_path
+from canning_tb.util.manifest import MANIFEST_SUFFIX, digest_path
 
 INSTANTS = {"start_ns", "end_ns", "alloc_ns", "free_ns", "peak_ts_ns", "curve_ts_ns"}
 PARTS = ("compute_ns", "overlapped_ns", "communication_ns", "memcpy_ns", "memset_ns", "runtime_ns",

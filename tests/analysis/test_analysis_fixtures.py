@@ -19,7 +19,7 @@ from conftest import fixture_path, read_db
 
 from canning_tb.analysis import report
 from canning_tb.analysis.build import build_digest
-from canning_tb.digest_json import to_plain
+from canning_tb.util.digest_json import to_plain
 from canning_tb.analysis.cluster import analyse_ranks
 
 GPU_CATS = {"kernel", "gpu_memcpy", "gpu_memset", "memcpy", "memset"}

@@ -10,7 +10,7 @@ import pytest
 from canning_tb.analysis import intervals as iv
 from canning_tb.analysis import report
 from canning_tb.analysis.build import build_digest
-from canning_tb.digest_json import to_plain
+from canning_tb.util.digest_json import to_plain
 from canning_tb.analysis.cluster import analyse_ranks
 from canning_tb.analysis.common import collective_kind, nest
 from canning_tb.analysis.digest import SCHEMA_VERSION

@@ -19,7 +19,7 @@ from canning_tb.analysis.cluster import analyse_ranks
 from canning_tb.analysis.summary import communication_figures, rank_row, window_figures
 from canning_tb.ingest.ascend.read import read_ascend
 from canning_tb.ingest.kineto.read import read_kineto
-from canning_tb.plugin.ranks import cluster_impl
+from canning_tb.queries.ranks import cluster_impl
 from canning_tb.store import Store
 from canning_tb.store.prefetcher import Prefetcher
 from conftest import fixture_path

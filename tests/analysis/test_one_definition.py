@@ -26,7 +26,7 @@ from canning_tb.analysis import glossary, report
 from canning_tb.analysis.cluster import analyse_ranks
 from canning_tb.analysis.summary import communication_figures, window_figures
 from canning_tb.cli.main import main as cli_main
-from canning_tb.plugin.sections import communication_impl
+from canning_tb.queries.sections import communication_impl
 from canning_tb.store import Store
 
 REPO = Path(__file__).resolve().parents[2]
@@ -256,7 +256,7 @@ def test_a_distorted_last_step_has_one_communication_share_everywhere(tmp_path):
     holds times only (no ratio of its own, so --detail prints no second one)."""
     from canning_tb.analysis.summary import rank_row
     from canning_tb.analysis.trends import trend_scalars
-    from canning_tb.plugin.sections import overview_impl
+    from canning_tb.queries.sections import overview_impl
     logdir = _distorted_window(tmp_path / "logdir")
     store = Store(str(logdir), cache_dir=str(tmp_path / "cache"))
     run, workers, (digest,) = _digests(store)

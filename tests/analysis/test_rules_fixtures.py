@@ -110,7 +110,7 @@ def test_one_set_of_findings_behind_every_output(tmp_path):
     /suggestions all show the findings of the same rules, in the same order."""
     torch = pytest.importorskip("torch")
     from canning import profiling_suite as ps
-    from canning_tb.plugin.sections import suggestions_impl
+    from canning_tb.queries.sections import suggestions_impl
     from canning_tb.store import Store
     from _rules_workloads import linear_step, sleepy_loader
     it, step = sleepy_loader(0.003), linear_step(64, 64, 2, item=True)

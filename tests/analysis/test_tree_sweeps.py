@@ -1,4 +1,4 @@
-"""analysis/_tree.c against the numpy it replaces (kept as the fallback where no C compiler is found):
+"""ingest/native/tree.c against the numpy it replaces (kept as the fallback where no C compiler is found):
 the nesting sweep (common._nest_sorted) on a case worked out by hand, thousands of random event sets
 (equal starts, zero lengths, events that overlap without nesting) and the row sets the digest nests on
 real fixtures; the sums up the tree (common.sum_up_tree) bit for bit, floats included, on random trees

@@ -11,7 +11,7 @@ from _gloo_trace import one_rank_gloo_trace
 from canning_tb.analysis import digest_pb2
 from canning_tb.cli.main import main
 from canning_tb.ingest.table import InputError
-from canning_tb.manifest import FileEntry, Manifest, digest_path
+from canning_tb.util.manifest import FileEntry, Manifest, digest_path
 from canning_tb.store import Store, digest_of
 
 RANKS = 64

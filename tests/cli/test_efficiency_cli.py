@@ -4,9 +4,9 @@ import json
 
 from canning_tb.analysis.build import build_digest
 from canning_tb.analysis.report import device_summary
-from canning_tb.digest_json import to_plain
+from canning_tb.util.digest_json import to_plain
 from canning_tb.ingest.kineto.read import read_kineto
-from canning_tb.plugin.sections import device_efficiency
+from canning_tb.queries.sections import device_efficiency
 from conftest import fixture_path
 from test_cli import run_cli
 

@@ -15,7 +15,7 @@ from _capture import manifests, request, status, trace_steps, wait_for, window_f
 
 torch = pytest.importorskip("torch")
 from canning import profiling_suite as ps  # noqa: E402
-from canning_tb.capture_targets import ON_DEMAND, CaptureBusy, Target, ask  # noqa: E402
+from canning_tb.capture.targets import ON_DEMAND, CaptureBusy, Target, ask  # noqa: E402
 
 X = torch.randn(32, 32)
 
@@ -242,8 +242,8 @@ def test_on_demand_needs_a_folder_to_watch():
 def test_a_capture_folder_that_is_a_link_out_is_not_written_through(tmp_path):
     """`<run>/.canning-capture` made a link to a folder outside the run (by whoever can write the logdir):
     the request is refused, nothing lands outside; a real folder takes it."""
-    from canning_tb.capture_files import REQUEST_FILE, CaptureFolder
-    from canning_tb.safe_files import Refused
+    from canning_tb.capture.files import REQUEST_FILE, CaptureFolder
+    from canning_tb.util.safe_files import Refused
     outside, run = tmp_path / "outside", tmp_path / "logdir" / "run"
     outside.mkdir()
     run.mkdir(parents=True)

@@ -266,7 +266,7 @@ def test_digest_at_the_source_for_npu_windows(tmp_path, monkeypatch):
     assert len(handler._children) == 1 and handler._children[0].wait(timeout=120) == 0
     (man,) = manifests(tmp_path)
     from canning_tb.analysis import digest_pb2
-    from canning_tb.manifest import digest_path
+    from canning_tb.util.manifest import digest_path
     digest = digest_pb2.Digest.FromString(Path(digest_path(str(tmp_path / man["manifest"]))).read_bytes())
     calls, _ = _cpu_ops_of_trace_view(fixture_output() / "trace_view.json")
     assert {o.name: o.calls for o in digest.ops_by_name}["aten::copy_"] == calls["aten::copy_"]
@@ -285,7 +285,7 @@ def test_async_on_2_1_says_it_is_not_offered(tmp_path, monkeypatch, caplog):
 
 
 def test_offline_analysis(tmp_path, monkeypatch, version):
-    from canning_tb import manifest
+    from canning_tb.util import manifest
     with ps.Profile(activities=NPU, on_trace_ready=ps.tensorboard_trace_handler(str(tmp_path), analyse_flag=False)
                     ) as prof:
         work(1)

@@ -1,9 +1,9 @@
-"""canning_tb.arrays.distinct is np.unique(a), value for value and dtype, on what the readers give it:
+"""canning_tb.util.arrays.distinct is np.unique(a), value for value and dtype, on what the readers give it:
 ids with many distinct values, few, negatives (NONE), floats with NaN, empty, 2-D."""
 import numpy as np
 import pytest
 
-from canning_tb.arrays import distinct
+from canning_tb.util.arrays import distinct
 
 rng = np.random.default_rng(0)
 
@@ -25,7 +25,7 @@ def test_distinct_is_np_unique(a):
     (np.zeros(0, np.int64), np.zeros(0, np.int64)),
 ])
 def test_distinct_pairs_is_np_unique_over_rows(a, b):
-    from canning_tb.arrays import distinct_pairs
+    from canning_tb.util.arrays import distinct_pairs
     rows = np.stack([a, b], axis=1)
     want, want_inverse = np.unique(rows, axis=0, return_inverse=True)
     first, second, inverse = distinct_pairs(a, b)
@@ -43,7 +43,7 @@ def test_distinct_pairs_is_np_unique_over_rows(a, b):
     np.array([np.nan, 1.0, np.nan, 2.0]),  # not ints: np.unique itself
 ])
 def test_ranks_are_np_unique_with_inverse(values):
-    from canning_tb.arrays import ranks
+    from canning_tb.util.arrays import ranks
     want, want_inverse = np.unique(values, return_inverse=True)
     got, inverse = ranks(values)
     assert got.dtype == want.dtype and np.array_equal(got, want, equal_nan=want.dtype.kind == "f")

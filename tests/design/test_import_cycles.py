@@ -115,3 +115,50 @@ def test_relative_imports_resolve(tmp_path):
 def test_package_is_the_installed_one():
     """The walk reads the package Python imports, whatever PYTHONPATH points it to."""
     assert (PACKAGE_ROOT / "__init__.py").exists() and os.path.isdir(PACKAGE_ROOT / "plugin")
+
+
+def package_of(module: str) -> str:
+    """The feature a module belongs to: canning_tb.<first part> (canning_tb itself for its __init__)."""
+    parts = module.split(".")
+    return ".".join(parts[:2])
+
+
+def package_graph() -> dict[str, set[str]]:
+    """Imports between the features (collect, handler, capture, ingest, analysis, store, queries, plugin...):
+    one edge per pair of packages that any of their modules ties together."""
+    graph: dict[str, set[str]] = {}
+    for module, deps in import_graph().items():
+        mine = package_of(module)
+        graph.setdefault(mine, set()).update(package_of(d) for d in deps if package_of(d) != mine)
+    return graph
+
+
+def test_no_import_cycle_between_packages():
+    """The one-way design (DESIGN.md): no two features import each other, directly or through others;
+    a lazy import inside a function counts too."""
+    graph = package_graph()
+    assert {"canning_tb.capture", "canning_tb.queries", "canning_tb.util", "canning_tb.collect"} <= set(graph)
+    assert cycles(graph) == []
+
+
+def test_the_util_package_imports_no_feature():
+    """util/ holds what every part may use: it imports nothing else of canning_tb."""
+    assert package_graph()["canning_tb.util"] == set()
+
+
+def test_the_selections_know_no_front_door():
+    """queries/ serves the plugin, the MCP server and the CLI alike: it imports none of them."""
+    graph = package_graph()
+    front_doors = {"canning_tb.plugin", "canning_tb.mcp", "canning_tb.cli"}
+    assert not graph["canning_tb.queries"] & front_doors
+    assert not graph["canning_tb.mcp"] & {"canning_tb.plugin"}
+
+
+def test_the_package_cycle_finder_sees_a_cycle_through_lazy_imports(tmp_path):
+    """The old collect <-> handler circle: a module-level import one way, a function-level import back."""
+    graph = {"canning_tb.collect.a": {"canning_tb.handler.b"}, "canning_tb.handler.b": set(),
+             "canning_tb.handler.c": {"canning_tb.collect.d"}, "canning_tb.collect.d": set()}
+    packages: dict[str, set[str]] = {}
+    for module, deps in graph.items():
+        packages.setdefault(package_of(module), set()).update(package_of(d) for d in deps if package_of(d) != package_of(module))
+    assert cycles(packages) == [["canning_tb.collect", "canning_tb.handler"]]

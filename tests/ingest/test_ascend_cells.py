@@ -1,4 +1,4 @@
-"""The µs columns of the Ascend readers (ingest/ascend/cells.py) against values worked out by hand: the
+"""The µs columns of the Ascend readers (ingest/ascend/csv/cells.py) against values worked out by hand: the
 fast paths (one byte matrix per cell width, torch_npu's trailing tab, whole µs, JSON durations read by
 numpy at once) and the cells they must leave to the scalar rule (N/A, quotes, signs, exponents,
 non-ASCII digits, a line end inside a cell) give what csv_io.us_to_ns gives, cell by cell."""
@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from canning_tb.ingest.ascend.cells import dur_column, float_column, int_column, scaled_column, us_to_ns_column
+from canning_tb.ingest.ascend.csv.cells import dur_column, float_column, int_column, scaled_column, us_to_ns_column
 
 LIMIT_US = (1 << 62) // 1000  # 4611686018427387: the largest whole µs whose ns stay below 2**62
 

@@ -63,7 +63,8 @@ def assert_same(new, plain) -> None:
 def test_every_fixture_reads_as_the_plain_reading(level, rank, compiled, monkeypatch):
     """With the compiled parts (trace_view.json's scanner, trace_scan; the CSVs' number cells, csv_fast) and
     without them (a build with no C compiler: msgspec and numpy alone)."""
-    from canning_tb.ingest.ascend import csv_fast, trace_scan
+    from canning_tb.ingest.ascend.csv import fast as csv_fast
+    from canning_tb.ingest.ascend.trace import scan as trace_scan
     on = compiled == "compiled parts"
     monkeypatch.setenv("CANNING_TRACE_SCAN", "1" if on else "0")
     monkeypatch.setenv("CANNING_CSV_CELLS", "1" if on else "0")
@@ -75,7 +76,8 @@ def test_every_fixture_reads_as_the_plain_reading(level, rank, compiled, monkeyp
 def test_the_split_weighs_only_the_files_read_beside_the_trace(monkeypatch):
     """The trace's split between this process and the child (trace_merge._ours) weighs the bytes of the files
     read here before its part: not operator_details.csv, which is read only when the trace is unusable."""
-    from canning_tb.ingest.ascend import read, trace
+    from canning_tb.ingest.ascend import read
+    from canning_tb.ingest.ascend.trace import read as trace
     seen = []
     started = trace.Started
     monkeypatch.setattr(read, "Started", lambda path, besides: seen.append(besides) or started(path, besides))
@@ -153,7 +155,9 @@ def _rerun_fresh(node: str) -> bool:
 def _small_grains(monkeypatch) -> None:
     """Every path the big files take, on a small rank: small blocks, CSV chunks and SQL blocks, two processes."""
     from canning_tb.ingest import _json
-    from canning_tb.ingest.ascend import csv_io, db_columns, trace_merge
+    from canning_tb.ingest.ascend.csv import rows as csv_io
+    from canning_tb.ingest.ascend.db import columns as db_columns
+    from canning_tb.ingest.ascend.trace import merge as trace_merge
     monkeypatch.setattr(_json, "_BLOCK", 1 << 20)
     monkeypatch.setattr(trace_merge, "PARALLEL_BYTES", 1 << 20)
     monkeypatch.setattr(csv_io, "CHUNK_ROWS", 500)
@@ -165,7 +169,7 @@ def test_a_grown_rank_reads_as_the_plain_reading(tmp_path, monkeypatch, level):
     """A rank grown 6 times (benchmarks/grow_ascend.py: every timed record repeated with shifted times and
     steps, flows unique), read in small blocks, CSV chunks and SQL blocks, and in two processes: every path
     the big files take, and many events of one name in the kernel_details.csv merge."""
-    from canning_tb.ingest.ascend import trace_merge
+    from canning_tb.ingest.ascend.trace import merge as trace_merge
     if level == "level2" and _rerun_fresh(f"test_a_grown_rank_reads_as_the_plain_reading[{level}]"):
         return
     _small_grains(monkeypatch)
@@ -190,7 +194,7 @@ def test_the_trace_is_read_whole_whatever_the_child_does(tmp_path, monkeypatch, 
     when it fails before reading (its answer is None), and when it answers long after this process is
     done with its part; in the first two cases this process reads the second part itself."""
     import time
-    from canning_tb.ingest.ascend import trace_merge
+    from canning_tb.ingest.ascend.trace import merge as trace_merge
     if _rerun_fresh(f"test_the_trace_is_read_whole_whatever_the_child_does[{child}]"):
         return
     _small_grains(monkeypatch)
@@ -225,7 +229,7 @@ def test_the_split_follows_the_bytes_read_beside_the_trace(monkeypatch, scanner,
     give the splits measured best (trace_merge's comment): 7/20 with the scanner and the CSV cells built, 5/20
     with the scanner alone, 8/20 with neither (9/20 with the cells alone: by hand, 0.5 - 1.1 * 29.3 / 554.3 =
     0.44); nothing beside: halves; more beside than the trace weighs: one twentieth, never none."""
-    from canning_tb.ingest.ascend import trace_merge
+    from canning_tb.ingest.ascend.trace import merge as trace_merge
     monkeypatch.setenv("CANNING_TRACE_SCAN", "1" if scanner else "0")
     monkeypatch.setenv("CANNING_CSV_CELLS", "1" if cells else "0")
     assert trace_merge._ours(277_164_357, 29_300_000) == split
@@ -236,7 +240,7 @@ def test_the_split_follows_the_bytes_read_beside_the_trace(monkeypatch, scanner,
 
 def test_a_big_trace_is_cut_where_the_split_says(monkeypatch):
     """_two_spans: this process's span ends at the end of the chosen twentieth, the child's starts at the next."""
-    from canning_tb.ingest.ascend import trace_merge
+    from canning_tb.ingest.ascend.trace import merge as trace_merge
 
     class Plan:
         start, end, cuts = 100, 2100, 20

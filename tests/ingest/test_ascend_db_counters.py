@@ -33,7 +33,7 @@ def test_select_reads_null_reals_as_nan_and_keeps_every_digit():
     NULL -> INT_NULL, a real's 17 digits and infinities kept."""
     import numpy as np
 
-    from canning_tb.ingest.ascend import db_columns as q
+    from canning_tb.ingest.ascend.db import columns as q
     c = sqlite3.connect(":memory:")
     c.execute("create table t (a integer, x real)")
     c.executemany("insert into t values (?, ?)", [(1, None), (None, 0.1), (3, 1e308 * 10), (4, -2.5)])

@@ -43,7 +43,7 @@ def _tasks_with(c, name_id, n):
 @pytest.mark.parametrize("block_rows", [None, 50])  # one SQL block, or many (db_columns' offsets)
 def test_the_latest_row_of_a_task_wins_across_a_metrics_name_ids(rank, monkeypatch, block_rows):
     if block_rows:
-        from canning_tb.ingest.ascend import db_columns
+        from canning_tb.ingest.ascend.db import columns as db_columns
         monkeypatch.setattr(db_columns, "_BLOCK_ROWS", block_rows)
     before = read_ascend(str(rank)).metrics[METRIC_AIC_TIME]
     with sqlite3.connect(_db(rank)) as c:

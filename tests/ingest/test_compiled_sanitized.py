@@ -1,10 +1,10 @@
 """The compiled parts read bytes that anyone who can write to a logdir controls. Compiled here with
 AddressSanitizer and UndefinedBehaviorSanitizer, each must read its inputs without one sanitizer report:
-the trace scanner (ingest/ascend/_scan.c) every fixture trace, edge inputs (empty, cut at every kind of
+the trace scanner (ingest/native/ascend_scan.c) every fixture trace, edge inputs (empty, cut at every kind of
 token, nesting at and past its limit, 10 MB strings, 5,000-digit numbers, counters at and past 8 args) and
-5,000 random edits and truncations of a real piece; the CSV number cells (_cells.c) every column of every
+5,000 random edits and truncations of a real piece; the CSV number cells (native/ascend_cells.c) every column of every
 fixture CSV, edge cells and 50,000 random ones, each cell at the very end of its buffer; the Python frames'
-sweep (kineto/_sweep.c) no rows, a stack 200,000 frames deep, and 300 random threads of frames and ops. The child
+sweep (native/kineto_sweep.c) no rows, a stack 200,000 frames deep, and 300 random threads of frames and ops. The child
 interpreter loads the sanitizer runtimes first (LD_PRELOAD), as they require; each input is an exact-size
 buffer, so a read one byte past its end is caught."""
 import os
@@ -18,13 +18,13 @@ import pytest
 
 from conftest import fixture_path
 
-SOURCES = Path(__file__).resolve().parents[2] / "src" / "canning_tb" / "ingest"
+SOURCES = Path(__file__).resolve().parents[2] / "src" / "canning_tb" / "ingest" / "native"
 
 CHILD = r'''
 import json, random, sys
 import numpy as np
 sys.path.insert(0, sys.argv[1])
-import _scan
+import _ascend_scan as _scan
 
 
 def scan(text):  # an exact-size buffer (bytes keep a NUL past their end, which would hide a read one byte past)
@@ -77,15 +77,14 @@ def _runtime(name: str) -> str:
 
 
 def _run_sanitized(tmp_path, module: str, child: str, args: list[str]) -> str:
-    """Build ingest/<module>.c (ascend/_scan ...) with the sanitizers, run the child script with it importable;
-    its stdout."""
-    folder, module = module.split("/")
+    """Build ingest/native/<module>.c (ascend_scan ...) with the sanitizers as the module _<module>, run the
+    child script with it importable; its stdout."""
     if shutil.which("gcc") is None:
         pytest.skip("no gcc: the compiled parts are not built here either (test_trace_scan, test_csv_cells)")
-    built = tmp_path / (module + sysconfig.get_config_var("EXT_SUFFIX"))
+    built = tmp_path / ("_" + module + sysconfig.get_config_var("EXT_SUFFIX"))
     subprocess.run(["gcc", "-O1", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=undefined",
                     "-fno-omit-frame-pointer", "-shared", "-fPIC", f"-I{sysconfig.get_paths()['include']}",
-                    str(SOURCES / folder / f"{module}.c"), "-o", str(built)], check=True, capture_output=True, timeout=120)
+                    str(SOURCES / f"{module}.c"), "-o", str(built)], check=True, capture_output=True, timeout=120)
     (tmp_path / "child.py").write_text(child)
     env = {**os.environ, "LD_PRELOAD": f"{_runtime('libasan.so')}:{_runtime('libubsan.so')}",
            "ASAN_OPTIONS": "detect_leaks=0:abort_on_error=1", "UBSAN_OPTIONS": "print_stacktrace=1"}
@@ -98,7 +97,7 @@ def _run_sanitized(tmp_path, module: str, child: str, args: list[str]) -> str:
 def test_the_scanner_reads_hostile_bytes_without_a_sanitizer_report(tmp_path):
     traces = [str(fixture_path("ascend", level, f"rank{rank}_ascend_pt", "ASCEND_PROFILER_OUTPUT", "trace_view.json"))
               for level in ("level0", "level1", "level2") for rank in (0, 1)]
-    taken = int(_run_sanitized(tmp_path, "ascend/_scan", CHILD, traces).split("taken whole:")[1])
+    taken = int(_run_sanitized(tmp_path, "ascend_scan", CHILD, traces).split("taken whole:")[1])
     assert taken > 500  # the edits left many pieces whole: the scanner's accepting paths ran to their end
 
 
@@ -106,7 +105,7 @@ CELLS_CHILD = r'''
 import random, sys
 import numpy as np
 sys.path.insert(0, sys.argv[1])
-import _cells
+import _ascend_cells as _cells
 
 
 def convert(cell):  # each cell alone in an exact-size buffer: a read past its end is past the buffer
@@ -136,7 +135,7 @@ print("cells:", len(cells), "known:", known)
 def test_the_csv_cells_read_hostile_bytes_without_a_sanitizer_report(tmp_path):
     csvs = sorted(str(p) for p in fixture_path("ascend").rglob("*.csv"))
     assert len(csvs) > 20
-    out = _run_sanitized(tmp_path, "ascend/_cells", CELLS_CHILD, csvs)
+    out = _run_sanitized(tmp_path, "ascend_cells", CELLS_CHILD, csvs)
     cells, known = (int(x) for x in out.split("cells:")[1].split("known:"))
     assert cells > 50000 and known > 1000  # the converting paths ran, not only the refusals
 
@@ -145,7 +144,7 @@ SWEEP_CHILD = r'''
 import random, sys
 import numpy as np
 sys.path.insert(0, sys.argv[1])
-import _sweep
+import _kineto_sweep as _sweep
 
 
 def sweep(thread, start, end, name, hidden, frame):  # exact-size copies: a read past an end is past a buffer
@@ -170,5 +169,5 @@ print("paths:", paths)
 
 
 def test_the_stack_sweep_runs_without_a_sanitizer_report(tmp_path):
-    paths = int(_run_sanitized(tmp_path, "kineto/_sweep", SWEEP_CHILD, []).split("paths:")[1])
+    paths = int(_run_sanitized(tmp_path, "kineto_sweep", SWEEP_CHILD, []).split("paths:")[1])
     assert paths > 1000

@@ -11,9 +11,9 @@ import struct
 import numpy as np
 import pytest
 
-from canning_tb.ingest.ascend import csv_fast
-from canning_tb.ingest.ascend.cells import float_column, int_column, scaled_column, take, us_to_ns_column
-from canning_tb.ingest.ascend.csv_io import to_float, us_to_ns
+from canning_tb.ingest.ascend.csv import fast as csv_fast
+from canning_tb.ingest.ascend.csv.cells import float_column, int_column, scaled_column, take, us_to_ns_column
+from canning_tb.ingest.ascend.csv.rows import to_float, us_to_ns
 
 from test_ascend_cells import TEXT_CASES
 
@@ -162,7 +162,7 @@ def test_the_cells_off_give_the_same_numbers(monkeypatch):
 
 
 def test_ranges_outside_the_bytes_are_refused():
-    from canning_tb.ingest.ascend import _cells
+    from canning_tb.ingest.native import _ascend_cells as _cells
     buf = np.frombuffer(b"12,34", np.uint8)
     values, status = np.empty(1, np.int64), np.empty(1, np.uint8)
     for lo, hi in ((0, 6), (-1, 2), (3, 2)):

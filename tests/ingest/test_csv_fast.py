@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from canning_tb.ingest.ascend import csv_fast, csv_io
+from canning_tb.ingest.ascend.csv import fast as csv_fast, rows as csv_io
 
 from conftest import FIXTURES
 

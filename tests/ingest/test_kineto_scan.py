@@ -1,4 +1,4 @@
-"""The compiled Kineto scanner (ingest/kineto/_scan.c) against the typed msgspec decode it stands in for:
+"""The compiled Kineto scanner (ingest/native/kineto_scan.c) against the typed msgspec decode it stands in for:
 the same EventTable, column by column, on every Kineto fixture (the second reading is the reader with
 CANNING_KINETO_SCAN=0); its fields are schema.py's; what the typed decode would reject or coerce it
 declines (None), so that path keeps deciding; its floats are Python's float() bit for bit."""

@@ -80,7 +80,7 @@ def test_no_frames():
 
 
 def test_arrays_of_other_lengths_are_refused():
-    from canning_tb.ingest.kineto import _sweep
+    from canning_tb.ingest.native import _kineto_sweep as _sweep
     one, two, flag = np.zeros(1, np.int64), np.zeros(2, np.int64), np.zeros(1, np.uint8)
     for bad in ((one, one, two, np.zeros(1, np.int32), flag, flag), (two, one, one, np.zeros(1, np.int32), flag, flag),
                 (one, two, one, np.zeros(1, np.int32), flag, flag), (one, one, one, np.zeros(1, np.int64), flag, flag),

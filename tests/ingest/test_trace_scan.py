@@ -1,4 +1,4 @@
-"""The compiled trace scanner (ingest/ascend/_scan.c, through trace_scan.py) against msgspec's decode of
+"""The compiled trace scanner (ingest/native/ascend_scan.c, through trace_scan.py) against msgspec's decode of
 the same pieces (trace_decode.decode_piece, the reading before it): a piece the scanner takes must give
 a _Parse the same in every id, column and order; a piece it cannot take exactly (odd types, escaped
 keys, invalid text) must be declined, and then the old reading decides, errors included. `make test`
@@ -12,8 +12,8 @@ import msgspec
 import numpy as np
 import pytest
 
-from canning_tb.ingest.ascend import trace_decode as dec, trace_scan
-from canning_tb.ingest.ascend.trace_parse import _Parse
+from canning_tb.ingest.ascend.trace import decode as dec, scan as trace_scan
+from canning_tb.ingest.ascend.trace.parse import _Parse
 
 from conftest import fixture_path
 
@@ -53,7 +53,7 @@ def piece_of(*elements: str) -> bytes:
 
 
 def test_the_scanner_is_built():
-    assert _scan is not None, "make test builds canning_tb/ingest/ascend/_scan.c (pip install -e .)"
+    assert _scan is not None, "make test builds canning_tb/ingest/native/ascend_scan.c (pip install -e .)"
     assert trace_scan.enabled()
 
 

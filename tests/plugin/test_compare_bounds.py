@@ -12,7 +12,7 @@ from werkzeug.test import Client
 
 from canning_tb.analysis import digest_pb2
 from canning_tb.analysis.digest import SCHEMA_VERSION, analysis_revision
-from canning_tb.plugin import compare_routes
+from canning_tb.queries import compare as compare_routes
 from test_plugin_routes import make_plugin
 
 NAMES = 200_000

@@ -14,7 +14,7 @@ import pytest
 from tensorboard.backend import application
 from werkzeug.test import Client
 
-from canning_tb.remote_fs import RemoteError
+from canning_tb.util.remote_fs import RemoteError
 from test_plugin_routes import RESNET_WINDOW, build_logdir, make_plugin
 
 W = {"run": "resnet", "worker": "worker0", "window": RESNET_WINDOW}

@@ -26,7 +26,7 @@ from _raw_kineto import Trace, load_events
 from conftest import fixture_path
 
 from canning_tb.plugin.loader import CanningLoader
-from canning_tb.plugin.logdir import normalize_logdir
+from canning_tb.util.logdir import normalize_logdir
 from canning_tb.plugin.plugin import CanningPlugin
 
 RESNET_WINDOW = "1623143089861"

@@ -7,9 +7,9 @@ from conftest import fixture_path
 
 from canning_tb.analysis.efficiency.summary import roofline_figures
 from canning_tb.cli.main import main as cli_main
-from canning_tb.digest_json import to_plain
-from canning_tb.plugin import sections
-from canning_tb.plugin.efficiency_routes import roofline_impl
+from canning_tb.util.digest_json import to_plain
+from canning_tb.queries import sections
+from canning_tb.queries.roofline import roofline_impl
 from canning_tb.store import Store
 
 TRACE = "worker0_step_12.1694128201545.pt.trace.json.gz"

@@ -18,7 +18,7 @@ from _s3 import s3  # noqa: F401  (the fixture)
 from canning_tb.analysis import digest_pb2
 from canning_tb.analysis.build import build_digest
 from canning_tb.ingest.kineto.read import read_kineto
-from canning_tb.plugin.ranks import cluster_impl
+from canning_tb.queries.ranks import cluster_impl
 from canning_tb.store import Store
 from canning_tb.store.prefetcher import Prefetcher
 from conftest import fixture_path

@@ -14,8 +14,8 @@ import pytest
 
 from canning_tb.analysis import digest_pb2
 from canning_tb.analysis.digest import analysis_revision
-from canning_tb.manifest import digest_path
-from canning_tb.plugin.sections import overview_impl
+from canning_tb.util.manifest import digest_path
+from canning_tb.queries.sections import overview_impl
 from canning_tb.store import Store, source_digest
 from canning_tb.store.digest_part import RANKS
 

@@ -63,7 +63,7 @@ def test_reading_the_sqlite_export_changes_nothing_and_keeps_one_cache_entry(tmp
 
 def test_a_wal_that_holds_data_is_read_from_a_copy(tmp_path):
     """Data still in the -wal (not checkpointed) is seen, and neither the db nor the -wal changes."""
-    from canning_tb.ingest.ascend.db import _connect
+    from canning_tb.ingest.ascend.db.read import _connect
     db = tmp_path / "ascend_pytorch_profiler_0.db"
     shutil.copyfile(fixture_path("ascend", "db_level1", "rank0_ascend_pt", "ASCEND_PROFILER_OUTPUT",
                                  "ascend_pytorch_profiler_0.db"), db)

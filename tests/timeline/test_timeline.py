@@ -15,7 +15,7 @@ from tensorboard.backend import application
 from tensorboard.plugins import base_plugin
 from werkzeug.test import Client
 
-from canning_tb.plugin import timeline
+from canning_tb.queries import timeline
 from canning_tb.plugin.plugin import CanningPlugin
 from canning_tb.store.store import Store
 from conftest import fixture_path

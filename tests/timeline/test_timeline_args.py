@@ -9,7 +9,7 @@ from decimal import Decimal
 import numpy as np
 import pytest
 
-from canning_tb.plugin import timeline
+from canning_tb.queries import timeline
 from canning_tb.store.store import Store
 from canning_tb.timeline.raw_args import build_raw_args, match_rows, read_raw_args
 from conftest import fixture_path

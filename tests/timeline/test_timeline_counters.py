@@ -10,7 +10,7 @@ from decimal import Decimal
 import pytest
 
 from canning_tb.ingest.ascend.read import read_ascend
-from canning_tb.plugin import timeline
+from canning_tb.queries import timeline
 from canning_tb.store.store import Store
 from conftest import fixture_path, read_db
 

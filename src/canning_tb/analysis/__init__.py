@@ -2,7 +2,7 @@
 
 build_digest(table) -> Digest, analyse_ranks([Digest]) -> dict, and the text twins in `report` (op_summary, memory_summary, communication_summary, suggestions).
 Names are imported on first use, so `import canning_tb.analysis.digest_pb2` stays light.
-A digest as JSON: `canning_tb.digest_json.to_plain` (the one name for it).
+A digest as JSON: `canning_tb.util.digest_json.to_plain` (the one name for it).
 """
 from importlib import import_module
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from canning_tb.arrays import distinct
+from canning_tb.util.arrays import distinct
 
 SPREAD_METRICS = ("step_ns", "computing_ns", "communication_ns", "free_ns", "wait_ns", "transfer_ns")
 SPREAD_RATIO = 0.05

@@ -8,14 +8,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from canning_tb.arrays import ranks
+from canning_tb.util.arrays import ranks
 
 try:  # built by pip from _tree.c where a C compiler is found (setup.py: optional)
-    from . import _tree as _compiled_tree
+    from canning_tb.ingest.native import _tree as _compiled_tree
 except ImportError:  # pragma: no cover - numpy's sorts then give the same nesting
     _compiled_tree = None
 
-from ..ingest.table import EP_EXCHANGE_RE, NONE, EventTable, Kind
+from canning_tb.ingest.table import EP_EXCHANGE_RE, NONE, EventTable, Kind
 
 DEVICE_KINDS = (Kind.KERNEL, Kind.COMM_KERNEL, Kind.MEMCPY, Kind.MEMSET)
 HOST_OP_KINDS = (Kind.CPU_OP, Kind.USER_ANNOTATION)

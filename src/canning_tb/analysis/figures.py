@@ -94,7 +94,7 @@ class CommFigures(msgspec.Struct):
 
 
 class RankFigures(msgspec.Struct):
-    """A row of /cluster `per_rank`: whose it is (plugin/ranks.py), then summary.rank_row, -1 and ""
+    """A row of /cluster `per_rank`: whose it is (queries/ranks.py), then summary.rank_row, -1 and ""
     where a figure is absent."""
     rank: int
     worker: str
@@ -146,4 +146,4 @@ class TrendPoint(msgspec.Struct):
     label: str
     step: int  # the window's last step number (its position among the worker's windows without steps)
     values: dict[str, float]  # trend_scalars: only the figures the window has
-    old_analysis: bool  # its digest was made by other analysis code (plugin/sections.py old_analysis)
+    old_analysis: bool  # its digest was made by other analysis code (queries/sections.py old_analysis)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from canning_tb.arrays import distinct
+from canning_tb.util.arrays import distinct
 
 from ..ingest.table import METRIC_BLOCKS_PER_SM, METRIC_OCCUPANCY, EventTable, Kind
 from . import digest_pb2 as pb

@@ -27,7 +27,7 @@ import re
 
 import numpy as np
 
-from canning_tb.arrays import distinct
+from canning_tb.util.arrays import distinct
 
 from ..ingest import side_tables as side
 from ..ingest.table import (METRIC_BLOCKS_PER_SM, METRIC_MIX_BLOCK_DIM, METRIC_OCCUPANCY, METRIC_REGISTERS,

@@ -25,7 +25,7 @@ import re
 
 import numpy as np
 
-from canning_tb.arrays import distinct
+from canning_tb.util.arrays import distinct
 
 from ..ingest import side_tables as side
 from ..ingest.table import NONE, EventTable, Kind

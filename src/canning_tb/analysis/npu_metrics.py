@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from canning_tb.arrays import distinct
+from canning_tb.util.arrays import distinct
 
 from ..ingest.table import (METRIC_AIC_TIME, METRIC_AIV_TIME, METRIC_BLOCKS_PER_SM, METRIC_FLOPS, METRIC_MIX_BLOCK_DIM,
                             METRIC_OCCUPANCY, METRIC_REGISTERS, METRIC_SHARED_MEMORY, EventTable, Kind)

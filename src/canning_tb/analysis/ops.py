@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from canning_tb.arrays import distinct, distinct_pairs
+from canning_tb.util.arrays import distinct, distinct_pairs
 
 from ..ingest.table import NONE, Kind
 from . import digest_pb2 as pb

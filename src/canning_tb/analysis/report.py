@@ -7,7 +7,7 @@ import csv
 import io
 from dataclasses import dataclass, field
 
-from canning_tb.csv_cells import safe_cell
+from canning_tb.util.csv_cells import safe_cell
 
 from . import digest_pb2 as pb
 

@@ -65,12 +65,12 @@ import re
 
 import numpy as np
 
-from canning_tb.arrays import distinct
+from canning_tb.util.arrays import distinct
 
 from ..ingest.table import NONE, EventTable, Kind
 from . import intervals as iv
-from .common import (DATALOADER_RE, DEVICE_KINDS, HOST_COMM_RE, HOST_OP_KINDS, STEP_RE, group_rows, id_mask, ids_matching, join_on,
-                     kind_mask, name_mask, thread_keys)
+from .common import (DATALOADER_RE, DEVICE_KINDS, HOST_COMM_RE, HOST_OP_KINDS, STEP_RE, group_rows, id_mask,
+                     ids_matching, join_on, kind_mask, name_mask, thread_keys)
 from .communication.collectives import comm_rows
 from .context import Context
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from canning_tb.lru import LRU
+from canning_tb.util.lru import LRU
 
 MAX_LIMIT = 1000
 ORDERS_KEPT = 8

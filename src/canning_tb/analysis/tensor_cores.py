@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from canning_tb.arrays import distinct
+from canning_tb.util.arrays import distinct
 
 from ..ingest.table import NONE, EventTable, Kind
 from .common import sum_up_tree

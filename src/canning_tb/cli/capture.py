@@ -16,9 +16,9 @@ import json
 import sys
 import time
 
-from canning_tb import capture_request as cr
-from canning_tb.capture_targets import DYNAMIC_PROFILE, CaptureBusy, Target, ask, run_state, targets
-from canning_tb.remote_fs import RemoteError
+from canning_tb.capture import request as cr
+from canning_tb.capture.targets import DYNAMIC_PROFILE, CaptureBusy, Target, ask, run_state, targets
+from canning_tb.util.remote_fs import RemoteError
 
 _DONE = (cr.WRITTEN, "partial", cr.REFUSED, cr.FAILED, cr.MISSED, "gone")
 

@@ -18,11 +18,11 @@ import os
 import sys
 from concurrent.futures import ProcessPoolExecutor, as_completed
 
-from canning_tb.remote_fs import RemoteError
 from canning_tb.store import Store
 from canning_tb.store.batch import Job, Outcome, beside_of, run_job
 from canning_tb.store.cache import write_atomic
 from canning_tb.store.links import FOLLOW_ENV
+from canning_tb.util.remote_fs import RemoteError
 
 
 def parser() -> argparse.ArgumentParser:

@@ -20,8 +20,8 @@ import argparse
 import os
 import sys
 
-from canning_tb.remote_fs import RemoteError
 from canning_tb.store.links import FOLLOW_ENV
+from canning_tb.util.remote_fs import RemoteError
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import os
 
-from canning_tb.remote_fs import is_url
 from canning_tb.store import Store, Window
+from canning_tb.util.remote_fs import is_url
 
 from .output import is_report
 

@@ -5,8 +5,8 @@ import logging
 import os
 import sys
 
-from canning_tb.digest_json import to_plain
 from canning_tb.ingest.table import InputError
+from canning_tb.util.digest_json import to_plain
 
 from .output import VIEW_SCHEMA, dump_json
 from .progress import ProgressBar
@@ -103,9 +103,9 @@ def json_report(source: str, results, analyses, detailed: set) -> dict:
     """The `--format=json` report (docs/cli-json.md): the ranks across each other, then each window with
     its headline `figures` and `communication` figures (analysis/summary.py, the views' own functions),
     and its whole digest when it is in `detailed`."""
-    from canning_tb.analysis.summary import communication_figures, window_figures
     from canning_tb.analysis.communication.wait_transfer import own_figures
     from canning_tb.analysis.efficiency.summary import roofline_figures
+    from canning_tb.analysis.summary import communication_figures, window_figures
     read = [d for _, d, _ in results if d is not None]
     own = dict(zip(map(id, read), own_figures(read)))  # every window's own wait / transfer in one pass
     return {"schema": VIEW_SCHEMA, "input": source,

@@ -83,7 +83,7 @@ def _adapt_schedule(sched, module):
 
 def _npu_settings(module, kwargs: dict) -> None:
     """What torch_npu would silently reset, said aloud (and fixed where the intent is clear)."""
-    from canning_tb.manifest import PROFILER_SETTINGS
+    from canning_tb.util.manifest import PROFILER_SETTINGS
     for key in PROFILER_SETTINGS:
         if key in kwargs and not isinstance(kwargs[key], bool):
             warnings.warn(f"{key}={kwargs[key]!r} is not a bool: torch_npu would reset it to False; "

@@ -18,7 +18,7 @@ class NotAnalysedError(RuntimeError):
 def window_table(folder: str, analysis: str):
     """The EventTable of torch_npu's folder of one window; NotAnalysedError while it has no output."""
     from canning_tb.ingest.ascend.read import read_ascend
-    from canning_tb.manifest import ascend_status
+    from canning_tb.util.manifest import ascend_status
     if not folder:
         raise NotAnalysedError("no NPU window was collected yet: step through a whole window of the schedule, "
                                "or stop() the profile")

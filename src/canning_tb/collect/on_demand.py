@@ -10,7 +10,7 @@ and world size, atomically, digest at the source); this rank's status then names
 """
 from __future__ import annotations
 
-from canning_tb.capture_request import OPTIONS, end_step
+from canning_tb.capture.request import OPTIONS, end_step
 
 from . import backend as _backend
 from .activity import ProfilerActivity
@@ -33,7 +33,7 @@ class Driver:
         self.windows: list[str] = []
 
     def start(self) -> None:
-        from .capture_watch import Watcher, say
+        from canning_tb.capture.watch import Watcher, say
         self.step = 0
         if self.job_backend is None:
             self.job_backend = self.prof._backend

@@ -13,7 +13,7 @@ import time
 import warnings
 from collections import OrderedDict
 
-from canning_tb.manifest import PROFILER_SETTINGS
+from canning_tb.util.manifest import PROFILER_SETTINGS
 
 from . import backend as _backend
 from . import npu as _npu

@@ -100,7 +100,7 @@ class OnDemand:
 
     def __init__(self, dir=None, *, poll_s: float = 2.0, heartbeat_s: float = 10.0, min_interval_s: float = 30.0,
                  max_steps: int | None = None):
-        from canning_tb.capture_request import MAX_STEPS
+        from canning_tb.capture.request import MAX_STEPS
         if not 0.01 <= poll_s <= 600 or not 0.05 <= heartbeat_s <= 3600 or not 0 <= min_interval_s <= 86400:
             raise ValueError(f"on_demand: poll_s={poll_s} (0.01..600 s), heartbeat_s={heartbeat_s} (0.05..3600 s), "
                              f"min_interval_s={min_interval_s} (0..86400 s)")

@@ -12,7 +12,7 @@ import inspect
 import logging
 import os
 
-from canning_tb.manifest import ASCEND_OUTPUT
+from canning_tb.util.manifest import ASCEND_OUTPUT
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +66,7 @@ def window_folder(prof, dir_name: str) -> str:
 
 
 def analysis_outcome(folder: str, analyse_flag: bool, async_mode: bool, async_supported: bool) -> str:
-    """What the manifest says of torch_npu's analysis of this window (see canning_tb.manifest)."""
+    """What the manifest says of torch_npu's analysis of this window (see canning_tb.util.manifest)."""
     if not analyse_flag:
         return "off"
     if async_mode and async_supported:

@@ -11,11 +11,11 @@ import os
 import shutil
 import tempfile
 
-from canning_tb import remote_fs
-from canning_tb.manifest import Manifest
+from canning_tb.util import remote_fs
+from canning_tb.util.manifest import Manifest
+from canning_tb.util.scalars import ScalarWriter
 
 from . import files
-from .scalars import ScalarWriter
 from .upload_queue import UploadQueue
 
 STAGE_PREFIX = "canning-stage-"

@@ -6,7 +6,7 @@ File names (window token = 13-digit Unix ms of this handler's first window in th
     <worker>.<ms><index>.canning.json       the manifest, written LAST: its presence means the window is complete
     events.out.tfevents.*                   per-window scalars (TensorBoard's own append-only format)
 On NPU, torch_npu writes <worker>[_<pid>]_<ts>_ascend_pt/ itself (see npu.py) and the manifest names it.
-The manifest's fields are in canning_tb.manifest.
+The manifest's fields are in canning_tb.util.manifest.
 Temp files start with '.' and end with '.tmp'; readers skip them; a failed window removes its own, and
 the first window of a handler removes those that killed processes of this host left behind.
 A remote dir_name (s3://...) is written through a local staging folder, then uploaded in the background,
@@ -21,12 +21,13 @@ import time
 
 from canning_tb.collect.npu import claim, claimed_elsewhere
 from canning_tb.collect.schedule import recorded_steps
-from canning_tb.manifest import PROFILER_SETTINGS, FileEntry, Manifest
-from canning_tb.remote_fs import is_url
+from canning_tb.util import identity
+from canning_tb.util.manifest import PROFILER_SETTINGS, FileEntry, Manifest
+from canning_tb.util.remote_fs import is_url
+from canning_tb.util.scalars import ScalarWriter
 
-from . import files, identity, npu
+from . import files, npu
 from .remote import MAX_PENDING_UPLOADS, RemoteRun
-from .scalars import ScalarWriter
 from .upload_queue import DIGEST_MODULE, child_env
 
 log = logging.getLogger(__name__)

@@ -17,8 +17,8 @@ import select
 import subprocess
 import sys
 
-from canning_tb import remote_fs
-from canning_tb.manifest import Manifest
+from canning_tb.util import remote_fs
+from canning_tb.util.manifest import Manifest
 
 log = logging.getLogger(__name__)
 UPLOADER_MODULE = "canning_tb.handler.uploader"

@@ -22,9 +22,9 @@ import subprocess
 import sys
 import time
 
-from canning_tb import remote_fs
-from canning_tb.manifest import Manifest, ascend_status
-from canning_tb.manifest import load as load_manifest
+from canning_tb.util import remote_fs
+from canning_tb.util.manifest import Manifest, ascend_status
+from canning_tb.util.manifest import load as load_manifest
 
 from . import files
 from .upload_queue import DIGEST_MODULE

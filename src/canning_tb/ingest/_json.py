@@ -6,7 +6,7 @@ array is decoded a few MB at a time so that only one chunk of Python objects is 
 
 Files are read, never memory-mapped: a trace rewritten in place while it is read (a script exporting
 again to the same name) then gives at worst bad JSON for that read, never a SIGBUS. Every file is
-opened through canning_tb/safe_files.py (a regular file inside the logdir, checked on the descriptor).
+opened through canning_tb/util/safe_files.py (a regular file inside the logdir, checked on the descriptor).
 
 Memory follows what a file holds, not what it expands to: gzip is decompressed a piece at a time and
 whitespace outside strings is dropped as it comes (JSON does not need it), so a file of gigabytes of
@@ -27,7 +27,7 @@ from typing import Any, Callable, Iterator
 import msgspec
 import numpy as np
 
-from canning_tb.safe_files import open_file
+from canning_tb.util.safe_files import open_file
 
 from .file_head import file_head
 from .table import InputError, Problem

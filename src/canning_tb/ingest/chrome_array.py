@@ -11,7 +11,7 @@ import os
 
 from .ascend.info import set_devices
 from .ascend.merge import fill_events
-from .ascend.trace import read_trace
+from .ascend.trace.read import read_trace
 from .file_head import file_head
 from .kineto.read import read_kineto
 from .table import EventTable, InputError

@@ -5,7 +5,7 @@ from __future__ import annotations
 import gzip
 import zlib
 
-from canning_tb.safe_files import read_file
+from canning_tb.util.safe_files import read_file
 
 
 def file_head(path: str, limit: int) -> bytes:

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from canning_tb import safe_files
+from canning_tb.util import safe_files
 
 from .side_tables import Columns, check_rows
 

@@ -1,6 +1,6 @@
 """Reader for our own handler's windows: `<worker>.<window>.canning.json` + the trace or folder it names.
 
-The manifest (canning_tb.manifest, written by the handler) is the authority on who wrote the window
+The manifest (canning_tb.util.manifest, written by the handler) is the authority on who wrote the window
 (rank, world size, host, pid, devices, versions, settings, steps); the trace, or torch_npu's
 `*_ascend_pt` folder, gives the events.
 """
@@ -10,8 +10,8 @@ import json
 import os
 from typing import Any
 
-from canning_tb.manifest import ASCEND_OUTPUT, FileEntry, Manifest, ManifestError, ascend_status
-from canning_tb.manifest import load as load_manifest
+from canning_tb.util.manifest import ASCEND_OUTPUT, FileEntry, Manifest, ManifestError, ascend_status
+from canning_tb.util.manifest import load as load_manifest
 
 from .kineto.read import read_kineto
 from .table import EventTable, InputError, Problem

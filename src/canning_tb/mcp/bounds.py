@@ -13,11 +13,15 @@ import base64
 import hashlib
 import json
 
-from canning_tb.plugin.errors import RouteError
+from canning_tb.queries.errors import BadParameter, QueryError
 
 MAX_CHARS = 60_000  # of JSON text per answer (about 15,000 tokens), stated in every tool's description
 MAX_STRING = 2_000  # a string longer than this is cut only where one row alone is over MAX_CHARS
 _MARGIN = 200  # room for next_cursor and the cut marks
+
+
+class AnswerTooLarge(QueryError):
+    """An answer over MAX_CHARS even with its strings cut: the caller must ask for fewer rows."""
 
 UNITS = {"*_ns": "integer nanoseconds (durations; instants relative to the window start)",
          "*_bytes, bytes": "integer bytes", "*_share": "fraction of 1", "*_gbps": "10^9 bytes per second",
@@ -47,9 +51,9 @@ def offset_of(cursor: str | None, question: dict) -> int:
         offset, mark = text.split(":")
         offset = int(offset)
     except (ValueError, UnicodeDecodeError):
-        raise RouteError(400, f"cursor {cursor!r} is not one this server gave: ask again without a cursor") from None
+        raise BadParameter(f"cursor {cursor!r} is not one this server gave: ask again without a cursor") from None
     if mark != _fingerprint(question) or offset < 0:
-        raise RouteError(400, "this cursor pages another question (other tool or arguments): "
+        raise BadParameter("this cursor pages another question (other tool or arguments): "
                               "ask again without a cursor, or with the arguments of the call that gave it")
     return offset
 
@@ -92,8 +96,8 @@ def capped(answer: dict) -> tuple[dict, str]:
         answer = {**shorten(answer), "strings_cut": True}
         text = dump(answer)
     if len(text) > MAX_CHARS:
-        raise RouteError(500, f"the answer is over the size cap ({len(text)} > {MAX_CHARS} characters): "
-                              "ask for fewer rows (limit)")
+        raise AnswerTooLarge(f"the answer is over the size cap ({len(text)} > {MAX_CHARS} characters): "
+                             "ask for fewer rows (limit)")
     return answer, text
 
 

@@ -8,8 +8,8 @@ import ipaddress
 import os
 import sys
 
-from canning_tb.remote_fs import is_url
 from canning_tb.store.links import FOLLOW_ENV
+from canning_tb.util.remote_fs import is_url
 
 INSTALL = "canning-prof mcp needs the MCP SDK: pip install 'canning-tb[mcp]'"
 

@@ -1,11 +1,11 @@
 """communication / cross_rank: this window's communication (the plugin's /communication answer) and the
-analysis across the ranks' windows at one position (its /cluster answer, plugin/ranks.cluster_impl), one
+analysis across the ranks' windows at one position (its /cluster answer, queries/ranks.cluster_impl), one
 section at a time, tables paged. Every figure is the route's, unchanged."""
 from __future__ import annotations
 
-from canning_tb.plugin.errors import RouteError
-from canning_tb.plugin.ranks import cluster_impl, position_of
-from canning_tb.plugin.sections import communication_impl
+from canning_tb.queries.errors import BadParameter
+from canning_tb.queries.ranks import cluster_impl, position_of
+from canning_tb.queries.sections import communication_impl
 
 from .bounds import UNITS, first, offset_of, paged
 from .host import digesting_windows
@@ -83,7 +83,7 @@ def cross_rank(host, run: str, window_index: int | None = None, section: str = "
     worker of the run, or the position of the window `worker` / `window`."""
     if window_index is None:
         if not (worker and window):
-            raise RouteError(400, "give window_index, or worker and window (list_windows names them)")
+            raise BadParameter("give window_index, or worker and window (list_windows names them)")
         window_index = position_of(host.store(), run, worker, window)
     body = _cluster(host, run, window_index)
     if body.get("loading"):

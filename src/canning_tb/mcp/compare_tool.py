@@ -9,8 +9,8 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 
-from canning_tb.plugin.compare_routes import compared, compared_windows
-from canning_tb.plugin.errors import RouteError, unknown_window, window_digest
+from canning_tb.queries.compare import compared, compared_windows
+from canning_tb.queries.errors import BadParameter, NotFound, QueryError, Unreadable, unknown_window, window_digest
 
 from .bounds import UNITS, first, offset_of, paged
 
@@ -26,7 +26,7 @@ _kept_lock = threading.Lock()
 def _side(store, run: str, worker: str | None, window: str | None) -> list[tuple[str, str, str]]:
     """The windows of one side: the one named, or every window of the run (workers by rank)."""
     if run not in store.runs():
-        raise RouteError(404, f"unknown run: {run!r} (list_runs names them)")
+        raise NotFound(f"unknown run: {run!r} (list_runs names them)")
     if worker and window:
         try:
             store.window(run, worker, window)
@@ -34,10 +34,10 @@ def _side(store, run: str, worker: str | None, window: str | None) -> list[tuple
             raise unknown_window(run, worker, window) from None
         return [(run, worker, window)]
     if worker or window:
-        raise RouteError(400, "name a window with both worker and window, or neither (every window of the run)")
+        raise BadParameter("name a window with both worker and window, or neither (every window of the run)")
     every = [(run, w.name, win.id) for w in store.workers(run) for win in store.windows(run, w.name)]
     if not every:
-        raise RouteError(404, f"run {run!r} holds no window")
+        raise NotFound(f"run {run!r} holds no window")
     return every
 
 
@@ -84,10 +84,10 @@ def _digests(store, side: list) -> tuple[list, list]:
     for key in side:
         try:
             digests.append(window_digest(store, *key))
-        except RouteError as e:
+        except QueryError as e:
             problems.append({"run": key[0], "worker": key[1], "window": key[2], "message": e.body["error"]})
     if not digests:
-        raise RouteError(422, f"no readable window in run {side[0][0]!r}", problems=problems)
+        raise Unreadable(f"no readable window in run {side[0][0]!r}", problems=problems)
     return digests, problems
 
 

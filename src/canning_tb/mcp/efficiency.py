@@ -1,6 +1,6 @@
 """roofline / mfu: how far one window's work is from the hardware (analysis/efficiency: device peaks,
 MFU, HBM bandwidth, roofline points), as the plugin's /roofline answer holds it
-(plugin/efficiency_routes.roofline_impl). Digests without that section (a version of canning-tb before
+(queries/roofline.roofline_impl). Digests without that section (a version of canning-tb before
 analysis/efficiency, or a digest written at the source by one) answer that it is not in this digest."""
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ def _roofline(host, run: str, worker: str, window: str) -> tuple[dict | None, di
         return None, pending
     from canning_tb.analysis import digest_pb2 as pb
     try:
-        from canning_tb.plugin.efficiency_routes import roofline_impl
+        from canning_tb.queries.roofline import roofline_impl
     except ImportError:
         roofline_impl = None
     if roofline_impl is None or "roofline" not in pb.Digest.DESCRIPTOR.fields_by_name:

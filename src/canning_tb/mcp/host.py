@@ -13,10 +13,10 @@ import os
 import threading
 import time
 
-from canning_tb.plugin.errors import RouteError, unknown_window
-from canning_tb.plugin.logdir import normalize_logdir
+from canning_tb.queries.errors import Unavailable, unknown_window
 from canning_tb.store.cache import user_cache_root
 from canning_tb.store.scanner import ISOLATE_BYTES, Scanner
+from canning_tb.util.logdir import normalize_logdir
 
 RESCAN_S = 5.0  # new windows of a running job are seen within this
 STORE_WAIT_S = 5.0  # the first scan of the logdir, at most, before a call says "still discovering"
@@ -67,7 +67,7 @@ class Host:
         if scanner.store is None:
             scanner.wait_first(STORE_WAIT_S)
             if scanner.store is None:
-                raise RouteError(503, scanner.error or "still discovering the profiles under the logdir: ask again "
+                raise Unavailable(scanner.error or "still discovering the profiles under the logdir: ask again "
                                                        "in a few seconds")
         return scanner.store
 
@@ -78,10 +78,10 @@ class Host:
 
     @property
     def timeline(self):
-        """The timeline's IndexCache (plugin/timeline.py): windows' events and level-of-detail index."""
+        """The timeline's IndexCache (queries/timeline.py): windows' events and level-of-detail index."""
         with self._lock:
             if self._timeline is None:
-                from canning_tb.plugin.timeline import IndexCache
+                from canning_tb.queries.timeline import IndexCache
                 self._timeline = IndexCache()
             return self._timeline
 

@@ -2,8 +2,8 @@
 the same), one row per run and one per window of a worker (rank), paged."""
 from __future__ import annotations
 
-from canning_tb.plugin.errors import RouteError
-from canning_tb.remote_fs import scrub
+from canning_tb.queries.errors import NotFound
+from canning_tb.util.remote_fs import scrub
 
 from .bounds import offset_of, paged
 
@@ -35,12 +35,12 @@ def list_windows(host, run: str, worker: str | None = None, cursor: str | None =
     windows in time order (`window_index`: the position the cross-rank tools take)."""
     store = host.store()
     if run not in store.runs():
-        raise RouteError(404, f"unknown run: {run!r} (list_runs names them)")
+        raise NotFound(f"unknown run: {run!r} (list_runs names them)")
     workers = store.workers(run)
     if worker is not None:
         workers = [w for w in workers if w.name == worker]
         if not workers:
-            raise RouteError(404, f"unknown worker {worker!r} in run {run!r}")
+            raise NotFound(f"unknown worker {worker!r} in run {run!r}")
     question = {"tool": "list_windows", "run": run, "worker": worker}
     offset = offset_of(cursor, question)
     every = [(w, i, win) for w in workers for i, win in enumerate(store.windows(run, w.name))]

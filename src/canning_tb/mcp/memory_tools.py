@@ -1,9 +1,9 @@
-"""memory / memory_allocations: the plugin's /memory and /memory_range answers (plugin/sections.py),
+"""memory / memory_allocations: the plugin's /memory and /memory_range answers (queries/sections.py),
 bounded: the curve thinned by the digest's own rule (analysis/memory.downsample: min and max per
 bucket, first, last and the exact peak kept), the allocation events paged."""
 from __future__ import annotations
 
-from canning_tb.plugin import sections
+from canning_tb.queries import sections
 
 from .bounds import UNITS, first, offset_of, paged
 from .terms import MEMORY, glossary

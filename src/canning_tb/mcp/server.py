@@ -12,8 +12,8 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import CallToolResult, TextContent
 
-from canning_tb.plugin.errors import RouteError
-from canning_tb.remote_fs import RemoteError
+from canning_tb.queries.errors import QueryError
+from canning_tb.util.remote_fs import RemoteError
 
 from .bounds import capped
 from .host import DIGEST_WAIT_S, Host
@@ -34,7 +34,7 @@ WARM = ("canning_tb.analysis.table_page", "canning_tb.ingest.table", "canning_tb
         "canning_tb.analysis.communication.wait_transfer", "canning_tb.analysis.compare.verdict")
 
 
-def _message(error: RouteError) -> str:
+def _message(error: QueryError) -> str:
     body = error.body
     extra = "; ".join(f"{p.get('worker', '')} {p.get('window', '')}: {p.get('message', '')}".strip()
                       for p in body.get("problems", [])[:3])
@@ -43,10 +43,10 @@ def _message(error: RouteError) -> str:
 
 def reply(make) -> CallToolResult:
     """The tool result of `make()` (a selection's answer): JSON text within the cap and the same object as
-    structured content; a RouteError (bad argument, unknown id, unreadable input) is a tool error."""
+    structured content; a QueryError (bad argument, unknown id, unreadable input) is a tool error."""
     try:
         answer, text = capped(make())
-    except RouteError as e:
+    except QueryError as e:
         raise ToolError(_message(e)) from None
     except RemoteError as e:  # a remote logdir that cannot be read now: said as it is
         raise ToolError(str(e)) from None

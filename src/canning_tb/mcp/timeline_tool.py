@@ -1,10 +1,10 @@
 """timeline: what runs in a time range of one window (one rank), summed per name: the plugin's
-/timeline_summary answer (plugin/timeline.summary_impl over the window's level-of-detail index), on the
+/timeline_summary answer (queries/timeline.summary_impl over the window's level-of-detail index), on the
 tracks of one kind or all; the range given in ns relative to the window start, or as a step."""
 from __future__ import annotations
 
-from canning_tb.plugin.errors import RouteError
-from canning_tb.plugin.timeline import summary_impl, tracks_impl
+from canning_tb.queries.errors import BadParameter, NotFound
+from canning_tb.queries.timeline import summary_impl, tracks_impl
 
 from .bounds import UNITS
 
@@ -17,16 +17,16 @@ STEPS_SHOWN = 50
 def _range(layout: dict, start_ns: int | None, end_ns: int | None, step: int | None) -> tuple[int, int]:
     if step is not None:
         if start_ns is not None or end_ns is not None:
-            raise RouteError(400, "give either step or start_ns / end_ns, not both")
+            raise BadParameter("give either step or start_ns / end_ns, not both")
         found = next((s for s in layout["steps"] if s["number"] == step), None)
         if found is None or found["start_ns"] < 0:
             numbers = [s["number"] for s in layout["steps"]]
-            raise RouteError(404, f"no step {step} with a start in this window (its steps: {numbers[:STEPS_SHOWN]})")
+            raise NotFound(f"no step {step} with a start in this window (its steps: {numbers[:STEPS_SHOWN]})")
         return found["start_ns"], found["start_ns"] + found["dur_ns"]
     start = 0 if start_ns is None else start_ns
     end = layout["duration_ns"] if end_ns is None else end_ns
     if end <= start:
-        raise RouteError(400, f"end_ns ({end}) must be after start_ns ({start})")
+        raise BadParameter(f"end_ns ({end}) must be after start_ns ({start})")
     return start, end
 
 

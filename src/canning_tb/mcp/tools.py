@@ -7,7 +7,7 @@ from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from canning_tb.analysis import digest_pb2 as pb
-from canning_tb.plugin.sections import scalar_fields
+from canning_tb.queries.sections import scalar_fields
 
 from . import comm_tools, compare_tool, efficiency, listing, memory_tools, timeline_tool, window_tools
 from .bounds import MAX_CHARS

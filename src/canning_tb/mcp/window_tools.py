@@ -1,8 +1,8 @@
 """overview / operators / kernels / findings of one window: the plugin's /overview, /operators, /kernels
-and /suggestions answers (plugin/sections.py), bounded. Every figure is the route's, unchanged."""
+and /suggestions answers (queries/sections.py), bounded. Every figure is the route's, unchanged."""
 from __future__ import annotations
 
-from canning_tb.plugin import sections
+from canning_tb.queries import sections
 
 from .bounds import UNITS, offset_of, paged
 from .terms import BREAKDOWN, DEVICES, FIGURES, KERNELS, OPERATORS, glossary

@@ -4,8 +4,11 @@ the same way for every kind of route (TensorBoard's `_handling_errors` pattern, 
 
 | error                                   | code | body                                          |
 |-----------------------------------------|------|-----------------------------------------------|
-| RouteError                              | its  | its body                                      |
-| a bad parameter (parse, PageError)      | 400  | {"error": "<parameter>: <problem>"}           |
+| RouteError (the plugin's own)           | its  | its body                                      |
+| BadParameter, PageError                 | 400  | {"error": "<parameter>: <problem>"}           |
+| NotFound (an id not discovered)         | 404  | its body                                      |
+| Unreadable (queries' InputError)        | 422  | {"error": "<file>: <problem>", "file"}        |
+| Unavailable (still listing the logdir)  | 503  | its body                                      |
 | InputError / a refused or unreadable file (OSError) | 422 | {"error": "<file>: <problem>", "file"} |
 | RemoteError (a remote logdir)           | 502  | {"error": "<url>: <problem>"} (no secrets)   |
 | anything else (a bug; logged)           | 500  | {"error": "internal error: <type>: <message>"} |
@@ -27,9 +30,10 @@ import msgspec
 from tensorboard.backend import http_util
 from werkzeug import wrappers
 
-from canning_tb.remote_fs import RemoteError
+from canning_tb.queries.errors import BadParameter, NotFound, QueryError, Unavailable, Unreadable, short_path
+from canning_tb.util.remote_fs import RemoteError
 
-from .errors import RouteError, short_path
+from .errors import RouteError
 
 log = logging.getLogger("canning_tb.plugin")
 
@@ -64,9 +68,9 @@ def _value(param: Param, text: str):
         values = [int(part) for part in text.split(",")] if param.kind == "ints" else [int(text)]
     except ValueError:
         what = "integers separated by commas" if param.kind == "ints" else "an integer"
-        raise RouteError(400, f"{param.name} must be {what}, not {text[:80]!r}") from None
+        raise BadParameter(f"{param.name} must be {what}, not {text[:80]!r}") from None
     if any(abs(v) > _INT_BOUND for v in values):
-        raise RouteError(400, f"{param.name} is out of range: {text[:80]!r}")
+        raise BadParameter(f"{param.name} is out of range: {text[:80]!r}")
     return values if param.kind == "ints" else values[0]
 
 
@@ -74,7 +78,7 @@ def parse(args, params: tuple[Param, ...]) -> Query:
     """The declared parameters of a request; 400 for missing required ones and malformed values."""
     missing = [p.name for p in params if p.required and not args.get(p.name)]
     if missing:
-        raise RouteError(400, f"missing parameter: {', '.join(missing)}")
+        raise BadParameter(f"missing parameter: {', '.join(missing)}")
     query = Query()
     for p in params:
         text = args.get(p.name)
@@ -105,13 +109,18 @@ def _input_error(store, file: str, problem: str, logdir: str | None) -> tuple[in
     return 422, {"error": f"{shown}: {scrub_paths(problem, logdir)}", "file": shown}
 
 
+# the selections' errors (queries/errors.py) as HTTP statuses; a QueryError of another kind is a bug (500)
+_STATUS = {BadParameter: 400, NotFound: 404, Unreadable: 422, Unavailable: 503}
+
+
 def error_answer(error: BaseException, store, logdir: str | None, path: str) -> tuple[int, dict]:
     """(code, body) of an error raised by a route (the table of the module doc)."""
     from canning_tb.analysis.table_page import PageError
     from canning_tb.ingest.table import InputError
-    if isinstance(error, RouteError):
-        body = dict(error.body, error=scrub_paths(str(error.body.get("error", "")), logdir))
-        return error.code, body
+    if isinstance(error, QueryError):
+        code = error.code if isinstance(error, RouteError) else _STATUS.get(type(error))
+        if code is not None:
+            return code, dict(error.body, error=scrub_paths(str(error.body.get("error", "")), logdir))
     if isinstance(error, PageError):
         return 400, {"error": str(error)}
     if isinstance(error, RemoteError):  # the remote logdir cannot be read now (credentials, network)
@@ -171,7 +180,7 @@ def _answer(request, kind: str, body):
     if kind == "bytes":
         return http_util.Respond(request, body, "application/octet-stream")
     if kind == "csv":
-        from canning_tb.csv_cells import csv_chunks
+        from canning_tb.util.csv_cells import csv_chunks
         name, header, rows = body
         chunks = _started(csv_chunks(header, rows))
     else:

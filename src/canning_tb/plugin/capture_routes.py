@@ -18,8 +18,9 @@ import time
 
 from werkzeug import wrappers
 
-from canning_tb import capture_request as cr
-from canning_tb.capture_targets import CaptureBusy, Target, ask, run_state, summary, targets
+from canning_tb.capture import request as cr
+from canning_tb.capture.targets import CaptureBusy, Target, ask, run_state, summary, targets
+from canning_tb.queries.errors import BadParameter, NotFound
 
 from .boundary import error_answer, json_response
 from .errors import RouteError
@@ -93,7 +94,7 @@ class CaptureRoutes:
         except cr.RequestError as e:
             raise RouteError(413 if len(raw) > cr.MAX_REQUEST_BYTES else 400, str(e)) from None
         if not isinstance(body, dict) or not isinstance(body.get("run"), str):
-            raise RouteError(400, "the body must be a JSON object naming the run: {\"run\": ..., \"steps\": ...}")
+            raise BadParameter("the body must be a JSON object naming the run: {\"run\": ..., \"steps\": ...}")
         run = body.pop("run")
         target = self._target(run)
         self._rate_limit(run, check=True)
@@ -102,7 +103,7 @@ class CaptureRoutes:
         except cr.JobNotReady as e:
             raise RouteError(409, str(e)) from None
         except cr.RequestError as e:
-            raise RouteError(400, str(e)) from None
+            raise BadParameter(str(e)) from None
         except CaptureBusy as e:
             raise RouteError(409, str(e)) from None
         self._rate_limit(run, check=False)
@@ -126,7 +127,7 @@ class CaptureRoutes:
         # looked up in the listing only, never joined into a path; a run that just appeared: listed afresh
         target = self._runs().get(run) or self._runs(fresh=True).get(run)
         if target is None:
-            raise RouteError(404, f"no job watches run {run!r} for a capture request (ps.on_demand())")
+            raise NotFound(f"no job watches run {run!r} for a capture request (ps.on_demand())")
         return target
 
     def _rate_limit(self, run: str, check: bool) -> None:

@@ -15,20 +15,20 @@ from tensorboard.backend import http_util
 from tensorboard.plugins import base_plugin
 from werkzeug import wrappers
 
-from canning_tb.remote_fs import scrub
+from canning_tb.queries import sections
+from canning_tb.queries.errors import BadParameter, Unavailable
+from canning_tb.queries.ranks import cluster_impl, position_of
+from canning_tb.queries.roofline import roofline_impl
+from canning_tb.queries.trends import trends_impl
 from canning_tb.store.scanner import Scanner, default_store
 from canning_tb.store.trends import TrendWriter
+from canning_tb.util.logdir import normalize_logdir
+from canning_tb.util.remote_fs import scrub
 
-from . import sections
-from .capture_routes import CaptureRoutes, capture_enabled
 from .boundary import Param, Query, app, encode, json_response
+from .capture_routes import CaptureRoutes, capture_enabled
 from .compare_routes import COMPARE_QUERY, compare_request
-from .efficiency_routes import roofline_impl
-from .errors import RouteError
-from .logdir import normalize_logdir
-from .ranks import cluster_impl, position_of
 from .timeline_routes import timeline_apps
-from .trends import trends_impl
 
 log = logging.getLogger("canning_tb.plugin")
 
@@ -181,14 +181,14 @@ class CanningPlugin(base_plugin.TBPlugin):
             scanner.kick()
             scanner.wait_first(5.0)
             if scanner.store is None:
-                raise RouteError(503, scanner.error or "still discovering the profiles under the logdir", loading=True)
+                raise Unavailable(scanner.error or "still discovering the profiles under the logdir", loading=True)
         return scanner.store
 
     def _cluster(self, store, q):
         position = q.window_index
         if position is None:
             if not (q.worker and q.window):
-                raise RouteError(400, "missing parameter: window_index (or worker and window)")
+                raise BadParameter("missing parameter: window_index (or worker and window)")
             position = position_of(store, q.run, q.worker, q.window)
         return cluster_impl(store, self.scanner.prefetcher, q.run, position)
 

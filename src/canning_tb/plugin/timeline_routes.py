@@ -1,11 +1,12 @@
-"""The /timeline_* routes: their declared queries and what they call in plugin/timeline.py, each behind
+"""The /timeline_* routes: their declared queries and what they call in queries/timeline.py, each behind
 the plugin's one boundary (boundary.py: JSON, binary tiles and the trace download alike; docs/http_api.md).
 Kept apart from plugin.py, which only lists them."""
 from __future__ import annotations
 
-from . import timeline
+from canning_tb.queries import timeline
+from canning_tb.queries.errors import BadParameter, NotFound
+
 from .boundary import Param
-from .errors import RouteError
 
 WINDOW = (Param("run", required=True), Param("worker", required=True), Param("window", required=True))
 RANGE = (Param("start_ns", "int", required=True), Param("end_ns", "int", required=True))
@@ -43,15 +44,15 @@ def timeline_apps(plugin) -> dict:
 
 def _ranks(store, q):
     if q.run not in store.runs():
-        raise RouteError(404, f"unknown run: {q.run!r}")
+        raise NotFound(f"unknown run: {q.run!r}")
     position = q.window_index
     if position < 0:
         missing = [n for n in ("worker", "window") if not q[n]]
         if missing:
-            raise RouteError(400, f"missing parameter: {', '.join(missing)}")
+            raise BadParameter(f"missing parameter: {', '.join(missing)}")
         position = store.position(q.run, q.worker, q.window) if _known(store, q.run, q.worker, q.window) else -1
     if position < 0:
-        raise RouteError(404, "unknown run/worker/window")
+        raise NotFound("unknown run/worker/window")
     return timeline.ranks_impl(store, q.run, position)
 
 

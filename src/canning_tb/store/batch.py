@@ -11,8 +11,8 @@ import dataclasses
 import os
 import tempfile
 
-from canning_tb import remote_fs
-from canning_tb.manifest import digest_path
+from canning_tb.util import remote_fs
+from canning_tb.util.manifest import digest_path
 
 from .cache import _writable, write_atomic
 from .discover import Window

@@ -18,8 +18,8 @@ import re
 import stat
 import time
 
-from canning_tb import safe_files
-from canning_tb.manifest import DIGEST_SUFFIX
+from canning_tb.util import safe_files
+from canning_tb.util.manifest import DIGEST_SUFFIX
 
 from .discover import Window
 

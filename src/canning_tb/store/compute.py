@@ -12,8 +12,8 @@ import threading
 from concurrent.futures import BrokenExecutor, ProcessPoolExecutor, as_completed
 from typing import Callable, Iterator
 
-from canning_tb import safe_files
-from canning_tb.manifest import DIGEST_SUFFIX
+from canning_tb.util import safe_files
+from canning_tb.util.manifest import DIGEST_SUFFIX
 
 from . import cache
 from .discover import Window

@@ -29,7 +29,7 @@ def apply(manifest_paths: list[str]) -> None:
 
 def window_bytes(manifest_path: str) -> int:
     """Bytes of the files (and folders, such as a torch_npu window) the manifest names."""
-    from canning_tb.manifest import load
+    from canning_tb.util.manifest import load
     folder = os.path.dirname(os.path.abspath(manifest_path))
     total = 0
     for entry in load(manifest_path).files:

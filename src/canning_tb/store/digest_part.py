@@ -6,7 +6,7 @@ as a Digest for the fields it has, and an AttributeError for the others (never a
 
 `RANKS`: what the run overview, the communication view (/cluster: analysis/cluster.py,
 summary.rank_row, the cross-rank rules) and the CLI's run report (summary.window_figures,
-communication_figures) read of each rank, and the Overview's trends (plugin/trends.py).
+communication_figures) read of each rank, and the Overview's trends (queries/trends.py).
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ RANKS = (
     ("kernels_by_name", COUNTED),  # summary.has_device_work: whether there are any
     ("memory", ("device", "peak_allocated_bytes", "capacity_bytes")),
     ("communication", None), ("cann_steps", None), ("average_steps", None), ("coverage", None), ("step_clock", None),
-    ("analysis_revision", None),  # a digest made by other code is marked as old (plugin/sections.py old_analysis)
+    ("analysis_revision", None),  # a digest made by other code is marked as old (queries/sections.py old_analysis)
     ("rule_hits", None),  # each window's own findings, beside the cross-rank ones (CLI, without --detail)
 )
 

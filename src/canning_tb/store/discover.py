@@ -9,7 +9,7 @@ A run is any folder under the logdir that directly holds profiles:
   discover_ascend.py): window folders, bare ASCEND_PROFILER_OUTPUT folders, profiler dbs.
 Names starting with "." and temporary files are never windows (atomic writers use them).
 Only regular files inside the logdir's real path are opened (links.py: one policy for links and FIFOs,
-checked again at every open by canning_tb/safe_files.py; each Window carries the logdir's real path as
+checked again at every open by canning_tb/util/safe_files.py; each Window carries the logdir's real path as
 `root`, so a reader in another process checks against it too).
 """
 from __future__ import annotations
@@ -17,13 +17,13 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from functools import lru_cache
-from dataclasses import dataclass, field
 
-from canning_tb.manifest import ManifestError, ascend_output_files, ascend_status
-from canning_tb.manifest import load as load_manifest
 from canning_tb.ingest.file_head import file_head, is_canning_report
+from canning_tb.util.manifest import ManifestError, ascend_output_files, ascend_status
+from canning_tb.util.manifest import load as load_manifest
 
 from .discover_ascend import ascend_windows, folder_windows, worker_names
 from .links import Policy, follow_outside, walk

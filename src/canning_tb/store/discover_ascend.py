@@ -19,7 +19,7 @@ import re
 from functools import lru_cache
 
 from canning_tb.ingest.ascend.layout import DB_RE, OUTPUT_DIR, loose_dbs, scan
-from canning_tb.safe_files import read_file
+from canning_tb.util.safe_files import read_file
 
 _SPAN_RE = re.compile(r"^(?P<worker>.*?)_(?P<span>\d{12,}(?:\.\d+)?)_ascend_(?:pt|ms)$")
 _SUFFIX_RE = re.compile(r"_ascend_(?:pt|ms)$")

@@ -7,7 +7,7 @@
   inside the logdir's real path; a link out of it is skipped, and said once in the log, unless the user
   allows it: CANNING_FOLLOW_LINKS=1 in TensorBoard's environment, `canning-prof --follow-links`.
 
-This is what is listed. What is opened is checked again when it is opened (canning_tb/safe_files.py:
+This is what is listed. What is opened is checked again when it is opened (canning_tb/util/safe_files.py:
 the real path of the opened descriptor, a regular file): a file swapped for a link after the listing
 is refused there. `Policy(logdir)` registers the logdir as a confinement root for those checks.
 """
@@ -17,7 +17,7 @@ import logging
 import os
 import stat
 
-from canning_tb.safe_files import FOLLOW_ENV, confine, follow_outside
+from canning_tb.util.safe_files import FOLLOW_ENV, confine, follow_outside
 
 log = logging.getLogger("canning_tb.store")
 

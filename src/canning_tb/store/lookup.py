@@ -12,8 +12,8 @@ import os
 
 from google.protobuf.message import DecodeError
 
-from canning_tb import manifest, safe_files
-from canning_tb.lru import LRU
+from canning_tb.util import manifest, safe_files
+from canning_tb.util.lru import LRU
 
 from . import cache
 from .discover import Window

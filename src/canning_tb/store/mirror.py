@@ -29,9 +29,9 @@ import threading
 import time
 from datetime import datetime
 
-from canning_tb import remote_fs
-from canning_tb.manifest import ManifestError, MANIFEST_SUFFIX
-from canning_tb.manifest import load as load_manifest
+from canning_tb.util import remote_fs
+from canning_tb.util.manifest import MANIFEST_SUFFIX, ManifestError
+from canning_tb.util.manifest import load as load_manifest
 
 from . import pack
 from .cache import user_cache_root

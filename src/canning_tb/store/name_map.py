@@ -7,7 +7,7 @@ import json
 import os
 
 from canning_tb.analysis.names import FILE_NAME, NameMap, NameMapError, name_map
-from canning_tb.safe_files import read_file
+from canning_tb.util.safe_files import read_file
 
 MAX_BYTES = 4 << 20  # a map of names and patterns: past this it is not one
 

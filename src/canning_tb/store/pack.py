@@ -17,7 +17,7 @@ import logging
 import os
 import zipfile
 
-from canning_tb.manifest import DIGEST_SUFFIX, MANIFEST_SUFFIX
+from canning_tb.util.manifest import DIGEST_SUFFIX, MANIFEST_SUFFIX
 
 log = logging.getLogger("canning_tb.store")
 

@@ -15,7 +15,7 @@ import threading
 import time
 from typing import Callable
 
-from canning_tb.remote_fs import RemoteError
+from canning_tb.util.remote_fs import RemoteError
 
 from .prefetcher import Prefetcher
 

@@ -3,7 +3,7 @@
 The handler (digest=True, the default) starts it after each window, apart from the training process,
 which never waits for it; it runs at a low priority (nice), on one core and within a memory budget
 (digest_budget.py), so the training's own processes come first.
-It writes the window's digest beside the manifest (canning_tb.manifest.digest_path), atomically, so the
+It writes the window's digest beside the manifest (canning_tb.util.manifest.digest_path), atomically, so the
 viewer only has to read it. With --publish URL (a remote run folder: the manifest is in the handler's
 local staging folder), the digest is uploaded beside the window there, and the staged files are removed.
 On failure it logs one line per window and exits 0: the viewer computes the digest on first open instead.
@@ -15,13 +15,13 @@ import logging
 import os
 import sys
 
-from canning_tb.manifest import digest_path
+from canning_tb.util.manifest import digest_path
 
 from . import digest_budget
 from .batch import rename_files
 from .cache import write_atomic
-from .discover import scan_folder
 from .compute import digest_of
+from .discover import scan_folder
 
 NICENESS = 10
 
@@ -43,8 +43,8 @@ def write_digest(manifest_path: str, shown=None) -> str:
 
 def publish_digest(manifest_path: str, url: str) -> None:
     """Digest a staged window, upload the digest into the remote run folder, remove the staged files."""
-    from canning_tb import remote_fs
-    from canning_tb.manifest import load as load_manifest
+    from canning_tb.util import remote_fs
+    from canning_tb.util.manifest import load as load_manifest
     folder = os.path.dirname(os.path.abspath(manifest_path))
     try:  # the digest names the bucket's files, not the staged copies
         out = write_digest(manifest_path, lambda path: remote_fs.join(url, os.path.basename(path))

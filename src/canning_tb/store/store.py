@@ -12,8 +12,8 @@ import os
 import threading
 from typing import Callable, Iterable
 
-from canning_tb import remote_fs
-from canning_tb.lru import LRU
+from canning_tb.util import remote_fs
+from canning_tb.util.lru import LRU
 
 from . import cache, lookup
 from .compute import (BackgroundJobs, build_timeline_index, compute_and_cache, compute_in_child, compute_many,

@@ -5,7 +5,7 @@ Only when the user turns it on (`CANNING_WRITE_TRENDS=1`): by default the viewer
 logdir, and the Overview draws the same figures itself (GET /trends). Then written only where the run
 folder can be written, and only into a folder of ours,
 `<run>/.canning/trends/` (TensorBoard shows it as the run `<run>/.canning/trends`), as new event
-files (handler/scalars.py's writer), tags `canning/from_trace/<figure>[/rank<R>]`: the
+files (util/scalars.py's writer), tags `canning/from_trace/<figure>[/rank<R>]`: the
 `from_trace/` part marks them as computed by the plugin from a trace, apart from the handler's
 own `canning/<figure>`. Read-only folders and the user's files are never touched. Windows written
 by our handler get them too: the training process writes only what it knows without analysis (step
@@ -20,9 +20,9 @@ import os
 import threading
 import time
 
-from canning_tb import safe_files
 from canning_tb.analysis.trends import trend_scalars, trend_step
-from canning_tb.handler.scalars import ScalarWriter
+from canning_tb.util import safe_files
+from canning_tb.util.scalars import ScalarWriter
 
 from .cache import CACHE_DIRNAME, _on, _writable
 

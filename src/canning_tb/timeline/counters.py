@@ -9,10 +9,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from canning_tb.arrays import distinct
-
 from canning_tb.ingest.side_tables import rows as side_rows
 from canning_tb.ingest.table import NONE, EventTable
+from canning_tb.util.arrays import distinct
 
 
 def _downsample(ts: np.ndarray, values: np.ndarray, t0: int, t1: int, width: int) -> tuple[list, list]:

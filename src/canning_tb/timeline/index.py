@@ -14,11 +14,9 @@ from functools import lru_cache
 
 import numpy as np
 
-from canning_tb.arrays import distinct
-
-from canning_tb import safe_files
 from canning_tb.ingest.table import NONE, EventTable, Kind
-
+from canning_tb.util import safe_files
+from canning_tb.util.arrays import distinct
 
 INDEX_SUFFIX = ".timeline.npz"  # beside the window's cached events: <events prefix>.timeline.npz
 

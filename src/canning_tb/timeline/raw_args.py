@@ -16,11 +16,11 @@ from functools import lru_cache
 import msgspec
 import numpy as np
 
-from canning_tb import safe_files
 from canning_tb.ingest import _json
-from canning_tb.ingest.ascend.csv_io import us_to_ns
+from canning_tb.ingest.ascend.csv.rows import us_to_ns
 from canning_tb.ingest.file_head import file_head
 from canning_tb.ingest.table import EventTable, InputError
+from canning_tb.util import safe_files
 
 ROWS_PER_CHUNK = 2048
 ARGS_SUFFIX = ".args"  # <events prefix>.args.npz and .args.bin

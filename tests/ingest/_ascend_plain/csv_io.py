@@ -6,7 +6,7 @@ import csv
 import io
 from typing import Callable, Iterator
 
-from canning_tb.ingest.ascend.csv_io import (device_index, device_name, kb_to_bytes, mb_to_bytes, ms_to_ns,  # noqa: F401
+from canning_tb.ingest.ascend.csv.rows import (device_index, device_name, kb_to_bytes, mb_to_bytes, ms_to_ns,  # noqa: F401
                                              none_to, norm_shapes, norm_stack, read_bytes, step_value, to_float, to_int,
                                              unreadable, us_float_to_ns, us_to_ns)
 from canning_tb.ingest.table import Problem

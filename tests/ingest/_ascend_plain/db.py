@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from canning_tb.ingest.ascend import db as columnar_db
-from canning_tb.ingest.ascend.db import Db, _window_facts
-from canning_tb.ingest.ascend.db_side import read_analysis_db
+from canning_tb.ingest.ascend.db import read as columnar_db
+from canning_tb.ingest.ascend.db.read import Db, _window_facts
+from canning_tb.ingest.ascend.db.side import read_analysis_db
 from canning_tb.ingest import op_args
 from canning_tb.ingest.table import EVENT_COLUMNS, NONE, ColumnBuilder, EventTable, Kind, metric_columns, sort_with_metrics
 

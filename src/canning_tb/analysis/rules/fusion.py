@@ -6,7 +6,7 @@ import re
 
 import numpy as np
 
-from canning_tb.arrays import distinct
+from canning_tb.util.arrays import distinct
 
 from ...ingest.table import NONE
 from ..summary import has_device_work

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from canning_tb.arrays import distinct
+from canning_tb.util.arrays import distinct
 
 _FIRST_CODE = 0x10000  # word characters: above the basic plane, so no surrogate and no regex syntax
 # a pattern is rewritten when it is made of words, single spaces, (?: ), |, * and ?

@@ -2,7 +2,8 @@
 tools (JSON), from the RuleHits of a digest and of the cross-rank analysis."""
 from __future__ import annotations
 
-from ...digest_json import to_plain
+from canning_tb.util.digest_json import to_plain
+
 from .finding import rank_key
 
 

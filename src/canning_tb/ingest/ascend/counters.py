@@ -11,9 +11,10 @@ from typing import Any
 
 import numpy as np
 
-from .. import side_tables as side
-from .cells import float_column, us_to_ns_column
-from .trace_decode import any_args
+from canning_tb.ingest import side_tables as side
+
+from .csv.cells import float_column, us_to_ns_column
+from .trace.decode import any_args
 
 _TS, _ARGS, _NAME_PID = attrgetter("ts"), attrgetter("args"), attrgetter("name", "pid")
 
@@ -197,7 +198,7 @@ class _DbSamples:
         distinct combination. One pass over the table for all its value columns. A table without its
         time, device or key columns is not read; a value column it lacks (another CANN's schema) is no
         counter, and the others are read."""
-        from . import db_columns as q
+        from .db import columns as q
         if table not in self.db.tables:
             return
         have = self.db.columns(table)

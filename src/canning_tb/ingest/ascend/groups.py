@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import os
 
-from .. import side_tables as side
-from ..table import EventTable
-from .csv_io import to_int
+from canning_tb.ingest import side_tables as side
+from canning_tb.ingest.table import EventTable
+
+from .csv.rows import to_int
 from .tables import read_json_dict
 
 GROUP_FILE = os.path.join("cluster_analysis_output", "communication_group.json")

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import re
 
-from .csv_io import to_int
-from ..table import NONE, Kind, is_comm_kernel_name
+from canning_tb.ingest.table import NONE, Kind, is_comm_kernel_name
+
+from .csv.rows import to_int
 
 DTYPE_BYTES = {
     "INT8": 1, "UINT8": 1, "FP8": 1, "HIF8": 1, "BOOL": 1,

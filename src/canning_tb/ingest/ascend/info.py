@@ -14,10 +14,11 @@ import os
 import re
 from typing import Any
 
-from .. import side_tables as side
-from .csv_io import to_float, to_int
+from canning_tb.ingest import side_tables as side
+from canning_tb.ingest.table import NONE, EventTable, Meta
+
+from .csv.rows import to_float, to_int
 from .tables import read_json_dict
-from ..table import NONE, EventTable, Meta
 
 INFO_RE = re.compile(r"^profiler_info(?:_(\d+))?\.json$")
 _WORKER_RE = re.compile(r"^(.*?)(?:_(\d+(?:\.\d+)?))?_ascend_(?:pt|ms)$")

@@ -14,7 +14,7 @@ import os
 import re
 from dataclasses import dataclass
 
-from canning_tb.safe_files import read_file
+from canning_tb.util.safe_files import read_file
 
 OUTPUT_DIR = "ASCEND_PROFILER_OUTPUT"
 DB_RE = re.compile(r"^ascend_pytorch_profiler(?:_(\d+))?\.db$")

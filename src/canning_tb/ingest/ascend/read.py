@@ -18,17 +18,17 @@ import os
 
 import numpy as np
 
-from canning_tb.arrays import distinct
+from canning_tb.ingest import side_tables as side
+from canning_tb.ingest.table import NONE, EventTable, InputError, Kind, Problem
+from canning_tb.util.arrays import distinct
 
-from . import csv_tables as C
 from . import tables as T
-from .. import side_tables as side
+from .csv import tables as C
 from .groups import read_group_file
 from .info import device_facts, rank_from_data, read_device_info, read_info, set_devices, worker_of
 from .layout import Layout, locate
 from .merge import fill_events, fill_memory, merge_device
-from .trace import Started, read_trace
-from ..table import NONE, EventTable, InputError, Kind, Problem
+from .trace.read import Started, read_trace
 
 _SIDE_FILES = (("step_trace", "step_trace_time.csv", C.read_step_trace),
                ("op_statistic", "op_statistic.csv", C.read_op_statistic),
@@ -97,7 +97,7 @@ def read_window(path: str, read_text, read_db) -> EventTable:
         read_device_info(lay.root, table, r.used)
     if lay.db is not None:
         if read_db is None:
-            from .db import read_ascend_db as read_db
+            from .db.read import read_ascend_db as read_db
         table.meta.environment["ascend_source"] = "db"
         read_db(lay, table, r.used)
     else:

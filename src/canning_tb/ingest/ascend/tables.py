@@ -12,12 +12,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from canning_tb.safe_files import open_file, read_all
+from canning_tb.ingest import side_tables as side
+from canning_tb.ingest._json import TOO_DEEP
+from canning_tb.ingest.table import Problem
+from canning_tb.util.safe_files import open_file, read_all
 
-from .. import side_tables as side
-from .._json import TOO_DEEP
-from .csv_io import ms_to_ns, step_value, to_float, to_int, us_float_to_ns
-from ..table import Problem
+from .csv.rows import ms_to_ns, step_value, to_float, to_int, us_float_to_ns
 
 MB_DECIMAL = 1_000_000
 

@@ -29,18 +29,17 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from canning_tb.arrays import distinct
+from canning_tb.util.arrays import distinct
 
-from .. import _json
-from .. import op_args
+from .. import _json, op_args
+from ..table import (EVENT_COLUMNS, MEMORY_COLUMNS, METRIC_BLOCKS_PER_SM, METRIC_FLOPS, METRIC_OCCUPANCY,
+                     METRIC_REGISTERS, METRIC_SHARED_MEMORY, NONE, EventTable, InputError, Kind, Meta, Problem, Strings,
+                     is_comm_kernel_name)
 from . import parallel as kineto_parallel
 from . import scan as kineto_scan
 from .schema import (CATEGORY_KIND, COLLECTIVE_CATEGORY, DEVICE_TYPE, DTYPE_SIZE, EVENTS, EVENTS_EXACT, EVENTS_RAW,
                      EXACT_LIMIT, LAUNCH_FLOWS, NO_ARGS, NOT_WORK, Args, Ev, EvExact)
 from .stacks import fill_python_stacks
-from ..table import (EVENT_COLUMNS, MEMORY_COLUMNS, METRIC_BLOCKS_PER_SM, METRIC_FLOPS, METRIC_OCCUPANCY,
-                    METRIC_REGISTERS, METRIC_SHARED_MEMORY, NONE, EventTable, InputError, Kind, Meta, Problem, Strings,
-                    is_comm_kernel_name)
 
 _NAN = float("nan")
 _INT_ABSENT = np.iinfo(np.int64).min  # the scanner's absent int

@@ -16,7 +16,7 @@ import numpy as np
 from .schema import EVENTS, Args, Ev
 
 try:  # built by pip from _scan.c where a C compiler is found (setup.py: optional)
-    from . import _scan
+    from canning_tb.ingest.native import _kineto_scan as _scan
 except ImportError:  # pragma: no cover - the typed decode then takes every piece
     _scan = None
 

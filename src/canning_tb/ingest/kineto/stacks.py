@@ -12,12 +12,11 @@ import os
 
 import numpy as np
 
-from canning_tb.arrays import pair_codes
-
-from ..table import NONE, EventTable, Kind
+from canning_tb.ingest.table import NONE, EventTable, Kind
+from canning_tb.util.arrays import pair_codes
 
 try:  # built by pip from _sweep.c where a C compiler is found (setup.py: optional)
-    from . import _sweep as _compiled
+    from canning_tb.ingest.native import _kineto_sweep as _compiled
 except ImportError:  # pragma: no cover - the Python loop then sweeps
     _compiled = None
 

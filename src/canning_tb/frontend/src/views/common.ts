@@ -75,7 +75,7 @@ export function kvTable(id: string, rows: [string, string, string?][], head: [st
 }
 
 /** A CSV cell; text a spreadsheet would run as a formula (=, +, -, @, tab, CR first) gets a ' in front
- * (OWASP, CSV injection: as the server's downloads, canning_tb/csv_cells.py). */
+ * (OWASP, CSV injection: as the server's downloads, canning_tb/util/csv_cells.py). */
 function csvCell(value: string | number): string {
   const text = typeof value === "string" && /^[=+\-@\t\r]/.test(value) ? `'${value}` : String(value);
   return /[",\n\r]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;

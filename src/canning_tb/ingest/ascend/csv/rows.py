@@ -1,0 +1,319 @@
+"""CSV files of a torch_npu ``ASCEND_PROFILER_OUTPUT`` folder (helpers for ``ascend.py``).
+
+Every file is read by column *name* (headers drift between torch_npu / CANN versions), with
+the quirks of the real files tolerated: timestamp cells in µs with 3 decimals and a trailing
+TAB, ``N/A`` in numeric cells, CRLF or LF line ends, shape cells holding literal quotes,
+an optional leading ``Device_id`` / ``Step Id`` column, ``Block Dim`` vs ``Block Num``.
+
+Rows with the wrong number of cells are skipped; one warning Problem per file gives their
+count and the first line number. A file that cannot be read at all gives one error Problem.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import itertools
+import math
+import os
+import re
+from typing import Any, Iterator
+
+from canning_tb.ingest import _json
+from canning_tb.ingest.table import NONE, InputError, Problem
+from canning_tb.util.safe_files import open_file, read_all
+
+from . import fast as csv_fast
+
+_NUM_RE = re.compile(r"^([+-]?)(\d*)(?:\.(\d*))?$")
+_MISSING = {"", "N/A", "NA", "n/a", "None", "null", "-", "nan", "NaN"}
+
+
+def us_to_ns(cell: Any) -> int | None:
+    """µs (string with decimals, int or float) -> int ns. Strings are converted exactly
+    (split on '.', no float); more than 3 decimals round half up to the ns. None for what is no
+    number or lies out of range (inf, 1e400, past int64 ns)."""
+    if cell is None or isinstance(cell, bool):
+        return None
+    if isinstance(cell, int):
+        return _in_range(cell * 1000)
+    if isinstance(cell, float):
+        return _scale(cell, 1000)
+    s = str(cell).strip().strip('"').strip()
+    if s in _MISSING:
+        return None
+    m = _NUM_RE.match(s)
+    if m and (m.group(2) or m.group(3)):
+        sign = -1 if m.group(1) == "-" else 1
+        whole = int(m.group(2) or "0") if len(m.group(2) or "") < 20 else _LIMIT
+        frac = m.group(3) or ""
+        ns = whole * 1000 + int((frac[:3]).ljust(3, "0"))
+        if len(frac) > 3 and frac[3] >= "5":
+            ns += 1
+        return _in_range(sign * ns)
+    return _scale(to_float(s), 1000)
+
+
+def unreadable(cell: Any) -> bool:
+    """A cell that holds something but no usable number (inf, 1e400, text): not merely empty / N/A."""
+    return cell is not None and str(cell).strip().strip('"').strip() not in _MISSING and to_float(cell) is None
+
+
+_LIMIT = 1 << 62  # ns and bytes beyond this are no measurement (and a sum of two must fit int64)
+
+
+def _in_range(value: int) -> int | None:
+    return value if -_LIMIT < value < _LIMIT else None
+
+
+def ms_to_ns(v: Any) -> int | None:
+    """ms (float, as communication.json / analysis.db write them) -> int ns."""
+    return _scale(v, 1_000_000)
+
+
+def us_float_to_ns(v: Any) -> int | None:
+    """µs given as a float (JSON, analysis.db) -> int ns."""
+    return _scale(v, 1000)
+
+
+def _scale(v: Any, factor: int) -> int | None:
+    f = to_float(v)
+    if f is None or not abs(f * factor) < _LIMIT:  # also false for inf and NaN
+        return None
+    return int(round(f * factor))
+
+
+def to_float(cell: Any) -> float | None:
+    """A finite float, or None (NaN, inf and 1e400 are no measurement)."""
+    if cell is None or isinstance(cell, bool):
+        return None
+    if isinstance(cell, (int, float)):
+        try:
+            f = float(cell)
+        except OverflowError:
+            return None
+    else:
+        s = str(cell).strip().strip('"').strip()
+        if s in _MISSING:
+            return None
+        try:
+            f = float(s)
+        except ValueError:
+            return None
+    return f if math.isfinite(f) else None
+
+
+def to_int(cell: Any) -> int | None:
+    if cell is None or isinstance(cell, bool):
+        return None
+    if isinstance(cell, int):
+        return _in_range(cell)
+    f = to_float(cell)
+    if f is None:
+        return None
+    return _in_range(int(round(f)))
+
+
+def mb_to_bytes(cell: Any) -> int | None:
+    """MiB (the memory CSVs divide bytes by 1024²) -> bytes, rounded to an int."""
+    return _scale(cell, 1024 * 1024)
+
+
+def kb_to_bytes(cell: Any) -> int | None:
+    return _scale(cell, 1024)
+
+
+def norm_shapes(cell: Any) -> str | None:
+    """'"32,3,224,224";"64"' / '32,3,224,224;\\r\\n;\\r\\n' -> '[[32, 3, 224, 224], [64]]'.
+    Parts that are not plain integer lists are kept as quoted strings."""
+    if cell is None:
+        return None
+    s = str(cell).strip()
+    if s in ("", "N/A"):
+        return None
+    parts = [p.strip().strip('"').strip() for p in s.split(";")]
+    if parts and parts[-1] == "" and len(parts) > 1 and s.rstrip().endswith(";"):
+        parts = parts[:-1]
+    out = []
+    for p in parts:
+        if p == "":
+            out.append("[]")
+        elif re.fullmatch(r"-?\d+(\s*,\s*-?\d+)*", p):
+            out.append("[" + ", ".join(x.strip() for x in p.split(",")) + "]")
+        else:
+            out.append('"' + p.replace('"', "'") + '"')
+    return "[" + ", ".join(out) + "]"
+
+
+def norm_stack(cell: Any) -> str | None:
+    """'a;\\r\\nb;\\r\\nc' -> 'a;b;c' (frames innermost first, as torch_npu writes them)."""
+    if cell is None:
+        return None
+    frames = [f.strip() for f in str(cell).split(";")]
+    frames = [f for f in frames if f]
+    return ";".join(frames) if frames else None
+
+
+def read_bytes(path: str, display: str, problems: list[Problem]) -> bytes | None:
+    """The whole file; None (with an error Problem) when it cannot be read."""
+    try:
+        with open_file(path) as f:  # a regular file inside the logdir (safe_files), else OSError
+            _json.check_size(path, os.fstat(f.fileno()).st_size)
+            return read_all(f, path)
+    except OSError as e:
+        problems.append(Problem(display, f"cannot read: {e.strerror or e}"))
+    except InputError as e:
+        problems.append(Problem(display, e.problem))
+    return None
+
+
+CHUNK_ROWS = 32768  # rows of a CSV held as Python strings at once
+
+
+class CsvTable:
+    """One CSV file read by column name, its rows a chunk at a time (`scan`): only the chunk's cells are
+    Python strings at once; readers turn each chunk's columns into numpy columns (cells.py)."""
+
+    def __init__(self, path: str, display: str, problems: list[Problem], header: list[str], raw: bytes,
+                 errors: str):
+        self.path, self.display, self.problems = path, display, problems
+        self.header = [h.strip().lstrip("\ufeff").strip() for h in header]
+        self.index = {h: i for i, h in enumerate(self.header)}
+        self._raw, self._errors = raw, errors
+
+    def _lines(self):
+        """The text a block at a time (no whole decoded copy of the file)."""
+        return io.TextIOWrapper(io.BytesIO(self._raw), encoding="utf-8-sig", errors=self._errors, newline="")
+
+    def col(self, *names: str) -> int | None:
+        """Index of the first of `names` present (case-insensitive fallback)."""
+        for n in names:
+            if n in self.index:
+                return self.index[n]
+        low = {h.lower(): i for h, i in self.index.items()}
+        for n in names:
+            i = low.get(n.lower())
+            if i is not None:
+                return i
+        return None
+
+    def has(self, *names: str) -> bool:
+        return self.col(*names) is not None
+
+    def scan(self, wanted: list[int | None]) -> Iterator[list]:
+        """Per chunk of good rows: one list of cells per wanted index ([None] * rows for None)."""
+        fast = csv_fast.plan(self._raw, len(self.header)) if self._errors == "strict" else None
+        if fast is not None:  # a well-formed file: the same cells, found with numpy (csv_fast)
+            yield from fast.chunks(wanted, CHUNK_ROWS)
+            return
+        reader = csv.reader(self._lines())
+        n = len(self.header)
+        next(reader)
+        bad, first_bad = 0, None
+        try:
+            while True:
+                rows = list(itertools.islice(reader, CHUNK_ROWS))
+                if not rows:
+                    break
+                if set(map(len, rows)) != {n}:  # blank lines, a trailing comma, or a malformed row
+                    rows, b, line = _good_rows(rows, n, reader.line_num)
+                    bad += b
+                    first_bad = first_bad or line
+                if rows:  # a chunk of only bad or blank lines gives nothing
+                    yield _columns(rows, wanted)
+        except csv.Error as e:
+            self.problems.append(Problem(self.display, f"malformed CSV near line {reader.line_num}: {e}; "
+                                                       f"rest of file skipped"))
+        if bad:
+            self.problems.append(Problem(self.display, f"{bad} row(s) with a wrong number of columns skipped "
+                                                       f"(expected {n}; first at line {first_bad})", "warning"))
+
+
+def _good_rows(rows: list[list[str]], n: int, last_line: int) -> tuple[list, int, int | None]:
+    """(the rows of n cells, bad rows, line of the first bad one). Blank lines are skipped; a trailing
+    empty cell (a trailing comma) is tolerated. The line is the reader's (physical lines: a quoted
+    cell may span several), counted back from where the chunk ended."""
+    good, bad, first = [], 0, None
+    for i, row in enumerate(rows):
+        if not row or (len(row) == 1 and not row[0].strip()):
+            continue
+        if len(row) != n:
+            if len(row) == n + 1 and row[-1].strip() == "":
+                row = row[:-1]
+            else:
+                bad += 1
+                if first is None:
+                    first = last_line - sum(_lines(r) for r in rows[i + 1:])
+                continue
+        good.append(row)
+    return good, bad, first
+
+
+def _lines(row: list[str]) -> int:
+    """Physical lines a parsed row spans (line ends inside quoted cells, as the reader counts them)."""
+    return 1 + sum(c.count("\n") + c.count("\r") - c.count("\r\n") for c in row)
+
+
+def _columns(rows: list[list[str]], wanted: list[int | None]) -> list:
+    cols = list(zip(*rows))
+    return [list(cols[i]) if i is not None else [None] * len(rows) for i in wanted]
+
+
+def read_table(path: str, display: str, problems: list[Problem]) -> CsvTable | None:
+    """A CSV's header and bytes; None (with an error Problem) when unreadable or headerless."""
+    raw = read_bytes(path, display, problems)
+    if raw is None:
+        return None
+    errors = "strict"
+    try:
+        raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        errors = "replace"
+        problems.append(Problem(display, "not valid UTF-8; undecodable bytes replaced", "warning"))
+    table = CsvTable(path, display, problems, [], raw, errors)
+    try:
+        header = next(csv.reader(table._lines()))
+    except StopIteration:
+        problems.append(Problem(display, "empty file (no header)"))
+        return None
+    except csv.Error as e:
+        problems.append(Problem(display, f"malformed CSV header: {e}"))
+        return None
+    table.__init__(path, display, problems, header, raw, errors)
+    return table
+
+
+def scan_all(table: CsvTable, wanted: list[int | None], convert) -> list:
+    """convert(chunk) of every chunk, in order."""
+    return [convert(chunk) for chunk in table.scan(wanted)]
+
+
+def device_index(cell: Any) -> int:
+    """'NPU:0' / 'npu:3' / '0' -> 0 / 3 / 0; 'CPU', 'host', '' -> NONE."""
+    if cell is None:
+        return NONE
+    s = str(cell).strip()
+    m = re.search(r"(\d+)\s*$", s)
+    if m and not s.lower().startswith(("cpu", "host")):
+        return int(m.group(1))
+    return NONE
+
+
+def device_name(cell: Any) -> str:
+    """memory_record Device Type 'NPU:0' -> 'npu:0'; 'CPU' -> 'CPU'."""
+    s = (cell or "").strip()
+    if not s or s.upper().startswith("CPU") or s.lower() == "host":
+        return "CPU"
+    i = device_index(s)
+    return f"npu:{i}" if i != NONE else s.lower()
+
+
+def step_value(v: Any) -> int | None:
+    """'step50' / '50' / 50 -> 50; '' or 'step' (no schedule) -> None."""
+    s = str(v).strip() if v is not None else ""
+    if s.lower().startswith("step"):
+        s = s[4:]
+    return to_int(s) if s else None
+
+
+def none_to(v: int | None, default: int = NONE) -> int:
+    return default if v is None else v
