@@ -29,3 +29,32 @@ def test_every_part_names_its_tests_and_they_exist():
             assert list((REPO / "tests").rglob(name)), (part, name)
     folders = {p.name for p in (REPO / "tests").iterdir() if p.is_dir() and any(p.glob("test_*.py"))}
     assert folders - {"design"} <= named, folders - named
+
+
+def test_no_line_is_over_300_characters():
+    """Long table cells are split into the per-part sections below the table, where a diff can show them."""
+    long = [(number, len(line)) for number, line in enumerate(DOC.splitlines(), 1) if len(line) > 300]
+    assert not long, long
+
+
+def backticked_paths(text: str) -> list[str]:
+    """Every path a text names in backticks under src/ or tests/ (a glob pattern included; `<part>` is a
+    placeholder, not a path)."""
+    return [path for path in re.findall(r"`([^`\s]+)`", text)
+            if path.startswith(("src/", "tests/")) and "<" not in path]
+
+
+def missing_paths(text: str) -> list[str]:
+    return [path for path in backticked_paths(text)
+            if not (list(REPO.glob(path)) if "*" in path else (REPO / path).exists())]
+
+
+def test_every_path_it_names_exists():
+    paths = backticked_paths(DOC)
+    assert len(paths) >= 40 and "src/canning_tb/queries/" in paths and "tests/ingest/test_*_scan.py" in paths
+    assert not missing_paths(DOC), missing_paths(DOC)
+
+
+def test_the_path_check_sees_a_missing_path():
+    text = "`src/canning_tb/queries/` `src/canning_tb/no_such_part/` `tests/no_such_*.py` `tests/<part>/` `docs/x.md`"
+    assert missing_paths(text) == ["src/canning_tb/no_such_part/", "tests/no_such_*.py"]
