@@ -112,6 +112,13 @@ def _rank(value):
     return change
 
 
+def _device(key: str, value, n: int = 0):
+    """deviceProperties[n][key] = value: ids and sizes no device can have (Device.index is an int32)."""
+    def change(doc):
+        doc["deviceProperties"][n][key] = value
+    return change
+
+
 def _ts(field: str, n: int = 0):
     return lambda doc: _marker(doc, ("traceEvents", doc["traceEvents"].index(_nth_cpu_op(doc, n)), field), "@NUM@")
 
@@ -189,6 +196,13 @@ KINETO_CASES = [
     Case("k_rank_2_80", _doc_with(_rank(2 ** 80)), 422, "rank"),
     Case("k_rank_negative", _doc_with(_rank(-5)), 422, "rank"),
     Case("k_rank_text", _doc_with(_rank("zero")), 200),
+    Case("k_device_id_2_70", _doc_with(_device("id", 2 ** 70)), 200, r"pt\.trace\.json: device index 1180591620"),
+    Case("k_device_id_2_31", _doc_with(_device("id", 2 ** 31)), 200, "device index 2147483648.*read as unknown"),
+    Case("k_device_id_5000_digit_text", _doc_with(_device("id", "7" * 5000)), 200,
+         "device index of more than 38 digits is no index"),
+    Case("k_device_id_5000_digits", _replace_marker(_device("id", "@NUM@"), b"7" * 5000, b'"@NUM@"'), 200),
+    Case("k_device_memory_2_80", _doc_with(_device("totalGlobalMem", 2 ** 80)), 200, "device memory 1208925819"),
+    Case("k_rank_5000_digit_text", _doc_with(_rank("9" * 5000)), 422, "rank of more than 38 digits: not a rank"),
     Case("k_ts_1e400", _number("ts", b"1e400"), 200),
     Case("k_ts_minus_1e400", _number("ts", b"-1e400"), 200),
     Case("k_dur_1e400", _number("dur", b"1e400"), 200),

@@ -13,6 +13,7 @@ from typing import Any
 from canning_tb.util.manifest import ASCEND_OUTPUT, FileEntry, Manifest, ManifestError, ascend_status
 from canning_tb.util.manifest import load as load_manifest
 
+from .devices import fit_devices
 from .kineto.read import read_kineto
 from .table import EventTable, InputError, Problem
 
@@ -87,6 +88,7 @@ def _enrich(table: EventTable, man: Manifest, path: str) -> None:
         extra = {(d.get("kind"), d.get("index")): d for d in m.devices}
         m.devices = [{**extra.get((d.get("kind"), d.get("index")), {}), **d} for d in man.devices] + \
                     [d for k, d in extra.items() if k not in seen]
+        m.devices = fit_devices(m.devices, path, table.problems)
     env = m.environment
     for key, v in man.to_dict().items():
         if key in _NOT_IN_ENVIRONMENT or v is None or v == "":
