@@ -69,7 +69,15 @@ class JobNotReady(RequestError):
     """The options are fine, but the run's job cannot be asked now (none watching, just started)."""
 
 
-def _int(value, name: str, lo: int, hi: int) -> int:
+class UnusableFile(RequestError):
+    """A capture file that is there but cannot be used: `file` (relative to the run folder) and the problem."""
+
+    def __init__(self, file: str, problem: str):
+        super().__init__(f"{file}: {problem}")
+        self.file, self.problem = file, problem
+
+
+def check_int(value, name: str, lo: int, hi: int) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or not lo <= value <= hi:
         raise RequestError(f"{name} must be a whole number from {lo} to {hi}, not {_shown(value)}")
     return value
@@ -112,7 +120,8 @@ def check_options(options) -> dict:
         raise RequestError(f"unknown option {unknown[0]!r}: the options are {', '.join(_OPTION_KEYS)}")
     if "steps" not in options:
         raise RequestError("steps is required")
-    out = {"steps": _int(options["steps"], "steps", 1, MAX_STEPS), "ranks": _ranks(options.get("ranks", "all")),
+    out = {"steps": check_int(options["steps"], "steps", 1, MAX_STEPS),
+           "ranks": check_ranks(options.get("ranks", "all")),
            "activities": _activities(options.get("activities", []))}
     for name in OPTIONS:
         value = options.get(name, False)
@@ -122,14 +131,14 @@ def check_options(options) -> dict:
     return out
 
 
-def _ranks(value):
+def check_ranks(value):
     if value == "all":
         return "all"
     if not isinstance(value, list) or not value:
         raise RequestError(f'ranks must be "all" or a list of rank numbers, not {_shown(value)}')
     if len(value) > MAX_LISTED_RANKS:
         raise RequestError(f'at most {MAX_LISTED_RANKS} ranks may be listed; ask for "all" instead')
-    ranks = [_int(r, "each rank", 0, MAX_RANK) for r in value]
+    ranks = [check_int(r, "each rank", 0, MAX_RANK) for r in value]
     if len(set(ranks)) != len(ranks):
         raise RequestError("a rank is listed twice")
     return sorted(ranks)
@@ -166,9 +175,9 @@ def parse_request(raw: bytes) -> dict:
     if data["by"] not in WRITERS:
         raise RequestError(f"by must be one of {', '.join(WRITERS)}, not {_shown(data['by'])}")
     out = {"format": REQUEST_FORMAT, "version": REQUEST_VERSION, "id": data["id"], "by": data["by"],
-           "created_ns": _int(data["created_ns"], "created_ns", 0, 1 << 63),
-           "start_step": _int(data["start_step"], "start_step", 0, MAX_STEP),
-           "seen_step": _int(data["seen_step"], "seen_step", 0, MAX_STEP)}
+           "created_ns": check_int(data["created_ns"], "created_ns", 0, 1 << 63),
+           "start_step": check_int(data["start_step"], "start_step", 0, MAX_STEP),
+           "seen_step": check_int(data["seen_step"], "seen_step", 0, MAX_STEP)}
     out.update(check_options({k: data[k] for k in _OPTION_KEYS}))
     return out
 

@@ -20,7 +20,7 @@ from werkzeug import wrappers
 
 from canning_tb.capture import request as cr
 from canning_tb.capture.targets import CaptureBusy, Target, ask, run_state, summary, targets
-from canning_tb.queries.errors import BadParameter, NotFound
+from canning_tb.queries.errors import BadParameter, NotFound, Unreadable
 
 from .boundary import error_answer, json_response
 from .errors import RouteError
@@ -83,7 +83,11 @@ class CaptureRoutes:
 
     def _state(self, request):
         run = request.args.get("run", "")
-        return 200, {"run": run, **run_state(self._target(run))}
+        try:
+            return 200, {"run": run, **run_state(self._target(run))}
+        except cr.UnusableFile as e:  # this run's file: 422 naming it; every other run still answers
+            where = e.file if run == "." else f"{run}/{e.file}"
+            raise Unreadable(f"{where}: {e.problem}", file=where) from None
 
     def _request(self, request):
         if request.headers.get(HEADER) != "1" or request.mimetype != "application/json":
