@@ -13,15 +13,17 @@ Both files live in the run folder's `.canning-capture/` (capture_files.py writes
 | id           | 16 lowercase hex     | names this request in every rank's status and in the job's log |
 | by           | "tensorboard" \\| "cli" | who wrote it |
 | created_ns   | int                  | wall clock of the writer, ns since the epoch |
-| start_step   | int                  | the first recorded step, the same on every rank (see plan_start) |
+| start_step   | int, seen_step..seen_step + MAX_LEAD_STEPS | the first recorded step, the same on every rank (see plan_start) |
 | steps        | int, 1..MAX_STEPS    | steps recorded |
-| seen_step    | int                  | the furthest step the writer saw in the ranks' statuses |
+| seen_step    | int, 0..MAX_STEP     | the furthest step the writer saw in the ranks' statuses |
 | ranks        | "all" \\| [int]       | the ranks that record (a rank not listed records nothing) |
 | activities   | [str]                | among ACTIVITIES; [] = the job's own |
 | record_shapes, profile_memory, with_stack, with_flops, with_modules | bool | torch.profiler's options |
 
 Nothing else: an unknown key, a value of another type, a number out of range, a duplicate key or a file
 over the limit makes the whole request refused (RequestError says why). No value is a path or code.
+A start step further than MAX_LEAD_STEPS after the step its writer saw (or, in the job, after the step the
+rank is at) is one no job reaches in time: taken, it would hold the job "busy" until then, so it is refused.
 
 `rank<R>.status.json`, one per rank, rewritten by the job every heartbeat and at each change (STATUS_KEYS):
 the rank's step and step rate, its watch settings, the last request it read and what it did with it
@@ -43,6 +45,9 @@ MAX_STEPS = 50                 # steps one capture may record
 MAX_LISTED_RANKS = 512         # ranks a request may name one by one ("all" for more)
 MAX_RANK = 1 << 20
 MAX_STEP = 1 << 53             # any step a job can reach; keeps the numbers exact in JSON readers
+# A start this many steps ahead is out of reach: plan_start's lead is two polls (at most 600 s each) and a
+# slack at the fastest rank's rate, so 2**20 steps allow for 870 steps/s at the slowest poll
+MAX_LEAD_STEPS = 1 << 20
 ACTIVITIES = ("CPU", "CUDA", "NPU")
 OPTIONS = ("record_shapes", "profile_memory", "with_stack", "with_flops", "with_modules")
 WRITERS = ("tensorboard", "cli")
@@ -178,6 +183,9 @@ def parse_request(raw: bytes) -> dict:
            "created_ns": check_int(data["created_ns"], "created_ns", 0, 1 << 63),
            "start_step": check_int(data["start_step"], "start_step", 0, MAX_STEP),
            "seen_step": check_int(data["seen_step"], "seen_step", 0, MAX_STEP)}
+    if not out["seen_step"] <= out["start_step"] <= out["seen_step"] + MAX_LEAD_STEPS:
+        raise RequestError(f"start_step {out['start_step']} is not within {MAX_LEAD_STEPS} steps after seen_step "
+                           f"{out['seen_step']}: out of reach")
     out.update(check_options({k: data[k] for k in _OPTION_KEYS}))
     return out
 
@@ -264,6 +272,9 @@ def plan_start(statuses: list, now_ns: int) -> tuple[int, int]:
     start = math.ceil(furthest) + max(MIN_LEAD_STEPS, math.ceil(rate * lead_s))
     if start > MAX_STEP:
         raise JobNotReady("the job's step count is past what a request may name")
+    if start - seen > MAX_LEAD_STEPS:
+        raise JobNotReady(f"the job steps too fast for its poll interval: a capture would start more than "
+                          f"{MAX_LEAD_STEPS} steps ahead (poll more often: ps.on_demand(poll_s=...))")
     return start, seen
 
 
