@@ -202,3 +202,34 @@ def test_a_malformed_npu_request_is_a_422_naming_it_and_other_runs_still_answer(
     assert code == 200 and answer["request"]["state"] == "recording", answer
     code, answer, _ = call(c, "GET", "/capture")
     assert code == 200 and [r["run"] for r in answer["runs"]] == ["bad", "good"], answer
+
+
+def _post_from(c, host):
+    """POST /capture_request with every header a page of TensorBoard's own would send, addressed to `host`."""
+    return call(c, "POST", "/capture_request", {"run": "job", "steps": 3}, headers={**HEADERS, "Host": host})
+
+
+@pytest.mark.parametrize("argv,taken,refused", [
+    ((), ["localhost:6006", "127.0.0.1:6006", "[::1]:6006", "LOCALHOST", "10.1.2.3:6006", "[fe80::1]:80"],
+     ["evil.example:6006", "evil.example", "localhost.evil.example:6006", "", "127.0.0.1.nip.io:6006"]),
+    (("--host", "tb.lab.example"), ["tb.lab.example:6006", "tb.lab.example.", "localhost:6006"],
+     ["evil.example:6006", "lab.example:6006"]),
+    (("--bind_all",), ["localhost:6006", f"{__import__('socket').gethostname()}:6006"], ["evil.example:6006"]),
+])
+def test_the_capture_post_answers_only_the_address_tensorboard_serves(tmp_path, monkeypatch, argv, taken, refused):
+    """DNS rebinding: a page of evil.example whose name now resolves to this machine sends Host: evil.example.
+    Refused with 403 before anything is read or written; the names TensorBoard serves (its --host, loopback,
+    with --bind_all this machine's name) and IP literals (nothing resolved) go on to the next check (no job
+    watches run 'job' here: 404)."""
+    monkeypatch.delenv("CANNING_CAPTURE_HOSTS", raising=False)
+    c = client(tmp_path, tensorboard_flags("--logdir", str(tmp_path), "--canning_capture", *argv))
+    for host in taken:
+        code, body, _ = _post_from(c, host)
+        assert code == 404 and "no job watches run 'job'" in body["error"], (host, code, body)
+    for host in refused:
+        code, body, _ = _post_from(c, host)
+        assert code == 403 and "must be addressed to the address TensorBoard serves" in body["error"], (host, body)
+    assert call(c, "GET", "/capture", headers={"Host": "evil.example"})[0] == 200  # reading is not what it guards
+    monkeypatch.setenv("CANNING_CAPTURE_HOSTS", "proxy.example, evil.example")
+    c = client(tmp_path, tensorboard_flags("--logdir", str(tmp_path), "--canning_capture", *argv))
+    assert _post_from(c, "evil.example:443")[0] == 404
