@@ -29,6 +29,7 @@ import msgspec
 from tensorboard.backend import http_util
 from werkzeug import wrappers
 
+from canning_tb.queries.bounds import check_int
 from canning_tb.queries.errors import (BadParameter, NotFound, QueryError, Unavailable, Unreadable, scrub_paths,
                                        short_path)
 from canning_tb.util.remote_fs import RemoteError
@@ -56,9 +57,6 @@ class Query(dict):
             raise AttributeError(name) from None
 
 
-_INT_BOUND = 1 << 62  # ns, pixels, offsets: past this a number is a mistake, not a wish
-
-
 def _value(param: Param, text: str):
     if param.kind == "text":
         return text
@@ -69,8 +67,8 @@ def _value(param: Param, text: str):
     except ValueError:
         what = "integers separated by commas" if param.kind == "ints" else "an integer"
         raise BadParameter(f"{param.name} must be {what}, not {text[:80]!r}") from None
-    if any(abs(v) > _INT_BOUND for v in values):
-        raise BadParameter(f"{param.name} is out of range: {text[:80]!r}")
+    for v in values:  # the bound every front door shares (queries/bounds.py)
+        check_int(param.name, v, text)
     return values if param.kind == "ints" else values[0]
 
 
