@@ -188,7 +188,8 @@ def test_a_fifo_named_like_torch_npus_log_or_config_never_hangs_the_capture_rout
     (sidecar(steps=10 ** 40), "steps must be a whole number from 1 to 50"),
     ([1, 2], "not a JSON object"),
 ])
-def test_a_malformed_npu_request_is_a_422_naming_it_and_other_runs_still_answer(tmp_path, monkeypatch, body, says):
+def test_a_malformed_npu_request_is_a_422_naming_it_and_other_runs_still_answer(tmp_path, monkeypatch, capsys, body,
+                                                                               says):
     monkeypatch.setenv("CANNING_CAPTURE", "1")
     logdir = tmp_path / "logdir"
     dp_folder(logdir, "bad", body)
@@ -202,6 +203,10 @@ def test_a_malformed_npu_request_is_a_422_naming_it_and_other_runs_still_answer(
     assert code == 200 and answer["request"]["state"] == "recording", answer
     code, answer, _ = call(c, "GET", "/capture")
     assert code == 200 and [r["run"] for r in answer["runs"]] == ["bad", "good"], answer
+    from canning_tb.cli.main import main  # the command line says the same words
+    assert main(["capture", "--logdir", str(logdir), "--run", "bad", "--status"]) == 2
+    err = capsys.readouterr().err
+    assert ".canning-capture/npu-request.json: " in err and says in err and str(tmp_path) not in err, err
 
 
 def _post_from(c, host):
