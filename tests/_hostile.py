@@ -368,12 +368,23 @@ def _db_empty_schema(window: Path) -> None:
     sqlite3.connect(path).close()
 
 
+def _db_npu_id(value: int):
+    """NPU_INFO's device id set to `value` (SQLite holds any int64): no int32 device index."""
+    def change(window: Path) -> None:
+        with sqlite3.connect(_db_path(window)) as db:
+            db.execute("update NPU_INFO set id = ?", (value,))
+        db.close()
+    return change
+
+
 DB_CASES = [
     Case("d_good_copy", _ascend_with(lambda w: None, "db_level1"), 200),
     Case("d_db_half", _ascend_with(lambda w: _cut_half(str(_db_path(w).relative_to(w)))(w), "db_level1"), 422,
          r"\.db: "),
     Case("d_db_junk", _ascend_with(_db_junk, "db_level1"), 422, r"\.db: "),
     Case("d_db_no_tables", _ascend_with(_db_empty_schema, "db_level1"), 422, r"\.db: "),
+    Case("d_npu_id_2_40", _ascend_with(_db_npu_id(2 ** 40), "db_level1"), 200,
+         "rank0_ascend_pt: device index 1099511627776 is no index"),
 ]
 
 CASES = KINETO_CASES + ASCEND_CASES + DB_CASES
