@@ -387,4 +387,30 @@ DB_CASES = [
          "rank0_ascend_pt: device index 1099511627776 is no index"),
 ]
 
-CASES = KINETO_CASES + ASCEND_CASES + DB_CASES
+# -- our handler's windows: a manifest naming the trace ---------------------------------------------
+
+def _canning(**fields):
+    """The Kineto trace as a window of our handler: the gzip trace and its manifest (the keys util/manifest.py
+    documents, written with json), `fields` changed in the manifest."""
+    def build(run: Path) -> None:
+        stem = "rank0.1694128201545"
+        trace = _write(run, gzip.compress(kineto_text()), f"{stem}.pt.trace.json.gz")
+        manifest = {"format_version": 1, "kind": "kineto", "worker": "rank0", "window": 0,
+                    "manifest": f"{stem}.canning.json", "rank": 0, "world_size": 8, "local_rank": 0, "host": "h",
+                    "pid": 1234, "devices": [{"kind": "cuda", "index": 0, "name": "Tesla V100-SXM2-32GB"}],
+                    "files": [{"name": trace.name, "bytes": trace.stat().st_size}]}
+        manifest.update(fields)
+        _write(run, json.dumps(manifest).encode(), f"{stem}.canning.json")
+    return build
+
+
+CANNING_CASES = [
+    Case("c_good_copy", _canning(), 200),
+    Case("c_rank_2_70", _canning(rank=2 ** 70), 422, r"rank0\.1694128201545\.canning\.json: rank 1180591620.*not a rank"),
+    Case("c_pid_world_size_huge", _canning(pid=2 ** 70, world_size=2 ** 40, local_rank=2 ** 33), 200,
+         r"canning\.json: world_size 1099511627776, local_rank 8589934592, pid 1180591620.*out of range"),
+    Case("c_device_index_2_70", _canning(devices=[{"kind": "cuda", "index": 2 ** 70, "name": "x", "memory": -2}]),
+         200, r"canning\.json: device index 1180591620.*; device memory -2 is no size in bytes"),
+]
+
+CASES = KINETO_CASES + ASCEND_CASES + DB_CASES + CANNING_CASES
