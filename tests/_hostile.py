@@ -119,6 +119,15 @@ def _device(key: str, value, n: int = 0):
     return change
 
 
+def _step_number(text: str):
+    """Every ProfilerStep#N renamed ProfilerStep#<text>: a number no int64 holds names no step."""
+    def change(doc):
+        for e in doc["traceEvents"]:
+            if str(e.get("name", "")).startswith("ProfilerStep#"):
+                e["name"] = f"ProfilerStep#{text}"
+    return change
+
+
 def _ts(field: str, n: int = 0):
     return lambda doc: _marker(doc, ("traceEvents", doc["traceEvents"].index(_nth_cpu_op(doc, n)), field), "@NUM@")
 
@@ -203,6 +212,9 @@ KINETO_CASES = [
     Case("k_device_id_5000_digits", _replace_marker(_device("id", "@NUM@"), b"7" * 5000, b'"@NUM@"'), 200),
     Case("k_device_memory_2_80", _doc_with(_device("totalGlobalMem", 2 ** 80)), 200, "device memory 1208925819"),
     Case("k_rank_5000_digit_text", _doc_with(_rank("9" * 5000)), 422, "rank of more than 38 digits: not a rank"),
+    Case("k_step_number_2_63", _doc_with(_step_number(str(2 ** 63))), 200),
+    Case("k_step_number_30_digits", _doc_with(_step_number("9" * 30)), 200),
+    Case("k_step_number_2_63_minus_1", _doc_with(_step_number(str(2 ** 63 - 1))), 200),
     Case("k_ts_1e400", _number("ts", b"1e400"), 200),
     Case("k_ts_minus_1e400", _number("ts", b"-1e400"), 200),
     Case("k_dur_1e400", _number("dur", b"1e400"), 200),
