@@ -112,6 +112,22 @@ def _rank(value):
     return change
 
 
+def _device(key: str, value, n: int = 0):
+    """deviceProperties[n][key] = value: ids and sizes no device can have (Device.index is an int32)."""
+    def change(doc):
+        doc["deviceProperties"][n][key] = value
+    return change
+
+
+def _step_number(text: str):
+    """Every ProfilerStep#N renamed ProfilerStep#<text>: a number no int64 holds names no step."""
+    def change(doc):
+        for e in doc["traceEvents"]:
+            if str(e.get("name", "")).startswith("ProfilerStep#"):
+                e["name"] = f"ProfilerStep#{text}"
+    return change
+
+
 def _ts(field: str, n: int = 0):
     return lambda doc: _marker(doc, ("traceEvents", doc["traceEvents"].index(_nth_cpu_op(doc, n)), field), "@NUM@")
 
@@ -189,6 +205,16 @@ KINETO_CASES = [
     Case("k_rank_2_80", _doc_with(_rank(2 ** 80)), 422, "rank"),
     Case("k_rank_negative", _doc_with(_rank(-5)), 422, "rank"),
     Case("k_rank_text", _doc_with(_rank("zero")), 200),
+    Case("k_device_id_2_70", _doc_with(_device("id", 2 ** 70)), 200, r"pt\.trace\.json: device index 1180591620"),
+    Case("k_device_id_2_31", _doc_with(_device("id", 2 ** 31)), 200, "device index 2147483648.*read as unknown"),
+    Case("k_device_id_5000_digit_text", _doc_with(_device("id", "7" * 5000)), 200,
+         "device index of more than 38 digits is no index"),
+    Case("k_device_id_5000_digits", _replace_marker(_device("id", "@NUM@"), b"7" * 5000, b'"@NUM@"'), 200),
+    Case("k_device_memory_2_80", _doc_with(_device("totalGlobalMem", 2 ** 80)), 200, "device memory 1208925819"),
+    Case("k_rank_5000_digit_text", _doc_with(_rank("9" * 5000)), 422, "rank of more than 38 digits: not a rank"),
+    Case("k_step_number_2_63", _doc_with(_step_number(str(2 ** 63))), 200),
+    Case("k_step_number_30_digits", _doc_with(_step_number("9" * 30)), 200),
+    Case("k_step_number_2_63_minus_1", _doc_with(_step_number(str(2 ** 63 - 1))), 200),
     Case("k_ts_1e400", _number("ts", b"1e400"), 200),
     Case("k_ts_minus_1e400", _number("ts", b"-1e400"), 200),
     Case("k_dur_1e400", _number("dur", b"1e400"), 200),
@@ -354,12 +380,49 @@ def _db_empty_schema(window: Path) -> None:
     sqlite3.connect(path).close()
 
 
+def _db_npu_id(value: int):
+    """NPU_INFO's device id set to `value` (SQLite holds any int64): no int32 device index."""
+    def change(window: Path) -> None:
+        with sqlite3.connect(_db_path(window)) as db:
+            db.execute("update NPU_INFO set id = ?", (value,))
+        db.close()
+    return change
+
+
 DB_CASES = [
     Case("d_good_copy", _ascend_with(lambda w: None, "db_level1"), 200),
     Case("d_db_half", _ascend_with(lambda w: _cut_half(str(_db_path(w).relative_to(w)))(w), "db_level1"), 422,
          r"\.db: "),
     Case("d_db_junk", _ascend_with(_db_junk, "db_level1"), 422, r"\.db: "),
     Case("d_db_no_tables", _ascend_with(_db_empty_schema, "db_level1"), 422, r"\.db: "),
+    Case("d_npu_id_2_40", _ascend_with(_db_npu_id(2 ** 40), "db_level1"), 200,
+         "rank0_ascend_pt: device index 1099511627776 is no index"),
 ]
 
-CASES = KINETO_CASES + ASCEND_CASES + DB_CASES
+# -- our handler's windows: a manifest naming the trace ---------------------------------------------
+
+def _canning(**fields):
+    """The Kineto trace as a window of our handler: the gzip trace and its manifest (the keys util/manifest.py
+    documents, written with json), `fields` changed in the manifest."""
+    def build(run: Path) -> None:
+        stem = "rank0.1694128201545"
+        trace = _write(run, gzip.compress(kineto_text()), f"{stem}.pt.trace.json.gz")
+        manifest = {"format_version": 1, "kind": "kineto", "worker": "rank0", "window": 0,
+                    "manifest": f"{stem}.canning.json", "rank": 0, "world_size": 8, "local_rank": 0, "host": "h",
+                    "pid": 1234, "devices": [{"kind": "cuda", "index": 0, "name": "Tesla V100-SXM2-32GB"}],
+                    "files": [{"name": trace.name, "bytes": trace.stat().st_size}]}
+        manifest.update(fields)
+        _write(run, json.dumps(manifest).encode(), f"{stem}.canning.json")
+    return build
+
+
+CANNING_CASES = [
+    Case("c_good_copy", _canning(), 200),
+    Case("c_rank_2_70", _canning(rank=2 ** 70), 422, r"rank0\.1694128201545\.canning\.json: rank 1180591620.*not a rank"),
+    Case("c_pid_world_size_huge", _canning(pid=2 ** 70, world_size=2 ** 40, local_rank=2 ** 33), 200,
+         r"canning\.json: world_size 1099511627776, local_rank 8589934592, pid 1180591620.*out of range"),
+    Case("c_device_index_2_70", _canning(devices=[{"kind": "cuda", "index": 2 ** 70, "name": "x", "memory": -2}]),
+         200, r"canning\.json: device index 1180591620.*; device memory -2 is no size in bytes"),
+]
+
+CASES = KINETO_CASES + ASCEND_CASES + DB_CASES + CANNING_CASES

@@ -133,3 +133,19 @@ def test_a_cpu_window_says_its_efficiency_is_unknown_in_words(tmp_path):
     prof.export_chrome_trace(str(tmp_path / "cpu.pt.trace.json"))
     d = build_digest(read_kineto(str(tmp_path / "cpu.pt.trace.json")))
     assert roofline_lines(d) == "MFU and HBM bandwidth: unknown (no accelerator named in the window's files)"
+
+
+def test_view_json_is_the_same_bytes_in_every_process(tmp_path):
+    """Two processes with other string hashes (PYTHONHASHSEED), each digesting afresh into its own cache, write
+    the same bytes: every map (a device's peak TFLOP/s per dtype, protobuf maps, dicts built from sets) sorted.
+    Two ranks of DLRM (the report across ranks) and an Ascend window (NPU peaks and CANN's maps)."""
+    logdir = tmp_path / "logdir"
+    (logdir / "dlrm").mkdir(parents=True)
+    for trace in sorted(fixture_path("param", "dlrm_8ranks").glob("worker[01]_*.pt.trace.json.gz")):
+        shutil.copy(trace, logdir / "dlrm" / trace.name)
+    shutil.copytree(fixture_path("ascend", "level1", "rank0_ascend_pt"), logdir / "ascend" / "rank0_ascend_pt")
+    outs = [run_cli("--mode=view", f"--input={logdir}", "--format=json", "--detail", f"--cache-dir={tmp_path / seed}",
+                    env={"PYTHONHASHSEED": seed}).stdout.encode() for seed in ("1", "2")]
+    dlrm = [w for w in json.loads(outs[0])["windows"] if w["run"] == "dlrm"]
+    assert len(dlrm) == 2 and len(dlrm[0]["roofline"]["device"]["tflops"]) > 1  # the map the issue saw reordered
+    assert outs[0] == outs[1]

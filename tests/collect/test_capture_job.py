@@ -187,6 +187,26 @@ def test_a_request_during_a_capture_is_refused_and_one_too_late_is_missed(job):
     assert len(manifests(job.run)) == 1
 
 
+def test_a_start_out_of_reach_is_refused_and_the_next_capture_is_taken(job, capsys):
+    """A start step no job reaches (2**53, the largest a request may name) is refused, whether its writer
+    says it saw a step far behind it (refused as read) or claims one just before it (refused by the rank,
+    which knows its own step): taken, it would have held the job "busy" and every later capture refused."""
+    job.step(5)
+    behind = request(2 ** 53, seen_step=0)
+    write_request(job.run, json.dumps(behind).encode())
+    s = wait_for(lambda: (s := status(job.run)) and "out of reach" in s["message"] and s, "the far start refused")
+    assert s["state"] == "refused" and f"start_step {2 ** 53} is not within 1048576 steps after" in s["message"]
+    claimed = request(2 ** 53, seen_step=2 ** 53 - 10)
+    write_request(job.run, json.dumps(claimed).encode())
+    s = job.read(claimed["id"])
+    assert s["state"] == "refused" and s["message"].startswith(f"starts at step {2 ** 53}, more than 1048576 steps "
+                                                               "after this rank's step"), s
+    good = request(job.steps + 40)
+    write_request(job.run, json.dumps(good).encode())
+    assert job.read(good["id"])["state"] == "scheduled"
+    job.step_until(lambda: job.state(good["id"]) == "written", "the next capture", limit=200)
+
+
 def test_requests_are_rate_limited(tmp_path):
     job = Job(tmp_path / "run", min_interval_s=3600)
     try:

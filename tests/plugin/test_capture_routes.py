@@ -116,3 +116,125 @@ def test_a_job_that_stopped_is_not_asked(job, monkeypatch):
     wait_for(lambda: status(job.run)["watching"] is False, "the last status")
     code, body, _ = call(client(os.path.dirname(job.run)), "POST", "/capture_request", {"run": "job", "steps": 3})
     assert code == 409 and "no job is watching this run" in body["error"]
+
+
+# -- torch_npu dynamic_profile folders with damaged or hostile files -------------------------------------------
+DP_CONFIG = {"activities": ["CPU", "NPU"], "prof_dir": "./", "active": 1, "start_step": 0}  # the keys it is known by
+
+
+def dp_folder(logdir, name, sidecar=None, logs=()):
+    """A run folder as torch_npu's dp.init() leaves it (profiler_config.json, log/), with the request that
+    `canning-prof capture` keeps beside (`.canning-capture/npu-request.json`, as capture/npu.py writes it)."""
+    folder = logdir / name
+    (folder / "log").mkdir(parents=True)
+    (folder / "profiler_config.json").write_text(json.dumps(DP_CONFIG))
+    if sidecar is not None:
+        (folder / CAPTURE).mkdir()
+        (folder / CAPTURE / "npu-request.json").write_text(json.dumps(sidecar))
+    for log, text in logs:
+        (folder / "log" / log).write_text(text)
+    return folder
+
+
+def sidecar(**changes):
+    body = {"id": "0123456789abcdef", "by": "cli", "created_ns": 1, "start_step": 8, "steps": 2, "ranks": "all",
+            "logs": {}}
+    body.update(changes)
+    return {k: v for k, v in body.items() if v is not None}
+
+
+def answered_within(c, route, seconds=30.0):
+    """(code, body) of a GET that must come back: a hang fails the test (the FIFO is opened for writing
+    afterwards, so a reader stuck on it is let go) instead of holding the suite."""
+    import threading
+    got = {}
+    thread = threading.Thread(target=lambda: got.update(answer=call(c, "GET", route)[:2]), daemon=True)
+    thread.start()
+    thread.join(seconds)
+    return got.get("answer")
+
+
+def test_a_fifo_named_like_torch_npus_log_or_config_never_hangs_the_capture_routes(tmp_path, monkeypatch):
+    monkeypatch.setenv("CANNING_CAPTURE", "1")
+    logdir = tmp_path / "logdir"
+    fifo_log = dp_folder(logdir, "dp", sidecar(), [("dp_host_7_rank_1.log", "Start Dynamic Profiler at 8 step.\n"
+                                                                           "Stop Dynamic Profiler at 10 step.\n")])
+    os.mkfifo(fifo_log / "log" / "dp_host_5_rank_0.log")
+    fifo_config = logdir / "dp_config"
+    (fifo_config / "log").mkdir(parents=True)
+    os.mkfifo(fifo_config / "profiler_config.json")
+    c = client(logdir)
+    try:
+        listed = answered_within(c, "/capture")
+        assert listed is not None, "GET /capture hung on a FIFO named profiler_config.json"
+        assert listed[0] == 200 and [r["run"] for r in listed[1]["runs"]] == ["dp"], listed
+        for _ in range(3):  # every poll answers: none is left waiting on the FIFO
+            state = answered_within(c, "/capture_state?run=dp")
+            assert state is not None, "GET /capture_state hung on a FIFO named like torch_npu's log"
+            code, body = state
+            assert code == 200 and body["request"]["state"] == "written", body
+            assert [(r["rank"], r["state"]) for r in body["request"]["ranks"]] == [(1, "written")]
+    finally:
+        for fifo in (fifo_log / "log" / "dp_host_5_rank_0.log", fifo_config / "profiler_config.json"):
+            try:
+                os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))  # lets a reader stuck on it go
+            except OSError:
+                pass
+
+
+@pytest.mark.parametrize("body,says", [
+    (sidecar(ranks=None), "lacks 'ranks'"),
+    (sidecar(start_step="8"), "start_step must be a whole number"),
+    (sidecar(steps=10 ** 40), "steps must be a whole number from 1 to 50"),
+    ([1, 2], "not a JSON object"),
+])
+def test_a_malformed_npu_request_is_a_422_naming_it_and_other_runs_still_answer(tmp_path, monkeypatch, capsys, body,
+                                                                               says):
+    monkeypatch.setenv("CANNING_CAPTURE", "1")
+    logdir = tmp_path / "logdir"
+    dp_folder(logdir, "bad", body)
+    dp_folder(logdir, "good", sidecar(ranks=[0]), [("dp_h_1_rank_0.log", "Start Dynamic Profiler at 8 step.\n")])
+    c = client(logdir)
+    code, answer, _ = call(c, "GET", "/capture_state?run=bad")
+    assert code == 422, answer
+    assert answer["error"] == f"bad/.canning-capture/npu-request.json: {answer['error'].split(': ', 1)[1]}"
+    assert says in answer["error"] and answer["file"] == "bad/.canning-capture/npu-request.json", answer
+    code, answer, _ = call(c, "GET", "/capture_state?run=good")
+    assert code == 200 and answer["request"]["state"] == "recording", answer
+    code, answer, _ = call(c, "GET", "/capture")
+    assert code == 200 and [r["run"] for r in answer["runs"]] == ["bad", "good"], answer
+    from canning_tb.cli.main import main  # the command line says the same words
+    assert main(["capture", "--logdir", str(logdir), "--run", "bad", "--status"]) == 2
+    err = capsys.readouterr().err
+    assert ".canning-capture/npu-request.json: " in err and says in err and str(tmp_path) not in err, err
+
+
+def _post_from(c, host):
+    """POST /capture_request with every header a page of TensorBoard's own would send, addressed to `host`."""
+    return call(c, "POST", "/capture_request", {"run": "job", "steps": 3}, headers={**HEADERS, "Host": host})
+
+
+@pytest.mark.parametrize("argv,taken,refused", [
+    ((), ["localhost:6006", "127.0.0.1:6006", "[::1]:6006", "LOCALHOST", "10.1.2.3:6006", "[fe80::1]:80"],
+     ["evil.example:6006", "evil.example", "localhost.evil.example:6006", "", "127.0.0.1.nip.io:6006"]),
+    (("--host", "tb.lab.example"), ["tb.lab.example:6006", "tb.lab.example.", "localhost:6006"],
+     ["evil.example:6006", "lab.example:6006"]),
+    (("--bind_all",), ["localhost:6006", f"{__import__('socket').gethostname()}:6006"], ["evil.example:6006"]),
+])
+def test_the_capture_post_answers_only_the_address_tensorboard_serves(tmp_path, monkeypatch, argv, taken, refused):
+    """DNS rebinding: a page of evil.example whose name now resolves to this machine sends Host: evil.example.
+    Refused with 403 before anything is read or written; the names TensorBoard serves (its --host, loopback,
+    with --bind_all this machine's name) and IP literals (nothing resolved) go on to the next check (no job
+    watches run 'job' here: 404)."""
+    monkeypatch.delenv("CANNING_CAPTURE_HOSTS", raising=False)
+    c = client(tmp_path, tensorboard_flags("--logdir", str(tmp_path), "--canning_capture", *argv))
+    for host in taken:
+        code, body, _ = _post_from(c, host)
+        assert code == 404 and "no job watches run 'job'" in body["error"], (host, code, body)
+    for host in refused:
+        code, body, _ = _post_from(c, host)
+        assert code == 403 and "must be addressed to the address TensorBoard serves" in body["error"], (host, body)
+    assert call(c, "GET", "/capture", headers={"Host": "evil.example"})[0] == 200  # reading is not what it guards
+    monkeypatch.setenv("CANNING_CAPTURE_HOSTS", "proxy.example, evil.example")
+    c = client(tmp_path, tensorboard_flags("--logdir", str(tmp_path), "--canning_capture", *argv))
+    assert _post_from(c, "evil.example:443")[0] == 404

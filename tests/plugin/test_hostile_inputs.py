@@ -155,3 +155,45 @@ def test_the_command_line_gives_one_line_per_unreadable_window(served, tmp_path)
             assert all(re.search(case.words, line) for line in errors), (case.name, errors)
         elif case.status == 200:
             assert errors == [], (case.name, errors)
+
+
+def _cli_view(logdir, cache, *extra) -> subprocess.CompletedProcess:
+    env = {**os.environ, "CANNING_CACHE_DIR": str(cache)}
+    return subprocess.run([sys.executable, "-m", "canning_tb.cli.main", "--mode=view", f"--input={logdir}", *extra],
+                          capture_output=True, text=True, env=env, timeout=600)
+
+
+def test_the_command_line_names_files_relative_to_its_input_and_never_says_internal_error(tmp_path):
+    """A device id no device can have is read as unknown (a warning; the report is there), a truncated
+    trace is one error line: neither says "internal error", neither names the input's absolute path."""
+    logdir = tmp_path / "logdir"
+    for name in ("k_device_id_2_70", "k_truncated_half"):
+        BY_NAME[name].build(logdir / name)
+    out = _cli_view(logdir, tmp_path / "cache")
+    said = out.stdout + out.stderr
+    assert out.returncode == 0 and "Traceback" not in said and "internal error" not in said, said[-3000:]
+    assert str(tmp_path) not in said, said[-3000:]
+    assert "error: k_truncated_half/worker0.1694128201545.pt.trace.json: not JSON" in out.stdout, out.stdout[-3000:]
+    assert "=== k_device_id_2_70 / worker0 / " in out.stdout and "average step" in out.stdout
+
+
+def test_an_internal_error_of_the_command_line_names_no_absolute_path(tmp_path, monkeypatch, capsys):
+    """A bug met in one window (here: a digest that raises with the file's absolute path in its message)
+    is one error line with the file relative to the input, as the plugin's 500 says it."""
+    from canning_tb.cli import targets
+    from canning_tb.cli.main import main
+
+    logdir = tmp_path / "logdir"
+    BY_NAME["k_good_copy"].build(logdir / "run")
+    trace = logdir / "run" / _hostile.TRACE
+
+    def broken(self):
+        raise RuntimeError(f"cannot go on with {trace}")
+    monkeypatch.setattr(targets.Target, "digest", broken)
+    monkeypatch.setenv("CANNING_CACHE_DIR", str(tmp_path / "cache"))
+    assert main(["--mode=view", f"--input={logdir}"]) == 1
+    out = capsys.readouterr().out
+    line = next(line for line in out.splitlines() if line.startswith("error: "))
+    assert line == (f"error: run/{_hostile.TRACE}: internal error (RuntimeError: cannot go on with run/{_hostile.TRACE}); "
+                    "the traceback is on stderr"), line
+    assert str(tmp_path) not in out

@@ -20,7 +20,8 @@ from canning_tb.ingest.table import EP_EXCHANGE_RE, NONE, EventTable, Kind
 DEVICE_KINDS = (Kind.KERNEL, Kind.COMM_KERNEL, Kind.MEMCPY, Kind.MEMSET)
 HOST_OP_KINDS = (Kind.CPU_OP, Kind.USER_ANNOTATION)
 
-STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
+# 18 digits at most: a step number is an int64 (Step.number); a longer one names no step (an ordinary range)
+STEP_RE = re.compile(r"^ProfilerStep#(\d{1,18})$")
 DATALOADER_RE = re.compile(r"^(enumerate\(DataLoader\)#|enumerate\(DataPipe\)#|DataLoader)")
 # host-side collective operators (CPU-only gloo runs; also the host side of NCCL runs)
 HOST_COMM_RE = re.compile(

@@ -60,7 +60,7 @@ class CaptureFolder:
         except safe_files.Refused as e:
             raise RequestError(f"{name}: {e.strerror}") from None
         with os.fdopen(fd, "rb") as f:
-            return f.read(limit + 1)
+            return safe_files.read_all(f, path, limit + 1)  # within safe_files' read deadline
 
     def write(self, name: str, data: bytes) -> None:
         """The file replaced at once: a reader sees the old content or the new, never a part."""

@@ -23,6 +23,8 @@ import re
 import secrets
 import time
 
+from canning_tb.util import safe_files
+
 from . import request as cr
 from .files import CAPTURE_DIR, replace_local
 
@@ -33,13 +35,17 @@ _KEYS = {"activities", "prof_dir", "active", "start_step"}  # what every version
 _LOG_RE = re.compile(r"^dp_.+_\d+_rank_(-?\d+)\.log$")
 _START_RE = re.compile(r"Start Dynamic Profiler at (\d+) step")
 _STOP_RE = re.compile(r"Stop Dynamic Profiler at (\d+) step")
+MAX_CONFIG_READ = 64 * 1024
+MAX_LOG_READ = 1 << 20  # of a log, from the request's offset on
+# Every file here is the user's (or torch_npu's): opened only through safe_files, so a FIFO, socket or device
+# planted under one of these names is refused at once instead of blocking the poll that reads it for good.
 
 
 def read_config(folder: str) -> dict | None:
     """torch_npu's config in folder, or None when the folder holds none (recognised by its keys)."""
     try:
-        with open(os.path.join(folder, CONFIG), "rb") as f:
-            data = cr.loads_bounded(f.read(64 * 1024), 64 * 1024, CONFIG)
+        raw = safe_files.read_file(os.path.join(folder, CONFIG), MAX_CONFIG_READ + 1)
+        data = cr.loads_bounded(raw, MAX_CONFIG_READ, CONFIG)
     except (OSError, cr.RequestError):
         return None
     return data if isinstance(data, dict) and _KEYS <= set(data) else None
@@ -72,11 +78,10 @@ def ask(folder: str, options: dict, start_step, now_ns: int | None = None) -> di
 
 
 def state(folder: str, now_ns: int | None = None) -> dict | None:
-    """Where the last request stands, from torch_npu's logs (None before the first)."""
-    try:
-        with open(os.path.join(folder, CAPTURE_DIR, SIDECAR), "rb") as f:
-            request = json.loads(f.read(cr.MAX_STATUS_BYTES))
-    except (OSError, ValueError):
+    """Where the last request stands, from torch_npu's logs (None before the first). UnusableFile when the
+    request's sidecar is there but not one ask() writes (hand-edited, another version, a FIFO)."""
+    request = _sidecar(folder)
+    if request is None:
         return None
     seen = _log_news(folder, request.get("logs", {}))
     wanted = request["ranks"] if request["ranks"] != "all" else sorted(seen)
@@ -103,6 +108,33 @@ def state(folder: str, now_ns: int | None = None) -> dict | None:
             "message": message, "start_step": request["start_step"],
             "end_step": request["start_step"] + request["steps"] - 1, "steps": request["steps"], "ranks": ranks,
             "written_by": [r["rank"] for r in done]}
+
+
+def _sidecar(folder: str) -> dict | None:
+    """The request ask() wrote (its keys checked), None when there is none."""
+    where = f"{CAPTURE_DIR}/{SIDECAR}"
+    try:
+        raw = safe_files.read_file(os.path.join(folder, CAPTURE_DIR, SIDECAR), cr.MAX_STATUS_BYTES + 1)
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        raise cr.UnusableFile(where, e.strerror or type(e).__name__) from None
+    try:
+        data = cr.loads_bounded(raw, cr.MAX_STATUS_BYTES, "the file")
+        if not isinstance(data, dict):
+            raise cr.RequestError("not a JSON object")
+        missing = [k for k in ("id", "by", "created_ns", "start_step", "steps", "ranks") if k not in data]
+        if missing:
+            raise cr.RequestError(f"lacks {missing[0]!r}")
+        checked = {"id": str(data["id"])[:64], "by": str(data["by"])[:64],
+                   "created_ns": cr.check_int(data["created_ns"], "created_ns", 0, 1 << 63),
+                   "start_step": cr.check_int(data["start_step"], "start_step", 1, cr.MAX_STEP),
+                   "steps": cr.check_int(data["steps"], "steps", 1, cr.MAX_STEPS),
+                   "ranks": cr.check_ranks(data["ranks"]),
+                   "logs": data.get("logs") if isinstance(data.get("logs"), dict) else {}}
+    except cr.RequestError as e:
+        raise cr.UnusableFile(where, str(e)) from None
+    return checked
 
 
 def job_summary(folder: str) -> dict:
@@ -137,11 +169,11 @@ def _log_news(folder: str, offsets: dict) -> dict:
         rank = int(_LOG_RE.match(name).group(1))
         path = os.path.join(folder, "log", name)
         try:
-            size = os.path.getsize(path)
-            at = offsets.get(name, 0) if isinstance(offsets.get(name), int) and offsets.get(name, 0) <= size else 0
-            with open(path, "rb") as f:
+            with safe_files.open_file(path) as f:  # a FIFO named like a log: refused, never waited on
+                size = os.fstat(f.fileno()).st_size
+                at = offsets.get(name, 0) if isinstance(offsets.get(name), int) and 0 <= offsets[name] <= size else 0
                 f.seek(at)
-                text = f.read(1 << 20).decode("utf-8", "replace")
+                text = safe_files.read_all(f, path, MAX_LOG_READ).decode("utf-8", "replace")
         except OSError:
             continue
         start, stop = _START_RE.search(text), _STOP_RE.search(text)

@@ -13,15 +13,17 @@ Both files live in the run folder's `.canning-capture/` (capture_files.py writes
 | id           | 16 lowercase hex     | names this request in every rank's status and in the job's log |
 | by           | "tensorboard" \\| "cli" | who wrote it |
 | created_ns   | int                  | wall clock of the writer, ns since the epoch |
-| start_step   | int                  | the first recorded step, the same on every rank (see plan_start) |
+| start_step   | int, seen_step..seen_step + MAX_LEAD_STEPS | the first recorded step, the same on every rank (see plan_start) |
 | steps        | int, 1..MAX_STEPS    | steps recorded |
-| seen_step    | int                  | the furthest step the writer saw in the ranks' statuses |
+| seen_step    | int, 0..MAX_STEP     | the furthest step the writer saw in the ranks' statuses |
 | ranks        | "all" \\| [int]       | the ranks that record (a rank not listed records nothing) |
 | activities   | [str]                | among ACTIVITIES; [] = the job's own |
 | record_shapes, profile_memory, with_stack, with_flops, with_modules | bool | torch.profiler's options |
 
 Nothing else: an unknown key, a value of another type, a number out of range, a duplicate key or a file
 over the limit makes the whole request refused (RequestError says why). No value is a path or code.
+A start step further than MAX_LEAD_STEPS after the step its writer saw (or, in the job, after the step the
+rank is at) is one no job reaches in time: taken, it would hold the job "busy" until then, so it is refused.
 
 `rank<R>.status.json`, one per rank, rewritten by the job every heartbeat and at each change (STATUS_KEYS):
 the rank's step and step rate, its watch settings, the last request it read and what it did with it
@@ -43,6 +45,9 @@ MAX_STEPS = 50                 # steps one capture may record
 MAX_LISTED_RANKS = 512         # ranks a request may name one by one ("all" for more)
 MAX_RANK = 1 << 20
 MAX_STEP = 1 << 53             # any step a job can reach; keeps the numbers exact in JSON readers
+# A start this many steps ahead is out of reach: plan_start's lead is two polls (at most 600 s each) and a
+# slack at the fastest rank's rate, so 2**20 steps allow for 870 steps/s at the slowest poll
+MAX_LEAD_STEPS = 1 << 20
 ACTIVITIES = ("CPU", "CUDA", "NPU")
 OPTIONS = ("record_shapes", "profile_memory", "with_stack", "with_flops", "with_modules")
 WRITERS = ("tensorboard", "cli")
@@ -69,7 +74,15 @@ class JobNotReady(RequestError):
     """The options are fine, but the run's job cannot be asked now (none watching, just started)."""
 
 
-def _int(value, name: str, lo: int, hi: int) -> int:
+class UnusableFile(RequestError):
+    """A capture file that is there but cannot be used: `file` (relative to the run folder) and the problem."""
+
+    def __init__(self, file: str, problem: str):
+        super().__init__(f"{file}: {problem}")
+        self.file, self.problem = file, problem
+
+
+def check_int(value, name: str, lo: int, hi: int) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or not lo <= value <= hi:
         raise RequestError(f"{name} must be a whole number from {lo} to {hi}, not {_shown(value)}")
     return value
@@ -112,7 +125,8 @@ def check_options(options) -> dict:
         raise RequestError(f"unknown option {unknown[0]!r}: the options are {', '.join(_OPTION_KEYS)}")
     if "steps" not in options:
         raise RequestError("steps is required")
-    out = {"steps": _int(options["steps"], "steps", 1, MAX_STEPS), "ranks": _ranks(options.get("ranks", "all")),
+    out = {"steps": check_int(options["steps"], "steps", 1, MAX_STEPS),
+           "ranks": check_ranks(options.get("ranks", "all")),
            "activities": _activities(options.get("activities", []))}
     for name in OPTIONS:
         value = options.get(name, False)
@@ -122,14 +136,14 @@ def check_options(options) -> dict:
     return out
 
 
-def _ranks(value):
+def check_ranks(value):
     if value == "all":
         return "all"
     if not isinstance(value, list) or not value:
         raise RequestError(f'ranks must be "all" or a list of rank numbers, not {_shown(value)}')
     if len(value) > MAX_LISTED_RANKS:
         raise RequestError(f'at most {MAX_LISTED_RANKS} ranks may be listed; ask for "all" instead')
-    ranks = [_int(r, "each rank", 0, MAX_RANK) for r in value]
+    ranks = [check_int(r, "each rank", 0, MAX_RANK) for r in value]
     if len(set(ranks)) != len(ranks):
         raise RequestError("a rank is listed twice")
     return sorted(ranks)
@@ -166,9 +180,12 @@ def parse_request(raw: bytes) -> dict:
     if data["by"] not in WRITERS:
         raise RequestError(f"by must be one of {', '.join(WRITERS)}, not {_shown(data['by'])}")
     out = {"format": REQUEST_FORMAT, "version": REQUEST_VERSION, "id": data["id"], "by": data["by"],
-           "created_ns": _int(data["created_ns"], "created_ns", 0, 1 << 63),
-           "start_step": _int(data["start_step"], "start_step", 0, MAX_STEP),
-           "seen_step": _int(data["seen_step"], "seen_step", 0, MAX_STEP)}
+           "created_ns": check_int(data["created_ns"], "created_ns", 0, 1 << 63),
+           "start_step": check_int(data["start_step"], "start_step", 0, MAX_STEP),
+           "seen_step": check_int(data["seen_step"], "seen_step", 0, MAX_STEP)}
+    if not out["seen_step"] <= out["start_step"] <= out["seen_step"] + MAX_LEAD_STEPS:
+        raise RequestError(f"start_step {out['start_step']} is not within {MAX_LEAD_STEPS} steps after seen_step "
+                           f"{out['seen_step']}: out of reach")
     out.update(check_options({k: data[k] for k in _OPTION_KEYS}))
     return out
 
@@ -255,6 +272,9 @@ def plan_start(statuses: list, now_ns: int) -> tuple[int, int]:
     start = math.ceil(furthest) + max(MIN_LEAD_STEPS, math.ceil(rate * lead_s))
     if start > MAX_STEP:
         raise JobNotReady("the job's step count is past what a request may name")
+    if start - seen > MAX_LEAD_STEPS:
+        raise JobNotReady(f"the job steps too fast for its poll interval: a capture would start more than "
+                          f"{MAX_LEAD_STEPS} steps ahead (poll more often: ps.on_demand(poll_s=...))")
     return start, seen
 
 

@@ -173,6 +173,9 @@ class Watcher:
     def _refusal(self, request: dict) -> str | None:
         if self.plan is not None or self._status["state"] == cr.RECORDING:
             return f"busy: capture {self._status['request']} ({self._status['message']}) is not finished"
+        if request["start_step"] - self.step > cr.MAX_LEAD_STEPS:  # taken, it would hold the job busy for good
+            return (f"starts at step {request['start_step']}, more than {cr.MAX_LEAD_STEPS} steps after this rank's "
+                    f"step {self.step}: out of reach")
         if request["steps"] > self.sched.max_steps:
             return f"{request['steps']} steps asked; this job records at most {self.sched.max_steps} per capture"
         if self._last_accept is not None:

@@ -90,7 +90,11 @@ def capture_command(argv: list[str]) -> int:
     _say(args, f"capture {state['id']} of run {run}: {state['message']}")
     if not args.wait:
         return _show(args, run, {"request": state}) if args.format == "json" else 0
-    return _follow(args, run, target, state["id"])
+    try:
+        return _follow(args, run, target, state["id"])
+    except cr.UnusableFile as e:  # the request's file spoiled while we waited
+        print(f"canning-prof capture: {e}", file=sys.stderr)
+        return 2
 
 
 def _follow(args, run: str, target: Target, rid: str) -> int:

@@ -18,6 +18,7 @@ import os
 import sys
 from concurrent.futures import ProcessPoolExecutor, as_completed
 
+from canning_tb.queries.errors import scrub_paths
 from canning_tb.store import Store
 from canning_tb.store.batch import Job, Outcome, beside_of, run_job
 from canning_tb.store.cache import write_atomic
@@ -106,7 +107,7 @@ def digest_command(argv: list[str]) -> int:
             bar.update(1)
     for outcome in sorted(failed, key=lambda o: o.ident):
         run, worker, window = outcome.ident
-        print(f"error: {run}/{worker}/{window}: {outcome.error}", file=sys.stderr)
+        print(f"error: {run}/{worker}/{window}: {scrub_paths(outcome.error, store.logdir)}", file=sys.stderr)
     print(f"{len(jobs) - len(failed)} digested, {total - len(jobs)} already digested, {len(failed)} failed "
           f"({args.input})")
     _write_packs(store)

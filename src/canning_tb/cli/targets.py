@@ -43,9 +43,9 @@ def targets_for(path: str, cache_dir: str | None = None) -> list[Target]:
     remote PATH cannot be read)."""
     if is_url(path):
         return _all_targets(Store(path, cache_dir=cache_dir), f"{path}: no profiles found")
-    path = os.path.abspath(path)
+    given, path = path, os.path.abspath(path)  # messages name the path as given, never its absolute form
     if not os.path.exists(path):
-        raise FileNotFoundError(f"{path}: no such file or folder")
+        raise FileNotFoundError(f"{given}: no such file or folder")
     if os.path.isfile(path) and is_report(path):
         # performance.json (or a saved --format=json report): the windows of the folder it sits in
         path = os.path.dirname(path)
@@ -54,9 +54,9 @@ def targets_for(path: str, cache_dir: str | None = None) -> list[Target]:
         parent = os.path.dirname(path.rstrip("/"))
         store = Store(parent, cache_dir=cache_dir, recursive=False,
                       select=lambda w: path in (w.path, *w.files))
-        return _all_targets(store, f"{path}: not a profile (expected *.pt.trace.json[.gz], *.canning.json, "
+        return _all_targets(store, f"{given}: not a profile (expected *.pt.trace.json[.gz], *.canning.json, "
                                    "a Chrome trace .json[.gz] or a *_ascend_pt folder)")
     return _all_targets(Store(path, cache_dir=cache_dir),
-                        f"{path}: no profiles found (looked for *.canning.json, *.pt.trace.json[.gz], "
+                        f"{given}: no profiles found (looked for *.canning.json, *.pt.trace.json[.gz], "
                         "Chrome trace .json[.gz] files and torch_npu output folders)")
 

@@ -6,6 +6,7 @@ import os
 import sys
 
 from canning_tb.ingest.table import InputError
+from canning_tb.queries.errors import scrub_paths, short_path
 from canning_tb.util.digest_json import to_plain
 
 from .output import VIEW_SCHEMA, dump_json
@@ -15,13 +16,10 @@ from .targets import targets_for
 log = logging.getLogger("canning_tb.cli")
 
 
-def short_path(store, path: str) -> str:
-    """A file relative to the logdir, as the user knows it (the plugin's errors say it so too)."""
-    if path and os.path.isabs(path):
-        rel = os.path.relpath(path, store.logdir)
-        if not rel.startswith(".."):
-            return rel.replace(os.sep, "/")
-    return path
+def window_error(store, file: str, problem: str) -> str:
+    """ "<file>: <problem>": the file relative to the logdir, as the user knows it, and no absolute path in
+    the problem either (the plugin's errors say them so too)."""
+    return f"{scrub_paths(short_path(store, file), store.logdir)}: {scrub_paths(problem, store.logdir)}"
 
 
 def digest_all(targets, parts: set = frozenset()) -> list[tuple]:
@@ -35,11 +33,11 @@ def digest_all(targets, parts: set = frozenset()) -> list[tuple]:
         try:
             out.append((target, target.part() if id(target) in parts else target.digest(), None))
         except InputError as e:  # the file relative to the logdir, as the user knows it
-            out.append((target, None, f"{short_path(store, e.file)}: {e.problem}"))
+            out.append((target, None, window_error(store, e.file, e.problem)))
         except Exception as e:  # window boundary: a bug met in one window must not cost the others their report
             log.exception("canning: window %s failed", target.window.path)
-            out.append((target, None, f"{target.window.path}: internal error ({type(e).__name__}: {e}); "
-                                      f"the traceback is on stderr"))
+            out.append((target, None, window_error(store, target.window.path, f"internal error ({type(e).__name__}: "
+                                                                              f"{e}); the traceback is on stderr")))
     return out
 
 

@@ -13,8 +13,9 @@ from typing import Any
 from canning_tb.util.manifest import ASCEND_OUTPUT, FileEntry, Manifest, ManifestError, ascend_status
 from canning_tb.util.manifest import load as load_manifest
 
+from .devices import BYTES_MAX, INDEX_MAX, fit_devices, shown_int
 from .kineto.read import read_kineto
-from .table import EventTable, InputError, Problem
+from .table import NONE, EventTable, InputError, Problem
 
 _TRACE_SUFFIXES = (".pt.trace.json.gz", ".pt.trace.json")
 _NOT_IN_ENVIRONMENT = ("files", "devices", "step_times_ns", "manifest")
@@ -73,8 +74,18 @@ def _enrich(table: EventTable, man: Manifest, path: str) -> None:
     m.format = "canning"
     m.source_files = [path] + [f for f in m.source_files if f != path]
     if man.rank >= 0:  # the manifest knows the rank: the trace's lack of it is no problem
-        m.rank, m.world_size, m.local_rank = man.rank, man.world_size, man.local_rank
-        if man.pid:
+        if man.rank > INDEX_MAX:  # the digest's rank is an int32, as the Kineto reader's is
+            raise InputError(path, f"rank {shown_int(man.rank)}: not a rank (0 to {INDEX_MAX})")
+        m.rank = man.rank
+        numbers = {"world_size": (man.world_size, 1, INDEX_MAX), "local_rank": (man.local_rank, NONE, INDEX_MAX),
+                   "pid": (man.pid, NONE, BYTES_MAX)}
+        bad = [f"{key} {shown_int(v)}" for key, (v, lo, hi) in numbers.items() if not lo <= v <= hi]
+        if bad:
+            table.problems.append(Problem(path, f"{', '.join(bad)}: out of range, not used", "warning"))
+        if 1 <= man.world_size <= INDEX_MAX:
+            m.world_size = man.world_size
+        m.local_rank = man.local_rank if NONE <= man.local_rank <= INDEX_MAX else NONE
+        if man.pid and NONE <= man.pid <= BYTES_MAX:
             m.pid = man.pid
         table.problems = [p for p in table.problems if "no rank" not in p.message]
     if man.host:
@@ -87,6 +98,7 @@ def _enrich(table: EventTable, man: Manifest, path: str) -> None:
         extra = {(d.get("kind"), d.get("index")): d for d in m.devices}
         m.devices = [{**extra.get((d.get("kind"), d.get("index")), {}), **d} for d in man.devices] + \
                     [d for k, d in extra.items() if k not in seen]
+        m.devices = fit_devices(m.devices, path, table.problems)
     env = m.environment
     for key, v in man.to_dict().items():
         if key in _NOT_IN_ENVIRONMENT or v is None or v == "":

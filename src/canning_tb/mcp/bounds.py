@@ -13,6 +13,7 @@ import base64
 import hashlib
 import json
 
+from canning_tb.queries.bounds import INT_BOUND
 from canning_tb.queries.errors import BadParameter, QueryError
 
 MAX_CHARS = 60_000  # of JSON text per answer (about 15,000 tokens), stated in every tool's description
@@ -52,7 +53,7 @@ def offset_of(cursor: str | None, question: dict) -> int:
         offset = int(offset)
     except (ValueError, UnicodeDecodeError):
         raise BadParameter(f"cursor {cursor!r} is not one this server gave: ask again without a cursor") from None
-    if mark != _fingerprint(question) or offset < 0:
+    if mark != _fingerprint(question) or not 0 <= offset <= INT_BOUND:
         raise BadParameter("this cursor pages another question (other tool or arguments): "
                               "ask again without a cursor, or with the arguments of the call that gave it")
     return offset

@@ -7,6 +7,7 @@ from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from canning_tb.analysis import digest_pb2 as pb
+from canning_tb.queries.bounds import INT_BOUND
 from canning_tb.queries.sections import scalar_fields
 
 from . import comm_tools, compare_tool, efficiency, listing, memory_tools, timeline_tool, window_tools
@@ -25,6 +26,12 @@ Order = Annotated[Optional[Literal["asc", "desc"]], Field(description="default: 
 Search = Annotated[str, Field(description="only rows whose name holds this text (case-insensitive)")]
 OpSort = Literal[scalar_fields(pb.OpStat)]  # type: ignore[valid-type]
 KernelSort = Literal[scalar_fields(pb.KernelStat)]  # type: ignore[valid-type]
+
+
+def number(description: str, lowest: int = -INT_BOUND):
+    """An optional integer argument within the bound every front door shares (queries/bounds.py): a number past
+    it (1e40 as an integer) is refused by the argument check, as the plugin's routes answer it 400."""
+    return Annotated[Optional[int], Field(ge=lowest, le=INT_BOUND, description=description)]
 
 
 def limit(default: int, most: int):
@@ -95,9 +102,8 @@ def _memory(app, host, answer) -> None:
 
     def memory_allocations(run: Run, worker: Worker, window: WindowId,
                            device: Annotated[str, Field(description="device as memory names it: CPU, cuda:0, npu:0")],
-                           start_ns: Annotated[Optional[int], Field(description="range start, ns from the window "
-                                                                                "start; omit: open")] = None,
-                           end_ns: Annotated[Optional[int], Field(description="range end, ns; omit: open")] = None,
+                           start_ns: number("range start, ns from the window start; omit: open") = None,
+                           end_ns: number("range end, ns; omit: open") = None,
                            cursor: Cursor = None, limit: limit(100, 1000) = 100):
         return answer(lambda: memory_tools.memory_allocations(host, run, worker, window, device, start_ns, end_ns,
                                                               cursor, limit))
@@ -117,8 +123,7 @@ def _communication(app, host, answer) -> None:
         return answer(lambda: comm_tools.communication(host, run, worker, window, section, cursor, limit))
 
     def cross_rank(run: Run,
-                   window_index: Annotated[Optional[int], Field(ge=0, description="window position in every worker "
-                                                                                  "(list_windows)")] = None,
+                   window_index: number("window position in every worker (list_windows)", lowest=0) = None,
                    section: Literal[comm_tools.RANK_SECTIONS] = "summary",  # type: ignore[valid-type]
                    worker: Annotated[Optional[str], Field(description="or: a worker, with window")] = None,
                    window: Annotated[Optional[str], Field(description="and its window")] = None,
@@ -156,9 +161,9 @@ def _compare(app, host, answer) -> None:
 
 def _timeline(app, host, answer) -> None:
     def timeline(run: Run, worker: Worker, window: WindowId,
-                 start_ns: Annotated[Optional[int], Field(description="range start, ns from the window start")] = None,
-                 end_ns: Annotated[Optional[int], Field(description="range end, ns from the window start")] = None,
-                 step: Annotated[Optional[int], Field(description="or: the range of this step (ProfilerStep#N)")] = None,
+                 start_ns: number("range start, ns from the window start") = None,
+                 end_ns: number("range end, ns from the window start") = None,
+                 step: number("or: the range of this step (ProfilerStep#N)") = None,
                  tracks: Literal[timeline_tool.TRACK_KINDS] = "all",  # type: ignore[valid-type]
                  limit: limit(50, 50) = 50):
         return answer(lambda: timeline_tool.timeline(host, run, worker, window, start_ns, end_ns, step, tracks, limit))

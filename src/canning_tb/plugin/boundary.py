@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 from dataclasses import dataclass
 from typing import Any, Callable
 from urllib.parse import quote
@@ -30,7 +29,9 @@ import msgspec
 from tensorboard.backend import http_util
 from werkzeug import wrappers
 
-from canning_tb.queries.errors import BadParameter, NotFound, QueryError, Unavailable, Unreadable, short_path
+from canning_tb.queries.bounds import check_int
+from canning_tb.queries.errors import (BadParameter, NotFound, QueryError, Unavailable, Unreadable, scrub_paths,
+                                       short_path)
 from canning_tb.util.remote_fs import RemoteError
 
 from .errors import RouteError
@@ -56,9 +57,6 @@ class Query(dict):
             raise AttributeError(name) from None
 
 
-_INT_BOUND = 1 << 62  # ns, pixels, offsets: past this a number is a mistake, not a wish
-
-
 def _value(param: Param, text: str):
     if param.kind == "text":
         return text
@@ -69,8 +67,8 @@ def _value(param: Param, text: str):
     except ValueError:
         what = "integers separated by commas" if param.kind == "ints" else "an integer"
         raise BadParameter(f"{param.name} must be {what}, not {text[:80]!r}") from None
-    if any(abs(v) > _INT_BOUND for v in values):
-        raise BadParameter(f"{param.name} is out of range: {text[:80]!r}")
+    for v in values:  # the bound every front door shares (queries/bounds.py)
+        check_int(param.name, v, text)
     return values if param.kind == "ints" else values[0]
 
 
@@ -87,23 +85,6 @@ def parse(args, params: tuple[Param, ...]) -> Query:
 
 
 # -- errors --------------------------------------------------------------------------------------
-_ABSOLUTE = re.compile(r"(?<![\w.:/])/(?:[^\s'\"():,;]+/)*[^\s'\"():,;]*")
-
-
-def scrub_paths(text: str, logdir: str | None) -> str:
-    """Absolute paths in a message: relative to the logdir when inside it, else only their base name."""
-    def one(match: re.Match) -> str:
-        path = match.group(0)
-        if logdir and not logdir.startswith(("s3:", "gs:", "hdfs:")):
-            for root in {os.path.abspath(logdir), os.path.realpath(logdir)}:
-                if path == root:
-                    return "."
-                if path.startswith(root.rstrip("/") + "/"):
-                    return path[len(root.rstrip("/")) + 1:]
-        return os.path.basename(path.rstrip("/")) or path
-    return _ABSOLUTE.sub(one, text)
-
-
 def _input_error(store, file: str, problem: str, logdir: str | None) -> tuple[int, dict]:
     shown = scrub_paths(short_path(store, file), logdir) if store is not None else scrub_paths(file, logdir)
     return 422, {"error": f"{shown}: {scrub_paths(problem, logdir)}", "file": shown}

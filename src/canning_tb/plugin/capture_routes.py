@@ -5,8 +5,9 @@ Off unless TensorBoard was started with `--canning_capture` (loader.py defines t
 CANNING_CAPTURE=1 in its environment: TensorBoard has no authentication, so whoever reaches it could ask.
 Then every route answers 403 saying how to turn it on. The one that writes takes POST only, with a JSON
 body and the header `X-Canning-Capture: 1` (a page of another site cannot send that header without a CORS
-preflight, which TensorBoard does not answer), at most one request per run every ASK_INTERVAL_S here, and
-logs who asked. The options are checked here and again by the job.
+preflight, which TensorBoard does not answer) and a `Host` that names the address TensorBoard serves (hosts.py:
+DNS rebinding), at most one request per run every ASK_INTERVAL_S here, and logs who asked. The options are
+checked here and again by the job.
 """
 from __future__ import annotations
 
@@ -20,10 +21,11 @@ from werkzeug import wrappers
 
 from canning_tb.capture import request as cr
 from canning_tb.capture.targets import CaptureBusy, Target, ask, run_state, summary, targets
-from canning_tb.queries.errors import BadParameter, NotFound
+from canning_tb.queries.errors import BadParameter, NotFound, Unreadable
 
 from .boundary import error_answer, json_response
 from .errors import RouteError
+from .hosts import HOSTS_ENV, allowed_hosts, host_allowed
 
 log = logging.getLogger("canning_tb.plugin")
 
@@ -43,8 +45,9 @@ def capture_enabled(flags) -> bool:
 
 
 class CaptureRoutes:
-    def __init__(self, logdir: str | None, enabled: bool):
+    def __init__(self, logdir: str | None, enabled: bool, hosts: frozenset | None = None):
         self.logdir, self.enabled = logdir, enabled
+        self.hosts = allowed_hosts(None) if hosts is None else hosts  # loopback names only
         self._lock = threading.Lock()
         self._targets: tuple[dict, float] = ({}, -1e9)
         self._asked: dict[str, float] = {}
@@ -83,9 +86,17 @@ class CaptureRoutes:
 
     def _state(self, request):
         run = request.args.get("run", "")
-        return 200, {"run": run, **run_state(self._target(run))}
+        try:
+            return 200, {"run": run, **run_state(self._target(run))}
+        except cr.UnusableFile as e:  # this run's file: 422 naming it; every other run still answers
+            where = e.file if run == "." else f"{run}/{e.file}"
+            raise Unreadable(f"{where}: {e.problem}", file=where) from None
 
     def _request(self, request):
+        if not host_allowed(request.headers.get("Host"), self.hosts):
+            raise RouteError(403, f"a capture request must be addressed to the address TensorBoard serves, not "
+                                  f"Host {request.headers.get('Host', '')[:80]!r} (start TensorBoard with --host NAME, "
+                                  f"or name it in {HOSTS_ENV})")
         if request.headers.get(HEADER) != "1" or request.mimetype != "application/json":
             raise RouteError(403, f"a capture request needs a JSON body and the header {HEADER}: 1")
         raw = request.stream.read(cr.MAX_REQUEST_BYTES + 1)

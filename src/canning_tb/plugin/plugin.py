@@ -27,6 +27,7 @@ from canning_tb.util.remote_fs import scrub
 
 from .boundary import Param, Query, app, encode, json_response
 from .capture_routes import CaptureRoutes, capture_enabled
+from .hosts import allowed_hosts
 from .compare_routes import COMPARE_QUERY, compare_request
 from .timeline_routes import timeline_apps
 
@@ -117,7 +118,8 @@ class CanningPlugin(base_plugin.TBPlugin):
         self.scanner = Scanner(self._logdir, refresh_interval, store_factory)
         self.scanner.kick()  # start looking now, in the background
         self.trends = TrendWriter()  # Scalars event files, when the user turns them on (store/trends.py)
-        self.capture = CaptureRoutes(self._logdir, capture_enabled(getattr(context, "flags", None)))
+        flags = getattr(context, "flags", None)
+        self.capture = CaptureRoutes(self._logdir, capture_enabled(flags), allowed_hosts(flags))
 
     # TensorBoard API ------------------------------------------------------------------------
     def get_plugin_apps(self):

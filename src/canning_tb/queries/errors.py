@@ -5,6 +5,7 @@ status (plugin/boundary.py), the MCP server to a tool error, the CLI to its exit
 from __future__ import annotations
 
 import os
+import re
 
 
 class QueryError(Exception):
@@ -46,6 +47,24 @@ def short_path(store, path: str) -> str:
         if not rel.startswith(".."):
             return rel.replace(os.sep, "/")
     return path
+
+
+_ABSOLUTE = re.compile(r"(?<![\w.:/])/(?:[^\s'\"():,;]+/)*[^\s'\"():,;]*")
+
+
+def scrub_paths(text: str, logdir: str | None) -> str:
+    """Absolute paths in a message: relative to the logdir when inside it, else only their base name (the
+    plugin's error answers and the command line's error lines: where the user's files sit is not said)."""
+    def one(match: re.Match) -> str:
+        path = match.group(0)
+        if logdir and not logdir.startswith(("s3:", "gs:", "hdfs:")):
+            for root in {os.path.abspath(logdir), os.path.realpath(logdir)}:
+                if path == root:
+                    return "."
+                if path.startswith(root.rstrip("/") + "/"):
+                    return path[len(root.rstrip("/")) + 1:]
+        return os.path.basename(path.rstrip("/")) or path
+    return _ABSOLUTE.sub(one, text)
 
 
 def window_digest(store, run: str, worker: str, window: str, fields: tuple | None = None):

@@ -17,7 +17,8 @@ def to_plain(msg) -> dict[str, Any]:
         value = getattr(msg, field.name)
         if _is_map(field):
             vfield = field.message_type.fields_by_name["value"]
-            out[field.name] = {k: _scalar_or_msg(vfield, v) for k, v in value.items()}
+            # by key: a protobuf map has no order (its iteration order differs from process to process)
+            out[field.name] = {k: _scalar_or_msg(vfield, value[k]) for k in sorted(value)}
         elif _is_repeated(field):
             out[field.name] = [_scalar_or_msg(field, v) for v in value]
         else:

@@ -21,7 +21,7 @@ def roofline_figures(d: pb.Digest) -> dict | None:
             "hbm_source": r.hbm_source or None, "hbm_share": _known(r.hbm_share),
             "modelled_share": _known(r.modelled_share), "steps": int(r.steps),
             "device": None if peak is None else {"name": peak.name, "matched": peak.matched or None,
-                                                 "tflops": dict(peak.tflops), "hbm_gbps": _known(peak.hbm_gbps),
+                                                 "tflops": dict(sorted(peak.tflops.items())), "hbm_gbps": _known(peak.hbm_gbps),
                                                  "source": peak.source or None},
             "notes": list(r.notes)}
 

@@ -19,6 +19,7 @@ import os
 import numpy as np
 
 from canning_tb.ingest import side_tables as side
+from canning_tb.ingest.devices import fit_devices
 from canning_tb.ingest.table import NONE, EventTable, InputError, Kind, Problem
 from canning_tb.util.arrays import distinct
 
@@ -107,6 +108,7 @@ def read_window(path: str, read_text, read_db) -> EventTable:
         read_text(r)
     rank_from_data(table)
     device_facts(table.meta)
+    table.meta.devices = fit_devices(table.meta.devices, lay.root, table.problems)  # ids from profiler_info, the db
     if not lay.alone:
         read_group_file(os.path.dirname(lay.root), table, r.used)
     _record_sources(table, lay)

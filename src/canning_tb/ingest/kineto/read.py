@@ -32,6 +32,7 @@ import numpy as np
 from canning_tb.util.arrays import distinct
 
 from .. import _json, op_args
+from ..devices import fit_devices, shown_int
 from ..table import (EVENT_COLUMNS, MEMORY_COLUMNS, METRIC_BLOCKS_PER_SM, METRIC_FLOPS, METRIC_OCCUPANCY,
                      METRIC_REGISTERS, METRIC_SHARED_MEMORY, NONE, EventTable, InputError, Kind, Meta, Problem, Strings,
                      is_comm_kernel_name)
@@ -607,12 +608,12 @@ class _Reader:
                     env[f"distributed.{k}"] = str(v)
             meta.world_size = _int(dist.get("world_size"), 1)
             if not 0 < meta.world_size <= _MAX_RANKS:
-                self.problems.append(Problem(self.path, f"distributedInfo.world_size {meta.world_size} "
+                self.problems.append(Problem(self.path, f"distributedInfo.world_size {shown_int(meta.world_size)} "
                                                         f"is no number of processes: ignored", "warning"))
                 meta.world_size = 1
         rank = _int(dist.get("rank"), None) if isinstance(dist, dict) else None
         if rank is not None and not 0 <= rank < _MAX_RANKS:
-            raise InputError(self.path, f"distributedInfo.rank is {rank}: not a rank (0 to {_MAX_RANKS - 1})")
+            raise InputError(self.path, f"distributedInfo.rank {shown_int(rank)}: not a rank (0 to {_MAX_RANKS - 1})")
         if rank is None:
             # A trace without distributedInfo is a single process: rank 0 is a fact, not a guess.
             if isinstance(dist, dict):
@@ -621,7 +622,8 @@ class _Reader:
         meta.rank = rank
         meta.environment = env
         meta.host = str(top.get("host_name") or top.get("hostname") or "")
-        meta.devices = _devices(top.get("deviceProperties"), table) or self._labelled_devices(table)
+        meta.devices = fit_devices(_devices(top.get("deviceProperties"), table) or self._labelled_devices(table),
+                                   self.path, self.problems)
         self._names_of(meta, table.events)
         meta.start_ns, meta.end_ns = self._window_of(table)
         return meta
@@ -823,13 +825,19 @@ def _prod(values: list) -> int:
     return product if _I64[0] <= product <= _I64[1] else NONE
 
 
+_HUGE = 1 << 256  # a digit string too long to convert (int() refuses 4,300 digits): past every bound it meets
+
+
 def _int(v, default):
     if isinstance(v, bool):
         return default
     if isinstance(v, int):
         return v
     if isinstance(v, str) and v.strip().lstrip("-").isdigit():
-        return int(v)
+        text = v.strip()
+        if len(text) > 64:
+            return -_HUGE if text.startswith("-") else _HUGE
+        return int(text)
     return default
 
 
