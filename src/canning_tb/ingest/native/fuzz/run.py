@@ -50,14 +50,13 @@ def _runs(text: str) -> int:
 
 
 def fuzz_one(target: str, built: Path, out: Path, fixtures: Path | None, seconds: float | None = None,
-             runs: int | None = None, per_file: int = seeds.PER_FILE) -> Outcome:
+             runs: int | None = None, per_file: int = seeds.PER_FILE, max_files: int | None = None) -> Outcome:
     """One target in its own sanitized interpreter, bounded by seconds or by inputs run."""
     home = out / target
     corpus = home / "corpus"  # what libFuzzer found worth keeping: the next run starts from it
     corpus.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=f"seeds-{target}-") as seed_dir:
-        if fixtures is not None:
-            seeds.write(target, fixtures, Path(seed_dir), per_file)
+        seeds.write(target, fixtures, Path(seed_dir), per_file, max_files)
         bound = f"-max_total_time={max(1, int(seconds))}" if runs is None else f"-runs={runs}"
         cmd = [sys.executable, str(HERE / f"{target}.py"), bound, f"-artifact_prefix={home}/", "-print_final_stats=1",
                "-timeout=60", "-rss_limit_mb=4096", str(corpus), seed_dir]
