@@ -82,7 +82,7 @@ bench-timeline: setup chromium
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS ?=
 fuzz: venv clang
-	CANNING_FIXTURES=$${CANNING_FIXTURES:-$(CURDIR)/../shared/fixtures} \
+	PYTHONPATH=$(CURDIR)/src CANNING_FIXTURES=$${CANNING_FIXTURES:-$(CURDIR)/../shared/fixtures} \
 	  $(BIN)/python -m canning_tb.ingest.native.fuzz.run --seconds $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 clang:
@@ -97,7 +97,7 @@ MUTMUT   := mutmut==3.8.1
 MUTANTS  ?=
 mutants: venv peers
 	$(BIN)/python -m pip install -q "$(MUTMUT)"
-	CANNING_FIXTURES=$${CANNING_FIXTURES:-$(CURDIR)/../shared/fixtures} \
+	PYTHONPATH=$(CURDIR)/src CANNING_FIXTURES=$${CANNING_FIXTURES:-$(CURDIR)/../shared/fixtures} \
 	  CANNING_PEERS_PYTHON=$${CANNING_PEERS_PYTHON:-$(CURDIR)/.venv-peers/bin/python} $(BIN)/mutmut run $(MUTANTS)
 	$(BIN)/mutmut results
 
