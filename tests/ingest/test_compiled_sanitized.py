@@ -47,7 +47,10 @@ edge = [b"", b"[", b"]", b"[]", b"[ ]", b"[{", b"[{}]", b"[{}", b'[{"', b'[{"ph"
         b'[{"ph":"X","ts":"1.000","dur":1e308,"args":{"flops":' + b"1" * 70 + b"}}]",
         b'[{"ph":"X","ts":"1.000","args":{' + b",".join(b'"a%d":%d' % (i, i) for i in range(100)) + b',"stream id":3}}]',
         b'[{"n":"\xf0\x9f\x98\x80"}]', b'[{"n":"\xf0\x9f\x98"}]', b'[{"ph":"X","ts":"' + b"1" * 16 + b'.999"}]',
-        b'[{"ph":"s","id":-9223372036854775808,"ts":"1.000","cat":"async_npu"}]', b'[{"ph":"X","ts":-9223372036854775808}]']
+        b'[{"ph":"s","id":-9223372036854775808,"ts":"1.000","cat":"async_npu"}]', b'[{"ph":"X","ts":-9223372036854775808}]',
+        # exponents of 10+ digits (the pattern that overflowed an int in _cells.c): the scanners only step over them
+        b'[{"ph":"X","ts":1e' + b"9" * 12 + b',"dur":1e-' + b"9" * 12 + b'}]',
+        b'[{"ph":"C","args":{"v":1e99999999999,"w":-1E-99999999999,"x":1e+2147483648}}]']
 for e in edge:
     scan(e)
 rng = random.Random(20261202)
@@ -213,7 +216,10 @@ edge = {b"": 0, b"[": 0, b"]": 0, b"[]": 1, b"[ ]": 1, b"[{}]": 1, b"[1]": 0, b'
         b'[{"ph":"i","name":"\xf0\x9f\x98\x80"}]': 1, b'[{"ph":"i","name":"\xf0\x9f\x98"}]': 0,
         b'[{"ph":"i","name":"\xed\xa0\x80"}]': 0, b'[{"ph":"i","name":"\xc0\x80"}]': 0, b'[{"ph":"i","name":"\\ud800"}]': 0,
         b'[{"ph":"i","name":"\\u00e9\\u12"}]': 0, b'[{"ph":"f","cat":7}]': 0, b'[{"ph":"\\u0058"}]': 0,
-        b'[{"ph":null}]': 0, b"[" + meta + b"," + meta + b"]": 1, b"[" + meta + meta + b"]": 0}
+        b'[{"ph":null}]': 0, b"[" + meta + b"," + meta + b"]": 1, b"[" + meta + meta + b"]": 0,
+        # exponents of 10+ digits (an int overflow in _cells.c once): past a double, declined; under one, 0.0
+        b'[{"ph":"X","ts":1e' + b"9" * 12 + b"}]": 0, b'[{"ph":"X","ts":1e-' + b"9" * 12 + b',"dur":-1E+2147483648}]': 0,
+        b'[{"ph":"X","ts":1e-' + b"9" * 12 + b',"args":{"flops":2.5E-2147483649}}]': 1}
 wrong = [e[:80] for e, want in edge.items() if (scan(e) is not None) != want]
 assert not wrong, wrong  # each edge taken or declined as kineto_scan.c's rules say
 rng = random.Random(20261205)
