@@ -49,12 +49,18 @@ def _runs(text: str) -> int:
     return int(got[-1]) if got else 0
 
 
+def _found(home: Path) -> list[Path]:
+    """libFuzzer's reproducers: the inputs that crashed, hung or ran out of memory."""
+    return [p for p in home.iterdir() if p.name.startswith(("crash-", "leak-", "timeout-", "oom-"))]
+
+
 def fuzz_one(target: str, built: Path, out: Path, fixtures: Path | None, seconds: float | None = None,
              runs: int | None = None, per_file: int = seeds.PER_FILE, max_files: int | None = None) -> Outcome:
     """One target in its own sanitized interpreter, bounded by seconds or by inputs run."""
     home = out / target
     corpus = home / "corpus"  # what libFuzzer found worth keeping: the next run starts from it
     corpus.mkdir(parents=True, exist_ok=True)
+    before = set(_found(home))  # an earlier run's crashes stay there, reported by that run
     with tempfile.TemporaryDirectory(prefix=f"seeds-{target}-") as seed_dir:
         seeds.write(target, fixtures, Path(seed_dir), per_file, max_files)
         bound = f"-max_total_time={max(1, int(seconds))}" if runs is None else f"-runs={runs}"
@@ -67,7 +73,7 @@ def fuzz_one(target: str, built: Path, out: Path, fixtures: Path | None, seconds
             done = subprocess.run(cmd, env=build.child_env(built), cwd=home, stdout=sink, stderr=subprocess.STDOUT,
                                   timeout=(seconds or 0) + 600)
     text = log.read_text(errors="replace")
-    crashes = sorted(p for p in home.iterdir() if p.name.startswith(("crash-", "leak-", "timeout-", "oom-")))
+    crashes = sorted(set(_found(home)) - before)
     return Outcome(target, _runs(text), crashes, done.returncode, log)
 
 
