@@ -74,6 +74,22 @@ bench-timeline: setup chromium
 	$(BIN)/python benchmarks/bench_timeline.py --size $(or $(SIZE),medium) --browser --tbprof \
 	  $(if $(RANKS),--ranks-dir $(RANKS),--ranks 16)
 
+# fuzz every compiled entry point (src/canning_tb/ingest/native/fuzz, docs/fuzzing.md) FUZZ_SECONDS each (default
+# 60) against the modules built by clang with ASan + UBSan; per target the runs done and any crash, its input
+# and log kept under fuzz-out/ (gitignored; the corpus found there is the next run's start). Not part of
+# `make test`, which runs the short version (tests/ingest/test_native_fuzz.py). FUZZ_TARGETS narrows it.
+.PHONY: fuzz clang
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?=
+fuzz: venv clang
+	PYTHONPATH=$(CURDIR)/src CANNING_FIXTURES=$${CANNING_FIXTURES:-$(CURDIR)/../shared/fixtures} \
+	  $(BIN)/python -m canning_tb.ingest.native.fuzz.run --seconds $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+clang:
+	@command -v clang >/dev/null 2>&1 || { \
+	  echo "installing Debian's clang for the fuzz targets"; \
+	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q clang; }
+
 # mutation testing of analysis/, ingest/, timeline/, store/ and plugin/ (slow; not part of `make test`): docs/mutants.md.
 # MUTANTS narrows the run to mutant names, e.g. MUTANTS='canning_tb.analysis.ops*'. The tests run inside mutants/:
 # the peer oracles find the peers' interpreter by CANNING_PEERS_PYTHON (else they would skip there).
@@ -81,7 +97,7 @@ MUTMUT   := mutmut==3.8.1
 MUTANTS  ?=
 mutants: venv peers
 	$(BIN)/python -m pip install -q "$(MUTMUT)"
-	CANNING_FIXTURES=$${CANNING_FIXTURES:-$(CURDIR)/../shared/fixtures} \
+	PYTHONPATH=$(CURDIR)/src CANNING_FIXTURES=$${CANNING_FIXTURES:-$(CURDIR)/../shared/fixtures} \
 	  CANNING_PEERS_PYTHON=$${CANNING_PEERS_PYTHON:-$(CURDIR)/.venv-peers/bin/python} $(BIN)/mutmut run $(MUTANTS)
 	$(BIN)/mutmut results
 

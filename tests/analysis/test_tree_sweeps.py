@@ -84,6 +84,21 @@ def test_sums_by_hand(monkeypatch):
         assert got.tolist() == [15, 6, 4, 8] and got.dtype == np.int64
 
 
+def test_int_sums_past_int64_wrap_as_numpy_does(monkeypatch):
+    """The fuzzer's find (ingest/native/fuzz/tree_sum.py): a child of 5534022346647487042 summed into a parent of
+    as much overflowed int64 in _tree.c, undefined behaviour; both paths now wrap to the same int64
+    (test_compiled_sanitized holds the C to it under UBSan)."""
+    big = 5534022346647487042
+    nesting = common.Nesting(np.arange(3), np.array([-1, 0, 1]), np.array([0, 1, 2]))
+    top = np.iinfo(np.int64).max
+    compiled, numpy_path = _sums_both(np.array([big, big, top]), nesting, monkeypatch)
+
+    def wrap(x: int) -> int:
+        return (x + 2 ** 63) % 2 ** 64 - 2 ** 63
+
+    assert compiled.tolist() == numpy_path.tolist() == [wrap(2 * big + top), wrap(big + top), top]
+
+
 @pytest.mark.parametrize("seed", range(20))
 def test_random_trees_sum_alike_bit_for_bit(seed, monkeypatch):
     rng = np.random.default_rng(seed)

@@ -13,9 +13,9 @@
  *
  * sum_up(column, parent, by_depth, bounds) (common.sum_up_tree): adds each node's value into its parent's,
  * the deepest level first, each level's nodes in position order: the additions np.add.at makes level by
- * level, in the same order (so float sums are bit for bit the same). column: float64 or int64 ('d' / 'q'
- * as the last argument); parent, by_depth (nodes by depth, stable) and bounds (each level's first index in
- * by_depth, one past the deepest at the end): int64.
+ * level, in the same order (so float sums are bit for bit the same, and int64 sums wrap as numpy's do).
+ * column: float64 or int64 ('d' / 'q' as the last argument); parent, by_depth (nodes by depth, stable) and
+ * bounds (each level's first index in by_depth, one past the deepest at the end): int64.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -122,8 +122,12 @@ static PyObject *sum_up(PyObject *self, PyObject *args) {
         for (int64_t k = bounds[level]; k < bounds[level + 1]; k++) {
             int64_t node = by_depth[k], up = node >= 0 ? parent[node] : -1;
             if (up < 0) continue;
-            if (kind == 'd') ((double *)c.buf)[up] += ((double *)c.buf)[node];
-            else ((int64_t *)c.buf)[up] += ((int64_t *)c.buf)[node];
+            if (kind == 'd') {
+                ((double *)c.buf)[up] += ((double *)c.buf)[node];
+            } else { /* unsigned: a sum past int64 wraps, as np.add.at's does (a signed overflow is undefined) */
+                int64_t *col = c.buf;
+                col[up] = (int64_t)((uint64_t)col[up] + (uint64_t)col[node]);
+            }
         }
     }
     Py_END_ALLOW_THREADS
