@@ -47,7 +47,7 @@ chromium:
 # (its module fixtures, a TensorBoard or a gloo run, are made once): most tests wait on a child
 # process, a browser or a server, so two processes on 2 cores take about two thirds of the time.
 # The slow ones (real multi-process jobs whose timings decide what they check) run after, alone.
-test: setup typecheck chromium peers
+test: setup typecheck chromium clang peers
 	$(BIN)/python -m pytest -q -ra -n auto --maxprocesses=4 --dist loadfile -m "not slow"
 	$(BIN)/python -m pytest -q -ra -m slow
 
