@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from canning_tb.util.csv_cells import safe_cell
 
 from . import digest_pb2 as pb
+from .step_note import from_events, step_note
 
 
 def _ms(ns: float) -> float:
@@ -117,8 +118,8 @@ def communication_summary(digest: pb.Digest) -> Table:
     cm = digest.communication
     if cm.source:
         t.notes.append(f"Wait, transfer, transit bytes and bandwidth as CANN measured them ({cm.source}).")
-    if digest.step_source not in ("", "trace"):
-        t.notes.append(f"Steps as CANN measured them ({digest.step_source}): the window has no ProfilerStep ranges.")
+    if not from_events(digest.step_source):
+        t.notes.append(step_note(digest))
     if cm.collectives:
         mean = communication_figures(digest)["mean"]
         share = mean["not_overlapped_share"]
@@ -175,6 +176,8 @@ def step_summary(digest: pb.Digest) -> Table:
     a = digest.average
     if len(digest.steps) > 1:
         t.rows.append(["average", _ms(a.total_ns)] + [_ms(getattr(a, f)) for _, f in _CATS])
+    if step_note(digest):
+        t.notes.append(step_note(digest))
     if digest.step_clock == "device" and digest.step_source == "trace":
         t.notes.append("Steps measured on the device: it runs behind the host, so each step runs from its first "
                        "device event to the next step's.")

@@ -21,7 +21,8 @@ from . import npu_results as _npu_results
 from . import on_demand as _on_demand
 from . import summaries as _summaries
 from .activity import ProfilerActivity
-from .schedule import OnDemand
+from .schedule import OnDemand, recorded_steps
+from .user_warning import warn_user
 
 _KEEP_STEPS = 4096  # step timestamps kept; a window is far shorter
 
@@ -77,6 +78,7 @@ class Profile:
             return self
         self._begin_collection(0)
         self.profiler.start()
+        self._steps[0][0] = time.time_ns()  # step 0 begins once the profiler records, not before its start-up
         self._running = True
         return self
 
@@ -138,6 +140,12 @@ class Profile:
                 out[s] = (b[0], b[1])
         return out
 
+    def recorded_step_times(self) -> list:
+        """[[step, begin_ns, end_ns]] wall clock of the finished steps of the last window (as the handler
+        writes them into the manifest)."""
+        times = self.step_times_ns(recorded_steps(self.schedule, self.step_num))
+        return [[s, *times[s]] for s in sorted(times)]
+
     def _new_backend_profile(self):
         try:
             return self._backend.new_profile(self._trace_ready)
@@ -145,7 +153,7 @@ class Profile:
             self._drop_private_dir()
             if not self._start_on_cpu:
                 raise
-            warnings.warn(f"{e} Profiling the CPU only (start_on_cpu=True).", RuntimeWarning, stacklevel=3)
+            warn_user(f"{e} Profiling the CPU only (start_on_cpu=True).")
             kwargs = {k: v for k, v in self._kwargs.items() if k != "experimental_config"}
             self._backend = _backend.resolve([ProfilerActivity.CPU], schedule=self.schedule, **kwargs)
             self.settings["activities"] = ["CPU"]
@@ -240,7 +248,7 @@ class Profile:
             if self.backend == "torch_npu":  # what torch_npu's handler wrote, not its slow export_chrome_trace
                 self._digest = _npu_results.window_digest(self._npu_folder, self._npu_analysis())
             else:
-                self._digest = _summaries.digest_of_trace(self._trace.local(self._require()))
+                self._digest = _summaries.digest_of_trace(self._trace.local(self._require()), self.recorded_step_times())
         return self._digest
 
     def op_summary(self):

@@ -50,10 +50,15 @@ def _copy(src: str, dst: str) -> None:
         shutil.copyfile(src, dst)
 
 
-def digest_of_trace(path: str):
+def digest_of_trace(path: str, step_times=()):
+    """The digest of a trace; `step_times` ([[step, begin_ns, end_ns]], wall clock): the loop's steps
+    when the trace has no ProfilerStep ranges (no schedule)."""
     from canning_tb.analysis.build import build_digest  # lazy: analysis is optional at collection time
     from canning_tb.ingest.kineto.read import read_kineto
-    return build_digest(read_kineto(path))
+    from canning_tb.ingest.step_marks import attach
+    table = read_kineto(path)
+    attach(table, step_times)
+    return build_digest(table)
 
 
 def call(name, digest):

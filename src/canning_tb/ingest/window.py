@@ -13,7 +13,9 @@ from typing import Any
 from canning_tb.util.manifest import ASCEND_OUTPUT, FileEntry, Manifest, ManifestError, ascend_status
 from canning_tb.util.manifest import load as load_manifest
 
+from . import side_tables as side
 from .kineto.read import read_kineto
+from .step_marks import attach as attach_step_marks
 from .table import EventTable, InputError, Problem
 
 _TRACE_SUFFIXES = (".pt.trace.json.gz", ".pt.trace.json")
@@ -34,6 +36,8 @@ def read_canning_window(manifest_path: str) -> EventTable:
         table = read_ascend(target)
     else:
         table = read_kineto(target)
+        if not side.rows(table.side, "step_marks"):  # the loop's prof.step() times: the steps without a schedule
+            attach_step_marks(table, man.step_times_ns)
     _enrich(table, man, path)
     if entry is not None and entry.bytes is not None and os.path.isfile(target):
         size = os.path.getsize(target)
