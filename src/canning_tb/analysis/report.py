@@ -220,7 +220,8 @@ def window_report(digest: pb.Digest, top: int = 10) -> str:
     """All the text twins of one window, as one printable block."""
     w = digest.window
     world = w.world_size if w.world_size > 0 else "unknown"
-    head = f"rank {w.rank}/{world}  format {w.format}  steps {len(digest.steps)}  " \
+    one = " (the whole window: no step marks)" if digest.step_source == "window" else ""
+    head = f"rank {w.rank}/{world}  format {w.format}  steps {len(digest.steps)}{one}  " \
            f"average step {_ms(digest.average.total_ns)} ms"
     parts = [head, str(step_summary(digest)), str(op_summary(digest, limit=top))]
     if digest.kernels_by_name:
