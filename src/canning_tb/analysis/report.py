@@ -130,7 +130,7 @@ def communication_summary(digest: pb.Digest) -> Table:
                            f"(p2p wait {_ms(mean['p2p_wait_ns'])} ms).")
         else:
             t.notes.append("Wait and transfer: unknown from this rank's trace alone (they need the other ranks' "
-                           "profiles of the same steps: canning-prof --mode=view on the run folder, or TensorBoard).")
+                           "profiles of the same steps: canning-prof view on the run folder, or TensorBoard).")
     return t
 
 
