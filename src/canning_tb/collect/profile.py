@@ -21,7 +21,7 @@ from . import npu_results as _npu_results
 from . import on_demand as _on_demand
 from . import summaries as _summaries
 from .activity import ProfilerActivity
-from .schedule import OnDemand, recorded_steps
+from .schedule import RECORDING, OnDemand, action_name, recorded_steps
 from .user_warning import warn_user
 
 _KEEP_STEPS = 4096  # step timestamps kept; a window is far shorter
@@ -48,6 +48,7 @@ class Profile:
         self._private_handler = None  # torch_npu's own handler when an NPU profile was given none
         self._private_dir = None      # ... and the temporary folder it writes into
         self._analysed_here = None    # the folder analyse() finished (offline analysis)
+        self._windows = 0             # windows delivered by the backend in the current collection
 
     # --- lifecycle -------------------------------------------------------------------------------
     @property
@@ -94,6 +95,7 @@ class Profile:
             self._private_handler, self._private_dir = _npu.private_handler(self._backend.module, self,
                                                                             self._private_dir)
         self.profiler = self._new_backend_profile()
+        self._windows = 0  # windows the backend delivered (on_trace_ready) in this collection
         self._steps[step] = [time.time_ns(), None]
 
     def stop(self):
@@ -170,6 +172,7 @@ class Profile:
                 pass
 
     def _trace_ready(self, backend_prof):
+        self._windows += 1
         self._digest = None
         self._trace.forget()  # a new window: a new trace to save
         if self.backend == "torch_npu":  # the window that just ended: torch_npu made its folder at its start
@@ -248,20 +251,36 @@ class Profile:
             if self.backend == "torch_npu":  # what torch_npu's handler wrote, not its slow export_chrome_trace
                 self._digest = _npu_results.window_digest(self._npu_folder, self._npu_analysis())
             else:
-                self._digest = _summaries.digest_of_trace(self._trace.local(self._require()), self.recorded_step_times())
+                self._digest = _summaries.digest_of_trace(self._trace.local(self._require()),
+                                                          self.recorded_step_times(), self.settings)
         return self._digest
 
+    def _no_window(self) -> str | None:
+        """Why a scheduled collection has nothing to summarise: it stopped before its schedule recorded."""
+        if self.schedule is None or self._on_demand is not None or self._windows or self.profiler is None:
+            return None
+        first = next((s for s in range(self.step_num, self.step_num + 100_000)
+                      if action_name(self.schedule, s) in RECORDING), None)
+        when = f"its first recording step is {first}" if first is not None else "it records no later step"
+        return (f"No window recorded: the profile stopped at step {self.step_num} and the schedule "
+                f"{self.schedule!r} had not recorded yet ({when}). Run the loop past it, calling prof.step() once "
+                f"per step, or shorten wait / warmup (or skip_first).")
+
+    def _summary(self, name: str):
+        why = self._no_window()
+        return _summaries.empty(name, why) if why else _summaries.call(name, self._digest_of_last())
+
     def op_summary(self):
-        return _summaries.call("op_summary", self._digest_of_last())
+        return self._summary("op_summary")
 
     def memory_summary(self):
-        return _summaries.call("memory_summary", self._digest_of_last())
+        return self._summary("memory_summary")
 
     def communication_summary(self):
-        return _summaries.call("communication_summary", self._digest_of_last())
+        return self._summary("communication_summary")
 
     def optimization_suggestions(self):
-        return _summaries.call("suggestions", self._digest_of_last())
+        return self._summary("suggestions")
 
 
 class profile(Profile):

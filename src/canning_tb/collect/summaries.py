@@ -5,6 +5,7 @@ torch saves a collection's trace only once ("Trace is already saved" on a second
 export is remembered, later ones copy it, and the summaries read it, whoever asked first.
 """
 import gzip
+import json
 import os
 import shutil
 import tempfile
@@ -50,17 +51,29 @@ def _copy(src: str, dst: str) -> None:
         shutil.copyfile(src, dst)
 
 
-def digest_of_trace(path: str, step_times=()):
+def digest_of_trace(path: str, step_times=(), settings=None):
     """The digest of a trace; `step_times` ([[step, begin_ns, end_ns]], wall clock): the loop's steps
-    when the trace has no ProfilerStep ranges (no schedule)."""
+    when the trace has no ProfilerStep ranges (no schedule); `settings`: the profile's switches, put
+    where a manifest's go (settings.<name>), so that an empty summary can say which switch fills it."""
     from canning_tb.analysis.build import build_digest  # lazy: analysis is optional at collection time
     from canning_tb.ingest.kineto.read import read_kineto
     from canning_tb.ingest.step_marks import attach
     table = read_kineto(path)
     attach(table, step_times)
+    for k, v in (settings or {}).items():
+        if isinstance(v, bool):
+            table.meta.environment[f"settings.{k}"] = json.dumps(v)
     return build_digest(table)
 
 
 def call(name, digest):
     from canning_tb.analysis import report
     return getattr(report, name)(digest)
+
+
+def empty(name, why: str):
+    """The summary `name` with no rows and one note: why there is nothing to summarise."""
+    from canning_tb.analysis import digest_pb2
+    table = call(name, digest_pb2.Digest())
+    table.rows, table.notes = [], [why]
+    return table
