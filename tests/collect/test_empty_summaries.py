@@ -55,3 +55,21 @@ def test_suggestions_without_findings_say_why():
     digest.step_source = "window"
     del digest.steps[1:]
     assert "one step" in str(report.suggestions(digest))
+
+
+def test_memory_capacity_is_the_same_on_the_profile_and_in_the_cli(tmp_path):
+    """One source per figure: the capacity the profile object reports is the one the CLI reads from the
+    window the handler wrote (the process's devices, host memory included)."""
+    import glob
+    from canning_tb.analysis.build import build_digest
+    from canning_tb.ingest.window import read_canning_window
+    from canning_tb.util.identity import devices
+    prof = run(profile_memory=True, on_trace_ready=ps.tensorboard_trace_handler(str(tmp_path), digest=False))
+    (man,) = glob.glob(str(tmp_path / "*.canning.json"))
+    own = {m.device: m.capacity_bytes for m in prof._digest_of_last().memory}
+    cli = {m.device: m.capacity_bytes for m in build_digest(read_canning_window(man)).memory}
+    assert own == cli and own
+    host = next(d["memory"] for d in devices() if d["kind"] == "cpu")
+    if host:
+        assert own.get("CPU") == host
+    assert "unknown" not in str(prof.memory_summary()).split("\n")[3]  # the CPU row's capacity is known

@@ -58,8 +58,11 @@ def digest_of_trace(path: str, step_times=(), settings=None):
     from canning_tb.analysis.build import build_digest  # lazy: analysis is optional at collection time
     from canning_tb.ingest.kineto.read import read_kineto
     from canning_tb.ingest.step_marks import attach
+    from canning_tb.ingest.window import merge_devices
+    from canning_tb.util.identity import devices
     table = read_kineto(path)
     attach(table, step_times)
+    merge_devices(table.meta, devices())  # the devices the handler writes into the manifest: the same capacities
     for k, v in (settings or {}).items():
         if isinstance(v, bool):
             table.meta.environment[f"settings.{k}"] = json.dumps(v)

@@ -85,12 +85,7 @@ def _enrich(table: EventTable, man: Manifest, path: str) -> None:
         m.host = man.host
     if man.worker:
         m.worker = man.worker
-    if man.devices:
-        seen = {(d.get("kind"), d.get("index")) for d in man.devices}
-        # keep what the trace adds (compute capability...) for devices the manifest also lists
-        extra = {(d.get("kind"), d.get("index")): d for d in m.devices}
-        m.devices = [{**extra.get((d.get("kind"), d.get("index")), {}), **d} for d in man.devices] + \
-                    [d for k, d in extra.items() if k not in seen]
+    merge_devices(m, man.devices)
     env = m.environment
     for key, v in man.to_dict().items():
         if key in _NOT_IN_ENVIRONMENT or v is None or v == "":
@@ -100,6 +95,19 @@ def _enrich(table: EventTable, man: Manifest, path: str) -> None:
                 env[f"{key}.{k2}"] = _text(v2)
         else:
             env[key] = _text(v)
+
+
+def merge_devices(meta, devices: list[dict]) -> None:
+    """The process's devices (as the handler wrote them: util.identity.devices(), the host's memory
+    included) over the trace's own; one source for the capacities, whether the window is read from
+    its manifest or from the profile object that wrote it (collect/summaries.py)."""
+    if not devices:
+        return
+    seen = {(d.get("kind"), d.get("index")) for d in devices}
+    # keep what the trace adds (compute capability...) for devices the manifest also lists
+    extra = {(d.get("kind"), d.get("index")): d for d in meta.devices}
+    meta.devices = [{**extra.get((d.get("kind"), d.get("index")), {}), **d} for d in devices] + \
+                   [d for k, d in extra.items() if k not in seen]
 
 
 def _text(v: Any) -> str:
