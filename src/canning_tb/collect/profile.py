@@ -230,9 +230,10 @@ class Profile:
             return self._require().export_chrome_trace(path)
         return self._trace.export(self._require(), path)
 
-    def canning_trace_moved(self, path: str):
-        """The handler moved the exported trace (published it, gzipped): the summaries read it there."""
-        self._trace.moved_to(path)
+    def canning_trace_moved(self, path: str, ready=None):
+        """The handler moves the exported trace (publishes it, gzipped, maybe in the background: `ready()`
+        returns once it is there): the summaries read it there."""
+        self._trace.moved_to(path, ready)
 
     def canning_window_written(self, manifest_name: str):
         """The handler wrote a window (its manifest's name): a capture's status names it."""

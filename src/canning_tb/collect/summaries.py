@@ -17,15 +17,22 @@ class SavedTrace:
     def __init__(self):
         self.path = None
         self._tmp = None  # a TemporaryDirectory when we exported for ourselves (removed with this object)
+        self._ready = None  # waits until the handler has published the file at `path` (it gzips in the background)
 
     def forget(self):
-        self.path, self._tmp = None, None
+        self.path, self._tmp, self._ready = None, None, None
 
-    def moved_to(self, path: str):
-        """The file we exported was moved (the handler publishes it, maybe gzipped)."""
-        self.path = path
+    def moved_to(self, path: str, ready=None):
+        """The file we exported is moved to `path` (the handler publishes it, maybe gzipped); `ready()`
+        returns once it is there."""
+        self.path, self._ready = path, ready
+
+    def _wait(self):
+        if self._ready is not None:
+            self._ready()
 
     def export(self, backend_prof, path: str):
+        self._wait()
         if self.path is None:
             backend_prof.export_chrome_trace(path)
             self.path = path
@@ -34,6 +41,7 @@ class SavedTrace:
 
     def local(self, backend_prof) -> str:
         """A readable file holding the trace (exported into a temporary folder if nobody did yet)."""
+        self._wait()
         if self.path is None or not os.path.exists(self.path):
             if self.path is not None:
                 raise RuntimeError(f"the trace of this collection was saved to {self.path}, which is gone; torch "
