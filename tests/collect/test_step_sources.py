@@ -177,3 +177,20 @@ def test_start_on_cpu_warning_points_at_the_callers_line():
     cpu_only = [w for w in seen if "CPU only" in str(w.message)]
     assert len(cpu_only) == 2
     assert all(w.filename == __file__ for w in cpu_only), [(w.filename, w.lineno) for w in cpu_only]
+
+
+def test_step_called_first_in_the_loop(tmp_path):
+    """prof.step() at the top of the loop: the mark before the first iteration holds no work and is
+    dropped; the iterations are steps 1..n, each inside its marks."""
+    with ps.Profile(activities=CPU, on_trace_ready=ps.tensorboard_trace_handler(str(tmp_path), digest=False)) as prof:
+        for i in range(1, 4):
+            prof.step()
+            train(i)
+    (man_path, man, trace), = windows(tmp_path)
+    digest = build_digest(read_canning_window(man_path))
+    iters = ranges(trace, "iter")
+    got = steps_of(digest)
+    assert [s for s, _, _ in got] == [1, 2, 3]
+    for s, start, end in got:
+        lo, hi = iters[f"iter{s}"]
+        assert start <= lo and hi <= end

@@ -118,18 +118,21 @@ STEP_SOURCE_TRACE, STEP_SOURCE_MARKS, STEP_SOURCE_WINDOW = "trace", "step_marks"
 
 
 def mark_steps(table: EventTable) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(numbers, starts, ends) of the loop's step marks; a last mark holding no event start of its
-    own (the stop() after the last prof.step()) is dropped, unless it is the only one."""
+    """(numbers, starts, ends) of the loop's step marks. A first or last mark holding no host event
+    start is no step and is dropped (while another remains): the stop() right after the last
+    prof.step(), or the start() right before a loop that calls prof.step() first."""
     from ..ingest import side_tables as side
     marks = sorted((int(r["step"]), int(r["start_ns"]), int(r["end_ns"])) for r in side.rows(table.side, "step_marks"))
     if not marks:
         return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
     nums, starts, ends = (np.array(c, np.int64) for c in zip(*marks))
-    if len(nums) > 1:
-        ts = table.events["ts"][table.events["device"] == NONE]
-        if not ((ts >= starts[-1]) & (ts < ends[-1])).any():
-            nums, starts, ends = nums[:-1], starts[:-1], ends[:-1]
-    return nums, starts, ends
+    ts = np.sort(table.events["ts"][table.events["device"] == NONE])
+    held = np.searchsorted(ts, ends, side="left") > np.searchsorted(ts, starts, side="left")  # an event starts inside
+    keep = np.ones(len(nums), bool)
+    for end in (-1, 0):
+        if keep.sum() > 1 and not held[end]:
+            keep[end] = False
+    return nums[keep], starts[keep], ends[keep]
 
 
 def host_steps(table: EventTable) -> tuple[np.ndarray, np.ndarray, np.ndarray, str]:

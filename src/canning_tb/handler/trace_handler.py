@@ -11,6 +11,9 @@ Temp files start with '.' and end with '.tmp'; readers skip them; a failed windo
 the first window of a handler removes those that killed processes of this host left behind.
 A remote dir_name (s3://...) is written through a local staging folder, then uploaded in the background,
 in order (remote.py): the training step waits for the local write only; stop() and exit wait for the uploads.
+The training thread does the export only (local Kineto windows): gzip, the manifest, the scalars and
+the digest's start run in one background thread (background.py), in window order; Profile.stop(),
+a capture's end and interpreter exit wait for it.
 """
 import functools
 import logging
