@@ -194,3 +194,28 @@ def test_step_called_first_in_the_loop(tmp_path):
     for s, start, end in got:
         lo, hi = iters[f"iter{s}"]
         assert start <= lo and hi <= end
+
+
+def test_overview_answer_says_where_the_steps_come_from(tmp_path):
+    """The plugin's /overview for a window without a schedule: the loop's steps, and the source said."""
+    from tensorboard.backend import application
+    from werkzeug.test import Client
+
+    from test_plugin_routes import get, make_plugin
+    run = tmp_path / "run"
+    with ps.Profile(activities=CPU, on_trace_ready=ps.tensorboard_trace_handler(str(run), digest=False)) as prof:
+        for i in range(4):
+            train(i)
+            prof.step()
+    (man_path, man, trace), = windows(run)
+    client = Client(application.TensorBoardWSGI([make_plugin(tmp_path)]))
+    code, body = get(client, "runs")
+    (r,) = body["runs"]
+    (w,) = r["workers"]
+    code, ov = get(client, "overview", run=r["name"], worker=w["name"], window=w["windows"][0]["id"])
+    assert code == 200, ov
+    assert [s["number"] for s in ov["steps"]] == [0, 1, 2, 3]
+    assert ov["figures"]["steps"] == 4 and ov["figures"]["step_source"] == "step_marks"
+    assert "prof.step()" in ov["figures"]["step_note"]
+    marks = {s: e - b for s, b, e in man["step_times_ns"]}
+    assert [s["dur_ns"] for s in ov["steps"]] == [marks[s] for s in range(4)]
