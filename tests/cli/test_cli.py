@@ -102,7 +102,7 @@ def test_performance_mode_profiles_an_unchanged_script(tmp_path):
     assert {"aten::addmm", "aten::relu", "aten::mean"} <= names
     assert len(w["digest"]["steps"]) == 3
     # the profiling-suite docs' second command works as written: the report is left beside the windows
-    assert "--mode=view --input=" + str(out_dir / "performance.json") in p.stderr
+    assert "canning-prof view --input=" + str(out_dir / "performance.json") in p.stderr  # one grammar: subcommands
     saved = json.loads((out_dir / "performance.json").read_text())
     assert saved["schema"] == "canning-prof/2" and [x["digest"]["steps"] for x in saved["windows"]] == [w["digest"]["steps"]]
     again = run_cli("--mode=view", f"--input={out_dir / 'performance.json'}", "--format=json")

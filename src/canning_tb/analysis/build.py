@@ -18,7 +18,7 @@ from .modules import module_tree
 from .npu_metrics import npu_efficiency
 from .ops import op_stats
 from .rules import rule_hits
-from .steps import breakdowns, step_rows
+from .steps import STEP_SOURCE_WINDOW, breakdowns, host_steps
 from .communication.wait_transfer import fill_own
 
 _FIELDS = {"compute": "compute_ns", "overlapped": "overlapped_ns", "communication": "communication_ns",
@@ -49,14 +49,16 @@ def _window(d: pb.Digest, t: EventTable) -> None:
 
 
 def _steps(d: pb.Digest, t: EventTable, ctx: Context):
-    """Steps from the trace; from CANN's step trace when the window has no ProfilerStep ranges."""
-    if len(step_rows(t)[0]) == 0 and len(d.cann_steps):
+    """Steps from, in this order: the trace's ProfilerStep ranges, the loop's step marks, CANN's step
+    trace; without any, the window is one step (step_source "window")."""
+    source = host_steps(t)[3]
+    if source == STEP_SOURCE_WINDOW and len(d.cann_steps):
         nums, starts, durs, res = steps_from_cann(list(d.cann_steps), t)
         tails, distorted = np.zeros(len(nums), np.int64), np.zeros(len(nums), bool)  # CANN's steps are whole
         d.step_source, d.step_clock = d.cann_steps[0].source or "step_trace", "device"
     else:
         nums, starts, durs, res, tails, distorted, d.step_clock = breakdowns(t, ctx)
-        d.step_source = "trace"
+        d.step_source = source
     for i in range(len(nums)):
         s = d.steps.add(number=int(nums[i]), start_ns=int(starts[i]), dur_ns=int(durs[i]), tail_ns=int(tails[i]),
                         distorted=bool(distorted[i]))

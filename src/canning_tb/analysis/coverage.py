@@ -23,6 +23,7 @@ from ..ingest.table import EventTable, Kind
 from . import digest_pb2 as pb
 from .cann import source_of
 from .kernels import task_coverage
+from .step_note import from_events, step_note
 
 CHECK_TOLERANCE = 0.02
 
@@ -88,7 +89,8 @@ def _figures(table: EventTable, d: pb.Digest, cov: pb.Coverage) -> None:
     sampled = next((f for f in cov.files if f.file == "kernel_details.csv" and f.sampled), None)
     add = cov.figures.add
     add(figure="steps", source=d.step_source or "trace",
-        note="" if d.step_source in ("", "trace") else "no ProfilerStep ranges: CANN's steps, Preparing included")
+        note=step_note(d) if from_events(d.step_source)
+        else "no ProfilerStep ranges: CANN's steps, Preparing included")
     add(figure="kernels", source=kernel_file, note=sampled.note if sampled else "")
     if d.kernel_types:
         add(figure="kernel_types", source="op_statistic.csv", note="every task of the window, per op type")

@@ -58,6 +58,10 @@ class WindowFigures(StepShares):
     average_shares: CategoryShares  # of the average step, each category
     memory: list[MemoryFigure]
     slowest_op: SlowestOp | None
+    # where the steps come from: "trace" (ProfilerStep ranges), "step_marks" (the loop's prof.step()
+    # calls), "window" (none: the window is ONE step), or CANN's file; step_note says it in words
+    step_source: str = "trace"
+    step_note: str = ""
 
 
 class StepCollective(msgspec.Struct):

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from canning_tb.util.csv_cells import safe_cell
 
 from . import digest_pb2 as pb
+from .step_note import from_events, step_note
 
 
 def _ms(ns: float) -> float:
@@ -83,7 +84,16 @@ def op_summary(digest: pb.Digest, limit: int | None = None) -> Table:
     for o in ops[:limit] if limit else ops:
         t.rows.append([o.name, int(o.calls), _ms(o.host_total_ns), _ms(o.host_total_ns / o.calls) if o.calls else 0.0,
                        _ms(o.host_total_min_ns), _ms(o.host_total_max_ns), *op_columns(o)])
+    if not t.rows:
+        t.notes.append("No operator in this window: the profiler recorded no host operator (a window that "
+                       "ended before any step ran, or activities without ProfilerActivity.CPU).")
     return t
+
+
+def _setting(digest: pb.Digest, key: str) -> bool | None:
+    """A profiler setting as the window's manifest (or the profile) recorded it; None when unknown."""
+    v = digest.window.environment.get(f"settings.{key}")
+    return {"true": True, "false": False}.get(v) if v is not None else None
 
 
 def memory_summary(digest: pb.Digest) -> Table:
@@ -96,6 +106,14 @@ def memory_summary(digest: pb.Digest) -> Table:
                        _mb(m.peak_reserved_bytes) if m.peak_reserved_bytes >= 0 else None,
                        _mb(m.capacity_bytes) if m.capacity_bytes > 0 else None])
         n_empty = max(n_empty, m.empty_cache_calls)
+    if not t.rows:
+        if _setting(digest, "profile_memory"):
+            t.notes.append("No memory records: profile_memory=True was on, but no tensor was allocated or freed "
+                           "in the window.")
+        else:  # off, or not said (a bare trace): the switch is what fills it
+            t.notes.append("No memory records: the window was profiled without profile_memory=True. Pass "
+                           "ps.Profile(..., profile_memory=True) (canning-prof performance --profile-memory) to "
+                           "record every allocation; it slows the steps down.")
     if n_empty:
         t.notes.append(f"Warning: empty_cache was called {n_empty} times; it slows the steps that follow "
                        f"(the allocator has to get the memory back).")
@@ -115,10 +133,17 @@ def communication_summary(digest: pb.Digest) -> Table:
                        _ms(c.wait_ns) if c.wait_ns >= 0 else None, _ms(c.transfer_ns) if c.transfer_ns >= 0 else None,
                        round(c.bandwidth_gbps, 3) if c.bandwidth_gbps >= 0 else None])
     cm = digest.communication
+    if not t.rows:
+        world = digest.window.world_size
+        t.notes.append("No collective in this window: " + (
+            "a single process (world size 1) runs no communication. Profile the ranks of a torch.distributed job "
+            "(DDP, FSDP, tensor / pipeline parallel) to fill it." if world <= 1 else
+            f"this rank (of {world}) ran no collective while the window recorded; record steps that communicate "
+            f"(e.g. the backward pass with DDP), with the device activities on."))
     if cm.source:
         t.notes.append(f"Wait, transfer, transit bytes and bandwidth as CANN measured them ({cm.source}).")
-    if digest.step_source not in ("", "trace"):
-        t.notes.append(f"Steps as CANN measured them ({digest.step_source}): the window has no ProfilerStep ranges.")
+    if not from_events(digest.step_source):
+        t.notes.append(step_note(digest))
     if cm.collectives:
         mean = communication_figures(digest)["mean"]
         share = mean["not_overlapped_share"]
@@ -129,7 +154,7 @@ def communication_summary(digest: pb.Digest) -> Table:
                            f"(p2p wait {_ms(mean['p2p_wait_ns'])} ms).")
         else:
             t.notes.append("Wait and transfer: unknown from this rank's trace alone (they need the other ranks' "
-                           "profiles of the same steps: canning-prof --mode=view on the run folder, or TensorBoard).")
+                           "profiles of the same steps: canning-prof view on the run folder, or TensorBoard).")
     return t
 
 
@@ -145,6 +170,8 @@ class Suggestions(Table):
 
     def __str__(self) -> str:
         from .rules.text import suggestions_text
+        if not self.hits and self.notes:  # why there is none, not a bare "nothing"
+            return "Optimization Suggestions:\n" + "\n".join(f"  {n}" for n in self.notes)
         return suggestions_text(self.hits)
 
 
@@ -157,7 +184,10 @@ def suggestions(digest: pb.Digest, extra_hits=()) -> Suggestions:
         t.rows.append([h.severity, f"{h.title}. {h.detail}", _ms(h.gain_ns) if h.gain_ns >= 0 else None,
                        round(h.speedup, 3) if h.speedup > 0 else None])
     if not t.rows:
-        t.notes.append("No problem found by the rules.")
+        n = len(digest.steps)
+        t.notes.append(f"No finding: no rule's check crossed its threshold over the {n} step{'' if n == 1 else 's'} "
+                       f"measured" + (" (one step: the step-to-step variation, and the findings that need it, are "
+                                      "unknown; call prof.step() once per step)." if n <= 1 else "."))
     return t
 
 
@@ -175,6 +205,8 @@ def step_summary(digest: pb.Digest) -> Table:
     a = digest.average
     if len(digest.steps) > 1:
         t.rows.append(["average", _ms(a.total_ns)] + [_ms(getattr(a, f)) for _, f in _CATS])
+    if step_note(digest):
+        t.notes.append(step_note(digest))
     if digest.step_clock == "device" and digest.step_source == "trace":
         t.notes.append("Steps measured on the device: it runs behind the host, so each step runs from its first "
                        "device event to the next step's.")
@@ -217,7 +249,8 @@ def window_report(digest: pb.Digest, top: int = 10) -> str:
     """All the text twins of one window, as one printable block."""
     w = digest.window
     world = w.world_size if w.world_size > 0 else "unknown"
-    head = f"rank {w.rank}/{world}  format {w.format}  steps {len(digest.steps)}  " \
+    one = " (the whole window: no step marks)" if digest.step_source == "window" else ""
+    head = f"rank {w.rank}/{world}  format {w.format}  steps {len(digest.steps)}{one}  " \
            f"average step {_ms(digest.average.total_ns)} ms"
     parts = [head, str(step_summary(digest)), str(op_summary(digest, limit=top))]
     if digest.kernels_by_name:

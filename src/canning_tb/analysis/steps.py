@@ -3,8 +3,12 @@
 Steps
 -----
 A step is a `ProfilerStep#N` event (any kind but GPU_USER_ANNOTATION) on the main thread (the
-(pid, tid) holding most of them). Without any, the window is one step numbered 0 spanning the
-first start to the last end of all events.
+(pid, tid) holding most of them). torch writes them only under a schedule; without one, the steps
+are the training loop's own marks (prof.step() calls: the `step_marks` side table, from the
+manifest's step_times_ns or the profile object, ingest/step_marks.py), used exactly as the
+ProfilerStep ranges are; the mark after the last prof.step(), closed by stop() with nothing run in
+it, is no step and is dropped. Without either, the window is one step numbered 0 spanning the first
+start to the last end of all events (step source "window": every surface says so).
 
 Step span (the rule, kept): step i runs from S_i = start of ProfilerStep#i to
 E_i = max(host end of ProfilerStep#i, last end of the device events *launched* in it), capped at
@@ -110,6 +114,44 @@ def step_rows(table: EventTable) -> tuple[np.ndarray, np.ndarray]:
     return rows[first], nums[first]
 
 
+STEP_SOURCE_TRACE, STEP_SOURCE_MARKS, STEP_SOURCE_WINDOW = "trace", "step_marks", "window"
+
+
+def mark_steps(table: EventTable) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(numbers, starts, ends) of the loop's step marks. A first or last mark holding no host event
+    start is no step and is dropped (while another remains): the stop() right after the last
+    prof.step(), or the start() right before a loop that calls prof.step() first."""
+    from ..ingest import side_tables as side
+    marks = sorted((int(r["step"]), int(r["start_ns"]), int(r["end_ns"])) for r in side.rows(table.side, "step_marks"))
+    if not marks:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
+    nums, starts, ends = (np.array(c, np.int64) for c in zip(*marks))
+    ts = np.sort(table.events["ts"][table.events["device"] == NONE])
+    held = np.searchsorted(ts, ends, side="left") > np.searchsorted(ts, starts, side="left")  # an event starts inside
+    keep = np.ones(len(nums), bool)
+    for end in (-1, 0):
+        if keep.sum() > 1 and not held[end]:
+            keep[end] = False
+    return nums[keep], starts[keep], ends[keep]
+
+
+def host_steps(table: EventTable) -> tuple[np.ndarray, np.ndarray, np.ndarray, str]:
+    """(numbers, starts, host ends, source) of the steps the loop marked: ProfilerStep ranges, else
+    the step marks; empty (source "window") when the window has neither."""
+    rows, nums = step_rows(table)
+    if len(rows):
+        ev = table.events
+        starts = ev["ts"][rows].astype(np.int64)
+        return nums, starts, starts + ev["dur"][rows], STEP_SOURCE_TRACE
+    nums, starts, ends = mark_steps(table)
+    return nums, starts, ends, STEP_SOURCE_MARKS if len(nums) else STEP_SOURCE_WINDOW
+
+
+def has_steps(table: EventTable) -> bool:
+    """The loop marked its steps (ProfilerStep ranges or step marks): training steps are measured."""
+    return host_steps(table)[3] != STEP_SOURCE_WINDOW
+
+
 def device_rows(table: EventTable) -> np.ndarray:
     return np.flatnonzero(kind_mask(table, DEVICE_KINDS))
 
@@ -129,16 +171,14 @@ def launch_times(table: EventTable, dev: np.ndarray) -> np.ndarray:
 def step_spans(table: EventTable):
     """(numbers, starts, ends, host ends, clock) of the steps, per the rules in the module docstring."""
     ev = table.events
-    rows, nums = step_rows(table)
-    if len(rows) == 0:
+    nums, starts, host_end, _source = host_steps(table)
+    if len(nums) == 0:
         if len(table) == 0:
             zero = np.zeros(1, np.int64)
             return zero, zero, zero, zero, "host"
         lo = np.array([int(ev["ts"].min())])
         hi = np.array([int((ev["ts"] + ev["dur"]).max())])
         return np.zeros(1, np.int64), lo, hi, hi, "host"
-    starts = ev["ts"][rows].astype(np.int64)
-    host_end = starts + ev["dur"][rows]
     ends = host_end.copy()
     first = np.full(len(starts), np.iinfo(np.int64).max)
     dev = device_rows(table)

@@ -29,6 +29,7 @@ import math
 
 import msgspec
 
+from .step_note import step_note
 from . import digest_pb2 as pb
 from .figures import CategoryShares, MemoryFigure, SlowestOp, StepShares, WindowFigures, plain
 
@@ -130,6 +131,7 @@ def window_figures(digest: pb.Digest) -> dict:
         average_shares=_category_shares(mean),
         memory=[MemoryFigure(**m) for m in memory_peaks(digest)],
         slowest_op=SlowestOp(**top) if top else None,
+        step_source=digest.step_source or "trace", step_note=step_note(digest),
     ))
 
 

@@ -1,11 +1,14 @@
-"""canning-prof: the command line.
+"""canning-prof: the command line, one grammar: a subcommand, then its options.
 
-  canning-prof --mode=performance --output=./prof_results python train.py [args...]
-  canning-prof --mode=view --input=PATH [--format=text|json] [--detail] [--worker=NAME]
-  canning-prof --mode=compare --base=PATH --input=PATH [--format=text|json] [--fail-on-regression=PCT]
+  canning-prof performance [--output=./prof_results] [--with-stack] [--no-record-shapes] python train.py [args...]
+  canning-prof view --input=PATH [--format=text|json] [--detail] [--worker=NAME]
+  canning-prof compare --base=PATH --input=PATH [--format=text|json] [--fail-on-regression=PCT]
   canning-prof digest --input=PATH_OR_URL [--dask=SCHEDULER_ADDRESS]   (cli/digest.py)
   canning-prof capture --logdir DIR [--run NAME] --steps N [--ranks 0,3] [--record-shapes ...]   (cli/capture.py)
   canning-prof mcp --logdir DIR [--http 127.0.0.1:PORT]   (the MCP server for assistants: canning_tb/mcp, docs/agents.md)
+
+`--mode=performance|view|compare` (anywhere before the script's command) is kept as an alias of the
+subcommand: `canning-prof --mode=view --input=PATH` is `canning-prof view --input=PATH`.
 
 `view` prints the report of what PATH holds (a trace file, an *_ascend_pt folder, a run folder
 with many ranks, or a whole logdir): first the ranks of a run across each other, then each window
@@ -23,54 +26,100 @@ import sys
 from canning_tb.store.links import FOLLOW_ENV
 from canning_tb.util.remote_fs import RemoteError
 
+MODES = ("performance", "view", "compare")  # the subcommands `--mode=` names (the old grammar)
+OWN_PARSERS = ("digest", "capture", "mcp")  # subcommands whose modules parse their own arguments
+# our options that take a value: `--mode` is looked for only among our options, never in the script's command
+_VALUED = {"--mode", "--output", "--input", "--base", "--format", "--fail-on-regression", "--names", "--top",
+           "--worker", "--cache-dir", "--wait", "--warmup", "--active", "--repeat", "--activities"}
+EXAMPLES = """examples:
+  canning-prof performance --output=./prof_results python train.py --epochs 1
+  canning-prof performance --with-stack --profile-memory python train.py   (slower steps, more detail)
+  canning-prof view --input=./prof_results
+  canning-prof view --input=./log/run1 --format=json > report.json
+  canning-prof compare --base=./log/baseline --input=./log/candidate
+  canning-prof compare --base=./log/main --input=./log/pr --fail-on-regression=5
+  canning-prof digest --input=s3://bucket/logs [--dask=tcp://scheduler:8786]
+  canning-prof capture --logdir ./log --steps 3 --wait   (a running job with ps.on_demand())
+  canning-prof mcp --logdir ./log   (an MCP server for assistants, on stdio: docs/agents.md)
+  canning-prof --mode=view --input=./prof_results   (the --mode= form: the same as `view`)"""
+
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="canning-prof",
-        description="Profile a PyTorch script, or report on profiles already written.",
-        epilog="examples:\n"
-               "  canning-prof --mode=performance --output=./prof_results python train.py --epochs 1\n"
-               "  canning-prof --mode=view --input=./prof_results\n"
-               "  canning-prof --mode=view --input=./log/run1 --format=json > report.json\n"
-               "  canning-prof --mode=compare --base=./log/baseline --input=./log/candidate\n"
-               "  canning-prof --mode=compare --base=./log/main --input=./log/pr --fail-on-regression=5\n"
-               "  canning-prof digest --input=s3://bucket/logs [--dask=tcp://scheduler:8786]\n"
-               "  canning-prof capture --logdir ./log --steps 3 --wait   (a running job with ps.on_demand())\n"
-               "  canning-prof mcp --logdir ./log   (an MCP server for assistants, on stdio: docs/agents.md)",
-        formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--mode", choices=["performance", "view", "compare"], required=True,
-                   help="performance: run a script under the profiler; view: print a report; "
-                        "compare: compare two runs")
-    p.add_argument("--output", default="./prof_results", help="performance: where windows are written")
-    p.add_argument("--input", help="view/compare: a trace file, an *_ascend_pt folder, a run folder or a logdir")
-    p.add_argument("--base", help="compare: the baseline (same kinds of PATH as --input)")
-    p.add_argument("--format", choices=["text", "json"], default="text", help="view/compare output format")
-    p.add_argument("--fail-on-regression", type=float, default=None, metavar="PCT",
-                   help="compare: exit with status 3 when the mean step time grew by more than PCT %%")
-    p.add_argument("--names", default=None, metavar="FILE",
-                   help="compare: a name map (JSON, docs/http_api.md); default: canning_names.json in --input")
-    p.add_argument("--top", type=int, default=15, help="rows per table in the text report (and ranks listed one by "
-                                                        "one; more ranks: their spread and outliers)")
-    p.add_argument("--detail", action="store_true",
-                   help="view: every window's own report (JSON: its digest), also for the ranks of a run, "
-                        "which are otherwise summed up across ranks")
-    p.add_argument("--worker", action="append", metavar="NAME",
-                   help="view: the own report of this worker's windows (repeatable)")
-    p.add_argument("--cache-dir", default=None,
-                   help="where digests are cached (default: the user's cache folder, $CANNING_CACHE_DIR)")
-    p.add_argument("--follow-links", action="store_true",
-                   help="view/compare: also read files that symbolic links lead to outside --input")
-    p.add_argument("--wait", type=int, default=0, help="performance: steps skipped before each window")
-    p.add_argument("--warmup", type=int, default=1, help="performance: warm-up steps before each window")
-    p.add_argument("--active", type=int, default=3, help="performance: steps recorded per window")
-    p.add_argument("--repeat", type=int, default=1, help="performance: number of windows (0: until the end)")
-    p.add_argument("--activities", default="auto", help="performance: cpu,cuda,npu or auto")
-    p.add_argument("command", nargs=argparse.REMAINDER, help="performance: python SCRIPT [ARGS...]")
+        prog="canning-prof", description="Profile a PyTorch script, or report on profiles already written.",
+        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="mode", required=True, metavar="{" + ",".join(MODES + OWN_PARSERS) + "}")
+    links = argparse.ArgumentParser(add_help=False)
+    links.add_argument("--cache-dir", default=None,
+                       help="where digests are cached (default: the user's cache folder, $CANNING_CACHE_DIR)")
+    links.add_argument("--follow-links", action="store_true",
+                       help="also read files that symbolic links lead to outside --input")
+    report = argparse.ArgumentParser(add_help=False)
+    report.add_argument("--format", choices=["text", "json"], default="text", help="output format")
+    report.add_argument("--top", type=int, default=15, help="rows per table in the text report (and ranks listed "
+                                                             "one by one; more ranks: their spread and outliers)")
+
+    perf = sub.add_parser("performance", parents=[links], help="run a script under the profiler",
+                          description="Run a training script under the profiler, unchanged (its optimizer steps "
+                                      "mark the steps), then write performance.json beside the windows.")
+    perf.add_argument("--output", default="./prof_results", help="where windows are written")
+    perf.add_argument("--wait", type=int, default=0, help="steps skipped before each window")
+    perf.add_argument("--warmup", type=int, default=1, help="warm-up steps before each window")
+    perf.add_argument("--active", type=int, default=3, help="steps recorded per window")
+    perf.add_argument("--repeat", type=int, default=1, help="number of windows (0: until the end)")
+    perf.add_argument("--activities", default="auto", help="cpu,cuda,npu or auto")
+    # the cheap option on, the costly ones off: stacks and memory records inflate the step times measured
+    perf.add_argument("--record-shapes", action=argparse.BooleanOptionalAction, default=True,
+                      help="record operator input shapes (cheap; default on)")
+    perf.add_argument("--with-stack", action=argparse.BooleanOptionalAction, default=False,
+                      help="record Python call stacks (inflates step times; default off)")
+    perf.add_argument("--profile-memory", action=argparse.BooleanOptionalAction, default=False,
+                      help="record every allocation (inflates step times; default off; needed for the memory "
+                           "view and prof.memory_summary())")
+    perf.add_argument("command", nargs=argparse.REMAINDER, help="python SCRIPT [ARGS...]")
+
+    view = sub.add_parser("view", parents=[links, report], help="print the report of profiles",
+                          description="The report of every window under PATH.")
+    view.add_argument("--input", required=True,
+                      help="a trace file, an *_ascend_pt folder, a run folder, a logdir or a performance.json")
+    view.add_argument("--detail", action="store_true",
+                      help="every window's own report (JSON: its digest), also for the ranks of a run, "
+                           "which are otherwise summed up across ranks")
+    view.add_argument("--worker", action="append", metavar="NAME",
+                      help="the own report of this worker's windows (repeatable)")
+
+    compare = sub.add_parser("compare", parents=[links, report], help="compare two runs per step",
+                             description="Compare the windows under --base with those under --input per step.")
+    compare.add_argument("--base", required=True, help="the baseline (same kinds of PATH as --input)")
+    compare.add_argument("--input", required=True, help="the candidate")
+    compare.add_argument("--fail-on-regression", type=float, default=None, metavar="PCT",
+                         help="exit with status 3 when the mean step time grew by more than PCT %%")
+    compare.add_argument("--names", default=None, metavar="FILE",
+                         help="a name map (JSON, docs/http_api.md); default: canning_names.json in --input")
+    for name, what in (("digest", "digest windows ahead of viewing (cli/digest.py)"),
+                       ("capture", "ask a running ps.on_demand() job to record steps (cli/capture.py)"),
+                       ("mcp", "the MCP server for assistants (docs/agents.md)")):
+        sub.add_parser(name, help=what, add_help=False)  # listed in the help; parsed by their own modules
     return p
 
 
+def mode_alias(argv: list[str]) -> list[str]:
+    """`--mode=X` / `--mode X` among our options (before the script's command) -> the subcommand X first."""
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a == "--" or not a.startswith("-"):
+            break  # the script's command (or a subcommand): nothing after it is ours to look at
+        if a.startswith("--mode="):
+            return [a.split("=", 1)[1], *argv[:i], *argv[i + 1:]]
+        if a == "--mode" and i + 1 < len(argv):
+            return [argv[i + 1], *argv[:i], *argv[i + 2:]]
+        i += 2 if a in _VALUED else 1
+    return argv
+
+
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
+    argv = mode_alias(list(sys.argv[1:] if argv is None else argv))
     if argv[:1] == ["digest"]:
         return _digest(argv[1:])
     if argv[:1] == ["capture"]:
@@ -87,12 +136,8 @@ def main(argv: list[str] | None = None) -> int:
             from .perf import run_script
             return run_script(args)
         if args.mode == "view":
-            if not args.input:
-                raise SystemExit("canning-prof: --mode=view needs --input=PATH")
             from .view import view
             return view(args)
-        if not (args.input and args.base):
-            raise SystemExit("canning-prof: --mode=compare needs --base=PATH and --input=PATH")
         from .compare import compare
         return compare(args)
     except (FileNotFoundError, RemoteError) as e:

@@ -1,4 +1,4 @@
-"""--mode=performance: run a training script under the profiler, unchanged.
+"""`canning-prof performance` (alias --mode=performance): run a training script under the profiler, unchanged.
 
 The script's own `optimizer.step()` calls mark the steps (a global optimizer hook calls
 `prof.step()`), so windows follow the schedule without editing the script. A script that never
@@ -15,7 +15,7 @@ def _split_command(command: list[str]) -> tuple[str, list[str], bool]:
     """(script or module, its argv, is_module) from `python train.py ...` or `train.py ...`."""
     cmd = [c for c in command if c != "--"] if command[:1] == ["--"] else list(command)
     if not cmd:
-        raise SystemExit("canning-prof: --mode=performance needs a command, e.g. python train.py")
+        raise SystemExit("canning-prof: performance needs a command, e.g. canning-prof performance python train.py")
     if os.path.basename(cmd[0]).startswith("python"):
         cmd = cmd[1:]
     if cmd[:1] == ["-m"] and len(cmd) > 1:
@@ -39,6 +39,13 @@ def _activities(spec: str, ps):
         raise SystemExit(f"canning-prof: unknown activity {e.args[0]!r} (use cpu, cuda, npu)")
 
 
+def profiler_options(args) -> dict:
+    """The profiler's switches from the command line (defaults: shapes on, stacks and memory off, since
+    both inflate the step times the report measures)."""
+    return {"record_shapes": getattr(args, "record_shapes", True), "profile_memory": getattr(args, "profile_memory", False),
+            "with_stack": getattr(args, "with_stack", False)}
+
+
 def run_script(args) -> int:
     target, argv, is_module = _split_command(args.command)
     from canning import profiling_suite as ps
@@ -50,7 +57,7 @@ def run_script(args) -> int:
         # wait=0 lets a script without optimizer steps still end in a recorded window
         schedule=ps.schedule(wait=args.wait, warmup=max(args.warmup, 1), active=args.active, repeat=args.repeat),
         on_trace_ready=ps.tensorboard_trace_handler(args.output),
-        record_shapes=True, profile_memory=True, with_stack=True)
+        **profiler_options(args))
     steps = [0]
 
     def on_step(optimizer, *_):
@@ -76,7 +83,7 @@ def run_script(args) -> int:
         prof.stop()
     report = _write_report(args)
     print(f"canning-prof: {steps[0]} optimizer steps; profiles in {args.output}\n"
-          + (f"  report:      canning-prof --mode=view --input={report}\n" if report else "")
+          + (f"  report:      canning-prof view --input={report}\n" if report else "")
           + f"  TensorBoard: tensorboard --logdir {args.output}", file=sys.stderr)
     return code
 

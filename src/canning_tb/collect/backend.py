@@ -4,11 +4,11 @@ torch and torch_npu are imported here, lazily, so that importing canning never p
 """
 import inspect
 import logging
-import warnings
 from dataclasses import dataclass, field
 
 from .activity import ProfilerActivity, normalize
 from .schedule import Schedule
+from .user_warning import warn_user
 
 log = logging.getLogger(__name__)
 
@@ -86,15 +86,15 @@ def _npu_settings(module, kwargs: dict) -> None:
     from canning_tb.util.manifest import PROFILER_SETTINGS
     for key in PROFILER_SETTINGS:
         if key in kwargs and not isinstance(kwargs[key], bool):
-            warnings.warn(f"{key}={kwargs[key]!r} is not a bool: torch_npu would reset it to False; "
-                          f"passing {bool(kwargs[key])}", RuntimeWarning, stacklevel=5)
+            warn_user(f"{key}={kwargs[key]!r} is not a bool: torch_npu would reset it to False; "
+                      f"passing {bool(kwargs[key])}")
             kwargs[key] = bool(kwargs[key])
     config = kwargs.get("experimental_config")
     npu_config = getattr(module, "_ExperimentalConfig", None)
     if config is not None and npu_config is not None and not isinstance(config, npu_config):
-        warnings.warn(f"experimental_config is a {type(config).__module__}.{type(config).__name__}; torch_npu "
-                      f"takes only torch_npu.profiler._ExperimentalConfig (profiler_level, aic_metrics, ...) and "
-                      f"uses its default instead", RuntimeWarning, stacklevel=5)
+        warn_user(f"experimental_config is a {type(config).__module__}.{type(config).__name__}; torch_npu "
+                  f"takes only torch_npu.profiler._ExperimentalConfig (profiler_level, aic_metrics, ...) and "
+                  f"uses its default instead")
         del kwargs["experimental_config"]
 
 
@@ -122,7 +122,7 @@ def resolve(activities=None, *, start_on_cpu=False, schedule=None, **kwargs) -> 
         except NpuUnavailableError as e:
             if not start_on_cpu:
                 raise
-            warnings.warn(f"{e} Profiling the CPU only (start_on_cpu=True).", RuntimeWarning, stacklevel=4)
+            warn_user(f"{e} Profiling the CPU only (start_on_cpu=True).")
             acts = [a for a in acts if a is not ProfilerActivity.NPU] or [ProfilerActivity.CPU]
             module, name = torch.profiler, "torch"
     else:
@@ -132,8 +132,8 @@ def resolve(activities=None, *, start_on_cpu=False, schedule=None, **kwargs) -> 
         acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if torch.cuda.is_available() else [])
     if ProfilerActivity.CUDA in acts and (name != "torch" or not torch.cuda.is_available()):
         why = "with the NPU backend" if name != "torch" else "because CUDA is not available here"
-        warnings.warn(f"ProfilerActivity.CUDA was requested but is ignored {why}; profiling "
-                      f"{'CPU and NPU' if name != 'torch' else 'the CPU only'}.", RuntimeWarning, stacklevel=4)
+        warn_user(f"ProfilerActivity.CUDA was requested but is ignored {why}; profiling "
+                  f"{'CPU and NPU' if name != 'torch' else 'the CPU only'}.")
         acts = [a for a in acts if a is not ProfilerActivity.CUDA] or [ProfilerActivity.CPU]
     native = [getattr(module.ProfilerActivity, a.name) for a in acts]
     kwargs = {"activities": native, "schedule": _adapt_schedule(schedule, module), **kwargs}
@@ -144,7 +144,6 @@ def resolve(activities=None, *, start_on_cpu=False, schedule=None, **kwargs) -> 
     accepted = _accepted_keywords(module.profile)
     if accepted:
         for k in [k for k in kwargs if k not in accepted]:
-            warnings.warn(f"{name}.profiler.profile does not accept the keyword {k!r} in this version; "
-                          f"it is ignored.", RuntimeWarning, stacklevel=4)
+            warn_user(f"{name}.profiler.profile does not accept the keyword {k!r} in this version; it is ignored.")
             del kwargs[k]
     return Backend(name=name, module=module, activities=acts, kwargs=kwargs)

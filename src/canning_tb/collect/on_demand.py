@@ -112,6 +112,9 @@ class Driver:
             self.prof.profiler.stop()  # after the last step: nothing left; cut short: writes what it has
         except Exception as e:
             error = error or f"the profiler failed to stop: {type(e).__name__}: {e}"
+        written = getattr(self.prof.on_trace_ready, "canning_wait_written", None)
+        if written is not None:  # the handler writes in the background: the status names the windows written
+            written()
         self.watch.ended(plan, list(self.windows), error)
 
 

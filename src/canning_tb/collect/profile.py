@@ -21,7 +21,8 @@ from . import npu_results as _npu_results
 from . import on_demand as _on_demand
 from . import summaries as _summaries
 from .activity import ProfilerActivity
-from .schedule import OnDemand
+from .schedule import RECORDING, OnDemand, action_name, recorded_steps
+from .user_warning import warn_user
 
 _KEEP_STEPS = 4096  # step timestamps kept; a window is far shorter
 
@@ -47,6 +48,7 @@ class Profile:
         self._private_handler = None  # torch_npu's own handler when an NPU profile was given none
         self._private_dir = None      # ... and the temporary folder it writes into
         self._analysed_here = None    # the folder analyse() finished (offline analysis)
+        self._windows = 0             # windows delivered by the backend in the current collection
 
     # --- lifecycle -------------------------------------------------------------------------------
     @property
@@ -77,6 +79,7 @@ class Profile:
             return self
         self._begin_collection(0)
         self.profiler.start()
+        self._steps[0][0] = time.time_ns()  # step 0 begins once the profiler records, not before its start-up
         self._running = True
         return self
 
@@ -92,6 +95,7 @@ class Profile:
             self._private_handler, self._private_dir = _npu.private_handler(self._backend.module, self,
                                                                             self._private_dir)
         self.profiler = self._new_backend_profile()
+        self._windows = 0  # windows the backend delivered (on_trace_ready) in this collection
         self._steps[step] = [time.time_ns(), None]
 
     def stop(self):
@@ -138,6 +142,12 @@ class Profile:
                 out[s] = (b[0], b[1])
         return out
 
+    def recorded_step_times(self) -> list:
+        """[[step, begin_ns, end_ns]] wall clock of the finished steps of the last window (as the handler
+        writes them into the manifest)."""
+        times = self.step_times_ns(recorded_steps(self.schedule, self.step_num))
+        return [[s, *times[s]] for s in sorted(times)]
+
     def _new_backend_profile(self):
         try:
             return self._backend.new_profile(self._trace_ready)
@@ -145,7 +155,7 @@ class Profile:
             self._drop_private_dir()
             if not self._start_on_cpu:
                 raise
-            warnings.warn(f"{e} Profiling the CPU only (start_on_cpu=True).", RuntimeWarning, stacklevel=3)
+            warn_user(f"{e} Profiling the CPU only (start_on_cpu=True).")
             kwargs = {k: v for k, v in self._kwargs.items() if k != "experimental_config"}
             self._backend = _backend.resolve([ProfilerActivity.CPU], schedule=self.schedule, **kwargs)
             self.settings["activities"] = ["CPU"]
@@ -162,6 +172,7 @@ class Profile:
                 pass
 
     def _trace_ready(self, backend_prof):
+        self._windows += 1
         self._digest = None
         self._trace.forget()  # a new window: a new trace to save
         if self.backend == "torch_npu":  # the window that just ended: torch_npu made its folder at its start
@@ -219,9 +230,10 @@ class Profile:
             return self._require().export_chrome_trace(path)
         return self._trace.export(self._require(), path)
 
-    def canning_trace_moved(self, path: str):
-        """The handler moved the exported trace (published it, gzipped): the summaries read it there."""
-        self._trace.moved_to(path)
+    def canning_trace_moved(self, path: str, ready=None):
+        """The handler moves the exported trace (publishes it, gzipped, maybe in the background: `ready()`
+        returns once it is there): the summaries read it there."""
+        self._trace.moved_to(path, ready)
 
     def canning_window_written(self, manifest_name: str):
         """The handler wrote a window (its manifest's name): a capture's status names it."""
@@ -240,20 +252,36 @@ class Profile:
             if self.backend == "torch_npu":  # what torch_npu's handler wrote, not its slow export_chrome_trace
                 self._digest = _npu_results.window_digest(self._npu_folder, self._npu_analysis())
             else:
-                self._digest = _summaries.digest_of_trace(self._trace.local(self._require()))
+                self._digest = _summaries.digest_of_trace(self._trace.local(self._require()),
+                                                          self.recorded_step_times(), self.settings)
         return self._digest
 
+    def _no_window(self) -> str | None:
+        """Why a scheduled collection has nothing to summarise: it stopped before its schedule recorded."""
+        if self.schedule is None or self._on_demand is not None or self._windows or self.profiler is None:
+            return None
+        first = next((s for s in range(self.step_num, self.step_num + 100_000)
+                      if action_name(self.schedule, s) in RECORDING), None)
+        when = f"its first recording step is {first}" if first is not None else "it records no later step"
+        return (f"No window recorded: the profile stopped at step {self.step_num} and the schedule "
+                f"{self.schedule!r} had not recorded yet ({when}). Run the loop past it, calling prof.step() once "
+                f"per step, or shorten wait / warmup (or skip_first).")
+
+    def _summary(self, name: str):
+        why = self._no_window()
+        return _summaries.empty(name, why) if why else _summaries.call(name, self._digest_of_last())
+
     def op_summary(self):
-        return _summaries.call("op_summary", self._digest_of_last())
+        return self._summary("op_summary")
 
     def memory_summary(self):
-        return _summaries.call("memory_summary", self._digest_of_last())
+        return self._summary("memory_summary")
 
     def communication_summary(self):
-        return _summaries.call("communication_summary", self._digest_of_last())
+        return self._summary("communication_summary")
 
     def optimization_suggestions(self):
-        return _summaries.call("suggestions", self._digest_of_last())
+        return self._summary("suggestions")
 
 
 class profile(Profile):

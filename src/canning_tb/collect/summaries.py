@@ -5,6 +5,7 @@ torch saves a collection's trace only once ("Trace is already saved" on a second
 export is remembered, later ones copy it, and the summaries read it, whoever asked first.
 """
 import gzip
+import json
 import os
 import shutil
 import tempfile
@@ -16,15 +17,22 @@ class SavedTrace:
     def __init__(self):
         self.path = None
         self._tmp = None  # a TemporaryDirectory when we exported for ourselves (removed with this object)
+        self._ready = None  # waits until the handler has published the file at `path` (it gzips in the background)
 
     def forget(self):
-        self.path, self._tmp = None, None
+        self.path, self._tmp, self._ready = None, None, None
 
-    def moved_to(self, path: str):
-        """The file we exported was moved (the handler publishes it, maybe gzipped)."""
-        self.path = path
+    def moved_to(self, path: str, ready=None):
+        """The file we exported is moved to `path` (the handler publishes it, maybe gzipped); `ready()`
+        returns once it is there."""
+        self.path, self._ready = path, ready
+
+    def _wait(self):
+        if self._ready is not None:
+            self._ready()
 
     def export(self, backend_prof, path: str):
+        self._wait()
         if self.path is None:
             backend_prof.export_chrome_trace(path)
             self.path = path
@@ -33,6 +41,7 @@ class SavedTrace:
 
     def local(self, backend_prof) -> str:
         """A readable file holding the trace (exported into a temporary folder if nobody did yet)."""
+        self._wait()
         if self.path is None or not os.path.exists(self.path):
             if self.path is not None:
                 raise RuntimeError(f"the trace of this collection was saved to {self.path}, which is gone; torch "
@@ -50,12 +59,32 @@ def _copy(src: str, dst: str) -> None:
         shutil.copyfile(src, dst)
 
 
-def digest_of_trace(path: str):
+def digest_of_trace(path: str, step_times=(), settings=None):
+    """The digest of a trace; `step_times` ([[step, begin_ns, end_ns]], wall clock): the loop's steps
+    when the trace has no ProfilerStep ranges (no schedule); `settings`: the profile's switches, put
+    where a manifest's go (settings.<name>), so that an empty summary can say which switch fills it."""
     from canning_tb.analysis.build import build_digest  # lazy: analysis is optional at collection time
     from canning_tb.ingest.kineto.read import read_kineto
-    return build_digest(read_kineto(path))
+    from canning_tb.ingest.step_marks import attach
+    from canning_tb.ingest.window import merge_devices
+    from canning_tb.util.identity import devices
+    table = read_kineto(path)
+    attach(table, step_times)
+    merge_devices(table.meta, devices())  # the devices the handler writes into the manifest: the same capacities
+    for k, v in (settings or {}).items():
+        if isinstance(v, bool):
+            table.meta.environment[f"settings.{k}"] = json.dumps(v)
+    return build_digest(table)
 
 
 def call(name, digest):
     from canning_tb.analysis import report
     return getattr(report, name)(digest)
+
+
+def empty(name, why: str):
+    """The summary `name` with no rows and one note: why there is nothing to summarise."""
+    from canning_tb.analysis import digest_pb2
+    table = call(name, digest_pb2.Digest())
+    table.rows, table.notes = [], [why]
+    return table

@@ -11,12 +11,17 @@ Temp files start with '.' and end with '.tmp'; readers skip them; a failed windo
 the first window of a handler removes those that killed processes of this host left behind.
 A remote dir_name (s3://...) is written through a local staging folder, then uploaded in the background,
 in order (remote.py): the training step waits for the local write only; stop() and exit wait for the uploads.
+The training thread does the export only (local Kineto windows): gzip, the manifest, the scalars and
+the digest's start run in one background thread (background.py), in window order; Profile.stop(),
+a capture's end and interpreter exit wait for it.
 """
+import functools
 import logging
 import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 
 from canning_tb.collect.npu import claim, claimed_elsewhere
@@ -27,6 +32,7 @@ from canning_tb.util.remote_fs import is_url
 from canning_tb.util.scalars import ScalarWriter
 
 from . import files, npu
+from .background import Background
 from .remote import MAX_PENDING_UPLOADS, RemoteRun
 from .upload_queue import DIGEST_MODULE, child_env
 
@@ -54,6 +60,7 @@ class TraceHandler:
         self._npu_factory = npu_handler_factory or npu.make_torch_npu_handler
         self._npu_fn = None
         self._children = []
+        self._background = Background()      # gzip, manifest, scalars, digest: off the training thread
         # A raw torch_npu profile (not ps.Profile) never calls canning_prepare: torch_npu's output folder
         # must point here before its first window starts, unless a running profile writes elsewhere.
         if "torch_npu" in sys.modules and claimed_elsewhere(self.local_dir) is None:
@@ -71,28 +78,32 @@ class TraceHandler:
         index = self.window
         self.window += 1
         try:
-            manifest = self._write_window(prof, index, t_call)
+            manifest, finish = self._export_window(prof, index, t_call)
         except Exception as e:  # disk full, read-only, path under a file...: training goes on
             self._warn("window", index, f"{type(e).__name__}: {e}")
             return
-        self._failing.discard("window")
         written = getattr(prof, "canning_window_written", None)
-        if written is not None:  # a capture's status names the windows it wrote
-            written(manifest.manifest)
-        self._write_scalars(manifest)
-        if self.remote is not None:  # the uploader waits for torch_npu's background analysis (async)
-            scalars = self._scalars.path if self._scalars is not None else None
-            self.remote.submit(manifest, scalars, self.digest and manifest.analysis in ("", "sync", "async"))
-        elif self.digest and manifest.analysis in ("", "sync"):  # else torch_npu's output is not there yet
-            self._start_digest(os.path.join(self.local_dir, manifest.manifest))
+        # on the training thread: the export (the profiler's data) and what reads the profile's state;
+        # in the background: gzip, the manifest (last), scalars, the digest or the upload
+        job = functools.partial(self._finish_window, manifest, finish, written)
+        if finish.kind == "kineto" and self.remote is None:
+            self._background.submit(job)
+        else:  # torch_npu's folder is complete already; a remote run's upload queue makes the step wait when full
+            job()
 
-    # Profile.stop() calls this: the windows of the collection are uploaded when it returns.
+    # a capture's end (collect/on_demand.py) calls this: its windows are written when it returns
+    def canning_wait_written(self):
+        self._background.flush()
+
+    # Profile.stop() calls this: the windows of the collection are written (and uploaded) when it returns.
     def canning_flush(self):
+        self._background.flush()
         if self.remote is not None:
             self.remote.flush()
 
     # --- one window --------------------------------------------------------------------------------
-    def _write_window(self, prof, index, t_call) -> Manifest:
+    def _export_window(self, prof, index, t_call):
+        """(manifest without its files, what is left to publish) of a window; the profile's state is read here."""
         rank, world, local = identity.dist_info()
         worker = self.worker_name or identity.default_worker(rank)
         if self._token_ms is None:
@@ -102,28 +113,24 @@ class TraceHandler:
         if index == 0:
             files.remove_stale_temps(self.local_dir)
         if npu.is_npu(prof):
-            kind, events = "ascend_pt", None
             entries, analysis = self._npu_window(prof, worker)
+            finish = _Finish("ascend_pt", entries=entries)
         else:
-            kind, analysis = "kineto", ""
-            entries, events = self._kineto_window(prof, stem)
+            analysis = ""
+            finish = self._kineto_export(prof, stem)
         steps = recorded_steps(getattr(prof, "schedule", None), int(getattr(prof, "step_num", 0) or 0))
         times = prof.step_times_ns(steps) if hasattr(prof, "step_times_ns") else {}
-        if self._static is None:
-            self._static = {"devices": identity.devices(), "versions": identity.versions()}
         manifest = Manifest(
-            kind=kind, worker=worker, window=index, manifest=f"{stem}.canning.json",
+            kind=finish.kind, worker=worker, window=index, manifest=f"{stem}.canning.json",
             rank=rank, world_size=world, local_rank=local, host=socket.gethostname(), pid=os.getpid(),
             steps=steps, step_times_ns=[[s, *times[s]] for s in steps if s in times],  # [step, begin, end]
             wall_start_ns=min((b for b, _ in times.values()), default=None),
             wall_end_ns=max((e for _, e in times.values()), default=t_call),
-            devices=self._static["devices"], versions=self._static["versions"], settings=_settings(prof),
-            trace_events=events, files=entries, analysis=analysis)
-        local = os.path.join(self.local_dir, manifest.manifest)
-        files.publish_json(manifest.to_dict(), local)
-        return manifest
+            settings=_settings(prof), analysis=analysis)
+        return manifest, finish
 
-    def _kineto_window(self, prof, stem):
+    def _kineto_export(self, prof, stem) -> "_Finish":
+        """Export the window's trace into a temp file (the profile's summaries wait for it to be published)."""
         name = f"{stem}.pt.trace.json" + (".gz" if self.use_gzip else "")
         dst = os.path.join(self.local_dir, name)
         raw = files.tmp_name(self.local_dir, f"{stem}.pt.trace.json")
@@ -131,13 +138,44 @@ class TraceHandler:
             files.claim_temp(raw)
             prof.export_chrome_trace(raw)
             files.check_complete(raw)
-            events = files.publish_gzip(raw, dst) if self.use_gzip else files.publish_plain(raw, dst)
-            moved = getattr(prof, "canning_trace_moved", None)
-            if moved is not None:  # torch saves a trace once: the profile's summaries read it from here
-                moved(dst)
-        finally:
+        except BaseException:
             files.discard_temp(raw)  # ours, and the exporter's own <raw>.tmp after a failed write
-        return [FileEntry(name, os.path.getsize(dst))], events
+            raise
+        finish = _Finish("kineto", raw=raw, dst=dst, name=name)
+        moved = getattr(prof, "canning_trace_moved", None)
+        if moved is not None:  # torch saves a trace once: the profile's summaries read it from here, once published
+            moved(dst, finish.published.wait)
+        return finish
+
+    def _finish_window(self, manifest: Manifest, finish: "_Finish", written) -> None:
+        """Publish the trace (gzip), then the manifest (last: its presence means the window is complete),
+        then the scalars and the digest or upload. Runs in the background for Kineto windows."""
+        try:
+            if finish.kind == "kineto":
+                try:
+                    publish = files.publish_gzip if self.use_gzip else files.publish_plain
+                    manifest.trace_events = publish(finish.raw, finish.dst)
+                finally:
+                    files.discard_temp(finish.raw)
+                    finish.published.set()  # a reader waiting for the trace goes on (and finds it, or not)
+                finish.entries = [FileEntry(finish.name, os.path.getsize(finish.dst))]
+            if self._static is None:
+                self._static = {"devices": identity.devices(), "versions": identity.versions()}
+            manifest.devices, manifest.versions = self._static["devices"], self._static["versions"]
+            manifest.files = finish.entries
+            files.publish_json(manifest.to_dict(), os.path.join(self.local_dir, manifest.manifest))
+        except Exception as e:  # disk full, read-only, path under a file...: training goes on
+            self._warn("window", manifest.window, f"{type(e).__name__}: {e}")
+            return
+        self._failing.discard("window")
+        if written is not None:  # a capture's status names the windows it wrote
+            written(manifest.manifest)
+        self._write_scalars(manifest)
+        if self.remote is not None:  # the uploader waits for torch_npu's background analysis (async)
+            scalars = self._scalars.path if self._scalars is not None else None
+            self.remote.submit(manifest, scalars, self.digest and manifest.analysis in ("", "sync", "async"))
+        elif self.digest and manifest.analysis in ("", "sync"):  # else torch_npu's output is not there yet
+            self._start_digest(os.path.join(self.local_dir, manifest.manifest))
 
     def _npu_window(self, prof, worker):
         folder = npu.window_folder(prof, self.local_dir)  # the exact folder of this window, never a guess
@@ -202,6 +240,15 @@ class TraceHandler:
         self._failing.add(what)
         logging.warning("canning: could not write profiler %s %s into %r (%s); training continues, "
                         "later windows will retry", _SHOWN.get(what, what), window, self.dir_name, why)
+
+
+class _Finish:
+    """What is left to publish of one window after the export."""
+
+    def __init__(self, kind: str, raw: str = "", dst: str = "", name: str = "", entries=None):
+        self.kind, self.raw, self.dst, self.name = kind, raw, dst, name
+        self.entries = entries or []
+        self.published = threading.Event()  # set once the trace is published (or failed)
 
 
 def _settings(prof) -> dict:

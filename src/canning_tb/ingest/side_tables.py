@@ -144,6 +144,12 @@ SIDE_TABLES: dict[str, SideTable] = {t.name: t for t in (
            ("device", "str", "", "'npu:N'"),
            ("ts_ns", "int", "ns", "sample time"),
            ("value", "float", "", "the sample, in `unit` (KB and MB/s converted to bytes and bytes/s)")),
+    _table("step_marks", "The steps as the training loop marked them (prof.step()), when the trace has no "
+                         "ProfilerStep ranges: from the window's manifest (step_times_ns) or the profile object, "
+                         "moved onto the trace's clock (ingest/step_marks.py)",
+           ("step", "int", "", "step number (the profile's count of prof.step() calls)"),
+           ("start_ns", "int", "ns", "the step's start, on the trace's clock"),
+           ("end_ns", "int", "ns", "the step's end, on the trace's clock")),
 )}
 
 

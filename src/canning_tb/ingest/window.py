@@ -13,8 +13,10 @@ from typing import Any
 from canning_tb.util.manifest import ASCEND_OUTPUT, FileEntry, Manifest, ManifestError, ascend_status
 from canning_tb.util.manifest import load as load_manifest
 
+from . import side_tables as side
 from .devices import BYTES_MAX, INDEX_MAX, fit_devices, shown_int
 from .kineto.read import read_kineto
+from .step_marks import attach as attach_step_marks
 from .table import NONE, EventTable, InputError, Problem
 
 _TRACE_SUFFIXES = (".pt.trace.json.gz", ".pt.trace.json")
@@ -35,6 +37,8 @@ def read_canning_window(manifest_path: str) -> EventTable:
         table = read_ascend(target)
     else:
         table = read_kineto(target)
+        if not side.rows(table.side, "step_marks"):  # the loop's prof.step() times: the steps without a schedule
+            attach_step_marks(table, man.step_times_ns)
     _enrich(table, man, path)
     if entry is not None and entry.bytes is not None and os.path.isfile(target):
         size = os.path.getsize(target)
@@ -92,13 +96,8 @@ def _enrich(table: EventTable, man: Manifest, path: str) -> None:
         m.host = man.host
     if man.worker:
         m.worker = man.worker
-    if man.devices:
-        seen = {(d.get("kind"), d.get("index")) for d in man.devices}
-        # keep what the trace adds (compute capability...) for devices the manifest also lists
-        extra = {(d.get("kind"), d.get("index")): d for d in m.devices}
-        m.devices = [{**extra.get((d.get("kind"), d.get("index")), {}), **d} for d in man.devices] + \
-                    [d for k, d in extra.items() if k not in seen]
-        m.devices = fit_devices(m.devices, path, table.problems)
+    merge_devices(m, man.devices)
+    m.devices = fit_devices(m.devices, path, table.problems)
     env = m.environment
     for key, v in man.to_dict().items():
         if key in _NOT_IN_ENVIRONMENT or v is None or v == "":
@@ -108,6 +107,19 @@ def _enrich(table: EventTable, man: Manifest, path: str) -> None:
                 env[f"{key}.{k2}"] = _text(v2)
         else:
             env[key] = _text(v)
+
+
+def merge_devices(meta, devices: list[dict]) -> None:
+    """The process's devices (as the handler wrote them: util.identity.devices(), the host's memory
+    included) over the trace's own; one source for the capacities, whether the window is read from
+    its manifest or from the profile object that wrote it (collect/summaries.py)."""
+    if not devices:
+        return
+    seen = {(d.get("kind"), d.get("index")) for d in devices}
+    # keep what the trace adds (compute capability...) for devices the manifest also lists
+    extra = {(d.get("kind"), d.get("index")): d for d in meta.devices}
+    meta.devices = [{**extra.get((d.get("kind"), d.get("index")), {}), **d} for d in devices] + \
+                   [d for k, d in extra.items() if k not in seen]
 
 
 def _text(v: Any) -> str:

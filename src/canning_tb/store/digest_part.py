@@ -23,6 +23,7 @@ RANKS = (
     ("kernels_by_name", COUNTED),  # summary.has_device_work: whether there are any
     ("memory", ("device", "peak_allocated_bytes", "capacity_bytes")),
     ("communication", None), ("cann_steps", None), ("average_steps", None), ("coverage", None), ("step_clock", None),
+    ("step_source", None),  # summary.window_figures says where the steps come from
     ("analysis_revision", None),  # a digest made by other code is marked as old (queries/sections.py old_analysis)
     ("rule_hits", None),  # each window's own findings, beside the cross-rank ones (CLI, without --detail)
 )

@@ -14,6 +14,7 @@ from .. import digest_pb2 as pb
 from ..context import Context
 from .. import intervals as iv
 from .claims import kept_steps
+from ..step_note import from_events
 
 RULES: dict[str, tuple[str, Callable]] = {}  # id -> (category, function)
 
@@ -46,7 +47,7 @@ class RuleInput:
         """The interval set of a step-breakdown category over the window (steps.breakdowns), None
         when the digest's steps do not come from these events (CANN's step trace)."""
         cats = getattr(self.ctx, "categories", None) if self.ctx is not None else None
-        if cats is None or self.digest.step_source not in ("", "trace"):
+        if cats is None or not from_events(self.digest.step_source):
             return None
         if name != "idle":
             return cats.get(name)

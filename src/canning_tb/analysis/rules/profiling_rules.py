@@ -8,7 +8,7 @@ from . import thresholds as th
 from .engine import RuleInput, rule
 from .. import intervals as iv
 from .claims import kept_steps
-from ..steps import step_rows
+from ..steps import has_steps
 from .events import CAPTURE_BEGIN_RE, STARTUP_RE, capture_ranges, event_mix, host_rows, longest, startup_ranges
 from .finding import Finding, evidence, ms, pct
 
@@ -118,7 +118,7 @@ def startup(inp: RuleInput):
     rows = host_rows(inp, STARTUP_RE)
     window = inp.digest.window
     total = int(iv.measure(found, [window.start_ns], [window.end_ns])[0])
-    no_steps = not len(step_rows(inp.ctx.table)[0])
+    no_steps = not has_steps(inp.ctx.table)
     top = longest(inp, rows)
     return Finding(
         "", "", "info", "The window records the process start-up",

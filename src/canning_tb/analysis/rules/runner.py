@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .. import digest_pb2 as pb
-from ..steps import step_rows
+from ..steps import has_steps
 from .claims import settle
 from .engine import RULES, RuleInput
 from .events import not_steps
@@ -14,7 +14,7 @@ def run_rules(inp: RuleInput) -> list[pb.RuleHit]:
     """Every registered rule's findings that pass the significance floors (claims.settle), ranked by
     estimated gain."""
     found = candidates(inp)
-    if inp.ctx is not None and any(f.rule == "startup" for f in found) and not len(step_rows(inp.ctx.table)[0]):
+    if inp.ctx is not None and any(f.rule == "startup" for f in found) and not has_steps(inp.ctx.table):
         # nothing but start-up measured: no claim on training time holds (see rule "startup")
         found = [f for f in found if f.rule == "startup" or (f.gain_ns < 0 and f.removes is None)]
     return sorted((to_hit(f) for f in settle(found, inp.digest, inp.step_ns, not_steps(inp))), key=rank_key)

@@ -531,6 +531,8 @@ export interface WindowFigures extends StepShares {
   average_shares: CategoryShares;
   memory: MemoryFigure[];
   slowest_op: SlowestOp | null;
+  step_source: string; // "trace" | "step_marks" | "window" (no marks: ONE step) | CANN's file
+  step_note: string; // step_source in words; "" for "trace"
 }
 /** A step of /overview: the digest's Step and its categories' shares of it. */
 export interface OverviewStep extends Step {

@@ -229,13 +229,15 @@ function show(host: ViewHost, ov: OverviewResponse): void {
   const distorted = ov.steps.filter((step) => step.distorted).map((step) => `#${step.number}`);
   const averaged = distorted.length ? `; the average leaves out ${distorted.join(", ")}, distorted by the window's end` : "";
   const clock = ov.step_clock === "device" ? "; measured on the device, which runs behind the host" : "";
-  const stepsTitle = `Step time breakdown (ms), ${ov.steps.length} step${ov.steps.length === 1 ? "" : "s"}${averaged}${clock}`;
+  const whole = ov.figures.step_source === "window" ? " (the whole window: no step marks)" : "";
+  const stepsTitle = `Step time breakdown (ms), ${ov.steps.length} step${ov.steps.length === 1 ? "" : "s"}${whole}${averaged}${clock}`;
+  const stepNote = ov.figures.step_note ? h("div", { id: "ov-step-note", class: "notice", role: "note" }, ov.figures.step_note) : null;
   host.el.replaceChildren(
     ...[runSection, problemsList(ov.problems, "ov-problems")].filter((el): el is HTMLElement => !!el),
     h("div", { class: "grid2" }, card("Performance summary", perfTable(ov.figures)), card("Suggestions", suggestions(host, ov))),
     ...[efficiencyCard(ov)].filter((el): el is HTMLElement => !!el),
     mfuCard(host),
-    card(stepsTitle, stepChartEl),
+    card(stepsTitle, stepNote, stepChartEl),
     trendsCard(host),
     h("div", { class: "grid2" }, card("Average step breakdown", averageTable(ov.average, ov.figures.average_shares)), card("Average step breakdown (share)", avgChartEl)),
     h("div", { class: "grid2" }, card("Devices", devicesTable(ov.info)), card("Environment and profiler settings", h("div", { class: "table-wrap short" }, environmentTable(ov.info)))),
