@@ -20,6 +20,7 @@ import argparse
 import os
 import sys
 
+from canning_tb.store.heap import tune_this_process
 from canning_tb.store.links import FOLLOW_ENV
 from canning_tb.util.remote_fs import RemoteError
 
@@ -72,7 +73,8 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["digest"]:
-        return _digest(argv[1:])
+        tune_this_process()  # a batch command that exits when done (store/heap.py); not capture, mcp
+        return _digest(argv[1:])  # or a profiled script (performance): those live on
     if argv[:1] == ["capture"]:
         from .capture import capture_command
         return capture_command(argv[1:])
@@ -86,6 +88,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.mode == "performance":
             from .perf import run_script
             return run_script(args)
+        tune_this_process()  # view and compare read, print and exit
         if args.mode == "view":
             if not args.input:
                 raise SystemExit("canning-prof: --mode=view needs --input=PATH")
