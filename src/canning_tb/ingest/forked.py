@@ -43,7 +43,7 @@ class Forked:
         try:
             import fcntl  # POSIX: imported here, so that the module imports everywhere
             fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, _PIPE_BYTES)
-        except (ImportError, AttributeError, OSError):  # an older kernel or a lower limit: the default size works too
+        except (ImportError, AttributeError, OSError):  # not Linux, an older kernel or a lower limit: the default works
             pass
         self.proc = mp.get_context("fork").Process(target=_run, args=(write_end, read_end, target, args),
                                                    daemon=True)
