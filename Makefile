@@ -9,7 +9,7 @@ TORCH  ?= torch==2.13.0
 BUNDLE := src/canning_tb/plugin/static/index.js
 FRONTEND := src/canning_tb/frontend
 
-.PHONY: setup venv frontend typecheck chromium test test-fast demo bench bench-timeline screenshots proto clean mutants
+.PHONY: setup venv frontend typecheck chromium test test-nocc test-fast demo bench bench-timeline screenshots proto clean mutants
 
 # .venv-peers: HTA and msprof-analyze, the peer tools our numbers are checked against
 include peers.mk
@@ -47,9 +47,34 @@ chromium:
 # (its module fixtures, a TensorBoard or a gloo run, are made once): most tests wait on a child
 # process, a browser or a server, so two processes on 2 cores take about two thirds of the time.
 # The slow ones (real multi-process jobs whose timings decide what they check) run after, alone.
-test: setup typecheck chromium clang peers
+test: setup typecheck chromium clang peers test-nocc
 	$(BIN)/python -m pytest -q -ra -n auto --maxprocesses=4 --dist loadfile -m "not slow"
 	$(BIN)/python -m pytest -q -ra -m slow
+
+# The suite as a machine without a C compiler runs it: the package installed into .venv-nocc with
+# CANNING_NO_C=1 (setup.py then builds none of the C parts), not editable: an editable install would import
+# the .so files that `make venv` compiled in place under src/. Each run reinstalls the package alone (the
+# sources change; the dependencies only with pyproject.toml), checks that no compiled part imports, and runs
+# what needs none: the tests marked `compiled` skip, the browser and slow ones run in `make test`.
+NOCC := .venv-nocc
+NATIVE := _ascend_scan _ascend_cells _kineto_scan _kineto_sweep _tree
+$(NOCC)/.installed: pyproject.toml setup.py
+	test -x $(NOCC)/bin/python || $(PYTHON) -m venv $(NOCC)
+	$(NOCC)/bin/python -m pip install -q --upgrade pip
+	$(NOCC)/bin/python -m pip install -q "$(TORCH)" grpcio-tools
+	rm -rf build  # a build/lib of an earlier build with C would carry its .so files into the wheel
+	CANNING_NO_C=1 $(NOCC)/bin/python -m pip install -q ".[test]"
+	touch $@
+
+test-nocc: $(NOCC)/.installed $(BUNDLE)
+	rm -rf build
+	CANNING_NO_C=1 $(NOCC)/bin/python -m pip install -q --no-deps --force-reinstall .
+	cd /tmp && env -u PYTHONPATH $(CURDIR)/$(NOCC)/bin/python -c 'import importlib.util, canning_tb; \
+	  assert canning_tb.__file__.startswith("$(CURDIR)/$(NOCC)/"), canning_tb.__file__; \
+	  built = [n for n in "$(NATIVE)".split() if importlib.util.find_spec("canning_tb.ingest.native." + n)]; \
+	  assert not built, f"compiled parts in the no-compiler venv: {built}"'
+	env -u PYTHONPATH $(NOCC)/bin/python -m pytest -q -ra -n auto --maxprocesses=4 --dist loadfile \
+	  -m "not compiled and not browser and not slow"
 
 test-fast: setup
 	$(BIN)/python -m pytest -q -m "not browser and not slow"
@@ -106,4 +131,4 @@ proto:
 	cd src/canning_tb/analysis && ../../../$(BIN)/python -m grpc_tools.protoc -I. --python_out=. digest.proto
 
 clean: clean-peers
-	rm -rf $(VENV) $(FRONTEND)/node_modules $(BUNDLE) build dist log
+	rm -rf $(VENV) $(NOCC) $(FRONTEND)/node_modules $(BUNDLE) build dist log

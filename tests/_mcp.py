@@ -11,7 +11,10 @@ from pathlib import Path
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-SRC = Path(__file__).resolve().parents[1] / "src"
+import canning_tb
+
+# the canning_tb these tests import: this checkout's src/, or an installed copy (make test-nocc's, with no C parts)
+SRC = Path(canning_tb.__file__).resolve().parents[1]
 
 
 def canning_prof() -> list[str]:

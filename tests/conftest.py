@@ -25,6 +25,26 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "peer_oracle: compares our numbers with a peer tool's (tests/oracles)")
 
 
+# The compiled parts (setup.py: optional, left out without a C compiler or with CANNING_NO_C=1). A test marked
+# `compiled` checks one of them (or all: the marker without names), and is skipped where it is not built.
+NATIVE = ("_ascend_scan", "_ascend_cells", "_kineto_scan", "_kineto_sweep", "_tree")
+
+
+def _built(name: str) -> bool:
+    import importlib
+    try:
+        importlib.import_module(f"canning_tb.ingest.native.{name}")
+    except ImportError:
+        return False
+    return True
+
+
+def pytest_runtest_setup(item):
+    for mark in item.iter_markers("compiled"):
+        if not all(_built(n) for n in mark.args or NATIVE):  # one reason for all: -ra counts them together
+            pytest.skip("a compiled part is not built here (no C compiler, or CANNING_NO_C=1)")
+
+
 def fixture_path(*parts: str) -> Path:
     """A real fixture. When ../shared/fixtures is absent: a failure in CI (the env var CI is set
     there), so a missing folder cannot turn ~150 tests into a passing run; a skip elsewhere."""

@@ -2,7 +2,8 @@
 the nesting sweep (common._nest_sorted) on a case worked out by hand, thousands of random event sets
 (equal starts, zero lengths, events that overlap without nesting) and the row sets the digest nests on
 real fixtures; the sums up the tree (common.sum_up_tree) bit for bit, floats included, on random trees
-and on the fixtures' host nesting. common.nest against a per-event reference: test_digest_fast_paths.py."""
+and on the fixtures' host nesting. common.nest against a per-event reference: test_digest_fast_paths.py.
+Where tree.c is not built, the cases worked out by hand check the numpy path alone; the comparisons skip."""
 from __future__ import annotations
 
 import numpy as np
@@ -12,9 +13,14 @@ from canning_tb.analysis import common
 from test_digest_fast_paths import FIXTURES, fixture_table, row_sets
 
 
+def _paths():
+    """CANNING_NEST_SWEEP values to run: the compiled sweep where it is built, and numpy's."""
+    return ("1", "0") if common._compiled_tree is not None else ("0",)
+
+
 def _both(start, end, monkeypatch):
     out = []
-    for sweep in ("1", "0"):
+    for sweep in _paths():
         monkeypatch.setenv("CANNING_NEST_SWEEP", sweep)
         assert common.nest_compiled() == (sweep == "1")
         depth, parent = common._nest_sorted(np.asarray(start, np.int64), np.asarray(end, np.int64))
@@ -22,6 +28,7 @@ def _both(start, end, monkeypatch):
     return out
 
 
+@pytest.mark.compiled("_tree")
 def test_the_sweep_is_built():
     assert common._compiled_tree is not None
 
@@ -34,10 +41,10 @@ def test_a_case_by_hand(monkeypatch):
     start = [0, 0, 10, 50, 60, 70, 200]
     end = [100, 50, 20, 50, 120, 80, 210]
     want = ([0, 1, 2, 1, 1, 2, 0], [-1, 0, 1, 0, -1, 4, -1])
-    compiled, numpy_path = _both(start, end, monkeypatch)
-    assert compiled == want and numpy_path == want
+    assert _both(start, end, monkeypatch) == [want] * len(_paths())
 
 
+@pytest.mark.compiled("_tree")
 @pytest.mark.parametrize("seed", range(40))
 def test_random_events_as_the_numpy_path(seed, monkeypatch):
     rng = np.random.default_rng(seed)
@@ -50,13 +57,18 @@ def test_random_events_as_the_numpy_path(seed, monkeypatch):
     assert compiled == numpy_path
 
 
-def test_empty_and_wrong_buffers(monkeypatch):
-    assert _both([], [], monkeypatch) == [([], []), ([], [])]
+def test_no_events(monkeypatch):
+    assert _both([], [], monkeypatch) == [([], [])] * len(_paths())
+
+
+@pytest.mark.compiled("_tree")
+def test_wrong_buffers():
     with pytest.raises(ValueError):
         common._compiled_tree.nest_sorted(np.zeros(3, np.int64), np.zeros(2, np.int64), np.zeros(3, np.int64),
                                           np.zeros(3, np.int64))
 
 
+@pytest.mark.compiled("_tree")
 @pytest.mark.parametrize("parts", FIXTURES, ids="/".join)
 def test_the_digests_row_sets_nest_alike(parts, monkeypatch):
     t = fixture_table(parts)
@@ -71,7 +83,7 @@ def test_the_digests_row_sets_nest_alike(parts, monkeypatch):
 
 def _sums_both(values, nesting, monkeypatch):
     out = []
-    for sweep in ("1", "0"):
+    for sweep in _paths():
         monkeypatch.setenv("CANNING_NEST_SWEEP", sweep)
         out.append(common.sum_up_tree(values, nesting))
     return out
@@ -84,6 +96,7 @@ def test_sums_by_hand(monkeypatch):
         assert got.tolist() == [15, 6, 4, 8] and got.dtype == np.int64
 
 
+@pytest.mark.compiled("_tree")
 def test_int_sums_past_int64_wrap_as_numpy_does(monkeypatch):
     """The fuzzer's find (ingest/native/fuzz/tree_sum.py): a child of 5534022346647487042 summed into a parent of
     as much overflowed int64 in _tree.c, undefined behaviour; both paths now wrap to the same int64
@@ -99,6 +112,7 @@ def test_int_sums_past_int64_wrap_as_numpy_does(monkeypatch):
     assert compiled.tolist() == numpy_path.tolist() == [wrap(2 * big + top), wrap(big + top), top]
 
 
+@pytest.mark.compiled("_tree")
 @pytest.mark.parametrize("seed", range(20))
 def test_random_trees_sum_alike_bit_for_bit(seed, monkeypatch):
     rng = np.random.default_rng(seed)
@@ -122,6 +136,7 @@ def fixture_free_table(start, end):
     return table([ev(f"op{i}", Kind.CPU_OP, int(s), int(e - s)) for i, (s, e) in enumerate(zip(start, end))])
 
 
+@pytest.mark.compiled("_tree")
 @pytest.mark.parametrize("parts", FIXTURES, ids="/".join)
 def test_the_fixtures_host_sums_alike(parts, monkeypatch):
     from canning_tb.analysis.context import Context
@@ -132,6 +147,7 @@ def test_the_fixtures_host_sums_alike(parts, monkeypatch):
     assert compiled.tobytes() == numpy_path.tobytes()
 
 
+@pytest.mark.compiled("_tree")
 def test_sum_up_refuses_bad_indexes():
     col, parent = np.zeros(3), np.array([-1, 0, 5])
     with pytest.raises(ValueError):

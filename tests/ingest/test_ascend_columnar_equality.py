@@ -58,7 +58,8 @@ def assert_same(new, plain) -> None:
         sorted((p.file, p.message, p.severity) for p in plain.problems)
 
 
-@pytest.mark.parametrize("compiled", ["compiled parts", "none compiled"])
+@pytest.mark.parametrize("compiled", [pytest.param("compiled parts", marks=pytest.mark.compiled("_ascend_scan", "_ascend_cells")),
+                                      "none compiled"])
 @pytest.mark.parametrize("level,rank", FIXTURES)
 def test_every_fixture_reads_as_the_plain_reading(level, rank, compiled, monkeypatch):
     """With the compiled parts (trace_view.json's scanner, trace_scan; the CSVs' number cells, csv_fast) and
@@ -221,8 +222,11 @@ def test_the_trace_is_read_whole_whatever_the_child_does(tmp_path, monkeypatch, 
     assert taken == (spans[:1] if child == "answers late" else spans)  # the second part read here only if lost
 
 
-@pytest.mark.parametrize("scanner, cells, split", [(True, True, 7), (True, False, 5), (False, True, 9),
-                                                   (False, False, 8)])
+@pytest.mark.parametrize("scanner, cells, split", [
+    pytest.param(True, True, 7, marks=pytest.mark.compiled("_ascend_scan", "_ascend_cells")),
+    pytest.param(True, False, 5, marks=pytest.mark.compiled("_ascend_scan")),
+    pytest.param(False, True, 9, marks=pytest.mark.compiled("_ascend_cells")),
+    (False, False, 8)])
 def test_the_split_follows_the_bytes_read_beside_the_trace(monkeypatch, scanner, cells, split):
     """trace_merge._ours: the twentieths of the trace read in this process, from the bytes it reads before
     (read._BESIDE_TRACE). The benchmark ranks' figures (29.3 MB beside a 277 MB trace, 82.7 MB beside 781 MB)

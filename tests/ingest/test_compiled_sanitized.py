@@ -23,6 +23,7 @@ import pytest
 from conftest import fixture_path
 
 SOURCES = Path(__file__).resolve().parents[2] / "src" / "canning_tb" / "ingest" / "native"
+pytestmark = pytest.mark.compiled  # the C parts' own checks: not in a job that installs none (make test-nocc)
 
 CHILD = r'''
 import json, random, sys

@@ -18,6 +18,7 @@ from canning_tb.ingest.ascend.csv.rows import to_float, us_to_ns
 from test_ascend_cells import TEXT_CASES
 
 KNOWN, NONE, ODD = csv_fast.KNOWN, csv_fast.MISSING, csv_fast.ODD
+pytestmark = pytest.mark.compiled("_ascend_cells")  # each test asks _cells.c; skipped where it is not built
 
 
 def byte_cells(texts: list[str], quoted: bool = False) -> csv_fast.ByteCells:

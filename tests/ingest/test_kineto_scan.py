@@ -17,7 +17,7 @@ FIXTURES = os.environ.get("CANNING_FIXTURES", os.path.join(os.path.dirname(__fil
                                                            "fixtures"))
 TRACES = sorted(p for p in glob.glob(os.path.join(FIXTURES, "**", "*.json*"), recursive=True)
                 if "ascend" not in p.lower() and "expected" not in p and p.endswith((".json", ".json.gz")))
-pytestmark = pytest.mark.skipif(kineto_scan._scan is None, reason="the Kineto scanner is not built here")
+pytestmark = pytest.mark.compiled("_kineto_scan")  # skipped where the Kineto scanner is not built
 
 
 def _reading(path, monkeypatch, scan):

@@ -1,9 +1,9 @@
 """The compiled trace scanner (ingest/native/ascend_scan.c, through trace_scan.py) against msgspec's decode of
 the same pieces (trace_decode.decode_piece, the reading before it): a piece the scanner takes must give
 a _Parse the same in every id, column and order; a piece it cannot take exactly (odd types, escaped
-keys, invalid text) must be declined, and then the old reading decides, errors included. `make test`
-builds the scanner (pip install -e compiles it), so these tests fail if it is missing rather than
-passing on the fallback alone."""
+keys, invalid text) must be declined, and then the old reading decides, errors included. Marked
+`compiled`: skipped where the scanner is not built (make test-nocc); where it is, test_the_scanner_is_built
+fails if it is missing rather than passing on the fallback alone."""
 import json
 import random
 import re
@@ -52,11 +52,13 @@ def piece_of(*elements: str) -> bytes:
     return ("[" + ",\n".join(elements) + "]").encode("utf-8")
 
 
+@pytest.mark.compiled("_ascend_scan")
 def test_the_scanner_is_built():
     assert _scan is not None, "make test builds canning_tb/ingest/native/ascend_scan.c (pip install -e .)"
     assert trace_scan.enabled()
 
 
+@pytest.mark.compiled("_ascend_scan")
 @pytest.mark.parametrize("level", ["level0", "level1", "level2"])
 @pytest.mark.parametrize("rank", [0, 1])
 def test_every_fixture_trace_is_scanned_to_the_same_parse(level, rank):
@@ -84,6 +86,7 @@ META = ('{"ph":"M","name":"process_name","pid":9,"tid":0,"args":{"name":"Ascend 
         '{"ph":"M","name":"thread_name","pid":7,"tid":2,"args":{"name":"Stream 2"}}')
 
 
+@pytest.mark.compiled("_ascend_scan")
 @pytest.mark.parametrize("level", ["level1", "level2"])
 def test_pieces_of_a_whole_trace_add_up_as_msgspec_reads_them(level):
     """A fixture's trace in pieces of 16 KB (_json.iter_chunks): ids, rows, file order and counts carry from
@@ -108,7 +111,14 @@ def test_pieces_of_a_whole_trace_add_up_as_msgspec_reads_them(level):
 def test_what_a_plain_piece_holds_by_hand():
     """The figures read off the text itself: µs text to ns exactly, a float µs rounded to the ns, counter
     units scaled (MB/s -> bytes/s by 1024²), an id arg named as first written (4, then 4.0: one series)."""
-    got = read(piece_of(X, KERNEL, *FLOWS, *COUNTERS, LLC, *META), True)
+    got = [read(piece_of(X, KERNEL, *FLOWS, *COUNTERS, LLC, *META), scanned)  # msgspec's alone where no C
+           for scanned in ((True, False) if _scan is not None else (False,))]
+    for one in got:
+        _holds_by_hand(one)
+    assert all(one == got[-1] for one in got)  # the scanner's _Parse is msgspec's
+
+
+def _holds_by_hand(got: dict) -> None:
     assert got["parts"]["ts"] == [1736412474714258990, 1736412474714260000]
     assert got["parts"]["dur"] == [167560, 3000]
     assert got["ids"]["name"][:2] == ["aten::mm", "MatMul_1"]
@@ -127,7 +137,6 @@ def test_what_a_plain_piece_holds_by_hand():
     # file order: the 5th to 8th elements, then the position of the value among the args (the id first)
     assert got["counters"]["seq"] == [4 * 64, 5 * 64, 6 * 64, 7 * 64 + 1, 7 * 64 + 2]
     assert got["pnames"] == {got["ids"]["pid"].index(9): "Ascend Hardware"}
-    assert got == read(piece_of(X, KERNEL, *FLOWS, *COUNTERS, LLC, *META), False)
 
 
 # pieces the scanner takes: each must read as msgspec reads it
@@ -183,6 +192,7 @@ TAKEN = {
 }
 
 
+@pytest.mark.compiled("_ascend_scan")
 @pytest.mark.parametrize("case", sorted(TAKEN))
 def test_pieces_the_scanner_takes_read_as_msgspec_reads_them(case):
     piece = piece_of(*TAKEN[case])
@@ -233,6 +243,7 @@ INVALID = {
 }
 
 
+@pytest.mark.compiled("_ascend_scan")
 @pytest.mark.parametrize("case", sorted(DECLINED))
 def test_pieces_the_scanner_declines_are_read_as_before(case):
     piece = piece_of(X, DECLINED[case], KERNEL)
@@ -243,6 +254,7 @@ def test_pieces_the_scanner_declines_are_read_as_before(case):
     assert read(piece, False)["n"] >= 1  # the old reading takes the piece (typed or lenient)
 
 
+@pytest.mark.compiled("_ascend_scan")
 @pytest.mark.parametrize("case", sorted(INVALID))
 def test_invalid_text_is_declined_and_raises_as_before(case):
     piece = piece_of(X, INVALID[case])
@@ -252,6 +264,7 @@ def test_invalid_text_is_declined_and_raises_as_before(case):
             _Parse().piece(decode(memoryview(piece)))
 
 
+@pytest.mark.compiled("_ascend_scan")
 def test_bytes_that_are_no_utf8_are_declined():
     piece = piece_of(X).replace(b"aten::mm", b"aten::\xff\xfe")
     assert _scan.scan(piece) is None
@@ -259,6 +272,7 @@ def test_bytes_that_are_no_utf8_are_declined():
         assert _scan.scan(piece_of(X).replace(b"aten", overlong)) is None
 
 
+@pytest.mark.compiled("_ascend_scan")
 def test_a_mutated_real_piece_is_scanned_only_when_it_reads_the_same():
     """400 random edits (a byte deleted, replaced or inserted) of a real piece of torch_npu's trace: where
     msgspec raises, the scanner must have declined; where the scanner takes the piece, both readings are
@@ -292,6 +306,7 @@ def test_a_mutated_real_piece_is_scanned_only_when_it_reads_the_same():
     assert taken >= 50  # most edits land in text the scanner reads as it is
 
 
+@pytest.mark.compiled("_ascend_scan")
 def test_text_after_the_array_is_declined():
     piece = piece_of(X) + b" 5"
     assert _scan.scan(piece) is None
@@ -299,6 +314,7 @@ def test_text_after_the_array_is_declined():
         dec.decode_piece(memoryview(piece))
 
 
+@pytest.mark.compiled("_ascend_scan")
 def test_first_seen_packs_or_sorts_rows_to_the_same_answer():
     """trace_scan._first_seen packs a row of ids into one int64 where base**width fits, else sorts rows:
     both must give each distinct row in order of first sight, as a plain walk gives it."""

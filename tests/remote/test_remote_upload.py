@@ -194,6 +194,29 @@ def test_the_step_returns_while_its_window_uploads_and_every_window_lands_in_ord
     assert staged == []  # nothing left behind on the training machine
 
 
+def test_where_pipes_take_no_select_a_thread_reads_the_answers(s3, gate, monkeypatch):  # noqa: F811
+    """Windows' way (its select() takes sockets only), forced here: the uploader's answers come through the
+    reader thread, never select(); with one window allowed to wait, every window lands, in window order."""
+    from canning_tb.handler import upload_queue
+
+    class NoSelect:
+        @staticmethod
+        def select(*_):
+            raise AssertionError("select() called on the uploader's pipe")
+    monkeypatch.setattr(upload_queue, "SELECT_PIPES", False)
+    monkeypatch.setattr(upload_queue, "select", NoSelect)
+    fs = fresh_bucket(s3, "bythread")
+    handler, prof = windows_profile("s3://bythread/logs/run", 3, digest=False, max_pending_uploads=1)
+    with prof:
+        work(prof, 6)
+    fs.invalidate_cache()
+    manifests = sorted(os.path.basename(k) for k in fs.glob("bythread/logs/run/*.canning.json"))
+    assert [m[-len("00000.canning.json"):] for m in manifests] == \
+        ["00000.canning.json", "00001.canning.json", "00002.canning.json"]
+    assert final_manifest_puts(gate, "bythread") == manifests
+    assert [n for n in os.listdir(handler.remote.stage) if not n.startswith("events.out.tfevents.")] == []
+
+
 def test_past_max_pending_uploads_the_step_waits_for_the_upload(s3, gate, caplog):  # noqa: F811
     """Back-pressure: with one window allowed to wait, the step that ends the next window waits until
     the first is uploaded (training runs in a thread here, so the test can watch it wait)."""

@@ -22,6 +22,7 @@ from canning_tb.queries.errors import scrub_paths
 from canning_tb.store import Store
 from canning_tb.store.batch import Job, Outcome, beside_of, run_job
 from canning_tb.store.cache import write_atomic
+from canning_tb.store.heap import tune_this_process
 from canning_tb.store.links import FOLLOW_ENV
 from canning_tb.util.remote_fs import RemoteError
 
@@ -59,7 +60,8 @@ def _local(jobs: list[Job], workers: int):
     if workers <= 1 or len(jobs) <= 1:
         yield from (run_job(job) for job in jobs)
         return
-    with ProcessPoolExecutor(max_workers=min(workers, len(jobs)), mp_context=mp.get_context("spawn")) as pool:
+    with ProcessPoolExecutor(max_workers=min(workers, len(jobs)), mp_context=mp.get_context("spawn"),
+                             initializer=tune_this_process) as pool:  # children that exit: heap.py
         futures = {pool.submit(run_job, job): job for job in jobs}
         for future in as_completed(futures):
             yield _outcome(futures[future], future)

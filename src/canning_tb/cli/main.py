@@ -23,6 +23,7 @@ import argparse
 import os
 import sys
 
+from canning_tb.store.heap import tune_this_process
 from canning_tb.store.links import FOLLOW_ENV
 from canning_tb.util.remote_fs import RemoteError
 
@@ -121,7 +122,8 @@ def mode_alias(argv: list[str]) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     argv = mode_alias(list(sys.argv[1:] if argv is None else argv))
     if argv[:1] == ["digest"]:
-        return _digest(argv[1:])
+        tune_this_process()  # a batch command that exits when done (store/heap.py); not capture, mcp
+        return _digest(argv[1:])  # or a profiled script (performance): those live on
     if argv[:1] == ["capture"]:
         from .capture import capture_command
         return capture_command(argv[1:])
@@ -135,6 +137,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.mode == "performance":
             from .perf import run_script
             return run_script(args)
+        tune_this_process()  # view and compare read, print and exit
         if args.mode == "view":
             from .view import view
             return view(args)

@@ -49,6 +49,8 @@ def stale_temp(name: str, host: str) -> bool:
 
 
 def alive(pid: int) -> bool:
+    if os.name == "nt":  # there os.kill(pid, 0) would end the process: its temp files are kept
+        return True
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

@@ -6,16 +6,19 @@ every thread) and compete with training for the GIL. At most `limit` windows wai
 past that the next window's call waits (back-pressure, instead of staging without bound). The
 answers are read without blocking at every window, and all of them at flush() (the handler's stop(),
 interpreter exit): then stdin is closed, the uploader finishes and exits; the next window starts a
-new one.
+new one. The answers are waited for with select() on the pipe; where select() takes only sockets (Windows)
+a daemon thread reads them into a queue instead (there, and only there, it shows in with_stack traces).
 """
 from __future__ import annotations
 
 import json
 import logging
 import os
+import queue
 import select
 import subprocess
 import sys
+import threading
 
 from canning_tb.util import remote_fs
 from canning_tb.util.manifest import Manifest
@@ -23,6 +26,7 @@ from canning_tb.util.manifest import Manifest
 log = logging.getLogger(__name__)
 UPLOADER_MODULE = "canning_tb.handler.uploader"
 DIGEST_MODULE = "canning_tb.store.source_digest"  # the one background-digest entry point
+SELECT_PIPES = os.name != "nt"  # select() waits on pipes (POSIX); else a reader thread
 
 
 def child_env() -> dict:
@@ -44,6 +48,7 @@ class UploadQueue:
         self._waiting: dict[str, tuple[str, Manifest]] = {}  # window -> (staging folder, manifest), in order
         self._unread = b""
         self._said_full = False
+        self._chunks: queue.SimpleQueue | None = None  # the reader thread's bytes (no select on pipes)
 
     def submit(self, stage: str, manifest: Manifest, scalars: str | None, digest: bool) -> None:
         """Queue a staged window; waits only while `limit` windows already wait for their upload."""
@@ -94,14 +99,28 @@ class UploadQueue:
         self._proc = subprocess.Popen([sys.executable, "-m", UPLOADER_MODULE, self.url], env=child_env(),
                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
         self._unread = b""
+        self._chunks = None
+        if not SELECT_PIPES:
+            self._chunks = queue.SimpleQueue()
+            threading.Thread(target=_pump, args=(self._proc.stdout.fileno(), self._chunks), daemon=True,
+                             name="canning-upload-answers").start()
+
+    def _take(self, block: bool) -> bytes | None:
+        """The bytes that arrived (b"" at the end), None when none yet and not waiting for them."""
+        if self._chunks is not None:
+            try:
+                return self._chunks.get(block)
+            except queue.Empty:
+                return None
+        out = self._proc.stdout
+        ready, _, _ = select.select([out], [], [], None if block else 0)
+        return os.read(out.fileno(), 1 << 16) if ready else None
 
     def _read(self, block: bool) -> None:
         """Take the answers that arrived (block: wait for at least some bytes, or the end)."""
-        out = self._proc.stdout
-        ready, _, _ = select.select([out], [], [], None if block else 0)
-        if not ready:
+        data = self._take(block)
+        if data is None:
             return
-        data = os.read(out.fileno(), 1 << 16)
         if not data:
             self._ended()
             return
@@ -128,3 +147,15 @@ class UploadQueue:
             remote_fs.remove_local(stage, [f.name for f in manifest.files] + [manifest.manifest])
             self._on_answer({"window": window, "error": why, "scalars_error": None})
         self._waiting.clear()
+
+
+def _pump(fd: int, chunks: queue.SimpleQueue) -> None:
+    """The uploader's answers into `chunks` as they arrive, b"" at the end (the reader thread)."""
+    while True:
+        try:
+            data = os.read(fd, 1 << 16)
+        except OSError:  # closed by _ended
+            data = b""
+        chunks.put(data)
+        if not data:
+            return

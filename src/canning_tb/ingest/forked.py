@@ -8,14 +8,17 @@ parent reads each into a buffer of its own that the unpickled arrays then use: o
 
 Only what the parent asked for comes back: the target's value, or None where the child failed or
 died (the caller then reads the part itself, and gives the precise error).
+
+POSIX only, where fork is the safe and usual way (Linux, the BSDs): can_fork() is False on Windows and
+macOS (no os.fork, or fork unsafe once system frameworks are loaded), and the callers read in-process.
 """
 from __future__ import annotations
 
-import fcntl
 import multiprocessing as mp
 import os
 import pickle
 import struct
+import sys
 import threading
 
 import numpy as np
@@ -25,9 +28,10 @@ _PIPE_BYTES = 1 << 20  # fewer system calls per column (Linux's default pipe hol
 
 
 def can_fork() -> bool:
-    """Fork only where it is safe: a POSIX process with no other thread, not a daemonic worker, and a
-    second CPU to run the child on."""
-    return ("fork" in mp.get_all_start_methods() and threading.active_count() == 1
+    """Fork only where it is safe: a POSIX process (not macOS) with no other thread, not a daemonic worker,
+    and a second CPU to run the child on."""
+    return (hasattr(os, "fork") and sys.platform != "darwin" and "fork" in mp.get_all_start_methods()
+            and threading.active_count() == 1
             and not mp.current_process().daemon and (os.cpu_count() or 1) > 1)
 
 
@@ -37,8 +41,9 @@ class Forked:
     def __init__(self, target, *args):
         read_end, write_end = os.pipe()
         try:
+            import fcntl  # POSIX: imported here, so that the module imports everywhere
             fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, _PIPE_BYTES)
-        except (AttributeError, OSError):  # an older kernel or a lower limit: the default size works too
+        except (ImportError, AttributeError, OSError):  # not Linux, an older kernel or a lower limit: the default works
             pass
         self.proc = mp.get_context("fork").Process(target=_run, args=(write_end, read_end, target, args),
                                                    daemon=True)

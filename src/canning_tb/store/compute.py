@@ -17,7 +17,7 @@ from canning_tb.util.manifest import DIGEST_SUFFIX
 
 from . import cache
 from .discover import Window
-from .heap import reuse_freed_memory
+from .heap import reuse_freed_memory, tune_this_process
 
 log = logging.getLogger("canning_tb.store")
 
@@ -123,7 +123,7 @@ def compute_in_child(window: Window, worker: str, digest_path: str) -> tuple[str
 
     A crash of the child is not an input error: it is raised here, and nothing is remembered.
     """
-    with ProcessPoolExecutor(max_workers=1, mp_context=mp.get_context("spawn")) as pool:
+    with ProcessPoolExecutor(max_workers=1, mp_context=mp.get_context("spawn"), initializer=tune_this_process) as pool:
         try:
             future = pool.submit(compute_into_cache, window, worker, digest_path)
         except OSError as e:  # the spawn itself failed (EAGAIN, ENOMEM): no child ever ran
@@ -144,7 +144,9 @@ def compute_many(todo: list[tuple[tuple, Window, str]], max_workers: int) -> Ite
         for ident, window, path in todo:
             yield ident, compute_into_cache(window, ident[1], path), True
         return
-    with ProcessPoolExecutor(max_workers=min(max_workers, len(todo)), mp_context=mp.get_context("spawn")) as pool:
+    # the children exit with the pool: they may tune the allocator (heap.py), the caller may not
+    with ProcessPoolExecutor(max_workers=min(max_workers, len(todo)), mp_context=mp.get_context("spawn"),
+                             initializer=tune_this_process) as pool:
         futures, unstarted = {}, []
         for ident, w, p in todo:
             try:
@@ -210,7 +212,7 @@ class BackgroundJobs:
 def _lower_priority() -> None:
     try:
         os.nice(10)
-    except OSError:  # not allowed here: run at the same priority
+    except (AttributeError, OSError):  # not allowed here, or no os.nice (Windows): the same priority
         pass
 
 

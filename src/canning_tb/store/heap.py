@@ -7,7 +7,14 @@ trace, 4.7 s of system time on this project's 2-core VM (about 7 µs a fault). W
 trim threshold at 1 GiB for the digest's duration, freed blocks are reused from the heap: 238k faults,
 2.1-2.9 s of system time, the cold digest 6.3-7.5 s against 8.9-9.1 s (both in one run), the peak RSS
 the same within 5 % (the peak is the live columns, not the freed ones). At the end the defaults are
-set again and the free heap is given back (malloc_trim), so a long-lived viewer does not keep it.
+set again and the free heap is given back (malloc_trim).
+
+Only in a process that exits when its work is done, and only where that process asked for it
+(tune_this_process: the CLI's batch commands, the spawned digest children, the background digest at the
+source). Setting M_MMAP_THRESHOLD by hand turns glibc's adaptive threshold off for the rest of the
+process, and there is no call that turns it back on: in TensorBoard or the MCP server every later big
+array would then fault its pages afresh (a 4 MiB numpy array written 300 times after a digest: 154k
+faults instead of a few hundred, tests/store/test_heap.py). Such hosts never call tune_this_process, so reuse_freed_memory changes nothing there.
 """
 from __future__ import annotations
 
@@ -23,6 +30,7 @@ _DEFAULT = 128 << 10  # glibc's initial mmap and trim thresholds
 
 _lock = threading.Lock()
 _active = 0
+_tuning = False  # set by tune_this_process(): this process exits when its work is done
 
 
 def _glibc():
@@ -38,12 +46,20 @@ def _glibc():
 _LIBC = _glibc()
 
 
+def tune_this_process() -> None:
+    """Let reuse_freed_memory tune the allocator in this process from now on. Call it only in a process
+    that exits after its work (a CLI batch command, a child process): never in a long-lived host."""
+    global _tuning
+    _tuning = True
+
+
 @contextlib.contextmanager
 def reuse_freed_memory() -> Iterator[None]:
     """Within: freed big blocks stay in the heap for the next allocation. Nested and threaded uses share
-    one setting; the last one out restores the defaults and trims the heap."""
+    one setting; the last one out restores the defaults and trims the heap. Nothing changes unless this
+    process called tune_this_process()."""
     global _active
-    if _LIBC is None:
+    if _LIBC is None or not _tuning:
         yield
         return
     with _lock:

@@ -22,6 +22,7 @@ from .batch import rename_files
 from .cache import write_atomic
 from .compute import digest_of
 from .discover import scan_folder
+from .heap import tune_this_process
 
 NICENESS = 10
 
@@ -73,6 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     _lower_priority()
     if argv is None:  # the background process itself: one core, a memory budget (digest_budget.py)
         digest_budget.apply(args.manifests)
+        tune_this_process()  # it exits after these windows (heap.py)
     if not args.manifests:
         logging.warning("usage: python -m canning_tb.store.source_digest [--publish URL] <manifest.canning.json>...")
     for path in args.manifests:

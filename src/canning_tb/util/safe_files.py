@@ -15,7 +15,9 @@ Reading (`open_file`, `read_file`):
 Writing (`atomic_write`, `make_dirs`): our folders inside a logdir (`.canning`, `.canning-capture` and below)
 are walked with O_NOFOLLOW from the folder that holds them, so a `.canning` (or `.canning/trends`, or the
 capture requests' `.canning-capture`) that is a link makes the write fail rather than land outside; the file is created O_EXCL | O_NOFOLLOW next to its final
-name and renamed there through the folder's descriptor.
+name and renamed there through the folder's descriptor. Where descriptors of folders cannot be used so
+(Windows: no dir_fd, no O_NOFOLLOW), our folders are made by path, a link among them refused by a check
+just before, and the file is written next to its name and renamed by path.
 
 Refusals are OSErrors (`Refused`), so every reader's "cannot read: <reason>" path reports them. Light on
 purpose (no numpy, nothing of canning_tb): discovery, the readers, the store, the plugin, the CLI and the
@@ -34,6 +36,9 @@ FOLLOW_ENV = "CANNING_FOLLOW_LINKS"
 OWN_DIRS = (".canning", ".canning-capture")  # our folders inside a run folder: never reached through a link
 READ_DEADLINE_S = float(os.environ.get("CANNING_READ_DEADLINE_S", "600") or 600)
 _BLOCK = 8 << 20
+
+# folders walked by descriptor (POSIX); elsewhere (Windows) by path
+_BY_FD = {os.open, os.mkdir, os.rename, os.unlink} <= os.supports_dir_fd and hasattr(os, "O_NOFOLLOW")
 
 _roots: set[str] = set()  # confinement roots, absolute and real forms
 _lock = threading.Lock()
@@ -191,13 +196,29 @@ def _folder_fd(folder: str, create: bool):
 
 def make_dirs(folder: str) -> None:
     """os.makedirs(folder, exist_ok=True), our folders (`.canning` and below) never through a link."""
+    if not _BY_FD:
+        _make_dirs_by_path(folder)
+        return
     with _folder_fd(folder, create=True):
         pass
+
+
+def _make_dirs_by_path(folder: str) -> None:
+    top, below = _own_parts(folder)
+    os.makedirs(top, exist_ok=True)
+    for part in below:
+        top = os.path.join(top, part)
+        if os.path.islink(top) or (os.path.exists(top) and not os.path.isdir(top)):
+            raise Refused(folder, f"{part} is a link or not a folder: not written through", errno.ELOOP)
+        os.makedirs(top, exist_ok=True)
 
 
 def atomic_write(path: str, data=None, write=None) -> None:
     """Write `data` (bytes), or call `write(file)`, into a new file renamed to `path` when complete."""
     folder, name = os.path.split(os.path.abspath(path))
+    if not _BY_FD:
+        _atomic_write_by_path(folder, name, data, write)
+        return
     with _folder_fd(folder, create=True) as dfd:
         tmp = f".{name}.{os.getpid()}.{threading.get_ident()}.tmp"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), 0o644,
@@ -213,3 +234,20 @@ def atomic_write(path: str, data=None, write=None) -> None:
             with contextlib.suppress(OSError):
                 os.unlink(tmp, dir_fd=dfd)
             raise
+
+
+def _atomic_write_by_path(folder: str, name: str, data, write) -> None:
+    """atomic_write where folders have no descriptors (Windows): the same temp name and rename, by path."""
+    _make_dirs_by_path(folder)
+    tmp = os.path.join(folder, f".{name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        with open(tmp, "xb") as f:
+            if write is not None:
+                write(f)
+            else:
+                f.write(data)
+        os.replace(tmp, os.path.join(folder, name))
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
