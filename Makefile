@@ -55,7 +55,10 @@ test: setup typecheck chromium clang peers test-nocc
 # CANNING_NO_C=1 (setup.py then builds none of the C parts), not editable: an editable install would import
 # the .so files that `make venv` compiled in place under src/. Each run reinstalls the package alone (the
 # sources change; the dependencies only with pyproject.toml), checks that no compiled part imports, and runs
-# what needs none: the tests marked `compiled` skip, the browser and slow ones run in `make test`.
+# what needs none: the tests marked `compiled` skip, the browser and slow ones run in `make test`. The folders
+# where a C part stands in for Python (the readers, the analysis, the store's digests, the timeline's index),
+# so that `make test` stays within its time here; `NOCC_TESTS=tests` runs the whole suite without C.
+NOCC_TESTS ?= tests/ingest tests/analysis tests/store tests/timeline tests/design
 NOCC := .venv-nocc
 NATIVE := _ascend_scan _ascend_cells _kineto_scan _kineto_sweep _tree
 $(NOCC)/.installed: pyproject.toml setup.py
@@ -74,7 +77,7 @@ test-nocc: $(NOCC)/.installed $(BUNDLE)
 	  built = [n for n in "$(NATIVE)".split() if importlib.util.find_spec("canning_tb.ingest.native." + n)]; \
 	  assert not built, f"compiled parts in the no-compiler venv: {built}"'
 	env -u PYTHONPATH $(NOCC)/bin/python -m pytest -q -ra -n auto --maxprocesses=4 --dist loadfile \
-	  -m "not compiled and not browser and not slow"
+	  -m "not compiled and not browser and not slow" $(NOCC_TESTS)
 
 test-fast: setup
 	$(BIN)/python -m pytest -q -m "not browser and not slow"
