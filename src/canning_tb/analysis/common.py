@@ -10,7 +10,7 @@ import numpy as np
 
 from canning_tb.util.arrays import ranks
 
-try:  # built by pip from _tree.c where a C compiler is found (setup.py: optional)
+try:  # built by pip from ingest/native/tree.c where a C compiler is found (setup.py: optional)
     from canning_tb.ingest.native import _tree as _compiled_tree
 except ImportError:  # pragma: no cover - numpy's sorts then give the same nesting
     _compiled_tree = None
@@ -239,7 +239,7 @@ def _count_below(values: np.ndarray, queries: np.ndarray) -> np.ndarray:
 
 
 def nest_compiled() -> bool:
-    """_tree.c is built and not turned off (CANNING_NEST_SWEEP=0: nest and sum_up_tree by numpy; the
+    """ingest/native/tree.c is built and not turned off (CANNING_NEST_SWEEP=0: nest and sum_up_tree by numpy; the
     equality tests compare both)."""
     return _compiled_tree is not None and os.environ.get("CANNING_NEST_SWEEP", "1") != "0"
 

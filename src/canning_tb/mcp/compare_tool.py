@@ -1,6 +1,6 @@
 """compare: a target against a baseline, each one window (the plugin's /compare comparison,
-plugin/compare_routes.compared_windows) or every window of a run (the same comparison over many digests, as
-`canning-prof --mode=compare` compares run folders: compare_routes.compared), one section at a time.
+queries/compare.compared_windows) or every window of a run (the same comparison over many digests, as
+`canning-prof --mode=compare` compares run folders: queries/compare.compared), one section at a time.
 
 The comparison of the last few questions is kept (with the identity of their windows' digests), so that
 paging through its operators compares once."""

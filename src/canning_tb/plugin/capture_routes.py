@@ -1,5 +1,5 @@
 """The capture routes (docs/http_api.md#capture): ask a running job that opted in with ps.on_demand() to
-record steps, and say where the request stands. They only write the run's request file (capture_targets.py).
+record steps, and say where the request stands. They only write the run's request file (capture/targets.py).
 
 Off unless TensorBoard was started with `--canning_capture` (loader.py defines the flag) or with
 CANNING_CAPTURE=1 in its environment: TensorBoard has no authentication, so whoever reaches it could ask.

@@ -1,5 +1,5 @@
-"""The TensorBoard plugin: thin routes (the declared query -> a `*_impl` of sections.py / ranks.py /
-compare_routes.py / timeline.py -> the answer), each behind the one boundary of boundary.py (one
+"""The TensorBoard plugin: thin routes (the declared query -> a `*_impl` of queries/: sections.py / ranks.py /
+compare.py / timeline.py -> the answer), each behind the one boundary of boundary.py (one
 parse, one error mapping, msgspec JSON). The route table is ROUTES (and timeline_routes.py); the
 routes, their parameters, answers and errors: docs/http_api.md.
 

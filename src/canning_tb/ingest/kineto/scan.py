@@ -1,4 +1,4 @@
-"""A piece of a Kineto trace through the compiled scanner (_scan.c), when it is built: one pass over the
+"""A piece of a Kineto trace through the compiled scanner (native/kineto_scan.c), when it is built: one pass over the
 piece's bytes gives the columns of its complete, flow-end and instant events, one table of the distinct
 JSON texts they name (decoded here once each, by msgspec) and one of their raw args texts; the metadata
 events come back as byte spans, decoded here by msgspec in one call. `scan` returns None for a piece the
@@ -15,7 +15,7 @@ import numpy as np
 
 from .schema import EVENTS, Args, Ev
 
-try:  # built by pip from _scan.c where a C compiler is found (setup.py: optional)
+try:  # built by pip from native/kineto_scan.c where a C compiler is found (setup.py: optional)
     from canning_tb.ingest.native import _kineto_scan as _scan
 except ImportError:  # pragma: no cover - the typed decode then takes every piece
     _scan = None

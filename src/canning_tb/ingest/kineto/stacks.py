@@ -2,7 +2,7 @@
 
 Python frames nest on their thread: one time-ordered sweep over the frames gives each frame its
 parent and its stack string ("file(line): func;..." innermost first, like the 2021 "Call stack"
-arg, built once per distinct call path). Where _sweep.c is built the ops ride in the same sweep (each
+arg, built once per distinct call path). Where native/kineto_sweep.c is built the ops ride in the same sweep (each
 takes its innermost open frame's path); else a Python loop sweeps the frames and the ops find their
 innermost enclosing frame with array operations.
 """
@@ -15,7 +15,7 @@ import numpy as np
 from canning_tb.ingest.table import NONE, EventTable, Kind
 from canning_tb.util.arrays import pair_codes
 
-try:  # built by pip from _sweep.c where a C compiler is found (setup.py: optional)
+try:  # built by pip from native/kineto_sweep.c where a C compiler is found (setup.py: optional)
     from canning_tb.ingest.native import _kineto_sweep as _compiled
 except ImportError:  # pragma: no cover - the Python loop then sweeps
     _compiled = None
@@ -89,7 +89,7 @@ def sweep_order(pid: np.ndarray, tid: np.ndarray, ts: np.ndarray, is_op: np.ndar
 
 
 def _sweep_compiled(table: EventTable, thread, start, end, name_ids, skip, is_frame) -> tuple[np.ndarray, np.ndarray]:
-    """_sweep.c's parents and stack string ids of every row; each distinct path's text made here, in order of
+    """kineto_sweep.c's parents and stack string ids of every row; each distinct path's text made here, in order of
     first sight (so the strings get the ids the Python loop gives them)."""
     got = _compiled.sweep(*(np.ascontiguousarray(a, t) for a, t in
                             ((thread, np.int64), (start, np.int64), (end, np.int64), (name_ids, np.int32),
@@ -106,7 +106,7 @@ def _sweep_compiled(table: EventTable, thread, start, end, name_ids, skip, is_fr
 
 def _sweep_python(table: EventTable, thread, start, end, name_ids, skip) -> tuple[np.ndarray, np.ndarray]:
     """Parent frame (index into the frames, -1 at the top) and stack string id of every frame, a Python step
-    per frame (where _sweep.c is not built; the ops then walk up the parents with numpy)."""
+    per frame (where kineto_sweep.c is not built; the ops then walk up the parents with numpy)."""
     strings = table.strings
     names = strings.values
     paths: dict[tuple[int, int], int] = {}

@@ -1,4 +1,4 @@
-"""The host side of the torch_npu SQLite export, as columns (db_columns): PYTORCH_API (operators,
+"""The host side of the torch_npu SQLite export, as columns (columns.py): PYTORCH_API (operators,
 ProfilerStep ranges, Python functions; their call stacks grouped in SQL), STEP_TIME (steps PYTORCH_API
 lacks), CANN_API (runtime calls). Mapping in docs/formats/ascend.md."""
 from __future__ import annotations

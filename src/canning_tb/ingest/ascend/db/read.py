@@ -1,9 +1,9 @@
 """SQLite export of torch_npu (``ascend_pytorch_profiler[_{rank}].db`` + ``analysis.db``) -> EventTable.
 
 Opened immutable (``file:...?immutable=1`` URI: nothing of the user's is written or touched). Times are ns and sizes bytes in the profiler db; names
-are ids into STRING_IDS. This module opens the db and reads the window's facts; ``db_host`` the host side
-(PYTORCH_API, STEP_TIME, CANN_API), ``db_device`` the device tasks, ``db_side`` memory and the side
-tables, all as columns (``db_columns``: values out of SQLite without a Python object per row). The table-by-table mapping is in docs/formats/ascend.md.
+are ids into STRING_IDS. This module opens the db and reads the window's facts; ``host.py`` the host side
+(PYTORCH_API, STEP_TIME, CANN_API), ``device.py`` the device tasks, ``side.py`` memory and the side
+tables, all as columns (``columns.py``: values out of SQLite without a Python object per row). The table-by-table mapping is in docs/formats/ascend.md.
 """
 from __future__ import annotations
 

@@ -50,7 +50,7 @@ def known_ints(a):
 
 # sparse text args -> the id space of their values
 TEXT_ARGS = {"dims": "dims", "stack": "stack", "task_type": "task", "data_type": "dtype", "itype": "itype"}
-HOST_ARGS = ("dims", "stack", "itype")  # read for host operators only (trace_kinds._python)
+HOST_ARGS = ("dims", "stack", "itype")  # read for host operators only (kinds._python)
 DEVICE_TEXT = ("task_type", "data_type")
 DEVICE_INTS = ("pstream", "conn", "count", "size", "sid")
 
@@ -195,7 +195,7 @@ def plan_file(path: str) -> ArrayFile | None:
 
 
 def iter_pieces(plan: ArrayFile, span: tuple[int, int], on_utf8, decode=decode_piece) -> Iterator:
-    """decode (decode_piece, or trace_scan.decode) over the elements in the byte range, a block at a time."""
+    """decode (decode_piece, or scan.decode) over the elements in the byte range, a block at a time."""
     yield from _json.iter_file_chunks(plan.path, span[0], span[1], decode, on_utf8)
 
 

@@ -1,9 +1,9 @@
 """``trace_view.json`` of a torch_npu output folder (helper for ``read.py``): a bare JSON array of
 Chrome trace events, µs string timestamps converted exactly to int ns. Read a block at a time
-(trace_decode), each piece's events turned into numpy columns at once (`_Parse.piece`); nothing per
+(decode.py), each piece's events turned into numpy columns at once (`_Parse.piece`); nothing per
 event outlives its piece. What an event is depends on its process, which `M` events anywhere in the
-file name, so kinds are decided at the end over the columns (trace_kinds). The Kind each event gets,
-and how the torch_to_npu flows link host ops to device tasks (trace_flows), are in
+file name, so kinds are decided at the end over the columns (kinds.py). The Kind each event gets,
+and how the torch_to_npu flows link host ops to device tasks (flows.py), are in
 docs/formats/ascend.md.
 """
 from __future__ import annotations

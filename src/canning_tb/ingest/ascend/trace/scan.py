@@ -1,8 +1,8 @@
-"""trace_view.json's pieces through the compiled scanner (_scan.c), when it is built: one pass over a
+"""trace_view.json's pieces through the compiled scanner (native/ascend_scan.c), when it is built: one pass over a
 piece's bytes gives its columns (phases, times in ns, the int args) and one table of the distinct raw
 texts its events name (names, processes, threads, flow ids, text args, counter keys), each decoded once
-here by msgspec. `decode` falls back to trace_decode.decode_piece (msgspec, per event) for any piece the
-scanner declines, so both give the same columns; `add` feeds a scanned piece to a trace_parse._Parse
+here by msgspec. `decode` falls back to decode.decode_piece (msgspec, per event) for any piece the
+scanner declines, so both give the same columns; `add` feeds a scanned piece to a parse._Parse
 exactly as its own `piece` feeds the decoded events: the same ids, in the same order of first sight.
 CANNING_TRACE_SCAN=0 turns the scanner off (the equality tests compare both readings)."""
 from __future__ import annotations
@@ -17,12 +17,12 @@ from canning_tb.ingest.table import NONE
 
 from . import decode as dec
 
-try:  # built by pip from _scan.c where a C compiler is found (setup.py: optional)
+try:  # built by pip from native/ascend_scan.c where a C compiler is found (setup.py: optional)
     from canning_tb.ingest.native import _ascend_scan as _scan
 except ImportError:  # pragma: no cover - the plain reading then takes every piece
     _scan = None
 
-_NREF, _NTEXT, _NINT, _CKEYS = 5, 5, 5, 8  # the column widths of _scan.c
+_NREF, _NTEXT, _NINT, _CKEYS = 5, 5, 5, 8  # the column widths of ascend_scan.c
 _OK = 1  # ts_state of a usable timestamp
 _TEXT_COLS = {"dims": 0, "stack": 1, "itype": 2, "task_type": 3, "data_type": 4}
 _X, _C, _M = ord("X"), ord("C"), ord("M")
@@ -35,7 +35,7 @@ def enabled() -> bool:
 
 
 class Scanned:
-    """One piece's columns (_scan.c) with its distinct texts decoded; `canon` maps each text to the first
+    """One piece's columns (ascend_scan.c) with its distinct texts decoded; `canon` maps each text to the first
     of those equal to it once decoded (the plain reading keys its dicts by decoded values)."""
 
     def __init__(self, got: dict, values: list, metas: list):
@@ -70,7 +70,7 @@ def _canon(values: list) -> np.ndarray:
 
 
 def decode(piece):
-    """A piece as a Scanned, or as trace_decode.decode_piece gives it when the scanner declines it."""
+    """A piece as a Scanned, or as decode.decode_piece gives it when the scanner declines it."""
     if enabled():
         got = _scan.scan(piece)
         if got is not None:
@@ -87,12 +87,12 @@ def _scanned(got: dict, piece) -> Scanned | None:
     metas = []
     at = np.flatnonzero(ph == _M)
     if len(at):  # metadata events (a few per process), decoded as the plain reading decodes them (the
-        # scanner has checked each field's type as trace_decode.Ev declares it)
+        # scanner has checked each field's type as decode.Ev declares it)
         spans = np.frombuffer(got["span"], np.int64).reshape(-1, 2)[at].tolist()
         metas = _DEC_META.decode(b"[" + b",".join(bytes(piece[a:b]) for a, b in spans) + b"]")
     sigs = np.frombuffer(got["sig"], np.int32)
     for k in set(sigs[sigs >= 0].tolist()):
-        if not all(key.isascii() for key in values[k]):  # *id keys told apart by their ASCII ends in _scan.c
+        if not all(key.isascii() for key in values[k]):  # *id keys told apart by their ASCII ends in ascend_scan.c
             return None
     return Scanned(got, values, metas)
 
@@ -121,7 +121,7 @@ def _ids_of(s: Scanned, refs: np.ndarray, lookup) -> np.ndarray:
 
 
 def add(parse, s: Scanned) -> None:
-    """Feed a scanned piece to parse (trace_parse._Parse), as _Parse.piece feeds decoded events."""
+    """Feed a scanned piece to parse (parse._Parse), as _Parse.piece feeds decoded events."""
     if not s.n:
         return
     ph = s.ph
