@@ -81,7 +81,7 @@ MUTMUT   := mutmut==3.8.1
 MUTANTS  ?=
 mutants: venv peers
 	$(BIN)/python -m pip install -q "$(MUTMUT)"
-	CANNING_FIXTURES=$${CANNING_FIXTURES:-$(CURDIR)/../shared/fixtures} \
+	CANNING_FIXTURES=$${CANNING_FIXTURES:-$(CURDIR)/tests/fixtures} \
 	  CANNING_PEERS_PYTHON=$${CANNING_PEERS_PYTHON:-$(CURDIR)/.venv-peers/bin/python} $(BIN)/mutmut run $(MUTANTS)
 	$(BIN)/mutmut results
 

@@ -3,7 +3,7 @@
 The real torch_npu needs Ascend hardware and the CANN toolkit, absent here; tests/npu_double/torch_npu
 behaves as torch_npu's profiler does, per version (the 2.1 branches and the current 26.x), written from
 a reading of its source (see its docstring). Its analysed output is copied from the real recording in
-../shared/fixtures/ascend/level1, so the numbers checked here come from an independent json/csv
+tests/fixtures/ascend/level1, so the numbers checked here come from an independent json/csv
 reading of those files.
 """
 import csv
