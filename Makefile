@@ -54,13 +54,19 @@ test: setup typecheck chromium peers
 test-fast: setup
 	$(BIN)/python -m pytest -q -m "not browser and not slow"
 
-demo: setup
+# The port first, before minutes of setup and training: PORT (6006) when free, else the next free one
+# (examples/free_port.py, standard library: no venv yet); chosen again just before TensorBoard starts, in
+# case something took it meanwhile, and the address printed is the one served. `setup` is made from the
+# recipe, after the check (a line of its own: `make -n demo` then only prints).
+demo:
+	@port=$$($(PYTHON) examples/free_port.py "$(PORT)") && echo "the demo will serve on http://127.0.0.1:$$port/#canning"
+	@$(MAKE) --no-print-directory setup
 	rm -rf log/demo
 	$(BIN)/python -m torch.distributed.run --standalone --nproc_per_node=2 examples/train_ddp.py log/demo
-	@echo
-	@echo "TensorBoard with the canning profiler tab: http://127.0.0.1:$(PORT)/#canning"
-	@echo "(report in the terminal: $(BIN)/canning-prof --mode=view --input=log/demo)"
-	$(BIN)/tensorboard --logdir log --host 127.0.0.1 --port $(PORT)
+	@port=$$($(BIN)/python examples/free_port.py "$(PORT)") && echo && \
+	  echo "TensorBoard with the canning profiler tab: http://127.0.0.1:$$port/#canning" && \
+	  echo "(report in the terminal: $(BIN)/canning-prof --mode=view --input=log/demo)" && \
+	  exec $(BIN)/tensorboard --logdir log --host 127.0.0.1 --port $$port
 
 # refresh the README's screenshots from the browser tests
 screenshots: setup chromium
