@@ -49,7 +49,8 @@ def main(argv: list[str]) -> int:
     host = argv[1] if len(argv) > 1 else "127.0.0.1"
     port = choose_port(wanted, host)
     if port != wanted:
-        print(f"port {wanted} on {host} is taken: the demo uses port {port} (PORT=... chooses another)", file=sys.stderr)
+        print(f"port {wanted} on {host} is taken: the demo uses port {port} (PORT=... chooses another)",
+              file=sys.stderr)
     print(port)
     return 0
 
