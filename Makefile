@@ -82,13 +82,19 @@ test-nocc: $(NOCC)/.installed $(BUNDLE)
 test-fast: setup
 	$(BIN)/python -m pytest -q -m "not browser and not slow"
 
-demo: setup
+# The port first, before minutes of setup and training: PORT (6006) when free, else the next free one
+# (examples/free_port.py, standard library: no venv yet); chosen again just before TensorBoard starts, in
+# case something took it meanwhile, and the address printed is the one served. `setup` is made from the
+# recipe, after the check (a line of its own: `make -n demo` then only prints).
+demo:
+	@port=$$($(PYTHON) examples/free_port.py "$(PORT)") && echo "the demo will serve on http://127.0.0.1:$$port/#canning"
+	@$(MAKE) --no-print-directory setup
 	rm -rf log/demo
 	$(BIN)/python -m torch.distributed.run --standalone --nproc_per_node=2 examples/train_ddp.py log/demo
-	@echo
-	@echo "TensorBoard with the canning profiler tab: http://127.0.0.1:$(PORT)/#canning"
-	@echo "(report in the terminal: $(BIN)/canning-prof --mode=view --input=log/demo)"
-	$(BIN)/tensorboard --logdir log --host 127.0.0.1 --port $(PORT)
+	@port=$$($(BIN)/python examples/free_port.py "$(PORT)") && echo && \
+	  echo "TensorBoard with the canning profiler tab: http://127.0.0.1:$$port/#canning" && \
+	  echo "(report in the terminal: $(BIN)/canning-prof --mode=view --input=log/demo)" && \
+	  exec $(BIN)/tensorboard --logdir log --host 127.0.0.1 --port $$port
 
 # refresh the README's screenshots from the browser tests
 screenshots: setup chromium
@@ -110,7 +116,7 @@ bench-timeline: setup chromium
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS ?=
 fuzz: venv clang
-	PYTHONPATH=$(CURDIR)/src CANNING_FIXTURES=$${CANNING_FIXTURES:-$(CURDIR)/../shared/fixtures} \
+	PYTHONPATH=$(CURDIR)/src CANNING_FIXTURES=$${CANNING_FIXTURES:-$(CURDIR)/tests/fixtures} \
 	  $(BIN)/python -m canning_tb.ingest.native.fuzz.run --seconds $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 clang:
@@ -125,7 +131,7 @@ MUTMUT   := mutmut==3.8.1
 MUTANTS  ?=
 mutants: venv peers
 	$(BIN)/python -m pip install -q "$(MUTMUT)"
-	PYTHONPATH=$(CURDIR)/src CANNING_FIXTURES=$${CANNING_FIXTURES:-$(CURDIR)/../shared/fixtures} \
+	CANNING_FIXTURES=$${CANNING_FIXTURES:-$(CURDIR)/tests/fixtures} \
 	  CANNING_PEERS_PYTHON=$${CANNING_PEERS_PYTHON:-$(CURDIR)/.venv-peers/bin/python} $(BIN)/mutmut run $(MUTANTS)
 	$(BIN)/mutmut results
 

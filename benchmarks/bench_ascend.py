@@ -4,7 +4,7 @@
 
 Per size (small ≈ 88 MB: 32 copies of the level2 rank; medium ≈ 360 MB: 128; long ≈ 1 GB: 360), in one run,
 each tool in its own fresh process, one after another (measure.py: wall time, CPU, peak RSS of the tree):
- 1. the rank: benchmarks/grow_ascend.py grows /work/shared/fixtures' ascend/level2 rank0 (or --src) into
+ 1. the rank: benchmarks/grow_ascend.py grows tests/fixtures' ascend/level2 rank0 (or --src) into
     out/ascend/<size>/run/worker0_0_ascend_pt, and its SQLite export (db_level2 rank0, the same copies) into
     out/ascend/<size>/db_run/worker0_0_ascend_pt (both cached: regenerated when the copies change);
  2. torch-tb-profiler-ascend in its own venv (benchmarks/.venvs/tbprof_ascend), inside a real TensorBoard until
@@ -31,7 +31,7 @@ from bench_ingest import ensure_venv, fmt_mib, log, run_one  # noqa: E402
 import bench_ingest  # noqa: E402
 
 COPIES = {"tiny": 4, "small": 32, "medium": 128, "long": 360}  # tiny: a smoke test of the harness
-FIXTURES = os.environ.get("CANNING_FIXTURES", os.path.join(os.path.dirname(ROOT), "shared", "fixtures"))
+FIXTURES = os.environ.get("CANNING_FIXTURES", os.path.join(ROOT, "tests", "fixtures"))
 bench_ingest.PEERS["tbprof_ascend"] = ["torch-tb-profiler-ascend==0.4.0.11", "tensorboard", "pandas"]
 TARGETS = {"speedup_medium": 10.0, "rss_over_folder": 1.0, "long_cold_s": 15.0}
 WORKER = "worker0_0_ascend_pt"  # torch-tb-profiler-ascend lists only {worker}_{number}_ascend_pt folders

@@ -38,7 +38,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-FIXTURES = Path(os.environ.get("CANNING_FIXTURES", ROOT.parent / "shared" / "fixtures"))
+FIXTURES = Path(os.environ.get("CANNING_FIXTURES", ROOT / "tests" / "fixtures"))
 OUT = HERE / "out" / "load"
 ROUTE = "/data/plugin/canning"
 WINDOW_ROUTES = ["/overview", "/operators", "/kernels", "/memory", "/communication", "/timeline_tracks"]

@@ -48,7 +48,7 @@ sys.path.insert(0, os.path.join(REPO, "tests"))  # the generator the many-rank t
 
 from _many_ranks import write_many_ranks  # noqa: E402
 
-FIXTURES = os.environ.get("CANNING_FIXTURES", os.path.join(os.path.dirname(REPO), "shared", "fixtures"))
+FIXTURES = os.environ.get("CANNING_FIXTURES", os.path.join(REPO, "tests", "fixtures"))
 LAUNCHER = "from tensorboard.main import run_main; run_main()"
 
 

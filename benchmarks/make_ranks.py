@@ -17,7 +17,8 @@ import os
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-FIXTURE = os.path.join(HERE, "..", "..", "shared", "fixtures", "param", "dlrm_8ranks")
+FIXTURE = os.path.join(os.environ.get("CANNING_FIXTURES", os.path.join(HERE, "..", "tests", "fixtures")),
+                       "param", "dlrm_8ranks")
 ID_ARGS = ("correlation", "External id", "external id")
 ID_STRIDE = 10_000_000  # ids of repeat k are offset by k * ID_STRIDE
 

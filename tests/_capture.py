@@ -12,7 +12,7 @@ import time
 CAPTURE = ".canning-capture"
 
 
-def wait_for(cond, what, timeout=30.0, every=0.01):
+def wait_for(cond, what, timeout=120.0, every=0.01):
     """cond()'s first truthy answer; fails naming `what` after `timeout` s."""
     deadline = time.monotonic() + timeout
     while True:

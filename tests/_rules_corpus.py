@@ -17,7 +17,9 @@ import socket
 import subprocess
 import sys
 
-F = "/work/shared/fixtures"
+from conftest import FIXTURES
+
+F = str(FIXTURES)  # the repository's copy (tests/fixtures), or CANNING_FIXTURES
 
 
 def run_two_ranks(script, out, modes, timeout: int = 400) -> None:

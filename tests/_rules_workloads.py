@@ -39,6 +39,33 @@ def profiled(tmp_path, name, step, rule_input=False, **settings):
     return digest, raw, RuleInput(digest, ctx)
 
 
+def interleaved(record, names, pairs):
+    """`pairs` recordings of each workload in `names`, taken in turns (a b, b a, a b, ...): a change of the
+    machine's load falls on both alike. record(name, i) -> one recording; returns {name: [recordings]}."""
+    runs = {name: [] for name in names}
+    for i in range(pairs):
+        for name in (names if i % 2 == 0 else names[::-1]):
+            runs[name].append(record(name, i))
+    return runs
+
+
+def one_thread():
+    """torch on one thread while a measurement runs (restored after): two threads of a matmul wait for each
+    other whenever one of them waits for a core, and on a loaded machine that is most of the time."""
+    import contextlib
+    import torch
+
+    @contextlib.contextmanager
+    def held():
+        before = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            yield
+        finally:
+            torch.set_num_threads(before)
+    return held()
+
+
 def step_ms(raw, fastest: bool = False) -> float:
     """Mean (or the shortest) ProfilerStep#N duration of the raw trace (ms): the loop's own measure."""
     durs = [e["dur"] for e in raw if e.get("ph") == "X" and e.get("name", "").startswith("ProfilerStep#")]
@@ -118,6 +145,7 @@ def recompiling_step(dynamic_shapes: bool):
     """torch.compile (eager backend: no C++ compiler needed) of a small function, called with a
     new length each step (recompiles inside the window) or always the same one."""
     import torch
+    torch._dynamo.reset()  # the lambda's code is the same in every recording: its compiled shapes would be reused
     fn = torch.compile(lambda x: (x * 2).sin().sum(), backend="eager", dynamic=False)
     count = [0]
 

@@ -45,7 +45,7 @@ class S3Server:
                     "AWS_SHARED_CREDENTIALS_FILE": os.path.join(tmp, "aws-credentials")}
 
     def _wait(self):
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 180
         while True:
             try:
                 urllib.request.build_opener(urllib.request.ProxyHandler({})).open(self.endpoint + "/moto-api/", timeout=2)

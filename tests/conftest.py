@@ -6,10 +6,11 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-# CI clones the repo into a folder with shared/ beside it, as the developers have it.
-FIXTURES = Path(os.environ.get("CANNING_FIXTURES", REPO.parent / "shared" / "fixtures"))
+# The repository's own copy (tests/fixtures/SOURCES.md): a clone with nothing beside it runs every test.
+# CANNING_FIXTURES points at another copy (a writable one, or the mutants' run).
+FIXTURES = Path(os.environ.get("CANNING_FIXTURES", REPO / "tests" / "fixtures"))
 
-# Digests of read-only folders (the shared fixtures) go to the user cache: keep the tests' own.
+# Digests go to the user cache, never beside the data: keep the tests' own.
 # Removed when the test process ends (a module-level TemporaryDirectory is cleaned up at exit).
 _TEST_CACHE = None if "CANNING_CACHE_DIR" in os.environ else tempfile.TemporaryDirectory(prefix="canning-test-cache-")
 if _TEST_CACHE is not None:
@@ -46,11 +47,12 @@ def pytest_runtest_setup(item):
 
 
 def fixture_path(*parts: str) -> Path:
-    """A real fixture. When ../shared/fixtures is absent: a failure in CI (the env var CI is set
-    there), so a missing folder cannot turn ~150 tests into a passing run; a skip elsewhere."""
+    """A real fixture. When it is absent (a CANNING_FIXTURES that names a partial copy): a failure in CI
+    (the env var CI is set there), so a missing folder cannot turn ~150 tests into a passing run; a skip
+    elsewhere."""
     p = FIXTURES.joinpath(*parts)
     if not p.exists():
-        msg = f"fixture {p} not present (expected ../shared/fixtures beside the repo, or CANNING_FIXTURES)"
+        msg = f"fixture {p} not present (expected in tests/fixtures, or under CANNING_FIXTURES)"
         if os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no"):
             pytest.fail(msg + "; CI must have it", pytrace=False)
         pytest.skip(msg)

@@ -37,7 +37,7 @@ class Job:
             self.prof.step()
             self.steps += 1
 
-    def step_until(self, cond, what, limit=5000, seconds=30.0):
+    def step_until(self, cond, what, limit=5000, seconds=120.0):
         """Steps until cond() holds (checked after each step): `limit` steps at full speed, then a step
         every 10 ms until `seconds` have passed. The status is written by the job's own threads (the watch
         thread's beat, the writer), which a loaded machine may hold back for longer than a few hundred

@@ -78,7 +78,7 @@ def test_a_job_on_torch_npus_own_dynamic_profile_is_asked_through_its_config(tmp
             dp.step()
     steps(3)
     # torch_npu reads a config whose mtime, in whole seconds, is after the last one it saw
-    wait_for(lambda: int(time.time()) > int(os.path.getmtime(config)), "the next second", timeout=2)
+    wait_for(lambda: int(time.time()) > int(os.path.getmtime(config)), "the next second", timeout=30)
     assert main(["capture", "--logdir", str(logdir), "--steps", "2", "--start-step", "8", "--record-shapes"]) == 0
     written = json.loads(config.read_text())
     assert (written["active"], written["start_step"], written["record_shapes"]) == (2, 8, True)

@@ -13,8 +13,9 @@ import pytest
 from canning_tb.ingest.kineto import read as kineto_read
 from canning_tb.ingest.kineto import scan as kineto_scan
 
-FIXTURES = os.environ.get("CANNING_FIXTURES", os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared",
-                                                           "fixtures"))
+from conftest import FIXTURES as _FIXTURES
+
+FIXTURES = str(_FIXTURES)  # the repository's copy (tests/fixtures), or CANNING_FIXTURES
 TRACES = sorted(p for p in glob.glob(os.path.join(FIXTURES, "**", "*.json*"), recursive=True)
                 if "ascend" not in p.lower() and "expected" not in p and p.endswith((".json", ".json.gz")))
 pytestmark = pytest.mark.compiled("_kineto_scan")  # skipped where the Kineto scanner is not built

@@ -29,7 +29,7 @@ def served(tmp_path_factory):
     log = open(tmp_path_factory.mktemp("mcp_http_log") / "server.log", "w+")
     proc = subprocess.Popen([*canning_prof(), "mcp", "--logdir", str(root), "--http", f"127.0.0.1:{port}",
                              "--cache-dir", str(cache)], env=server_env(cache), stdout=log, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 180
     while True:
         try:
             socket.create_connection(("127.0.0.1", port), timeout=1).close()

@@ -23,12 +23,13 @@ from test_plugin_routes import start_tensorboard, stop_tensorboard
 MARKER = b"CANNING-OUTSIDE-MARKER-7f3a"
 OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 ROUTE = "/data/plugin/canning"
-EVIL = "a" * 30 + "!"  # `^(a+)+$` backtracks 2**30 times on it in Python's re
+EVIL = "a" * 40 + "!"  # `^(a+)+$` backtracks 2**40 times on it in Python's re: hours, against any hang guard below
+HANG_S = 120  # a request's hang guard: a blocked or frozen route never answers, a slow machine answers late
 TREE_RSS_BOUND = 500 << 20  # TensorBoard and every child it starts, while it reads the 3 MB bomb
 TRACE = "worker0.1.pt.trace.json"  # a small trace: these tests are about files, not figures
 
 
-def get(url: str, timeout: float = 30) -> tuple[int, bytes, dict]:
+def get(url: str, timeout: float = HANG_S) -> tuple[int, bytes, dict]:
     try:
         with OPENER.open(url, timeout=timeout) as r:
             return r.status, r.read(), dict(r.headers)
@@ -161,7 +162,8 @@ def test_a_3_mb_gzip_bomb_stays_under_the_bound_for_the_whole_process_tree(tb):
     watcher.start()
     started = time.monotonic()
     try:
-        code, body, _ = get(route(tb["url"], "/overview", **window(tb, "bomb")), timeout=120)
+        # the bound is on memory, not time: ~3 GB to inflate takes minutes on a loaded 2-core machine
+        code, body, _ = get(route(tb["url"], "/overview", **window(tb, "bomb")), timeout=900)
     finally:
         done.set()
         watcher.join()
@@ -187,7 +189,7 @@ def test_a_trace_swapped_for_a_link_after_the_listing_is_not_served(tb):
 def test_canning_and_trends_links_are_never_written_through(tb):
     for run in ("linkcache", "linktrends"):
         for name in ("/overview", "/timeline_tracks"):
-            code, body, _ = get(route(tb["url"], name, **window(tb, run)), timeout=60)
+            code, body, _ = get(route(tb["url"], name, **window(tb, run)), timeout=HANG_S)
             assert code in (200, 202), (run, name, body[:300])
     get(f"{tb['url']}/data/plugins_listing")  # is_active: the trends of every window are written
     time.sleep(3)  # the index and trends are written in the background
@@ -211,13 +213,13 @@ def test_fifos_swapped_in_after_the_listing_never_block_a_request(tb):
         _fifo(path)
     for run in swaps:  # the timeline's two loading threads first: a blocked read would hold them
         for name in ("/timeline_tracks", "/overview"):
-            start = time.monotonic()
-            code, body, _ = get(route(tb["url"], name, **window(tb, run)), timeout=20)
-            assert time.monotonic() - start < 15 and code in (200, 202, 404, 422), (run, name, code, body[:300])
+            # a read blocked on a FIFO never returns: any answer within the hang guard is what is asked
+            code, body, _ = get(route(tb["url"], name, **window(tb, run)), timeout=HANG_S)
+            assert code in (200, 202, 404, 422), (run, name, code, body[:300])
             if code == 422:
                 assert b"FIFO, not a regular file" in body, body[:300]
-    deadline = time.monotonic() + 30  # the timeline's loading threads are free: another run's timeline loads
-    while (code := get(route(tb["url"], "/timeline_tracks", **window(tb, "good")), timeout=20)[0]) == 202:
+    deadline = time.monotonic() + HANG_S  # the timeline's loading threads are free: another run's timeline loads
+    while (code := get(route(tb["url"], "/timeline_tracks", **window(tb, "good")), timeout=HANG_S)[0]) == 202:
         assert time.monotonic() < deadline, "the timeline's threads are blocked"
         time.sleep(0.5)
     assert code == 200
@@ -226,23 +228,25 @@ def test_fifos_swapped_in_after_the_listing_never_block_a_request(tb):
 # -- 4. a hostile pattern freezes nothing -------------------------------------------------------------
 def test_a_backtracking_name_map_pattern_freezes_no_route(tb):
     for run in ("evil_a", "evil_b", "good"):
-        assert get(route(tb["url"], "/overview", **window(tb, run)), timeout=60)[0] == 200
+        assert get(route(tb["url"], "/overview", **window(tb, run)), timeout=HANG_S)[0] == 200
     a, b = window(tb, "evil_a"), window(tb, "evil_b")
     answer = {}
     query = {"base_run": a["run"], "base_worker": a["worker"], "base_window": a["window"], **b}
-    compare = threading.Thread(target=lambda: answer.update(result=get(route(tb["url"], "/compare", **query), 60)))
+    compare = threading.Thread(target=lambda: answer.update(result=get(route(tb["url"], "/compare", **query), 600)))
     started = time.monotonic()
     compare.start()
     slowest = 0.0
     for _ in range(5):
         t0 = time.monotonic()
-        assert get(route(tb["url"], "/overview", **window(tb, "good")), timeout=5)[0] == 200
-        assert get(f"{tb['url']}{ROUTE}/runs", timeout=5)[0] == 200
+        assert get(route(tb["url"], "/overview", **window(tb, "good")), timeout=HANG_S)[0] == 200
+        assert get(f"{tb['url']}{ROUTE}/runs", timeout=HANG_S)[0] == 200
         slowest = max(slowest, time.monotonic() - t0)
         time.sleep(0.2)
-    compare.join(30)
+    compare.join(600)
     print(f"other routes answered within {slowest:.3f} s; /compare took {time.monotonic() - started:.2f} s")
-    assert slowest < 1.0
+    # Python's re on EVIL holds the GIL for 2**40 steps (hours): a frozen server fails this bound, a
+    # loaded one (seconds) does not
+    assert slowest < HANG_S
     code, body, _ = answer["result"]
     assert code == 200, body[:300]
     rows = {r["key"] for r in json.loads(body)["rows"]}
@@ -251,7 +255,7 @@ def test_a_backtracking_name_map_pattern_freezes_no_route(tb):
 
 # -- 6. what answered 500 -------------------------------------------------------------------------------
 def test_a_non_latin_1_download_answers_with_its_name(tb):
-    code, body, headers = get(route(tb["url"], "/timeline_download", **window(tb, "训练")), timeout=20)
+    code, body, headers = get(route(tb["url"], "/timeline_download", **window(tb, "训练")), timeout=HANG_S)
     assert code == 200 and body == (tb["logdir"] / "训练" / "训练.pt.trace.json.gz").read_bytes()
     assert headers["Content-Disposition"] == ("attachment; filename=\"__.pt.trace.json.gz\"; "
                                               "filename*=UTF-8''%E8%AE%AD%E7%BB%83.pt.trace.json.gz")
@@ -260,9 +264,9 @@ def test_a_non_latin_1_download_answers_with_its_name(tb):
 def test_a_deleted_trace_and_huge_tile_bounds_are_errors_not_500(tb):
     (tb["logdir"] / "gone" / TRACE).unlink()
     for name in ("/timeline_download", "/overview"):
-        code, body, _ = get(route(tb["url"], name, **window(tb, "gone")), timeout=20)
+        code, body, _ = get(route(tb["url"], name, **window(tb, "gone")), timeout=HANG_S)
         assert code in (404, 422) and json.loads(body)["error"], (name, code, body[:300])
         no_marker(code, body, tb["logdir"])
     good = window(tb, "good")
-    code, body, _ = get(route(tb["url"], "/timeline_tile", **good, start_ns=0, end_ns=10 ** 40, width=100), timeout=60)
+    code, body, _ = get(route(tb["url"], "/timeline_tile", **good, start_ns=0, end_ns=10 ** 40, width=100), timeout=HANG_S)
     assert code == 400 and b"end_ns" in body, body[:300]

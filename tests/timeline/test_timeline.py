@@ -472,7 +472,7 @@ def test_tracks_say_loading_with_the_stage_and_what_is_ready_then_answer(tmp_pat
     cache = timeline.IndexCache()
     first = timeline.tracks_impl(cache, store, run, worker, win, wait_s=0)
     assert first["loading"] is True and first["stage"] in ("reading the trace", "loading the events")
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 180
     while first.get("stage") != "loading the events" and time.monotonic() < deadline:
         first = timeline.tracks_impl(cache, store, run, worker, win, wait_s=0.1)
     # the digest is known: the ruler and the step track can be drawn before the events are in

@@ -6,7 +6,7 @@ written from a reading of its source (Ascend/pytorch, torch_npu/profiler: profil
 profiler_interface.py, _profiler_path_creator.py, _profiler_action_controller.py, scheduler.py,
 analysis/_npu_profiler.py, analysis/_profiling_parser.py), not copied from it. What it cannot do, it
 takes from a real recording: the analysed output (ASCEND_PROFILER_OUTPUT) is copied from a real
-torch_npu folder among the shared fixtures.
+torch_npu folder among the fixtures (tests/fixtures/ascend).
 
 Environment (set by the tests):
     NPU_DOUBLE_VERSION   "2.1" (as branch v2.1.0-6.0.0) or "current" (26.x / master; the default)

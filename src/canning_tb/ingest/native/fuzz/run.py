@@ -89,7 +89,7 @@ def main(argv=None) -> int:
     bound.add_argument("--seconds", type=float, help="per target (default: FUZZ_SECONDS or 60)")
     bound.add_argument("--runs", type=int, help="inputs per target, instead of a time")
     ap.add_argument("--out", type=Path, default=Path("fuzz-out"), help="corpora, crashes and logs (gitignored)")
-    ap.add_argument("--fixtures", type=Path, default=Path(os.environ.get("CANNING_FIXTURES", "../shared/fixtures")))
+    ap.add_argument("--fixtures", type=Path, default=Path(os.environ.get("CANNING_FIXTURES", "tests/fixtures")))
     ap.add_argument("--replay", type=Path, action="append", help="an input to run once through the one target named "
                     "(repeatable)")
     ap.add_argument("targets", nargs="*", help=f"some of {', '.join(TARGETS)} (default: all)")
