@@ -28,7 +28,13 @@ def run_two_ranks(script, out, modes, timeout: int = 400) -> None:
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     procs = [subprocess.Popen([sys.executable, str(script), str(rank), str(port), str(out), ",".join(modes)], env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for rank in (0, 1)]
-    logs = [p.communicate(timeout=timeout)[0] for p in procs]
+    try:
+        logs = [p.communicate(timeout=timeout)[0] for p in procs]
+    finally:  # a hung rank (the other one died in a collective) is killed, not left running
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
     assert [p.returncode for p in procs] == [0, 0], [log[-3000:] for log in logs]
 
 
