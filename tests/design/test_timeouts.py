@@ -51,3 +51,24 @@ def test_a_server_that_ignores_sigterm_is_killed():
     assert proc.returncode == -9  # SIGKILL, after the grace period
     stop_process(proc)  # twice: nothing left to do
     proc.stdout.close()
+
+
+def test_a_moto_server_slow_to_start_is_not_left_running(tmp_path, monkeypatch):
+    pytest.importorskip("moto.server")
+    import _s3
+    started = []
+    real = subprocess.Popen
+
+    def popen(*args, **kwargs):
+        started.append(real(*args, **kwargs))
+        return started[-1]
+
+    def slow(self):
+        raise RuntimeError("moto server did not start")  # as _wait says past its deadline
+
+    monkeypatch.setattr(_s3.subprocess, "Popen", popen)
+    monkeypatch.setattr(_s3.S3Server, "_wait", slow)
+    with pytest.raises(RuntimeError, match="did not start"):
+        _s3.S3Server(str(tmp_path))
+    (proc,) = started
+    assert proc.poll() is not None  # stopped and reaped
