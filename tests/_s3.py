@@ -10,6 +10,8 @@ import urllib.request
 
 import pytest
 
+from _procs import stop_process
+
 ALLOW_ALL = json.dumps({"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]})
 
 
@@ -68,17 +70,6 @@ class S3Server:
         """Terminate, then kill what does not exit; safe to call twice."""
         stop_process(self.proc)
         self.log.close()
-
-
-def stop_process(proc, grace_s: float = 15) -> None:
-    """A child process ended on every path: SIGTERM, then SIGKILL after grace_s, and reaped."""
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=grace_s)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-    proc.wait()
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import conftest
-from _s3 import stop_process
+from _procs import communicate_all, stop_process
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -72,3 +72,11 @@ def test_a_moto_server_slow_to_start_is_not_left_running(tmp_path, monkeypatch):
         _s3.S3Server(str(tmp_path))
     (proc,) = started
     assert proc.poll() is not None  # stopped and reaped
+
+
+def test_ranks_still_running_after_communicate_are_killed():
+    done = subprocess.Popen([sys.executable, "-c", "print('ok')"], stdout=subprocess.PIPE, text=True)
+    hung = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"], stdout=subprocess.PIPE, text=True)
+    with pytest.raises(subprocess.TimeoutExpired):
+        communicate_all([done, hung], timeout=1)
+    assert (done.returncode, hung.returncode) == (0, -9)  # the hung one killed and reaped, not left behind

@@ -12,7 +12,8 @@ import time
 import pytest
 
 from _mcp import Session, canning_prof, server_env
-from _s3 import _free_port, stop_process
+from _procs import stop_process
+from _s3 import _free_port
 from conftest import fixture_path
 
 from canning_tb.cli.main import main as cli_main
