@@ -47,9 +47,11 @@ class Session:
                                         daemon=True)
         self._thread.start()
         if not self._ready.wait(timeout) or self._failed:
+            self._cancel()  # a session that never started must not leave its server process behind
             raise RuntimeError(f"the MCP session did not start: {self._failed!r}")
 
     async def _main(self, server, errlog):
+        self._task = asyncio.current_task()
         self._requests: asyncio.Queue = asyncio.Queue()
         try:
             if errlog is not None and isinstance(server, StdioServerParameters):
@@ -86,7 +88,19 @@ class Session:
         assert json.loads(text) == answer
         return answer
 
-    def close(self) -> None:
-        self._loop.call_soon_threadsafe(self._requests.put_nowait, None)
+    def _cancel(self) -> None:
+        """Cancel the client's task: leaving `async with Client` ends a stdio server (the SDK closes its stdin,
+        then terminates and kills it)."""
+        task = getattr(self, "_task", None)
+        if task is not None and self._thread.is_alive():
+            self._loop.call_soon_threadsafe(task.cancel)
         self._thread.join(30)
+
+    def close(self) -> None:
+        """Ask the session to end; cancelled where it has not ended in 30 s (a server that does not answer)."""
+        if self._thread.is_alive():
+            self._loop.call_soon_threadsafe(self._requests.put_nowait, None)
+            self._thread.join(30)
+        if self._thread.is_alive():
+            self._cancel()
 

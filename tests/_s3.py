@@ -10,6 +10,8 @@ import urllib.request
 
 import pytest
 
+from _procs import stop_process
+
 ALLOW_ALL = json.dumps({"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]})
 
 
@@ -30,13 +32,17 @@ class S3Server:
         self.log = open(os.path.join(tmp, "moto.log"), "wb")
         self.proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
                                      env=env, stdout=self.log, stderr=subprocess.STDOUT)
-        self._wait()
-        import boto3
-        iam = boto3.client("iam", endpoint_url=self.endpoint, region_name="us-east-1",
-                           aws_access_key_id="bootstrap", aws_secret_access_key="bootstrap")
-        iam.create_user(UserName="canning")
-        iam.put_user_policy(UserName="canning", PolicyName="all", PolicyDocument=ALLOW_ALL)
-        key = iam.create_access_key(UserName="canning")["AccessKey"]
+        try:  # slow to start, or the IAM calls fail: the server must not outlive the fixture that could not use it
+            self._wait()
+            import boto3
+            iam = boto3.client("iam", endpoint_url=self.endpoint, region_name="us-east-1",
+                               aws_access_key_id="bootstrap", aws_secret_access_key="bootstrap")
+            iam.create_user(UserName="canning")
+            iam.put_user_policy(UserName="canning", PolicyName="all", PolicyDocument=ALLOW_ALL)
+            key = iam.create_access_key(UserName="canning")["AccessKey"]
+        except BaseException:
+            self.stop()
+            raise
         self.key_id, self.secret = key["AccessKeyId"], key["SecretAccessKey"]
         self.env = {"AWS_ACCESS_KEY_ID": self.key_id, "AWS_SECRET_ACCESS_KEY": self.secret,
                     "AWS_DEFAULT_REGION": "us-east-1", "AWS_ENDPOINT_URL": self.endpoint,
@@ -61,12 +67,8 @@ class S3Server:
                                  skip_instance_cache=True)
 
     def stop(self):
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        """Terminate, then kill what does not exit; safe to call twice."""
+        stop_process(self.proc)
         self.log.close()
 
 
@@ -76,10 +78,12 @@ def s3(tmp_path_factory):
     server = S3Server(str(tmp_path_factory.mktemp("s3")))
     saved = {k: os.environ.get(k) for k in server.env}
     os.environ.update(server.env)
-    yield server
-    for k, v in saved.items():
-        if v is None:
-            os.environ.pop(k, None)
-        else:
-            os.environ[k] = v
-    server.stop()
+    try:
+        yield server
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        server.stop()

@@ -13,7 +13,7 @@ def table(events, memory=(), devices=None, fmt="kineto") -> EventTable:
     cols = ColumnBuilder(EVENT_COLUMNS)
     for e in events:
         e = dict(e)
-        for k in ("name", "shapes", "stack", "core", "group"):
+        for k in ("name", "shapes", "stack", "core", "group", "args"):
             if k in e:
                 e[k] = t.strings.id(e[k])
         e["kind"] = int(e["kind"])

@@ -25,8 +25,10 @@ def copy_resnet(run_dir: Path) -> None:
 def serve(logdir, tmp_path_factory, extra=()):
     """Body of a module fixture: TensorBoard on logdir (with `extra` flags), yields its URL, stops it afterwards."""
     proc, url, log = start_tensorboard(logdir, tmp_path_factory.mktemp("tb") / "tb.log", extra)
-    yield url
-    stop_tensorboard(proc, log)
+    try:
+        yield url
+    finally:
+        stop_tensorboard(proc, log)
 
 
 def open_plugin(page, url):

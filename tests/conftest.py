@@ -91,3 +91,16 @@ def fresh_trace(tmp_path_factory):
     _gen_trace.main(str(out), active=2, gzip=True)
     (path,) = glob.glob(str(out / "*.pt.trace.json.gz"))
     return path
+
+
+# Per-marker timeouts over pyproject's default (300 s): real multi-process training and a real browser take longer.
+MARKER_TIMEOUT_S = {"slow": 1800, "browser": 900}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.get_closest_marker("timeout") is not None:
+            continue  # the test's own limit
+        limits = [s for m, s in MARKER_TIMEOUT_S.items() if item.get_closest_marker(m) is not None]
+        if limits:
+            item.add_marker(pytest.mark.timeout(max(limits)))

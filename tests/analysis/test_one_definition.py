@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from _procs import communicate_all
 from conftest import fixture_path
 from test_numbers_ascend_steps import minus, union  # the interval arithmetic of the hand readings
 
@@ -55,7 +56,7 @@ def gloo_run(tmp_path_factory):
                "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}
         procs.append(subprocess.Popen([sys.executable, str(REPO / "examples" / "train_ddp.py"), str(root / "demo"), "6"],
                                       env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
-    outs = [p.communicate(timeout=180)[0] for p in procs]
+    outs = communicate_all(procs, 180)  # a hung rank is killed on every path
     assert [p.returncode for p in procs] == [0, 0], outs
     return root / "demo"
 

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
+from _procs import communicate_all
 from _tb import FRAME, T, open_plugin, serve, shot
 from conftest import fixture_path
 
@@ -41,7 +42,7 @@ def run_demo(logdir):
                "LOCAL_WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}
         procs.append(subprocess.Popen([sys.executable, str(REPO / "examples" / "train_ddp.py"), str(logdir), "6"],
                                       env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
-    outs = [p.communicate(timeout=300)[0] for p in procs]
+    outs = communicate_all(procs, 300)  # a hung rank is killed on every path
     assert [p.returncode for p in procs] == [0, 0], outs
 
 

@@ -27,6 +27,7 @@ from canning_tb.collect import npu as collect_npu  # noqa: E402
 from canning_tb.ingest.table import InputError  # noqa: E402
 from canning_tb.store import Store  # noqa: E402
 
+from _procs import communicate_all  # noqa: E402
 from conftest import fixture_path  # noqa: E402
 
 DOUBLE = Path(__file__).resolve().parents[1] / "npu_double"
@@ -423,7 +424,7 @@ def _run_two_ranks(logdir, steps=7):
     procs = [subprocess.Popen([sys.executable, str(DOUBLE / "train_npu.py"), str(logdir), str(steps)],
                               env={**env, "RANK": str(r), "LOCAL_RANK": str(r)}, stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, text=True) for r in range(world)]
-    outs = [p.communicate(timeout=180)[0] for p in procs]
+    outs = communicate_all(procs, 180)  # a hung rank is killed on every path
     assert [p.returncode for p in procs] == [0, 0], outs
 
 

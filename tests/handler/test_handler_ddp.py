@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from _procs import communicate_all
+
 REPO = Path(__file__).resolve().parents[2]
 TRACE_RE = re.compile(r"^(?P<worker>.+?)\.(?P<window>\d+)\.pt\.trace\.json(\.gz)?$")
 
@@ -33,7 +35,7 @@ def test_two_ranks_write_their_windows(tmp_path):
                "LOCAL_WORLD_SIZE": str(world), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}
         procs.append(subprocess.Popen([sys.executable, str(REPO / "examples" / "train_ddp.py"), str(logdir), "10"],
                                       env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
-    outs = [p.communicate(timeout=120)[0] for p in procs]
+    outs = communicate_all(procs, 120)  # a hung rank is killed on every path
     assert [p.returncode for p in procs] == [0, 0], outs
     assert "done" in outs[0]
     names = sorted(os.listdir(logdir))

@@ -12,6 +12,7 @@ import time
 import pytest
 
 from _mcp import Session, canning_prof, server_env
+from _procs import stop_process
 from _s3 import _free_port
 from conftest import fixture_path
 
@@ -29,18 +30,19 @@ def served(tmp_path_factory):
     log = open(tmp_path_factory.mktemp("mcp_http_log") / "server.log", "w+")
     proc = subprocess.Popen([*canning_prof(), "mcp", "--logdir", str(root), "--http", f"127.0.0.1:{port}",
                              "--cache-dir", str(cache)], env=server_env(cache), stdout=log, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 180
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            break
-        except OSError:
-            assert proc.poll() is None and time.monotonic() < deadline, log.seek(0) or log.read()
-            time.sleep(0.1)
-    yield {"root": root, "cache": cache, "port": port, "proc": proc}
-    proc.terminate()
-    proc.wait(20)
-    log.close()
+    try:  # the server is stopped on every path, a slow start included
+        deadline = time.monotonic() + 180
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert proc.poll() is None and time.monotonic() < deadline, log.seek(0) or log.read()
+                time.sleep(0.1)
+        yield {"root": root, "cache": cache, "port": port, "proc": proc}
+    finally:
+        stop_process(proc, grace_s=20)
+        log.close()
 
 
 def test_http_transport_answers_with_the_cli_json_fields(served, capsys):

@@ -28,14 +28,16 @@ def session(tmp_path_factory):
     shutil.copy(fixture_path("param", "dlrm_8ranks", TRACE), root / "log" / "dlrm" / TRACE)
     app, _ = build(str(root / "log"), str(root / "cache"), digest_wait_s=60)
     s = Session(app)
-    (window,) = s.answer("list_windows", {"run": "dlrm"})["windows"]
-    where = {"run": "dlrm", "worker": window["worker"], "window": window["window"]}
-    deadline = time.monotonic() + 120
-    while s.answer("timeline", where).get("status") in ("digesting", "indexing"):  # the index built, as a user waits
-        assert time.monotonic() < deadline
-        time.sleep(0.3)
-    yield s, where
-    s.close()
+    try:
+        (window,) = s.answer("list_windows", {"run": "dlrm"})["windows"]
+        where = {"run": "dlrm", "worker": window["worker"], "window": window["window"]}
+        deadline = time.monotonic() + 120
+        while s.answer("timeline", where).get("status") in ("digesting", "indexing"):  # built, as a user waits
+            assert time.monotonic() < deadline
+            time.sleep(0.3)
+        yield s, where
+    finally:
+        s.close()
 
 
 def _integers(schema: dict) -> list[str]:

@@ -87,19 +87,24 @@ def world(tmp_path_factory):
     starting = threading.Thread(target=lambda: started.update(session=Session(
         stdio_params(root, cache, "--digest-wait-s", "0"), errlog)))
     starting.start()  # the server starts (imports) while the windows are digested here
-    assert store.prefetch(items) == {}
-    starting.join(120)
-    session = started["session"]
-    asked = time.monotonic()
-    hta_first = session.answer("overview", HTA)  # its digest starts in the server, in the background
-    hta_first_s = time.monotonic() - asked
-    hta_listed = session.answer("list_windows", {"run": "hta"})["windows"]
-    hta_ready = ready(session, "overview", HTA)  # the other tests ask it at once, in any order
-    plugin = make_plugin(root, store_factory=lambda logdir: Store(logdir, cache_dir=str(cache)))
-    yield {"root": root, "cache": cache, "session": session, "http": Client(application.TensorBoardWSGI([plugin])),
-           "before": before, "errlog": errlog, "hta_first": hta_first, "hta_first_s": hta_first_s, "hta_listed": hta_listed, "hta_ready": hta_ready}
-    session.close()
-    errlog.close()
+    try:  # the server ends on every path: a failed prefetch or a slow start included
+        assert store.prefetch(items) == {}
+        starting.join(120)
+        session = started["session"]
+        asked = time.monotonic()
+        hta_first = session.answer("overview", HTA)  # its digest starts in the server, in the background
+        hta_first_s = time.monotonic() - asked
+        hta_listed = session.answer("list_windows", {"run": "hta"})["windows"]
+        hta_ready = ready(session, "overview", HTA)  # the other tests ask it at once, in any order
+        plugin = make_plugin(root, store_factory=lambda logdir: Store(logdir, cache_dir=str(cache)))
+        yield {"root": root, "cache": cache, "session": session, "http": Client(application.TensorBoardWSGI([plugin])),
+               "before": before, "errlog": errlog, "hta_first": hta_first, "hta_first_s": hta_first_s,
+               "hta_listed": hta_listed, "hta_ready": hta_ready}
+    finally:
+        starting.join(120)
+        if "session" in started:
+            started["session"].close()
+        errlog.close()
 
 
 def route(world, name, **params):

@@ -458,18 +458,21 @@ def start_tensorboard(logdir, log_path, extra=()):
             return proc, m.group(1), log
         if proc.poll() is not None or time.monotonic() > deadline:
             proc.kill()
+            proc.wait()  # reaped: no zombie left behind
             log.close()
             raise RuntimeError(f"tensorboard did not start:\n{text}")
         time.sleep(0.1)
 
 
 def stop_tensorboard(proc, log):
-    proc.terminate()
-    try:
-        proc.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+    """Terminate, then kill after 15 s; safe on a process that has already exited."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    proc.wait()
     log.close()
 
 

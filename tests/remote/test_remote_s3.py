@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from _procs import communicate_all
 from _s3 import s3  # noqa: F401  (the fixture)
 from test_plugin_routes import start_tensorboard, stop_tensorboard
 
@@ -65,7 +66,7 @@ def run_two_ranks(url, cwd):
                "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}
         procs.append(subprocess.Popen([sys.executable, str(REPO / "examples" / "train_ddp.py"), url, "10"], env=env,
                                       cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
-    outs = [p.communicate(timeout=300)[0] for p in procs]
+    outs = communicate_all(procs, 300)  # a hung rank is killed on every path
     assert [p.returncode for p in procs] == [0, 0], outs
     return outs
 

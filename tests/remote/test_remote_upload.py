@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from _procs import communicate_all
 from _s3 import s3  # noqa: F401  (the fixture)
 
 torch = pytest.importorskip("torch")
@@ -280,7 +281,8 @@ def test_a_held_upload_on_one_gloo_rank_stalls_neither_rank(s3, gate, tmp_path):
         assert gate.held.is_set() and not fs.glob("ddp/logs/run/rank0.*.canning.json")
     finally:
         gate.release()
-        codes = [p.wait(timeout=300) for p in procs]
+        communicate_all(procs, 300)  # a rank that does not end is killed, not left uploading
+        codes = [p.returncode for p in procs]
     assert codes == [0, 0], [log.read_text() for log in logs]
     fs.invalidate_cache()
     keys = [os.path.basename(k) for k in fs.find("ddp/logs/run")]

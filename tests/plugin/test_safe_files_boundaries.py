@@ -1,0 +1,132 @@
+"""util/safe_files.py at its boundaries: a sibling folder sharing the root's prefix (/data/log2 is not inside
+/data/log), links at every level (the root itself a link, a middle folder or the file linking out, links
+that lead back in), a read never returning more than its byte limit (and the callers that ask limit + 1
+refusing a file one byte too long), and FIFOs, sockets, devices and folders refused without blocking.
+Each test names its root (root=) or registers it on a private set, so no confinement leaks into others."""
+import os
+import socket
+
+import pytest
+
+from canning_tb.store import name_map
+from canning_tb.util import manifest, safe_files
+from canning_tb.util.safe_files import Refused, read_file
+
+
+@pytest.fixture(autouse=True)
+def own_roots(monkeypatch):
+    monkeypatch.setattr(safe_files, "_roots", set())  # confine() here touches no other test's roots
+    monkeypatch.delenv(safe_files.FOLLOW_ENV, raising=False)
+
+
+def write(path, data=b"trace"):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    return path
+
+
+def test_a_sibling_sharing_the_prefix_is_outside(tmp_path):
+    log, log2 = tmp_path / "data" / "log", tmp_path / "data" / "log2"
+    secret = write(log2 / "secret.json", b"not yours")
+    write(log / "run" / "t.json")
+    os.symlink(secret, log / "run" / "leak.json")
+    assert not safe_files.is_inside(str(secret), str(log))
+    assert not safe_files.is_inside(str(log2), str(log))
+    assert safe_files.is_inside(str(log), str(log)) and safe_files.is_inside(str(log / "run" / "t.json"), str(log))
+    with pytest.raises(Refused, match="outside the logdir"):
+        read_file(str(log / "run" / "leak.json"), root=str(log))
+    # registered roots are matched by whole folders too: a file under log2 is under no root
+    safe_files.confine(str(log))
+    assert safe_files._root_of(str(secret)) is None
+    assert safe_files._root_of(str(log / "run" / "t.json")) == str(log)
+    assert read_file(str(secret)) == b"not yours"  # no root of its own: read
+    with pytest.raises(Refused):
+        read_file(str(log / "run" / "leak.json"))  # the registered root applies
+
+
+def test_the_root_itself_a_link(tmp_path):
+    real = tmp_path / "real_log"
+    write(real / "run" / "t.json", b"inside")
+    os.symlink(real, tmp_path / "log")
+    # the root is compared by its real path: a file really inside it is read through the linked root
+    assert read_file(str(tmp_path / "log" / "run" / "t.json"), root=str(tmp_path / "log")) == b"inside"
+    safe_files.confine(str(tmp_path / "log"))
+    assert read_file(str(tmp_path / "log" / "run" / "t.json")) == b"inside"
+
+
+def test_a_middle_folder_linking_out(tmp_path):
+    log, outside = tmp_path / "log", tmp_path / "outside"
+    write(outside / "t.json", b"outside")
+    log.mkdir()
+    os.symlink(outside, log / "run")
+    with pytest.raises(Refused, match="outside the logdir"):
+        read_file(str(log / "run" / "t.json"), root=str(log))
+
+
+def test_the_file_linking_out_and_following_when_told(tmp_path, monkeypatch):
+    log, secret = tmp_path / "log", write(tmp_path / "etc" / "shadow", b"root:x")
+    (log / "run").mkdir(parents=True)
+    os.symlink(secret, log / "run" / "t.json")
+    with pytest.raises(Refused):
+        read_file(str(log / "run" / "t.json"), root=str(log))
+    monkeypatch.setenv(safe_files.FOLLOW_ENV, "1")
+    assert read_file(str(log / "run" / "t.json"), root=str(log)) == b"root:x"
+
+
+def test_links_that_lead_back_in_are_followed(tmp_path):
+    log = tmp_path / "log"
+    target = write(log / "b" / "t.json", b"inside")
+    (log / "a").mkdir()
+    os.symlink("../b/t.json", log / "a" / "t.json")  # inside -> inside
+    # inside -> outside -> inside: where it ends is what counts
+    (tmp_path / "outside").mkdir()
+    os.symlink(target, tmp_path / "outside" / "hop")
+    os.symlink(tmp_path / "outside" / "hop", log / "a" / "round.json")
+    for name in ("t.json", "round.json"):
+        assert read_file(str(log / "a" / name), root=str(log)) == b"inside"
+
+
+def test_a_read_never_returns_more_than_its_limit(tmp_path):
+    small = write(tmp_path / "small", bytes(range(20)))
+    assert read_file(str(small), 10) == bytes(range(10))
+    assert read_file(str(small), 20) == bytes(range(20)) == read_file(str(small), 21)
+    assert read_file(str(small), 0) == b""
+    # across the 8 MiB blocks: 2 blocks + 3 bytes of a 3-block file
+    size = 3 * (8 << 20)
+    big = write(tmp_path / "big", b"x" * size)
+    assert len(read_file(str(big), 2 * (8 << 20) + 3)) == 2 * (8 << 20) + 3
+    assert len(read_file(str(big))) == size
+    with safe_files.open_file(str(big)) as f:
+        f.read(5)
+        assert len(safe_files.read_all(f, str(big), 7)) == 7  # the rest, limited, from where it stands
+
+
+def test_the_callers_refuse_one_byte_past_their_limit(tmp_path, monkeypatch):
+    monkeypatch.setattr(name_map, "MAX_BYTES", 100)
+    exact = write(tmp_path / "a" / "canning_names.json", b"{}" + b" " * 98)  # 100 bytes
+    over = write(tmp_path / "b" / "canning_names.json", b"{}" + b" " * 99)  # 101 bytes
+    assert name_map.load_name_map(None, str(exact))[2] is None
+    assert "larger than" in name_map.load_name_map(None, str(over))[2]
+    monkeypatch.setattr(manifest, "MAX_BYTES", 100)
+    write(tmp_path / "m_over.json", b"{}" + b" " * 99)
+    with pytest.raises(manifest.ManifestError, match="larger than"):
+        manifest.load(str(tmp_path / "m_over.json"))
+    write(tmp_path / "m_exact.json", b"{}" + b" " * 98)
+    assert manifest.load(str(tmp_path / "m_exact.json")) is not None  # exactly the limit: read whole, an empty one
+
+
+@pytest.mark.timeout(60)  # a FIFO opened without O_NONBLOCK would wait for a writer forever
+def test_fifos_sockets_devices_and_folders_are_refused(tmp_path):
+    log = tmp_path / "log"
+    log.mkdir()
+    os.mkfifo(log / "t.pt.trace.json")
+    with pytest.raises(Refused, match="a FIFO, not a regular file"):
+        read_file(str(log / "t.pt.trace.json"), root=str(log))
+    with socket.socket(socket.AF_UNIX) as s:
+        s.bind(str(log / "sock.json"))
+        with pytest.raises(OSError):  # a socket cannot even be opened: ENXIO, never read
+            read_file(str(log / "sock.json"), root=str(log))
+    with pytest.raises(Refused, match="a character device"):
+        read_file("/dev/zero")  # would read without end
+    with pytest.raises(Refused, match="a folder"):
+        read_file(str(log))
