@@ -207,6 +207,27 @@ def test_a_rank_turning_slow_makes_both_ranks_capture_the_same_slow_steps(tmp_pa
     assert req["by"] == "trigger" and req["trigger"] == t and req["start_step"] == steps[0]
     assert all(status(run, r)["state"] == "written" for r in (0, 1))
     assert any("trigger: step" in text and "asked steps" in text for text in logs)
+    shown(tmp_path, t["reason"], f"window 1 (steps {steps[0]}-{steps[-1]}, triggered)")
+
+
+def shown(logdir, reason, label):
+    """The reason as each front door shows it: the plugin's window listing, the MCP server's, the CLI's view."""
+    from canning_tb.mcp.listing import list_windows
+    from canning_tb.mcp.server import build
+    from canning_tb.store import Store
+    from canning_tb.store.scanner import listing
+    (run,) = listing(Store(str(logdir), str(logdir / "cache1")))["runs"]
+    wins = [w for worker in run["workers"] for w in worker["windows"]]
+    assert [(w["label"], w["trigger"]) for w in wins] == [(label, reason)] * 2
+    _, host = build(str(logdir), str(logdir / "cache2"))
+    rows = list_windows(host, "run")["windows"]
+    assert [(r["label"], r["trigger"]) for r in rows] == [(label, reason)] * 2
+    cli = [sys.executable, "-m", "canning_tb.cli.main", "view", f"--input={logdir / 'run'}",
+           f"--cache-dir={logdir / 'cache3'}"]
+    out = subprocess.run([*cli, "--format=json"], capture_output=True, text=True, timeout=300, check=True).stdout
+    assert [(w["label"], w["trigger"]) for w in json.loads(out)["windows"]] == [(label, reason)] * 2
+    out = subprocess.run([*cli, "--detail"], capture_output=True, text=True, timeout=300, check=True).stdout
+    assert out.count(f"triggered by the job: {reason}\n") == 2
 
 
 @pytest.mark.slow
