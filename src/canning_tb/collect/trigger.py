@@ -105,7 +105,7 @@ class WhenSlow(Trigger):
     kind = "slow"
 
     def __init__(self, *, k: float = 6.0, ratio: float = 2.0, warmup: int = 20, window: int = 200,
-                 refresh: int = 16, **guards):
+                 refresh: int = 50, **guards):
         super().__init__(**guards)
         if not k >= 0 or not ratio >= 1 or warmup < 0 or not MIN_BASELINE <= window <= 100_000 or refresh < 1:
             raise ValueError(f"when_slow: k={k} (>= 0), ratio={ratio} (>= 1), warmup={warmup} (>= 0), "
@@ -137,7 +137,7 @@ class WhenSlow(Trigger):
             return
         ordered = sorted(self.normal)
         median = _median(ordered)
-        spread = MAD_TO_SIGMA * _median(sorted(abs(x - median) for x in ordered))
+        spread = MAD_TO_SIGMA * _median(sorted([abs(x - median) for x in ordered]))
         self.median, self.spread = median, spread
         self.threshold = max(median + self.k * spread, self.ratio * median)
 
