@@ -77,7 +77,7 @@ def main():
             try:
                 step_s[kind].append(ten_ms_steps(prof, args.steps))
                 call_s[kind].append(calls_alone(prof, args.calls))
-                fired += prof._on_demand.watch._asked is not None or prof._on_demand.watch.plan is not None
+                fired += prof._on_demand.watch.asked is not None or prof._on_demand.watch.plan is not None
             finally:
                 prof.stop()
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")

@@ -235,3 +235,34 @@ def test_a_steady_job_over_200_steps_triggers_nothing(tmp_path):
     run, logs = run_job(tmp_path, total=200, slow_from=0, slow_to=0)
     assert manifests(run) == [] and not os.path.exists(os.path.join(run, ".canning-capture", "request.json")), logs
     assert not any("trigger:" in text for text in logs)
+
+
+# -- the watch: two ranks firing together, the bytes of the run -----------------------------------------
+def test_a_triggered_plan_gives_way_to_the_triggered_request_the_file_kept(tmp_path):
+    from canning_tb.capture.watch import Watcher
+    from canning_tb.collect.schedule import OnDemand
+    w = Watcher(str(tmp_path / "run"), OnDemand(trigger=WhenSlow()), "torch")
+    w.step = 10
+    own = cr.parse_request(json.dumps(request(20, by="trigger", trigger=TRIGGER)).encode())
+    kept = cr.parse_request(json.dumps(request(21, by="trigger", trigger=TRIGGER)).encode())
+    person = cr.parse_request(json.dumps(request(22)).encode())
+    w._decide(own)
+    assert w.plan is own and w._status["state"] == "scheduled"
+    w._decide(kept)  # another rank wrote after this one: the file holds its request, every rank takes it
+    assert w.plan is kept and w._status["request"] == kept["id"] and own["id"] in w._status["message"]
+    w._decide(person)  # a person's request is not a trigger's: refused while one is planned, as always
+    assert w.plan is kept and w._status["state"] == "refused"
+    w.step = 20  # one step before its start (the warm-up): too late to change what the rank records
+    w._decide(own)
+    assert w.plan is kept
+
+
+def test_the_run_bytes_leave_the_capture_folder_out(tmp_path):
+    from canning_tb.capture.files import CaptureFolder
+    run = tmp_path / "run"
+    (run / ".canning-capture").mkdir(parents=True)
+    (run / ".canning-capture" / "request.json").write_bytes(b"x" * 500)
+    (run / "a.pt.trace.json.gz").write_bytes(b"x" * 1000)
+    (run / "rank0_ascend_pt").mkdir()
+    (run / "rank0_ascend_pt" / "data.bin").write_bytes(b"x" * 24)
+    assert CaptureFolder(str(run)).window_bytes() == 1024

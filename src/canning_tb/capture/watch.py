@@ -58,9 +58,9 @@ class Watcher:
         self._last_poll = None
         self._sample = (0, time.monotonic())
         self._failing = set()    # what fails now (read, write): said once per streak
-        self._asked = None       # (trigger, steps, step, step_s) handed over by the training thread's trigger
+        self.asked = None       # (trigger, steps, step, step_s) handed over by the training thread's trigger
         self.run_bytes = None    # bytes of the run folder's windows (None: not measured yet, or cannot be)
-        self._measure = True     # measure run_bytes at the next turn of the thread
+        self._measure = getattr(schedule, "trigger", None) is not None  # measure run_bytes at the next turn
 
     # -- lifecycle (training thread) -------------------------------------------------------------
     def start(self) -> None:
@@ -90,12 +90,13 @@ class Watcher:
 
     def ask(self, trigger: dict, steps: int, step: int, step_s: float) -> None:
         """The training thread's trigger fired: the thread writes the request (no I/O in the step)."""
-        self._asked = (trigger, steps, step, step_s)
+        self.asked = (trigger, steps, step, step_s)
         self._wake.set()
 
     def ended(self, plan: dict, windows: list, error: str | None = None) -> None:
         self.plan = None
-        self._measure = True  # the run holds more bytes now: the trigger's budget is checked against them
+        # the run holds more bytes now: a trigger's budget is checked against them
+        self._measure = getattr(self.sched, "trigger", None) is not None
         if error or not windows:
             why = error or "the handler wrote no window (see the warnings above)"
             self._set(plan, cr.FAILED, why, windows)
@@ -116,7 +117,7 @@ class Watcher:
     def _run(self) -> None:
         next_beat = 0.0
         while not self._stop.is_set():
-            if self._asked is not None:
+            if self.asked is not None:
                 self._write_asked()
             if self._measure:
                 self._measure = False
@@ -133,8 +134,8 @@ class Watcher:
         self._beat(time.monotonic(), watching=False)
 
     def _write_asked(self) -> None:
-        trigger, steps, step, step_s = self._asked
-        self._asked = None
+        trigger, steps, step, step_s = self.asked
+        self.asked = None
         try:
             statuses, _ = self.folder.statuses()
             try:

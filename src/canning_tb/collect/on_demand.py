@@ -82,7 +82,7 @@ class Driver:
         if trigger is not None:
             now, last = perf_counter(), self._t
             self._t = now
-            if last is not None and watch._asked is None:
+            if last is not None and watch.asked is None:
                 fired = trigger.check(now - last, n - 1, watch.run_bytes)  # the step that just ended: n - 1
                 if fired is not None:
                     watch.ask(fired, trigger.steps, n, now - last)
