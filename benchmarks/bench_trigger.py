@@ -29,7 +29,8 @@ STEP_S = 0.010
 
 def profile(run: str, with_trigger: bool):
     trigger = ps.when_slow(ratio=1e6) if with_trigger else None
-    prof = ps.Profile(activities=[ps.ProfilerActivity.CPU], on_trace_ready=ps.tensorboard_trace_handler(run, digest=False),
+    prof = ps.Profile(activities=[ps.ProfilerActivity.CPU],
+                      on_trace_ready=ps.tensorboard_trace_handler(run, digest=False),
                       schedule=ps.on_demand(poll_s=2.0, heartbeat_s=10.0, trigger=trigger))
     prof.start()
     return prof

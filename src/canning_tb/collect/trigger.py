@@ -73,7 +73,8 @@ class Trigger:
             return None
         if run_bytes is not None and run_bytes >= self.max_bytes:
             self._once("bytes", f"trigger: {fired['reason']}; not asked, nor any more: the run folder holds "
-                                f"{run_bytes / 2**20:.0f} MiB, the budget is {self.max_bytes / 2**20:.0f} MiB (max_bytes)")
+                                f"{run_bytes / 2**20:.0f} MiB, the budget is {self.max_bytes / 2**20:.0f} MiB "
+                                f"(max_bytes)")
             return None
         self._fired.append(now)
         self._quiet_until = step + 1 + self.cooldown_steps
