@@ -211,7 +211,8 @@ def test_a_rank_turning_slow_makes_both_ranks_capture_the_same_slow_steps(tmp_pa
 
 
 def shown(logdir, reason, label):
-    """The reason as each front door shows it: the plugin's window listing, the MCP server's, the CLI's view."""
+    """The reason as each front door shows it: the plugin's window listing, the MCP server's, the CLI's view,
+    and the request's state (canning-prof capture --status)."""
     from canning_tb.mcp.listing import list_windows
     from canning_tb.mcp.server import build
     from canning_tb.store import Store
@@ -228,6 +229,9 @@ def shown(logdir, reason, label):
     assert [(w["label"], w["trigger"]) for w in json.loads(out)["windows"]] == [(label, reason)] * 2
     out = subprocess.run([*cli, "--detail"], capture_output=True, text=True, timeout=300, check=True).stdout
     assert out.count(f"triggered by the job: {reason}\n") == 2
+    status_cli = [sys.executable, "-m", "canning_tb.cli.main", "capture", f"--logdir={logdir}", "--status"]
+    out = subprocess.run(status_cli, capture_output=True, text=True, timeout=120, check=True).stdout
+    assert "(trigger): written" in out and f"asked by the job's trigger: {reason}\n" in out, out
 
 
 @pytest.mark.slow

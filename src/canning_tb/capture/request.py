@@ -400,7 +400,8 @@ def request_state(request: dict, statuses: list, now_ns: int) -> dict:
     return {"id": request["id"], "by": request["by"], "created_ns": request["created_ns"], "state": state,
             "message": message, "start_step": request["start_step"], "end_step": end_step(request),
             "steps": request["steps"], "ranks": ranks,
-            "written_by": [r["rank"] for r in ranks if r["state"] == WRITTEN]}
+            "written_by": [r["rank"] for r in ranks if r["state"] == WRITTEN],
+            "trigger": request.get("trigger")}  # why the job asked itself (by "trigger"), else None
 
 
 def _rank_state(request: dict, rank: int, status: dict | None, now_ns: int) -> dict:
