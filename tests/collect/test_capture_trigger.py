@@ -270,3 +270,13 @@ def test_the_run_bytes_leave_the_capture_folder_out(tmp_path):
     (run / "rank0_ascend_pt").mkdir()
     (run / "rank0_ascend_pt" / "data.bin").write_bytes(b"x" * 24)
     assert CaptureFolder(str(run)).window_bytes() == 1024
+
+
+def test_a_firing_the_job_would_refuse_for_its_rate_limit_is_not_counted_in_the_hour():
+    rule, said = slow_rule(max_per_hour=1, cooldown_steps=3)
+    feed(rule, steady(40))
+    held = (7, "the job accepts one capture per 30 s (min_interval_s); the next in 12 s")
+    for step in range(40, 50):
+        assert rule.check(0.5, step, None, lambda: held) is None
+    assert said == ["trigger: step 40 took 500 ms, 14.7x the median 34 ms; not asked: " + held[1]]  # once
+    assert list(feed(rule, [0.5] * 3, first=52)) == [52]  # the hour's one capture is still there to take

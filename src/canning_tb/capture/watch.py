@@ -93,6 +93,16 @@ class Watcher:
         self.asked = (trigger, steps, step, step_s)
         self._wake.set()
 
+    def held(self) -> tuple | None:
+        """(key, why) while this rank would refuse a request for its rate limit (min_interval_s), else None:
+        a trigger asks it before it asks for a capture (the key names the capture the limit counts from)."""
+        last = self._last_accept
+        wait = 0.0 if last is None else self.sched.min_interval_s - (time.monotonic() - last)
+        if wait <= 0:
+            return None
+        return last, (f"the job accepts one capture per {self.sched.min_interval_s:g} s (min_interval_s); "
+                      f"the next in {wait:.0f} s")
+
     def ended(self, plan: dict, windows: list, error: str | None = None) -> None:
         self.plan = None
         # the run holds more bytes now: a trigger's budget is checked against them
@@ -218,6 +228,8 @@ class Watcher:
             self.plan = request
             self._set(request, cr.SCHEDULED, f"{steps} scheduled (read at step {self.step}; it replaces "
                                              f"{plan['id']}, asked at the same time by another rank)")
+            say(f"request {request['id']} from trigger: {steps} replaces request {plan['id']} (both ranks' "
+                f"triggers fired together; the run folder kept this one); now at step {self.step}")
             return
         why = self._refusal(request)
         if why is None and self.step >= request["start_step"] - 1:

@@ -83,7 +83,7 @@ class Driver:
             now, last = perf_counter(), self._t
             self._t = now
             if last is not None and watch.asked is None:
-                fired = trigger.check(now - last, n - 1, watch.run_bytes)  # the step that just ended: n - 1
+                fired = trigger.check(now - last, n - 1, watch.run_bytes, watch.held)  # the step that ended: n - 1
                 if fired is not None:
                     watch.ask(fired, trigger.steps, n, now - last)
 

@@ -53,9 +53,10 @@ class Trigger:
         """The rule: {kind, step, step_ns, median_ns, reason} when this step calls for a capture."""
         raise NotImplementedError
 
-    def check(self, step_s: float, step: int, run_bytes: int | None = None) -> dict | None:
+    def check(self, step_s: float, step: int, run_bytes: int | None = None, held=None) -> dict | None:
         """The trigger (as a request holds it) when `step`, which took `step_s`, fires it and the guards
-        allow a capture now; else None. Never raises."""
+        allow a capture now; else None. Never raises. held(): asked only once the rule fired, (key, why)
+        when the job would refuse a capture now (its min_interval_s): skipped, not counted in the hour."""
         try:
             fired = self.decide(step_s, step)
         except Exception as e:  # the job's rule (ps.when) or a bad value: said once, the training goes on
@@ -63,6 +64,11 @@ class Trigger:
                                 f"it is asked again at the next steps, the training goes on")
             return None
         if fired is None or step < self._quiet_until:
+            return None
+        why = held() if held is not None else None
+        if why is not None:
+            self._quiet_until = step + 1 + self.cooldown_steps
+            self._once(("held", why[0]), f"trigger: {fired['reason']}; not asked: {why[1]}")
             return None
         now = self._clock()
         while self._fired and now - self._fired[0] >= HOUR_S:
