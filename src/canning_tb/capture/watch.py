@@ -58,7 +58,7 @@ class Watcher:
         self._last_poll = None
         self._sample = (0, time.monotonic())
         self._failing = set()    # what fails now (read, write): said once per streak
-        self.asked = None       # (trigger, steps, step, step_s) handed over by the training thread's trigger
+        self.asked = None        # (trigger, steps, step, step_s) handed over by the training thread's trigger
         self.run_bytes = None    # bytes of the run folder's windows (None: not measured yet, or cannot be)
         self._measure = getattr(schedule, "trigger", None) is not None  # measure run_bytes at the next turn
 
@@ -154,7 +154,8 @@ class Watcher:
                 previous = None  # an unusable file is replaced, as the button does
             now = time.time_ns()
             why = cr.busy_reason(previous, statuses, now)
-            if why is not None and previous is not None and previous["by"] == "trigger" and not self._is_done(previous):
+            follow = previous is not None and previous["by"] == "trigger" and not self._is_done(previous)
+            if why is not None and follow:
                 say(f"trigger: {trigger['reason']}; another rank's trigger asked already: this rank follows "
                     f"request {previous['id']}")
                 return
@@ -222,7 +223,8 @@ class Watcher:
             self._set(request, cr.NOT_SELECTED, f"rank {rank} was not asked")
             return
         plan = self.plan
-        if (plan is not None and "trigger" in plan and "trigger" in request and self._status["state"] == cr.SCHEDULED
+        if (plan is not None and "trigger" in plan and "trigger" in request
+                and self._status["state"] == cr.SCHEDULED
                 and self.step < min(plan["start_step"], request["start_step"]) - 1):
             # two ranks' triggers fired together: the request file keeps one, and every rank takes that one
             self.plan = request

@@ -100,7 +100,8 @@ def listing(store) -> dict:
         try:
             workers = [{"name": w.name, "rank": w.rank, "windows": [
                 {"id": win.id, "label": win.label, "format": win.format, "status": win.status,
-                 "files": [os.path.basename(f) for f in win.files], "trigger": win.trigger or None} for win in store.windows(run, w.name)]}
+                 "files": [os.path.basename(f) for f in win.files], "trigger": win.trigger or None}
+                for win in store.windows(run, w.name)]}
                 for w in store.workers(run)]
         except KeyError:  # the run vanished between runs() and workers()
             continue
