@@ -280,3 +280,30 @@ def test_a_firing_the_job_would_refuse_for_its_rate_limit_is_not_counted_in_the_
         assert rule.check(0.5, step, None, lambda: held) is None
     assert said == ["trigger: step 40 took 500 ms, 14.7x the median 34 ms; not asked: " + held[1]]  # once
     assert list(feed(rule, [0.5] * 3, first=52)) == [52]  # the hour's one capture is still there to take
+
+
+def test_when_every_captures_in_a_single_process_job_and_its_manifest_says_so(tmp_path):
+    """No torch.distributed: one rank writes the request and records; the manifest holds the trigger."""
+    import time
+    torch = pytest.importorskip("torch")
+    from canning import profiling_suite as ps
+    run = str(tmp_path / "run")
+    prof = ps.Profile(activities=[ps.ProfilerActivity.CPU],
+                      schedule=ps.on_demand(poll_s=0.02, heartbeat_s=0.1, min_interval_s=0,
+                                            trigger=ps.when_every(steps=30, capture_steps=2)),
+                      on_trace_ready=ps.tensorboard_trace_handler(run, digest=False))
+    prof.start()
+    try:
+        x = torch.randn(16, 16)
+        for _ in range(600):  # 10 ms steps: the start is about 2 s (two polls and 2 s) after step 30
+            time.sleep(0.01)
+            (x @ x).sum()
+            prof.step()
+            if manifests(run):
+                break
+    finally:
+        prof.stop()
+    (man,) = manifests(run)
+    assert man["trigger"]["kind"] == "every" and man["trigger"]["step"] == 30 and man["trigger"]["median_ns"] is None
+    assert man["trigger"]["reason"].startswith("every 30 steps: step 30 (took ")
+    assert len(man["steps"]) == 2 and man["steps"][0] > 30
