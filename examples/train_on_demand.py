@@ -26,6 +26,8 @@ def main():
     p.add_argument("--poll", type=float, default=2.0, help="ps.on_demand(poll_s=...)")
     p.add_argument("--heartbeat", type=float, default=10.0, help="ps.on_demand(heartbeat_s=...)")
     p.add_argument("--min-interval", type=float, default=30.0, help="ps.on_demand(min_interval_s=...)")
+    p.add_argument("--when-slow", action="store_true", help="ps.on_demand(trigger=ps.when_slow()): the job asks "
+                   "for a capture itself when a step is slow (touch RUN/SLOW to make rank 0's steps 3x as long)")
     args = p.parse_args()
     torch.set_num_threads(1)  # several ranks on a small machine
     dist.init_process_group("gloo")
@@ -34,14 +36,21 @@ def main():
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     x, y = torch.randn(32, 256), torch.randint(0, 10, (32,))
     stop_file = os.path.join(args.run, "STOP")
-    schedule = ps.on_demand(poll_s=args.poll, heartbeat_s=args.heartbeat, min_interval_s=args.min_interval)
+    schedule = ps.on_demand(poll_s=args.poll, heartbeat_s=args.heartbeat, min_interval_s=args.min_interval,
+                            trigger=ps.when_slow() if args.when_slow else None)
+    slow_file = os.path.join(args.run, "SLOW")
     with ps.Profile(activities=[ps.ProfilerActivity.CPU], schedule=schedule,
                     on_trace_ready=ps.tensorboard_trace_handler(args.run)) as prof:
-        step, stop = 0, False
+        step, stop, slow = 0, False, False
         while not stop:
+            began = time.perf_counter()
             opt.zero_grad()
             torch.nn.functional.cross_entropy(model(x), y).backward()
             opt.step()
+            if args.when_slow and step % 20 == 0 and dist.get_rank() == 0:
+                slow = os.path.exists(slow_file)  # looked at now and then: a stat per step would be a cost of its own
+            if args.when_slow and dist.get_rank() == 0 and slow:
+                time.sleep(2 * (time.perf_counter() - began))
             prof.step()
             step += 1
             if args.steps:

@@ -26,7 +26,7 @@ def names(prof):
 def test_public_names_only():
     public = {n for n in dir(ps) if not n.startswith("_")}
     assert public == {"Profile", "profile", "start", "stop", "ProfilerActivity", "schedule", "on_demand",
-                      "tensorboard_trace_handler"}
+                      "when_slow", "when_every", "when", "tensorboard_trace_handler"}
     assert {a.name for a in ps.ProfilerActivity} == {"CPU", "CUDA", "NPU"}
 
 

@@ -15,6 +15,7 @@ from .request import MAX_REQUEST_BYTES, MAX_STATUS_BYTES, RequestError, parse_re
 
 CAPTURE_DIR = ".canning-capture"
 REQUEST_FILE = "request.json"
+MAX_COUNTED = 100_000  # files window_bytes() looks at
 STATUS_RE = re.compile(r"^rank(\d{1,7})\.status\.json$")
 
 
@@ -82,6 +83,26 @@ class CaptureFolder:
             return sorted(os.listdir(self.path))
         except (FileNotFoundError, NotADirectoryError):
             return []
+
+    def window_bytes(self, limit: int = MAX_COUNTED) -> int:
+        """Bytes of the run folder's files (its windows), the capture folder left out: what a trigger's
+        byte budget is checked against. At most `limit` files are counted (a huge folder: a bounded walk)."""
+        if self.remote:
+            root = self.path.rsplit("/", 1)[0]
+            found = remote_fs.call(self.run_folder, self.fs.find, root, detail=True)
+            return sum(int(v.get("size") or 0) for k, v in found.items() if f"/{CAPTURE_DIR}/" not in k)
+        total, counted = 0, 0
+        for folder, dirs, names in os.walk(self.run_folder):
+            dirs[:] = [d for d in dirs if d != CAPTURE_DIR]
+            for n in names:
+                try:
+                    total += os.lstat(os.path.join(folder, n)).st_size
+                except OSError:
+                    continue  # gone meanwhile
+                counted += 1
+                if counted >= limit:
+                    return total
+        return total
 
     # -- the two formats ------------------------------------------------------------------------
     def request(self) -> dict | None:

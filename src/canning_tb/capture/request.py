@@ -11,7 +11,7 @@ Both files live in the run folder's `.canning-capture/` (capture_files.py writes
 | format       | "canning-capture-request" | |
 | version      | 1                    | REQUEST_VERSION |
 | id           | 16 lowercase hex     | names this request in every rank's status and in the job's log |
-| by           | "tensorboard" \\| "cli" | who wrote it |
+| by           | "tensorboard" \\| "cli" \\| "trigger" | who wrote it ("trigger": the job itself, ps.on_demand(trigger=...)) |
 | created_ns   | int                  | wall clock of the writer, ns since the epoch |
 | start_step   | int, seen_step..seen_step + MAX_LEAD_STEPS | the first recorded step, the same on every rank (see plan_start) |
 | steps        | int, 1..MAX_STEPS    | steps recorded |
@@ -19,6 +19,12 @@ Both files live in the run folder's `.canning-capture/` (capture_files.py writes
 | ranks        | "all" \\| [int]       | the ranks that record (a rank not listed records nothing) |
 | activities   | [str]                | among ACTIVITIES; [] = the job's own |
 | record_shapes, profile_memory, with_stack, with_flops, with_modules | bool | torch.profiler's options |
+| trigger      | {kind, step, step_ns, median_ns, reason} | only, and always, when by is "trigger": why the job asked (TRIGGER_KEYS) |
+
+`trigger`: kind among TRIGGER_KINDS ("slow": ps.when_slow, "every": ps.when_every, "when": ps.when); step, the
+step that fired it (as the job counts them); step_ns, how long that step took; median_ns, the baseline's median
+step time (null when the rule keeps none); reason, one line for people (at most MAX_REASON characters), e.g.
+"step 4,213 took 81 ms, 2.4x the median 34 ms". The window's manifest carries it on (util/manifest.py).
 
 Nothing else: an unknown key, a value of another type, a number out of range, a duplicate key or a file
 over the limit makes the whole request refused (RequestError says why). No value is a path or code.
@@ -50,7 +56,10 @@ MAX_STEP = 1 << 53             # any step a job can reach; keeps the numbers exa
 MAX_LEAD_STEPS = 1 << 20
 ACTIVITIES = ("CPU", "CUDA", "NPU")
 OPTIONS = ("record_shapes", "profile_memory", "with_stack", "with_flops", "with_modules")
-WRITERS = ("tensorboard", "cli")
+WRITERS = ("tensorboard", "cli", "trigger")
+TRIGGER_KINDS = ("slow", "every", "when")
+TRIGGER_KEYS = ("kind", "step", "step_ns", "median_ns", "reason")
+MAX_REASON = 200
 MIN_LEAD_STEPS = 2             # a warm-up step, and one step for the slowest poll to land in
 LEAD_SLACK_S = 2.0             # on top of two poll intervals of the slowest rank: storage latency
 
@@ -162,14 +171,32 @@ def _activities(value) -> list:
     return out
 
 
+def check_trigger(value) -> dict:
+    """A request's (and a manifest's) `trigger`, every key checked."""
+    if not isinstance(value, dict) or sorted(value) != sorted(TRIGGER_KEYS):
+        raise RequestError(f"trigger must be an object of exactly {', '.join(TRIGGER_KEYS)}")
+    if value["kind"] not in TRIGGER_KINDS:
+        raise RequestError(f"trigger kind must be one of {', '.join(TRIGGER_KINDS)}, not {_shown(value['kind'])}")
+    reason = value["reason"]
+    if not isinstance(reason, str) or len(reason) > MAX_REASON or not reason.isprintable():
+        raise RequestError(f"trigger reason must be one printable line of at most {MAX_REASON} characters")
+    median = value["median_ns"]
+    return {"kind": value["kind"], "step": check_int(value["step"], "trigger step", 0, MAX_STEP),
+            "step_ns": check_int(value["step_ns"], "trigger step_ns", 0, 1 << 63),
+            "median_ns": None if median is None else check_int(median, "trigger median_ns", 0, 1 << 63),
+            "reason": reason}
+
+
 def parse_request(raw: bytes) -> dict:
     """The request in `raw`, every key checked; RequestError for anything else."""
     data = loads_bounded(raw, MAX_REQUEST_BYTES, "the request")
     if not isinstance(data, dict):
         raise RequestError("the request must be a JSON object")
-    unknown = sorted(set(data) - set(_REQUEST_KEYS))
+    unknown = sorted(set(data) - set(_REQUEST_KEYS) - {"trigger"})
     if unknown:
         raise RequestError(f"unknown key {_shown(unknown[0])} in the request")
+    if ("trigger" in data) != (data.get("by") == "trigger"):
+        raise RequestError('a request holds a trigger when, and only when, it is by "trigger"')
     missing = [k for k in _REQUEST_KEYS if k not in data]
     if missing:
         raise RequestError(f"the request lacks {missing[0]!r}")
@@ -187,6 +214,8 @@ def parse_request(raw: bytes) -> dict:
         raise RequestError(f"start_step {out['start_step']} is not within {MAX_LEAD_STEPS} steps after seen_step "
                            f"{out['seen_step']}: out of reach")
     out.update(check_options({k: data[k] for k in _OPTION_KEYS}))
+    if "trigger" in data:
+        out["trigger"] = check_trigger(data["trigger"])
     return out
 
 
@@ -294,6 +323,34 @@ def new_request(options: dict, statuses: list, now_ns: int, by: str) -> dict:
             "created_ns": now_ns, "start_step": start, "seen_step": seen, **chosen}
 
 
+def plan_triggered_start(step: int, step_s: float, statuses: list, now_ns: int, poll_s: float) -> tuple[int, int]:
+    """(start_step, seen_step) of a request the job asks of itself at `step`, where a step took `step_s`.
+
+    As plan_start, but counted at the pace of the step that fired it (a slow step: the slowness is what
+    is to be recorded, and at the pace before it the start would come long after): the lead is two poll
+    intervals of the slowest-polling live rank (this one's `poll_s` at least) and LEAD_SLACK_S, in such
+    steps, at least MIN_LEAD_STEPS. If the job is fast again at once, a rank that reads the request after
+    the start says "missed" (as for any request): no rank records other steps than the rest.
+    """
+    live = [s for s in latest_by_rank(statuses).values() if is_live(s, now_ns)]
+    seen = max([step] + [s["step"] for s in live])
+    lead_s = 2 * max([poll_s] + [max(s["poll_s"], s["cycle_s"]) for s in live]) + LEAD_SLACK_S
+    lead = max(MIN_LEAD_STEPS, math.ceil(lead_s / max(step_s, 1e-6)))
+    start = seen + min(lead, MAX_LEAD_STEPS)
+    if start > MAX_STEP:
+        raise JobNotReady("the job's step count is past what a request may name")
+    return start, seen
+
+
+def new_triggered_request(trigger: dict, steps: int, step: int, step_s: float, statuses: list, now_ns: int,
+                          poll_s: float) -> dict:
+    """The request a job's trigger writes: every rank, the job's own activities and options."""
+    start, seen = plan_triggered_start(step, step_s, statuses, now_ns, poll_s)
+    return {"format": REQUEST_FORMAT, "version": REQUEST_VERSION, "id": secrets.token_hex(8), "by": "trigger",
+            "created_ns": now_ns, "start_step": start, "seen_step": seen,
+            **check_options({"steps": steps}), "trigger": check_trigger(trigger)}
+
+
 def busy_reason(previous: dict | None, statuses: list, now_ns: int) -> str | None:
     """Why a new request must wait: the previous one is still in progress, or the job's rate limit
     (ps.on_demand(min_interval_s=...)) has not passed since it; None when a new one may be written."""
@@ -343,7 +400,8 @@ def request_state(request: dict, statuses: list, now_ns: int) -> dict:
     return {"id": request["id"], "by": request["by"], "created_ns": request["created_ns"], "state": state,
             "message": message, "start_step": request["start_step"], "end_step": end_step(request),
             "steps": request["steps"], "ranks": ranks,
-            "written_by": [r["rank"] for r in ranks if r["state"] == WRITTEN]}
+            "written_by": [r["rank"] for r in ranks if r["state"] == WRITTEN],
+            "trigger": request.get("trigger")}  # why the job asked itself (by "trigger"), else None
 
 
 def _rank_state(request: dict, rank: int, status: dict | None, now_ns: int) -> dict:

@@ -8,6 +8,12 @@ unknown keys, out of bounds, too soon after the last one, while a capture record
 status and in the job's output (stderr), and the training goes on. The status is written every
 heartbeat_s and at once after each change: the writer plans start steps from it, and people read it.
 Nothing here opens a port or runs anything a request names.
+
+A job's own trigger (ps.on_demand(trigger=...)) hands its request to this thread (`ask`): the thread writes
+it as the Capture button would (unless a capture is in progress or the rate limit holds) and reads it back at
+once, and the other ranks follow it through the run folder as any request. Two ranks that fire together both
+write: the file keeps the last one, and a rank that planned the other one takes the file's instead, as long
+as neither started recording (both start two polls and more ahead), so all record the same steps.
 """
 from __future__ import annotations
 
@@ -52,6 +58,9 @@ class Watcher:
         self._last_poll = None
         self._sample = (0, time.monotonic())
         self._failing = set()    # what fails now (read, write): said once per streak
+        self.asked = None        # (trigger, steps, step, step_s) handed over by the training thread's trigger
+        self.run_bytes = None    # bytes of the run folder's windows (None: not measured yet, or cannot be)
+        self._measure = getattr(schedule, "trigger", None) is not None  # measure run_bytes at the next turn
 
     # -- lifecycle (training thread) -------------------------------------------------------------
     def start(self) -> None:
@@ -79,8 +88,25 @@ class Watcher:
         self._set(plan, cr.MISSED, message)
         say(f"request {plan['id']}: {message}; nothing recorded")
 
+    def ask(self, trigger: dict, steps: int, step: int, step_s: float) -> None:
+        """The training thread's trigger fired: the thread writes the request (no I/O in the step)."""
+        self.asked = (trigger, steps, step, step_s)
+        self._wake.set()
+
+    def held(self) -> tuple | None:
+        """(key, why) while this rank would refuse a request for its rate limit (min_interval_s), else None:
+        a trigger asks it before it asks for a capture (the key names the capture the limit counts from)."""
+        last = self._last_accept
+        wait = 0.0 if last is None else self.sched.min_interval_s - (time.monotonic() - last)
+        if wait <= 0:
+            return None
+        return last, (f"the job accepts one capture per {self.sched.min_interval_s:g} s (min_interval_s); "
+                      f"the next in {wait:.0f} s")
+
     def ended(self, plan: dict, windows: list, error: str | None = None) -> None:
         self.plan = None
+        # the run holds more bytes now: a trigger's budget is checked against them
+        self._measure = getattr(self.sched, "trigger", None) is not None
         if error or not windows:
             why = error or "the handler wrote no window (see the warnings above)"
             self._set(plan, cr.FAILED, why, windows)
@@ -101,6 +127,11 @@ class Watcher:
     def _run(self) -> None:
         next_beat = 0.0
         while not self._stop.is_set():
+            if self.asked is not None:
+                self._write_asked()
+            if self._measure:
+                self._measure = False
+                self._measure_bytes()
             self._poll()
             now = time.monotonic()
             if self._rate is None and self.step > self._sample[0] and now - self._sample[1] >= 1.0:
@@ -111,6 +142,43 @@ class Watcher:
             self._wake.wait(max(0.0, min(self.sched.poll_s, next_beat - now)))
             self._wake.clear()
         self._beat(time.monotonic(), watching=False)
+
+    def _write_asked(self) -> None:
+        trigger, steps, step, step_s = self.asked
+        self.asked = None
+        try:
+            statuses, _ = self.folder.statuses()
+            try:
+                previous = self.folder.request()
+            except cr.RequestError:
+                previous = None  # an unusable file is replaced, as the button does
+            now = time.time_ns()
+            why = cr.busy_reason(previous, statuses, now)
+            follow = previous is not None and previous["by"] == "trigger" and not self._is_done(previous)
+            if why is not None and follow:
+                say(f"trigger: {trigger['reason']}; another rank's trigger asked already: this rank follows "
+                    f"request {previous['id']}")
+                return
+            if why is not None:
+                say(f"trigger: {trigger['reason']}; no capture asked: {why}")
+                return
+            request = cr.new_triggered_request(trigger, steps, step, step_s, statuses, now, self.sched.poll_s)
+            self.folder.write(REQUEST_FILE, json.dumps(request).encode())
+        except Exception as e:  # the storage's (or the plan's) failure: the training goes on
+            say(f"trigger: {trigger['reason']}; could not ask for a capture: {type(e).__name__}: {e}")
+            return
+        say(f"trigger: {trigger['reason']}: asked steps {request['start_step']}-{cr.end_step(request)} "
+            f"on every rank (request {request['id']})")
+
+    def _is_done(self, request: dict) -> bool:
+        return request["id"] in self._handled and self._status["request"] == request["id"] \
+            and self._status["state"] in cr.TERMINAL
+
+    def _measure_bytes(self) -> None:
+        try:
+            self.run_bytes = self.folder.window_bytes()
+        except Exception:  # unknown stays unknown: the budget is not checked against a guess
+            self.run_bytes = None
 
     def _poll(self) -> None:
         try:
@@ -153,6 +221,17 @@ class Watcher:
         steps = f"steps {request['start_step']}-{cr.end_step(request)}"
         if not cr.targets(request, rank):
             self._set(request, cr.NOT_SELECTED, f"rank {rank} was not asked")
+            return
+        plan = self.plan
+        if (plan is not None and "trigger" in plan and "trigger" in request
+                and self._status["state"] == cr.SCHEDULED
+                and self.step < min(plan["start_step"], request["start_step"]) - 1):
+            # two ranks' triggers fired together: the request file keeps one, and every rank takes that one
+            self.plan = request
+            self._set(request, cr.SCHEDULED, f"{steps} scheduled (read at step {self.step}; it replaces "
+                                             f"{plan['id']}, asked at the same time by another rank)")
+            say(f"request {request['id']} from trigger: {steps} replaces request {plan['id']} (both ranks' "
+                f"triggers fired together; the run folder kept this one); now at step {self.step}")
             return
         why = self._refusal(request)
         if why is None and self.step >= request["start_step"] - 1:

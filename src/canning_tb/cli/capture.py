@@ -138,6 +138,8 @@ def _show(args, run: str, state: dict) -> int:
               f"at step {job['step']} ({job['steps_per_s'] or 0:.2f} steps/s)")
     request = state.get("request")
     print(f"last request: {request['id']} ({request['by']}): {request['message']}" if request else "no request yet")
+    if request and request.get("trigger"):
+        print(f"asked by the job's trigger: {request['trigger']['reason']}")
     for problem in state.get("problems", []):
         print(f"problem: {problem}")
     return 0

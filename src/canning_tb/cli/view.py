@@ -109,7 +109,7 @@ def json_report(source: str, results, analyses, detailed: set) -> dict:
     return {"schema": VIEW_SCHEMA, "input": source,
             "ranks": [_ranks_json(run, i, members, analysis) for run, i, members, analysis in analyses],
             "windows": [{"run": t.run, "worker": t.worker, "window": t.window.id, "label": t.window.label,
-                         "format": t.window.format, "error": err,
+                         "format": t.window.format, "trigger": t.window.trigger or None, "error": err,
                          "figures": window_figures(d) if d is not None else None,
                          "communication": communication_figures(d, found=own[id(d)]) if d is not None else None,
                          "roofline": roofline_figures(d) if d is not None else None,
@@ -179,6 +179,8 @@ def _text_report(args, results, analyses, detailed: set) -> None:
             out.write(_findings_line(target, digest))
             continue
         out.write(f"\n=== {target.title} [{target.window.format}] ===\n")
+        if target.window.trigger:
+            out.write(f"triggered by the job: {target.window.trigger}\n")
         if err:
             out.write(f"error: {err}\n")
             continue

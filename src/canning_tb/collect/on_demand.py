@@ -7,8 +7,14 @@ record_shapes, ...) through the same backend choice as any profile, with the OnD
 warm-up step, then the steps asked for, numbered as the job counts them), and after the last step it
 stops it. The window goes through the profile's on_trace_ready as every window does (manifest with rank
 and world size, atomically, digest at the source); this rank's status then names it.
+
+With a trigger (ps.on_demand(trigger=...), trigger.py) each prof.step() also reads time.perf_counter() and
+gives the step's time to the trigger, between captures only (a profiled step is no normal one); when it
+fires, the watch thread writes the request (no I/O in the step).
 """
 from __future__ import annotations
+
+from time import perf_counter
 
 from canning_tb.capture.request import OPTIONS, end_step
 
@@ -31,6 +37,8 @@ class Driver:
         self.job_backend = None   # the profile's own backend choice, kept across captures
         self.capture = None       # the request being recorded
         self.windows: list[str] = []
+        self.trigger = getattr(schedule, "trigger", None)
+        self._t = None            # perf_counter() at the last prof.step() (None: the next interval is not timed)
 
     def start(self) -> None:
         from canning_tb.capture.watch import Watcher, say
@@ -43,6 +51,7 @@ class Driver:
                 f"(TensorBoard's Capture, or canning-prof capture --logdir ...)")
         self.watch.step = 0
         self.watch.start()
+        self._t = perf_counter()
 
     def stop(self) -> None:
         if self.capture is not None:
@@ -64,8 +73,19 @@ class Driver:
             self._record_step(n)
             return
         plan = watch.plan
-        if plan is not None and n >= plan["start_step"] - 1:
-            self._begin(plan, n)
+        if plan is not None:
+            self._t = None  # a planned capture: no trigger meanwhile, nor for its warm-up step
+            if n >= plan["start_step"] - 1:
+                self._begin(plan, n)
+            return
+        trigger = self.trigger
+        if trigger is not None:
+            now, last = perf_counter(), self._t
+            self._t = now
+            if last is not None and watch.asked is None:
+                fired = trigger.check(now - last, n - 1, watch.run_bytes, watch.held)  # the step that ended: n - 1
+                if fired is not None:
+                    watch.ask(fired, trigger.steps, n, now - last)
 
     def _record_step(self, n: int) -> None:
         prof = self.prof
@@ -86,6 +106,7 @@ class Driver:
         prof = self.prof
         try:
             self.sched.window = (plan["start_step"], plan["steps"], plan["id"])
+            prof.capture_trigger = plan.get("trigger")  # the manifest says why the job asked
             prof._backend = self._backend_for(plan)
             prof.settings = {"activities": [a.name for a in prof._backend.activities], "schedule": repr(self.sched),
                              **{k: bool(plan[k]) for k in OPTIONS}}
@@ -115,6 +136,10 @@ class Driver:
         written = getattr(self.prof.on_trace_ready, "canning_wait_written", None)
         if written is not None:  # the handler writes in the background: the status names the windows written
             written()
+        self.prof.capture_trigger = None
+        if self.trigger is not None:
+            self.trigger.captured(self.step)
+        self._t = None  # this step held the profiler's stop and the window's writing: not a normal one
         self.watch.ended(plan, list(self.windows), error)
 
 

@@ -95,11 +95,12 @@ class OnDemand:
     poll_s: how often the request file is read (in a background thread; the step never waits);
     heartbeat_s: how often this rank writes its status (step, rate) for the writer to plan a start;
     min_interval_s: at most one capture accepted per this many seconds (requests are rate-limited);
-    max_steps: the most steps one capture may record (at most capture_request.MAX_STEPS).
+    max_steps: the most steps one capture may record (at most capture_request.MAX_STEPS);
+    trigger: ps.when_slow(...), ps.when_every(...) or ps.when(...): the job asks for captures itself (trigger.py).
     """
 
     def __init__(self, dir=None, *, poll_s: float = 2.0, heartbeat_s: float = 10.0, min_interval_s: float = 30.0,
-                 max_steps: int | None = None):
+                 max_steps: int | None = None, trigger=None):
         from canning_tb.capture.request import MAX_STEPS
         if not 0.01 <= poll_s <= 600 or not 0.05 <= heartbeat_s <= 3600 or not 0 <= min_interval_s <= 86400:
             raise ValueError(f"on_demand: poll_s={poll_s} (0.01..600 s), heartbeat_s={heartbeat_s} (0.05..3600 s), "
@@ -110,6 +111,11 @@ class OnDemand:
         self.dir = None if dir is None else str(dir)
         self.poll_s, self.heartbeat_s, self.min_interval_s = float(poll_s), float(heartbeat_s), float(min_interval_s)
         self.max_steps = max_steps
+        if trigger is not None and not hasattr(trigger, "check"):
+            raise ValueError("on_demand: trigger must be ps.when_slow(...), ps.when_every(...) or ps.when(...)")
+        if trigger is not None and trigger.steps > max_steps:
+            raise ValueError(f"on_demand: the trigger asks for {trigger.steps} steps, over max_steps={max_steps}")
+        self.trigger = trigger
         self.window = None  # (first step, steps, request id) of the capture being recorded, or of the last one
 
     def action(self, step: int) -> str:
@@ -129,6 +135,8 @@ class OnDemand:
     def as_dict(self) -> dict:
         out = {"on_demand": 1, "poll_s": self.poll_s, "heartbeat_s": self.heartbeat_s,
                "min_interval_s": self.min_interval_s, "max_steps": self.max_steps}
+        if self.trigger is not None:
+            out["trigger"] = repr(self.trigger)
         if self.window is not None:
             out.update(start_step=self.window[0], steps=self.window[1])
         return out
@@ -141,6 +149,8 @@ class OnDemand:
 
 
 def on_demand(dir=None, *, poll_s: float = 2.0, heartbeat_s: float = 10.0, min_interval_s: float = 30.0,
-              max_steps: int | None = None) -> OnDemand:
-    """A schedule that profiles only when asked from TensorBoard (Capture) or `canning-prof capture`."""
-    return OnDemand(dir, poll_s=poll_s, heartbeat_s=heartbeat_s, min_interval_s=min_interval_s, max_steps=max_steps)
+              max_steps: int | None = None, trigger=None) -> OnDemand:
+    """A schedule that profiles only when asked from TensorBoard (Capture), `canning-prof capture`, or by the
+    job's own trigger (ps.when_slow(), ps.when_every(), ps.when())."""
+    return OnDemand(dir, poll_s=poll_s, heartbeat_s=heartbeat_s, min_interval_s=min_interval_s, max_steps=max_steps,
+                    trigger=trigger)

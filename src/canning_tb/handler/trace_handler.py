@@ -126,7 +126,7 @@ class TraceHandler:
             steps=steps, step_times_ns=[[s, *times[s]] for s in steps if s in times],  # [step, begin, end]
             wall_start_ns=min((b for b, _ in times.values()), default=None),
             wall_end_ns=max((e for _, e in times.values()), default=t_call),
-            settings=_settings(prof), analysis=analysis)
+            settings=_settings(prof), analysis=analysis, trigger=_trigger(prof))
         return manifest, finish
 
     def _kineto_export(self, prof, stem) -> "_Finish":
@@ -249,6 +249,12 @@ class _Finish:
         self.kind, self.raw, self.dst, self.name = kind, raw, dst, name
         self.entries = entries or []
         self.published = threading.Event()  # set once the trace is published (or failed)
+
+
+def _trigger(prof) -> dict | None:
+    """Why the job asked for this window itself (ps.on_demand(trigger=...)); None otherwise."""
+    t = getattr(prof, "capture_trigger", None)
+    return dict(t) if isinstance(t, dict) else None
 
 
 def _settings(prof) -> dict:

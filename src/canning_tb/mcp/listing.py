@@ -32,7 +32,8 @@ def list_runs(host, cursor: str | None = None, limit: int = 100) -> dict:
 
 def list_windows(host, run: str, worker: str | None = None, cursor: str | None = None, limit: int = 100) -> dict:
     """One row per window of every worker of the run (or of one worker), workers by rank, each worker's
-    windows in time order (`window_index`: the position the cross-rank tools take)."""
+    windows in time order (`window_index`: the position the cross-rank tools take; `trigger`: why the job
+    asked for the window itself, ps.on_demand(trigger=...), or null)."""
     store = host.store()
     if run not in store.runs():
         raise NotFound(f"unknown run: {run!r} (list_runs names them)")
@@ -45,7 +46,8 @@ def list_windows(host, run: str, worker: str | None = None, cursor: str | None =
     offset = offset_of(cursor, question)
     every = [(w, i, win) for w in workers for i, win in enumerate(store.windows(run, w.name))]
     rows = [{"worker": w.name, "rank": w.rank, "window_index": i, "window": win.id, "label": win.label,
-             "format": win.format, "status": win.status, "digested": store.has_digest(run, w.name, win.id)}
+             "format": win.format, "status": win.status, "digested": store.has_digest(run, w.name, win.id),
+             "trigger": win.trigger or None}
             for w, i, win in every[offset:offset + limit]]
     answer = {"run": run, "total": len(every), "offset": offset, "windows": rows}
     return paged(answer, "windows", question, offset, len(every))

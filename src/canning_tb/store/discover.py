@@ -53,6 +53,8 @@ class Window:
     # the logdir's real path: every file of the window is opened only when it really lies inside it
     # (safe_files.confine; "" where the user lets links out of the logdir: CANNING_FOLLOW_LINKS=1)
     root: str = ""
+    # why the job asked for this window itself (the manifest's trigger reason, ps.on_demand(trigger=...)); "" if not
+    trigger: str = ""
 
 
 @dataclass
@@ -141,7 +143,7 @@ def _manifest_window(folder: str, fname: str, m: re.Match, policy: Policy) -> Wi
         facts = _manifest_facts(path, st.st_size, st.st_mtime_ns)
     except OSError:
         facts = _NO_FACTS
-    names, steps, rank, ascend, analysis, sizes = facts
+    names, steps, rank, ascend, analysis, sizes, trigger = facts
     files = [path] + [os.path.join(folder, n) for n in names]
     if not all(policy.usable(f, folder_ok=True) for f in files[1:]):
         return None
@@ -155,15 +157,16 @@ def _manifest_window(folder: str, fname: str, m: re.Match, policy: Policy) -> Wi
     idx = int(m.group("window"))
     return Window(id=m.group("window"), label="", format="canning", path=path, files=tuple(files),
                   order=(idx,), status=status, rank=rank, steps=steps,
-                  sizes=tuple((os.path.join(folder, n), b) for n, b in sizes))
+                  sizes=tuple((os.path.join(folder, n), b) for n, b in sizes), trigger=trigger)
 
 
-_NO_FACTS: tuple = ((), (), -1, None, "", ())
+_NO_FACTS: tuple = ((), (), -1, None, "", (), "")
 
 
 @lru_cache(maxsize=65536)
 def _manifest_facts(path: str, size: int, mtime_ns: int) -> tuple:
-    """(file names, steps, rank, torch_npu folder name or None, analysis, (name, bytes) of its files) of
+    """(file names, steps, rank, torch_npu folder name or None, analysis, (name, bytes) of its files, trigger
+    reason or "") of
     a manifest; read once per version of the file, since the plugin rescans the logdir every few
     seconds. A manifest we cannot read still marks a window (the reader reports the problem): it gives
     no facts here. Sizes only when every file is a plain one with its size recorded: torch_npu's folder
@@ -174,7 +177,8 @@ def _manifest_facts(path: str, size: int, mtime_ns: int) -> tuple:
         return _NO_FACTS
     plain = man.ascend_folder is None and all(f.bytes is not None and not f.kind for f in man.files)
     sizes = tuple((f.name, f.bytes) for f in man.files) if plain and man.files else ()
-    return (tuple(f.name for f in man.files), tuple(man.steps), man.rank, man.ascend_folder, man.analysis, sizes)
+    return (tuple(f.name for f in man.files), tuple(man.steps), man.rank, man.ascend_folder, man.analysis, sizes,
+            man.trigger["reason"] if man.trigger else "")
 
 
 def _top_files(folder: str) -> list[str]:
@@ -234,6 +238,8 @@ def _label(found: dict[str, list[Window]]) -> None:
                 when = f"steps {w.steps[0]}-{w.steps[-1]}" if len(w.steps) > 1 else f"step {w.steps[0]}"
             else:
                 when = "" if w.id == "default" or w.format == "canning" else _span_time(w.id)
+            if w.trigger:  # the job asked for it itself: said in the label, the reason beside it (`trigger`)
+                when = f"{when}, triggered" if when else "triggered"
             label = f"window {i + 1}" + (f" ({when})" if when else "")
             wins[i] = Window(**{**w.__dict__, "id": wid, "label": label})
 

@@ -23,6 +23,7 @@ complete), one JSON object:
 | files            | [{name, bytes, kind?}]      | the window's files, by name, in the manifest's folder only; kind "ascend_pt" marks torch_npu's folder |
 | analysis         | "" \\| "sync" \\| "async" \\| "off" \\| "skipped" | torch_npu only: how its folder was analysed: during the handler, in the background (async_mode), not at all (analyse_flag=False: parse later with torch_npu.profiler.profiler.analyse), or skipped by torch_npu itself (daemon process, parse failure) |
 | manifest         | str                         | the manifest's own file name |
+| trigger          | {kind, step, step_ns, median_ns, reason} \\| null | why the job itself asked for this window (ps.on_demand(trigger=...)): the trigger of its capture request (capture/request.py); null when a person asked, or for any other schedule |
 """
 from __future__ import annotations
 
@@ -81,6 +82,7 @@ class Manifest:
     trace_events: int | None = None
     files: list[FileEntry] = field(default_factory=list)
     analysis: str = ""
+    trigger: dict | None = None
     format_version: int = FORMAT_VERSION
 
     def to_dict(self) -> dict:
@@ -118,6 +120,7 @@ class Manifest:
                        for e in _list(data.get("files"))
                        if isinstance(e, dict) and isinstance(e.get("name"), str)
                        and os.path.basename(e["name"]) == e["name"] and e["name"] not in ("", ".", "..")]
+        kw["trigger"] = _trigger(data.get("trigger"))
         kw.setdefault("kind", "ascend_pt" if any(f.kind == "ascend_pt" for f in kw["files"]) else "kineto")
         kw.setdefault("worker", "")
         kw.setdefault("window", 0)
@@ -189,6 +192,16 @@ def ascend_status(folder: str, analysis: str, now_ns: int | None = None) -> str:
     if not files or now - newest < ASCEND_QUIET_NS:
         return "analysing"
     return "ready"
+
+
+def _trigger(v) -> dict | None:
+    """A manifest's trigger, its keys of the right types (else none: unknown rather than wrong)."""
+    if not isinstance(v, dict) or not isinstance(v.get("reason"), str) or not isinstance(v.get("kind"), str):
+        return None
+    out = {"kind": v["kind"][:16], "reason": v["reason"][:200]}
+    for key in ("step", "step_ns", "median_ns"):
+        out[key] = v.get(key) if _is_int(v.get(key)) else None
+    return out
 
 
 def _is_int(v) -> bool:

@@ -460,6 +460,8 @@ export interface WindowEntry {
   format: string;
   status: string;
   files: string[];
+  /** why the job asked for this window itself (ps.on_demand(trigger=...)); null when it did not */
+  trigger?: string | null;
 }
 export interface WorkerEntry {
   name: string;

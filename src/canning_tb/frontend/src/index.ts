@@ -270,11 +270,14 @@ class Shell {
     for (const w of run?.workers ?? []) this.workerSel.append(option(w.name, workerLabel(w), w.name === state.worker));
     for (const win of worker?.windows ?? []) {
       const label = win.status === "ready" ? win.label : `${win.label} (${win.status})`;
-      this.windowSel.append(option(win.id, label, win.id === state.window));
+      const opt = option(win.id, label, win.id === state.window);
+      if (win.trigger) opt.title = win.trigger;
+      this.windowSel.append(opt);
     }
     const win = worker?.windows.find((w) => w.id === state.window);
-    // a <select> cuts a long label: the whole label is written out below it, wrapped
-    const label = this.windowSel.selectedOptions[0]?.textContent ?? "";
+    // a <select> cuts a long label: the whole label is written out below it, wrapped (with why the job took it)
+    const shown = this.windowSel.selectedOptions[0]?.textContent ?? "";
+    const label = win?.trigger ? `${shown}: ${win.trigger}` : shown;
     this.windowLabel.textContent = label;
     this.windowSel.title = label;
     this.runSel.title = this.runSel.selectedOptions[0]?.textContent ?? "";
