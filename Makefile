@@ -17,10 +17,10 @@ include peers.mk
 setup: venv frontend
 
 # pip installs only when pyproject.toml, setup.py or a C source changed since the last install (pip compiles
-# the two _scan.c, _cells.c, _sweep.c and _tree.c, all optional: trace_scan.py, kineto/scan.py, csv_fast.py,
-# kineto/stacks.py, analysis/common.py)
+# the two _scan.c, _sweep.c and _tree.c, all optional: trace_scan.py, kineto/scan.py, kineto/stacks.py,
+# analysis/common.py)
 venv: $(VENV)/.installed
-$(VENV)/.installed: pyproject.toml setup.py src/canning_tb/ingest/native/ascend_scan.c src/canning_tb/ingest/native/ascend_cells.c \
+$(VENV)/.installed: pyproject.toml setup.py src/canning_tb/ingest/native/ascend_scan.c \
 		src/canning_tb/ingest/native/kineto_sweep.c src/canning_tb/ingest/native/kineto_scan.c src/canning_tb/ingest/native/json_lex.h \
 		src/canning_tb/ingest/native/tree.c
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
