@@ -17,10 +17,10 @@ include peers.mk
 setup: venv frontend
 
 # pip installs only when pyproject.toml, setup.py or a C source changed since the last install (pip compiles
-# the two _scan.c, _cells.c, _sweep.c and _tree.c, all optional: trace_scan.py, kineto/scan.py, csv_fast.py,
-# kineto/stacks.py, analysis/common.py)
+# the two _scan.c, _sweep.c and _tree.c, all optional: trace_scan.py, kineto/scan.py, kineto/stacks.py,
+# analysis/common.py)
 venv: $(VENV)/.installed
-$(VENV)/.installed: pyproject.toml setup.py src/canning_tb/ingest/native/ascend_scan.c src/canning_tb/ingest/native/ascend_cells.c \
+$(VENV)/.installed: pyproject.toml setup.py src/canning_tb/ingest/native/ascend_scan.c \
 		src/canning_tb/ingest/native/kineto_sweep.c src/canning_tb/ingest/native/kineto_scan.c src/canning_tb/ingest/native/json_lex.h \
 		src/canning_tb/ingest/native/tree.c
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -60,7 +60,7 @@ test: setup typecheck chromium clang peers test-nocc
 # so that `make test` stays within its time here; `NOCC_TESTS=tests` runs the whole suite without C.
 NOCC_TESTS ?= tests/ingest tests/analysis tests/store tests/timeline tests/design
 NOCC := .venv-nocc
-NATIVE := _ascend_scan _ascend_cells _kineto_scan _kineto_sweep _tree
+NATIVE := _ascend_scan _kineto_scan _kineto_sweep _tree
 $(NOCC)/.installed: pyproject.toml setup.py
 	test -x $(NOCC)/bin/python || $(PYTHON) -m venv $(NOCC)
 	$(NOCC)/bin/python -m pip install -q --upgrade pip

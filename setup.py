@@ -1,9 +1,8 @@
 """Build hook: the wheel must hold the frontend bundle (src/canning_tb/plugin/static/index.js),
-which is built, not committed; and five small C parts are compiled where a C compiler is found: the
-Ascend trace scanner (src/canning_tb/ingest/native/ascend_scan.c), the CSV number cells (_cells.c beside it),
-the Python frames' sweep (src/canning_tb/ingest/native/kineto_sweep.c) and the Kineto trace scanner (_scan.c
-beside it; both scanners include src/canning_tb/ingest/native/json_lex.h) and the events' nesting sweep
-(src/canning_tb/ingest/native/tree.c). All are optional: without them the same columns come from msgspec,
+which is built, not committed; and four small C parts are compiled where a C compiler is found: the
+Ascend trace scanner (src/canning_tb/ingest/native/ascend_scan.c), the Python frames' sweep
+(src/canning_tb/ingest/native/kineto_sweep.c) and the Kineto trace scanner (_scan.c beside it; both scanners
+include src/canning_tb/ingest/native/json_lex.h) and the events' nesting sweep (src/canning_tb/ingest/native/tree.c). All are optional: without them the same columns come from msgspec,
 numpy and a Python loop, slower. Everything else is in pyproject.toml.
 
 `pip install .` / `pip install -e .` / `pip wheel .` run `npm ci && npm run build` in
@@ -52,8 +51,6 @@ class BuildPyWithFrontend(build_py):
 LEXER = "src/canning_tb/ingest/native/json_lex.h"
 SCANNER = Extension("canning_tb.ingest.native._ascend_scan", ["src/canning_tb/ingest/native/ascend_scan.c"], depends=[LEXER],
                     extra_compile_args=["-O2"], optional=True)
-CELLS = Extension("canning_tb.ingest.native._ascend_cells", ["src/canning_tb/ingest/native/ascend_cells.c"],
-                  extra_compile_args=["-O2"], optional=True)
 SWEEP = Extension("canning_tb.ingest.native._kineto_sweep", ["src/canning_tb/ingest/native/kineto_sweep.c"],
                   extra_compile_args=["-O2"], optional=True)
 
@@ -63,6 +60,6 @@ KINETO_SCANNER = Extension("canning_tb.ingest.native._kineto_scan", ["src/cannin
                            extra_compile_args=["-O2"], optional=True)
 
 # CANNING_NO_C=1: none of them, as where no C compiler is found (make test-nocc installs the package so)
-EXTENSIONS = [] if os.environ.get("CANNING_NO_C") == "1" else [SCANNER, CELLS, SWEEP, KINETO_SCANNER, TREE]
+EXTENSIONS = [] if os.environ.get("CANNING_NO_C") == "1" else [SCANNER, SWEEP, KINETO_SCANNER, TREE]
 
 setup(cmdclass={"build_py": BuildPyWithFrontend}, ext_modules=EXTENSIONS)

@@ -28,7 +28,7 @@ def pytest_configure(config):
 
 # The compiled parts (setup.py: optional, left out without a C compiler or with CANNING_NO_C=1). A test marked
 # `compiled` checks one of them (or all: the marker without names), and is skipped where it is not built.
-NATIVE = ("_ascend_scan", "_ascend_cells", "_kineto_scan", "_kineto_sweep", "_tree")
+NATIVE = ("_ascend_scan", "_kineto_scan", "_kineto_sweep", "_tree")
 
 
 def _built(name: str) -> bool:

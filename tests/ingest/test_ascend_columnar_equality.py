@@ -58,18 +58,19 @@ def assert_same(new, plain) -> None:
         sorted((p.file, p.message, p.severity) for p in plain.problems)
 
 
-@pytest.mark.parametrize("compiled", [pytest.param("compiled parts", marks=pytest.mark.compiled("_ascend_scan", "_ascend_cells")),
+@pytest.mark.parametrize("compiled", [pytest.param("compiled parts", marks=pytest.mark.compiled("_ascend_scan")),
                                       "none compiled"])
 @pytest.mark.parametrize("level,rank", FIXTURES)
 def test_every_fixture_reads_as_the_plain_reading(level, rank, compiled, monkeypatch):
-    """With the compiled parts (trace_view.json's scanner, trace_scan; the CSVs' number cells, csv_fast) and
-    without them (a build with no C compiler: msgspec and numpy alone)."""
-    from canning_tb.ingest.ascend.csv import fast as csv_fast
+    """With the compiled part (trace_view.json's scanner, trace_scan) and the CSVs read by pyarrow.csv, and
+    without them (a build with no C compiler: msgspec and numpy; the CSVs read by the csv module, pyarrow's
+    fallback)."""
+    from canning_tb.ingest.ascend.csv import arrow as csv_arrow
     from canning_tb.ingest.ascend.trace import scan as trace_scan
     on = compiled == "compiled parts"
     monkeypatch.setenv("CANNING_TRACE_SCAN", "1" if on else "0")
-    monkeypatch.setenv("CANNING_CSV_CELLS", "1" if on else "0")
-    assert trace_scan.enabled() == csv_fast.cells_enabled() == on
+    monkeypatch.setenv("CANNING_CSV_ARROW", "1" if on else "0")
+    assert trace_scan.enabled() == csv_arrow.enabled() == on
     folder = str(fixture_path("ascend", level, f"rank{rank}_ascend_pt"))
     assert_same(read_ascend(folder), read_plain(folder))
 
@@ -222,20 +223,19 @@ def test_the_trace_is_read_whole_whatever_the_child_does(tmp_path, monkeypatch, 
     assert taken == (spans[:1] if child == "answers late" else spans)  # the second part read here only if lost
 
 
-@pytest.mark.parametrize("scanner, cells, split", [
-    pytest.param(True, True, 7, marks=pytest.mark.compiled("_ascend_scan", "_ascend_cells")),
-    pytest.param(True, False, 5, marks=pytest.mark.compiled("_ascend_scan")),
-    pytest.param(False, True, 9, marks=pytest.mark.compiled("_ascend_cells")),
-    (False, False, 8)])
-def test_the_split_follows_the_bytes_read_beside_the_trace(monkeypatch, scanner, cells, split):
+@pytest.mark.parametrize("scanner, arrow, split", [
+    pytest.param(True, True, 8, marks=pytest.mark.compiled("_ascend_scan")),
+    pytest.param(True, False, 2, marks=pytest.mark.compiled("_ascend_scan")), (False, True, 9), (False, False, 7)])
+def test_the_split_follows_the_bytes_read_beside_the_trace(monkeypatch, scanner, arrow, split):
     """trace_merge._ours: the twentieths of the trace read in this process, from the bytes it reads before
     (read._BESIDE_TRACE). The benchmark ranks' figures (29.3 MB beside a 277 MB trace, 82.7 MB beside 781 MB)
-    give the splits measured best (trace_merge's comment): 7/20 with the scanner and the CSV cells built, 5/20
-    with the scanner alone, 8/20 with neither (9/20 with the cells alone: by hand, 0.5 - 1.1 * 29.3 / 554.3 =
-    0.44); nothing beside: halves; more beside than the trace weighs: one twentieth, never none."""
+    and the costs of trace_merge's comment give, by hand: with the scanner and pyarrow.csv 0.5 - 1.7 * 29.3 /
+    554.3 = 0.41: 8/20; the scanner and the csv module 0.5 - 7.4 * 0.0529 = 0.11: 2/20; pyarrow alone 0.5 - 0.66 *
+    0.0529 = 0.47: 9/20; neither 0.5 - 2.8 * 0.0529 = 0.35: 7/20 (the same at 1 GB); nothing beside: halves; more
+    beside than the trace weighs: one twentieth, never none."""
     from canning_tb.ingest.ascend.trace import merge as trace_merge
     monkeypatch.setenv("CANNING_TRACE_SCAN", "1" if scanner else "0")
-    monkeypatch.setenv("CANNING_CSV_CELLS", "1" if cells else "0")
+    monkeypatch.setenv("CANNING_CSV_ARROW", "1" if arrow else "0")
     assert trace_merge._ours(277_164_357, 29_300_000) == split
     assert trace_merge._ours(780_541_253, 82_700_000) == split
     assert trace_merge._ours(277_164_357, 0) == 10

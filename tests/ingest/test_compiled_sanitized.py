@@ -2,8 +2,7 @@
 AddressSanitizer and UndefinedBehaviorSanitizer, each must read its inputs without one sanitizer report:
 the trace scanner (ingest/native/ascend_scan.c) every fixture trace, edge inputs (empty, cut at every kind of
 token, nesting at and past its limit, 10 MB strings, 5,000-digit numbers, counters at and past 8 args) and
-5,000 random edits and truncations of a real piece; the CSV number cells (native/ascend_cells.c) every column of every
-fixture CSV, edge cells and 50,000 random ones, each cell at the very end of its buffer; the Python frames'
+5,000 random edits and truncations of a real piece; the Python frames'
 sweep (native/kineto_sweep.c) no rows, a stack 200,000 frames deep, and 300 random threads of frames and ops;
 the Kineto scanner (native/kineto_scan.c) every fixture trace, a piece cut at every byte, the edges of its rules
 and 5,000 random edits; the tree (native/tree.c) nestings 200,000 deep and in any order, the sums at int64's
@@ -88,7 +87,7 @@ def _run_sanitized(tmp_path, module: str, child: str, args: list[str]) -> str:
     """Build ingest/native/<module>.c (ascend_scan ...) with the sanitizers as the module _<module>, run the
     child script with it importable; its stdout."""
     if shutil.which("gcc") is None:
-        pytest.skip("no gcc: the compiled parts are not built here either (test_trace_scan, test_csv_cells)")
+        pytest.skip("no gcc: the compiled parts are not built here either (test_trace_scan)")
     built = tmp_path / ("_" + module + sysconfig.get_config_var("EXT_SUFFIX"))
     subprocess.run(["gcc", "-O1", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=undefined",
                     "-fno-omit-frame-pointer", "-shared", "-fPIC", f"-I{sysconfig.get_paths()['include']}",
@@ -107,45 +106,6 @@ def test_the_scanner_reads_hostile_bytes_without_a_sanitizer_report(tmp_path):
               for level in ("level0", "level1", "level2") for rank in (0, 1)]
     taken = int(_run_sanitized(tmp_path, "ascend_scan", CHILD, traces).split("taken whole:")[1])
     assert taken > 500  # the edits left many pieces whole: the scanner's accepting paths ran to their end
-
-
-CELLS_CHILD = r'''
-import random, sys
-import numpy as np
-sys.path.insert(0, sys.argv[1])
-import _ascend_cells as _cells
-
-
-def convert(cell):  # each cell alone in an exact-size buffer: a read past its end is past the buffer
-    buf = np.frombuffer(cell, np.uint8).copy()
-    lo, hi = np.array([0], np.int64), np.array([len(cell)], np.int64)
-    status = np.empty(1, np.uint8)
-    _cells.us_to_ns(buf, lo, hi, np.empty(1, np.int64), status)
-    _cells.floats(buf, lo, hi, np.empty(1, np.float64), status)
-    return int(status[0])
-
-
-cells = set()
-for path in sys.argv[2:]:
-    for line in open(path, "rb").read().splitlines()[1:]:
-        cells.update(line.split(b","))
-cells.update([b"", b" ", b"\t", b"-", b"+", b".", b"e", b"1e", b"1e+", b"N/A", b"n", b"9" * 5000, b"1." + b"9" * 5000,
-              b"1e" + b"9" * 5000, b"9" * 63, b"9" * 64, b"1" * 19 + b"." + b"5", b"-" + b"9" * 18, b"\xff\xfe",
-              b"4611686018427387.904", b"1.7976931348623157e309", b"4.9e-325"])
-rng = random.Random(20261202)
-alphabet = b"0123456789.+-eE \t\"NA/anul\x00\x80\xff"
-cells.update(bytes(rng.choice(alphabet) for _ in range(rng.randint(0, 70))) for _ in range(50000))
-known = sum(convert(c) == 1 for c in cells)
-print("cells:", len(cells), "known:", known)
-'''
-
-
-def test_the_csv_cells_read_hostile_bytes_without_a_sanitizer_report(tmp_path):
-    csvs = sorted(str(p) for p in fixture_path("ascend").rglob("*.csv"))
-    assert len(csvs) > 20
-    out = _run_sanitized(tmp_path, "ascend_cells", CELLS_CHILD, csvs)
-    cells, known = (int(x) for x in out.split("cells:")[1].split("known:"))
-    assert cells > 50000 and known > 1000  # the converting paths ran, not only the refusals
 
 
 SWEEP_CHILD = r'''

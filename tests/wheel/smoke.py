@@ -12,7 +12,7 @@ import os
 import sys
 import tempfile
 
-NATIVE = ("_ascend_scan", "_ascend_cells", "_kineto_scan", "_kineto_sweep", "_tree")
+NATIVE = ("_ascend_scan", "_kineto_scan", "_kineto_sweep", "_tree")
 
 
 def tiny_trace() -> dict:

@@ -65,6 +65,8 @@ def _device_capacity(table: EventTable, device: str) -> int:
     m = re.match(r"([a-zA-Z]+):?(\d+)?", device or "")
     if not m:
         return -1
+    if m.group(2) and len(m.group(2)) > 9:
+        return -1  # a device number no device has (a damaged npu_module_mem.csv: the reader warned)
     kind, idx = m.group(1).lower(), int(m.group(2) or 0)
     for d in table.meta.devices:
         if str(d.get("kind", "")).lower() == kind and int(d.get("index", 0)) == idx:

@@ -13,7 +13,7 @@ import numpy as np
 
 from canning_tb.ingest import side_tables as side
 
-from .csv.cells import float_column, us_to_ns_column
+from .csv.columns import float_column, us_to_ns_column
 from .trace.decode import any_args
 
 _TS, _ARGS, _NAME_PID = attrgetter("ts"), attrgetter("args"), attrgetter("name", "pid")

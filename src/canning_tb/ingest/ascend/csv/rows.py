@@ -5,24 +5,33 @@ the quirks of the real files tolerated: timestamp cells in µs with 3 decimals a
 TAB, ``N/A`` in numeric cells, CRLF or LF line ends, shape cells holding literal quotes,
 an optional leading ``Device_id`` / ``Step Id`` column, ``Block Dim`` vs ``Block Num``.
 
-Rows with the wrong number of cells are skipped; one warning Problem per file gives their
-count and the first line number. A file that cannot be read at all gives one error Problem.
+A file is parsed by pyarrow.csv (arrow.py) into the wanted columns; what pyarrow refuses (rows with the
+wrong number of cells, ...) by the csv module here, a chunk of rows at a time: rows with the wrong number of
+cells are skipped, and one warning Problem per file gives their count and the first line number. Both give the
+same cells (test_csv_arrow), as pyarrow string arrays, which columns.py converts. A file that cannot be read
+at all (unreadable, no header, a NUL byte: damage, never what torch_npu writes) gives one error Problem.
 """
 from __future__ import annotations
 
+import codecs
 import csv
+import errno
 import io
 import itertools
+import json
 import math
 import os
 import re
+import time
 from typing import Any, Iterator
+
+import pyarrow as pa
 
 from canning_tb.ingest import _json
 from canning_tb.ingest.table import NONE, InputError, Problem
-from canning_tb.util.safe_files import open_file, read_all
+from canning_tb.util.safe_files import READ_DEADLINE_S, Refused, open_file, read_all
 
-from . import fast as csv_fast
+from . import arrow
 
 _NUM_RE = re.compile(r"^([+-]?)(\d*)(?:\.(\d*))?$")
 _MISSING = {"", "N/A", "NA", "n/a", "None", "null", "-", "nan", "NaN"}
@@ -124,7 +133,7 @@ def kb_to_bytes(cell: Any) -> int | None:
 
 def norm_shapes(cell: Any) -> str | None:
     """'"32,3,224,224";"64"' / '32,3,224,224;\\r\\n;\\r\\n' -> '[[32, 3, 224, 224], [64]]'.
-    Parts that are not plain integer lists are kept as quoted strings."""
+    Parts that are not plain integer lists (of dimensions up to 18 digits) are kept as quoted strings."""
     if cell is None:
         return None
     s = str(cell).strip()
@@ -137,10 +146,10 @@ def norm_shapes(cell: Any) -> str | None:
     for p in parts:
         if p == "":
             out.append("[]")
-        elif re.fullmatch(r"-?\d+(\s*,\s*-?\d+)*", p):
+        elif re.fullmatch(r"-?\d{1,18}(\s*,\s*-?\d{1,18})*", p):  # (19 digits may not fit int64: text)
             out.append("[" + ", ".join(x.strip() for x in p.split(",")) + "]")
         else:
-            out.append('"' + p.replace('"', "'") + '"')
+            out.append(json.dumps(p.replace('"', "'"), ensure_ascii=False))  # valid JSON whatever the text
     return "[" + ", ".join(out) + "]"
 
 
@@ -153,12 +162,14 @@ def norm_stack(cell: Any) -> str | None:
     return ";".join(frames) if frames else None
 
 
-def read_bytes(path: str, display: str, problems: list[Problem]) -> bytes | None:
-    """The whole file; None (with an error Problem) when it cannot be read."""
+def read_bytes(path: str, display: str, problems: list[Problem], whole: bool = False) -> bytes | None:
+    """The whole file; None (with an error Problem) when it cannot be read. whole: a file up to _ONE_READ bytes
+    in one read (one bytes object of its size: no blocks joined into a second copy; the CSVs)."""
     try:
         with open_file(path) as f:  # a regular file inside the logdir (safe_files), else OSError
-            _json.check_size(path, os.fstat(f.fileno()).st_size)
-            return read_all(f, path)
+            size = os.fstat(f.fileno()).st_size
+            _json.check_size(path, size)
+            return _read_whole(f, path, size) if whole and size <= _ONE_READ else read_all(f, path)
     except OSError as e:
         problems.append(Problem(display, f"cannot read: {e.strerror or e}"))
     except InputError as e:
@@ -166,12 +177,26 @@ def read_bytes(path: str, display: str, problems: list[Problem]) -> bytes | None
     return None
 
 
+_ONE_READ = 256 << 20
+
+
+def _read_whole(f, path: str, size: int) -> bytes:
+    """The file in one read of its size (checked against READ_DEADLINE_S as safe_files.read_all checks each of
+    its blocks), then whatever a file still being written has past it, by read_all."""
+    deadline = time.monotonic() + READ_DEADLINE_S
+    data = f.read(size + 1)
+    if time.monotonic() > deadline:
+        raise Refused(path, f"reading took longer than {READ_DEADLINE_S:g} s", errno.ETIMEDOUT)
+    return data if len(data) <= size else data + read_all(f, path)
+
+
 CHUNK_ROWS = 32768  # rows of a CSV held as Python strings at once
 
 
 class CsvTable:
-    """One CSV file read by column name, its rows a chunk at a time (`scan`): only the chunk's cells are
-    Python strings at once; readers turn each chunk's columns into numpy columns (cells.py)."""
+    """One CSV file read by column name: `scan` gives the wanted columns, all rows at once when pyarrow.csv
+    parses the file (arrow.py), else a chunk of rows at a time from the csv module (only the chunk's cells are
+    Python strings at once); either way as pyarrow arrays, which readers turn into numpy columns (columns.py)."""
 
     def __init__(self, path: str, display: str, problems: list[Problem], header: list[str], raw: bytes,
                  errors: str):
@@ -199,12 +224,20 @@ class CsvTable:
     def has(self, *names: str) -> bool:
         return self.col(*names) is not None
 
-    def scan(self, wanted: list[int | None]) -> Iterator[list]:
-        """Per chunk of good rows: one list of cells per wanted index ([None] * rows for None)."""
-        fast = csv_fast.plan(self._raw, len(self.header)) if self._errors == "strict" else None
-        if fast is not None:  # a well-formed file: the same cells, found with numpy (csv_fast)
-            yield from fast.chunks(wanted, CHUNK_ROWS)
-            return
+    def scan(self, wanted: list[int | None], floats: set[int] = frozenset()) -> Iterator[list]:
+        """Per chunk of good rows: one pyarrow array per wanted index (all null for None). `floats`: the
+        positions in `wanted` of number columns, which pyarrow may give as float64 (columns.py takes both)."""
+        if self._errors == "strict":
+            cols = arrow.read(self._raw, len(self.header), wanted, {wanted[k] for k in floats if wanted[k] is not None},
+                              _MISSING)
+            if cols is not None:
+                yield cols
+                return
+        for rows in self._csv_chunks():
+            yield [pa.nulls(len(rows), pa.string()) if c is None else pa.array(c, pa.string())
+                   for c in _columns(rows, wanted)]
+
+    def _csv_chunks(self) -> Iterator[list]:
         reader = csv.reader(self._lines())
         n = len(self.header)
         next(reader)
@@ -219,7 +252,7 @@ class CsvTable:
                     bad += b
                     first_bad = first_bad or line
                 if rows:  # a chunk of only bad or blank lines gives nothing
-                    yield _columns(rows, wanted)
+                    yield rows
         except csv.Error as e:
             self.problems.append(Problem(self.display, f"malformed CSV near line {reader.line_num}: {e}; "
                                                        f"rest of file skipped"))
@@ -255,31 +288,49 @@ def _lines(row: list[str]) -> int:
 
 def _columns(rows: list[list[str]], wanted: list[int | None]) -> list:
     cols = list(zip(*rows))
-    return [list(cols[i]) if i is not None else [None] * len(rows) for i in wanted]
+    return [cols[i] if i is not None else None for i in wanted]
 
 
 def read_table(path: str, display: str, problems: list[Problem]) -> CsvTable | None:
-    """A CSV's header and bytes; None (with an error Problem) when unreadable or headerless."""
-    raw = read_bytes(path, display, problems)
+    """A CSV's header and bytes; None (with an error Problem) when unreadable, damaged or headerless."""
+    raw = read_bytes(path, display, problems, whole=True)
     if raw is None:
         return None
+    nul = raw.find(b"\x00")
+    if nul >= 0:
+        line = raw.count(b"\n", 0, nul) + 1
+        problems.append(Problem(display, f"holds a NUL byte (line {line}, byte {nul}): damaged (torch_npu writes "
+                                         f"none); file not read"))
+        return None
     errors = "strict"
-    try:
-        raw.decode("utf-8-sig")
-    except UnicodeDecodeError:
+    if not _utf8(raw):
         errors = "replace"
         problems.append(Problem(display, "not valid UTF-8; undecodable bytes replaced", "warning"))
-    table = CsvTable(path, display, problems, [], raw, errors)
+    line = raw.find(b"\n")  # the header from its first line alone (the csv module's copy of a few bytes)
+    head = bytes(raw[:line + 1]) if line >= 0 and b'"' not in raw[:line] else raw
     try:
-        header = next(csv.reader(table._lines()))
+        header = next(csv.reader(CsvTable(path, display, problems, [], head, errors)._lines()))
     except StopIteration:
         problems.append(Problem(display, "empty file (no header)"))
         return None
     except csv.Error as e:
         problems.append(Problem(display, f"malformed CSV header: {e}"))
         return None
-    table.__init__(path, display, problems, header, raw, errors)
-    return table
+    return CsvTable(path, display, problems, header, raw, errors)
+
+
+def _utf8(raw: bytes) -> bool:
+    """The bytes are UTF-8 (decoded a block at a time: no whole decoded copy)."""
+    if raw.isascii():
+        return True
+    decoder, view = codecs.getincrementaldecoder("utf-8")(), memoryview(raw)
+    try:
+        for at in range(0, len(raw), 1 << 22):
+            decoder.decode(view[at:at + (1 << 22)])
+        decoder.decode(b"", final=True)
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def scan_all(table: CsvTable, wanted: list[int | None], convert) -> list:
@@ -288,14 +339,22 @@ def scan_all(table: CsvTable, wanted: list[int | None], convert) -> list:
 
 
 def device_index(cell: Any) -> int:
-    """'NPU:0' / 'npu:3' / '0' -> 0 / 3 / 0; 'CPU', 'host', '' -> NONE."""
+    """'NPU:0' / 'npu:3' / '0' -> 0 / 3 / 0; 'CPU', 'host', '', a number of 10 digits or more -> NONE."""
+    digits = device_digits(cell)
+    return int(digits) if digits and len(digits) <= 9 else NONE
+
+
+def device_digits(cell: Any) -> str:
+    """The number a device cell ends with, leading zeros dropped ('' for none, and for CPU / host)."""
     if cell is None:
-        return NONE
+        return ""
     s = str(cell).strip()
-    m = re.search(r"(\d+)\s*$", s)
-    if m and not s.lower().startswith(("cpu", "host")):
-        return int(m.group(1))
-    return NONE
+    k = len(s)
+    while k and s[k - 1].isdecimal():  # (re's \d: a linear scan, not a regex's backtracking over a long cell)
+        k -= 1
+    if k == len(s) or s.lower().startswith(("cpu", "host")):
+        return ""
+    return s[k:].lstrip("0") or "0"
 
 
 def device_name(cell: Any) -> str:

@@ -9,7 +9,7 @@ import os
 import numpy as np
 
 from canning_tb.ingest import forked
-from canning_tb.ingest.ascend.csv import fast as csv_fast
+from canning_tb.ingest.ascend.csv import arrow as csv_arrow
 
 from . import decode as dec
 from . import scan as trace_scan
@@ -32,17 +32,20 @@ def _can_fork() -> bool:
 
 # What a byte of the files this process reads before its part of the trace (read._BESIDE_TRACE: the CSVs and
 # JSONs, 29 MB of the 362 MB benchmark rank, 83 MB of the 1 GB one) weighs against a byte of trace, so that both
-# processes finish together; by which of the compiled parts are built (the trace scanner, the CSV number cells).
-# Measured on the 362 MB rank, seconds per byte in each process: with both, 26 ns a byte of CSVs and JSONs and 9
-# ns a byte of trace (then 7/20 here); with the scanner alone 46 ns (5/20; cold runs of the 1 GB rank: 11.7 /
-# 12.3 s at 5/20, 12.7 / 14.4 s at 4/20, 13.0 / 14.4 s at 7/20). Without the scanner a byte of trace costs 1.6x
-# more (msgspec per event; 8/20 was best at 362 MB without either).
-_CSV_COST = {(True, True): 2.9, (True, False): 4.5, (False, True): 1.1, (False, False): 1.9}
+# processes finish together; by which parts are on (the trace scanner; pyarrow.csv for the CSVs, or the csv module
+# with CANNING_CSV_ARROW=0). Measured on the 362 MB rank with the CSVs' former C number cells, seconds per byte in
+# each process: with both, 26 ns a byte of CSVs and JSONs and 9 ns a byte of trace (then 7/20 here); with the
+# scanner alone 46 ns (5/20; cold runs of the 1 GB rank: 11.7 / 12.3 s at 5/20, 12.7 / 14.4 s at 4/20, 13.0 / 14.4
+# s at 7/20). Without the scanner a byte of trace costs 1.6x more (msgspec per event; 8/20 was best at 362 MB
+# without either). The files beside the trace of that rank (level2 x 128) then took 0.37-0.39 s of CPU with the C
+# cells, and take 0.22-0.23 s through pyarrow.csv and 0.94-0.99 s through the csv module (2026-12-05): the costs
+# below are the C cells' (2.9 with the scanner, 1.1 without) times 0.6 and 2.55.
+_CSV_COST = {(True, True): 1.7, (True, False): 7.4, (False, True): 0.66, (False, False): 2.8}
 
 
 def _ours(size: int, besides: int) -> int:
     """Twentieths of the array read here, the rest by the child, when this process also reads `besides` bytes."""
-    cost = _CSV_COST[trace_scan.enabled(), csv_fast.cells_enabled()]
+    cost = _CSV_COST[trace_scan.enabled(), csv_arrow.enabled()]
     share = 0.5 - cost * besides / (2 * max(size, 1))
     return min(10, max(1, round(20 * share)))
 

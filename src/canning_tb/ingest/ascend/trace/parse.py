@@ -4,7 +4,7 @@ another range's (trace_merge); nothing per event outlives its piece.
 
 Each field is pulled from the piece's events once, for the events that use it: the phase of every
 event, then (name, category, process, thread) of duration and flow events as one key (`Combos`: one id
-per distinct key, its parts decoded once), their times as text joined into one byte matrix (cells.py),
+per distinct key, its parts decoded once), their times as text read as ns from their bytes (csv/columns.py),
 and the args a handler may read (host operators' inputs only for the keys whose category or name makes
 them host operators)."""
 from __future__ import annotations
@@ -15,7 +15,7 @@ from operator import attrgetter, is_not, itemgetter
 import numpy as np
 
 from canning_tb.ingest.ascend.counters import CounterParts
-from canning_tb.ingest.ascend.csv.cells import dur_column, float_column, us_to_ns_column
+from canning_tb.ingest.ascend.csv.columns import dur_column, float_column, us_to_ns_column
 from canning_tb.ingest.ascend.csv.rows import to_int
 from canning_tb.ingest.table import NONE
 

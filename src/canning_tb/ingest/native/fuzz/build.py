@@ -11,7 +11,7 @@ import sysconfig
 from pathlib import Path
 
 NATIVE = Path(__file__).resolve().parents[1]
-MODULES = ("ascend_scan", "kineto_scan", "kineto_sweep", "tree")  # not ascend_cells: it is on its way out
+MODULES = ("ascend_scan", "kineto_scan", "kineto_sweep", "tree")
 FLAGS = ["-O1", "-g", "-fno-omit-frame-pointer", "-fsanitize=address,undefined,fuzzer-no-link",
          "-fno-sanitize-recover=all", "-shared", "-fPIC"]
 
