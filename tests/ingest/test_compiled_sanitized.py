@@ -24,7 +24,28 @@ from conftest import fixture_path
 SOURCES = Path(__file__).resolve().parents[2] / "src" / "canning_tb" / "ingest" / "native"
 pytestmark = pytest.mark.compiled  # the C parts' own checks: not in a job that installs none (make test-nocc)
 
-CHILD = r'''
+# 5,000 random edits of a real piece (1-8 each: cut, replace, insert, repeat; every fifth also truncated):
+# one routine, put at the head of both scanners' children
+EDITS = '''
+def edits(base, alphabet, rng, count=5000):
+    for i in range(count):
+        b = bytearray(base[:rng.randrange(1000, len(base))]) if i % 5 == 0 else bytearray(base)
+        for _ in range(rng.randint(1, 8)):
+            at = rng.randrange(0, len(b))
+            op = rng.random()
+            if op < 0.25:
+                del b[at:at + rng.randint(1, 20)]
+            elif op < 0.6:
+                b[at] = rng.choice(alphabet)
+            elif op < 0.85:
+                b.insert(at, rng.choice(alphabet))
+            else:
+                lo = rng.randrange(0, len(b))
+                b[at:at] = b[lo:lo + rng.randint(1, 300)]
+        yield bytes(b)
+'''
+
+CHILD = EDITS + r'''
 import json, random, sys
 import numpy as np
 sys.path.insert(0, sys.argv[1])
@@ -56,22 +77,7 @@ for e in edge:
 rng = random.Random(20261202)
 base = json.dumps(json.loads(texts[-1])[:300], ensure_ascii=False).encode()
 alphabet = b'{}[]",:\\/0123456789.-+eEtrufalsnXC \x00\x1f\x7f\x80\xbf\xc2\xe0\xed\xf0\xf4\xff'
-taken = 0
-for i in range(5000):
-    b = bytearray(base[:rng.randrange(1000, len(base))]) if i % 5 == 0 else bytearray(base)
-    for _ in range(rng.randint(1, 8)):
-        at = rng.randrange(0, len(b))
-        op = rng.random()
-        if op < 0.25:
-            del b[at:at + rng.randint(1, 20)]
-        elif op < 0.6:
-            b[at] = rng.choice(alphabet)
-        elif op < 0.85:
-            b.insert(at, rng.choice(alphabet))
-        else:
-            lo = rng.randrange(0, len(b))
-            b[at:at] = b[lo:lo + rng.randint(1, 300)]
-    taken += scan(bytes(b)) is not None
+taken = sum(scan(b) is not None for b in edits(base, alphabet, rng))
 print("scanned; taken whole:", taken)
 '''
 
@@ -141,7 +147,7 @@ def test_the_stack_sweep_runs_without_a_sanitizer_report(tmp_path):
     assert paths > 1000
 
 
-KINETO_SCAN_CHILD = r'''
+KINETO_SCAN_CHILD = EDITS + r'''
 import gzip, json, random, sys
 import msgspec
 import numpy as np
@@ -188,22 +194,7 @@ base = max(arrays, key=len)
 base = base[:base.index(b"},", 60000) + 1] + b"]"  # a real piece of some hundreds of events
 assert scan(base) is not None, "the real piece declined"
 alphabet = b'{}[]",:\\/0123456789.-+eEtrufalsnXfiIM \x00\x1f\x7f\x80\xbf\xc2\xe0\xed\xf0\xf4\xff'
-taken = 0
-for i in range(5000):
-    b = bytearray(base[:rng.randrange(1000, len(base))]) if i % 5 == 0 else bytearray(base)
-    for _ in range(rng.randint(1, 8)):
-        at = rng.randrange(0, len(b))
-        op = rng.random()
-        if op < 0.25:
-            del b[at:at + rng.randint(1, 20)]
-        elif op < 0.6:
-            b[at] = rng.choice(alphabet)
-        elif op < 0.85:
-            b.insert(at, rng.choice(alphabet))
-        else:
-            lo = rng.randrange(0, len(b))
-            b[at:at] = b[lo:lo + rng.randint(1, 300)]
-    taken += scan(bytes(b)) is not None
+taken = sum(scan(b) is not None for b in edits(base, alphabet, rng))
 print("whole:", whole, "taken:", taken)
 '''
 
