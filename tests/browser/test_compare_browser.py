@@ -142,3 +142,54 @@ def test_two_runs_before_and_after(page, url, errors):
     assert frame.locator("#cmp-verdict").get_attribute("data-step-text").endswith("slower")
     shot(page, "compare")
     assert not errors, errors
+
+
+@pytest.fixture(scope="module")
+def triggered_url(tmp_path_factory):
+    """One worker's three windows of a real ps.Profile run; the job's manifests then say that the last two
+    were asked for by its trigger (ps.on_demand(trigger=...) writes that field; the CPU run here cannot be
+    made slow on cue without a timing race, so the field is set by hand, as the trigger would)."""
+    import torch
+
+    from canning import profiling_suite as ps
+    root = tmp_path_factory.mktemp("triggered_logdir")
+    out = root / "triggered"
+    with ps.Profile(activities=[ps.ProfilerActivity.CPU], schedule=ps.schedule(wait=0, warmup=1, active=1, repeat=3),
+                    on_trace_ready=ps.tensorboard_trace_handler(str(out))) as prof:
+        x = torch.randn(64, 64)
+        for _ in range(8):
+            (x @ x).sum()
+            prof.step()
+    manifests = sorted(out.glob("*.canning.json"), key=lambda p: json.loads(p.read_text())["steps"][0])
+    assert len(manifests) == 3
+    for i, path in enumerate(manifests):
+        data = json.loads(path.read_text())
+        if i:
+            data["trigger"] = {"kind": "slow", "step": 4 + i, "step_ns": 81_000_000, "median_ns": 34_000_000,
+                               "reason": f"step {4 + i} took 81 ms, 2.4x the median 34 ms"}
+            path.write_text(json.dumps(data))
+    yield from serve(root, tmp_path_factory)
+
+
+def test_a_triggered_window_is_compared_with_the_last_normal_one(page, triggered_url, errors):
+    url = triggered_url
+    frame = open_plugin(page, url)
+    listed = page.request.get(f"{url}/data/plugin/canning/runs").json()
+    (run,) = [r for r in listed["runs"] if r["name"] == "triggered"]
+    (worker,) = run["workers"]
+    assert [w["trigger"] is not None for w in worker["windows"]] == [False, True, True]  # in step order
+    normal, first_slow, second_slow = [w["id"] for w in worker["windows"]]
+    worker = worker["name"]
+    # the second triggered window: the window before it is triggered too, so the baseline is the one before that
+    select_target(frame, "triggered", worker, second_slow)
+    loaded(frame)
+    expect(frame.locator("#cmp-base-window")).to_have_value(normal)
+    expect(frame.locator("#cmp-trigger-note")).to_contain_text("step 6 took 81 ms, 2.4x the median 34 ms")
+    # a baseline the user picks in the default baseline's own worker is theirs (it once fell back to the
+    # default: the picked window alone named no side), and no note says the view chose it
+    frame.locator("#cmp-base-window").select_option(first_slow)
+    expect(frame.locator("#cmp-base-window")).to_have_value(first_slow)
+    loaded(frame)
+    expect(frame.locator("#cmp-trigger-note")).to_have_count(0)
+    assert f"p.canning.cmp.window={first_slow}" in page.evaluate("location.hash")
+    assert not errors, errors

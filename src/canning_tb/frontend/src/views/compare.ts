@@ -56,8 +56,9 @@ function same(a: Selection, b: Selection): boolean {
   return a.run === b.run && a.worker === b.worker && a.window === b.window;
 }
 
-/** The baseline: the state's when it exists, else the window before the target in its worker, else
- * the one after, else the same position in another worker, else the target itself. */
+/** The baseline: the state's when it exists, else the last normal window before the target in its worker
+ * (one the job did not ask for itself on a slow step: ps.on_demand(trigger=...)), else the window before it,
+ * else the one after, else the same position in another worker, else the target itself. */
 export function baselineFor(opts: CompareOptions, target: Selection, runs: RunEntry[]): Selection {
   const all = windowsOf(runs);
   const chosen = { run: opts.run, worker: opts.worker, window: opts.window };
@@ -65,11 +66,24 @@ export function baselineFor(opts: CompareOptions, target: Selection, runs: RunEn
   const run = runs.find((r) => r.name === target.run);
   const worker = run?.workers.find((w) => w.name === target.worker);
   const index = worker?.windows.findIndex((w) => w.id === target.window) ?? -1;
-  const neighbour = worker && (worker.windows[index - 1] ?? worker.windows[index + 1]);
+  const normal = worker?.windows.slice(0, Math.max(index, 0)).reverse().find((w) => !w.trigger);
+  const neighbour = worker && (normal ?? worker.windows[index - 1] ?? worker.windows[index + 1]);
   if (neighbour) return { ...target, window: neighbour.id };
   const other = run?.workers.find((w) => w.name !== target.worker && w.windows.length);
   if (other) return { run: target.run, worker: other.name, window: other.windows[Math.min(Math.max(index, 0), other.windows.length - 1)].id };
   return target;
+}
+
+/** Where the target is a window the job asked for itself (a slow step), and the baseline is the view's own
+ * choice: why, and that the baseline is the last normal window before it. */
+function triggerNote(opts: CompareOptions, target: Selection, base: Selection, runs: RunEntry[]): HTMLElement | null {
+  const worker = runs.find((r) => r.name === target.run)?.workers.find((w) => w.name === target.worker);
+  const reason = worker?.windows.find((w) => w.id === target.window)?.trigger;
+  const picked = opts.run === base.run && opts.worker === base.worker && opts.window === base.window;
+  const baseEntry = worker?.windows.find((w) => w.id === base.window);
+  if (!reason || picked || !baseEntry || baseEntry.trigger || base.worker !== target.worker) return null;
+  return h("p", { id: "cmp-trigger-note", class: "muted",
+    text: `The job asked for this window itself (${reason}): compared with the last normal window before it, ${baseEntry.label}.` });
 }
 
 function sideLabel(sel: Selection, label: string): string {
@@ -96,8 +110,11 @@ function picker(host: ViewHost, runs: RunEntry[], base: Selection): HTMLElement 
     const first = runs.find((r) => r.name === runSel.value)?.workers[0];
     pick({ run: runSel.value, worker: first?.name ?? "", window: first?.windows[0]?.id ?? "" });
   };
-  workerSel.onchange = () => pick({ worker: workerSel.value, window: run?.workers.find((w) => w.name === workerSel.value)?.windows[0]?.id ?? "" });
-  windowSel.onchange = () => pick({ window: windowSel.value });
+  // the whole side is written: a default baseline (the view's choice) is not in the state, so a window alone
+  // would name no window and the default would come back
+  workerSel.onchange = () => pick({ run: base.run, worker: workerSel.value,
+    window: run?.workers.find((w) => w.name === workerSel.value)?.windows[0]?.id ?? "" });
+  windowSel.onchange = () => pick({ run: base.run, worker: base.worker, window: windowSel.value });
   const swap = h("button", { id: "cmp-swap", type: "button", class: "button", title: "Make the baseline the selected window, and the selected window the baseline" }, "Swap");
   const target = host.sel;
   swap.onclick = () => store.update({ ...base, compare: { ...store.state.compare, ...target } });
@@ -247,6 +264,8 @@ async function load(host: ViewHost): Promise<void> {
     // a baseline the view chooses is not written into the state: only one the user picks is (state.ts)
     const base = baselineFor(host.store.state.compare, host.sel, listing.runs);
     head = picker(host, listing.runs, base);
+    const note = triggerNote(host.store.state.compare, host.sel, base, listing.runs);
+    if (note) head.append(note);
     host.el.prepend(head);
     const data = await getJSON<CompareResponse>("compare", compareParams(host, base), host.signal);
     if (host.signal.aborted) return;
