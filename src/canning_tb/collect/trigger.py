@@ -12,6 +12,7 @@ A rule that raises is said once (stderr) and never reaches the training loop.
 """
 from __future__ import annotations
 
+import statistics
 import time
 from collections import deque
 
@@ -99,6 +100,11 @@ class Trigger:
                 from canning_tb.capture.watch import say
                 say(message)
 
+    def _firing(self, step: int, step_s: float, reason: str, median_s: float | None = None) -> dict:
+        """The trigger as the request and the manifest hold it."""
+        return {"kind": self.kind, "step": step, "step_ns": round(step_s * 1e9),
+                "median_ns": None if median_s is None else round(median_s * 1e9), "reason": reason}
+
     def _guards(self) -> str:
         return f"steps={self.steps}, cooldown_steps={self.cooldown_steps}, max_per_hour={self.max_per_hour}"
 
@@ -135,16 +141,15 @@ class WhenSlow(Trigger):
                 self._rebase()
             return None
         median = self.median
-        return {"kind": self.kind, "step": step, "step_ns": round(step_s * 1e9), "median_ns": round(median * 1e9),
-                "reason": f"step {step:,} took {ms(step_s)}, {step_s / median:.1f}x the median {ms(median)}"}
+        return self._firing(step, step_s, f"step {step:,} took {ms(step_s)}, {step_s / median:.1f}x the median "
+                                          f"{ms(median)}", median)
 
     def _rebase(self) -> None:
         self._stale = 0
         if len(self.normal) < MIN_BASELINE:
             return
-        ordered = sorted(self.normal)
-        median = _median(ordered)
-        spread = MAD_TO_SIGMA * _median(sorted([abs(x - median) for x in ordered]))
+        median = statistics.median(self.normal)
+        spread = MAD_TO_SIGMA * statistics.median([abs(x - median) for x in self.normal])
         self.median, self.spread = median, spread
         self.threshold = max(median + self.k * spread, self.ratio * median)
 
@@ -167,8 +172,7 @@ class WhenEvery(Trigger):
     def decide(self, step_s: float, step: int) -> dict | None:
         if step == 0 or step % self.every:
             return None
-        return {"kind": self.kind, "step": step, "step_ns": round(step_s * 1e9), "median_ns": None,
-                "reason": f"every {self.every:,} steps: step {step:,} (took {ms(step_s)})"}
+        return self._firing(step, step_s, f"every {self.every:,} steps: step {step:,} (took {ms(step_s)})")
 
     def __repr__(self) -> str:
         return f"when_every(steps={self.every}, {self._guards()})"
@@ -189,16 +193,10 @@ class When(Trigger):
     def decide(self, step_s: float, step: int) -> dict | None:
         if not self.rule(step_s, step):
             return None
-        return {"kind": self.kind, "step": step, "step_ns": round(step_s * 1e9), "median_ns": None,
-                "reason": f"step {step:,} took {ms(step_s)}: the job's rule {self.name[:80]} said so"}
+        return self._firing(step, step_s, f"step {step:,} took {ms(step_s)}: the job's rule {self.name[:80]} said so")
 
     def __repr__(self) -> str:
         return f"when({self.name}, {self._guards()})"
-
-
-def _median(ordered: list) -> float:
-    n = len(ordered)
-    return ordered[n // 2] if n % 2 else (ordered[n // 2 - 1] + ordered[n // 2]) / 2
 
 
 def when_slow(*, k: float = 6.0, ratio: float = 2.0, warmup: int = 20, window: int = 200, steps: int = 3,

@@ -49,7 +49,3 @@ class Background:
             return self._unfinished <= 1  # a job waiting for itself would never return
         with self._cond:
             return self._cond.wait_for(lambda: self._unfinished == 0, timeout)
-
-    @property
-    def pending(self) -> int:
-        return self._unfinished
