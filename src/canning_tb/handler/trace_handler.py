@@ -74,7 +74,6 @@ class TraceHandler:
 
     def __call__(self, prof):
         t_call = time.time_ns()
-        self._reap()
         index = self.window
         self.window += 1
         try:
@@ -213,6 +212,9 @@ class TraceHandler:
             self._warn("scalars", manifest.window, f"{type(e).__name__}: {e}")
 
     def _start_digest(self, manifest_path):
+        # reaped here, in the thread that starts them (the background writer for Kineto windows): reaping on
+        # the training thread raced with this append and could drop a running child from the list
+        self._reap()
         try:
             self._children.append(subprocess.Popen(
                 [sys.executable, "-m", DIGEST_MODULE, manifest_path], env=child_env(),
