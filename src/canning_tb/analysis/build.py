@@ -11,6 +11,7 @@ from .context import Context
 from .coverage import coverage
 from .digest import SCHEMA_VERSION, analysis_revision
 from .efficiency.section import roofline_section
+from .graph.section import WindowGraph, critical_path_section
 from .kernels import kernel_stats, kernel_types
 from .gpu_metrics import gpu_efficiency
 from .memory import memory_stats
@@ -109,5 +110,7 @@ def build_digest(table: EventTable) -> pb.Digest:
     d.coverage.CopyFrom(coverage(table, d))
     for p in table.problems:
         d.problems.add(file=str(p.file), message=str(p.message), severity=str(p.severity))
-    d.rule_hits.extend(rule_hits(d, ctx))
+    wg = WindowGraph(ctx, d)  # the dependency graph: critical paths, and the replays that give findings' gains
+    critical_path_section(wg, ctx, d)
+    d.rule_hits.extend(rule_hits(d, ctx, wg))
     return d

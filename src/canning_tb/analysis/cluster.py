@@ -67,6 +67,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .graph.ranks import cross_rank_paths, skeleton
+
 from .coverage import coverage_rows
 from .cluster_rows import cann_columns, rank_rows, trace_columns
 from .cluster_spread import distributions, matrix_bins, rank_heatmap
@@ -115,7 +117,14 @@ def analyse_ranks(digests: list) -> dict:
             "compute_source": "host" if on_host else "device",
             "breakdown_source": digests[0].cann_steps[0].source if cann else "trace",
             "distributions": distributions(ranks, cols), "rank_heatmap": rank_heatmap(ranks, cols),
-            "coverage": coverage_rows(digests, ranks.tolist())}
+            "coverage": coverage_rows(digests, ranks.tolist()), **_paths(digests, ranks.tolist())}
+
+
+def _paths(digests: list, ranks: list) -> dict:
+    """The critical path of each step across ranks and the clock offset applied per rank (analysis/graph/ranks.py)."""
+    sk = skeleton(digests, ranks)
+    return {"critical_path": cross_rank_paths(sk),
+            "clock_offsets": [{"rank": rc.rank, "offset_ns": rc.offset, "aligned": rc.aligned} for rc in sk.ranks]}
 
 
 @dataclass

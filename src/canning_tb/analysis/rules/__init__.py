@@ -24,5 +24,6 @@ from .time_rules import CATEGORY_LABELS
 __all__ = ["CATEGORY_LABELS", "RULES", "cluster_hits", "rule_hits"]
 
 
-def rule_hits(digest: pb.Digest, ctx: Context | None = None) -> list[pb.RuleHit]:
-    return run_rules(RuleInput(digest, ctx))
+def rule_hits(digest: pb.Digest, ctx: Context | None = None, wg=None) -> list[pb.RuleHit]:
+    """`wg`: the window's dependency graph (analysis/graph/section.WindowGraph), on which gains are simulated."""
+    return run_rules(RuleInput(digest, ctx, wg=wg))

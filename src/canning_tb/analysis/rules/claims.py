@@ -57,11 +57,11 @@ def _per_step(interval_set, steps, count: int) -> int:
     return int(iv.measure(interval_set, lo, hi).sum()) // count
 
 
-def settle(found: list[Finding], digest, step_ns: int, not_steps=()) -> list[Finding]:
-    """The findings that pass the floors, with their gains from the time they remove and the time
-    they share with each other (see the module doc). `not_steps`: interval sets of time that is no
-    training step's (CUDA / HIP graph capture, where the device idles by design; process start-up),
-    which no change these rules suggest removes."""
+def settle(found: list[Finding], digest, step_ns: int, not_steps=(), simulate=None) -> list[Finding]:
+    """The findings that pass the floors, with their gains simulated on the window's graph (`simulate`,
+    from `simulator`) and the time they share with each other (see the module doc). `not_steps`: interval
+    sets of time that is no training step's (CUDA / HIP graph capture, where the device idles by design;
+    process start-up), which no change these rules suggest removes."""
     starts, ends = kept_steps(digest)
     steps = (starts, ends)
     count = len(starts)
@@ -80,15 +80,51 @@ def settle(found: list[Finding], digest, step_ns: int, not_steps=()) -> list[Fin
             clipped[id(f)] = iv.subtract(iv.intersect(iv.union(*f.removes), window), claimed)
     for f in found:
         if id(f) in clipped:
-            f.gain_ns = min(_per_step(clipped[id(f)], steps, count), max(step_ns, 0))
+            f.removes_ns = min(_per_step(clipped[id(f)], steps, count), max(step_ns, 0))
+            f.gain_ns = f.removes_ns
             f.noise_ns = noise_ns((ends - starts) - iv.measure(clipped[id(f)], starts, ends), robust=True)
         else:
             f.noise_ns = noise_ns(ends - starts, robust=True)
             if f.gain_ns > step_ns > 0:
                 f.gain_ns = step_ns  # a gain is never more than the step
+        _simulated(f, clipped.get(id(f)), simulate, step_ns)
     kept = [f for f in found if significant(f)]
     _shared(kept, clipped, steps, count, step_ns)
     return kept
+
+
+def simulator(wg):
+    """f(finding, its clipped interval set or None) -> the replayed gain (graph.simulate.Simulated) or None;
+    None without a graph (a digest read without its events)."""
+    if wg is None or len(wg.graph) == 0 or not wg.spans:
+        return None
+    from ..graph.simulate import gain, interval_edit, scale_edit
+    g = wg.graph
+
+    def run(f: Finding, interval_set):
+        if f.scale is not None:
+            edit = scale_edit(g, np.asarray(f.scale[0], np.int64), float(f.scale[1]), f.edit or "the work shrunk")
+        elif interval_set is not None:
+            words = f.edit or f"the {' / '.join(str(w) for w in f.removes_what) or 'claimed'} time taken away"
+            edit = interval_edit(g, interval_set, [str(w) for w in f.removes_what], words)
+        else:
+            return None
+        return gain(g, wg.spans, edit, wg.kept)
+    return run
+
+
+def _simulated(f: Finding, interval_set, simulate, step_ns: int) -> None:
+    """The gain as the graph replays the finding's change; a finding with a time gain but no change the graph
+    can replay is an observation: its time stays (`at_most_ns`, the floor applies to it), its gain goes."""
+    if f.needs or f.gain_ns < 0 or simulate is None:  # no graph (a digest without its events): as measured
+        return
+    sim = simulate(f, interval_set)
+    if sim is None:
+        f.observation, f.at_most_ns, f.gain_ns, f.edit = True, f.gain_ns, -1, ""
+        return
+    f.gain_ns = min(sim.gain_ns, max(step_ns, 0))
+    f.gain_low_ns, f.gain_high_ns, f.edit = sim.low_ns, sim.high_ns, sim.what
+    f.gain_is_bound = False
 
 
 def significant(f: Finding) -> bool:

@@ -18,6 +18,7 @@ from ..parallelism import recognise
 from . import thresholds as th
 from .claims import noise_ns
 from .comm_rules import is_p2p
+from ..graph.ranks import balance_gain, skeleton
 from .finding import Finding, evidence, ms, pct, rank_key, to_hit
 
 METRICS = (("computing", "computing_ns", True), ("communication", "communication_ns", False), ("free", "free_ns", True))
@@ -76,7 +77,7 @@ def _spread(values: list[float]) -> float:
     return (max(values) - min(values)) / mean if mean > 0 else 0.0
 
 
-def slow_rank(analysis: dict, par) -> list[Finding]:
+def slow_rank(analysis: dict, par, sk=None) -> list[Finding]:
     """Per metric, among the ranks that do the same work (each pipeline stage's ranks; all ranks
     without a pipeline): the msprof-analyze spread, above the floors."""
     rows = {r["rank"]: r for r in analysis["ranks"]}
@@ -86,7 +87,7 @@ def slow_rank(analysis: dict, par) -> list[Finding]:
         group = [rows[r] for r in members if r in rows]
         if len(group) < 2:
             continue
-        mine = [f for f in (_slow_rank_finding(group, metric, field, slow_is_max, par, analysis)
+        mine = [f for f in (_slow_rank_finding(group, metric, field, slow_is_max, par, analysis, sk)
                             for metric, field, slow_is_max in METRICS) if f is not None]
         # the rank the others wait for inside the collectives (least communication) is the direct
         # evidence: a most-computing or most-free rank other than it is not the one they wait for
@@ -95,7 +96,7 @@ def slow_rank(analysis: dict, par) -> list[Finding]:
     return found
 
 
-def _slow_rank_finding(group: list[dict], metric: str, field: str, slow_is_max: bool, par, analysis: dict):
+def _slow_rank_finding(group: list[dict], metric: str, field: str, slow_is_max: bool, par, analysis: dict, sk=None):
     values = {r["rank"]: float(r[field]) for r in group}
     ratio = _spread(list(values.values()))
     if ratio <= th.SLOW_RANK_RATIO:
@@ -117,8 +118,25 @@ def _slow_rank_finding(group: list[dict], metric: str, field: str, slow_is_max: 
         evidence=[evidence("ranks", str(rank), f"rank {rank}", rank=rank)],
         figure=metric, figure_value=values[rank], view="ranks",
         removes_what=[f"{metric} spread"], ranks=sorted(values))
+    _balanced(f, sk, rank)
     by_rank = {r["rank"]: r for r in group}
     return f if _significant(f, _step_ns(analysis), paired_noise([by_rank[hi]], [by_rank[lo]], metric)) else None
+
+
+def _balanced(f: Finding, sk, rank: int) -> None:
+    """The gain of balancing the rank, as the ranks' graph replays it (analysis/graph/ranks.py): the rank given
+    the other ranks' median lead time before each collective it shares. Without shared collectives the graph
+    cannot say: an observation (its spread stays the time it is about)."""
+    if sk is None:
+        return
+    index = next((i for i, rc in enumerate(sk.ranks) if rc.rank == rank), None)
+    sim = balance_gain(sk, index) if index is not None else None
+    if sim is None:
+        f.observation, f.at_most_ns, f.gain_ns = True, f.gain_ns, -1
+        return
+    f.gain_ns, f.gain_low_ns, f.gain_high_ns, steps = sim
+    f.gain_is_bound = False
+    f.edit = f"rank {rank} given the other ranks' median own work before each collective it shares"
 
 
 def slow_link(analysis: dict, par, digests) -> list[Finding]:
@@ -272,7 +290,8 @@ def cluster_hits(analysis: dict, digests=()) -> list[pb.RuleHit]:
     from ..cluster import rank_ids  # cluster imports the thresholds of this package
     digests = list(digests)
     par = recognise(digests, rank_ids(digests)) if digests else recognise([])
-    found = slow_rank(analysis, par) + slow_link(analysis, par, digests) + stage_imbalance(analysis, par) \
+    sk = skeleton(digests, rank_ids(digests)) if digests else None
+    found = slow_rank(analysis, par, sk) + slow_link(analysis, par, digests) + stage_imbalance(analysis, par) \
         + embedding_allreduce(analysis, par)
     for f in found:
         f.device = "cluster"

@@ -24,6 +24,7 @@ class RuleInput:
     digest: pb.Digest
     ctx: Context | None = None  # None when only the digest is at hand
     _not_steps: list | None = None  # events.not_steps, once
+    wg: object = None  # the window's dependency graph (analysis/graph/section.WindowGraph); None: no events
 
     @property
     def step_ns(self) -> int:

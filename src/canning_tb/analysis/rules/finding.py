@@ -52,6 +52,13 @@ class Finding:
     scope: str = "window"
     ranks: list = field(default_factory=list)
     shared: list = field(default_factory=list)  # [(rule, title, ns per step)]
+    # the gain as the window's dependency graph replays the change (analysis/graph/simulate.py)
+    removes_ns: int = -1  # the time the change touches per step (the interval set's measure)
+    gain_low_ns: int = -1  # lowest / highest simulated gain over the steps
+    gain_high_ns: int = -1
+    edit: str = ""  # the change as the graph replays it, in words
+    scale: tuple | None = None  # (table rows of device events, factor): the change shrinks them to factor x time
+    observation: bool = False  # no edit of the graph states the change: no gain, shown apart from the findings
 
     def speedup(self) -> float:
         if self.gain_ns < 0 or self.step_ns <= 0:
@@ -61,6 +68,16 @@ class Finding:
     def gain_text(self) -> str:
         if self.needs:
             return "unknown: the data cannot support this rule"
+        if self.observation:
+            return "not simulated: an observation (the trace cannot say what the change would save)"
+        if self.edit and self.gain_ns >= 0:
+            spread = (f", {ms(self.gain_low_ns)} to {ms(self.gain_high_ns)} over {self.steps} steps"
+                      if self.steps > 1 and self.gain_low_ns >= 0 else "")
+            text = (f"{ms(self.gain_ns)} per step, {self.speedup():.2f}x (the step replayed on the trace's dependency "
+                    f"graph with {self.edit}{spread})" if self.step_ns > 0 else f"{ms(self.gain_ns)} ({self.edit})")
+            shared = "; ".join(f"{ms(ns)} of the time it touches is also claimed by '{title}'"
+                               for _, title, ns in self.shared)
+            return f"{text}; {shared}" if shared else text
         if self.gain_ns < 0:
             return f"not bounded by the data{': ' + self.gain_basis if self.gain_basis else ''}"
         word = "at most" if self.gain_is_bound else "about"
@@ -77,10 +94,11 @@ def evidence(view: str, row: str = "", label: str = "", timeline_name: str = "",
 
 
 def _claim(f: Finding) -> pb.Claim:
-    removes_ns = f.gain_ns if f.removes is not None or f.removes_what else -1
+    removes_ns = f.removes_ns if f.removes_ns >= 0 else (f.gain_ns if f.removes is not None or f.removes_what else -1)
     claim = pb.Claim(figure=f.figure, value=float(f.figure_value), view=f.view, threshold=float(f.threshold),
                      floor_ns=int(f.floor_ns), noise_ns=int(f.noise_ns), removes_ns=int(removes_ns),
-                     step_ns=int(f.step_ns), steps=int(f.steps), scope=f.scope)
+                     step_ns=int(f.step_ns), steps=int(f.steps), scope=f.scope, gain_low_ns=int(f.gain_low_ns),
+                     gain_high_ns=int(f.gain_high_ns), edit=f.edit)
     claim.removes.extend(str(x) for x in f.removes_what)
     claim.ranks.extend(int(r) for r in f.ranks)
     for rule, title, ns in f.shared:
@@ -96,7 +114,7 @@ def to_hit(f: Finding) -> pb.RuleHit:
     hit = pb.RuleHit(rule=f.rule, severity=f.severity, title=f.title, detail=detail, value=float(f.value),
                      category=f.category, seen=f.seen, why=f.why, change_torch=f.change_torch,
                      change_npu=f.change_npu, gain_ns=int(f.gain_ns), speedup=float(f.speedup()),
-                     gain=f.gain_text(), needs=f.needs, device=f.device)
+                     gain=f.gain_text(), needs=f.needs, device=f.device, observation=f.observation)
     hit.evidence.extend(f.evidence)
     for key, number in f.figures.items():
         hit.figures[key] = float(number)
@@ -105,9 +123,10 @@ def to_hit(f: Finding) -> pb.RuleHit:
 
 
 def rank_key(hit: pb.RuleHit) -> tuple:
-    """Findings ranked by estimated gain (largest first); those without one after, by severity."""
+    """Findings ranked by simulated gain (largest first); those without one after, by severity; observations
+    (no edit of the graph states their change) after every finding; those that could not judge last."""
     unjudged = bool(hit.needs)
-    return (unjudged, -max(hit.gain_ns, 0), SEVERITY_ORDER.get(hit.severity, 3), hit.rule, hit.title)
+    return (unjudged, hit.observation, -max(hit.gain_ns, 0), SEVERITY_ORDER.get(hit.severity, 3), hit.rule, hit.title)
 
 
 def is_number(x: float) -> bool:

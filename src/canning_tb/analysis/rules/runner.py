@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .. import digest_pb2 as pb
 from ..steps import has_steps
-from .claims import settle
+from .claims import settle, simulator
 from .engine import RULES, RuleInput
 from .events import not_steps
 from .finding import Finding, rank_key, to_hit
@@ -17,7 +17,8 @@ def run_rules(inp: RuleInput) -> list[pb.RuleHit]:
     if inp.ctx is not None and any(f.rule == "startup" for f in found) and not has_steps(inp.ctx.table):
         # nothing but start-up measured: no claim on training time holds (see rule "startup")
         found = [f for f in found if f.rule == "startup" or (f.gain_ns < 0 and f.removes is None)]
-    return sorted((to_hit(f) for f in settle(found, inp.digest, inp.step_ns, not_steps(inp))), key=rank_key)
+    settled = settle(found, inp.digest, inp.step_ns, not_steps(inp), simulate=simulator(inp.wg))
+    return sorted((to_hit(f) for f in settled), key=rank_key)
 
 
 def candidates(inp: RuleInput) -> list[Finding]:

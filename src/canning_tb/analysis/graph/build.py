@@ -1,0 +1,364 @@
+"""The dependency graph of one window: who waits for whom, read from the trace's own structure.
+
+Nodes
+-----
+- Host atoms: each host thread's busy time cut at every start and end of its events (operators,
+  annotations, runtime calls; ProfilerStep ranges only mark steps), so that an atom lies inside one
+  innermost event (`row`), or in none (untraced host time: Python between operators, on the thread
+  that holds the steps). On that thread the atoms tile the window; on the others a gap is idle time.
+- Device nodes: every kernel, copy, set and communication kernel, on its stream.
+
+Dependencies (`deps`: a node starts `lag` ns after its dependency ends)
+-----------------------------------------------------------------------
+- lane order: an atom after the one before it on its thread, a device event after the one before it
+  on its stream;
+- launch: a device event after the runtime call that launched it (joined on `correlation`);
+- cross-stream: a device event that was held (it started later than its stream and its launch allowed)
+  and started when an event on another stream of the device ended (an event wait, a collective the
+  compute stream waits for): inferred from the times, as nothing in a trace names it;
+- blocking (`wait_on`): a runtime call that returns only when the device is done (steps.device_wait_rows,
+  the vendor table of analysis/graph/vendors.py) ends when the last device event it waited for ends,
+  plus the tail it took to return.
+
+The dependency that bound a node (the one that ended last) keeps the gap it showed; the others keep only
+their intrinsic lag (0 for lane order and cross-stream; the launch latency seen where the launch bound the
+kernel), so that a replay with nothing changed gives back the observed times exactly (replay.py).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ...ingest.table import NONE, EventTable, Kind
+from ..common import DATALOADER_RE, DEVICE_KINDS, HOST_COMM_RE, STEP_RE, ids_matching, id_mask, kind_mask, thread_keys
+from ..context import Context
+from ..steps import device_wait_rows
+from .vendors import HOST_WAIT_RE
+
+# node categories (the critical path's breakdown: docs/critical_path.md)
+CATS = ("host", "python", "dataloader", "runtime", "sync", "collective_host", "kernel", "communication", "memcpy",
+        "memset", "latency", "idle", "untraced")
+CAT = {name: i for i, name in enumerate(CATS)}
+HELD_NS = 2_000  # a device event that starts this long after its stream and launch allowed was held ...
+COINCIDE_NS = 2_000  # ... by an event on another stream ending this close before it
+WAIT_COINCIDE_NS = 50_000  # a blocking host call that returns this close after the device work it waited for
+BURST_GAP_NS = 20_000  # another thread's work after this much idle time is a burst something started ...
+THREAD_WAIT_NS = 200_000  # ... and the step's thread waited for it when it went on this close after it ended
+_WAITING_CATS = ("python", "host", "sync", "collective_host")
+
+
+@dataclass
+class Graph:
+    start: np.ndarray  # observed start / end per node, ns
+    end: np.ndarray
+    lane: np.ndarray  # lane index (lanes: labels)
+    cat: np.ndarray  # CAT code
+    row: np.ndarray  # the innermost table row (host atoms) or the event's row (device); NONE: untraced
+    dep_ptr: np.ndarray  # CSR: node n's dependencies are dep_src[dep_ptr[n]:dep_ptr[n + 1]]
+    dep_src: np.ndarray
+    dep_lag: np.ndarray
+    bind: np.ndarray  # per node: position in dep_src of the dependency that bound it, NONE: none
+    wait_on: np.ndarray  # per node: the device node a blocking call waited for, NONE: none
+    wait_tail: np.ndarray  # ... and the time it took to return after that node ended
+    lanes: list = field(default_factory=list)  # lane labels: "thread 123", "stream 7 (device 0)"
+    main_lane: int = NONE  # the lane of the thread holding the steps
+    in_dataloader: np.ndarray | None = None  # per node: inside a data-loading range
+
+    def __len__(self) -> int:
+        return len(self.start)
+
+    @property
+    def on_device(self) -> np.ndarray:
+        return (self.cat >= CAT["kernel"]) & (self.cat <= CAT["memset"])
+
+    @property
+    def dur(self) -> np.ndarray:
+        return self.end - self.start
+
+
+def build_graph(table: EventTable, ctx: Context | None = None) -> Graph:
+    ctx = ctx or Context(table)
+    ev = table.events
+    host = _host_atoms(table, ctx)
+    dev = np.flatnonzero(kind_mask(table, DEVICE_KINDS) & (ev["dur"] >= 0))
+    dev = dev[np.lexsort((ev["ts"][dev], ev["stream"][dev], ev["device"][dev]))]
+    n_host = len(host["start"])
+    start = np.concatenate([host["start"], ev["ts"][dev]])
+    end = np.concatenate([host["end"], ev["ts"][dev] + ev["dur"][dev]])
+    dev_lane_key = ev["device"][dev].astype(np.int64) * (1 << 40) + ev["stream"][dev]
+    dev_keys, dev_lane = np.unique(dev_lane_key, return_inverse=True)
+    lanes = list(host["lanes"]) + [f"stream {int(k) & ((1 << 40) - 1)} (device {int(k) >> 40})" for k in dev_keys]
+    lane = np.concatenate([host["lane"], dev_lane.reshape(-1) + len(host["lanes"])]).astype(np.int32)
+    row = np.concatenate([host["row"], dev])
+    cat = np.concatenate([host["cat"], _device_cats(table, dev)]).astype(np.int8)
+    n = len(start)
+    src, dst, kind = [], [], []  # dependency edges; kind 0 lane, 1 launch, 2 cross-stream
+    # lane order (host atoms come sorted by lane then time; device nodes by device, stream, time)
+    same = np.flatnonzero(lane[1:] == lane[:-1])
+    src.append(same), dst.append(same + 1), kind.append(np.zeros(len(same), np.int8))
+    # launches: the atom that starts the runtime call with the device event's correlation id
+    if len(dev):
+        launch_atom = _launch_atoms(table, host, dev)
+        ok = launch_atom != NONE
+        src.append(launch_atom[ok]), dst.append(n_host + np.flatnonzero(ok)), kind.append(np.ones(ok.sum(), np.int8))
+    src_a, dst_a, kind_a = (np.concatenate(x) if x else np.zeros(0, np.int64) for x in (src, dst, kind))
+    src_a, dst_a = src_a.astype(np.int64), dst_a.astype(np.int64)
+    cross_src, cross_dst = _cross_stream(start, end, lane, n_host, src_a, dst_a, ev["device"][dev])
+    bursts = _bursts(start, end, lane, host, n_host, table)
+    wake_src, wake_dst = _wakes(start, end, lane, host["main_lane"], bursts)
+    src_a = np.concatenate([src_a, cross_src, wake_src])
+    dst_a = np.concatenate([dst_a, cross_dst, wake_dst])
+    kind_a = np.concatenate([kind_a, np.full(len(cross_src), 2, np.int8), np.full(len(wake_src), 3, np.int8)])
+    # CSR by destination; the binding dependency is the one that ended last
+    order = np.lexsort((end[src_a], dst_a))
+    src_a, dst_a, kind_a = src_a[order], dst_a[order], kind_a[order]
+    ptr = np.zeros(n + 1, np.int64)
+    np.add.at(ptr, dst_a + 1, 1)
+    ptr = np.cumsum(ptr)
+    has = ptr[1:] > ptr[:-1]
+    bind = np.full(n, NONE, np.int64)
+    bind[has] = ptr[1:][has] - 1  # sorted by the dependency's end: the last one ended last
+    gap = start[dst_a] - end[src_a]
+    launch_lag = _launch_latency(gap, kind_a, bind, ptr)
+    intrinsic = np.where(kind_a == 1, launch_lag, 0)
+    lag = np.minimum(gap, intrinsic)
+    lag[bind[has]] = gap[bind[has]]
+    wait_on, wait_tail = _blocking(table, host, start, end, lane, n_host, dev)
+    _thread_waits(start, end, lane, cat, host["main_lane"], bursts, wait_on, wait_tail)
+    in_dl = np.concatenate([host["in_dataloader"], np.zeros(len(dev), bool)])
+    return Graph(start=start, end=end, lane=lane, cat=cat, row=row, dep_ptr=ptr, dep_src=src_a, dep_lag=lag,
+                 bind=bind, wait_on=wait_on, wait_tail=wait_tail, lanes=lanes, main_lane=host["main_lane"],
+                 in_dataloader=in_dl)
+
+
+def _bursts(start, end, lane, host, n_host, table) -> list[np.ndarray]:
+    """(first atoms, last atoms) of the bursts of work of the other threads of the steps' process: runs of atoms
+    on one thread with no idle gap over BURST_GAP_NS (the autograd engine's backward, a collective's worker)."""
+    main = host["main_lane"]
+    if main == NONE:
+        return [np.zeros(0, np.int64), np.zeros(0, np.int64)]
+    ev = table.events
+    rows = host["row"]
+    main_pid = ev["pid"][rows[(host["lane"] == main) & (rows != NONE)][:1]]
+    pid = np.where(rows != NONE, ev["pid"][np.maximum(rows, 0)], NONE)
+    other = np.flatnonzero((lane[:n_host] != main) & (rows != NONE) & np.isin(pid, main_pid))
+    if not len(other):
+        return [np.zeros(0, np.int64), np.zeros(0, np.int64)]
+    new = np.ones(len(other), bool)
+    new[1:] = (lane[other][1:] != lane[other][:-1]) | (start[other][1:] - end[other][:-1] > BURST_GAP_NS)
+    firsts = other[new]
+    lasts = other[np.append(new[1:], True)]
+    return [firsts, lasts]
+
+
+def _wakes(start, end, lane, main, bursts) -> tuple[np.ndarray, np.ndarray]:
+    """Each burst starts after the atom of the steps' thread that ended last before it (what started it)."""
+    firsts = bursts[0]
+    m = np.flatnonzero(lane == main) if main != NONE else np.zeros(0, np.int64)
+    if not len(firsts) or not len(m):
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    m = m[np.argsort(end[m], kind="stable")]
+    j = np.searchsorted(end[m], start[firsts], side="right") - 1
+    ok = j >= 0
+    return m[j[ok]].astype(np.int64), firsts[ok].astype(np.int64)
+
+
+def _thread_waits(start, end, lane, cat, main, bursts, wait_on, tail) -> None:
+    """An atom of the steps' thread that went on just after another thread's burst ended, having been
+    there since before it ended, waited for it (backward on the autograd thread, a collective's worker)."""
+    lasts = bursts[1]
+    m = np.flatnonzero(lane == main) if main != NONE else np.zeros(0, np.int64)
+    if not len(lasts) or not len(m):
+        return
+    waiting = np.isin(cat[m], [CAT[c] for c in _WAITING_CATS])
+    m = m[waiting]
+    j = np.searchsorted(end[m], end[lasts], side="left")  # the first atom of the thread ending at or after it
+    for b, jj in zip(lasts.tolist(), j.tolist()):
+        if jj >= len(m):
+            continue
+        a = int(m[jj])
+        if start[a] < end[b] and end[a] - end[b] <= THREAD_WAIT_NS and wait_on[a] == NONE:
+            wait_on[a], tail[a] = b, end[a] - end[b]
+
+
+def _launch_latency(gap: np.ndarray, kind: np.ndarray, bind: np.ndarray, ptr: np.ndarray) -> int:
+    """The launch latency of the window: the median gap from a launch to its kernel where the launch bound it."""
+    bound = bind[bind != NONE]
+    lat = gap[bound[kind[bound] == 1]]
+    return int(np.median(lat)) if len(lat) else 0
+
+
+def _host_atoms(table: EventTable, ctx: Context) -> dict:
+    ev = table.events
+    h = ctx.host
+    rows = h.rows
+    step_ids = ids_matching(table, STEP_RE)
+    is_step = id_mask(ev["name"][rows], step_ids, len(table.strings)) if len(step_ids) else np.zeros(len(rows), bool)
+    keys = thread_keys(table, rows)
+    main_key = int(np.bincount(keys[is_step]).argmax()) if is_step.any() else (
+        int(np.bincount(keys, weights=ev["dur"][rows]).argmax()) if len(rows) else NONE)
+    dl_ids = ids_matching(table, DATALOADER_RE)
+    comm_ids = ids_matching(table, HOST_COMM_RE)
+    wait = set(device_wait_rows(table).tolist())
+    out = {k: [] for k in ("start", "end", "lane", "row", "cat", "in_dataloader")}
+    lanes, main_lane = [], NONE
+    for key in np.unique(keys):
+        pos = np.flatnonzero((keys == key) & ~is_step)
+        if not len(pos):
+            continue
+        r = rows[pos]
+        s, e = ev["ts"][r], ev["ts"][r] + ev["dur"][r]
+        cuts = np.unique(np.concatenate([s, e]))
+        if key == main_key and is_step.any():  # the step ranges bound the thread's untraced time too
+            st = rows[is_step & (keys == key)]
+            cuts = np.unique(np.concatenate([cuts, ev["ts"][st], ev["ts"][st] + ev["dur"][st]]))
+        a0, a1 = cuts[:-1], cuts[1:]
+        inner = _innermost(s, e, h.parent[pos], pos, h.depth[pos], (a0 + a1) // 2)
+        keep = (inner != NONE) | (key == main_key)
+        a0, a1, inner = a0[keep], a1[keep], inner[keep]
+        if key == main_key:
+            main_lane = len(lanes)
+        lane_no = len(lanes)
+        lanes.append(f"thread {int(ev['tid'][r[0]])} (pid {int(ev['pid'][r[0]])})")
+        inner_row = np.where(inner != NONE, rows[np.maximum(inner, 0)], NONE)
+        cat, dl = _host_cats(table, ctx, inner, inner_row, dl_ids, comm_ids, wait)
+        out["start"].append(a0), out["end"].append(a1), out["row"].append(inner_row), out["cat"].append(cat)
+        out["lane"].append(np.full(len(a0), lane_no, np.int32)), out["in_dataloader"].append(dl)
+    cat_arrays = {k: (np.concatenate(v) if v else np.zeros(0, np.int64)) for k, v in out.items()}
+    cat_arrays["in_dataloader"] = cat_arrays["in_dataloader"].astype(bool)
+    cat_arrays["lanes"], cat_arrays["main_lane"] = lanes, main_lane
+    return cat_arrays
+
+
+def _innermost(s, e, parent_pos, pos, depth, t) -> np.ndarray:
+    """Per instant t (sorted), the position (in ctx.host.rows) of the innermost event of this thread holding it."""
+    order = np.lexsort((-(e - s), s))
+    ss, ee, pp = s[order], e[order], pos[order]
+    j = np.searchsorted(ss, t, side="right") - 1
+    cand = np.where(j >= 0, pp[np.maximum(j, 0)], NONE)
+    end_of = dict(zip(pos.tolist(), e.tolist()))
+    par = dict(zip(pos.tolist(), parent_pos.tolist()))
+    out = cand.copy()
+    for i in np.flatnonzero((cand != NONE)):
+        c = int(cand[i])
+        while c != NONE and end_of.get(c, -1) <= t[i]:
+            c = par.get(c, NONE)
+        out[i] = c
+    return out
+
+
+def _host_cats(table, ctx, inner, inner_row, dl_ids, comm_ids, wait) -> tuple[np.ndarray, np.ndarray]:
+    """Per atom: its category, and whether a data-loading range holds it (the atom's event or an ancestor)."""
+    ev = table.events
+    h = ctx.host
+    cat = np.full(len(inner), CAT["python"], np.int8)
+    dl = np.zeros(len(inner), bool)
+    size = len(table.strings)
+    dl_mask = id_mask(ev["name"][h.rows], dl_ids, size) if len(dl_ids) else np.zeros(len(h.rows), bool)
+    comm_mask = id_mask(ev["name"][h.rows], comm_ids, size) if len(comm_ids) else np.zeros(len(h.rows), bool)
+    # ancestors' marks, pushed down the tree once (parents come before children in depth order)
+    for depth in range(1, int(h.depth.max()) + 1 if len(h.depth) else 0):
+        sel = np.flatnonzero((h.depth == depth) & (h.parent != NONE))
+        for m in (dl_mask, comm_mask):
+            m[sel] |= m[h.parent[sel]]
+    has = inner != NONE
+    ip = np.maximum(inner, 0)
+    kinds = ev["kind"][inner_row[has]] if has.any() else np.zeros(0)
+    c = np.full(has.sum(), CAT["host"], np.int8)
+    c[kinds == int(Kind.RUNTIME)] = CAT["runtime"]
+    c[np.isin(inner_row[has], list(wait))] = CAT["sync"]
+    names = ev["name"][inner_row[has]]
+    host_wait = np.array([bool(HOST_WAIT_RE.search(table.strings[int(x)] or "")) for x in names], bool) \
+        if len(names) else np.zeros(0, bool)
+    c[host_wait] = CAT["sync"]
+    c[comm_mask[ip[has]] & (c == CAT["host"])] = CAT["collective_host"]
+    c[dl_mask[ip[has]] & (c == CAT["host"])] = CAT["dataloader"]
+    cat[has] = c
+    dl[has] = dl_mask[ip[has]]
+    return cat, dl
+
+
+def _device_cats(table: EventTable, dev: np.ndarray) -> np.ndarray:
+    k = table.events["kind"][dev]
+    out = np.full(len(dev), CAT["kernel"], np.int8)
+    out[k == int(Kind.COMM_KERNEL)] = CAT["communication"]
+    out[k == int(Kind.MEMCPY)] = CAT["memcpy"]
+    out[k == int(Kind.MEMSET)] = CAT["memset"]
+    return out
+
+
+def _launch_atoms(table: EventTable, host: dict, dev: np.ndarray) -> np.ndarray:
+    """Per device node: the host atom where its runtime launch starts (NONE: no launch record)."""
+    ev = table.events
+    out = np.full(len(dev), NONE, np.int64)
+    hrow = host["row"]
+    rt = np.flatnonzero((hrow != NONE) & (ev["kind"][np.maximum(hrow, 0)] == int(Kind.RUNTIME)))
+    if not len(rt):
+        return out
+    corr = ev["correlation"][hrow[rt]]
+    # the first atom of each runtime call (a call cut by nested calls has several)
+    first = rt[np.concatenate([[True], hrow[rt][1:] != hrow[rt][:-1]])] if len(rt) else rt
+    corr = ev["correlation"][hrow[first]]
+    keep = corr != NONE
+    first, corr = first[keep], corr[keep]
+    order = np.argsort(corr, kind="stable")
+    sc = corr[order]
+    want = ev["correlation"][dev]
+    p = np.searchsorted(sc, want)
+    pc = np.minimum(p, max(len(sc) - 1, 0))
+    hit = (p < len(sc)) & (want != NONE) & (len(sc) > 0)
+    hit[hit] = sc[pc[hit]] == want[hit]
+    out[hit] = first[order[pc[hit]]]
+    return out
+
+
+def _cross_stream(start, end, lane, n_host, src, dst, device) -> tuple[np.ndarray, np.ndarray]:
+    """Edges from an event on another stream to a device event that was held until that event ended."""
+    n = len(start)
+    if n == n_host:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    ready = np.full(n, np.iinfo(np.int64).min, np.int64)
+    np.maximum.at(ready, dst, end[src])
+    devn = np.arange(n_host, n)
+    held = devn[(start[devn] - ready[devn] > HELD_NS)]
+    if not len(held):
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    order = np.argsort(end[devn], kind="stable")
+    ends, who = end[devn][order], devn[order]
+    j = np.searchsorted(ends, start[held], side="right") - 1
+    out_s, out_d = [], []
+    for k, jj in zip(held.tolist(), j.tolist()):
+        while jj >= 0 and start[k] - ends[jj] <= COINCIDE_NS:
+            c = int(who[jj])
+            if lane[c] != lane[k] and device[c - n_host] == device[k - n_host] and start[c] < start[k]:
+                out_s.append(c), out_d.append(k)
+                break
+            jj -= 1
+    return np.array(out_s, np.int64), np.array(out_d, np.int64)
+
+
+def _blocking(table, host, start, end, lane, n_host, dev) -> tuple[np.ndarray, np.ndarray]:
+    """Per node: the device node a blocking host call waited for (it returned within WAIT_COINCIDE_NS of that
+    node's end) and the tail it took to return; NONE where it did not wait."""
+    n = len(start)
+    wait_on = np.full(n, NONE, np.int64)
+    tail = np.zeros(n, np.int64)
+    if n == n_host:
+        return wait_on, tail
+    hcat = host["cat"]
+    calls = np.flatnonzero(hcat == CAT["sync"])
+    # the last atom of each blocking call: it is the one that returns
+    last = calls[np.append(host["row"][calls][1:] != host["row"][calls][:-1], True)] if len(calls) else calls
+    devn = np.arange(n_host, n)
+    order = np.argsort(end[devn], kind="stable")
+    ends, who = end[devn][order], devn[order]
+    for a in last.tolist():
+        j = int(np.searchsorted(ends, end[a], side="right")) - 1
+        while j >= 0 and end[a] - ends[j] <= WAIT_COINCIDE_NS:
+            c = int(who[j])
+            if ends[j] > start[a]:  # it was still running when the call began: the call waited for it
+                wait_on[a], tail[a] = c, end[a] - ends[j]
+                break
+            j -= 1
+    return wait_on, tail

@@ -1,0 +1,101 @@
+"""The critical path of each step through the window's dependency graph, and the steps' spans in it.
+
+Walked backwards from the step's end: the node that ended last, then what held it (for a blocking call
+that waited, the device work it waited for; else the dependency that bound its start), until the step's
+start. Each piece of the path is a segment of one node (or of the gap before it: launch latency, idle
+time of a thread) with the node's category, so the path's categories sum to the step exactly.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ...ingest.table import NONE
+from .build import CAT, CATS, Graph
+
+
+@dataclass
+class StepSpan:
+    number: int
+    start: int
+    end: int
+    nodes: np.ndarray  # the nodes of this step (observed start inside it)
+    first: int  # the node whose start is the step's start
+    last: int  # the node whose end is the step's end
+
+
+@dataclass
+class Path:
+    number: int
+    start: int
+    end: int
+    by_cat: dict = field(default_factory=dict)  # category -> ns on the path
+    segments: list = field(default_factory=list)  # (node, start, end, category)
+
+
+def step_spans(g: Graph, steps) -> list[StepSpan]:
+    """Each step (digest Step: number, start_ns, dur_ns) as the nodes it holds and its boundary nodes."""
+    out = []
+    if len(g) == 0:
+        return out
+    order = np.argsort(g.start, kind="stable")
+    starts = g.start[order]
+    for s in steps:
+        lo, hi = int(s.start_ns), int(s.start_ns + s.dur_ns)
+        a, b = np.searchsorted(starts, lo, side="left"), np.searchsorted(starts, hi, side="left")
+        nodes = order[a:b]
+        if not len(nodes):
+            continue
+        # the step ends with the thread that holds the steps or with the device work: another thread's work
+        # (a data-loading worker, a logger) holds the step only through what waits for it
+        nodes = nodes[(g.lane[nodes] == g.main_lane) | g.on_device[nodes]] if g.main_lane != NONE else nodes
+        if not len(nodes):
+            continue
+        inside = nodes[g.end[nodes] <= hi] if (g.end[nodes] <= hi).any() else nodes
+        last = int(inside[np.argmax(g.end[inside])])
+        at_start = nodes[g.start[nodes] == g.start[nodes].min()]
+        main = at_start[g.lane[at_start] == g.main_lane]
+        first = int(main[0]) if len(main) else int(at_start[np.argmax(g.end[at_start])])
+        out.append(StepSpan(int(s.number), lo, hi, nodes, first, last))
+    return out
+
+
+def critical_path(g: Graph, span: StepSpan) -> Path:
+    path = Path(span.number, span.start, span.end)
+    lo = span.start
+    cur, t = span.last, min(int(g.end[span.last]), span.end)
+    segs = []
+    if span.end > t:
+        segs.append((NONE, t, span.end, CAT["idle"]))
+    guard = len(g) + 1
+    while cur != NONE and t > lo and guard > 0:
+        guard -= 1
+        s = int(g.start[cur])
+        w = int(g.wait_on[cur])
+        if w != NONE and g.end[w] > s:  # the call returned when the device work it waited for ended
+            we = int(g.end[w])
+            if t > we:
+                segs.append((cur, max(we, lo), t, int(g.cat[cur])))
+            t, cur = min(t, we), w
+            continue
+        segs.append((cur, max(s, lo), t, int(g.cat[cur])))
+        t = s
+        b = int(g.bind[cur])
+        if b == NONE:
+            break
+        d = int(g.dep_src[b])
+        de = int(g.end[d])
+        if de < t:
+            # a gap on one lane is the lane standing still; between lanes, the time a launch or a hand-over took
+            gap_cat = CAT["idle"] if g.lane[d] == g.lane[cur] else CAT["latency"]
+            segs.append((NONE, max(de, lo), t, gap_cat))
+        t, cur = min(t, de), d
+    if t > lo:
+        segs.append((NONE, lo, t, CAT["untraced"]))
+    for node, a, b, c in segs:
+        if b > a:
+            path.by_cat[CATS[c]] = path.by_cat.get(CATS[c], 0) + (b - a)
+            path.segments.append((node, a, b, CATS[c]))
+    path.segments.reverse()
+    return path

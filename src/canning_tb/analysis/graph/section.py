@@ -1,0 +1,33 @@
+"""The digest's critical path section, and the window's graph kept for the rules' replays."""
+from __future__ import annotations
+
+from .. import digest_pb2 as pb
+from ..context import Context
+from .build import Graph, build_graph
+from .critical import StepSpan, critical_path, step_spans
+
+PATH_SEGMENTS = 200  # the longest pieces of each step's path kept in the digest (the timeline draws them)
+
+
+class WindowGraph:
+    """The graph of a window and its steps' spans, built once (the section and the rules share it)."""
+
+    def __init__(self, ctx: Context, digest: pb.Digest):
+        self.graph: Graph = build_graph(ctx.table, ctx)
+        self.spans: list[StepSpan] = step_spans(self.graph, digest.steps)
+        self.kept = set(int(x) for x in digest.average_steps)
+
+
+def critical_path_section(wg: WindowGraph, ctx: Context, d: pb.Digest) -> None:
+    g, strings, ev = wg.graph, ctx.table.strings, ctx.table.events
+    for span in wg.spans:
+        path = critical_path(g, span)
+        sp = d.critical_path.add(number=path.number, start_ns=path.start, dur_ns=path.end - path.start,
+                                 segments_total=len(path.segments))
+        for cat, ns in path.by_cat.items():
+            sp.by_category[cat] = int(ns)
+        longest = sorted(path.segments, key=lambda x: x[1] - x[2])[:PATH_SEGMENTS]
+        for node, a, b, cat in sorted(longest, key=lambda x: x[1]):
+            row = int(g.row[node]) if node >= 0 else -1
+            sp.segments.add(lane=g.lanes[int(g.lane[node])] if node >= 0 else "", category=cat, ts_ns=int(a),
+                            dur_ns=int(b - a), name=(strings[int(ev["name"][row])] or "") if row >= 0 else "")

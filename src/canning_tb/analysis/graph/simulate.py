@@ -1,0 +1,89 @@
+"""A finding's change as an edit of the window's graph, and the gain the replay gives for it.
+
+`interval_edit`: the time a change removes (an interval set over the window, as the rules state it) taken
+off the nodes of the categories that time is made of: DataLoader time off the atoms inside data-loading
+ranges, a blocking call's wait by letting it return without waiting, device categories off the device
+nodes. `scale_edit`: device work shrunk to a share of its time (a kernel at its roofline). The gain per
+step is the observed step less the replayed step, on each step the average keeps; its mean is the gain and
+its lowest and highest are the range (the variation of the steps it was simulated on).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...ingest.table import NONE
+from .build import CAT, Graph
+from .critical import StepSpan
+from .replay import Edit, replay
+
+# breakdown categories (analysis/steps.py) -> the node categories their time is made of
+_NODE_CATS = {
+    "compute": {"kernel"}, "overlapped": {"kernel", "communication"}, "communication": {"communication",
+                                                                                       "collective_host"},
+    "memcpy": {"memcpy"}, "memset": {"memset"}, "device_wait": {"sync"}, "runtime": {"runtime"},
+    "host": {"host", "python", "collective_host"}, "send / receive": {"communication", "collective_host"},
+}
+HOST_CATS = {"host", "python", "dataloader", "runtime", "sync", "collective_host"}
+
+
+@dataclass
+class Simulated:
+    gain_ns: int  # mean over the steps
+    low_ns: int
+    high_ns: int
+    steps: int
+    what: str
+
+
+def _measure_upto(starts: np.ndarray, ends: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Length of the (sorted, disjoint) interval set up to each x."""
+    if len(starts) == 0:
+        return np.zeros(len(x), np.int64)
+    cum = np.concatenate([[0], np.cumsum(ends - starts)])
+    i = np.searchsorted(starts, x, side="right")  # intervals starting at or before x
+    before = cum[np.maximum(i - 1, 0)]
+    partial = np.where(i > 0, np.minimum(x, ends[np.maximum(i - 1, 0)]) - starts[np.maximum(i - 1, 0)], 0)
+    return np.where(i > 0, before + np.maximum(partial, 0), 0)
+
+
+def interval_edit(g: Graph, removes, what: list, words: str) -> Edit:
+    starts, ends = (np.asarray(removes[0], np.int64), np.asarray(removes[1], np.int64))
+    overlap = _measure_upto(starts, ends, g.end) - _measure_upto(starts, ends, g.start)
+    cats = set()
+    for w in what:
+        cats |= _NODE_CATS.get(w, set())
+    if "dataloader" in what:
+        target = g.in_dataloader.copy()
+    elif cats:
+        target = np.isin(g.cat, [CAT[c] for c in cats])
+    else:  # event ranges named by the rule (compilation, GC, an optimizer step): the host work inside them
+        target = np.isin(g.cat, [CAT[c] for c in HOST_CATS])
+    hit = np.flatnonzero(target & (overlap > 0))
+    sync = hit[g.cat[hit] == CAT["sync"]]
+    rest = hit[g.cat[hit] != CAT["sync"]]
+    dur = (g.end - g.start)[rest] - overlap[rest]
+    return Edit(words, dur=dict(zip(rest.tolist(), dur.tolist())), unblock=set(sync.tolist()))
+
+
+def scale_edit(g: Graph, rows: np.ndarray, factor: float, words: str) -> Edit:
+    """Device events (table rows) shrunk to `factor` of their time."""
+    dev = np.flatnonzero(np.isin(g.row, rows) & (g.cat >= CAT["kernel"]) & (g.cat <= CAT["memset"]))
+    dur = ((g.end - g.start)[dev] * factor).astype(np.int64)
+    return Edit(words, dur=dict(zip(dev.tolist(), dur.tolist())))
+
+
+def gain(g: Graph, spans: list[StepSpan], edit: Edit, kept: set | None = None) -> Simulated | None:
+    """The replayed gain per step of the steps in `kept` (all when None); None without steps."""
+    use = [s for s in spans if kept is None or s.number in kept] or spans
+    if not use or edit.empty():
+        return None
+    start, end = replay(g, edit)
+    gains = []
+    for s in use:
+        old = int(g.end[s.last]) - int(g.start[s.first])
+        new = int(end[s.nodes].max()) - int(start[s.first])
+        gains.append(max(old - new, 0))
+    arr = np.array(gains, np.int64)
+    return Simulated(int(arr.mean()), int(arr.min()), int(arr.max()), len(arr), edit.what)
