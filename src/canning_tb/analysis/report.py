@@ -264,6 +264,9 @@ def window_report(digest: pb.Digest, top: int = 10) -> str:
     if digest.coverage.files or digest.coverage.figures:
         parts.append(data_text(digest))
     parts.append(str(suggestions(digest)))
+    from .rules.text import critical_path_text
+    if digest.critical_path:
+        parts.append(critical_path_text(digest.critical_path))
     return "\n\n".join(parts)
 
 
@@ -301,7 +304,25 @@ def ranks_report(digests: list, top: int | None = None, analysis: dict | None = 
     from .parallelism import recognise
     s = slow_rank_table(r, hits, pipeline=recognise(digests).pipeline if digests else False)
     return str(t) + "\n\n" + str(s) + "\n\n" + suggestions_text(hits).replace(
-        "Optimization Suggestions:", "Optimization Suggestions (across ranks):", 1)
+        "Optimization Suggestions:", "Optimization Suggestions (across ranks):", 1) + _paths_text(r)
+
+
+def _paths_text(r: dict, limit: int = 8) -> str:
+    """The critical path of each step across ranks: which ranks held it (analysis/graph/ranks.py)."""
+    paths = r.get("critical_path") or []
+    if not paths:
+        return ""
+    out = ["", "", "Critical path across ranks (which rank held each step; clocks aligned through the collectives):"]
+    for p in paths[:limit]:
+        total = max(p["dur_ns"], 1)
+        held = sorted(p["by_rank"].items(), key=lambda kv: -kv[1])
+        out.append(f"  step {p['step']}: {p['dur_ns'] / 1e6:.3f} ms: " + ", ".join(
+            f"rank {rank} {ns / 1e6:.3f} ms ({100 * ns / total:.0f}%)" for rank, ns in held[:6]))
+    moved = [o for o in r.get("clock_offsets", []) if o["offset_ns"]]
+    if moved:
+        out.append("  Clock offsets applied: " + ", ".join(f"rank {o['rank']} {o['offset_ns'] / 1e3:+.1f} us"
+                                                          for o in moved[:16]))
+    return "\n".join(out)
 
 
 def _ms_known(ns: int) -> float | None:

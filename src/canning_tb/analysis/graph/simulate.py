@@ -61,8 +61,9 @@ def interval_edit(g: Graph, removes, what: list, words: str) -> Edit:
     else:  # event ranges named by the rule (compilation, GC, an optimizer step): the host work inside them
         target = np.isin(g.cat, [CAT[c] for c in HOST_CATS])
     hit = np.flatnonzero(target & (overlap > 0))
-    sync = hit[g.cat[hit] == CAT["sync"]]
-    rest = hit[g.cat[hit] != CAT["sync"]]
+    # a blocking call that waited is freed from its wait; one that waited for nothing the trace shows is time
+    sync = hit[(g.cat[hit] == CAT["sync"]) & (g.wait_on[hit] != NONE)]
+    rest = hit[(g.cat[hit] != CAT["sync"]) | (g.wait_on[hit] == NONE)]
     dur = (g.end - g.start)[rest] - overlap[rest]
     return Edit(words, dur=dict(zip(rest.tolist(), dur.tolist())), unblock=set(sync.tolist()))
 

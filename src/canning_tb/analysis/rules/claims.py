@@ -116,11 +116,12 @@ def simulator(wg):
 def _simulated(f: Finding, interval_set, simulate, step_ns: int) -> None:
     """The gain as the graph replays the finding's change; a finding with a time gain but no change the graph
     can replay is an observation: its time stays (`at_most_ns`, the floor applies to it), its gain goes."""
-    if f.needs or f.gain_ns < 0 or simulate is None:  # no graph (a digest without its events): as measured
+    if f.needs or simulate is None:  # no graph (a digest without its events): as measured
         return
-    sim = simulate(f, interval_set)
+    sim = simulate(f, interval_set) if f.gain_ns >= 0 else None
     if sim is None:
-        f.observation, f.at_most_ns, f.gain_ns, f.edit = True, f.gain_ns, -1, ""
+        f.observation, f.edit = True, ""
+        f.at_most_ns, f.gain_ns = (f.gain_ns if f.gain_ns >= 0 else f.at_most_ns), -1
         return
     f.gain_ns = min(sim.gain_ns, max(step_ns, 0))
     f.gain_low_ns, f.gain_high_ns, f.edit = sim.low_ns, sim.high_ns, sim.what

@@ -31,8 +31,31 @@ def suggestions_text(hits) -> str:
     if not ranked:
         return "Optimization Suggestions:\n  No problem found by the rules."
     out = ["Optimization Suggestions:"]
-    for i, hit in enumerate(ranked, 1):
+    found = [h for h in ranked if not h.observation]
+    seen = [h for h in ranked if h.observation]
+    for i, hit in enumerate(found, 1):
         out += _one(i, hit)
+    if not found:
+        out.append("  No change the trace's dependency graph can replay was found worth making.")
+    if seen:  # rules whose change the graph cannot replay: no gain, never ranked among the findings
+        out.append("Observations (no simulated gain):")
+        for i, hit in enumerate(seen, 1):
+            out += _one(i, hit)
+    return "\n".join(out)
+
+
+def critical_path_text(paths, limit: int = 8) -> str:
+    """'Critical path:' per step, the categories that held it, largest first (digest.critical_path)."""
+    if not paths:
+        return ""
+    out = ["Critical path (what held each step, docs/critical_path.md):"]
+    for p in list(paths)[:limit]:
+        total = max(p.dur_ns, 1)
+        parts = sorted(p.by_category.items(), key=lambda kv: -kv[1])
+        out.append(f"  step {p.number}: {p.dur_ns / 1e6:.3f} ms: " + ", ".join(
+            f"{cat} {ns / 1e6:.3f} ms ({100 * ns / total:.0f}%)" for cat, ns in parts if ns > 0))
+    if len(paths) > limit:
+        out.append(f"  ... {len(paths) - limit} more steps")
     return "\n".join(out)
 
 
