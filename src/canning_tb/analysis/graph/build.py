@@ -68,6 +68,23 @@ class Graph:
     def __len__(self) -> int:
         return len(self.start)
 
+    def lists(self) -> dict:
+        """The columns as Python lists, made once: the replay and the path walk read them element by element,
+        which numpy scalars make ten times slower."""
+        cached = self.__dict__.get("_lists")
+        if cached is None:
+            held = self.wait_on != NONE
+            # the node each one was held by: what it waited for where it returned after that ended, else the
+            # dependency that bound its start
+            by_dep = np.where(self.bind != NONE, self.dep_src[np.maximum(self.bind, 0)], NONE)
+            waited = held & (self.end[np.maximum(self.wait_on, 0)] > self.start)
+            cached = {"start": self.start.tolist(), "end": self.end.tolist(), "lane": self.lane.tolist(),
+                      "cat": self.cat.tolist(), "ptr": self.dep_ptr.tolist(), "src": self.dep_src.tolist(),
+                      "lag": self.dep_lag.tolist(), "wait_on": self.wait_on.tolist(), "tail": self.wait_tail.tolist(),
+                      "held_by": np.where(waited, self.wait_on, by_dep).tolist(), "waited": waited.tolist()}
+            self.__dict__["_lists"] = cached
+        return cached
+
     @property
     def on_device(self) -> np.ndarray:
         return (self.cat >= CAT["kernel"]) & (self.cat <= CAT["memset"])
@@ -87,8 +104,8 @@ def build_graph(table: EventTable, ctx: Context | None = None) -> Graph:
     start = np.concatenate([host["start"], ev["ts"][dev]])
     end = np.concatenate([host["end"], ev["ts"][dev] + ev["dur"][dev]])
     dev_lane_key = ev["device"][dev].astype(np.int64) * (1 << 40) + ev["stream"][dev]
-    dev_keys, dev_lane = np.unique(dev_lane_key, return_inverse=True)
-    lanes = list(host["lanes"]) + [f"stream {int(k) & ((1 << 40) - 1)} (device {int(k) >> 40})" for k in dev_keys]
+    dev_keys, first_of, dev_lane = np.unique(dev_lane_key, return_index=True, return_inverse=True)
+    lanes = list(host["lanes"]) + [_stream_label(int(ev["device"][dev[i]]), int(ev["stream"][dev[i]])) for i in first_of]
     lane = np.concatenate([host["lane"], dev_lane.reshape(-1) + len(host["lanes"])]).astype(np.int32)
     row = np.concatenate([host["row"], dev])
     cat = np.concatenate([host["cat"], _device_cats(table, dev)]).astype(np.int8)
@@ -182,6 +199,11 @@ def _thread_waits(start, end, lane, cat, main, bursts, wait_on, tail) -> None:
             wait_on[a], tail[a] = b, end[a] - end[b]
 
 
+def _stream_label(device: int, stream: int) -> str:
+    where = f"device {device}" if device != NONE else "device unknown"
+    return f"stream {stream} ({where})" if stream != NONE else f"device work, stream unknown ({where})"
+
+
 def _launch_latency(gap: np.ndarray, kind: np.ndarray, bind: np.ndarray, ptr: np.ndarray) -> int:
     """The launch latency of the window: the median gap from a launch to its kernel where the launch bound it."""
     bound = bind[bind != NONE]
@@ -201,51 +223,88 @@ def _host_atoms(table: EventTable, ctx: Context) -> dict:
     dl_ids = ids_matching(table, DATALOADER_RE)
     comm_ids = ids_matching(table, HOST_COMM_RE)
     wait = set(device_wait_rows(table).tolist())
-    out = {k: [] for k in ("start", "end", "lane", "row", "cat", "in_dataloader")}
+    out = {k: [] for k in ("start", "end", "lane", "inner")}
     lanes, main_lane = [], NONE
-    for key in np.unique(keys):
+    for key in _distinct(keys):
         pos = np.flatnonzero((keys == key) & ~is_step)
         if not len(pos):
             continue
         r = rows[pos]
         s, e = ev["ts"][r], ev["ts"][r] + ev["dur"][r]
-        cuts = np.unique(np.concatenate([s, e]))
+        cuts = _distinct(np.concatenate([s, e]))
         if key == main_key and is_step.any():  # the step ranges bound the thread's untraced time too
             st = rows[is_step & (keys == key)]
-            cuts = np.unique(np.concatenate([cuts, ev["ts"][st], ev["ts"][st] + ev["dur"][st]]))
+            cuts = _distinct(np.concatenate([cuts, ev["ts"][st], ev["ts"][st] + ev["dur"][st]]))
         a0, a1 = cuts[:-1], cuts[1:]
         inner = _innermost(s, e, h.parent[pos], pos, h.depth[pos], (a0 + a1) // 2)
         keep = (inner != NONE) | (key == main_key)
         a0, a1, inner = a0[keep], a1[keep], inner[keep]
         if key == main_key:
             main_lane = len(lanes)
-        lane_no = len(lanes)
         lanes.append(f"thread {int(ev['tid'][r[0]])} (pid {int(ev['pid'][r[0]])})")
-        inner_row = np.where(inner != NONE, rows[np.maximum(inner, 0)], NONE)
-        cat, dl = _host_cats(table, ctx, inner, inner_row, dl_ids, comm_ids, wait)
-        out["start"].append(a0), out["end"].append(a1), out["row"].append(inner_row), out["cat"].append(cat)
-        out["lane"].append(np.full(len(a0), lane_no, np.int32)), out["in_dataloader"].append(dl)
-    cat_arrays = {k: (np.concatenate(v) if v else np.zeros(0, np.int64)) for k, v in out.items()}
-    cat_arrays["in_dataloader"] = cat_arrays["in_dataloader"].astype(bool)
-    cat_arrays["lanes"], cat_arrays["main_lane"] = lanes, main_lane
-    return cat_arrays
+        out["start"].append(a0), out["end"].append(a1), out["inner"].append(inner)
+        out["lane"].append(np.full(len(a0), len(lanes) - 1, np.int32))
+    a = {k: (np.concatenate(v) if v else np.zeros(0, np.int64)) for k, v in out.items()}
+    a["row"] = np.where(a["inner"] != NONE, rows[np.maximum(a["inner"], 0)], NONE)
+    a["cat"], a["in_dataloader"] = _host_cats(table, ctx, a["inner"], a["row"], dl_ids, comm_ids, wait)
+    steps = rows[is_step]
+    a = _merged(a, np.concatenate([ev["ts"][steps], ev["ts"][steps] + ev["dur"][steps]]))
+    a["lanes"], a["main_lane"] = lanes, main_lane
+    return a
+
+
+# atoms of these categories next to each other on a thread are one node (nothing depends on the cut between
+# them); launches and blocking calls stay one node each, as they are what other nodes depend on
+_MERGEABLE = ("host", "python", "dataloader", "collective_host")
+
+
+def _distinct(values: np.ndarray) -> np.ndarray:
+    """Sorted distinct values (np.unique hashes int64 keys, several times slower than a sort here)."""
+    v = np.sort(values, kind="stable")
+    return v[np.concatenate([[True], v[1:] != v[:-1]])] if len(v) else v
+
+
+def _merged(a: dict, step_cuts: np.ndarray) -> dict:
+    """Runs of touching atoms of one thread, one mergeable category and one data-loading state, never across a
+    step's start or end, as one atom named by its longest piece."""
+    n = len(a["start"])
+    if n < 2:
+        return a
+    cat, lane, dl = a["cat"], a["lane"], a["in_dataloader"]
+    joins = np.zeros(n, bool)
+    joins[1:] = ((lane[1:] == lane[:-1]) & (cat[1:] == cat[:-1]) & (dl[1:] == dl[:-1])
+                 & (a["start"][1:] == a["end"][:-1]) & np.isin(cat[1:], [CAT[c] for c in _MERGEABLE])
+                 & ~np.isin(a["start"][1:], step_cuts))
+    first = np.flatnonzero(~joins)
+    last = np.append(first[1:] - 1, n - 1)
+    dur = a["end"] - a["start"]
+    # the longest piece of each run names it
+    run = np.cumsum(~joins) - 1
+    order = np.lexsort((-dur, run))
+    longest = order[np.concatenate([[True], run[order][1:] != run[order][:-1]])]
+    out = {k: v[first] for k, v in a.items()}
+    out["end"] = a["end"][last]
+    out["row"], out["inner"] = a["row"][longest], a["inner"][longest]
+    return out
 
 
 def _innermost(s, e, parent_pos, pos, depth, t) -> np.ndarray:
-    """Per instant t (sorted), the position (in ctx.host.rows) of the innermost event of this thread holding it."""
+    """Per instant t (sorted), the position (in ctx.host.rows) of the innermost event of this thread holding it:
+    the last event starting at or before t, then up its parents (a level at a time, all instants at once) until
+    one still runs at t."""
     order = np.lexsort((-(e - s), s))
-    ss, ee, pp = s[order], e[order], pos[order]
+    ss, pp = s[order], pos[order]
     j = np.searchsorted(ss, t, side="right") - 1
-    cand = np.where(j >= 0, pp[np.maximum(j, 0)], NONE)
-    end_of = dict(zip(pos.tolist(), e.tolist()))
-    par = dict(zip(pos.tolist(), parent_pos.tolist()))
-    out = cand.copy()
-    for i in np.flatnonzero((cand != NONE)):
-        c = int(cand[i])
-        while c != NONE and end_of.get(c, -1) <= t[i]:
-            c = par.get(c, NONE)
-        out[i] = c
-    return out
+    local = np.full(int(pos.max()) + 1 if len(pos) else 0, NONE, np.int64)  # host position -> index in pos
+    local[pos] = np.arange(len(pos))
+    cand = np.where(j >= 0, order[np.maximum(j, 0)], NONE)  # index into this thread's arrays
+    par_local = np.where(parent_pos != NONE, local[np.maximum(parent_pos, 0)], NONE)
+    for _ in range(int(depth.max()) + 2 if len(depth) else 0):
+        bad = np.flatnonzero((cand != NONE) & (e[np.maximum(cand, 0)] <= t))
+        if not len(bad):
+            break
+        cand[bad] = par_local[cand[bad]]
+    return np.where(cand != NONE, pos[np.maximum(cand, 0)], NONE)
 
 
 def _host_cats(table, ctx, inner, inner_row, dl_ids, comm_ids, wait) -> tuple[np.ndarray, np.ndarray]:
@@ -269,8 +328,8 @@ def _host_cats(table, ctx, inner, inner_row, dl_ids, comm_ids, wait) -> tuple[np
     c[kinds == int(Kind.RUNTIME)] = CAT["runtime"]
     c[np.isin(inner_row[has], list(wait))] = CAT["sync"]
     names = ev["name"][inner_row[has]]
-    host_wait = np.array([bool(HOST_WAIT_RE.search(table.strings[int(x)] or "")) for x in names], bool) \
-        if len(names) else np.zeros(0, bool)
+    wait_ids = ids_matching(table, HOST_WAIT_RE)
+    host_wait = id_mask(names, wait_ids, size) if len(wait_ids) else np.zeros(len(names), bool)
     c[host_wait] = CAT["sync"]
     c[comm_mask[ip[has]] & (c == CAT["host"])] = CAT["collective_host"]
     c[dl_mask[ip[has]] & (c == CAT["host"])] = CAT["dataloader"]

@@ -64,33 +64,33 @@ def step_spans(g: Graph, steps) -> list[StepSpan]:
 def critical_path(g: Graph, span: StepSpan) -> Path:
     path = Path(span.number, span.start, span.end)
     lo = span.start
-    cur, t = span.last, min(int(g.end[span.last]), span.end)
+    L = g.lists()
+    start, end, lane, cat, held_by, waited = L["start"], L["end"], L["lane"], L["cat"], L["held_by"], L["waited"]
+    idle, latency = CAT["idle"], CAT["latency"]
+    cur, t = span.last, min(end[span.last], span.end)
     segs = []
     if span.end > t:
-        segs.append((NONE, t, span.end, CAT["idle"]))
+        segs.append((NONE, t, span.end, idle))
     guard = len(g) + 1
     while cur != NONE and t > lo and guard > 0:
         guard -= 1
-        s = int(g.start[cur])
-        w = int(g.wait_on[cur])
-        if w != NONE and g.end[w] > s:  # the call returned when the device work it waited for ended
-            we = int(g.end[w])
+        nxt = held_by[cur]
+        if waited[cur]:  # the call returned when the work it waited for ended: its tail, then that work
+            we = end[nxt]
             if t > we:
-                segs.append((cur, max(we, lo), t, int(g.cat[cur])))
-            t, cur = min(t, we), w
+                segs.append((cur, max(we, lo), t, cat[cur]))
+            t, cur = min(t, we), nxt
             continue
-        segs.append((cur, max(s, lo), t, int(g.cat[cur])))
+        s = start[cur]
+        segs.append((cur, max(s, lo), t, cat[cur]))
         t = s
-        b = int(g.bind[cur])
-        if b == NONE:
+        if nxt == NONE:
             break
-        d = int(g.dep_src[b])
-        de = int(g.end[d])
+        de = end[nxt]
         if de < t:
             # a gap on one lane is the lane standing still; between lanes, the time a launch or a hand-over took
-            gap_cat = CAT["idle"] if g.lane[d] == g.lane[cur] else CAT["latency"]
-            segs.append((NONE, max(de, lo), t, gap_cat))
-        t, cur = min(t, de), d
+            segs.append((NONE, max(de, lo), t, idle if lane[nxt] == lane[cur] else latency))
+        t, cur = min(t, de), nxt
     if t > lo:
         segs.append((NONE, lo, t, CAT["untraced"]))
     for node, a, b, c in segs:

@@ -29,8 +29,9 @@ class Edit:
         return not (self.dur or self.unblock or self.cut_from)
 
 
-def replay(g: Graph, edit: Edit | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """New (start, end) per node."""
+def replay(g: Graph, edit: Edit | None = None, until: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """New (start, end) per node; `until`: only the nodes that end by then observed are replayed (no node ending
+    later is a dependency of one of those), the others keep their observed times."""
     n = len(g)
     start = g.start.copy()
     end = g.end.copy()
@@ -46,12 +47,13 @@ def replay(g: Graph, edit: Edit | None = None) -> tuple[np.ndarray, np.ndarray]:
     first = min(int(g.end[x]) for x in changed)
     order = np.lexsort((g.start, g.end))
     # nodes that end before the first changed node ends cannot move (their inputs all ended earlier)
-    order = order[np.searchsorted(g.end[order], first, side="left"):]
-    ptr, src, lag = g.dep_ptr, g.dep_src, g.dep_lag
-    ptr_l, src_l, lag_l = ptr.tolist(), src.tolist(), lag.tolist()
-    wait_on, tail = g.wait_on.tolist(), g.wait_tail.tolist()
+    ends = g.end[order]
+    order = order[np.searchsorted(ends, first, side="left"):np.searchsorted(ends, until, side="right")
+                  if until is not None else len(order)]
+    L = g.lists()
+    ptr_l, src_l, lag_l, wait_on, tail = L["ptr"], L["src"], L["lag"], L["wait_on"], L["tail"]
     base_l, dur_l = base.tolist(), dur.tolist()
-    s_l, e_l = start.tolist(), end.tolist()
+    s_l, e_l = list(L["start"]), list(L["end"])
     cut, unblock = edit.cut_from, edit.unblock
     for node in order.tolist():
         lo, hi = ptr_l[node], ptr_l[node + 1]

@@ -80,7 +80,7 @@ def gain(g: Graph, spans: list[StepSpan], edit: Edit, kept: set | None = None) -
     use = [s for s in spans if kept is None or s.number in kept] or spans
     if not use or edit.empty():
         return None
-    start, end = replay(g, edit)
+    start, end = replay(g, edit, until=max(int(g.end[s.nodes].max()) for s in use))
     gains = []
     for s in use:
         old = int(g.end[s.last]) - int(g.start[s.first])
