@@ -63,6 +63,11 @@ def view_value(hit, digest=None, analysis=None):
             m = rows[0]
             return float(max(m.peak_allocated_bytes, m.peak_reserved_bytes) if key == "memory_peak"
                          else m.peak_reserved_bytes)
+        if key == "path_python_share":  # the critical path section, summed over the kept steps
+            kept = set(digest.average_steps)
+            paths = [p for p in digest.critical_path if p.number in kept]
+            total = sum(p.dur_ns for p in paths)
+            return sum(p.by_category["python"] for p in paths if "python" in p.by_category) / total if total else None
         if key == "bandwidth":
             bws = [link.bandwidth_gbps for link in digest.communication.links]
             return c.value if any(math.isclose(b, c.value, rel_tol=1e-9) for b in bws) else None
@@ -78,7 +83,7 @@ def _quoted(hit) -> bool:
     c = hit.claim
     if c.scope == "ranks" and c.figure in tuple(RANK_FIGURES) + ("transfer",):
         return f"{c.value / 1e6:.3f} ms" in hit.seen
-    if c.figure in SHARES + CATEGORIES + ("slowest_op", "tc_eligible", "kernel_share"):
+    if c.figure in SHARES + CATEGORIES + ("slowest_op", "tc_eligible", "kernel_share", "path_python_share"):
         return f"{100 * c.value:.1f}%" in hit.seen
     return True  # counts, bytes and event totals are quoted in their own words
 

@@ -82,7 +82,9 @@ def _steps(d: pb.Digest, t: EventTable, ctx: Context):
     return nums, starts, starts + durs, res
 
 
-def build_digest(table: EventTable) -> pb.Digest:
+def build_digest(table: EventTable, graph: bool = True) -> pb.Digest:
+    """`graph=False`: no dependency graph (no critical path; findings' gains as the time they touch): the
+    benchmarks' baseline only."""
     d = pb.Digest(schema_version=SCHEMA_VERSION, analysis_revision=analysis_revision())
     _window(d, table)
     ctx = Context(table)
@@ -110,7 +112,8 @@ def build_digest(table: EventTable) -> pb.Digest:
     d.coverage.CopyFrom(coverage(table, d))
     for p in table.problems:
         d.problems.add(file=str(p.file), message=str(p.message), severity=str(p.severity))
-    wg = WindowGraph(ctx, d)  # the dependency graph: critical paths, and the replays that give findings' gains
-    critical_path_section(wg, ctx, d)
+    wg = WindowGraph(ctx, d) if graph else None  # the dependency graph: critical paths, findings' replayed gains
+    if wg is not None:
+        critical_path_section(wg, ctx, d)
     d.rule_hits.extend(rule_hits(d, ctx, wg))
     return d

@@ -106,9 +106,13 @@ def _declared_stages(out: Parallelism, declared: dict):
 
 
 def _p2p_stages(out: Parallelism, digests: list, ranks: list):
-    """Stages from the point-to-point calls (see the module doc); ([], "") without a pipeline. Each
-    pipeline group's callers form one pipeline (several with data parallelism), stage i being the i-th
-    rank of each."""
+    """Stages from the point-to-point calls (see the module doc); ([], "") without a pipeline, or where the
+    windows do not hold every rank of the job (its world size). Each pipeline group's callers form one pipeline
+    (several with data parallelism), stage i being the i-th rank of each."""
+    world = max((int(d.window.world_size) for d in digests), default=0)
+    if world > len(set(ranks)):
+        # some ranks of the job are missing: an order of stages read from the ranks at hand would be a guess
+        return [], ""
     first = {}
     for rank, d in zip(ranks, digests):
         p2p = sorted((c for c in d.communication.calls if c.kind in P2P), key=lambda c: c.start_ns)

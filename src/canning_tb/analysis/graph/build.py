@@ -76,7 +76,8 @@ class Graph:
             held = self.wait_on != NONE
             # the node each one was held by: what it waited for where it returned after that ended, else the
             # dependency that bound its start
-            by_dep = np.where(self.bind != NONE, self.dep_src[np.maximum(self.bind, 0)], NONE)
+            by_dep = (np.where(self.bind != NONE, self.dep_src[np.maximum(self.bind, 0)], NONE) if len(self.dep_src)
+                      else np.full(len(self.start), NONE, np.int64))
             waited = held & (self.end[np.maximum(self.wait_on, 0)] > self.start)
             cached = {"start": self.start.tolist(), "end": self.end.tolist(), "lane": self.lane.tolist(),
                       "cat": self.cat.tolist(), "ptr": self.dep_ptr.tolist(), "src": self.dep_src.tolist(),

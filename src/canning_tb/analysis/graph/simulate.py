@@ -24,6 +24,7 @@ _NODE_CATS = {
                                                                                        "collective_host"},
     "memcpy": {"memcpy"}, "memset": {"memset"}, "device_wait": {"sync"}, "runtime": {"runtime"},
     "host": {"host", "python", "collective_host"}, "send / receive": {"communication", "collective_host"},
+    "python": {"python"},
 }
 HOST_CATS = {"host", "python", "dataloader", "runtime", "sync", "collective_host"}
 

@@ -137,6 +137,9 @@ def significant(f: Finding) -> bool:
         return f.at_most_ns < 0 or f.at_most_ns >= f.floor_ns
     if f.gain_ns < f.floor_ns:
         return False
+    if f.noise_ns < 0 and f.steps < th.NOISE_MIN_STEPS:
+        f.seen += (" One step in the window: its step-to-step variation is unknown, so this cannot be told from "
+                   "noise; profile more steps (schedule active=3 or more) to confirm it.")
     if 0 <= f.noise_ns and f.gain_ns <= f.noise_ns:
         f.severity = "info" if f.severity == "warning" else f.severity
         f.seen += (f" The rest of the step varies from step to step by more than this over the {f.steps} steps "

@@ -298,7 +298,28 @@ def cluster_hits(analysis: dict, digests=()) -> list[pb.RuleHit]:
         if f.step_ns == 0:
             f.step_ns = _step_ns(analysis)
     _same_rank(found)
+    _explains_waits(found, analysis, digests)
     return sorted((to_hit(f) for f in found), key=rank_key)
+
+
+def _explains_waits(found: list[Finding], analysis: dict, digests: list) -> None:
+    """A slow rank's finding names the other ranks whose own "communication not hidden" is mostly waiting for it
+    (wait above transfer in the Ranks view): overlap cannot hide a wait for another rank; balancing can."""
+    from ..cluster import rank_ids
+    own = {rank: {h.rule for h in d.rule_hits} for rank, d in zip(rank_ids(digests), digests)}
+    rows = {r["rank"]: r for r in analysis.get("ranks", [])}
+    for f in found:
+        if not f.rule.startswith("slow_rank_") or not f.evidence:
+            continue
+        slow = f.evidence[0].rank
+        waiting = sorted(r for r, row in rows.items()
+                         if r != slow and "communication_not_overlapped" in own.get(r, ())
+                         and row.get("wait_ns", -1) > max(row.get("transfer_ns", -1), 0))
+        if waiting:
+            f.seen += (f" On rank{'s' if len(waiting) > 1 else ''} {', '.join(map(str, waiting))} the communication "
+                       f"that is not hidden is mostly waiting (Ranks view: wait above transfer): that rank's "
+                       f"'communication not hidden' comes from rank {slow}; overlapping cannot hide it, balancing "
+                       f"rank {slow} does.")
 
 
 def _same_rank(found: list[Finding]) -> None:

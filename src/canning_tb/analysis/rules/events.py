@@ -230,3 +230,16 @@ def per_step(inp: RuleInput, interval_set) -> int:
     for skip in not_steps(inp):
         window = iv.subtract(window, skip)
     return int(iv.measure(iv.intersect(iv.union(*interval_set), window), starts, ends).sum()) // max(len(starts), 1)
+
+
+def device_rows_of_op(inp: RuleInput, name: str) -> np.ndarray | None:
+    """Table rows of the device events the operators named `name` launched (the Operators view's attribution:
+    Context.op_owner); None without events."""
+    if inp.ctx is None:
+        return None
+    ctx = inp.ctx
+    own = ctx.op_owner
+    ok = own != NONE
+    names = ctx.table.events["name"][ctx.host.rows[own[ok]]]
+    want = ctx.table.strings.find(name)
+    return ctx.device_rows[ok][names == want] if want != NONE else np.zeros(0, np.int64)

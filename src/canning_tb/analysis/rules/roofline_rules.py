@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from ..summary import kernel_total_ns
 from .engine import RuleInput, rule
+from .events import device_rows_of_op
 from .finding import Finding, evidence, ms, pct
 
 FAR_FROM_ROOF = 0.5  # ours: below half of its roof
@@ -66,4 +67,13 @@ def below_roof(inp: RuleInput):
         figures={"roof_share": w.roof_share, "tflops": w.tflops, "intensity": w.intensity, "op_ns": w.time_ns},
         evidence=[evidence("operators", top.name, f"{top.name}: share of roof", timeline_name=top.name)],
         figure="roof_share", figure_value=w.roof_share, view="operators", threshold=FAR_FROM_ROOF,
-        at_most_ns=gain)
+        at_most_ns=gain, **at_roof(inp, top.name, w.roof_share))
+
+
+def at_roof(inp: RuleInput, name: str, roof_share: float) -> dict:
+    """The change as an edit of the graph: the operator's device work shrunk to its roof's time (share of roof x
+    its time), replayed; {} without events (the finding is then an observation)."""
+    rows = device_rows_of_op(inp, name)
+    if rows is None or not len(rows):
+        return {}
+    return {"scale": (rows, roof_share), "edit": f"{name}'s device work at its roof ({pct(roof_share)} of its time)"}

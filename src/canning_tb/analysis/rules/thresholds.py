@@ -21,6 +21,7 @@ MAD_TO_SD = 1.4826  # the median absolute deviation x this = the sd of a normal 
 SHARED_MIN_SHARE = 0.01  # two findings that claim more than 1 % of the step in common say so
 # -- time ----------------------------------------------------------------------------------------
 DATALOADER_SHARE = 0.05  # tb: DataLoader / step, above
+PYTHON_PATH_SHARE = 0.10  # ours: untraced Python on the steps' critical path / step, above
 DEVICE_IDLE_SHARE = 0.50  # tb: GPU utilisation < 50 %: the device has no work, above
 HOST_SHARE = 0.50  # ours: (Host + Runtime) / step above this while the device is idle: host-bound
 RUNTIME_SHARE = 0.10  # ours: Runtime (launch calls, device idle) / step, above: launch-bound
@@ -53,6 +54,7 @@ SMALL_PACKET_SHARE = 0.20  # ma: above 20 % of the volume in small packets
 SMALL_PACKET_SDMA_BYTES = 16 * 2 ** 20  # ma: SDMA packet < 16 MB is small
 SMALL_PACKET_RDMA_BYTES = 2 ** 20  # ma: RDMA packet < 1 MB is small
 BYTE_ALIGNMENT = 512  # ma: SDMA data sizes a multiple of 512 B
+BYTE_ALIGNMENT_MIN_BYTES = 1 << 20  # ours: smaller calls are latency-bound; their unaligned tail is noise
 LOW_BANDWIDTH_SHARE = 0.30  # ours: bandwidth under 30 % of the link's nominal capacity, on large transfers
 LOW_BANDWIDTH_MIN_BYTES = 16 * 2 ** 20  # ours: judge bandwidth only on calls of at least 16 MB
 # nominal one-direction link capacity, GB/s (vendor data sheets); used only as the "far below" yardstick

@@ -2,13 +2,18 @@
 overhead, synchronisations that stall the device, a dominant operator or kernel family."""
 from __future__ import annotations
 
+import numpy as np
+
+from ...ingest.table import NONE
 from .. import glossary
+from ..graph.build import CAT
 from ..common import DATALOADER_RE, HOST_COMM_RE, collective_kind
 from ..summary import has_device_work, slowest_op, window_figures
 from . import thresholds as th
 from .engine import RuleInput, rule
 from .events import host_rows, longest, sync_calls
 from .finding import Finding, evidence, ms, pct
+from .roofline_rules import at_roof
 
 # breakdown field -> the name the views show it under (the glossary's label, docs/glossary.md)
 CATEGORY_LABELS = {f"{key}_ns": glossary.entries()[key]["label"] for key in (
@@ -191,20 +196,21 @@ def dominant_op(inp: RuleInput):
     if roof >= th.NEAR_ROOF:  # near its roof already: nothing much to gain in the operator itself
         return None
     column = "Device Self Duration" if top["metric"] == "device_self_ns" else "Host Self Duration"
-    per_step = top["ns"] // inp.steps
-    if roof >= 0:  # what its roof leaves (analysis/efficiency): at most the time above the roof's
-        per_step = int(per_step * (1 - roof))
+    per_step = top["ns"] // inp.steps  # the Operators view's figure, per step
+    above_roof = int(per_step * (1 - roof)) if roof >= 0 else per_step  # what its roof leaves to gain
+    edit = at_roof(inp, top["name"], roof) if roof >= 0 and top["metric"] == "device_self_ns" else {}
     return Finding(
         "", "", "info", f"{top['name']} dominates",
-        f"{top['name']} takes {pct(top['share'])} of the operators' {column} ({ms(per_step)} per step).",
+        f"{top['name']} takes {pct(top['share'])} of the operators' {column} ({ms(per_step)} per step"
+        + (f"; at its roof it would take {ms(per_step - above_roof)}" if roof >= 0 else "") + ").",
         why="The step is as fast as this operator: any gain elsewhere is bounded by what remains.",
         change_torch="look at its rows by input shape and by call stack (Operators view): fewer or larger calls, "
                      "lower precision (torch.autocast) or a fused / better implementation of this operator.",
-        gain_basis=f"depends on how efficient {top['name']} already is; it is at most {ms(per_step)} per step",
+        gain_basis=f"depends on how efficient {top['name']} already is",
         value=top["share"], figures={"op_share": top["share"], "op_ns": top["ns"]},
         evidence=[evidence("operators", top["name"], f"{top['name']}: {column}", timeline_name=top["name"])],
         figure="slowest_op", figure_value=top["share"], view="overview", threshold=th.DOMINANT_SHARE,
-        at_most_ns=per_step)
+        at_most_ns=above_roof, gain_ns=above_roof if edit else -1, **edit)
 
 
 def _roof_share(digest, name: str) -> float:
@@ -216,3 +222,38 @@ def _roof_share(digest, name: str) -> float:
 def is_communication(name: str) -> bool:
     """An operator that is a collective: its host op (HOST_COMM_RE) or a name that says which."""
     return bool(HOST_COMM_RE.search(name)) or collective_kind(name) != "Other"
+
+
+@rule("python_on_path", "time")
+def python_on_path(inp: RuleInput):
+    """Python between operators on the step's thread (no operator, annotation or runtime call running) that holds
+    the steps: their critical path (analysis/graph) runs through it. Needs the events (the graph)."""
+    wg = inp.wg
+    kept = set(inp.digest.average_steps)
+    paths = [p for p in inp.digest.critical_path if p.number in kept]
+    total = sum(p.dur_ns for p in paths)
+    if wg is None or not total:
+        return None
+    on_path = sum(p.by_category.get("python", 0) for p in paths)
+    share = on_path / total
+    if share <= th.PYTHON_PATH_SHARE:
+        return None
+    g = wg.graph
+    mine = (g.cat == CAT["python"]) & (g.lane == g.main_lane) & (g.wait_on == NONE)
+    longest_one = int(np.argmax(np.where(mine, g.end - g.start, -1)))
+    return Finding(
+        "", "", "warning", "Python between operators holds the step",
+        f"Python with no operator running on the step's thread takes {pct(share)} of the steps' critical path "
+        f"(Critical path: python), {ms(on_path / len(paths))} of the average step.",
+        why="Nothing else runs meanwhile on the path: the device (if any) waits for the next launch, the other ranks "
+            "for this one.",
+        change_torch="find the lines with with_stack=True (Python frames in the trace); move per-step Python work "
+                     "(logging, metrics, checks, Python loops over tensors or batches) out of the step, do it every "
+                     "N steps, or into a background thread.",
+        gain_ns=int(on_path / len(paths)), gain_basis="the Python time on the path",
+        value=share, figures={"path_python_share": share, "python_ns": on_path / len(paths)},
+        evidence=[evidence("overview", "Critical path", "Critical path: python", ts_ns=int(g.start[longest_one]),
+                           dur_ns=int(g.end[longest_one] - g.start[longest_one]))],
+        figure="path_python_share", figure_value=share, view="overview", threshold=th.PYTHON_PATH_SHARE,
+        removes=(g.start[mine], g.end[mine]), removes_what=["python"],
+        edit="the Python between operators on the step's thread taken away")

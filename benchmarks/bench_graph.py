@@ -1,0 +1,101 @@
+"""What the dependency graph costs: the digest of one window with and without it (its critical paths and the
+replays that give the findings' gains), and the cross-rank critical path of many ranks from their digests.
+
+    .venv/bin/python benchmarks/bench_graph.py [--kineto TRACE] [--ascend RANK_DIR] [--ranks 1024] [--repeat 3]
+
+Each figure is the best of --repeat runs in this process (read once; the digest built each time), so a load
+spike on a shared machine falls on both sides alike. Writes benchmarks/out/graph.json and prints a table.
+Defaults: the traces `bench_native.py` grows (benchmarks/out/native/), the DLRM fixture's 8 ranks copied to
+--ranks ranks (make_ranks.py).
+"""
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "src"))
+
+
+def best(fn, repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return min(times)
+
+
+def window(path: str, reader, repeat: int) -> dict:
+    from canning_tb.analysis.build import build_digest
+    t = time.perf_counter()
+    table = reader(path)
+    read_s = time.perf_counter() - t
+    without = best(lambda: build_digest(table, graph=False), repeat)
+    with_graph = best(lambda: build_digest(table), repeat)
+    return {"file": path, "events": len(table), "read_s": round(read_s, 3), "digest_without_graph_s": round(without, 3),
+            "digest_with_graph_s": round(with_graph, 3),
+            "added_to_digest": round((with_graph - without) / without, 3),
+            "added_to_read_and_digest": round((with_graph - without) / (read_s + without), 3)}
+
+
+def ranks(count: int, repeat: int) -> dict:
+    from canning_tb.analysis.build import build_digest
+    from canning_tb.analysis.cluster import rank_ids
+    from canning_tb.analysis.graph.ranks import cross_rank_paths, skeleton
+    from canning_tb.ingest.kineto.read import read_kineto
+    with tempfile.TemporaryDirectory() as tmp:
+        import subprocess
+        subprocess.run([sys.executable, os.path.join(HERE, "make_ranks.py"), "--ranks", str(count), "--out", tmp],
+                       check=True, stdout=subprocess.DEVNULL)
+        files = sorted(glob.glob(os.path.join(tmp, "*.pt.trace.json.gz")))
+        digests = [build_digest(read_kineto(f)) for f in files[:8]]
+    # the 8 real ranks' digests stand for each copy (what each rank summarised at the source): re-ranked
+    many = []
+    for r in range(count):
+        d = type(digests[0])()
+        d.CopyFrom(digests[r % 8])
+        d.window.rank = r
+        many.append(d)
+    ids = rank_ids(many)
+    seconds = best(lambda: cross_rank_paths(skeleton(many, ids)), repeat)
+    return {"ranks": count, "calls": sum(len(d.communication.calls) for d in many), "critical_path_s": round(seconds, 3)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    out_native = os.path.join(HERE, "out", "native")
+    ap.add_argument("--kineto", default=next(iter(sorted(glob.glob(f"{out_native}/kineto_*/*.pt.trace.json"))), None))
+    ap.add_argument("--ascend", default=next(iter(sorted(glob.glob(f"{out_native}/ascend_*/*_ascend_pt"))), None))
+    ap.add_argument("--ranks", type=int, default=1024)
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+    from canning_tb.ingest.ascend.read import read_ascend
+    from canning_tb.ingest.kineto.read import read_kineto
+    result = {"windows": [], "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+              "load": os.getloadavg()[0]}
+    for path, reader in ((args.kineto, read_kineto), (args.ascend, read_ascend)):
+        if path:
+            result["windows"].append(window(path, reader, args.repeat))
+    result["ranks"] = ranks(args.ranks, args.repeat)
+    os.makedirs(os.path.join(HERE, "out"), exist_ok=True)
+    with open(os.path.join(HERE, "out", "graph.json"), "w") as f:
+        json.dump(result, f, indent=1)
+    print(f"| window | events | read s | digest s (no graph) | digest s (graph) | added to digest | added to read + digest |")
+    print("|---|---|---|---|---|---|---|")
+    for w in result["windows"]:
+        print(f"| {os.path.basename(os.path.dirname(w['file']))} | {w['events']:,} | {w['read_s']} | "
+              f"{w['digest_without_graph_s']} | {w['digest_with_graph_s']} | {100 * w['added_to_digest']:.0f} % | "
+              f"{100 * w['added_to_read_and_digest']:.0f} % |")
+    r = result["ranks"]
+    print(f"\ncross-rank critical path of {r['ranks']} ranks ({r['calls']:,} calls): {r['critical_path_s']} s "
+          f"(load {result['load']:.1f})")
+
+
+if __name__ == "__main__":
+    main()
