@@ -40,11 +40,12 @@ from .vendors import HOST_WAIT_RE
 CATS = ("host", "python", "dataloader", "runtime", "sync", "collective_host", "kernel", "communication", "memcpy",
         "memset", "latency", "idle", "untraced")
 CAT = {name: i for i, name in enumerate(CATS)}
+LANE, LAUNCH, CROSS_STREAM, WAKE = 0, 1, 2, 3  # dependency kinds
 HELD_NS = 2_000  # a device event that starts this long after its stream and launch allowed was held ...
 COINCIDE_NS = 2_000  # ... by an event on another stream ending this close before it
 WAIT_COINCIDE_NS = 50_000  # a blocking host call that returns this close after the device work it waited for
-BURST_GAP_NS = 20_000  # another thread's work after this much idle time is a burst something started ...
-THREAD_WAIT_NS = 200_000  # ... and the step's thread waited for it when it went on this close after it ended
+BURST_GAP_NS = 1_000_000  # another thread's work after this much idle time is a burst something started ...
+THREAD_WAIT_NS = 1_000_000  # ... and the step's thread waited for it when it went on this close to its end
 _WAITING_CATS = ("python", "host", "sync", "collective_host")
 
 
@@ -58,6 +59,7 @@ class Graph:
     dep_ptr: np.ndarray  # CSR: node n's dependencies are dep_src[dep_ptr[n]:dep_ptr[n + 1]]
     dep_src: np.ndarray
     dep_lag: np.ndarray
+    dep_kind: np.ndarray  # per dependency: LANE, LAUNCH, CROSS_STREAM, WAKE
     bind: np.ndarray  # per node: position in dep_src of the dependency that bound it, NONE: none
     wait_on: np.ndarray  # per node: the device node a blocking call waited for, NONE: none
     wait_tail: np.ndarray  # ... and the time it took to return after that node ended
@@ -81,7 +83,7 @@ class Graph:
             waited = held & (self.end[np.maximum(self.wait_on, 0)] > self.start)
             cached = {"start": self.start.tolist(), "end": self.end.tolist(), "lane": self.lane.tolist(),
                       "cat": self.cat.tolist(), "ptr": self.dep_ptr.tolist(), "src": self.dep_src.tolist(),
-                      "lag": self.dep_lag.tolist(), "wait_on": self.wait_on.tolist(), "tail": self.wait_tail.tolist(),
+                      "lag": self.dep_lag.tolist(), "kind": self.dep_kind.tolist(), "wait_on": self.wait_on.tolist(), "tail": self.wait_tail.tolist(),
                       "held_by": np.where(waited, self.wait_on, by_dep).tolist(), "waited": waited.tolist()}
             self.__dict__["_lists"] = cached
         return cached
@@ -146,7 +148,7 @@ def build_graph(table: EventTable, ctx: Context | None = None) -> Graph:
     _thread_waits(start, end, lane, cat, host["main_lane"], bursts, wait_on, wait_tail)
     in_dl = np.concatenate([host["in_dataloader"], np.zeros(len(dev), bool)])
     return Graph(start=start, end=end, lane=lane, cat=cat, row=row, dep_ptr=ptr, dep_src=src_a, dep_lag=lag,
-                 bind=bind, wait_on=wait_on, wait_tail=wait_tail, lanes=lanes, main_lane=host["main_lane"],
+                 dep_kind=kind_a, bind=bind, wait_on=wait_on, wait_tail=wait_tail, lanes=lanes, main_lane=host["main_lane"],
                  in_dataloader=in_dl)
 
 
@@ -183,21 +185,31 @@ def _wakes(start, end, lane, main, bursts) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _thread_waits(start, end, lane, cat, main, bursts, wait_on, tail) -> None:
-    """An atom of the steps' thread that went on just after another thread's burst ended, having been
-    there since before it ended, waited for it (backward on the autograd thread, a collective's worker)."""
-    lasts = bursts[1]
+    """An atom of the steps' thread with nothing traced in it (or a waiting call) that spent most of its time
+    beside another thread's burst and went on as that burst ended (up to THREAD_WAIT_NS after it, or inside its
+    last part: a worker signals completion before its own range closes) waited for it: backward on the autograd
+    thread, a gloo collective's worker. The burst that overlaps it most is the one."""
+    firsts, lasts = bursts
     m = np.flatnonzero(lane == main) if main != NONE else np.zeros(0, np.int64)
     if not len(lasts) or not len(m):
         return
-    waiting = np.isin(cat[m], [CAT[c] for c in _WAITING_CATS])
-    m = m[waiting]
-    j = np.searchsorted(end[m], end[lasts], side="left")  # the first atom of the thread ending at or after it
-    for b, jj in zip(lasts.tolist(), j.tolist()):
-        if jj >= len(m):
-            continue
-        a = int(m[jj])
-        if start[a] < end[b] and end[a] - end[b] <= THREAD_WAIT_NS and wait_on[a] == NONE:
-            wait_on[a], tail[a] = b, end[a] - end[b]
+    m = m[np.isin(cat[m], [CAT[c] for c in _WAITING_CATS])]
+    m = m[np.argsort(end[m], kind="stable")]
+    ends = end[m]
+    best: dict = {}
+    for f, b in zip(firsts.tolist(), lasts.tolist()):
+        bs, be = int(start[f]), int(end[b])
+        near = max((be - bs) // 10, THREAD_WAIT_NS)  # its last part, or a wake-up that late on a busy machine
+        lo = np.searchsorted(ends, be - near, side="left")
+        hi = np.searchsorted(ends, be + near, side="right")
+        for a in m[lo:hi].tolist():
+            overlap = min(int(end[a]), be) - max(int(start[a]), bs)
+            # it stood still beside the burst: most of its own time and at least half of the burst's
+            still = 2 * overlap >= int(end[a] - start[a]) > 0 and 2 * overlap >= be - bs
+            if wait_on[a] == NONE and still and overlap > best.get(a, (0, 0))[0]:
+                best[a] = (overlap, b)
+    for a, (_, b) in best.items():
+        wait_on[a], tail[a] = b, int(end[a]) - int(end[b])  # negative: it went on before the range closed
 
 
 def _stream_label(device: int, stream: int) -> str:

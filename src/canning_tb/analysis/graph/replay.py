@@ -13,7 +13,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ...ingest.table import NONE
-from .build import Graph
+from .build import LAUNCH, WAKE, Graph
+
+_STARTERS = (LAUNCH, WAKE)  # the dependencies a rewire replaces
 
 
 @dataclass
@@ -24,9 +26,11 @@ class Edit:
     dur: dict = field(default_factory=dict)  # node -> new duration (ns)
     unblock: set = field(default_factory=set)  # blocking calls that no longer wait
     cut_from: set = field(default_factory=set)  # nodes whose dependents no longer wait for them (overlap)
+    # node -> (new source, lag): what started it (its launch or wake-up) replaced by an earlier point (overlap)
+    rewire: dict = field(default_factory=dict)
 
     def empty(self) -> bool:
-        return not (self.dur or self.unblock or self.cut_from)
+        return not (self.dur or self.unblock or self.cut_from or self.rewire)
 
 
 def replay(g: Graph, edit: Edit | None = None, until: int | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -42,8 +46,8 @@ def replay(g: Graph, edit: Edit | None = None, until: int | None = None) -> tupl
         dur[node] = max(int(d), 0)
     waiting = g.wait_on != NONE
     # a blocking call's own part: what it took after the waited-for work ended (its tail)
-    base = np.where(waiting, np.minimum(g.wait_tail, dur), dur)
-    changed = set(edit.dur) | set(edit.unblock) | set(edit.cut_from)
+    base = np.where(waiting, np.clip(g.wait_tail, 0, dur), dur)
+    changed = set(edit.dur) | set(edit.unblock) | set(edit.cut_from) | set(edit.rewire)
     first = min(int(g.end[x]) for x in changed)
     order = np.lexsort((g.start, g.end))
     # nodes that end before the first changed node ends cannot move (their inputs all ended earlier)
@@ -52,20 +56,25 @@ def replay(g: Graph, edit: Edit | None = None, until: int | None = None) -> tupl
                   if until is not None else len(order)]
     L = g.lists()
     ptr_l, src_l, lag_l, wait_on, tail = L["ptr"], L["src"], L["lag"], L["wait_on"], L["tail"]
+    kind_l, rewire = L["kind"], edit.rewire
     base_l, dur_l = base.tolist(), dur.tolist()
     s_l, e_l = list(L["start"]), list(L["end"])
     cut, unblock = edit.cut_from, edit.unblock
     for node in order.tolist():
         lo, hi = ptr_l[node], ptr_l[node + 1]
-        if hi > lo:
+        if hi > lo or node in rewire:
             t = None
+            moved = rewire.get(node)
             for k in range(lo, hi):
                 d = src_l[k]
-                if d in cut:
+                if d in cut or (moved is not None and kind_l[k] in _STARTERS):
                     continue
                 v = e_l[d] + lag_l[k]
                 if t is None or v > t:
                     t = v
+            if moved is not None:
+                v = e_l[moved[0]] + moved[1]
+                t = v if t is None or v > t else t
             s = s_l[node] if t is None else t
         else:
             s = s_l[node]

@@ -13,6 +13,7 @@ class WindowGraph:
     """The graph of a window and its steps' spans, built once (the section and the rules share it)."""
 
     def __init__(self, ctx: Context, digest: pb.Digest):
+        self.table = ctx.table
         self.graph: Graph = build_graph(ctx.table, ctx)
         self.spans: list[StepSpan] = step_spans(self.graph, digest.steps)
         self.kept = set(int(x) for x in digest.average_steps)

@@ -9,12 +9,13 @@ its lowest and highest are the range (the variation of the steps it was simulate
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
 
 from ...ingest.table import NONE
-from .build import CAT, Graph
+from .build import CAT, LAUNCH, WAKE, Graph
 from .critical import StepSpan
 from .replay import Edit, replay
 
@@ -69,11 +70,61 @@ def interval_edit(g: Graph, removes, what: list, words: str) -> Edit:
     return Edit(words, dur=dict(zip(rest.tolist(), dur.tolist())), unblock=set(sync.tolist()))
 
 
+# where the backward pass begins: autograd's own ranges and the backward functions (AddmmBackward0, ...)
+BACKWARD_RE = re.compile(r"^autograd::engine::evaluate_function|Backward\d*$|^torch::autograd::")
+
+
+def overlap_edit(g: Graph, table, spans: list[StepSpan], words: str) -> Edit:
+    """"Overlap the collectives with the backward": each collective that starts after the step's backward began
+    (on the host: a collective worker's burst woken by the step's thread; on the device: a communication kernel)
+    may start as the backward begins, instead of when it was issued; it still runs after the collectives before it
+    on its lane. The step then waits for it only past the end of the compute it could hide behind."""
+    ev = table.events
+    host_rows = np.flatnonzero((ev["device"] == NONE))
+    names = ev["name"][host_rows]
+    wanted = [i for i, v in enumerate(table.strings.values) if v is not None and BACKWARD_RE.search(v)]
+    bw = host_rows[np.isin(names, wanted)] if wanted else np.zeros(0, np.int64)
+    bw_ts = np.sort(ev["ts"][bw])
+    main = np.flatnonzero(g.lane == g.main_lane)
+    main = main[np.argsort(g.end[main], kind="stable")]
+    comm = np.flatnonzero(((g.cat == CAT["collective_host"]) & (g.lane != g.main_lane)) | (g.cat == CAT["communication"]))
+    rewire = {}
+    for span in spans:
+        i = np.searchsorted(bw_ts, span.start, side="left")
+        if i >= len(bw_ts) or bw_ts[i] >= span.end:
+            continue
+        begin = int(bw_ts[i])
+        j = int(np.searchsorted(g.end[main], begin, side="right")) - 1  # the step's thread, as backward begins
+        if j < 0:
+            continue
+        anchor = int(main[j])
+        mine = comm[(g.start[comm] >= begin) & (g.start[comm] < span.end)]
+        for node in mine.tolist():
+            lo, hi = g.dep_ptr[node], g.dep_ptr[node + 1]
+            if np.isin(g.dep_kind[lo:hi], (LAUNCH, WAKE)).any():
+                rewire[node] = (anchor, 0)
+    return Edit(words, rewire=rewire)
+
+
 def scale_edit(g: Graph, rows: np.ndarray, factor: float, words: str) -> Edit:
     """Device events (table rows) shrunk to `factor` of their time."""
     dev = np.flatnonzero(np.isin(g.row, rows) & (g.cat >= CAT["kernel"]) & (g.cat <= CAT["memset"]))
     dur = ((g.end - g.start)[dev] * factor).astype(np.int64)
     return Edit(words, dur=dict(zip(dev.tolist(), dur.tolist())))
+
+
+def shrink_edit(g: Graph, host_set, host_factor: float, device_rows: np.ndarray, device_factor: float,
+                words: str) -> Edit:
+    """Host work inside an interval set and device events (table rows) brought to a share of their time: a change
+    that keeps the arithmetic and removes a per-call cost (a fused optimizer)."""
+    starts, ends = (np.asarray(host_set[0], np.int64), np.asarray(host_set[1], np.int64))
+    overlap = _measure_upto(starts, ends, g.end) - _measure_upto(starts, ends, g.start)
+    host = np.flatnonzero(np.isin(g.cat, [CAT[c] for c in HOST_CATS if c != "sync"]) & (overlap > 0))
+    dur = (g.end - g.start)
+    new = {n: int(dur[n] - overlap[n] * (1 - host_factor)) for n in host.tolist()}
+    dev = np.flatnonzero(np.isin(g.row, device_rows) & g.on_device) if len(device_rows) else np.zeros(0, np.int64)
+    new.update({n: int(dur[n] * device_factor) for n in dev.tolist()})
+    return Edit(words, dur=new)
 
 
 def gain(g: Graph, spans: list[StepSpan], edit: Edit, kept: set | None = None) -> Simulated | None:

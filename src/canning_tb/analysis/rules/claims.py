@@ -98,11 +98,16 @@ def simulator(wg):
     None without a graph (a digest read without its events)."""
     if wg is None or len(wg.graph) == 0 or not wg.spans:
         return None
-    from ..graph.simulate import gain, interval_edit, scale_edit
+    from ..graph.simulate import gain, interval_edit, overlap_edit, scale_edit, shrink_edit
     g = wg.graph
 
     def run(f: Finding, interval_set):
-        if f.scale is not None:
+        if f.overlap:
+            edit = overlap_edit(g, wg.table, wg.spans, f.edit or "the collectives started as the backward begins")
+        elif f.shrink is not None:
+            edit = shrink_edit(g, f.shrink[0], f.shrink[1], np.asarray(f.shrink[2], np.int64), f.shrink[3],
+                               f.edit or "the work shrunk")
+        elif f.scale is not None:
             edit = scale_edit(g, np.asarray(f.scale[0], np.int64), float(f.scale[1]), f.edit or "the work shrunk")
         elif interval_set is not None:
             words = f.edit or f"the {' / '.join(str(w) for w in f.removes_what) or 'claimed'} time taken away"

@@ -299,6 +299,10 @@ def cluster_hits(analysis: dict, digests=()) -> list[pb.RuleHit]:
             f.step_ns = _step_ns(analysis)
     _same_rank(found)
     _explains_waits(found, analysis, digests)
+    if sk is not None:  # with the ranks' graph, a gain is a replay or none: the others are observations
+        for f in found:
+            if f.gain_ns >= 0 and not f.edit:
+                f.observation, f.at_most_ns, f.gain_ns = True, f.gain_ns, -1
     return sorted((to_hit(f) for f in found), key=rank_key)
 
 

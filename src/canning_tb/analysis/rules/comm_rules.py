@@ -114,7 +114,8 @@ def communication_not_overlapped(inp: RuleInput):
         evidence=[evidence("overview", "Communication", "Average step breakdown: Communication")] +
         [_longest_call(inp, c.kind, c.group) for c in kinds],
         figure="comm_not_hidden_share", figure_value=share, view="overview", threshold=th.COMM_NOT_HIDDEN_SHARE,
-        removes=removes, removes_what=["communication"])
+        removes=removes, removes_what=["communication"], overlap=True,
+        edit="each collective started as the step's backward begins (DDP buckets / FSDP prefetch)")
 
 
 def _longest_call(inp: RuleInput, kind: str, group: str):

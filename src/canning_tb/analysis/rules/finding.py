@@ -58,6 +58,9 @@ class Finding:
     gain_high_ns: int = -1
     edit: str = ""  # the change as the graph replays it, in words
     scale: tuple | None = None  # (table rows of device events, factor): the change shrinks them to factor x time
+    # (host interval set, host factor, device rows, device factor): the change keeps that share of the work there
+    shrink: tuple | None = None
+    overlap: bool = False  # the change overlaps the collectives with the backward (graph/simulate.overlap_edit)
     observation: bool = False  # no edit of the graph states the change: no gain, shown apart from the findings
 
     def speedup(self) -> float:

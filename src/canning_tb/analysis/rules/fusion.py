@@ -8,7 +8,7 @@ import numpy as np
 
 from canning_tb.util.arrays import distinct
 
-from ...ingest.table import NONE
+from ...ingest.table import NONE, Kind
 from ..summary import has_device_work
 from . import thresholds as th
 from .engine import RuleInput, rule
@@ -222,8 +222,49 @@ def unfused_optimizer(inp: RuleInput):
             figures={"optimizer_ns_per_step": step_ns},
             evidence=[shown] if shown else [evidence("operators", name, name, timeline_name=name)],
             figure="host_total", figure_value=_host_total(inp, name), view="operators",
-            removes=removes, removes_what=[name]))
+            removes=removes, removes_what=[name], shrink=_fused(inp, rows, removes),
+            edit="each operator kind of the optimizer called once per step instead of once per tensor (its "
+                 "arithmetic kept, the per-call cost of the others gone)"))
     return found
+
+
+def _fused(inp: RuleInput, rows: np.ndarray, removes) -> tuple | None:
+    """The fused (or multi-tensor) optimizer as an edit of the graph. Its host time is the operator calls plus the
+    glue between them (the Python loop over parameter tensors, inside the step's range but in no call): the glue
+    is paid once per operator kind instead of once per call. With device work, its calls only launch kernels:
+    they go the same way (one launch per kind), and each kernel keeps its time above the window's per-kernel floor
+    (the 10th percentile of the kernels' time; the arithmetic) plus one floor per kind. On the CPU the
+    multi-tensor implementations still call one operator per tensor (a CPU trace of foreach=True shows them), so
+    only the glue goes. None without calls inside it."""
+    ctx = inp.ctx
+    host = ctx.host
+    inner = _inside(inp, rows, host.rows)
+    is_op = ctx.host_kind == int(Kind.CPU_OP)
+    parent_op = np.where(host.parent != NONE, is_op[np.maximum(host.parent, 0)], False)
+    calls = np.flatnonzero(inner & is_op & ~parent_op)  # the calls the step's code makes, not the ops they call
+    if not len(calls):
+        return None
+    kinds = len(distinct(ctx.ev["name"][host.rows[calls]])) * len(rows)
+    per_kind = min(kinds / len(calls), 1.0)
+    total = float((np.asarray(removes[1]) - np.asarray(removes[0])).sum())
+    in_calls = float(ctx.ev["dur"][host.rows[calls]].sum())
+    glue = max(total - in_calls, 0.0)
+    device = has_device_work(inp.digest)
+    kept = in_calls * (per_kind if device else 1.0) + glue * per_kind
+    host_factor = min(kept / total, 1.0) if total > 0 else 1.0
+    owner = ctx.device_owner
+    launched = np.zeros(len(owner), bool)
+    launched[owner != NONE] = inner[owner[owner != NONE]]
+    dev = ctx.device_rows[launched]
+    dev_factor = 1.0
+    if len(dev):
+        durs = ctx.ev["dur"][dev].astype(np.float64)
+        dev_floor = float(np.percentile(ctx.ev["dur"][ctx.device_rows], 10))
+        dev_arith = float(np.maximum(durs - dev_floor, 0).sum())
+        dev_kinds = len(distinct(ctx.ev["name"][dev])) * len(rows)
+        dev_kept = dev_arith + dev_floor * min(dev_kinds, len(dev))
+        dev_factor = min(dev_kept / durs.sum(), 1.0) if durs.sum() > 0 else 1.0
+    return removes, host_factor, dev, dev_factor
 
 
 def _host_total(inp: RuleInput, name: str) -> float:
