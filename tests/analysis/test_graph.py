@@ -14,7 +14,7 @@ from canning_tb.analysis.graph.replay import Edit, replay
 from canning_tb.analysis.graph.section import WindowGraph
 from canning_tb.analysis.graph.simulate import gain, interval_edit
 from canning_tb.ingest.table import Kind
-from tests._synthetic import ev, table
+from _synthetic import ev, table
 
 US = 1_000
 FIXTURES = "tests/fixtures"

@@ -68,14 +68,17 @@ def _insert_wait(trace, step_no: int, api: str, copy_name: str | None, wait_us: 
     `.item()` / `.cpu()` / synchronize writes it: everything the host does later moves later by
     wait_us; host ranges open at that instant grow by wait_us; device work already queued runs on
     (it is what the host waits for). The call is a runtime event on the main thread; a copy, when
-    given, is its device copy of 2 us at the end of the wait (same correlation)."""
+    given, is its device copy of 2 us (same correlation), when the stream is free."""
     events = trace["traceEvents"]
     step = next(e for e in events if e.get("name") == f"ProfilerStep#{step_no}")
     at = step["ts"] + step["dur"] - 1
+    # device work launched after the wait starts after it; work queued before it runs on (what is waited for)
+    later = {e["args"].get("correlation") for e in events if e.get("cat") in ("Runtime", "cuda_runtime")
+             and e.get("ts", 0) >= at and "args" in e}
     for e in events:
         if "ts" not in e or e.get("cat") in DEVICE_CATS or (e.get("ph") == "f" and isinstance(e.get("tid"), str)):
-            if e.get("cat") in DEVICE_CATS and e["ts"] >= at:
-                e["ts"] += wait_us  # device work launched after the wait starts after it
+            if e.get("cat") in DEVICE_CATS and e["ts"] >= at and e.get("args", {}).get("correlation") in later:
+                e["ts"] += wait_us
             continue
         if e["ts"] >= at:
             e["ts"] += wait_us
@@ -85,10 +88,14 @@ def _insert_wait(trace, step_no: int, api: str, copy_name: str | None, wait_us: 
     events.append({"ph": "X", "cat": "Runtime", "name": api, "pid": step["pid"], "tid": step["tid"], "ts": at,
                    "dur": wait_us, "args": {"correlation": corr, "external id": 0}})
     if copy_name:
+        # its copy runs when the stream is free: after the device work queued before the call (a copy that
+        # waited 140 ms with the stream idle would be a trace no device writes)
         dev = next(e for e in events if e.get("cat") == "Memcpy")
+        queued = max((e["ts"] + e["dur"] for e in events if e.get("cat") in DEVICE_CATS and e.get("ts", at) < at
+                      and e.get("args", {}).get("stream") == 7), default=at)
         events.append({"ph": "X", "cat": "Memcpy", "name": copy_name, "pid": dev["pid"], "tid": dev["tid"],
-                       "ts": at + wait_us - 3, "dur": 2, "args": {"device": 0, "stream": 7, "correlation": corr,
-                                                                   "bytes": 4}})
+                       "ts": max(at, queued) + 1, "dur": 2, "args": {"device": 0, "stream": 7, "correlation": corr,
+                                                                     "bytes": 4}})
     return at
 
 
@@ -245,13 +252,17 @@ def test_tensor_core_partition_covers_each_kernel_once_on_a_real_trace():
     kernels = sum(ns(e["dur"]) for e in raw if e.get("cat") == "Kernel")
     d = build_digest(read_kineto(fixture_path(*RESNET)))
     assert sum(c.total_ns for c in d.cores) == kernels
-    (hit,) = [h for h in d.rule_hits if h.rule == "tensor_cores_unused"]
-    assert "TF32" not in hit.detail  # a V100 (compute capability 7.0) has no TF32
-    # the gain: the eligible kernels' time per step, less what remains of it at the fp16 Tensor-Core
-    # peak (V100 datasheet: 15.7 fp32, 125 fp16 TFLOP/s); the eligible time read from the Kernels view
-    eligible = next(c.total_ns for c in d.cores if c.core == CORE_ELIGIBLE) // len(d.average_steps or d.steps)
-    assert hit.gain_ns == pytest.approx(eligible * (1 - 15.7 / 125), abs=1)
-    assert "12.6% of it that remains" in hit.gain
+    # eligible kernels are 2/3 of the kernel time, yet the host launches them no faster than they run: in each step
+    # the average keeps, the device finishes within 5 % of the step after the step's last launch returns (raw
+    # trace, read here), so kernels at the Tensor Cores' rate could take at most that tail off the step, under the
+    # 5 % floor: no finding (the graph's replay gives it no gain)
+    eligible = next(c.total_ns for c in d.cores if c.core == CORE_ELIGIBLE)
+    assert eligible > 0.5 * kernels
+    launches = [ns(e["ts"]) + ns(e["dur"]) for e in raw if e.get("cat") == "Runtime" and "Launch" in e["name"]]
+    for s in (s for s in d.steps if s.number in set(d.average_steps)):
+        last = max(x for x in launches if s.start_ns <= x < s.start_ns + s.dur_ns)
+        assert s.start_ns + s.dur_ns - last < 0.05 * s.dur_ns
+    assert "tensor_cores_unused" not in {h.rule for h in d.rule_hits}
 
 
 # ------------------------------------------------------------------------------ quoted percentages

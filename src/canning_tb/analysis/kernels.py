@@ -248,14 +248,26 @@ def _cores(ctx: Context, rows: np.ndarray, dpos: np.ndarray) -> list:
         return cores
     if not is_cuda_window(t) or not (ev["kind"][rows] == int(Kind.KERNEL)).any():
         return cores
-    name = ev["name"][rows].astype(np.int64)
-    uniq = distinct(name)
-    tc = id_mask(name, uniq[[uses_tensor_cores(t.strings[int(x)] or "") for x in uniq]], len(t.strings))
-    kern = ev["kind"][rows] == int(Kind.KERNEL)
-    eligible = _under_eligible_op(ctx, dpos)
+    tc, kern, eligible = _tensor_core_masks(ctx, rows, dpos)
     for label, m in ((CORE_TENSOR, tc & kern), (CORE_ELIGIBLE, ~tc & kern & eligible), (CORE_OTHER, ~tc & kern & ~eligible)):
         cores.append(pb.CoreStat(core=label, calls=int(m.sum()), total_ns=int(ev["dur"][rows][m].sum())))
     return cores
+
+
+def _tensor_core_masks(ctx: Context, rows: np.ndarray, dpos: np.ndarray) -> tuple:
+    """Per kernel row: on Tensor Cores (by its name), a compute kernel, under a Tensor-Core-eligible operator."""
+    t, ev = ctx.table, ctx.ev
+    name = ev["name"][rows].astype(np.int64)
+    uniq = distinct(name)
+    tc = id_mask(name, uniq[[uses_tensor_cores(t.strings[int(x)] or "") for x in uniq]], len(t.strings))
+    return tc, ev["kind"][rows] == int(Kind.KERNEL), _under_eligible_op(ctx, dpos)
+
+
+def eligible_rows(ctx: Context) -> np.ndarray:
+    """Rows of the kernels the Kernels view counts as CORE_ELIGIBLE (not on Tensor Cores, under an eligible op)."""
+    rows, dpos = _kernel_rows(ctx)
+    tc, kern, eligible = _tensor_core_masks(ctx, rows, dpos)
+    return rows[~tc & kern & eligible]
 
 
 def _under_eligible_op(ctx: Context, dpos: np.ndarray) -> np.ndarray:

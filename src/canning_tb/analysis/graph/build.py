@@ -31,7 +31,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ...ingest.table import NONE, EventTable, Kind
-from ..common import DATALOADER_RE, DEVICE_KINDS, HOST_COMM_RE, STEP_RE, ids_matching, id_mask, kind_mask, thread_keys
+from ..common import (DATALOADER_RE, DEVICE_KINDS, HOST_COMM_RE, STEP_RE, ids_matching, id_mask, kind_mask, nest,
+                      thread_keys)
 from ..context import Context
 from ..steps import device_wait_rows
 from .vendors import HOST_WAIT_RE
@@ -42,8 +43,7 @@ CATS = ("host", "python", "dataloader", "runtime", "sync", "collective_host", "k
 CAT = {name: i for i, name in enumerate(CATS)}
 LANE, LAUNCH, CROSS_STREAM, WAKE = 0, 1, 2, 3  # dependency kinds
 HELD_NS = 2_000  # a device event that starts this long after its stream and launch allowed was held ...
-COINCIDE_NS = 2_000  # ... by an event on another stream ending this close before it
-WAIT_COINCIDE_NS = 50_000  # a blocking host call that returns this close after the device work it waited for
+COINCIDE_NS = 10_000  # ... by an event on another stream ending this close before it (NPUs: about 2 us)
 BURST_GAP_NS = 1_000_000  # another thread's work after this much idle time is a burst something started ...
 THREAD_WAIT_NS = 1_000_000  # ... and the step's thread waited for it when it went on this close to its end
 _WAITING_CATS = ("python", "host", "sync", "collective_host")
@@ -120,6 +120,11 @@ def build_graph(table: EventTable, ctx: Context | None = None) -> Graph:
     # launches: the atom that starts the runtime call with the device event's correlation id
     if len(dev):
         launch_atom = _launch_atoms(table, host, dev)
+        # a blocking call that issues its own copy (cudaMemcpy, .item()) waits for it: the copy depends on the call's
+        # start (the atom before it on its thread), else the two would wait for each other
+        own = (launch_atom > 0) & (host["cat"][np.maximum(launch_atom, 0)] == CAT["sync"])
+        own &= host["lane"][np.maximum(launch_atom - 1, 0)] == host["lane"][np.maximum(launch_atom, 0)]
+        launch_atom[own] -= 1
         ok = launch_atom != NONE
         src.append(launch_atom[ok]), dst.append(n_host + np.flatnonzero(ok)), kind.append(np.ones(ok.sum(), np.int8))
     src_a, dst_a, kind_a = (np.concatenate(x) if x else np.zeros(0, np.int64) for x in (src, dst, kind))
@@ -160,9 +165,11 @@ def _bursts(start, end, lane, host, n_host, table) -> list[np.ndarray]:
         return [np.zeros(0, np.int64), np.zeros(0, np.int64)]
     ev = table.events
     rows = host["row"]
-    main_pid = ev["pid"][rows[(host["lane"] == main) & (rows != NONE)][:1]]
     pid = np.where(rows != NONE, ev["pid"][np.maximum(rows, 0)], NONE)
-    other = np.flatnonzero((lane[:n_host] != main) & (rows != NONE) & np.isin(pid, main_pid))
+    hl = host["lane"]
+    main_pids = _distinct(pid[(hl == main) & (rows != NONE)])
+    ours = _distinct(hl[(rows != NONE) & np.isin(pid, main_pids)])  # threads of the steps' process
+    other = np.flatnonzero((lane[:n_host] != main) & (rows != NONE) & np.isin(lane[:n_host], ours))
     if not len(other):
         return [np.zeros(0, np.int64), np.zeros(0, np.int64)]
     new = np.ones(len(other), bool)
@@ -224,13 +231,36 @@ def _launch_latency(gap: np.ndarray, kind: np.ndarray, bind: np.ndarray, ptr: np
     return int(np.median(lat)) if len(lat) else 0
 
 
+class _ThreadsByTid:
+    """The table's host events seen with one process id: torch_npu writes the CANN API calls of a thread under
+    a process of their own ("CANN", same tid), so a blocking aclrtSynchronizeStream is nested in the
+    aten::_local_scalar_dense that made it only when threads are keyed by tid alone."""
+
+    def __init__(self, table: EventTable):
+        self.events = dict(table.events)
+        self.events["pid"] = np.zeros(len(table), np.int64)
+        self.strings = table.strings
+
+
+def host_nesting(table: EventTable, ctx: Context):
+    """The host nesting the graph cuts threads with: the context's, or by tid alone on torch_npu's layout."""
+    rows = ctx.host.rows
+    ev = table.events
+    if table.meta.format != "ascend" or not len(rows):
+        return ctx.host, thread_keys(table, rows)
+    pairs = _distinct(ev["pid"][rows] * (1 << 32) + (ev["tid"][rows] & 0xFFFFFFFF))
+    if len(_distinct(pairs & 0xFFFFFFFF)) == len(pairs):  # no tid under two processes
+        return ctx.host, thread_keys(table, rows)
+    view = _ThreadsByTid(table)
+    return nest(view, rows), thread_keys(view, rows)
+
+
 def _host_atoms(table: EventTable, ctx: Context) -> dict:
     ev = table.events
-    h = ctx.host
+    h, keys = host_nesting(table, ctx)
     rows = h.rows
     step_ids = ids_matching(table, STEP_RE)
     is_step = id_mask(ev["name"][rows], step_ids, len(table.strings)) if len(step_ids) else np.zeros(len(rows), bool)
-    keys = thread_keys(table, rows)
     main_key = int(np.bincount(keys[is_step]).argmax()) if is_step.any() else (
         int(np.bincount(keys, weights=ev["dur"][rows]).argmax()) if len(rows) else NONE)
     dl_ids = ids_matching(table, DATALOADER_RE)
@@ -259,7 +289,7 @@ def _host_atoms(table: EventTable, ctx: Context) -> dict:
         out["lane"].append(np.full(len(a0), len(lanes) - 1, np.int32))
     a = {k: (np.concatenate(v) if v else np.zeros(0, np.int64)) for k, v in out.items()}
     a["row"] = np.where(a["inner"] != NONE, rows[np.maximum(a["inner"], 0)], NONE)
-    a["cat"], a["in_dataloader"] = _host_cats(table, ctx, a["inner"], a["row"], dl_ids, comm_ids, wait)
+    a["cat"], a["in_dataloader"] = _host_cats(table, h, a["inner"], a["row"], dl_ids, comm_ids, wait)
     steps = rows[is_step]
     a = _merged(a, np.concatenate([ev["ts"][steps], ev["ts"][steps] + ev["dur"][steps]]))
     a["lanes"], a["main_lane"] = lanes, main_lane
@@ -285,8 +315,10 @@ def _merged(a: dict, step_cuts: np.ndarray) -> dict:
         return a
     cat, lane, dl = a["cat"], a["lane"], a["in_dataloader"]
     joins = np.zeros(n, bool)
+    row = a["row"]
+    same_call = (row[1:] == row[:-1]) & (row[1:] != NONE)  # one event cut by another's boundary: one node
     joins[1:] = ((lane[1:] == lane[:-1]) & (cat[1:] == cat[:-1]) & (dl[1:] == dl[:-1])
-                 & (a["start"][1:] == a["end"][:-1]) & np.isin(cat[1:], [CAT[c] for c in _MERGEABLE])
+                 & (a["start"][1:] == a["end"][:-1]) & (np.isin(cat[1:], [CAT[c] for c in _MERGEABLE]) | same_call)
                  & ~np.isin(a["start"][1:], step_cuts))
     first = np.flatnonzero(~joins)
     last = np.append(first[1:] - 1, n - 1)
@@ -320,10 +352,9 @@ def _innermost(s, e, parent_pos, pos, depth, t) -> np.ndarray:
     return np.where(cand != NONE, pos[np.maximum(cand, 0)], NONE)
 
 
-def _host_cats(table, ctx, inner, inner_row, dl_ids, comm_ids, wait) -> tuple[np.ndarray, np.ndarray]:
+def _host_cats(table, h, inner, inner_row, dl_ids, comm_ids, wait) -> tuple[np.ndarray, np.ndarray]:
     """Per atom: its category, and whether a data-loading range holds it (the atom's event or an ancestor)."""
     ev = table.events
-    h = ctx.host
     cat = np.full(len(inner), CAT["python"], np.int8)
     dl = np.zeros(len(inner), bool)
     size = len(table.strings)
@@ -411,8 +442,9 @@ def _cross_stream(start, end, lane, n_host, src, dst, device) -> tuple[np.ndarra
 
 
 def _blocking(table, host, start, end, lane, n_host, dev) -> tuple[np.ndarray, np.ndarray]:
-    """Per node: the device node a blocking host call waited for (it returned within WAIT_COINCIDE_NS of that
-    node's end) and the tail it took to return; NONE where it did not wait."""
+    """Per node: the device node a blocking host call waited for (of the device work still running when the call
+    began, the one that ended last before it returned) and the tail it took to return after it (its own cost:
+    microseconds on a GPU, up to milliseconds on an NPU); NONE where no device work ran during the call."""
     n = len(start)
     wait_on = np.full(n, NONE, np.int64)
     tail = np.zeros(n, np.int64)
@@ -425,12 +457,9 @@ def _blocking(table, host, start, end, lane, n_host, dev) -> tuple[np.ndarray, n
     devn = np.arange(n_host, n)
     order = np.argsort(end[devn], kind="stable")
     ends, who = end[devn][order], devn[order]
-    for a in last.tolist():
-        j = int(np.searchsorted(ends, end[a], side="right")) - 1
-        while j >= 0 and end[a] - ends[j] <= WAIT_COINCIDE_NS:
-            c = int(who[j])
-            if ends[j] > start[a]:  # it was still running when the call began: the call waited for it
-                wait_on[a], tail[a] = c, end[a] - ends[j]
-                break
-            j -= 1
+    j = np.searchsorted(ends, end[last], side="right") - 1  # the device work that ended last before it returned
+    began = table.events["ts"][host["row"][last]]  # the call's own start (a call cut by other events has atoms)
+    ok = (j >= 0) & (ends[np.maximum(j, 0)] > began)  # ... and was still running when the call began
+    wait_on[last[ok]] = who[j[ok]]
+    tail[last[ok]] = end[last[ok]] - ends[j[ok]]
     return wait_on, tail

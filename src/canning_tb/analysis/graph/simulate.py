@@ -63,11 +63,11 @@ def interval_edit(g: Graph, removes, what: list, words: str) -> Edit:
     else:  # event ranges named by the rule (compilation, GC, an optimizer step): the host work inside them
         target = np.isin(g.cat, [CAT[c] for c in HOST_CATS])
     hit = np.flatnonzero(target & (overlap > 0))
-    # a blocking call that waited is freed from its wait; one that waited for nothing the trace shows is time
+    # a blocking call that waited is freed from its wait, and loses the time of it the change removes (the part
+    # after the device was done, too: the call is gone); one that waited for nothing the trace shows is time
     sync = hit[(g.cat[hit] == CAT["sync"]) & (g.wait_on[hit] != NONE)]
-    rest = hit[(g.cat[hit] != CAT["sync"]) | (g.wait_on[hit] == NONE)]
-    dur = (g.end - g.start)[rest] - overlap[rest]
-    return Edit(words, dur=dict(zip(rest.tolist(), dur.tolist())), unblock=set(sync.tolist()))
+    dur = (g.end - g.start)[hit] - overlap[hit]
+    return Edit(words, dur=dict(zip(hit.tolist(), dur.tolist())), unblock=set(sync.tolist()))
 
 
 # where the backward pass begins: autograd's own ranges and the backward functions (AddmmBackward0, ...)

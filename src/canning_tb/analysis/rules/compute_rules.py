@@ -72,7 +72,7 @@ def tensor_cores_unused(inp: RuleInput):
         f"yet no kernel runs on Tensor Cores (Kernels: Tensor Cores 0 %).",
         why="fp32 matmuls / convolutions run on the CUDA cores at a fraction of the Tensor Cores' rate.",
         change_torch=how, gain_ns=per_step,
-        gain_basis=basis,
+        gain_basis=basis, **_at_tensor_core_rate(inp, kept),
         value=share, figures={"tc_eligible_share": share, "compute_capability": cc},
         evidence=[evidence("kernels", CORE_ELIGIBLE, "Kernels by core")],
         figure="tc_eligible", figure_value=share, view="kernels", threshold=th.TC_ELIGIBLE_SHARE)
@@ -269,3 +269,15 @@ def compilation(inp: RuleInput):
         evidence=[shown] if shown else [evidence("timeline", "", "compilation events")],
         figure="compile_time", figure_value=float(total), view="trace",
         removes=removes, removes_what=["compilation ranges"])
+
+
+def _at_tensor_core_rate(inp: RuleInput, kept: float) -> dict:
+    """The change as an edit of the graph: the eligible kernels shrunk to the share the fp16 Tensor-Core peak
+    leaves of their time (the device's datasheet peaks); {} where the peaks or the events are unknown."""
+    if inp.ctx is None or kept <= 0:
+        return {}
+    from ..kernels import eligible_rows
+    rows = eligible_rows(inp.ctx)
+    if not len(rows):
+        return {}
+    return {"scale": (rows, kept), "edit": f"the eligible kernels at the Tensor Cores' rate ({pct(kept)} of their time)"}
