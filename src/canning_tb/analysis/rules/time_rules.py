@@ -122,7 +122,8 @@ def sync_calls_rule(inp: RuleInput):
     share = _share(inp, "device_wait_ns")
     return Finding(
         "", "", "info", "Synchronising calls in every step",
-        f"{per_step:.1f} calls per step that make the host wait for the device's result: {names}.",
+        f"{per_step:.1f} calls per step that make the host wait for the device's result: {names}; the host "
+        f"waits with the device idle {pct(share)} of the average step (Device wait).",
         why="A host that waits for the device cannot queue the next kernels: the device idles after each call.",
         change_torch="keep the value on the device and read it every N steps; for copies use "
                      ".to('cpu', non_blocking=True) into a pin_memory() buffer.",
