@@ -36,7 +36,8 @@ def critical_path(host, run: str, worker: str | None = None, window: str | None 
     where = {"run": run, "worker": worker, "window": window, "scope": scope}
     if step is None:
         body = critical_path_impl(host.store(), run, worker, window, None, 0, 1)
-        steps = [{k: v for k, v in s.items() if k not in ("segments", "next_offset")} for s in body["steps"]]
+        steps = [{k: v for k, v in s.items() if k not in ("segments", "longest", "next_offset")}
+                 for s in body["steps"]]
         return {**where, "steps": steps[:STEPS_SHOWN], "steps_total": len(steps),
                 "segments": "ask with step=N for that step's longest segments", "units": UNITS}
     question = {"tool": "critical_path", **where, "step": step}

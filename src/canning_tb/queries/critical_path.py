@@ -2,7 +2,7 @@
 
 - `critical_path_impl(store, run, worker, window, step, offset, limit)`: one window's steps (digest.critical_path):
   per step its time per category (largest first, with its share of the step) and one page of its longest segments
-  (times relative to the window start, as every section sends them);
+  (times relative to the window start, as every section sends them) and its LONGEST segments apart;
 - `cross_rank_path_impl(store, prefetcher, run, position, offset, limit)`: which rank held each step across the
   ranks (the cluster analysis /cluster already computes: analyse_ranks' critical_path and clock_offsets), one
   page of each step's hops.
@@ -21,6 +21,7 @@ from .sections import _head, relative
 SEGMENTS_PAGE = 50  # segments of a step per page by default
 MAX_PAGE = 200  # the digest keeps at most PATH_SEGMENTS (200) per step
 HOPS_PAGE = 50
+LONGEST = 5  # each step's longest segments, named apart (the Overview's card links them into the timeline)
 
 
 def _page_args(offset: int, limit: int) -> tuple[int, int]:
@@ -55,12 +56,13 @@ def critical_path_impl(store, run: str, worker: str, window: str, step: int | No
     steps = []
     for p in paths:
         segments = [to_plain(s) for s in p.segments]
+        for s in segments:
+            s["ts_ns"] = relative(s["ts_ns"], t0)
         kept = len(segments)
         page = segments[offset:offset + limit]
-        for s in page:
-            s["ts_ns"] = relative(s["ts_ns"], t0)
+        longest = sorted(segments, key=lambda s: (-s["dur_ns"], s["ts_ns"]))[:LONGEST]
         steps.append({"number": int(p.number), "start_ns": relative(int(p.start_ns), t0), "dur_ns": int(p.dur_ns),
-                      "categories": categories(p.by_category, int(p.dur_ns)), "segments": page,
+                      "categories": categories(p.by_category, int(p.dur_ns)), "segments": page, "longest": longest,
                       "segments_kept": kept, "segments_total": int(p.segments_total),
                       "next_offset": offset + limit if offset + limit < kept else None})
     return {**_head(store, run, worker, window, digest), "offset": offset, "limit": limit, "steps": steps}
