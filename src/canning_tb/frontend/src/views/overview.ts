@@ -418,7 +418,6 @@ function runParts(host: ViewHost, cl: ClusterResponse): HTMLElement[] {
   if (findings.length) parts.push(h("ol", { class: "suggestions", id: "ov-run-findings" }, ...findings.map((hit) => briefItem(hit, false))));
   const seen = observationsBlock(observations, "ov-run-observations", (hit) => briefItem(hit, false));
   if (seen) parts.push(seen);
-  parts.push(crossRankPathCard(host, cl));
   if (cl.problems.length)
     parts.push(h("ul", { class: "problems" }, ...cl.problems.map((problem) => h("li", { class: "error", text: `${problem.worker} / ${problem.window}: ${problem.message}` }))));
   return parts;
@@ -437,6 +436,7 @@ function runOverview(host: ViewHost): HTMLElement {
       title.title = `The ${cl.window_index + 1}. window of every rank of the run`;
       el.replaceChildren(title, ...runParts(host, cl));
       el.dataset.state = "loaded";
+      el.after(crossRankPathCard(host, cl)); // which rank held each step: a card of its own below the run's
     },
     (err) => {
       if (host.signal.aborted || (err as Error).name === "AbortError") return;
