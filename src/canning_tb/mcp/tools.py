@@ -90,9 +90,12 @@ def _window(app, host, answer) -> None:
                           "searched and paged on the server.")
     _tool(app, kernels, "The window's device kernels (the Kernels view), by name or by name + launching operator: "
                         "calls, total / min / max time, device, stream, core, occupancy; sorted, searched, paged.")
-    _tool(app, findings, "The window's findings (the Suggestions view), ranked by estimated gain per step: what was "
+    _tool(app, findings, "The window's findings (the Suggestions view), ranked by simulated gain per step: what was "
                          "seen (the views' figures), why it matters, what to change with torch and torch_npu, the "
-                         "gain bound and the evidence (rows, timeline instants).")
+                         "gain (claim.gain_low_ns / gain_high_ns: its range over the steps; claim.edit: the change "
+                         "replayed) and the evidence (rows, timeline instants). Observations (observation: true: no "
+                         "change the trace's dependency graph can replay, no gain) come after the findings, never "
+                         "ranked among them.")
 
 
 def _memory(app, host, answer) -> None:
