@@ -11,6 +11,7 @@ Figures are the digest's and the cluster analysis', selected and made relative, 
 """
 from __future__ import annotations
 
+from canning_tb.analysis.summary import share
 from canning_tb.util.digest_json import to_plain
 
 from .bounds import check_int
@@ -37,7 +38,7 @@ def _page_args(offset: int, limit: int) -> tuple[int, int]:
 def categories(by_category, dur_ns: int) -> list[dict]:
     """[{category, ns, share}] largest first; the share of the step's duration (null for an unknown duration)."""
     rows = sorted(((str(k), int(v)) for k, v in by_category.items() if int(v) > 0), key=lambda kv: (-kv[1], kv[0]))
-    return [{"category": k, "ns": v, "share": v / dur_ns if dur_ns > 0 else None} for k, v in rows]
+    return [{"category": k, "ns": v, "share": share(v, dur_ns)} for k, v in rows]
 
 
 def critical_path_impl(store, run: str, worker: str, window: str, step: int | None = None, offset: int = 0,
@@ -82,7 +83,7 @@ def cross_rank_path_impl(store, prefetcher, run: str, position: int, offset: int
         hops = p["hops"][offset:offset + limit]
         steps.append({"step": int(p["step"]), "dur_ns": dur,
                       "held_by": held[0][0] if held else None,
-                      "by_rank": [{"rank": r, "ns": ns, "share": ns / dur if dur > 0 else None} for r, ns in held],
+                      "by_rank": [{"rank": r, "ns": ns, "share": share(ns, dur)} for r, ns in held],
                       "hops": hops, "hops_total": int(p["hops_total"]),
                       "next_offset": offset + limit if offset + limit < len(p["hops"]) else None})
     return {"run": run, "window_index": position, "loading": False, "offset": offset, "limit": limit,

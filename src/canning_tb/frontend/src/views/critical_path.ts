@@ -79,7 +79,7 @@ function pathTable(store: AppStore, data: CriticalPathResponse): HTMLElement {
   const steps = data.steps.slice(0, STEPS_SHOWN);
   const table = h(
     "table",
-    { id: "cp-table", class: "data" },
+    { id: "cp-table", class: "data-table" },
     h("thead", {}, h("tr", {}, ...["Step", "Step (ms)", "What held the step (time on the critical path)", "Longest pieces of the path", ""].map((t) => h("th", { text: t })))),
     h("tbody", {}, ...steps.map((step) => stepRow(store, step))),
   );
@@ -144,7 +144,7 @@ export function crossRankPathCard(host: ViewHost, cl: ClusterResponse): HTMLElem
             h("td", {}, ...step.by_rank.slice(0, RANKS_NAMED).map((r) => h("span", { class: "path-rank" }, rankButton(r.rank, `rank ${r.rank}`), ` ${ms(r.ns)} ms (${pct(r.share)}%) `)), step.by_rank.length > RANKS_NAMED ? h("span", { class: "muted", text: `+${step.by_rank.length - RANKS_NAMED} ranks` }) : null),
           ),
         );
-        const table = h("table", { class: "data", id: "cp-ranks-table" }, h("thead", {}, h("tr", {}, ...["Step", "Step (ms)", "Held by", "Ranks on the path (time, share)"].map((t) => h("th", { text: t })))), h("tbody", {}, ...rows));
+        const table = h("table", { class: "data-table", id: "cp-ranks-table" }, h("thead", {}, h("tr", {}, ...["Step", "Step (ms)", "Held by", "Ranks on the path (time, share)"].map((t) => h("th", { text: t })))), h("tbody", {}, ...rows));
         body.replaceWith(h("div", {}, h("p", { class: "muted", text: "Which rank's own work and transfers held each step, after aligning the ranks' clocks through the collectives (a collective ends together on every rank)." }), h("div", { class: "table-wrap" }, table), h("p", { class: "muted", id: "cp-offsets", text: offsetsText(data) })));
       }
       el.dataset.state = "loaded";
