@@ -11,7 +11,7 @@ import type { ViewHost } from "./view";
 
 const STEPS_SHOWN = 20;
 const RANKS_NAMED = 4;
-const PAGE = "200"; // every segment the digest keeps (the card lists the longest; the Timeline draws them all)
+const PAGE = "1"; // the card lists each step's `longest`; the Timeline asks for the step's segments itself
 
 /** The colour of each path category (the Timeline's overlay uses the same). */
 export const PATH_COLOURS: Record<string, string> = {
