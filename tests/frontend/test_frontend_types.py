@@ -265,6 +265,7 @@ def test_every_field_api_ts_declares_is_in_the_routes_answers(client):
         "CommunicationResponse": get(client, "communication", **window),
         "SuggestionsResponse": get(client, "suggestions", **window),
         "ModulesResponse": get(client, "modules", **window),
+        "CriticalPathResponse": get(client, "critical_path", **window),
         "ClusterResponse": get_cluster(client, **window)[:2],
         "TrendsResponse": get_trends(client, "resnet", "worker0"),
     }

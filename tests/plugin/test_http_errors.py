@@ -23,7 +23,7 @@ RANGE = {"start_ns": "0", "end_ns": "1000000", "width": "100"}
 # every route of the plugin with the parameters of a good request (window routes take W's)
 ROUTES = {
     "/overview": {}, "/operators": {}, "/kernels": {}, "/operators.csv": {}, "/kernels.csv": {}, "/memory": {},
-    "/roofline": {},
+    "/roofline": {}, "/critical_path": {"offset": "0"},
     "/memory_range": {"device": "cuda:0"}, "/communication": {}, "/suggestions": {}, "/modules": {},
     "/compare": {"base_run": "resnet", "base_worker": "worker0", "base_window": RESNET_WINDOW},
     "/timeline_tracks": {}, "/timeline_tile": RANGE, "/timeline_slice": {"event": "0"},
@@ -35,7 +35,8 @@ ROUTES = {
 # tests/plugin/test_capture_routes.py checks their answers, which go through the same error mapping
 CAPTURE = {"/capture", "/capture_state", "/capture_request"}
 ACROSS_RANKS = {"/cluster": {"run": "resnet", "window_index": "0"}, "/timeline_ranks": {"run": "resnet", "window_index": "0"},
-                "/trends": {"run": "resnet", "worker": "worker0"}}
+                "/trends": {"run": "resnet", "worker": "worker0"},
+                "/critical_path_ranks": {"run": "resnet", "window_index": "0"}}
 
 
 @pytest.fixture(scope="module")

@@ -70,7 +70,7 @@ def _summary(body: dict) -> dict:
     return {"workers_total": len(body["workers"]), **first(body["problems"], SHOWN, "problems"),
             "run_summary": body["run_summary"], "slow_ranks": body["slow_ranks"], "outliers": outliers,
             **{k: body[k] for k in ("compute_source", "breakdown_source", "matrix_source", "matrix_truncated")},
-            "findings": [{k: f[k] for k in ("rule", "severity", "title", "gain_ns")} for f in body["findings"][:5]],
+            "findings": [{k: f[k] for k in ("rule", "severity", "title", "gain_ns", "observation")} for f in body["findings"][:5]],
             "findings_total": len(body["findings"]), "ranks_total": len(body["per_rank"]),
             "glossary": glossary(RANKS)}
 

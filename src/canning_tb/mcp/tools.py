@@ -10,7 +10,7 @@ from canning_tb.analysis import digest_pb2 as pb
 from canning_tb.queries.bounds import INT_BOUND
 from canning_tb.queries.sections import scalar_fields
 
-from . import comm_tools, compare_tool, efficiency, listing, memory_tools, timeline_tool, window_tools
+from . import comm_tools, compare_tool, efficiency, listing, memory_tools, path_tool, timeline_tool, window_tools
 from .bounds import MAX_CHARS
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
@@ -41,7 +41,7 @@ def limit(default: int, most: int):
 
 def register(app, host, answer) -> None:
     """Every tool on `app` (an MCPServer), over `host`; `answer(make)` turns a selection into the reply."""
-    for group in (_listing, _window, _memory, _communication, _compare, _timeline, _efficiency):
+    for group in (_listing, _window, _memory, _communication, _compare, _timeline, _efficiency, _paths):
         group(app, host, answer)
 
 
@@ -90,9 +90,12 @@ def _window(app, host, answer) -> None:
                           "searched and paged on the server.")
     _tool(app, kernels, "The window's device kernels (the Kernels view), by name or by name + launching operator: "
                         "calls, total / min / max time, device, stream, core, occupancy; sorted, searched, paged.")
-    _tool(app, findings, "The window's findings (the Suggestions view), ranked by estimated gain per step: what was "
+    _tool(app, findings, "The window's findings (the Suggestions view), ranked by simulated gain per step: what was "
                          "seen (the views' figures), why it matters, what to change with torch and torch_npu, the "
-                         "gain bound and the evidence (rows, timeline instants).")
+                         "gain (claim.gain_low_ns / gain_high_ns: its range over the steps; claim.edit: the change "
+                         "replayed) and the evidence (rows, timeline instants). Observations (observation: true: no "
+                         "change the trace's dependency graph can replay, no gain) come after the findings, never "
+                         "ranked among them.")
 
 
 def _memory(app, host, answer) -> None:
@@ -188,3 +191,24 @@ def _efficiency(app, host, answer) -> None:
     _tool(app, roofline, "The roofline points of the window (operators by name + input shapes, kernels): FLOPs, bytes, "
                          "intensity, achieved TFLOP/s and GB/s, the roof at that intensity, the share of it reached "
                          "and the bound (compute, memory, latency), longest first; paged.")
+
+
+def _paths(app, host, answer) -> None:
+    def critical_path(run: Run, scope: Literal[path_tool.SCOPES] = "window",  # type: ignore[valid-type]
+                      worker: Annotated[Optional[str], Field(description="the window's worker (scope window; or "
+                                                                         "scope ranks: its position)")] = None,
+                      window: Annotated[Optional[str], Field(description="the window")] = None,
+                      window_index: number("scope ranks: window position in every worker (list_windows)",
+                                           lowest=0) = None,
+                      step: number("this step only: its segments (window) or hops (ranks), paged") = None,
+                      cursor: Cursor = None, limit: limit(50, 200) = 50):
+        return answer(lambda: path_tool.critical_path(host, run, worker, window, window_index, scope, step, cursor,
+                                                      limit))
+
+    _tool(app, critical_path, "What held each step (docs/critical_path.md). scope window: one window's steps, each "
+                              "with the time per category on its critical path (host, python, runtime, sync, kernel, "
+                              "communication, memcpy, latency, idle, untraced...: they sum to the step) and, with "
+                              "`step`, its longest segments (lane, event, category, instant) paged. scope ranks: "
+                              "which rank held each step across the ranks at one window position (time per rank) "
+                              "and the clock offset applied to each rank; with `step`, the hops (rank, own work or "
+                              "transfer, after which collective) paged.")

@@ -10,7 +10,7 @@ from .terms import BREAKDOWN, DEVICES, FIGURES, KERNELS, OPERATORS, glossary
 STEPS_SHOWN = 50  # steps in the overview (a window holds a few; a long one is cut, said in steps_total)
 PROBLEMS_SHOWN = 20
 FINDINGS_SHOWN = 5  # the overview names the top findings; `findings` pages all of them
-FINDING_BRIEF = ("rule", "severity", "category", "title", "gain_ns", "speedup")
+FINDING_BRIEF = ("rule", "severity", "category", "title", "gain_ns", "speedup", "observation")  # observations: after the findings, no gain
 
 
 def _where(run: str, worker: str, window: str) -> dict:

@@ -16,6 +16,7 @@ from tensorboard.plugins import base_plugin
 from werkzeug import wrappers
 
 from canning_tb.queries import sections
+from canning_tb.queries.critical_path import HOPS_PAGE, SEGMENTS_PAGE, critical_path_impl, cross_rank_path_impl
 from canning_tb.queries.errors import BadParameter, Unavailable
 from canning_tb.queries.ranks import cluster_impl, position_of
 from canning_tb.queries.roofline import roofline_impl
@@ -93,6 +94,9 @@ ROUTES = {
     "/suggestions": (WINDOW, "json", _window(sections.suggestions_impl)),
     "/modules": (WINDOW, "json", _window(sections.modules_impl)),
     "/roofline": (WINDOW, "json", _window(roofline_impl)),
+    "/critical_path": (WINDOW + (Param("step", "int"), Param("offset", "int", default=0),
+                                 Param("limit", "int", default=SEGMENTS_PAGE)), "json",
+                       lambda store, q: critical_path_impl(store, q.run, q.worker, q.window, q.step, q.offset, q.limit)),
     "/compare": (COMPARE_QUERY, "json", compare_request),
 }
 
@@ -133,6 +137,10 @@ class CanningPlugin(base_plugin.TBPlugin):
             **{path: self.route(handle, query, kind) for path, (query, kind, handle) in ROUTES.items()},
             "/cluster": self.route(self._cluster, (Param("run", required=True), Param("window_index", "int"),
                                                    Param("worker"), Param("window"))),
+            "/critical_path_ranks": self.route(self._paths, (Param("run", required=True), Param("window_index", "int"),
+                                                             Param("worker"), Param("window"),
+                                                             Param("offset", "int", default=0),
+                                                             Param("limit", "int", default=HOPS_PAGE))),
             "/trends": self.route(self._trends, (Param("run", required=True), Param("worker", required=True))),
             **timeline_apps(self),
         }
@@ -187,12 +195,18 @@ class CanningPlugin(base_plugin.TBPlugin):
         return scanner.store
 
     def _cluster(self, store, q):
-        position = q.window_index
-        if position is None:
-            if not (q.worker and q.window):
-                raise BadParameter("missing parameter: window_index (or worker and window)")
-            position = position_of(store, q.run, q.worker, q.window)
-        return cluster_impl(store, self.scanner.prefetcher, q.run, position)
+        return cluster_impl(store, self.scanner.prefetcher, q.run, self._position(store, q))
+
+    def _position(self, store, q) -> int:
+        if q.window_index is not None:
+            return q.window_index
+        if not (q.worker and q.window):
+            raise BadParameter("missing parameter: window_index (or worker and window)")
+        return position_of(store, q.run, q.worker, q.window)
+
+    def _paths(self, store, q):
+        return cross_rank_path_impl(store, self.scanner.prefetcher, q.run, self._position(store, q), q.offset,
+                                    q.limit)
 
     def _trends(self, store, q):
         return trends_impl(store, self.scanner.prefetcher, q.run, q.worker)

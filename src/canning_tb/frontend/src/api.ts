@@ -413,6 +413,7 @@ export interface RuleHit {
   figures: Record<string, number | null>;
   device: string;
   claim: Claim; // the finding as data, checked against the views (docs/rules.md "Claims")
+  observation: boolean; // no edit of the graph states its change: shown apart, no gain, never ranked
 }
 
 /** What a finding claims: the figure it rests on (a glossary key, as its view shows it), the floors it
@@ -431,6 +432,92 @@ export interface Claim {
   steps: number;
   scope: string; // "window" | "ranks"
   ranks: number[];
+  gain_low_ns: number; // the simulated gain's lowest and highest over the steps, -1 none
+  gain_high_ns: number;
+  edit: string; // the change as the graph replays it, in words; "" not simulated
+}
+
+/** One step's critical path in the digest (docs/critical_path.md). */
+export interface StepPath {
+  number: number;
+  start_ns: number;
+  dur_ns: number;
+  by_category: Record<string, number>;
+  segments: PathSegment[];
+  segments_total: number;
+}
+
+/** A piece of a step's critical path: one event (or the gap before it) on one lane. */
+export interface PathSegment {
+  lane: string; // "thread 123 (pid 4)", "stream 7 (device 0)"
+  name: string; // "" for a gap
+  category: string;
+  ts_ns: number; // relative to the window start in the routes' answers
+  dur_ns: number;
+}
+
+/** A category's time on a step's critical path, and its share of the step (null: unknown step). */
+export interface PathCategory {
+  category: string;
+  ns: number;
+  share: number | null;
+}
+
+export interface CriticalPathStep {
+  number: number;
+  start_ns: number; // relative to the window start
+  dur_ns: number;
+  categories: PathCategory[]; // largest first; they sum to the step
+  segments: PathSegment[]; // one page, in time order
+  longest: PathSegment[]; // the step's 5 longest segments, longest first
+  segments_kept: number; // segments the digest keeps (the longest, at most 200)
+  segments_total: number; // pieces on the whole path
+  next_offset: number | null;
+}
+
+/** GET /critical_path: each step's critical path (queries/critical_path.py). */
+export interface CriticalPathResponse extends WindowHead {
+  offset: number;
+  limit: number;
+  steps: CriticalPathStep[];
+}
+
+/** A stretch of the cross-rank path: a rank's own work, or a transfer, after a collective. */
+export interface PathHop {
+  rank: number;
+  what: string; // "own work" | "transfer"
+  after: string; // the collective it follows ("step start" for the first)
+  ns: number;
+}
+
+/** The clock offset subtracted from a rank's times to align it with the others (through the collectives). */
+export interface ClockOffset {
+  rank: number;
+  offset_ns: number;
+  aligned: boolean; // false: it shares no collective with another rank (its clock is taken as is)
+}
+
+export interface CrossRankStep {
+  step: number;
+  dur_ns: number;
+  held_by: number | null; // the rank holding most of the step
+  by_rank: { rank: number; ns: number; share: number | null }[];
+  hops: PathHop[];
+  hops_total: number;
+  next_offset: number | null;
+}
+
+/** GET /critical_path_ranks: which rank held each step across the ranks (analysis/graph/ranks.py). */
+export interface CrossRankPathResponse {
+  run: string;
+  window_index: number;
+  loading: boolean;
+  offset: number;
+  limit: number;
+  ranks_total: number;
+  problems: ClusterProblem[];
+  steps: CrossRankStep[];
+  clock_offsets: ClockOffset[];
 }
 
 /** Time per step that another finding claims too. */
@@ -856,6 +943,8 @@ export interface ClusterResponse {
   breakdown_source: string; // "trace", or CANN's file when every rank has its step trace
   unmatched: { kind: string; group: string; calls: Record<string, number> }[];
   findings: RuleHit[]; // cross-rank findings (analysis/rules/cluster_rules.py), ranked by estimated gain
+  critical_path: { step: number; dur_ns: number; by_rank: Record<string, number>; hops: PathHop[]; hops_total: number }[];
+  clock_offsets: ClockOffset[];
 }
 
 /** GET /suggestions: the window's findings, ranked by estimated gain (analysis/rules). */

@@ -47,6 +47,8 @@ export interface TimelineOptions {
   mark: number;
   /** the counter lanes to bring into sight with the mark ("memory:<device>"); "" = none */
   lane: string;
+  /** the step whose critical path is highlighted (timeline_path.ts); -1 = off */
+  path: number;
 }
 
 /** Compare: the baseline window (the target is the selected window) and the tables' options. */
@@ -86,7 +88,7 @@ function defaultState(): AppState {
     operators: { group: "name", search: "", top: 10, chart: "bar", sort: "", desc: true },
     kernels: { group: "name", search: "" },
     memory: { device: "", range: null },
-    timeline: { range: null, event: -1, search: "", ranks: false, align: "clock", focus: "", focusBy: "name", mark: -1, lane: "" },
+    timeline: { range: null, event: -1, search: "", ranks: false, align: "clock", focus: "", focusBy: "name", mark: -1, lane: "", path: -1 },
     compare: { run: "", worker: "", window: "", group: "name", table: "operators", search: "" },
     sorts: {},
     options: {},
@@ -148,6 +150,7 @@ function toParams(state: AppState): [string, string][] {
     ["tl.focusby", state.timeline.focusBy, base.timeline.focusBy],
     ["tl.mark", String(state.timeline.mark), String(base.timeline.mark)],
     ["tl.lane", state.timeline.lane, base.timeline.lane],
+    ["tl.path", String(state.timeline.path), String(base.timeline.path)],
     ["cmp.run", state.compare.run, ""],
     ["cmp.worker", state.compare.worker, ""],
     ["cmp.window", state.compare.window, ""],
@@ -232,6 +235,7 @@ function timelineFromParams(options: TimelineOptions, read: ParamReader): void {
   options.focusBy = read.oneOf("tl.focusby", ["name", "collective"] as const, options.focusBy);
   options.mark = read.parsed("tl.mark", parseEvent, -1);
   options.lane = read.text("tl.lane");
+  options.path = read.parsed("tl.path", parseEvent, -1);
 }
 
 function operatorsFromParams(ops: OperatorsOptions, read: ParamReader): void {

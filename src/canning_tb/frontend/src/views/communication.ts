@@ -17,6 +17,7 @@ import { RawChart, tipLines } from "../chart";
 import { h } from "../dom";
 import { fixed2, int, mb, ms, pct } from "../format";
 import { tip, UNKNOWN_TIP } from "../glossary";
+import { crossRankPathCard } from "./critical_path";
 import { card, errorText, fetchOr, kvTable, pollCluster, problemsList, rankProgress, SortTable, type Col } from "./common";
 import { drawBinnedMatrix, RANKS_AS_ROWS, spreadParts } from "./ranks_spread";
 import { linksCard, sourcesCard } from "./sources";
@@ -243,6 +244,7 @@ function clusterSection(host: ViewHost, cl: ClusterResponse, step: StepChoice, c
     card(`Across ranks: ${which} (ms)`, list, splitEl),
     h("div", { class: "grid2" }, card(`Wait vs transfer per rank, ${which} (ms)`, waitEl, definition), card("Slow ranks (mean step)", slowRankFindings(cl), unmatched)),
     card(`Ranks, ${which}`, h("div", { class: "table-wrap short" }, rankTable(cl, computeLabel, step).el)),
+    crossRankPathCard(host, cl),
     ...(matrixEl ? [matrixCard(cl, matrixEl)] : []),
     ...[linksCard(cl)].filter((el): el is HTMLElement => !!el),
     sourcesCard(cl),
@@ -270,6 +272,7 @@ function manyRanks(host: ViewHost, cl: ClusterResponse, charts: RawChart[], comp
   return [
     card(`Across ${cl.ranks.length} ranks (window ${cl.window_index + 1} of each)`, ...spreadParts(cl, "comm", charts, host.signal)),
     card("Slow ranks", slowRankFindings(cl), unmatched),
+    crossRankPathCard(host, cl),
     ...(matrixEl ? [card(`Communication matrix (MB sent${binText}; ${cl.matrix_source === "links" ? "global ranks, communication_matrix.json" : "ring estimate"})`, matrixEl)] : []),
     card("Ranks", every),
     sourcesCard(cl),

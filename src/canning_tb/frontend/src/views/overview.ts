@@ -25,6 +25,8 @@ import { dataCard } from "./sources";
 import { RANKS_AS_ROWS, spreadParts } from "./ranks_spread";
 import { efficiencyCard } from "./efficiency";
 import { mfuCard } from "./mfu_card";
+import { briefItem, observationsBlock, splitFindings } from "./finding_gain";
+import { criticalPathCard, crossRankPathCard } from "./critical_path";
 import { showEmpty, showLoading, type ViewDef, type ViewHost } from "./view";
 
 // [field, share (analysis/summary.py category_shares), label, colour, tooltip]: the tooltips are the
@@ -78,32 +80,18 @@ function perfTable(figures: WindowFigures): HTMLTableElement {
   return kvTable("ov-perf", rows);
 }
 
-/** The findings the rules could judge, in the digest's order (ranked by estimated gain); the
- * Suggestions view has each one's evidence and what the profile could not tell. */
+/** The findings the rules could judge, in the digest's order (ranked by simulated gain), each with its gain range
+ * and the change replayed; the observations (no simulated gain) apart below them. The Suggestions view has each
+ * one's evidence and what the profile could not tell. */
 function suggestions(host: ViewHost, ov: OverviewResponse): HTMLElement {
-  const hits = ov.rule_hits.filter((hit) => !hit.needs);
+  const { findings, observations } = splitFindings(ov.rule_hits.filter((hit) => !hit.needs));
   const more = h("button", { type: "button", class: "button", id: "ov-all-suggestions" }, "Evidence and details");
   more.onclick = () => host.store.update({ view: "suggestions" });
-  if (!hits.length) return h("div", {}, h("p", { id: "ov-suggestions", class: "muted", text: "No suggestion: no rule found a problem in this window." }), more);
-  return h(
-    "div",
-    {},
-    h(
-      "ol",
-      { id: "ov-suggestions", class: "suggestions" },
-      ...hits.map((hit) =>
-        h(
-          "li",
-          { class: `sev-${hit.severity}`, "data-rule": hit.rule },
-          h("span", { class: "badge", text: hit.severity }),
-          h("strong", { text: hit.title }),
-          h("p", { text: hit.seen || hit.detail }),
-          h("p", { class: "muted", text: `Estimated gain: ${hit.gain}` }),
-        ),
-      ),
-    ),
-    more,
-  );
+  const seen = observationsBlock(observations, "ov-observations");
+  const list = findings.length
+    ? h("ol", { id: "ov-suggestions", class: "suggestions" }, ...findings.map((hit) => briefItem(hit)))
+    : h("p", { id: "ov-suggestions", class: "muted", text: "No suggestion: no rule found a change worth making in this window." });
+  return h("div", {}, list, seen, more);
 }
 
 function averageTable(avg: Breakdown, shares: CategoryShares): HTMLTableElement {
@@ -238,6 +226,7 @@ function show(host: ViewHost, ov: OverviewResponse): void {
     ...[efficiencyCard(ov)].filter((el): el is HTMLElement => !!el),
     mfuCard(host),
     card(stepsTitle, stepNote, stepChartEl),
+    criticalPathCard(host),
     trendsCard(host),
     h("div", { class: "grid2" }, card("Average step breakdown", averageTable(ov.average, ov.figures.average_shares)), card("Average step breakdown (share)", avgChartEl)),
     h("div", { class: "grid2" }, card("Devices", devicesTable(ov.info)), card("Environment and profiler settings", h("div", { class: "table-wrap short" }, environmentTable(ov.info)))),
@@ -425,14 +414,10 @@ function runParts(host: ViewHost, cl: ClusterResponse): HTMLElement[] {
   if (namedRanks(cl).size) parts.push(legend("ov-run-legend", [["error", "Red rank: named by a cross-rank finding below (hover the row for which)"]]));
   // the cross-rank findings, in their order (the Suggestions view has their evidence): a spread that is
   // under the significance floors (docs/rules.md) is no finding, whatever its ratio
-  if (cl.findings.length)
-    parts.push(
-      h(
-        "ol",
-        { class: "suggestions", id: "ov-run-findings" },
-        ...cl.findings.map((hit) => h("li", { class: `sev-${hit.severity}`, "data-rule": hit.rule }, h("span", { class: "badge", text: hit.severity }), h("strong", { text: hit.title }), h("p", { class: "muted", text: `Estimated gain: ${hit.gain}` }))),
-      ),
-    );
+  const { findings, observations } = splitFindings(cl.findings);
+  if (findings.length) parts.push(h("ol", { class: "suggestions", id: "ov-run-findings" }, ...findings.map((hit) => briefItem(hit, false))));
+  const seen = observationsBlock(observations, "ov-run-observations", (hit) => briefItem(hit, false));
+  if (seen) parts.push(seen);
   if (cl.problems.length)
     parts.push(h("ul", { class: "problems" }, ...cl.problems.map((problem) => h("li", { class: "error", text: `${problem.worker} / ${problem.window}: ${problem.message}` }))));
   return parts;
@@ -451,6 +436,7 @@ function runOverview(host: ViewHost): HTMLElement {
       title.title = `The ${cl.window_index + 1}. window of every rank of the run`;
       el.replaceChildren(title, ...runParts(host, cl));
       el.dataset.state = "loaded";
+      el.after(crossRankPathCard(host, cl)); // which rank held each step: a card of its own below the run's
     },
     (err) => {
       if (host.signal.aborted || (err as Error).name === "AbortError") return;

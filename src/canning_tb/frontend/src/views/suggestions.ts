@@ -1,6 +1,7 @@
 // Suggestions: the findings of the rules (analysis/rules, docs/rules.md) for the selected window,
-// ranked by estimated gain as the route sends them, each with what was seen, why, what to change
-// (torch and torch_npu), the gain, and links to its evidence; then the cross-rank findings of the
+// ranked by simulated gain as the route sends them, each with what was seen, why, what to change
+// (torch and torch_npu), the gain (its range over the steps and the change replayed), and links to its
+// evidence; the observations (no simulated gain) apart below them; then the cross-rank findings of the
 // same window position (from /cluster) when the run has several ranks. Computes nothing.
 import { getJSON, windowParams, type ClusterResponse, type Evidence, type RuleHit, type SuggestionsResponse } from "../api";
 import { h } from "../dom";
@@ -9,6 +10,7 @@ import glossaryTable from "../../../analysis/glossary.json";
 import { label, tip, type GlossaryKey } from "../glossary";
 import type { AppStore, ViewId } from "../state";
 import { card, fetchOr, problemsList } from "./common";
+import { gainParts, observationsBlock, OBSERVATIONS_NOTE, OBSERVATIONS_TITLE, splitFindings } from "./finding_gain";
 import { openTimelineAt, timelineAt } from "./timeline_link";
 import { showEmpty, showLoading, type ViewDef, type ViewHost } from "./view";
 
@@ -61,13 +63,14 @@ function finding(store: AppStore, hit: RuleHit, id: string): HTMLElement {
     part("Why", hit.why, "why"),
     part("Change (torch)", hit.change_torch, "change-torch"),
     part("Change (torch_npu)", hit.change_npu, "change-npu"),
-    hit.needs ? part("To enable this check", hit.needs, "needs") : part("Estimated gain", hit.gain, "gain"),
+    hit.needs ? part("To enable this check", hit.needs, "needs") : hit.observation ? null : part("Estimated gain", hit.gain, "gain"),
+    ...(hit.needs ? [] : gainParts(hit)),
     evidenceLinks(store, hit.evidence, id),
   ].filter((x): x is HTMLElement => x !== null);
   return h(
     "li",
-    { class: `finding sev-${hit.severity}`, id, "data-rule": hit.rule, "data-gain-ns": String(hit.gain_ns) },
-    h("span", { class: "badge", text: hit.severity }),
+    { class: `finding sev-${hit.severity}${hit.observation ? " observation" : ""}`, id, "data-rule": hit.rule, "data-gain-ns": String(hit.gain_ns), "data-gain-low-ns": String(hit.claim?.gain_low_ns ?? -1), "data-gain-high-ns": String(hit.claim?.gain_high_ns ?? -1) },
+    h("span", { class: "badge", text: hit.observation ? "observation" : hit.severity }),
     h("strong", { class: "finding-title", text: hit.title }),
     h("span", { class: "muted", text: ` ${hit.category}${hit.device ? ` · judged for ${hit.device}` : ""}` }),
     ...parts,
@@ -90,7 +93,9 @@ async function crossRank(host: ViewHost, into: HTMLElement): Promise<void> {
       const data = await getJSON<ClusterResponse & { loading?: boolean }>("cluster", windowParams(host.sel), host.signal);
       if (host.signal.aborted) return;
       if (!data.loading) {
-        section.lastElementChild?.replaceWith(data.findings.length ? findingsList(host.store, data.findings, "sg-ranks") : h("p", { class: "muted", id: "sg-ranks-none", text: "No cross-rank problem found." }));
+        const split = splitFindings(data.findings);
+        const list = split.findings.length ? findingsList(host.store, split.findings, "sg-ranks") : h("p", { class: "muted", id: "sg-ranks-none", text: "No cross-rank problem found." });
+        section.lastElementChild?.replaceWith(h("div", {}, list, observationsBlock(split.observations, "sg-ranks-obs", (hit, i) => finding(host.store, hit, `sg-ranks-obs-${i}`))));
         return;
       }
       await new Promise((resolve) => setTimeout(resolve, CLUSTER_POLL_MS));
@@ -104,7 +109,7 @@ async function load(host: ViewHost): Promise<void> {
   showLoading(host, "Running the rules on this window…");
   const data = await fetchOr<SuggestionsResponse>(host, "suggestions", windowParams(host.sel));
   if (!data) return;
-  const judged = data.findings.filter((f) => !f.needs);
+  const { findings: judged, observations } = splitFindings(data.findings.filter((f) => !f.needs));
   const unjudged = data.findings.filter((f) => f.needs);
   if (!data.findings.length) {
     showEmpty(host, "No suggestion", "No rule found a problem in this window.");
@@ -116,10 +121,11 @@ async function load(host: ViewHost): Promise<void> {
     card(
       "Optimization suggestions",
       problemsList(data.problems, "sg-problems"),
-      h("p", { class: "muted", text: "Ranked by estimated gain per step. Each gain is bounded from this window's data (docs/rules.md)." }),
-      judged.length ? findingsList(host.store, judged, "sg") : h("p", { class: "muted", text: "No problem found by the rules that could judge this window." }),
+      h("p", { class: "muted", text: "Ranked by simulated gain per step: each change replayed on this window's dependency graph, its gain given over the steps (docs/rules.md)." }),
+      judged.length ? findingsList(host.store, judged, "sg") : h("p", { class: "muted", id: "sg-none", text: "No change the trace's dependency graph can replay was found worth making." }),
     ),
   );
+  if (observations.length) root.append(card(OBSERVATIONS_TITLE, h("p", { class: "muted", text: OBSERVATIONS_NOTE }), h("ul", { class: "suggestions findings observations-list", id: "sg-obs" }, ...observations.map((hit, i) => finding(host.store, hit, `sg-obs-${i}`)))));
   if (unjudged.length) root.append(card("What this profile cannot tell", findingsList(host.store, unjudged, "sg-needs")));
   host.el.append(root);
   host.setState("loaded");

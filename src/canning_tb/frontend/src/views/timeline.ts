@@ -11,6 +11,7 @@ import { attachInput, type TimelineActions } from "./timeline_input";
 import { laneSeries, counterText, valueAt } from "./timeline_counters";
 import { helpPanel } from "./timeline_help";
 import { drawMarks } from "./timeline_marks";
+import { PathOverlay } from "./timeline_path";
 import { foldedAtFirst, layout, loadRanks, loadTracks, openAtFirst, progressText, refreshRank, shifts, type Lane, type RankView } from "./timeline_model";
 import { MIN_SPAN, nearLinks, revealRange, revealScroll, unfold, type Target } from "./timeline_reveal";
 import { detailsPanel, summaryPanel, type SideActions } from "./timeline_side";
@@ -38,6 +39,7 @@ class TimelinePanel implements TimelineActions, SideActions {
   private slice: TimelineSliceResponse | null = null;
   private fetching: AbortController | null = null;
   private timer = 0;
+  private path!: PathOverlay;
 
   constructor(private host: ViewHost, private ranks: RankView[], private rankList: TimelineRank[], private selected: number,
     private errors: string[]) {}
@@ -47,6 +49,7 @@ class TimelinePanel implements TimelineActions, SideActions {
   }
 
   show(): void {
+    this.path = new PathOverlay(this.host.store, this.ranks[this.selected]?.sel ?? this.host.sel, this.host.signal, () => this.draw());
     this.host.el.replaceChildren(this.toolbar(), this.help, h("div", { class: "timeline-body" }, this.wrap, this.side));
     attachInput(this.host.el, this.canvas, this, this.host.signal);
     this.canvas.addEventListener("mousemove", (event) => this.hover(event));
@@ -100,7 +103,7 @@ class TimelinePanel implements TimelineActions, SideActions {
     const params = new URLSearchParams({ ...this.host.sel }).toString();
     const download = h("a", { id: "timeline-download", class: "button", href: `./timeline_download?${params}`, download: "" }, "Download trace");
     return h("div", { class: "toolbar" }, h("label", { class: "grow" }, search), prev, next, this.count, fit,
-      h("label", {}, ranks, "All ranks"), h("label", {}, "Align ", align), download, this.helpButton(), this.progress, this.status);
+      h("label", {}, ranks, "All ranks"), h("label", {}, "Align ", align), this.path.control(), download, this.helpButton(), this.progress, this.status);
   }
 
   private helpButton(): HTMLButtonElement {
@@ -176,6 +179,7 @@ class TimelinePanel implements TimelineActions, SideActions {
     drawGrid(ctx, this.view, height);
     this.boxes = drawLanes(ctx, this.view, this.ranks, this.lanes);
     drawMarks(ctx, this.view, this.ranks, this.lanes, this.marks, this.slice, height);
+    this.path.draw(ctx, this.view, this.ranks, this.lanes, this.selected);
     this.canvas.dataset.ticks = drawRuler(ctx, this.view).join("|");
     this.describe();
   }
@@ -188,6 +192,7 @@ class TimelinePanel implements TimelineActions, SideActions {
     data.items = String(this.ranks.reduce((sum, rank) => sum + (rank.tile?.header.count ?? 0), 0));
     data.bytes = String(this.ranks.reduce((sum, rank) => sum + (rank.tile?.bytes ?? 0), 0));
     data.ranks = String(this.ranks.length);
+    data.path = String(this.path.drawn);
     data.lanes = String(this.lanes.length);
     data.shifts = this.ranks.map((rank) => `${rank.tracks.rank}:${Math.round(rank.shift)}`).join(",");
     data.npuLanes = String(this.lanes.filter((lane) => lane.kind === "npu").length);
