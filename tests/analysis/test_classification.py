@@ -39,3 +39,33 @@ def test_amd_blocking_copy_is_device_wait_not_launch_overhead():
     measured_ns = sum(s.breakdown.device_wait_ns for s in d.steps)
     assert abs(measured_ns - expected_us * 1000) <= 2  # ns rounding of two calls
     assert measured_ns > 50_000
+
+
+def _attention_step(cast: bool):
+    """A hand-written attention: bmm, scale, softmax, dropout, then (cast=True) one aten::to to fp32 before
+    the second bmm, as models that run the softmax in another precision do."""
+    import torch
+    q, k, v = (torch.randn(4, 32, 16) for _ in range(3))
+
+    def attention():
+        p = torch.nn.functional.dropout(torch.softmax(torch.bmm(q, k.transpose(1, 2)) / 4.0, -1), 0.1)
+        if cast:
+            p = p.to(torch.float64).to(torch.float32)  # two real casts (a copy each way)
+        return torch.bmm(p, v)
+
+    def step():  # two layers: the rule counts from 5 occurrences in the window
+        return attention(), attention()
+    return step
+
+
+def test_fusable_attention_tolerates_a_cast_between_dropout_and_bmm(tmp_path):
+    """Before: one aten::to between dropout and bmm hid the pattern. By construction the step holds two
+    attentions; _rules_workloads records ACTIVE steps; the finding counts two per step, with or without
+    the casts."""
+    from _rules_workloads import ACTIVE, profiled
+    from canning_tb.analysis.rules.runner import candidates
+    for cast in (False, True):
+        *_, inp = profiled(tmp_path, f"attn{int(cast)}", _attention_step(cast), rule_input=True)
+        found = {f.rule: f for f in candidates(inp)}
+        assert "fusable_attention" in found, f"cast={cast}"
+        assert found["fusable_attention"].figures["occurrences"] == 2 * ACTIVE
