@@ -69,3 +69,113 @@ def test_fusable_attention_tolerates_a_cast_between_dropout_and_bmm(tmp_path):
         found = {f.rule: f for f in candidates(inp)}
         assert "fusable_attention" in found, f"cast={cast}"
         assert found["fusable_attention"].figures["occurrences"] == 2 * ACTIVE
+
+
+# -- kernel families: launcher, category, whole name tokens ------------------------------------------------
+
+import pytest  # noqa: E402
+
+from _synthetic import ev, table  # noqa: E402
+
+from canning_tb.analysis.names import name_map  # noqa: E402
+from canning_tb.ingest.table import Kind as K  # noqa: E402
+
+# names as the libraries write them (demangled as Kineto / torch_npu print them) and the family their
+# documentation gives (MIOpen's solvers are convolutions; Tensile's Cijk_* are rocBLAS / hipBLASLt GEMMs;
+# DeepEP's dispatch / combine move tokens between ranks; CANN's FlashAttentionScore is fused attention)
+BY_NAME = [
+    ("MIOpenConvUni", "convolution"),
+    ("miopenSp3AsmConv_v21_1_3_gfx9_fp32_stride1", "convolution"),
+    ("igemm_fwd_gtcx_nchw_fp32_bx0_ex1_bt128x128x16_wt32x32x8", "convolution"),
+    ("naive_conv_fwd_nchw_float_double_float", "convolution"),
+    ("Cijk_Alik_Bljk_SB_Bias_AS_SAV_UserArgs_MT64x16x32_MI16x16x1_SN", "matmul"),
+    ("void ck::kernel_gemm_xdl_cshuffle_v3<ck::GridwiseGemm_xdl_cshuffle_v3>()", "matmul"),
+    ("void deep_ep::intranode::dispatch<8, 768, 8192>(int4*, float*)", "communication"),
+    ("void deep_ep::internode_ll::combine<false, 7168>(void*)", "communication"),
+    ("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)", "communication"),
+    ("aclnnFlashAttentionScore_FlashAttentionScore_FlashAttentionScore", "attention"),
+    ("void flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4>>(Flash_fwd_params)", "attention"),
+    ("aclnnMm_MatMulCommon_MatMulV2", "matmul"),
+    ("Conv2DBackpropFilter10", "convolution"),
+    ("volta_scudnn_128x64_relu_interior_nn_v1", "convolution"),
+    ("void implicit_convolve_sgemm<float, float, 128, 5, 5, 3, 3, 3, 1, false, true, true>(int)", "convolution"),
+    ("ampere_sgemm_128x64_nn", "matmul"),
+]
+
+
+@pytest.mark.parametrize("name,family", BY_NAME)
+def test_family_by_whole_name_tokens(name, family):
+    assert name_map().family(name) == family
+
+
+@pytest.mark.parametrize("name", [
+    # torch's elementwise kernels name their lambdas: "lamb" is not a token of "{lambda(int)#1}"
+    "void at::native::vectorized_elementwise_kernel<4, at::native::mse_kernel_cuda(at::TensorIteratorBase&)::"
+    "{lambda()#1}::operator()() const::{lambda(float, float)#1}, at::detail::Array<char*, 3> >(int)",
+    "void adamant_reduce_kernel<float>(float*)", "sgd_like_but_not_fused_adamw_helper",
+])
+def test_no_name_makes_an_optimizer_kernel(name):
+    assert name_map().family(name) != "optimizer"
+
+
+def _launched(op, kernel, kind=K.KERNEL, t=0, corr=1, parent=None):
+    """A host op at t with one launch and its kernel (and an optional enclosing range)."""
+    out = [] if parent is None else [ev(parent, K.USER_ANNOTATION, t, 60)]
+    return out + [ev(op, K.CPU_OP, t + 1, 50, external_id=corr),
+                  ev("cudaLaunchKernel", K.RUNTIME, t + 2, 3, correlation=corr, external_id=corr),
+                  ev(kernel, kind, t + 100, 10, correlation=corr, external_id=corr)]
+
+
+def _families(events):
+    d = build_digest(table(events))
+    return {k.name: k.family for k in d.kernels_by_name}
+
+
+def test_the_launching_operator_decides_before_the_name():
+    fam = _families(
+        _launched("aten::conv2d", "Cijk_Ailk_Bjlk_SB_MT64x16x16", t=0, corr=1)  # MIOpen runs a conv as GEMM
+        + _launched("aten::addmm", "some_vendor_kernel_xyz", t=1000, corr=2)
+        + _launched("aten::scaled_dot_product_attention", "void at::native::softmax_warp_forward<float>()",
+                    t=2000, corr=3)
+        + _launched("aten::_foreach_add_", "void multi_tensor_apply_kernel<AdamFunctor<float>>()", t=3000, corr=4,
+                    parent="Optimizer.step#AdamW.step")
+        + _launched("aten::mm", "ampere_sgemm_64x64_nn", t=4000, corr=5, parent="Optimizer.step#Shampoo.step"))
+    assert fam["Cijk_Ailk_Bjlk_SB_MT64x16x16"] == "convolution"
+    assert fam["some_vendor_kernel_xyz"] == "matmul"
+    assert fam["void at::native::softmax_warp_forward<float>()"] == "attention"
+    assert fam["void multi_tensor_apply_kernel<AdamFunctor<float>>()"] == "optimizer"
+    assert fam["ampere_sgemm_64x64_nn"] == "matmul"  # the innermost launcher wins over the optimizer range
+
+
+def test_category_before_name_and_no_optimizer_without_a_step_range():
+    lam = "void at::native::vectorized_elementwise_kernel<4, at::native::{lambda(int)#1}>(int)"
+    fam = _families(
+        _launched("deep_ep::dispatch", "moe_token_exchange_v2", kind=K.COMM_KERNEL, t=0, corr=1)
+        + _launched("aten::add", lam, t=1000, corr=2)
+        + _launched("aten::clamp_", "void fused_lamb_helper<float>()", t=2000, corr=3))
+    assert fam["moe_token_exchange_v2"] == "communication"  # the profiler's category
+    assert fam[lam] == "elementwise"
+    assert "optimizer" not in fam.values()  # inference: no optimizer step range, no optimizer kernels
+
+
+def test_amd_optimizer_time_is_the_optimizer_steps_kernels():
+    """On the MI250 trace the "optimizer" family is the kernels whose launch lies inside an
+    Optimizer.step# range, read from the JSON (ranges on the host, launches joined to kernels by their
+    correlation id); before, 41 us of loss and copy kernels matched "lamb" in "{lambda(...)}"."""
+    path = fixture_path(*AMD)
+    events = json.load(gzip.open(path))["traceEvents"]
+    steps = [(e["ts"], e["ts"] + e["dur"], e.get("tid")) for e in events
+             if str(e.get("name", "")).startswith("Optimizer.step#")]
+    assert steps
+    launches = {e["args"]["correlation"] for e in events if e.get("cat") == "cuda_runtime"
+                and any(s0 <= e["ts"] <= s1 and e.get("tid") == tid for s0, s1, tid in steps)}
+    expected_us = sum(e["dur"] for e in events if e.get("cat") == "kernel"
+                      and e.get("args", {}).get("correlation") in launches)
+    assert expected_us > 0
+    d = build_digest(read_kineto(str(path)))
+    by_family = {}
+    for k in d.kernels_by_name:
+        by_family[k.family] = by_family.get(k.family, 0) + k.total_ns
+    assert by_family.get("optimizer", 0) == pytest.approx(expected_us * 1000, abs=2)
+    # Tensile's Cijk_* GEMMs are matmul (before: "other")
+    assert all(k.family == "matmul" for k in d.kernels_by_name if k.name.startswith("Cijk_"))
