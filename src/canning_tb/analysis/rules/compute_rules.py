@@ -13,6 +13,7 @@ from .engine import RuleInput, rule
 from .. import intervals as iv
 from .events import COMPILE_RE, OP_COMPILE_RE, host_rows, longest, rows_set
 from .finding import Finding, evidence, ms, pct
+from .workload import fused_attention, low_precision_share, vendor
 
 # fp32 GEMMs on TF32 Tensor Cores (Ampere on): cutlass / cuBLAS name them *s1688gemm* / *s16816* / *tf32*
 TF32_KERNEL_RE = re.compile(r"tf32|s1688|s16816", re.I)
@@ -156,18 +157,54 @@ def matmul_alignment(inp: RuleInput):
         view="operators", at_most_ns=mm_time // inp.steps)
 
 
-# what to do about a family of kernels that dominates the device time
+# what to do about a family of kernels that dominates the device time: (torch, torch_npu) per family, fitted to
+# the device's vendor and to what already runs by _family_advice (docs/rules.md "Classification")
 FAMILY_ADVICE = {
-    "matmul": ("lower precision (torch.autocast float16 / bfloat16; TF32 from compute capability 8.0) and "
-               "dimensions that are multiples of 8", "torch.autocast('npu', ...) and dimensions that are multiples of 16"),
-    "convolution": ("channels_last memory format (model.to(memory_format=torch.channels_last)), "
-                    "torch.backends.cudnn.benchmark = True, autocast", "autocast; keep the NC1HWC0 format (no TransData)"),
-    "attention": ("torch.nn.functional.scaled_dot_product_attention with a flash / memory-efficient kernel",
-                  "torch_npu.npu_fusion_attention"),
     "copy / layout": ("fewer copies: avoid .contiguous() / .to() in the loop, keep one memory format",
                       "avoid TransData / Cast: torch_npu.npu.config.allow_internal_format, consistent dtypes"),
+    "optimizer": ("a fused or multi-tensor optimizer: torch.optim.AdamW(..., fused=True) or foreach=True",
+                  "the torch_npu.optim.NpuFused* optimizer of the same kind"),
+    "embedding": ("batch the lookups of many tables into one kernel (fbgemm_gpu's table-batched embeddings, "
+                  "torchrec's EmbeddingBagCollection); keep the indices on the device", ""),
 }
 _FUSE = ("fuse the small operators (torch.compile)", "the torch_npu.npu_* fused operators, graph mode")
+_AUTOCAST = {"nvidia": "torch.autocast('cuda', dtype=torch.bfloat16 / float16)",
+             "amd": "torch.autocast('cuda', dtype=torch.bfloat16 / float16)",
+             "cpu": "torch.autocast('cpu', dtype=torch.bfloat16) where the CPU computes bf16 natively"}
+
+
+def _family_advice(inp: RuleInput, family: str, members: list) -> tuple[str, str]:
+    """(torch change, torch_npu change) for a dominant family: NVIDIA's settings (TF32, compute capability)
+    only on NVIDIA, autocast only where the kernels do not run a lower precision already, the fused attention
+    APIs only where no fused attention kernel runs."""
+    who = vendor(inp)
+    low = low_precision_share(inp, members) >= th.LOW_PRECISION_SHARE
+    cast = "" if low else _AUTOCAST.get(who, _AUTOCAST["cpu"])
+    cast_npu = "" if low else "torch.autocast('npu', dtype=torch.float16 / bfloat16)"
+    if family == "matmul":
+        parts = [f"lower precision ({cast})"] if cast else []
+        if who == "nvidia" and not low and _max_cc(inp) >= th.TF32_CC and not tf32_kernels(inp):
+            parts.append("TF32 for the fp32 matmuls (torch.backends.cuda.matmul.allow_tf32 = True)")
+        if who == "amd":
+            parts.append("PYTORCH_TUNABLEOP_ENABLED=1, so that PyTorch picks the fastest rocBLAS / hipBLASLt GEMM")
+        parts.append("dimensions that are multiples of 8" + (" (16 for fp8 / int8)" if who != "cpu" else ""))
+        return "; ".join(parts), "; ".join(([cast_npu] if cast_npu else []) + ["dimensions that are multiples of 16"])
+    if family == "convolution":
+        bench = {"nvidia": "torch.backends.cudnn.benchmark = True",
+                 "amd": "torch.backends.cudnn.benchmark = True (MIOpen then searches its solvers)"}.get(who, "")
+        parts = ["channels_last memory format (model.to(memory_format=torch.channels_last))"]
+        parts += [bench] if bench else []
+        parts += [cast] if cast else []
+        return ", ".join(parts), "; ".join(([cast_npu] if cast_npu else []) + ["keep the NC1HWC0 format (no TransData)"])
+    if family == "attention":
+        fused = fused_attention(members)
+        if fused:  # it runs fused already: what is left is the work it is given
+            name = max(fused, key=lambda k: k.total_ns).name.split("(")[0][:80]
+            return (f"the attention runs fused kernels already ({name}): pack variable-length sequences so that "
+                    "no padding is computed, and use a causal / sliding-window mask where the model allows", "")
+        return ("torch.nn.functional.scaled_dot_product_attention with a flash / memory-efficient kernel",
+                "torch_npu.npu_fusion_attention")
+    return FAMILY_ADVICE.get(family, _FUSE)
 
 
 @rule("dominant_kernel_family", "compute")
@@ -178,17 +215,13 @@ def dominant_kernel_family(inp: RuleInput):
         return None
     names = name_map()
     by_family: dict = {}
-    for k in kernels:
-        family = names.family(k.name)
-        by_family.setdefault(family, []).append(k)
+    for k in kernels:  # the digest's family (launcher, category, name tokens: analysis/kernel_families.py)
+        by_family.setdefault(names.family_of(k), []).append(k)
     family, members = max(by_family.items(), key=lambda kv: sum(k.total_ns for k in kv[1]))
     share = sum(k.total_ns for k in members) / total
     if share <= th.DOMINANT_SHARE or family in ("other", "communication"):
         return None
-    torch_advice, npu_advice = FAMILY_ADVICE.get(family, _FUSE)
-    if family == "matmul" and tf32_kernels(inp):  # TF32 already runs: no TF32 advice
-        torch_advice = ("fp16 / bf16 autocast (torch.autocast) where TF32 runs now, and dimensions that are "
-                        "multiples of 8")
+    torch_advice, npu_advice = _family_advice(inp, family, members)
     top = max(members, key=lambda k: k.total_ns)
     return Finding(
         "", "", "info", f"{family} kernels dominate the device time",
