@@ -179,3 +179,77 @@ def test_amd_optimizer_time_is_the_optimizer_steps_kernels():
     assert by_family.get("optimizer", 0) == pytest.approx(expected_us * 1000, abs=2)
     # Tensile's Cijk_* GEMMs are matmul (before: "other")
     assert all(k.family == "matmul" for k in d.kernels_by_name if k.name.startswith("Cijk_"))
+
+
+# -- advice that fits the device and what runs ---------------------------------------------------------------
+
+from canning_tb.analysis.rules.engine import RuleInput  # noqa: E402
+from canning_tb.analysis.rules.runner import candidates  # noqa: E402
+from canning_tb.analysis.rules.workload import is_inference  # noqa: E402
+
+MI300X = [{"kind": "rocm", "index": 0, "name": "AMD Instinct MI300X", "compute_capability": "9.4"}]
+A100 = [{"kind": "cuda", "index": 0, "name": "NVIDIA A100-SXM4-80GB", "compute_capability": "8.0"}]
+H100 = [{"kind": "cuda", "index": 0, "name": "NVIDIA H100 80GB HBM3", "compute_capability": "9.0"}]
+NVIDIA_ONLY = ("compute capability", "cuBLASLt", "TF32", "allow_tf32")
+
+
+def _family_hit(launches, devices, fmt="kineto"):
+    events = []
+    for i, (op, kernel) in enumerate(launches):
+        events += _launched(op, kernel, t=1000 * i, corr=i + 1)
+    d = build_digest(table(events, devices=devices, fmt=fmt))
+    found = {f.rule: f for f in candidates(RuleInput(d))}
+    return found.get("dominant_kernel_family")
+
+
+def test_miopen_convolutions_on_amd_get_no_nvidia_advice():
+    hit = _family_hit([("aten::convolution", "MIOpenConvUni"), ("aten::convolution", "naive_conv_fwd_nchw_float"),
+                       ("aten::mm", "Cijk_Alik_Bljk_SB_MT64x16x32")], MI300X)
+    assert hit.title.startswith("convolution")  # before: MIOpen's GEMM-like names could make it matmul
+    assert "channels_last" in hit.change_torch and "MIOpen" in hit.change_torch
+    assert not any(word in hit.change_torch for word in NVIDIA_ONLY)
+
+
+def test_matmul_advice_by_vendor():
+    gemm = [("aten::mm", "Cijk_Alik_Bljk_SB_MT64x16x32")] * 3
+    amd = _family_hit(gemm, MI300X)
+    assert amd.title.startswith("matmul") and "PYTORCH_TUNABLEOP_ENABLED" in amd.change_torch
+    assert not any(word in amd.change_torch for word in NVIDIA_ONLY)
+    nvidia = _family_hit([("aten::mm", "ampere_sgemm_128x64_nn")] * 3, A100)  # fp32 on an A100: TF32 applies
+    assert "allow_tf32" in nvidia.change_torch and "autocast" in nvidia.change_torch
+
+
+@pytest.mark.parametrize("kernel", [
+    "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x256x64_warpgroupsize2x1x1_execute_segment_k_off_kernel",
+    "_matmul_ogs_NNT_bf16xbf16xmxfp4_128x256x128x1_swiglu",  # an MXFP4 MoE GEMM (Triton, as vLLM runs it)
+    "void deep_gemm::fp8_gemm_kernel<4096u, 7168u, 128u>(float*, int*)",
+])
+def test_no_autocast_or_tf32_where_a_lower_precision_runs(kernel):
+    hit = _family_hit([("aten::mm", kernel)] * 3, H100)
+    assert hit.title.startswith("matmul")
+    assert "autocast" not in hit.change_torch and "tf32" not in hit.change_torch.lower()
+    assert "autocast" not in hit.change_npu
+
+
+def test_no_fused_attention_api_where_fused_attention_runs():
+    fused = _family_hit([("npu::npu_fusion_attention",
+                          "aclnnFlashAttentionScore_FlashAttentionScore_FlashAttentionScore")] * 3, None, fmt="ascend")
+    assert fused.title.startswith("attention")
+    assert "npu_fusion_attention" not in fused.change_npu + fused.change_torch
+    assert "scaled_dot_product_attention" not in fused.change_torch
+    assert "FlashAttentionScore" in fused.change_torch  # says what runs
+    unfused = _family_hit([("aten::scaled_dot_product_attention", "void at::native::softmax_warp_forward<float>()"),
+                           ("aten::scaled_dot_product_attention", "ampere_sgemm_64x64_nn")], A100)
+    assert "scaled_dot_product_attention" in unfused.change_torch  # the math path: the fused kernels would help
+
+
+def test_inference_is_no_backward_and_no_optimizer_step():
+    forward = build_digest(table(_launched("aten::mm", "ampere_sgemm_64x64_nn")))
+    assert is_inference(RuleInput(forward))
+    training = build_digest(table(_launched("aten::mm", "ampere_sgemm_64x64_nn")
+                                  + _launched("autograd::engine::evaluate_function: MmBackward0",
+                                              "ampere_sgemm_64x64_tn", t=1000, corr=2)))
+    assert not is_inference(RuleInput(training))
+    stepped = build_digest(table(_launched("aten::_foreach_add_", "multi_tensor_apply_kernel", corr=3,
+                                           parent="Optimizer.step#SGD.step")))
+    assert not is_inference(RuleInput(stepped))

@@ -129,8 +129,13 @@ def matmul_alignment(inp: RuleInput):
         return None
     tc = tensor_core_share(inp)
     narrow = _unaligned_kernels(inp)
+    who = vendor(inp)
+    matrix = [k for k in d.kernels_by_name if name_map().family_of(k) in ("matmul", "convolution")]
+    low = low_precision_share(inp, matrix) >= th.LOW_PRECISION_SHARE  # autocast would change nothing
     if npu:
         judged = "cube units work on 16 x 16 fractals"
+    elif who != "nvidia":  # AMD's Matrix Cores (MFMA), the CPU's vector units: no Tensor Core / TF32 wording
+        judged = "the matrix units' tiles want dims that are multiples of 8 (16 for int8)"
     elif tc:  # Tensor Cores run (the Overview says so): the unaligned ones run with narrow loads, not off them
         judged = (f"Tensor Core kernels run ({pct(tc)} of the kernel time, Overview), but unaligned operands get "
                   f"kernels with narrow memory access" + (f" ({narrow[0].name.split('(')[0][:80]}...)" if narrow else ""))
@@ -144,11 +149,12 @@ def matmul_alignment(inp: RuleInput):
         f"{pct(share)} of their calls have a dimension not divisible by {align} "
         f"(e.g. {bad[0].name} {bad[0].input_shapes}, {bad[0].calls} calls).",
         why=f"Unaligned dimensions fall back to slower kernels or padding: {judged}."
-            + ("" if tc else " Input dtypes are not in the trace; fp32 inputs need TF32 / autocast for Tensor Cores."),
+            + ("" if tc or low or who != "nvidia" else
+               " Input dtypes are not in the trace; fp32 inputs need TF32 / autocast for Tensor Cores."),
         change_torch=f"pad hidden sizes, vocabulary and batch to multiples of {align} (64 is safer)"
-                     + ("" if tc or tf32_kernels(inp) else ", and run matmuls under torch.autocast (float16 / bfloat16)") + ".",
-        change_npu="pad to multiples of 16 (the inner axis to 256 for cube affinity) and use "
-                   "torch.autocast('npu', dtype=torch.float16 / bfloat16).",
+                     + ("" if tc or low or tf32_kernels(inp) else ", and run matmuls under torch.autocast (float16 / bfloat16)") + ".",
+        change_npu="pad to multiples of 16 (the inner axis to 256 for cube affinity)"
+                   + ("." if low else " and use torch.autocast('npu', dtype=torch.float16 / bfloat16)."),
         gain_ns=-1, gain_basis=f"at most the matmul time, {ms(mm_time // inp.steps)} per step",
         value=share, figures={"matmul_share": mm_time / total, "unaligned_call_share": share, "align": align},
         evidence=[evidence("operators", o.name, f"{o.name} {o.input_shapes}", timeline_name=o.name) for o in bad[:3]]

@@ -34,10 +34,11 @@ def vendor(inp: RuleInput) -> str:
 
 
 def is_inference(inp: RuleInput) -> bool:
-    """No backward operator and no optimizer step in the window's operators (False where the window has no
-    operators: unknown is not inference)."""
+    """No backward operator and no optimizer step in the window's operators, and no kernel an optimizer step
+    launched (KernelStat.family); False where the window has no operators: unknown is not inference."""
     ops = inp.digest.ops_by_name
-    return bool(ops) and not any(_TRAINING_OP_RE.search(o.name) for o in ops)
+    return bool(ops) and not any(_TRAINING_OP_RE.search(o.name) for o in ops) \
+        and not any(k.family == "optimizer" for k in inp.digest.kernels_by_name)
 
 
 def low_precision_kernel(name: str) -> bool:
