@@ -253,3 +253,34 @@ def test_inference_is_no_backward_and_no_optimizer_step():
     stepped = build_digest(table(_launched("aten::_foreach_add_", "multi_tensor_apply_kernel", corr=3,
                                            parent="Optimizer.step#SGD.step")))
     assert not is_inference(RuleInput(stepped))
+
+
+@pytest.mark.parametrize("call,blocks", [
+    ("hipMemcpyWithStream", True), ("AscendCL@aclrtMemcpy", True), ("cudaStreamSynchronize", True),
+    ("hipMemcpyDtoH", True), ("cuMemcpyDtoH", True), ("aclrtSynchronizeStream", True),
+    ("hipMemcpyAsync", False), ("cudaLaunchKernel", False), ("hipLaunchKernel", False),
+    ("AscendCL@aclrtMemcpyAsync", False), ("cudaMemcpyToSymbolAsync", False),
+])
+def test_device_wait_calls_are_the_vendors_blocking_calls(call, blocks):
+    """The runtimes' documentation: these return only when the copy / the device is done (the *Async ones
+    return at once and are judged by their copy's direction, steps.ASYNC_COPY_RE)."""
+    from canning_tb.analysis.steps import DEVICE_WAIT_RE
+    assert bool(DEVICE_WAIT_RE.search(call)) == blocks
+
+
+@pytest.mark.parametrize("who", ["amd", "cpu", "ascend"])
+def test_below_roof_advice_names_no_nvidia_library_off_nvidia(who):
+    from canning_tb.analysis import digest_pb2 as pb
+    from canning_tb.analysis.rules.roofline_rules import _change
+    torch_change, _ = _change(pb.WorkRates(bound="compute", dtype="fp32"), who)
+    assert "cuBLASLt" not in torch_change and "TF32" not in torch_change
+    assert "cuBLASLt" in _change(pb.WorkRates(bound="compute", dtype="fp32"), "nvidia")[0]
+
+
+@pytest.mark.parametrize("bound", ["compute", "memory"])
+def test_below_roof_advice_proposes_no_lower_precision_where_it_runs(bound):
+    from canning_tb.analysis import digest_pb2 as pb
+    from canning_tb.analysis.rules.roofline_rules import _change
+    torch_change, npu_change = _change(pb.WorkRates(bound=bound, dtype="bf16"), "nvidia")
+    assert "bf16" not in torch_change and "autocast" not in torch_change and "bf16" not in npu_change
+    assert "bf16" in _change(pb.WorkRates(bound=bound, dtype="fp32"), "nvidia")[0]
