@@ -253,6 +253,9 @@ def test_inference_is_no_backward_and_no_optimizer_step():
     stepped = build_digest(table(_launched("aten::_foreach_add_", "multi_tensor_apply_kernel", corr=3,
                                            parent="Optimizer.step#SGD.step")))
     assert not is_inference(RuleInput(stepped))
+    # operators that say nothing of a model (the HTA CPU-only rank: aten::empty beside gloo) are not inference
+    bare = build_digest(table([ev("aten::empty", K.CPU_OP, 0, 5), ev("aten::add", K.CPU_OP, 10, 5)]))
+    assert not is_inference(RuleInput(bare))
 
 
 @pytest.mark.parametrize("call,blocks", [

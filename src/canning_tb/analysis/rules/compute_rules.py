@@ -185,7 +185,7 @@ def _family_advice(inp: RuleInput, family: str, members: list) -> tuple[str, str
     APIs only where no fused attention kernel runs."""
     who = vendor(inp)
     low = low_precision_share(inp, members) >= th.LOW_PRECISION_SHARE
-    cast = "" if low else _AUTOCAST.get(who, _AUTOCAST["cpu"])
+    cast = "" if low else _AUTOCAST.get(who, "torch.autocast(device_type, dtype=torch.bfloat16 / float16)")
     cast_npu = "" if low else "torch.autocast('npu', dtype=torch.float16 / bfloat16)"
     if family == "matmul":
         parts = [f"lower precision ({cast})"] if cast else []

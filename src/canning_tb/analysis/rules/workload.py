@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+from ..kernel_families import LAUNCHERS
 from ..names import name_tokens
 from .engine import RuleInput
 
@@ -25,19 +26,23 @@ _TRAINING_OP_RE = re.compile(r"^autograd::engine::|Backward\d*$|_backward(?:_\w+
 
 
 def vendor(inp: RuleInput) -> str:
-    """"nvidia" | "amd" | "ascend" | "mtia" | "cpu": whose advice applies to the window's device."""
+    """"nvidia" | "amd" | "ascend" | "mtia" | "cpu" | "gpu": whose advice applies to the window's device; "gpu"
+    where kernels ran on a device the trace does not describe (a sampled trace): no vendor's advice then."""
     label = inp.device_label()
     for prefix, name in (("cuda", "nvidia"), ("rocm", "amd"), ("npu", "ascend"), ("mtia", "mtia")):
         if label.startswith(prefix):
             return name
-    return "cpu"
+    return "gpu" if inp.digest.kernels_by_name else "cpu"
 
 
 def is_inference(inp: RuleInput) -> bool:
-    """No backward operator and no optimizer step in the window's operators, and no kernel an optimizer step
-    launched (KernelStat.family); False where the window has no operators: unknown is not inference."""
-    ops = inp.digest.ops_by_name
-    return bool(ops) and not any(_TRAINING_OP_RE.search(o.name) for o in ops) \
+    """A model's forward ran (a matmul, convolution or attention operator: kernel_families.LAUNCHERS) with no
+    backward operator, no optimizer step and no kernel an optimizer step launched (KernelStat.family). False
+    where the operators say too little (a window of aten::empty): unknown is not inference."""
+    names = [o.name for o in inp.digest.ops_by_name]
+    forward = any(rx.search(n) for family, rx in LAUNCHERS if family in ("matmul", "convolution", "attention")
+                  for n in names)
+    return forward and not any(_TRAINING_OP_RE.search(n) for n in names) \
         and not any(k.family == "optimizer" for k in inp.digest.kernels_by_name)
 
 
