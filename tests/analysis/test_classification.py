@@ -287,3 +287,19 @@ def test_below_roof_advice_proposes_no_lower_precision_where_it_runs(bound):
     torch_change, npu_change = _change(pb.WorkRates(bound=bound, dtype="bf16"), "nvidia")
     assert "bf16" not in torch_change and "autocast" not in torch_change and "bf16" not in npu_change
     assert "bf16" in _change(pb.WorkRates(bound=bound, dtype="fp32"), "nvidia")[0]
+
+
+@pytest.mark.parametrize("backward", [False, True])
+def test_inference_gets_no_ddp_advice_for_unhidden_communication(backward):
+    """One step: a forward GEMM, (training) its backward GEMM, then an NCCL all-reduce of 3 us alone: the
+    communication is not hidden either way; only a training window is told about DDP buckets."""
+    events = [ev("ProfilerStep#1", K.USER_ANNOTATION, 0, 5000)] + _launched("aten::mm", "ampere_sgemm_64x64_nn")
+    if backward:
+        events += _launched("autograd::engine::evaluate_function: MmBackward0", "ampere_sgemm_64x64_tn",
+                            t=400, corr=2)
+    events += [ev("c10d::allreduce_", K.CPU_OP, 1001, 50, external_id=3),
+               ev("cudaLaunchKernel", K.RUNTIME, 1002, 3, correlation=3, external_id=3),
+               ev("ncclDevKernel_AllReduce_Sum_f32_RING_LL", K.COMM_KERNEL, 1100, 3000, correlation=3, external_id=3)]
+    d = build_digest(table(events, devices=A100))
+    hit = {f.rule: f for f in candidates(RuleInput(d))}["communication_not_overlapped"]
+    assert ("DDP" in hit.change_torch) == backward and ("bucket" in hit.change_npu) == backward
