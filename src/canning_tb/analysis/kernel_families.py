@@ -70,36 +70,43 @@ def launcher_families(ctx: Context) -> np.ndarray:
     return nearest
 
 
-def kernel_families(ctx: Context, rows: np.ndarray, dpos: np.ndarray) -> list[str]:
-    """Per kernel row (rows: table rows, dpos: their positions in ctx.device_rows): its family."""
+def kernel_families(ctx: Context, rows: np.ndarray, dpos: np.ndarray) -> tuple[np.ndarray, list[str]]:
+    """Per kernel row (rows: table rows, dpos: their positions in ctx.device_rows): the code of its family in
+    the returned labels. Column work over the rows; names are looked at once per distinct name."""
     ev, t = ctx.ev, ctx.table
-    code = np.zeros(len(rows), np.int8)
+    labels = list(FAMILIES)
+    code = np.zeros(len(rows), np.int64)
     if len(ctx.host.rows):
         owner = ctx.device_owner[dpos]
         has = owner != NONE
         code[has] = launcher_families(ctx)[owner[has]]
-    out = [FAMILIES[c] if c else "" for c in code.tolist()]
-    comm = ev["kind"][rows] == int(Kind.COMM_KERNEL)
     names = name_map()
-    by_name: dict[int, str] = {}
+    ids, at = np.unique(ev["name"][rows].astype(np.int64), return_inverse=True)
+    by_name = np.zeros(len(ids), np.int64)
+    for i, nid in enumerate(ids.tolist()):
+        family = names.family(t.strings[nid] or "")
+        if family not in labels:
+            labels.append(family)
+        by_name[i] = labels.index(family)
+    named = by_name[at.reshape(-1)]
+    if LAYOUT not in labels:
+        labels.append(LAYOUT)
+    layout, comm_code = labels.index(LAYOUT), labels.index("communication")
+    compute = np.isin(code, [labels.index(f) for f in COMPUTE_LAUNCHERS])
+    code[compute & (named == layout)] = layout  # a TransData / copy a convolution or matmul launched
+    none = code == 0
+    comm = ev["kind"][rows] == int(Kind.COMM_KERNEL)
+    code[none & comm] = comm_code
+    code[none & ~comm] = named[none & ~comm]
+    return code, labels
 
-    def named(i: int) -> str:
-        nid = int(ev["name"][rows[i]])
-        if nid not in by_name:
-            by_name[nid] = names.family(t.strings[nid] or "")
-        return by_name[nid]
 
-    for i in range(len(rows)):
-        if out[i] in COMPUTE_LAUNCHERS and named(i) == LAYOUT:
-            out[i] = LAYOUT  # a TransData / copy a convolution or matmul launched: its own advice applies
-        elif not out[i]:
-            out[i] = "communication" if comm[i] else named(i)
-    return out
-
-
-def group_family(families: list[str], dur: np.ndarray, inv: np.ndarray, groups: int) -> list[str]:
-    """Per group (inv: each row's group): the family that holds most of the group's time."""
-    time: list[dict[str, float]] = [{} for _ in range(groups)]
-    for g, fam, d in zip(inv.tolist(), families, dur.tolist()):
-        time[g][fam] = time[g].get(fam, 0.0) + d
-    return [max(sorted(t.items()), key=lambda kv: kv[1])[0] if t else OTHER_FAMILY for t in time]
+def group_family(code: np.ndarray, labels: list[str], dur: np.ndarray, inv: np.ndarray, groups: int) -> list[str]:
+    """Per group (inv: each row's group): the family that holds most of the group's time (a tie: the first
+    family in alphabetical order)."""
+    if groups == 0:
+        return []
+    key = inv.astype(np.int64) * len(labels) + code
+    time = np.bincount(key, weights=dur.astype(np.float64), minlength=groups * len(labels)).reshape(groups, -1)
+    order = sorted(range(len(labels)), key=lambda i: labels[i])
+    return [labels[order[i]] for i in time[:, order].argmax(axis=1).tolist()]

@@ -177,7 +177,7 @@ def kernel_stats(ctx: Context) -> tuple[list, list, list]:
     if len(ctx.host.rows):  # a window without host events (no trace) has no launching ops
         has = owner != NONE
         op_name[has] = ev["name"][ctx.host.rows[owner[has]]]
-    families = kernel_families(ctx, rows, dpos)
+    family_code, family_labels = kernel_families(ctx, rows, dpos)
 
     def build(keys, with_op):
         u, calls, tot, mn, mx, mb, stream, device, core, inv = _group_stats(ctx, rows, keys)
@@ -185,7 +185,7 @@ def kernel_stats(ctx: Context) -> tuple[list, list, list]:
         is_comm = np.zeros(len(u), bool)
         np.logical_or.at(is_comm, inv, comm)
         measured = _metric_stats(ctx, rows, inv, len(u))
-        family = group_family(families, ev["dur"][rows], inv, len(u))
+        family = group_family(family_code, family_labels, ev["dur"][rows], inv, len(u))
         out = []
         for i in range(len(u)):
             nm = names[int(u[i, 0])]

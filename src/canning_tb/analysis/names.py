@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 try:
     import re2
@@ -124,17 +125,19 @@ _IDENT_RE = re.compile(r"[A-Za-z0-9_]+")
 _CAMEL_RE = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 
 
-def name_tokens(name: str) -> set[str]:
+@lru_cache(maxsize=1 << 15)
+def name_tokens(name: str) -> frozenset[str]:
     """The whole tokens of a kernel name, lower case: identifiers, their parts between underscores, and
-    the camel-case words of those parts (digits apart)."""
+    the camel-case words of those parts (digits apart). Remembered: every family's pattern asks."""
     out: set[str] = set()
-    for ident in _IDENT_RE.findall(name):
+    for ident in set(_IDENT_RE.findall(name)):  # templated names repeat their identifiers many times
         out.add(ident.lower())
-        for part in ident.split("_"):
+        for part in ident.split("_") if "_" in ident else (ident,):
             if part:
                 out.add(part.lower())
-                out.update(w.lower() for w in _CAMEL_RE.findall(part))
-    return out
+                if not part.islower() and not part.isdigit():  # camel case: its words too
+                    out.update(w.lower() for w in _CAMEL_RE.findall(part))
+    return frozenset(out)
 
 
 class TokenPattern:
@@ -181,11 +184,8 @@ class NameMap:
         """The family of a kernel by its name alone: the user's patterns, then the vendors' tokens."""
         found = self._families.get(kernel)
         if found is None:
-            found = OTHER_FAMILY
-            for family, pattern in self.kernel_families:
-                if pattern.search(kernel):
-                    found = family
-                    break
+            found = next((family for family, pattern in self.kernel_families[:self.user_families]
+                          if pattern.search(kernel)), None) or default_family(kernel)
             self._families[kernel] = found
         return found
 
@@ -260,6 +260,20 @@ def _user_patterns(user: dict) -> tuple[list, list]:
 
 _DEFAULT_OPS = [(re.compile(p), r) for p, r in DEFAULT_OPERATOR_PATTERNS]
 _DEFAULT_FAMILIES = [(f, TokenPattern(p)) for f, p in DEFAULT_KERNEL_FAMILIES]
+# every default family in one pattern, one named group each in FAMILY_ORDER: a token's first alternative that
+# matches it whole is its earliest family, and a name's family is the earliest over its tokens
+_FAMILY_OF_TOKEN = re.compile("|".join(f"(?P<f{i}>{p})" for i, (_, p) in enumerate(DEFAULT_KERNEL_FAMILIES)),
+                              re.IGNORECASE)
+
+
+def default_family(kernel: str) -> str:
+    """The family the vendors' token tables give a kernel name (OTHER_FAMILY where no token matches)."""
+    best = len(DEFAULT_KERNEL_FAMILIES)
+    for token in name_tokens(kernel):
+        m = _FAMILY_OF_TOKEN.fullmatch(token)
+        if m is not None:
+            best = min(best, int(m.lastgroup[1:]))
+    return DEFAULT_KERNEL_FAMILIES[best][0] if best < len(DEFAULT_KERNEL_FAMILIES) else OTHER_FAMILY
 
 
 def name_map(user: dict | None = None) -> NameMap:
