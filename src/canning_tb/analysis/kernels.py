@@ -4,6 +4,9 @@ Kernels here are KERNEL and COMM_KERNEL events (device compute and device commun
 memcpy/memset are not kernels). The launching op is the innermost host op/annotation that
 launched it (context.Context.device_owner); "" when unknown.
 
+Each kernel's family (KernelStat.family) comes from what launched it first, then from its category, and
+last from its name's tokens (kernel_families.py).
+
 Tensor Cores (GPU): a kernel uses them when its name says so (tensor_cores.uses_tensor_cores).
 `cores` reports NPU time per accelerator core (the `core`
 column), and on CUDA GPUs a partition of the compute kernel time, each kernel counted once:
@@ -35,6 +38,7 @@ from ..ingest.table import (METRIC_BLOCKS_PER_SM, METRIC_MIX_BLOCK_DIM, METRIC_O
 from . import digest_pb2 as pb
 from .common import group_rows, id_mask
 from .context import Context
+from .kernel_families import group_family, kernel_families
 from .npu_metrics import pmu_means
 from .tensor_cores import TC_ELIGIBLE_OPS, is_cuda_window, uses_tensor_cores
 
@@ -173,6 +177,7 @@ def kernel_stats(ctx: Context) -> tuple[list, list, list]:
     if len(ctx.host.rows):  # a window without host events (no trace) has no launching ops
         has = owner != NONE
         op_name[has] = ev["name"][ctx.host.rows[owner[has]]]
+    family_code, family_labels = kernel_families(ctx, rows, dpos)
 
     def build(keys, with_op):
         u, calls, tot, mn, mx, mb, stream, device, core, inv = _group_stats(ctx, rows, keys)
@@ -180,12 +185,14 @@ def kernel_stats(ctx: Context) -> tuple[list, list, list]:
         is_comm = np.zeros(len(u), bool)
         np.logical_or.at(is_comm, inv, comm)
         measured = _metric_stats(ctx, rows, inv, len(u))
+        family = group_family(family_code, family_labels, ev["dur"][rows], inv, len(u))
         out = []
         for i in range(len(u)):
             nm = names[int(u[i, 0])]
             k = pb.KernelStat(name=nm, calls=int(calls[i]), total_ns=int(round(tot[i])), min_ns=int(mn[i]), max_ns=int(mx[i]),
                               device=int(device[i]), stream=int(stream[i]), core=t.strings[int(core[i])] or "" if core[i] >= 0 else "",
-                              mean_blocks=float(mb[i]), tensor_cores=uses_tensor_cores(nm), communication=bool(is_comm[i]))
+                              mean_blocks=float(mb[i]), tensor_cores=uses_tensor_cores(nm), communication=bool(is_comm[i]),
+                              family=family[i])
             if with_op:
                 k.op_name = t.strings[int(u[i, 1])] or "" if u[i, 1] >= 0 else ""
             _set_metrics(k, measured, i)

@@ -45,8 +45,8 @@ Every instant of [S_i, E_i) goes to the first category that covers it, in this o
          compute = K - C, overlapped = K ∩ C, communication = C - K
   4. memcpy (MEMCPY)   5. memset (MEMSET)
   6. device wait: RUNTIME calls that block the host until the device is done (DEVICE_WAIT_RE:
-     *Synchronize*, cudaFree / hipFree / aclrtFree, the synchronous cudaMemcpy / hipMemcpy /
-     aclrtMemcpy; and their *MemcpyAsync whose copy is device-to-host into memory not stated as
+     *Synchronize*, and every call of the vendors' BLOCKING table (graph/vendors.py): cudaFree / hipFree /
+     aclrtFree, the synchronous cudaMemcpy / hipMemcpy / hipMemcpyWithStream / aclrtMemcpy...; and their *MemcpyAsync whose copy is device-to-host into memory not stated as
      pinned: `.item()`, `.cpu()`, `.tolist()`)
   7. runtime (the other RUNTIME calls: launch overhead)
   8. dataloader (`enumerate(DataLoader)#...`, `enumerate(DataPipe)#...`, `DataLoader*` ranges)
@@ -77,14 +77,16 @@ from .common import (DATALOADER_RE, DEVICE_KINDS, HOST_COMM_RE, HOST_OP_KINDS, S
                      ids_matching, join_on, kind_mask, name_mask, thread_keys)
 from .communication.collectives import comm_rows
 from .context import Context
+from .graph.vendors import BLOCKING_RE
 
 CATEGORIES = ["compute", "overlapped", "communication", "memcpy", "memset", "device_wait", "runtime", "dataloader",
               "host"]
 TAIL_SHARE = 0.05  # a last step whose device tail exceeds 5 % of its host duration is distorted
 DEVICE_BOUND_MARGIN = 0.05  # the device's period this much over the host's: steps measured on the device
 DEVICE_BOUND_STEPS = 3  # ... over two periods at least (one period is one sample: a lag, not a rate)
-# runtime calls that return only when the device (or a copy from it) is done
-DEVICE_WAIT_RE = re.compile(r"synchroni[sz]e|^(cuda|hip|aclrt)(Free|Memcpy|Memcpy2D|Memcpy3D|MemcpyPeer)$", re.I)
+# runtime calls that return only when the device (or a copy from it) is done: any *Synchronize* call, and
+# every vendor's blocking calls (graph/vendors.BLOCKING, the one table: hipMemcpyWithStream, aclrtMemcpy, ...)
+DEVICE_WAIT_RE = re.compile(r"synchroni[sz]e|" + BLOCKING_RE.pattern, re.I)
 ASYNC_COPY_RE = re.compile(r"^(cuda|hip|aclrt)Memcpy(2D|3D)?Async$")
 # the device copy of a D2H transfer, unless its name says the host memory was pinned
 D2H_UNPINNED_RE = re.compile(r"DtoH|Device\s*->\s*(Pageable|Host)|D2H", re.I)

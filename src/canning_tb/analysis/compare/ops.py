@@ -156,7 +156,7 @@ def operator_rows(base: Side, target: Side, names: NameMap, mode: str = "name") 
 def _kernel_items(side: Side, names: NameMap, by_family: bool):
     for digest in side.digests:
         for kernel in digest.kernels_by_name:
-            key = names.family(kernel.name) if by_family else names.kernel(kernel.name)
+            key = names.family_of(kernel) if by_family else names.kernel(kernel.name)
             yield (key, "", ""), kernel.name, kernel.calls, (0, kernel.total_ns, kernel.total_ns, 0), "", ""
 
 

@@ -11,10 +11,12 @@ import re
 
 BLOCKING = {
     "nvidia": ("cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize", "cudaMemcpy",
-               "cudaMemcpy2D", "cudaMemcpy3D", "cudaMemcpyPeer", "cudaFree", "cudaFreeHost", "cuCtxSynchronize",
-               "cuStreamSynchronize", "cuEventSynchronize", "cuMemcpyDtoH", "cuMemFree"),
+               "cudaMemcpy2D", "cudaMemcpy3D", "cudaMemcpyPeer", "cudaMemcpyToSymbol", "cudaMemcpyFromSymbol",
+               "cudaFree", "cudaFreeHost", "cuCtxSynchronize", "cuStreamSynchronize", "cuEventSynchronize",
+               "cuMemcpy", "cuMemcpyDtoH", "cuMemcpyHtoD", "cuMemFree"),
     "amd": ("hipDeviceSynchronize", "hipStreamSynchronize", "hipEventSynchronize", "hipMemcpy", "hipMemcpy2D",
-            "hipMemcpyWithStream", "hipMemcpyPeer", "hipFree", "hipHostFree"),
+            "hipMemcpy3D", "hipMemcpyWithStream", "hipMemcpyPeer", "hipMemcpyDtoH", "hipMemcpyHtoD",
+            "hipMemcpyToSymbol", "hipMemcpyFromSymbol", "hipFree", "hipHostFree"),
     "ascend": ("aclrtSynchronizeDevice", "aclrtSynchronizeStream", "aclrtSynchronizeStreamWithTimeout",
                "aclrtSynchronizeEvent", "aclrtMemcpy", "aclrtFree", "aclrtFreeHost"),
     "mtia": ("mtiaDeviceSynchronize", "mtiaStreamSynchronize", "mtiaEventSynchronize", "mtiaMemcpy"),

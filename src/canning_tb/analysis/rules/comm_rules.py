@@ -13,6 +13,12 @@ from . import thresholds as th
 from .engine import RuleInput, rule
 from .events import per_step
 from .finding import Finding, evidence, ms, pct
+from .workload import is_inference
+
+# an inference window (no backward, no optimizer step: workload.is_inference) has no gradients to bucket
+_INFERENCE_OVERLAP = ("overlap it with compute: split the batch so that one part computes while another "
+                      "communicates, or overlap the tensor-parallel collectives with the matmuls around them; "
+                      "fewer ranks per model replica.")
 
 P2P_KINDS = {"send", "recv", "sendrecv", "batchsendrecv", "isend", "irecv", "receive"}
 # a communicator the files name as the tied-embedding group (Megatron EMBEDDING_GROUP, torch_npu "embd")
@@ -105,10 +111,11 @@ def communication_not_overlapped(inp: RuleInput):
         why="While a collective runs with no compute beside it, the device waits for the network."
             + (" This rank is also a pipeline stage: its send / receive and the pipeline group's all-reduce are "
                "left out here (pipeline_wait, the cross-rank findings)." if pipeline else ""),
-        change_torch="overlap it: DDP(bucket_cap_mb=..., gradient_as_bucket_view=True), FSDP backward_prefetch / "
-                     "forward_prefetch; fewer syncs with gradient accumulation (model.no_sync() on all but the last "
-                     "micro-batch); compress gradients (DDP comm hooks, fp16 / bf16).",
-        change_npu="the same with HCCL; raise HCCL_BUFFSIZE for large buckets.",
+        change_torch=_INFERENCE_OVERLAP if is_inference(inp) else
+        "overlap it: DDP(bucket_cap_mb=..., gradient_as_bucket_view=True), FSDP backward_prefetch / "
+        "forward_prefetch; fewer syncs with gradient accumulation (model.no_sync() on all but the last "
+        "micro-batch); compress gradients (DDP comm hooks, fp16 / bf16).",
+        change_npu="the same with HCCL" + ("." if is_inference(inp) else "; raise HCCL_BUFFSIZE for large buckets."),
         gain_ns=a.communication_ns, gain_basis="the communication not hidden in the average step", value=share,
         figures={"comm_not_hidden_share": share, "communication_ns": a.communication_ns},
         evidence=[evidence("overview", "Communication", "Average step breakdown: Communication")] +
@@ -195,8 +202,8 @@ def small_packets(inp: RuleInput):
         f"{len(small)} of {len(calls)} communication calls move less than {th.SMALL_PACKET_RDMA_BYTES // 2 ** 20} MB "
         f"and take {pct(share)} of the communication time (Communication view, Bytes).",
         why="Small transfers pay the per-call latency and never reach the link's bandwidth.",
-        change_torch="coalesce them: larger DDP buckets (bucket_cap_mb), torch.distributed coalescing "
-                     "(all_reduce_coalesced / batch_isend_irecv), fewer, larger tensors.",
+        change_torch="coalesce them: " + ("" if is_inference(inp) else "larger DDP buckets (bucket_cap_mb), ")
+        + "torch.distributed coalescing (all_reduce_coalesced / batch_isend_irecv), fewer, larger tensors.",
         change_npu="the same with HCCL; larger HCCL_BUFFSIZE.",
         gain_ns=-1 if not_hidden is None else 0, gain_basis="at most the not hidden part of these calls", value=share,
         figures={"small_calls": len(small), "small_time_share": share},

@@ -13,6 +13,7 @@ from .engine import RuleInput, rule
 from .. import intervals as iv
 from .events import COMPILE_RE, OP_COMPILE_RE, host_rows, longest, rows_set
 from .finding import Finding, evidence, ms, pct
+from .workload import fused_attention, low_precision_share, vendor
 
 # fp32 GEMMs on TF32 Tensor Cores (Ampere on): cutlass / cuBLAS name them *s1688gemm* / *s16816* / *tf32*
 TF32_KERNEL_RE = re.compile(r"tf32|s1688|s16816", re.I)
@@ -128,8 +129,13 @@ def matmul_alignment(inp: RuleInput):
         return None
     tc = tensor_core_share(inp)
     narrow = _unaligned_kernels(inp)
+    who = vendor(inp)
+    matrix = [k for k in d.kernels_by_name if name_map().family_of(k) in ("matmul", "convolution")]
+    low = low_precision_share(inp, matrix) >= th.LOW_PRECISION_SHARE  # autocast would change nothing
     if npu:
         judged = "cube units work on 16 x 16 fractals"
+    elif who != "nvidia":  # AMD's Matrix Cores (MFMA), the CPU's vector units: no Tensor Core / TF32 wording
+        judged = "the matrix units' tiles want dims that are multiples of 8 (16 for int8)"
     elif tc:  # Tensor Cores run (the Overview says so): the unaligned ones run with narrow loads, not off them
         judged = (f"Tensor Core kernels run ({pct(tc)} of the kernel time, Overview), but unaligned operands get "
                   f"kernels with narrow memory access" + (f" ({narrow[0].name.split('(')[0][:80]}...)" if narrow else ""))
@@ -143,11 +149,12 @@ def matmul_alignment(inp: RuleInput):
         f"{pct(share)} of their calls have a dimension not divisible by {align} "
         f"(e.g. {bad[0].name} {bad[0].input_shapes}, {bad[0].calls} calls).",
         why=f"Unaligned dimensions fall back to slower kernels or padding: {judged}."
-            + ("" if tc else " Input dtypes are not in the trace; fp32 inputs need TF32 / autocast for Tensor Cores."),
+            + ("" if tc or low or who != "nvidia" else
+               " Input dtypes are not in the trace; fp32 inputs need TF32 / autocast for Tensor Cores."),
         change_torch=f"pad hidden sizes, vocabulary and batch to multiples of {align} (64 is safer)"
-                     + ("" if tc or tf32_kernels(inp) else ", and run matmuls under torch.autocast (float16 / bfloat16)") + ".",
-        change_npu="pad to multiples of 16 (the inner axis to 256 for cube affinity) and use "
-                   "torch.autocast('npu', dtype=torch.float16 / bfloat16).",
+                     + ("" if tc or low or tf32_kernels(inp) else ", and run matmuls under torch.autocast (float16 / bfloat16)") + ".",
+        change_npu="pad to multiples of 16 (the inner axis to 256 for cube affinity)"
+                   + ("." if low else " and use torch.autocast('npu', dtype=torch.float16 / bfloat16)."),
         gain_ns=-1, gain_basis=f"at most the matmul time, {ms(mm_time // inp.steps)} per step",
         value=share, figures={"matmul_share": mm_time / total, "unaligned_call_share": share, "align": align},
         evidence=[evidence("operators", o.name, f"{o.name} {o.input_shapes}", timeline_name=o.name) for o in bad[:3]]
@@ -156,18 +163,54 @@ def matmul_alignment(inp: RuleInput):
         view="operators", at_most_ns=mm_time // inp.steps)
 
 
-# what to do about a family of kernels that dominates the device time
+# what to do about a family of kernels that dominates the device time: (torch, torch_npu) per family, fitted to
+# the device's vendor and to what already runs by _family_advice (docs/rules.md "Classification")
 FAMILY_ADVICE = {
-    "matmul": ("lower precision (torch.autocast float16 / bfloat16; TF32 from compute capability 8.0) and "
-               "dimensions that are multiples of 8", "torch.autocast('npu', ...) and dimensions that are multiples of 16"),
-    "convolution": ("channels_last memory format (model.to(memory_format=torch.channels_last)), "
-                    "torch.backends.cudnn.benchmark = True, autocast", "autocast; keep the NC1HWC0 format (no TransData)"),
-    "attention": ("torch.nn.functional.scaled_dot_product_attention with a flash / memory-efficient kernel",
-                  "torch_npu.npu_fusion_attention"),
     "copy / layout": ("fewer copies: avoid .contiguous() / .to() in the loop, keep one memory format",
                       "avoid TransData / Cast: torch_npu.npu.config.allow_internal_format, consistent dtypes"),
+    "optimizer": ("a fused or multi-tensor optimizer: torch.optim.AdamW(..., fused=True) or foreach=True",
+                  "the torch_npu.optim.NpuFused* optimizer of the same kind"),
+    "embedding": ("batch the lookups of many tables into one kernel (fbgemm_gpu's table-batched embeddings, "
+                  "torchrec's EmbeddingBagCollection); keep the indices on the device", ""),
 }
 _FUSE = ("fuse the small operators (torch.compile)", "the torch_npu.npu_* fused operators, graph mode")
+_AUTOCAST = {"nvidia": "torch.autocast('cuda', dtype=torch.bfloat16 / float16)",
+             "amd": "torch.autocast('cuda', dtype=torch.bfloat16 / float16)",
+             "cpu": "torch.autocast('cpu', dtype=torch.bfloat16) where the CPU computes bf16 natively"}
+
+
+def _family_advice(inp: RuleInput, family: str, members: list) -> tuple[str, str]:
+    """(torch change, torch_npu change) for a dominant family: NVIDIA's settings (TF32, compute capability)
+    only on NVIDIA, autocast only where the kernels do not run a lower precision already, the fused attention
+    APIs only where no fused attention kernel runs."""
+    who = vendor(inp)
+    low = low_precision_share(inp, members) >= th.LOW_PRECISION_SHARE
+    cast = "" if low else _AUTOCAST.get(who, "torch.autocast(device_type, dtype=torch.bfloat16 / float16)")
+    cast_npu = "" if low else "torch.autocast('npu', dtype=torch.float16 / bfloat16)"
+    if family == "matmul":
+        parts = [f"lower precision ({cast})"] if cast else []
+        if who == "nvidia" and not low and _max_cc(inp) >= th.TF32_CC and not tf32_kernels(inp):
+            parts.append("TF32 for the fp32 matmuls (torch.backends.cuda.matmul.allow_tf32 = True)")
+        if who == "amd":
+            parts.append("PYTORCH_TUNABLEOP_ENABLED=1, so that PyTorch picks the fastest rocBLAS / hipBLASLt GEMM")
+        parts.append("dimensions that are multiples of 8" + (" (16 for fp8 / int8)" if who != "cpu" else ""))
+        return "; ".join(parts), "; ".join(([cast_npu] if cast_npu else []) + ["dimensions that are multiples of 16"])
+    if family == "convolution":
+        bench = {"nvidia": "torch.backends.cudnn.benchmark = True",
+                 "amd": "torch.backends.cudnn.benchmark = True (MIOpen then searches its solvers)"}.get(who, "")
+        parts = ["channels_last memory format (model.to(memory_format=torch.channels_last))"]
+        parts += [bench] if bench else []
+        parts += [cast] if cast else []
+        return ", ".join(parts), "; ".join(([cast_npu] if cast_npu else []) + ["keep the NC1HWC0 format (no TransData)"])
+    if family == "attention":
+        fused = fused_attention(members)
+        if fused:  # it runs fused already: what is left is the work it is given
+            name = max(fused, key=lambda k: k.total_ns).name.split("(")[0][:80]
+            return (f"the attention runs fused kernels already ({name}): pack variable-length sequences so that "
+                    "no padding is computed, and use a causal / sliding-window mask where the model allows", "")
+        return ("torch.nn.functional.scaled_dot_product_attention with a flash / memory-efficient kernel",
+                "torch_npu.npu_fusion_attention")
+    return FAMILY_ADVICE.get(family, _FUSE)
 
 
 @rule("dominant_kernel_family", "compute")
@@ -178,17 +221,13 @@ def dominant_kernel_family(inp: RuleInput):
         return None
     names = name_map()
     by_family: dict = {}
-    for k in kernels:
-        family = names.family(k.name)
-        by_family.setdefault(family, []).append(k)
+    for k in kernels:  # the digest's family (launcher, category, name tokens: analysis/kernel_families.py)
+        by_family.setdefault(names.family_of(k), []).append(k)
     family, members = max(by_family.items(), key=lambda kv: sum(k.total_ns for k in kv[1]))
     share = sum(k.total_ns for k in members) / total
     if share <= th.DOMINANT_SHARE or family in ("other", "communication"):
         return None
-    torch_advice, npu_advice = FAMILY_ADVICE.get(family, _FUSE)
-    if family == "matmul" and tf32_kernels(inp):  # TF32 already runs: no TF32 advice
-        torch_advice = ("fp16 / bf16 autocast (torch.autocast) where TF32 runs now, and dimensions that are "
-                        "multiples of 8")
+    torch_advice, npu_advice = _family_advice(inp, family, members)
     top = max(members, key=lambda k: k.total_ns)
     return Finding(
         "", "", "info", f"{family} kernels dominate the device time",

@@ -16,6 +16,9 @@ from .events import host_rows, longest, per_step, rows_set, top_level_ops
 from .finding import Finding, evidence, ms
 from .sequence import Sequence, sequences
 
+# dtype casts and views that may sit between the operators of a written-out attention (an fp32 softmax in a
+# bf16 model: `.to()` / `.type_as()` around it; a reshape before the second bmm)
+_CASTS = "to|_to_copy|type_as|view|reshape|_unsafe_view|expand|unsqueeze|squeeze|clone|float|half|bfloat16"
 # (id, title, regex over the space-joined short names of top-level operators, torch change, torch_npu change)
 PATTERNS = [
     ("rms_norm", "RMSNorm written out in operators", r"pow mean add rsqrt mul(?: mul)?",
@@ -27,8 +30,8 @@ PATTERNS = [
     ("swiglu", "SwiGLU written out in operators", r"silu mul",
      "torch.compile the MLP (silu * mul fuse into one kernel)", "torch_npu.npu_swiglu(x, dim=-1)"),
     ("attention", "Attention written out in operators",
-     r"(?:matmul|bmm|baddbmm)(?: (?:div|mul|add|masked_fill|masked_fill_|transpose|contiguous))* "
-     r"(?:softmax|_softmax)(?: dropout)? (?:matmul|bmm)",
+     r"(?:matmul|bmm|baddbmm)(?: (?:div|mul|add|masked_fill|masked_fill_|transpose|contiguous|" + _CASTS + r"))* "
+     r"(?:softmax|_softmax)(?: (?:" + _CASTS + r"))*(?: dropout(?: (?:" + _CASTS + r"))*)? (?:matmul|bmm)",
      "torch.nn.functional.scaled_dot_product_attention (flash / memory-efficient kernels)",
      "torch_npu.npu_fusion_attention"),
     ("confusion_transpose", "permute + contiguous + reshape", r"permute contiguous (?:reshape|view)",

@@ -6,6 +6,7 @@ from .engine import RuleInput, rule
 from .. import intervals as iv
 from .events import MEMORY_CALL_RE, host_rows, longest, rows_set
 from .finding import Finding, evidence, ms, pct
+from .workload import is_inference
 
 
 def _gib(b: float) -> str:
@@ -26,8 +27,10 @@ def peak_memory(inp: RuleInput):
             f"Peak memory on {m.device} is {_gib(m.peak_allocated_bytes)} allocated, {_gib(m.peak_reserved_bytes)} "
             f"reserved, of {_gib(m.capacity_bytes)} ({pct(ratio)}; Memory: Peak memory).",
             why="Near the limit the allocator frees and retries (slow) and the next larger batch fails.",
-            change_torch="activation checkpointing (torch.utils.checkpoint), mixed precision (torch.autocast), a "
-                         "smaller micro-batch with gradient accumulation, PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True.",
+            change_torch=("run under torch.inference_mode(), lower-precision weights (bf16 / fp8), a smaller "
+                          "batch, PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True." if is_inference(inp) else
+                          "activation checkpointing (torch.utils.checkpoint), mixed precision (torch.autocast), a "
+                          "smaller micro-batch with gradient accumulation, PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True."),
             change_npu="the same; PYTORCH_NPU_ALLOC_CONF=expandable_segments:True.",
             gain_basis="memory, not time", value=ratio, figures={"peak_share": ratio},
             evidence=[evidence("memory", m.device, "peak", ts_ns=m.peak_ts_ns, dur_ns=1_000_000)],

@@ -12,6 +12,7 @@ from ..summary import kernel_total_ns
 from .engine import RuleInput, rule
 from .events import device_rows_of_op
 from .finding import Finding, evidence, ms, pct
+from .workload import LOW_PRECISION, vendor
 
 FAR_FROM_ROOF = 0.5  # ours: below half of its roof
 ROOF_TIME_SHARE = 0.05  # ours: at least 5 % of the kernel time
@@ -36,6 +37,25 @@ _CHANGE = {
 }
 
 
+def _change(w, who: str) -> tuple[str, str]:
+    """_CHANGE fitted to the device and the dtype that runs (docs/rules.md "Classification"): no bf16 / fp16
+    advice where the operator's inputs are below fp32 already, NVIDIA's library names only on NVIDIA."""
+    low = w.dtype in LOW_PRECISION
+    if w.bound == "memory" and low:
+        return ("fuse it with the operators around it (torch.compile), avoid the copies around it (contiguous, "
+                "dtype casts)", "the fused torch_npu.npu_* operators")
+    if w.bound == "compute":
+        dtype = "" if low else "a dtype the matrix units are fastest in (bf16 / fp16" + \
+            (" / TF32), " if who == "nvidia" else "), ")
+        library = {"nvidia": "a better kernel (cuBLASLt, flash attention)",
+                   "amd": "a better kernel (PYTORCH_TUNABLEOP_ENABLED=1 for rocBLAS / hipBLASLt, CK flash attention)"
+                   }.get(who, "a better kernel (torch.compile)")
+        return (f"{dtype}dimensions multiples of 8 (64 is safer), {library}",
+                ("" if low else "bf16 / fp16 and ") + "dimensions multiples of 16 for the cube, the fused "
+                "torch_npu.npu_* kernels")
+    return _CHANGE.get(w.bound, ("", ""))
+
+
 def _candidate(inp: RuleInput):
     total = kernel_total_ns(inp.digest)
     rows = [o for o in inp.digest.ops_by_name
@@ -51,7 +71,7 @@ def below_roof(inp: RuleInput):
         return None
     w = top.work
     gain = int(w.time_ns * (1 - w.roof_share) / inp.steps)
-    change_torch, change_npu = _CHANGE.get(w.bound, ("", ""))
+    change_torch, change_npu = _change(w, vendor(inp))
     if w.flops > 0:
         reached = (f"reaches {w.tflops:.3g} TFLOP/s and {w.gbps:.3g} GB/s at {w.intensity:.3g} FLOP/byte: "
                    f"{pct(w.roof_share)} of its roof ({w.roof_tflops:.3g} TFLOP/s, {w.dtype})")

@@ -41,6 +41,7 @@ COMPILE_SHARE = 0.05  # ours: graph compilation (dynamo / inductor / aclop) / wi
 TC_ELIGIBLE_SHARE = 0.10  # tb: kernel time under TC-eligible ops with no TC kernel, above
 TENSOR_CORE_CC = 7.0  # tb: Tensor Cores from compute capability 7.0 (Volta)
 TF32_CC = 8.0  # TF32 exists from compute capability 8.0 (Ampere) on
+LOW_PRECISION_SHARE = 0.5  # ours: a family whose kernels run below fp32 for over half their time gets no autocast advice
 BF16_CC = 8.0  # bfloat16 Tensor Core math from 8.0 on
 MATMUL_SHARE = 0.10  # ours: matmul / conv ops above 10 % of self time are worth judging
 ALIGN_ELEMENTS = 8  # ours (NVIDIA's guidance for fp16): Tensor Core dims a multiple of 8 (16 B of fp16)

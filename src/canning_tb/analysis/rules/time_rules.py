@@ -14,6 +14,7 @@ from .engine import RuleInput, rule
 from .events import host_rows, longest, sync_calls
 from .finding import Finding, evidence, ms, pct
 from .roofline_rules import at_roof
+from .workload import LOW_PRECISION
 
 # breakdown field -> the name the views show it under (the glossary's label, docs/glossary.md)
 CATEGORY_LABELS = {f"{key}_ns": glossary.entries()[key]["label"] for key in (
@@ -206,12 +207,19 @@ def dominant_op(inp: RuleInput):
         + (f"; at its roof it would take {ms(per_step - above_roof)}" if roof >= 0 else "") + ").",
         why="The step is as fast as this operator: any gain elsewhere is bounded by what remains.",
         change_torch="look at its rows by input shape and by call stack (Operators view): fewer or larger calls, "
-                     "lower precision (torch.autocast) or a fused / better implementation of this operator.",
+                     + ("" if _low_precision(inp.digest, top["name"]) else "lower precision (torch.autocast) or ")
+                     + "a fused / better implementation of this operator.",
         gain_basis=f"depends on how efficient {top['name']} already is",
         value=top["share"], figures={"op_share": top["share"], "op_ns": top["ns"]},
         evidence=[evidence("operators", top["name"], f"{top['name']}: {column}", timeline_name=top["name"])],
         figure="slowest_op", figure_value=top["share"], view="overview", threshold=th.DOMINANT_SHARE,
         at_most_ns=above_roof, gain_ns=above_roof if edit else -1, **edit)
+
+
+def _low_precision(digest, name: str) -> bool:
+    """The operator's inputs are below fp32 already (OpStat.work.dtype from its recorded input types)."""
+    row = next((o for o in digest.ops_by_name if o.name == name), None)
+    return row is not None and row.work.dtype in LOW_PRECISION
 
 
 def _roof_share(digest, name: str) -> float:

@@ -109,6 +109,7 @@ export interface KernelStat {
   mean_blocks: number | null;
   tensor_cores: boolean;
   communication: boolean;
+  family: string; // matmul, convolution, attention, communication, optimizer...: by launcher, category, then name
   mean_blocks_per_sm: number | null; // -1: the trace does not carry it
   mean_occupancy_pct: number | null;
   registers_per_thread: number | null;
