@@ -27,7 +27,7 @@ def test_gate_fails_on_a_slower_target_and_names_the_cause(pairs, tmp_path):
                 "--fail-on-regression=10", f"--cache-dir={tmp_path}", check=False)
     assert p.returncode == 3, p.stderr
     assert "step time regressed by" in p.stderr and "caused by: dataloader +" in p.stderr
-    assert p.stdout.startswith("Verdict: step time") and "x slower" in p.stdout.splitlines()[0]
+    assert p.stdout.startswith("Verdict: step ") and "x slower)" in p.stdout.splitlines()[0]
 
 
 def test_gate_passes_on_a_faster_target(pairs, tmp_path):

@@ -112,7 +112,8 @@ def attribute(rows: list[Row], base_steps: list[float], target_steps: list[float
     machine = (factor - 1) * base_step_ns
     code = delta - machine
     lo, hi = welch(base_steps, target_steps, high), welch(base_steps, target_steps, low)
-    interval = Interval(lo.low_ns, hi.high_ns, min(lo.df, hi.df), lo.level) if lo and hi else None
+    dfs = [i.df for i in (lo, hi) if i and i.df is not None]
+    interval = Interval(lo.low_ns, hi.high_ns, min(dfs, default=None), lo.level) if lo and hi else None
     items = _items(rows, factor, low, high)
     named = sum(i.excess_ns for i in items)
     return Attribution(len(matched), share, factor, low, high, delta, machine, code, interval, items, named,

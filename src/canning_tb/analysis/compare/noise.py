@@ -28,7 +28,7 @@ _Z975 = statistics.NormalDist().inv_cdf(0.975)
 class Interval:
     low_ns: float                   # of target - scale x baseline, ns per step
     high_ns: float
-    df: float                       # Welch-Satterthwaite degrees of freedom
+    df: float | None                # Welch-Satterthwaite degrees of freedom; None: no variation at all
     level: float
 
 
@@ -53,7 +53,7 @@ def step_samples(digests) -> list[float]:
 def t975(df: float) -> float:
     """The 97.5 % quantile of Student's t with `df` degrees of freedom (Cornish-Fisher, A&S 26.7.5)."""
     z = _Z975
-    if df <= 0 or math.isinf(df):
+    if df is None or df <= 0 or math.isinf(df):
         return z
     z3, z5, z7, z9 = z ** 3, z ** 5, z ** 7, z ** 9
     g = ((z3 + z) / 4, (5 * z5 + 16 * z3 + 3 * z) / 96, (3 * z7 + 19 * z5 + 17 * z3 - 15 * z) / 384,
@@ -69,7 +69,7 @@ def welch(base: list[float], target: list[float], scale: float = 1.0) -> Interva
     diff = statistics.fmean(target) - scale * statistics.fmean(base)
     se2 = vb + vt
     if se2 == 0:
-        return Interval(diff, diff, math.inf, LEVEL)
+        return Interval(diff, diff, None, LEVEL)
     df = se2 * se2 / (vb * vb / (len(base) - 1) + vt * vt / (len(target) - 1))
     half = t975(df) * math.sqrt(se2)
     return Interval(diff - half, diff + half, df, LEVEL)
