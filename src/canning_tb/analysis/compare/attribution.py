@@ -11,8 +11,11 @@ beyond the others.
 
 Parts, in ns per step: machine = (factor - 1) x the baseline's step time (the whole step scaled by the
 machine's factor: gaps and Python between operators slow down with it); code = the step-time change -
-machine. The code part's 95 % interval is noise.welch of target - factor x baseline, its low end taken
-with factor_high and its high end with factor_low (the spread of the factor widens it). No matched
+machine. The code part's 95 % interval: noise.welch of target - factor x baseline (the steps' noise),
+widened by the factor's own uncertainty: its standard error is that of a median, 1.253 sigma / sqrt(n),
+with sigma = (factor_high - factor_low) / 1.349 (the quartiles of a normal spread) and n the operators'
+effective number (sum w)^2 / sum w^2 (few operators that hold most of the time: a wide interval); the
+two half-widths add in quadrature: half = sqrt(welch^2 + (t x se x baseline step)^2). No matched
 operator (nothing ran on both sides with the same calls and shapes): the machine part is unknown
 (None) and the whole change is the code's.
 
@@ -24,9 +27,10 @@ never netted against a named operator).
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
-from .noise import Interval, welch
+from .noise import Interval, t975, welch
 from .ops import Row
 
 CALLS_TOLERANCE = 0.005             # relative: calls per step are sums / steps
@@ -111,13 +115,25 @@ def attribute(rows: list[Row], base_steps: list[float], target_steps: list[float
     low, high = weighted_quantile(ratios, weights, 0.25), weighted_quantile(ratios, weights, 0.75)
     machine = (factor - 1) * base_step_ns
     code = delta - machine
-    lo, hi = welch(base_steps, target_steps, high), welch(base_steps, target_steps, low)
-    dfs = [i.df for i in (lo, hi) if i and i.df is not None]
-    interval = Interval(lo.low_ns, hi.high_ns, min(dfs, default=None), lo.level) if lo and hi else None
+    interval = _widened(welch(base_steps, target_steps, factor), factor_se(low, high, weights), base_step_ns)
     items = _items(rows, factor, low, high)
     named = sum(i.excess_ns for i in items)
     return Attribution(len(matched), share, factor, low, high, delta, machine, code, interval, items, named,
                        code - named)
+
+
+def factor_se(low: float, high: float, weights: list[float]) -> float:
+    """The standard error of the weighted median factor (module doc)."""
+    effective = sum(weights) ** 2 / sum(w * w for w in weights)
+    return 1.253 * (high - low) / 1.349 / math.sqrt(effective)
+
+
+def _widened(steps: Interval | None, se: float, base_step_ns: float) -> Interval | None:
+    if steps is None:
+        return None
+    middle, half = (steps.low_ns + steps.high_ns) / 2, (steps.high_ns - steps.low_ns) / 2
+    half = math.sqrt(half * half + (t975(steps.df) * se * base_step_ns) ** 2)
+    return Interval(middle - half, middle + half, steps.df, steps.level)
 
 
 def _items(rows: list[Row], factor: float, low: float, high: float) -> list[CodeItem]:
