@@ -33,11 +33,15 @@ def test_a_one_window_run_is_compared_with_the_previous_run(tmp_path):
     assert "matching window of the previous run" in p.text
     p = run_pairing(store, "b")
     assert p.rule == "previous run" and p.base == [("a", "worker0", W1)] and "'b' against 'a'" in p.text
-    # the first run's window: nothing before it, nothing after, no other worker: never compared with itself
-    with pytest.raises(NotFound, match="only window of the logdir; name a baseline"):
-        window_pairing(store, "a", "worker0", W1)
+    # the first run's window: nothing before it, no other window or worker: the next run's, never itself
+    p = window_pairing(store, "a", "worker0", W1)
+    assert p.rule == "next run" and p.base == [("b", "worker0", W2)]
     with pytest.raises(NotFound, match="first run of the logdir"):
         run_pairing(store, "a")
+    shutil.rmtree(tmp_path / "log" / "b")
+    store.refresh()
+    with pytest.raises(NotFound, match="only window of the logdir; name a baseline"):
+        window_pairing(store, "a", "worker0", W1)
 
 
 def test_two_windows_of_one_run_pair_window_with_the_window_before(tmp_path):

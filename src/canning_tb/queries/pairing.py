@@ -8,8 +8,9 @@ A window (run, worker, window), the first rule that applies:
 3. the matching window of the previous run of the logdir (runs in the store's order, by name): the same
    worker (else the same rank, else the first worker) at the same position (else its last window); so a
    run of one window is compared with the run before it, never with itself ("previous run");
-4. the window after it in its worker, 5. the window at its position in another worker of the run;
-else nothing to compare with (NotFound).
+4. the window after it in its worker, 5. the window at its position in another worker of the run,
+6. the matching window of the next run of the logdir (the first run of a logdir);
+else nothing to compare with (NotFound: the only window of the logdir).
 A run (every window of every worker):
 1. its newest window position holds a triggered window -> the windows of every worker at that position
    against those at the last position before it that holds none ("triggered");
@@ -29,7 +30,8 @@ Key = tuple[str, str, str]
 class Pairing:
     base: list[Key]
     target: list[Key]
-    rule: str                       # "triggered" | "previous window" | "previous run" | "next window" | "other worker" | "named"
+    rule: str                       # "triggered" | "previous window" | "previous run" | "next window" | "other worker"
+    #                                 | "next run" | "named"
     text: str                       # the pairing in words, for the screen and the report
 
 
@@ -37,12 +39,13 @@ def _label(run: str, worker: str, window) -> str:
     return f"{'' if run == '.' else run + ' / '}{worker} / {window.label}"
 
 
-def _previous_run(store, run: str) -> str | None:
+def _previous_run(store, run: str, step: int = -1) -> str | None:
+    """The run before `run` among the logdir's runs that hold a window (step=1: the run after it)."""
     runs = [r for r in store.runs() if any(store.windows(r, w.name) for w in store.workers(r))]
     if run not in runs:
         return None
-    index = runs.index(run)
-    return runs[index - 1] if index > 0 else None
+    index = runs.index(run) + step
+    return runs[index] if 0 <= index < len(runs) else None
 
 
 def _matching(store, run: str, worker, position: int):
@@ -92,6 +95,13 @@ def window_pairing(store, run: str, worker: str, window: str) -> Pairing:
             return Pairing([(run, other_worker.name, other.id)], target, "other worker",
                            f"window against the same position in another worker: {_label(run, worker, me)} "
                            f"against {_label(run, other_worker.name, other)}")
+    following = _previous_run(store, run, step=1)
+    if following is not None:
+        me_worker = next(w for w in store.workers(run) if w.name == worker)
+        name, other = _matching(store, following, me_worker, position)
+        return Pairing([(following, name, other.id)], target, "next run",
+                       f"window against the matching window of the next run (no window or run before it): "
+                       f"{_label(run, worker, me)} against {_label(following, name, other)}")
     raise NotFound(f"nothing to compare {_label(run, worker, me)} with: it is the only window of the logdir; "
                    "name a baseline")
 

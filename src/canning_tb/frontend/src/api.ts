@@ -942,7 +942,7 @@ export interface Gate {
 }
 /** Which baseline the answer compares with, and why (queries/pairing.py). */
 export interface Pairing {
-  rule: "named" | "triggered" | "previous window" | "previous run" | "next window" | "other worker";
+  rule: "named" | "triggered" | "previous window" | "previous run" | "next window" | "other worker" | "next run";
   text: string;
   /** false: the request named the baseline */
   default: boolean;
