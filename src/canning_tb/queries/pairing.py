@@ -4,12 +4,12 @@ plugin's GET /compare (and so the Compare view) and the MCP compare tool, said i
 A window (run, worker, window), the first rule that applies:
 1. a window the job asked for itself on a slow step (ps.on_demand(trigger=...): Window.trigger) -> the last
    normal window before it in its worker ("triggered");
-2. the window before it in its worker ("previous window");
-3. the matching window of the previous run of the logdir (runs in the store's order, by name): the same
+2. the window before it in its worker ("previous window"), 3. else the window after it ("next window");
+4. the matching window of the previous run of the logdir (runs in the store's order, by name): the same
    worker (else the same rank, else the first worker) at the same position (else its last window); so a
    run of one window is compared with the run before it, never with itself ("previous run");
-4. the window after it in its worker, 5. the window at its position in another worker of the run,
-6. the matching window of the next run of the logdir (the first run of a logdir);
+5. the window at its position in another worker of the run ("other worker"),
+6. the matching window of the next run of the logdir ("next run": the first run of a logdir);
 else nothing to compare with (NotFound: the only window of the logdir).
 A run (every window of every worker):
 1. its newest window position holds a triggered window -> the windows of every worker at that position
@@ -76,6 +76,11 @@ def window_pairing(store, run: str, worker: str, window: str) -> Pairing:
         return Pairing([(run, worker, before.id)], target, "previous window",
                        f"window against the window before it: {_label(run, worker, me)} against "
                        f"{_label(run, worker, before)}")
+    if position + 1 < len(windows):
+        after = windows[position + 1]
+        return Pairing([(run, worker, after.id)], target, "next window",
+                       f"window against the window after it (none before it): "
+                       f"{_label(run, worker, me)} against {_label(run, worker, after)}")
     previous = _previous_run(store, run)
     if previous is not None:
         me_worker = next(w for w in store.workers(run) if w.name == worker)
@@ -83,11 +88,6 @@ def window_pairing(store, run: str, worker: str, window: str) -> Pairing:
         return Pairing([(previous, name, other.id)], target, "previous run",
                        f"window against the matching window of the previous run: {_label(run, worker, me)} "
                        f"against {_label(previous, name, other)}")
-    if position + 1 < len(windows):
-        after = windows[position + 1]
-        return Pairing([(run, worker, after.id)], target, "next window",
-                       f"window against the window after it (none before it, no previous run): "
-                       f"{_label(run, worker, me)} against {_label(run, worker, after)}")
     for other_worker in store.workers(run):
         others = store.windows(run, other_worker.name)
         if other_worker.name != worker and others:
