@@ -153,3 +153,31 @@ def test_rest_rows_are_apart_from_the_named_operators():
     assert named < rest and "+92.000 ms" in text[named:rest] and "-91" not in text[named:rest]
     md = markdown_report(comp, {"text": "x"}, 10)
     assert md.index("`aten::mm` | +92.000") < md.index("*not explained by a named operator*")
+
+
+def test_one_long_operator_far_beyond_the_others_is_the_code_s():
+    """aten::mm (18 of the 63.6 ms per window, 28 %) 3x slower, the others unchanged, the step 12 -> 18 ms: the
+    weighted median ratio is 1, mm's 3 is over 2x it: the code's; the factor is the others' sums, 1; code +6 ms
+    per step, mm's excess (54 - 18) / 6 = 6 ms."""
+    base = digest(BASE_STEPS, OPS)
+    slower = [(n, s, c, t * 3 if n == "aten::mm" else t) for n, s, c, t in OPS]
+    c = compare(base, digest([s + 6 for s in BASE_STEPS], slower), threshold_pct=5).as_dict()
+    a = c["attribution"]
+    assert a["factor"] == pytest.approx(1) and a["code_ns"] == pytest.approx(6 * MS, abs=1000)
+    assert a["matched_operators"] == 3
+    (item,) = a["code_items"]
+    assert (item["name"], item["why"], item["excess_ns"]) == ("aten::mm", "slower beyond the machine", pytest.approx(6 * MS))
+    assert c["gate"]["status"] == "regression"
+
+
+def test_short_operators_delayed_by_time_slices_stay_the_machine_s():
+    """Every operator 2x slower, and a 0.06 ms operator (under 1 % of the matched time) 20x slower: a short
+    operator's ratio is not judged alone (time slices delay a few short ones a lot); it stays in the sums.
+    Factor (2 x 63.6 + 1.2) / (63.6 + 0.06) = 128.4 / 63.66 = 2.0170; the step 12 -> 24.2 ms: machine
+    1.0170 x 12 = 12.204 ms, code 12.2 - 12.204 = -0.004 ms; no code item."""
+    tiny = [("aten::as_strided", "[[4]]", 6, 0.06)]
+    base = digest(BASE_STEPS, OPS + tiny)
+    target = digest([2 * s + 0.2 for s in BASE_STEPS], scaled(OPS, 2) + scaled(tiny, 20))
+    a = compare(base, target, threshold_pct=5).as_dict()["attribution"]
+    assert a["factor"] == pytest.approx(128.4 / 63.66, rel=1e-4)
+    assert a["machine_ns"] == pytest.approx((128.4 / 63.66 - 1) * 12 * MS, rel=1e-4) and a["code_items"] == []

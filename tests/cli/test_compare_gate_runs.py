@@ -51,7 +51,12 @@ def raw_names(run) -> set[str]:
 def gate(base, target, cache, *extra):
     p = run_cli("compare", f"--base={base}", f"--input={target}", "--fail-on-regression=5%", f"--cache-dir={cache}",
                 "--format=json", *extra, check=False)
-    return p, json.loads(p.stdout)
+    report = json.loads(p.stdout)
+    c = report["comparison"]
+    a = c["attribution"]
+    print(f"\n{c['verdict']['text']}\n  machine {a['machine_ns'] / 1e6:+.3f} ms (factor {a['factor']:.3f}, "
+          f"{a['factor_low']:.3f}..{a['factor_high']:.3f}), code {a['code_ns'] / 1e6:+.3f} ms; gate: {c['gate']['text']}")
+    return p, report
 
 
 def test_an_svd_added_each_step_fails_the_gate_and_is_blamed(tmp_path):
