@@ -97,3 +97,21 @@ def test_a_triggered_window_is_compared_with_the_last_normal_one(triggered, tmp_
     assert pairing["target"] == [["job", worker.name, second_slow]]
     out = run_cli("compare", f"--input={triggered / 'job'}", f"--cache-dir={tmp_path}")
     assert "Compared: the job asked for its newest window itself (step 6 took 81 ms, 2.4x the median 34 ms)" in out.stdout
+
+
+def test_the_mcp_tool_pairs_a_triggered_window_as_the_cli_does(triggered, tmp_path):
+    """Issue 44's leftover: the MCP compare tool without a baseline (the real Host over the logdir, waiting
+    for the digests) compares the triggered window with the last normal one and says why; the whole run
+    too, as `canning-prof compare --input=RUN` does above."""
+    from canning_tb.mcp import compare_tool
+    from canning_tb.mcp.host import Host
+    host = Host(str(triggered), str(tmp_path / "cache"), digest_wait_s=120)
+    host.start()
+    (worker,) = host.store().workers("job")
+    normal, _, second_slow = [w.id for w in host.store().windows("job", worker.name)]
+    one = compare_tool.compare(host, "job", worker=worker.name, window=second_slow)
+    assert one["pairing"]["rule"] == "triggered" and one["pairing"]["default"]
+    assert "(step 6 took 81 ms, 2.4x the median 34 ms)" in one["pairing"]["text"]
+    assert one["base_window"]["window"] == normal and one["target_window"]["window"] == second_slow
+    run = compare_tool.compare(host, "job")
+    assert run["pairing"]["rule"] == "triggered" and run["base_window"]["window"] == normal
