@@ -102,8 +102,8 @@ def _causes(comp: dict, gate_on: str) -> list[str]:
         found = [(i["excess_ns"], f"{i['name']} {i['excess_ns'] / 1e6:+.3f} ms ({i['why']})")
                  for i in comp["attribution"]["code_items"]]
     else:
-        found = [(o["delta_ns"], f"{o['name']} {o['delta_ns'] / 1e6:+.3f} ms") for o in comp["contributors"]["operators"]
-                 if o["kind"] == "operator"]
+        found = [(o["delta_ns"], f"{o['name']} {o['delta_ns'] / 1e6:+.3f} ms")
+                 for o in comp["contributors"]["operators"] if o["kind"] == "operator"]
     found += [(o["delta_ns"], f"{o['name']} {o['delta_ns'] / 1e6:+.3f} ms") for o in comp["contributors"]["operators"]
               if o["kind"] == "category"]
     return [text for delta, text in sorted(found, key=lambda f: -f[0]) if delta > 0]

@@ -40,8 +40,8 @@ def markdown_report(comp: dict, pairing: dict, top: int) -> str:
         lines += ["The code's operators (time beyond the machine's common factor):", "",
                   "| operator | why | base ms/step | target ms/step | beyond the machine ms/step |",
                   "|---|---|---:|---:|---:|"]
-        lines += [f"| `{_cell(i['name'])}`{' ' + _cell(i['input_shapes']) if i['input_shapes'] else ''} | {i['why']} | {_ms(i['base_ns'])} | {_ms(i['target_ns'])} | "
-                  f"{i['excess_ns'] / 1e6:+.3f} |" for i in items]
+        lines += [f"| `{_cell(i['name'])}`{' ' + _cell(i['input_shapes']) if i['input_shapes'] else ''} | {i['why']} | "
+                  f"{_ms(i['base_ns'])} | {_ms(i['target_ns'])} | {i['excess_ns'] / 1e6:+.3f} |" for i in items]
         lines.append("")
     contrib = comp["contributors"]
     named = [o for o in contrib["operators"] if o["delta_ns"]][:top]

@@ -48,7 +48,8 @@ def machine_code_lines(comp: dict) -> list[str]:
                    f"{a['factor_low']:.3f} .. {a['factor_high']:.3f}, over {a['matched_operators']} operators)")
     code = f"{a['code_ns'] / 1e6:+.3f} ms"
     if a["code_interval"]:
-        code += f" (95 % interval {a['code_interval']['low_ns'] / 1e6:+.3f} .. {a['code_interval']['high_ns'] / 1e6:+.3f})"
+        low, high = a["code_interval"]["low_ns"] / 1e6, a["code_interval"]["high_ns"] / 1e6
+        code += f" (95 % interval {low:+.3f} .. {high:+.3f})"
     return [f"Machine: {machine} per step", f"Code: {code} per step"]
 
 

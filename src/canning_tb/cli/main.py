@@ -33,8 +33,8 @@ from canning_tb.util.remote_fs import RemoteError
 MODES = ("performance", "view", "compare")  # the subcommands `--mode=` names (the old grammar)
 OWN_PARSERS = ("digest", "capture", "mcp")  # subcommands whose modules parse their own arguments
 # our options that take a value: `--mode` is looked for only among our options, never in the script's command
-_VALUED = {"--mode", "--output", "--input", "--base", "--format", "--fail-on-regression", "--gate-on", "--names", "--top",
-           "--worker", "--cache-dir", "--wait", "--warmup", "--active", "--repeat", "--activities"}
+_VALUED = {"--mode", "--output", "--input", "--base", "--format", "--fail-on-regression", "--gate-on", "--names",
+           "--top", "--worker", "--cache-dir", "--wait", "--warmup", "--active", "--repeat", "--activities"}
 EXAMPLES = """examples:
   canning-prof performance --output=./prof_results python train.py --epochs 1
   canning-prof performance --with-stack --profile-memory python train.py   (slower steps, more detail)

@@ -63,4 +63,5 @@ def judge(total: Interval | None, attribution: Attribution, base_step_ns: float,
         return Gate(PASS, gate_on, threshold_pct, part, pct, interval,
                     f"{head}, above {threshold_pct:g} % but not significant ({interval_text(interval, base_step_ns)})")
     return Gate(REGRESSION, gate_on, threshold_pct, part, pct, interval,
-                f"{head}: a regression above {threshold_pct:g} %, significant ({interval_text(interval, base_step_ns)})")
+                f"{head}: a regression above {threshold_pct:g} %, significant "
+                f"({interval_text(interval, base_step_ns)})")
