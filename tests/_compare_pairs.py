@@ -21,7 +21,7 @@ import time
 import torch
 from torch.profiler import ProfilerActivity, profile, schedule, tensorboard_trace_handler
 
-ACTIVE = 3
+ACTIVE = 6  # steps per window: the gate judges the noise from 5 steps a side (analysis/compare/noise.py)
 SLEEP_S = 0.03
 SIZE = 1 << 20
 

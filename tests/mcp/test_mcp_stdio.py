@@ -259,6 +259,30 @@ def test_compare_windows_equals_the_route_and_runs_the_cli(world, capsys):
     assert whole["base_windows"] == 4 and whole["target_windows"] == 1
 
 
+def test_the_default_pairing_and_the_gate_are_the_cli_s_and_the_route_s(world, capsys):
+    """Issue 42: no baseline named: the MCP tool, the CLI and the route pair the same (queries/pairing.py) and
+    give one verdict and one gate. The run "hostile" is compared with the run before it in the logdir ("dlrm":
+    the runs sorted by name, read here), a one-window worker's window with the previous run's matching one."""
+    s = world["session"]
+    runs = sorted(p.name for p in world["root"].iterdir() if p.is_dir())
+    assert runs[runs.index("hostile") - 1] == "dlrm"
+    whole = s.answer("compare", {"run": "hostile", "fail_on_regression_pct": 5})
+    assert whole["pairing"]["rule"] == "previous run" and "'hostile' against 'dlrm'" in whole["pairing"]["text"]
+    code = cli_main(["compare", f"--input={world['root'] / 'hostile'}", "--format=json", "--top=10",
+                     "--fail-on-regression=5%", f"--cache-dir={world['cache']}"])
+    cli = json.loads(capsys.readouterr().out)
+    assert cli["pairing"]["rule"] == "previous run" and cli["pairing"]["text"] == whole["pairing"]["text"]
+    for key in ("verdict", "attribution", "gate"):
+        assert whole[key] == cli["comparison"][key], key
+    assert code == {"pass": 0, "regression": 3, "cannot judge": 2}[whole["gate"]["status"]]
+    one = s.answer("compare", {k: DLRM1[k] for k in ("run", "worker", "window")})
+    body = route(world, "compare", **DLRM1)
+    assert one["pairing"] == body["pairing"] and one["pairing"]["rule"] == "previous run"
+    assert one["base_window"] == body["base_window"] and one["base_window"]["run"] == runs[runs.index("dlrm") - 1]
+    for key in ("verdict", "attribution", "contributors"):
+        assert one[key] == body[key], key
+
+
 def test_timeline_equals_the_summary_route(world):
     s = world["session"]
     every = ready(s, "timeline", DLRM0)
@@ -326,6 +350,7 @@ def test_paging_walks_every_row_once(world):
     ("cross_rank", {"run": "nope", "window_index": 0}, "unknown run"),
     ("timeline", {**DLRM0, "step": 999}, "no step 999"),
     ("compare", {"run": "dlrm", "base_run": "dlrm", "worker": DLRM0["worker"]}, "both worker and window"),
+    ("compare", {"run": "dlrm", "base_worker": DLRM0["worker"]}, "need base_run"),
     ("no_such_tool", {}, "Unknown tool"),
 ])
 def test_bad_arguments_get_a_clear_error_and_the_server_goes_on(world, tool, args, says):

@@ -71,7 +71,10 @@ def test_two_windows_of_one_run(client, logdir):
     host_steps = [raw_step_mean_us(logdir / "resnet" / f"worker0.{w}.pt.trace.json.gz") for w in (RESNET_WINDOW, RESNET_WINDOW_2)]
     pct = body["verdict"]["step_time"]["delta_pct"]
     assert host_steps[1] < host_steps[0] and -50 < pct < 0
-    assert body["verdict"]["text"].startswith(f"step time {abs(pct):.0f} % faster")
+    # the step's length in %, the speed as the ratio of the means (by hand from the raw ranges)
+    assert body["verdict"]["text"].startswith(f"step {abs(pct):.0f} % shorter (")
+    ratio = float(body["verdict"]["text"].split("(")[1].split("x faster)")[0])
+    assert ratio == pytest.approx(host_steps[0] / host_steps[1], abs=0.02)
     contrib = body["contributors"]
     assert contrib["explained_ns"] + contrib["unexplained_ns"] == pytest.approx(contrib["step_delta_ns"])
     # matched by stack: the rows carry their call stacks, without line numbers
@@ -106,7 +109,7 @@ def test_two_runs_through_the_logdirs_name_map(client, logdir):
     step = body["verdict"]["step_time"]
     assert step["delta_pct"] == pytest.approx(100 * (means[1] - means[0]) / means[0], abs=0.5)
     if abs(step["delta_pct"]) >= 2:  # 'about the same' below 1 %
-        assert step["text"].endswith("faster" if means[1] < means[0] else "slower")
+        assert step["text"].endswith("faster)" if means[1] < means[0] else "slower)")
 
 
 def test_a_bad_name_map_is_reported_and_the_defaults_used(logdir, tmp_path):
@@ -120,7 +123,8 @@ def test_a_bad_name_map_is_reported_and_the_defaults_used(logdir, tmp_path):
 
 
 @pytest.mark.parametrize("query,code,message", [
-    ({"run": "resnet", "worker": "worker0", "window": RESNET_WINDOW}, 400, "missing parameter: base_run"),
+    ({"run": "resnet", "worker": "worker0", "window": RESNET_WINDOW, "base_run": "resnet"}, 400,
+     "name the baseline with base_run, base_worker and base_window, or none of them"),
     (params(("resnet", "worker0", RESNET_WINDOW), ("resnet", "worker0", "nope")), 404, "unknown run/worker/window"),
     (params(("resnet", "worker0", RESNET_WINDOW), ("resnet", "worker0", RESNET_WINDOW), group_by="x"), 400,
      "group_by must be one of"),
@@ -141,3 +145,18 @@ def test_api_ts_declares_only_fields_the_answer_has(client):
     assert code == 200 and body["memory"] and body["tree"]["children"] and body["communication"]
     assert "CompareResponse" in interfaces and missing_fields(body, "CompareResponse", interfaces, "compare") == []
     assert missing_fields({**body, "verdict": {}}, "CompareResponse", interfaces, "compare")  # it can fail
+
+
+def test_without_a_baseline_the_default_pairing_is_said_and_is_the_named_answer(client):
+    """Issue 42: one pairing everywhere (queries/pairing.py): window 2 of the run against the window before it,
+    said in `pairing`; the figures are those of the same baseline named."""
+    target = ("resnet", "worker0", RESNET_WINDOW_2)
+    code, body = get(client, "compare", run=target[0], worker=target[1], window=target[2])
+    assert code == 200, body
+    assert body["pairing"]["default"] and body["pairing"]["rule"] == "previous window"
+    assert "window against the window before it" in body["pairing"]["text"]
+    assert body["base_window"]["window"] == RESNET_WINDOW
+    code, named = get(client, "compare", **params(("resnet", "worker0", RESNET_WINDOW), target))
+    assert code == 200 and named["pairing"] == {"rule": "named", "text": "the baseline named", "default": False}
+    for key in ("verdict", "attribution", "base", "target", "contributors", "rows"):
+        assert body[key] == named[key], key

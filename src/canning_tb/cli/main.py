@@ -2,7 +2,8 @@
 
   canning-prof performance [--output=./prof_results] [--with-stack] [--no-record-shapes] python train.py [args...]
   canning-prof view --input=PATH [--format=text|json] [--detail] [--worker=NAME]
-  canning-prof compare --base=PATH --input=PATH [--format=text|json] [--fail-on-regression=PCT]
+  canning-prof compare [--base=PATH] --input=PATH [--format=text|json|markdown|junit] [--fail-on-regression=PCT]
+                       [--gate-on=code|total]
   canning-prof digest --input=PATH_OR_URL [--dask=SCHEDULER_ADDRESS]   (cli/digest.py)
   canning-prof capture --logdir DIR [--run NAME] --steps N [--ranks 0,3] [--record-shapes ...]   (cli/capture.py)
   canning-prof mcp --logdir DIR [--http 127.0.0.1:PORT]   (the MCP server for assistants: canning_tb/mcp, docs/agents.md)
@@ -14,7 +15,9 @@ subcommand: `canning-prof --mode=view --input=PATH` is `canning-prof view --inpu
 with many ranks, or a whole logdir): first the ranks of a run across each other, then each window
 that is not one of those ranks (all with --detail, or the --worker ones). `compare` compares the windows under --base
 with those under --input per step; with --fail-on-regression=PCT it exits with status 3 when
-the step time grew by more than PCT % (a CI gate) and names the operators that caused it. `--format=json` is the stable,
+the step time grew by more than PCT %, beyond the noise (a CI gate; by default on the code's part of the
+change, a slower machine told apart: docs/compare.md), 2 when it cannot judge, and names the operators
+that caused it. `--format=json` is the stable,
 machine-readable face of the analysis: see docs/cli-json.md.
 """
 from __future__ import annotations
@@ -30,19 +33,31 @@ from canning_tb.util.remote_fs import RemoteError
 MODES = ("performance", "view", "compare")  # the subcommands `--mode=` names (the old grammar)
 OWN_PARSERS = ("digest", "capture", "mcp")  # subcommands whose modules parse their own arguments
 # our options that take a value: `--mode` is looked for only among our options, never in the script's command
-_VALUED = {"--mode", "--output", "--input", "--base", "--format", "--fail-on-regression", "--names", "--top",
-           "--worker", "--cache-dir", "--wait", "--warmup", "--active", "--repeat", "--activities"}
+_VALUED = {"--mode", "--output", "--input", "--base", "--format", "--fail-on-regression", "--gate-on", "--names",
+           "--top", "--worker", "--cache-dir", "--wait", "--warmup", "--active", "--repeat", "--activities"}
 EXAMPLES = """examples:
   canning-prof performance --output=./prof_results python train.py --epochs 1
   canning-prof performance --with-stack --profile-memory python train.py   (slower steps, more detail)
   canning-prof view --input=./prof_results
   canning-prof view --input=./log/run1 --format=json > report.json
   canning-prof compare --base=./log/baseline --input=./log/candidate
-  canning-prof compare --base=./log/main --input=./log/pr --fail-on-regression=5
+  canning-prof compare --base=./log/main --input=./log/pr --fail-on-regression=5% --format=markdown
+  canning-prof compare --input=./log/pr   (against the run before it in ./log, or a triggered window's normal one)
   canning-prof digest --input=s3://bucket/logs [--dask=tcp://scheduler:8786]
   canning-prof capture --logdir ./log --steps 3 --wait   (a running job with ps.on_demand())
   canning-prof mcp --logdir ./log   (an MCP server for assistants, on stdio: docs/agents.md)
   canning-prof --mode=view --input=./prof_results   (the --mode= form: the same as `view`)"""
+
+
+def percent(text: str) -> float:
+    """--fail-on-regression: "5", "5%" or "5 %" -> 5.0 (argparse type)."""
+    try:
+        value = float(text.strip().rstrip("%").strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a percentage such as 5 or 5%, not {text!r}") from None
+    if not 0 <= value < 1e6:
+        raise argparse.ArgumentTypeError(f"a percentage from 0 up, not {text!r}")
+    return value
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -89,12 +104,25 @@ def _parser() -> argparse.ArgumentParser:
     view.add_argument("--worker", action="append", metavar="NAME",
                       help="the own report of this worker's windows (repeatable)")
 
-    compare = sub.add_parser("compare", parents=[links, report], help="compare two runs per step",
-                             description="Compare the windows under --base with those under --input per step.")
-    compare.add_argument("--base", required=True, help="the baseline (same kinds of PATH as --input)")
+    compare = sub.add_parser("compare", parents=[links], help="compare two runs per step",
+                             description="Compare the windows under --base with those under --input per step "
+                                         "(docs/compare.md). Exit status: 0 pass, 3 regression, 2 cannot judge "
+                                         "or bad input.")
+    compare.add_argument("--format", choices=["text", "json", "markdown", "junit"], default="text",
+                         help="output format (markdown: a pull request's comment; junit: a CI's test report)")
+    compare.add_argument("--top", type=int, default=15, help="rows per table in the text and markdown reports")
+    compare.add_argument("--base", default=None,
+                         help="the baseline (same kinds of PATH as --input); default: the default pairing of "
+                              "--input's run in its logdir (the previous run, or the last normal window before a "
+                              "triggered one)")
     compare.add_argument("--input", required=True, help="the candidate")
-    compare.add_argument("--fail-on-regression", type=float, default=None, metavar="PCT",
-                         help="exit with status 3 when the mean step time grew by more than PCT %%")
+    compare.add_argument("--fail-on-regression", type=percent, default=None, metavar="PCT",
+                         help="exit with status 3 when the step time grew by more than PCT %% (5 or 5%%) of the "
+                              "baseline's, significantly (beyond the noise of the per-step times); 2 when too few "
+                              "steps to judge")
+    compare.add_argument("--gate-on", choices=["code", "total"], default="code",
+                         help="what the gate judges: the code's part of the change (default; a slower machine "
+                              "is told apart) or the whole change")
     compare.add_argument("--names", default=None, metavar="FILE",
                          help="a name map (JSON, docs/http_api.md); default: canning_names.json in --input")
     for name, what in (("digest", "digest windows ahead of viewing (cli/digest.py)"),

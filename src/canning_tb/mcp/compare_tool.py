@@ -3,7 +3,8 @@ queries/compare.compared_windows) or every window of a run (the same comparison 
 `canning-prof --mode=compare` compares run folders: queries/compare.compared), one section at a time.
 
 The comparison of the last few questions is kept (with the identity of their windows' digests), so that
-paging through its operators compares once."""
+paging through its operators compares once. Without a baseline, the default one of queries/pairing.py
+(as the CLI and the Compare view): `pairing` says which and why."""
 from __future__ import annotations
 
 import threading
@@ -11,6 +12,7 @@ from collections import OrderedDict
 
 from canning_tb.queries.compare import compared, compared_windows
 from canning_tb.queries.errors import BadParameter, NotFound, QueryError, Unreadable, unknown_window, window_digest
+from canning_tb.queries.pairing import Pairing, default_pairing
 
 from .bounds import UNITS, first, offset_of, paged
 
@@ -41,21 +43,21 @@ def _side(store, run: str, worker: str | None, window: str | None) -> list[tuple
     return every
 
 
-def _comparison(host, base: list, target: list, group_by: str):
+def _comparison(host, base: list, target: list, group_by: str, threshold: float | None = None, gate_on: str = "code"):
     """`compared_windows` of two windows, or `compared` over every readable window of each side."""
     store = host.store()
     identity = tuple((key, store.digest_key(key[0], store.window(*key))) for key in base + target)
-    memo = (id(store), tuple(base), tuple(target), group_by)
+    memo = (id(store), tuple(base), tuple(target), group_by, threshold, gate_on)
     with _kept_lock:
         kept = _kept.get(memo)
         if kept and kept[0] == identity:
             return kept[1]
     if len(base) == 1 and len(target) == 1:
-        body = compared_windows(store, base[0], target[0], group_by)
+        body = compared_windows(store, base[0], target[0], group_by, threshold, gate_on)
     else:
         (base_digests, base_problems), (target_digests, target_problems) = _digests(store, base), _digests(store, target)
         body = {"base_windows": len(base_digests), "target_windows": len(target_digests),
-                **first(base_problems + target_problems, PROBLEMS_SHOWN, "problems"), **compared(store, base_digests, target_digests, group_by)}
+                **first(base_problems + target_problems, PROBLEMS_SHOWN, "problems"), **compared(store, base_digests, target_digests, group_by, threshold, gate_on)}
     with _kept_lock:
         _kept[memo] = (identity, body)
         while len(_kept) > KEPT:
@@ -91,23 +93,37 @@ def _digests(store, side: list) -> tuple[list, list]:
     return digests, problems
 
 
-def compare(host, run: str, base_run: str, worker: str | None = None, window: str | None = None,
+def _pairing(store, run: str, base_run, worker, window, base_worker, base_window) -> Pairing:
+    """The baseline named, or the default one (queries/pairing.py) when base_run is omitted."""
+    if base_run:
+        return Pairing(_side(store, base_run, base_worker, base_window), _side(store, run, worker, window), "named",
+                       "the baseline named")
+    if base_worker or base_window:
+        raise BadParameter("base_worker / base_window need base_run (omit all three for the default baseline)")
+    _side(store, run, worker, window)  # the target's ids checked as a named one's are
+    return default_pairing(store, run, worker, window)
+
+
+def compare(host, run: str, base_run: str | None = None, worker: str | None = None, window: str | None = None,
             base_worker: str | None = None, base_window: str | None = None, group_by: str = "name",
-            section: str = "summary", cursor: str | None = None, limit: int = 25) -> dict:
+            section: str = "summary", cursor: str | None = None, limit: int = 25,
+            fail_on_regression_pct: float | None = None, gate_on: str = "code") -> dict:
     store = host.store()
-    base, target = _side(store, base_run, base_worker, base_window), _side(store, run, worker, window)
+    pairing = _pairing(store, run, base_run, worker, window, base_worker, base_window)
+    base, target = pairing.base, pairing.target
     pending = host.pending_many(run, base + target)
     if pending:
         return pending
-    body = _comparison(host, base, target, group_by)
+    body = _comparison(host, base, target, group_by, fail_on_regression_pct, gate_on)
     heads = ("base_window", "target_window") if "base_window" in body else ("base_windows", "target_windows",
                                                                              "problems", "problems_total")
     where = {"run": run, "worker": worker, "window": window, "base_run": base_run, "base_worker": base_worker,
              "base_window": base_window, "group_by": group_by, "section": section}
-    answer = {**where, **{k: body[k] for k in heads}, "metric": body["metric"], "units": UNITS}
+    answer = {**where, **{k: body[k] for k in heads}, "metric": body["metric"], "units": UNITS,
+              "pairing": {"rule": pairing.rule, "text": pairing.text, "default": pairing.rule != "named"}}
     if section == "summary":
         return {**answer, **{k: body[k] for k in ("name_map", "mode", "base", "target", "verdict", "breakdown",
-                                                  "contributors")},
+                                                  "contributors", "attribution", "gate")},
                 **{f"{k}_total": len(body[k]) for k in TABLES}}
     question = {"tool": "compare", **where}
     offset = offset_of(cursor, question)

@@ -144,7 +144,10 @@ def _communication(app, host, answer) -> None:
 
 
 def _compare(app, host, answer) -> None:
-    def compare(run: Run, base_run: Annotated[str, Field(description="the baseline's run")],
+    def compare(run: Run, base_run: Annotated[Optional[str], Field(
+                    description="the baseline's run; omit it (and base_worker, base_window) for the default "
+                                "baseline, said in `pairing`: a triggered window against the last normal one before "
+                                "it, a window against the one before it, a run against the previous run")] = None,
                 worker: Annotated[Optional[str], Field(description="target window's worker; omit with window: "
                                                                    "every window of run")] = None,
                 window: Annotated[Optional[str], Field(description="target window")] = None,
@@ -152,12 +155,19 @@ def _compare(app, host, answer) -> None:
                 base_window: Annotated[Optional[str], Field(description="baseline window")] = None,
                 group_by: Literal["name", "shape", "stack"] = "name",
                 section: Literal[compare_tool.SECTIONS] = "summary",  # type: ignore[valid-type]
-                cursor: Cursor = None, limit: limit(25, 200) = 25):
+                cursor: Cursor = None, limit: limit(25, 200) = 25,
+                fail_on_regression_pct: Annotated[Optional[float], Field(
+                    description="the regression gate's threshold in % of the baseline's step time (the CLI's "
+                                "--fail-on-regression): `gate` says pass, regression or cannot judge", ge=0,
+                    le=1e6)] = None,
+                gate_on: Literal["code", "total"] = "code"):
         return answer(lambda: compare_tool.compare(host, run, base_run, worker, window, base_worker, base_window,
-                                                   group_by, section, cursor, limit))
+                                                   group_by, section, cursor, limit, fail_on_regression_pct, gate_on))
 
     _tool(app, compare, "A target against a baseline (the Compare view), each one window or every window of a run, "
-                        "per step: the verdict (step time, memory peak, communication not hidden, throughput), the "
+                        "per step: the verdict (step time, memory peak, communication not hidden, throughput; the step-time "
+                        "change against the noise of the per-step times), the machine's and the code's part of the change "
+                        "(attribution), the gate with fail_on_regression_pct, the "
                         "breakdown side by side and the contributors that sum to the step-time change (summary), or "
                         "the deltas of operators, kernels, kernel_families, communication, memory, paged.")
 

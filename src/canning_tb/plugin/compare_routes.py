@@ -5,7 +5,8 @@ from canning_tb.queries.compare import SIDE_PARAMS, compare_impl
 
 from .boundary import Param
 
-COMPARE_QUERY = tuple(Param(n, required=True) for names in SIDE_PARAMS.values() for n in names) + (
+COMPARE_QUERY = tuple(Param(n, required=True) for n in SIDE_PARAMS["target"]) + tuple(
+    Param(n, default="") for n in SIDE_PARAMS["base"]) + (
     Param("group_by", default="name"), Param("table", default="operators"), Param("sort", default="abs_delta"),
     Param("order"), Param("search", default=""), Param("offset", "int", default=0), Param("limit", "int"))
 

@@ -7,6 +7,10 @@ is answered a page at a time, searched and sorted here (analysis/table_page.py);
 answer (verdict, breakdown, contributors, the bounded tree, memory, communication) is the same for
 every page. The last few comparisons are kept (by the windows' digest identities, the name map's
 file identity and the matching mode), so paging through 200,000 rows compares once.
+
+A request without a baseline (base_run, base_worker and base_window all empty) is compared with the
+default baseline of queries/pairing.py (the one pairing of every front door); the answer's `pairing`
+says which rule chose it and says it in words (`default`: false when the request named the baseline).
 """
 from __future__ import annotations
 
@@ -19,6 +23,7 @@ from canning_tb.analysis.compare.ops import MODES
 from canning_tb.store.name_map import load_name_map, name_map_file
 
 from .errors import BadParameter, short_path, unknown_window, window_digest
+from .pairing import window_pairing
 
 SIDE_PARAMS = {"base": ("base_run", "base_worker", "base_window"), "target": ("run", "worker", "window")}
 TABLES = {"operators": "operators", "kernels": "kernels", "families": "kernel_families"}
@@ -91,7 +96,9 @@ def compare_impl(store, base: tuple[str, str, str], target: tuple[str, str, str]
     sort = paging.pop("sort", "abs_delta")
     if sort not in SORTS:
         raise BadParameter(f"sort must be one of {', '.join(SORTS)}, not {sort!r}")
-    head, tables = _compared(store, base, target, group_by)
+    pairing = _pairing(store, base, target)
+    head, tables = _compared(store, pairing.base[0], target, group_by)
+    head = {**head, "pairing": {"rule": pairing.rule, "text": pairing.text, "default": pairing.rule != "named"}}
     rows = tables[table]
     try:
         found = page(rows, tuple(SORTS.values()), SEARCHED, sort=SORTS[sort], limit=paging.pop("limit", MAX_LIMIT),
@@ -102,21 +109,37 @@ def compare_impl(store, base: tuple[str, str, str], target: tuple[str, str, str]
             "rows": [asdict(r) for r in found.rows]}
 
 
-def compared(store, base, target, group_by: str = "name") -> dict:
+def _pairing(store, base: tuple[str, str, str], target: tuple[str, str, str]):
+    """The named baseline, or the default one (queries/pairing.py) when none of its three ids is given."""
+    from .pairing import Pairing
+    if not any(base):
+        return window_pairing(store, *target)
+    if not all(base):
+        raise BadParameter("name the baseline with base_run, base_worker and base_window, or none of them "
+                           "(the default baseline)")
+    return Pairing([base], [target], "named", "the baseline named")
+
+
+def compared(store, base, target, group_by: str = "name", threshold_pct: float | None = None,
+             gate_on: str = "code") -> dict:
     """The whole comparison of two sides (a digest or a list of digests each: analysis.compare), every
     table unpaged, through the logdir's name map, and that map's file and problem: the MCP server's
     (canning_tb/mcp), which pages each section itself."""
     from canning_tb.analysis.compare.verdict import compare  # numpy: on the first request, not at TensorBoard start
     if group_by not in MODES:
         raise BadParameter(f"group_by must be one of {', '.join(MODES)}, not {group_by!r}")
+    from canning_tb.analysis.compare.gate import GATE_ON
+    if gate_on not in GATE_ON:
+        raise BadParameter(f"gate_on must be one of {', '.join(GATE_ON)}, not {gate_on!r}")
     names, path, problem = load_name_map(store.logdir)
     return {"name_map": {"file": short_path(store, path) if path else None, "problem": problem},
-            **compare(base, target, names, group_by).as_dict()}
+            **compare(base, target, names, group_by, threshold_pct=threshold_pct, gate_on=gate_on).as_dict()}
 
 
-def compared_windows(store, base: tuple[str, str, str], target: tuple[str, str, str], group_by: str = "name") -> dict:
+def compared_windows(store, base: tuple[str, str, str], target: tuple[str, str, str], group_by: str = "name",
+                     threshold_pct: float | None = None, gate_on: str = "code") -> dict:
     """`compared` of two windows, with the windows the answer is about (the route's base_window / target_window)."""
     base_info, base_digest, _ = _side(store, *base)
     target_info, target_digest, _ = _side(store, *target)
     return {"base_window": base_info, "target_window": target_info,
-            **compared(store, base_digest, target_digest, group_by)}
+            **compared(store, base_digest, target_digest, group_by, threshold_pct, gate_on)}

@@ -10,8 +10,9 @@ operator's. Kernels are matched by name and by family
 (names.NameMap.family). A row present on one side only is "added" or "removed".
 
 A percentage of a base near zero says nothing (two runs that nest events differently give +9766 %):
-when one side is under NEAR_ZERO of the other, `delta_pct` is None and `delta_text` says "new" (the
-baseline is near zero) or "gone" (the target is).
+when one side is under NEAR_ZERO of the other, `delta_pct` is None. `delta_text` says "new" only when
+the operator really appears (no call in the baseline, calls in the target) and "gone" only when it
+really disappears; an operator called as often on both sides is never new or gone, whatever its time.
 """
 from __future__ import annotations
 
@@ -40,7 +41,7 @@ class Row:
     target_ns: float
     delta_ns: float
     delta_pct: float | None         # of the baseline; None when one side is near zero (delta_text)
-    delta_text: str                 # "new" | "gone" when one side is under NEAR_ZERO of the other, else ""
+    delta_text: str                 # "new" | "gone" when the operator appears / disappears (calls), else ""
     status: str                     # "added" | "removed" | "changed" | "same"
     base_host_self_ns: float        # per step
     target_host_self_ns: float
@@ -85,13 +86,12 @@ def status_of(base_calls: float, target_calls: float, delta: float) -> str:
     return "same" if delta == 0 else "changed"
 
 
-def percent_change(before: float, after: float) -> tuple[float | None, str]:
-    """(delta_pct, delta_text) of a change from `before` to `after` (module doc)."""
-    if after > 0 and before < after * NEAR_ZERO:
-        return None, "new"
-    if before > 0 and after < before * NEAR_ZERO:
-        return None, "gone"
-    return (100 * (after - before) / before if before else None), ""
+def percent_change(before: float, after: float, status: str = "changed") -> tuple[float | None, str]:
+    """(delta_pct, delta_text) of a change from `before` to `after` of a row of `status` (module doc)."""
+    text = {"added": "new", "removed": "gone"}.get(status, "")
+    if (after > 0 and before < after * NEAR_ZERO) or (before > 0 and after < before * NEAR_ZERO):
+        return None, text
+    return (100 * (after - before) / before if before else None), text
 
 
 def op_time(base: list[float], target: list[float]) -> tuple[float, float]:
@@ -126,9 +126,10 @@ def _rows(base: dict, target: dict) -> list[Row]:
         was, now = base.get(key, empty), target.get(key, empty)
         before, after = op_time(was[2], now[2])
         shapes, stack = (now if key in target else was)[3:5]
-        pct, text = percent_change(before, after)
+        status = status_of(was[1], now[1], after - before)
+        pct, text = percent_change(before, after, status)
         rows.append(Row(key[0], shapes, stack, sorted(was[0]), sorted(now[0]), was[1], now[1], before, after,
-                        after - before, pct, text, status_of(was[1], now[1], after - before),
+                        after - before, pct, text, status,
                         was[2][0], now[2][0], was[2][1], now[2][1], was[2][3], now[2][3], was[2][2], now[2][2]))
     rows.sort(key=lambda r: (-abs(r.delta_ns), r.key, r.input_shapes, r.call_stack))
     return rows

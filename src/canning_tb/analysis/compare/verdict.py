@@ -21,8 +21,15 @@ formats: only digests are read) and returns a `Comparison`, every figure per ste
 - the operator tree diff (compare_tree), memory peaks and step-aligned curves (compare_memory),
   communication per collective and group, and per collective kind (compare_comm).
 
+- noise: the 95 % Welch interval of the step-time change on the per-step times of both sides
+  (noise.py), and whether the change is significant; attribution: the change split into the machine's
+  part and the code's (attribution.py); gate: the regression gate's verdict when a threshold is given
+  (gate.py).
+
 Text of a change (`change_text`): under 1 % "about the same"; a ratio of 1.5 or more in either
 direction as "1.8x faster" / "2.0x slower"; otherwise a percentage of the baseline, "12 % slower".
+The step time says both (`step_text`): the step's length in % of the baseline and the speed as the
+ratio of the step times: "step 31 % shorter (1.45x faster)", "step 12 % longer (1.12x slower)".
 """
 from __future__ import annotations
 
@@ -30,8 +37,11 @@ import re
 from dataclasses import asdict, dataclass
 
 from ..common import DATALOADER_RE
+from .attribution import Attribution, attribute
 from .comm import CollectiveDelta, collective_deltas
+from .gate import Gate, interval_text, judge, too_few_text
 from .memory import MemoryPair, memory_pairs
+from .noise import Interval, step_samples, welch
 from .ops import Row, kernel_rows, metric_of, operator_rows
 from .side import CATEGORIES, Side, side_of
 from .tree import Node, operator_tree
@@ -71,6 +81,9 @@ class Verdict:
     comm_not_hidden_share: Change   # share of the step
     throughput: Change              # samples per second
     text: str                       # the verdict line
+    step_interval: Interval | None  # 95 % Welch interval of the step-time change (ns); None: too few steps
+    significance: str               # "significant" | "not significant" | "cannot judge"
+    noise_text: str                 # the interval in words, or how many steps are needed
 
 
 @dataclass
@@ -122,6 +135,8 @@ class Comparison:
     memory: list[MemoryPair]
     communication: list[CollectiveDelta]
     communication_by_kind: list[CollectiveDelta]
+    attribution: Attribution
+    gate: Gate | None               # None: no threshold asked
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -138,6 +153,29 @@ def change_text(base: float | None, target: float | None, lower: str, higher: st
     if ratio is not None and ratio >= RATIO_FROM:
         return f"{ratio:.1f}x {word}"
     return f"{abs(pct):.0f} % {word}"
+
+
+def step_text(base: float | None, target: float | None) -> str:
+    """"step 31 % shorter (1.45x faster)" (module doc)."""
+    if base is None or target is None or base <= 0 or target <= 0:
+        return "n/a"
+    pct = 100 * (target - base) / base
+    if abs(pct) < SAME_BELOW_PCT:
+        return "step about the same"
+    ratio = base / target if target < base else target / base
+    times = f"{ratio:.2f}x" if ratio < 10 else f"{ratio:.0f}x"
+    size = f"{abs(pct):.0f}" if abs(pct) < 99.5 or abs(pct) >= 100 else f"{abs(pct):.1f}"
+    if target < base:
+        return f"step {size} % shorter ({times} faster)"
+    return f"step {size} % longer ({times} slower)"
+
+
+def _noise(base: Side, target: Side, base_steps: list, target_steps: list) -> tuple[Interval | None, str, str]:
+    interval = welch(base_steps, target_steps)
+    if interval is None:
+        return None, "cannot judge", too_few_text(len(base_steps), len(target_steps))
+    word = "significant" if interval.low_ns > 0 or interval.high_ns < 0 else "not significant"
+    return interval, word, f"{word} ({interval_text(interval, base.step_ns)})"
 
 
 def _change(base: float | None, target: float | None, lower: str, higher: str) -> Change:
@@ -161,15 +199,17 @@ def _throughput(side: Side) -> float | None:
     return side.batch_size / (side.step_ns / 1e9) if side.batch_size and side.step_ns > 0 else None
 
 
-def _verdict(base: Side, target: Side) -> Verdict:
+def _verdict(base: Side, target: Side, base_steps: list, target_steps: list) -> Verdict:
     step = _change(base.step_ns or None, target.step_ns or None, "faster", "slower")
+    step.text = step_text(step.base, step.target)
+    interval, significance, noise_text = _noise(base, target, base_steps, target_steps)
     (base_dev, base_peak), (target_dev, target_peak) = _peak(base), _peak(target)
     memory = _change(base_peak, target_peak, "lower", "higher")
     comm = _change(base.breakdown["communication"], target.breakdown["communication"], "less", "more")
     share = _change(summary_share(base.breakdown["communication"], base.step_ns),  # the one ratio (summary.share)
                     summary_share(target.breakdown["communication"], target.step_ns), "less", "more")
     throughput = _change(_throughput(base), _throughput(target), "lower", "higher")
-    parts = [f"step time {step.text}"]
+    parts = [f"{step.text}, {noise_text}" if step.text != "n/a" else "step time n/a"]
     if memory.text != "n/a":
         parts.append(f"memory peak {memory.text}")
     if comm.base or comm.target:
@@ -178,7 +218,8 @@ def _verdict(base: Side, target: Side) -> Verdict:
     if throughput.text != "n/a":
         parts.append(f"throughput {throughput.text}")
     return Verdict(step_time=step, memory_peak=memory, memory_device=target_dev or base_dev,
-                   comm_not_hidden=comm, comm_not_hidden_share=share, throughput=throughput, text="; ".join(parts))
+                   comm_not_hidden=comm, comm_not_hidden_share=share, throughput=throughput, text="; ".join(parts),
+                   step_interval=interval, significance=significance, noise_text=noise_text)
 
 
 def _contributors(base: Side, target: Side, rows: list[Row], top: int) -> Contributors:
@@ -225,20 +266,28 @@ def _by_category(base: Side, target: Side, rows: list[Row]) -> list[CategoryCont
 
 
 def compare(base_digests, target_digests, names: NameMap | None = None, mode: str = "name",
-            top: int = 10) -> Comparison:
+            top: int = 10, threshold_pct: float | None = None, gate_on: str = "code") -> Comparison:
+    """The comparison (module doc); with `threshold_pct` the gate's verdict on `gate_on` (gate.py)."""
     names = names or name_map()
     base, target = side_of(base_digests), side_of(target_digests)
     by_name = operator_rows(base, target, names, "name")
+    by_shape = operator_rows(base, target, names, "shape")
+    base_steps, target_steps = step_samples(base.digests), step_samples(target.digests)
+    verdict = _verdict(base, target, base_steps, target_steps)
+    attribution = attribute(by_shape, base_steps, target_steps, base.step_ns, target.step_ns)
+    gate = None if threshold_pct is None else judge(verdict.step_interval, attribution, base.step_ns,
+                                                    len(base_steps), len(target_steps), threshold_pct, gate_on)
     return Comparison(
         metric=metric_of(base, target), mode=mode,
         base=SideInfo(base.windows, base.steps, base.step_ns, base.batch_size),
         target=SideInfo(target.windows, target.steps, target.step_ns, target.batch_size),
-        verdict=_verdict(base, target),
+        verdict=verdict,
         breakdown=[CategoryDelta(c, base.breakdown[c], target.breakdown[c], target.breakdown[c] - base.breakdown[c])
                    for c in CATEGORIES],
-        operators=by_name if mode == "name" else operator_rows(base, target, names, mode),
+        operators={"name": by_name, "shape": by_shape}.get(mode) or operator_rows(base, target, names, mode),
         kernels=kernel_rows(base, target, names), kernel_families=kernel_rows(base, target, names, by_family=True),
         contributors=_contributors(base, target, by_name, top),
         tree=operator_tree(base, target, names),
         memory=memory_pairs(base, target),
-        communication=collective_deltas(base, target), communication_by_kind=collective_deltas(base, target, False))
+        communication=collective_deltas(base, target), communication_by_kind=collective_deltas(base, target, False),
+        attribution=attribution, gate=gate)

@@ -984,6 +984,58 @@ export interface Verdict {
   comm_not_hidden_share: Change;
   throughput: Change;
   text: string;
+  /** 95 % Welch interval of the step-time change (ns per step); null: too few steps */
+  step_interval: Interval | null;
+  significance: "significant" | "not significant" | "cannot judge";
+  noise_text: string;
+}
+/** A 95 % interval of a change, ns per step (analysis/compare/noise.py). */
+export interface Interval {
+  low_ns: number;
+  high_ns: number;
+  df: number | null;
+  level: number;
+}
+/** An operator the code's part of the change comes from (analysis/compare/attribution.py). */
+export interface CodeItem {
+  name: string;
+  input_shapes: string;
+  why: string;
+  base_ns: number;
+  target_ns: number;
+  excess_ns: number;
+}
+/** The step-time change split into the machine's part and the code's (ns per step). */
+export interface Attribution {
+  matched_operators: number;
+  matched_share: number | null;
+  factor: number | null;
+  factor_low: number | null;
+  factor_high: number | null;
+  step_delta_ns: number;
+  machine_ns: number | null;
+  code_ns: number;
+  code_interval: Interval | null;
+  code_items: CodeItem[];
+  named_ns: number;
+  rest_ns: number;
+}
+/** The regression gate's verdict (analysis/compare/gate.py); null where no threshold was asked. */
+export interface Gate {
+  status: "pass" | "regression" | "cannot judge";
+  gate_on: "code" | "total";
+  threshold_pct: number;
+  part_ns: number | null;
+  part_pct: number | null;
+  interval: Interval | null;
+  text: string;
+}
+/** Which baseline the answer compares with, and why (queries/pairing.py). */
+export interface Pairing {
+  rule: "named" | "triggered" | "previous window" | "previous run" | "next window" | "other worker" | "next run";
+  text: string;
+  /** false: the request named the baseline */
+  default: boolean;
 }
 export interface CategoryDelta {
   category: string;
@@ -1005,7 +1057,8 @@ export interface CompareRow {
   target_ns: number;
   delta_ns: number;
   delta_pct: number | null;
-  /** "new" / "gone": one side is under 1 % of the other (delta_pct is then null) */
+  /** "new" / "gone": the operator appears / disappears (no call on one side); delta_pct is null where one
+   * side is under 1 % of the other */
   delta_text: "new" | "gone" | "";
   status: CompareStatus;
 }
@@ -1092,6 +1145,9 @@ export interface CompareResponse {
   memory: MemoryPair[];
   communication: CollectiveDelta[];
   communication_by_kind: CollectiveDelta[];
+  attribution: Attribution;
+  gate: Gate | null;
+  pairing: Pairing;
 }
 
 // -- fetching ------------------------------------------------------------------------------------------

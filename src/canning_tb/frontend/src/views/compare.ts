@@ -3,14 +3,15 @@
 // line, the step breakdown side by side, the contributors to the step-time change, the operator /
 // kernel / kernel-family delta table (searched, sorted and paged by the server: a window of 200,000
 // operator names answers one page), the operator tree diff, the memory overlay and the communication
-// deltas. The baseline and the table's options live in the app state.
-import { getJSON, windowParams, type CompareResponse, type CompareRow, type GroupBy, type RunEntry, type RunsResponse, type Selection } from "../api";
+// deltas. The baseline and the table's options live in the app state. Without a baseline in the state the
+// server's default pairing chooses it (queries/pairing.py, the CLI's and the MCP tool's too) and says why.
+import { getJSON, windowParams, type Attribution, type CompareResponse, type CompareRow, type GroupBy, type RunEntry, type RunsResponse, type Selection } from "../api";
 import { h, option } from "../dom";
 import { int, ms } from "../format";
 import type { CompareOptions } from "../state";
 import { card, errorText, SortTable, type Col } from "./common";
 import { Pager } from "./pager";
-import { breakdownChart, commTable, contributorsTable, deltaMs, deltaPct, memoryChart, memoryPeaks, statusMark, treeDiff } from "./compare_parts";
+import { breakdownChart, codeItemsTable, commTable, contributorsTable, deltaMs, deltaPct, memoryChart, memoryPeaks, statusMark, treeDiff } from "./compare_parts";
 import { showError, showLoading, type ViewDef, type ViewHost } from "./view";
 
 type Table = CompareOptions["table"];
@@ -34,7 +35,7 @@ function columns(group: GroupBy, operators: boolean): Col<CompareRow>[] {
     { key: "target_ns", label: "Target (ms)", num: true, value: (r) => r.target_ns / 1e6, fmt: (r) => ms(r.target_ns), tip: "Time per step in the target" },
     { key: "delta_ns", label: "Δ (ms)", num: true, value: (r) => r.delta_ns / 1e6, fmt: (r) => deltaMs(r.delta_ns), tip: "Target minus baseline, per step" },
     { key: "abs_delta", label: "|Δ| (ms)", num: true, value: (r) => Math.abs(r.delta_ns) / 1e6, fmt: (r) => ms(Math.abs(r.delta_ns)), tip: "Size of the change" },
-    { key: "delta_pct", label: "Δ %", num: true, value: (r) => r.delta_pct ?? 0, fmt: (r) => deltaPct(r.delta_pct, r.delta_text), tip: "Change in % of the baseline; “new” / “gone” where one side is under 1 % of the other" },
+    { key: "delta_pct", label: "Δ %", num: true, value: (r) => r.delta_pct ?? 0, fmt: (r) => deltaPct(r.delta_pct, r.delta_text), tip: "Change in % of the baseline; “new” / “gone” where the operator appears / disappears (no call on one side)" },
   ];
 }
 
@@ -56,34 +57,27 @@ function same(a: Selection, b: Selection): boolean {
   return a.run === b.run && a.worker === b.worker && a.window === b.window;
 }
 
-/** The baseline: the state's when it exists, else the last normal window before the target in its worker
- * (one the job did not ask for itself on a slow step: ps.on_demand(trigger=...)), else the window before it,
- * else the one after, else the same position in another worker, else the target itself. */
-export function baselineFor(opts: CompareOptions, target: Selection, runs: RunEntry[]): Selection {
-  const all = windowsOf(runs);
+/** The baseline the state names, when it is a window of the logdir; null: the server's default pairing. */
+export function chosenBaseline(opts: CompareOptions, runs: RunEntry[]): Selection | null {
   const chosen = { run: opts.run, worker: opts.worker, window: opts.window };
-  if (all.some((w) => same(w, chosen))) return chosen;
-  const run = runs.find((r) => r.name === target.run);
-  const worker = run?.workers.find((w) => w.name === target.worker);
-  const index = worker?.windows.findIndex((w) => w.id === target.window) ?? -1;
-  const normal = worker?.windows.slice(0, Math.max(index, 0)).reverse().find((w) => !w.trigger);
-  const neighbour = worker && (normal ?? worker.windows[index - 1] ?? worker.windows[index + 1]);
-  if (neighbour) return { ...target, window: neighbour.id };
-  const other = run?.workers.find((w) => w.name !== target.worker && w.windows.length);
-  if (other) return { run: target.run, worker: other.name, window: other.windows[Math.min(Math.max(index, 0), other.windows.length - 1)].id };
-  return target;
+  return windowsOf(runs).some((w) => same(w, chosen)) ? chosen : null;
 }
 
-/** Where the target is a window the job asked for itself (a slow step), and the baseline is the view's own
- * choice: why, and that the baseline is the last normal window before it. */
-function triggerNote(opts: CompareOptions, target: Selection, base: Selection, runs: RunEntry[]): HTMLElement | null {
-  const worker = runs.find((r) => r.name === target.run)?.workers.find((w) => w.name === target.worker);
-  const reason = worker?.windows.find((w) => w.id === target.window)?.trigger;
-  const picked = opts.run === base.run && opts.worker === base.worker && opts.window === base.window;
-  const baseEntry = worker?.windows.find((w) => w.id === base.window);
-  if (!reason || picked || !baseEntry || baseEntry.trigger || base.worker !== target.worker) return null;
-  return h("p", { id: "cmp-trigger-note", class: "muted",
-    text: `The job asked for this window itself (${reason}): compared with the last normal window before it, ${baseEntry.label}.` });
+/** How the answer's baseline was chosen: the server's words for a default pairing (a triggered window's is
+ * `cmp-trigger-note`, with the trigger's reason). */
+function pairingNote(d: CompareResponse): HTMLElement | null {
+  if (!d.pairing.default) return null;
+  const id = d.pairing.rule === "triggered" ? "cmp-trigger-note" : "cmp-pairing";
+  return h("p", { id, class: "muted", "data-rule": d.pairing.rule, text: `Default pairing: ${d.pairing.text} (pick another baseline above).` });
+}
+
+/** The machine's and the code's part of the step-time change, in ms per step. */
+function attributionText(a: Attribution): string {
+  const machine = a.machine_ns === null || a.factor === null
+    ? "machine: unknown (no operator ran on both sides with the same calls and shapes)"
+    : `machine ${deltaMs(a.machine_ns)} ms (common factor ${a.factor.toFixed(3)}, quartiles ${(a.factor_low ?? 0).toFixed(3)}–${(a.factor_high ?? 0).toFixed(3)} over ${int(a.matched_operators)} operators)`;
+  const interval = a.code_interval ? ` (95 % interval ${deltaMs(a.code_interval.low_ns)} to ${deltaMs(a.code_interval.high_ns)})` : "";
+  return `Step-time change per step: ${machine}; code ${deltaMs(a.code_ns)} ms${interval}.`;
 }
 
 function sideLabel(sel: Selection, label: string): string {
@@ -145,9 +139,12 @@ class ComparePanel {
       "div",
       { id: "cmp-verdict", class: "card verdict", "data-step-text": step.text, "data-delta-pct": String(step.delta_pct ?? "") },
       h("h2", { text: d.verdict.text }),
+      h("p", { id: "cmp-attribution", "data-machine-ns": String(d.attribution.machine_ns ?? ""), "data-code-ns": String(d.attribution.code_ns), text: attributionText(d.attribution) }),
       h("p", { class: "muted", text: `Baseline: ${sideLabel(this.base, d.base_window.label)} (${d.base_window.format}, ${int(d.base.steps)} steps, ${ms(d.base.step_ns)} ms/step)` }),
       h("p", { class: "muted", text: `Target: ${sideLabel(this.host.sel, d.target_window.label)} (${d.target_window.format}, ${int(d.target.steps)} steps, ${ms(d.target.step_ns)} ms/step)` }),
     );
+    const note = pairingNote(d);
+    if (note) el.append(note);
     if (d.name_map.problem) el.append(h("p", { class: "error-text", id: "cmp-name-map-problem", text: `Name map ${d.name_map.file} not used: ${d.name_map.problem}` }));
     return el;
   }
@@ -218,6 +215,7 @@ class ComparePanel {
       this.head,
       this.verdict(),
       h("div", { class: "grid2" }, card("Step breakdown (ms per step)", breakdownEl), card("Contributors to the step-time change", h("div", { class: "table-wrap" }, contributorsTable(d.contributors)))),
+      card("The code's operators (time beyond the machine's common factor)", h("div", { class: "table-wrap" }, codeItemsTable(d.attribution.code_items))),
       this.tableToolbar(),
       h(
         "section",
@@ -241,13 +239,14 @@ class ComparePanel {
   }
 }
 
-/** The query of GET /compare: the two windows, the matching, the table and its search (first page). */
-function compareParams(host: ViewHost, base: Selection): Record<string, string> {
+/** The query of GET /compare: the two windows (no baseline: the server's default pairing), the matching, the
+ * table and its search (first page). */
+function compareParams(host: ViewHost, base: Selection | null): Record<string, string> {
   const opts = host.store.state.compare;
   return {
-    base_run: base.run,
-    base_worker: base.worker,
-    base_window: base.window,
+    base_run: base?.run ?? "",
+    base_worker: base?.worker ?? "",
+    base_window: base?.window ?? "",
     ...windowParams(host.sel),
     group_by: opts.group,
     table: opts.table,
@@ -259,21 +258,22 @@ function compareParams(host: ViewHost, base: Selection): Record<string, string> 
 async function load(host: ViewHost): Promise<void> {
   showLoading(host, "Comparing the two windows…");
   let head: HTMLElement | null = null;
+  let listing: RunsResponse | null = null;
   try {
-    const listing = await getJSON<RunsResponse>("runs", {}, host.signal);
-    // a baseline the view chooses is not written into the state: only one the user picks is (state.ts)
-    const base = baselineFor(host.store.state.compare, host.sel, listing.runs);
-    head = picker(host, listing.runs, base);
-    const note = triggerNote(host.store.state.compare, host.sel, base, listing.runs);
-    if (note) head.append(note);
-    host.el.prepend(head);
-    const data = await getJSON<CompareResponse>("compare", compareParams(host, base), host.signal);
+    listing = await getJSON<RunsResponse>("runs", {}, host.signal);
+    // a baseline the view's default chooses is not written into the state: only one the user picks is (state.ts)
+    const chosen = chosenBaseline(host.store.state.compare, listing.runs);
+    const data = await getJSON<CompareResponse>("compare", compareParams(host, chosen), host.signal);
     if (host.signal.aborted) return;
+    const base = { run: data.base_window.run, worker: data.base_window.worker, window: data.base_window.window };
+    head = picker(host, listing.runs, base);
+    host.el.prepend(head);
     new ComparePanel(host, head, base, data).show();
   } catch (err) {
     if (host.signal.aborted || (err as Error).name === "AbortError") return;
     showError(host, errorText(err));
-    if (head) host.el.prepend(head); // another baseline can still be picked
+    // another baseline can still be picked
+    if (listing) host.el.prepend(head ?? picker(host, listing.runs, chosenBaseline(host.store.state.compare, listing.runs) ?? host.sel));
   }
 }
 

@@ -1,7 +1,7 @@
 // Pieces of the Compare view that draw one part of GET /compare's answer: the breakdown bars, the
 // memory overlay on the step-aligned axis, the operator tree diff and the small tables. Every
 // figure is the route's; these only format and draw.
-import type { CategoryDelta, CollectiveDelta, CompareResponse, Contributors, MemoryPair, TreeNode } from "../api";
+import type { CategoryDelta, CodeItem, CollectiveDelta, CompareResponse, Contributors, MemoryPair, TreeNode } from "../api";
 import { RawChart, tipLines } from "../chart";
 import { h } from "../dom";
 import { bytes, int, ms } from "../format";
@@ -98,27 +98,35 @@ export function memoryPeaks(pairs: MemoryPair[]): HTMLElement {
 
 /** The step-time change as the breakdown shows it: each category's delta (they sum to the change),
  * the operators that fall in it indented below it, and the rest of the category. */
+/** The named operators' changes first (largest first); what no named operator explains apart, per category:
+ * a rest row is never netted against a named change. */
 export function contributorsTable(c: Contributors): HTMLElement {
-  const body = h("tbody");
   const row = (cls: string, name: string, delta: number, mark = "", title = name) =>
     h("tr", { class: cls, "data-name": name }, h("td", { class: "name", text: name, title }), h("td", { class: "num", text: deltaMs(delta) }), h("td", { class: "text", text: mark }));
+  const named = h("tbody", { class: "named" });
+  const ops = c.by_category.flatMap((cat) => cat.operators).sort((a, b) => Math.abs(b.delta_ns) - Math.abs(a.delta_ns));
+  for (const o of ops) named.append(row(`operator status-${o.status}`, o.name, o.delta_ns, statusMark(o.status)));
+  const rest = h("tbody", { class: "rest-rows" });
+  rest.append(h("tr", { class: "subhead" }, h("th", { colspan: "3", class: "muted", text: "Not explained by a named operator (overlap, gaps, work outside operators), per category" })));
   for (const cat of c.by_category) {
     const label = cat.category.replace(/_/g, " ");
-    body.append(row("category", label, cat.delta_ns, "", `${label}: this category's change in the step breakdown`));
-    for (const o of cat.operators) {
-      const el = row(`operator status-${o.status}`, o.name, o.delta_ns, statusMark(o.status));
-      (el.firstChild as HTMLElement).style.paddingLeft = "1.5em";
-      body.append(el);
-    }
-    if (cat.operators.length && Math.abs(cat.rest_ns) >= 1) {
-      const rest = row("rest muted", `rest of ${label} (overlap, gaps, work outside operators)`, cat.rest_ns);
-      (rest.firstChild as HTMLElement).style.paddingLeft = "1.5em";
-      body.append(rest);
-    }
+    const value = cat.operators.length ? cat.rest_ns : cat.delta_ns;
+    if (Math.abs(value) >= 1) rest.append(row("rest muted", `rest of ${label}`, value, "", `${label}: its change in the step breakdown (${deltaMs(cat.delta_ns)} ms) less its named operators'`));
   }
-  const head = h("tr", {}, h("th", { text: "Category / operator" }), h("th", { class: "num", text: "Δ ms / step" }), h("th", { text: "" }));
+  const head = h("tr", {}, h("th", { text: "Operator" }), h("th", { class: "num", text: "Δ ms / step" }), h("th", { text: "" }));
   const foot = h("tr", {}, h("th", { text: "step time change" }), h("th", { class: "num", text: deltaMs(c.step_delta_ns) }), h("th", {}));
-  return h("table", { id: "cmp-contributors", class: "data-table" }, h("thead", {}, head), body, h("tfoot", {}, foot));
+  return h("table", { id: "cmp-contributors", class: "data-table" }, h("thead", {}, head), named, rest, h("tfoot", {}, foot));
+}
+
+/** The code's operators: added, removed, other calls, or slower / faster far beyond the machine's factor. */
+export function codeItemsTable(items: CodeItem[]): HTMLElement {
+  if (!items.length) return h("p", { class: "muted", id: "cmp-code-items", text: "No operator was added, removed, called otherwise or changed beyond the machine's common factor." });
+  const body = h("tbody");
+  for (const i of items)
+    body.append(h("tr", { "data-name": i.name }, h("td", { class: "name", text: i.name, title: i.input_shapes || i.name }), h("td", { class: "text", text: i.why }),
+      h("td", { class: "num", text: ms(i.base_ns) }), h("td", { class: "num", text: ms(i.target_ns) }), h("td", { class: "num", text: deltaMs(i.excess_ns) })));
+  const head = h("tr", {}, ...["Operator", "Why", "Base ms", "Target ms", "Beyond the machine, ms"].map((t, i) => h("th", { class: i > 1 ? "num" : "", text: t })));
+  return h("table", { id: "cmp-code-items", class: "data-table" }, h("thead", {}, head), body);
 }
 
 export function commTable(rows: CollectiveDelta[]): HTMLElement {
