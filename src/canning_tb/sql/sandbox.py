@@ -42,7 +42,7 @@ def _statement(query: str):
     try:
         statements = duckdb.extract_statements(query)
     except duckdb.Error as e:
-        raise SqlError(f"the query cannot be parsed: {_first_line(e)}") from None
+        raise SqlError(f"the query cannot be parsed: {_first_line(e)}{_hint(query)}") from None
     if len(statements) != 1:
         raise SqlError(f"one SELECT statement per query, not {len(statements)}")
     kind = statements[0].type.name
@@ -59,6 +59,13 @@ def names_in(query: str) -> set[str] | None:
         return {n.lower() for n in duckdb.get_table_names(query)}
     except duckdb.Error:
         return None
+
+
+def _hint(query: str) -> str:
+    import re
+    if re.search(r'(?<!")\bwindow\b(?!")', query, re.I):
+        return ' (WINDOW is an SQL keyword: write the column as "window", in double quotes)'
+    return ""
 
 
 def _first_line(error: Exception) -> str:
@@ -107,7 +114,8 @@ def run(query: str, tables: dict, max_rows: int = DEFAULT_MAX_ROWS, timeout_s: f
     except duckdb.OutOfMemoryException as e:
         raise SqlError(f"the query needs more memory than its limit ({MEMORY_LIMIT}): {_first_line(e)}") from None
     except duckdb.Error as e:
-        raise SqlError(_first_line(e)) from None
+        hint = _hint(query) if isinstance(e, duckdb.ParserException) else ""
+        raise SqlError(_first_line(e) + hint) from None
     finally:
         timer.cancel()
         con.close()
