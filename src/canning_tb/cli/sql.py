@@ -96,13 +96,13 @@ def _write(answer, args) -> None:
     out = open(args.out, "w", encoding="utf-8", newline="") if args.out else sys.stdout
     try:
         if args.format == "csv":
-            rows = ([_cell(v) for v in row.values()] for row in table.to_pylist())
+            rows = ([_cell(v) for v in row.values()] for row in table.to_pylist())  # NULL: an empty cell
             for chunk in csv_chunks(table.schema.names, rows):
                 out.write(chunk)
         elif args.format == "json":
-            json.dump({"columns": [{"name": f.name, "type": str(f.type)} for f in table.schema],
-                       "rows": table.to_pylist(), "truncated": answer.truncated, "problems": answer.problems},
-                      out, default=_plain, allow_nan=False, ensure_ascii=False)
+            from canning_tb.sql import plain
+            json.dump({"columns": plain.columns(table), "rows": plain.rows(table), "truncated": answer.truncated,
+                       "problems": answer.problems}, out, allow_nan=False, ensure_ascii=False)
             out.write("\n")
         else:
             out.write(text_table(table))
@@ -111,20 +111,10 @@ def _write(answer, args) -> None:
             out.close()
 
 
-def _plain(value):
-    """JSON for DuckDB's other types: a DECIMAL (SUM of integers) as a number, anything else as its text."""
-    import decimal
-    if isinstance(value, decimal.Decimal):
-        return int(value) if value == value.to_integral_value() else float(value)
-    return str(value)
-
-
 def _cell(value):
-    if value is None:
-        return ""
-    if isinstance(value, float) and value != value:
-        return ""
-    return value
+    from canning_tb.sql.plain import plain
+    value = plain(value)
+    return "" if value is None else value
 
 
 def _shown(value) -> str:

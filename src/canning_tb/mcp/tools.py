@@ -10,7 +10,7 @@ from canning_tb.analysis import digest_pb2 as pb
 from canning_tb.queries.bounds import INT_BOUND
 from canning_tb.queries.sections import scalar_fields
 
-from . import comm_tools, compare_tool, efficiency, listing, memory_tools, timeline_tool, window_tools
+from . import comm_tools, compare_tool, efficiency, listing, memory_tools, sql_tools, timeline_tool, window_tools
 from .bounds import MAX_CHARS
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
@@ -41,7 +41,7 @@ def limit(default: int, most: int):
 
 def register(app, host, answer) -> None:
     """Every tool on `app` (an MCPServer), over `host`; `answer(make)` turns a selection into the reply."""
-    for group in (_listing, _window, _memory, _communication, _compare, _timeline, _efficiency):
+    for group in (_listing, _window, _memory, _communication, _compare, _timeline, _efficiency, _sql):
         group(app, host, answer)
 
 
@@ -188,3 +188,25 @@ def _efficiency(app, host, answer) -> None:
     _tool(app, roofline, "The roofline points of the window (operators by name + input shapes, kernels): FLOPs, bytes, "
                          "intensity, achieved TFLOP/s and GB/s, the roof at that intensity, the share of it reached "
                          "and the bound (compute, memory, latency), longest first; paged.")
+
+
+def _sql(app, host, answer) -> None:
+    def query(sql: Annotated[str, Field(max_length=20_000, description="one SELECT over the tables `schema` lists, "
+                                                                        "e.g. SELECT rank, avg(dur_ns) FROM steps "
+                                                                        "GROUP BY rank")],
+              run: Annotated[Optional[str], Field(description="only this run (default: every run, told apart by "
+                                                              "the run column)")] = None,
+              max_rows: Annotated[int, Field(ge=1, le=1000, description="rows at most (fewer where they would pass "
+                                                                        "the size cap)")] = 100):
+        return answer(lambda: sql_tools.query(host, sql, run, max_rows))
+
+    def schema(table: Annotated[Optional[str], Field(description="one table, with each column's glossary "
+                                                                 "definition; omit: every table")] = None):
+        return answer(lambda: sql_tools.schema(host, table))
+
+    _tool(app, query, "SQL (DuckDB) over every window of every rank of the runs: steps with their breakdown, "
+                      "operators, kernels, communication per call with wait / transfer, the matrix, memory, "
+                      "findings, efficiency, events; the same figures as the views. One SELECT, read-only, no file "
+                      "or network access, 30 s at most; `truncated` says the query had more than max_rows rows.")
+    _tool(app, schema, "The tables `query` reads: their columns and types, and for each column that is a figure "
+                       "of the views its glossary name and definition (one table at a time: the definitions).")
