@@ -37,8 +37,16 @@ class Answer:
     problems: list = field(default_factory=list)  # windows left out ("worker / window: problem")
 
 
+def _duckdb():
+    try:
+        import duckdb
+    except ImportError:
+        raise SqlError("SQL needs DuckDB, which is not installed here: pip install duckdb") from None
+    return duckdb
+
+
 def _statement(query: str):
-    import duckdb
+    duckdb = _duckdb()
     try:
         statements = duckdb.extract_statements(query)
     except duckdb.Error as e:
@@ -54,7 +62,7 @@ def _statement(query: str):
 
 def names_in(query: str) -> set[str] | None:
     """The table names a query reads (lower case), None when DuckDB's parser cannot tell."""
-    import duckdb
+    duckdb = _duckdb()
     try:
         return {n.lower() for n in duckdb.get_table_names(query)}
     except duckdb.Error:
@@ -81,7 +89,7 @@ def check(query: str) -> None:
 def run(query: str, tables: dict, max_rows: int = DEFAULT_MAX_ROWS, timeout_s: float = DEFAULT_TIMEOUT_S,
         threads: int | None = None) -> tuple[pa.Table, bool]:
     """(at most max_rows rows of `query` over `tables` {name: Arrow table}, truncated)."""
-    import duckdb
+    duckdb = _duckdb()
     if max_rows < 0:
         raise SqlError("max_rows must be 0 or more")
     statement = _statement(query)
