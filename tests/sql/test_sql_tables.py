@@ -288,3 +288,22 @@ def test_kernel_calls_are_kernel_details_csv_s(run):
         calls = collections.Counter(row["Name"] for row in csv.DictReader(f) if not row["Name"].startswith("hcom_"))
     answer = run.sql(f"SELECT name, calls FROM kernels WHERE run = '{ASCEND}' AND rank = 0 AND NOT communication")
     assert {r["name"]: r["calls"] for r in answer.table.to_pylist()} == dict(calls) and len(calls) > 10
+
+
+def test_events_of_the_windows_a_where_names_and_no_fewer(run, store):
+    """Only the windows a simple WHERE names are read; an OR, a subquery or a join reads them all, so the
+    answer is never short of a window."""
+    from canning_tb.sql.run import events_where
+    assert events_where("SELECT * FROM events WHERE rank = 3 AND kind = 'kernel'") == {"rank": [3]}
+    assert events_where("SELECT * FROM events WHERE rank IN (1, 2) AND window_index = 0 AND \"window\" = 'w'") == \
+        {"rank": [1, 2], "window_index": [0], "window": ["w"]}
+    assert events_where("SELECT * FROM events WHERE rank = 3 OR kind = 'kernel'") == {}
+    assert events_where("SELECT * FROM events WHERE rank = 3 AND id IN (SELECT parent FROM events "
+                        "WHERE rank = 4)") == {}
+    assert events_where("SELECT * FROM events e JOIN steps s USING (rank) WHERE rank = 3") == {}
+    assert events_where("SELECT * FROM events WHERE rank > 3") == {}
+    worker = store.workers(RESNET)[0].name
+    first, second = (w.id for w in store.windows(RESNET, worker))
+    answer = run.sql(f"SELECT count(DISTINCT \"window\") AS windows FROM events WHERE run = '{RESNET}' AND "
+                     f"(\"window\" = '{first}' OR \"window\" = '{second}')")
+    assert answer.table["windows"].to_pylist() == [2]
