@@ -14,7 +14,7 @@ process (a new `canning_tb.open`, digests read from disk; the OS page cache warm
   to the cache: cold), then the same again in a new process (`events_one_rank_warm`: from the Parquet).
 `--big TRACE` (e.g. benchmarks/make_big_trace.py's 1 GB trace; default: the largest fixture, HTA's 216k-event V100
 trace): `events_big` cold (trace parsed, Parquet written) and warm, and the Parquet's size.
-Wall and CPU seconds of the child; results on stdout and OUT/sql.json. Not a test; not part of `make test`.
+Wall and CPU seconds of the child (its own children's CPU included), its peak memory and the load average; results on stdout and OUT/sql.json. Not a test; not part of `make test`.
 """
 from __future__ import annotations
 
@@ -72,11 +72,22 @@ def child(logdir: str, name: str, cache: str) -> None:
     opened = time.perf_counter() - start
     answer = run.sql(QUERIES[name], timeout_s=600)
     now = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)  # a big trace is read by two processes
     print(json.dumps({"wall_s": round(time.perf_counter() - start, 2), "open_s": round(opened, 2),
-                      "cpu_s": round(now.ru_utime + now.ru_stime - cpu.ru_utime - cpu.ru_stime, 2),
-                      "peak_rss_mb": round(now.ru_maxrss / 1024), "windows": len(run.windows()),
+                      "cpu_s": round(now.ru_utime + now.ru_stime - cpu.ru_utime - cpu.ru_stime
+                                     + kids.ru_utime + kids.ru_stime, 2),
+                      "peak_rss_mb": _peak_mb(), "load": round(os.getloadavg()[0], 1), "windows": len(run.windows()),
                       "rows": answer.table.num_rows, "first": answer.table.slice(0, 1).to_pylist(),
                       "problems": len(answer.problems)}, default=str))
+
+
+def _peak_mb() -> int:
+    """This process's peak resident memory (VmHWM: ru_maxrss on Linux keeps the parent's across exec)."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return round(int(line.split()[1]) / 1024)
+    return -1
 
 
 def measure(logdir: str, name: str, cache: str) -> dict:
