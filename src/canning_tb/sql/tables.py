@@ -50,7 +50,7 @@ class Table:
     cross_rank: bool = False  # rows need every rank's digest at the same window position (rows(digests))
 
 
-def _proto_columns(message_type, skip=(), prefix_map=None) -> tuple:
+def _proto_columns(message_type, skip=()) -> tuple:
     """(column, arrow type) of a digest message's scalar fields (and its single sub-messages' as a_b),
     the fields the views' tables sort on (queries/sections.scalar_fields)."""
     out = []
