@@ -12,12 +12,12 @@ the digest step whose span holds the event's start, NULL outside every step.
 from __future__ import annotations
 
 import logging
-import os
 
 import numpy as np
 import pyarrow as pa
 
 from canning_tb.ingest.table import NONE, Kind
+from canning_tb.util import safe_files
 
 from .tables import KEYS
 
@@ -97,21 +97,15 @@ def cached(prefix: str, build) -> pa.Table:
     import pyarrow.parquet as pq
     path = prefix + SUFFIX
     try:
-        found = pq.read_table(path, memory_map=True)
+        with safe_files.open_file(path) as f:  # a regular file, never a link out of a .canning cache
+            found = pq.read_table(f)
         if found.schema.names == schema().names:
             return found
     except (OSError, pa.ArrowException):
         pass
     table = build()
-    tmp = f"{path}.{os.getpid()}.tmp"
-    try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        pq.write_table(table, tmp, compression="zstd")
-        os.replace(tmp, path)
+    try:  # safe_files: never through a link where the cache sits beside the data (.canning)
+        safe_files.atomic_write(path, write=lambda f: pq.write_table(table, f, compression="zstd"))
     except (OSError, pa.ArrowException) as e:
         log.warning("canning: cannot write the events cache %s: %s", path, e)
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
     return table
