@@ -307,3 +307,15 @@ def test_events_of_the_windows_a_where_names_and_no_fewer(run, store):
     answer = run.sql(f"SELECT count(DISTINCT \"window\") AS windows FROM events WHERE run = '{RESNET}' AND "
                      f"(\"window\" = '{first}' OR \"window\" = '{second}')")
     assert answer.table["windows"].to_pylist() == [2]
+
+
+def test_a_window_not_analysed_yet_is_said(tmp_path, cache):
+    """torch_npu output without ASCEND_PROFILER_OUTPUT (profiled, not analysed: profiler_info and FRAMEWORK/) is
+    left out of every table and named in `problems`."""
+    shutil.copytree(fixture_path("ascend", "level1", "rank0_ascend_pt"), tmp_path / "rank0_ascend_pt")
+    raw = tmp_path / "rank1_ascend_pt"
+    (raw / "FRAMEWORK").mkdir(parents=True)
+    shutil.copy(fixture_path("ascend", "level1", "rank1_ascend_pt", "profiler_info_1.json"), raw)
+    run = canning_tb.open(str(tmp_path), cache_dir=str(cache / "raw"))
+    assert run.df("windows")["rank"].tolist() == [0]
+    assert len(run.problems) == 1 and "not ready (incomplete)" in run.problems[0]

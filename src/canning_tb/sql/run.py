@@ -54,6 +54,8 @@ class Run:
                     if win.status == "ready":
                         rank = worker.rank if worker.rank >= 0 else win.rank
                         out.append((Window(run, worker.name, rank, win.id, index), win))
+                    else:  # torch_npu output not analysed yet, or a window still being written
+                        self._problem(f"{run} / {worker.name} / {win.label}: left out, not ready ({win.status})")
         return out
 
     def _digest(self, key: Window, fields: tuple):
