@@ -102,3 +102,23 @@ def test_schema_names_the_glossary_s_definitions(world):
     assert columns["idle_ns"]["glossary"]["definition"] == glossary["idle"]["tip"]
     failed, text, _ = session.call("schema", {"table": "nope"})
     assert failed and "unknown table 'nope'" in text
+
+
+def test_query_over_the_events_of_many_windows_must_name_them(tmp_path):
+    """Ten windows (five copies of the two ResNet windows): `events` without a WHERE that names its windows is
+    refused before any trace is read; naming one rank's windows is accepted."""
+    from canning_tb.mcp.sql_tools import _check_events
+    from canning_tb.queries.errors import BadParameter
+    from canning_tb.sql.run import Run
+    from canning_tb.store import Store
+    for copy in range(5):
+        shutil.copytree(fixture_path("kineto", "resnet50_v100"), tmp_path / f"run{copy}")
+    run = Run(Store(str(tmp_path), cache_dir=str(tmp_path / "cache")))
+    assert len(run.windows()) == 10
+    with pytest.raises(BadParameter, match="reads the events of 10 windows"):
+        _check_events(run, "SELECT count(*) FROM events")
+    with pytest.raises(BadParameter, match="reads the events of 10 windows"):
+        _check_events(run, "SELECT count(*) FROM events e JOIN steps s USING (rank) WHERE e.rank = 0")
+    _check_events(run, "SELECT count(*) FROM events WHERE run = 'run1'")  # two windows
+    _check_events(run, "SELECT count(*) FROM steps")
+    assert not (tmp_path / "cache").exists() or not list((tmp_path / "cache").rglob("*.parquet"))

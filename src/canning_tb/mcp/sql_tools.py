@@ -12,6 +12,8 @@ from canning_tb.sql.schema import describe
 from .bounds import MAX_CHARS, UNITS, dump, shorten
 
 TIMEOUT_S = 30.0  # a query's time limit here: an assistant's call must come back
+# the events of more windows than this in one call are refused: each window not read yet is a whole trace to parse
+MAX_EVENT_WINDOWS = 8
 _MARGIN = 300
 
 
@@ -39,8 +41,10 @@ def query(host, sql: str, run: str | None = None, max_rows: int = 100) -> dict:
     pending = _digesting(host, runs)
     if pending:
         return pending
+    run_tables = Run(store, runs)
+    _check_events(run_tables, sql)
     try:
-        answer = Run(store, runs).sql(sql, max_rows=max_rows, timeout_s=TIMEOUT_S)
+        answer = run_tables.sql(sql, max_rows=max_rows, timeout_s=TIMEOUT_S)
     except SqlError as e:
         raise BadParameter(str(e)) from None
     rows = plain.rows(answer.table)
@@ -60,6 +64,22 @@ def query(host, sql: str, run: str | None = None, max_rows: int = 100) -> dict:
         out["message"] = (f"{len(kept)} of {len(rows)} rows fit the size cap: select fewer columns, aggregate, or "
                           "page with LIMIT / OFFSET")
     return out
+
+
+def _check_events(run: Run, sql: str) -> None:
+    """A query over `events` must name its windows (WHERE rank / window_index ... = or IN) when the runs hold more
+    than MAX_EVENT_WINDOWS: the call would otherwise parse every trace of the run before it answers."""
+    from canning_tb.sql import sandbox
+    from canning_tb.sql.run import events_where, matches
+    named = sandbox.names_in(sql)
+    if named is not None and "events" not in named:
+        return
+    where = events_where(sql)
+    chosen = [key for key, _ in run.windows() if matches(key, where)]
+    if len(chosen) > MAX_EVENT_WINDOWS:
+        raise BadParameter(f"this query reads the events of {len(chosen)} windows (at most {MAX_EVENT_WINDOWS} in one "
+                           "call): query `events` alone with WHERE rank = N (or rank IN (...), window_index = N) "
+                           "joined by AND, or use the digests' tables (steps, operators, kernels, communication)")
 
 
 def schema(host, table: str | None = None) -> dict:

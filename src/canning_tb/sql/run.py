@@ -115,7 +115,7 @@ class Run:
 
     def events(self, **where) -> pa.Table:
         """The events of the windows `where` picks (all without it), each read once and cached as Parquet."""
-        chosen = [(k, w) for k, w in self.windows() if _matches(k, where)]
+        chosen = [(k, w) for k, w in self.windows() if matches(k, where)]
         parts = [self._window_events(k) for k, _ in chosen]
         parts = [p for p in parts if p is not None]
         return pa.concat_tables(parts) if parts else events_table.schema().empty_table()
@@ -171,7 +171,7 @@ def _values(value) -> set:
     return set(value) if isinstance(value, (list, tuple, set, frozenset)) else {value}
 
 
-def _matches(key: Window, where: dict) -> bool:
+def matches(key: Window, where: dict) -> bool:
     for column, value in where.items():
         if column not in ("run", "worker", "rank", "window", "window_index"):
             raise KeyError(f"events are picked by run, worker, rank, window or window_index, not {column!r}")
