@@ -72,9 +72,10 @@ def test_every_window_of_every_run_is_there(run, store):
     assert run.problems == []
 
 
-def test_steps_are_the_overview_route_s(run, logdir):
+def test_steps_are_the_overview_route_s(run, logdir, cache):
     """Each step's duration, breakdown and shares as GET /overview sends them (TensorBoard's WSGI app)."""
-    client = Client(application.TensorBoardWSGI([make_plugin(logdir)]))
+    plugin = make_plugin(logdir, store_factory=lambda folder: Store(folder, cache_dir=str(cache)))
+    client = Client(application.TensorBoardWSGI([plugin]))
     steps = run.arrow("steps")
     seen = 0
     for name, worker, window in {(r["run"], r["worker"], r["window"]) for r in steps.to_pylist()}:
