@@ -138,3 +138,20 @@ def test_the_cli_schema_names_glossary_definitions(capsys):
     assert wait["glossary"]["definition"] == glossary["wait"]["tip"]
     for table in tables.values():
         assert [c["name"] for c in table["columns"][:6]] == ["run", "worker", "rank", "window", "window_index", "step"]
+
+
+def test_digest_writes_the_events_parquet_ahead(tmp_path, capsys):
+    """`canning-prof digest --sql-events`: every window's events as Parquet in the cache (none in the logdir), and
+    a query over them then reads those files as they are (their mtimes unchanged)."""
+    logdir = tmp_path / "log"
+    shutil.copytree(fixture_path("kineto", "resnet50_v100"), logdir / "resnet")
+    cache = tmp_path / "cache"
+    before = snapshot(logdir)
+    assert cli_main(["digest", f"--input={logdir}", f"--cache-dir={cache}", "--workers=1", "--sql-events"]) == 0
+    assert "2 windows' events written as Parquet for SQL (0 left out)" in capsys.readouterr().out
+    written = {p: p.stat().st_mtime_ns for p in cache.rglob("*.parquet")}
+    assert len(written) == 2 and snapshot(logdir) == before
+    run = canning_tb.open(str(logdir), cache_dir=str(cache))
+    answer = run.sql("SELECT count(DISTINCT \"window\") AS windows, count(*) AS events FROM events")
+    assert answer.table["windows"].to_pylist() == [2] and answer.table["events"].to_pylist()[0] > 10_000
+    assert {p: p.stat().st_mtime_ns for p in cache.rglob("*.parquet")} == written

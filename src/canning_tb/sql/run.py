@@ -120,7 +120,18 @@ class Run:
         parts = [p for p in parts if p is not None]
         return pa.concat_tables(parts) if parts else events_table.schema().empty_table()
 
-    def _window_events(self, key: Window) -> pa.Table | None:
+    def prepare_events(self, progress=None) -> int:
+        """Read every window's events into the Parquet cache ahead of the queries (`canning-prof digest
+        --sql-events`); returns how many windows have them. progress(done, total) after each window."""
+        keys = [k for k, _ in self.windows()]
+        done = 0
+        for i, key in enumerate(keys, 1):
+            done += self._window_events(key, keep=False) is not None
+            if progress:
+                progress(i, len(keys))
+        return done
+
+    def _window_events(self, key: Window, keep: bool = True) -> pa.Table | None:
         ident = (key.run, key.worker, key.window)
         with self._lock:
             if ident in self._events:
@@ -141,8 +152,9 @@ class Run:
                 raise
             self._problem(f"{key.run} / {key.worker} / {key.window}: {e}")
             return None
-        with self._lock:
-            self._events[ident] = found
+        if keep:
+            with self._lock:
+                self._events[ident] = found
         return found
 
     # -- SQL ------------------------------------------------------------------------------------------------
