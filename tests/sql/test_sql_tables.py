@@ -320,3 +320,32 @@ def test_a_window_not_analysed_yet_is_said(tmp_path, cache):
     run = canning_tb.open(str(tmp_path), cache_dir=str(cache / "raw"))
     assert run.df("windows")["rank"].tolist() == [0]
     assert len(run.problems) == 1 and "not ready (incomplete)" in run.problems[0]
+
+
+def test_the_other_tables_are_the_views_too(run, store):
+    """efficiency (the operators by shape that have a FLOPs model, their `work`), kernels by operator, operators by
+    stack, and the memory curve: the views' rows for every window."""
+    efficiency, curve = run.arrow("efficiency"), run.arrow("memory_curve")
+    modelled = 0
+    for name, worker, window in _windows(store):
+        by_shape = _every(lambda p: sections.operators_impl(store, name, worker, window, "shape", p), "rows")
+        mine = _page_all(_rows(efficiency, name, worker, window), ("name", "input_shapes"))
+        with_model = [op for op in by_shape if op.get("work", {}).get("model")]
+        assert len(mine) == len(with_model)
+        for op in with_model:
+            row = mine[(op["name"], op["input_shapes"])]
+            for field in ("flops", "bytes", "tflops", "gbps", "intensity", "roof_share", "bound", "model"):
+                assert row[field] == _unknown(op["work"][field]), (op["name"], field)
+        modelled += len(with_model)
+        view = sections.kernels_impl(store, name, worker, window, {"limit": 1000})
+        mine = _rows(run.arrow("kernels_by_op"), name, worker, window)
+        assert len(mine) == view["kernels_by_op_all"] <= 1000  # one page holds them all
+        assert sorted((r["name"], r["op_name"], r["calls"], r["total_ns"]) for r in mine) == \
+            sorted((k["name"], k["op_name"], k["calls"], k["total_ns"]) for k in view["kernels_by_op"])
+        stacks = _rows(run.arrow("operators_by_stack"), name, worker, window)
+        assert len(stacks) == sections.operators_impl(store, name, worker, window, "stack")["all_rows"]
+        for device in sections.memory_impl(store, name, worker, window)["devices"]:
+            points = [r for r in _rows(curve, name, worker, window) if r["device"] == device["device"]]
+            assert [p["ts_ns"] for p in points] == [_unknown(t) for t in device["curve_ts_ns"]]
+            assert [p["allocated_bytes"] for p in points] == [_unknown(b) for b in device["curve_allocated_bytes"]]
+    assert modelled > 0  # the ResNet windows' convolutions and matmuls have a model
