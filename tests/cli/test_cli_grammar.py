@@ -60,13 +60,13 @@ def test_view_needs_input_and_unknown_subcommands_fail(capsys):
 def test_help_lists_every_subcommand():
     p = run_cli("--help")
     assert p.returncode == 0
-    for name in ("performance", "view", "compare", "capture", "digest", "mcp"):
+    for name in ("performance", "view", "compare", "capture", "digest", "mcp", "sql"):
         assert name in p.stdout
     assert "--mode=view" in p.stdout  # the alias is documented
 
 
 def test_digest_capture_mcp_are_subcommands_with_their_own_help():
-    for name in ("digest", "capture", "mcp"):
+    for name in ("digest", "capture", "mcp", "sql"):
         p = run_cli(name, "--help")
         assert p.returncode == 0, (name, p.stderr)
         assert "usage:" in p.stdout

@@ -49,7 +49,7 @@ def _integers(schema: dict) -> list[str]:
 
 def _arguments(tool, where: dict) -> dict:
     """The tool's required arguments, for the one window (a device memory names; the run as its own baseline)."""
-    known = {**where, "base_run": "dlrm", "device": "CPU", "window_index": 0}
+    known = {**where, "base_run": "dlrm", "device": "CPU", "window_index": 0, "sql": "SELECT 1"}
     return {name: known[name] for name in tool.input_schema.get("required", [])}
 
 

@@ -1,6 +1,6 @@
 """canning-prof digest: digest every window of a logdir in parallel, ahead of the viewer.
 
-  canning-prof digest --input=PATH_OR_URL [--dask=SCHEDULER_ADDRESS] [--workers=N] [--cache-dir=DIR]
+  canning-prof digest --input=PATH_OR_URL [--dask=SCHEDULER_ADDRESS] [--workers=N] [--cache-dir=DIR] [--sql-events]
 
 Locally in processes by default, or across an existing Dask cluster (dask.distributed): each job
 reads its own window from the shared or object storage and writes the digest beside the manifest for
@@ -8,7 +8,9 @@ our handler's windows, into the user's cache folder for the other formats (store
 already digested by this analysis code are skipped; a handler's digest made by other code is made again. One line per window
 that could not be read; the exit status is 1 when any could not. For a remote logdir it then writes
 one object per run folder holding its manifests and digests (store/pack.py): a viewer with no local
-copy yet fetches it in one request instead of two per window.
+copy yet fetches it in one request instead of two per window. With --sql-events it then reads each window's
+events into the cache as Parquet (canning_tb/sql, here, not on the Dask workers), so that the first SQL query
+over `events` does not parse the traces.
 """
 from __future__ import annotations
 
@@ -38,6 +40,9 @@ def parser() -> argparse.ArgumentParser:
                    help="where the digests of other formats go (default: the user's cache folder)")
     p.add_argument("--follow-links", action="store_true",
                    help="also read files that symbolic links lead to outside --input")
+    p.add_argument("--sql-events", action="store_true",
+                   help="also write each window's events as Parquet into the cache, for `canning-prof sql` and "
+                        "canning_tb.open (docs/sql.md); read here, after the digests")
     return p
 
 
@@ -113,7 +118,25 @@ def digest_command(argv: list[str]) -> int:
     print(f"{len(jobs) - len(failed)} digested, {total - len(jobs)} already digested, {len(failed)} failed "
           f"({args.input})")
     _write_packs(store)
+    if args.sql_events:
+        failed += _sql_events(store)
     return 1 if failed else 0
+
+
+def _sql_events(store: Store) -> list:
+    """Every window's events as Parquet in the cache (sql/events.py), in this process; the windows left out."""
+    from tqdm import tqdm
+
+    from canning_tb.sql import Run
+    store.refresh()
+    run = Run(store)
+    total = len(run.windows())
+    with tqdm(total=total, unit="window", desc="sql events", file=sys.stderr, disable=not total) as bar:
+        done = run.prepare_events(lambda i, n: bar.update(1))
+    for problem in run.problems:
+        print(f"error: {scrub_paths(problem, store.logdir)}", file=sys.stderr)
+    print(f"{done} windows' events written as Parquet for SQL ({total - done} left out)")
+    return [p for p in run.problems if "not ready" not in p]  # a window not analysed yet is no failure here
 
 
 def _write_packs(store: Store) -> None:

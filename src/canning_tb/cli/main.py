@@ -7,6 +7,7 @@
   canning-prof digest --input=PATH_OR_URL [--dask=SCHEDULER_ADDRESS]   (cli/digest.py)
   canning-prof capture --logdir DIR [--run NAME] --steps N [--ranks 0,3] [--record-shapes ...]   (cli/capture.py)
   canning-prof mcp --logdir DIR [--http 127.0.0.1:PORT]   (the MCP server for assistants: canning_tb/mcp, docs/agents.md)
+  canning-prof sql RUN "SELECT ..." [--format=table|csv|json|parquet] [--out FILE]   (cli/sql.py, docs/sql.md)
 
 `--mode=performance|view|compare` (anywhere before the script's command) is kept as an alias of the
 subcommand: `canning-prof --mode=view --input=PATH` is `canning-prof view --input=PATH`.
@@ -31,7 +32,7 @@ from canning_tb.store.links import FOLLOW_ENV
 from canning_tb.util.remote_fs import RemoteError
 
 MODES = ("performance", "view", "compare")  # the subcommands `--mode=` names (the old grammar)
-OWN_PARSERS = ("digest", "capture", "mcp")  # subcommands whose modules parse their own arguments
+OWN_PARSERS = ("digest", "capture", "mcp", "sql")  # subcommands whose modules parse their own arguments
 # our options that take a value: `--mode` is looked for only among our options, never in the script's command
 _VALUED = {"--mode", "--output", "--input", "--base", "--format", "--fail-on-regression", "--gate-on", "--names",
            "--top", "--worker", "--cache-dir", "--wait", "--warmup", "--active", "--repeat", "--activities"}
@@ -46,6 +47,7 @@ EXAMPLES = """examples:
   canning-prof digest --input=s3://bucket/logs [--dask=tcp://scheduler:8786]
   canning-prof capture --logdir ./log --steps 3 --wait   (a running job with ps.on_demand())
   canning-prof mcp --logdir ./log   (an MCP server for assistants, on stdio: docs/agents.md)
+  canning-prof sql ./log/run1 "SELECT rank, avg(dur_ns) FROM steps GROUP BY rank"   (docs/sql.md)
   canning-prof --mode=view --input=./prof_results   (the --mode= form: the same as `view`)"""
 
 
@@ -127,7 +129,8 @@ def _parser() -> argparse.ArgumentParser:
                          help="a name map (JSON, docs/http_api.md); default: canning_names.json in --input")
     for name, what in (("digest", "digest windows ahead of viewing (cli/digest.py)"),
                        ("capture", "ask a running ps.on_demand() job to record steps (cli/capture.py)"),
-                       ("mcp", "the MCP server for assistants (docs/agents.md)")):
+                       ("mcp", "the MCP server for assistants (docs/agents.md)"),
+                       ("sql", "SQL over every window of every rank of a run (docs/sql.md)")):
         sub.add_parser(name, help=what, add_help=False)  # listed in the help; parsed by their own modules
     return p
 
@@ -155,6 +158,13 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["capture"]:
         from .capture import capture_command
         return capture_command(argv[1:])
+    if argv[:1] == ["sql"]:
+        tune_this_process()  # reads, prints and exits
+        from .sql import sql_command
+        try:
+            return sql_command(argv[1:])
+        except BrokenPipeError:  # `canning-prof sql ... | head`
+            return 0
     if argv[:1] == ["mcp"]:
         from canning_tb.mcp.cli import mcp_command
         return mcp_command(argv[1:])

@@ -10,7 +10,8 @@ from canning_tb.analysis import digest_pb2 as pb
 from canning_tb.queries.bounds import INT_BOUND
 from canning_tb.queries.sections import scalar_fields
 
-from . import comm_tools, compare_tool, efficiency, listing, memory_tools, path_tool, timeline_tool, window_tools
+from . import (comm_tools, compare_tool, efficiency, listing, memory_tools, path_tool, sql_tools, timeline_tool,
+               window_tools)
 from .bounds import MAX_CHARS
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
@@ -41,7 +42,7 @@ def limit(default: int, most: int):
 
 def register(app, host, answer) -> None:
     """Every tool on `app` (an MCPServer), over `host`; `answer(make)` turns a selection into the reply."""
-    for group in (_listing, _window, _memory, _communication, _compare, _timeline, _efficiency, _paths):
+    for group in (_listing, _window, _memory, _communication, _compare, _timeline, _efficiency, _paths, _sql):
         group(app, host, answer)
 
 
@@ -222,3 +223,25 @@ def _paths(app, host, answer) -> None:
                               "which rank held each step across the ranks at one window position (time per rank) "
                               "and the clock offset applied to each rank; with `step`, the hops (rank, own work or "
                               "transfer, after which collective) paged.")
+
+
+def _sql(app, host, answer) -> None:
+    def query(sql: Annotated[str, Field(max_length=20_000, description="one SELECT over the tables `schema` lists, "
+                                                                        "e.g. SELECT rank, avg(dur_ns) FROM steps "
+                                                                        "GROUP BY rank")],
+              run: Annotated[Optional[str], Field(description="only this run (default: every run, told apart by "
+                                                              "the run column)")] = None,
+              max_rows: Annotated[int, Field(ge=1, le=1000, description="rows at most (fewer where they would pass "
+                                                                        "the size cap)")] = 100):
+        return answer(lambda: sql_tools.query(host, sql, run, max_rows))
+
+    def schema(table: Annotated[Optional[str], Field(description="one table, with each column's glossary "
+                                                                 "definition; omit: every table")] = None):
+        return answer(lambda: sql_tools.schema(host, table))
+
+    _tool(app, query, "SQL (DuckDB) over every window of every rank of the runs: steps with their breakdown, "
+                      "operators, kernels, communication per call with wait / transfer, the matrix, memory, "
+                      "findings, efficiency, events; the same figures as the views. One SELECT, read-only, no file "
+                      "or network access, 30 s at most; `truncated` says the query had more than max_rows rows.")
+    _tool(app, schema, "The tables `query` reads: their columns and types, and for each column that is a figure "
+                       "of the views its glossary name and definition (one table at a time: the definitions).")
