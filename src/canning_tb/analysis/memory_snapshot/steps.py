@@ -1,0 +1,108 @@
+"""The steps of a snapshot's history, growth per step, and leaks (growth that repeats).
+
+Steps come from the window when they can be tied to it: the window's step ranges (ProfilerStep ranges or the
+loop's marks, on the trace's clock) and the snapshot's times put on that clock (join.py). Otherwise from the
+trace's own order: a training step allocates the same way each time, so a step starts at each allocation of the
+first stack that recurs with steps of like length (the number of allocations between two of its occurrences within
+a factor of 2 of each other); the steps are then numbered 1, 2, ... in the snapshot's order, and said to be.
+
+Growth of a step: the bytes allocated in it that are still alive at its end. A leak: a stack that grows in every
+step after the first (the first builds what a job keeps: optimizer state, caches) and whose blocks are never
+freed in the history; at least two such steps. Its bytes per step are the figure it rests on.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from canning_tb.ingest.snapshot.model import Snapshot
+
+from .frames import frame_text, stack_text, top_user_frames, user_frames
+from .replay import Replay
+
+SOURCE_TIME, SOURCE_PATTERN, SOURCE_NONE = "window steps, by time", "repeating pattern, by snapshot order", "none"
+_MAX_CANDIDATES = 512
+
+
+def pattern_steps(s: Snapshot, r: Replay) -> list[tuple[int, int, int]]:
+    """(step number, first entry, end entry exclusive) from the trace's own repeating pattern (module doc); []
+    when there is none."""
+    if len(r.allocs) < 4:
+        return []
+    stacks = s.tr_stack[r.rows[r.allocs]].astype(np.int64)
+    uniq, first, counts = np.unique(stacks, return_index=True, return_counts=True)
+    order = np.argsort(first, kind="stable")
+    tried = 0
+    for k in order.tolist():
+        if uniq[k] < 0 or counts[k] < 2:
+            continue
+        tried += 1
+        if tried > _MAX_CANDIDATES:
+            break
+        at = np.nonzero(stacks == uniq[k])[0]
+        gaps = np.diff(at)
+        if len(gaps) and gaps.min() * 2 >= gaps.max() and gaps.min() >= 2:
+            starts = r.allocs[at]
+            ends = np.append(starts[1:], r.n)
+            return [(i + 1, int(a), int(b)) for i, (a, b) in enumerate(zip(starts, ends))]
+    return []
+
+
+def time_steps(s: Snapshot, r: Replay, steps_ns, offset_ns: int) -> list[tuple[int, int, int]]:
+    """Steps [(number, start_ns, end_ns)] on the window's clock, as entry ranges of the trace whose times
+    (time_us * 1000 - offset_ns) fall in them; steps holding no entry are left out."""
+    t = s.tr_time_us[r.rows] * 1000 - offset_ns
+    out = []
+    for num, a, b in steps_ns:
+        lo, hi = int(np.searchsorted(t, a, side="left")), int(np.searchsorted(t, b, side="left"))
+        if hi > lo:
+            out.append((int(num), lo, hi))
+    return out
+
+
+def growth(s: Snapshot, r: Replay, steps: list[tuple[int, int, int]], limit: int = 5) -> list[dict]:
+    """Per step: live bytes at its start and end, and the bytes born in it and alive at its end, by top frame."""
+    user = user_frames(s)
+    sizes = np.maximum(s.tr_size[r.rows[r.allocs]], 0)
+    stacks = s.tr_stack[r.rows[r.allocs]].astype(np.int64)
+    out = []
+    for num, a, b in steps:
+        born = np.nonzero((r.allocs >= a) & (r.allocs < b) & (r.freed_at >= b))[0]
+        tops = np.array(top_user_frames(s, stacks[born], user), dtype=np.int64)
+        uniq, inv = np.unique(tops, return_inverse=True)
+        total = np.bincount(inv, weights=sizes[born], minlength=len(uniq)).astype(np.int64)
+        top = np.lexsort((uniq, -total))[:limit]
+        out.append({"step": num, "first_entry": a, "last_entry": b - 1,
+                    "live_start": int(r.live[a - 1]) if a > 0 else r.live_before, "live_end": int(r.live[b - 1]),
+                    "grown": int(sizes[born].sum()), "grown_blocks": int(len(born)),
+                    "by_frame": [{"frame": frame_text(s, int(uniq[k])), "bytes": int(total[k])} for k in top]})
+    return out
+
+
+def leaks(s: Snapshot, r: Replay, steps: list[tuple[int, int, int]], limit: int = 10) -> list[dict]:
+    """Stacks that grow in every step after the first, never freed in the history (module doc)."""
+    if len(steps) < 3:
+        return []
+    sizes = np.maximum(s.tr_size[r.rows[r.allocs]], 0)
+    stacks = s.tr_stack[r.rows[r.allocs]].astype(np.int64)
+    kept = r.freed_at >= r.n
+    per_step = []
+    for _, a, b in steps[1:]:
+        born = (r.allocs >= a) & (r.allocs < b) & kept
+        per_step.append({int(k): int(v) for k, v in _sum_by(stacks[born], sizes[born]).items()})
+    common = set.intersection(*(set(k for k, v in d.items() if v > 0) for d in per_step))
+    user = user_frames(s)
+    out = []
+    for sid in common:
+        by = [d[sid] for d in per_step]
+        out.append({"stack_id": sid, "frame": frame_text(s, top_user_frames(s, [sid], user)[0]),
+                    "stack": stack_text(s, sid), "bytes_per_step": by, "bytes": int(sum(by)),
+                    "steps": [num for num, _, _ in steps[1:]]})
+    out.sort(key=lambda x: (-x["bytes"], x["stack_id"]))
+    return out[:limit]
+
+
+def _sum_by(keys: np.ndarray, values: np.ndarray) -> dict:
+    if not len(keys):
+        return {}
+    uniq, inv = np.unique(keys, return_inverse=True)
+    return dict(zip(uniq.tolist(), np.bincount(inv, weights=values).astype(np.int64).tolist()))
