@@ -1,0 +1,107 @@
+"""The memory snapshot of a window (issue 41), as every front door serves it: `snapshot_impl` (the snapshot
+explained: state, peak, empty_cache, OOMs, steps, growth, leaks; analysis/memory_snapshot/summary.py),
+`snapshot_series_impl` (requested and reserved bytes over the history, bounded points) and
+`snapshot_state_impl` (the allocator's state at one entry of the history). Every list is bounded by `limit`.
+
+A snapshot beside a trace is joined to the window by time when both clocks allow it (the window's steps and
+host operators); the answer says "not joined" and why otherwise.
+"""
+from __future__ import annotations
+
+
+from .bounds import check_int
+from .errors import BadParameter, NotFound, Unreadable, short_path, unknown_window
+
+MAX_LIMIT = 200
+MAX_POINTS = 20_000
+
+
+def _window(store, run: str, worker: str, window: str):
+    try:
+        return store.window(run, worker, window)
+    except KeyError:
+        raise unknown_window(run, worker, window) from None
+
+
+def _snapshot(store, run: str, worker: str, window: str, index: int):
+    from canning_tb.ingest.table import InputError
+    found = _window(store, run, worker, window)
+    if not found.snapshots:
+        raise NotFound(f"{run} / {worker} / {window} has no memory snapshot")
+    check_int("snapshot", index)
+    if not 0 <= index < len(found.snapshots):
+        raise NotFound(f"no snapshot {index}: the window has {len(found.snapshots)}")
+    try:
+        return found, store.snapshot(run, worker, window, index)
+    except InputError as e:
+        raise Unreadable(f"{short_path(store, e.file)}: {e.problem}", file=short_path(store, e.file)) from None
+    except OSError as e:
+        raise Unreadable(f"{short_path(store, found.snapshots[index])}: cannot read: {e.strerror or e}") from None
+
+
+def _window_clock(store, run: str, worker: str, window: str, found):
+    """(table, steps [(number, start_ns, end_ns)], base_ns, (start, end)) of the window's trace; Nones for a
+    snapshot alone or a trace that cannot be read (the snapshot is then shown unjoined)."""
+    if found.format == "snapshot":
+        return None, None, None, None
+    from canning_tb.ingest.table import InputError
+    try:
+        table = store.table(run, worker, window)
+    except (InputError, OSError, ValueError):
+        return None, None, None, None
+    from canning_tb.analysis.steps import host_steps
+    from canning_tb.ingest.step_marks import trace_base_ns
+    nums, starts, ends, _ = host_steps(table)
+    ts = table.events["ts"]
+    span = (int(ts.min()), int((ts + table.events["dur"]).max())) if len(ts) else None
+    return table, list(zip(nums.tolist(), starts.tolist(), ends.tolist())), trace_base_ns(table), span
+
+
+def snapshot_impl(store, run: str, worker: str, window: str, index: int = 0, limit: int = 20) -> dict:
+    from canning_tb.analysis.memory_snapshot.summary import summarize
+    check_int("limit", limit)
+    if not 1 <= limit <= MAX_LIMIT:
+        raise BadParameter(f"limit must be 1 to {MAX_LIMIT}")
+    found, snap = _snapshot(store, run, worker, window, index)
+    table, steps, base, span = _window_clock(store, run, worker, window, found)
+    out = summarize(snap, table=table, limit=limit, window_steps=steps, base_ns=base, window_span=span)
+    out["file"] = short_path(store, snap.path)
+    out.update({"run": run, "worker": worker, "window": window, "index": index,
+                "snapshots": [short_path(store, p) for p in found.snapshots]})
+    return out
+
+
+def _device(snap, device: int) -> int:
+    check_int("device", device)
+    if device not in snap.devices:
+        raise NotFound(f"unknown device {device}: the snapshot has {snap.devices}")
+    return device
+
+
+def snapshot_series_impl(store, run: str, worker: str, window: str, device: int = 0, index: int = 0,
+                         points: int = 2000) -> dict:
+    from canning_tb.analysis.memory_snapshot.summary import series
+    check_int("points", points)
+    if not 2 <= points <= MAX_POINTS:
+        raise BadParameter(f"points must be 2 to {MAX_POINTS}")
+    _, snap = _snapshot(store, run, worker, window, index)
+    return {"run": run, "worker": worker, "window": window, **series(snap, _device(snap, device), points)}
+
+
+def snapshot_state_impl(store, run: str, worker: str, window: str, entry: int, device: int = 0,
+                        index: int = 0) -> dict:
+    from canning_tb.analysis.memory_snapshot import state
+    from canning_tb.analysis.memory_snapshot.replay import replay
+    check_int("entry", entry)
+    _, snap = _snapshot(store, run, worker, window, index)
+    r = replay(snap, _device(snap, device))
+    if not 0 <= entry < r.n:
+        raise BadParameter(f"entry must be 0 to {r.n - 1}" if r.n else "the snapshot has no history")
+    return {"run": run, "worker": worker, "window": window, "device": device, **state.at_entry(snap, r, entry)}
+
+
+def has_snapshot(store, run: str, worker: str, window: str) -> bool:
+    return bool(_window(store, run, worker, window).snapshots)
+
+
+__all__ = ["snapshot_impl", "snapshot_series_impl", "snapshot_state_impl", "has_snapshot"]
