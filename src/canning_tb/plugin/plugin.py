@@ -15,7 +15,7 @@ from tensorboard.backend import http_util
 from tensorboard.plugins import base_plugin
 from werkzeug import wrappers
 
-from canning_tb.queries import sections
+from canning_tb.queries import memory_snapshot, sections
 from canning_tb.queries.errors import BadParameter, Unavailable
 from canning_tb.queries.ranks import cluster_impl, position_of
 from canning_tb.queries.roofline import roofline_impl
@@ -72,6 +72,21 @@ def _csv(rows_of):
     return lambda store, q: rows_of(store, q.run, q.worker, q.window, q.group_by, paging(q))
 
 
+def _snapshot(store, q):
+    return memory_snapshot.snapshot_impl(store, q.run, q.worker, q.window, q.index, q.limit)
+
+
+def _snapshot_series(store, q):
+    return memory_snapshot.snapshot_series_impl(store, q.run, q.worker, q.window, q.device, q.index, q.points)
+
+
+def _snapshot_state(store, q):
+    return memory_snapshot.snapshot_state_impl(store, q.run, q.worker, q.window, q.entry, q.device, q.index)
+
+
+SNAPSHOT = WINDOW + (Param("index", "int", default=0),)
+
+
 def _memory_range(store, q):
     return sections.memory_range_impl(store, q.run, q.worker, q.window, q.device, q.start_ns, q.end_ns)
 
@@ -89,6 +104,11 @@ ROUTES = {
     "/memory": (WINDOW, "json", _window(sections.memory_impl)),
     "/memory_range": (WINDOW + (Param("device", required=True), Param("start_ns", "int"), Param("end_ns", "int")),
                       "json", _memory_range),
+    "/memory_snapshot": (SNAPSHOT + (Param("limit", "int", default=20),), "json", _snapshot),
+    "/memory_snapshot_series": (SNAPSHOT + (Param("device", "int", default=0), Param("points", "int", default=2000)),
+                                "json", _snapshot_series),
+    "/memory_snapshot_state": (SNAPSHOT + (Param("entry", "int", required=True), Param("device", "int", default=0)),
+                               "json", _snapshot_state),
     "/communication": (WINDOW, "json", _window(sections.communication_impl)),
     "/suggestions": (WINDOW, "json", _window(sections.suggestions_impl)),
     "/modules": (WINDOW, "json", _window(sections.modules_impl)),

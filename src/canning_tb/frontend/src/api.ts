@@ -462,6 +462,8 @@ export interface WindowEntry {
   files: string[];
   /** why the job asked for this window itself (ps.on_demand(trigger=...)); null when it did not */
   trigger?: string | null;
+  /** how many memory snapshots (the allocator's pickles) the window has; the Memory view shows the first */
+  snapshots?: number;
 }
 export interface WorkerEntry {
   name: string;
