@@ -1006,6 +1006,154 @@ export interface CompareResponse {
   communication_by_kind: CollectiveDelta[];
 }
 
+// -- the allocator's memory snapshot (/memory_snapshot*, docs/http_api.md; queries/memory_snapshot.py) --------
+
+export interface SnapshotState {
+  segments: number;
+  expandable_segments: number;
+  reserved: number;
+  allocated: number;
+  requested: number;
+  active: number;
+  free: number;
+  /** 1 - requested / reserved; -1 unknown */
+  fragmentation: number;
+  largest_free_block: number;
+  free_blocks: number;
+  blocks: number;
+}
+export interface SnapshotEntryState {
+  entry: number;
+  time_us: number;
+  segments: number;
+  reserved: number;
+  requested: number;
+  fragmentation: number;
+  /** the trace gives requested sizes, not rounded blocks: an upper bound */
+  largest_free_block_at_most: number;
+  free_ranges: number;
+  blocks: number;
+}
+export interface SnapshotGroup {
+  bytes: number;
+  blocks: number;
+  frame: string;
+  stack_id?: number;
+  stack?: string[];
+}
+export interface SnapshotBlock {
+  entry: number;
+  addr: number;
+  bytes: number;
+  time_us: number;
+  frame: string;
+  stack: string[];
+  /** the host operator running when it was allocated (only when joined by time) */
+  operator?: string;
+}
+export interface SnapshotPeak {
+  entry: number;
+  time_us?: number;
+  requested: number;
+  reserved: number;
+  traced_blocks?: number;
+  before_history: number;
+  by_frame: SnapshotGroup[];
+  by_frame_groups?: number;
+  by_stack: SnapshotGroup[];
+  by_stack_groups?: number;
+  top_blocks: SnapshotBlock[];
+}
+export interface SnapshotRelease {
+  entry: number;
+  time_us: number;
+  kind: "empty_cache" | "oom_retry" | "allocator";
+  segments: number;
+  bytes: number;
+  reserved_before: number;
+  reserved_after: number;
+  frame: string;
+  stack: string[];
+}
+export interface SnapshotEmptyCache {
+  empty_cache_calls: number;
+  empty_cache_bytes: number;
+  releases: SnapshotRelease[];
+  release_count: number;
+  warning: string;
+}
+export interface SnapshotOom {
+  entry: number;
+  time_us: number;
+  requested: number;
+  device_free: number;
+  allocated: number;
+  reserved: number;
+  frame: string;
+  stack: string[];
+}
+export interface SnapshotGrowth {
+  step: number;
+  first_entry: number;
+  last_entry: number;
+  live_start: number;
+  live_end: number;
+  grown: number;
+  grown_blocks: number;
+  by_frame: { frame: string; bytes: number }[];
+}
+export interface SnapshotLeak {
+  stack_id: number;
+  frame: string;
+  stack: string[];
+  bytes_per_step: number[];
+  bytes: number;
+  steps: number[];
+}
+export interface SnapshotDevice {
+  device: number;
+  entries: number;
+  actions: Record<string, number>;
+  at_snapshot: SnapshotState;
+  at_peak: SnapshotEntryState | null;
+  before_history: { requested: number; reserved: number };
+  peak: SnapshotPeak;
+  empty_cache: SnapshotEmptyCache;
+  ooms: SnapshotOom[];
+  steps_source: string;
+  growth: SnapshotGrowth[];
+  leaks: SnapshotLeak[];
+  joined: boolean;
+  join: string;
+}
+export interface SnapshotResponse {
+  schema: number;
+  file: string;
+  flavour: string;
+  has_times: boolean;
+  segments: number;
+  blocks: number;
+  entries: number;
+  frames: number;
+  devices: SnapshotDevice[];
+  warnings: string[];
+  run: string;
+  worker: string;
+  window: string;
+  index: number;
+  snapshots: string[];
+}
+export interface SnapshotSeriesResponse {
+  run: string;
+  worker: string;
+  window: string;
+  device: number;
+  entry: number[];
+  requested: number[];
+  reserved: number[];
+  time_us: number[];
+}
+
 // -- fetching ------------------------------------------------------------------------------------------
 
 /** The window a per-window route is asked about. */

@@ -1,0 +1,142 @@
+// The allocator's memory snapshot of a window (issue 41), inside the Memory view: the state at the snapshot
+// (reserved / allocated / fragmentation / largest free block), the empty_cache() warning, the requested and
+// reserved bytes over the history (a bounded series from the server), the top live allocations at the peak with
+// their stacks, growth per step, leaks and OOMs. Every figure comes from /memory_snapshot*; nothing is computed here.
+import {
+  getJSON,
+  windowParams,
+  type SnapshotBlock,
+  type SnapshotDevice,
+  type SnapshotGroup,
+  type SnapshotGrowth,
+  type SnapshotLeak,
+  type SnapshotResponse,
+  type SnapshotSeriesResponse,
+} from "../api";
+import { RawChart } from "../chart";
+import { h } from "../dom";
+import { bytes, int, mb, pct } from "../format";
+import { card, errorText, kvTable, SortTable, type Col } from "./common";
+import type { ViewHost } from "./view";
+
+const MB = 1048576;
+const SERIES_POINTS = 1500;
+
+/** How many snapshots the selected window has (/runs). */
+export function snapshotCount(host: ViewHost): number {
+  const worker = host.run?.workers.find((w) => w.name === host.sel.worker);
+  return worker?.windows.find((w) => w.id === host.sel.window)?.snapshots ?? 0;
+}
+
+const GROUP_COLS: Col<SnapshotGroup>[] = [
+  { key: "frame", label: "Top user frame", value: (g) => g.frame, cls: "name" },
+  { key: "bytes", label: "Live at the peak (MB)", num: true, value: (g) => g.bytes / MB, fmt: (g) => mb(g.bytes) },
+  { key: "blocks", label: "Blocks", num: true, value: (g) => g.blocks, fmt: (g) => int(g.blocks) },
+];
+const GROWTH_COLS: Col<SnapshotGrowth>[] = [
+  { key: "step", label: "Step", num: true, value: (g) => g.step, fmt: (g) => String(g.step) },
+  { key: "grown", label: "Grown (MB)", num: true, value: (g) => g.grown / MB, fmt: (g) => mb(g.grown), tip: "Bytes allocated in the step and still alive at its end" },
+  { key: "live_end", label: "Live at its end (MB)", num: true, value: (g) => g.live_end / MB, fmt: (g) => mb(g.live_end) },
+  { key: "top", label: "Grown most at", value: (g) => g.by_frame[0]?.frame ?? "", cls: "name" },
+];
+
+function stackList(stack: string[]): HTMLElement {
+  return h("ol", { class: "stack" }, ...stack.map((frame) => h("li", { text: frame })));
+}
+
+function blockDetails(block: SnapshotBlock): HTMLElement {
+  const op = block.operator ? ` · ${block.operator}` : "";
+  return h("details", { class: "snap-block" }, h("summary", { text: `${bytes(block.bytes)} · ${block.frame}${op}` }), stackList(block.stack));
+}
+
+function leakCard(leaks: SnapshotLeak[]): HTMLElement | null {
+  if (!leaks.length) return null;
+  return h(
+    "div",
+    { id: "snap-leaks", class: "notice warn", role: "note" },
+    h("strong", { text: "Memory that grows every step and is never freed: " }),
+    ...leaks.map((leak) =>
+      h("details", {}, h("summary", { text: `${leak.frame}: ${leak.bytes_per_step.map(bytes).join(", ")} in steps ${leak.steps.join(", ")}` }), stackList(leak.stack)),
+    ),
+  );
+}
+
+function stateTable(dev: SnapshotDevice): HTMLTableElement {
+  const s = dev.at_snapshot;
+  const peak = dev.peak;
+  return kvTable("snap-state", [
+    ["Reserved (MB)", mb(s.reserved), "Sum of the segments' sizes at the snapshot"],
+    ["Allocated (MB)", mb(s.allocated), "Bytes of the blocks in use (rounded block sizes)"],
+    ["Requested (MB)", mb(s.requested), "Bytes the live tensors asked for"],
+    ["Fragmentation (%)", pct(s.fragmentation), "1 - requested / reserved: free blocks and rounding"],
+    ["Largest free block (MB)", mb(s.largest_free_block), "The biggest inactive block: the largest request served without a new segment"],
+    ["Segments", `${int(s.segments)}${s.expandable_segments ? ` (${int(s.expandable_segments)} expandable)` : ""}`],
+    ["Peak requested in the history (MB)", mb(peak.requested), `At entry ${peak.entry} of ${dev.entries}`],
+    ["Reserved at the peak (MB)", mb(peak.reserved)],
+    ["From before the history (MB)", mb(peak.before_history), "Alive at the peak, allocated before the history began: no stack"],
+  ]);
+}
+
+class SnapshotChart {
+  readonly raw: RawChart;
+  constructor(el: HTMLElement, series: SnapshotSeriesResponse, peakEntry: number) {
+    this.raw = new RawChart(el);
+    const pair = (values: number[]) => values.map((v, i) => [series.entry[i], v / MB]);
+    this.raw.set({
+      tooltip: { trigger: "axis" },
+      legend: { top: 0 },
+      grid: { left: 60, right: 20, top: 30, bottom: 40 },
+      xAxis: { type: "value", name: "history entry", nameLocation: "middle", nameGap: 25, min: 0 },
+      yAxis: { type: "value", name: "MB" },
+      series: [
+        { name: "Requested", type: "line", showSymbol: false, step: "end", data: pair(series.requested), markLine: { symbol: "none", data: [{ xAxis: peakEntry, name: "peak" }] } },
+        { name: "Reserved", type: "line", showSymbol: false, step: "end", data: pair(series.reserved) },
+      ],
+    });
+  }
+}
+
+/** The snapshot's cards for one device, or an error notice; `charts` collects the charts to dispose. */
+export async function snapshotSection(host: ViewHost, charts: RawChart[]): Promise<HTMLElement> {
+  const box = h("section", { id: "memory-snapshot", class: "snapshot", "data-state": "loading" }, h("h2", { class: "section-title", text: "Allocator snapshot" }));
+  try {
+    const data = await getJSON<SnapshotResponse>("memory_snapshot", { ...windowParams(host.sel), limit: "20" }, host.signal);
+    const dev = data.devices[0];
+    if (!dev) {
+      box.append(h("p", { class: "meta", text: `${data.file}: no device in this snapshot.` }));
+      box.dataset.state = "empty";
+      return box;
+    }
+    const series = await getJSON<SnapshotSeriesResponse>(
+      "memory_snapshot_series",
+      { ...windowParams(host.sel), device: String(dev.device), points: String(SERIES_POINTS) },
+      host.signal,
+    );
+    const chartEl = h("div", { id: "snap-chart", class: "chart", "data-points": series.entry.length });
+    const frames = new SortTable<SnapshotGroup>("snap-by-frame", GROUP_COLS, "bytes");
+    frames.setRows(dev.peak.by_frame, "No traced block alive at the peak.");
+    const growth = new SortTable<SnapshotGrowth>("snap-growth", GROWTH_COLS, "step", false);
+    growth.setRows(dev.growth, "No steps found in the history.");
+    const warn = dev.empty_cache.empty_cache_calls
+      ? h("div", { id: "snap-empty-cache", class: "notice warn", role: "note" }, h("strong", { text: `empty_cache() was called ${int(dev.empty_cache.empty_cache_calls)} times, releasing ${bytes(dev.empty_cache.empty_cache_bytes)}. ` }), dev.empty_cache.warning)
+      : null;
+    const ooms = dev.ooms.length
+      ? h("div", { id: "snap-oom", class: "notice error", role: "note" }, ...dev.ooms.map((o) => h("p", { text: `Out of memory at entry ${o.entry}: asked ${bytes(o.requested)}, the device had ${bytes(o.device_free)} free (${bytes(o.reserved)} reserved) · ${o.frame}` })))
+      : null;
+    box.append(
+      h("p", { id: "snap-meta", class: "meta", text: `${data.file} (${data.flavour}) · device ${dev.device} · ${int(dev.entries)} history entries · ${dev.join} · steps: ${dev.steps_source}` }),
+      ...[warn, ooms, leakCard(dev.leaks)].filter((el): el is HTMLElement => !!el),
+      h("div", { class: "grid-mem" }, card("Requested and reserved over the history (MB)", chartEl), card("Allocator state", stateTable(dev))),
+      card("Live at the peak, by top user frame", h("div", { class: "table-wrap short" }, frames.el)),
+      card("Largest live allocations at the peak", h("div", { id: "snap-top-blocks" }, ...dev.peak.top_blocks.map(blockDetails))),
+      card("Growth per step", h("div", { class: "table-wrap short" }, growth.el)),
+    );
+    charts.push(new SnapshotChart(chartEl, series, dev.peak.entry).raw);
+    box.dataset.state = "loaded";
+  } catch (err) {
+    if ((err as Error).name === "AbortError") return box;
+    box.append(h("div", { id: "snap-error", class: "notice error", role: "alert", text: `Cannot read the memory snapshot: ${errorText(err)}` }));
+    box.dataset.state = "error";
+  }
+  return box;
+}
