@@ -233,3 +233,53 @@ def test_series_keeps_the_peak():
     live, _ = plain_live(d)
     got = summary.series(s, 0, points=50)
     assert max(got["requested"]) == max(live) and len(got["requested"]) <= 50
+
+
+# -- findings in bytes ----------------------------------------------------------------------------------------
+def test_leak_and_empty_cache_findings_on_the_leaking_job():
+    _, s = load(EMPTY_CACHE)
+    dev = summary.summarize(s)["devices"][0]
+    rules = {f["rule"]: f for f in dev["findings"]}
+    assert set(rules) == {"snapshot_leak", "snapshot_empty_cache_in_loop"}
+    leak = rules["snapshot_leak"]
+    assert leak["gain_bytes"] == 2 * (40 << 20) and leak["figure_value"] == 40 << 20 and "bytes" in leak["gain"]
+    assert leak["stack"][0].startswith("train_one_step (") and leak["stack"][0].endswith(":11)")
+    ec = rules["snapshot_empty_cache_in_loop"]
+    assert ec["figure_value"] == 3 and ec["gain_bytes"] == 0 and "hooker.py:92" in ec["title"]
+
+
+def test_no_finding_on_the_job_that_frees_everything():
+    _, s = load(PLAIN)
+    assert summary.summarize(s)["devices"][0]["findings"] == []
+
+
+def big_snapshot(expandable):
+    """By hand: a 1 GiB segment holding one 100 MiB tensor, then a 600 MiB segment made and freed in one step."""
+    gib, mib = 1 << 30, 1 << 20
+    f = [{"name": "step", "filename": "/job/train.py", "line": 3}]
+    trace = [{"action": "segment_alloc", "addr": 0, "size": gib, "stream": 0, "frames": f},
+             {"action": "alloc", "addr": 0, "size": 100 * mib, "stream": 0, "frames": f}]
+    segs = [{"device": 0, "address": 0, "total_size": gib, "allocated_size": 100 * mib, "active_size": 100 * mib,
+             "requested_size": 100 * mib, "stream": 0, "segment_type": "large", "is_expandable": expandable,
+             "blocks": [{"address": 0, "size": 100 * mib, "requested_size": 100 * mib, "state": "active_allocated"},
+                        {"address": 100 * mib, "size": gib - 100 * mib, "requested_size": 0, "state": "inactive"}]}]
+    return snapshot_of({"segments": segs, "device_traces": [trace]}, "big.pickle")
+
+
+def test_fragmentation_finding_in_bytes_unless_expandable():
+    dev = summary.summarize(big_snapshot(False))["devices"][0]
+    (frag,) = [f for f in dev["findings"] if f["rule"] == "snapshot_fragmentation"]
+    assert frag["gain_bytes"] == (1 << 30) - 100 * (1 << 20)  # 924 MiB reserved that no tensor asked for
+    assert frag["figure_value"] == pytest.approx(1024 / 100)
+    dev = summary.summarize(big_snapshot(True))["devices"][0]
+    assert not [f for f in dev["findings"] if f["rule"] == "snapshot_fragmentation"]
+
+
+def test_transient_bytes_at_the_peak():
+    s = hand_snapshot()
+    r = replay(s, 0)
+    # one step over the whole history: at the peak (after entry 2: 100 + 300 alive) the 100 B block is freed
+    # later in the step, the 300 B one never
+    got = steps.transient_at(s, r, [(1, 0, r.n)], 2)
+    assert got == {"step": 1, "bytes": 100, "by_frame": [{"frame": "step (/job/train.py:7)", "bytes": 100}]}
+    assert steps.transient_at(s, r, [], 2)["bytes"] == -1  # no steps: unknown, not 0

@@ -51,6 +51,8 @@ def test_memory_view_shows_the_snapshot(page, url, errors):
     expect(frame.locator("#snap-top-blocks details")).to_have_count(len(dev["peak"]["top_blocks"]))
     expect(frame.locator("#snap-growth tbody tr")).to_have_count(len(dev["growth"]))
     expect(frame.locator("#snap-chart svg")).to_have_count(1)
+    expect(frame.locator("#snap-findings li")).to_have_count(len(dev["findings"]))
+    expect(frame.locator("#snap-findings li[data-rule=snapshot_leak]")).to_contain_text("40.0 MiB a step")
     section.scroll_into_view_if_needed()
     shot(page, "memory_snapshot")
     assert errors == []

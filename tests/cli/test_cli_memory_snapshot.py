@@ -25,6 +25,7 @@ def test_view_text_and_json(tmp_path, capsys):
     assert "empty_cache(): 3 calls" in text
     assert "LEAK: train_one_step (" in text and ":11) keeps 40.0 MiB, 40.0 MiB more in steps 2, 3" in text
     assert "not joined" in text
+    assert "finding [warning] Memory grows every step at train_one_step" in text
     assert cli_main(["--mode=view", f"--input={logdir}", "--format=json", f"--cache-dir={cache}"]) == 0
     (entry,) = json.loads(capsys.readouterr().out)["windows"]
     assert entry["format"] == "snapshot"

@@ -106,3 +106,22 @@ def _sum_by(keys: np.ndarray, values: np.ndarray) -> dict:
         return {}
     uniq, inv = np.unique(keys, return_inverse=True)
     return dict(zip(uniq.tolist(), np.bincount(inv, weights=values).astype(np.int64).tolist()))
+
+
+def transient_at(s: Snapshot, r: Replay, steps: list[tuple[int, int, int]], pos: int, limit: int = 5) -> dict:
+    """At entry `pos` (the peak): the bytes alive there that were allocated in the same step and are freed before
+    it ends: what the step makes and drops (activations, temporaries), by top user frame. Without steps: None
+    fields (unknown)."""
+    step = next(((num, a, b) for num, a, b in steps if a <= pos < b), None)
+    if step is None:
+        return {"step": None, "bytes": -1, "by_frame": []}
+    num, a, b = step
+    sizes = np.maximum(s.tr_size[r.rows[r.allocs]], 0)
+    pick = np.nonzero((r.allocs >= a) & (r.allocs <= pos) & (r.freed_at > pos) & (r.freed_at < b))[0]
+    stacks = s.tr_stack[r.rows[r.allocs[pick]]].astype(np.int64)
+    user = user_frames(s)
+    tops = np.array(top_user_frames(s, stacks, user), dtype=np.int64)
+    by = _sum_by(tops, sizes[pick])
+    order = sorted(by.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
+    return {"step": num, "bytes": int(sizes[pick].sum()),
+            "by_frame": [{"frame": frame_text(s, k), "bytes": int(v)} for k, v in order]}

@@ -1,8 +1,9 @@
 """One snapshot explained, as one bounded plain dict (what the query, the CLI and the MCP tool serve).
 
 Per device: the state at the snapshot, the peak with the blocks alive at it (by top user frame, by stack, the
-biggest), empty_cache() calls, OOMs, the steps (how they were found), growth per step and leaks; and how the
-snapshot is tied to the window ("joined" or "not joined: why"). Sizes in bytes, -1 unknown; `limit` bounds every
+biggest), empty_cache() calls, OOMs, the steps (how they were found), growth per step, leaks, what the peak's
+step makes and drops (`transient_at_peak`) and the findings in bytes (findings.py); and how the snapshot is tied
+to the window ("joined" or "not joined: why"). Sizes in bytes, -1 unknown; `limit` bounds every
 list.
 """
 from __future__ import annotations
@@ -11,7 +12,7 @@ import numpy as np
 
 from canning_tb.ingest.snapshot.model import ACTIONS, Snapshot
 
-from . import events, join, peak, state, steps
+from . import events, findings, join, peak, state, steps
 from .replay import replay
 
 SCHEMA = 1
@@ -37,7 +38,7 @@ def summarize(s: Snapshot, table=None, limit: int = 20, window_steps=None, base_
                 b["operator"] = name
         rel = events.releases(s, r, limit)
         counts = np.bincount(s.tr_action[r.rows].astype(np.int64), minlength=len(ACTIONS))
-        devices.append({
+        device = {
             "device": dev, "entries": int(r.n),
             "actions": {ACTIONS[i]: int(c) for i, c in enumerate(counts) if c},
             "at_snapshot": state.at_snapshot(s, dev),
@@ -47,7 +48,10 @@ def summarize(s: Snapshot, table=None, limit: int = 20, window_steps=None, base_
             "steps_source": source, "growth": steps.growth(s, r, found, 5)[:limit],
             "leaks": steps.leaks(s, r, found, limit),
             "joined": offset is not None, "join": "joined by time to the window's trace" if offset is not None else why,
-        })
+            "transient_at_peak": steps.transient_at(s, r, found, pk["entry"], 5) if pk["entry"] >= 0 else None,
+        }
+        device["findings"] = findings.device_findings(device)
+        devices.append(device)
     return {"schema": SCHEMA, "file": s.path, "flavour": s.flavour, "has_times": s.has_times,
             "segments": int(len(s.seg_total)), "blocks": int(len(s.blk_size)), "entries": int(len(s.tr_action)),
             "frames": len(s.frame_name), "devices": devices, "warnings": list(s.warnings)}

@@ -44,5 +44,7 @@ def snapshot_text(summary: dict, top: int = 5) -> str:
         for leak in dev["leaks"][:top]:
             lines.append(f"  LEAK: {leak['frame']} keeps " + ", ".join(size(b) for b in leak["bytes_per_step"])
                          + f" more in steps {', '.join(map(str, leak['steps']))}")
+        for f in dev.get("findings", []):
+            lines.append(f"  finding [{f['severity']}] {f['title']} (gain: {f['gain']})")
         lines.append(f"  {dev['join']}")
     return "\n".join(lines)

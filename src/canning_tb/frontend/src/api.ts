@@ -1110,6 +1110,22 @@ export interface SnapshotLeak {
   bytes: number;
   steps: number[];
 }
+export interface SnapshotFinding {
+  rule: string;
+  severity: string;
+  title: string;
+  detail: string;
+  why: string;
+  change_torch: string;
+  change_npu: string;
+  /** what it would save, in bytes (0: none in bytes) */
+  gain_bytes: number;
+  gain: string;
+  figure: string;
+  figure_value: number;
+  threshold: number;
+  stack: string[];
+}
 export interface SnapshotDevice {
   device: number;
   entries: number;
@@ -1125,6 +1141,8 @@ export interface SnapshotDevice {
   leaks: SnapshotLeak[];
   joined: boolean;
   join: string;
+  transient_at_peak: { step: number | null; bytes: number; by_frame: { frame: string; bytes: number }[] } | null;
+  findings: SnapshotFinding[];
 }
 export interface SnapshotResponse {
   schema: number;

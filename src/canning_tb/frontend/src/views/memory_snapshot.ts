@@ -61,6 +61,20 @@ function leakCard(leaks: SnapshotLeak[]): HTMLElement | null {
   );
 }
 
+function findingsCard(dev: SnapshotDevice): HTMLElement | null {
+  if (!dev.findings.length) return null;
+  return card(
+    "Findings (gains in bytes)",
+    h(
+      "ul",
+      { id: "snap-findings", class: "findings" },
+      ...dev.findings.map((f) =>
+        h("li", { class: f.severity, "data-rule": f.rule }, h("strong", { text: f.title }), h("p", { text: `${f.detail} Gain: ${f.gain}.` }), h("p", { class: "meta", text: `Change: ${f.change_torch}. torch_npu: ${f.change_npu}.` })),
+      ),
+    ),
+  );
+}
+
 function stateTable(dev: SnapshotDevice): HTMLTableElement {
   const s = dev.at_snapshot;
   const peak = dev.peak;
@@ -125,7 +139,7 @@ export async function snapshotSection(host: ViewHost, charts: RawChart[]): Promi
       : null;
     box.append(
       h("p", { id: "snap-meta", class: "meta", text: `${data.file} (${data.flavour}) · device ${dev.device} · ${int(dev.entries)} history entries · ${dev.join} · steps: ${dev.steps_source}` }),
-      ...[warn, ooms, leakCard(dev.leaks)].filter((el): el is HTMLElement => !!el),
+      ...[warn, ooms, leakCard(dev.leaks), findingsCard(dev)].filter((el): el is HTMLElement => !!el),
       h("div", { class: "grid-mem" }, card("Requested and reserved over the history (MB)", chartEl), card("Allocator state", stateTable(dev))),
       card("Live at the peak, by top user frame", h("div", { class: "table-wrap short" }, frames.el)),
       card("Largest live allocations at the peak", h("div", { id: "snap-top-blocks" }, ...dev.peak.top_blocks.map(blockDetails))),
