@@ -31,7 +31,8 @@ class _Reader:
         self.lines: list[int] = []
         self.stack_ids: dict[tuple, int] = {}
         self.stacks: list[tuple] = []
-        self.by_identity: dict[int, int] = {}  # id(frames list) -> stack id (the lists stay alive meanwhile)
+        # id(frames list) -> (the list, its stack id): the list is held, so its id is never reused meanwhile
+        self.by_identity: dict[int, tuple] = {}
         self.npu = False
 
     def int_of(self, d: dict, key: str) -> int:
@@ -67,7 +68,7 @@ class _Reader:
             return -1
         known = self.by_identity.get(id(frames))
         if known is not None:
-            return known
+            return known[1]
         if not isinstance(frames, (list, tuple)):
             self.bad += 1
             return -1
@@ -76,7 +77,7 @@ class _Reader:
         if sid is None:
             sid = self.stack_ids[key] = len(self.stacks)
             self.stacks.append(key)
-        self.by_identity[id(frames)] = sid
+        self.by_identity[id(frames)] = (frames, sid)
         return sid
 
     def dicts(self, items, what: str) -> list[dict]:
@@ -99,7 +100,8 @@ def _top(obj, path: str) -> tuple[list, list]:
 
 
 def snapshot_of(obj, path: str) -> Snapshot:
-    """The columns of an already loaded plain-data snapshot (`obj`, as the unpickler made it)."""
+    """The columns of an already loaded plain-data snapshot (`obj`, as the unpickler made it). The trace entries of
+    `obj` are replaced by None as they are read (their memory is given back while the columns grow)."""
     r = _Reader(path)
     seg_list, traces = _top(obj, path)
     segs = r.dicts(seg_list, "'segments'")
@@ -142,29 +144,21 @@ def snapshot_of(obj, path: str) -> Snapshot:
     s.blk_state = np.array(b_state, dtype=np.int8)
     s.blk_stack = np.array(b_stack, dtype=np.int32)
 
-    t_dev, t_act, t_addr, t_size, t_stream, t_time, t_free, t_stack = [], [], [], [], [], [], [], []
     other_actions: set[str] = set()
     if traces is not None and not isinstance(traces, list):
         raise InputError(path, f"not a memory snapshot: 'device_traces' is a {type(traces).__name__}, not a list")
+    parts: list[list[np.ndarray]] = []
     for dev, entries in enumerate(traces or []):
-        for e in r.dicts(entries, "a device's trace"):
-            act = e.get("action")
-            code = ACTION.get(act, _OTHER) if isinstance(act, str) else _OTHER
-            if code == _OTHER:
-                other_actions.add(str(act)[:40])
-            t_dev.append(dev)
-            t_act.append(code)
-            t_addr.append(r.int_of(e, "addr"))
-            t_size.append(r.int_of(e, "size"))
-            t_stream.append(r.int_of(e, "stream"))
-            t_time.append(r.int_of(e, "time_us"))
-            t_free.append(r.int_of(e, "device_free"))
-            t_stack.append(r.stack(e.get("frames")))
-    s.tr_device = np.array(t_dev, dtype=np.int32)
-    s.tr_action = np.array(t_act, dtype=np.int8)
-    s.tr_addr, s.tr_size, s.tr_stream, s.tr_time_us, s.tr_device_free = (
-        np.array(c, dtype=np.int64) for c in (t_addr, t_size, t_stream, t_time, t_free))
-    s.tr_stack = np.array(t_stack, dtype=np.int32)
+        if not isinstance(entries, list):
+            r.bad += 1
+            continue
+        for at in range(0, len(entries), _CHUNK):
+            parts.append(_entries(r, dev, entries[at:at + _CHUNK], other_actions))
+            entries[at:at + _CHUNK] = [None] * len(entries[at:at + _CHUNK])  # their dicts freed as we go
+    cols = [np.concatenate([p[k] for p in parts]) if parts else np.zeros(0, dtype=t)
+            for k, t in enumerate((np.int32, np.int8, np.int64, np.int64, np.int64, np.int64, np.int64, np.int32))]
+    (s.tr_device, s.tr_action, s.tr_addr, s.tr_size, s.tr_stream, s.tr_time_us, s.tr_device_free,
+     s.tr_stack) = cols
 
     s.frame_name, s.frame_file, s.frame_line = r.names, r.files, np.array(r.lines, dtype=np.int64)
     lengths = np.array([len(k) for k in r.stacks], dtype=np.int64)
@@ -177,6 +171,34 @@ def snapshot_of(obj, path: str) -> Snapshot:
     if other_actions:
         s.warnings.append("trace actions not known here, kept as 'other': " + ", ".join(sorted(other_actions)[:8]))
     return s
+
+
+_CHUNK = 1 << 16  # trace entries turned into columns at once, then freed
+
+
+def _entries(r: _Reader, dev: int, entries: list, other_actions: set) -> list[np.ndarray]:
+    """One chunk of a device's trace entries as columns (device, action, addr, size, stream, time_us,
+    device_free, stack)."""
+    act, addr, size, stream, time_us, free, stack = [], [], [], [], [], [], []
+    int_of = r.int_of
+    for e in entries:
+        if not isinstance(e, dict):
+            r.bad += 1
+            continue
+        a = e.get("action")
+        code = ACTION.get(a, _OTHER) if isinstance(a, str) else _OTHER
+        if code == _OTHER:
+            other_actions.add(str(a)[:40])
+        act.append(code)
+        addr.append(int_of(e, "addr"))
+        size.append(int_of(e, "size"))
+        stream.append(int_of(e, "stream"))
+        time_us.append(int_of(e, "time_us"))
+        free.append(int_of(e, "device_free"))
+        stack.append(r.stack(e.get("frames")))
+    n = len(act)
+    return [np.full(n, dev, dtype=np.int32), np.array(act, dtype=np.int8)] + [
+        np.array(c, dtype=np.int64) for c in (addr, size, stream, time_us, free)] + [np.array(stack, dtype=np.int32)]
 
 
 def _history_frames(block: dict):
