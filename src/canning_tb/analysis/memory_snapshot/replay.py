@@ -5,8 +5,9 @@ counts them. A trace entry's size is the size the tensor asked for (a block's `r
 rounded up, on Ascend to 512 bytes after 32 of padding), so live bytes are requested bytes throughout; reserved bytes at `segment_alloc` / `segment_map` (+) and `segment_free` / `segment_unmap` (-).
 Both are anchored at the snapshot's own end state (the blocks still active, the segments' sizes), so bytes that
 were allocated before the history began (or before its ring buffer wrapped) are counted, as `before` bytes.
-Each alloc is paired with the free_completed of the same address that follows it; a free with no alloc before it
-was allocated before the history began (its stack is unknown).
+Each alloc is paired with the free_completed of the same address that directly follows it among that address's
+events (over columns: one sort by address); a free with no alloc before it was allocated before the history began
+(its stack is unknown).
 """
 from __future__ import annotations
 
@@ -67,21 +68,23 @@ def replay(s: Snapshot, device: int) -> Replay:
 
     allocs = np.nonzero(act == ALLOC)[0]
     freed_at = np.full(len(allocs), len(rows), dtype=np.int64)
-    open_: dict[int, int] = {}
-    b_addr, b_size, b_freed = [], [], []
-    pos_of = {int(p): k for k, p in enumerate(allocs)}
-    for p in np.nonzero((act == ALLOC) | (act == FREE))[0].tolist():
-        a = int(addr[p])
-        if act[p] == ALLOC:
-            open_[a] = pos_of[p]
-        else:
-            k = open_.pop(a, None)
-            if k is None:
-                b_addr.append(a), b_size.append(int(size[p])), b_freed.append(p)
-            else:
-                freed_at[k] = p
+    # pairing over columns: the events of one address in order; an alloc directly followed by a free_completed
+    # of its address is freed there; a free with no alloc before it was allocated before the history
+    ev = np.nonzero((act == ALLOC) | (act == FREE))[0]
+    order = np.lexsort((ev, addr[ev]))
+    pos, at = ev[order], addr[ev][order]
+    is_alloc = act[pos] == ALLOC
+    same_next = np.zeros(len(pos), dtype=bool)
+    same_next[:-1] = at[1:] == at[:-1]
+    paired = is_alloc & same_next & np.append(~is_alloc[1:], False)
+    slot = np.searchsorted(allocs, pos[paired])
+    freed_at[slot] = pos[np.nonzero(paired)[0] + 1]
+    prev_alloc = np.zeros(len(pos), dtype=bool)
+    prev_alloc[1:] = paired[:-1]
+    orphan = pos[~is_alloc & ~prev_alloc]
+    b_addr, b_size, b_freed = addr[orphan].tolist(), size[orphan].tolist(), orphan.tolist()
     # blocks still active at the snapshot that no alloc of the trace made: alive since before it
-    traced_open = {int(addr[allocs[k]]) for k in open_.values()}
+    traced_open = set(addr[allocs[freed_at == len(rows)]].tolist())
     for b, n in zip(active.tolist(), asked.tolist()):
         a = int(s.blk_address[b])
         if a not in traced_open:

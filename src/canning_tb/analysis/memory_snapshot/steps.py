@@ -59,22 +59,39 @@ def time_steps(s: Snapshot, r: Replay, steps_ns, offset_ns: int) -> list[tuple[i
     return out
 
 
-def growth(s: Snapshot, r: Replay, steps: list[tuple[int, int, int]], limit: int = 5) -> list[dict]:
-    """Per step: live bytes at its start and end, and the bytes born in it and alive at its end, by top frame."""
+def _step_of(r: Replay, steps: list[tuple[int, int, int]]) -> tuple[np.ndarray, np.ndarray]:
+    """(per alloc: the index of the step it was made in or -1, per step: its end entry, exclusive)."""
+    starts = np.array([a for _, a, _ in steps], dtype=np.int64)
+    ends = np.array([b for _, _, b in steps], dtype=np.int64)
+    k = np.searchsorted(starts, r.allocs, side="right") - 1
+    inside = (k >= 0) & (r.allocs < ends[np.maximum(k, 0)]) if len(steps) else np.zeros(len(r.allocs), bool)
+    return np.where(inside, k, -1), ends
+
+
+def growth(s: Snapshot, r: Replay, steps: list[tuple[int, int, int]], limit: int = 5, most: int | None = None) -> list[dict]:
+    """Per step (the first `most`): live bytes at its start and end, and the bytes born in it and alive at its
+    end, by top frame."""
+    steps = steps[:most] if most is not None else steps
+    if not steps:
+        return []
     user = user_frames(s)
     sizes = np.maximum(s.tr_size[r.rows[r.allocs]], 0)
     stacks = s.tr_stack[r.rows[r.allocs]].astype(np.int64)
+    k, ends = _step_of(r, steps)
+    born = np.nonzero((k >= 0) & (r.freed_at >= ends[np.maximum(k, 0)]))[0]
+    step_of = k[born]
+    tops = np.array(top_user_frames(s, stacks[born], user), dtype=np.int64)
+    total = np.bincount(step_of, weights=sizes[born], minlength=len(steps)).astype(np.int64)
+    count = np.bincount(step_of, minlength=len(steps))
     out = []
-    for num, a, b in steps:
-        born = np.nonzero((r.allocs >= a) & (r.allocs < b) & (r.freed_at >= b))[0]
-        tops = np.array(top_user_frames(s, stacks[born], user), dtype=np.int64)
-        uniq, inv = np.unique(tops, return_inverse=True)
-        total = np.bincount(inv, weights=sizes[born], minlength=len(uniq)).astype(np.int64)
-        top = np.lexsort((uniq, -total))[:limit]
+    for i, (num, a, b) in enumerate(steps):
+        mine = step_of == i
+        by = _sum_by(tops[mine], sizes[born][mine])
+        top = sorted(by.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
         out.append({"step": num, "first_entry": a, "last_entry": b - 1,
                     "live_start": int(r.live[a - 1]) if a > 0 else r.live_before, "live_end": int(r.live[b - 1]),
-                    "grown": int(sizes[born].sum()), "grown_blocks": int(len(born)),
-                    "by_frame": [{"frame": frame_text(s, int(uniq[k])), "bytes": int(total[k])} for k in top]})
+                    "grown": int(total[i]), "grown_blocks": int(count[i]),
+                    "by_frame": [{"frame": frame_text(s, f), "bytes": int(v)} for f, v in top]})
     return out
 
 
@@ -82,21 +99,28 @@ def leaks(s: Snapshot, r: Replay, steps: list[tuple[int, int, int]], limit: int 
     """Stacks that grow in every step after the first, never freed in the history (module doc)."""
     if len(steps) < 3:
         return []
+    later = steps[1:]
     sizes = np.maximum(s.tr_size[r.rows[r.allocs]], 0)
     stacks = s.tr_stack[r.rows[r.allocs]].astype(np.int64)
-    kept = r.freed_at >= r.n
-    per_step = []
-    for _, a, b in steps[1:]:
-        born = (r.allocs >= a) & (r.allocs < b) & kept
-        per_step.append({int(k): int(v) for k, v in _sum_by(stacks[born], sizes[born]).items()})
-    common = set.intersection(*(set(k for k, v in d.items() if v > 0) for d in per_step))
+    k, _ = _step_of(r, later)
+    pick = np.nonzero((k >= 0) & (r.freed_at >= r.n) & (stacks >= 0))[0]
+    if not len(pick):
+        return []
+    key = stacks[pick] * len(later) + k[pick]
+    uniq, inv = np.unique(key, return_inverse=True)
+    per = np.bincount(inv, weights=sizes[pick]).astype(np.int64)
+    stack_of, step_idx = uniq // len(later), uniq % len(later)
+    grows = per > 0
+    every, counts = np.unique(stack_of[grows], return_counts=True)
     user = user_frames(s)
     out = []
-    for sid in common:
-        by = [d[sid] for d in per_step]
-        out.append({"stack_id": sid, "frame": frame_text(s, top_user_frames(s, [sid], user)[0]),
-                    "stack": stack_text(s, sid), "bytes_per_step": by, "bytes": int(sum(by)),
-                    "steps": [num for num, _, _ in steps[1:]]})
+    for sid in every[counts == len(later)].tolist():
+        mine = (stack_of == sid) & grows
+        by = np.zeros(len(later), dtype=np.int64)
+        by[step_idx[mine]] = per[mine]
+        out.append({"stack_id": int(sid), "frame": frame_text(s, top_user_frames(s, [sid], user)[0]),
+                    "stack": stack_text(s, sid), "bytes_per_step": by.tolist()[:64], "bytes": int(by.sum()),
+                    "steps": [num for num, _, _ in later][:64]})
     out.sort(key=lambda x: (-x["bytes"], x["stack_id"]))
     return out[:limit]
 
