@@ -19,6 +19,7 @@ from . import backend as _backend
 from . import npu as _npu
 from . import npu_results as _npu_results
 from . import on_demand as _on_demand
+from .memory_history import DEFAULT_ENTRIES, MemoryHistory
 from . import summaries as _summaries
 from .activity import ProfilerActivity
 from .schedule import RECORDING, OnDemand, action_name, recorded_steps
@@ -28,7 +29,10 @@ _KEEP_STEPS = 4096  # step timestamps kept; a window is far shorter
 
 
 class Profile:
-    def __init__(self, *, activities=None, schedule=None, on_trace_ready=None, start_on_cpu=False, **kwargs):
+    def __init__(self, *, activities=None, schedule=None, on_trace_ready=None, start_on_cpu=False,
+                 memory_snapshot=False, memory_snapshot_entries=DEFAULT_ENTRIES, **kwargs):
+        # the allocator's history while collecting, a snapshot per window (memory_history.py)
+        self._memory_history = MemoryHistory(memory_snapshot, memory_snapshot_entries)
         # on demand: each capture builds its own profiler (on_demand.py); this one says which backend
         self._on_demand = _on_demand.Driver(self, schedule, on_trace_ready) if isinstance(schedule, OnDemand) else None
         self._backend = _backend.resolve(activities, start_on_cpu=start_on_cpu,
@@ -95,6 +99,7 @@ class Profile:
             self._private_handler, self._private_dir = _npu.private_handler(self._backend.module, self,
                                                                             self._private_dir)
         self.profiler = self._new_backend_profile()
+        self._memory_history.start(self.backend, self._backend.activities)
         self._windows = 0  # windows the backend delivered (on_trace_ready) in this collection
         self._steps[step] = [time.time_ns(), None]
 
@@ -110,10 +115,16 @@ class Profile:
             _npu.quiet_stop(self.profiler)  # may call on_trace_ready for the window in progress
         else:
             self.profiler.stop()  # may call on_trace_ready for the window in progress
+        self._memory_history.stop()
         flush = getattr(self.on_trace_ready, "canning_flush", None)
         if flush is not None:  # e.g. the uploads of a remote run folder: done when stop() returns
             flush()
         return self
+
+    def canning_memory_snapshot(self) -> dict | None:
+        """The allocator's snapshot at the end of the window the handler is writing (memory_snapshot=True), or
+        None (not asked, or no allocator history here)."""
+        return self._memory_history.snapshot()
 
     def step(self):
         if not self._running:
