@@ -57,6 +57,10 @@ def test_npu_windows_get_their_snapshot(tmp_path, monkeypatch):
     assert all(len(w.snapshots) == 1 and "with a memory snapshot" in w.label for w in wins)
     got = snapshot_impl(store, "run", worker.name, wins[0].id)
     assert got["segments"] == len(real["segments"]) and got["devices"][0]["entries"] == len(real["device_traces"][0])
+    # prof.memory_summary(): the snapshot of the last window explained in its notes (text and to_dict)
+    notes = prof.memory_summary().to_dict()["notes"]
+    assert any(n.startswith("memory snapshot ") for n in notes)
+    assert any("LEAK: train_one_step (" in n for n in notes)  # the fixture's job leaks 40 MiB a step
 
 
 def test_cpu_says_once_and_writes_no_snapshot(tmp_path):

@@ -33,6 +33,7 @@ class Profile:
                  memory_snapshot=False, memory_snapshot_entries=DEFAULT_ENTRIES, **kwargs):
         # the allocator's history while collecting, a snapshot per window (memory_history.py)
         self._memory_history = MemoryHistory(memory_snapshot, memory_snapshot_entries)
+        self._last_snapshot = None  # the last window's snapshot (a plain dict from the allocator), for memory_summary
         # on demand: each capture builds its own profiler (on_demand.py); this one says which backend
         self._on_demand = _on_demand.Driver(self, schedule, on_trace_ready) if isinstance(schedule, OnDemand) else None
         self._backend = _backend.resolve(activities, start_on_cpu=start_on_cpu,
@@ -124,7 +125,8 @@ class Profile:
     def canning_memory_snapshot(self) -> dict | None:
         """The allocator's snapshot at the end of the window the handler is writing (memory_snapshot=True), or
         None (not asked, or no allocator history here)."""
-        return self._memory_history.snapshot()
+        self._last_snapshot = self._memory_history.snapshot()
+        return self._last_snapshot
 
     def step(self):
         if not self._running:
@@ -286,7 +288,10 @@ class Profile:
         return self._summary("op_summary")
 
     def memory_summary(self):
-        return self._summary("memory_summary")
+        table = self._summary("memory_summary")
+        if self._last_snapshot is not None:  # memory_snapshot=True: the last window's snapshot explained, as notes
+            table.notes = list(table.notes) + _summaries.snapshot_notes(self._last_snapshot)
+        return table
 
     def communication_summary(self):
         return self._summary("communication_summary")
