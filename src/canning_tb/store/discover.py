@@ -233,14 +233,15 @@ def scan_folder(folder: str, dirs: list[str], fnames: list[str], policy: Policy 
     return found
 
 
+OUR_SNAPSHOT = ".snapshot.pickle"  # the handler's name for a window's snapshot (handler/trace_handler.py)
 SNAPSHOT_RE = re.compile(r"^(?P<worker>.+?)(?:\.(?P<span>\d+))?(?:\.snapshot)?\.(?:pickle|pkl)$", re.I)
 
 
 def _add_snapshots(found: dict[str, list[Window]], folder: str, fnames: list[str], claimed: set[str]) -> None:
     """Attach the folder's memory snapshots to their windows, or make them windows of their own (module doc)."""
-    for w_list in found.values():  # ours: the manifest lists the snapshot among the window's files
-        for i, w in enumerate(w_list):
-            named = tuple(sorted(f for f in w.files if has_snapshot_name(os.path.basename(f)) and _is_snapshot(f)))
+    for w_list in found.values():  # ours: the manifest lists the snapshot among the window's files, by our name
+        for i, w in enumerate(w_list):  # (a remote logdir's mirror copies it only when read: never sniffed here)
+            named = tuple(sorted(f for f in w.files if f.endswith(OUR_SNAPSHOT) and w.format == "canning"))
             if named:
                 w_list[i] = dataclasses.replace(w, snapshots=named)
     for fn in sorted(fnames):
