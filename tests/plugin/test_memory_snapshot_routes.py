@@ -69,3 +69,33 @@ def test_a_hostile_pickle_is_a_422_naming_it_and_runs_nothing(setup):
     code, body = get(client, "memory_snapshot", run="job", worker="rank1", window=win)
     assert code == 422 and body["file"] == "job/rank1.pickle" and "refused" in body["error"]
     assert not marker.exists()
+
+
+def test_ranks_side_by_side(tmp_path):
+    """Three ranks, each a real Ascend snapshot (two of the leaking job, one of the job that frees everything),
+    named rank<N>: one row each with the figures of its own /memory_snapshot."""
+    from canning_tb.queries.memory_snapshot import snapshot_impl, snapshot_ranks_impl
+    from canning_tb.store import Store
+    run = tmp_path / "job"
+    run.mkdir()
+    names = {"rank0": SNAP, "rank1": "snapshot_with_empty_cache.pkl", "rank2": "snapshot_1768383987920985470.pkl"}
+    for worker, name in names.items():
+        shutil.copy(fixture_path("memory_snapshot", name), run / f"{worker}.pickle")
+    store = Store(str(tmp_path))
+    got = snapshot_ranks_impl(store, "job", 0)
+    assert [r["worker"] for r in got["ranks"]] == ["rank0", "rank1", "rank2"]
+    for row in got["ranks"]:
+        dev = snapshot_impl(store, "job", row["worker"], row["window"])["devices"][0]
+        assert row["peak_requested"] == dev["peak"]["requested"] and row["reserved"] == dev["at_snapshot"]["reserved"]
+        assert row["leaks"] == len(dev["leaks"])
+    assert [r["leaks"] for r in got["ranks"]] == [1, 1, 0]
+    # peaks of 570, 570 and 450 MiB: none 256 MiB above the median, no finding
+    assert got["findings"] == []
+
+
+def test_one_rank_far_above():
+    from canning_tb.analysis.memory_snapshot.findings import rank_findings
+    gib = 1 << 30
+    rows = [{"worker": f"w{i}", "rank": i, "peak_requested": p} for i, p in enumerate([2 * gib, 2 * gib, 3 * gib, -1])]
+    (f,) = rank_findings(rows)
+    assert f["rule"] == "snapshot_rank_peak" and "Rank 2" in f["title"] and f["gain_bytes"] == gib  # 3 - median 2 GiB

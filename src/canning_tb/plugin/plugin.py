@@ -109,6 +109,8 @@ ROUTES = {
                                 "json", _snapshot_series),
     "/memory_snapshot_state": (SNAPSHOT + (Param("entry", "int", required=True), Param("device", "int", default=0)),
                                "json", _snapshot_state),
+    "/memory_snapshot_ranks": ((Param("run", required=True), Param("window_index", "int", default=0)), "json",
+                               lambda store, q: memory_snapshot.snapshot_ranks_impl(store, q.run, q.window_index)),
     "/communication": (WINDOW, "json", _window(sections.communication_impl)),
     "/suggestions": (WINDOW, "json", _window(sections.suggestions_impl)),
     "/modules": (WINDOW, "json", _window(sections.modules_impl)),

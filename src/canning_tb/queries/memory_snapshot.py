@@ -1,7 +1,8 @@
 """The memory snapshot of a window (issue 41), as every front door serves it: `snapshot_impl` (the snapshot
 explained: state, peak, empty_cache, OOMs, steps, growth, leaks; analysis/memory_snapshot/summary.py),
 `snapshot_series_impl` (requested and reserved bytes over the history, bounded points) and
-`snapshot_state_impl` (the allocator's state at one entry of the history). Every list is bounded by `limit`.
+`snapshot_state_impl` (the allocator's state at one entry of the history) and `snapshot_ranks_impl` (the ranks
+side by side at one window position). Every list is bounded by `limit`.
 
 A snapshot beside a trace is joined to the window by time when both clocks allow it (the window's steps and
 host operators); the answer says "not joined" and why otherwise.
@@ -104,4 +105,41 @@ def has_snapshot(store, run: str, worker: str, window: str) -> bool:
     return bool(_window(store, run, worker, window).snapshots)
 
 
-__all__ = ["snapshot_impl", "snapshot_series_impl", "snapshot_state_impl", "has_snapshot"]
+
+
+def snapshot_ranks_impl(store, run: str, position: int) -> dict:
+    """The ranks side by side at one window position (Store.windows_at): each worker's first snapshot there, its
+    peak, the state at the snapshot, growth in its last step and leaks; and the ranks' findings (one rank's peak
+    far above the others'). A snapshot that cannot be read is a row with its error."""
+    from canning_tb.analysis.memory_snapshot.findings import rank_findings
+    from canning_tb.analysis.memory_snapshot.summary import summarize
+    from canning_tb.ingest.table import InputError
+    check_int("window_index", position)
+    try:
+        pairs = store.windows_at(run, position)
+    except KeyError:
+        raise NotFound(f"unknown run: {run!r}") from None
+    rows = []
+    for worker, win in pairs:
+        if not win.snapshots:
+            continue
+        row = {"worker": worker.name, "rank": worker.rank, "window": win.id, "file": short_path(store, win.snapshots[0])}
+        try:
+            dev = summarize(store.snapshot(run, worker.name, win.id, 0), limit=1)["devices"]
+        except (InputError, OSError) as e:
+            rows.append({**row, "error": f"{short_path(store, getattr(e, 'file', win.snapshots[0]))}: "
+                                         f"{getattr(e, 'problem', None) or e}", "peak_requested": -1})
+            continue
+        first = dev[0] if dev else None
+        snap = first["at_snapshot"] if first else {}
+        growth = first["growth"] if first else []
+        rows.append({**row, "device": first["device"] if first else -1,
+                     "peak_requested": first["peak"]["requested"] if first else -1,
+                     "peak_reserved": first["peak"]["reserved"] if first else -1,
+                     "reserved": snap.get("reserved", -1), "fragmentation": snap.get("fragmentation", -1.0),
+                     "largest_free_block": snap.get("largest_free_block", -1),
+                     "steps": first["steps"] if first else 0,
+                     "last_step_grown": growth[-1]["grown"] if growth else -1,
+                     "leaks": len(first["leaks"]) if first else 0,
+                     "empty_cache_calls": first["empty_cache"]["empty_cache_calls"] if first else 0})
+    return {"run": run, "window_index": position, "ranks": rows, "findings": rank_findings(rows)}

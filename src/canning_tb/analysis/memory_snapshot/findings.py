@@ -7,7 +7,8 @@ changes for torch and torch_npu, gain_bytes and gain (text).
 - snapshot_fragmentation: reserved far above requested at the peak, without expandable segments (the thresholds
   of the trace's fragmentation rule, rules/thresholds.py);
 - snapshot_empty_cache_in_loop: empty_cache() called from the same place more than once;
-- snapshot_activations_peak: what the peak's step makes and drops (activations, temporaries) is most of the peak.
+- snapshot_activations_peak: what the peak's step makes and drops (activations, temporaries) is most of the peak;
+- snapshot_rank_peak (across ranks, `rank_findings`): one rank's peak far above the ranks' median.
 """
 from __future__ import annotations
 
@@ -89,4 +90,31 @@ def device_findings(dev: dict) -> list[dict]:
             "gradient accumulation; torch.autocast", "the same on torch_npu",
             tr["bytes"], f"up to {size(tr['bytes'])} of the peak (what checkpointing can recompute), bytes",
             "transient_share_of_peak", tr["bytes"] / peak_bytes, ACTIVATIONS_SHARE))
+    return found
+
+
+RANK_PEAK_RATIO = 1.2  # a rank's peak above this times the median of the ranks' peaks ...
+RANK_PEAK_MIN_BYTES = 256 * 2 ** 20  # ... and at least this much above it
+
+
+def rank_findings(rows: list[dict]) -> list[dict]:
+    """One rank's peak far above the others' (rows: {worker, rank, peak_requested}, -1 unknown); the bytes it
+    would save are its excess over the median of the ranks' peaks."""
+    known = sorted(r["peak_requested"] for r in rows if r["peak_requested"] >= 0)
+    if len(known) < 2:
+        return []
+    mid = len(known) // 2
+    median = known[mid] if len(known) % 2 else (known[mid - 1] + known[mid]) // 2
+    found = []
+    for r in rows:
+        peak = r["peak_requested"]
+        if median > 0 and peak >= RANK_PEAK_RATIO * median and peak - median >= RANK_PEAK_MIN_BYTES:
+            found.append(_finding(
+                "snapshot_rank_peak", "warning", f"Rank {r['rank']} ({r['worker']}) peaks far above the others",
+                f"Its peak of requested memory is {size(peak)}, {peak / median:.2f}x the ranks' median {size(median)}.",
+                "One rank holds more: an uneven split of the batch, of pipeline stages or of parameters, or work "
+                "only rank 0 does (logging, evaluation, checkpoint gathering); the job's memory limit is that rank's.",
+                "balance the split; move rank-0-only work out of the step or onto the CPU",
+                "the same on torch_npu", peak - median, f"{size(peak - median)} on that rank, bytes",
+                "peak_over_median", peak / median, RANK_PEAK_RATIO))
     return found
