@@ -24,6 +24,7 @@ def url(tmp_path_factory):
     root = tmp_path_factory.mktemp("snapshot_view")
     (root / "job").mkdir()
     shutil.copy(fixture_path("memory_snapshot", SNAP), root / "job" / "rank0.pickle")
+    shutil.copy(fixture_path("memory_snapshot", "snapshot_1768383987920985470.pkl"), root / "job" / "rank1.pickle")
     yield from serve(root, tmp_path_factory)
 
 
@@ -53,6 +54,8 @@ def test_memory_view_shows_the_snapshot(page, url, errors):
     expect(frame.locator("#snap-chart svg")).to_have_count(1)
     expect(frame.locator("#snap-findings li")).to_have_count(len(dev["findings"]))
     expect(frame.locator("#snap-findings li[data-rule=snapshot_leak]")).to_contain_text("40.0 MiB a step")
+    expect(frame.locator("#snap-ranks tbody tr")).to_have_count(2)  # rank0 and rank1 side by side
+    expect(frame.locator("#snap-ranks tbody tr").first).to_contain_text("rank0")
     section.scroll_into_view_if_needed()
     shot(page, "memory_snapshot")
     assert errors == []

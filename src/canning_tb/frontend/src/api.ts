@@ -1161,6 +1161,29 @@ export interface SnapshotResponse {
   index: number;
   snapshots: string[];
 }
+export interface SnapshotRankRow {
+  worker: string;
+  rank: number;
+  window: string;
+  file: string;
+  error?: string;
+  device?: number;
+  peak_requested: number;
+  peak_reserved?: number;
+  reserved?: number;
+  fragmentation?: number;
+  largest_free_block?: number;
+  steps?: number;
+  last_step_grown?: number;
+  leaks?: number;
+  empty_cache_calls?: number;
+}
+export interface SnapshotRanksResponse {
+  run: string;
+  window_index: number;
+  ranks: SnapshotRankRow[];
+  findings: SnapshotFinding[];
+}
 export interface SnapshotSeriesResponse {
   run: string;
   worker: string;

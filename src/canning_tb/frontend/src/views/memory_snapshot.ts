@@ -10,6 +10,8 @@ import {
   type SnapshotGroup,
   type SnapshotGrowth,
   type SnapshotLeak,
+  type SnapshotRankRow,
+  type SnapshotRanksResponse,
   type SnapshotResponse,
   type SnapshotSeriesResponse,
 } from "../api";
@@ -110,6 +112,29 @@ class SnapshotChart {
   }
 }
 
+const RANK_COLS: Col<SnapshotRankRow>[] = [
+  { key: "rank", label: "Rank", num: true, value: (r) => r.rank, fmt: (r) => (r.rank >= 0 ? String(r.rank) : "–") },
+  { key: "worker", label: "Worker", value: (r) => r.worker, cls: "name", title: (r) => r.error ?? r.file },
+  { key: "peak", label: "Peak requested (MB)", num: true, value: (r) => r.peak_requested / MB, fmt: (r) => mb(r.peak_requested) },
+  { key: "reserved", label: "Reserved (MB)", num: true, value: (r) => (r.reserved ?? -1) / MB, fmt: (r) => mb(r.reserved ?? -1) },
+  { key: "frag", label: "Fragmentation (%)", num: true, value: (r) => r.fragmentation ?? -1, fmt: (r) => pct(r.fragmentation ?? -1) },
+  { key: "grown", label: "Grown in the last step (MB)", num: true, value: (r) => (r.last_step_grown ?? -1) / MB, fmt: (r) => mb(r.last_step_grown ?? -1) },
+  { key: "leaks", label: "Leaks", num: true, value: (r) => r.leaks ?? -1, fmt: (r) => int(r.leaks ?? -1) },
+];
+
+/** The ranks side by side, when more than one worker of the run has a snapshot at this window's position. */
+async function ranksCard(host: ViewHost): Promise<HTMLElement | null> {
+  const workers = host.run?.workers ?? [];
+  const position = workers.find((w) => w.name === host.sel.worker)?.windows.findIndex((w) => w.id === host.sel.window) ?? -1;
+  const withSnapshots = workers.filter((w) => (w.windows[position]?.snapshots ?? 0) > 0);
+  if (position < 0 || withSnapshots.length < 2) return null;
+  const data = await getJSON<SnapshotRanksResponse>("memory_snapshot_ranks", { run: host.sel.run, window_index: String(position) }, host.signal);
+  const table = new SortTable<SnapshotRankRow>("snap-ranks", RANK_COLS, "rank", false);
+  table.setRows(data.ranks);
+  const notes = data.findings.map((f) => h("p", { class: "notice warn", text: `${f.title}: ${f.detail} Gain: ${f.gain}.` }));
+  return card("Ranks side by side", h("div", { class: "table-wrap short" }, table.el), ...notes);
+}
+
 /** The snapshot's cards for one device, or an error notice; `charts` collects the charts to dispose. */
 export async function snapshotSection(host: ViewHost, charts: RawChart[]): Promise<HTMLElement> {
   const box = h("section", { id: "memory-snapshot", class: "snapshot", "data-state": "loading" }, h("h2", { class: "section-title", text: "Allocator snapshot" }));
@@ -146,6 +171,8 @@ export async function snapshotSection(host: ViewHost, charts: RawChart[]): Promi
       card("Growth per step", h("div", { class: "table-wrap short" }, growth.el)),
     );
     charts.push(new SnapshotChart(chartEl, series, dev.peak.entry).raw);
+    const ranks = await ranksCard(host);
+    if (ranks) box.append(ranks);
     box.dataset.state = "loaded";
   } catch (err) {
     if ((err as Error).name === "AbortError") return box;
