@@ -91,3 +91,47 @@ def test_a_hostile_snapshot_is_refused_with_its_name(tmp_path):
     with pytest.raises(InputError):
         store.digest("run", "rank0", win.id)
     assert not marker.exists()
+
+
+def test_a_snapshot_with_times_is_joined_to_the_trace(tmp_path, fresh_trace):
+    """A real torch.profiler trace of this torch (it gives baseTimeNanoseconds) and beside it a snapshot written in
+    the test whose entries carry wall-clock times inside the trace's ProfilerStep ranges (the CPU has no allocator
+    to record one). The steps and operators expected are read from the raw trace here, independently."""
+    import gzip
+    import json
+    raw = json.load(gzip.open(fresh_trace))
+    base = int(raw["baseTimeNanoseconds"])
+    steps = sorted((int(e["name"].split("#")[1]), int(e["ts"] * 1000), int((e["ts"] + e["dur"]) * 1000))
+                   for e in raw["traceEvents"] if e.get("ph") == "X" and e.get("name", "").startswith("ProfilerStep#"))
+    assert len(steps) == 2
+    ops = [e for e in raw["traceEvents"] if e.get("ph") == "X" and e.get("cat") == "cpu_op"]
+    frames = [{"name": "train", "filename": "/job/train.py", "line": 9}]
+    trace = []
+    want_ops = []
+    for num, start, end in steps:  # one 1 MiB block per step, allocated in the middle of the step, never freed
+        at_ns = (start + end) // 2
+        trace.append({"action": "alloc", "addr": num << 20, "size": 1 << 20, "stream": 0, "frames": frames,
+                      "time_us": (base + at_ns) // 1000})
+        t_ns = (base + at_ns) // 1000 * 1000 - base  # the µs the allocator keeps, back on the trace's clock
+        open_ = [e for e in ops if e["ts"] * 1000 <= t_ns <= (e["ts"] + e["dur"]) * 1000]
+        want_ops.append(max(open_, key=lambda e: e["ts"])["name"] if open_ else "")
+    snap = {"segments": [{"device": 0, "address": 0, "total_size": 64 << 20, "allocated_size": 2 << 20,
+                          "active_size": 2 << 20, "requested_size": 2 << 20, "stream": 0, "segment_type": "large",
+                          "blocks": [{"address": n << 20, "size": 1 << 20, "requested_size": 1 << 20,
+                                      "state": "active_allocated"} for n, _, _ in steps]}],
+            "device_traces": [trace]}
+    run = tmp_path / "run"
+    run.mkdir()
+    name = os.path.basename(fresh_trace)
+    shutil.copy(fresh_trace, run / name)
+    stem = name[:-len(".pt.trace.json.gz")]
+    (run / f"{stem}.snapshot.pickle").write_bytes(pickle.dumps(snap))
+    store = Store(str(tmp_path))
+    (worker,) = store.workers("run")
+    (win,) = store.windows("run", worker.name)
+    assert len(win.snapshots) == 1
+    dev = snapshot_impl(store, "run", worker.name, win.id)["devices"][0]
+    assert dev["joined"] and dev["steps_source"] == "window steps, by time"
+    assert [(g["step"], g["grown"]) for g in dev["growth"]] == [(n, 1 << 20) for n, _, _ in steps]
+    tops = sorted(dev["peak"]["top_blocks"], key=lambda b: b["entry"])
+    assert any(want_ops) and [b.get("operator", "") for b in tops] == want_ops

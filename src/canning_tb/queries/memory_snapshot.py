@@ -64,7 +64,9 @@ def snapshot_impl(store, run: str, worker: str, window: str, index: int = 0, lim
     if not 1 <= limit <= MAX_LIMIT:
         raise BadParameter(f"limit must be 1 to {MAX_LIMIT}")
     found, snap = _snapshot(store, run, worker, window, index)
-    table, steps, base, span = _window_clock(store, run, worker, window, found)
+    # the window's events only when the snapshot's entries carry times to join them by
+    table, steps, base, span = (_window_clock(store, run, worker, window, found) if snap.has_times
+                                else (None, None, None, None))
     out = summarize(snap, table=table, limit=limit, window_steps=steps, base_ns=base, window_span=span)
     out["file"] = short_path(store, snap.path)
     out.update({"run": run, "worker": worker, "window": window, "index": index,
