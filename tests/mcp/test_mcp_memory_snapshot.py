@@ -34,3 +34,16 @@ def test_the_tool_answers_the_routes_figures(tmp_path):
         g["bytes"] for g in want["devices"][0]["peak"]["by_stack"]]
     assert all(len(b["stack"]) <= 8 for b in got["devices"][0]["peak"]["top_blocks"])
     assert any("stack_more" in b for b in got["devices"][0]["peak"]["by_stack"])
+
+
+def test_the_ranks_tool_answers_the_routes_rows(tmp_path):
+    (tmp_path / "job").mkdir()
+    shutil.copy(fixture_path("memory_snapshot", SNAP), tmp_path / "job" / "rank0.pickle")
+    shutil.copy(fixture_path("memory_snapshot", "snapshot_1768383987920985470.pkl"), tmp_path / "job" / "rank1.pickle")
+    app, _ = build(str(tmp_path), str(tmp_path / "cache"))
+    result = call(app, "memory_snapshot_ranks", {"run": "job", "window_index": 0, "limit": 1})
+    content = result[0] if isinstance(result, tuple) else result.content
+    got = json.loads(content[0].text)
+    from canning_tb.queries.memory_snapshot import snapshot_ranks_impl
+    want = snapshot_ranks_impl(Store(str(tmp_path)), "job", 0)
+    assert got["ranks_total"] == 2 and got["ranks"] == want["ranks"][:1] and got["findings"] == want["findings"]

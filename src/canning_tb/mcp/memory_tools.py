@@ -81,3 +81,12 @@ def memory_snapshot(host, run: str, worker: str, window: str, index: int = 0, li
     from canning_tb.queries.memory_snapshot import snapshot_impl
     body = snapshot_impl(host.store(), run, worker, window, index, limit)
     return {**_short_stacks(body), "units": UNITS}
+
+
+def memory_snapshot_ranks(host, run: str, window_index: int = 0, limit: int = 100) -> dict:
+    """The ranks' snapshots side by side at one window position (the plugin's /memory_snapshot_ranks), the first
+    `limit` ranks."""
+    from canning_tb.queries.memory_snapshot import snapshot_ranks_impl
+    body = snapshot_ranks_impl(host.store(), run, window_index)
+    rows = body["ranks"]
+    return {**body, "ranks": rows[:limit], "ranks_total": len(rows), "units": UNITS}

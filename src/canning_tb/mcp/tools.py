@@ -114,6 +114,14 @@ def _memory(app, host, answer) -> None:
                         limit: limit(5, 50) = 5):
         return answer(lambda: memory_tools.memory_snapshot(host, run, worker, window, index, limit))
 
+    def memory_snapshot_ranks(run: Run, window_index: number("window position in each worker's list", 0) = 0,
+                              limit: limit(100, 1000) = 100):
+        return answer(lambda: memory_tools.memory_snapshot_ranks(host, run, window_index or 0, limit))
+
+    _tool(app, memory_snapshot_ranks, "The ranks' memory snapshots side by side at one window position: per rank "
+                                      "the peak, reserved, fragmentation, largest free block, growth in the last "
+                                      "step, leaks, empty_cache() calls; and the finding of one rank peaking far "
+                                      "above the ranks' median (gain in bytes). `limit` ranks.")
     _tool(app, memory_snapshot, "The allocator's memory snapshot of a window (torch / torch_npu pickle, read "
                                 "without running it): per device the state (reserved, allocated, fragmentation, "
                                 "largest free block), the peak and the blocks alive there by top user frame and "
