@@ -283,3 +283,32 @@ def test_transient_bytes_at_the_peak():
     got = steps.transient_at(s, r, [(1, 0, r.n)], 2)
     assert got == {"step": 1, "bytes": 100, "by_frame": [{"frame": "step (/job/train.py:7)", "bytes": 100}]}
     assert steps.transient_at(s, r, [], 2)["bytes"] == -1  # no steps: unknown, not 0
+
+
+def test_bands_of_the_history():
+    from canning_tb.analysis.memory_snapshot.bands import bands
+    d, s = load(EMPTY_CACHE)
+    r = replay(s, 0)
+    got = bands(s, r, 0, r.n - 1, limit=50)
+    # by a plain walk: every alloc with the entry of its free_completed (or the history's end)
+    open_allocs, spans = {}, []
+    for i, e in enumerate(entries(d)):
+        if e["action"] == "alloc":
+            open_allocs[e["addr"]] = (i, e["size"])
+        elif e["action"] == "free_completed" and e["addr"] in open_allocs:
+            a, n = open_allocs.pop(e["addr"])
+            spans.append((a, i, n))
+    spans += [(a, len(entries(d)), n) for a, n in open_allocs.values()]
+    assert got["alive"] == len(spans) and got["alive_bytes"] == sum(n for _, _, n in spans)
+    biggest = sorted(spans, key=lambda x: (-x[2], x[0]))[:50]
+    assert sorted(zip(got["alloc"], got["free"], got["bytes"])) == sorted(biggest)
+    # no two bands of one lane overlap
+    by_lane = {}
+    for a, f, lane in zip(got["alloc"], got["free"], got["lane"]):
+        by_lane.setdefault(lane, []).append((a, f))
+    for lane in by_lane.values():
+        lane.sort()
+        assert all(prev[1] < nxt[0] for prev, nxt in zip(lane, lane[1:]))
+    # a range: only what is alive in it
+    mid = bands(s, r, 4000, 4100, limit=5000)
+    assert mid["alive"] == sum(1 for a, f, _ in spans if a <= 4100 and f >= 4000)

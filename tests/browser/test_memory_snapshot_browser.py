@@ -34,6 +34,12 @@ def answer(url):
         return json.load(r)
 
 
+def bands(url):
+    query = urllib.parse.urlencode({"run": "job", "worker": "rank0", "window": "default", "limit": 800})
+    with urllib.request.urlopen(f"{url}/data/plugin/canning/memory_snapshot_bands?{query}", timeout=120) as r:
+        return json.load(r)
+
+
 def test_memory_view_shows_the_snapshot(page, url, errors):
     frame = open_plugin(page, url)
     frame.locator("#tab-memory").click()
@@ -54,8 +60,12 @@ def test_memory_view_shows_the_snapshot(page, url, errors):
     expect(frame.locator("#snap-chart svg")).to_have_count(1)
     expect(frame.locator("#snap-findings li")).to_have_count(len(dev["findings"]))
     expect(frame.locator("#snap-findings li[data-rule=snapshot_leak]")).to_contain_text("40.0 MiB a step")
+    expect(frame.locator("#snap-bands canvas")).not_to_have_count(0)
+    expect(frame.locator("#snap-bands")).to_have_attribute("data-bands", str(bands(url)["shown"]))
     expect(frame.locator("#snap-ranks tbody tr")).to_have_count(2)  # rank0 and rank1 side by side
     expect(frame.locator("#snap-ranks tbody tr").first).to_contain_text("rank0")
     section.scroll_into_view_if_needed()
     shot(page, "memory_snapshot")
+    frame.locator("#snap-bands").scroll_into_view_if_needed()
+    shot(page, "memory_snapshot_bands")
     assert errors == []

@@ -88,6 +88,8 @@ def test_ranks_side_by_side(tmp_path):
         dev = snapshot_impl(store, "job", row["worker"], row["window"])["devices"][0]
         assert row["peak_requested"] == dev["peak"]["requested"] and row["reserved"] == dev["at_snapshot"]["reserved"]
         assert row["leaks"] == len(dev["leaks"])
+        growth = snapshot_impl(store, "job", row["worker"], row["window"], limit=200)["devices"][0]["growth"]
+        assert row["last_step_grown"] == growth[-1]["grown"]  # the last step's, not the first's
     assert [r["leaks"] for r in got["ranks"]] == [1, 1, 0]
     # peaks of 570, 570 and 450 MiB: none 256 MiB above the median, no finding
     assert got["findings"] == []

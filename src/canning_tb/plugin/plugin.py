@@ -109,6 +109,11 @@ ROUTES = {
                                 "json", _snapshot_series),
     "/memory_snapshot_state": (SNAPSHOT + (Param("entry", "int", required=True), Param("device", "int", default=0)),
                                "json", _snapshot_state),
+    "/memory_snapshot_bands": (SNAPSHOT + (Param("device", "int", default=0), Param("start_entry", "int"),
+                                           Param("end_entry", "int"), Param("limit", "int", default=1000)), "json",
+                               lambda store, q: memory_snapshot.snapshot_bands_impl(
+                                   store, q.run, q.worker, q.window, q.device, q.index, q.start_entry, q.end_entry,
+                                   q.limit)),
     "/memory_snapshot_ranks": ((Param("run", required=True), Param("window_index", "int", default=0)), "json",
                                lambda store, q: memory_snapshot.snapshot_ranks_impl(store, q.run, q.window_index)),
     "/communication": (WINDOW, "json", _window(sections.communication_impl)),

@@ -2,7 +2,8 @@
 explained: state, peak, empty_cache, OOMs, steps, growth, leaks; analysis/memory_snapshot/summary.py),
 `snapshot_series_impl` (requested and reserved bytes over the history, bounded points) and
 `snapshot_state_impl` (the allocator's state at one entry of the history) and `snapshot_ranks_impl` (the ranks
-side by side at one window position). Every list is bounded by `limit`.
+side by side at one window position), `snapshot_bands_impl` (the allocation timeline's bands). Every list is
+bounded by `limit`.
 
 A snapshot beside a trace is joined to the window by time when both clocks allow it (the window's steps and
 host operators); the answer says "not joined" and why otherwise.
@@ -134,14 +135,37 @@ def snapshot_ranks_impl(store, run: str, position: int) -> dict:
             continue
         first = dev[0] if dev else None
         snap = first["at_snapshot"] if first else {}
-        growth = first["growth"] if first else []
+        last = first["growth_last"] if first else None
         rows.append({**row, "device": first["device"] if first else -1,
                      "peak_requested": first["peak"]["requested"] if first else -1,
                      "peak_reserved": first["peak"]["reserved"] if first else -1,
                      "reserved": snap.get("reserved", -1), "fragmentation": snap.get("fragmentation", -1.0),
                      "largest_free_block": snap.get("largest_free_block", -1),
                      "steps": first["steps"] if first else 0,
-                     "last_step_grown": growth[-1]["grown"] if growth else -1,
+                     "last_step_grown": last["grown"] if last else -1,
                      "leaks": len(first["leaks"]) if first else 0,
                      "empty_cache_calls": first["empty_cache"]["empty_cache_calls"] if first else 0})
     return {"run": run, "window_index": position, "ranks": rows, "findings": rank_findings(rows)}
+
+
+MAX_BANDS = 5000
+
+
+def snapshot_bands_impl(store, run: str, worker: str, window: str, device: int = 0, index: int = 0,
+                        start_entry: int | None = None, end_entry: int | None = None, limit: int = 1000) -> dict:
+    """The allocation timeline's bands in [start_entry, end_entry] of the device's history (both open: all of it),
+    the largest `limit` (analysis/memory_snapshot/bands.py)."""
+    from canning_tb.analysis.memory_snapshot.bands import bands
+    from canning_tb.analysis.memory_snapshot.replay import replay
+    for name, value in (("start_entry", start_entry), ("end_entry", end_entry), ("limit", limit)):
+        if value is not None:
+            check_int(name, value)
+    if not 1 <= limit <= MAX_BANDS:
+        raise BadParameter(f"limit must be 1 to {MAX_BANDS}")
+    _, snap = _snapshot(store, run, worker, window, index)
+    r = replay(snap, _device(snap, device))
+    lo = 0 if start_entry is None else start_entry
+    hi = r.n - 1 if end_entry is None else end_entry
+    if lo > hi:
+        raise BadParameter("start_entry is after end_entry")
+    return {"run": run, "worker": worker, "window": window, "device": device, **bands(snap, r, lo, hi, limit)}

@@ -46,6 +46,7 @@ def summarize(s: Snapshot, table=None, limit: int = 20, window_steps=None, base_
             "before_history": {"requested": r.live_before, "reserved": r.reserved_before},
             "peak": pk, "empty_cache": rel, "ooms": events.ooms(s, r, limit),
             "steps_source": source, "steps": len(found), "growth": steps.growth(s, r, found, 5, most=limit),
+            "growth_last": (steps.growth(s, r, found[-1:], 5) or [None])[0],
             "leaks": steps.leaks(s, r, found, limit),
             "joined": offset is not None, "join": "joined by time to the window's trace" if offset is not None else why,
             "transient_at_peak": steps.transient_at(s, r, found, pk["entry"], 5) if pk["entry"] >= 0 else None,

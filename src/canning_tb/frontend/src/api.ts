@@ -1137,7 +1137,11 @@ export interface SnapshotDevice {
   empty_cache: SnapshotEmptyCache;
   ooms: SnapshotOom[];
   steps_source: string;
+  /** the first `limit` steps */
   growth: SnapshotGrowth[];
+  /** the last step's growth (null without steps) */
+  growth_last: SnapshotGrowth | null;
+  steps: number;
   leaks: SnapshotLeak[];
   joined: boolean;
   join: string;
@@ -1183,6 +1187,27 @@ export interface SnapshotRanksResponse {
   window_index: number;
   ranks: SnapshotRankRow[];
   findings: SnapshotFinding[];
+}
+export interface SnapshotBandsResponse {
+  run: string;
+  worker: string;
+  window: string;
+  device: number;
+  start_entry: number;
+  end_entry: number;
+  entries: number;
+  alive: number;
+  shown: number;
+  alive_bytes: number;
+  shown_bytes: number;
+  lanes: number;
+  frames: string[];
+  alloc: number[];
+  /** the entry of its free; `entries` when never freed in the history */
+  free: number[];
+  bytes: number[];
+  frame: number[];
+  lane: number[];
 }
 export interface SnapshotSeriesResponse {
   run: string;

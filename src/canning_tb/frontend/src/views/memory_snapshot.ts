@@ -5,6 +5,7 @@
 import {
   getJSON,
   windowParams,
+  type SnapshotBandsResponse,
   type SnapshotBlock,
   type SnapshotDevice,
   type SnapshotGroup,
@@ -15,7 +16,7 @@ import {
   type SnapshotResponse,
   type SnapshotSeriesResponse,
 } from "../api";
-import { RawChart } from "../chart";
+import { PALETTE, RawChart } from "../chart";
 import { h } from "../dom";
 import { bytes, int, mb, pct } from "../format";
 import { card, errorText, kvTable, SortTable, type Col } from "./common";
@@ -135,6 +136,45 @@ async function ranksCard(host: ViewHost): Promise<HTMLElement | null> {
   return card("Ranks side by side", h("div", { class: "table-wrap short" }, table.el), ...notes);
 }
 
+const BANDS = 800;
+
+/** The allocation timeline: the largest allocations alive in the history as bands (alloc to free) on lanes,
+ * coloured by top user frame; the server chooses and lays them out (/memory_snapshot_bands). */
+class BandsChart {
+  readonly raw: RawChart;
+  constructor(el: HTMLElement, b: SnapshotBandsResponse) {
+    this.raw = new RawChart(el, "canvas");
+    const data = b.alloc.map((a, i) => [a, b.free[i], b.lane[i], b.bytes[i], b.frame[i]]);
+    this.raw.set({
+      tooltip: {
+        formatter: (p: { value: number[] }) =>
+          `${bytes(p.value[3])} · ${b.frames[p.value[4]] ?? ""}<br>entries ${p.value[0]} – ${p.value[1] >= b.entries ? "never freed" : p.value[1]}`,
+      },
+      grid: { left: 40, right: 20, top: 10, bottom: 40 },
+      xAxis: { type: "value", name: "history entry", nameLocation: "middle", nameGap: 25, min: 0, max: b.entries },
+      yAxis: { type: "value", min: 0, max: Math.max(1, b.lanes), show: false },
+      dataZoom: [{ type: "inside", xAxisIndex: 0 }],
+      series: [
+        {
+          type: "custom",
+          encode: { x: [0, 1], y: 2 },
+          data,
+          renderItem: (params: unknown, api: { value: (i: number) => number; coord: (v: number[]) => number[]; size: (v: number[]) => number[] }) => {
+            const start = api.coord([api.value(0), api.value(2)]);
+            const end = api.coord([api.value(1), api.value(2)]);
+            const height = Math.max(1, api.size([0, 1])[1] * 0.8);
+            return {
+              type: "rect",
+              shape: { x: start[0], y: start[1] - height, width: Math.max(1, end[0] - start[0]), height },
+              style: { fill: PALETTE[api.value(4) % PALETTE.length] },
+            };
+          },
+        },
+      ],
+    });
+  }
+}
+
 /** The snapshot's cards for one device, or an error notice; `charts` collects the charts to dispose. */
 export async function snapshotSection(host: ViewHost, charts: RawChart[]): Promise<HTMLElement> {
   const box = h("section", { id: "memory-snapshot", class: "snapshot", "data-state": "loading" }, h("h2", { class: "section-title", text: "Allocator snapshot" }));
@@ -171,6 +211,19 @@ export async function snapshotSection(host: ViewHost, charts: RawChart[]): Promi
       card("Growth per step", h("div", { class: "table-wrap short" }, growth.el)),
     );
     charts.push(new SnapshotChart(chartEl, series, dev.peak.entry).raw);
+    const bands = await getJSON<SnapshotBandsResponse>(
+      "memory_snapshot_bands",
+      { ...windowParams(host.sel), device: String(dev.device), limit: String(BANDS) },
+      host.signal,
+    );
+    const bandsEl = h("div", { id: "snap-bands", class: "chart tall", "data-bands": bands.shown, "data-lanes": bands.lanes });
+    box.append(
+      card(
+        `Allocation timeline: the ${int(bands.shown)} largest of the ${int(bands.alive)} allocations of the history (${bytes(bands.shown_bytes)} of the ${bytes(bands.alive_bytes)} they allocated over time)`,
+        bandsEl,
+      ),
+    );
+    charts.push(new BandsChart(bandsEl, bands).raw);
     const ranks = await ranksCard(host);
     if (ranks) box.append(ranks);
     box.dataset.state = "loaded";
