@@ -60,6 +60,16 @@ def test_memory_view_shows_the_snapshot(page, url, errors):
     expect(frame.locator("#snap-chart svg")).to_have_count(1)
     expect(frame.locator("#snap-findings li")).to_have_count(len(dev["findings"]))
     expect(frame.locator("#snap-findings li[data-rule=snapshot_leak]")).to_contain_text("40.0 MiB a step")
+    # the state after a chosen entry: what /memory_snapshot_state answers
+    expect(frame.locator("#snap-entry-state")).to_have_attribute("data-state", "loaded", timeout=T)
+    frame.locator("#snap-entry").fill("1000")
+    frame.locator("#snap-entry-go").click()
+    query = urllib.parse.urlencode({"run": "job", "worker": "rank0", "window": "default", "entry": 1000})
+    with urllib.request.urlopen(f"{url}/data/plugin/canning/memory_snapshot_state?{query}", timeout=120) as r:
+        state = json.load(r)
+    expect(frame.locator("#snap-entry-table tr", has_text="Entry").locator("td")).to_have_text("1000")
+    expect(frame.locator("#snap-entry-table tr", has_text="Reserved (MB)").locator("td")).to_have_text(
+        f"{state['reserved'] / 1048576:.1f}")
     expect(frame.locator("#snap-bands canvas")).not_to_have_count(0)
     expect(frame.locator("#snap-bands")).to_have_attribute("data-bands", str(bands(url)["shown"]))
     expect(frame.locator("#snap-ranks tbody tr")).to_have_count(2)  # rank0 and rank1 side by side

@@ -8,6 +8,7 @@ import {
   type SnapshotBandsResponse,
   type SnapshotBlock,
   type SnapshotDevice,
+  type SnapshotEntryState,
   type SnapshotGroup,
   type SnapshotGrowth,
   type SnapshotLeak,
@@ -175,6 +176,38 @@ class BandsChart {
   }
 }
 
+/** The allocator's state after any entry of the history (/memory_snapshot_state), the peak's first. */
+function stateAtCard(host: ViewHost, dev: SnapshotDevice): HTMLElement {
+  const input = h("input", { id: "snap-entry", type: "number", min: 0, max: Math.max(0, dev.entries - 1), value: Math.max(0, dev.peak.entry), "aria-label": "History entry" });
+  const go = h("button", { type: "button", id: "snap-entry-go", class: "button", text: "Show" });
+  const out = h("div", { id: "snap-entry-state", "data-state": "" });
+  const show = async () => {
+    out.dataset.state = "loading";
+    try {
+      const s = await getJSON<SnapshotEntryState>("memory_snapshot_state", { ...windowParams(host.sel), device: String(dev.device), entry: String(input.value) }, host.signal);
+      out.replaceChildren(
+        kvTable("snap-entry-table", [
+          ["Entry", String(s.entry)],
+          ["Segments", int(s.segments)],
+          ["Reserved (MB)", mb(s.reserved)],
+          ["Requested (MB)", mb(s.requested)],
+          ["Fragmentation (%)", pct(s.fragmentation)],
+          ["Largest free block, at most (MB)", mb(s.largest_free_block_at_most), "The history gives requested sizes, not the rounded blocks: an upper bound"],
+          ["Live blocks", int(s.blocks)],
+        ]),
+      );
+      out.dataset.state = "loaded";
+    } catch (err) {
+      if ((err as Error).name === "AbortError") return;
+      out.replaceChildren(h("p", { class: "error-text", text: errorText(err) }));
+      out.dataset.state = "error";
+    }
+  };
+  go.onclick = () => void show();
+  void show();
+  return card("Allocator state after an entry of the history", h("div", { class: "toolbar" }, h("label", {}, "Entry ", input), go), out);
+}
+
 /** The snapshot's cards for one device, or an error notice; `charts` collects the charts to dispose. */
 export async function snapshotSection(host: ViewHost, charts: RawChart[]): Promise<HTMLElement> {
   const box = h("section", { id: "memory-snapshot", class: "snapshot", "data-state": "loading" }, h("h2", { class: "section-title", text: "Allocator snapshot" }));
@@ -209,6 +242,7 @@ export async function snapshotSection(host: ViewHost, charts: RawChart[]): Promi
       card("Live at the peak, by top user frame", h("div", { class: "table-wrap short" }, frames.el)),
       card("Largest live allocations at the peak", h("div", { id: "snap-top-blocks" }, ...dev.peak.top_blocks.map(blockDetails))),
       card("Growth per step", h("div", { class: "table-wrap short" }, growth.el)),
+      stateAtCard(host, dev),
     );
     charts.push(new SnapshotChart(chartEl, series, dev.peak.entry).raw);
     const bands = await getJSON<SnapshotBandsResponse>(
