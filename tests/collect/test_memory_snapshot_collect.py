@@ -68,7 +68,7 @@ def test_cpu_says_once_and_writes_no_snapshot(tmp_path):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         for _ in range(2):  # two collections of one profile: said once
-            prof = ps.Profile(activities=[ps.ProfilerActivity.CPU], schedule=ps.schedule(wait=0, warmup=0, active=1),
+            prof = ps.Profile(activities=[ps.ProfilerActivity.CPU], schedule=ps.schedule(wait=0, warmup=1, active=1),
                               on_trace_ready=ps.tensorboard_trace_handler(str(run), digest=False), memory_snapshot=True)
             prof.start()
             work(3, prof)
@@ -78,3 +78,29 @@ def test_cpu_says_once_and_writes_no_snapshot(tmp_path):
     mans = manifests(run)
     assert mans and not [f for m in mans for f in m["files"] if f["name"].endswith(".pickle")]
     assert not [n for n in os.listdir(run) if n.endswith(".pickle")]
+
+
+def test_out_of_memory_writes_the_snapshot(tmp_path, monkeypatch):
+    """memory_snapshot_on_oom=True: the double's allocator calls the observer as torch_npu's does before it raises
+    (there is no NPU to exhaust here); the snapshot it hands over (the real fixture) lands in the run folder."""
+    use_double(monkeypatch)
+    monkeypatch.setenv("NPU_DOUBLE_SNAPSHOT", str(fixture_path("memory_snapshot", SNAP)))
+    run = tmp_path / "run"
+    prof = ps.Profile(activities=NPU, schedule=ps.schedule(wait=0, warmup=1, active=1),
+                      on_trace_ready=ps.tensorboard_trace_handler(str(run), worker_name="rank0"),
+                      memory_snapshot_on_oom=True)
+    prof.start()
+    work(3, prof)  # one window written: without memory_snapshot=True it gets no snapshot of its own
+    import torch_npu
+    torch_npu._C._fake_oom(0, 8 << 30, 60 << 30, 1 << 30)  # asked 8 GiB with 1 GiB free
+    prof.stop()
+    (name,) = [n for n in os.listdir(run) if n.endswith(".snapshot.pickle") and not n.startswith(".")
+               and n.split(".")[1].isdigit() and len(n.split(".")[1]) == 13]
+    assert name.startswith("rank0.")
+    with open(run / name, "rb") as f, open(fixture_path("memory_snapshot", SNAP), "rb") as g:
+        assert pickle.load(f) == pickle.load(g)  # ours, just written, and the trusted fixture
+    store = Store(str(tmp_path))
+    wins = [w for w in store.windows("run", "rank0") if w.format == "snapshot"]
+    assert len(wins) == 1 and "memory snapshot" in wins[0].label
+    assert all(not w.snapshots for w in store.windows("run", "rank0") if w.format == "canning")
+    assert [m for m in manifests(run) if m["steps"]]  # the window itself was written

@@ -5,6 +5,12 @@ The allocator is the backend's: torch_npu's (`torch_npu.npu.memory._record_memor
 NPU profile, CUDA's (`torch.cuda.memory`) when CUDA is profiled and present. The CPU has no allocator history:
 that is said once, and nothing is recorded. Nothing here may fail the training: a backend that refuses is said
 once, and the window is written without a snapshot. History is bounded (`max_entries`, the allocator's own ring).
+
+`memory_snapshot_on_oom=True` also attaches an out-of-memory observer to the allocator
+(`torch._C._cuda_attach_out_of_memory_observer` / `torch_npu._C._npu_attach_out_of_memory_observer`): when the job
+runs out of memory, the allocator's snapshot at that moment (its last entries hold the failed request) is handed
+to the handler, which writes it into the run folder (`<worker>.<ms>.snapshot.pickle`). Attached once per process
+(the allocator keeps its observers).
 """
 from __future__ import annotations
 
@@ -20,8 +26,12 @@ NO_HISTORY = ("memory_snapshot=True: the CPU has no allocator history (only CUDA
 
 
 class MemoryHistory:
-    def __init__(self, enabled: bool, max_entries: int = DEFAULT_ENTRIES):
-        self.enabled = bool(enabled)
+    def __init__(self, enabled: bool, max_entries: int = DEFAULT_ENTRIES, on_oom: bool = False):
+        self.on_oom = bool(on_oom)
+        self.per_window = bool(enabled)  # a snapshot at each window's end
+        self.enabled = self.per_window or self.on_oom  # the history is recorded for either
+        self._oom_write = None  # where an OOM snapshot goes (the handler's), set by the profile
+        self._attached = False
         self.max_entries = max(1, int(max_entries))
         self._memory = None  # the allocator's module while recording
         self._said: set[str] = set()
@@ -61,10 +71,40 @@ class MemoryHistory:
                                f"({type(e).__name__}: {e}); no snapshot is written")
             return
         self._memory = memory
+        if self.on_oom and not self._attached:
+            self._attach(backend)
+
+    def write_oom_to(self, write) -> None:
+        """`write(snapshot: dict)` is called with the allocator's snapshot when the job runs out of memory."""
+        self._oom_write = write
+
+    def _attach(self, backend: str) -> None:
+        memory = self._memory
+
+        def observer(device, alloc, device_allocated, device_free):
+            write = self._oom_write
+            if write is None:
+                return
+            try:
+                write(memory._snapshot())
+            except Exception as e:  # the job is failing already: never a second error from us
+                log.warning("canning: the out-of-memory snapshot could not be written: %s", e)
+        try:
+            if backend == "torch_npu":
+                import torch_npu
+                torch_npu._C._npu_attach_out_of_memory_observer(observer)
+            else:
+                import torch
+                torch._C._cuda_attach_out_of_memory_observer(observer)
+        except Exception as e:
+            self._say("oom", f"memory_snapshot_on_oom=True: the allocator takes no out-of-memory observer here "
+                             f"({type(e).__name__}: {e})")
+            return
+        self._attached = True
 
     def snapshot(self) -> dict | None:
         """The allocator's snapshot now (segments, blocks and the history so far), or None."""
-        if self._memory is None:
+        if self._memory is None or not self.per_window:
             return None
         try:
             return self._memory._snapshot()

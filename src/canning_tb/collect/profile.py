@@ -30,9 +30,10 @@ _KEEP_STEPS = 4096  # step timestamps kept; a window is far shorter
 
 class Profile:
     def __init__(self, *, activities=None, schedule=None, on_trace_ready=None, start_on_cpu=False,
-                 memory_snapshot=False, memory_snapshot_entries=DEFAULT_ENTRIES, **kwargs):
-        # the allocator's history while collecting, a snapshot per window (memory_history.py)
-        self._memory_history = MemoryHistory(memory_snapshot, memory_snapshot_entries)
+                 memory_snapshot=False, memory_snapshot_entries=DEFAULT_ENTRIES, memory_snapshot_on_oom=False,
+                 **kwargs):
+        # the allocator's history while collecting, a snapshot per window, and on OOM (memory_history.py)
+        self._memory_history = MemoryHistory(memory_snapshot, memory_snapshot_entries, memory_snapshot_on_oom)
         self._last_snapshot = None  # the last window's snapshot (a plain dict from the allocator), for memory_summary
         # on demand: each capture builds its own profiler (on_demand.py); this one says which backend
         self._on_demand = _on_demand.Driver(self, schedule, on_trace_ready) if isinstance(schedule, OnDemand) else None
@@ -100,6 +101,9 @@ class Profile:
             self._private_handler, self._private_dir = _npu.private_handler(self._backend.module, self,
                                                                             self._private_dir)
         self.profiler = self._new_backend_profile()
+        oom_write = getattr(self.on_trace_ready, "canning_write_oom_snapshot", None)
+        if oom_write is not None:
+            self._memory_history.write_oom_to(oom_write)
         self._memory_history.start(self.backend, self._backend.activities)
         self._windows = 0  # windows the backend delivered (on_trace_ready) in this collection
         self._steps[step] = [time.time_ns(), None]

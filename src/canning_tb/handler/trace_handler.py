@@ -195,6 +195,21 @@ class TraceHandler:
             self._warn("memory snapshot", 0, f"{type(e).__name__}: {e}")
             return None
 
+    # ps.Profile(memory_snapshot_on_oom=True) calls this from the allocator's out-of-memory observer
+    def canning_write_oom_snapshot(self, snapshot: dict) -> str | None:
+        """The allocator's snapshot at an out-of-memory error, written into the run folder as
+        `<worker>.<ms>.snapshot.pickle` (a snapshot-only window for discovery); its path, or None."""
+        worker = self.worker_name or identity.default_worker(identity.dist_info()[0])
+        dst = os.path.join(self.local_dir, f"{worker}.{time.time_ns() // 1_000_000:013d}.snapshot.pickle")
+        try:
+            os.makedirs(self.local_dir, exist_ok=True)
+            files.publish_bytes(pickle.dumps(snapshot, protocol=4), dst)
+        except Exception as e:
+            self._warn("memory snapshot", "at the out-of-memory error", f"{type(e).__name__}: {e}")
+            return None
+        logging.warning("canning: out of memory: the allocator's snapshot is in %s", dst)
+        return dst
+
     def _publish_snapshot(self, data: bytes, dst: str, window) -> list:
         """The snapshot's file, atomically (a temp name, then a rename), as the manifest lists it; [] on failure."""
         try:
