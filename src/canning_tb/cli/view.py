@@ -115,8 +115,26 @@ def json_report(source: str, results, analyses, detailed: set) -> dict:
                          "roofline": roofline_figures(d) if d is not None else None,
                          "coverage": to_plain(d.coverage) if d is not None else None,
                          "findings": _window_findings(d),
+                         "memory_snapshots": _snapshots_json(t),
                          "digest": to_plain(d) if d is not None and id(t) in detailed else None}
                         for t, d, err in results]}
+
+
+def _snapshots(target, limit: int):
+    """The window's memory snapshots explained (queries/memory_snapshot.py): a summary, or {"error"} each."""
+    from canning_tb.queries.errors import QueryError
+    from canning_tb.queries.memory_snapshot import snapshot_impl
+    out = []
+    for i in range(len(target.window.snapshots)):
+        try:
+            out.append(snapshot_impl(target.store, target.run, target.worker, target.window.id, i, limit))
+        except QueryError as e:
+            out.append({"error": scrub_paths(str(e), target.store.logdir)})
+    return out
+
+
+def _snapshots_json(target) -> list | None:
+    return _snapshots(target, 10) if target.window.snapshots else None
 
 
 def _window_findings(digest) -> list | None:
@@ -167,6 +185,7 @@ def view(args) -> int:
 def _text_report(args, results, analyses, detailed: set) -> None:
     from canning_tb.analysis import report
     from canning_tb.analysis.efficiency.summary import roofline_lines
+    from canning_tb.analysis.memory_snapshot.text import snapshot_text
     out = sys.stdout
     for run, position, members, analysis in analyses:
         where = "" if run == "." else f"{run} / "
@@ -184,7 +203,11 @@ def _text_report(args, results, analyses, detailed: set) -> None:
         if err:
             out.write(f"error: {err}\n")
             continue
-        out.write(report.window_report(digest, top=args.top) + "\n")
-        out.write("\n" + roofline_lines(digest) + "\n")
+        if target.window.format != "snapshot":
+            out.write(report.window_report(digest, top=args.top) + "\n")
+            out.write("\n" + roofline_lines(digest) + "\n")
+        for snap in _snapshots(target, args.top) if target.window.snapshots else ():
+            out.write("\n" + (f"memory snapshot: {snap['error']}" if "error" in snap else snapshot_text(snap, args.top))
+                      + "\n")
     if hidden:
         out.write(f"\n({hidden} windows of ranks summed up above; each one's report: --detail, or --worker=NAME)\n")

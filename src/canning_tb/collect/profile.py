@@ -19,6 +19,7 @@ from . import backend as _backend
 from . import npu as _npu
 from . import npu_results as _npu_results
 from . import on_demand as _on_demand
+from .memory_history import DEFAULT_ENTRIES, MemoryHistory
 from . import summaries as _summaries
 from .activity import ProfilerActivity
 from .schedule import RECORDING, OnDemand, action_name, recorded_steps
@@ -28,7 +29,12 @@ _KEEP_STEPS = 4096  # step timestamps kept; a window is far shorter
 
 
 class Profile:
-    def __init__(self, *, activities=None, schedule=None, on_trace_ready=None, start_on_cpu=False, **kwargs):
+    def __init__(self, *, activities=None, schedule=None, on_trace_ready=None, start_on_cpu=False,
+                 memory_snapshot=False, memory_snapshot_entries=DEFAULT_ENTRIES, memory_snapshot_on_oom=False,
+                 **kwargs):
+        # the allocator's history while collecting, a snapshot per window, and on OOM (memory_history.py)
+        self._memory_history = MemoryHistory(memory_snapshot, memory_snapshot_entries, memory_snapshot_on_oom)
+        self._last_snapshot = None  # the last window's snapshot (a plain dict from the allocator), for memory_summary
         # on demand: each capture builds its own profiler (on_demand.py); this one says which backend
         self._on_demand = _on_demand.Driver(self, schedule, on_trace_ready) if isinstance(schedule, OnDemand) else None
         self._backend = _backend.resolve(activities, start_on_cpu=start_on_cpu,
@@ -95,6 +101,10 @@ class Profile:
             self._private_handler, self._private_dir = _npu.private_handler(self._backend.module, self,
                                                                             self._private_dir)
         self.profiler = self._new_backend_profile()
+        oom_write = getattr(self.on_trace_ready, "canning_write_oom_snapshot", None)
+        if oom_write is not None:
+            self._memory_history.write_oom_to(oom_write)
+        self._memory_history.start(self.backend, self._backend.activities)
         self._windows = 0  # windows the backend delivered (on_trace_ready) in this collection
         self._steps[step] = [time.time_ns(), None]
 
@@ -110,10 +120,17 @@ class Profile:
             _npu.quiet_stop(self.profiler)  # may call on_trace_ready for the window in progress
         else:
             self.profiler.stop()  # may call on_trace_ready for the window in progress
+        self._memory_history.stop()
         flush = getattr(self.on_trace_ready, "canning_flush", None)
         if flush is not None:  # e.g. the uploads of a remote run folder: done when stop() returns
             flush()
         return self
+
+    def canning_memory_snapshot(self) -> dict | None:
+        """The allocator's snapshot at the end of the window the handler is writing (memory_snapshot=True), or
+        None (not asked, or no allocator history here)."""
+        self._last_snapshot = self._memory_history.snapshot()
+        return self._last_snapshot
 
     def step(self):
         if not self._running:
@@ -275,7 +292,10 @@ class Profile:
         return self._summary("op_summary")
 
     def memory_summary(self):
-        return self._summary("memory_summary")
+        table = self._summary("memory_summary")
+        if self._last_snapshot is not None:  # memory_snapshot=True: the last window's snapshot explained, as notes
+            table.notes = list(table.notes) + _summaries.snapshot_notes(self._last_snapshot)
+        return table
 
     def communication_summary(self):
         return self._summary("communication_summary")

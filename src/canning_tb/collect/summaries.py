@@ -77,6 +77,21 @@ def digest_of_trace(path: str, step_times=(), settings=None):
     return build_digest(table)
 
 
+def snapshot_notes(snapshot: dict, top: int = 5) -> list[str]:
+    """The allocator snapshot the profile took (a plain dict from the allocator, in this process) explained in text
+    lines (analysis/memory_snapshot): what memory_summary() adds to its notes."""
+    import copy
+
+    from canning_tb.analysis.memory_snapshot.summary import summarize
+    from canning_tb.analysis.memory_snapshot.text import snapshot_text
+    from canning_tb.ingest.snapshot.read import snapshot_of
+    try:
+        s = snapshot_of(copy.deepcopy(snapshot), "the last window's memory snapshot")  # read consumes its input
+        return snapshot_text(summarize(s, limit=top), top).splitlines()
+    except Exception as e:  # a summary never fails the job
+        return [f"memory snapshot: not explained ({type(e).__name__}: {e})"]
+
+
 def call(name, digest):
     from canning_tb.analysis import report
     return getattr(report, name)(digest)

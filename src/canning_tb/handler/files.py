@@ -161,6 +161,18 @@ def publish_json(obj, dst: str) -> int:
     return len(data)
 
 
+def publish_bytes(data: bytes, dst: str) -> int:
+    """`data` into dst atomically (a temp file beside it, then a rename); returns its size."""
+    tmp = tmp_name(os.path.dirname(dst), os.path.basename(dst))
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.replace(tmp, dst)
+    finally:
+        _remove(tmp)
+    return len(data)
+
+
 def tree_bytes(path: str) -> int:
     if os.path.isfile(path):
         return os.path.getsize(path)

@@ -3,6 +3,8 @@
 File names (window token = 13-digit Unix ms of this handler's first window in this process, then the
 5-digit zero-padded window index, so names sort in window order, also across restarts):
     <worker>.<ms><index>.pt.trace.json.gz   Chrome trace (Kineto), gzip ('.json' when use_gzip=False)
+    <worker>.<ms><index>.snapshot.pickle    the allocator's memory snapshot at the window's end, with
+                                            ps.Profile(memory_snapshot=True) (collect/memory_history.py)
     <worker>.<ms><index>.canning.json       the manifest, written LAST: its presence means the window is complete
     events.out.tfevents.*                   per-window scalars (TensorBoard's own append-only format)
 On NPU, torch_npu writes <worker>[_<pid>]_<ts>_ascend_pt/ itself (see npu.py) and the manifest names it.
@@ -18,6 +20,7 @@ a capture's end and interpreter exit wait for it.
 import functools
 import logging
 import os
+import pickle
 import socket
 import subprocess
 import sys
@@ -117,6 +120,7 @@ class TraceHandler:
         else:
             analysis = ""
             finish = self._kineto_export(prof, stem)
+        finish.snapshot = self._memory_snapshot(prof, stem)
         steps = recorded_steps(getattr(prof, "schedule", None), int(getattr(prof, "step_num", 0) or 0))
         times = prof.step_times_ns(steps) if hasattr(prof, "step_times_ns") else {}
         manifest = Manifest(
@@ -161,6 +165,8 @@ class TraceHandler:
             if self._static is None:
                 self._static = {"devices": identity.devices(), "versions": identity.versions()}
             manifest.devices, manifest.versions = self._static["devices"], self._static["versions"]
+            if finish.snapshot is not None:  # before the manifest, which names it
+                finish.entries = finish.entries + self._publish_snapshot(*finish.snapshot, manifest.window)
             manifest.files = finish.entries
             files.publish_json(manifest.to_dict(), os.path.join(self.local_dir, manifest.manifest))
         except Exception as e:  # disk full, read-only, path under a file...: training goes on
@@ -175,6 +181,43 @@ class TraceHandler:
             self.remote.submit(manifest, scalars, self.digest and manifest.analysis in ("", "sync", "async"))
         elif self.digest and manifest.analysis in ("", "sync"):  # else torch_npu's output is not there yet
             self._start_digest(os.path.join(self.local_dir, manifest.manifest))
+
+    def _memory_snapshot(self, prof, stem) -> tuple | None:
+        """(pickled bytes, final path) of the allocator's snapshot of the window (ps.Profile(memory_snapshot=True)),
+        taken here on the training thread; None when there is none. A failure only loses the snapshot."""
+        take = getattr(prof, "canning_memory_snapshot", None)
+        snap = take() if take is not None else None
+        if snap is None:
+            return None
+        try:
+            return pickle.dumps(snap, protocol=4), os.path.join(self.local_dir, f"{stem}.snapshot.pickle")
+        except Exception as e:
+            self._warn("memory snapshot", 0, f"{type(e).__name__}: {e}")
+            return None
+
+    # ps.Profile(memory_snapshot_on_oom=True) calls this from the allocator's out-of-memory observer
+    def canning_write_oom_snapshot(self, snapshot: dict) -> str | None:
+        """The allocator's snapshot at an out-of-memory error, written into the run folder as
+        `<worker>.<ms>.snapshot.pickle` (a snapshot-only window for discovery); its path, or None."""
+        worker = self.worker_name or identity.default_worker(identity.dist_info()[0])
+        dst = os.path.join(self.local_dir, f"{worker}.{time.time_ns() // 1_000_000:013d}.snapshot.pickle")
+        try:
+            os.makedirs(self.local_dir, exist_ok=True)
+            files.publish_bytes(pickle.dumps(snapshot, protocol=4), dst)
+        except Exception as e:
+            self._warn("memory snapshot", "at the out-of-memory error", f"{type(e).__name__}: {e}")
+            return None
+        logging.warning("canning: out of memory: the allocator's snapshot is in %s", dst)
+        return dst
+
+    def _publish_snapshot(self, data: bytes, dst: str, window) -> list:
+        """The snapshot's file, atomically (a temp name, then a rename), as the manifest lists it; [] on failure."""
+        try:
+            files.publish_bytes(data, dst)
+        except Exception as e:  # disk full, read-only...: the window is written without its snapshot
+            self._warn("memory snapshot", window, f"{type(e).__name__}: {e}")
+            return []
+        return [FileEntry(os.path.basename(dst), len(data))]
 
     def _npu_window(self, prof, worker):
         folder = npu.window_folder(prof, self.local_dir)  # the exact folder of this window, never a guess
@@ -250,6 +293,7 @@ class _Finish:
     def __init__(self, kind: str, raw: str = "", dst: str = "", name: str = "", entries=None):
         self.kind, self.raw, self.dst, self.name = kind, raw, dst, name
         self.entries = entries or []
+        self.snapshot = None  # (pickled bytes, final path) of the allocator's snapshot, or None
         self.published = threading.Event()  # set once the trace is published (or failed)
 
 

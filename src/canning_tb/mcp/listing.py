@@ -47,7 +47,7 @@ def list_windows(host, run: str, worker: str | None = None, cursor: str | None =
     every = [(w, i, win) for w in workers for i, win in enumerate(store.windows(run, w.name))]
     rows = [{"worker": w.name, "rank": w.rank, "window_index": i, "window": win.id, "label": win.label,
              "format": win.format, "status": win.status, "digested": store.has_digest(run, w.name, win.id),
-             "trigger": win.trigger or None}
+             "trigger": win.trigger or None, "snapshots": len(win.snapshots)}
             for w, i, win in every[offset:offset + limit]]
     answer = {"run": run, "total": len(every), "offset": offset, "windows": rows}
     return paged(answer, "windows", question, offset, len(every))

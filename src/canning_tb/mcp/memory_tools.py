@@ -58,3 +58,35 @@ def memory_allocations(host, run: str, worker: str, window: str, device: str, st
               "events_truncated": body["events_truncated"], **first(body["ops"], OPS_SHOWN, "ops"),
               "events": events[offset:offset + limit], "units": UNITS}
     return paged(answer, "events", question, offset, len(events))
+
+
+STACK_FRAMES = 8  # frames of each stack in memory_snapshot's answer (innermost first)
+
+
+def _short_stacks(value):
+    """Every "stack" list of an answer cut to STACK_FRAMES frames (the rest counted in "stack_more")."""
+    if isinstance(value, dict):
+        out = {k: _short_stacks(v) for k, v in value.items()}
+        stack = value.get("stack")
+        if isinstance(stack, list) and len(stack) > STACK_FRAMES:
+            out["stack"], out["stack_more"] = stack[:STACK_FRAMES], len(stack) - STACK_FRAMES
+        return out
+    if isinstance(value, list):
+        return [_short_stacks(v) for v in value]
+    return value
+
+
+def memory_snapshot(host, run: str, worker: str, window: str, index: int = 0, limit: int = 5) -> dict:
+    """The window's allocator snapshot explained (the plugin's /memory_snapshot), stacks cut to STACK_FRAMES."""
+    from canning_tb.queries.memory_snapshot import snapshot_impl
+    body = snapshot_impl(host.store(), run, worker, window, index, limit)
+    return {**_short_stacks(body), "units": UNITS}
+
+
+def memory_snapshot_ranks(host, run: str, window_index: int = 0, limit: int = 100) -> dict:
+    """The ranks' snapshots side by side at one window position (the plugin's /memory_snapshot_ranks), the first
+    `limit` ranks."""
+    from canning_tb.queries.memory_snapshot import snapshot_ranks_impl
+    body = snapshot_ranks_impl(host.store(), run, window_index)
+    rows = body["ranks"]
+    return {**body, "ranks": rows[:limit], "ranks_total": len(rows), "units": UNITS}

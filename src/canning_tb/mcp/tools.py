@@ -112,6 +112,26 @@ def _memory(app, host, answer) -> None:
         return answer(lambda: memory_tools.memory_allocations(host, run, worker, window, device, start_ns, end_ns,
                                                               cursor, limit))
 
+    def memory_snapshot(run: Run, worker: Worker, window: WindowId,
+                        index: Annotated[int, Field(ge=0, le=1000, description="which of the window's snapshots "
+                                                                                "(list_windows: snapshots)")] = 0,
+                        limit: limit(5, 50) = 5):
+        return answer(lambda: memory_tools.memory_snapshot(host, run, worker, window, index, limit))
+
+    def memory_snapshot_ranks(run: Run, window_index: number("window position in each worker's list", 0) = 0,
+                              limit: limit(100, 1000) = 100):
+        return answer(lambda: memory_tools.memory_snapshot_ranks(host, run, window_index or 0, limit))
+
+    _tool(app, memory_snapshot_ranks, "The ranks' memory snapshots side by side at one window position: per rank "
+                                      "the peak, reserved, fragmentation, largest free block, growth in the last "
+                                      "step, leaks, empty_cache() calls; and the finding of one rank peaking far "
+                                      "above the ranks' median (gain in bytes). `limit` ranks.")
+    _tool(app, memory_snapshot, "The allocator's memory snapshot of a window (torch / torch_npu pickle, read "
+                                "without running it): per device the state (reserved, allocated, fragmentation, "
+                                "largest free block), the peak and the blocks alive there by top user frame and "
+                                "stack, empty_cache() calls, OOMs, growth per step and leaks (stacks growing every "
+                                "step), and whether it is joined to the window's clock. `limit` bounds every list; "
+                                "stacks are cut to 8 frames.")
     _tool(app, memory, "Memory per device (the Memory view): peak allocated (exact) and when, peak reserved, "
                        "capacity, allocation counts, components (NPU), the top allocating operators, and the "
                        "allocated / reserved curve thinned to `points` (min and max per bucket, the peak kept).")

@@ -15,7 +15,7 @@ from tensorboard.backend import http_util
 from tensorboard.plugins import base_plugin
 from werkzeug import wrappers
 
-from canning_tb.queries import sections
+from canning_tb.queries import memory_snapshot, sections
 from canning_tb.queries.critical_path import HOPS_PAGE, SEGMENTS_PAGE, critical_path_impl, cross_rank_path_impl
 from canning_tb.queries.errors import BadParameter, Unavailable
 from canning_tb.queries.ranks import cluster_impl, position_of
@@ -73,6 +73,21 @@ def _csv(rows_of):
     return lambda store, q: rows_of(store, q.run, q.worker, q.window, q.group_by, paging(q))
 
 
+def _snapshot(store, q):
+    return memory_snapshot.snapshot_impl(store, q.run, q.worker, q.window, q.index, q.limit)
+
+
+def _snapshot_series(store, q):
+    return memory_snapshot.snapshot_series_impl(store, q.run, q.worker, q.window, q.device, q.index, q.points)
+
+
+def _snapshot_state(store, q):
+    return memory_snapshot.snapshot_state_impl(store, q.run, q.worker, q.window, q.entry, q.device, q.index)
+
+
+SNAPSHOT = WINDOW + (Param("index", "int", default=0),)
+
+
 def _memory_range(store, q):
     return sections.memory_range_impl(store, q.run, q.worker, q.window, q.device, q.start_ns, q.end_ns)
 
@@ -90,6 +105,18 @@ ROUTES = {
     "/memory": (WINDOW, "json", _window(sections.memory_impl)),
     "/memory_range": (WINDOW + (Param("device", required=True), Param("start_ns", "int"), Param("end_ns", "int")),
                       "json", _memory_range),
+    "/memory_snapshot": (SNAPSHOT + (Param("limit", "int", default=20),), "json", _snapshot),
+    "/memory_snapshot_series": (SNAPSHOT + (Param("device", "int", default=0), Param("points", "int", default=2000)),
+                                "json", _snapshot_series),
+    "/memory_snapshot_state": (SNAPSHOT + (Param("entry", "int", required=True), Param("device", "int", default=0)),
+                               "json", _snapshot_state),
+    "/memory_snapshot_bands": (SNAPSHOT + (Param("device", "int", default=0), Param("start_entry", "int"),
+                                           Param("end_entry", "int"), Param("limit", "int", default=1000)), "json",
+                               lambda store, q: memory_snapshot.snapshot_bands_impl(
+                                   store, q.run, q.worker, q.window, q.device, q.index, q.start_entry, q.end_entry,
+                                   q.limit)),
+    "/memory_snapshot_ranks": ((Param("run", required=True), Param("window_index", "int", default=0)), "json",
+                               lambda store, q: memory_snapshot.snapshot_ranks_impl(store, q.run, q.window_index)),
     "/communication": (WINDOW, "json", _window(sections.communication_impl)),
     "/suggestions": (WINDOW, "json", _window(sections.suggestions_impl)),
     "/modules": (WINDOW, "json", _window(sections.modules_impl)),

@@ -35,6 +35,9 @@ def read_window(window: Window):
     if window.format == "ascend":
         from canning_tb.ingest.ascend.read import read_ascend
         return read_ascend(window.path)
+    if window.format == "snapshot":  # a memory snapshot alone: no events; the snapshot is read on its own
+        from canning_tb.ingest.snapshot.window import snapshot_only_table
+        return snapshot_only_table(window.path)
     raise ValueError(f"unknown window format {window.format!r}")
 
 

@@ -6,7 +6,11 @@ A run is any folder under the logdir that directly holds profiles:
   torch_npu folder it names is that window (listed once; "analysing" while torch_npu writes it);
 - plain torch.profiler output: `<worker>[.<timestamp>].pt.trace.json[.gz]`;
 - torch_npu output, recognised by what the folders hold, whatever their names (see
-  discover_ascend.py): window folders, bare ASCEND_PROFILER_OUTPUT folders, profiler dbs.
+  discover_ascend.py): window folders, bare ASCEND_PROFILER_OUTPUT folders, profiler dbs;
+- the allocator's memory snapshots (`*.pickle` / `*.pkl` that hold one, told by content: ingest/snapshot/sniff.py):
+  ours (`<worker>.<window>.snapshot.pickle`, listed in the manifest) and any a user dumped by hand. Each is attached
+  (`Window.snapshots`) to the window of the same worker and window id (or to the worker's only window), else it
+  is a window of its own (format "snapshot": no events, only the snapshot).
 Names starting with "." and temporary files are never windows (atomic writers use them).
 Only regular files inside the logdir's real path are opened (links.py: one policy for links and FIFOs,
 checked again at every open by canning_tb/util/safe_files.py; each Window carries the logdir's real path as
@@ -22,6 +26,7 @@ from datetime import datetime, timezone
 from functools import lru_cache
 
 from canning_tb.ingest.file_head import file_head, is_canning_report
+from canning_tb.ingest.snapshot.sniff import has_snapshot_name, looks_like_snapshot
 from canning_tb.util.manifest import ManifestError, ascend_output_files, ascend_status
 from canning_tb.util.manifest import load as load_manifest
 
@@ -40,7 +45,7 @@ _SKIP_DIRS = {".canning", "node_modules", "__pycache__", "ASCEND_PROFILER_OUTPUT
 class Window:
     id: str  # unique within its worker; sorts in time order through `order`
     label: str
-    format: str  # "canning" | "kineto" | "ascend"
+    format: str  # "canning" | "kineto" | "ascend" | "snapshot" (a memory snapshot alone)
     path: str  # manifest file, trace file or *_ascend_pt folder
     files: tuple[str, ...]  # every file that makes up the window (for cache keys)
     order: tuple = ()
@@ -55,6 +60,8 @@ class Window:
     root: str = ""
     # why the job asked for this window itself (the manifest's trigger reason, ps.on_demand(trigger=...)); "" if not
     trigger: str = ""
+    # the allocator's memory snapshots of this window (ingest/snapshot), in name order; also in `files`
+    snapshots: tuple[str, ...] = ()
 
 
 @dataclass
@@ -221,8 +228,52 @@ def scan_folder(folder: str, dirs: list[str], fnames: list[str], policy: Policy 
             rank=_kineto_rank(path, worker)))
     # a torch_npu folder that a manifest names is part of that window, not one of its own
     _add_ascend(found, ascend_windows(folder, [d for d in dirs if os.path.join(folder, d) not in claimed], policy))
+    _add_snapshots(found, folder, fnames, claimed)
     _label(found)
     return found
+
+
+OUR_SNAPSHOT = ".snapshot.pickle"  # the handler's name for a window's snapshot (handler/trace_handler.py)
+SNAPSHOT_RE = re.compile(r"^(?P<worker>.+?)(?:\.(?P<span>\d+))?(?:\.snapshot)?\.(?:pickle|pkl)$", re.I)
+
+
+def _add_snapshots(found: dict[str, list[Window]], folder: str, fnames: list[str], claimed: set[str]) -> None:
+    """Attach the folder's memory snapshots to their windows, or make them windows of their own (module doc)."""
+    for w_list in found.values():  # ours: the manifest lists the snapshot among the window's files, by our name
+        for i, w in enumerate(w_list):  # (a remote logdir's mirror copies it only when read: never sniffed here)
+            named = tuple(sorted(f for f in w.files if f.endswith(OUR_SNAPSHOT) and w.format == "canning"))
+            if named:
+                w_list[i] = dataclasses.replace(w, snapshots=named)
+    for fn in sorted(fnames):
+        path = os.path.join(folder, fn)
+        m = SNAPSHOT_RE.match(fn)
+        if not m or not has_snapshot_name(fn) or path in claimed or not _is_snapshot(path):
+            continue
+        worker, span = m.group("worker"), m.group("span")
+        wins = found.get(worker, [])
+        at = next((i for i, w in enumerate(wins) if span and w.id == span), None)
+        if at is None and len(wins) == 1 and not span:
+            at = 0
+        if at is not None and wins[at].format != "snapshot":
+            w = wins[at]
+            wins[at] = dataclasses.replace(w, files=w.files + (path,), snapshots=w.snapshots + (path,))
+            continue
+        found.setdefault(worker, []).append(Window(
+            id=span or "default", label="", format="snapshot", path=path, files=(path,),
+            order=(int(span) if span else 0, fn), rank=_rank_from_name(worker), snapshots=(path,)))
+
+
+def _is_snapshot(path: str) -> bool:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return False
+    return _sniff_snapshot(path, st.st_size, st.st_mtime_ns)
+
+
+@lru_cache(maxsize=4096)
+def _sniff_snapshot(path: str, size: int, mtime_ns: int) -> bool:
+    return looks_like_snapshot(path)
 
 
 def _label(found: dict[str, list[Window]]) -> None:
@@ -238,6 +289,10 @@ def _label(found: dict[str, list[Window]]) -> None:
                 when = f"steps {w.steps[0]}-{w.steps[-1]}" if len(w.steps) > 1 else f"step {w.steps[0]}"
             else:
                 when = "" if w.id == "default" or w.format == "canning" else _span_time(w.id)
+            if w.format == "snapshot":
+                when = f"{when}, memory snapshot" if when else "memory snapshot"
+            elif w.snapshots:
+                when = f"{when}, with a memory snapshot" if when else "with a memory snapshot"
             if w.trigger:  # the job asked for it itself: said in the label, the reason beside it (`trigger`)
                 when = f"{when}, triggered" if when else "triggered"
             label = f"window {i + 1}" + (f" ({when})" if when else "")

@@ -93,14 +93,17 @@ class Scanner:
 
 
 def listing(store) -> dict:
-    """{"runs": [{name, workers: [{name, rank, windows: [{id, label, format, status, files, trigger}]}]}]}
-    (file names only, never paths; trigger: why the job asked for the window itself, or null)."""
+    """{"runs": [{name, workers: [{name, rank, windows: [{id, label, format, status, files, trigger,
+    snapshots}]}]}]}
+    (file names only, never paths; trigger: why the job asked for the window itself, or null;
+    snapshots: how many memory snapshots the window has)."""
     runs = []
     for run in store.runs():
         try:
             workers = [{"name": w.name, "rank": w.rank, "windows": [
                 {"id": win.id, "label": win.label, "format": win.format, "status": win.status,
-                 "files": [os.path.basename(f) for f in win.files], "trigger": win.trigger or None}
+                 "files": [os.path.basename(f) for f in win.files], "trigger": win.trigger or None,
+                 "snapshots": len(win.snapshots)}
                 for win in store.windows(run, w.name)]}
                 for w in store.workers(run)]
         except KeyError:  # the run vanished between runs() and workers()

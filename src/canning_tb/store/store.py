@@ -50,6 +50,7 @@ class Store:
         self._digests = LRU(memory_items)  # window key -> Digest
         self._errors: dict[str, tuple[str, str]] = {}  # key -> (file, problem) of unreadable windows
         self._computing: dict[str, threading.Lock] = {}  # key -> lock: one computation per window
+        self._snapshots = LRU(4)  # (path, size, mtime) -> ingest.snapshot Snapshot: a few, they can be big
         self.refresh()
 
     # -- the catalog ---------------------------------------------------------------------------
@@ -238,6 +239,26 @@ class Store:
             except (OSError, ValueError, KeyError):  # the cache cannot be written: read it here
                 pass
         return table_into_cache(window, prefix)
+
+    def snapshot(self, run: str, worker: str, window_id: str, index: int = 0):
+        """The window's `index`-th memory snapshot (ingest/snapshot: `Snapshot` columns), read once per version
+        of its file; KeyError for a window without one, InputError for a file that is not one."""
+        window = self.local_window(run, worker, window_id)
+        if not 0 <= index < len(window.snapshots):
+            raise KeyError(f"snapshot {index}")
+        path = window.snapshots[index]
+        try:
+            st = os.stat(path)
+            key = (path, st.st_size, st.st_mtime_ns)
+        except OSError:
+            key = (path, -1, -1)
+        got = self._snapshots.get(key)
+        if got is None:
+            from canning_tb.ingest.snapshot.read import read_snapshot
+            from canning_tb.util import safe_files
+            safe_files.confine(window.root)
+            got = self._snapshots.put(key, read_snapshot(path))
+        return got
 
     # -- many windows at once --------------------------------------------------------------------
     def prefetch(self, items: Iterable[tuple[str, str, str]],

@@ -18,7 +18,7 @@ import os
 
 import torch  # noqa: F401  the real torch_npu patches torch, which must come first
 
-from . import npu  # noqa: F401
+from . import _C, npu  # noqa: F401
 
 VERSION = os.environ.get("NPU_DOUBLE_VERSION", "current")
 __version__ = "2.1.0.post6" if VERSION == "2.1" else "2.8.0.post1"

@@ -550,6 +550,8 @@ export interface WindowEntry {
   files: string[];
   /** why the job asked for this window itself (ps.on_demand(trigger=...)); null when it did not */
   trigger?: string | null;
+  /** how many memory snapshots (the allocator's pickles) the window has; the Memory view shows the first */
+  snapshots?: number;
 }
 export interface WorkerEntry {
   name: string;
@@ -1148,6 +1150,220 @@ export interface CompareResponse {
   attribution: Attribution;
   gate: Gate | null;
   pairing: Pairing;
+}
+
+// -- the allocator's memory snapshot (/memory_snapshot*, docs/http_api.md; queries/memory_snapshot.py) --------
+
+export interface SnapshotState {
+  segments: number;
+  expandable_segments: number;
+  reserved: number;
+  allocated: number;
+  requested: number;
+  active: number;
+  free: number;
+  /** 1 - requested / reserved; -1 unknown */
+  fragmentation: number;
+  largest_free_block: number;
+  free_blocks: number;
+  blocks: number;
+}
+export interface SnapshotEntryState {
+  entry: number;
+  time_us: number;
+  segments: number;
+  reserved: number;
+  requested: number;
+  fragmentation: number;
+  /** the trace gives requested sizes, not rounded blocks: an upper bound */
+  largest_free_block_at_most: number;
+  free_ranges: number;
+  blocks: number;
+}
+export interface SnapshotGroup {
+  bytes: number;
+  blocks: number;
+  frame: string;
+  stack_id?: number;
+  stack?: string[];
+}
+export interface SnapshotBlock {
+  entry: number;
+  addr: number;
+  bytes: number;
+  time_us: number;
+  frame: string;
+  stack: string[];
+  /** the host operator running when it was allocated (only when joined by time) */
+  operator?: string;
+}
+export interface SnapshotPeak {
+  entry: number;
+  time_us?: number;
+  requested: number;
+  reserved: number;
+  traced_blocks?: number;
+  before_history: number;
+  by_frame: SnapshotGroup[];
+  by_frame_groups?: number;
+  by_stack: SnapshotGroup[];
+  by_stack_groups?: number;
+  top_blocks: SnapshotBlock[];
+}
+export interface SnapshotRelease {
+  entry: number;
+  time_us: number;
+  kind: "empty_cache" | "oom_retry" | "allocator";
+  segments: number;
+  bytes: number;
+  reserved_before: number;
+  reserved_after: number;
+  frame: string;
+  stack: string[];
+}
+export interface SnapshotEmptyCache {
+  empty_cache_calls: number;
+  empty_cache_bytes: number;
+  releases: SnapshotRelease[];
+  release_count: number;
+  warning: string;
+}
+export interface SnapshotOom {
+  entry: number;
+  time_us: number;
+  requested: number;
+  device_free: number;
+  allocated: number;
+  reserved: number;
+  frame: string;
+  stack: string[];
+}
+export interface SnapshotGrowth {
+  step: number;
+  first_entry: number;
+  last_entry: number;
+  live_start: number;
+  live_end: number;
+  grown: number;
+  grown_blocks: number;
+  by_frame: { frame: string; bytes: number }[];
+}
+export interface SnapshotLeak {
+  stack_id: number;
+  frame: string;
+  stack: string[];
+  bytes_per_step: number[];
+  bytes: number;
+  steps: number[];
+}
+export interface SnapshotFinding {
+  rule: string;
+  severity: string;
+  title: string;
+  detail: string;
+  why: string;
+  change_torch: string;
+  change_npu: string;
+  /** what it would save, in bytes (0: none in bytes) */
+  gain_bytes: number;
+  gain: string;
+  figure: string;
+  figure_value: number;
+  threshold: number;
+  stack: string[];
+}
+export interface SnapshotDevice {
+  device: number;
+  entries: number;
+  actions: Record<string, number>;
+  at_snapshot: SnapshotState;
+  at_peak: SnapshotEntryState | null;
+  before_history: { requested: number; reserved: number };
+  peak: SnapshotPeak;
+  empty_cache: SnapshotEmptyCache;
+  ooms: SnapshotOom[];
+  steps_source: string;
+  /** the first `limit` steps */
+  growth: SnapshotGrowth[];
+  /** the last step's growth (null without steps) */
+  growth_last: SnapshotGrowth | null;
+  steps: number;
+  leaks: SnapshotLeak[];
+  joined: boolean;
+  join: string;
+  transient_at_peak: { step: number | null; bytes: number; by_frame: { frame: string; bytes: number }[] } | null;
+  findings: SnapshotFinding[];
+}
+export interface SnapshotResponse {
+  schema: number;
+  file: string;
+  flavour: string;
+  has_times: boolean;
+  segments: number;
+  blocks: number;
+  entries: number;
+  frames: number;
+  devices: SnapshotDevice[];
+  warnings: string[];
+  run: string;
+  worker: string;
+  window: string;
+  index: number;
+  snapshots: string[];
+}
+export interface SnapshotRankRow {
+  worker: string;
+  rank: number;
+  window: string;
+  file: string;
+  error?: string;
+  device?: number;
+  peak_requested: number;
+  peak_reserved?: number;
+  reserved?: number;
+  fragmentation?: number;
+  largest_free_block?: number;
+  steps?: number;
+  last_step_grown?: number;
+  leaks?: number;
+  empty_cache_calls?: number;
+}
+export interface SnapshotRanksResponse {
+  run: string;
+  window_index: number;
+  ranks: SnapshotRankRow[];
+  findings: SnapshotFinding[];
+}
+export interface SnapshotBandsResponse {
+  run: string;
+  worker: string;
+  window: string;
+  device: number;
+  start_entry: number;
+  end_entry: number;
+  entries: number;
+  alive: number;
+  shown: number;
+  alive_bytes: number;
+  shown_bytes: number;
+  lanes: number;
+  frames: string[];
+  alloc: number[];
+  /** the entry of its free; `entries` when never freed in the history */
+  free: number[];
+  bytes: number[];
+  frame: number[];
+  lane: number[];
+}
+export interface SnapshotSeriesResponse {
+  run: string;
+  worker: string;
+  window: string;
+  device: number;
+  entry: number[];
+  requested: number[];
+  reserved: number[];
+  time_us: number[];
 }
 
 // -- fetching ------------------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ echarts.use([BarChart, PieChart, LineChart, HeatmapChart, BoxplotChart, ScatterC
   MarkPointComponent, MarkLineComponent, VisualMapComponent, BrushComponent, CanvasRenderer, SVGRenderer]);
 
 const ACCENT = "#f57c00";
-const PALETTE = ["#f57c00", "#1976d2", "#388e3c", "#7b1fa2", "#c2185b", "#0097a7", "#fbc02d", "#5d4037", "#455a64", "#e64a19",
+export const PALETTE = ["#f57c00", "#1976d2", "#388e3c", "#7b1fa2", "#c2185b", "#0097a7", "#fbc02d", "#5d4037", "#455a64", "#e64a19",
   "#303f9f", "#689f38", "#8e24aa", "#00796b", "#ffa000", "#616161"];
 
 /** The charts' colours for text, axes and tooltips in each theme (the series keep theirs). */

@@ -20,6 +20,7 @@ import { card, errorText, fetchOr, kvTable, problemsList, SortTable, type Col } 
 import { timelineAt } from "./timeline_link";
 import { tip, UNKNOWN_TIP } from "../glossary";
 import { showEmpty, showLoading, type ViewDef, type ViewHost } from "./view";
+import { snapshotCount, snapshotSection } from "./memory_snapshot";
 
 const MB = 1048576;
 type Range = [number, number];
@@ -276,6 +277,11 @@ class MemoryPanel {
       card("Operators over the whole window", wrap(this.windowOps.el)),
       ...[componentsCard(dev)].filter((el): el is HTMLElement => !!el),
     );
+    if (snapshotCount(this.host)) {
+      const slot = h("div", { id: "snap-slot" });
+      this.host.el.append(slot);
+      void snapshotSection(this.host, this.charts).then((el) => slot.replaceChildren(el));
+    }
     const chart = new MemoryChart(chartEl, dev, (range) => this.select(dev, range));
     this.charts.push(chart.raw);
     this.capBox.onchange = () => chart.draw(this.capBox.checked);
@@ -330,6 +336,14 @@ async function load(host: ViewHost): Promise<void> {
   showLoading(host, "Computing the memory of this window…");
   const data = await fetchOr<MemoryResponse>(host, "memory", windowParams(host.sel));
   if (!data) return;
+  if (!data.devices.length && snapshotCount(host)) {
+    // a window that is an allocator snapshot alone (or a trace without memory events beside one)
+    const charts: RawChart[] = [];
+    host.el.replaceChildren(await snapshotSection(host, charts));
+    host.signal.addEventListener("abort", () => charts.forEach((chart) => chart.dispose()));
+    if (!host.signal.aborted) host.setState("loaded");
+    return;
+  }
   if (!data.devices.length) {
     showEmpty(
       host,
