@@ -1094,6 +1094,9 @@ export interface TimelineTracksResponse {
   events: number;
   tracks: TimelineTrack[];
   steps: TimelineStep[];
+  /** where the steps come from (the digest's step_source): "trace", "step_marks", a CANN file, or
+   * "window" (none marked: the window is one step); "" while unknown */
+  step_source?: string;
   memory_devices: string[];
   /** the NPU's sampled counters (AI Core frequency, HBM / LLC bandwidth, NPU memory ...) */
   counters: TimelineCounterInfo[];
@@ -1162,12 +1165,21 @@ export interface TimelineSearchResponse {
   previous: TimelineBrief | null;
   longest: TimelineBrief | null;
   next_index: number | null;
+  /** with from_ns / to_ns: how many matches overlap that range, and the first of them by start
+   * (at most 500), each [event, track, depth, start_ns, dur_ns] */
+  in_range?: number;
+  hits?: [number, number, number, number, number][];
 }
 
 export interface TimelineSummaryRow {
   name: string;
+  /** time its events spend inside the range, clipped to it */
   total_ns: number;
   count: number;
+  /** that time less its children's on the same track (-1 unknown) */
+  self_ns: number;
+  /** total_ns over the range's length (above 1 where calls overlap on several tracks) */
+  share: number;
 }
 
 export interface TimelineSummaryResponse {
@@ -1176,6 +1188,8 @@ export interface TimelineSummaryResponse {
   events: number;
   names: number;
   rows: TimelineSummaryRow[];
+  /** the share of the range on the window's critical path, where its digest has one (else null) */
+  critical_path_share: number | null;
 }
 
 export interface TimelineCounter {

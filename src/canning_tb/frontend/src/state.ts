@@ -47,6 +47,16 @@ export interface TimelineOptions {
   mark: number;
   /** the counter lanes to bring into sight with the mark ("memory:<device>"); "" = none */
   lane: string;
+  /** the measured (selected) range on the axis, ns relative to the selected window's start; its
+   * summary opens with it; null = none */
+  measure: [number, number] | null;
+  /** the user's markers on the axis (ns relative to the selected window's start), in order */
+  marks: number[];
+  /** tracks hidden and tracks pinned to the top of their rank, as "<rank>.<track id>" */
+  hidden: string[];
+  pinned: string[];
+  /** only the tracks whose name (or "rank N") holds this text; "" = all */
+  filter: string;
 }
 
 /** Compare: the baseline window (the target is the selected window) and the tables' options. */
@@ -86,7 +96,7 @@ function defaultState(): AppState {
     operators: { group: "name", search: "", top: 10, chart: "bar", sort: "", desc: true },
     kernels: { group: "name", search: "" },
     memory: { device: "", range: null },
-    timeline: { range: null, event: -1, search: "", ranks: false, align: "clock", focus: "", focusBy: "name", mark: -1, lane: "" },
+    timeline: { range: null, event: -1, search: "", ranks: false, align: "clock", focus: "", focusBy: "name", mark: -1, lane: "", measure: null, marks: [], hidden: [], pinned: [], filter: "" },
     compare: { run: "", worker: "", window: "", group: "name", table: "operators", search: "" },
     sorts: {},
     options: {},
@@ -106,7 +116,7 @@ export function withRunDefaults(state: AppState, keepBaseline: boolean): AppStat
     operators: { ...state.operators, search: "", sort: base.operators.sort, desc: base.operators.desc },
     kernels: { ...state.kernels, search: "" },
     memory: { ...state.memory, device: base.memory.device },
-    timeline: { ...state.timeline, search: "" },
+    timeline: { ...state.timeline, search: "", measure: null, marks: [], hidden: [], pinned: [], filter: "" },
     compare,
     sorts: {},
   };
@@ -148,6 +158,11 @@ function toParams(state: AppState): [string, string][] {
     ["tl.focusby", state.timeline.focusBy, base.timeline.focusBy],
     ["tl.mark", String(state.timeline.mark), String(base.timeline.mark)],
     ["tl.lane", state.timeline.lane, base.timeline.lane],
+    ["tl.sel", state.timeline.measure ? state.timeline.measure.join("~") : "", ""],
+    ["tl.marks", state.timeline.marks.join(","), ""],
+    ["tl.hide", state.timeline.hidden.join(","), ""],
+    ["tl.pin", state.timeline.pinned.join(","), ""],
+    ["tl.filter", state.timeline.filter, ""],
     ["cmp.run", state.compare.run, ""],
     ["cmp.worker", state.compare.worker, ""],
     ["cmp.window", state.compare.window, ""],
@@ -232,6 +247,24 @@ function timelineFromParams(options: TimelineOptions, read: ParamReader): void {
   options.focusBy = read.oneOf("tl.focusby", ["name", "collective"] as const, options.focusBy);
   options.mark = read.parsed("tl.mark", parseEvent, -1);
   options.lane = read.text("tl.lane");
+  options.measure = read.parsed("tl.sel", parseSpan, null);
+  options.marks = read.parsed("tl.marks", parseMarks, []);
+  options.hidden = read.parsed("tl.hide", parseTrackKeys, []);
+  options.pinned = read.parsed("tl.pin", parseTrackKeys, []);
+  options.filter = read.text("tl.filter");
+}
+
+/** Markers "a,b,c": integers (ns, may be negative), at most 50. */
+function parseMarks(text: string): number[] | null {
+  const parts = text.split(",");
+  if (parts.length > 50 || !parts.every((part) => /^-?\d+$/.test(part))) return null;
+  return parts.map(Number).sort((a, b) => a - b);
+}
+
+/** Track keys "<rank>.<track>,...". */
+function parseTrackKeys(text: string): string[] | null {
+  const parts = text.split(",");
+  return parts.length <= 2000 && parts.every((part) => /^\d+\.\d+$/.test(part)) ? parts : null;
 }
 
 function operatorsFromParams(ops: OperatorsOptions, read: ParamReader): void {
