@@ -36,6 +36,8 @@ class TimelinePanel implements TimelineActions, SideActions {
   private marks: Marks = noMarks();
   /** the tracks panel (hide, pin), shown by its button */
   private trackList = h("section", { id: "timeline-tracks", class: "card timeline-help", hidden: true });
+  /** the search's matches in sight, listed under the toolbar (the side panel keeps its width) */
+  private hitsBox = h("div", { id: "timeline-hits-box" });
   private searchTimer = 0;
   private searching: AbortController | null = null;
   private help = helpPanel();
@@ -53,7 +55,7 @@ class TimelinePanel implements TimelineActions, SideActions {
   }
 
   show(): void {
-    this.host.el.replaceChildren(this.toolbar(), this.help, this.trackList, h("div", { class: "timeline-body" }, this.wrap, this.side));
+    this.host.el.replaceChildren(this.toolbar(), this.help, this.trackList, this.hitsBox, h("div", { class: "timeline-body" }, this.wrap, this.side));
     attachInput(this.host.el, this.canvas, this, this.host.signal);
     this.canvas.addEventListener("mousemove", (event) => this.hover(event));
     this.wrap.addEventListener("scroll", () => this.draw());
@@ -503,7 +505,7 @@ class TimelinePanel implements TimelineActions, SideActions {
     }
     if (rank === this.selected) this.host.store.timeline({ event: slice.event });
     this.side.replaceChildren(detailsPanel(slice, peers, (worker, window) => this.rankIndex(worker, window), this.sideActions(rank)),
-      ...Array.from(this.side.querySelectorAll("#timeline-summary, #timeline-hits")));
+      ...Array.from(this.side.querySelectorAll("#timeline-summary")));
     if (reveal) this.reveal(rank, slice);
     else this.draw();
     if (slice.raw_args_state === "pending") window.setTimeout(() => void this.refreshArgs(rank, slice.event), ARGS_POLL_MS);
@@ -549,7 +551,7 @@ class TimelinePanel implements TimelineActions, SideActions {
     this.slice = null;
     this.marks = { ...noMarks(), hits: this.marks.hits, user: this.marks.user };
     if (this.options.mark >= 0) this.host.store.timeline({ mark: -1, lane: "" });
-    this.side.replaceChildren(...Array.from(this.side.querySelectorAll("#timeline-hits")));
+    this.side.replaceChildren();
     this.host.store.timeline({ event: -1, measure: null });
     this.draw();
   }
@@ -587,7 +589,7 @@ class TimelinePanel implements TimelineActions, SideActions {
       this.marks.hits = new Map();
       this.count.textContent = "";
       this.count.dataset.count = "";
-      this.side.querySelector("#timeline-hits")?.remove();
+      this.hitsBox.replaceChildren();
       this.draw();
       return;
     }
@@ -611,9 +613,7 @@ class TimelinePanel implements TimelineActions, SideActions {
         this.count.dataset.count = String(mine.count);
         this.count.dataset.inRange = String(mine.in_range ?? 0);
         const panel = hitsPanel(text, mine, this.ranks[this.selected].tracks, (event) => void this.select(this.selected, event, true));
-        const old = this.side.querySelector("#timeline-hits");
-        if (old) old.replaceWith(panel);
-        else this.side.prepend(panel);
+        this.hitsBox.replaceChildren(panel);
       }
       this.draw();
     } catch (err) {

@@ -107,7 +107,7 @@ export function hitsPanel(text: string, found: TimelineSearchResponse, tracks: T
   }
   const inRange = found.in_range ?? 0;
   const more = inRange > hits.length ? ` (the first ${int(hits.length)} listed)` : "";
-  return h("section", { id: "timeline-hits", class: "card timeline-side" },
+  return h("section", { id: "timeline-hits", class: "card timeline-hits" },
     h("h3", { class: "section-title", text: `“${text}”: ${int(inRange)} of ${int(found.count)} matches in sight${more}` }),
     h("div", { class: "table-wrap short" }, list));
 }
