@@ -552,6 +552,34 @@ export interface OverviewResponse extends WindowHead {
   npu_efficiency: NpuEfficiency[];
   coverage: Coverage; // the Overview's "Data" panel
   step_clock: string; // "host" | "device"
+  /** the host side of data loading; null in a digest made by older code */
+  input_pipeline: InputPipeline | null;
+}
+
+/** The host side of data loading (digest.proto InputPipeline, analysis/input_pipeline.py); -1 / "" unknown. */
+export interface InputPipeline {
+  loader: string; // "multiprocessing" | "single process" | "DataLoader" | "" (no DataLoader call in the trace)
+  workers: number;
+  worker_names: string[];
+  steps: InputStep[];
+  next_ns: number;
+  step_ns: number;
+  next_share: number | null;
+  h2d_ns: number;
+  h2d_bytes: number;
+  pin_ns: number;
+  next_calls: number;
+}
+
+export interface InputStep {
+  step: number;
+  step_ns: number;
+  next_ns: number;
+  next_calls: number;
+  h2d_ns: number;
+  h2d_calls: number;
+  h2d_bytes: number;
+  pin_ns: number;
 }
 
 export type GroupBy = "name" | "shape" | "stack";
