@@ -17,7 +17,7 @@ from urllib.parse import unquote
 import pytest
 from playwright.sync_api import expect
 
-from _tb import FRAME, T, serve
+from _tb import FRAME, T, serve, shot
 from conftest import fixture_path
 from test_timeline_browser import DLRM_WINDOW, DLRM_WORKER, open_timeline
 
@@ -104,6 +104,7 @@ def test_search_as_you_type_highlights_and_lists_every_match_in_sight(page, url,
     expect(hits).to_have_count(len(calls), timeout=T)
     # every match is highlighted on the canvas (the whole window: all of them in sight)
     expect(canvas).to_have_attribute("data-hits", str(len(calls)), timeout=T)
+    shot(page, "timeline-search")
     # a jump to the third match selects it
     third = hits.nth(2)
     event = third.get_attribute("data-event")
@@ -165,6 +166,7 @@ def test_a_measured_range_its_aggregation_and_markers_survive_a_reload(page, url
     expect(frame.locator("#timeline-summary-table tbody tr").first).to_have_text(first_row, timeout=T)
     assert url_state(page)["p.canning.tl.marks"] == marks
     expect(canvas).to_have_attribute("data-marks", re.compile(r"^\d+,\d+$"), timeout=T)
+    shot(page, "timeline-tools")
     # Shift + M removes them (the keys go to the plugin's frame once its canvas has the focus)
     canvas.focus()
     canvas.hover(position={"x": 500, "y": 80})
