@@ -59,5 +59,6 @@ def test_the_overview_shows_the_input_pipeline(page, url, errors):
         assert cells[0] == f"#{step['number']}"
         assert cells[2] == f"{union_inside(nexts, lo, hi) / 1e6:,.3f}", cells
         assert cells[4] == f"{union_inside(copies, lo, hi) / 1e6:,.3f}", cells
+    frame.locator("#ov-input-steps").scroll_into_view_if_needed()
     shot(page, "overview-input-pipeline")
     assert errors == []

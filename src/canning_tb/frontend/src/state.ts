@@ -264,7 +264,7 @@ function parseMarks(text: string): number[] | null {
 /** Track keys "<rank>.<track>,...". */
 function parseTrackKeys(text: string): string[] | null {
   const parts = text.split(",");
-  return parts.length <= 2000 && parts.every((part) => /^\d+\.\d+$/.test(part)) ? parts : null;
+  return parts.length <= 2000 && parts.every((part) => /^-?\d+\.\d+$/.test(part)) ? parts : null;
 }
 
 function operatorsFromParams(ops: OperatorsOptions, read: ParamReader): void {

@@ -10,7 +10,7 @@ import { drawGrid, drawRuler } from "./timeline_ruler";
 import { attachInput, type TimelineActions } from "./timeline_input";
 import { laneSeries, counterText, valueAt } from "./timeline_counters";
 import { helpPanel } from "./timeline_help";
-import { drawMarks } from "./timeline_marks";
+import { drawMarks, drawUserMarks } from "./timeline_marks";
 import { foldedAtFirst, layout, loadRanks, loadTracks, openAtFirst, progressText, refreshRank, shifts, type Lane, type RankView, type TrackChoice } from "./timeline_model";
 import { MIN_SPAN, nearLinks, revealRange, revealScroll, unfold, type Target } from "./timeline_reveal";
 import { detailsPanel, hitsPanel, summaryPanel, type SideActions } from "./timeline_side";
@@ -90,8 +90,10 @@ class TimelinePanel implements TimelineActions, SideActions {
     const prev = h("button", { type: "button", class: "button", id: "timeline-prev", title: "Previous match (Shift + Enter)" }, "◀");
     const next = h("button", { type: "button", class: "button", id: "timeline-next", title: "Next match (Enter)" }, "▶");
     const step = (direction: 1 | -1) => {
+      const changed = search.value !== this.options.search;
       this.host.store.timeline({ search: search.value });
       void this.search(direction);
+      if (changed) void this.findHits();
     };
     search.onchange = () => this.host.store.timeline({ search: search.value });
     search.oninput = () => {
@@ -245,6 +247,7 @@ class TimelinePanel implements TimelineActions, SideActions {
     this.boxes = drawLanes(ctx, this.view, this.ranks, this.lanes);
     this.canvas.dataset.hits = String(drawMarks(ctx, this.view, this.ranks, this.lanes, this.marks, this.slice, height));
     this.canvas.dataset.ticks = drawRuler(ctx, this.view).join("|");
+    drawUserMarks(ctx, this.view, this.marks, height);
     this.describe();
   }
 

@@ -81,7 +81,6 @@ export function drawMarks(ctx: CanvasRenderingContext2D, view: Viewport, ranks: 
   const hits = drawHits(ctx, view, ranks, lanes, marks);
   drawAll(ctx, view, ranks, lanes, marks, selectedSlice, height);
   ctx.restore();
-  drawUserMarks(ctx, view, marks, height);
   return hits;
 }
 
@@ -101,8 +100,9 @@ function drawHits(ctx: CanvasRenderingContext2D, view: Viewport, ranks: RankView
   return drawn;
 }
 
-/** The user's markers (a line each, numbered on the ruler) and the measured range's length. */
-function drawUserMarks(ctx: CanvasRenderingContext2D, view: Viewport, marks: Marks, height: number): void {
+/** The user's markers (a line each, numbered on the ruler) and the measured range's length: drawn
+ * after the ruler, which would cover their labels. */
+export function drawUserMarks(ctx: CanvasRenderingContext2D, view: Viewport, marks: Marks, height: number): void {
   ctx.font = "10px system-ui, sans-serif";
   ctx.textBaseline = "middle";
   marks.user.forEach((at, i) => {

@@ -78,7 +78,7 @@ export function summaryPanel(summary: TimelineSummaryResponse, actions: SideActi
       head("Count", "events of this name that overlap the range"),
       head("Total (µs)", "time its events spend inside the range (clipped to it)"),
       head("Self (µs)", "that time less the time of their children on the same track"),
-      head("Share of range (%)", "total over the range's length: above 100 % where calls overlap on several tracks"))));
+      head("Share (%)", "share of the range: total over the range's length (above 100 % where calls overlap on several tracks)"))));
   const body = h("tbody");
   for (const row of summary.rows) {
     body.append(h("tr", {}, h("td", { class: "name", text: row.name, title: row.name }), h("td", { class: "num", text: int(row.count) }),
