@@ -105,6 +105,15 @@ def test_search_as_you_type_highlights_and_lists_every_match_in_sight(page, url,
     # every match is highlighted on the canvas (the whole window: all of them in sight)
     expect(canvas).to_have_attribute("data-hits", str(len(calls)), timeout=T)
     shot(page, "timeline-search")
+    # only the tracks holding a match: as many as the raw file's threads that hold one
+    threads = {(e["pid"], e["tid"]) for e in raw_dlrm(logdir) if e.get("ph") == "X" and NAME in e["name"].lower()}
+    every = canvas.get_attribute("data-tracks").split(",")
+    frame.locator("#timeline-only-hits").check()
+    expect(canvas).to_have_attribute("data-tracks", re.compile("^[^,]+(,[^,]+){%d}$" % (len(threads) - 1)), timeout=T)
+    assert len(every) > len(threads)
+    assert url_state(page)["p.canning.tl.onlyhits"] == "true"
+    frame.locator("#timeline-only-hits").uncheck()
+    expect(canvas).to_have_attribute("data-tracks", ",".join(every), timeout=T)
     # a jump to the third match selects it
     third = hits.nth(2)
     event = third.get_attribute("data-event")

@@ -38,7 +38,7 @@ def search(table: EventTable, text: str, at_ns: int, tracks: np.ndarray | None, 
            depth: np.ndarray | None = None, origin: int = 0) -> dict:
     """How many events' names hold `text` (or are `text`, or, with `collective`, are collectives of
     the kind `text`), the first match starting after `at_ns` and the last one starting before it
-    (absolute ns), by start time, and the longest match. With `within` (absolute ns): also the
+    (absolute ns), by start time, the longest match and the tracks that hold a match. With `within` (absolute ns): also the
     matches that overlap that range, by start, the first MAX_HITS of them (`hits`, each `[event,
     track, depth, start_ns, dur_ns]` with start_ns relative to `origin`) and how many there are."""
     ev = table.events
@@ -58,7 +58,8 @@ def search(table: EventTable, text: str, at_ns: int, tracks: np.ndarray | None, 
              "next": int(rows[after]) if after < len(rows) else None,
              "previous": int(rows[before]) if before >= 0 else None,
              "next_index": after if after < len(rows) else None,
-             "longest": int(rows[np.argmax(ev["dur"][rows])]) if len(rows) else None}
+             "longest": int(rows[np.argmax(ev["dur"][rows])]) if len(rows) else None,
+             "match_tracks": [int(t) for t in np.unique(track_of[rows])]}
     if within is not None:
         t0, t1 = within
         ends = starts + ev["dur"][rows]

@@ -1193,6 +1193,8 @@ export interface TimelineSearchResponse {
   previous: TimelineBrief | null;
   longest: TimelineBrief | null;
   next_index: number | null;
+  /** ids of the tracks that hold a match */
+  match_tracks: number[];
   /** with from_ns / to_ns: how many matches overlap that range, and the first of them by start
    * (at most 500), each [event, track, depth, start_ns, dur_ns] */
   in_range?: number;

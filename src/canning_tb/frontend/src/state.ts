@@ -57,6 +57,8 @@ export interface TimelineOptions {
   pinned: string[];
   /** only the tracks whose name (or "rank N") holds this text; "" = all */
   filter: string;
+  /** only the tracks that hold a match of the search */
+  onlyHits: boolean;
 }
 
 /** Compare: the baseline window (the target is the selected window) and the tables' options. */
@@ -96,7 +98,7 @@ function defaultState(): AppState {
     operators: { group: "name", search: "", top: 10, chart: "bar", sort: "", desc: true },
     kernels: { group: "name", search: "" },
     memory: { device: "", range: null },
-    timeline: { range: null, event: -1, search: "", ranks: false, align: "clock", focus: "", focusBy: "name", mark: -1, lane: "", measure: null, marks: [], hidden: [], pinned: [], filter: "" },
+    timeline: { range: null, event: -1, search: "", ranks: false, align: "clock", focus: "", focusBy: "name", mark: -1, lane: "", measure: null, marks: [], hidden: [], pinned: [], filter: "", onlyHits: false },
     compare: { run: "", worker: "", window: "", group: "name", table: "operators", search: "" },
     sorts: {},
     options: {},
@@ -163,6 +165,7 @@ function toParams(state: AppState): [string, string][] {
     ["tl.hide", state.timeline.hidden.join(","), ""],
     ["tl.pin", state.timeline.pinned.join(","), ""],
     ["tl.filter", state.timeline.filter, ""],
+    ["tl.onlyhits", String(state.timeline.onlyHits), "false"],
     ["cmp.run", state.compare.run, ""],
     ["cmp.worker", state.compare.worker, ""],
     ["cmp.window", state.compare.window, ""],
@@ -252,6 +255,7 @@ function timelineFromParams(options: TimelineOptions, read: ParamReader): void {
   options.hidden = read.parsed("tl.hide", parseTrackKeys, []);
   options.pinned = read.parsed("tl.pin", parseTrackKeys, []);
   options.filter = read.text("tl.filter");
+  options.onlyHits = read.bool("tl.onlyhits", false);
 }
 
 /** Markers "a,b,c": integers (ns, may be negative), at most 50. */

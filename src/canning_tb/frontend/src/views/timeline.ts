@@ -39,6 +39,8 @@ class TimelinePanel implements TimelineActions, SideActions {
   /** the search's matches in sight, listed under the toolbar (the side panel keeps its width) */
   private hitsBox = h("div", { id: "timeline-hits-box" });
   private searchTimer = 0;
+  /** the tracks holding a match of the search, per rank index (the "only tracks with matches" filter) */
+  private matchTracks: Map<number, Set<number>> | null = null;
   private searching: AbortController | null = null;
   private help = helpPanel();
   /** the counter lanes a link asked to show ("memory:<device>"), brought into sight once they are laid out */
@@ -130,10 +132,17 @@ class TimelinePanel implements TimelineActions, SideActions {
       this.host.store.timeline({ filter: filter.value });
       this.relayout();
     };
+    const onlyHits = h("input", { type: "checkbox", id: "timeline-only-hits" });
+    onlyHits.checked = this.options.onlyHits;
+    onlyHits.onchange = () => {
+      this.host.store.timeline({ onlyHits: onlyHits.checked });
+      this.relayout();
+    };
     const tracks = h("button", { type: "button", class: "button", id: "timeline-tracks-button", "aria-expanded": "false", title: "Hide, show and pin tracks" }, "Tracks");
     tracks.onclick = () => this.toggleTracks(tracks);
     return h("div", { class: "toolbar" }, h("label", { class: "grow" }, search), prev, next, this.count, fit,
-      h("label", {}, ranks, "All ranks"), h("label", {}, "Align ", align), filter, tracks, download, this.helpButton(), this.progress, this.status);
+      h("label", {}, ranks, "All ranks"), h("label", {}, "Align ", align), filter,
+      h("label", { title: "Only the tracks that hold a match of the search" }, onlyHits, "Matching tracks"), tracks, download, this.helpButton(), this.progress, this.status);
   }
 
   private helpButton(): HTMLButtonElement {
@@ -147,7 +156,8 @@ class TimelinePanel implements TimelineActions, SideActions {
   }
 
   private choice(): TrackChoice {
-    return { hidden: this.options.hidden, pinned: this.options.pinned, filter: this.options.filter };
+    const matches = this.options.onlyHits && this.options.search.trim() ? this.matchTracks : null;
+    return { hidden: this.options.hidden, pinned: this.options.pinned, filter: this.options.filter, matches: matches ?? null };
   }
 
   /** Lanes again after a change of the tracks shown (the tiles hold every track: no fetch). */
@@ -590,6 +600,8 @@ class TimelinePanel implements TimelineActions, SideActions {
     this.host.signal.addEventListener("abort", () => controller.abort());
     if (!text) {
       this.marks.hits = new Map();
+      this.matchTracks = null;
+      if (this.options.onlyHits) this.lanes = this.layout();
       this.count.textContent = "";
       this.count.dataset.count = "";
       this.hitsBox.replaceChildren();
@@ -607,9 +619,13 @@ class TimelinePanel implements TimelineActions, SideActions {
       const answers = await Promise.all(asks);
       if (controller.signal.aborted) return;
       this.marks.hits = new Map();
+      this.matchTracks = new Map();
       answers.forEach((answer, i) => {
-        if (answer) this.marks.hits.set(i, (answer.hits ?? []).map(([event, track, depth, start_ns, dur_ns]): SearchHit => ({ event, track, depth, start_ns, dur_ns })));
+        if (!answer) return;
+        this.marks.hits.set(i, (answer.hits ?? []).map(([event, track, depth, start_ns, dur_ns]): SearchHit => ({ event, track, depth, start_ns, dur_ns })));
+        this.matchTracks?.set(i, new Set(answer.match_tracks));
       });
+      if (this.options.onlyHits) this.lanes = this.layout();
       const mine = answers[this.selected];
       if (mine) {
         this.count.textContent = mine.count ? `${mine.count} matches, ${mine.in_range ?? 0} in sight` : "no match";

@@ -102,9 +102,11 @@ export interface TrackChoice {
   hidden: string[];
   pinned: string[];
   filter: string;
+  /** with a search: only the tracks holding a match, per rank index (null: no such filter) */
+  matches: Map<number, Set<number>> | null;
 }
 
-export const NO_CHOICE: TrackChoice = { hidden: [], pinned: [], filter: "" };
+export const NO_CHOICE: TrackChoice = { hidden: [], pinned: [], filter: "", matches: null };
 
 export function trackKey(rank: RankView, track: TimelineTrack): string {
   return `${rank.tracks.rank}.${track.id}`;
@@ -116,11 +118,13 @@ export function trackText(rank: RankView, track: TimelineTrack): string {
 }
 
 /** A rank's tracks as shown: the filter and the hidden ones left out, the pinned ones first. */
-export function shownTracks(rank: RankView, choice: TrackChoice): TimelineTrack[] {
+export function shownTracks(rank: RankView, choice: TrackChoice, index = 0): TimelineTrack[] {
   const terms = choice.filter.toLowerCase().split(",").map((term) => term.trim()).filter(Boolean);
   const hidden = new Set(choice.hidden);
+  const matches = choice.matches?.get(index);
   const shown = trackOrder(rank.tracks).filter((track) => !hidden.has(trackKey(rank, track)) &&
-    (!terms.length || terms.some((term) => trackText(rank, track).includes(term))));
+    (!terms.length || terms.some((term) => trackText(rank, track).includes(term))) &&
+    (!choice.matches || (matches?.has(track.id) ?? false)));
   const pinAt = (track: TimelineTrack) => {
     const at = choice.pinned.indexOf(trackKey(rank, track));
     return at < 0 ? choice.pinned.length : at;
@@ -149,7 +153,7 @@ export function layout(ranks: RankView[], choice: TrackChoice = NO_CHOICE): Lane
     if (ranks.length > 1) push({ ...base, kind: "rank", label: rank.label, height: RANK_HEIGHT });
     push({ ...base, kind: "steps", label: stepsNote(rank.tracks) ? "Steps: none marked" : "Steps", height: ROW_HEIGHT });
     if (rank.collapsed) return;
-    for (const track of shownTracks(rank, choice)) {
+    for (const track of shownTracks(rank, choice, index)) {
       const depths = rank.folded.has(track.id) ? 1 : track.rows.length;
       for (let depth = 0; depth < depths; depth++) {
         const first = depth === 0;
