@@ -91,8 +91,8 @@ function rankTable(cl: ClusterResponse, computeLabel: string, step: StepChoice):
   const table = new SortTable<SplitRow>(
     "comm-rank-table",
     [
-      { key: "rank", label: "Rank", num: true, value: (row) => row.rank, fmt: (row) => String(row.rank) },
-      { key: "worker", label: "Worker", value: (row) => rankName.get(row.rank) ?? "" },
+      // the worker's name on hover: the table keeps room for both communication figures at 1280 px
+      { key: "rank", label: "Rank", num: true, value: (row) => row.rank, fmt: (row) => String(row.rank), title: (row) => rankName.get(row.rank) ?? "" },
       { key: "step", label: "Step (ms)", num: true, value: (row) => row.step_ns, fmt: (row) => ms(row.step_ns), tip: tip("step_time") },
       { key: "compute", label: `${computeLabel} (ms)`, num: true, value: (row) => row.compute_ns, fmt: (row) => ms(row.compute_ns), tip: tip(cl.compute_source === "host" ? "host" : "compute") },
       { key: "overlapped", label: "Overlapped (ms)", num: true, value: (row) => row.overlapped_ns, fmt: (row) => ms(row.overlapped_ns), tip: tip("overlapped") },
