@@ -91,7 +91,9 @@ def test_two_windows_of_one_run(page, url, logdir, errors):
     frame.locator("#cmp-search").fill(name)
     row = frame.locator("#cmp-table tbody tr").filter(has=frame.locator(f'td.name:text-is("{name}")'))
     cells = row.locator("td")
-    expect(cells.nth(2)).to_have_text(f"{base_calls[name] / base_steps:.1f}")
+    per_step = base_calls[name] / base_steps  # a count: an integer when whole ("1", never "1.0")
+    assert per_step == int(per_step)  # this kernel runs the same number of times each step
+    expect(cells.nth(2)).to_have_text(f"{per_step:,.0f}" if per_step == int(per_step) else f"{per_step:,.1f}")
     expect(cells.nth(4)).to_have_text(f"{base_us[name] / base_steps / 1000:,.3f}")
     expect(cells.nth(5)).to_have_text(f"{target_us[name] / target_steps / 1000:,.3f}")
     # the state is in the URL: a reload shows the same table and search
@@ -127,8 +129,8 @@ def test_two_runs_before_and_after(page, url, errors):
     table = frame.locator("#cmp-table tbody")
     gelu = table.locator("tr").filter(has=frame.locator('td.name:text-is("aten::gelu")')).locator("td")
     expect(gelu.nth(1)).to_have_text("added")
-    expect(gelu.nth(2)).to_have_text("0.0")
-    expect(gelu.nth(3)).to_have_text("1.0")
+    expect(gelu.nth(2)).to_have_text("0")  # calls per step: whole counts as integers (issue 45: not "1.0")
+    expect(gelu.nth(3)).to_have_text("1")
     tanh = table.locator("tr").filter(has=frame.locator('td.name:text-is("aten::tanh")')).locator("td")
     expect(tanh.nth(1)).to_have_text("removed")
     # the tree diff: open frames down to the operators; aten::tanh is a removed leaf

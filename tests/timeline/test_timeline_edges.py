@@ -50,14 +50,32 @@ def test_a_range_holds_the_events_at_its_edges_only_when_they_overlap_it():
     track_of = build_index(t).track_of
     got = range_summary(t, 100, 200, None, track_of)
     assert got["events"] == 2 and got["names"] == 2
-    assert got["rows"] == [{"name": "b", "total_ns": 100, "count": 1}, {"name": "z", "total_ns": 0, "count": 1}]
+    brief = [{k: r[k] for k in ("name", "total_ns", "count")} for r in got["rows"]]
+    assert brief == [{"name": "b", "total_ns": 100, "count": 1}, {"name": "z", "total_ns": 0, "count": 1}]
     # a range inside one event: that event, clipped
     inner = range_summary(t, 120, 150, None, track_of)
-    assert inner["rows"] == [{"name": "b", "total_ns": 30, "count": 1}]
+    assert [{k: r[k] for k in ("name", "total_ns", "count")} for r in inner["rows"]] == [
+        {"name": "b", "total_ns": 30, "count": 1}]
     # only the tracks asked for
     z_track = track_of[np.flatnonzero(t.events["name"] == t.strings.find("z"))[0]]
     only = range_summary(t, 100, 200, np.array([z_track]), track_of)
     assert [r["name"] for r in only["rows"]] == ["z"]
+
+
+def test_self_time_and_share_of_a_range_by_hand():
+    """p [0, 1000] holds c1 [100, 300] and c2 [500, 900], which holds g [600, 700]; q [0, 600] runs on
+    another thread. Range [200, 800] (600 ns): p 600 in range, less c1's 100 and c2's 300: self 200;
+    c1 100, self 100; c2 300 less g's 100: self 200; g 100; q 400 (its own thread: no child)."""
+    t = table([ev("p", Kind.CPU_OP, 0, 1000), ev("c1", Kind.CPU_OP, 100, 200), ev("c2", Kind.CPU_OP, 500, 400),
+               ev("g", Kind.CPU_OP, 600, 100), ev("q", Kind.CPU_OP, 0, 600, tid=2)])
+    index = build_index(t)
+    got = {r["name"]: (r["count"], r["total_ns"], r["self_ns"], r["share"])
+           for r in range_summary(t, 200, 800, None, index.track_of, index=index)["rows"]}
+    assert got == {"p": (1, 600, 200, 1.0), "q": (1, 400, 400, round(400 / 600, 6)),
+                   "c2": (1, 300, 200, 0.5), "c1": (1, 100, 100, round(100 / 600, 6)),
+                   "g": (1, 100, 100, round(100 / 600, 6))}
+    # without the index, self time is unknown (-1), never the total
+    assert {r["self_ns"] for r in range_summary(t, 200, 800, None, index.track_of)["rows"]} == {-1}
 
 
 def test_an_event_that_ends_where_the_tile_starts_is_in_the_tile():

@@ -10,6 +10,7 @@ from .communication.collectives import communication_stats
 from .context import Context
 from .coverage import coverage
 from .digest import SCHEMA_VERSION, analysis_revision
+from .input_pipeline import input_pipeline
 from .efficiency.section import roofline_section
 from .graph.section import WindowGraph, critical_path_section
 from .kernels import kernel_stats, kernel_types
@@ -106,6 +107,7 @@ def build_digest(table: EventTable, graph: bool = True) -> pb.Digest:
     d.gpu_efficiency.extend(gpu_efficiency(table, starts[kept], ends[kept]))
     d.npu_efficiency.extend(npu_efficiency(table, starts[kept], ends[kept]))
     d.modules.extend(module_tree(ctx))
+    d.input_pipeline.CopyFrom(input_pipeline(table, nums, starts, ends, kept))
     roofline_section(ctx, d)  # FLOPs / bytes per row, peaks, MFU (analysis/efficiency): before the rules
     d.communication.CopyFrom(communication_stats(ctx, starts, ends, nums, res))
     fill_own(d)  # wait / transfer: the one definition (analysis/communication/wait_transfer.py)

@@ -59,7 +59,9 @@ def overview_impl(store, run: str, worker: str, window: str) -> dict:
     return {**_head(store, run, worker, window, digest), "schema_version": digest.schema_version,
             "steps": steps, "average": to_plain(digest.average),
             "rule_hits": [to_plain(r) for r in digest.rule_hits], "figures": window_figures(digest),
-            "coverage": to_plain(digest.coverage), "step_clock": digest.step_clock or "host", **device_efficiency(digest)}
+            "coverage": to_plain(digest.coverage), "step_clock": digest.step_clock or "host", **device_efficiency(digest),
+            # the host side of data loading; None in a digest made by code older than the section
+            "input_pipeline": to_plain(digest.input_pipeline) if digest.HasField("input_pipeline") else None}
 
 
 def device_efficiency(digest) -> dict:

@@ -30,6 +30,7 @@ class Loaded:
     steps: list  # [{number, start_ns, dur_ns}] from the digest (start relative to the window start)
     counters: list  # the NPU counters' Series (timeline/counters.py)
     memory: list  # the memory totals per device and measure (timeline/counters.py memory_series)
+    step_source: str = ""  # where the digest's steps come from (digest.proto step_source; "window": none marked)
 
 
 class IndexCache:
@@ -105,13 +106,14 @@ class IndexCache:
             facts = {"rank": int(digest.window.rank), "start_ns": origin,
                      "duration_ns": int(digest.window.end_ns) - origin,
                      "steps": [{"number": int(step.number), "start_ns": int(step.start_ns) - origin,
-                                "dur_ns": int(step.dur_ns)} for step in digest.steps]}
+                                "dur_ns": int(step.dur_ns)} for step in digest.steps],
+                     "step_source": digest.step_source}
             self._note(key, "loading the events", facts)
             table = _events(store, key, prefix)
             self._note(key, "indexing", facts)
             store.wait_timeline_index(run, worker, window)
             loaded = Loaded(table, _index(table, prefix), origin, int(digest.window.end_ns), facts["rank"],
-                            facts["steps"], *_series(table))
+                            facts["steps"], *_series(table), step_source=digest.step_source)
             self._loaded.put(prefix, loaded)
         return loaded
 
@@ -169,9 +171,13 @@ def _index(table, prefix: str):
 
 
 def _track_name(table, pid: int, tid: int, device: int, python: bool) -> str:
+    """"process / thread": the names the file gives them, else their ids; an id the file does not
+    give (NONE) says so, never "process -1"."""
     meta = table.meta
-    process = meta.process_names.get(pid) or (f"device {device}" if device >= 0 else f"process {pid}")
-    thread = meta.thread_names.get(f"{pid}:{tid}") or (f"stream {tid}" if device >= 0 else f"thread {tid}")
+    process = meta.process_names.get(pid) or (f"device {device}" if device >= 0 else
+                                              "no process id in the file" if pid == -1 else f"process {pid}")
+    thread = meta.thread_names.get(f"{pid}:{tid}") or (
+        "no thread id in the file" if tid == -1 else f"stream {tid}" if device >= 0 else f"thread {tid}")
     return f"{process} / {thread}{' / Python' if python else ''}"
 
 
@@ -198,7 +204,7 @@ def tracks_impl(cache: IndexCache, store, run: str, worker: str, window: str, wa
     devices = sorted({device for device, *_ in loaded.memory})
     return {"run": run, "worker": worker, "window": window, "rank": loaded.rank, "start_ns": loaded.origin,
             "duration_ns": loaded.end - loaded.origin, "events": len(table), "tracks": tracks,
-            "steps": loaded.steps, "memory_devices": devices, "counters": series_info(loaded.counters)}
+            "steps": loaded.steps, "step_source": loaded.step_source, "memory_devices": devices, "counters": series_info(loaded.counters)}
 
 
 def _tracks_filter(loaded: Loaded, tracks: list[int] | None):
@@ -248,12 +254,20 @@ def slice_impl(cache: IndexCache, store, run, worker, window, event: int) -> dic
 
 
 def search_impl(cache: IndexCache, store, run, worker, window, text: str, at_ns: int,
-                tracks: list[int] | None, exact: bool = False, collective: bool = False) -> dict:
+                tracks: list[int] | None, exact: bool = False, collective: bool = False,
+                from_ns: int | None = None, to_ns: int | None = None) -> dict:
+    """The matches of `text` (timeline/query.py search); with `from_ns` and `to_ns` (relative) also
+    the matches that overlap that range (`in_range`, `hits`: the first MAX_HITS by start)."""
     from canning_tb.timeline.details import brief
     from canning_tb.timeline.query import search
+    if (from_ns is None) != (to_ns is None):
+        raise BadParameter("from_ns and to_ns go together")
+    if from_ns is not None and to_ns is not None and to_ns < from_ns:
+        raise BadParameter(f"to_ns ({to_ns}) must not be before from_ns ({from_ns})")
     loaded = cache.get(store, run, worker, window)
+    within = (loaded.origin + from_ns, loaded.origin + to_ns) if from_ns is not None and to_ns is not None else None
     found = search(loaded.table, text, loaded.origin + at_ns, _tracks_filter(loaded, tracks), loaded.index.track_of,
-                   exact, collective)
+                   exact, collective, within, loaded.index.depth, loaded.origin)
     for key in ("next", "previous", "longest"):
         if found[key] is not None:
             found[key] = brief(loaded.table, loaded.index, found[key], loaded.origin)
@@ -262,11 +276,35 @@ def search_impl(cache: IndexCache, store, run, worker, window, text: str, at_ns:
 
 def summary_impl(cache: IndexCache, store, run, worker, window, start_ns: int, end_ns: int,
                  tracks: list[int] | None) -> dict:
+    """Per name in the range: count, time in range, self time in range, share of the range
+    (timeline/query.py range_summary); `critical_path_share` only where the window's digest has a
+    critical path (None otherwise: the view then shows no such line)."""
     from canning_tb.timeline.query import range_summary
+    if end_ns <= start_ns:
+        raise BadParameter(f"end_ns ({end_ns}) must be after start_ns ({start_ns})")
     loaded = cache.get(store, run, worker, window)
     summary = range_summary(loaded.table, loaded.origin + start_ns, loaded.origin + end_ns,
-                            _tracks_filter(loaded, tracks), loaded.index.track_of)
-    return dict(summary, start_ns=start_ns, end_ns=end_ns)
+                            _tracks_filter(loaded, tracks), loaded.index.track_of, index=loaded.index)
+    share = _critical_path_share(store, run, worker, window, loaded.origin + start_ns, loaded.origin + end_ns)
+    return dict(summary, start_ns=start_ns, end_ns=end_ns, critical_path_share=share)
+
+
+def _critical_path_share(store, run, worker, window, t0: int, t1: int) -> float | None:
+    """The share of [t0, t1] (absolute ns) that the window's critical path covers, where its digest
+    has one (a repeated `critical_path` of segments with `start_ns` and `dur_ns`, absolute ns);
+    None where it has none."""
+    try:
+        digest = window_digest(store, run, worker, window)
+    except QueryError:
+        return None
+    segments = getattr(digest, "critical_path", None)
+    if segments is None:
+        return None
+    try:
+        covered = sum(max(0, min(int(s.start_ns) + int(s.dur_ns), t1) - max(int(s.start_ns), t0)) for s in segments)
+    except (AttributeError, TypeError, ValueError):
+        return None
+    return round(covered / max(1, t1 - t0), 6) if len(segments) else None
 
 
 def counters_impl(cache: IndexCache, store, run, worker, window, start_ns: int, end_ns: int, width: int) -> dict:

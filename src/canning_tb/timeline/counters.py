@@ -42,10 +42,14 @@ def memory_series(table: EventTable) -> list[tuple[str, str, np.ndarray, np.ndar
     out = []
     for device in distinct(devices):
         rows = order[devices == device]
+        allocated = mem["allocated"][rows]
         for measure in ("allocated", "reserved"):
             values = mem[measure][rows]
             known = values != NONE
-            if known.any():
+            # reserved is never below allocated: all zero beside allocated bytes is an allocator that
+            # does not report it (the CPU's), not a curve at 0: no lane for it
+            unreported = measure == "reserved" and not values[known].any() and (allocated[allocated != NONE] > 0).any()
+            if known.any() and not unreported:
                 out.append((table.strings[int(device)] or "", measure, ts_all[rows][known], values[known]))
     return out
 

@@ -642,6 +642,34 @@ export interface OverviewResponse extends WindowHead {
   npu_efficiency: NpuEfficiency[];
   coverage: Coverage; // the Overview's "Data" panel
   step_clock: string; // "host" | "device"
+  /** the host side of data loading; null in a digest made by older code */
+  input_pipeline: InputPipeline | null;
+}
+
+/** The host side of data loading (digest.proto InputPipeline, analysis/input_pipeline.py); -1 / "" unknown. */
+export interface InputPipeline {
+  loader: string; // "multiprocessing" | "single process" | "DataLoader" | "" (no DataLoader call in the trace)
+  workers: number;
+  worker_names: string[];
+  steps: InputStep[];
+  next_ns: number;
+  step_ns: number;
+  next_share: number | null;
+  h2d_ns: number;
+  h2d_bytes: number;
+  pin_ns: number;
+  next_calls: number;
+}
+
+export interface InputStep {
+  step: number;
+  step_ns: number;
+  next_ns: number;
+  next_calls: number;
+  h2d_ns: number;
+  h2d_calls: number;
+  h2d_bytes: number;
+  pin_ns: number;
 }
 
 export type GroupBy = "name" | "shape" | "stack";
@@ -1456,6 +1484,9 @@ export interface TimelineTracksResponse {
   events: number;
   tracks: TimelineTrack[];
   steps: TimelineStep[];
+  /** where the steps come from (the digest's step_source): "trace", "step_marks", a CANN file, or
+   * "window" (none marked: the window is one step); "" while unknown */
+  step_source?: string;
   memory_devices: string[];
   /** the NPU's sampled counters (AI Core frequency, HBM / LLC bandwidth, NPU memory ...) */
   counters: TimelineCounterInfo[];
@@ -1524,12 +1555,23 @@ export interface TimelineSearchResponse {
   previous: TimelineBrief | null;
   longest: TimelineBrief | null;
   next_index: number | null;
+  /** ids of the tracks that hold a match */
+  match_tracks: number[];
+  /** with from_ns / to_ns: how many matches overlap that range, and the first of them by start
+   * (at most 500), each [event, track, depth, start_ns, dur_ns] */
+  in_range?: number;
+  hits?: [number, number, number, number, number][];
 }
 
 export interface TimelineSummaryRow {
   name: string;
+  /** time its events spend inside the range, clipped to it */
   total_ns: number;
   count: number;
+  /** that time less its children's on the same track (-1 unknown) */
+  self_ns: number;
+  /** total_ns over the range's length (above 1 where calls overlap on several tracks) */
+  share: number;
 }
 
 export interface TimelineSummaryResponse {
@@ -1538,6 +1580,8 @@ export interface TimelineSummaryResponse {
   events: number;
   names: number;
   rows: TimelineSummaryRow[];
+  /** the share of the range on the window's critical path, where its digest has one (else null) */
+  critical_path_share: number | null;
 }
 
 export interface TimelineCounter {

@@ -111,12 +111,14 @@ function polish(option: Opt): Opt {
   return option;
 }
 
-/** A peak marker: a small pin with its value, drawn inside the plot (never over the axis labels). */
+/** A peak marker: a small pin with its value written whole above it (a value inside the pin was cut
+ * to what the pin's head holds: "1,261" read ".26."), drawn inside the plot (never over the axis
+ * labels: makeRoomForMarks). */
 export function peakMark(x: number, y: number, label: string): Opt {
   return {
     symbol: "pin",
-    symbolSize: 28,
-    label: { fontSize: 10, formatter: label },
+    symbolSize: 22,
+    label: { show: true, position: "top", distance: 2, fontSize: 11, formatter: label, color: "inherit", className: "peak-label" },
     data: [{ name: "Peak", coord: [x, y] }],
   };
 }

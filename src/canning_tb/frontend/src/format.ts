@@ -41,6 +41,14 @@ export function int(count: Figure): string {
   return figure(count, (v) => INT.format(v));
 }
 
+const PER_STEP = new Intl.NumberFormat("en-US", { maximumFractionDigits: 1 });
+
+/** A count per step: whole as an integer ("1", never "1.0"), a mean of uneven steps with one decimal
+ * ("2.5"). */
+export function calls(count: Figure): string {
+  return figure(count, (v) => PER_STEP.format(v));
+}
+
 export function bytes(size: Figure): string {
   return figure(size, (v) => {
     const units = ["B", "KB", "MB", "GB", "TB"];

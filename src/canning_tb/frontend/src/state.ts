@@ -49,6 +49,18 @@ export interface TimelineOptions {
   lane: string;
   /** the step whose critical path is highlighted (timeline_path.ts); -1 = off */
   path: number;
+  /** the measured (selected) range on the axis, ns relative to the selected window's start; its
+   * summary opens with it; null = none */
+  measure: [number, number] | null;
+  /** the user's markers on the axis (ns relative to the selected window's start), in order */
+  marks: number[];
+  /** tracks hidden and tracks pinned to the top of their rank, as "<rank>.<track id>" */
+  hidden: string[];
+  pinned: string[];
+  /** only the tracks whose name (or "rank N") holds this text; "" = all */
+  filter: string;
+  /** only the tracks that hold a match of the search */
+  onlyHits: boolean;
 }
 
 /** Compare: the baseline window (the target is the selected window) and the tables' options. */
@@ -88,7 +100,7 @@ function defaultState(): AppState {
     operators: { group: "name", search: "", top: 10, chart: "bar", sort: "", desc: true },
     kernels: { group: "name", search: "" },
     memory: { device: "", range: null },
-    timeline: { range: null, event: -1, search: "", ranks: false, align: "clock", focus: "", focusBy: "name", mark: -1, lane: "", path: -1 },
+    timeline: { range: null, event: -1, search: "", ranks: false, align: "clock", focus: "", focusBy: "name", mark: -1, lane: "", path: -1, measure: null, marks: [], hidden: [], pinned: [], filter: "", onlyHits: false },
     compare: { run: "", worker: "", window: "", group: "name", table: "operators", search: "" },
     sorts: {},
     options: {},
@@ -108,7 +120,7 @@ export function withRunDefaults(state: AppState, keepBaseline: boolean): AppStat
     operators: { ...state.operators, search: "", sort: base.operators.sort, desc: base.operators.desc },
     kernels: { ...state.kernels, search: "" },
     memory: { ...state.memory, device: base.memory.device },
-    timeline: { ...state.timeline, search: "" },
+    timeline: { ...state.timeline, search: "", measure: null, marks: [], hidden: [], pinned: [], filter: "" },
     compare,
     sorts: {},
   };
@@ -151,6 +163,12 @@ function toParams(state: AppState): [string, string][] {
     ["tl.mark", String(state.timeline.mark), String(base.timeline.mark)],
     ["tl.lane", state.timeline.lane, base.timeline.lane],
     ["tl.path", String(state.timeline.path), String(base.timeline.path)],
+    ["tl.sel", state.timeline.measure ? state.timeline.measure.join("~") : "", ""],
+    ["tl.marks", state.timeline.marks.join(","), ""],
+    ["tl.hide", state.timeline.hidden.join(","), ""],
+    ["tl.pin", state.timeline.pinned.join(","), ""],
+    ["tl.filter", state.timeline.filter, ""],
+    ["tl.onlyhits", String(state.timeline.onlyHits), "false"],
     ["cmp.run", state.compare.run, ""],
     ["cmp.worker", state.compare.worker, ""],
     ["cmp.window", state.compare.window, ""],
@@ -236,6 +254,25 @@ function timelineFromParams(options: TimelineOptions, read: ParamReader): void {
   options.mark = read.parsed("tl.mark", parseEvent, -1);
   options.lane = read.text("tl.lane");
   options.path = read.parsed("tl.path", parseEvent, -1);
+  options.measure = read.parsed("tl.sel", parseSpan, null);
+  options.marks = read.parsed("tl.marks", parseMarks, []);
+  options.hidden = read.parsed("tl.hide", parseTrackKeys, []);
+  options.pinned = read.parsed("tl.pin", parseTrackKeys, []);
+  options.filter = read.text("tl.filter");
+  options.onlyHits = read.bool("tl.onlyhits", false);
+}
+
+/** Markers "a,b,c": integers (ns, may be negative), at most 50. */
+function parseMarks(text: string): number[] | null {
+  const parts = text.split(",");
+  if (parts.length > 50 || !parts.every((part) => /^-?\d+$/.test(part))) return null;
+  return parts.map(Number).sort((a, b) => a - b);
+}
+
+/** Track keys "<rank>.<track>,...". */
+function parseTrackKeys(text: string): string[] | null {
+  const parts = text.split(",");
+  return parts.length <= 2000 && parts.every((part) => /^-?\d+\.\d+$/.test(part)) ? parts : null;
 }
 
 function operatorsFromParams(ops: OperatorsOptions, read: ParamReader): void {

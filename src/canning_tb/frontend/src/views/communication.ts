@@ -77,6 +77,9 @@ function splitRows(cl: ClusterResponse, step: StepChoice): SplitRow[] {
   });
 }
 
+/** analysis/rules/thresholds.py SLOW_RANK_RATIO: the spread ((max - min) / mean) a finding needs at least. */
+const SLOW_RANK_RATIO = 0.05;
+
 const METRIC_TEXT: Record<string, string> = {
   computing: "Computing (compute + overlapped)",
   communication: "Communication not overlapped",
@@ -89,12 +92,15 @@ function rankTable(cl: ClusterResponse, computeLabel: string, step: StepChoice):
   const table = new SortTable<SplitRow>(
     "comm-rank-table",
     [
-      { key: "rank", label: "Rank", num: true, value: (row) => row.rank, fmt: (row) => String(row.rank) },
-      { key: "worker", label: "Worker", value: (row) => rankName.get(row.rank) ?? "" },
+      // the worker's name on hover: the table keeps room for both communication figures at 1280 px
+      { key: "rank", label: "Rank", num: true, value: (row) => row.rank, fmt: (row) => String(row.rank), title: (row) => rankName.get(row.rank) ?? "" },
       { key: "step", label: "Step (ms)", num: true, value: (row) => row.step_ns, fmt: (row) => ms(row.step_ns), tip: tip("step_time") },
       { key: "compute", label: `${computeLabel} (ms)`, num: true, value: (row) => row.compute_ns, fmt: (row) => ms(row.compute_ns), tip: tip(cl.compute_source === "host" ? "host" : "compute") },
       { key: "overlapped", label: "Overlapped (ms)", num: true, value: (row) => row.overlapped_ns, fmt: (row) => ms(row.overlapped_ns), tip: tip("overlapped") },
-      { key: "comm", label: "Communication (ms)", num: true, value: (row) => row.communication_ns, fmt: (row) => ms(row.communication_ns), tip: tip("communication") },
+      // two figures, each named as the glossary defines it: the collectives' whole time (what Wait and
+      // Transfer split) and the part of it no compute hides (the step split's Communication)
+      { key: "comm_total", label: "Communication time (ms)", num: true, value: (row) => row.communication_total_ns, fmt: (row) => ms(row.communication_total_ns), tip: tip("comm_total") },
+      { key: "comm", label: "Comm. not overlapped (ms)", num: true, value: (row) => row.communication_ns, fmt: (row) => ms(row.communication_ns), tip: tip("communication") },
       { key: "free", label: "Free (ms)", num: true, value: (row) => row.free_ns, fmt: (row) => ms(row.free_ns), tip: tip("free") },
       { key: "preparing", label: "Preparing (ms)", num: true, value: (row) => row.preparing_ns, fmt: (row) => ms(row.preparing_ns), tip: tip("preparing") },
       { key: "other", label: "Other (ms)", num: true, value: (row) => row.other_ns, fmt: (row) => ms(row.other_ns), tip: tip("rank_other") },
@@ -111,23 +117,33 @@ function rankTable(cl: ClusterResponse, computeLabel: string, step: StepChoice):
   return table;
 }
 
+/** The spread of each figure over the ranks, and the slow rank where the findings name one: a rank is
+ * called slow here only when Suggestions call it so (the same rule: analysis/rules/cluster_rules.py,
+ * SLOW_RANK_RATIO and the noise test), so a spread above 5 % alone paints no rank. A pipeline run's
+ * stage imbalance is said as the findings say it. */
 function slowRankFindings(cl: ClusterResponse): HTMLElement {
-  return h(
-    "ul",
-    { id: "comm-slow", class: "suggestions" },
-    ...cl.slow_ranks.map((slow) => {
-      const verdict = slow.flagged ? `rank ${slow.slowest_rank} is the slow rank` : "balanced across ranks";
-      const waitedFor = slow.metric === "communication" && slow.flagged ? " The rank with the least communication is the one the others wait for." : "";
-      const detail = `max ${ms(slow.max_ns)} ms (rank ${slow.max_rank}), min ${ms(slow.min_ns)} ms (rank ${slow.min_rank}), spread ${pct(slow.ratio)}% of the mean ${ms(slow.mean_ns)} ms${slow.flagged ? " (over 5%)" : ""}.${waitedFor}`;
-      return h(
-        "li",
-        { class: slow.flagged ? "sev-warning" : "sev-info", "data-metric": slow.metric, "data-rank": slow.slowest_rank },
-        h("span", { class: "badge", text: slow.flagged ? "slow rank" : "balanced" }),
-        h("strong", { text: `${METRIC_TEXT[slow.metric] ?? slow.metric}: ${verdict}` }),
-        h("p", { text: detail }),
-      );
-    }),
-  );
+  const named = new Map(cl.findings.filter((f) => f.rule.startsWith("slow_rank_")).map((f) => [f.rule.slice("slow_rank_".length), f]));
+  const stages = cl.findings.filter((f) => f.rule === "stage_imbalance");
+  const items = stages.map((f) => h("li", { class: "sev-warning", "data-metric": "stage", "data-rank": f.evidence[0]?.rank ?? -1 },
+    h("span", { class: "badge", text: "stage imbalance" }), h("strong", { text: f.title }), h("p", { text: f.detail })));
+  for (const slow of cl.slow_ranks) {
+    const finding = named.get(slow.metric);
+    const rank = finding?.evidence[0]?.rank ?? -1;
+    const verdict = finding ? `rank ${rank} is the slow rank` : slow.ratio > SLOW_RANK_RATIO ? "no slow rank by the findings' rule" : "balanced across ranks";
+    const waitedFor = slow.metric === "communication" && finding ? " The rank with the least communication is the one the others wait for." : "";
+    const why = !finding && slow.ratio > SLOW_RANK_RATIO
+      ? ` The spread is over ${pct(SLOW_RANK_RATIO)}%, but Suggestions name no rank for it (within the noise between steps, or another figure names the rank the others wait for${stages.length ? ", or the pipeline's stages explain it" : ""}).`
+      : "";
+    const detail = `max ${ms(slow.max_ns)} ms (rank ${slow.max_rank}), min ${ms(slow.min_ns)} ms (rank ${slow.min_rank}), spread ${pct(slow.ratio)}% of the mean ${ms(slow.mean_ns)} ms.${waitedFor}${why}`;
+    items.push(h(
+      "li",
+      { class: finding ? "sev-warning" : "sev-info", "data-metric": slow.metric, "data-rank": rank },
+      h("span", { class: "badge", text: finding ? "slow rank" : "no slow rank" }),
+      h("strong", { text: `${METRIC_TEXT[slow.metric] ?? slow.metric}: ${verdict}` }),
+      h("p", { text: detail }),
+    ));
+  }
+  return h("ul", { id: "comm-slow", class: "suggestions" }, ...items);
 }
 
 function drawRankSplit(el: HTMLElement, rows: SplitRow[], computeLabel: string): RawChart {

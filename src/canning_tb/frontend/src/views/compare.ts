@@ -7,7 +7,7 @@
 // server's default pairing chooses it (queries/pairing.py, the CLI's and the MCP tool's too) and says why.
 import { getJSON, windowParams, type Attribution, type CompareResponse, type CompareRow, type GroupBy, type RunEntry, type RunsResponse, type Selection } from "../api";
 import { h, option } from "../dom";
-import { int, ms } from "../format";
+import { calls, int, ms } from "../format";
 import type { CompareOptions } from "../state";
 import { card, errorText, SortTable, type Col } from "./common";
 import { Pager } from "./pager";
@@ -29,8 +29,8 @@ function columns(group: GroupBy, operators: boolean): Col<CompareRow>[] {
     { key: "key", label: "Name", value: (r) => r.key, cls: "name", tip: "Matched name (the name map's canonical name)" },
     ...extra,
     { key: "status", label: "", value: (r) => statusMark(r.status), tip: "added: only in the target; removed: only in the baseline" },
-    { key: "base_calls", label: "Calls (base)", num: true, value: (r) => r.base_calls, fmt: (r) => r.base_calls.toFixed(1), tip: "Calls per step in the baseline" },
-    { key: "target_calls", label: "Calls (target)", num: true, value: (r) => r.target_calls, fmt: (r) => r.target_calls.toFixed(1), tip: "Calls per step in the target" },
+    { key: "base_calls", label: "Calls (base)", num: true, value: (r) => r.base_calls, fmt: (r) => calls(r.base_calls), tip: "Calls per step in the baseline" },
+    { key: "target_calls", label: "Calls (target)", num: true, value: (r) => r.target_calls, fmt: (r) => calls(r.target_calls), tip: "Calls per step in the target" },
     { key: "base_ns", label: "Base (ms)", num: true, value: (r) => r.base_ns / 1e6, fmt: (r) => ms(r.base_ns), tip: "Time per step in the baseline" },
     { key: "target_ns", label: "Target (ms)", num: true, value: (r) => r.target_ns / 1e6, fmt: (r) => ms(r.target_ns), tip: "Time per step in the target" },
     { key: "delta_ns", label: "Δ (ms)", num: true, value: (r) => r.delta_ns / 1e6, fmt: (r) => deltaMs(r.delta_ns), tip: "Target minus baseline, per step" },

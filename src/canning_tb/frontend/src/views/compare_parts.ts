@@ -4,7 +4,7 @@
 import type { CategoryDelta, CodeItem, CollectiveDelta, CompareResponse, Contributors, MemoryPair, TreeNode } from "../api";
 import { RawChart, tipLines } from "../chart";
 import { h } from "../dom";
-import { bytes, int, ms } from "../format";
+import { bytes, calls, int, ms } from "../format";
 
 /** "+1.234" / "-0.5" ms, the sign always shown. */
 export function deltaMs(ns: number): string {
@@ -137,7 +137,7 @@ export function commTable(rows: CollectiveDelta[]): HTMLElement {
         "tr",
         { class: `status-${r.status}` },
         h("td", { class: "text", text: r.group === "*" ? r.kind : `${r.kind} (${r.group})` }),
-        h("td", { class: "num", text: `${r.base_calls.toFixed(1)} → ${r.target_calls.toFixed(1)}` }),
+        h("td", { class: "num", text: `${calls(r.base_calls)} → ${calls(r.target_calls)}` }),
         h("td", { class: "num", text: ms(r.base_ns) }),
         h("td", { class: "num", text: ms(r.target_ns) }),
         h("td", { class: "num", text: deltaMs(r.delta_ns) }),

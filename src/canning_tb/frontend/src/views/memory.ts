@@ -114,7 +114,7 @@ function chartOption(dev: DeviceMemory, showCapacity: boolean): Record<string, u
   const series: unknown[] = [
     {
       type: "line", name: "Allocated", step: "end", showSymbol: false, data: pair(dev.curve_allocated_bytes),
-      markPoint: peakMark(dev.peak_ts_ns / 1e6, dev.peak_allocated_bytes / MB, (dev.peak_allocated_bytes / MB).toFixed(0)),
+      markPoint: peakMark(dev.peak_ts_ns / 1e6, dev.peak_allocated_bytes / MB, `${Math.round(dev.peak_allocated_bytes / MB).toLocaleString("en-US")} MB`),
       markLine: showCapacity && cap > 0 ? capLine : undefined,
     },
   ];

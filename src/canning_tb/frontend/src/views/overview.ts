@@ -24,6 +24,7 @@ import { card, delay, errorText, fetchOr, kvTable, legend, openRank, pollCluster
 import { dataCard } from "./sources";
 import { RANKS_AS_ROWS, spreadParts } from "./ranks_spread";
 import { efficiencyCard } from "./efficiency";
+import { inputPipelineCard } from "./input_pipeline";
 import { mfuCard } from "./mfu_card";
 import { briefItem, observationsBlock, splitFindings } from "./finding_gain";
 import { criticalPathCard, crossRankPathCard } from "./critical_path";
@@ -229,6 +230,7 @@ function show(host: ViewHost, ov: OverviewResponse): void {
     criticalPathCard(host),
     trendsCard(host),
     h("div", { class: "grid2" }, card("Average step breakdown", averageTable(ov.average, ov.figures.average_shares)), card("Average step breakdown (share)", avgChartEl)),
+    inputPipelineCard(ov.input_pipeline),
     h("div", { class: "grid2" }, card("Devices", devicesTable(ov.info)), card("Environment and profiler settings", h("div", { class: "table-wrap short" }, environmentTable(ov.info)))),
     ...[dataCard(ov.coverage)].filter((el): el is HTMLElement => !!el),
   );

@@ -5,19 +5,21 @@
 import { getJSON, type Selection, type TimelineBrief, type TimelineTracksLoading, type TimelineTracksResponse, type TimelinePeersResponse, type TimelineRank, type TimelineSearchResponse, type TimelineSliceResponse, type TimelineSummaryResponse } from "../api";
 import { h, option } from "../dom";
 import { errorText } from "./common";
-import { GUTTER, RULER, drawLanes, toNs, type Boxes, type Marks, type Viewport } from "./timeline_draw";
+import { GUTTER, RULER, drawLanes, noMarks, toNs, toX, type Boxes, type Marks, type SearchHit, type Viewport } from "./timeline_draw";
 import { drawGrid, drawRuler } from "./timeline_ruler";
 import { attachInput, type TimelineActions } from "./timeline_input";
 import { laneSeries, counterText, valueAt } from "./timeline_counters";
 import { helpPanel } from "./timeline_help";
-import { drawMarks } from "./timeline_marks";
+import { drawMarks, drawUserMarks } from "./timeline_marks";
 import { PathOverlay } from "./timeline_path";
-import { foldedAtFirst, layout, loadRanks, loadTracks, openAtFirst, progressText, refreshRank, shifts, type Lane, type RankView } from "./timeline_model";
+import { foldedAtFirst, layout, loadRanks, loadTracks, openAtFirst, progressText, refreshRank, shifts, type Lane, type RankView, type TrackChoice } from "./timeline_model";
 import { MIN_SPAN, nearLinks, revealRange, revealScroll, unfold, type Target } from "./timeline_reveal";
-import { detailsPanel, summaryPanel, type SideActions } from "./timeline_side";
+import { detailsPanel, hitsPanel, summaryPanel, type SideActions } from "./timeline_side";
+import { tracksPanel } from "./timeline_tracks";
 import { showError, showLoading, type ViewDef, type ViewHost } from "./view";
 
 const ARGS_POLL_MS = 1500;
+const SEARCH_MS = 250; // typing pauses this long before the search asks the server
 
 class TimelinePanel implements TimelineActions, SideActions {
   private canvas = h("canvas", { id: "timeline-canvas", tabindex: "0" });
@@ -32,7 +34,15 @@ class TimelinePanel implements TimelineActions, SideActions {
   private view: Viewport = { lo: 0, hi: 1, width: 1, top: RULER, height: RULER };
   private lanes: Lane[] = [];
   private boxes: Boxes = new Map();
-  private marks: Marks = { selected: null, peers: new Map(), links: [], range: null, instant: null, cursor: null };
+  private marks: Marks = noMarks();
+  /** the tracks panel (hide, pin), shown by its button */
+  private trackList = h("section", { id: "timeline-tracks", class: "card timeline-help", hidden: true });
+  /** the search's matches in sight, listed under the toolbar (the side panel keeps its width) */
+  private hitsBox = h("div", { id: "timeline-hits-box" });
+  private searchTimer = 0;
+  /** the tracks holding a match of the search, per rank index (the "only tracks with matches" filter) */
+  private matchTracks: Map<number, Set<number>> | null = null;
+  private searching: AbortController | null = null;
   private help = helpPanel();
   /** the counter lanes a link asked to show ("memory:<device>"), brought into sight once they are laid out */
   private pendingLane = "";
@@ -50,7 +60,7 @@ class TimelinePanel implements TimelineActions, SideActions {
 
   show(): void {
     this.path = new PathOverlay(this.host.store, this.ranks[this.selected]?.sel ?? this.host.sel, this.host.signal, () => this.draw());
-    this.host.el.replaceChildren(this.toolbar(), this.help, h("div", { class: "timeline-body" }, this.wrap, this.side));
+    this.host.el.replaceChildren(this.toolbar(), this.help, this.trackList, this.hitsBox, h("div", { class: "timeline-body" }, this.wrap, this.side));
     attachInput(this.host.el, this.canvas, this, this.host.signal);
     this.canvas.addEventListener("mousemove", (event) => this.hover(event));
     this.wrap.addEventListener("scroll", () => this.draw());
@@ -60,8 +70,13 @@ class TimelinePanel implements TimelineActions, SideActions {
     const full = this.fullRange();
     const [lo, hi] = this.options.range ?? full;
     this.view = { lo, hi, width: Math.max(1, this.wrap.clientWidth - GUTTER), top: RULER, height: RULER };
-    this.lanes = layout(this.ranks);
+    this.lanes = this.layout();
     if (this.options.mark >= 0) this.marks.instant = this.options.mark;
+    this.marks.user = [...this.options.marks];
+    if (this.options.measure) {
+      this.marks.range = this.options.measure;
+      void this.summarize(...this.options.measure);
+    }
     this.pendingLane = this.options.lane;
     this.refetch();
     if (this.ranks.some((rank) => rank.pending)) void this.poll();
@@ -80,12 +95,24 @@ class TimelinePanel implements TimelineActions, SideActions {
     const prev = h("button", { type: "button", class: "button", id: "timeline-prev", title: "Previous match (Shift + Enter)" }, "◀");
     const next = h("button", { type: "button", class: "button", id: "timeline-next", title: "Next match (Enter)" }, "▶");
     const step = (direction: 1 | -1) => {
+      const changed = search.value !== this.options.search;
       this.host.store.timeline({ search: search.value });
       void this.search(direction);
+      if (changed) void this.findHits();
     };
     search.onchange = () => this.host.store.timeline({ search: search.value });
+    search.oninput = () => {
+      window.clearTimeout(this.searchTimer);
+      this.searchTimer = window.setTimeout(() => {
+        this.host.store.timeline({ search: search.value });
+        void this.findHits();
+      }, SEARCH_MS);
+    };
     search.onkeydown = (event) => {
-      if (event.key === "Enter") step(event.shiftKey ? -1 : 1);
+      if (event.key === "Enter") {
+        window.clearTimeout(this.searchTimer);
+        step(event.shiftKey ? -1 : 1);
+      }
     };
     prev.onclick = () => step(-1);
     next.onclick = () => step(1);
@@ -102,14 +129,67 @@ class TimelinePanel implements TimelineActions, SideActions {
     align.onchange = () => this.align(align.value as "clock" | "step");
     const params = new URLSearchParams({ ...this.host.sel }).toString();
     const download = h("a", { id: "timeline-download", class: "button", href: `./timeline_download?${params}`, download: "" }, "Download trace");
+    const filter = h("input", { id: "timeline-track-filter", type: "search", placeholder: "Tracks: rank, thread, stream…", "aria-label": "Show only the tracks whose name holds (several: separate by commas)", title: "Show only the tracks whose name holds this (rank 1, thread, stream 7, HCCL…; several: separate by commas)" });
+    filter.value = this.options.filter;
+    filter.oninput = () => {
+      this.host.store.timeline({ filter: filter.value });
+      this.relayout();
+    };
+    const onlyHits = h("input", { type: "checkbox", id: "timeline-only-hits" });
+    onlyHits.checked = this.options.onlyHits;
+    onlyHits.onchange = () => {
+      this.host.store.timeline({ onlyHits: onlyHits.checked });
+      this.relayout();
+    };
+    const tracks = h("button", { type: "button", class: "button", id: "timeline-tracks-button", "aria-expanded": "false", title: "Hide, show and pin tracks" }, "Tracks");
+    tracks.onclick = () => this.toggleTracks(tracks);
     return h("div", { class: "toolbar" }, h("label", { class: "grow" }, search), prev, next, this.count, fit,
-      h("label", {}, ranks, "All ranks"), h("label", {}, "Align ", align), this.path.control(), download, this.helpButton(), this.progress, this.status);
+      h("label", {}, ranks, "All ranks"), h("label", {}, "Align ", align), filter,
+      h("label", { title: "Only the tracks that hold a match of the search" }, onlyHits, "Matching tracks"), tracks, this.path.control(), download, this.helpButton(), this.progress, this.status);
   }
 
   private helpButton(): HTMLButtonElement {
     const button = h("button", { type: "button", class: "button", id: "timeline-help-button", "aria-expanded": "false", title: "Mouse and keys (?)" }, "Keys ?");
     button.onclick = () => this.toggleHelp();
     return button;
+  }
+
+  private layout(): Lane[] {
+    return layout(this.ranks, this.choice());
+  }
+
+  private choice(): TrackChoice {
+    const matches = this.options.onlyHits && this.options.search.trim() ? this.matchTracks : null;
+    return { hidden: this.options.hidden, pinned: this.options.pinned, filter: this.options.filter, matches: matches ?? null };
+  }
+
+  /** Lanes again after a change of the tracks shown (the tiles hold every track: no fetch). */
+  private relayout(): void {
+    this.lanes = this.layout();
+    this.draw();
+    if (!this.trackList.hidden) this.fillTracks();
+  }
+
+  private toggleTracks(button: HTMLElement): void {
+    this.trackList.hidden = !this.trackList.hidden;
+    button.setAttribute("aria-expanded", String(!this.trackList.hidden));
+    if (!this.trackList.hidden) this.fillTracks();
+  }
+
+  private fillTracks(): void {
+    this.trackList.replaceChildren(...tracksPanel(this.ranks, this.choice(), (patch) => {
+      this.host.store.timeline(patch);
+      const filter = this.host.el.querySelector<HTMLInputElement>("#timeline-track-filter");
+      if (filter && patch.filter !== undefined) filter.value = patch.filter;
+      this.relayout();
+    }));
+  }
+
+  mark(x: number, clear: boolean): void {
+    const marks = clear ? [] : [...this.options.marks, Math.round(toNs(this.view, Math.max(GUTTER, x)))].sort((a, b) => a - b).slice(-50);
+    this.marks.user = marks;
+    this.host.store.timeline({ marks });
+    this.draw();
   }
 
   toggleHelp(): void {
@@ -141,7 +221,7 @@ class TimelinePanel implements TimelineActions, SideActions {
       this.progress.textContent = texts.join("; ");
       this.progress.dataset.pending = String(texts.length);
       if (texts.length < pending.length) {
-        this.lanes = layout(this.ranks);
+        this.lanes = this.layout();
         this.draw();
         this.refetch();
       }
@@ -178,9 +258,10 @@ class TimelinePanel implements TimelineActions, SideActions {
     ctx.clearRect(0, 0, width, height);
     drawGrid(ctx, this.view, height);
     this.boxes = drawLanes(ctx, this.view, this.ranks, this.lanes);
-    drawMarks(ctx, this.view, this.ranks, this.lanes, this.marks, this.slice, height);
+    this.canvas.dataset.hits = String(drawMarks(ctx, this.view, this.ranks, this.lanes, this.marks, this.slice, height));
     this.path.draw(ctx, this.view, this.ranks, this.lanes, this.selected);
     this.canvas.dataset.ticks = drawRuler(ctx, this.view).join("|");
+    drawUserMarks(ctx, this.view, this.marks, height);
     this.describe();
   }
 
@@ -194,6 +275,9 @@ class TimelinePanel implements TimelineActions, SideActions {
     data.ranks = String(this.ranks.length);
     data.path = String(this.path.drawn);
     data.lanes = String(this.lanes.length);
+    data.tracks = this.lanes.filter((lane) => lane.kind === "row" && lane.depth === 0).map((lane) => `${this.ranks[lane.rank].tracks.rank}.${lane.track}`).join(",");
+    data.marks = this.marks.user.map((at) => String(Math.round(toX(this.view, at)))).join(",");
+    data.measure = this.marks.range ? this.marks.range.map((v) => String(Math.round(v))).join("~") : "";
     data.shifts = this.ranks.map((rank) => `${rank.tracks.rank}:${Math.round(rank.shift)}`).join(",");
     data.npuLanes = String(this.lanes.filter((lane) => lane.kind === "npu").length);
     // canvas y of the first NPU counter group's label (-1 when none is in sight)
@@ -228,10 +312,11 @@ class TimelinePanel implements TimelineActions, SideActions {
     const results = await Promise.allSettled(this.ranks.map((rank) => refreshRank(rank, lo, hi, width, controller.signal)));
     if (controller.signal.aborted) return;
     const failed = results.flatMap((result, i) => (result.status === "rejected" ? [`${this.ranks[i].label}: ${errorText(result.reason)}`] : []));
-    this.lanes = layout(this.ranks);
+    this.lanes = this.layout();
     this.status.textContent = [...this.errors, ...failed].join("; ");
     this.draw();
     this.showPendingLane();
+    if (this.options.search.trim()) await this.findHits();
     this.host.setState("loaded");
   }
 
@@ -328,7 +413,7 @@ class TimelinePanel implements TimelineActions, SideActions {
     const target = this.target(rank, slice);
     const linked = this.linked(rank);
     if (unfold(this.ranks, [target, ...linked])) {
-      this.lanes = layout(this.ranks);
+      this.lanes = this.layout();
       this.refetch();
     }
     this.draw(); // the lanes' height, for the scroll below
@@ -351,20 +436,20 @@ class TimelinePanel implements TimelineActions, SideActions {
     if (lane.kind === "row" && lane.foldable && x < GUTTER) {
       const folded = this.ranks[lane.rank].folded;
       if (!folded.delete(lane.track)) folded.add(lane.track);
-      this.lanes = layout(this.ranks);
+      this.lanes = this.layout();
       this.draw();
       return;
     }
     if (lane.kind === "group" && lane.group) {
       const open = this.ranks[lane.rank].openGroups;
       if (!open.delete(lane.group)) open.add(lane.group);
-      this.lanes = layout(this.ranks);
+      this.lanes = this.layout();
       this.draw();
       return;
     }
     if (lane.kind === "rank") {
       this.ranks[lane.rank].collapsed = !this.ranks[lane.rank].collapsed;
-      this.lanes = layout(this.ranks);
+      this.lanes = this.layout();
       this.draw();
       this.refetch();
       return;
@@ -482,10 +567,10 @@ class TimelinePanel implements TimelineActions, SideActions {
 
   clear(): void {
     this.slice = null;
-    this.marks = { selected: null, peers: new Map(), links: [], range: null, instant: null, cursor: null };
+    this.marks = { ...noMarks(), hits: this.marks.hits, user: this.marks.user };
     if (this.options.mark >= 0) this.host.store.timeline({ mark: -1, lane: "" });
     this.side.replaceChildren();
-    this.host.store.timeline({ event: -1 });
+    this.host.store.timeline({ event: -1, measure: null });
     this.draw();
   }
 
@@ -510,6 +595,56 @@ class TimelinePanel implements TimelineActions, SideActions {
     }
   }
 
+  /** Every match of the search in the visible range of each rank: drawn highlighted, listed beside
+   * (the selected rank's), counted in the toolbar. */
+  private async findHits(): Promise<void> {
+    const text = this.options.search.trim();
+    this.searching?.abort();
+    const controller = new AbortController();
+    this.searching = controller;
+    this.host.signal.addEventListener("abort", () => controller.abort());
+    if (!text) {
+      this.marks.hits = new Map();
+      this.matchTracks = null;
+      if (this.options.onlyHits) this.lanes = this.layout();
+      this.count.textContent = "";
+      this.count.dataset.count = "";
+      this.hitsBox.replaceChildren();
+      this.draw();
+      return;
+    }
+    const { lo, hi } = this.view;
+    const asks = this.ranks.map((rank) => {
+      if (rank.pending) return Promise.resolve(null);
+      const from = Math.floor(lo - rank.shift);
+      const to = Math.max(from, Math.ceil(hi - rank.shift));
+      return getJSON<TimelineSearchResponse>("timeline_search", { ...rank.sel, q: text, at_ns: String(from), from_ns: String(from), to_ns: String(to) }, controller.signal);
+    });
+    try {
+      const answers = await Promise.all(asks);
+      if (controller.signal.aborted) return;
+      this.marks.hits = new Map();
+      this.matchTracks = new Map();
+      answers.forEach((answer, i) => {
+        if (!answer) return;
+        this.marks.hits.set(i, (answer.hits ?? []).map(([event, track, depth, start_ns, dur_ns]): SearchHit => ({ event, track, depth, start_ns, dur_ns })));
+        this.matchTracks?.set(i, new Set(answer.match_tracks));
+      });
+      if (this.options.onlyHits) this.lanes = this.layout();
+      const mine = answers[this.selected];
+      if (mine) {
+        this.count.textContent = mine.count ? `${mine.count} matches, ${mine.in_range ?? 0} in sight` : "no match";
+        this.count.dataset.count = String(mine.count);
+        this.count.dataset.inRange = String(mine.in_range ?? 0);
+        const panel = hitsPanel(text, mine, this.ranks[this.selected].tracks, (event) => void this.select(this.selected, event, true));
+        this.hitsBox.replaceChildren(panel);
+      }
+      this.draw();
+    } catch (err) {
+      if ((err as Error).name !== "AbortError") this.count.textContent = errorText(err);
+    }
+  }
+
   private async focus(name: string): Promise<void> {
     const by = this.options.focusBy;
     const params = { ...this.host.sel, q: name, ...(by === "collective" ? { collective: "1" } : { exact: "1" }) };
@@ -525,7 +660,12 @@ class TimelinePanel implements TimelineActions, SideActions {
     const [lo, hi] = [toNs(this.view, Math.min(x0, x1)), toNs(this.view, Math.max(x0, x1))];
     this.marks.range = [lo, hi];
     this.draw();
-    if (done) void this.summarize(Math.floor(lo), Math.ceil(hi));
+    if (done) {
+      const measure: [number, number] = [Math.floor(lo), Math.max(Math.ceil(hi), Math.floor(lo) + 1)];
+      this.marks.range = measure;
+      this.host.store.timeline({ measure });
+      void this.summarize(...measure);
+    }
   }
 
   private async summarize(lo: number, hi: number): Promise<void> {

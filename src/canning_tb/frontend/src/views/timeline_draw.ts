@@ -3,7 +3,7 @@
 // only: every number drawn comes from the server.
 import type { TimelineBrief, TimelinePeer, TimelineTile } from "../api";
 import { counterText, laneSeries } from "./timeline_counters";
-import type { Lane, RankView } from "./timeline_model";
+import { stepsNote, type Lane, type RankView } from "./timeline_model";
 
 export const GUTTER = 200;
 export const RULER = 24;
@@ -33,6 +33,22 @@ export interface Marks {
   instant: number | null;
   /** the pointer over a counter lane: where, and the value there */
   cursor: { x: number; lane: Lane; text: string } | null;
+  /** the search's matches in the visible range, per rank index (drawn highlighted) */
+  hits: Map<number, SearchHit[]>;
+  /** the user's markers on the axis (ns) */
+  user: number[];
+}
+
+export interface SearchHit {
+  event: number;
+  track: number;
+  depth: number;
+  start_ns: number;
+  dur_ns: number;
+}
+
+export function noMarks(): Marks {
+  return { selected: null, peers: new Map(), links: [], range: null, instant: null, cursor: null, hits: new Map(), user: [] };
 }
 
 export function toX(view: Viewport, ns: number): number {
@@ -167,6 +183,14 @@ function drawTile(ctx: CanvasRenderingContext2D, view: Viewport, rankIndex: numb
 
 function drawSteps(ctx: CanvasRenderingContext2D, view: Viewport, rank: RankView, lane: Lane): void {
   const top = view.top;
+  const note = stepsNote(rank.tracks);
+  if (note) { // the row says why it has no step, rather than a "Step 0" the file never marked
+    ctx.fillStyle = "#757575";
+    ctx.font = "italic 11px system-ui, sans-serif";
+    ctx.fillText(elide(ctx, note, view.width - 8), GUTTER + 4, top + lane.y + lane.height / 2);
+    ctx.font = "11px system-ui, sans-serif";
+    return;
+  }
   rank.tracks.steps.forEach((step, i) => {
     const x = Math.max(GUTTER, toX(view, step.start_ns + rank.shift));
     const end = Math.min(GUTTER + view.width, toX(view, step.start_ns + step.dur_ns + rank.shift));

@@ -4,8 +4,8 @@
 // down, Shift + wheel or a sideways swipe pans; a drag pans, Shift + drag or a drag on the ruler
 // selects a range; a click selects a slice; F fits the selection (slice, else range, else the
 // window), 0 / Z the whole window; [ and ] follow the selected slice's earlier / later linked event;
-// / goes to the search (Enter: next match, Shift + Enter: previous); Esc clears the selection; ?
-// opens the help.
+// / goes to the search (matches shown as you type; Enter: next match, Shift + Enter: previous); M
+// puts a marker at the pointer (Shift + M removes them all); Esc clears the selection; ? opens the help.
 import { GUTTER } from "./timeline_draw";
 
 export interface TimelineActions {
@@ -25,6 +25,8 @@ export interface TimelineActions {
   follow(direction: 1 | -1): void;
   focusSearch(): void;
   toggleHelp(): void;
+  /** a marker at the pixel x; `clear`: remove every marker */
+  mark(x: number, clear: boolean): void;
   /** whether the canvas y is on the ruler (it stays at the top of the scrolled view) */
   onRuler(y: number): boolean;
 }
@@ -80,6 +82,7 @@ function keyMap(canvas: HTMLCanvasElement, actions: TimelineActions, lastX: () =
     "]": [() => actions.follow(1), false],
     "/": [() => actions.focusSearch(), false],
     "?": [() => actions.toggleHelp(), false],
+    m: [(shift) => actions.mark(lastX(), shift), false],
     escape: [() => actions.clear(), false],
   };
 }

@@ -4,6 +4,7 @@
 // area only, never over the lanes' labels.
 import type { TimelineBrief } from "../api";
 import { GUTTER, RULER, toX, type Marks, type Viewport } from "./timeline_draw";
+import { spanText, timeText } from "./timeline_ruler";
 import type { Lane, RankView } from "./timeline_model";
 
 interface Placed {
@@ -71,13 +72,68 @@ function drawCursor(ctx: CanvasRenderingContext2D, view: Viewport, cursor: NonNu
   ctx.fillText(cursor.text, x + 4, top + cursor.lane.height / 2);
 }
 
-export function drawMarks(ctx: CanvasRenderingContext2D, view: Viewport, ranks: RankView[], lanes: Lane[], marks: Marks, selectedSlice: TimelineBrief | null, height: number): void {
+/** Draws the marks; returns how many search matches were drawn in sight. */
+export function drawMarks(ctx: CanvasRenderingContext2D, view: Viewport, ranks: RankView[], lanes: Lane[], marks: Marks, selectedSlice: TimelineBrief | null, height: number): number {
   ctx.save();
   ctx.beginPath();
   ctx.rect(GUTTER, RULER, view.width, height - RULER);
   ctx.clip();
+  const hits = drawHits(ctx, view, ranks, lanes, marks);
   drawAll(ctx, view, ranks, lanes, marks, selectedSlice, height);
   ctx.restore();
+  return hits;
+}
+
+/** Every search match in sight: a yellow fill under a dark outline, so a match one pixel wide shows. */
+function drawHits(ctx: CanvasRenderingContext2D, view: Viewport, ranks: RankView[], lanes: Lane[], marks: Marks): number {
+  let drawn = 0;
+  for (const [rank, hits] of marks.hits) {
+    for (const hit of hits) {
+      const box = place(view, ranks, lanes, rank, hit);
+      if (!box || box.x + box.w < GUTTER || box.x > GUTTER + view.width || box.y + box.h < RULER || box.y > view.height) continue;
+      ctx.fillStyle = "rgba(255,235,59,0.55)";
+      ctx.fillRect(box.x, box.y, box.w, box.h);
+      outline(ctx, box, "#f9a825", 2);
+      drawn++;
+    }
+  }
+  return drawn;
+}
+
+/** The user's markers (a line each, numbered on the ruler) and the measured range's length: drawn
+ * after the ruler, which would cover their labels. */
+export function drawUserMarks(ctx: CanvasRenderingContext2D, view: Viewport, marks: Marks, height: number): void {
+  ctx.font = "10px system-ui, sans-serif";
+  ctx.textBaseline = "middle";
+  marks.user.forEach((at, i) => {
+    const x = Math.round(toX(view, at)) + 0.5;
+    if (x < GUTTER || x > GUTTER + view.width) return;
+    ctx.strokeStyle = "#1565c0";
+    ctx.beginPath();
+    ctx.moveTo(x, RULER - 10);
+    ctx.lineTo(x, height);
+    ctx.stroke();
+    const label = `M${i + 1} ${timeText(at)}`;
+    const w = ctx.measureText(label).width + 6;
+    const left = x + w > GUTTER + view.width ? x - w : x;
+    ctx.fillStyle = "#1565c0";
+    ctx.fillRect(left, RULER - 11, w, 11);
+    ctx.fillStyle = "#ffffff";
+    ctx.fillText(label, left + 3, RULER - 5.5);
+  });
+  if (marks.range) {
+    const [lo, hi] = marks.range;
+    const x0 = Math.max(GUTTER, toX(view, lo));
+    const x1 = Math.min(GUTTER + view.width, toX(view, hi));
+    if (x1 <= x0) return;
+    const label = `Δ ${spanText(hi - lo)}`;
+    const w = ctx.measureText(label).width + 6;
+    const left = Math.max(GUTTER, Math.min(GUTTER + view.width - w, (x0 + x1) / 2 - w / 2));
+    ctx.fillStyle = "#e65100";
+    ctx.fillRect(left, RULER + 1, w, 12);
+    ctx.fillStyle = "#ffffff";
+    ctx.fillText(label, left + 3, RULER + 7);
+  }
 }
 
 function drawAll(ctx: CanvasRenderingContext2D, view: Viewport, ranks: RankView[], lanes: Lane[], marks: Marks, selectedSlice: TimelineBrief | null, height: number): void {

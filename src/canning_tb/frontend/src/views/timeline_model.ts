@@ -95,8 +95,53 @@ export function foldedAtFirst(tracks: TimelineTracksResponse): Set<number> {
   return new Set(tracks.tracks.filter((track) => track.kind === "python" && track.rows.length > 1).map((track) => track.id));
 }
 
+/** Which tracks the user hides, pins (to the top of their rank, in the order pinned) or filters
+ * for: keys "<rank>.<track id>"; `filter` holds terms separated by commas, a track shown when its
+ * "rank N / name (kind)" holds any of them (case-insensitive). */
+export interface TrackChoice {
+  hidden: string[];
+  pinned: string[];
+  filter: string;
+  /** with a search: only the tracks holding a match, per rank index (null: no such filter) */
+  matches: Map<number, Set<number>> | null;
+}
+
+export const NO_CHOICE: TrackChoice = { hidden: [], pinned: [], filter: "", matches: null };
+
+export function trackKey(rank: RankView, track: TimelineTrack): string {
+  return `${rank.tracks.rank}.${track.id}`;
+}
+
+/** The text a track filter is matched against. */
+export function trackText(rank: RankView, track: TimelineTrack): string {
+  return `rank ${rank.tracks.rank} / ${track.name} (${track.kind})`.toLowerCase();
+}
+
+/** A rank's tracks as shown: the filter and the hidden ones left out, the pinned ones first. */
+export function shownTracks(rank: RankView, choice: TrackChoice, index = 0): TimelineTrack[] {
+  const terms = choice.filter.toLowerCase().split(",").map((term) => term.trim()).filter(Boolean);
+  const hidden = new Set(choice.hidden);
+  const matches = choice.matches?.get(index);
+  const shown = trackOrder(rank.tracks).filter((track) => !hidden.has(trackKey(rank, track)) &&
+    (!terms.length || terms.some((term) => trackText(rank, track).includes(term))) &&
+    (!choice.matches || (matches?.has(track.id) ?? false)));
+  const pinAt = (track: TimelineTrack) => {
+    const at = choice.pinned.indexOf(trackKey(rank, track));
+    return at < 0 ? choice.pinned.length : at;
+  };
+  return shown.map((track, i) => ({ track, i })).sort((a, b) => pinAt(a.track) - pinAt(b.track) || a.i - b.i).map(({ track }) => track);
+}
+
+/** Why a rank's Steps row shows no step ("" when it has steps): no ProfilerStep range, prof.step()
+ * mark or CANN step in its files (the digest then takes the window as one step). */
+export function stepsNote(tracks: TimelineTracksResponse): string {
+  if (tracks.step_source === "window") return "no steps marked in this rank's files (no ProfilerStep range, prof.step() mark or CANN step): the window is taken as one step";
+  if (!tracks.steps.length && tracks.step_source !== undefined) return "no steps in this rank's files (no ProfilerStep range, prof.step() mark or CANN step)";
+  return "";
+}
+
 /** The lanes of every rank, top to bottom: a header, the steps, each track's rows, the counters. */
-export function layout(ranks: RankView[]): Lane[] {
+export function layout(ranks: RankView[], choice: TrackChoice = NO_CHOICE): Lane[] {
   const lanes: Lane[] = [];
   let y = 0;
   const push = (lane: Omit<Lane, "y">) => {
@@ -106,13 +151,14 @@ export function layout(ranks: RankView[]): Lane[] {
   ranks.forEach((rank, index) => {
     const base = { rank: index, track: -1, depth: -1, counter: -1, foldable: false };
     if (ranks.length > 1) push({ ...base, kind: "rank", label: rank.label, height: RANK_HEIGHT });
-    push({ ...base, kind: "steps", label: "Steps", height: ROW_HEIGHT });
+    push({ ...base, kind: "steps", label: stepsNote(rank.tracks) ? "Steps: none marked" : "Steps", height: ROW_HEIGHT });
     if (rank.collapsed) return;
-    for (const track of trackOrder(rank.tracks)) {
+    for (const track of shownTracks(rank, choice, index)) {
       const depths = rank.folded.has(track.id) ? 1 : track.rows.length;
       for (let depth = 0; depth < depths; depth++) {
         const first = depth === 0;
-        push({ ...base, kind: "row", label: first ? track.name : "", height: ROW_HEIGHT, track: track.id, depth, foldable: first && track.rows.length > 1 });
+        const pin = first && choice.pinned.includes(trackKey(rank, track)) ? "★ " : "";
+        push({ ...base, kind: "row", label: first ? `${pin}${track.name}` : "", height: ROW_HEIGHT, track: track.id, depth, foldable: first && track.rows.length > 1 });
       }
     }
     (rank.counters?.memory ?? []).forEach((counter, i) => {

@@ -18,6 +18,11 @@ export function timeText(ns: number, resolution = 1000): string {
   return `${(ns / size).toFixed(decimals(size, resolution))} ${unit}`;
 }
 
+/** A length (ns) with about four significant digits ("1.234 ms"). */
+export function spanText(ns: number): string {
+  return timeText(ns, Math.max(1, Math.abs(ns) / 1000));
+}
+
 /** Decimals of a value in units of `size` ns that show steps of `resolution` ns. */
 function decimals(size: number, resolution: number): number {
   return Math.max(0, Math.min(9, Math.ceil(Math.log10(size / Math.max(1, resolution)) - 1e-9)));

@@ -1,10 +1,10 @@
 // The Timeline's side panels: the selected slice's details (fields, call stack, linked events,
 // collective peers) and the summary of a selected range. They show the routes' answers as they are.
-import type { TimelineBrief, TimelinePeersResponse, TimelineSliceResponse, TimelineSummaryResponse } from "../api";
+import type { TimelineBrief, TimelinePeersResponse, TimelineSearchResponse, TimelineSliceResponse, TimelineSummaryResponse, TimelineTracksResponse } from "../api";
 import { h } from "../dom";
-import { bytes, int, shortFrame, us } from "../format";
+import { bytes, int, pct, shortFrame, us } from "../format";
 import { kvTable } from "./common";
-import { timeText } from "./timeline_ruler";
+import { spanText, timeText } from "./timeline_ruler";
 
 export interface SideActions {
   /** select an event of the rank the details are about */
@@ -72,14 +72,42 @@ export function detailsPanel(slice: TimelineSliceResponse, peers: TimelinePeersR
 export function summaryPanel(summary: TimelineSummaryResponse, actions: SideActions): HTMLElement {
   const zoom = h("button", { type: "button", class: "button", id: "timeline-zoom-range" }, "Zoom to range");
   zoom.onclick = () => actions.zoomTo(summary.start_ns, summary.end_ns);
+  const head = (text: string, title: string, num = true) => h("th", { class: num ? "num" : "", text, title });
   const table = h("table", { id: "timeline-summary-table", class: "data-table" },
-    h("thead", {}, h("tr", {}, h("th", { text: "Name" }), h("th", { class: "num", text: "Time in range (µs)" }), h("th", { class: "num", text: "Events" }))));
+    h("thead", {}, h("tr", {}, head("Name", "", false),
+      head("Count", "events of this name that overlap the range"),
+      head("Total (µs)", "time its events spend inside the range (clipped to it)"),
+      head("Self (µs)", "that time less the time of their children on the same track"),
+      head("Share (%)", "share of the range: total over the range's length (above 100 % where calls overlap on several tracks)"))));
   const body = h("tbody");
   for (const row of summary.rows) {
-    body.append(h("tr", {}, h("td", { class: "name", text: row.name, title: row.name }), h("td", { class: "num", text: us(row.total_ns) }), h("td", { class: "num", text: int(row.count) })));
+    body.append(h("tr", {}, h("td", { class: "name", text: row.name, title: row.name }), h("td", { class: "num", text: int(row.count) }),
+      h("td", { class: "num", text: us(row.total_ns) }), h("td", { class: "num", text: us(row.self_ns) }), h("td", { class: "num", text: pct(row.share) })));
   }
   table.append(body);
-  return h("section", { id: "timeline-summary", class: "card timeline-side" },
-    h("h3", { class: "section-title", text: `Range ${timeText(summary.start_ns)} – ${timeText(summary.end_ns)}: ${int(summary.events)} events, ${int(summary.names)} names` }),
-    zoom, h("div", { class: "table-wrap short" }, table));
+  const section = h("section", { id: "timeline-summary", class: "card timeline-side" },
+    h("h3", { class: "section-title", text: `Range ${timeText(summary.start_ns)} – ${timeText(summary.end_ns)} (${spanText(summary.end_ns - summary.start_ns)}): ${int(summary.events)} events, ${int(summary.names)} names` }),
+    zoom);
+  if (summary.critical_path_share !== null && summary.critical_path_share !== undefined) {
+    section.append(h("p", { id: "timeline-critical-share", text: `Critical path share of the range: ${pct(summary.critical_path_share)} %` }));
+  }
+  section.append(h("div", { class: "table-wrap short" }, table));
+  return section;
+}
+
+/** The search's matches in sight, by start: a button each jumps to (selects) it. */
+export function hitsPanel(text: string, found: TimelineSearchResponse, tracks: TimelineTracksResponse, jump: (event: number) => void): HTMLElement {
+  const names = new Map(tracks.tracks.map((track) => [track.id, track.name]));
+  const hits = found.hits ?? [];
+  const list = h("ol", { id: "timeline-hit-list", class: "timeline-links" });
+  for (const [event, track, , start, dur] of hits) {
+    const button = h("button", { type: "button", class: "link-button", "data-event": String(event) }, `${timeText(start)}, ${us(dur)} µs`);
+    button.onclick = () => jump(event);
+    list.append(h("li", {}, button, h("span", { class: "muted", text: ` ${names.get(track) ?? ""}` })));
+  }
+  const inRange = found.in_range ?? 0;
+  const more = inRange > hits.length ? ` (the first ${int(hits.length)} listed)` : "";
+  return h("section", { id: "timeline-hits", class: "card timeline-hits" },
+    h("h3", { class: "section-title", text: `“${text}”: ${int(inRange)} of ${int(found.count)} matches in sight${more}` }),
+    h("div", { class: "table-wrap short" }, list));
 }
