@@ -307,3 +307,13 @@ def test_when_every_captures_in_a_single_process_job_and_its_manifest_says_so(tm
     assert man["trigger"]["kind"] == "every" and man["trigger"]["step"] == 30 and man["trigger"]["median_ns"] is None
     assert man["trigger"]["reason"].startswith("every 30 steps: step 30 (took ")
     assert len(man["steps"]) == 2 and man["steps"][0] > 30
+
+
+def test_on_steps_of_two_ms_a_hiccup_that_doubles_one_fires_nothing_a_real_slow_step_does():
+    # 2 ms steps: a 4.5 ms step is 2.25x the median (over `ratio` and the spread) but only 2.5 ms over it, under
+    # the 10 ms margin; a 15 ms step is 13 ms over it
+    rule, _ = slow_rule()
+    times = steady(100, base=0.002, jitter=0.0001) + [0.0045] + steady(20, base=0.002, jitter=0.0001) + [0.015]
+    assert list(feed(rule, times)) == [121]
+    rule, _ = slow_rule(min_excess_s=0.0)  # without the margin the hiccup fires too
+    assert list(feed(rule, times))[:1] == [100]

@@ -109,6 +109,9 @@ class Trigger:
         return f"steps={self.steps}, cooldown_steps={self.cooldown_steps}, max_per_hour={self.max_per_hour}"
 
 
+MIN_EXCESS_S = 0.010  # ours: a slow step worth a capture is at least 10 ms over the median
+
+
 class WhenSlow(Trigger):
     """A step slower than the baseline: over median + k x the spread (MAD, in standard deviations) AND at
     least `ratio` times the median. The baseline is the median and MAD of the last `window` normal steps
@@ -118,12 +121,15 @@ class WhenSlow(Trigger):
     kind = "slow"
 
     def __init__(self, *, k: float = 6.0, ratio: float = 2.0, warmup: int = 20, window: int = 200,
-                 refresh: int = 50, **guards):
+                 refresh: int = 50, min_excess_s: float = MIN_EXCESS_S, **guards):
         super().__init__(**guards)
-        if not k >= 0 or not ratio >= 1 or warmup < 0 or not MIN_BASELINE <= window <= 100_000 or refresh < 1:
+        if not k >= 0 or not ratio >= 1 or warmup < 0 or not MIN_BASELINE <= window <= 100_000 or refresh < 1 \
+                or not min_excess_s >= 0:
             raise ValueError(f"when_slow: k={k} (>= 0), ratio={ratio} (>= 1), warmup={warmup} (>= 0), "
-                             f"window={window} ({MIN_BASELINE}..100000), refresh={refresh} (>= 1)")
+                             f"window={window} ({MIN_BASELINE}..100000), refresh={refresh} (>= 1), "
+                             f"min_excess_s={min_excess_s} (>= 0)")
         self.k, self.ratio, self.warmup, self.refresh = float(k), float(ratio), int(warmup), int(refresh)
+        self.min_excess = float(min_excess_s)
         self.normal: deque = deque(maxlen=int(window))
         self.median = self.spread = None   # seconds; None until the baseline holds MIN_BASELINE steps
         self.threshold = float("inf")
@@ -151,7 +157,8 @@ class WhenSlow(Trigger):
         median = statistics.median(self.normal)
         spread = MAD_TO_SIGMA * statistics.median([abs(x - median) for x in self.normal])
         self.median, self.spread = median, spread
-        self.threshold = max(median + self.k * spread, self.ratio * median)
+        # and never within MIN_EXCESS_S of the median: on steps of a few ms, a scheduler hiccup doubles one
+        self.threshold = max(median + self.k * spread, self.ratio * median, median + self.min_excess)
 
     def __repr__(self) -> str:
         return f"when_slow(k={self.k:g}, ratio={self.ratio:g}, warmup={self.warmup}, {self._guards()})"
@@ -200,11 +207,13 @@ class When(Trigger):
 
 
 def when_slow(*, k: float = 6.0, ratio: float = 2.0, warmup: int = 20, window: int = 200, steps: int = 3,
-              cooldown_steps: int = 200, max_per_hour: int = 3, max_bytes: int = 2 << 30) -> WhenSlow:
+              cooldown_steps: int = 200, max_per_hour: int = 3, max_bytes: int = 2 << 30,
+              min_excess_s: float = 0.010) -> WhenSlow:
     """Capture the next `steps` steps when a step takes longer than median + k x spread of the recent normal
-    steps AND at least `ratio` x their median (after `warmup` steps; `window`: normal steps in the baseline)."""
+    steps AND at least `ratio` x their median AND `min_excess_s` more than it (after `warmup` steps; `window`:
+    normal steps in the baseline)."""
     return WhenSlow(k=k, ratio=ratio, warmup=warmup, window=window, steps=steps, cooldown_steps=cooldown_steps,
-                    max_per_hour=max_per_hour, max_bytes=max_bytes)
+                    max_per_hour=max_per_hour, max_bytes=max_bytes, min_excess_s=min_excess_s)
 
 
 def when_every(steps: int, *, capture_steps: int = 3, cooldown_steps: int = 0, max_per_hour: int = 3,
