@@ -77,8 +77,9 @@ BACKWARD_RE = re.compile(r"^autograd::engine::evaluate_function|Backward\d*$|^to
 def overlap_edit(g: Graph, table, spans: list[StepSpan], words: str) -> Edit:
     """"Overlap the collectives with the backward": each collective that starts after the step's backward began
     (on the host: a collective worker's burst woken by the step's thread; on the device: a communication kernel)
-    may start as the backward begins, instead of when it was issued; it still runs after the collectives before it
-    on its lane. The step then waits for it only past the end of the compute it could hide behind."""
+    is split into DDP's default buckets, each ready as its part of the backward is done (`_bucketed_lag`); it
+    still runs after the collectives before it on its lane. The step then waits only for what the buckets leave
+    after the backward."""
     ev = table.events
     host_rows = np.flatnonzero((ev["device"] == NONE))
     names = ev["name"][host_rows]
@@ -89,6 +90,7 @@ def overlap_edit(g: Graph, table, spans: list[StepSpan], words: str) -> Edit:
     main = main[np.argsort(g.end[main], kind="stable")]
     comm = np.flatnonzero(((g.cat == CAT["collective_host"]) & (g.lane != g.main_lane)) | (g.cat == CAT["communication"]))
     rewire = {}
+    sizeless = False
     for span in spans:
         i = np.searchsorted(bw_ts, span.start, side="left")
         if i >= len(bw_ts) or bw_ts[i] >= span.end:
@@ -101,9 +103,37 @@ def overlap_edit(g: Graph, table, spans: list[StepSpan], words: str) -> Edit:
         mine = comm[(g.start[comm] >= begin) & (g.start[comm] < span.end)]
         for node in mine.tolist():
             lo, hi = g.dep_ptr[node], g.dep_ptr[node + 1]
-            if np.isin(g.dep_kind[lo:hi], (LAUNCH, WAKE)).any():
-                rewire[node] = (anchor, 0)
+            starters = [k for k in range(lo, hi) if g.dep_kind[k] in (LAUNCH, WAKE)]
+            if not starters:
+                continue
+            issued = max(int(g.end[g.dep_src[k]]) for k in starters)  # when the step issued it: its data ready
+            backward = issued - int(g.end[anchor])
+            if backward <= 0:
+                continue
+            size = int(ev["bytes"][g.row[node]]) if g.row[node] >= 0 else NONE
+            sizeless |= size < 0
+            lag = _bucketed_lag(backward, int(g.end[node] - g.start[node]), size)
+            if int(g.end[anchor]) + lag < int(g.start[node]):
+                rewire[node] = (anchor, lag)
+    if sizeless and rewire:
+        words += (" (the trace gives no collective sizes, so no buckets are placed: all of it overlapped, the most "
+                  "overlap could give; record_shapes=True records them)")
     return Edit(words, rewire=rewire)
+
+
+BUCKET_BYTES = 25 << 20  # DDP's default bucket_cap_mb (the change advised keeps it)
+
+
+def _bucketed_lag(backward: int, comm: int, size: int) -> int:
+    """When, after the backward begins, one collective of `size` bytes split into DDP's buckets ends as late as
+    its buckets allow: k buckets, bucket i ready at i/k of the backward, each taking comm/k, one after the other;
+    the last ends at max(backward + comm/k, backward/k + comm) after the backward began. The collective as one
+    node starts `comm` before that. Without its size (a file with no bytes) it may start as the backward begins:
+    the most overlap could give."""
+    if size is None or size < 0:
+        return 0
+    k = max(1, -(-size // BUCKET_BYTES))
+    return max(backward + comm // k - comm, backward // k, 0)
 
 
 def scale_edit(g: Graph, rows: np.ndarray, factor: float, words: str) -> Edit:
