@@ -103,3 +103,103 @@ def test_grouped_matmul_bytes_and_refusals():
                          ([[2, 8192, 4096], [8, 4096, 14336]], [[8192, 14336]])):
         w = kernel("GroupedMatmul", shapes, ["BF16"] * 2, outs, ["BF16"] * len(outs))
         assert (w.flops, w.model, w.matrix) == (None, "tensors", False)
+
+
+# -- convolutions: the backward's cases and the NPU's stored formats ------------------------------
+BW_TYPES = [FP32] * 3 + ["ScalarList"] * 4 + ["Scalar", "ScalarList", "Scalar", "ScalarList"]
+
+
+def conv_backward(grad, inp, weight, transposed, mask, dtype=FP32):
+    shapes = [grad, inp, weight, [], [], [], [], [], [], [], []]
+    concrete = ["", "", "", f"[{weight[1]}]", "[1, 1]", "[1, 1]", "[1, 1]", transposed, "[0, 0]", "1", mask]
+    return op("aten::convolution_backward", shapes, [dtype] * 3 + BW_TYPES[3:], concrete)
+
+
+def test_conv_backward_gradients_by_the_output_mask():
+    # conv2d x[4, 32, 28, 28] -> y[4, 64, 28, 28], W[64, 32, 3, 3]: 4 x 64 x 28 x 28 x 32 x 9 MACs per gradient
+    g, i, w = [4, 64, 28, 28], [4, 32, 28, 28], [64, 32, 3, 3]
+    macs = 4 * 64 * 28 * 28 * 32 * 9
+    ng, ni, nw = 4 * 64 * 28 * 28, 4 * 32 * 28 * 28, 64 * 32 * 9
+    # input gradient only: reads grad_out and W, writes grad_in
+    only_input = conv_backward(g, i, w, "False", "[True, False, False]")
+    assert (only_input.flops, only_input.bytes) == (2 * macs, (ng + nw + ni) * 4)
+    # weight and bias gradients: reads grad_out and x, writes grad_W and grad_b[64]
+    weight_bias = conv_backward(g, i, w, "False", "[False, True, True]")
+    assert (weight_bias.flops, weight_bias.bytes) == (2 * macs, (ng + ni + nw + 64) * 4)
+    both = conv_backward(g, i, w, "False", "[True, True, False]", dtype=BF16)
+    assert (both.flops, both.bytes, both.dtype) == (2 * 2 * macs, (ng + nw + ni + ni + nw) * 2, "bf16")
+
+
+def test_conv_transpose_backward_and_an_unrecorded_transposed_flag():
+    # conv_transpose2d x[4, 64, 14, 14] -> y[4, 32, 28, 28], W[64 (C_in), 32 (C_out / groups), 4, 4]:
+    # each input element meets 32 x 4 x 4 weights: 4 x 64 x 14 x 14 x 32 x 16 MACs per gradient
+    g, i, w = [4, 32, 28, 28], [4, 64, 14, 14], [64, 32, 4, 4]
+    macs = 4 * 64 * 14 * 14 * 32 * 16
+    assert conv_backward(g, i, w, "True", "[True, True, False]").flops == 2 * 2 * macs
+    # transposed not recorded: these shapes fit only a transposed convolution (W[0] = C_in 64, not C_out 32)
+    assert conv_backward(g, i, w, "", "[True, False, False]").flops == 2 * macs
+    # ... and a plain one's only a plain convolution
+    plain = conv_backward([4, 64, 28, 28], [4, 32, 28, 28], [64, 32, 3, 3], "", "[True, False, False]")
+    assert plain.flops == 2 * 4 * 64 * 28 * 28 * 32 * 9
+    # shapes that fit both (C_in = C_out = 64, W[64, 64, 3, 3]) with the flag unknown: not modelled
+    assert conv_backward([4, 64, 28, 28], [4, 64, 28, 28], [64, 64, 3, 3], "", "[True, True, False]") is None
+    # the flag said, but the shapes fit the other case: not modelled
+    assert conv_backward(g, i, w, "False", "[True, True, False]") is None
+    assert conv_backward([4, 64, 28, 28], [4, 32, 28, 28], [64, 32, 3, 3], "True", "[True, True, False]") is None
+
+
+def test_cudnn_backward_input_of_old_traces():
+    # cudnn_convolution_backward_input(self_size, grad_output[4, 64, 28, 28], weight[64, 32, 3, 3], ...)
+    w = op("aten::cudnn_convolution_backward_input", [[], [4, 64, 28, 28], [64, 32, 3, 3], [], [], [], [], [], []],
+           ["", FP16, FP16] + ["ScalarList"] * 3 + ["Scalar"] * 3)
+    assert (w.flops, w.bytes, w.dtype) == (2 * 4 * 64 * 28 * 28 * 32 * 9, None, "fp16")
+    # the weight's C_out is not the gradient's channels: not modelled
+    assert op("aten::cudnn_convolution_backward_input", [[], [4, 64, 28, 28], [32, 32, 3, 3]], ["", FP16, FP16]) is None
+    assert op("aten::cudnn_convolution_backward_input", [[], [4, 64, 28], [64, 32, 3, 3]], ["", FP16, FP16]) is None
+
+
+# NPU: activations NC1HWC0 [N, C1, H, W, C0 = 16], weights FRACTAL_Z [C1 x kh x kw, N1, N0 = 16, C0 = 16].
+# conv 3x3, C_in 64 (C1 = 4), C_out 128 (N1 = 8), 16 x 16, N = 2: the cube's MACs are
+# N x Ho x Wo x C_out x (C_in x kh x kw) = 2 x 16 x 16 x 128 x (4 x 9 x 16 = 576)
+X5, Y5, FZ = [2, 4, 16, 16, 16], [2, 8, 16, 16, 16], [4 * 9, 8, 16, 16]
+NPU_MACS = 2 * 16 * 16 * 128 * 576
+N_X, N_Y, N_FZ = 2 * 4 * 16 * 16 * 16, 2 * 8 * 16 * 16 * 16, 36 * 8 * 16 * 16
+
+
+def npu(op_type, shapes, types, formats, outs, out_types):
+    args = encode(op_type=op_type, types=types, formats=formats, out_shapes=outs, out_types=out_types)
+    return work_of(parse(op_type + "_7", str(shapes), args))
+
+
+def test_npu_conv2d_and_its_gradients_as_stored():
+    fwd = npu("Conv2D", [X5, FZ, [128]], ["FLOAT16", "FLOAT16", "FLOAT"], ["NC1HWC0", "FRACTAL_Z", "ND"], [Y5],
+              ["FLOAT16"])
+    assert (fwd.flops, fwd.model, fwd.dtype) == (2 * NPU_MACS, "conv", "fp16")
+    assert fwd.bytes == (N_X + N_FZ) * 2 + 128 * 4 + N_Y * 2
+    # dx = Conv2DBackpropInput(input_size[4] int32, filter, dy): the same MACs
+    dx = npu("Conv2DBackpropInput", [[4], FZ, Y5], ["INT32", "FLOAT16", "FLOAT16"], ["ND", "FRACTAL_Z", "NC1HWC0"],
+             [X5], ["FLOAT16"])
+    assert (dx.flops, dx.bytes, dx.dtype) == (2 * NPU_MACS, 4 * 4 + (N_FZ + N_Y + N_X) * 2, "fp16")
+    # dw = Conv2DBackpropFilter(x, filter_size[4] int32, dy) -> dw in FRACTAL_Z, the weight read from the output
+    dw = npu("Conv2DBackpropFilter", [X5, [4], Y5], ["FLOAT16", "INT32", "FLOAT16"], ["NC1HWC0", "ND", "NC1HWC0"],
+             [FZ], ["FLOAT"])
+    assert (dw.flops, dw.bytes) == (2 * NPU_MACS, N_X * 2 + 4 * 4 + N_Y * 2 + N_FZ * 4)
+
+
+def test_npu_conv_refusals_keep_the_bytes():
+    def refused(w):
+        return (w.flops, w.model, w.matrix) == (None, "tensors", False)
+
+    # the weight not in FRACTAL_Z, or the activation not NC1HWC0
+    assert refused(npu("Conv2D", [X5, FZ], ["FLOAT16"] * 2, ["NC1HWC0", "ND"], [Y5], ["FLOAT16"]))
+    assert refused(npu("Conv2D", [X5, FZ], ["FLOAT16"] * 2, ["ND", "FRACTAL_Z"], [Y5], ["FLOAT16"]))
+    assert refused(npu("Conv2DBackpropInput", [[4], FZ, Y5], ["INT32"] + ["FLOAT16"] * 2, ["ND", "ND", "NC1HWC0"],
+                       [X5], ["FLOAT16"]))
+    assert refused(npu("Conv2DBackpropFilter", [X5, [4], Y5], ["FLOAT16", "INT32", "FLOAT16"],
+                       ["NC1HWC0", "ND", "ND"], [FZ], ["FLOAT"]))
+    # C_out of the weight (8 x 16) is not the output's (4 x 16); a weight that is not 4-D; an output not 5-D
+    assert refused(npu("Conv2D", [X5, FZ], ["FLOAT16"] * 2, ["NC1HWC0", "FRACTAL_Z"], [[2, 4, 16, 16, 16]],
+                       ["FLOAT16"]))
+    assert refused(npu("Conv2D", [X5, [36, 8, 256]], ["FLOAT16"] * 2, ["NC1HWC0", "FRACTAL_Z"], [Y5], ["FLOAT16"]))
+    assert refused(npu("Conv2D", [X5, FZ], ["FLOAT16"] * 2, ["NC1HWC0", "FRACTAL_Z"], [[2, 128, 16, 16]],
+                       ["FLOAT16"]))
