@@ -203,3 +203,68 @@ def test_npu_conv_refusals_keep_the_bytes():
     assert refused(npu("Conv2D", [X5, [36, 8, 256]], ["FLOAT16"] * 2, ["NC1HWC0", "FRACTAL_Z"], [Y5], ["FLOAT16"]))
     assert refused(npu("Conv2D", [X5, FZ], ["FLOAT16"] * 2, ["NC1HWC0", "FRACTAL_Z"], [[2, 128, 16, 16]],
                        ["FLOAT16"]))
+
+
+def test_linear_and_cudnn_refusals_and_kinds():
+    assert op("aten::linear", [[2, 16, 64], [192, 48], [192]], [FP32] * 3) is None  # K 64 vs 48
+    assert op("aten::linear", [[2, 16, 64], [192], [192]], [FP32] * 3) is None  # weight not 2-D
+    assert op("aten::linear", [[], [192, 64], [192]], [FP32] * 3) is None
+    # conv1d's input gradient (3-D tensors) in an old trace: 4 x 64 x 100 x 32 x 5 MACs, a matrix unit of "conv"
+    w = op("aten::cudnn_convolution_backward_input", [[], [4, 64, 100], [64, 32, 5]], ["", BF16, BF16])
+    assert (w.flops, w.model, w.matrix, w.dtype) == (2 * 4 * 64 * 100 * 32 * 5, "conv", True, "bf16")
+    s = op("aten::_scaled_mm", [[64, 32], [32, 16], [], []], ["c10::Float8_e5m2"] * 2 + [FP32] * 2)
+    assert (s.model, s.matrix) == ("matmul", True)
+
+
+# -- NPU FlashAttentionScore in each input layout ---------------------------------------------------
+# B 2, N1 16 query heads, N2 4 key / value heads (GQA), S1 512 queries, S2 256 keys, D 64; no mask: every
+# (query, key) pair: 2 x 16 x 512 x 256. Forward: 2 x pairs x (D + D); backward 2 x pairs x (3 D + 2 D).
+B, N1, N2, S1, S2, D = 2, 16, 4, 512, 256, 64
+PAIRS = B * N1 * S1 * S2
+STATS = [B, N1, S1, 8]  # softmax_max / softmax_sum, FLOAT
+LAYOUTS = {
+    "BNSD": ([B, N1, S1, D], [B, N2, S2, D]),
+    "BSND": ([B, S1, N1, D], [B, S2, N2, D]),
+    "BSH": ([B, S1, N1 * D], [B, S2, N2 * D]),
+    "SBH": ([S1, B, N1 * D], [S2, B, N2 * D]),
+}
+
+
+def flash(q, k, v=None, extra=(), extra_types=()):
+    v = k if v is None else v
+    outs = [STATS, STATS, [0], q]
+    return npu("FlashAttentionScore", [q, k, v, *extra], ["BF16"] * 3 + list(extra_types), [""] * (3 + len(extra)),
+               outs, ["FLOAT", "FLOAT", "BF16", "BF16"])
+
+
+def test_flash_attention_score_in_every_layout():
+    for layout, (q, k) in LAYOUTS.items():
+        w = flash(q, k)
+        assert (w.flops, w.model) == (2 * PAIRS * (D + D), "attention"), layout
+        n_q, n_kv = B * N1 * S1 * D, B * N2 * S2 * D
+        # q, k, v read; softmax_max, softmax_sum (fp32), an empty softmax_out and the output written
+        assert w.bytes == (n_q + 2 * n_kv) * 2 + 2 * (B * N1 * S1 * 8) * 4 + n_q * 2, layout
+        grad = npu("FlashAttentionScoreGrad", [q, k, k, q, STATS, STATS, [0], q],
+                   ["BF16"] * 4 + ["FLOAT", "FLOAT", "BF16", "BF16"], [""] * 8, [q, k, k], ["BF16"] * 3)
+        assert grad.flops == 2 * PAIRS * (3 * D + 2 * D), layout
+
+
+def test_flash_attention_score_refusals():
+    def refused(w):
+        return (w.flops, w.model) == (None, "tensors")
+
+    q, k = LAYOUTS["BNSD"]
+    assert refused(flash(q, [B, N2, S2, 32]))  # key's D 32, not the query's 64
+    q, k = LAYOUTS["BSH"]
+    assert refused(flash(q, [B, S2, 3 * D]))  # 3 key heads: 16 query heads are not a multiple of them
+    assert refused(flash(q, [B, S2, 100]))  # a hidden size that is no whole number of heads
+    # a BOOL / UINT8 mask of 2 dims or more after q, k, v (the sparse mode is not in the tables)
+    for dtype in ("BOOL", "DT_BOOL", "UINT8"):
+        assert refused(flash(*LAYOUTS["BSND"], extra=[[], [], [S1, S2]], extra_types=["", "", dtype]))
+    # a 1-D BOOL input is no mask: modelled
+    assert flash(*LAYOUTS["BSND"], extra=[[], [], [8]], extra_types=["", "", "BOOL"]).flops == 2 * PAIRS * 2 * D
+    # a softmax_max that is not [B, N1, S1, 8] gives no B, N1, S1: not modelled
+    q, k = LAYOUTS["BSND"]
+    w = npu("FlashAttentionScore", [q, k, k], ["BF16"] * 3, [""] * 3, [[B, N1, S1], [B, N1, S1], [0], q],
+            ["FLOAT", "FLOAT", "BF16", "BF16"])
+    assert refused(w)
