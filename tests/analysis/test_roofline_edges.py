@@ -268,3 +268,72 @@ def test_flash_attention_score_refusals():
     w = npu("FlashAttentionScore", [q, k, k], ["BF16"] * 3, [""] * 3, [[B, N1, S1], [B, N1, S1], [0], q],
             ["FLOAT", "FLOAT", "BF16", "BF16"])
     assert refused(w)
+
+
+# -- NPU MatMul* edges: K from either operand's layout, batch dims, NZ formats, refusals --------------
+def npu_mm(op_type, shapes, types, outs, out_types, formats=None, out_formats=None):
+    args = encode(op_type=op_type, types=types, formats=formats, out_shapes=outs, out_types=out_types,
+                  out_formats=out_formats)
+    return work_of(parse(op_type + "_3", str(shapes), args))
+
+
+def test_npu_matmul_shapes_by_hand():
+    # decode: one row (M = 1) through a [4096, 4096] weight: 2 x 1 x 4096 x 4096
+    w = npu_mm("MatMulV2", [[1, 4096], [4096, 4096]], ["BF16"] * 2, [[1, 4096]], ["BF16"])
+    assert (w.flops, w.model, w.dtype) == (2 * 4096 * 4096, "matmul", "bf16")
+    # x1 stored transposed, [b, K = 40, M = 24] against [b, K, N = 56]: K found as x1's elements / M
+    w = npu_mm("BatchMatMulV2", [[4, 40, 24], [4, 40, 56]], ["FLOAT16"] * 2, [[4, 24, 56]], ["FLOAT16"])
+    assert w.flops == 2 * 4 * 24 * 56 * 40
+    # N != M in a batch: out [32, 2048, 1024] from [32, 2048, 128] x [32, 128, 1024]
+    w = npu_mm("BatchMatMulV3", [[32, 2048, 128], [32, 128, 1024]], ["BF16"] * 2, [[32, 2048, 1024]], ["BF16"])
+    assert w.flops == 2 * 32 * 2048 * 1024 * 128
+    assert w.bytes == (32 * 2048 * 128 + 32 * 128 * 1024 + 32 * 2048 * 1024) * 2
+    # 4-D ND operands (not NZ, whatever their rank): [2, 8, 128, 64] x [8, 64, 256] -> [2, 8, 128, 256]
+    w = npu_mm("BatchMatMulV2", [[2, 8, 128, 64], [8, 64, 256]], ["FLOAT"] * 2, [[2, 8, 128, 256]], ["FLOAT"],
+               formats=["ND", "ND"], out_formats=["ND"])
+    assert w.flops == 2 * 2 * 8 * 128 * 256 * 64
+    w = npu_mm("BatchMatMulV2", [[8, 128, 64], [2, 8, 64, 256]], ["FLOAT"] * 2, [[2, 8, 128, 256]], ["FLOAT"])
+    assert w.flops == 2 * 2 * 8 * 128 * 256 * 64
+    # x1 in FRACTAL_NZ [K1 = 4, M1 = 8, M0 = 16, K0 = 16] = [128, 64] against an ND [64, 256]; the output in NZ
+    # [N1 = 16, M1 = 8, 16, 16] = [128, 256]
+    w = npu_mm("MatMulV2", [[4, 8, 16, 16], [64, 256]], ["FLOAT16"] * 2, [[16, 8, 16, 16]], ["FLOAT16"],
+               formats=["FRACTAL_NZ", "ND"], out_formats=["FRACTAL_NZ"])
+    assert w.flops == 2 * 128 * 256 * 64
+
+
+def test_npu_matmul_refusals():
+    def refused(w):
+        return (w.flops, w.model) == (None, "tensors")
+
+    # M = 64 does not divide x1 [128, 4096] into one of its dims (128 x 4096 / 64 = 8192): no K
+    assert refused(npu_mm("MatMulV2", [[128, 4096], [4096, 256]], ["FLOAT16"] * 2, [[64, 128]], ["FLOAT16"]))
+    # batch dims that do not broadcast (3 vs 5), or that broadcast to other than the output's
+    assert refused(npu_mm("BatchMatMulV2", [[3, 128, 64], [5, 64, 256]], ["FLOAT16"] * 2, [[3, 128, 256]],
+                          ["FLOAT16"]))
+    assert refused(npu_mm("BatchMatMulV2", [[2, 128, 64], [2, 64, 256]], ["FLOAT16"] * 2, [[4, 128, 256]],
+                          ["FLOAT16"]))
+    # an operand of one dim, a missing operand, an output of one dim
+    assert refused(npu_mm("MatMulV2", [[128, 64], [64]], ["FLOAT16"] * 2, [[128, 1]], ["FLOAT16"]))
+    assert refused(npu_mm("MatMulV2", [[64], [64, 256]], ["FLOAT16"] * 2, [[1, 256]], ["FLOAT16"]))
+    assert refused(npu_mm("MatMulV2", [[128, 64]], ["FLOAT16"], [[128, 256]], ["FLOAT16"]))
+    assert refused(npu_mm("MatMulV2", [[128, 64], [64, 256]], ["FLOAT16"] * 2, [[256]], ["FLOAT16"]))
+    assert npu_mm("MatMulV2", [[128, 64], [64, 256]], ["FLOAT16"] * 2, [], []) is None  # no output: no model at all
+
+
+def test_grouped_matmul_single_weight_and_quantized_weights():
+    # one expert's weight as a 2-D [K, N]; int8 weights (W8A16) under bf16 activations: the cube runs bf16
+    w = kernel("GroupedMatmul", [[512, 1024], [1024, 2048]], ["BF16", "INT8"], [[512, 2048]], ["BF16"])
+    assert (w.flops, w.model, w.dtype) == (2 * 512 * 2048 * 1024, "matmul", "bf16")
+    assert w.bytes == 512 * 1024 * 2 + 1024 * 2048 * 1 + 512 * 2048 * 2
+    # an output of 3 dims: not modelled
+    w = kernel("GroupedMatmul", [[512, 1024], [1024, 2048]], ["BF16"] * 2, [[1, 512, 2048]], ["BF16"])
+    assert (w.flops, w.model) == (None, "tensors")
+
+
+def test_mm_needs_two_matrices_and_an_unknown_dtype_has_no_class():
+    assert op("aten::mm", [[128, 64], [64, 32, 2]], [FP32] * 2) is None
+    assert op("aten::mm", [[128, 64], [64]], [FP32] * 2) is None
+    assert op("aten::mm", [[128], [128, 64]], [FP32] * 2) is None
+    assert op("aten::bmm", [[4, 32, 16]], [FP32]) is None  # B not recorded
+    w = op("aten::mm", [[64, 32], [32, 16]], ["c10::qint4x2"] * 2)
+    assert (w.flops, w.bytes, w.dtype) == (2 * 64 * 16 * 32, None, "")
