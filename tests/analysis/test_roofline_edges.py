@@ -217,9 +217,9 @@ def test_linear_and_cudnn_refusals_and_kinds():
 
 
 # -- NPU FlashAttentionScore in each input layout ---------------------------------------------------
-# B 2, N1 16 query heads, N2 4 key / value heads (GQA), S1 512 queries, S2 256 keys, D 64; no mask: every
-# (query, key) pair: 2 x 16 x 512 x 256. Forward: 2 x pairs x (D + D); backward 2 x pairs x (3 D + 2 D).
-B, N1, N2, S1, S2, D = 2, 16, 4, 512, 256, 64
+# B 2, N1 16 query heads, N2 4 key / value heads (GQA), S1 512 queries, S2 384 keys, D 64; no mask: every
+# (query, key) pair: 2 x 16 x 512 x 384. Forward: 2 x pairs x (D + D); backward 2 x pairs x (3 D + 2 D).
+B, N1, N2, S1, S2, D = 2, 16, 4, 512, 384, 64
 PAIRS = B * N1 * S1 * S2
 STATS = [B, N1, S1, 8]  # softmax_max / softmax_sum, FLOAT
 LAYOUTS = {
@@ -337,3 +337,89 @@ def test_mm_needs_two_matrices_and_an_unknown_dtype_has_no_class():
     assert op("aten::bmm", [[4, 32, 16]], [FP32]) is None  # B not recorded
     w = op("aten::mm", [[64, 32], [32, 16]], ["c10::qint4x2"] * 2)
     assert (w.flops, w.bytes, w.dtype) == (2 * 64 * 16 * 32, None, "")
+
+
+def test_flash_attention_mqa_missing_layout_and_grad_stats():
+    # one key / value head for the 16 query heads (MQA), BSH: N2 = 64 / 64 = 1
+    q = [B, S1, N1 * D]
+    assert flash(q, [B, S2, D]).flops == 2 * PAIRS * (D + D)
+    # a query that fits no layout of softmax_max's B, N1, S1: not modelled
+    w = flash([B, 100, N1, D], LAYOUTS["BSND"][1])
+    assert (w.flops, w.model) == (None, "tensors")
+    # the Grad's softmax_max is its first FLOAT [B, N1, S1, 8] input after q, k, v, whatever the spelling
+    q, k = LAYOUTS["BNSD"]
+    for f32 in ("FLOAT", "FLOAT32", "DT_FLOAT"):
+        g = npu("FlashAttentionScoreGrad", [q, k, k, q, STATS, STATS], ["BF16"] * 4 + [f32, f32], [""] * 6,
+                [q, k, k], ["BF16"] * 3)
+        assert g.flops == 2 * PAIRS * 5 * D, f32
+    # an fp32 attention: q, k, v and dy are FLOAT too, yet only the [.., 8] input is softmax_max
+    g = npu("FlashAttentionScoreGrad", [q, k, k, q, STATS, STATS], ["FLOAT"] * 6, [""] * 6, [q, k, k], ["FLOAT"] * 3)
+    assert (g.flops, g.dtype) == (2 * PAIRS * 5 * D, "fp32")
+    # no softmax_max among the inputs: not modelled
+    g = npu("FlashAttentionScoreGrad", [q, k, k, q], ["BF16"] * 4, [""] * 4, [q, k, k], ["BF16"] * 3)
+    assert (g.flops, g.model) == (None, "tensors")
+    # BSND with the key's D not the query's
+    w = flash(LAYOUTS["BSND"][0], [B, S2, N2, 32])
+    assert (w.flops, w.model) == (None, "tensors")
+
+
+SDPA = "aten::scaled_dot_product_attention"
+SDPA_T = ["", "Double", "Bool", "", "Bool"]
+
+
+def sdpa(shapes, dtype=BF16, causal="False", mask_type=""):
+    # scaled_dot_product_attention(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+    types = [dtype] * 3 + [mask_type] + SDPA_T[1:]
+    return op(SDPA, [*shapes, *([[]] * (8 - len(shapes)))], types, ["", "", "", "", "0.", causal, "", "True"])
+
+
+def test_sdpa_shapes_by_hand():
+    # more queries than keys, causal (top left): query i sees min(i + 1, 3) keys: 1 + 2 + 3 + 3 + 3 = 12 per head
+    w = sdpa([[1, 2, 5, 16], [1, 2, 3, 16], [1, 2, 3, 16]], causal="True")
+    assert (w.flops, w.model, w.matrix) == (2 * 2 * 12 * (16 + 16), "attention", True)
+    # no batch dim ([H, L, E]) and two batch dims ([2, 3, H, L, E]): the lead dims multiply
+    assert sdpa([[4, 16, 64], [4, 32, 64], [4, 32, 64]]).flops == 2 * (4 * 16 * 32) * 128
+    w = sdpa([[2, 3, 4, 16, 64], [2, 3, 4, 32, 64], [2, 3, 4, 32, 64]])
+    assert w.flops == 2 * (6 * 4 * 16 * 32) * 128
+    assert w.bytes == (6 * 4 * 16 * 64 + 2 * 6 * 4 * 32 * 64 + 6 * 4 * 16 * 64) * 2
+    # MQA: one key / value head
+    assert sdpa([[2, 8, 16, 64], [2, 1, 32, 64], [2, 1, 32, 64]]).flops == 2 * (2 * 8 * 16 * 32) * 128
+    # a value head dim Ev = 32 unlike E = 64 (as in MLA): Q K^T over E, P V over Ev; the output [.., L, Ev]
+    w = sdpa([[2, 8, 16, 64], [2, 8, 32, 64], [2, 8, 32, 32]])
+    assert w.flops == 2 * (2 * 8 * 16 * 32) * (64 + 32)
+    assert w.bytes == (2 * 8 * 16 * 64 + 2 * 8 * 32 * 64 + 2 * 8 * 32 * 32 + 2 * 8 * 16 * 32) * 2
+    # unknown dtype: FLOPs known, bytes unknown
+    w = sdpa([[2, 8, 16, 64], [2, 8, 32, 64], [2, 8, 32, 64]], dtype="c10::qint8")
+    assert w.flops == 2 * (2 * 8 * 16 * 32) * 128 and w.bytes is None
+
+
+def test_sdpa_refusals():
+    ok = [[2, 8, 16, 64], [2, 8, 32, 64], [2, 8, 32, 64]]
+    assert sdpa(ok) is not None
+    assert sdpa([[8, 16, 64][1:], [32, 64], [32, 64]]) is None  # 2-D: no head dim
+    assert sdpa([ok[0], ok[1], [8, 32, 64]]) is None  # ranks differ
+    assert sdpa([ok[0], [2, 8, 32, 48], ok[2]]) is None  # key's E is not the query's
+    assert sdpa([ok[0], ok[1], [2, 8, 24, 64]]) is None  # value's S is not the key's
+    assert sdpa([ok[0], ok[1], [2, 4, 32, 64]]) is None  # value's heads are not the key's
+    assert sdpa([[2, 8, 16, 64], [2, 3, 32, 64], [2, 3, 32, 64]]) is None  # 8 query heads over 3 key heads
+    assert sdpa([[2, 8, 16, 64], [2, 0, 32, 64], [2, 0, 32, 64]]) is None  # no key head
+    assert sdpa([ok[0], ok[1]]) is None  # no value recorded
+    # an attention mask tensor [L, S]: the pairs it keeps are not recorded
+    assert sdpa([*ok, [16, 32]], mask_type="c10::BFloat16") is None
+    # is_causal not recorded (an old trace without Concrete Inputs)
+    assert op(SDPA, [*ok, [], [], [], [], []], [BF16] * 3 + SDPA_T, None) is None
+
+
+def test_sdpa_backward_with_another_value_dim():
+    # _scaled_dot_product_flash_attention_backward(grad_out, q, k, v, out, logsumexp, ...): q, k [2, 8, L, 64] with
+    # L = 16 queries, S = 32 keys, v [2, 8, 32, 32]: grad_out and out are [2, 8, 16, 32]; pairs 2 x 8 x 16 x 32
+    q, k, v, o = [2, 8, 16, 64], [2, 8, 32, 64], [2, 8, 32, 32], [2, 8, 16, 32]
+    shapes = [o, q, k, v, o, [2, 8, 16], [], [], [], [], [], [], [], [], []]
+    types = [FP16] * 5 + [FP32, "", "", "Int", "Int", "Double", "Bool", "", "", ""]
+    concrete = [""] * 8 + ["16", "32", "0.", "False", "", "", ""]
+    w = op("aten::_scaled_dot_product_flash_attention_backward", shapes, types, concrete)
+    pairs = 2 * 8 * 16 * 32
+    assert w.flops == 2 * pairs * (3 * 64 + 2 * 32)
+    n_q, n_k, n_v, n_o = 2 * 8 * 16 * 64, 2 * 8 * 32 * 64, 2 * 8 * 32 * 32, 2 * 8 * 16 * 32
+    # read q, k, v, grad_out, out (fp16) and the fp32 log-sum-exp; write dq, dk, dv
+    assert w.bytes == (n_q + n_k + n_v) * 2 + 2 * n_o * 2 + 2 * 8 * 16 * 4 + (n_q + n_k + n_v) * 2
