@@ -423,3 +423,12 @@ def test_sdpa_backward_with_another_value_dim():
     n_q, n_k, n_v, n_o = 2 * 8 * 16 * 64, 2 * 8 * 32 * 64, 2 * 8 * 32 * 32, 2 * 8 * 16 * 32
     # read q, k, v, grad_out, out (fp16) and the fp32 log-sum-exp; write dq, dk, dv
     assert w.bytes == (n_q + n_k + n_v) * 2 + 2 * n_o * 2 + 2 * 8 * 16 * 4 + (n_q + n_k + n_v) * 2
+
+
+def test_addmm_reads_its_bias_too():
+    # addmm(self[256], A[32, 64], B[64, 256]) (a linear's bias, input and weight^T): 2 x 32 x 256 x 64 FLOPs
+    # (the add not counted); reads self, A, B, writes [32, 256]
+    w = op("aten::addmm", [[256], [32, 64], [64, 256], [], []], [BF16] * 3 + ["Scalar", "Scalar"])
+    assert (w.flops, w.bytes, w.dtype, w.model) == (2 * 32 * 256 * 64, (256 + 32 * 64 + 64 * 256 + 32 * 256) * 2,
+                                                     "bf16", "matmul")
+    assert op("aten::addmm", [[256], [32, 64], [48, 256], [], []], [BF16] * 3 + ["Scalar", "Scalar"]) is None
