@@ -240,7 +240,7 @@ def flash(q, k, v=None, extra=(), extra_types=()):
 def test_flash_attention_score_in_every_layout():
     for layout, (q, k) in LAYOUTS.items():
         w = flash(q, k)
-        assert (w.flops, w.model) == (2 * PAIRS * (D + D), "attention"), layout
+        assert (w.flops, w.model, w.matrix) == (2 * PAIRS * (D + D), "attention", True), layout
         n_q, n_kv = B * N1 * S1 * D, B * N2 * S2 * D
         # q, k, v read; softmax_max, softmax_sum (fp32), an empty softmax_out and the output written
         assert w.bytes == (n_q + 2 * n_kv) * 2 + 2 * (B * N1 * S1 * 8) * 4 + n_q * 2, layout
@@ -352,7 +352,9 @@ def test_flash_attention_mqa_missing_layout_and_grad_stats():
         g = npu("FlashAttentionScoreGrad", [q, k, k, q, STATS, STATS], ["BF16"] * 4 + [f32, f32], [""] * 6,
                 [q, k, k], ["BF16"] * 3)
         assert g.flops == 2 * PAIRS * 5 * D, f32
-    # an fp32 attention: q, k, v and dy are FLOAT too, yet only the [.., 8] input is softmax_max
+    # an fp32 attention: q, k, v and dy are FLOAT too, yet only the [.., 8] input is softmax_max (BSND: a query
+    # taken for it would give other B, N1, S1)
+    q, k = LAYOUTS["BSND"]
     g = npu("FlashAttentionScoreGrad", [q, k, k, q, STATS, STATS], ["FLOAT"] * 6, [""] * 6, [q, k, k], ["FLOAT"] * 3)
     assert (g.flops, g.dtype) == (2 * PAIRS * 5 * D, "fp32")
     # no softmax_max among the inputs: not modelled
@@ -432,3 +434,19 @@ def test_addmm_reads_its_bias_too():
     assert (w.flops, w.bytes, w.dtype, w.model) == (2 * 32 * 256 * 64, (256 + 32 * 64 + 64 * 256 + 32 * 256) * 2,
                                                      "bf16", "matmul")
     assert op("aten::addmm", [[256], [32, 64], [48, 256], [], []], [BF16] * 3 + ["Scalar", "Scalar"]) is None
+
+
+def test_missing_pieces_are_refused_not_crashed_on():
+    # FlashAttentionScore without its outputs listed, SDPA without a value, a MatMul with no rows (an empty batch)
+    q, k = LAYOUTS["BSND"]
+    assert npu("FlashAttentionScore", [q, k, k], ["BF16"] * 3, [""] * 3, [], []) is None
+    assert op(SDPA, [[2, 8, 16, 64], [2, 8, 32, 64]], [BF16] * 2, None) is None
+    w = npu_mm("MatMulV2", [[0, 4096], [4096, 256]], ["FLOAT16"] * 2, [[0, 256]], ["FLOAT16"])
+    assert (w.flops, w.model) == (None, "tensors")
+    # the backward of an attention in a dtype without a size: FLOPs known, bytes unknown
+    q = [2, 8, 16, 64]
+    shapes = [q, q, q, q, q, [2, 8, 16], [], [], [], [], [], [], [], [], []]
+    types = ["c10::qint8"] * 5 + [FP32, "", "", "Int", "Int", "Double", "Bool", "", "", ""]
+    concrete = [""] * 8 + ["16", "16", "0.", "False", "", "", ""]
+    w = op("aten::_scaled_dot_product_flash_attention_backward", shapes, types, concrete)
+    assert (w.flops, w.bytes) == (2 * (2 * 8 * 16 * 16) * 5 * 64, None)
