@@ -450,3 +450,75 @@ def test_missing_pieces_are_refused_not_crashed_on():
     concrete = [""] * 8 + ["16", "16", "0.", "False", "", "", ""]
     w = op("aten::_scaled_dot_product_flash_attention_backward", shapes, types, concrete)
     assert (w.flops, w.bytes) == (2 * (2 * 8 * 16 * 16) * 5 * 64, None)
+
+
+# -- convolution forward: transposed, string padding, 1-D / 3-D, per-dim lists, refusals ---------------
+def conv(name, shapes, concrete, dtype=FP32, n_scalars=None):
+    types = [dtype, dtype, dtype if shapes[2] else ""] + ["ScalarList"] * (len(shapes) - 3)
+    return op(name, shapes, types, concrete)
+
+
+def test_conv_transpose_forward_per_dim():
+    # conv_transpose2d(x[4, 64, 14, 10], W[64, 16, 4, 3], b[32], stride [2, 1], padding [1, 0], output_padding
+    # [1, 0], groups 2, dilation [1, 2]): out = (i - 1) s - 2 p + d (k - 1) + op + 1:
+    # H (14 - 1) 2 - 2 + 1 x 3 + 1 + 1 = 29, W (10 - 1) 1 - 0 + 2 x 2 + 0 + 1 = 14; C_out = 16 x 2 = 32;
+    # each input element meets C_out / groups x kh x kw = 16 x 12 weights
+    shapes = [[4, 64, 14, 10], [64, 16, 4, 3], [32], [], [], [], [], []]
+    w = conv("aten::conv_transpose2d", shapes, ["", "", "", "[2, 1]", "[1, 0]", "[1, 0]", "2", "[1, 2]"])
+    assert w.flops == 2 * 4 * 64 * 14 * 10 * 16 * 12
+    assert w.bytes == (4 * 64 * 14 * 10 + 64 * 16 * 12 + 32 + 4 * 32 * 29 * 14) * 4
+    assert (w.model, w.matrix, w.dtype) == ("conv", True, "fp32")
+    # the same through aten::convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding,
+    # groups), the flag recorded
+    w2 = conv("aten::convolution", shapes + [[]],
+              ["", "", "", "[2, 1]", "[1, 0]", "[1, 2]", "True", "[1, 0]", "2"])
+    assert (w2.flops, w2.bytes) == (w.flops, w.bytes)
+    # the flag not recorded: not modelled; C_in not the weight's dim 0: not modelled
+    assert conv("aten::convolution", shapes + [[]], ["", "", "", "[2, 1]", "[1, 0]", "[1, 2]", "", "[1, 0]", "2"]) is None
+    assert conv("aten::conv_transpose2d", [[4, 32, 14, 10], *shapes[1:]],
+                ["", "", "", "[2, 1]", "[1, 0]", "[1, 0]", "2", "[1, 2]"]) is None
+
+
+def test_conv_padding_words_dims_and_single_values():
+    shapes = [[2, 8, 15, 15], [16, 8, 3, 3], [16], [], [], [], []]
+    # padding 'same': the output keeps 15 x 15; 'valid': no padding, 13 x 13
+    same = conv("aten::conv2d", shapes, ["", "", "", "[1, 1]", "'same'", "[1, 1]", "1"])
+    assert same.flops == 2 * 2 * 16 * 15 * 15 * 8 * 9
+    assert same.bytes == (2 * 8 * 225 + 16 * 8 * 9 + 16 + 2 * 16 * 225) * 4
+    valid = conv("aten::conv2d", shapes, ["", "", "", "[1, 1]", "valid", "[1, 1]", "1"])
+    assert valid.flops == 2 * 2 * 16 * 13 * 13 * 8 * 9
+    assert conv("aten::conv2d", shapes, ["", "", "", "[1, 1]", "'full'", "[1, 1]", "1"]) is None
+    # one value for every dim: stride [2], padding [1], dilation [2]: (15 + 2 - 2 x 2 - 1) // 2 + 1 = 7
+    w = conv("aten::conv2d", shapes, ["", "", "", "[2]", "[1]", "[2]", "1"])
+    assert w.flops == 2 * 2 * 16 * 7 * 7 * 8 * 9
+    # conv1d x[4, 16, 100], W[32, 16, 5], stride 2, padding 2: (100 + 4 - 4 - 1) // 2 + 1 = 50
+    w = conv("aten::conv1d", [[4, 16, 100], [32, 16, 5], [], [], [], [], []], ["", "", "", "[2]", "[2]", "[1]", "1"])
+    assert (w.flops, w.bytes) == (2 * 4 * 32 * 50 * 16 * 5, (4 * 16 * 100 + 32 * 16 * 5 + 4 * 32 * 50) * 4)
+    # conv3d x[2, 4, 8, 16, 16], W[8, 4, 3, 3, 3], stride [1, 2, 2], padding 1: out 8 x 8 x 8
+    w = conv("aten::conv3d", [[2, 4, 8, 16, 16], [8, 4, 3, 3, 3], [], [], [], [], []],
+             ["", "", "", "[1, 2, 2]", "[1, 1, 1]", "[1, 1, 1]", "1"], dtype=BF16)
+    assert (w.flops, w.dtype) == (2 * 2 * 8 * 512 * 4 * 27, "bf16")
+    # a 3 x 3 input under a 3 x 3 kernel: one output element, modelled
+    w = conv("aten::conv2d", [[1, 8, 3, 3], [16, 8, 3, 3], [], [], [], [], []], ["", "", "", "[1, 1]", "[0, 0]", "[1, 1]", "1"])
+    assert w.flops == 2 * 16 * 8 * 9
+
+
+def test_conv_forward_refusals():
+    shapes = [[2, 8, 15, 15], [16, 8, 3, 3], [16], [], [], [], []]
+    ok = ["", "", "", "[1, 1]", "[1, 1]", "[1, 1]", "1"]
+    assert conv("aten::conv2d", shapes, ok) is not None
+
+    def with_(i, value):
+        return ok[:i] + [value] + ok[i + 1:]
+
+    assert conv("aten::conv2d", shapes, with_(3, "[1, 1, 1]")) is None  # a stride of 3 values for 2 dims
+    assert conv("aten::conv2d", shapes, with_(5, "[1, 1, 1]")) is None  # dilation
+    assert conv("aten::conv2d", shapes, with_(4, "[1, 1, 1]")) is None  # padding
+    assert conv("aten::conv2d", shapes, with_(6, "")) is None  # groups not recorded
+    assert conv("aten::conv2d", shapes, with_(3, "")) is None  # stride not recorded
+    assert conv("aten::conv2d", shapes, with_(6, "2")) is None  # 8 channels are not 8 x 2
+    # a kernel larger than the padded input: no output
+    assert conv("aten::conv2d", [[2, 8, 2, 2], [16, 8, 5, 5], [16], [], [], [], []], with_(4, "[0, 0]")) is None
+    assert conv("aten::conv2d", [[8, 15, 15], [16, 8, 3], [16], [], [], [], []], ok) is None  # 1 spatial dim, 2-D stride
+    assert conv("aten::conv2d", [[2, 8, 15], [16, 8, 3, 3], [16], [], [], [], []], ok) is None  # ranks differ
+    assert conv("aten::conv2d", [[2, 8, 15, 15], [], [16], [], [], [], []], ok) is None  # no weight
