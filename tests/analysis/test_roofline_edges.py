@@ -522,3 +522,26 @@ def test_conv_forward_refusals():
     assert conv("aten::conv2d", [[8, 15, 15], [16, 8, 3], [16], [], [], [], []], ok) is None  # 1 spatial dim, 2-D stride
     assert conv("aten::conv2d", [[2, 8, 15], [16, 8, 3, 3], [16], [], [], [], []], ok) is None  # ranks differ
     assert conv("aten::conv2d", [[2, 8, 15, 15], [], [16], [], [], [], []], ok) is None  # no weight
+
+
+def test_conv_last_edges():
+    # conv1d's backward (3-D tensors): grad_out [4, 32, 50], x [4, 16, 100], W [32, 16, 5]: 4 x 32 x 50 x 16 x 5 MACs
+    w = op("aten::convolution_backward", [[4, 32, 50], [4, 16, 100], [32, 16, 5], [], [], [], [], [], [], [], []],
+           [FP32] * 3 + BW_TYPES[3:], ["", "", "", "[32]", "[2]", "[2]", "[1]", "False", "[0]", "1", "[True, False, False]"])
+    assert (w.flops, w.model, w.matrix) == (2 * 4 * 32 * 50 * 16 * 5, "conv", True)
+    # an output of exactly 0: a 3 x 3 kernel over a 2 x 2 input without padding
+    assert conv("aten::conv2d", [[2, 8, 2, 2], [16, 8, 3, 3], [16], [], [], [], []],
+                ["", "", "", "[1, 1]", "[0, 0]", "[1, 1]", "1"]) is None
+    # only the input recorded (a trace cut short): not modelled
+    assert op("aten::conv2d", [[2, 8, 15, 15]], [FP32], ["", "", "", "[1, 1]", "[1, 1]", "[1, 1]", "1"]) is None
+    assert op("aten::cudnn_convolution_backward_input", [[], [4, 64, 28, 28]], ["", FP16]) is None
+    # int8 on the NPU: C0 = 32 in the activations and FRACTAL_Z [C1 x kh x kw, N1, N0 = 16, C0 = 32]; C_out 128 =
+    # N1 x N0 = 8 x 16, C_in x kh x kw = 2 x 9 x 32 = 576
+    fz = [2 * 9, 8, 16, 32]
+    w = npu("Conv2D", [[2, 2, 16, 16, 32], fz], ["INT8", "INT8"], ["NC1HWC0", "FRACTAL_Z"], [[2, 8, 16, 16, 16]],
+            ["INT32"])
+    assert (w.flops, w.model, w.matrix, w.dtype) == (2 * 2 * 16 * 16 * 128 * 576, "conv", True, "int8")
+    # the NPU's gradients are matrix work of the activations' dtype (not filter_size's int32)
+    dw = npu("Conv2DBackpropFilter", [X5, [4], Y5], ["FLOAT16", "INT32", "FLOAT16"], ["NC1HWC0", "ND", "NC1HWC0"],
+             [FZ], ["FLOAT"])
+    assert (dw.model, dw.matrix, dw.dtype) == ("conv", True, "fp16")
