@@ -545,3 +545,13 @@ def test_conv_last_edges():
     dw = npu("Conv2DBackpropFilter", [X5, [4], Y5], ["FLOAT16", "INT32", "FLOAT16"], ["NC1HWC0", "ND", "NC1HWC0"],
              [FZ], ["FLOAT"])
     assert (dw.model, dw.matrix, dw.dtype) == ("conv", True, "fp16")
+
+
+def test_cudnn_convolution_of_old_traces_has_no_bias_input():
+    # cudnn_convolution(input, weight, padding, stride, dilation, groups, benchmark, deterministic, allow_tf32)
+    # (torch <= 1.10): x[2, 8, 15, 15], W[16, 8, 3, 3], padding 1, stride 1: 15 x 15 out; reads x, W, writes y
+    shapes = [[2, 8, 15, 15], [16, 8, 3, 3], [], [], [], [], [], [], []]
+    types = [FP16, FP16, "ScalarList", "ScalarList", "ScalarList", "Scalar", "Scalar", "Scalar", "Scalar"]
+    w = op("aten::cudnn_convolution", shapes, types, ["", "", "[1, 1]", "[1, 1]", "[1, 1]", "1", "False", "False", "True"])
+    assert w.flops == 2 * 2 * 16 * 225 * 8 * 9
+    assert w.bytes == (2 * 8 * 225 + 16 * 8 * 9 + 2 * 16 * 225) * 2
