@@ -5,6 +5,7 @@ Ascend level1 vs level2, checked against a second reading of the raw files (json
 import csv
 import gzip
 import json
+import statistics
 from collections import Counter, defaultdict
 
 import pytest
@@ -245,7 +246,18 @@ def test_fused_gelu_is_faster(pairs, tmp_path):
     for name in ("aten::tanh", "aten::mul", "aten::add"):
         assert rows[name]["base_ns"] == pytest.approx(1000 * truth[name] / ACTIVE, abs=2000)
     contrib = c["contributors"]
-    assert contrib["explained_ns"] + contrib["unexplained_ns"] == pytest.approx(contrib["step_delta_ns"])
+    # each operator's change by hand: its raw self time per step in the target less in the base; the step's
+    # change: the raw ProfilerStep# means' difference; unexplained: what the listed operators leave of it
+    means = {side: 1000 * statistics.mean(e["dur"] for e in only_trace(pairs / run) if e["name"].startswith("ProfilerStep#"))
+             for side, run in (("base", "gelu_unfused"), ("target", "gelu_fused"))}
+    truth_target = self_time_by_name(raw_target)
+    hand = {o["name"]: 1000 * (truth_target[o["name"]] - truth[o["name"]]) / ACTIVE for o in contrib["operators"]}
+    for o in contrib["operators"]:
+        assert o["kind"] == "operator" and o["delta_ns"] == pytest.approx(hand[o["name"]], abs=2000)
+    step_delta = means["target"] - means["base"]
+    assert contrib["step_delta_ns"] == pytest.approx(step_delta, abs=1000)
+    assert contrib["explained_ns"] == pytest.approx(sum(hand.values()), abs=2000 * len(hand))
+    assert contrib["unexplained_ns"] == pytest.approx(step_delta - sum(hand.values()), abs=1000 + 2000 * len(hand))
     deltas = {o["name"]: o["delta_ns"] for o in contrib["operators"]}
     assert all(deltas[n] < 0 for n in ("aten::tanh", "aten::mul", "aten::add")) and deltas["aten::gelu"] > 0
     # the fused form allocates no temporaries: a lower CPU memory peak

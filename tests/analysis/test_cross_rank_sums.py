@@ -41,3 +41,22 @@ def test_all_to_all_ring_bytes_are_size_over_n_to_each_other_member():
     assert sorted(zip(src.tolist(), dst.tolist(), nbytes.tolist())) == [(0, 2, 600), (2, 4, 1200), (6, 0, 1800)]
     src, dst, nbytes, _ = _ring_sends("AllGather", members, sizes, "g")
     assert sorted(zip(src.tolist(), dst.tolist(), nbytes.tolist())) == [(0, 2, 300), (2, 4, 600), (6, 0, 900)]
+
+
+def _calls(rank, calls):
+    """One rank's step holding NCCL calls [(kernel name, duration ns)], 100 ns apart."""
+    events = [dict(ts=0, dur=5000, kind=K.USER_ANNOTATION, name="ProfilerStep#1")]
+    for j, (name, dur) in enumerate(calls):
+        events.append(dict(ts=500 + 100 * j, dur=dur, kind=K.COMM_KERNEL, name=name, bytes=800))
+    return build_digest(mk(events, rank=rank))
+
+
+def test_cluster_collectives_are_listed_by_their_time_over_all_ranks_then_by_kind():
+    # over both ranks: AllGather 40 + 40 = 80 ns in 2 calls, AllReduce 20 + 10 + 10 + 10 = 50 in 4 (the most
+    # calls), Broadcast 25 + 25 = 50 in 2 (a tie with AllReduce: by kind); rank 0 calls them in another order
+    ar, ag, bc = ("ncclDevKernel_AllReduce_Sum_f32_RING_LL", "ncclDevKernel_AllGather_RING_LL",
+                  "ncclDevKernel_Broadcast_RING_LL")
+    r = analyse_ranks([_calls(0, [(bc, 25), (ar, 20), (ag, 40), (ar, 10)]),
+                       _calls(1, [(ag, 40), (ar, 10), (ar, 10), (bc, 25)])])
+    assert [(c["kind"], c["total_ns"], c["calls"]) for c in r["collectives"]] == [
+        ("AllGather", 80, 2), ("AllReduce", 50, 4), ("Broadcast", 50, 2)]

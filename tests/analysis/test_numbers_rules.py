@@ -263,3 +263,24 @@ def test_matmul_alignment_dims(shapes, device, unaligned):
     assert (f is not None) is unaligned
     if unaligned:
         assert f.figures["align"] == (16 if device == "npu" else 8) and f.figures["unaligned_call_share"] == 1.0
+
+
+def test_fusion_time_is_the_matched_operators_device_total():
+    """fusable_ops on a window with device work times the matched operators by their device total: their
+    own kernels and those of the operators inside them (here a copy_ inside each mul), by hand. One step of
+    20 us; 5 times silu (a 100 ns kernel) then mul (its own 200 ns kernel and its copy_'s 300 ns one):
+    5 x (100 + 200 + 300) = 3000 ns per step. Over the device self time it would be 5 x 300 = 1500 ns."""
+    events = [ev("ProfilerStep#1", K.USER_ANNOTATION, 0, 20_000)]
+    corr = 0
+    for i in range(5):
+        t0 = 1000 + i * 3000
+        for name, start, dur, kernel, at, kdur in (("aten::silu", t0, 1000, "silu_kernel", t0 + 300, 100),
+                                                   ("aten::mul", t0 + 1000, 1500, "mul_kernel", t0 + 1200, 200),
+                                                   ("aten::copy_", t0 + 1500, 500, "copy_kernel", t0 + 1700, 300)):
+            corr += 1
+            events += [ev(name, K.CPU_OP, start, dur),
+                       ev("cudaLaunchKernel", K.RUNTIME, start + 50, 20, correlation=corr),
+                       ev(kernel, K.KERNEL, at, kdur, correlation=corr)]
+    (hit,) = [h for h in build_digest(table(events)).rule_hits if h.rule == "fusable_swiglu"]
+    assert hit.figures["occurrences"] == 5
+    assert hit.figures["matched_ns_matched"] == 5 * (100 + 200 + 300)

@@ -132,3 +132,18 @@ def test_device_side_step_ranges_only_make_one_window_step():
     d = build_digest(table([ev("ProfilerStep#4", K.GPU_USER_ANNOTATION, 0, 900, device=0, pid=0),
                             ev("aten::add", K.CPU_OP, 100, 1000)]))
     assert [(s.number, s.start_ns, s.dur_ns) for s in d.steps] == [(0, 0, 1100)]
+
+
+def test_the_last_step_is_distorted_only_past_five_percent_of_its_host_range():
+    """The window's end (analysis/steps.py): the last step's tail is its device work's end past its host end;
+    over 5 % of its host range (1000 ns here: more than 50 ns) the step is shown but left out of the average."""
+    def last(tail):
+        d = build_digest(table(steps((0, 1000), (1000, 2000)) + [
+            launch(1500, 1), ev("k", K.KERNEL, 1600, 400 + tail, correlation=1),  # ends at 2000 + tail
+        ]))
+        s = d.steps[-1]
+        return s.tail_ns, s.dur_ns, s.distorted, list(d.average_steps)
+
+    assert last(50) == (50, 1050, False, [1, 2])  # 5 % exactly: kept
+    assert last(51) == (51, 1051, True, [1])      # 1 ns more: distorted, the average over step 1 only
+    assert last(0) == (0, 1000, False, [1, 2])

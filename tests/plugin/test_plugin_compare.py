@@ -76,7 +76,8 @@ def test_two_windows_of_one_run(client, logdir):
     ratio = float(body["verdict"]["text"].split("(")[1].split("x faster)")[0])
     assert ratio == pytest.approx(host_steps[0] / host_steps[1], abs=0.02)
     contrib = body["contributors"]
-    assert contrib["explained_ns"] + contrib["unexplained_ns"] == pytest.approx(contrib["step_delta_ns"])
+    # what the listed contributors explain is their deltas' sum, added here from the list
+    assert contrib["operators"] and contrib["explained_ns"] == pytest.approx(sum(o["delta_ns"] for o in contrib["operators"]))
     # matched by stack: the rows carry their call stacks, without line numbers
     code, by_stack = get(client, "compare", **params(base, target, group_by="stack"))
     assert code == 200 and by_stack["mode"] == "stack"
@@ -110,6 +111,14 @@ def test_two_runs_through_the_logdirs_name_map(client, logdir):
     assert step["delta_pct"] == pytest.approx(100 * (means[1] - means[0]) / means[0], abs=0.5)
     if abs(step["delta_pct"]) >= 2:  # 'about the same' below 1 %
         assert step["text"].endswith("faster)" if means[1] < means[0] else "slower)")
+    # the contributors: the step change is the raw steps' means' difference; the listed ones explain
+    # their deltas' sum and the rest is the difference of the two (both read here, not from one another)
+    contrib = body["contributors"]
+    delta = 1000 * (means[1] - means[0])
+    assert contrib["step_delta_ns"] == pytest.approx(delta, abs=1000)
+    listed = sum(o["delta_ns"] for o in contrib["operators"])
+    assert contrib["explained_ns"] == pytest.approx(listed)
+    assert contrib["unexplained_ns"] == pytest.approx(delta - listed, abs=1000)
 
 
 def test_a_bad_name_map_is_reported_and_the_defaults_used(logdir, tmp_path):

@@ -125,9 +125,12 @@ def test_apps_answer_directly(plugin):
     assert {r["name"] for r in json.loads(resp.get_data())["runs"]} == {"resnet", "hta", "broken"}
 
 
-def test_runs_lists_workers_and_windows(client):
-    code, body = get(client, "runs")
-    assert code == 200 and body["loading"] in (True, False) and body["error"] is None
+def test_runs_lists_workers_and_windows(logdir):
+    # a refresh interval of an hour: once the first scan has ended no request starts another, so nothing loads
+    p = make_plugin(logdir, refresh_interval=3600.0)
+    p.scanner.join(60)
+    code, body = get(Client(application.TensorBoardWSGI([p])), "runs")
+    assert code == 200 and body["loading"] is False and body["error"] is None
     runs = {r["name"]: r for r in body["runs"]}
     assert set(runs) == {"broken", "hta", "resnet"}
     (w,) = runs["resnet"]["workers"]

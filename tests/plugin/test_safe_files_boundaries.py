@@ -130,3 +130,46 @@ def test_fifos_sockets_devices_and_folders_are_refused(tmp_path):
         read_file("/dev/zero")  # would read without end
     with pytest.raises(Refused, match="a folder"):
         read_file(str(log))
+
+
+def test_a_refusal_names_the_file_the_reason_and_its_code(tmp_path):
+    """Bad input gives a clear error naming the file and the problem: Refused is an OSError whose filename is the
+    path asked for, whose strerror says why and whose errno is EPERM."""
+    import errno
+    log, outside = tmp_path / "log", write(tmp_path / "elsewhere" / "t.json")
+    log.mkdir()
+    os.symlink(outside, log / "link.json")
+    with pytest.raises(Refused) as e:
+        read_file(str(log / "link.json"), root=str(log))
+    assert (e.value.filename, e.value.errno) == (str(log / "link.json"), errno.EPERM)
+    assert e.value.strerror == f"a link to outside the logdir (set {safe_files.FOLLOW_ENV}=1 to follow it)"
+    os.mkfifo(log / "fifo.json")
+    with pytest.raises(Refused) as e:
+        read_file(str(log / "fifo.json"), root=str(log))
+    assert (e.value.filename, e.value.errno, e.value.strerror) == (str(log / "fifo.json"), errno.EPERM,
+                                                                   "a FIFO, not a regular file")
+    with pytest.raises(Refused) as e:
+        read_file(str(log))
+    assert (e.value.filename, e.value.strerror) == (str(log), "a folder, not a regular file")
+
+
+@pytest.mark.parametrize("value, follows", [("1", True), ("true", True), ("TRUE", True), (" Yes ", True), ("on", True),
+                                            ("ON", True), ("0", False), ("no", False), ("", False), ("off", False)])
+def test_the_follow_setting_is_read_in_any_case(tmp_path, monkeypatch, value, follows):
+    monkeypatch.setenv(safe_files.FOLLOW_ENV, value)
+    log, outside = tmp_path / "log", write(tmp_path / "elsewhere" / "t.json", b"out")
+    log.mkdir()
+    os.symlink(outside, log / "link.json")
+    if follows:
+        assert read_file(str(log / "link.json"), root=str(log)) == b"out"
+    else:
+        with pytest.raises(Refused, match="outside the logdir"):
+            read_file(str(log / "link.json"), root=str(log))
+
+
+@pytest.mark.parametrize("mode", ["w", "wb", "a", "x", "r+", "rb+"])
+def test_open_file_only_reads(tmp_path, mode):
+    target = write(tmp_path / "log" / "t.json", b"keep")
+    with pytest.raises(ValueError, match="open_file only reads; write with atomic_write"):
+        safe_files.open_file(str(target), mode)
+    assert target.read_bytes() == b"keep"  # the user's file is never written to

@@ -82,3 +82,16 @@ def test_an_event_that_ends_where_the_tile_starts_is_in_the_tile():
     """The tile's range is closed: [t0, t1] holds an event ending at t0 and one starting at t1."""
     items, tile = _tile([("before", 0, 50), ("at_end", 500, 100), ("after", 700, 10)], 50, 500, 9)
     assert [i[3] for i in items] == ["before", "at_end"] and tile.events_in_range == 2
+
+
+def test_pixel_columns_count_from_the_ranges_start():
+    """The same events 1050 ns later, the range [1050, 2050] at 10 px: the columns are counted from 1050, so
+    b (1160) and c (1200) still share column 1; counted from 0 they would fall in columns 11 and 12. An event
+    that starts before the range and ends inside it is in the tile, in a column of its own (before 0)."""
+    items, tile = _tile([
+        ("early", 1000, 60),  # 1000..1060: overlaps the range's start
+        ("b", 1160, 20), ("c", 1200, 20),
+        ("d", 1250, 20), ("e", 1349, 1),  # 200 and 299 ns from the start: column 2
+    ], 1050, 2050, 10)
+    assert items == [(1000, 1060, 1, "early"), (1160, 1220, 2, "b"), (1250, 1350, 2, "d")]
+    assert tile.events_in_range == 5
