@@ -26,6 +26,7 @@ AFTER_WINDOW = 3  # unprofiled steps timed after the window (the job's speed wit
 SLOW_RANK_BASE_S, SLOW_RANK_EXTRA_S = 0.020, 0.030  # every rank's work, rank 1's extra work per step
 LOADER_SAMPLE_S, LOADER_BATCH, LOADER_STEP_S = 0.005, 4, 0.020  # a sample's load time; the step's own work
 HOST_PYTHON_S, HOST_STEP_S = 0.025, 0.010  # Python before the step's first operator; the step's own work
+DDP_LAYERS, DDP_LAYER_BACKWARD_S = 25, 0.004  # 100 MiB of gradients: buckets of 1, 25, 25, 25, 24 MiB
 
 
 def main(pair: str, variant: str, rank: int, world: int, port: int, out: str) -> None:
@@ -104,14 +105,35 @@ def _mlp(layers: int, width: int):
                                  for _ in range(layers)])
 
 
+class _Hold(torch.autograd.Function):
+    """Identity whose backward holds the thread DDP_LAYER_BACKWARD_S (a layer's backward compute, made of a
+    wait so that the all-reduce it can hide does not compete with it for the machine's cores)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx, grad):
+        time.sleep(DDP_LAYER_BACKWARD_S)
+        return grad
+
+
+class _HeldLinear(torch.nn.Linear):
+    def forward(self, x):
+        return _Hold.apply(super().forward(x))
+
+
 def ddp_buckets(before: bool, rank: int):
-    """(3) DDP on a 12 x 1024 x 1024 MLP (48 MiB of gradients); before: one bucket (bucket_cap_mb=10000, the
-    all-reduce starts after the whole backward), after: DDP's default buckets (25 MiB, the first 1 MiB),
-    which all-reduce while the backward goes on."""
+    """(3) DDP on DDP_LAYERS layers of 1024 x 1024 (4 MiB of gradients each), each layer's backward
+    DDP_LAYER_BACKWARD_S; before: one bucket (bucket_cap_mb=10000: the all-reduce starts after the whole
+    backward), after: DDP's default buckets (the first 1 MiB, then 25 MiB), which all-reduce while the backward
+    goes on (the last one still after it)."""
     from torch.nn.parallel import DistributedDataParallel as DDP
+    torch.manual_seed(0)  # the same parameters on every rank
     cap = {"bucket_cap_mb": 10000} if before else {}
-    model = DDP(_mlp(12, 1024), **cap)
-    x = torch.randn(32, 1024)
+    model = DDP(torch.nn.Sequential(*[_HeldLinear(1024, 1024) for _ in range(DDP_LAYERS)]), **cap)
+    x = torch.randn(4, 1024)
 
     def step(i):
         model(x).sum().backward()
