@@ -16,10 +16,12 @@ import os
 import sys
 import time
 
+import numpy as np
 import torch
 
 ACTIVE = 8  # profiled steps per window
 WAIT, WARMUP = 1, 1
+SETTLE = 3  # steps run before the profile starts (a job is profiled once it runs at speed)
 AFTER_WINDOW = 3  # unprofiled steps timed after the window (the job's speed without the profiler)
 
 # the problems, made of sleeps where they can be (their cost does not depend on the machine's load)
@@ -38,6 +40,8 @@ def main(pair: str, variant: str, rank: int, world: int, port: int, out: str) ->
     step = WORKLOADS[pair](variant == "before", rank)
     from canning import profiling_suite as ps
     total = WAIT + WARMUP + ACTIVE
+    for i in range(-SETTLE, 0):  # a job profiled after it settled: workers started, DDP's buckets rebuilt
+        step(i)
     times = []
     with ps.Profile(activities=[ps.ProfilerActivity.CPU], schedule=ps.schedule(wait=WAIT, warmup=WARMUP, active=ACTIVE),
                     on_trace_ready=ps.tensorboard_trace_handler(os.path.join(out, "run"), worker_name=f"rank{rank}",
@@ -87,13 +91,15 @@ def dataloader(before: bool, rank: int):
 
         def __getitem__(self, i):
             time.sleep(LOADER_SAMPLE_S)
-            return torch.randn(64)
+            return np.full(64, i % 7, dtype=np.float32)
     settings = {"num_workers": 0} if before else {"num_workers": 2, "persistent_workers": True, "prefetch_factor": 4}
-    loader = iter(DataLoader(Slow(), batch_size=LOADER_BATCH, **settings))
+    # batches as numpy arrays: they cross from the workers as bytes through the pipe (a torch tensor would be
+    # shared through a shared-memory file per batch, a cost of its own on a loaded machine)
+    loader = iter(DataLoader(Slow(), batch_size=LOADER_BATCH, collate_fn=np.stack, **settings))
     model = torch.nn.Linear(64, 64)
 
     def step(i):
-        batch = next(loader)
+        batch = torch.from_numpy(next(loader))
         model(batch).sum().backward()
         time.sleep(LOADER_STEP_S)  # the rest of the step's work, the same on both runs
     return step
@@ -188,7 +194,7 @@ def attention(before: bool, rank: int):
 
 def first_broadcast(before: bool, rank: int):
     """(7) DDP construction (its parameter broadcast from rank 0) inside the first profiled step (before) or
-    before the loop (after); the same training step otherwise."""
+    before the loop (after); the same training step otherwise (before it: the forward alone)."""
     from torch.nn.parallel import DistributedDataParallel as DDP
     base = _mlp(6, 1024)
     x = torch.randn(16, 1024)
