@@ -50,7 +50,7 @@ PAIRS = {p.name: p for p in (
     Pair("dataloader", 1, ("dataloader_share",), "window",
          "DataLoader num_workers=0, 4 samples x 5 ms each", "num_workers=2, persistent"),
     Pair("ddp_buckets", 2, ("communication_not_overlapped",), "window",
-         "DDP with one bucket (bucket_cap_mb=10000), 100 MiB of gradients, 4 ms backward per layer", "DDP's default buckets"),
+         "DDP with one bucket (bucket_cap_mb=10000), 52 MiB of gradients, 8 ms backward per layer", "DDP's default buckets"),
     Pair("host_python", 1, ("host_bound",), "window",
          "25 ms of Python (a wait) before the step's first operator", "removed"),
     Pair("unfused_optimizer", 1, ("unfused_optimizer",), "window",
@@ -69,26 +69,42 @@ def _port() -> int:
         return s.getsockname()[1]
 
 
-def run_job(pair: Pair, variant: str, out: Path) -> dict:
-    """Run one job (all its ranks) into `out`; returns its report (the CLI's JSON) and timers."""
+def run_job(pair: Pair, variant: str, out: Path, report: bool = True) -> dict:
+    """Run one job (all its ranks) into `out` (its run folder: out/run); returns its timers and, with report,
+    its report (the CLI's JSON)."""
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
     port = _port()
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO / "src")] + [p for p in [env.get("PYTHONPATH")] if p])
     procs = [subprocess.Popen([sys.executable, str(JOB), pair.name, variant, str(rank), str(pair.world), str(port),
-                               str(out)], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                               str(out)], env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
              for rank in range(pair.world)]
     logs = communicate_all(procs, JOB_TIMEOUT_S)
     if any(p.returncode != 0 for p in procs):
         raise RuntimeError(f"{pair.name} {variant}: a rank failed: " + " | ".join(log[-3000:] for log in logs))
     timers = [json.loads((out / f"timer.rank{r}.json").read_text()) for r in range(pair.world)]
+    return {"variant": variant, "timers": timers, "report": view_report(out / "run", out / "cache") if report else None}
+
+
+def _env() -> dict:
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO / "src")] + [p for p in [env.get("PYTHONPATH")] if p])
+    return env
+
+
+def view_report(path: Path, cache: Path) -> dict:
+    """`canning-prof --mode=view --format=json --detail PATH` (docs/cli-json.md)."""
     cli = subprocess.run([sys.executable, "-m", "canning_tb.cli.main", "--mode=view", "--format=json", "--detail",
-                          "--cache-dir", str(out / "cache"), "--input", str(out / "run")],
-                         env=env, capture_output=True, text=True, timeout=REPORT_TIMEOUT_S)
+                          "--cache-dir", str(cache), "--input", str(path)],
+                         env=_env(), capture_output=True, text=True, timeout=REPORT_TIMEOUT_S)
     if cli.returncode != 0:
-        raise RuntimeError(f"{pair.name} {variant}: canning-prof failed: {cli.stderr[-3000:]}")
-    return {"variant": variant, "timers": timers, "report": json.loads(cli.stdout)}
+        raise RuntimeError(f"canning-prof --mode=view {path} failed: {cli.stderr[-3000:]}")
+    return json.loads(cli.stdout)
+
+
+def _part(report: dict, run: str) -> dict:
+    """The entries of one run of a report over several runs."""
+    return {"ranks": [e for e in report.get("ranks", []) if e.get("run") == run],
+            "windows": [w for w in report.get("windows", []) if w.get("run") == run]}
 
 
 def hits(pair: Pair, report: dict) -> list[dict]:
@@ -179,10 +195,18 @@ class Result:
 
 
 def run_pair(name: str, tmp: Path, order=ORDER) -> Result:
+    """The pair's jobs in `order`, each in its folder under tmp; one report over all of them (one CLI run)."""
     pair = PAIRS[name]
     result = Result(pair)
+    jobs = tmp / "jobs"
     for i, variant in enumerate(order):
-        result.jobs.append(run_job(pair, variant, tmp / f"{name}-{i}-{variant}"))
+        result.jobs.append(run_job(pair, variant, jobs / f"{i}-{variant}", report=False))
+    report = view_report(jobs, tmp / "cache")
+    for i, job in enumerate(result.jobs):
+        job["report"] = _part(report, f"{i}-{job['variant']}/run")
+        if not job["report"]["windows"]:
+            raise RuntimeError(f"{name}: no window of job {i} in the report (runs: "
+                               f"{sorted({w.get('run') for w in report.get('windows', [])})})")
     return result
 
 
