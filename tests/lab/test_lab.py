@@ -1,0 +1,128 @@
+"""The findings lab (issue 39): each finding proved by experiment, not by expectation.
+
+Each pair is a real CPU job with a known problem (tests/_lab_job.py), run as is ("before") and with the change
+the finding proposes ("after"), twice each in interleaved order (before, after, after, before); 2-rank pairs
+are real gloo jobs. The finding must appear on "before", be absent (or under its own floor) on "after", and
+its predicted gain per step (the RuleHit's gain_ns, as `canning-prof --mode=view --format=json` reports it)
+must be within BAND of the gain the jobs measured with their own timer (tests/_lab.py). Where today's engine
+does not state the finding, or its gain is outside the band, the check is marked xfail (not strict) with the
+reason, and benchmarks/lab.py prints the figures; the band is never widened for a pair.
+"""
+import pytest
+from _lab import BAND, PAIRS, below_floor, hits, run_pair, table
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
+
+NOT_SIMULATED = "engine gain not simulated yet"
+# (pair, check) -> why today's engine fails it; the lead removes an entry once the engine passes it
+XFAIL = {
+    ("slow_rank", "after"): "on a loaded machine the ranks' steps differ by a few ms with no extra work, and "
+                            "slow_rank_free's noise floor is 0 (cluster_rules reads per-step free time from other_ns, "
+                            "which is 0 in every step here: the rows carry it in free_ns)",
+    ("host_python", "before"): "no finding for Python before the step's first operator on a CPU window yet "
+                               "(host_bound needs device work)",
+    ("host_python", "band"): NOT_SIMULATED,
+    ("ddp_buckets", "band"): NOT_SIMULATED + ": the gain is all the communication not hidden, the measured one "
+                             "what overlapping it saves",
+    ("ddp_buckets", "after"): "the default buckets still leave the last bucket's all-reduce unhidden, above 10 %",
+    ("unfused_optimizer", "band"): NOT_SIMULATED + ": the gain is the whole optimizer step, the measured one "
+                                   "what foreach saves of it",
+    ("attention", "band"): NOT_SIMULATED + ": the gain is the matched operators' whole time, the measured one "
+                           "what the fused kernel saves of it",
+    ("first_broadcast", "before"): "first_step_broadcast wants every Broadcast in the first step; DDP's bucket "
+                                   "rebuild broadcasts again in the second",
+    ("first_broadcast", "band"): "first_step_broadcast is not stated on this run (above)",
+}
+
+
+def _expect(request, pair: str, check: str) -> None:
+    reason = XFAIL.get((pair, check))
+    if reason:
+        request.applymarker(pytest.mark.xfail(strict=False, reason=reason))
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    """run_pair(name), once per pair for the module (4 jobs: before, after, after, before)."""
+    done = {}
+
+    def get(name):
+        if name not in done:
+            done[name] = run_pair(name, tmp_path_factory.mktemp(name))
+        return done[name]
+    yield get
+    print("\n" + table([r.row() for r in done.values()]))  # the figures, shown with pytest -s
+
+
+@pytest.mark.parametrize("pair", list(PAIRS))
+def test_the_finding_appears_before(lab, request, pair):
+    _expect(request, pair, "before")
+    result = lab(pair)
+    for job in result.of("before"):
+        assert hits(result.pair, job["report"]), (f"{pair}: no {result.pair.rules} on the run with the problem; "
+                                                  f"{result.row()}")
+
+
+@pytest.mark.parametrize("pair", list(PAIRS))
+def test_the_finding_is_gone_after(lab, request, pair):
+    _expect(request, pair, "after")
+    result = lab(pair)
+    for job in result.of("after"):
+        left = [h for h in hits(result.pair, job["report"]) if not below_floor(h)]
+        assert not left, (f"{pair}: still {[(h['rule'], h['gain_ns'] / 1e6) for h in left]} after the change; "
+                          f"{result.row()}")
+
+
+@pytest.mark.parametrize("pair", list(PAIRS))
+def test_the_predicted_gain_is_the_measured_one(lab, request, pair):
+    _expect(request, pair, "band")
+    result = lab(pair)
+    row = result.row()
+    if result.pair.gain == "none":  # a one-off: the finding claims no gain per step
+        assert row["found_before"] and all(row["found_before"]) and row["within"], row
+        return
+    pred, meas = row["predicted_ms"], row["measured_ms"]
+    assert pred == pred, f"{pair}: the finding has no gain; {row}"
+    assert abs(pred - meas) <= BAND * meas, (f"{pair}: predicted {pred:.2f} ms/step, measured {meas:.2f} ms/step "
+                                             f"(band ±{BAND:.0%}); {row}")
+
+
+def _find(obj, key_part: str) -> list:
+    """Every value under a key containing key_part, anywhere in the report."""
+    found = []
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            if key_part in k and v:
+                found.append(v)
+            found += _find(v, key_part)
+    elif isinstance(obj, list):
+        for v in obj:
+            found += _find(v, key_part)
+    return found
+
+
+def _rank_time(obj, out: dict) -> dict:
+    """{rank: summed duration} of the dicts that name a rank and a duration, anywhere under obj."""
+    if isinstance(obj, dict):
+        dur = next((obj[k] for k in ("dur_ns", "ns", "time_ns") if isinstance(obj.get(k), (int, float))), None)
+        if isinstance(obj.get("rank"), int):
+            out[obj["rank"]] = out.get(obj["rank"], 0) + (dur if dur and dur > 0 else 0)
+        for v in obj.values():
+            _rank_time(v, out)
+    elif isinstance(obj, list):
+        for v in obj:
+            _rank_time(v, out)
+    return out
+
+
+def test_the_critical_path_goes_through_the_slowed_rank(lab):
+    """Rank 1 works 30 ms more per step: the step's critical path runs on rank 1 (rank 0 waits for it inside
+    the all-reduce). Read from the report, whatever the field's shape: the entries that name a rank."""
+    result = lab("slow_rank")
+    for job in result.of("before"):
+        paths = _find(job["report"], "critical_path")
+        if not paths:
+            pytest.xfail("no critical path in canning-prof's report yet (issue 39: the lead builds it)")
+        per_rank = _rank_time(paths, {})
+        assert 1 in per_rank, f"the critical path names no event of rank 1: {per_rank}"
+        assert per_rank[1] >= per_rank.get(0, 0), f"the critical path holds more of rank 0 than of rank 1: {per_rank}"
