@@ -51,7 +51,7 @@ PAIRS = {p.name: p for p in (
          "DataLoader num_workers=0, 4 samples x 5 ms each", "num_workers=2, persistent"),
     Pair("ddp_buckets", 2, ("communication_not_overlapped",), "window",
          "DDP with one bucket (bucket_cap_mb=10000), 52 MiB of gradients, 8 ms backward per layer", "DDP's default buckets"),
-    Pair("host_python", 1, ("host_bound",), "window",
+    Pair("host_python", 1, ("python_on_path", "host_bound"), "window",
          "25 ms of Python (a wait) before the step's first operator", "removed"),
     Pair("unfused_optimizer", 1, ("unfused_optimizer",), "window",
          "RMSprop(foreach=False) over 300 small tensors", "foreach=True"),

@@ -43,7 +43,9 @@ def main(pair: str, variant: str, rank: int, world: int, port: int, out: str) ->
     for i in range(-SETTLE, 0):  # a job profiled after it settled: workers started, DDP's buckets rebuilt
         step(i)
     times = []
+    # record_shapes: the collectives' sizes (the replay places DDP's buckets by them), as users profile
     with ps.Profile(activities=[ps.ProfilerActivity.CPU], schedule=ps.schedule(wait=WAIT, warmup=WARMUP, active=ACTIVE),
+                    record_shapes=True,
                     on_trace_ready=ps.tensorboard_trace_handler(os.path.join(out, "run"), worker_name=f"rank{rank}",
                                                                 digest=False)) as prof:
         for i in range(total):

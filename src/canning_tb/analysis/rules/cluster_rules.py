@@ -38,7 +38,7 @@ def _per_step(row: dict, metric: str) -> dict[int, float]:
         if metric == "computing":
             out[s["step"]] = s["compute_ns"] + s["overlapped_ns"]
         elif metric == "free":
-            out[s["step"]] = s["other_ns"]
+            out[s["step"]] = s["free_ns"]  # the rows' free time (other_ns is CANN's host tail, 0 on traces)
         else:
             out[s["step"]] = s.get(f"{metric}_ns", 0)
     return out

@@ -43,23 +43,28 @@ def calls_set(calls) -> tuple:
 
 
 def one_off_broadcast(inp: RuleInput) -> list:
-    """The Broadcast calls of a parameter sync at the start of training: all in the window's first
-    step while later steps have none, or in a window of one step that is the job's first (ProfilerStep#0
-    or #1). Empty when there is none."""
+    """The Broadcast calls of a parameter sync at the start of training: all in the window's first two
+    steps (DDP's construction, then its bucket rebuild after the first iteration) while later steps have none
+    (in a window of two steps: the first only), or in a window of one step that is the job's first
+    (ProfilerStep#0 or #1). Empty when there is none."""
     d = inp.digest
     casts = [c for c in d.communication.calls if c.kind == "Broadcast"]
     if not casts or not d.steps:
         return []
-    first = min(s.number for s in d.steps)
-    if len(d.steps) > 1:
+    numbers = sorted(s.number for s in d.steps)
+    first = numbers[0]
+    if len(numbers) > 2:  # DDP broadcasts at its construction and again at its bucket rebuild, the next step
+        found = casts if all(c.step in numbers[:2] for c in casts) else []
+    elif len(numbers) == 2:
         found = casts if all(c.step == first for c in casts) else []
     else:
         found = casts if first <= 1 else []
     if not found:
         return []
     # DDP's construction also all-gathers the parameters' shapes: a kind of the first step only is part of it
-    later = {c.kind for c in d.communication.calls if c.step != first}
-    return found + [c for c in d.communication.calls if c.kind == "AllGather" and c.step == first
+    early = {c.step for c in found}
+    later = {c.kind for c in d.communication.calls if c.step not in early}
+    return found + [c for c in d.communication.calls if c.kind == "AllGather" and c.step in early
                     and "AllGather" not in later]
 
 
@@ -146,8 +151,8 @@ def first_step_broadcast(inp: RuleInput):
     step = min(s.number for s in inp.digest.steps)
     return Finding(
         "", "", "info", "A one-off broadcast in the first profiled step",
-        f"{len(casts)} Broadcast calls take {ms(total)} in step {step}, the first step of the window, and in no "
-        f"later step: parameters or their bucket layout synchronised at the start of training (DDP / FSDP "
+        f"{len(casts)} Broadcast calls take {ms(total)} from step {step}, the first step of the window, and in no "
+        f"step after the next: parameters or their bucket layout synchronised at the start of training (DDP / FSDP "
         f"construction, DDP's bucket rebuild after the first iteration, a load from rank 0).",
         why="It happens once per job, not per step: it says nothing about the communication of training steps, "
             "and DDP bucket or overlap settings do not change it.",
