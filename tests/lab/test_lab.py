@@ -13,7 +13,6 @@ from _lab import BAND, PAIRS, below_floor, hits, run_pair, table
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
-NOT_SIMULATED = "engine gain not simulated yet"
 # (pair, check) -> why today's engine fails it; the lead removes an entry once the engine passes it
 XFAIL = {
     ("ddp_buckets", "after"): "the default buckets still leave the last bucket's all-reduce unhidden, above 10 % (a "
