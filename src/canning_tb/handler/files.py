@@ -150,15 +150,7 @@ def publish_plain(src: str, dst: str) -> int:
 
 
 def publish_json(obj, dst: str) -> int:
-    data = json.dumps(obj, indent=1, sort_keys=False).encode()
-    tmp = tmp_name(os.path.dirname(dst), os.path.basename(dst))
-    try:
-        with open(tmp, "wb") as f:
-            f.write(data)
-        os.replace(tmp, dst)
-    finally:
-        _remove(tmp)
-    return len(data)
+    return publish_bytes(json.dumps(obj, indent=1, sort_keys=False).encode(), dst)
 
 
 def publish_bytes(data: bytes, dst: str) -> int:

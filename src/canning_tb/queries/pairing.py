@@ -83,11 +83,7 @@ def window_pairing(store, run: str, worker: str, window: str) -> Pairing:
                        f"{_label(run, worker, me)} against {_label(run, worker, after)}")
     previous = _previous_run(store, run)
     if previous is not None:
-        me_worker = next(w for w in store.workers(run) if w.name == worker)
-        name, other = _matching(store, previous, me_worker, position)
-        return Pairing([(previous, name, other.id)], target, "previous run",
-                       f"window against the matching window of the previous run: {_label(run, worker, me)} "
-                       f"against {_label(previous, name, other)}")
+        return _in_run(store, run, worker, position, me, target, previous, "previous run", "the previous run")
     for other_worker in store.workers(run):
         others = store.windows(run, other_worker.name)
         if other_worker.name != worker and others:
@@ -97,11 +93,8 @@ def window_pairing(store, run: str, worker: str, window: str) -> Pairing:
                            f"against {_label(run, other_worker.name, other)}")
     following = _previous_run(store, run, step=1)
     if following is not None:
-        me_worker = next(w for w in store.workers(run) if w.name == worker)
-        name, other = _matching(store, following, me_worker, position)
-        return Pairing([(following, name, other.id)], target, "next run",
-                       f"window against the matching window of the next run (no window or run before it): "
-                       f"{_label(run, worker, me)} against {_label(following, name, other)}")
+        return _in_run(store, run, worker, position, me, target, following, "next run",
+                       "the next run (no window or run before it)")
     raise NotFound(f"nothing to compare {_label(run, worker, me)} with: it is the only window of the logdir; "
                    "name a baseline")
 
@@ -138,3 +131,12 @@ def default_pairing(store, run: str, worker: str | None = None, window: str | No
     """The baseline of a target named without one (module doc): a window when worker and window are named,
     else the whole run."""
     return window_pairing(store, run, worker, window) if worker and window else run_pairing(store, run)
+
+
+def _in_run(store, run, worker, position, me, target, other_run, kind: str, words: str) -> "Pairing":
+    """The window against the matching window of another run (`words` says which)."""
+    me_worker = next(w for w in store.workers(run) if w.name == worker)
+    name, other = _matching(store, other_run, me_worker, position)
+    return Pairing([(other_run, name, other.id)], target, kind,
+                   f"window against the matching window of {words}: {_label(run, worker, me)} "
+                   f"against {_label(other_run, name, other)}")
