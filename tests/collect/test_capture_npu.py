@@ -96,3 +96,34 @@ def test_a_job_on_torch_npus_own_dynamic_profile_is_asked_through_its_config(tmp
     (worker,) = Store(str(logdir)).workers(run)
     (win,) = Store(str(logdir)).windows(run, worker.name)
     assert (run, win.format, win.status) == ("dp", "ascend", "ready")
+
+
+def test_a_trigger_captures_the_slow_steps_through_torch_npus_profiler(tmp_path, monkeypatch):
+    """ps.on_demand(trigger=...) with ProfilerActivity.NPU: the job's own slow step asks for the capture, and the
+    steps after it are recorded by torch_npu's profiler (the double, as above), the manifest naming the reason."""
+    use_double(monkeypatch, "current", parse_s="0.05")
+    run = str(tmp_path / "run")
+    net = torch.nn.Linear(8, 4)
+    # a slow step (0.3 s) fires it; the capture starts the lead after it, counted at that step's pace (two polls
+    # and 2 s of storage slack: about 7 steps), so the job steps on until it is written
+    trigger = ps.when(lambda step_s, step: step_s > 0.2, steps=2, cooldown_steps=0)
+    prof = ps.Profile(activities=NPU, schedule=ps.on_demand(poll_s=0.02, heartbeat_s=0.1, min_interval_s=0,
+                                                              trigger=trigger),
+                      on_trace_ready=ps.tensorboard_trace_handler(run, digest=False))
+    with prof:
+        assert prof.backend == "torch_npu"
+        for i in range(8):
+            net(torch.randn(4, 8)).sum()
+            if i == 6:
+                time.sleep(0.3)
+            prof.step()
+        wait_for(lambda: (s := status(run)) and s.get("request"), "the trigger's request read")
+        for _ in range(30):
+            net(torch.randn(4, 8)).sum()
+            prof.step()
+            time.sleep(0.01)
+        state = wait_for(lambda: (s := status(run)) and s["state"] in ("written", "failed") and s, "the window")
+    assert state["state"] == "written" and state["backend"] == "torch_npu", state
+    (man,) = manifests(run)
+    assert man["kind"] == "ascend_pt" and len(man["steps"]) == 2 and man["steps"][0] > 6
+    assert "said so" in json.dumps(man)  # the reason the trigger gave ("the job's rule ... said so"), with the window
