@@ -122,9 +122,10 @@ def build_graph(table: EventTable, ctx: Context | None = None) -> Graph:
         launch_atom = _launch_atoms(table, host, dev)
         # a blocking call that issues its own copy (cudaMemcpy, .item()) waits for it: the copy depends on the call's
         # start (the atom before it on its thread), else the two would wait for each other
-        own = (launch_atom > 0) & (host["cat"][np.maximum(launch_atom, 0)] == CAT["sync"])
-        own &= host["lane"][np.maximum(launch_atom - 1, 0)] == host["lane"][np.maximum(launch_atom, 0)]
-        launch_atom[own] -= 1
+        if n_host:
+            own = (launch_atom > 0) & (host["cat"][np.maximum(launch_atom, 0)] == CAT["sync"])
+            own &= host["lane"][np.maximum(launch_atom - 1, 0)] == host["lane"][np.maximum(launch_atom, 0)]
+            launch_atom[own] -= 1
         ok = launch_atom != NONE
         src.append(launch_atom[ok]), dst.append(n_host + np.flatnonzero(ok)), kind.append(np.ones(ok.sum(), np.int8))
     src_a, dst_a, kind_a = (np.concatenate(x) if x else np.zeros(0, np.int64) for x in (src, dst, kind))
