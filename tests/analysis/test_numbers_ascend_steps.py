@@ -104,9 +104,13 @@ def hand_reading(folder):
     comm_ends = [e for s, e in comm_rows if s0 <= s < e0]
     end = max(ends + comm_ends)
     K, C, M = union(comp_rows), union(comm_rows), union(memcpy)
-    # runtime calls that wait for the device (aclrtSynchronize*) are device wait, the rest launch overhead
-    W = union(span(e) for e in runtime if "synchroni" in e["name"].lower())
-    R = union(span(e) for e in runtime if "synchroni" not in e["name"].lower())
+    # runtime calls that wait for the device are device wait, the rest launch overhead: aclrtSynchronize*, and
+    # CANN's synchronous copy aclrtMemcpy (its Async twin returns at once)
+    def blocks(e):
+        name = e["name"].removeprefix("AscendCL@")
+        return "synchroni" in name.lower() or name == "aclrtMemcpy"
+    W = union(span(e) for e in runtime if blocks(e))
+    R = union(span(e) for e in runtime if not blocks(e))
     D = union(span(e) for e in host_ops if e["name"].startswith(DATALOADER))
     H = union(span(e) for e in host_ops)
     taken = union(K + C)

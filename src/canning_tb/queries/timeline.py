@@ -290,21 +290,19 @@ def summary_impl(cache: IndexCache, store, run, worker, window, start_ns: int, e
 
 
 def _critical_path_share(store, run, worker, window, t0: int, t1: int) -> float | None:
-    """The share of [t0, t1] (absolute ns) that the window's critical path covers, where its digest
-    has one (a repeated `critical_path` of segments with `start_ns` and `dur_ns`, absolute ns);
-    None where it has none."""
+    """The share of [t0, t1] (absolute ns) during which the window's critical path runs through an event (not a
+    gap: idle, launch latency, untraced time), from the digest's paths (docs/critical_path.md); None where the
+    digest has no path there, or keeps only the longest pieces of a step the range touches (the share would be
+    a guess)."""
     try:
         digest = window_digest(store, run, worker, window)
     except QueryError:
         return None
-    segments = getattr(digest, "critical_path", None)
-    if segments is None:
+    steps = [p for p in getattr(digest, "critical_path", ()) if p.start_ns < t1 and p.start_ns + p.dur_ns > t0]
+    if not steps or any(p.segments_total > len(p.segments) for p in steps):
         return None
-    try:
-        covered = sum(max(0, min(int(s.start_ns) + int(s.dur_ns), t1) - max(int(s.start_ns), t0)) for s in segments)
-    except (AttributeError, TypeError, ValueError):
-        return None
-    return round(covered / max(1, t1 - t0), 6) if len(segments) else None
+    covered = sum(max(0, min(s.ts_ns + s.dur_ns, t1) - max(s.ts_ns, t0)) for p in steps for s in p.segments if s.name)
+    return round(covered / max(1, t1 - t0), 6)
 
 
 def counters_impl(cache: IndexCache, store, run, worker, window, start_ns: int, end_ns: int, width: int) -> dict:
