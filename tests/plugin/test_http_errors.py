@@ -34,6 +34,10 @@ ROUTES = {
 # the capture routes choose their own methods (POST to ask) and are off without --canning_capture:
 # tests/plugin/test_capture_routes.py checks their answers, which go through the same error mapping
 CAPTURE = {"/capture", "/capture_state", "/capture_request"}
+# the memory snapshot routes answer a window's snapshot (this logdir has none): tests/plugin/
+# test_memory_snapshot_routes.py checks their answers and errors, through the same boundary
+SNAPSHOT = {"/memory_snapshot", "/memory_snapshot_series", "/memory_snapshot_state", "/memory_snapshot_bands",
+            "/memory_snapshot_ranks"}
 ACROSS_RANKS = {"/cluster": {"run": "resnet", "window_index": "0"}, "/timeline_ranks": {"run": "resnet", "window_index": "0"},
                 "/trends": {"run": "resnet", "worker": "worker0"},
                 "/critical_path_ranks": {"run": "resnet", "window_index": "0"}}
@@ -64,7 +68,7 @@ def check_error(code, body, expected, logdir):
 
 def test_the_plugin_serves_exactly_these_routes(plugin):
     served = set(plugin.get_plugin_apps()) - {"/index.js", "/runs"}
-    assert served == set(ROUTES) | set(ACROSS_RANKS) | CAPTURE
+    assert served == set(ROUTES) | set(ACROSS_RANKS) | CAPTURE | SNAPSHOT
 
 
 @pytest.mark.parametrize("route", sorted(ROUTES) + sorted(ACROSS_RANKS))

@@ -6,7 +6,7 @@ from ..context import Context
 from .build import Graph, build_graph
 from .critical import StepSpan, critical_path, step_spans
 
-PATH_SEGMENTS = 200  # the longest pieces of each step's path kept in the digest (the timeline draws them)
+PATH_SEGMENTS = 64  # the longest pieces of each step's path kept in the digest (the timeline draws them)
 
 
 class WindowGraph:

@@ -471,7 +471,7 @@ export interface CriticalPathStep {
   categories: PathCategory[]; // largest first; they sum to the step
   segments: PathSegment[]; // one page, in time order
   longest: PathSegment[]; // the step's 5 longest segments, longest first
-  segments_kept: number; // segments the digest keeps (the longest, at most 200)
+  segments_kept: number; // segments the digest keeps (the longest, at most 64)
   segments_total: number; // pieces on the whole path
   next_offset: number | null;
 }
