@@ -123,7 +123,7 @@ export function codeItemsTable(items: CodeItem[]): HTMLElement {
   if (!items.length) return h("p", { class: "muted", id: "cmp-code-items", text: "No operator was added, removed, called otherwise or changed beyond the machine's common factor." });
   const body = h("tbody");
   for (const i of items)
-    body.append(h("tr", { "data-name": i.name }, h("td", { class: "name", text: i.name, title: i.input_shapes || i.name }), h("td", { class: "text", text: i.why }),
+    body.append(h("tr", { "data-name": i.name }, h("td", { class: "name", text: i.name, title: i.input_shapes ? `${i.name} ${i.input_shapes}` : i.name }), h("td", { class: "text", text: i.why }),
       h("td", { class: "num", text: ms(i.base_ns) }), h("td", { class: "num", text: ms(i.target_ns) }), h("td", { class: "num", text: deltaMs(i.excess_ns) })));
   const head = h("tr", {}, ...["Operator", "Why", "Base ms", "Target ms", "Beyond the machine, ms"].map((t, i) => h("th", { class: i > 1 ? "num" : "", text: t })));
   return h("table", { id: "cmp-code-items", class: "data-table" }, h("thead", {}, head), body);
