@@ -150,19 +150,23 @@ def step_ends(sk: Skeleton, ends: list[np.ndarray]) -> dict[int, int]:
 
 def balance_gain(sk: Skeleton, slow: int) -> tuple[int, int, int, int] | None:
     """(mean, lowest, highest gain per step, steps) of giving rank index `slow` the others' median lead time
-    at each call it shares; None where it shares none."""
+    at each call it shares (0 where it is nowhere later than them); None where it shares none."""
     leads = _leads(sk)
     mine = leads[slow].copy()
-    changed = False
+    shared = changed = False
     for p, k in enumerate(sk.ranks[slow].instance.tolist()):
         if k < 0:
             continue
         others = [leads[ri][q] for ri, q in sk.instances[k] if ri != slow]
+        shared |= bool(others)
         if others and mine[p] > np.median(others):
             mine[p] = int(np.median(others))
             changed = True
-    if not changed:
-        return None
+    if not shared:
+        return None  # no collective in common: the graph cannot say
+    if not changed:  # it is nowhere later than the others: balancing it gains nothing
+        steps = len({number for rc in sk.ranks for number, _, _ in rc.steps})
+        return 0, 0, 0, steps
     before = step_ends(sk, replay_ranks(sk))
     after = step_ends(sk, replay_ranks(sk, {slow: mine}))
     numbers = sorted(before)
