@@ -33,14 +33,4 @@ HOST_WAIT = ("c10d::wait", "aten::wait", "c10d::barrier", "torch.cuda.synchroniz
 _blocking_names = sorted({n for names in BLOCKING.values() for n in names}, key=len, reverse=True)
 # "AscendCL@aclrtSynchronizeStream" as torch_npu writes CANN API calls
 BLOCKING_RE = re.compile(r"^(?:AscendCL@)?(?:" + "|".join(map(re.escape, _blocking_names)) + r")$")
-HOST_WAIT_RE = re.compile(r"^(?:" + "|".join(map(re.escape, HOST_WAIT)) + r")$|"
-                          + r"^(?:AscendCL@)?(?:" + "|".join(map(re.escape, _blocking_names)) + r")$")
-
-
-def vendor_of(call: str) -> str:
-    """The vendor whose table names this call ("" when none does)."""
-    bare = call.removeprefix("AscendCL@")
-    for vendor, names in BLOCKING.items():
-        if bare in names:
-            return vendor
-    return ""
+HOST_WAIT_RE = re.compile(r"^(?:" + "|".join(map(re.escape, HOST_WAIT)) + r")$|" + BLOCKING_RE.pattern)
