@@ -17,6 +17,18 @@ REPO = Path(__file__).resolve().parents[2]
 TRACE_RE = re.compile(r"^(?P<worker>.+?)\.(?P<window>\d+)\.pt\.trace\.json(\.gz)?$")
 
 
+def torch_json(data: bytes) -> dict:
+    """torch's trace as json reads it; torch 2.13's Python tracer now and then writes a frame's name with
+    a bare quote in it (tests/ingest/test_unescaped_quotes.py): such name lines are escaped here, by a
+    regular expression over whole lines, before json reads them."""
+    try:
+        return json.loads(data)
+    except json.JSONDecodeError:
+        def escape(m):
+            return m[1] + m[2].replace(b'\\"', b'"').replace(b'"', b'\\"') + b'",'
+        return json.loads(re.sub(rb'(?m)^(\s*"name": ")(.*)",$', escape, data))
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -50,7 +62,7 @@ def test_two_ranks_write_their_windows(tmp_path):
             assert (man["rank"], man["world_size"], man["local_rank"], man["window"]) == (rank, world, rank, i)
             assert man["steps"] == [4 * i + 2, 4 * i + 3]
             assert m == TRACE_RE.match(t)["worker"] + "." + TRACE_RE.match(t)["window"] + ".canning.json"
-            trace = json.loads(gzip.decompress((logdir / t).read_bytes()))
+            trace = torch_json(gzip.decompress((logdir / t).read_bytes()))
             assert trace["distributedInfo"]["rank"] == rank  # Kineto's own record agrees with the manifest
             assert any(e.get("name", "").startswith("ProfilerStep#") for e in trace["traceEvents"])
             pids[rank] = man["pid"]
@@ -71,7 +83,7 @@ def test_two_ranks_write_their_windows(tmp_path):
     assert all(0 < r["compute_ns"] < r["step_ns"] for r in cluster["ranks"])
     for d in digests:
         first = next(n for n in names if TRACE_RE.match(n) and n.startswith(f"rank{d.window.rank}."))
-        raw = json.loads(gzip.decompress((logdir / first).read_bytes()))["traceEvents"]
+        raw = torch_json(gzip.decompress((logdir / first).read_bytes()))["traceEvents"]
         # independent: gloo runs each all-reduce as one "gloo:all_reduce" range
         want = sum(1 for e in raw if e.get("ph") == "X" and e.get("name") == "gloo:all_reduce")
         got = {c.kind: c for c in d.communication.collectives}

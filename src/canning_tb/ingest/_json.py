@@ -47,6 +47,10 @@ TOO_DEEP = "JSON nested deeper than the decoder allows (about 1,000 levels)"
 _BAD_TOKEN = re.compile(rb"([\[:,]\s*)(?:-?Infinity|NaN|nan|-?inf|N/A|undefined)(?=\s*[,\]}])")
 _CONTROL = bytes(range(32)).maketrans(bytes(range(32)), b" " * 32)
 _BYTE_AT = re.compile(r"\(byte (\d+)\)")
+# one key and its string value alone on a line, as Kineto writes an event's fields: the value runs to the
+# line's last quote, so a quote inside it that the writer left unescaped can be told from the closing one
+_STRING_LINE = re.compile(rb'([ \t]*"[^"\\\n]*"[ \t]*:[ \t]*")(.*)("[ \t]*,?[ \t]*\r?)')
+_MAX_QUOTE_REPAIRS = 1000  # each one decodes the file again: past this, the file is said to be damaged
 # a \uD800-\uDBFF escape not followed by a \uDC00-\uDFFF one, or the latter without the former
 _LONE_SURROGATE = re.compile(rb"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"
                              rb"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}")
@@ -305,9 +309,12 @@ def decode_top(path: str, buf: bytearray, problems: list[Problem]) -> tuple[dict
     if buf[:3] == b"\xef\xbb\xbf":
         buf[:3] = b"   "
     repaired: set[str] = set()
+    quotes = _QuoteRepairs()
     while True:
         try:
-            return msgspec.json.decode(buf, type=dict[str, msgspec.Raw]), buf
+            top = msgspec.json.decode(buf, type=dict[str, msgspec.Raw])
+            quotes.report(path, problems)
+            return top, buf
         except RecursionError:
             raise InputError(path, TOO_DEEP) from None
         except msgspec.ValidationError:
@@ -317,11 +324,60 @@ def decode_top(path: str, buf: bytearray, problems: list[Problem]) -> tuple[dict
             if "truncated" in msg and not _LONE_SURROGATE.search(buf):
                 raise InputError(path, f"not JSON: unexpected end at byte {len(buf)}") from None
             where = _BYTE_AT.search(msg)
-            fix = _repair(buf, int(where.group(1)) if where else -1, msg, repaired)
+            at = int(where.group(1)) if where else -1
+            if quotes.repair(buf, at, msg):
+                continue
+            fix = _repair(buf, at, msg, repaired)
             if fix is None:
                 raise InputError(path, f"not JSON: {msg}") from None
             repaired.add(fix[0])
             problems.append(Problem(path, fix[1], "warning"))
+
+
+class _QuoteRepairs:
+    """Quotes a writer left unescaped inside a string value (torch's Python tracer names a frame with
+    whatever text it finds, quotes included): escaped where the decoder stops, on a line that holds one
+    key and its string value, one line at a time; each repair moves the decoder's stop further on."""
+
+    def __init__(self):
+        self.count, self.last, self.keys = 0, -1, []
+
+    def repair(self, buf: bytearray, at: int, msg: str) -> bool:
+        if at < 0 or at <= self.last or "expected" not in msg or self.count >= _MAX_QUOTE_REPAIRS:
+            return False
+        lo = buf.rfind(b"\n", 0, at) + 1
+        hi = buf.find(b"\n", at)
+        hi = len(buf) if hi < 0 else hi
+        match = _STRING_LINE.fullmatch(bytes(buf[lo:hi]))
+        if match is None or lo + match.end(2) < at:  # the stop is past the value: not its quotes
+            return False
+        value = _escape_quotes(match.group(2))
+        if value == match.group(2):
+            return False
+        buf[lo:hi] = match.group(1) + value + match.group(3)
+        self.count, self.last = self.count + 1, at
+        self.keys.append(match.group(1).strip().split(b'"')[1].decode("utf-8", "replace"))
+        return True
+
+    def report(self, path: str, problems: list[Problem]) -> None:
+        if self.count:
+            keys = ", ".join(sorted(set(self.keys)))
+            problems.append(Problem(path, f"{self.count} string value(s) with quotes the writer left unescaped "
+                                          f"read as text (keys: {keys})", "warning"))
+
+
+def _escape_quotes(value: bytes) -> bytes:
+    """value with a backslash before each quote that no backslash escapes."""
+    out, i = bytearray(), 0
+    while i < len(value):
+        c = value[i:i + 1]
+        if c == b"\\":
+            out += value[i:i + 2]
+            i += 2
+            continue
+        out += b'\\"' if c == b'"' else c
+        i += 1
+    return bytes(out)
 
 
 def _repair(buf: bytearray, at: int, msg: str, repaired: set[str]) -> tuple[str, str] | None:
