@@ -32,10 +32,10 @@ from canning_tb.collect.schedule import recorded_steps
 from canning_tb.util import identity
 from canning_tb.util.manifest import PROFILER_SETTINGS, FileEntry, Manifest
 from canning_tb.util.remote_fs import is_url
-from canning_tb.util.scalars import ScalarWriter
+from canning_tb.util.scalars import ScalarWriter, preload
 
 from . import files, npu
-from .background import Background
+from .background import Background, untraced
 from .remote import MAX_PENDING_UPLOADS, RemoteRun
 from .upload_queue import DIGEST_MODULE, child_env
 
@@ -64,6 +64,8 @@ class TraceHandler:
         self._npu_fn = None
         self._children = []
         self._background = Background()      # gzip, manifest, scalars, digest: off the training thread
+        preload()                            # the scalars' imports, here: never in a window's trace
+        identity.host_processor()            # platform runs `uname -p` once: here too, not in the writer
         # A raw torch_npu profile (not ps.Profile) never calls canning_prepare: torch_npu's output folder
         # must point here before its first window starts, unless a running profile writes elsewhere.
         if "torch_npu" in sys.modules and claimed_elsewhere(self.local_dir) is None:
@@ -162,12 +164,14 @@ class TraceHandler:
                     files.discard_temp(finish.raw)
                     finish.published.set()  # a reader waiting for the trace goes on (and finds it, or not)
                 finish.entries = [FileEntry(finish.name, os.path.getsize(finish.dst))]
+            untraced()  # here and below: a window that started meanwhile hooked this thread; unhook it
             if self._static is None:
                 self._static = {"devices": identity.devices(), "versions": identity.versions()}
             manifest.devices, manifest.versions = self._static["devices"], self._static["versions"]
             if finish.snapshot is not None:  # before the manifest, which names it
                 finish.entries = finish.entries + self._publish_snapshot(*finish.snapshot, manifest.window)
             manifest.files = finish.entries
+            untraced()
             files.publish_json(manifest.to_dict(), os.path.join(self.local_dir, manifest.manifest))
         except Exception as e:  # disk full, read-only, path under a file...: training goes on
             self._warn("window", manifest.window, f"{type(e).__name__}: {e}")
@@ -175,7 +179,9 @@ class TraceHandler:
         self._failing.discard("window")
         if written is not None:  # a capture's status names the windows it wrote
             written(manifest.manifest)
+        untraced()
         self._write_scalars(manifest)
+        untraced()
         if self.remote is not None:  # the uploader waits for torch_npu's background analysis (async)
             scalars = self._scalars.path if self._scalars is not None else None
             self.remote.submit(manifest, scalars, self.digest and manifest.analysis in ("", "sync", "async"))

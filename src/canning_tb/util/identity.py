@@ -32,8 +32,13 @@ def default_worker(rank: int) -> str:
     return f"rank{rank}.{host}.{os.getpid()}"
 
 
+def host_processor() -> str:
+    """The CPU's name; platform asks `uname -p` the first time and keeps the answer."""
+    return platform.processor() or platform.machine()
+
+
 def devices() -> list:
-    out = [{"kind": "cpu", "name": platform.processor() or platform.machine(), "index": 0,
+    out = [{"kind": "cpu", "name": host_processor(), "index": 0,
             "memory": _host_memory(), "count": os.cpu_count()}]
     torch = sys.modules.get("torch")
     for kind in ("cuda", "npu"):

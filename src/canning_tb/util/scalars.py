@@ -10,6 +10,22 @@ import socket
 import time
 
 
+def _modules():
+    from tensorboard.compat.proto import event_pb2, summary_pb2
+    from tensorboard.summary.writer.record_writer import RecordWriter
+    return event_pb2, summary_pb2, RecordWriter
+
+
+def preload() -> None:
+    """Import what writing needs now, on the caller's thread (the handler's maker, before any window
+    records): imported later on the writer thread, during the next window, the imports' thousands of
+    Python frames would land in that window's trace (with_stack)."""
+    try:
+        _modules()
+    except ImportError:  # written without TensorBoard: the write says so, once
+        pass
+
+
 class ScalarWriter:
     PREFIX = "events.out.tfevents."
 
@@ -20,8 +36,7 @@ class ScalarWriter:
         self._started = False
 
     def write(self, step: int, values: dict, wall_time: float):
-        from tensorboard.compat.proto import event_pb2, summary_pb2  # lazy: only the first window pays
-        from tensorboard.summary.writer.record_writer import RecordWriter
+        event_pb2, summary_pb2, RecordWriter = _modules()
         events = []
         if not self._started:
             events.append(event_pb2.Event(wall_time=wall_time, file_version="brain.Event:2"))
