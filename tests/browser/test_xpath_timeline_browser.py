@@ -145,6 +145,15 @@ def check_run(page, url, run, worker, window):
     expect(canvas).not_to_have_attribute("data-path", "0", timeout=T)
     expect(frame.locator("#timeline-path-scope")).to_have_value("ranks")
     assert json.loads(canvas.get_attribute("data-xpath")) == drawn
+    # a hop of the list zooms onto it
+    lo, hi = int(canvas.get_attribute("data-lo")), int(canvas.get_attribute("data-hi"))
+    longest = max(range(len(drawn)), key=lambda i: drawn[i]["to"] - drawn[i]["from"])
+    frame.locator(f"#timeline-xpath-{longest} button").click()
+    page.wait_for_function("([el, lo, hi]) => el.dataset.lo !== lo || el.dataset.hi !== hi",
+                           arg=[canvas.element_handle(), str(lo), str(hi)], timeout=T)
+    lo, hi = int(canvas.get_attribute("data-lo")), int(canvas.get_attribute("data-hi"))
+    d = drawn[longest]
+    assert lo <= d["from"] and d["to"] <= hi and hi - lo <= 1.25 * (d["to"] - d["from"])
     return step, handoffs
 
 
