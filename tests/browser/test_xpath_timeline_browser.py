@@ -126,6 +126,9 @@ def check_run(page, url, run, worker, window):
     for i, h in enumerate(step["hops"]):
         text = (f"waits for rank {h['waited_for']}" if h["what"] == "transfer" else f"rank {h['rank']} working")
         expect(items.nth(i)).to_contain_text(text)
+        # its times on its rank's clock, signed (the step may begin before this rank's window)
+        start, end = (f"{h[k] / 1e6:,.3f}".replace("-", "−") for k in ("start_ns", "end_ns"))
+        expect(items.nth(i)).to_contain_text(f"from {start} to {end} ms on rank {h['rank']}'s clock")
     expect(frame.locator("#timeline-xpath-note")).to_contain_text("on the clock as recorded")
     # aligned on the collectives: the path's offsets applied, every hand-off vertical
     frame.locator("#timeline-align").select_option("collectives")

@@ -149,7 +149,7 @@ export class RanksPath {
     const cut = path.hops_total > path.hops.length ? ` (the first ${path.hops.length} of ${path.hops_total} hops)` : "";
     const items = path.hops.map((hop, i) => {
       const button = h("button", { type: "button", class: "link-button", "data-rank": String(hop.rank), "data-what": hop.what, "data-start": String(hop.start_ns), "data-end": String(hop.end_ns) },
-        `${ms(hop.ns)} ms, from ${ms(hop.start_ns)} to ${ms(hop.end_ns)} ms on rank ${hop.rank}'s clock: ${hopText(hop)}`);
+        `${ms(hop.ns)} ms, from ${signedMs(hop.start_ns)} to ${signedMs(hop.end_ns)} ms on rank ${hop.rank}'s clock: ${hopText(hop)}`);
       button.onclick = () => {
         const place = this.place(hop);
         if (place) this.zoom(place[0] - (place[1] - place[0]) * 0.1, place[1] + (place[1] - place[0]) * 0.1);
@@ -161,6 +161,11 @@ export class RanksPath {
       h("ol", { id: "timeline-xpath-hops" }, ...items),
     );
   }
+}
+
+/** A time that may lie before the window's start (the step began earlier on another rank): signed, never unknown. */
+function signedMs(ns: number): string {
+  return ns < 0 ? `−${ms(-ns)}` : ms(ns);
 }
 
 /** The hand-off at a collective: from the end of the last arrival's work to the start of the next hop. */
