@@ -6,11 +6,16 @@ plugin's routes (TensorBoard's WSGI app), held to plain readings of the trace fi
   work runs up to the next step); every segment lies inside its step; the pages walk every kept segment once;
 - across the 8 DLRM ranks: the rank holding most of the step is the one the others waited for at the collectives
   (the rank whose NCCL kernel starts last, summed over the collectives, read from the raw json), and the path's own
-  work follows, collective by collective, the rank that arrived last at the next one.
+  work follows, collective by collective, the rank that arrived last at the next one; each hop's times, on its
+  rank's own clock from its window's start, put the end of an own work at that rank's NCCL kernel start (its arrival)
+  and the stretches end to end on each rank; the CLI's text lists the hops the MCP tool gives.
 """
 import gzip
 import json
+import re
 import shutil
+import subprocess
+import sys
 import statistics
 import threading
 import time
@@ -68,7 +73,8 @@ def world(tmp_path_factory):
         assert store.prefetch(items) == {}
         starting.join(120)
         plugin = make_plugin(root, store_factory=lambda logdir: Store(logdir, cache_dir=str(cache)))
-        yield {"root": root, "s": started["session"], "http": Client(application.TensorBoardWSGI([plugin]))}
+        yield {"root": root, "cache": cache, "s": started["session"],
+               "http": Client(application.TensorBoardWSGI([plugin]))}
     finally:
         starting.join(120)
         if "session" in started:
@@ -186,3 +192,61 @@ def test_bad_questions_get_clear_errors(world):
     assert code == 400 and "window_index" in body["error"]
     code, body = get(world["http"], "critical_path", run="resnet", worker="nobody", window="1")
     assert code == 404
+
+
+def all_hops(session, step) -> list:
+    hops, cursor = [], None
+    while True:
+        page = session.answer("critical_path", {"run": "dlrm", "scope": "ranks", "window_index": 0, "step": step,
+                                                "limit": 50, **({"cursor": cursor} if cursor else {})})
+        hops += page["hops"]
+        cursor = page["next_cursor"]
+        if cursor is None:
+            return hops
+
+
+def test_each_hops_times_lie_on_its_ranks_own_clock(world):
+    (step,) = ready(world["s"], "critical_path", {"run": "dlrm", "scope": "ranks", "window_index": 0})["steps"]
+    hops = all_hops(world["s"], step["step"])
+    code, body = get(world["http"], "timeline_ranks", **DLRM0)
+    assert code == 200, body
+    window_start = {r["rank"]: r["start_ns"] for r in body["ranks"]}
+    kernels = {}
+    for path in sorted((world["root"] / "dlrm").glob("*.pt.trace.json.gz")):
+        doc = json.loads(gzip.decompress(path.read_bytes()))
+        kernels[doc["distributedInfo"]["rank"]] = [round(e["ts"] * 1000) for e in doc["traceEvents"] if e.get("ph") == "X"
+                                                   and e.get("cat") == "kernel" and e["name"].startswith("ncclKernel")]
+    for h in hops:
+        assert h["end_ns"] - h["start_ns"] == h["ns"] > 0
+    arrivals = [(h, nxt) for h, nxt in zip(hops, hops[1:]) if h["what"] == "own work" and nxt["what"] == "transfer"]
+    assert arrivals
+    for h, transfer in arrivals:  # own work runs until that rank reaches the collective: its NCCL kernel starts
+        at = h["end_ns"] + window_start[h["rank"]]
+        assert min(abs(at - k) for k in kernels[h["rank"]]) <= 1000, (h, at)
+        assert transfer["waited_for"] == h["rank"]
+    for a, b in zip(hops, hops[1:]):  # on one rank, each stretch starts where the one before ended
+        if a["rank"] == b["rank"]:
+            assert b["start_ns"] == a["end_ns"]
+
+
+HOP_LINE = re.compile(r"^    rank (\d+) (-?[\d.]+) to (-?[\d.]+) ms \(([\d.]+) ms\): (.*)$")
+
+
+def test_the_cli_text_lists_the_hops_the_mcp_tool_gives(world):
+    (step,) = ready(world["s"], "critical_path", {"run": "dlrm", "scope": "ranks", "window_index": 0})["steps"]
+    hops = all_hops(world["s"], step["step"])
+    cli = subprocess.run([sys.executable, "-m", "canning_tb.cli.main", "--mode=view", "--cache-dir", str(world["cache"]),
+                          "--input", str(world["root"] / "dlrm")], capture_output=True, text=True, timeout=600)
+    assert cli.returncode == 0, cli.stderr[-2000:]
+    text = cli.stdout.split("Critical path across ranks", 1)[1]
+    assert f"step {step['step']}: " in text
+    lines = [HOP_LINE.match(line) for line in text.splitlines()]
+    shown = [m for m in lines if m]
+    assert len(shown) == min(len(hops), 16)
+    for m, h in zip(shown, hops):
+        assert int(m[1]) == h["rank"]
+        assert [float(m[2]), float(m[3]), float(m[4])] == pytest.approx(
+            [h["start_ns"] / 1e6, h["end_ns"] / 1e6, h["ns"] / 1e6], abs=0.0006)
+        assert ("transfer" in m[5]) == (h["what"] == "transfer") and h["after"] in m[5]
+        if h["what"] == "transfer":
+            assert f"rank {h['waited_for']} arrived" in m[5]

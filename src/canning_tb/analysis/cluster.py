@@ -84,10 +84,13 @@ WAIT_FIELDS = ("wait_ns", "p2p_wait_ns", "transfer_ns", "communication_total_ns"
 
 def rank_ids(digests: list) -> list[int]:
     """The rank of each digest; numbered by position when the digests' ranks repeat."""
-    ranks = [int(d.window.rank) if d.HasField("window") else i for i, d in enumerate(digests)]
-    if len(set(ranks)) != len(ranks):
-        return list(range(len(digests)))
-    return ranks
+    return rank_numbers([int(d.window.rank) if d.HasField("window") else i for i, d in enumerate(digests)])
+
+
+def rank_numbers(ranks: list[int]) -> list[int]:
+    """The ranks as given; numbered by position when they repeat (rank_ids, and the routes that name the
+    worker of each rank from /cluster's `workers`)."""
+    return list(range(len(ranks))) if len(set(ranks)) != len(ranks) else list(ranks)
 
 
 def analyse_ranks(digests: list) -> dict:

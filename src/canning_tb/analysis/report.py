@@ -307,6 +307,17 @@ def ranks_report(digests: list, top: int | None = None, analysis: dict | None = 
         "Optimization Suggestions:", "Optimization Suggestions (across ranks):", 1) + _paths_text(r)
 
 
+HOPS_SHOWN = 16  # hops listed per step in the text (the MCP tool and /critical_path_ranks page through them)
+
+
+def _hop_text(h: dict) -> str:
+    """One hop of the path across ranks, its times on its rank's own clock from its window's start."""
+    what = (f"transfer of {h['after']} once rank {h['waited_for']} arrived (the last)" if h["what"] == "transfer"
+            else f"own work after {h['after']}")
+    return (f"    rank {h['rank']} {h['start_ns'] / 1e6:.3f} to {h['end_ns'] / 1e6:.3f} ms "
+            f"({h['ns'] / 1e6:.3f} ms): {what}")
+
+
 def _paths_text(r: dict, limit: int = 8) -> str:
     """The critical path of each step across ranks: which ranks held it (analysis/graph/ranks.py)."""
     paths = r.get("critical_path") or []
@@ -318,6 +329,10 @@ def _paths_text(r: dict, limit: int = 8) -> str:
         held = sorted(p["by_rank"].items(), key=lambda kv: -kv[1])
         out.append(f"  step {p['step']}: {p['dur_ns'] / 1e6:.3f} ms: " + ", ".join(
             f"rank {rank} {ns / 1e6:.3f} ms ({100 * ns / total:.0f}%)" for rank, ns in held[:6]))
+        out += [_hop_text(h) for h in p["hops"][:HOPS_SHOWN]]
+        more = p["hops_total"] - min(len(p["hops"]), HOPS_SHOWN)
+        if more > 0:
+            out.append(f"    ... {more} more hops (the MCP tool critical_path, scope ranks, step {p['step']})")
     moved = [o for o in r.get("clock_offsets", []) if o["offset_ns"]]
     if moved:
         out.append("  Clock offsets applied: " + ", ".join(f"rank {o['rank']} {o['offset_ns'] / 1e3:+.1f} us"

@@ -87,5 +87,15 @@ def cross_rank_path_impl(store, prefetcher, run: str, position: int, offset: int
                       "hops": hops, "hops_total": int(p["hops_total"]),
                       "next_offset": offset + limit if offset + limit < len(p["hops"]) else None})
     return {"run": run, "window_index": position, "loading": False, "offset": offset, "limit": limit,
-            "steps": steps, "clock_offsets": body.get("clock_offsets") or [], "problems": body.get("problems", []),
+            "steps": steps, "clock_offsets": _named(body), "problems": body.get("problems", []),
             "ranks_total": len(body.get("per_rank", []))}
+
+
+def _named(body: dict) -> list[dict]:
+    """The clock offsets, each with the worker and window of its rank (the timeline places each rank's hops
+    on that window's tracks; ranks repeated across workers are numbered by position, as the analysis does)."""
+    from canning_tb.analysis.cluster import rank_numbers  # numpy: on the first request
+    members = body.get("workers") or []
+    named = dict(zip(rank_numbers([m["digest_rank"] for m in members]), members))
+    return [{**o, **({"worker": named[o["rank"]]["worker"], "window": named[o["rank"]]["window"]}
+                     if o["rank"] in named else {})} for o in body.get("clock_offsets") or []]

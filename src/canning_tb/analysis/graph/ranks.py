@@ -28,6 +28,7 @@ class RankCalls:
     instance: np.ndarray  # index into Skeleton.instances, -1 not matched
     label: list  # "AllReduce#12 (group)" per call
     steps: list = field(default_factory=list)  # (number, aligned start, aligned end)
+    origin: int = 0  # the window's start on this rank's own clock (hops are sent relative to it)
 
 
 @dataclass
@@ -68,6 +69,7 @@ def skeleton(digests: list, ranks: list) -> Skeleton:
         label = [f"{calls[j].kind}#{calls[j].seq} ({calls[j].group or 'default'})" for j in order]
         rc = RankCalls(int(ranks[ri]), int(off), bool(aligned[ri]), s[order], e[order], inst, label)
         rc.steps = [(int(st.number), int(st.start_ns) - off, int(st.start_ns + st.dur_ns) - off) for st in d.steps]
+        rc.origin = int(d.window.start_ns)
         out.append(rc)
     # instance members as (rank index, position in that rank's end order)
     pos = [{int(j): p for p, j in enumerate(np.lexsort((np.array([c.start_ns for c in calls], np.int64),
@@ -180,9 +182,17 @@ def balance_gain(sk: Skeleton, slow: int) -> tuple[int, int, int, int] | None:
     return int(arr.mean()), int(arr.min()), int(arr.max()), len(arr)
 
 
+def _hop(rc: RankCalls, what: str, after: str, lo: int, hi: int, **more) -> dict:
+    """One stretch of the path on rank `rc`, from aligned `lo` to `hi`; its times are sent on the rank's own
+    clock relative to its window's start (where its events lie on its timeline): aligned + offset - origin."""
+    return {"rank": rc.rank, "what": what, "after": after, "ns": int(hi - lo),
+            "start_ns": int(lo) + rc.offset - rc.origin, "end_ns": int(hi) + rc.offset - rc.origin, **more}
+
+
 def cross_rank_paths(sk: Skeleton) -> list[dict]:
     """Per step: the critical path across ranks, walked back from the rank that ended the step last: its tail,
-    then at each collective the member that arrived last (the one the others waited for) and its lead time."""
+    then at each collective the member that arrived last (the one the others waited for) and its lead time.
+    A transfer's `waited_for` names that member: the path goes on, earlier, on its rank."""
     out = []
     step_rank_end: dict = defaultdict(list)
     for ri, rc in enumerate(sk.ranks):
@@ -191,39 +201,42 @@ def cross_rank_paths(sk: Skeleton) -> list[dict]:
     for number in sorted(step_rank_end):
         end, start, ri = max(step_rank_end[number])
         lo = min(s for _, s, _ in step_rank_end[number])
+        hops = _walk(sk, ri, end, lo)
         by_rank: dict = defaultdict(int)
-        hops = []
-        rc = sk.ranks[ri]
-        p = int(np.searchsorted(rc.end, end, side="right")) - 1
-        t = end
-        guard = sum(len(r.end) for r in sk.ranks) + 1
-        while p >= 0 and t > lo and guard > 0:
-            guard -= 1
-            rc = sk.ranks[ri]
-            if rc.end[p] < t:
-                by_rank[rc.rank] += t - int(max(rc.end[p], lo))
-                hops.append({"rank": rc.rank, "what": "own work", "after": rc.label[p], "ns": int(t - max(rc.end[p], lo))})
-            t = min(t, int(rc.end[p]))
-            k = int(rc.instance[p])
-            if k >= 0:  # the member that arrived last held the call
-                qi, qp = max(sk.instances[k], key=lambda m: int(sk.ranks[m[0]].start[m[1]]))
-            else:
-                qi, qp = ri, p
-            arrive = int(sk.ranks[qi].start[qp])
-            if arrive < t:
-                hops.append({"rank": sk.ranks[ri].rank, "what": "transfer", "after": rc.label[p],
-                             "ns": int(t - max(arrive, lo))})
-                by_rank[sk.ranks[ri].rank] += t - max(arrive, lo)
-                t = arrive
-            ri, p = qi, qp - 1
-            if p < 0 and t > lo:
-                by_rank[sk.ranks[ri].rank] += t - lo
-                hops.append({"rank": sk.ranks[ri].rank, "what": "own work", "after": "step start", "ns": int(t - lo)})
-                t = lo
-        if t > lo:
-            by_rank[sk.ranks[ri].rank] += t - lo
-            hops.append({"rank": sk.ranks[ri].rank, "what": "own work", "after": "step start", "ns": int(t - lo)})
-        hops.reverse()
+        for hop in hops:
+            by_rank[hop["rank"]] += hop["ns"]
         out.append({"step": number, "dur_ns": int(end - lo), "by_rank": dict(by_rank), "hops": hops[:64],
                     "hops_total": len(hops)})
     return out
+
+
+def _walk(sk: Skeleton, ri: int, end: int, lo: int) -> list[dict]:
+    """The hops of one step, earliest first, walked back from rank index `ri`'s end of the step to `lo`."""
+    hops = []
+    rc = sk.ranks[ri]
+    p = int(np.searchsorted(rc.end, end, side="right")) - 1
+    t = end
+    guard = sum(len(r.end) for r in sk.ranks) + 1
+    while p >= 0 and t > lo and guard > 0:
+        guard -= 1
+        rc = sk.ranks[ri]
+        if rc.end[p] < t:
+            hops.append(_hop(rc, "own work", rc.label[p], max(int(rc.end[p]), lo), t))
+        t = min(t, int(rc.end[p]))
+        k = int(rc.instance[p])
+        if k >= 0:  # the member that arrived last held the call
+            qi, qp = max(sk.instances[k], key=lambda m: int(sk.ranks[m[0]].start[m[1]]))
+        else:
+            qi, qp = ri, p
+        arrive = int(sk.ranks[qi].start[qp])
+        if arrive < t:
+            hops.append(_hop(rc, "transfer", rc.label[p], max(arrive, lo), t, waited_for=sk.ranks[qi].rank))
+            t = arrive
+        ri, p = qi, qp - 1
+        if p < 0 and t > lo:
+            hops.append(_hop(sk.ranks[ri], "own work", "step start", lo, t))
+            t = lo
+    if t > lo:
+        hops.append(_hop(sk.ranks[ri], "own work", "step start", lo, t))
+    hops.reverse()
+    return hops

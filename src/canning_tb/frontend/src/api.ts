@@ -489,6 +489,11 @@ export interface PathHop {
   what: string; // "own work" | "transfer"
   after: string; // the collective it follows ("step start" for the first)
   ns: number;
+  /** on the rank's own clock, relative to its window's start (where its events lie on its timeline) */
+  start_ns: number;
+  end_ns: number;
+  /** a transfer: the rank that arrived last at the collective (the path goes on, earlier, on its rank) */
+  waited_for?: number;
 }
 
 /** The clock offset subtracted from a rank's times to align it with the others (through the collectives). */
@@ -496,6 +501,9 @@ export interface ClockOffset {
   rank: number;
   offset_ns: number;
   aligned: boolean; // false: it shares no collective with another rank (its clock is taken as is)
+  /** the rank's window at this position (absent where the route could not name it) */
+  worker?: string;
+  window?: string;
 }
 
 export interface CrossRankStep {

@@ -38,7 +38,9 @@ export interface TimelineOptions {
   search: string;
   /** every rank's window at this position side by side, or only the selected one */
   ranks: boolean;
-  align: "clock" | "step";
+  /** the ranks side by side: by their clocks as recorded, their first steps, or the clocks aligned through the
+   * collectives (the cross-rank path's offsets, /critical_path_ranks) */
+  align: "clock" | "step" | "collectives";
   /** a name to open at its longest call (set by links from the other views, then resolved) */
   focus: string;
   /** what `focus` is: an event name, or a collective kind of the Communication view */
@@ -49,6 +51,8 @@ export interface TimelineOptions {
   lane: string;
   /** the step whose critical path is highlighted (timeline_path.ts); -1 = off */
   path: number;
+  /** with All ranks: the step's critical path across the ranks (timeline_xpath.ts), not the selected rank's own */
+  pathRanks: boolean;
   /** the measured (selected) range on the axis, ns relative to the selected window's start; its
    * summary opens with it; null = none */
   measure: [number, number] | null;
@@ -100,7 +104,7 @@ function defaultState(): AppState {
     operators: { group: "name", search: "", top: 10, chart: "bar", sort: "", desc: true },
     kernels: { group: "name", search: "" },
     memory: { device: "", range: null },
-    timeline: { range: null, event: -1, search: "", ranks: false, align: "clock", focus: "", focusBy: "name", mark: -1, lane: "", path: -1, measure: null, marks: [], hidden: [], pinned: [], filter: "", onlyHits: false },
+    timeline: { range: null, event: -1, search: "", ranks: false, align: "clock", focus: "", focusBy: "name", mark: -1, lane: "", path: -1, pathRanks: false, measure: null, marks: [], hidden: [], pinned: [], filter: "", onlyHits: false },
     compare: { run: "", worker: "", window: "", group: "name", table: "operators", search: "" },
     sorts: {},
     options: {},
@@ -163,6 +167,7 @@ function toParams(state: AppState): [string, string][] {
     ["tl.mark", String(state.timeline.mark), String(base.timeline.mark)],
     ["tl.lane", state.timeline.lane, base.timeline.lane],
     ["tl.path", String(state.timeline.path), String(base.timeline.path)],
+    ["tl.pathranks", String(state.timeline.pathRanks), String(base.timeline.pathRanks)],
     ["tl.sel", state.timeline.measure ? state.timeline.measure.join("~") : "", ""],
     ["tl.marks", state.timeline.marks.join(","), ""],
     ["tl.hide", state.timeline.hidden.join(","), ""],
@@ -248,12 +253,13 @@ function timelineFromParams(options: TimelineOptions, read: ParamReader): void {
   options.event = read.parsed("tl.event", parseEvent, -1);
   options.search = read.text("tl.search");
   options.ranks = read.bool("tl.ranks", false);
-  options.align = read.oneOf("tl.align", ["clock", "step"] as const, options.align);
+  options.align = read.oneOf("tl.align", ["clock", "step", "collectives"] as const, options.align);
   options.focus = read.text("tl.focus");
   options.focusBy = read.oneOf("tl.focusby", ["name", "collective"] as const, options.focusBy);
   options.mark = read.parsed("tl.mark", parseEvent, -1);
   options.lane = read.text("tl.lane");
   options.path = read.parsed("tl.path", parseEvent, -1);
+  options.pathRanks = read.bool("tl.pathranks", false);
   options.measure = read.parsed("tl.sel", parseSpan, null);
   options.marks = read.parsed("tl.marks", parseMarks, []);
   options.hidden = read.parsed("tl.hide", parseTrackKeys, []);

@@ -12,6 +12,7 @@ import { laneSeries, counterText, valueAt } from "./timeline_counters";
 import { helpPanel } from "./timeline_help";
 import { drawMarks, drawUserMarks } from "./timeline_marks";
 import { PathOverlay } from "./timeline_path";
+import { pathClocks } from "./timeline_xpath";
 import { foldedAtFirst, layout, loadRanks, loadTracks, openAtFirst, progressText, refreshRank, shifts, type Lane, type RankView, type TrackChoice } from "./timeline_model";
 import { MIN_SPAN, nearLinks, revealRange, revealScroll, unfold, type Target } from "./timeline_reveal";
 import { detailsPanel, hitsPanel, summaryPanel, type SideActions } from "./timeline_side";
@@ -59,8 +60,9 @@ class TimelinePanel implements TimelineActions, SideActions {
   }
 
   show(): void {
-    this.path = new PathOverlay(this.host.store, this.ranks[this.selected]?.sel ?? this.host.sel, this.host.signal, () => this.draw());
-    this.host.el.replaceChildren(this.toolbar(), this.help, this.trackList, this.hitsBox, h("div", { class: "timeline-body" }, this.wrap, this.side));
+    this.path = new PathOverlay(this.host.store, this.ranks[this.selected]?.sel ?? this.host.sel, this.host.signal, () => this.draw(),
+      this.ranks, (lo, hi) => this.zoomTo(lo, hi));
+    this.host.el.replaceChildren(this.toolbar(), this.help, this.trackList, this.hitsBox, this.path.ranksPath.panel, h("div", { class: "timeline-body" }, this.wrap, this.side));
     attachInput(this.host.el, this.canvas, this, this.host.signal);
     this.canvas.addEventListener("mousemove", (event) => this.hover(event));
     this.wrap.addEventListener("scroll", () => this.draw());
@@ -124,9 +126,11 @@ class TimelinePanel implements TimelineActions, SideActions {
       this.host.store.timeline({ ranks: ranks.checked, range: null });
       void load(this.host);
     };
-    const align = h("select", { id: "timeline-align", "aria-label": "Align ranks" }, option("clock", "on the clock", this.options.align === "clock"), option("step", "on the first step", this.options.align === "step"));
+    const align = h("select", { id: "timeline-align", "aria-label": "Align ranks" }, option("clock", "on the clock", this.options.align === "clock"), option("step", "on the first step", this.options.align === "step"),
+      option("collectives", "on the collectives", this.options.align === "collectives"));
+    align.title = "on the clock: as recorded; on the collectives: each clock less its offset through the collectives (the critical path's)";
     align.disabled = !this.options.ranks;
-    align.onchange = () => this.align(align.value as "clock" | "step");
+    align.onchange = () => void this.align(align.value as "clock" | "step" | "collectives");
     const params = new URLSearchParams({ ...this.host.sel }).toString();
     const download = h("a", { id: "timeline-download", class: "button", href: `./timeline_download?${params}`, download: "" }, "Download trace");
     const filter = h("input", { id: "timeline-track-filter", type: "search", placeholder: "Tracks: rank, thread, stream…", "aria-label": "Show only the tracks whose name holds (several: separate by commas)", title: "Show only the tracks whose name holds this (rank 1, thread, stream 7, HCCL…; several: separate by commas)" });
@@ -274,6 +278,7 @@ class TimelinePanel implements TimelineActions, SideActions {
     data.bytes = String(this.ranks.reduce((sum, rank) => sum + (rank.tile?.bytes ?? 0), 0));
     data.ranks = String(this.ranks.length);
     data.path = String(this.path.drawn);
+    data.xpath = JSON.stringify(this.path.ranksPath.drawn);
     data.lanes = String(this.lanes.length);
     data.tracks = this.lanes.filter((lane) => lane.kind === "row" && lane.depth === 0).map((lane) => `${this.ranks[lane.rank].tracks.rank}.${lane.track}`).join(",");
     data.marks = this.marks.user.map((at) => String(Math.round(toX(this.view, at)))).join(",");
@@ -392,10 +397,13 @@ class TimelinePanel implements TimelineActions, SideActions {
     this.setRange(lo, hi, true);
   }
 
-  private align(align: "clock" | "step"): void {
+  private async align(align: "clock" | "step" | "collectives"): Promise<void> {
     this.host.store.timeline({ align });
-    const offsets = shifts(this.rankList, this.selected, align);
+    const clocks = align === "collectives" ? await pathClocks(this.host.sel, this.host.signal) : undefined;
+    if (clocks === null) this.status.textContent = "The clock offsets through the collectives are not known yet (the ranks are being digested): aligned on the clock.";
+    const offsets = shifts(this.rankList, this.selected, align, clocks ?? undefined);
     this.ranks.forEach((rank, i) => (rank.shift = offsets[i]));
+    this.path.aligned();
     this.setRange(...this.fullRange(), true);
   }
 
@@ -686,7 +694,8 @@ async function rankViews(host: ViewHost): Promise<{ views: RankView[]; list: Tim
   const { ranks, selected, errors } = await loadRanks(host.sel, options.ranks, host.signal);
   const sels: Selection[] = ranks.length ? ranks.map((r) => ({ run: host.sel.run, worker: r.worker, window: r.window })) : [host.sel];
   const tracks = await Promise.all(sels.map((sel) => loadTracks(sel, host.signal, true, (text) => showLoading(host, `Timeline: ${text}`))));
-  const offsets = ranks.length ? shifts(ranks, selected, options.align) : [0];
+  const clocks = ranks.length && options.align === "collectives" ? await pathClocks(host.sel, host.signal) : null;
+  const offsets = ranks.length ? shifts(ranks, selected, options.align, clocks ?? undefined) : [0];
   const views = sels.map((sel, i) => ({
     sel, tracks: tracks[i].tracks, shift: offsets[i], collapsed: false, folded: foldedAtFirst(tracks[i].tracks), tile: null, counters: null,
     openGroups: openAtFirst(tracks[i].tracks), pending: tracks[i].pending,

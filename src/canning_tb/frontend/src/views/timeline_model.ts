@@ -169,11 +169,13 @@ export function layout(ranks: RankView[], choice: TrackChoice = NO_CHOICE): Lane
   return lanes;
 }
 
-/** Each rank's shift against the selected one: by the clock, or with their first steps aligned. */
-export function shifts(ranks: TimelineRank[], selected: number, align: "clock" | "step"): number[] {
+/** Each rank's shift against the selected one: by the clock, with their first steps aligned, or by the clock less
+ * each rank's offset through the collectives (`clocks`: "<worker>/<window>" -> offset_ns, the cross-rank path's). */
+export function shifts(ranks: TimelineRank[], selected: number, align: "clock" | "step" | "collectives", clocks?: Map<string, number>): number[] {
   const ref = ranks[selected];
+  const off = (rank: TimelineRank) => (align === "collectives" ? clocks?.get(`${rank.worker}/${rank.window}`) ?? 0 : 0);
   return ranks.map((rank) =>
-    align === "clock" ? rank.offset_ns - ref.offset_ns : ref.first_step_ns - rank.first_step_ns,
+    align === "step" ? ref.first_step_ns - rank.first_step_ns : rank.offset_ns - ref.offset_ns - (off(rank) - off(ref)),
   );
 }
 

@@ -2,7 +2,8 @@
 // step in the app state, `tl.path`, -1 off) and, while on, the path's segments of that step highlighted on the
 // selected rank's tracks: each segment outlined in its category's colour on the track it ran on (a thread, a
 // stream), or on the rank's Steps lane where no track shown is its lane (a gap, an untraced wait). Segments come
-// from /critical_path (the digest's, at most 200 per step: the longest); nothing is computed here.
+// from /critical_path (the digest's, at most 200 per step: the longest); nothing is computed here. With All ranks
+// on, the scope chooser (`tl.pathranks`) offers the step's path across the ranks instead (timeline_xpath.ts).
 import { getJSON, type CriticalPathResponse, type CriticalPathStep, type Selection } from "../api";
 import { h, option } from "../dom";
 import { ms } from "../format";
@@ -10,6 +11,7 @@ import type { AppStore } from "../state";
 import { pathColour } from "./critical_path";
 import { GUTTER, RULER, toX, type Viewport } from "./timeline_draw";
 import type { Lane, RankView } from "./timeline_model";
+import { RanksPath } from "./timeline_xpath";
 
 const SEGMENTS = "200";
 
@@ -27,13 +29,24 @@ export class PathOverlay {
   private shown: CriticalPathStep | null = null;
   private select = h("select", { id: "timeline-path-step", "aria-label": "Step whose critical path is highlighted" });
   private box = h("input", { type: "checkbox", id: "timeline-path" });
+  private scope = h("select", { id: "timeline-path-scope", "aria-label": "Whose critical path" }, option("rank", "this rank"), option("ranks", "across ranks"));
   /** segments drawn at the last draw (tests read it from the canvas) */
   drawn = 0;
+  readonly ranksPath: RanksPath;
 
-  constructor(private store: AppStore, private sel: Selection, private signal: AbortSignal, private redraw: () => void) {}
+  constructor(private store: AppStore, private sel: Selection, private signal: AbortSignal, private redraw: () => void,
+    ranks: RankView[], zoom: (lo: number, hi: number) => void) {
+    this.ranksPath = new RanksPath(sel, signal, ranks, zoom);
+    this.scope.disabled = ranks.length < 2;
+  }
 
   private get step(): number {
     return this.store.state.timeline.path;
+  }
+
+  /** the path across ranks: chosen, and more than one rank side by side */
+  private get across(): boolean {
+    return this.store.state.timeline.pathRanks && !this.scope.disabled;
   }
 
   /** The toolbar's toggle and step chooser. */
@@ -41,7 +54,7 @@ export class PathOverlay {
     this.box.checked = this.step >= 0;
     this.select.disabled = true;
     this.box.onchange = () => {
-      const first = this.steps.length ? this.steps[0].number : -1;
+      const first = this.select.options.length ? Number(this.select.options[0].value) : -1;
       this.store.timeline({ path: this.box.checked ? (this.select.value ? Number(this.select.value) : first) : -1 });
       void this.load();
     };
@@ -49,17 +62,34 @@ export class PathOverlay {
       this.store.timeline({ path: Number(this.select.value) });
       void this.load();
     };
+    this.scope.value = this.across ? "ranks" : "rank";
+    this.scope.onchange = () => {
+      this.store.timeline({ pathRanks: this.scope.value === "ranks" });
+      void this.list();
+    };
     void this.list();
-    return h("label", { title: "Highlight the critical path of a step on this rank's tracks (docs/critical_path.md)" }, this.box, "Critical path ", this.select);
+    return h("label", { title: "Highlight the critical path of a step on this rank's tracks, or (All ranks) across the ranks (docs/critical_path.md)" }, this.box, "Critical path ", this.select, this.scope);
+  }
+
+  /** The chooser's steps: this rank's (/critical_path) or across the ranks (/critical_path_ranks). */
+  private async choices(): Promise<{ number: number; label: string }[]> {
+    if (this.across) {
+      const steps = await this.ranksPath.list();
+      return steps.map((s) => ({ number: s.step, label: `step ${s.step} (${ms(s.dur_ns)} ms, rank ${s.held_by ?? "–"})` }));
+    }
+    const data = await getJSON<CriticalPathResponse>("critical_path", { ...this.sel, limit: "1" }, this.signal);
+    this.steps = data.steps;
+    return data.steps.map((s) => ({ number: s.number, label: `step ${s.number} (${ms(s.dur_ns)} ms)` }));
   }
 
   private async list(): Promise<void> {
     try {
-      const data = await getJSON<CriticalPathResponse>("critical_path", { ...this.sel, limit: "1" }, this.signal);
-      this.steps = data.steps;
-      this.select.replaceChildren(...data.steps.map((s) => option(String(s.number), `step ${s.number} (${ms(s.dur_ns)} ms)`, s.number === this.step)));
-      this.select.disabled = !data.steps.length;
-      this.box.disabled = !data.steps.length;
+      const steps = await this.choices();
+      this.select.replaceChildren(...steps.map((s) => option(String(s.number), s.label, s.number === this.step)));
+      this.select.disabled = !steps.length;
+      this.box.disabled = !steps.length;
+      // a step the other scope had and this one has not: its first step instead
+      if (this.step >= 0 && steps.length && !steps.some((s) => s.number === this.step)) this.store.timeline({ path: steps[0].number });
       if (this.step >= 0) await this.load();
     } catch (err) {
       if ((err as Error).name !== "AbortError") this.box.disabled = true;
@@ -69,8 +99,10 @@ export class PathOverlay {
   private async load(): Promise<void> {
     const step = this.step;
     this.box.checked = step >= 0;
+    this.shown = null;
+    this.ranksPath.clear();
+    if (this.across) return this.loadRanks(step);
     if (step < 0 || !this.steps.some((s) => s.number === step)) {
-      this.shown = null;
       this.redraw();
       return;
     }
@@ -84,9 +116,31 @@ export class PathOverlay {
     this.redraw();
   }
 
-  /** The segments of the chosen step over rank `index`'s lanes (inside the data area). */
+  private async loadRanks(step: number): Promise<void> {
+    if (step >= 0 && this.ranksPath.steps.some((s) => s.step === step)) {
+      try {
+        await this.ranksPath.load(step);
+      } catch (err) {
+        if ((err as Error).name === "AbortError") return;
+      }
+    }
+    this.ranksPath.describe(this.store.state.timeline.align);
+    this.redraw();
+  }
+
+  /** The alignment changed: the note under the toolbar says which one places the path. */
+  aligned(): void {
+    if (this.across) this.ranksPath.describe(this.store.state.timeline.align);
+  }
+
+  /** The segments of the chosen step over rank `index`'s lanes (inside the data area), or the path across ranks. */
   draw(ctx: CanvasRenderingContext2D, view: Viewport, ranks: RankView[], lanes: Lane[], index: number): void {
     this.drawn = 0;
+    if (this.across) {
+      this.ranksPath.draw(ctx, view, lanes);
+      this.drawn = this.ranksPath.drawn.length;
+      return;
+    }
     const path = this.shown;
     const rank = ranks[index];
     if (!path || !rank || this.step !== path.number) return;
