@@ -29,6 +29,7 @@ def _primary(d: pb.Digest, peaks: list[Peak]) -> Peak | None:
 
 def _peak_message(p: Peak) -> pb.DevicePeak:
     m = pb.DevicePeak(device=p.device, kind=p.kind, name=p.name, matched=p.matched, source=p.source, note=p.note,
+                      origin=p.origin,
                       vector_tflops=-1.0 if p.vector is None else p.vector, hbm_gbps=-1.0 if p.hbm is None else p.hbm)
     m.tflops.update(p.matrix)
     return m
@@ -73,9 +74,14 @@ def _notes(r: pb.Roofline, peak: Peak | None, u: totals.Units, has_device: bool,
                        f"MFU counts the modelled matrix work only")
 
 
-def roofline_section(ctx: Context, d: pb.Digest) -> None:
+# the chip the handler's manifest names (ps.Profile(chip=...)): its settings are in the environment (ingest/window.py)
+MANIFEST_CHIP = "settings.chip"
+
+
+def roofline_section(ctx: Context, d: pb.Digest, chip: str | None = None) -> None:
+    """chip: the one chosen for this view (URL / CLI), before the manifest's, the setting's and the files'."""
     t = ctx.table
-    peaks = window_peaks(t.meta.devices)
+    peaks = window_peaks(t.meta.devices, chip, (t.meta.environment or {}).get(MANIFEST_CHIP))
     peak = _primary(d, peaks)
     r = d.roofline
     r.peaks.extend(_peak_message(p) for p in peaks)
