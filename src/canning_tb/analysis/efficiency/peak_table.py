@@ -43,11 +43,11 @@ _CANN_INI = ("https://github.com/leideng/CANN-8.1.RC1/tree/4332a0134a96cfea4a4f6
              "ascend-toolkit/8.1.RC1/aarch64-linux/data/platform_config/")
 
 
-def _ascend(soc: str, cores: int, mhz: int) -> str:
+def _ascend(soc: str, cores: int, mhz: int, note: str = "") -> str:
     """The source of an Ascend row derived by the cube formula from CANN's platform config."""
     return (f"derived: {cores} AI Cores x {mhz:,} MHz x 16 x 16 x 16 MACs x 2 (int8 16 x 32 x 16), cores and clock "
             f"quoted from CANN 8.1.RC1 platform_config/{soc}.ini ([SoCInfo] ai_core_cnt={cores}, [AICoreSpec] "
-            f"cube_freq={mhz}), {_CANN_INI}{soc}.ini")
+            f"cube_freq={mhz}{note}), {_CANN_INI}{soc}.ini")
 
 
 ROWS: tuple[PeakRow, ...] = (
@@ -128,7 +128,7 @@ ROWS: tuple[PeakRow, ...] = (
                                                                         "int8": 727.45}, None, None,
             _ascend("Ascend910_9391", 24, 1850), chip="910_9391"),
     PeakRow("Huawei Ascend 310P3", ("npu",), r"310P3", {"fp16": 69.47, "int8": 138.94}, None, None,
-            _ascend("Ascend310P3", 8, 1060) + "; no bf16 (its Intrinsic_mmad lists none)", chip="310P3"),
+            _ascend("Ascend310P3", 8, 1060, "; no bf16: its Intrinsic_mmad lists none"), chip="310P3"),
 )
 
 # the Ascend cube's dense work per AI Core per cycle, FLOPs (16 x 16 x 16 MACs, int8 16 x 32 x 16)
