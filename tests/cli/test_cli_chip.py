@@ -8,6 +8,8 @@ stays unknown and a note says why. An unknown chip: exit 2, the known names on s
 import gzip
 import json
 import shutil
+import time
+from pathlib import Path
 
 import pytest
 
@@ -15,6 +17,7 @@ from conftest import fixture_path
 from test_roofline_route import TRACE, hand_mfu
 
 from canning_tb.cli.main import main as cli_main
+from canning_tb.util.manifest import digest_path
 
 
 def _renamed_dlrm(folder):
@@ -74,3 +77,23 @@ def test_an_unknown_chip_is_refused(tmp_path, capsys):
     assert e.value.code == 2
     err = capsys.readouterr().err
     assert "unknown chip '910Z9'" in err and "910B3" in err and "H100 SXM5" in err
+
+
+def test_performance_writes_the_chip_into_the_manifests(tmp_path, capsys):
+    """`performance --chip`: the chip goes into each window's manifest (ps.Profile(chip=...)), where the
+    report and the viewer read it; a CPU run has no accelerator to judge, so no peak either way."""
+    pytest.importorskip("torch")
+    script = tmp_path / "train.py"
+    script.write_text("import torch\nm = torch.nn.Linear(8, 2)\nopt = torch.optim.SGD(m.parameters(), lr=0.1)\n"
+                      "for _ in range(4):\n    m(torch.randn(4, 8)).sum().backward(); opt.step(); opt.zero_grad()\n")
+    out = tmp_path / "prof"
+    assert cli_main(["performance", f"--output={out}", f"--cache-dir={tmp_path / 'cache'}", "--chip", "910b3",
+                     "--activities=cpu", "python", str(script)]) == 0
+    (manifest,) = out.glob("*.canning.json")
+    assert json.loads(manifest.read_text())["settings"]["chip"] == "910B3"
+    # the handler's digest at the source runs in a process of its own: let it finish with its folder here
+    digest = Path(digest_path(str(manifest)))
+    for _ in range(600):
+        if digest.exists():
+            break
+        time.sleep(0.2)

@@ -95,7 +95,7 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument("--top", type=int, default=15, help="rows per table in the text report (and ranks listed "
                                                              "one by one; more ranks: their spread and outliers)")
 
-    perf = sub.add_parser("performance", parents=[links], help="run a script under the profiler",
+    perf = sub.add_parser("performance", parents=[links, peaks], help="run a script under the profiler",
                           description="Run a training script under the profiler, unchanged (its optimizer steps "
                                       "mark the steps), then write performance.json beside the windows.")
     perf.add_argument("--output", default="./prof_results", help="where windows are written")
