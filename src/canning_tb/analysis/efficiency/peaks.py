@@ -141,6 +141,7 @@ def _note(peak: Peak) -> str:
         return ""
     return (f"{' and '.join(missing)} of '{peak.name}' unknown: not in canning-tb's table"
             f"{' (the files name the family, not the SoC)' if peak.kind == 'npu' and not peak.matched else ''}; "
+            f"{'' if peak.matrix else 'name the chip (the Chip selector, canning-prof --chip, ps.Profile(chip=...)) or '}"
             f"give them with {SETTING}='{{\"{peak.name or '*'}\": {{\"bf16\": <TFLOP/s>, \"hbm\": <GB/s>}}}}' "
             f"(docs/efficiency.md#peaks)")
 
