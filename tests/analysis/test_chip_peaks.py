@@ -82,10 +82,16 @@ def test_a_chip_of_another_kind_is_not_used(monkeypatch):
     monkeypatch.delenv(SETTING, raising=False)
     gpu = [{"kind": "cuda", "index": 0, "name": "Tesla V100-SXM2-32GB", "sm_count": 80}]
     peak = _one(gpu, chosen="910B3")
-    assert peak.matched == "NVIDIA V100 SXM2" and peak.origin == "files" and "not a cuda device" in peak.note
+    assert peak.matched == "NVIDIA V100 SXM2" and peak.origin == "files" and "not for cuda devices" in peak.note
 
 
 def test_a_manifest_chip_of_a_newer_table_is_a_note_not_a_failure(monkeypatch):
     monkeypatch.delenv(SETTING, raising=False)
     peak = _one(manifest="910Z9")
     assert peak.matched == "Huawei Ascend 910B2" and "910Z9" in peak.note and "not used" in peak.note
+
+
+def test_a_chosen_chip_of_another_kind_leaves_the_manifests(monkeypatch):
+    monkeypatch.delenv(SETTING, raising=False)
+    peak = _one(chosen="H100 SXM5", manifest="910B1")  # a GPU chosen on an NPU window: the manifest's chip
+    assert (peak.matched, peak.origin) == ("Huawei Ascend 910B1", "manifest") and "not for npu devices" in peak.note

@@ -146,28 +146,32 @@ def _note(peak: Peak) -> str:
             f"(docs/efficiency.md#peaks)")
 
 
-def _chosen(peak: Peak, chip: tuple | None) -> bool:
-    """Give the device the row of a named chip (chip: (name, origin)); False when none is named or
-    the chip is of another kind of device (a note says so)."""
-    if not chip or not chip[0]:
-        return False
+def _chosen(peak: Peak, chips: tuple) -> bool:
+    """Give the device the row of the first named chip that fits it (chips: (name, origin) pairs, in
+    precedence order); False when none does (a chip of another kind of device: a note says so)."""
+    return any(_one_chip(peak, chip) for chip in chips if chip[0])
+
+
+def _one_chip(peak: Peak, chip: tuple) -> bool:
     try:
         row = chip_row(chip[0])
     except UnknownChip as e:  # a chosen one was checked at the door; a manifest's may be of a newer table
-        peak.note = f"{e} ({ORIGINS[chip[1]]}): not used"
+        peak.note = "; ".join(n for n in (peak.note, f"{e} ({ORIGINS[chip[1]]}): not used") if n)
         return False
     if peak.kind.lower() not in row.kinds:
-        peak.note = f"chip {chip[0]} ({ORIGINS[chip[1]]}) is not a {peak.kind} device: not used"
+        note = f"chip {chip[0]} ({ORIGINS[chip[1]]}) is not for {peak.kind} devices: not used"
+        peak.note = "; ".join(n for n in (peak.note, note) if n)
         return False
     peak.matched, peak.matrix, peak.vector, peak.hbm = row.key, dict(row.matrix), row.vector, row.hbm
     peak.source, peak.origin = f"{chip_name(row)}, {ORIGINS[chip[1]]}: {row.source}", chip[1]
     return True
 
 
-def device_peak(dev: dict, overrides: dict | None = None, chip: tuple | None = None) -> Peak:
-    """The peaks of one device of Meta.devices; chip: (name, "chosen" | "manifest") overrides the files."""
+def device_peak(dev: dict, overrides: dict | None = None, chips: tuple = ()) -> Peak:
+    """The peaks of one device of Meta.devices; chips: (name, "chosen" | "manifest") pairs, the first
+    that fits the device over the setting and the files."""
     peak = Peak(device=_int(dev.get("index")) or 0, kind=str(dev.get("kind", "")), name=str(dev.get("name", "")))
-    if _chosen(peak, chip):
+    if _chosen(peak, chips):  # a chip that did not fit before it keeps its note
         return peak
     row = next((r for r in ROWS if _fits(r, dev)), None)
     if row is not None:
@@ -188,6 +192,6 @@ def window_peaks(devices: list[dict], chosen: str | None = None, manifest_chip: 
     """One Peak per accelerator of the window (CPUs have no entry: no CPU peak is modelled); `chosen`
     (URL / CLI) before `manifest_chip` (Profile(chip=...)) before CANNING_DEVICE_PEAKS before the files."""
     overrides = _overrides()
-    chip = (chosen, "chosen") if chosen else (manifest_chip, "manifest") if manifest_chip else None
-    return [device_peak(d, overrides, chip) for d in devices
+    chips = ((chosen, "chosen"), (manifest_chip, "manifest"))
+    return [device_peak(d, overrides, chips) for d in devices
             if str(d.get("kind", "")).lower() in ("cuda", "rocm", "npu")]
