@@ -89,4 +89,4 @@ def test_route_columns_and_cli(capsys, tmp_path):
     assert entry["roofline"]["device"]["matched"] == "NVIDIA V100 SXM2"
     assert cli_main(["--mode=view", f"--input={trace}", f"--cache-dir={tmp_path}"]) == 0
     line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("MFU "))
-    assert line.startswith(f"MFU {100 * mfu:.1f} % of Tesla V100-SXM2-32GB (NVIDIA V100 SXM2)")
+    assert line.startswith(f"MFU {100 * mfu:.1f} % of Tesla V100-SXM2-32GB (NVIDIA V100 SXM2, from the files)")

@@ -83,9 +83,9 @@ def _steps(d: pb.Digest, t: EventTable, ctx: Context):
     return nums, starts, starts + durs, res
 
 
-def build_digest(table: EventTable, graph: bool = True) -> pb.Digest:
+def build_digest(table: EventTable, graph: bool = True, chip: str | None = None) -> pb.Digest:
     """`graph=False`: no dependency graph (no critical path; findings' gains as the time they touch): the
-    benchmarks' baseline only."""
+    benchmarks' baseline only. `chip`: the chip chosen for this view (efficiency/peaks.py), None: the files'."""
     d = pb.Digest(schema_version=SCHEMA_VERSION, analysis_revision=analysis_revision())
     _window(d, table)
     ctx = Context(table)
@@ -108,7 +108,7 @@ def build_digest(table: EventTable, graph: bool = True) -> pb.Digest:
     d.npu_efficiency.extend(npu_efficiency(table, starts[kept], ends[kept]))
     d.modules.extend(module_tree(ctx))
     d.input_pipeline.CopyFrom(input_pipeline(table, nums, starts, ends, kept))
-    roofline_section(ctx, d)  # FLOPs / bytes per row, peaks, MFU (analysis/efficiency): before the rules
+    roofline_section(ctx, d, chip)  # FLOPs / bytes per row, peaks, MFU (analysis/efficiency): before the rules
     d.communication.CopyFrom(communication_stats(ctx, starts, ends, nums, res))
     fill_own(d)  # wait / transfer: the one definition (analysis/communication/wait_transfer.py)
     d.coverage.CopyFrom(coverage(table, d))

@@ -62,6 +62,22 @@ def percent(text: str) -> float:
     return value
 
 
+def chip(text: str) -> str:
+    """A chip of the peak table (analysis/efficiency/peaks.py); the error lists the known ones."""
+    from canning_tb.analysis.efficiency.peaks import UnknownChip, chip_name, chip_row
+    try:
+        return chip_name(chip_row(text))
+    except UnknownChip as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def add_chip(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--chip", type=chip, default=None, metavar="NAME",
+                        help="the chip whose peaks MFU, %% of peak and the roofline are judged against (910B3, "
+                             "\"H100 SXM5\"...), over the run's manifest, CANNING_DEVICE_PEAKS and the files' device "
+                             "info (docs/efficiency.md#peaks)")
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="canning-prof", description="Profile a PyTorch script, or report on profiles already written.",
@@ -72,12 +88,14 @@ def _parser() -> argparse.ArgumentParser:
                        help="where digests are cached (default: the user's cache folder, $CANNING_CACHE_DIR)")
     links.add_argument("--follow-links", action="store_true",
                        help="also read files that symbolic links lead to outside --input")
+    peaks = argparse.ArgumentParser(add_help=False)
+    add_chip(peaks)
     report = argparse.ArgumentParser(add_help=False)
     report.add_argument("--format", choices=["text", "json"], default="text", help="output format")
     report.add_argument("--top", type=int, default=15, help="rows per table in the text report (and ranks listed "
                                                              "one by one; more ranks: their spread and outliers)")
 
-    perf = sub.add_parser("performance", parents=[links], help="run a script under the profiler",
+    perf = sub.add_parser("performance", parents=[links, peaks], help="run a script under the profiler",
                           description="Run a training script under the profiler, unchanged (its optimizer steps "
                                       "mark the steps), then write performance.json beside the windows.")
     perf.add_argument("--output", default="./prof_results", help="where windows are written")
@@ -96,7 +114,7 @@ def _parser() -> argparse.ArgumentParser:
                            "view and prof.memory_summary())")
     perf.add_argument("command", nargs=argparse.REMAINDER, help="python SCRIPT [ARGS...]")
 
-    view = sub.add_parser("view", parents=[links, report], help="print the report of profiles",
+    view = sub.add_parser("view", parents=[links, report, peaks], help="print the report of profiles",
                           description="The report of every window under PATH.")
     view.add_argument("--input", required=True,
                       help="a trace file, an *_ascend_pt folder, a run folder, a logdir or a performance.json")
@@ -106,7 +124,7 @@ def _parser() -> argparse.ArgumentParser:
     view.add_argument("--worker", action="append", metavar="NAME",
                       help="the own report of this worker's windows (repeatable)")
 
-    compare = sub.add_parser("compare", parents=[links], help="compare two runs per step",
+    compare = sub.add_parser("compare", parents=[links, peaks], help="compare two runs per step",
                              description="Compare the windows under --base with those under --input per step "
                                          "(docs/compare.md). Exit status: 0 pass, 3 regression, 2 cannot judge "
                                          "or bad input.")

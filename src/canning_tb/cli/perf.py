@@ -57,6 +57,7 @@ def run_script(args) -> int:
         # wait=0 lets a script without optimizer steps still end in a recorded window
         schedule=ps.schedule(wait=args.wait, warmup=max(args.warmup, 1), active=args.active, repeat=args.repeat),
         on_trace_ready=ps.tensorboard_trace_handler(args.output),
+        chip=getattr(args, "chip", None),  # into each window's manifest: the report and the viewer judge against it
         **profiler_options(args))
     steps = [0]
 

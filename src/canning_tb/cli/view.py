@@ -173,7 +173,8 @@ def write_report(path: str, cache_dir: str | None = None) -> str:
 
 
 def view(args) -> int:
-    results, groups, detailed = read_all(targets_for(args.input, args.cache_dir), args.detail, args.worker or ())
+    targets = targets_for(args.input, args.cache_dir, getattr(args, "chip", None))
+    results, groups, detailed = read_all(targets, args.detail, args.worker or ())
     analyses = _analyses(groups)
     if args.format == "json":
         dump_json(json_report(args.input, results, analyses, detailed))

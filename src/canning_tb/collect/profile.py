@@ -31,7 +31,7 @@ _KEEP_STEPS = 4096  # step timestamps kept; a window is far shorter
 class Profile:
     def __init__(self, *, activities=None, schedule=None, on_trace_ready=None, start_on_cpu=False,
                  memory_snapshot=False, memory_snapshot_entries=DEFAULT_ENTRIES, memory_snapshot_on_oom=False,
-                 **kwargs):
+                 chip=None, **kwargs):
         # the allocator's history while collecting, a snapshot per window, and on OOM (memory_history.py)
         self._memory_history = MemoryHistory(memory_snapshot, memory_snapshot_entries, memory_snapshot_on_oom)
         self._last_snapshot = None  # the last window's snapshot (a plain dict from the allocator), for memory_summary
@@ -45,6 +45,8 @@ class Profile:
         self.settings = {"activities": [a.name for a in self._backend.activities],
                          "schedule": repr(schedule) if schedule is not None else None,
                          **{k: bool(kwargs.get(k, False)) for k in PROFILER_SETTINGS}}
+        if chip:  # the chip the files may not name (torch_npu names the family): into the manifest's settings
+            self.settings["chip"] = _chip_name(chip)
         self.profiler = None          # the backend profiler of the current or last collection
         self._running = False
         self._steps = OrderedDict()   # step number -> [begin_ns, end_ns or None], wall clock
@@ -330,6 +332,13 @@ class profile(Profile):
                 return fn(*a, **kw)
         wrapper.profile = self
         return wrapper
+
+
+def _chip_name(chip: str) -> str:
+    """The peak table's name of a chip (analysis/efficiency/peaks.py): a wrong one fails here, at once,
+    rather than in the viewer, with the known names."""
+    from canning_tb.analysis.efficiency.peaks import chip_name, chip_row
+    return chip_name(chip_row(str(chip)))
 
 
 _current = None

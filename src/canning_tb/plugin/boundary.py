@@ -30,8 +30,8 @@ from tensorboard.backend import http_util
 from werkzeug import wrappers
 
 from canning_tb.queries.bounds import check_int
-from canning_tb.queries.errors import (BadParameter, NotFound, QueryError, Unavailable, Unreadable, scrub_paths,
-                                       short_path)
+from canning_tb.queries.errors import (BadParameter, NotFound, QueryError, Unavailable, UnknownChip, Unreadable,
+                                       scrub_paths, short_path)
 from canning_tb.util.remote_fs import RemoteError
 
 from .errors import RouteError
@@ -91,7 +91,7 @@ def _input_error(store, file: str, problem: str, logdir: str | None) -> tuple[in
 
 
 # the selections' errors (queries/errors.py) as HTTP statuses; a QueryError of another kind is a bug (500)
-_STATUS = {BadParameter: 400, NotFound: 404, Unreadable: 422, Unavailable: 503}
+_STATUS = {BadParameter: 400, NotFound: 404, Unreadable: 422, UnknownChip: 422, Unavailable: 503}
 
 
 def error_answer(error: BaseException, store, logdir: str | None, path: str) -> tuple[int, dict]:

@@ -17,7 +17,7 @@ from werkzeug import wrappers
 
 from canning_tb.queries import memory_snapshot, sections
 from canning_tb.queries.critical_path import HOPS_PAGE, SEGMENTS_PAGE, critical_path_impl, cross_rank_path_impl
-from canning_tb.queries.errors import BadParameter, Unavailable
+from canning_tb.queries.errors import BadParameter, Unavailable, UnknownChip
 from canning_tb.queries.ranks import cluster_impl, position_of
 from canning_tb.queries.roofline import roofline_impl
 from canning_tb.queries.trends import trends_impl
@@ -50,6 +50,8 @@ export function render() {
 
 
 WINDOW = (Param("run", required=True), Param("worker", required=True), Param("window", required=True))
+# the chip chosen in the UI (analysis/efficiency/peaks.py): the routes whose figures are judged against a peak
+PEAKS = WINDOW + (Param("chip"),)
 PAGING = (Param("sort"), Param("order"), Param("search"), Param("offset", "int"), Param("limit", "int"))
 
 
@@ -96,12 +98,12 @@ def _memory_range(store, q):
 # A new route is one line here (and its section in docs/http_api.md).
 GROUP = Param("group_by", default="name")
 ROUTES = {
-    "/overview": (WINDOW, "json", _window(sections.overview_impl)),
-    "/operators": (WINDOW + PAGING + (GROUP, Param("detail"), Param("shapes")), "json", _operators),
-    "/kernels": (WINDOW + PAGING, "json", lambda store, q: sections.kernels_impl(store, q.run, q.worker, q.window,
+    "/overview": (PEAKS, "json", _window(sections.overview_impl)),
+    "/operators": (PEAKS + PAGING + (GROUP, Param("detail"), Param("shapes")), "json", _operators),
+    "/kernels": (PEAKS + PAGING, "json", lambda store, q: sections.kernels_impl(store, q.run, q.worker, q.window,
                                                                                   paging(q))),
-    "/operators.csv": (WINDOW + PAGING + (GROUP,), "csv", _csv(sections.operators_csv)),
-    "/kernels.csv": (WINDOW + PAGING + (GROUP,), "csv", _csv(sections.kernels_csv)),
+    "/operators.csv": (PEAKS + PAGING + (GROUP,), "csv", _csv(sections.operators_csv)),
+    "/kernels.csv": (PEAKS + PAGING + (GROUP,), "csv", _csv(sections.kernels_csv)),
     "/memory": (WINDOW, "json", _window(sections.memory_impl)),
     "/memory_range": (WINDOW + (Param("device", required=True), Param("start_ns", "int"), Param("end_ns", "int")),
                       "json", _memory_range),
@@ -118,14 +120,26 @@ ROUTES = {
     "/memory_snapshot_ranks": ((Param("run", required=True), Param("window_index", "int", default=0)), "json",
                                lambda store, q: memory_snapshot.snapshot_ranks_impl(store, q.run, q.window_index)),
     "/communication": (WINDOW, "json", _window(sections.communication_impl)),
-    "/suggestions": (WINDOW, "json", _window(sections.suggestions_impl)),
-    "/modules": (WINDOW, "json", _window(sections.modules_impl)),
-    "/roofline": (WINDOW, "json", _window(roofline_impl)),
+    "/suggestions": (PEAKS, "json", _window(sections.suggestions_impl)),
+    "/modules": (PEAKS, "json", _window(sections.modules_impl)),
+    "/roofline": (PEAKS, "json", _window(roofline_impl)),
     "/critical_path": (WINDOW + (Param("step", "int"), Param("offset", "int", default=0),
                                  Param("limit", "int", default=SEGMENTS_PAGE)), "json",
                        lambda store, q: critical_path_impl(store, q.run, q.worker, q.window, q.step, q.offset, q.limit)),
     "/compare": (COMPARE_QUERY, "json", compare_request),
 }
+
+
+def _for_chip(store, chip: str | None):
+    """The store, or its view for the chip chosen in the UI; 422 naming the known chips for another name."""
+    if not chip:
+        return store
+    from canning_tb.analysis.efficiency.peaks import UnknownChip as NotInTable, chip_names
+    from canning_tb.store.chip_digest import ChipView
+    try:
+        return ChipView(store, chip)
+    except NotInTable as e:
+        raise UnknownChip(str(e), known=chip_names()) from None
 
 
 def _read_only(app):
@@ -173,8 +187,10 @@ class CanningPlugin(base_plugin.TBPlugin):
         }
 
     def route(self, handle, query=(), kind: str = "json"):
-        """The app of one route: handle(store, query) behind the one boundary (boundary.py)."""
-        return app(lambda q: handle(self._store(), q), query, kind, lambda: self.scanner.store, self._logdir)
+        """The app of one route: handle(store, query) behind the one boundary (boundary.py); a route
+        given `chip` reads the digests for that chip (store/chip_digest.py)."""
+        return app(lambda q: handle(_for_chip(self._store(), q.get("chip")), q), query, kind,
+                   lambda: self.scanner.store, self._logdir)
 
     def is_active(self) -> bool:
         """Cheap: reads the last scan's listing. While the very first scan of a big logdir is

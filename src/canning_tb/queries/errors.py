@@ -29,6 +29,10 @@ class Unreadable(QueryError):
     """The window's files cannot be read: the message names the file and the problem."""
 
 
+class UnknownChip(QueryError):
+    """A chip name (`chip=`) the peak table does not have: 422, with the known names."""
+
+
 class Unavailable(QueryError):
     """Not answerable yet (the logdir is still being listed): ask again."""
 

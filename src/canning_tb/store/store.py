@@ -16,8 +16,9 @@ from canning_tb.util import remote_fs
 from canning_tb.util.lru import LRU
 
 from . import cache, lookup
+from .chip_digest import build_for_chip, canonical, chip_entry
 from .compute import (BackgroundJobs, build_timeline_index, compute_and_cache, compute_in_child, compute_many,
-                      digest_of, events_prefix, read_window, table_into_cache)
+                      digest_of, events_prefix, read_window, table_into_cache, write_cache)
 from .discover import Run, Window, Worker, discover
 
 log = logging.getLogger("canning_tb.store")
@@ -28,7 +29,7 @@ __all__ = ["Store", "digest_of", "read_window"]
 class Store:
     def __init__(self, logdir: str, cache_dir: str | None = None, max_workers: int | None = None,
                  memory_items: int = 64, recursive: bool = True, select=None,
-                 isolate_bytes: int | None = None, timeline_index: bool = False):
+                 isolate_bytes: int | None = None, timeline_index: bool = False, chip: str | None = None):
         # a remote logdir (s3://...) is read from a local copy (mirror.py); `logdir` is where discovery looks
         self.url = logdir if remote_fs.is_url(logdir) else None
         self.remote = None
@@ -44,6 +45,8 @@ class Store:
         # background process (the CLI and batch digests never show a timeline: they skip it)
         self._indexer = BackgroundJobs() if timeline_index else None
         self.cache_dir = cache_dir
+        # the chip chosen for every digest this store gives (canning-prof --chip); None: the files' (chip_digest.py)
+        self.chip = canonical(chip) if chip else None
         self.max_workers = max_workers or max(1, min(os.cpu_count() or 1, 8))
         self._lock = threading.RLock()
         self._runs: dict[str, Run] = {}
@@ -141,9 +144,13 @@ class Store:
             lookup.usable_source_digest(window, current_only=current) is not None
 
     # -- digests -------------------------------------------------------------------------------------
-    def digest(self, run: str, worker: str, window_id: str):
+    def digest(self, run: str, worker: str, window_id: str, chip: str | None = None):
         """The digest of one window: from memory, the handler's own, the cache, or computed now
-        (once, however many threads ask for it at the same time)."""
+        (once, however many threads ask for it at the same time); `chip` (a canonical name, else the
+        store's own): the one for that chip (chip_digest.py)."""
+        chip = chip or self.chip
+        if chip:
+            return self._chip_digest(run, worker, window_id, chip)
         window = self.window(run, worker, window_id)
         self._fetch(window, unless_digested=True)
         key, path = self._key(run, window)
@@ -176,10 +183,31 @@ class Store:
                 self._indexer.submit(path, build_timeline_index, path)
         return self._digests.put(key, digest)
 
+    def _chip_digest(self, run: str, worker: str, window_id: str, chip: str):
+        """The window's digest for a chosen chip: from memory, its own cache entry, else built once
+        from the window's cached events (never the digest at the source: that one has the files' chip)."""
+        from canning_tb.analysis import digest_pb2
+        window = self.window(run, worker, window_id)
+        key, path = chip_entry(*self._key(run, window), chip)
+        with self._lock:
+            lock = self._computing.setdefault(key, threading.Lock())
+        with lock:
+            found = self._digests.get(key)
+            if found is not None:
+                return found
+            found = _read_entry(path, digest_pb2.Digest)
+            if found is None:  # none yet, or a bad entry: built again
+                found = build_for_chip(self.table(run, worker, window_id), worker, chip)
+                write_cache(lambda p: cache.write_atomic(p, found.SerializeToString()), path)
+                cache.enforce_budget(path)
+            return self._digests.put(key, found)
+
     def digest_part(self, run: str, worker: str, window_id: str, fields: tuple):
         """The window's digest with only `fields` read (store/digest_part.py), for views across many
         ranks; the whole digest when it is in memory or not computed yet (digest() computes it)."""
         from .digest_part import part_class
+        if self.chip:
+            return self.digest(run, worker, window_id)
         window = self.window(run, worker, window_id)
         self._fetch(window, unless_digested=True)
         key, path = self._key(run, window)
@@ -291,3 +319,15 @@ class Store:
             if progress:
                 progress(done, len(todo))
         return errors
+
+
+def _read_entry(path: str, message):
+    """A digest cached at `path`, None when there is none to use (its key has the code revision in it)."""
+    from google.protobuf.message import DecodeError
+    try:
+        with open(path, "rb") as f:
+            digest = message.FromString(f.read())
+    except (OSError, DecodeError):
+        return None
+    cache.touch(path)
+    return digest if digest.schema_version == lookup.schema() else None

@@ -18,7 +18,7 @@ complete), one JSON object:
 | wall_start_ns, wall_end_ns | int \\| null      | wall clock span of the window |
 | devices          | [{kind, name, index, memory, ...}] | devices of the process |
 | versions         | {python, torch, torch_npu, cann}   | versions of the stack |
-| settings         | {activities, schedule, record_shapes, profile_memory, with_stack, with_flops, with_modules} |
+| settings         | {activities, schedule, record_shapes, profile_memory, with_stack, with_flops, with_modules, chip?} (chip: ps.Profile(chip=...), the peak table's name) |
 | trace_events     | int \\| null                | events in the Chrome trace (null for torch_npu) |
 | files            | [{name, bytes, kind?}]      | the window's files, by name, in the manifest's folder only; kind "ascend_pt" marks torch_npu's folder |
 | analysis         | "" \\| "sync" \\| "async" \\| "off" \\| "skipped" | torch_npu only: how its folder was analysed: during the handler, in the background (async_mode), not at all (analyse_flag=False: parse later with torch_npu.profiler.profiler.analyse), or skipped by torch_npu itself (daemon process, parse failure) |

@@ -4,7 +4,9 @@
 Ascend cube; an NVIDIA FP32 GEMM without TF32 runs on the CUDA cores, so "fp32" is their peak);
 `vector`: the FP32 peak of the vector units (CUDA cores, stream processors), TFLOP/s; `hbm`: GB/s.
 Sparse figures of the datasheets are halved to dense. A device matches a row when its name matches
-`names` and, where given, its SM / CU count and memory; the first row that matches wins.
+`names` and, where given, its SM / CU count and memory; the first row that matches wins. A row's
+`chip` is the short name a user gives to choose it (`--chip 910B3`, peaks.chip_row); "" for rows that
+only match the files' names.
 """
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ class PeakRow:
     units: int | None = None  # SMs (CUDA), CUs (ROCm), AI Cores (NPU) the device must report
     memory_gib: tuple | None = None  # (low, high) the device's memory must lie in
     arch: str = ""  # compute capability the device must report ("9.0" for gfx90a)
+    chip: str = ""  # the name a user chooses the row by ("910B3"); "" for rows only the files' names match
 
 
 _V100 = "https://images.nvidia.com/content/technologies/volta/pdf/volta-v100-datasheet-update-us-1165301-r5.pdf"
@@ -35,6 +38,17 @@ _MI300X = {"fp64": 163.4, "fp32": 163.4, "tf32": 653.7, "fp16": 1307.4, "bf16": 
            "int8": 2614.9}
 _ASCEND_FORMULA = ("AI Cores x cube clock x 16 x 16 x 16 MACs x 2 (int8 16 x 32 x 16); cores and clock from "
                    "CANN's platform_config/{soc}.ini [SoCInfo] ai_core_cnt, [AICoreSpec] cube_freq")
+
+_CANN_INI = ("https://github.com/leideng/CANN-8.1.RC1/tree/4332a0134a96cfea4a4f6673690a81075c1e4dfb/Ascend/"
+             "ascend-toolkit/8.1.RC1/aarch64-linux/data/platform_config/")
+
+
+def _ascend(soc: str, cores: int, mhz: int, note: str = "") -> str:
+    """The source of an Ascend row derived by the cube formula from CANN's platform config."""
+    return (f"derived: {cores} AI Cores x {mhz:,} MHz x 16 x 16 x 16 MACs x 2 (int8 16 x 32 x 16), cores and clock "
+            f"quoted from CANN 8.1.RC1 platform_config/{soc}.ini ([SoCInfo] ai_core_cnt={cores}, [AICoreSpec] "
+            f"cube_freq={mhz}{note}), {_CANN_INI}{soc}.ini")
+
 
 ROWS: tuple[PeakRow, ...] = (
     # NVIDIA (device names as torch / Kineto's deviceProperties give them)
@@ -97,14 +111,24 @@ ROWS: tuple[PeakRow, ...] = (
             "AMD Instinct MI210, https://www.amd.com/en/products/accelerators/instinct/mi200/mi210.html (an MI250 "
             "is two such GCDs: https://www.amd.com/en/products/accelerators/instinct/mi200/mi250.html, 362.1 "
             "TFLOPS FP16, 3.2768 TB/s)", units=104, arch="9.0", memory_gib=(60, 66)),
-    # Huawei Ascend
+    # Huawei Ascend. The 910B / A3 / 310P rows: the cube formula on CANN 8.1.RC1's platform_config (_CANN_INI);
+    # torch_npu names the SoC as CANN does ("Ascend910B3", "Ascend910_9391"), the family alone ("Ascend910B") fits none
     PeakRow("Huawei Ascend 910", ("npu",), r"Ascend ?910(A|$| |\))", {"fp16": 256.0, "int8": 512.0}, None, None,
             "Huawei, Ascend 910 launch (2019): 256 TFLOPS FP16, 512 TOPS INT8, "
-            "https://www.huawei.com/en/news/2019/8/huawei-ascend-910-most-powerful-ai-processor"),
+            "https://www.huawei.com/en/news/2019/8/huawei-ascend-910-most-powerful-ai-processor", chip="910A"),
+    PeakRow("Huawei Ascend 910B1", ("npu",), r"910B1", {"fp16": 363.72, "bf16": 363.72, "int8": 727.45}, None, None,
+            _ascend("Ascend910B1", 24, 1850), chip="910B1"),
     PeakRow("Huawei Ascend 910B2", ("npu",), r"910B2", {"fp16": 353.9, "bf16": 353.9, "int8": 707.8}, None, None,
-            _ASCEND_FORMULA.format(soc="Ascend910B2") + ": 24 cores, 1,800 MHz"),
+            _ASCEND_FORMULA.format(soc="Ascend910B2") + ": 24 cores, 1,800 MHz", chip="910B2"),
+    PeakRow("Huawei Ascend 910B3", ("npu",), r"910B3", {"fp16": 294.91, "bf16": 294.91, "int8": 589.82}, None, None,
+            _ascend("Ascend910B3", 20, 1800), chip="910B3"),
     PeakRow("Huawei Ascend 910B4", ("npu",), r"910B4", {"fp16": 245.8, "bf16": 245.8, "int8": 491.5}, None, None,
-            _ASCEND_FORMULA.format(soc="Ascend910B4") + ": 20 cores, 1,500 MHz"),
+            _ASCEND_FORMULA.format(soc="Ascend910B4") + ": 20 cores, 1,500 MHz", chip="910B4"),
+    PeakRow("Huawei Ascend 910_9391 (Atlas A3)", ("npu",), r"910_9391", {"fp16": 363.72, "bf16": 363.72,
+                                                                        "int8": 727.45}, None, None,
+            _ascend("Ascend910_9391", 24, 1850), chip="910_9391"),
+    PeakRow("Huawei Ascend 310P3", ("npu",), r"310P3", {"fp16": 69.47, "int8": 138.94}, None, None,
+            _ascend("Ascend310P3", 8, 1060, "; no bf16: its Intrinsic_mmad lists none"), chip="310P3"),
 )
 
 # the Ascend cube's dense work per AI Core per cycle, FLOPs (16 x 16 x 16 MACs, int8 16 x 32 x 16)

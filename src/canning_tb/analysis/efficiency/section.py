@@ -3,6 +3,8 @@ bandwidth, roofline points (docs/efficiency.md). Called by build.py once the ope
 and module sections exist (it adds to them), before the rules run (they read it)."""
 from __future__ import annotations
 
+import json
+
 import numpy as np
 
 from ...ingest.table import Kind
@@ -29,6 +31,7 @@ def _primary(d: pb.Digest, peaks: list[Peak]) -> Peak | None:
 
 def _peak_message(p: Peak) -> pb.DevicePeak:
     m = pb.DevicePeak(device=p.device, kind=p.kind, name=p.name, matched=p.matched, source=p.source, note=p.note,
+                      origin=p.origin,
                       vector_tflops=-1.0 if p.vector is None else p.vector, hbm_gbps=-1.0 if p.hbm is None else p.hbm)
     m.tflops.update(p.matrix)
     return m
@@ -73,9 +76,25 @@ def _notes(r: pb.Roofline, peak: Peak | None, u: totals.Units, has_device: bool,
                        f"MFU counts the modelled matrix work only")
 
 
-def roofline_section(ctx: Context, d: pb.Digest) -> None:
+# the chip the handler's manifest names (ps.Profile(chip=...)): its settings are in the environment (ingest/window.py)
+MANIFEST_CHIP = "settings.chip"
+
+
+def _manifest_chip(env: dict) -> str | None:
+    """The manifest's chip: as written from the manifest (plain), or JSON-quoted (collect/summaries.py)."""
+    value = env.get(MANIFEST_CHIP)
+    if isinstance(value, str) and value.startswith('"'):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return None
+    return value if isinstance(value, str) and value else None
+
+
+def roofline_section(ctx: Context, d: pb.Digest, chip: str | None = None) -> None:
+    """chip: the one chosen for this view (URL / CLI), before the manifest's, the setting's and the files'."""
     t = ctx.table
-    peaks = window_peaks(t.meta.devices)
+    peaks = window_peaks(t.meta.devices, chip, _manifest_chip(t.meta.environment or {}))
     peak = _primary(d, peaks)
     r = d.roofline
     r.peaks.extend(_peak_message(p) for p in peaks)

@@ -22,7 +22,7 @@ def roofline_figures(d: pb.Digest) -> dict | None:
             "modelled_share": _known(r.modelled_share), "steps": int(r.steps),
             "device": None if peak is None else {"name": peak.name, "matched": peak.matched or None,
                                                  "tflops": dict(sorted(peak.tflops.items())), "hbm_gbps": _known(peak.hbm_gbps),
-                                                 "source": peak.source or None},
+                                                 "source": peak.source or None, "origin": peak.origin or None},
             "notes": list(r.notes)}
 
 
@@ -36,7 +36,9 @@ def roofline_lines(d: pb.Digest) -> str:
     dev = f["device"]
     if dev is None:  # a CPU-only window, or a device the files do not name: nothing to judge against
         return "MFU and HBM bandwidth: unknown (no accelerator named in the window's files)"
-    against = f"{dev['name']} ({dev['matched'] or 'no peak known'})"
+    origin = {"chosen": ", chosen with --chip", "manifest": ", the manifest's chip", "setting": ", CANNING_DEVICE_PEAKS",
+              "files": ", from the files"}.get(dev["origin"] or "", "")
+    against = f"{dev['name']} ({dev['matched'] or 'no peak known'}{origin})"
     hbm = "unknown" if f["hbm_gbps"] is None else f"{f['hbm_gbps']:.1f} GB/s ({f['hbm_source'].replace('_', ' ')})"
     lines = [f"MFU {_pct(f['mfu'])} of {against}; HBM bandwidth used {hbm}, {_pct(f['hbm_share'])} of its peak; "
              f"modelled share of kernel time {_pct(f['modelled_share'])}"]

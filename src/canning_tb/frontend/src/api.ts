@@ -162,6 +162,8 @@ export interface DevicePeak {
   hbm_gbps: number | null;
   source: string;
   note: string;
+  /** "chosen" (URL / CLI) | "manifest" | "setting" (CANNING_DEVICE_PEAKS) | "files" | "" */
+  origin?: string;
 }
 
 export interface RooflinePoint {
@@ -735,6 +737,8 @@ export interface ModulesResponse extends WindowHead {
 export interface RooflineResponse extends WindowHead {
   roofline: Roofline;
   steps: { number: number; start_ns: number; dur_ns: number; roofline: StepRoofline }[];
+  /** the chips the chip selector offers: the peak table's rows for the window's kinds of device */
+  chips?: string[];
 }
 
 /** GET /memory */
@@ -1409,6 +1413,8 @@ export interface Selection {
   run: string;
   worker: string;
   window: string;
+  /** the chip chosen in the UI (views/chip_select.ts): the peaks of MFU, % of peak, the roofline; "" = the files' */
+  chip?: string;
 }
 
 export class ApiError extends Error {
@@ -1445,7 +1451,9 @@ export async function getJSON<T>(route: string, params: Record<string, string> =
 }
 
 export function windowParams(sel: Selection): Record<string, string> {
-  return { run: sel.run, worker: sel.worker, window: sel.window };
+  const params: Record<string, string> = { run: sel.run, worker: sel.worker, window: sel.window };
+  if (sel.chip) params.chip = sel.chip; // routes without peaks ignore it
+  return params;
 }
 
 // -- the timeline's routes (/timeline_*; docs/http_api.md, "Timeline routes") ------------------------

@@ -5,7 +5,7 @@
 import css from "./style.css";
 import { getJSON, type RunEntry, type RunsResponse, type Selection, type WorkerEntry } from "./api";
 import { clear, h, option } from "./dom";
-import { AppStore, baselineMoved, readURL, withRunDefaults, type AppState } from "./state";
+import { AppStore, baselineMoved, CHIP_OPTION, readURL, withRunDefaults, type AppState } from "./state";
 import { followTheme } from "./theme";
 import { captureSection } from "./views/capture";
 import { bindTableSorts, errorText } from "./views/common";
@@ -294,7 +294,7 @@ class Shell {
   /** (Re)mount the state's view for the state's window; no-op if neither changed (unless forced). */
   private mount(force = false): void {
     const state = this.store.state;
-    const sel: Selection = { run: state.run, worker: state.worker, window: state.window };
+    const sel: Selection = { run: state.run, worker: state.worker, window: state.window, chip: state.options[CHIP_OPTION] ?? "" };
     if (!sel.run || !sel.worker || !sel.window) return;
     const key = JSON.stringify([sel, state.view]);
     if (key === this.mountedKey && !force) return;

@@ -118,6 +118,7 @@ function defaultState(): AppState {
  * the views (grouping, top N, chart type, ranks side by side) stay. */
 export function withRunDefaults(state: AppState, keepBaseline: boolean): AppState {
   const base = defaultState();
+  const { [CHIP_OPTION]: _chip, ...options } = state.options; // a chip is one run's hardware
   const compare = keepBaseline ? state.compare : { ...state.compare, run: "", worker: "", window: "", search: "" };
   return {
     ...state,
@@ -127,8 +128,12 @@ export function withRunDefaults(state: AppState, keepBaseline: boolean): AppStat
     timeline: { ...state.timeline, search: "", measure: null, marks: [], hidden: [], pinned: [], filter: "" },
     compare,
     sorts: {},
+    options,
   };
 }
+
+/** The option (URL key `o.chip`) of the chip chosen in the UI (views/chip_select.ts); absent = the files'. */
+export const CHIP_OPTION = "chip";
 
 /** Whether `to` holds another Compare baseline than `from`. */
 export function baselineMoved(from: AppState, to: AppState): boolean {

@@ -4,6 +4,7 @@
 import { getJSON, windowParams, type RooflineResponse } from "../api";
 import { h } from "../dom";
 import { tip } from "../glossary";
+import { chipSelect, peakOrigin } from "./chip_select";
 import { card, kvTable } from "./common";
 import type { ViewHost } from "./view";
 import { sharePct, sig } from "./work_columns";
@@ -17,7 +18,7 @@ function rows(data: RooflineResponse): [string, string, string][] {
     ["HBM bandwidth used (% of peak)", sharePct(r.hbm_share ?? -1), tip("hbm_bandwidth_used")],
     ["Modelled share of kernel time (%)", sharePct(r.modelled_share ?? -1), tip("modelled_share")],
   ];
-  if (peak) out.push(["Judged against", `${peak.name}${peak.matched ? ` (${peak.matched})` : ": no peak known"}`, tip("peak_flops")]);
+  if (peak) out.push(["Judged against", `${peak.name}: ${peakOrigin(peak)}`, `${tip("peak_flops")} ${peak.source}`]);
   return out;
 }
 
@@ -36,7 +37,7 @@ export function mfuCard(host: ViewHost): HTMLElement {
       }
       const open = h("button", { type: "button", class: "button", id: "ov-open-roofline" }, "Open the Roofline view");
       open.onclick = () => host.store.update({ view: "roofline" });
-      body.replaceChildren(kvTable("ov-mfu-table", rows(data)), ...r.notes.map((n) => h("p", { class: "muted", text: n })), open);
+      body.replaceChildren(chipSelect(host, data, "ov-chip"), kvTable("ov-mfu-table", rows(data)), ...r.notes.map((n) => h("p", { class: "muted", text: n })), open);
       body.dataset.state = "loaded";
     },
     () => el.remove(),

@@ -3,6 +3,7 @@
 // roofs (its peaks, from /roofline); a click opens the operator in the Operators view or the kernel's
 // longest call in the Timeline. Every number is the digest's (analysis/efficiency); the roofs are
 // drawn from the peaks the digest gives: min(peak, intensity x HBM bandwidth).
+import { chipSelect, peakOrigin } from "./chip_select";
 import { windowParams, type DevicePeak, type RooflinePoint, type RooflineResponse } from "../api";
 import { RawChart, tipLines } from "../chart";
 import { h, option } from "../dom";
@@ -192,7 +193,9 @@ class RooflinePanel {
     this.host.el.replaceChildren(
       ...[problemsList(data.problems, "roofline-problems")].filter((el): el is HTMLElement => !!el),
       h("div", { class: "grid2" }, card("Work against the hardware", figures(data), ...notes), card("Per step", stepsTable(data))),
-      card("Device peaks", peaksTable(data.roofline.peaks)),
+      card("Device peaks", chipSelect(this.host, data, "roofline-chip"),
+        h("p", { id: "roofline-judged", class: "muted", text: `Judged against: ${peakOrigin(data.roofline.peaks.find((p) => p.device === data.roofline.device))}` }),
+        peaksTable(data.roofline.peaks)),
       card("Roofline (click a point: the operator, or the kernel's longest call in the Timeline)",
         h("div", { class: "toolbar" }, h("label", {}, "Points ", kindSel)), this.chartEl),
       h("section", { class: "card" }, h("h3", { class: "section-title", text: "Points" }), h("div", { class: "table-wrap" }, this.table.el)),
