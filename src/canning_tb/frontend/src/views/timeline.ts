@@ -271,6 +271,8 @@ class TimelinePanel implements TimelineActions, SideActions {
     data.lo = String(Math.round(this.view.lo));
     data.hi = String(Math.round(this.view.hi));
     data.items = String(this.ranks.reduce((sum, rank) => sum + (rank.tile?.header.count ?? 0), 0));
+    // when the first items were drawn (the page's clock): the benchmark's first paint
+    if (!data.paintedAt && data.items !== "0") data.paintedAt = String(Math.round(performance.now()));
     data.bytes = String(this.ranks.reduce((sum, rank) => sum + (rank.tile?.bytes ?? 0), 0));
     data.ranks = String(this.ranks.length);
     data.path = String(this.path.drawn);
