@@ -78,7 +78,9 @@ class TimelinePanel implements TimelineActions, SideActions {
       void this.summarize(...this.options.measure);
     }
     this.pendingLane = this.options.lane;
-    this.refetch();
+    // the first tiles at once (no debounce), asked before the critical path's steps: the first paint
+    void this.fetchTiles();
+    this.path.start();
     if (this.ranks.some((rank) => rank.pending)) void this.poll();
     if (this.options.focus) void this.focus(this.options.focus);
     else if (this.options.event >= 0) void this.select(this.selected, this.options.event, false);
@@ -232,10 +234,13 @@ class TimelinePanel implements TimelineActions, SideActions {
 
   // -- drawing ------------------------------------------------------------------------------------
 
+  /** The observer also calls this once as it starts, with the width show() used: no second fetch then. */
   private resize(): void {
-    this.view.width = Math.max(1, this.wrap.clientWidth - GUTTER);
+    const width = Math.max(1, this.wrap.clientWidth - GUTTER);
+    const changed = width !== this.view.width;
+    this.view.width = width;
     this.draw();
-    this.refetch();
+    if (changed) this.refetch();
   }
 
   private draw(): void {

@@ -49,8 +49,12 @@ export class PathOverlay {
       this.store.timeline({ path: Number(this.select.value) });
       void this.load();
     };
-    void this.list();
     return h("label", { title: "Highlight the critical path of a step on this rank's tracks (docs/critical_path.md)" }, this.box, "Critical path ", this.select);
+  }
+
+  /** The steps' list, asked once the panel has asked for its first tiles (they come first). */
+  start(): void {
+    void this.list();
   }
 
   private async list(): Promise<void> {
