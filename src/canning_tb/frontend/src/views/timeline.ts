@@ -78,9 +78,9 @@ class TimelinePanel implements TimelineActions, SideActions {
       void this.summarize(...this.options.measure);
     }
     this.pendingLane = this.options.lane;
-    // the first tiles at once (no debounce), asked before the critical path's steps: the first paint
-    void this.fetchTiles();
-    this.path.start();
+    // the first tiles at once (no debounce); the critical path's steps (a toolbar list) once they are
+    // in: the server answers the first paint's requests alone
+    void this.fetchTiles().finally(() => this.path.start());
     if (this.ranks.some((rank) => rank.pending)) void this.poll();
     if (this.options.focus) void this.focus(this.options.focus);
     else if (this.options.event >= 0) void this.select(this.selected, this.options.event, false);

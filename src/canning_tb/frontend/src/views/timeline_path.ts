@@ -52,7 +52,7 @@ export class PathOverlay {
     return h("label", { title: "Highlight the critical path of a step on this rank's tracks (docs/critical_path.md)" }, this.box, "Critical path ", this.select);
   }
 
-  /** The steps' list, asked once the panel has asked for its first tiles (they come first). */
+  /** The steps' list, asked once the panel's first tiles are in (they come first). */
   start(): void {
     void this.list();
   }
