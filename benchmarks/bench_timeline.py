@@ -165,22 +165,41 @@ def percentile(values: list[float], share: float) -> float:
     return round(ordered[int(share * (len(ordered) - 1))], 1) if ordered else 0.0
 
 
-def _open_tab(page, root_url: str, names: dict, view: str) -> tuple[object, float]:
+# In the plugin's frame, in ms after `t0` (the frame's clock): when the page saw the click, the requests
+# made since, each as [route, start, first byte, end], and when the canvas first had items drawn.
+_PARTS_JS = """(el, t0) => {
+    const win = el.ownerDocument.defaultView;
+    const rows = win.performance.getEntriesByType('resource').filter((e) => e.startTime >= t0)
+        .map((e) => [new URL(e.name).pathname.split('/').pop(), e.startTime - t0, e.responseStart - t0, e.responseEnd - t0]);
+    const clicked = el.ownerDocument.getElementById('tab-timeline').dataset.clickedAt;
+    return {clicked_ms: Math.round(Number(clicked) - t0), requests: rows.map((r) => [r[0], ...r.slice(1).map((v) => Math.round(v))]),
+            painted_ms: Math.round(Number(el.dataset.paintedAt || 0) - t0)};
+}"""
+
+
+def _open_tab(page, root_url: str, names: dict, view: str) -> tuple[object, float, dict]:
     """TensorBoard's page with the plugin on `view` (its data loaded), then the Timeline tab clicked:
-    (the plugin's frame, seconds from the click to the first painted timeline)."""
+    (the plugin's frame, seconds from the click to the first painted timeline, where they went: the
+    frame's requests after the click, `_PARTS_JS`)."""
     state = {"run": names["run"], "worker": names["worker"], "window": names["window"], "view": view,
              **names.get("state", {})}
     hash_part = "&".join(f"p.canning.{k}={urllib.parse.quote(v, safe='')}" for k, v in state.items())
     page.goto(f"{root_url}/#canning&{hash_part}")
     frame = page.frame_locator('iframe[src*="plugin_entry.html?name=canning"]')
     frame.locator('#canning-root[data-state="loaded"]').wait_for(timeout=600_000)
+    tab = frame.locator("#tab-timeline")
+    # the frame's clock now, and when the page itself sees the click (Playwright's own steps before it)
+    t0 = tab.evaluate("""el => { const win = el.ownerDocument.defaultView;
+        el.addEventListener('click', () => { el.dataset.clickedAt = String(win.performance.now()); }, {capture: true, once: true});
+        return win.performance.now(); }""")
     start = time.perf_counter()
-    frame.locator("#tab-timeline").click()
+    tab.click()
     canvas = frame.locator("#timeline-canvas")
     canvas.wait_for(timeout=600_000)
     page.wait_for_function("el => el.dataset.items && el.dataset.items !== '0'",
                            arg=canvas.element_handle(), timeout=600_000)
-    return frame, time.perf_counter() - start
+    took = time.perf_counter() - start
+    return frame, took, canvas.evaluate(_PARTS_JS, t0)
 
 
 def _zoom_and_pan(page, canvas, steps: int = 30) -> None:
@@ -210,13 +229,15 @@ def browser_figures(root_url: str, names: dict, prefix: str = "") -> dict:
         browser = play.chromium.launch(executable_path=chromium, args=["--no-sandbox", "--disable-gpu",
                                                                         "--disable-dev-shm-usage"])
         page = browser.new_page(viewport={"width": 1900, "height": 1000})
-        frame, first_paint_s = _open_tab(page, root_url, names, "overview")
+        frame, first_paint_s, first_parts = _open_tab(page, root_url, names, "overview")
         # again on a new page of the same TensorBoard (the window's index now in its memory), and from
         # the Operators view (a user's usual way in): the tab click to the first painted timeline
-        again = []
+        again, again_parts = [], []
         for view in ("overview", "operators", "overview"):
             other = browser.new_page(viewport={"width": 1900, "height": 1000})
-            again.append(_open_tab(other, root_url, names, view)[1])
+            _, took, parts = _open_tab(other, root_url, names, view)
+            again.append(took)
+            again_parts.append(parts)
             other.close()
         canvas = frame.locator("#timeline-canvas")
         items_first = int(canvas.get_attribute("data-items"))
@@ -231,6 +252,7 @@ def browser_figures(root_url: str, names: dict, prefix: str = "") -> dict:
         browser.close()
     return {f"{prefix}first_paint_after_tab_s": round(first_paint_s, 2),
             f"{prefix}first_paint_again_s": [round(t, 2) for t in again], f"{prefix}items_drawn": items_first,
+            f"{prefix}first_paint_parts": first_parts, f"{prefix}first_paint_again_parts": again_parts,
             f"{prefix}redraw_ms": round(redraw_ms, 2), f"{prefix}redraw_fps": round(1000 / max(redraw_ms, 1e-3)),
             f"{prefix}browser_tiles": len(tiles),
             f"{prefix}browser_tile_p50_ms": percentile([t for t, _ in tiles], 0.5),

@@ -52,3 +52,25 @@ def test_hccl_calls_are_grouped_by_their_family_and_families_stay_apart():
     assert rows == [("MatMul_1_2", 1, 70, 70, 70), ("MatMul_1_3", 1, 10, 10, 10),
                     ("hcom_allGather_", 1, 40, 40, 40), ("hcom_allReduce_", 2, 80, 30, 50),
                     ("hcom_broadcast_", 1, 20, 20, 20)]
+
+
+def test_cann_sums_stay_unknown_where_a_call_has_no_figure():
+    """Issue 45: a collective that moved data with no transfer time in its file read "0.000"; CANN's
+    sums (analysis/communication/ascend.py) are unknown (-1) where any call's figure is, by hand."""
+    from canning_tb.analysis import digest_pb2 as pb
+    from canning_tb.analysis.cann import CannCall
+    from canning_tb.analysis.communication import ascend
+
+    def call(op, transit, wait, sync):
+        return CannCall(op=op, group="g", comm_type="collective", step=1, start_ns=0, elapse_ns=1000,
+                        transit_ns=transit, wait_ns=wait, synchronization_ns=sync,
+                        transit_bytes=716_800_000, link_time_ns=-1)
+    calls = {"a": call("a", -1, 30, -1), "b": call("b", -1, 40, 5)}
+    stat = pb.CollectiveStat(kind="AllReduce", group="g", calls=2, bytes=716_800_000)
+    ascend.add_cann_figures(stat, ["a", "b"], calls, "communication.json")
+    assert (stat.transfer_ns, stat.wait_ns, stat.synchronization_ns) == (-1, 70, -1)
+    assert stat.transit_bytes == 2 * 716_800_000  # the bytes are known: only the times are not
+    comm = pb.Communication()
+    comm.collectives.append(stat)
+    ascend.totals(comm)
+    assert (comm.transfer_ns, comm.wait_ns, comm.synchronization_ns, comm.p2p_wait_ns) == (-1, 70, -1, 0)

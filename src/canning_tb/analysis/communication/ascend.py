@@ -1,8 +1,9 @@
 """Communication figures CANN measured itself (Ascend), added to the digest's communication section.
 
 - Per collective (kind, group): transfer = sum of CANN's transit times of its calls, wait = sum of
-  its wait times, synchronization likewise; transit_bytes = the bytes CANN saw on the links (SDMA +
-  RDMA, analysis/cann.py), bandwidth = transit bytes / their link time; `source` names the file.
+  its wait times, synchronization likewise, each unknown (-1) where a call's is; transit_bytes = the
+  bytes CANN saw on the links (SDMA + RDMA, analysis/cann.py), bandwidth = transit bytes / their
+  link time; `source` names the file.
   When the events give no payload size (kernel_details.csv without the trace, communication.json
   alone), `bytes` is the transit bytes too (`source` says so).
 - Per call: the CANN figures of the operator of the same name; seq = HCCL's index of the call in
@@ -35,6 +36,13 @@ def comm_type(kind: str, cann: CannCall | None = None) -> str:
     return "p2p" if kind in P2P_KINDS else "collective"
 
 
+def known_sum(values) -> int:
+    """Sum of CANN figures, -1 (unknown) if any is: a file without a transfer time says nothing of it,
+    and a sum of the known ones would read as the whole (a collective that moved data, "0.000")."""
+    values = list(values)
+    return sum(values) if values and min(values) >= 0 else -1
+
+
 def add_cann_figures(stat: pb.CollectiveStat, ops: list[str], calls: dict[str, CannCall], source: str) -> None:
     """Fill a collective's CANN figures from its calls' op names (each name once)."""
     found = [calls[o] for o in dict.fromkeys(ops) if o in calls]
@@ -43,9 +51,9 @@ def add_cann_figures(stat: pb.CollectiveStat, ops: list[str], calls: dict[str, C
     if not found:
         return
     stat.source = source
-    stat.transfer_ns = sum(max(c.transit_ns, 0) for c in found)
-    stat.wait_ns = sum(max(c.wait_ns, 0) for c in found)
-    stat.synchronization_ns = sum(max(c.synchronization_ns, 0) for c in found)
+    stat.transfer_ns = known_sum(c.transit_ns for c in found)
+    stat.wait_ns = known_sum(c.wait_ns for c in found)
+    stat.synchronization_ns = known_sum(c.synchronization_ns for c in found)
     moved = [c for c in found if c.transit_bytes >= 0]
     if moved:
         stat.transit_bytes = sum(c.transit_bytes for c in moved)
@@ -84,10 +92,11 @@ def totals(c: pb.Communication) -> None:
         c.synchronization_ns, c.p2p_wait_ns = -1, -1
         return
     c.source = measured[0].source
-    c.transfer_ns = sum(max(s.transfer_ns, 0) for s in measured)
-    c.wait_ns = sum(max(s.wait_ns, 0) for s in measured)
-    c.synchronization_ns = sum(max(s.synchronization_ns, 0) for s in measured)
-    c.p2p_wait_ns = sum(max(s.wait_ns, 0) for s in measured if s.comm_type == "p2p")
+    c.transfer_ns = known_sum(s.transfer_ns for s in measured)
+    c.wait_ns = known_sum(s.wait_ns for s in measured)
+    c.synchronization_ns = known_sum(s.synchronization_ns for s in measured)
+    p2p = [s.wait_ns for s in measured if s.comm_type == "p2p"]
+    c.p2p_wait_ns = known_sum(p2p) if p2p else 0
 
 
 def collectives_from_cann(table: EventTable, c: pb.Communication) -> None:

@@ -67,7 +67,6 @@ export class PathOverlay {
       this.store.timeline({ pathRanks: this.scope.value === "ranks" });
       void this.list();
     };
-    void this.list();
     return h("label", { title: "Highlight the critical path of a step on this rank's tracks, or (All ranks) across the ranks (docs/critical_path.md)" }, this.box, "Critical path ", this.select, this.scope);
   }
 
@@ -80,6 +79,11 @@ export class PathOverlay {
     const data = await getJSON<CriticalPathResponse>("critical_path", { ...this.sel, limit: "1" }, this.signal);
     this.steps = data.steps;
     return data.steps.map((s) => ({ number: s.number, label: `step ${s.number} (${ms(s.dur_ns)} ms)` }));
+  }
+
+  /** The steps' list, asked once the panel's first tiles are in (they come first). */
+  start(): void {
+    void this.list();
   }
 
   private async list(): Promise<void> {
