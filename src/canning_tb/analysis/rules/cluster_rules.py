@@ -18,7 +18,7 @@ from ..parallelism import recognise
 from . import thresholds as th
 from .claims import noise_ns
 from .comm_rules import is_p2p
-from ..graph.ranks import balance_gain, skeleton
+from ..graph.ranks import balance_gain, own_work, scale_gain, skeleton
 from .finding import Finding, evidence, ms, pct, rank_key, to_hit
 
 METRICS = (("computing", "computing_ns", True), ("communication", "communication_ns", False), ("free", "free_ns", True))
@@ -219,7 +219,7 @@ def _stage_rows(analysis: dict, par) -> list[list[dict]]:
     return [[rows[r] for r in stage if r in rows] for stage in par.stages]
 
 
-def stage_imbalance(analysis: dict, par) -> list[Finding]:
+def stage_imbalance(analysis: dict, par, sk=None) -> list[Finding]:
     """Pipeline stages (analysis/parallelism.py) with unequal computing per step: the slowest stage
     sets the pace and the others wait in their receives."""
     if not par.pipeline:
@@ -253,8 +253,32 @@ def stage_imbalance(analysis: dict, par) -> list[Finding]:
         evidence=[evidence("ranks", str(r), f"rank {r} computing", rank=r) for r in slow_ranks],
         figure="computing", figure_value=computing[slow], view="ranks",
         removes_what=["stage imbalance"], ranks=[r["rank"] for s in stages for r in s])
+    _stages_balanced(f, sk, [[r["rank"] for r in s] for s in stages])
     everyone = [r for s in stages for r in s]
     return [f] if _significant(f, _step_ns(analysis), paired_noise(stages[slow], everyone, "computing")) else []
+
+
+def _stages_balanced(f: Finding, sk, stages: list[list[int]]) -> None:
+    """The gain of "move layers so the stages compute alike", as the ranks' graph replays it: each stage's own
+    work between its calls (analysis/graph/ranks.py: lead times and step tails) scaled to the stages' mean, the
+    send / receive pairs holding each stage to the others. Without matched send / receive pairs the graph does not
+    link the stages: an observation."""
+    if sk is None or not any(sk.p2p):
+        return
+    index = {rc.rank: i for i, rc in enumerate(sk.ranks)}
+    own = [[own_work(sk, index[r]) for r in stage if r in index] for stage in stages]
+    if any(not o or min(o) <= 0 for o in own):
+        return
+    per_stage = [float(np.mean(o)) for o in own]
+    mean = float(np.mean(per_stage))
+    factors = {index[r]: mean / w for stage, w in zip(stages, per_stage) for r in stage if r in index}
+    sim = scale_gain(sk, factors)
+    if sim is None:
+        return
+    f.gain_ns, f.gain_low_ns, f.gain_high_ns, _ = sim
+    f.gain_is_bound = False
+    f.edit = (f"each stage's own work between its sends and receives scaled to the stages' mean "
+              f"({ms(mean)} per step; stage {int(np.argmax(per_stage))} {ms(max(per_stage))})")
 
 
 def embedding_allreduce(analysis: dict, par) -> list[Finding]:
@@ -291,7 +315,7 @@ def cluster_hits(analysis: dict, digests=()) -> list[pb.RuleHit]:
     digests = list(digests)
     par = recognise(digests, rank_ids(digests)) if digests else recognise([])
     sk = skeleton(digests, rank_ids(digests)) if digests else None
-    found = slow_rank(analysis, par, sk) + slow_link(analysis, par, digests) + stage_imbalance(analysis, par) \
+    found = slow_rank(analysis, par, sk) + slow_link(analysis, par, digests) + stage_imbalance(analysis, par, sk) \
         + embedding_allreduce(analysis, par)
     for f in found:
         f.device = "cluster"
