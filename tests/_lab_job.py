@@ -31,7 +31,7 @@ HOST_PYTHON_S, HOST_STEP_S = 0.025, 0.010  # Python before the step's first oper
 DDP_LAYERS, DDP_LAYER_BACKWARD_S = 13, 0.008  # 52 MiB of gradients: DDP's default buckets are 3
 # a 2-stage pipeline: 8 layers, stage 0 holds 6 of them before (3x stage 1), 4 after; a layer's forward and
 # backward compute each PIPE_LAYER_S (a wait: the two ranks do not compete for the cores); PIPE_MICRO micro-batches
-PIPE_LAYERS, PIPE_FIRST_BEFORE, PIPE_LAYER_S, PIPE_MICRO = 8, 6, 0.0025, 4
+PIPE_LAYERS, PIPE_FIRST_BEFORE, PIPE_LAYER_S, PIPE_MICRO = 8, 6, 0.005, 4
 
 
 def main(pair: str, variant: str, rank: int, world: int, port: int, out: str) -> None:
@@ -221,19 +221,21 @@ def first_broadcast(before: bool, rank: int):
     return step
 
 
-class _Layer(torch.autograd.Function):
-    """A pipeline layer: a clone whose forward and backward each hold the thread PIPE_LAYER_S (its compute)."""
+class _Stage(torch.autograd.Function):
+    """A stage's layers: a clone whose forward and backward each hold the thread PIPE_LAYER_S per layer (their
+    compute, one wait per pass: a loaded machine's late wake-ups then cost alike on both runs)."""
 
     @staticmethod
-    def forward(ctx, x):
-        with torch.profiler.record_function("layer_forward"):
-            time.sleep(PIPE_LAYER_S)
+    def forward(ctx, x, layers):
+        ctx.layers = layers
+        with torch.profiler.record_function("stage_forward"):
+            time.sleep(PIPE_LAYER_S * layers)
             return x.clone()
 
     @staticmethod
     def backward(ctx, grad):
-        time.sleep(PIPE_LAYER_S)
-        return grad.clone()
+        time.sleep(PIPE_LAYER_S * ctx.layers)
+        return grad.clone(), None
 
 
 def pipeline(before: bool, rank: int):
@@ -248,9 +250,7 @@ def pipeline(before: bool, rank: int):
     shape = (16, 256)
 
     def run(x):
-        for _ in range(mine):
-            x = _Layer.apply(x)
-        return x
+        return _Stage.apply(x, mine)
 
     def first_stage():
         outs = []

@@ -150,3 +150,35 @@ def test_the_path_goes_to_the_sender_when_a_receive_waits():
     for p in paths[1:]:
         assert p["by_rank"].get(1, 0) > p["by_rank"].get(0, 0) > 0, p
         assert sum(p["by_rank"].values()) == p["dur_ns"]
+
+
+def _one_transfer(steps: int = 2):
+    """Per step (13 ms): rank 0 works 2 ms and sends; the data takes 8 ms (both sides wait for it); rank 1 then
+    works 3 ms. Rank 0 sends again from rank 1's next step (it waits 3 ms for the receive)."""
+    calls0, calls1, s0, s1 = [], [], [], []
+    for k in range(steps):
+        t = 13 * MS * k
+        calls0.append(("Send", 1, t + 2 * MS, t + 10 * MS))
+        calls1.append(("Recv", 0, t, t + 10 * MS))
+        s0.append((t, t + 13 * MS))
+        s1.append((t, t + 13 * MS))
+    return [(calls0, s0), (calls1, s1)]
+
+
+def test_a_faster_link_gains_its_transfer_time_off_the_step():
+    sk = R.skeleton(digests(_one_transfer()), [0, 1])
+    assert R.link_gain(sk, 0, 1, 0.5) == (4 * MS, 4 * MS, 4 * MS, 2)  # 8 ms of transfer -> 4 ms, by hand
+    assert R.link_gain(sk, 1, 0, 0.5) is None  # nothing sent that way
+
+
+def test_the_slow_link_finding_replays_its_sends_at_the_median_rate():
+    from canning_tb.analysis.rules.cluster_rules import _slow_transport
+    from canning_tb.analysis.rules import thresholds as th
+    ds = digests(_one_transfer())
+    size = th.LOW_BANDWIDTH_MIN_BYTES
+    ds[0].communication.links.add(src=0, dst=1, transport="HCCS", bytes=2 * size, time_ns=16 * MS)  # 2 steps x 8 ms
+    ds[1].communication.links.add(src=1, dst=0, transport="HCCS", bytes=2 * size, time_ns=8 * MS)  # twice as fast
+    sk = R.skeleton(ds, [0, 1])
+    found = _slow_transport(ds, {"ranks": [{"rank": 0, "step_ns": 13 * MS}, {"rank": 1, "step_ns": 13 * MS}]}, sk)
+    assert [f.rule for f in found] == ["slow_link"]
+    assert found[0].edit and found[0].gain_ns == 4 * MS  # at the other link's rate: 8 ms -> 4 ms per step

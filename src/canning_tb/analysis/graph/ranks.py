@@ -169,8 +169,9 @@ def _leads(sk: Skeleton):
     return leads
 
 
-def replay_ranks(sk: Skeleton, lead_override: dict | None = None) -> list[np.ndarray]:
-    """New aligned call ends per rank; `lead_override`: {rank index: new leads array}."""
+def replay_ranks(sk: Skeleton, lead_override: dict | None = None, transfer_scale: dict | None = None) -> list[np.ndarray]:
+    """New aligned call ends per rank; `lead_override`: {rank index: new leads array}; `transfer_scale`:
+    {instance: factor} on a send / receive pair's transfer (its time after both sides arrived)."""
     leads = _leads(sk)
     for ri, arr in (lead_override or {}).items():
         leads[ri] = arr
@@ -196,7 +197,7 @@ def replay_ranks(sk: Skeleton, lead_override: dict | None = None) -> list[np.nda
             continue
         k = int(sk.ranks[ri].instance[p])
         if k >= 0 and sk.p2p[k]:
-            ends[ri][p] = _p2p_end(sk, k, ri, p, arrive)
+            ends[ri][p] = _p2p_end(sk, k, ri, p, arrive, (transfer_scale or {}).get(k, 1.0))
             done[ri][p] = True
             continue
         members = sk.instances[k] if k >= 0 else [(ri, p)]
@@ -210,7 +211,7 @@ def replay_ranks(sk: Skeleton, lead_override: dict | None = None) -> list[np.nda
     return ends
 
 
-def _p2p_end(sk: Skeleton, k: int, ri: int, p: int, arrive) -> int:
+def _p2p_end(sk: Skeleton, k: int, ri: int, p: int, arrive, scale: float = 1.0) -> int:
     """A send's or a receive's new end. A side that ended after its peer arrived waited for it (a receive for its
     data; a send for its receive, where the transport hands over only to a posted receive): it ends its observed
     time after the later of the two arrivals (a receive cannot end before its send started). A side that ended
@@ -222,6 +223,8 @@ def _p2p_end(sk: Skeleton, k: int, ri: int, p: int, arrive) -> int:
     if int(me.end[p]) < int(peer.start[qp]):
         return mine + int(me.end[p] - me.start[p])
     after = int(me.end[p]) - max(int(me.start[p]), int(peer.start[qp]))
+    if scale != 1.0:
+        after = int(round(after * scale))
     return max(mine, max(mine, arrive(qi, qp)) + after)
 
 
@@ -273,6 +276,16 @@ def balance_gain(sk: Skeleton, slow: int) -> tuple[int, int, int, int] | None:
         steps = len({number for rc in sk.ranks for number, _, _ in rc.steps})
         return 0, 0, 0, steps
     return _gain(sk, step_ends(sk, replay_ranks(sk, {slow: mine})))
+
+
+def link_gain(sk: Skeleton, src: int, dst: int, factor: float) -> tuple[int, int, int, int] | None:
+    """(mean, lowest, highest gain per step, steps) of the sends from rank `src` to rank `dst` moving their data
+    in `factor` of the time (the transfer after both sides arrived); None where no such pair was matched."""
+    scale = {k: factor for k, members in enumerate(sk.instances) if sk.p2p[k]
+             and sk.ranks[members[0][0]].rank == src and sk.ranks[members[1][0]].rank == dst}
+    if not scale:
+        return None
+    return _gain(sk, step_ends(sk, replay_ranks(sk, None, scale)))
 
 
 def own_work(sk: Skeleton, ri: int) -> float:

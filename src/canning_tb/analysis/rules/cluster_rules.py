@@ -18,7 +18,7 @@ from ..parallelism import recognise
 from . import thresholds as th
 from .claims import noise_ns
 from .comm_rules import is_p2p
-from ..graph.ranks import balance_gain, own_work, scale_gain, skeleton
+from ..graph.ranks import balance_gain, link_gain, own_work, scale_gain, skeleton
 from .finding import Finding, evidence, ms, pct, rank_key, to_hit
 
 METRICS = (("computing", "computing_ns", True), ("communication", "communication_ns", False), ("free", "free_ns", True))
@@ -139,7 +139,7 @@ def _balanced(f: Finding, sk, rank: int) -> None:
     f.edit = f"rank {rank} given the other ranks' median own work before each collective it shares"
 
 
-def slow_link(analysis: dict, par, digests) -> list[Finding]:
+def slow_link(analysis: dict, par, digests, sk=None) -> list[Finding]:
     """Per communicator group (collectives, not pipeline send / receive, whose time is the partner's):
     the spread of each rank's transfer time per step; per transport: the spread of the links'
     bandwidth on transfers of at least LOW_BANDWIDTH_MIN_BYTES."""
@@ -170,10 +170,10 @@ def slow_link(analysis: dict, par, digests) -> list[Finding]:
         if _significant(f, _step_ns(analysis), paired_noise([rows[slow]], [rows[fast]], "transfer")
                         if slow in rows and fast in rows else -1):
             found.append(f)
-    return found + _slow_transport(digests, analysis)
+    return found + _slow_transport(digests, analysis, sk)
 
 
-def _slow_transport(digests, analysis: dict) -> list[Finding]:
+def _slow_transport(digests, analysis: dict, sk=None) -> list[Finding]:
     """Links of one transport whose bandwidth on large transfers differs by more than the ratio; the
     gain is the time the slowest link would save at the links' mean bandwidth (per step), under the
     floors like every finding."""
@@ -209,9 +209,22 @@ def _slow_transport(digests, analysis: dict) -> list[Finding]:
             evidence=[evidence("ranks", f"{src}->{dst}", "matrix cell", rank=src)],
             figure="bandwidth", figure_value=slowest, view="ranks", ranks=[src, dst],
             removes_what=["slow link transfer"])
+        _link_replayed(f, sk, src, dst, slowest / float(np.median([v for k, v in bw.items() if k != (src, dst)])))
         if _significant(f, _step_ns(analysis), -1):
             found.append(f)
     return found
+
+
+def _link_replayed(f: Finding, sk, src: int, dst: int, factor: float) -> None:
+    """Where the link's transfers are send / receive pairs the ranks' graph matched, the gain of moving them at
+    the other links' median rate, replayed (the pairs' transfers scaled by slowest / median bandwidth). A link
+    that carries collectives only has no such edit: the finding stays an observation."""
+    sim = link_gain(sk, src, dst, factor) if sk is not None and factor > 0 else None
+    if sim is None:
+        return
+    f.gain_ns, f.gain_low_ns, f.gain_high_ns, _ = sim
+    f.gain_is_bound = False
+    f.edit = f"the sends from rank {src} to rank {dst} at the other links' median bandwidth ({factor:.2f}x their time)"
 
 
 def _stage_rows(analysis: dict, par) -> list[list[dict]]:
@@ -315,7 +328,7 @@ def cluster_hits(analysis: dict, digests=()) -> list[pb.RuleHit]:
     digests = list(digests)
     par = recognise(digests, rank_ids(digests)) if digests else recognise([])
     sk = skeleton(digests, rank_ids(digests)) if digests else None
-    found = slow_rank(analysis, par, sk) + slow_link(analysis, par, digests) + stage_imbalance(analysis, par, sk) \
+    found = slow_rank(analysis, par, sk) + slow_link(analysis, par, digests, sk) + stage_imbalance(analysis, par, sk) \
         + embedding_allreduce(analysis, par)
     for f in found:
         f.device = "cluster"
