@@ -182,3 +182,35 @@ def test_the_slow_link_finding_replays_its_sends_at_the_median_rate():
     found = _slow_transport(ds, {"ranks": [{"rank": 0, "step_ns": 13 * MS}, {"rank": 1, "step_ns": 13 * MS}]}, sk)
     assert [f.rule for f in found] == ["slow_link"]
     assert found[0].edit and found[0].gain_ns == 4 * MS  # at the other link's rate: 8 ms -> 4 ms per step
+
+
+def _pipeline_fixture():
+    import gzip
+    import json
+    from canning_tb.analysis.build import build_digest
+    from canning_tb.ingest.kineto import read_kineto
+    from conftest import fixture_path
+    files = sorted(fixture_path("kineto", "gloo_pipeline_2stages").glob("rank*.pt.trace.json.gz"))
+    raw = [json.load(gzip.open(f))["traceEvents"] for f in files]
+    return [build_digest(read_kineto(str(f))) for f in files], raw
+
+
+def test_a_real_pipeline_pairs_every_send_with_its_receive():
+    ds, raw = _pipeline_fixture()
+    for rank, (d, events) in enumerate(zip(ds, raw)):
+        ops = [e for e in events if e.get("name") in ("c10d::send", "c10d::recv_") and e.get("ph") == "X"]
+        # independent: the operators' own arguments name the other rank (dst / src: the 3rd concrete input)
+        assert {int(e["args"]["Concrete Inputs"][2]) for e in ops} == {1 - rank}
+        p2p = [c for c in d.communication.calls if c.kind in ("Send", "Recv")]
+        assert len(p2p) == len(ops) and all(c.HasField("peer") and c.peer == 1 - rank for c in p2p)
+    sk = R.skeleton(ds, [0, 1])
+    assert sum(sk.p2p) == len(sk.instances) == len(ops)
+    for got, rc in zip(R.replay_ranks(sk), sk.ranks):
+        assert got.tolist() == rc.end.tolist()
+
+
+def test_a_real_pipelines_path_runs_through_its_slow_stage():
+    """Stage 0 holds 3x the layers of stage 1: the path of every step holds more of rank 0 than of rank 1."""
+    ds, _ = _pipeline_fixture()
+    for p in R.cross_rank_paths(R.skeleton(ds, [0, 1])):
+        assert p["by_rank"].get(0, 0) > p["by_rank"].get(1, 0), p
