@@ -178,10 +178,13 @@ def _slow_transport(digests, analysis: dict, sk=None) -> list[Finding]:
     gain is the time the slowest link would save at the links' mean bandwidth (per step), under the
     floors like every finding."""
     by_transport: dict = {}
+    local = set()  # links numbered within their communicator: not global ranks, so no pairs of the graph
     for d in digests:
         steps = max(len(d.average_steps) or len(d.steps), 1)
         for link in d.communication.links:
             if link.src != link.dst and link.bytes >= th.LOW_BANDWIDTH_MIN_BYTES and link.time_ns > 0:
+                if link.numbering == "communicator":
+                    local.add((link.transport, link.src, link.dst))
                 cells = by_transport.setdefault(link.transport, {}).setdefault((link.src, link.dst), [0, 0])
                 cells[0] += link.bytes / steps
                 cells[1] += link.time_ns / steps
@@ -209,7 +212,8 @@ def _slow_transport(digests, analysis: dict, sk=None) -> list[Finding]:
             evidence=[evidence("ranks", f"{src}->{dst}", "matrix cell", rank=src)],
             figure="bandwidth", figure_value=slowest, view="ranks", ranks=[src, dst],
             removes_what=["slow link transfer"])
-        _link_replayed(f, sk, src, dst, slowest / float(np.median([v for k, v in bw.items() if k != (src, dst)])))
+        if (transport, src, dst) not in local:
+            _link_replayed(f, sk, src, dst, slowest / float(np.median([v for k, v in bw.items() if k != (src, dst)])))
         if _significant(f, _step_ns(analysis), -1):
             found.append(f)
     return found
