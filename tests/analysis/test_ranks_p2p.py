@@ -214,3 +214,18 @@ def test_a_real_pipelines_path_runs_through_its_slow_stage():
     ds, _ = _pipeline_fixture()
     for p in R.cross_rank_paths(R.skeleton(ds, [0, 1])):
         assert p["by_rank"].get(0, 0) > p["by_rank"].get(1, 0), p
+
+
+def test_asynchronous_sends_leave_the_stage_finding_an_observation():
+    """isend ranges that last until their wait (the rank works inside them, here each send reaches 10 ms past its
+    rank's next call) are no waits: the graph cannot tell work from waiting, so no edit is stated."""
+    sim = simulate(_programs(6, 2))
+    calls0 = [(k, q, s, e + 10 * MS if k == "Send" else e) for k, q, s, e in sim[0][0]]
+    ds = digests([(calls0, sim[0][1]), sim[1]])
+    sk = R.skeleton(ds, [0, 1])
+    assert R.p2p_overlaps(sk) > 0 and R.p2p_overlaps(R.skeleton(digests(sim), [0, 1])) == 0
+    rows = [{"rank": r, "computing_ns": c, "p2p_wait_ns": 0, "step_ns": 48 * MS, "source": "trace",
+             "per_step": [{"step": s, "compute_ns": c, "overlapped_ns": 0} for s in (1, 2, 3)]}
+            for r, c in ((0, 48 * MS), (1, 16 * MS))]
+    (f,) = stage_imbalance({"ranks": rows}, recognise(ds, [0, 1]), sk)
+    assert not f.edit and f.gain_is_bound  # the spread it is about, left for cluster_hits to show as an observation

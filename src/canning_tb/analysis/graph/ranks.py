@@ -288,6 +288,25 @@ def link_gain(sk: Skeleton, src: int, dst: int, factor: float) -> tuple[int, int
     return _gain(sk, step_ends(sk, replay_ranks(sk, None, scale)))
 
 
+def p2p_overlaps(sk: Skeleton) -> int:
+    """How many send / receive pairs have a side whose range overlaps another call of its rank: an asynchronous
+    isend / irecv whose range lasts until it is waited for, the rank working and calling meanwhile. Its range is
+    no wait, so the graph cannot say when that rank waited or worked (the stages' edit is not stated then)."""
+    marked = []
+    for rc in sk.ranks:
+        order = np.argsort(rc.start, kind="stable")
+        hit = np.zeros(len(rc.start), bool)
+        reach, holder = None, -1
+        for j in order.tolist():
+            if reach is not None and rc.start[j] < reach:
+                hit[j] = hit[holder] = True
+            if reach is None or rc.end[j] > reach:
+                reach, holder = int(rc.end[j]), j
+        marked.append(hit)
+    return sum(1 for k, members in enumerate(sk.instances)
+               if sk.p2p[k] and any(marked[ri][p] for ri, p in members))
+
+
 def own_work(sk: Skeleton, ri: int) -> float:
     """A rank's own work per step (ns): its steps' time less the union of its calls inside them; -1 without steps."""
     rc = sk.ranks[ri]

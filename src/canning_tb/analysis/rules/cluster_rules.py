@@ -18,7 +18,7 @@ from ..parallelism import recognise
 from . import thresholds as th
 from .claims import noise_ns
 from .comm_rules import is_p2p
-from ..graph.ranks import balance_gain, link_gain, own_work, scale_gain, skeleton
+from ..graph.ranks import balance_gain, link_gain, own_work, p2p_overlaps, scale_gain, skeleton
 from .finding import Finding, evidence, ms, pct, rank_key, to_hit
 
 METRICS = (("computing", "computing_ns", True), ("communication", "communication_ns", False), ("free", "free_ns", True))
@@ -223,7 +223,7 @@ def _link_replayed(f: Finding, sk, src: int, dst: int, factor: float) -> None:
     """Where the link's transfers are send / receive pairs the ranks' graph matched, the gain of moving them at
     the other links' median rate, replayed (the pairs' transfers scaled by slowest / median bandwidth). A link
     that carries collectives only has no such edit: the finding stays an observation."""
-    sim = link_gain(sk, src, dst, factor) if sk is not None and factor > 0 else None
+    sim = link_gain(sk, src, dst, factor) if sk is not None and factor > 0 and not p2p_overlaps(sk) else None
     if sim is None:
         return
     f.gain_ns, f.gain_low_ns, f.gain_high_ns, _ = sim
@@ -279,8 +279,9 @@ def _stages_balanced(f: Finding, sk, stages: list[list[int]]) -> None:
     """The gain of "move layers so the stages compute alike", as the ranks' graph replays it: each stage's own
     work between its calls (analysis/graph/ranks.py: lead times and step tails) scaled to the stages' mean, the
     send / receive pairs holding each stage to the others. Without matched send / receive pairs the graph does not
-    link the stages: an observation."""
-    if sk is None or not any(sk.p2p):
+    link the stages, and where sends / receives run asynchronously (isend / irecv ranges lasting until their wait:
+    the rank works inside them) it cannot tell work from waiting: an observation then."""
+    if sk is None or not any(sk.p2p) or p2p_overlaps(sk):
         return
     index = {rc.rank: i for i, rc in enumerate(sk.ranks)}
     own = [[own_work(sk, index[r]) for r in stage if r in index] for stage in stages]
