@@ -59,6 +59,9 @@ PAIRS = {p.name: p for p in (
          "attention written out (matmul, mul, softmax, matmul), 2 layers x 4 heads x 1,024 tokens", "F.scaled_dot_product_attention"),
     Pair("first_broadcast", 2, ("first_step_broadcast",), "window",
          "DDP built inside the first profiled step", "DDP built before the loop", gain="none"),
+    Pair("pipeline", 2, ("stage_imbalance",), "ranks",
+         "2 pipeline stages (gloo send / receive, 4 micro-batches, 1F1B), stage 0 with 6 of 8 layers",
+         "4 layers per stage", rank=0),
 )}
 ORDER = ("before", "after", "after", "before")  # interleaved: a change of the machine's load falls on both
 

@@ -29,6 +29,9 @@ SLOW_RANK_BASE_S, SLOW_RANK_EXTRA_S = 0.020, 0.030  # every rank's work, rank 1'
 LOADER_SAMPLE_S, LOADER_BATCH, LOADER_STEP_S = 0.005, 4, 0.020  # a sample's load time; the step's own work
 HOST_PYTHON_S, HOST_STEP_S = 0.025, 0.010  # Python before the step's first operator; the step's own work
 DDP_LAYERS, DDP_LAYER_BACKWARD_S = 13, 0.008  # 52 MiB of gradients: DDP's default buckets are 3
+# a 2-stage pipeline: 8 layers, stage 0 holds 6 of them before (3x stage 1), 4 after; a layer's forward and
+# backward compute each PIPE_LAYER_S (a wait: the two ranks do not compete for the cores); PIPE_MICRO micro-batches
+PIPE_LAYERS, PIPE_FIRST_BEFORE, PIPE_LAYER_S, PIPE_MICRO = 8, 6, 0.005, 4
 
 
 def main(pair: str, variant: str, rank: int, world: int, port: int, out: str) -> None:
@@ -218,9 +221,74 @@ def first_broadcast(before: bool, rank: int):
     return step
 
 
+class _Stage(torch.autograd.Function):
+    """A stage's layers: a clone whose forward and backward each hold the thread PIPE_LAYER_S per layer (their
+    compute, one wait per pass: a loaded machine's late wake-ups then cost alike on both runs)."""
+
+    @staticmethod
+    def forward(ctx, x, layers):
+        ctx.layers = layers
+        with torch.profiler.record_function("stage_forward"):
+            time.sleep(PIPE_LAYER_S * layers)
+            return x.clone()
+
+    @staticmethod
+    def backward(ctx, grad):
+        time.sleep(PIPE_LAYER_S * ctx.layers)
+        return grad.clone(), None
+
+
+def pipeline(before: bool, rank: int):
+    """(8) Two pipeline stages (rank 0 first, rank 1 last), PIPE_MICRO micro-batches per step in 1F1B order with
+    blocking send / receive (gloo's send waits for its receive, so both ranks call them in the same order): stage
+    0 runs forward 0 and 1, then for each next micro-batch receives a gradient, runs that backward and the next
+    forward; stage 1 receives an activation, runs forward, loss and backward, and sends the gradient back.
+    Before: stage 0 holds PIPE_FIRST_BEFORE of the PIPE_LAYERS layers (3x stage 1); after: half of them."""
+    import torch.distributed as dist
+    first = PIPE_FIRST_BEFORE if before else PIPE_LAYERS // 2
+    mine = first if rank == 0 else PIPE_LAYERS - first
+    shape = (16, 256)
+
+    def run(x):
+        return _Stage.apply(x, mine)
+
+    def first_stage():
+        outs = []
+
+        def forward():
+            outs.append(run(torch.randn(shape, requires_grad=True)))
+            dist.send(outs[-1].detach(), 1)
+
+        def backward(m):
+            g = torch.empty(shape)
+            dist.recv(g, 1)
+            outs[m].backward(g)
+        forward()
+        for m in range(PIPE_MICRO):
+            if m + 1 < PIPE_MICRO:
+                forward()
+            backward(m)
+
+    def last_stage():
+        a = torch.empty(shape)
+        dist.recv(a, 0)
+        for m in range(PIPE_MICRO):
+            a.requires_grad_(True)
+            run(a).sum().backward()
+            grad = a.grad
+            if m + 1 < PIPE_MICRO:  # the next activation first: stage 0 sends it before it receives this gradient
+                a = torch.empty(shape)
+                dist.recv(a, 0)
+            dist.send(grad, 0)
+
+    def step(i):
+        first_stage() if rank == 0 else last_stage()
+    return step
+
+
 WORKLOADS = {"slow_rank": slow_rank, "dataloader": dataloader, "ddp_buckets": ddp_buckets,
              "host_python": host_python, "unfused_optimizer": unfused_optimizer, "attention": attention,
-             "first_broadcast": first_broadcast}
+             "first_broadcast": first_broadcast, "pipeline": pipeline}
 
 if __name__ == "__main__":
     main(sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), sys.argv[6])

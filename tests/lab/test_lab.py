@@ -113,3 +113,19 @@ def test_the_critical_path_goes_through_the_slowed_rank(lab):
         per_rank = _rank_time(paths, {})
         assert 1 in per_rank, f"the critical path names no event of rank 1: {per_rank}"
         assert per_rank[1] >= per_rank.get(0, 0), f"the critical path holds more of rank 0 than of rank 1: {per_rank}"
+
+
+def test_the_pipeline_path_runs_through_the_slow_stage(lab):
+    """Stage 0 (rank 0) holds 3x the layers of stage 1: rank 1 waits in its receives for it, so the critical path
+    across ranks (which follows a receive that waited back to its sender) holds more of rank 0 than of rank 1;
+    after the even split no stage_imbalance above its floor is left, whichever stage it would name."""
+    result = lab("pipeline")
+    for job in result.of("before"):
+        paths = [e["analysis"]["critical_path"] for e in job["report"]["ranks"] if e.get("analysis")]
+        assert paths and any(paths), "no critical path across ranks in the report"
+        per_rank = _rank_time(paths, {})
+        assert per_rank.get(0, 0) > per_rank.get(1, 0), f"the path holds more of rank 1 than of rank 0: {per_rank}"
+    for job in result.of("after"):
+        left = [h for e in job["report"]["ranks"] for h in e.get("findings", [])
+                if h["rule"] == "stage_imbalance" and not below_floor(h)]
+        assert not left, [(h["seen"], h["gain_ns"]) for h in left]

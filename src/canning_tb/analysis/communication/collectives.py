@@ -28,6 +28,7 @@ import numpy as np
 from ...ingest.table import NONE, Kind
 from .. import digest_pb2 as pb
 from . import ascend
+from .peers import p2p_peers
 from ..cann import cann_calls, source_of
 from ..common import HOST_COMM_RE, collective_kind, group_rows, id_mask, ids_matching
 from ..context import Context
@@ -153,7 +154,10 @@ def _stats_from_events(ctx: Context, rows: np.ndarray, c: pb.Communication, step
         c.calls_truncated = True
     k_step = np.searchsorted(step_starts, ts, side="right") - 1
     stepno = np.where(k_step >= 0, step_nums[np.maximum(k_step, 0)], -1)
+    peers = p2p_peers(ctx, rows, np.isin(kinds, ("Send", "Recv")))
     for i in order:
         call = c.calls.add(kind=str(kinds[i]), group=str(groups[i]), start_ns=int(ts[i]), dur_ns=int(dur[i]),
                            bytes=int(byt[i]), step=int(stepno[i]))
+        if peers[i] >= 0:
+            call.peer = int(peers[i])
         ascend.add_call_figures(call, op_names[i], calls)

@@ -9,6 +9,12 @@ in the order they end: a call starts its local lead time (`pre`: the rank's own 
 ended, negative where calls overlap) after the previous one ends; it ends its transfer after the last member
 arrived. The step ends its tail after its last call. A replay with nothing changed gives back the aligned
 times; the edit "balance rank r" gives rank r the other ranks' median lead time wherever its own is longer.
+
+A send and its receive (matched by direction and order, not used for the clocks: they do not end together)
+are one instance too: a side that ended after its peer arrived waited for it and ends its own observed time
+after the later arrival (a receive cannot end before its send started); a side that ended before its peer
+came (a buffered send) keeps its own time. The edit "scale rank r's own work" (a pipeline stage given the
+stages' mean compute) multiplies its lead times and step tails.
 """
 from __future__ import annotations
 
@@ -34,27 +40,85 @@ class RankCalls:
 @dataclass
 class Skeleton:
     ranks: list  # RankCalls, in rank order
-    instances: list  # per instance: [(rank index, call index)]
+    instances: list  # per instance: [(rank index, call index)]; a send / receive pair: [send, receive]
+    p2p: list = field(default_factory=list)  # per instance: True for a send / receive pair
+
+
+P2P = ("Send", "Recv")
+
+
+def _partners(digests: list, ranks: list) -> dict:
+    """{(group, rank): the other rank} for the groups whose point-to-point calls come from two ranks only: the
+    peer of a call that does not name it (a trace without the operator's arguments)."""
+    callers = defaultdict(set)
+    for rank, d in zip(ranks, digests):
+        for c in d.communication.calls:
+            if c.kind in P2P:
+                callers[c.group].add(int(rank))
+    return {(g, r): next(iter(rs - {r})) for g, rs in callers.items() if len(rs) == 2 for r in rs}
+
+
+def _peer(c, rank: int, members: dict, partners: dict) -> int:
+    """The global rank on the other side of a send / receive, -1 unknown. The call names its peer within its
+    group: the group's declared ranks map it; a group without them is taken as the whole job's."""
+    if c.HasField("peer"):
+        ranks = members.get(c.group)
+        if ranks:
+            return int(ranks[c.peer]) if 0 <= c.peer < len(ranks) else -1
+        return int(c.peer)
+    return partners.get((c.group, rank), -1)
+
+
+def _keys(d, rank: int, partners: dict) -> list:
+    """Each call's matching key: (kind, group) and its place among this rank's calls of them, a send / receive
+    by its direction (group, from, to) and its place among this rank's calls of that direction; None unmatched."""
+    calls = d.communication.calls
+    members = {g.group: list(g.ranks) for g in d.communication.groups if g.ranks}
+    order = defaultdict(list)
+    for i, c in enumerate(calls):
+        if c.kind not in P2P:
+            order[(c.kind, c.group)].append(i)
+            continue
+        peer = _peer(c, rank, members, partners)
+        if peer >= 0 and peer != rank:
+            order[("p2p", c.group) + ((rank, peer) if c.kind == "Send" else (peer, rank))].append(i)
+    keys = [None] * len(calls)
+    for key, idx in order.items():
+        idx.sort(key=lambda j: (calls[j].seq, calls[j].start_ns))
+        for pos, j in enumerate(idx):
+            keys[j] = (key, pos)
+    return keys
+
+
+def _label(c, peer: int) -> str:
+    text = f"{c.kind}#{c.seq} ({c.group or 'default'})"
+    if c.kind in P2P and peer >= 0:
+        text += f" {'to' if c.kind == 'Send' else 'from'} rank {peer}"
+    return text
 
 
 def skeleton(digests: list, ranks: list) -> Skeleton:
-    """`ranks`: the rank of each digest (cluster.rank_ids)."""
+    """`ranks`: the rank of each digest (cluster.rank_ids). Collectives are matched by kind, group and order;
+    a send with the receive of the same direction (group, from, to) in the same place of its sequence."""
+    partners = _partners(digests, ranks)
     per_rank, where = [], defaultdict(list)
     for ri, d in enumerate(digests):
-        calls = list(d.communication.calls)
-        order = defaultdict(list)
-        for i, c in enumerate(calls):
-            order[(c.kind, c.group)].append(i)
-        seq_of = {}
-        for key, idx in order.items():
-            idx.sort(key=lambda j: (calls[j].seq, calls[j].start_ns))
-            for pos, j in enumerate(idx):
-                seq_of[j] = (key, pos)
-        for j in range(len(calls)):
-            where[seq_of[j]].append((ri, j))
-        per_rank.append(calls)
-    instances = [v for v in where.values() if len(v) > 1]
-    offsets, aligned = _offsets(per_rank, instances)
+        for j, key in enumerate(_keys(d, int(ranks[ri]), partners)):
+            if key is not None:
+                where[key].append((ri, j))
+        per_rank.append(list(d.communication.calls))
+    instances, p2p = [], []
+    for key, members in where.items():
+        if key[0][0] != "p2p":
+            if len(members) > 1:
+                instances.append(members)
+                p2p.append(False)
+            continue
+        kinds = sorted(per_rank[ri][j].kind for ri, j in members)
+        if kinds == ["Recv", "Send"]:  # one of each: the send first
+            instances.append(sorted(members, key=lambda m: per_rank[m[0]][m[1]].kind != "Send"))
+            p2p.append(True)
+    offsets, aligned = _offsets(per_rank, [m for m, pp in zip(instances, p2p) if not pp])
     out = []
     inst_of = [dict() for _ in per_rank]
     for k, members in enumerate(instances):
@@ -66,7 +130,7 @@ def skeleton(digests: list, ranks: list) -> Skeleton:
         e = s + np.array([c.dur_ns for c in calls], np.int64)
         order = np.lexsort((s, e))
         inst = np.array([inst_of[ri].get(int(j), -1) for j in order], np.int64)
-        label = [f"{calls[j].kind}#{calls[j].seq} ({calls[j].group or 'default'})" for j in order]
+        label = [_label(calls[j], _peer_of(instances, p2p, inst_of[ri].get(int(j), -1), ri, ranks)) for j in order]
         rc = RankCalls(int(ranks[ri]), int(off), bool(aligned[ri]), s[order], e[order], inst, label)
         rc.steps = [(int(st.number), int(st.start_ns) - off, int(st.start_ns + st.dur_ns) - off) for st in d.steps]
         rc.origin = int(d.window.start_ns)
@@ -76,7 +140,14 @@ def skeleton(digests: list, ranks: list) -> Skeleton:
                                                         np.array([c.start_ns + c.dur_ns for c in calls], np.int64))))}
            for calls in per_rank]
     inst = [[(ri, pos[ri][j]) for ri, j in members] for members in instances]
-    return Skeleton(out, inst)
+    return Skeleton(out, inst, p2p)
+
+
+def _peer_of(instances: list, p2p: list, k: int, ri: int, ranks: list) -> int:
+    """The other member's rank of a matched send / receive, -1 for anything else."""
+    if k < 0 or not p2p[k]:
+        return -1
+    return int(next((ranks[m] for m, _ in instances[k] if m != ri), -1))
 
 
 def _offsets(per_rank: list, instances: list) -> tuple[list, list]:
@@ -100,17 +171,19 @@ def _leads(sk: Skeleton):
     return leads
 
 
-def replay_ranks(sk: Skeleton, lead_override: dict | None = None) -> list[np.ndarray]:
-    """New aligned call ends per rank; `lead_override`: {rank index: new leads array}."""
+def replay_ranks(sk: Skeleton, lead_override: dict | None = None, transfer_scale: dict | None = None) -> list[np.ndarray]:
+    """New aligned call ends per rank; `lead_override`: {rank index: new leads array}; `transfer_scale`:
+    {instance: factor} on a send / receive pair's transfer (its time after both sides arrived)."""
     leads = _leads(sk)
     for ri, arr in (lead_override or {}).items():
         leads[ri] = arr
     arrival_obs = [rc.start for rc in sk.ranks]
     last_arrival = np.array([max(int(arrival_obs[ri][p]) for ri, p in members) for members in sk.instances], np.int64)
     ends = [np.zeros(len(rc.end), np.int64) for rc in sk.ranks]
-    arrivals = [np.zeros(len(rc.end), np.int64) for rc in sk.ranks]
-    # every call in the order of its observed end; an instance's calls together, when its last one comes
-    events = sorted(((int(rc.end[p]), ri, p) for ri, rc in enumerate(sk.ranks) for p in range(len(rc.end))))
+    # every call in the order of its observed end (then start: a call that waited ends with the one it waited
+    # for, which started earlier); an instance's calls together, when its first one comes
+    events = sorted(((int(rc.end[p]), int(rc.start[p]), ri, p) for ri, rc in enumerate(sk.ranks)
+                     for p in range(len(rc.end))))
     done = [np.zeros(len(rc.end), bool) for rc in sk.ranks]
 
     def arrive(ri, p):
@@ -119,35 +192,70 @@ def replay_ranks(sk: Skeleton, lead_override: dict | None = None) -> list[np.nda
             base = int(ends[ri][p - 1]) if done[ri][p - 1] else int(rc.end[p - 1])
         else:
             base = rc.steps[0][1] if rc.steps else int(rc.start[0])
-        arrivals[ri][p] = base + leads[ri][p]
+        return base + int(leads[ri][p])
 
-    for _, ri, p in events:
+    for _, _, ri, p in events:
         if done[ri][p]:
             continue
         k = int(sk.ranks[ri].instance[p])
+        if k >= 0 and sk.p2p[k]:
+            ends[ri][p] = _p2p_end(sk, k, ri, p, arrive, (transfer_scale or {}).get(k, 1.0))
+            done[ri][p] = True
+            continue
         members = sk.instances[k] if k >= 0 else [(ri, p)]
-        for mi, mp in members:
-            if not done[mi][mp]:
-                arrive(mi, mp)
-        latest = max(arrivals[mi][mp] for mi, mp in members)
+        arrivals = {(mi, mp): arrive(mi, mp) for mi, mp in members}
+        latest = max(arrivals.values())
         for mi, mp in members:
             rc = sk.ranks[mi]
             transfer = max(int(rc.end[mp]) - (int(last_arrival[k]) if k >= 0 else int(rc.start[mp])), 0)
-            ends[mi][mp] = max(latest, arrivals[mi][mp]) + transfer
+            ends[mi][mp] = max(latest, arrivals[(mi, mp)]) + transfer
             done[mi][mp] = True
     return ends
 
 
-def step_ends(sk: Skeleton, ends: list[np.ndarray]) -> dict[int, int]:
-    """The job's end of each step (the latest rank), replayed: each rank's tail after its last call in it."""
+def _p2p_end(sk: Skeleton, k: int, ri: int, p: int, arrive, scale: float = 1.0) -> int:
+    """A send's or a receive's new end. A side that ended after its peer arrived waited for it (a receive for its
+    data; a send for its receive, where the transport hands over only to a posted receive): it ends its observed
+    time after the later of the two arrivals (a receive cannot end before its send started). A side that ended
+    before its peer arrived (a send the transport buffered) keeps its own time. With nothing changed both give
+    back the observed end."""
+    qi, qp = next(m for m in sk.instances[k] if m != (ri, p))
+    me, peer = sk.ranks[ri], sk.ranks[qi]
+    mine = arrive(ri, p)
+    if int(me.end[p]) < int(peer.start[qp]):
+        return mine + int(me.end[p] - me.start[p])
+    after = int(me.end[p]) - max(int(me.start[p]), int(peer.start[qp]))
+    if scale != 1.0:
+        after = int(round(after * scale))
+    return max(mine, max(mine, arrive(qi, qp)) + after)
+
+
+def step_ends(sk: Skeleton, ends: list[np.ndarray], tail_scale: dict | None = None) -> dict[int, int]:
+    """The job's end of each step (the latest rank), replayed: each rank's tail after its last call in it
+    (`tail_scale`: {rank index: factor} on that tail)."""
     out: dict[int, int] = {}
-    for rc, e in zip(sk.ranks, ends):
+    for ri, (rc, e) in enumerate(zip(sk.ranks, ends)):
+        f = (tail_scale or {}).get(ri, 1.0)
         for number, _, end in rc.steps:
             p = int(np.searchsorted(rc.end, end, side="right")) - 1
             tail = end - (int(rc.end[p]) if p >= 0 else end)
-            new = (int(e[p]) if p >= 0 else end) + tail
+            new = (int(e[p]) if p >= 0 else end) + (int(round(tail * f)) if f != 1.0 else tail)
             out[number] = max(out.get(number, new), new)
     return out
+
+
+def _gain(sk: Skeleton, after: dict) -> tuple[int, int, int, int] | None:
+    """(mean, lowest, highest gain per step, steps) of the replayed step ends `after` against the unedited replay."""
+    before = step_ends(sk, replay_ranks(sk))
+    numbers = sorted(before)
+    if not numbers:
+        return None
+    first = min(start for rc in sk.ranks for number, start, _ in rc.steps if number == numbers[0])
+    # each step from the end of the one before (the first from its start, which no edit moves)
+    was = [before[numbers[0]] - first] + [before[b] - before[a] for a, b in zip(numbers, numbers[1:])]
+    now = [after[numbers[0]] - first] + [after[b] - after[a] for a, b in zip(numbers, numbers[1:])]
+    arr = np.maximum(np.array(was, np.int64) - np.array(now, np.int64), 0)
+    return int(arr.mean()), int(arr.min()), int(arr.max()), len(arr)
 
 
 def balance_gain(sk: Skeleton, slow: int) -> tuple[int, int, int, int] | None:
@@ -169,17 +277,64 @@ def balance_gain(sk: Skeleton, slow: int) -> tuple[int, int, int, int] | None:
     if not changed:  # it is nowhere later than the others: balancing it gains nothing
         steps = len({number for rc in sk.ranks for number, _, _ in rc.steps})
         return 0, 0, 0, steps
-    before = step_ends(sk, replay_ranks(sk))
-    after = step_ends(sk, replay_ranks(sk, {slow: mine}))
-    numbers = sorted(before)
-    if not numbers:
+    return _gain(sk, step_ends(sk, replay_ranks(sk, {slow: mine})))
+
+
+def link_gain(sk: Skeleton, src: int, dst: int, factor: float) -> tuple[int, int, int, int] | None:
+    """(mean, lowest, highest gain per step, steps) of the sends from rank `src` to rank `dst` moving their data
+    in `factor` of the time (the transfer after both sides arrived); None where no such pair was matched."""
+    scale = {k: factor for k, members in enumerate(sk.instances) if sk.p2p[k]
+             and sk.ranks[members[0][0]].rank == src and sk.ranks[members[1][0]].rank == dst}
+    if not scale:
         return None
-    first = min(start for rc in sk.ranks for number, start, _ in rc.steps if number == numbers[0])
-    # each step from the end of the one before (the first from its start, which no edit moves)
-    was = [before[numbers[0]] - first] + [before[b] - before[a] for a, b in zip(numbers, numbers[1:])]
-    now = [after[numbers[0]] - first] + [after[b] - after[a] for a, b in zip(numbers, numbers[1:])]
-    arr = np.maximum(np.array(was, np.int64) - np.array(now, np.int64), 0)
-    return int(arr.mean()), int(arr.min()), int(arr.max()), len(arr)
+    return _gain(sk, step_ends(sk, replay_ranks(sk, None, scale)))
+
+
+def p2p_overlaps(sk: Skeleton) -> int:
+    """How many send / receive pairs have a side whose range overlaps another call of its rank: an asynchronous
+    isend / irecv whose range lasts until it is waited for, the rank working and calling meanwhile. Its range is
+    no wait, so the graph cannot say when that rank waited or worked (the stages' edit is not stated then)."""
+    marked = []
+    for rc in sk.ranks:
+        order = np.argsort(rc.start, kind="stable")
+        hit = np.zeros(len(rc.start), bool)
+        reach, holder = None, -1
+        for j in order.tolist():
+            if reach is not None and rc.start[j] < reach:
+                hit[j] = hit[holder] = True
+            if reach is None or rc.end[j] > reach:
+                reach, holder = int(rc.end[j]), j
+        marked.append(hit)
+    return sum(1 for k, members in enumerate(sk.instances)
+               if sk.p2p[k] and any(marked[ri][p] for ri, p in members))
+
+
+def own_work(sk: Skeleton, ri: int) -> float:
+    """A rank's own work per step (ns): its steps' time less the union of its calls inside them; -1 without steps."""
+    rc = sk.ranks[ri]
+    if not rc.steps:
+        return -1.0
+    total = 0
+    for _, start, end in rc.steps:
+        s, e = np.clip(rc.start, start, end), np.clip(rc.end, start, end)
+        order = np.argsort(s, kind="stable")
+        busy, reach = 0, start
+        for a, b in zip(s[order].tolist(), e[order].tolist()):
+            if b > reach:
+                busy += b - max(a, reach)
+                reach = b
+        total += end - start - busy
+    return total / len(rc.steps)
+
+
+def scale_gain(sk: Skeleton, factors: dict) -> tuple[int, int, int, int] | None:
+    """(mean, lowest, highest gain per step, steps) of scaling each rank's own work by its factor ({rank index:
+    factor}): every lead time before a call and every step's tail after its last call (the work between calls
+    grows or shrinks; the calls' transfers stay)."""
+    leads = _leads(sk)
+    override = {ri: np.where(leads[ri] > 0, np.round(leads[ri] * f), leads[ri]).astype(np.int64)
+                for ri, f in factors.items()}
+    return _gain(sk, step_ends(sk, replay_ranks(sk, override), factors))
 
 
 def _hop(rc: RankCalls, what: str, after: str, lo: int, hi: int, **more) -> dict:
@@ -191,8 +346,9 @@ def _hop(rc: RankCalls, what: str, after: str, lo: int, hi: int, **more) -> dict
 
 def cross_rank_paths(sk: Skeleton) -> list[dict]:
     """Per step: the critical path across ranks, walked back from the rank that ended the step last: its tail,
-    then at each collective the member that arrived last (the one the others waited for) and its lead time.
-    A transfer's `waited_for` names that member: the path goes on, earlier, on its rank."""
+    then at each collective the member that arrived last (the one the others waited for) and its lead time; at a
+    receive that waited, the sender (and a send that waited, its receiver). A transfer's `waited_for` names that
+    member: the path goes on, earlier, on its rank."""
     out = []
     step_rank_end: dict = defaultdict(list)
     for ri, rc in enumerate(sk.ranks):
@@ -225,7 +381,10 @@ def _walk(sk: Skeleton, ri: int, end: int, lo: int) -> list[dict]:
         t = min(t, int(rc.end[p]))
         k = int(rc.instance[p])
         if k >= 0:  # the member that arrived last held the call
-            qi, qp = max(sk.instances[k], key=lambda m: int(sk.ranks[m[0]].start[m[1]]))
+            members = sk.instances[k]
+            if sk.p2p[k]:  # a send / receive waited for its peer only where the peer came before it ended
+                members = [m for m in members if int(sk.ranks[m[0]].start[m[1]]) <= t]
+            qi, qp = max(members, key=lambda m: int(sk.ranks[m[0]].start[m[1]]))
         else:
             qi, qp = ri, p
         arrive = int(sk.ranks[qi].start[qp])

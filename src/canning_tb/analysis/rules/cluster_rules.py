@@ -18,7 +18,7 @@ from ..parallelism import recognise
 from . import thresholds as th
 from .claims import noise_ns
 from .comm_rules import is_p2p
-from ..graph.ranks import balance_gain, skeleton
+from ..graph.ranks import balance_gain, link_gain, own_work, p2p_overlaps, scale_gain, skeleton
 from .finding import Finding, evidence, ms, pct, rank_key, to_hit
 
 METRICS = (("computing", "computing_ns", True), ("communication", "communication_ns", False), ("free", "free_ns", True))
@@ -139,7 +139,7 @@ def _balanced(f: Finding, sk, rank: int) -> None:
     f.edit = f"rank {rank} given the other ranks' median own work before each collective it shares"
 
 
-def slow_link(analysis: dict, par, digests) -> list[Finding]:
+def slow_link(analysis: dict, par, digests, sk=None) -> list[Finding]:
     """Per communicator group (collectives, not pipeline send / receive, whose time is the partner's):
     the spread of each rank's transfer time per step; per transport: the spread of the links'
     bandwidth on transfers of at least LOW_BANDWIDTH_MIN_BYTES."""
@@ -170,18 +170,21 @@ def slow_link(analysis: dict, par, digests) -> list[Finding]:
         if _significant(f, _step_ns(analysis), paired_noise([rows[slow]], [rows[fast]], "transfer")
                         if slow in rows and fast in rows else -1):
             found.append(f)
-    return found + _slow_transport(digests, analysis)
+    return found + _slow_transport(digests, analysis, sk)
 
 
-def _slow_transport(digests, analysis: dict) -> list[Finding]:
+def _slow_transport(digests, analysis: dict, sk=None) -> list[Finding]:
     """Links of one transport whose bandwidth on large transfers differs by more than the ratio; the
     gain is the time the slowest link would save at the links' mean bandwidth (per step), under the
     floors like every finding."""
     by_transport: dict = {}
+    local = set()  # links numbered within their communicator: not global ranks, so no pairs of the graph
     for d in digests:
         steps = max(len(d.average_steps) or len(d.steps), 1)
         for link in d.communication.links:
             if link.src != link.dst and link.bytes >= th.LOW_BANDWIDTH_MIN_BYTES and link.time_ns > 0:
+                if link.numbering == "communicator":
+                    local.add((link.transport, link.src, link.dst))
                 cells = by_transport.setdefault(link.transport, {}).setdefault((link.src, link.dst), [0, 0])
                 cells[0] += link.bytes / steps
                 cells[1] += link.time_ns / steps
@@ -209,9 +212,23 @@ def _slow_transport(digests, analysis: dict) -> list[Finding]:
             evidence=[evidence("ranks", f"{src}->{dst}", "matrix cell", rank=src)],
             figure="bandwidth", figure_value=slowest, view="ranks", ranks=[src, dst],
             removes_what=["slow link transfer"])
+        if (transport, src, dst) not in local:
+            _link_replayed(f, sk, src, dst, slowest / float(np.median([v for k, v in bw.items() if k != (src, dst)])))
         if _significant(f, _step_ns(analysis), -1):
             found.append(f)
     return found
+
+
+def _link_replayed(f: Finding, sk, src: int, dst: int, factor: float) -> None:
+    """Where the link's transfers are send / receive pairs the ranks' graph matched, the gain of moving them at
+    the other links' median rate, replayed (the pairs' transfers scaled by slowest / median bandwidth). A link
+    that carries collectives only has no such edit: the finding stays an observation."""
+    sim = link_gain(sk, src, dst, factor) if sk is not None and factor > 0 and not p2p_overlaps(sk) else None
+    if sim is None:
+        return
+    f.gain_ns, f.gain_low_ns, f.gain_high_ns, _ = sim
+    f.gain_is_bound = False
+    f.edit = f"the sends from rank {src} to rank {dst} at the other links' median bandwidth ({factor:.2f}x their time)"
 
 
 def _stage_rows(analysis: dict, par) -> list[list[dict]]:
@@ -219,7 +236,7 @@ def _stage_rows(analysis: dict, par) -> list[list[dict]]:
     return [[rows[r] for r in stage if r in rows] for stage in par.stages]
 
 
-def stage_imbalance(analysis: dict, par) -> list[Finding]:
+def stage_imbalance(analysis: dict, par, sk=None) -> list[Finding]:
     """Pipeline stages (analysis/parallelism.py) with unequal computing per step: the slowest stage
     sets the pace and the others wait in their receives."""
     if not par.pipeline:
@@ -253,8 +270,33 @@ def stage_imbalance(analysis: dict, par) -> list[Finding]:
         evidence=[evidence("ranks", str(r), f"rank {r} computing", rank=r) for r in slow_ranks],
         figure="computing", figure_value=computing[slow], view="ranks",
         removes_what=["stage imbalance"], ranks=[r["rank"] for s in stages for r in s])
+    _stages_balanced(f, sk, [[r["rank"] for r in s] for s in stages])
     everyone = [r for s in stages for r in s]
     return [f] if _significant(f, _step_ns(analysis), paired_noise(stages[slow], everyone, "computing")) else []
+
+
+def _stages_balanced(f: Finding, sk, stages: list[list[int]]) -> None:
+    """The gain of "move layers so the stages compute alike", as the ranks' graph replays it: each stage's own
+    work between its calls (analysis/graph/ranks.py: lead times and step tails) scaled to the stages' mean, the
+    send / receive pairs holding each stage to the others. Without matched send / receive pairs the graph does not
+    link the stages, and where sends / receives run asynchronously (isend / irecv ranges lasting until their wait:
+    the rank works inside them) it cannot tell work from waiting: an observation then."""
+    if sk is None or not any(sk.p2p) or p2p_overlaps(sk):
+        return
+    index = {rc.rank: i for i, rc in enumerate(sk.ranks)}
+    own = [[own_work(sk, index[r]) for r in stage if r in index] for stage in stages]
+    if any(not o or min(o) <= 0 for o in own):
+        return
+    per_stage = [float(np.mean(o)) for o in own]
+    mean = float(np.mean(per_stage))
+    factors = {index[r]: mean / w for stage, w in zip(stages, per_stage) for r in stage if r in index}
+    sim = scale_gain(sk, factors)
+    if sim is None:
+        return
+    f.gain_ns, f.gain_low_ns, f.gain_high_ns, _ = sim
+    f.gain_is_bound = False
+    f.edit = (f"each stage's own work between its sends and receives scaled to the stages' mean "
+              f"({ms(mean)} per step; stage {int(np.argmax(per_stage))} {ms(max(per_stage))})")
 
 
 def embedding_allreduce(analysis: dict, par) -> list[Finding]:
@@ -291,7 +333,7 @@ def cluster_hits(analysis: dict, digests=()) -> list[pb.RuleHit]:
     digests = list(digests)
     par = recognise(digests, rank_ids(digests)) if digests else recognise([])
     sk = skeleton(digests, rank_ids(digests)) if digests else None
-    found = slow_rank(analysis, par, sk) + slow_link(analysis, par, digests) + stage_imbalance(analysis, par) \
+    found = slow_rank(analysis, par, sk) + slow_link(analysis, par, digests, sk) + stage_imbalance(analysis, par, sk) \
         + embedding_allreduce(analysis, par)
     for f in found:
         f.device = "cluster"
