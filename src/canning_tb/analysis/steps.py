@@ -90,13 +90,13 @@ from .common import (DATALOADER_RE, DEVICE_KINDS, HOST_COMM_RE, HOST_OP_KINDS, S
 from .communication.collectives import comm_rows
 from .context import Context
 from .graph.vendors import BLOCKING_RE
+from .step_note import UNTRACED_SHARE  # one threshold: the notes say why a step was left out
 
 CATEGORIES = ["compute", "overlapped", "communication", "memcpy", "memset", "device_wait", "runtime", "dataloader",
               "host"]
 TAIL_SHARE = 0.05  # a last step whose device tail exceeds 5 % of its host duration is distorted
 DEVICE_BOUND_MARGIN = 0.05  # the device's period this much over the host's: steps measured on the device
 DEVICE_BOUND_STEPS = 3  # ... over two periods at least (one period is one sample: a lag, not a rate)
-UNTRACED_SHARE = 0.05  # a step that waited over 5 % of its time for device work the trace lacks is left out
 RETURN_NS = 10_000  # a device event ending this close after a blocking call returned is what it waited for (skew)
 # a blocking call's own cost when nothing is left to wait for: microseconds on a GPU, up to 0.4 ms on an NPU
 # (the fixtures); one that blocked longer with no traced work ending waited for work the trace lacks
