@@ -94,6 +94,9 @@ def test_a_step_that_waited_for_work_queued_before_the_window_is_left_out(tmp_pa
     # every figure reads the same steps: the findings' claims and the text report
     starts, _ = kept_steps(d)
     assert list(starts) == [s for _, s, _ in rest]
+    # its critical path runs through the call (it holds the step's thread): the wait is untraced, not the
+    # call's own time nor the copy's launch latency
+    assert d.critical_path[0].number == n0 and d.critical_path[0].by_category["untraced"] == want
     table = step_summary(d)
     assert table.rows[0][0] == f"{n0} (queued work)"
     assert (f"Step {n0} is left out of the average: its host waited 18.215 ms for device work queued before the "
