@@ -35,30 +35,39 @@ def _ns(us) -> int:
     return int(us) * 1000  # this file's times are whole µs
 
 
-def _derive(tmp_path):
-    """(path of the derived trace, the blocking call's (start, end) ns, the cut ns)."""
+def _derive(tmp_path, step: int = 0, lost: bool = False):
+    """(path of the derived trace, the blocking call's (start, end) ns, the cut ns): the longest blocking
+    device-to-host cudaMemcpyAsync of the `step`-th step, and every device event that ended before its copy
+    began removed (queued before the window); `lost`: only those that ran while the call blocked (records
+    lost in the middle of the window)."""
     with gzip.open(fixture_path(*SOURCE), "rt") as f:
         doc = json.load(f)
     xs = [e for e in doc["traceEvents"] if e.get("ph") == "X"]
-    first = min((e for e in xs if e["name"].startswith("ProfilerStep#")), key=lambda e: e["ts"])
+    host = sorted((e for e in xs if e["name"].startswith("ProfilerStep#")), key=lambda e: e["ts"])[step]
     copies = {e["args"]["correlation"]: e for e in xs if e.get("cat") == "gpu_memcpy" and "DtoH" in e["name"]}
     calls = [e for e in xs if e["name"] == "cudaMemcpyAsync" and e["args"].get("correlation") in copies
-             and first["ts"] <= e["ts"] < first["ts"] + first["dur"]]
+             and host["ts"] <= e["ts"] < host["ts"] + host["dur"]]
     call = max(calls, key=lambda e: e["dur"])
     cut = copies[call["args"]["correlation"]]["ts"]
-    doc["traceEvents"] = [e for e in doc["traceEvents"]
-                          if not (e.get("ph") == "X" and e.get("cat") in DEVICE_CATS and e["ts"] + e["dur"] < cut)]
-    path = tmp_path / "queued.json.gz"
+
+    def dropped(e):
+        return e["ts"] + e["dur"] < cut and (not lost or e["ts"] + e["dur"] > call["ts"])
+
+    doc["traceEvents"] = [e for e in doc["traceEvents"] if not (e.get("ph") == "X" and e.get("cat") in DEVICE_CATS
+                                                               and dropped(e))]
+    path = tmp_path / "derived.json.gz"
     with gzip.open(path, "wt") as f:
         json.dump(doc, f)
     return path, (_ns(call["ts"]), _ns(call["ts"] + call["dur"])), _ns(cut)
 
 
-def _hand_untraced(tr: Trace, lo: int, hi: int) -> int:
+def _hand_untraced(tr: Trace, lo: int, hi: int, queued: bool = True) -> int:
     """The stated rule by plain loops: each blocking call in [lo, hi) (a synchronize or cudaMemcpy, or a
     cudaMemcpyAsync whose copy is device-to-host into pageable memory) waited from its start to the first
-    device event still running at or after it; the whole call where no device event ends in it; kept over 1 ms."""
+    device event still running at or after it; the whole call where no device event ends in it; kept over 1 ms
+    and, `queued`, where the call began before the window's first device event."""
     d2h = {d.corr for d in tr.device if d.cat == "gpu_memcpy" and "Pageable" in d.name and "DtoH" in d.name}
+    first = min(d.start for d in tr.device)
     total = 0
     for c in tr.runtime:
         if not (lo <= c.start < hi) or not (c.name in BLOCKING or (c.name == "cudaMemcpyAsync" and c.corr in d2h)):
@@ -66,7 +75,7 @@ def _hand_untraced(tr: Trace, lo: int, hi: int) -> int:
         ends_in = any(c.start <= d.end <= c.end + 10_000 for d in tr.device)
         later = [d.start for d in tr.device if d.end > c.start]
         until = min(max(min(later), c.start), c.end) if ends_in and later else c.end
-        if until - c.start > MS:
+        if until - c.start > MS and (c.start < first or not queued):
             total += until - c.start
     return total
 
@@ -101,6 +110,21 @@ def test_a_step_that_waited_for_work_queued_before_the_window_is_left_out(tmp_pa
     assert table.rows[0][0] == f"{n0} (queued work)"
     assert (f"Step {n0} is left out of the average: its host waited 18.215 ms for device work queued before the "
             "window") in " ".join(table.notes)
+
+
+def test_a_wait_for_records_lost_later_in_the_window_is_the_steps_own_time(tmp_path):
+    """The device work that ran while the third step's longest blocking copy waited is removed: the call
+    waited with no traced device work running, but the device had run the window's own work before it (the
+    first step's), so no backlog from before the window holds it; the step is measured and averaged as is."""
+    path, (call_lo, _), cut = _derive(tmp_path, step=2, lost=True)
+    tr = Trace(path)
+    spans = step_spans(tr)
+    n, s, e = spans[2]
+    assert _hand_untraced(tr, s, e, queued=False) > MS  # the premise: a wait the trace shows nothing for
+    assert _hand_untraced(tr, s, e) == 0
+    d = build_digest(read_kineto(str(path)), graph=False)
+    assert d.steps[2].number == n and d.steps[2].untraced_wait_ns == 0 and not d.steps[2].distorted
+    assert list(d.average_steps) == [n for n, _, _ in spans]
 
 
 def test_the_source_trace_waits_for_traced_work_only():

@@ -30,15 +30,17 @@ the device work launched in it (no backlog of other steps: never distorted).
 
 Work queued before the window (a step that waited for untraced device work)
 --------------------------------------------------------------------------------
-When the host ran ahead of the device before the profiler started, the device work it had queued runs
-at the window's start, but the trace holds none of it (it was launched before the profiler saw it). A
-blocking call (device_wait_rows: a synchronize, a blocking copy; a free is left out, as it also takes
-time of its own) that blocked over UNTRACED_MIN_NS while no traced device event ended waited for that
-work: untraced_waits. On the host clock such a step is longer by the backlog it drained, not by its own
-work. Its waits inside the step (Step.untraced_wait_ns) over UNTRACED_SHARE of the step leave it out of
-the average, as the window's end does, while another step remains. The device-bound test above compares the device's period
-with the host's less these waits (a backlog drained in the first step does not hide a device that runs
-behind); on the device clock the wait lies before the step's first device event, so it is not in it.
+When the host ran ahead of the device before the profiler started, the device work it had queued runs at the
+window's start, but the trace holds none of it (it was launched before the profiler saw it). A blocking call
+(device_wait_rows: a synchronize, a blocking copy; a free is left out, as it also takes time of its own)
+that began before the window's first traced device work and blocked over UNTRACED_MIN_NS while no traced
+device work ran waited for that work: untraced_waits. (A later such wait is for device work whose records
+were lost, the step's own: its time is the step's.) On the host clock such a step is longer by the backlog
+it drained, not by its own work. Its waits inside the step (Step.untraced_wait_ns) over UNTRACED_SHARE of
+the step leave it out of the average, as the window's end does, while another step remains. The device-bound
+test above compares the device's period with the host's less these waits (a backlog drained in the first
+step does not hide a device that runs behind); on the device clock the wait lies before the step's first
+device event, so it is not in it.
 
 Window's end (the last step)
 ----------------------------
@@ -229,10 +231,11 @@ def _device_bound(starts: np.ndarray, first: np.ndarray, untraced) -> bool:
 
 
 def untraced_waits(table: EventTable) -> tuple[np.ndarray, np.ndarray]:
-    """The time blocking calls waited for device work the trace does not hold (module docstring, work queued
-    before the window), as an interval set: from a call's start to the first traced device event running
-    in it (the backlog runs first: it was queued first), the whole call where no traced device event ends in
-    it (nor within RETURN_NS after); only stretches over UNTRACED_MIN_NS. Empty without device work."""
+    """The time blocking calls waited for device work queued before the window (module docstring), as an
+    interval set: from a call's start to the first traced device event running in it (the backlog runs first:
+    it was queued first), the whole call where no traced device event ends in it (nor within RETURN_NS after);
+    only stretches over UNTRACED_MIN_NS, of calls that began before the window's first traced device work
+    (later, the device had reached the window's own work: a wait for lost records is the step's own time)."""
     ev = table.events
     dev = device_rows(table)
     if len(dev) == 0:
@@ -251,7 +254,7 @@ def untraced_waits(table: EventTable) -> tuple[np.ndarray, np.ndarray]:
     k = np.searchsorted(d_hi[by_end], lo, side="right")
     first = np.where(k < len(dev), later_min[np.minimum(k, len(dev) - 1)], hi)
     until = np.where(ended, np.clip(first, lo, hi), hi)
-    keep = until - lo > UNTRACED_MIN_NS
+    keep = (until - lo > UNTRACED_MIN_NS) & (lo < d_lo.min())
     return iv.union(lo[keep], until[keep])
 
 
