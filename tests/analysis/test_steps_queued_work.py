@@ -12,9 +12,13 @@ and by hand; a synthetic window checks the device-bound test's arithmetic.
 import glob
 import gzip
 import json
+import shutil
 from decimal import Decimal
 
 import pytest
+from tensorboard.backend import application
+from tensorboard.plugins import base_plugin
+from werkzeug.test import Client
 
 from _raw_kineto import Trace, step_spans
 from conftest import fixture_path
@@ -25,6 +29,7 @@ from canning_tb.analysis.rules.claims import kept_steps
 from canning_tb.ingest.ascend.read import read_ascend
 from canning_tb.ingest.kineto.read import read_kineto
 from canning_tb.ingest.table import EVENT_COLUMNS, ColumnBuilder, EventTable, Kind, sort_by_time
+from canning_tb.plugin.plugin import CanningPlugin
 
 SOURCE = ("hta", "trace_diff", "test", "test.json.gz")
 DEVICE_CATS = {"kernel", "gpu_memcpy", "gpu_memset"}
@@ -111,6 +116,25 @@ def test_a_step_that_waited_for_work_queued_before_the_window_is_left_out(tmp_pa
     assert table.rows[0][0] == f"{n0} (queued work)"
     assert (f"Step {n0} is left out of the average: its host waited 18.215 ms for device work queued before the "
             "window") in " ".join(table.notes)
+
+
+def test_the_overview_route_says_why_the_step_is_left_out(tmp_path):
+    """GET /overview (TensorBoard's router, the real Store) on the derived trace: the step's flag, its reason
+    and its sentence, and the average over the other steps."""
+    path, _, _ = _derive(tmp_path)
+    run = tmp_path / "logdir" / "queued"
+    run.mkdir(parents=True)
+    shutil.copy(path, run / "worker0.1661938466265.pt.trace.json.gz")
+    plugin = CanningPlugin(base_plugin.TBContext(logdir=str(tmp_path / "logdir")), refresh_interval=0.0)
+    assert plugin.scanner.wait_first(60)
+    resp = Client(application.TensorBoardWSGI([plugin])).get(
+        "/data/plugin/canning/overview", query_string={"run": "queued", "worker": "worker0", "window": "1661938466265"})
+    assert resp.status_code == 200
+    steps = json.loads(resp.get_data())["steps"]
+    spans = step_spans(Trace(path))
+    assert [(s["left_out"], s["distorted"]) for s in steps] == [("queued work", True)] + [("", False)] * 5
+    assert steps[0]["note"].startswith(f"Step {spans[0][0]} is left out of the average: its host waited 18.215 ms")
+    assert not any(s["note"] for s in steps[1:])
 
 
 def test_a_wait_for_records_lost_later_in_the_window_is_the_steps_own_time(tmp_path):
