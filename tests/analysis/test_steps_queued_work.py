@@ -191,6 +191,37 @@ def test_a_backlog_drained_in_the_first_step_does_not_hide_a_device_bound_loop()
     assert d.average.total_ns == 15 * MS
 
 
+def _one_step_window() -> EventTable:
+    """One step, ProfilerStep#1 over 0-40 ms: cudaStreamSynchronize blocks 1-31 ms with no traced device work
+    (a backlog from before the window), then a kernel launched at 31.5 ms runs 32-39 ms."""
+    t = EventTable()
+    b = ColumnBuilder(EVENT_COLUMNS)
+    for ts, dur, kind, name, corr in ((0, 40, Kind.USER_ANNOTATION, "ProfilerStep#1", -1),
+                                      (1, 30, Kind.RUNTIME, "cudaStreamSynchronize", -1),
+                                      (31.5, 0.01, Kind.RUNTIME, "cudaLaunchKernel", 1)):
+        b.add(ts=int(ts * MS), dur=int(dur * MS), kind=int(kind), name=t.strings.id(name), pid=1, tid=1,
+              correlation=corr)
+    b.add(ts=32 * MS, dur=7 * MS, kind=int(Kind.KERNEL), name=t.strings.id("gemm"), pid=0, tid=7, device=0, stream=7,
+          correlation=1)
+    t.events = sort_by_time(b.freeze())
+    t.meta.devices = [{"kind": "cuda", "index": 0, "name": "GPU", "memory": -1, "compute_capability": "8.0"}]
+    t.check()
+    return t
+
+
+def test_no_finding_claims_the_wait_for_a_backlog():
+    """The window's one step is kept (no other to average instead) and says what it holds; the 30 ms it waited
+    for the backlog is Device wait in its breakdown (the host did block), but no finding offers to remove it:
+    dropping the synchronize would not run the backlog any faster."""
+    d = build_digest(_one_step_window())
+    (step,) = d.steps
+    assert step.untraced_wait_ns == 30 * MS and not step.distorted and list(d.average_steps) == [1]
+    assert step.breakdown.device_wait_ns == 30 * MS
+    assert "Step 1 includes 30.0 ms the host waited for device work queued before the window" in \
+        " ".join(step_summary(d).notes)
+    assert not [h for h in d.rule_hits if h.rule in ("device_wait", "sync_calls", "device_idle")]
+
+
 FIXTURES = ["kineto/resnet50_v100/*.gz", "kineto/resnet50_num_workers_4/*.gz", "hta/*/*.gz", "hta/*/*/*.gz",
             "param/dlrm_8ranks/worker0*.gz", "ascend/level1/rank*_ascend_pt", "ascend/db_level1/rank*_ascend_pt"]
 

@@ -373,14 +373,18 @@ def breakdowns(table: EventTable, ctx: Context | None = None):
     distorted, clock); 'untraced_wait' is no category: the step's waits for work the trace lacks."""
     nums, starts, ends, host_ends, clock = step_spans(table)
     cats = category_sets(table, ctx)
+    untraced = untraced_waits(table)
     if ctx is not None:
-        ctx.categories = cats  # the rules' claims: the time a change removes, as interval sets
+        # the rules' claims: the time a change removes, as interval sets; a wait for work queued before the
+        # window is held apart, claimed by no finding (no change to the step removes a backlog it inherited)
+        held = iv.intersect(cats["device_wait"], untraced)
+        ctx.categories = {**cats, "device_wait": iv.subtract(cats["device_wait"], held), "untraced_wait": held}
     res = {c: iv.measure(cats[c], starts, ends) for c in CATEGORIES}
     dur = ends - starts
     used = np.zeros(len(starts), np.int64)
     for c in CATEGORIES:
         used += res[c]
     res["idle"] = dur - used
-    res["untraced_wait"] = iv.measure(untraced_waits(table), starts, ends)
+    res["untraced_wait"] = iv.measure(untraced, starts, ends)
     tail, distorted = distorted_steps(starts, ends, host_ends, res["untraced_wait"])
     return nums, starts, dur, res, tail, distorted, clock
