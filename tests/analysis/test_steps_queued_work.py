@@ -67,23 +67,25 @@ def _derive(tmp_path, step: int = 0, lost: bool = False):
     return path, (_ns(call["ts"]), _ns(call["ts"] + call["dur"])), _ns(cut)
 
 
-def _hand_untraced(tr: Trace, lo: int, hi: int, queued: bool = True) -> int:
-    """The stated rule by plain loops: each blocking call in [lo, hi) (a synchronize or cudaMemcpy, or a
-    cudaMemcpyAsync whose copy is device-to-host into pageable memory) waited from its start to the first
-    device event still running at or after it; the whole call where no device event ends in it; kept over 1 ms
-    and, `queued`, where the call began before the window's first device event."""
+def _blocking(tr: Trace, lo: int, hi: int) -> list:
+    """The blocking calls starting in [lo, hi): a synchronize or cudaMemcpy, or a cudaMemcpyAsync whose copy is
+    device-to-host into pageable memory."""
     d2h = {d.corr for d in tr.device if d.cat == "gpu_memcpy" and "Pageable" in d.name and "DtoH" in d.name}
+    return [c for c in tr.runtime if lo <= c.start < hi
+            and (c.name in BLOCKING or (c.name == "cudaMemcpyAsync" and c.corr in d2h))]
+
+
+def _idle_from(tr: Trace, c) -> int:
+    """How long the call blocked before any device event ran: to the earliest start of those still running."""
+    return min(max(min(d.start for d in tr.device if d.end > c.start), c.start), c.end) - c.start
+
+
+def _hand_untraced(tr: Trace, lo: int, hi: int) -> int:
+    """The stated rule by plain loops: each blocking call in [lo, hi) that began before the window's first
+    device event waited from its start to that event's start (or its own end); kept over 1 ms."""
     first = min(d.start for d in tr.device)
-    total = 0
-    for c in tr.runtime:
-        if not (lo <= c.start < hi) or not (c.name in BLOCKING or (c.name == "cudaMemcpyAsync" and c.corr in d2h)):
-            continue
-        ends_in = any(c.start <= d.end <= c.end + 10_000 for d in tr.device)
-        later = [d.start for d in tr.device if d.end > c.start]
-        until = min(max(min(later), c.start), c.end) if ends_in and later else c.end
-        if until - c.start > MS and (c.start < first or not queued):
-            total += until - c.start
-    return total
+    waits = [min(c.end, first) - c.start for c in _blocking(tr, lo, hi) if c.start < first]
+    return sum(w for w in waits if w > MS)
 
 
 def test_a_step_that_waited_for_work_queued_before_the_window_is_left_out(tmp_path):
@@ -141,11 +143,12 @@ def test_a_wait_for_records_lost_later_in_the_window_is_the_steps_own_time(tmp_p
     """The device work that ran while the third step's longest blocking copy waited is removed: the call
     waited with no traced device work running, but the device had run the window's own work before it (the
     first step's), so no backlog from before the window holds it; the step is measured and averaged as is."""
-    path, (call_lo, _), cut = _derive(tmp_path, step=2, lost=True)
+    path, (call_lo, _), _ = _derive(tmp_path, step=2, lost=True)
     tr = Trace(path)
     spans = step_spans(tr)
     n, s, e = spans[2]
-    assert _hand_untraced(tr, s, e, queued=False) > MS  # the premise: a wait the trace shows nothing for
+    (call,) = [c for c in _blocking(tr, s, e) if c.start == call_lo]
+    assert _idle_from(tr, call) > MS  # the premise: a wait the trace shows no device work for
     assert _hand_untraced(tr, s, e) == 0
     d = build_digest(read_kineto(str(path)), graph=False)
     assert d.steps[2].number == n and d.steps[2].untraced_wait_ns == 0 and not d.steps[2].distorted

@@ -99,9 +99,8 @@ CATEGORIES = ["compute", "overlapped", "communication", "memcpy", "memset", "dev
 TAIL_SHARE = 0.05  # a last step whose device tail exceeds 5 % of its host duration is distorted
 DEVICE_BOUND_MARGIN = 0.05  # the device's period this much over the host's: steps measured on the device
 DEVICE_BOUND_STEPS = 3  # ... over two periods at least (one period is one sample: a lag, not a rate)
-RETURN_NS = 10_000  # a device event ending this close after a blocking call returned is what it waited for (skew)
 # a blocking call's own cost when nothing is left to wait for: microseconds on a GPU, up to 0.4 ms on an NPU
-# (the fixtures); one that blocked longer with no traced work ending waited for work the trace lacks
+# (the fixtures); one that blocked longer with no traced device work running waited for work the trace lacks
 UNTRACED_MIN_NS = 1_000_000
 FREE_RE = re.compile(r"Free(Host)?$")  # cudaFree, hipHostFree, aclrtFree...: blocking, with a cost of their own
 # runtime calls that return only when the device (or a copy from it) is done: any *Synchronize* call, and
@@ -232,10 +231,10 @@ def _device_bound(starts: np.ndarray, first: np.ndarray, untraced) -> bool:
 
 def untraced_waits(table: EventTable) -> tuple[np.ndarray, np.ndarray]:
     """The time blocking calls waited for device work queued before the window (module docstring), as an
-    interval set: from a call's start to the first traced device event running in it (the backlog runs first:
-    it was queued first), the whole call where no traced device event ends in it (nor within RETURN_NS after);
-    only stretches over UNTRACED_MIN_NS, of calls that began before the window's first traced device work
-    (later, the device had reached the window's own work: a wait for lost records is the step's own time)."""
+    interval set: each call that began before the window's first traced device event, from its start to that
+    event's start (or its own end): the backlog runs first, as it was queued first; only stretches over
+    UNTRACED_MIN_NS. A later call had the window's own work on the device: a wait with nothing traced running
+    then is for lost records of the step's own work, its time the step's. Empty without device work."""
     ev = table.events
     dev = device_rows(table)
     if len(dev) == 0:
@@ -243,18 +242,8 @@ def untraced_waits(table: EventTable) -> tuple[np.ndarray, np.ndarray]:
     waits = device_wait_rows(table)
     waits = waits[~id_mask(ev["name"][waits], ids_matching(table, FREE_RE), len(table.strings))]
     lo = ev["ts"][waits].astype(np.int64)
-    hi = lo + ev["dur"][waits]
-    d_lo = ev["ts"][dev].astype(np.int64)
-    d_hi = d_lo + ev["dur"][dev]
-    ends = np.sort(d_hi)
-    ended = np.searchsorted(ends, hi + RETURN_NS, side="right") > np.searchsorted(ends, lo, side="left")
-    by_end = np.argsort(d_hi, kind="stable")
-    # the earliest start of the device events still running at or after each call's start
-    later_min = np.minimum.accumulate(d_lo[by_end][::-1])[::-1]
-    k = np.searchsorted(d_hi[by_end], lo, side="right")
-    first = np.where(k < len(dev), later_min[np.minimum(k, len(dev) - 1)], hi)
-    until = np.where(ended, np.clip(first, lo, hi), hi)
-    keep = (until - lo > UNTRACED_MIN_NS) & (lo < d_lo.min())
+    until = np.minimum(lo + ev["dur"][waits], int(ev["ts"][dev].min()))
+    keep = until - lo > UNTRACED_MIN_NS
     return iv.union(lo[keep], until[keep])
 
 
