@@ -2,12 +2,13 @@
 does not hold is left out of the average, and a backlog drained in the first step does not hide a device
 that runs behind the host (analysis/steps.py, "Work queued before the window").
 
-No real fixture here shows the shape (each one's blocking calls wait for traced work), so the real V100
-trace of HTA's trace_diff/test is derived: every device event (kernel, copy, set) that ended before the
-start of the copy of the first step's longest blocking device-to-host cudaMemcpyAsync is removed, as if
-that work had been queued before the profiler started (their launches stay: a trace whose device records
-of them were lost). Expected figures come from the derived file read by plain loops (tests/_raw_kineto.py)
-and by hand; a synthetic window checks the device-bound test's arithmetic.
+Three real windows show it (the V100 ResNet-50 runs: the first step's batch copy waits behind the backlog); no
+blocking synchronize of a real fixture does, so the real V100 trace of HTA's trace_diff/test is derived: every
+device event (kernel, copy, set) that ended before the start of the copy of the first step's longest blocking
+device-to-host cudaMemcpyAsync is removed, as if that work had been queued before the profiler started (their
+launches stay: a trace whose device records of them were lost). Expected figures come from the derived file
+read by plain loops (tests/_raw_kineto.py) and by hand; a synthetic window checks the device-bound test's
+arithmetic.
 """
 import glob
 import gzip
@@ -69,10 +70,10 @@ def _derive(tmp_path, step: int = 0, lost: bool = False):
 
 def _blocking(tr: Trace, lo: int, hi: int) -> list:
     """The blocking calls starting in [lo, hi): a synchronize or cudaMemcpy, or a cudaMemcpyAsync whose copy is
-    device-to-host into pageable memory."""
-    d2h = {d.corr for d in tr.device if d.cat == "gpu_memcpy" and "Pageable" in d.name and "DtoH" in d.name}
+    from or to pageable memory."""
+    pageable = {d.corr for d in tr.device if d.cat == "gpu_memcpy" and "Pageable" in d.name}
     return [c for c in tr.runtime if lo <= c.start < hi
-            and (c.name in BLOCKING or (c.name == "cudaMemcpyAsync" and c.corr in d2h))]
+            and (c.name in BLOCKING or (c.name == "cudaMemcpyAsync" and c.corr in pageable))]
 
 
 def _idle_from(tr: Trace, c) -> int:
@@ -225,17 +226,51 @@ def test_no_finding_claims_the_wait_for_a_backlog():
     assert not [h for h in d.rule_hits if h.rule in ("device_wait", "sync_calls", "device_idle")]
 
 
-FIXTURES = ["kineto/resnet50_v100/*.gz", "kineto/resnet50_num_workers_4/*.gz", "hta/*/*.gz", "hta/*/*/*.gz",
-            "param/dlrm_8ranks/worker0*.gz", "ascend/level1/rank*_ascend_pt", "ascend/db_level1/rank*_ascend_pt"]
+QUEUED = [("resnet50_num_workers_4", "worker0.1623212756351.pt.trace.json.gz"),
+          ("resnet50_num_workers_4", "worker0.1623213129365.pt.trace.json.gz"),
+          ("resnet50_v100", "worker0.1623143566756.pt.trace.json.gz")]
 
 
-def test_no_real_fixture_is_left_out_for_queued_work():
-    """None of the real GPU, CPU-only or Ascend fixtures holds a step that waited over 5 % of its time for work the
-    trace lacks (surveyed: the GPU and CPU ones wait for traced work only, each Ascend rank up to 5.9 ms of a
-    156 ms step before its first device task): their step figures are as before."""
+@pytest.mark.parametrize("folder,name", QUEUED)
+def test_real_first_steps_that_copy_their_batch_behind_the_backlog(folder, name):
+    """The V100 ResNet-50 runs: the first step copies its batch from pageable memory (cudaMemcpyAsync, "Memcpy
+    HtoD (Pageable -> Device)"), a copy the runtime stages behind the stream's earlier work. In these windows
+    the call blocks with nothing on the device until the window's first device event, that very copy: 36.4 and
+    42.9 ms of 182 and 160 ms steps with 4 DataLoader workers (left out), 7.1 of 159 ms in the other run (kept,
+    under 5 %); in later steps the same call takes 3-10 ms. Read from the raw file by plain loops."""
+    path = fixture_path("kineto", folder, name)
+    tr = Trace(path)
+    spans = step_spans(tr)
+    host = {int(e.name.split("#")[1]): e for e in tr.steps()}
+    n0, s0, e0 = spans[0]
+    first = min(d.start for d in tr.device)
+    pageable = {d.corr for d in tr.device if "Pageable" in d.name}
+    waits = [min(c.end, first) - c.start for c in tr.runtime if s0 <= c.start < e0 and c.start < first
+             and c.name == "cudaMemcpyAsync" and c.corr in pageable]
+    want = sum(w for w in waits if w > MS)
+    assert want > MS and min(d.start for d in tr.device if d.corr in pageable) == first  # the copy runs first
+    left_out = want > 0.05 * (e0 - s0)
+    n, s, e = spans[-1]
+    window_end = e - host[n].end > 0.05 * host[n].dur  # the last step's device tail (analysis/steps.py)
+    kept = [x for x in spans[1:] if not (x is spans[-1] and window_end)] + ([] if left_out else [spans[0]])
+    d = build_digest(read_kineto(str(path)), graph=False)
+    assert [(x.number, x.start_ns, x.start_ns + x.dur_ns) for x in d.steps] == spans
+    assert d.steps[0].untraced_wait_ns == want and d.steps[0].distorted is left_out
+    assert sorted(d.average_steps) == sorted(x[0] for x in kept)
+    assert d.average.total_ns == round(sum(e - s for _, s, e in kept) / len(kept))
+
+
+FIXTURES = ["kineto/resnet50_v100/*1623143089861*", "hta/*/*.gz", "hta/*/*/*.gz", "param/dlrm_8ranks/worker0*.gz",
+            "ascend/level1/rank*_ascend_pt", "ascend/db_level1/rank*_ascend_pt"]
+
+
+def test_no_other_real_fixture_is_left_out_for_queued_work():
+    """Beside the ResNet-50 runs above, none of the real GPU, CPU-only or Ascend fixtures holds a step that
+    waited over 5 % of its time for work queued before the window (surveyed: the GPU and CPU ones wait for
+    traced work only, each Ascend rank up to 5.9 ms of a 156 ms step before its first device task)."""
     root = fixture_path("kineto").parent
     paths = sorted(p for pattern in FIXTURES for p in glob.glob(str(root / pattern)))
-    assert len(paths) >= 16
+    assert len(paths) >= 15
     for p in paths:
         d = build_digest(read_ascend(p) if p.endswith("_ascend_pt") else read_kineto(p), graph=False)
         assert not any(s.distorted and s.untraced_wait_ns > 0.05 * s.dur_ns for s in d.steps), p
