@@ -253,9 +253,11 @@ def test_real_first_steps_that_copy_their_batch_behind_the_backlog(folder, name)
     n, s, e = spans[-1]
     window_end = e - host[n].end > 0.05 * host[n].dur  # the last step's device tail (analysis/steps.py)
     kept = [x for x in spans[1:] if not (x is spans[-1] and window_end)] + ([] if left_out else [spans[0]])
-    d = build_digest(read_kineto(str(path)), graph=False)
+    d = build_digest(read_kineto(str(path)))
     assert [(x.number, x.start_ns, x.start_ns + x.dur_ns) for x in d.steps] == spans
     assert d.steps[0].untraced_wait_ns == want and d.steps[0].distorted is left_out
+    # the step's critical path runs through the copy's call: its wait is untraced, not Runtime
+    assert [p.by_category["untraced"] for p in d.critical_path[:1]] == [want]
     assert sorted(d.average_steps) == sorted(x[0] for x in kept)
     assert d.average.total_ns == round(sum(e - s for _, s, e in kept) / len(kept))
 

@@ -101,9 +101,9 @@ def critical_path(g: Graph, span: StepSpan) -> Path:
     return path
 
 
-# what the walk calls the time a blocking call spent on work it cannot see: the call's own time, a launch's
-# latency, a lane standing still
-_HIDING = ("sync", "latency", "idle")
+# what the walk calls the time a blocking call spent on work it cannot see: the call's own time (a sync, a copy's
+# runtime call), a launch's latency, a lane standing still
+_HIDING = ("sync", "runtime", "latency", "idle")
 
 
 def mark_untraced(path: Path, waits) -> Path:
