@@ -133,8 +133,9 @@ def test_the_overview_route_says_why_the_step_is_left_out(tmp_path):
     resp = Client(application.TensorBoardWSGI([plugin])).get(
         "/data/plugin/canning/overview", query_string={"run": "queued", "worker": "worker0", "window": "1661938466265"})
     assert resp.status_code == 200
-    steps = json.loads(resp.get_data())["steps"]
-    spans = step_spans(Trace(path))
+    body = json.loads(resp.get_data())
+    steps, spans = body["steps"], step_spans(Trace(path))
+    assert body["figures"]["average_step_ns"] == round(sum(e - s for _, s, e in spans[1:]) / (len(spans) - 1))
     assert [(s["left_out"], s["distorted"]) for s in steps] == [("queued work", True)] + [("", False)] * 5
     assert steps[0]["note"].startswith(f"Step {spans[0][0]} is left out of the average: its host waited 18.215 ms")
     assert not any(s["note"] for s in steps[1:])
