@@ -85,6 +85,7 @@ def test_steps_are_the_overview_route_s(run, logdir, cache):
         assert [r["step"] for r in rows] == [s["number"] for s in overview["steps"]]
         for row, step in zip(rows, overview["steps"]):
             assert row["start_ns"] == _unknown(step["start_ns"]) and row["dur_ns"] == step["dur_ns"]
+            assert row["untraced_wait_ns"] == step["untraced_wait_ns"] and row["distorted"] == step["distorted"]
             for category, ns in step["breakdown"].items():
                 column = "breakdown_total_ns" if category == "total_ns" else category
                 assert row[column] == _unknown(ns), (category, row[column], ns)

@@ -61,9 +61,10 @@ def _steps(d: pb.Digest, t: EventTable, ctx: Context):
     else:
         nums, starts, durs, res, tails, distorted, d.step_clock = breakdowns(t, ctx)
         d.step_source = source
+    waits = res.get("untraced_wait", np.zeros(len(nums), np.int64))
     for i in range(len(nums)):
         s = d.steps.add(number=int(nums[i]), start_ns=int(starts[i]), dur_ns=int(durs[i]), tail_ns=int(tails[i]),
-                        distorted=bool(distorted[i]))
+                        distorted=bool(distorted[i]), untraced_wait_ns=int(waits[i]))
         s.breakdown.total_ns = int(durs[i])
         for c, f in _FIELDS.items():
             setattr(s.breakdown, f, int(res[c][i]))

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from canning_tb.util.csv_cells import safe_cell
 
 from . import digest_pb2 as pb
-from .step_note import from_events, step_note
+from .step_note import from_events, left_out_reason, step_line, step_note
 
 
 def _ms(ns: float) -> float:
@@ -200,7 +200,7 @@ def step_summary(digest: pb.Digest) -> Table:
     """Step times and their breakdown (ms), one row per step plus the average."""
     t = Table("Step time breakdown (ms)", ["Step", "Total(ms)"] + [c for c, _ in _CATS])
     for s in digest.steps:
-        label = f"{s.number} (window end)" if s.distorted else str(s.number)
+        label = f"{s.number} ({left_out_reason(s)})" if s.distorted else str(s.number)
         t.rows.append([label, _ms(s.dur_ns)] + [_ms(getattr(s.breakdown, f)) for _, f in _CATS])
     a = digest.average
     if len(digest.steps) > 1:
@@ -210,10 +210,8 @@ def step_summary(digest: pb.Digest) -> Table:
     if digest.step_clock == "device" and digest.step_source == "trace":
         t.notes.append("Steps measured on the device: it runs behind the host, so each step runs from its first "
                        "device event to the next step's.")
-    for s in digest.steps:
-        if s.distorted:
-            t.notes.append(f"Step {s.number} is left out of the average: its device work ran {_ms(s.tail_ns)} ms past "
-                           f"its host range, into the window's end.")
+    kept = set(digest.average_steps)
+    t.notes.extend(line for s in digest.steps if (line := step_line(s, s.number in kept)))
     return t
 
 

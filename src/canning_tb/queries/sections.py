@@ -9,6 +9,7 @@ from __future__ import annotations
 from canning_tb.analysis import digest_pb2 as pb
 from canning_tb.analysis.digest import analysis_revision
 from canning_tb.analysis.memory_range import memory_range
+from canning_tb.analysis.step_note import left_out_reason, step_line
 from canning_tb.analysis.summary import (category_shares, communication_figures, has_device_work, kernel_total_ns,
                                          window_figures)
 from canning_tb.util.digest_json import to_plain
@@ -50,11 +51,13 @@ def old_analysis(digest) -> str | None:
 def overview_impl(store, run: str, worker: str, window: str) -> dict:
     digest = window_digest(store, run, worker, window)
     t0 = digest.window.start_ns
-    steps = []
+    steps, kept = [], set(digest.average_steps)
     for message in digest.steps:
         step = to_plain(message)
         step["start_ns"] = relative(message.start_ns, t0)
         step["shares"] = category_shares(message.breakdown)
+        # why the average leaves it out, said as the text report says it (analysis/step_note.py)
+        step["left_out"], step["note"] = left_out_reason(message), step_line(message, message.number in kept)
         steps.append(step)
     return {**_head(store, run, worker, window, digest), "schema_version": digest.schema_version,
             "steps": steps, "average": to_plain(digest.average),

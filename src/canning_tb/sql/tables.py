@@ -107,7 +107,8 @@ def _steps(digest, ctx) -> list:
     out = []
     for step in digest.steps:
         row = {"start_ns": relative(step.start_ns, t0), "dur_ns": step.dur_ns, "tail_ns": step.tail_ns,
-               "distorted": step.distorted, "in_average": step.number in kept if kept else not step.distorted}
+               "untraced_wait_ns": step.untraced_wait_ns, "distorted": step.distorted,
+               "in_average": step.number in kept if kept else not step.distorted}
         row.update({c: getattr(step.breakdown, c) for c in BREAKDOWN})
         row["breakdown_total_ns"] = step.breakdown.total_ns
         row.update({f"share_{c}": v for c, v in category_shares(step.breakdown).items()})
@@ -220,7 +221,8 @@ TABLES: dict[str, Table] = {t.name: t for t in (
            ("step_source", pa.string()), ("analysis_revision", pa.string())), _windows),
     Table("steps", "one row per step: duration, the Overview's breakdown (each instant in one category) and shares",
           WINDOW_FIELDS,
-          (("start_ns", pa.int64()), ("dur_ns", pa.int64()), ("tail_ns", pa.int64()), ("distorted", pa.bool_()),
+          (("start_ns", pa.int64()), ("dur_ns", pa.int64()), ("tail_ns", pa.int64()), ("untraced_wait_ns", pa.int64()),
+           ("distorted", pa.bool_()),
            ("in_average", pa.bool_()), *((c, pa.int64()) for c in BREAKDOWN), ("breakdown_total_ns", pa.int64()),
            *((f"share_{c}", pa.float64()) for c in CATEGORIES), *((s, pa.float64()) for s in SHARES),
            ("compute_source", pa.string())), _steps),

@@ -99,3 +99,32 @@ def critical_path(g: Graph, span: StepSpan) -> Path:
             path.segments.append((node, a, b, CATS[c]))
     path.segments.reverse()
     return path
+
+
+# what the walk calls the time a blocking call spent on work it cannot see: the call's own time (a sync, a copy's
+# runtime call), a launch's latency, a lane standing still
+_HIDING = ("sync", "runtime", "latency", "idle")
+
+
+def mark_untraced(path: Path, waits) -> Path:
+    """The pieces of `path` inside a wait for work queued before the window (steps.untraced_waits: an interval
+    set) become `untraced`: the profiler saw nothing that held them, whatever the walk called them."""
+    lo, hi = (np.asarray(x, np.int64) for x in waits)
+    if not len(lo):
+        return path
+    segs = []
+    for node, a, b, cat in path.segments:
+        i, j = (np.searchsorted(hi, a, side="right"), np.searchsorted(lo, b, side="left")) if cat in _HIDING else (0, 0)
+        cuts = [(max(a, int(lo[k])), min(b, int(hi[k]))) for k in range(i, j)]
+        t = a
+        for x, y in cuts:
+            if x > t:
+                segs.append((node, t, x, cat))
+            segs.append((node, x, y, "untraced"))
+            t = y
+        if b > t:
+            segs.append((node, t, b, cat))
+    path.segments, path.by_cat = segs, {}
+    for _, a, b, cat in segs:
+        path.by_cat[cat] = path.by_cat.get(cat, 0) + (b - a)
+    return path

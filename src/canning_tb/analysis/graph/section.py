@@ -3,8 +3,9 @@ from __future__ import annotations
 
 from .. import digest_pb2 as pb
 from ..context import Context
+from ..steps import untraced_waits
 from .build import Graph, build_graph
-from .critical import StepSpan, critical_path, step_spans
+from .critical import StepSpan, critical_path, mark_untraced, step_spans
 
 PATH_SEGMENTS = 64  # the longest pieces of each step's path kept in the digest (the timeline draws them)
 
@@ -21,8 +22,9 @@ class WindowGraph:
 
 def critical_path_section(wg: WindowGraph, ctx: Context, d: pb.Digest) -> None:
     g, strings, ev = wg.graph, ctx.table.strings, ctx.table.events
+    waits = untraced_waits(ctx.table)
     for span in wg.spans:
-        path = critical_path(g, span)
+        path = mark_untraced(critical_path(g, span), waits)
         sp = d.critical_path.add(number=path.number, start_ns=path.start, dur_ns=path.end - path.start,
                                  segments_total=len(path.segments))
         for cat, ns in path.by_cat.items():

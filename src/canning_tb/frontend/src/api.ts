@@ -68,6 +68,9 @@ export interface Step {
   breakdown: Breakdown;
   tail_ns: number;
   distorted: boolean;
+  untraced_wait_ns: number; // the host's wait for device work queued before the window
+  left_out: string; // why the average leaves it out: "window end" | "queued work" | ""
+  note: string; // that reason in a sentence (analysis/step_note.py)
   roofline: StepRoofline;
 }
 

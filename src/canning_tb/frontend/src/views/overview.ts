@@ -155,13 +155,13 @@ function environmentTable(info: OverviewResponse["info"]): HTMLTableElement {
 
 function drawStepChart(el: HTMLElement, ov: OverviewResponse): RawChart {
   const chart = new RawChart(el);
-  const labels = ov.steps.map((step) => (step.number > 0 ? `#${step.number}` : "window") + (step.distorted ? " (window end)" : ""));
+  const labels = ov.steps.map((step) => (step.number > 0 ? `#${step.number}` : "window") + (step.left_out ? ` (${step.left_out})` : ""));
   const tooltip = (index: number) => {
     const step = ov.steps[index];
     const lines = CATEGORIES.filter(([key]) => step.breakdown[key] > 0).map(
       ([key, part, label]) => `${label}: ${ms(step.breakdown[key])} ms (${shareText(step.shares[part])}%)`,
     );
-    if (step.distorted) lines.push(`Left out of the average: its device work ran ${ms(step.tail_ns)} ms past its host range, into the window's end`);
+    if (step.note) lines.push(step.note);
     return tipLines(`Step ${labels[index]}: ${ms(step.dur_ns)} ms`, lines);
   };
   chart.set({
@@ -215,8 +215,9 @@ function show(host: ViewHost, ov: OverviewResponse): void {
   const stepChartEl = h("div", { id: "ov-steps-chart", class: "chart", "data-steps": ov.steps.length });
   const avgChartEl = h("div", { id: "ov-avg-chart", class: "chart small" });
   const runSection = host.run && host.run.workers.length > 1 ? runOverview(host) : null;
-  const distorted = ov.steps.filter((step) => step.distorted).map((step) => `#${step.number}`);
-  const averaged = distorted.length ? `; the average leaves out ${distorted.join(", ")}, distorted by the window's end` : "";
+  const why: Record<string, string> = { "window end": "distorted by the window's end", "queued work": "which waited for work queued before the window" };
+  const distorted = ov.steps.filter((step) => step.left_out).map((step) => `#${step.number}, ${why[step.left_out] ?? step.left_out}`);
+  const averaged = distorted.length ? `; the average leaves out ${distorted.join(", ")}` : "";
   const clock = ov.step_clock === "device" ? "; measured on the device, which runs behind the host" : "";
   const whole = ov.figures.step_source === "window" ? " (the whole window: no step marks)" : "";
   const stepsTitle = `Step time breakdown (ms), ${ov.steps.length} step${ov.steps.length === 1 ? "" : "s"}${whole}${averaged}${clock}`;
