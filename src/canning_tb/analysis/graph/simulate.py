@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...ingest.table import NONE
-from .build import CAT, LAUNCH, WAKE, Graph
+from .build import CAT, LAUNCH, WAKE, Graph, thread_label
 from .critical import StepSpan
 from .replay import Edit, replay
 
@@ -155,6 +155,39 @@ def shrink_edit(g: Graph, host_set, host_factor: float, device_rows: np.ndarray,
     dev = np.flatnonzero(np.isin(g.row, device_rows) & g.on_device) if len(device_rows) else np.zeros(0, np.int64)
     new.update({n: int(dur[n] * device_factor) for n in dev.tolist()})
     return Edit(words, dur=new)
+
+
+def fuse_edit(g: Graph, cuts: list, words: str, grow: tuple | None = None) -> Edit:
+    """Operators replaced by one fused call that keeps part of their work: `cuts`, (pid, tid, start, end) per
+    stretch of a host thread, is the time that goes on that thread (the operators between the kept ones, the
+    Python between them); each node of the thread loses its overlap with its stretches, and the device work
+    launched from a node that goes entirely goes with it (the kernels of the operators the fusion removes).
+    `grow`: (table rows, factor), nodes of those rows lasting factor x their time (work the fused call adds)."""
+    by_lane: dict[int, list] = {}
+    labels = {label: i for i, label in enumerate(g.lanes)}
+    for pid, tid, lo, hi in cuts:
+        lane = labels.get(thread_label(int(pid), int(tid)))
+        if lane is not None and hi > lo:
+            by_lane.setdefault(lane, []).append((int(lo), int(hi)))
+    dur = g.end - g.start
+    new: dict[int, int] = {}
+    gone = np.zeros(len(g), bool)
+    for lane, spans in by_lane.items():
+        spans.sort()
+        starts, ends = np.array(spans, np.int64).T
+        mine = np.flatnonzero((g.lane == lane) & ~g.on_device)
+        cut = _measure_upto(starts, ends, g.end[mine]) - _measure_upto(starts, ends, g.start[mine])
+        hit = cut > 0
+        new.update(zip(mine[hit].tolist(), (dur[mine] - cut)[hit].tolist()))
+        gone[mine[hit & (cut >= dur[mine])]] = True
+    launch = np.flatnonzero(g.dep_kind == LAUNCH)
+    dst = np.searchsorted(g.dep_ptr, launch, side="right") - 1  # the node each launch dependency belongs to
+    new.update((int(n), 0) for n in dst[gone[g.dep_src[launch]]].tolist())
+    if grow is not None and len(grow[0]):
+        more = np.flatnonzero(np.isin(g.row, np.asarray(grow[0], np.int64)))
+        new.update((int(n), int(dur[n] * grow[1])) for n in more.tolist() if n not in new)
+    unblock = set(np.flatnonzero(gone & (g.wait_on != NONE)).tolist())  # a blocking call that goes waits no more
+    return Edit(words, dur=new, unblock=unblock)
 
 
 def gain(g: Graph, spans: list[StepSpan], edit: Edit, kept: set | None = None) -> Simulated | None:
