@@ -157,37 +157,53 @@ def shrink_edit(g: Graph, host_set, host_factor: float, device_rows: np.ndarray,
     return Edit(words, dur=new)
 
 
-def fuse_edit(g: Graph, cuts: list, words: str, grow: tuple | None = None) -> Edit:
-    """Operators replaced by one fused call that keeps part of their work: `cuts`, (pid, tid, start, end) per
+def fuse_edit(g: Graph, cuts: list, words: str, grow: list = ()) -> Edit:
+    """Operators replaced by one fused call that keeps part of their work. `cuts`, (pid, tid, start, end) per
     stretch of a host thread, is the time that goes on that thread (the operators between the kept ones, the
-    Python between them); each node of the thread loses its overlap with its stretches, and the device work
+    Python between them): each node of the thread loses its overlap with its stretches, and the device work
     launched from a node that goes entirely goes with it (the kernels of the operators the fusion removes).
-    `grow`: (table rows, factor), nodes of those rows lasting factor x their time (work the fused call adds)."""
-    by_lane: dict[int, list] = {}
+    `grow`, (pid, tid, start, end, factor): work the fused call does more of (a recomputation): the thread's
+    time in the stretch, and the device work launched from inside it, lasts factor x as long."""
+    dur = g.end - g.start
+    new: dict[int, int] = {}
+    nodes, cut = _lane_overlap(g, [c[:4] for c in cuts])
+    new.update(zip(nodes.tolist(), (dur[nodes] - cut).tolist()))
+    gone = np.zeros(len(g), bool)
+    gone[nodes[cut >= dur[nodes]]] = True
+    new.update((n, 0) for n in _launched(g, gone).tolist())
+    for pid, tid, lo, hi, factor in grow:
+        nodes, more = _lane_overlap(g, [(pid, tid, lo, hi)])
+        new.update((n, int(new.get(n, dur[n]) + m * (factor - 1))) for n, m in zip(nodes.tolist(), more.tolist()))
+        inside = np.zeros(len(g), bool)
+        inside[nodes[more >= dur[nodes]]] = True
+        new.update((n, int(new.get(n, dur[n]) * factor)) for n in _launched(g, inside).tolist())
+    unblock = set(np.flatnonzero(gone & (g.wait_on != NONE)).tolist())  # a blocking call that goes waits no more
+    return Edit(words, dur=new, unblock=unblock)
+
+
+def _lane_overlap(g: Graph, spans: list) -> tuple[np.ndarray, np.ndarray]:
+    """(host nodes, their overlap with the stretches) for stretches (pid, tid, start, end) of host threads,
+    each on its own thread's lane; nodes with no overlap left out."""
     labels = {label: i for i, label in enumerate(g.lanes)}
-    for pid, tid, lo, hi in cuts:
+    by_lane: dict[int, list] = {}
+    for pid, tid, lo, hi in spans:
         lane = labels.get(thread_label(int(pid), int(tid)))
         if lane is not None and hi > lo:
             by_lane.setdefault(lane, []).append((int(lo), int(hi)))
-    dur = g.end - g.start
-    new: dict[int, int] = {}
-    gone = np.zeros(len(g), bool)
-    for lane, spans in by_lane.items():
-        spans.sort()
-        starts, ends = np.array(spans, np.int64).T
+    nodes, overlaps = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
+    for lane, mine_spans in by_lane.items():
+        starts, ends = (np.asarray(x, np.int64) for x in zip(*sorted(mine_spans)))
         mine = np.flatnonzero((g.lane == lane) & ~g.on_device)
         cut = _measure_upto(starts, ends, g.end[mine]) - _measure_upto(starts, ends, g.start[mine])
-        hit = cut > 0
-        new.update(zip(mine[hit].tolist(), (dur[mine] - cut)[hit].tolist()))
-        gone[mine[hit & (cut >= dur[mine])]] = True
+        nodes.append(mine[cut > 0]), overlaps.append(cut[cut > 0])
+    return np.concatenate(nodes), np.concatenate(overlaps)
+
+
+def _launched(g: Graph, by: np.ndarray) -> np.ndarray:
+    """The device nodes launched from the nodes marked in `by`."""
     launch = np.flatnonzero(g.dep_kind == LAUNCH)
     dst = np.searchsorted(g.dep_ptr, launch, side="right") - 1  # the node each launch dependency belongs to
-    new.update((int(n), 0) for n in dst[gone[g.dep_src[launch]]].tolist())
-    if grow is not None and len(grow[0]):
-        more = np.flatnonzero(np.isin(g.row, np.asarray(grow[0], np.int64)))
-        new.update((int(n), int(dur[n] * grow[1])) for n in more.tolist() if n not in new)
-    unblock = set(np.flatnonzero(gone & (g.wait_on != NONE)).tolist())  # a blocking call that goes waits no more
-    return Edit(words, dur=new, unblock=unblock)
+    return np.unique(dst[by[g.dep_src[launch]]])
 
 
 def gain(g: Graph, spans: list[StepSpan], edit: Edit, kept: set | None = None) -> Simulated | None:

@@ -23,6 +23,8 @@ from ...ingest.table import NONE
 from ..efficiency.inputs import parse
 from . import thresholds as th
 from .engine import RuleInput
+from ..summary import has_device_work
+from .attention_backward import backward_edit
 from .events import per_step, top_level_positions
 from .finding import Finding, evidence, ms
 from .sequence import sequences
@@ -38,6 +40,8 @@ class Occurrence:
     cut_end: int  # ... the second matmul's start: the time the fusion takes away on the thread
     verified: bool | None  # the shapes say it is an attention (True), say it is not (False), are absent (None)
     row: int  # the first matmul's table row
+    scores: tuple  # the scores' shape (the softmax's input), () unknown
+    qk_ns: int  # the first matmul's time (device time with device work, else host time)
 
 
 def occurrences(inp: RuleInput, regex: str) -> list[Occurrence]:
@@ -55,13 +59,16 @@ def occurrences(inp: RuleInput, regex: str) -> list[Occurrence]:
         if 0 <= name_id < len(short):
             short[name_id] = (strings.values[name_id] or "").split("::", 1)[-1]
     out = []
+    device = has_device_work(inp.digest)
     for seq, pos in zip(sequences(short, ids), threads):
         for lo, hi in seq.spans(regex).tolist():
             rows = rows_of[pos[lo:hi]]
             first, last = int(rows[0]), int(rows[-1])
+            verdict, scores = _flow(inp, rows, short)
+            qk_ns = int(ctx.device_total[pos[lo]]) if device else int(ev["dur"][first])
             out.append(Occurrence(int(ev["pid"][first]), int(ev["tid"][first]),
                                   int(ev["ts"][first] + ev["dur"][first]), int(ev["ts"][last]),
-                                  _flow(inp, rows, short), first))
+                                  verdict, first, scores, qk_ns))
     return out
 
 
@@ -70,8 +77,9 @@ def _inputs(inp: RuleInput, row: int):
     return parse(t.name(row) or "", t.strings[int(t.events["shapes"][row])], t.strings[int(t.events["args"][row])])
 
 
-def _flow(inp: RuleInput, rows: np.ndarray, short: list) -> bool | None:
-    """The operators as one attention, by their input shapes (module doc); None where a shape is missing."""
+def _flow(inp: RuleInput, rows: np.ndarray, short: list) -> tuple[bool | None, tuple]:
+    """(the operators are one attention by their input shapes (module doc), None where a shape is missing;
+    the scores' shape)."""
     ev = inp.ctx.ev
     names = [short[int(ev["name"][r])] for r in rows.tolist()]
     scores = _inputs(inp, int(rows[0]))
@@ -80,26 +88,26 @@ def _flow(inp: RuleInput, rows: np.ndarray, short: list) -> bool | None:
     out = _inputs(inp, int(rows[-1]))
     p, v = out.shape(0), out.shape(1)
     if any(x is None or len(x) < 2 for x in (a, b, soft, p, v)):
-        return None
+        return None, ()
     L, S = a[-2], b[-1]
-    return a[-1] == b[-2] and tuple(soft[-2:]) == (L, S) and tuple(p[-2:]) == (L, S) and v[-2] == S
+    return (a[-1] == b[-2] and tuple(soft[-2:]) == (L, S) and tuple(p[-2:]) == (L, S) and v[-2] == S), tuple(soft)
 
 
-def removed(inp: RuleInput, found: list[Occurrence]) -> tuple:
-    """The interval set the fusion takes away: each cut on its thread, and the device events launched in it."""
+def removed(inp: RuleInput, cuts: list) -> tuple:
+    """The interval set the fusion takes away: each cut (pid, tid, start, end), and the device events launched
+    from inside it."""
     ctx = inp.ctx
-    lo = [o.cut_start for o in found]
-    hi = [o.cut_end for o in found]
+    lo = [c[2] for c in cuts]
+    hi = [c[3] for c in cuts]
     owner = ctx.device_owner
     ok = np.flatnonzero(owner != NONE)
     if len(ok):
         host = ctx.host.rows[owner[ok]]
-        ts, tid = ctx.ev["ts"][host], ctx.ev["tid"][host]
-        for thread in {o.tid for o in found}:
-            cuts = sorted((o.cut_start, o.cut_end) for o in found if o.tid == thread)
-            starts, ends = np.array(cuts, np.int64).T
+        ts, pid, tid = ctx.ev["ts"][host], ctx.ev["pid"][host], ctx.ev["tid"][host]
+        for thread in {c[:2] for c in cuts}:
+            starts, ends = (np.asarray(x, np.int64) for x in zip(*sorted(c[2:4] for c in cuts if c[:2] == thread)))
             at = np.searchsorted(starts, ts, side="right") - 1
-            inside = (tid == thread) & (at >= 0) & (ts < ends[np.maximum(at, 0)])
+            inside = (pid == thread[0]) & (tid == thread[1]) & (at >= 0) & (ts < ends[np.maximum(at, 0)])
             dev = ctx.device_rows[ok[inside]]
             lo += ctx.ev["ts"][dev].tolist()
             hi += (ctx.ev["ts"][dev] + ctx.ev["dur"][dev]).tolist()
@@ -114,17 +122,21 @@ def attention_finding(inp: RuleInput, regex: str, title: str, torch_change: str,
     use = verified if len(verified) >= th.FUSION_MIN_REPEATS else unknown
     if len(use) < th.FUSION_MIN_REPEATS:
         return None
-    removes = removed(inp, use)
-    step_ns = per_step(inp, removes)
-    count = len(use)
     checked = use is verified
+    cuts = [(o.pid, o.tid, o.cut_start, o.cut_end) for o in use]
+    back_cuts, grows = backward_edit(inp, _scores(use), has_device_work(inp.digest)) if checked else ([], [])
+    removes = removed(inp, cuts + back_cuts)
+    step_ns = per_step(inp, removes)
+    count, per = len(use), len(use) / inp.steps
     first = inp.ctx.table.name(use[0].row) or ""
-    seen = (f"{count} attentions written out in operators ({count / inp.steps:.1f} per step): a matmul of "
-            f"queries by keys, a softmax over its scores, a matmul by the values (by their input shapes); "
-            f"{ms(step_ns)} per step between the two matmuls." if checked else
-            f"The operator sequence of an attention (matmul, softmax, matmul) runs {count} times "
-            f"({count / inp.steps:.1f} per step, {ms(step_ns)} per step between the matmuls); the trace records "
-            f"no input shapes, so that they are one attention cannot be checked (record_shapes=True).")
+    back = (f"; in the backward, the backward of what ran between them gone and the scores matmul recomputed "
+            f"({len(grows) / inp.steps:.1f} per step: its forward time added to its matmul backward)" if grows else "")
+    seen = (f"{count} attentions written out in operators ({per:.1f} per step): a matmul of queries by keys, a "
+            f"softmax over its scores, a matmul by the values (by their input shapes); {ms(step_ns)} per step "
+            f"between the two matmuls{' and in their backward' if back_cuts else ''}." if checked else
+            f"The operator sequence of an attention (matmul, softmax, matmul) runs {count} times ({per:.1f} per "
+            f"step, {ms(step_ns)} per step between the matmuls); the trace records no input shapes, so that they "
+            f"are one attention cannot be checked (record_shapes=True).")
     return Finding(
         "fusable_attention", "", "warning" if checked else "info", title, seen,
         why="Written out, the attention writes the S x S scores to memory and reads them back in each operator "
@@ -132,9 +144,18 @@ def attention_finding(inp: RuleInput, regex: str, title: str, torch_change: str,
             "chip and does only the matmuls' work.",
         change_torch=torch_change, change_npu=npu_change, gain_ns=step_ns,
         gain_basis="the time between the two matmuls of each attention", value=count,
-        figures={"occurrences": count, "matched_ns_matched": step_ns, "shapes_checked": int(checked)},
+        figures={"occurrences": count, "matched_ns_matched": step_ns, "shapes_checked": int(checked),
+                 "backward_recomputes": len(grows)},
         evidence=[evidence("operators", first, f"{first}: first operator of the sequence", timeline_name=first)],
         removes=removes if checked else None, removes_what=["scale / mask / softmax / dropout of the attention"],
-        fuse=([(o.pid, o.tid, o.cut_start, o.cut_end) for o in use], None) if checked else None,
-        edit=(f"the {count / inp.steps:.1f} attentions per step fused: what ran between each one's two matmuls "
-              f"(scale, mask, softmax, dropout, casts, their kernels) gone, the matmuls kept as they ran"))
+        fuse=(cuts + back_cuts, grows) if checked else None,
+        edit=(f"the {per:.1f} attentions per step fused: what ran between each one's two matmuls (scale, mask, "
+              f"softmax, dropout, casts, their kernels) gone, the matmuls kept as they ran{back}"))
+
+
+def _scores(found: list[Occurrence]) -> dict:
+    """{scores shape: the mean time of its scores matmul}."""
+    times: dict = {}
+    for o in found:
+        times.setdefault(o.scores, []).append(o.qk_ns)
+    return {shape: float(np.mean(ns)) for shape, ns in times.items()}
