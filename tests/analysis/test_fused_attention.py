@@ -52,9 +52,18 @@ def test_the_cut_takes_the_kernels_launched_inside_it():
 
 
 def test_grown_work_lasts_longer_with_its_kernels():
-    # by hand: as above, and the second matmul's stretch (30-40) at 1.2x: its gemm, launched from inside it,
-    # lasts 60 µs: 60-120, the synchronize returns at 122, the Python ends at 170: 200 - 170 = 30 µs
-    sim = _replayed(_gpu_attention_window(), [(1, 1, 20 * US, 30 * US)], [(1, 1, 30 * US, 40 * US, 1.2)])
+    # by hand: as above, and the second matmul's stretch (30-40) with its device work at 1.2x: its gemm, launched
+    # from inside it, lasts 60 µs: 60-120, the synchronize returns at 122, the Python ends at 170: 200 - 170
+    sim = _replayed(_gpu_attention_window(), [(1, 1, 20 * US, 30 * US)], [(1, 1, 30 * US, 40 * US, 1.0, 1.2)])
+    assert sim.gain_ns == 30 * US
+
+
+def test_grown_host_work_holds_the_step_where_the_host_is_late():
+    # by hand: the cut as above, and the second matmul's stretch on the host at 10x (its gemm as it was): after
+    # the cut the thread is at 20 µs when the stretch begins; its 2 + 2 + 6 µs (host, launch, host) last 100: the
+    # synchronize starts at 120 and returns its 2 µs tail after, 122 (the gemm, launched at 60, ended by 115);
+    # the Python ends at 170: 200 - 170 = 30 µs, where the device alone would have given 40
+    sim = _replayed(_gpu_attention_window(), [(1, 1, 20 * US, 30 * US)], [(1, 1, 30 * US, 40 * US, 10.0, 1.0)])
     assert sim.gain_ns == 30 * US
 
 

@@ -162,8 +162,9 @@ def fuse_edit(g: Graph, cuts: list, words: str, grow: list = ()) -> Edit:
     stretch of a host thread, is the time that goes on that thread (the operators between the kept ones, the
     Python between them): each node of the thread loses its overlap with its stretches, and the device work
     launched from a node that goes entirely goes with it (the kernels of the operators the fusion removes).
-    `grow`, (pid, tid, start, end, factor): work the fused call does more of (a recomputation): the thread's
-    time in the stretch, and the device work launched from inside it, lasts factor x as long."""
+    `grow`, (pid, tid, start, end, host factor, device factor): work the fused call does more of (a
+    recomputation): the thread's time in the stretch lasts host factor x as long, the device work launched from
+    inside it device factor x (where the device does the work, the host only launches it)."""
     dur = g.end - g.start
     new: dict[int, int] = {}
     nodes, cut = _lane_overlap(g, [c[:4] for c in cuts])
@@ -171,12 +172,12 @@ def fuse_edit(g: Graph, cuts: list, words: str, grow: list = ()) -> Edit:
     gone = np.zeros(len(g), bool)
     gone[nodes[cut >= dur[nodes]]] = True
     new.update((n, 0) for n in _launched(g, gone).tolist())
-    for pid, tid, lo, hi, factor in grow:
+    for pid, tid, lo, hi, host_factor, device_factor in grow:
         nodes, more = _lane_overlap(g, [(pid, tid, lo, hi)])
-        new.update((n, int(new.get(n, dur[n]) + m * (factor - 1))) for n, m in zip(nodes.tolist(), more.tolist()))
+        new.update((n, int(new.get(n, dur[n]) + m * (host_factor - 1))) for n, m in zip(nodes.tolist(), more.tolist()))
         inside = np.zeros(len(g), bool)
         inside[nodes[more >= dur[nodes]]] = True
-        new.update((n, int(new.get(n, dur[n]) * factor)) for n in _launched(g, inside).tolist())
+        new.update((n, int(new.get(n, dur[n]) * device_factor)) for n in _launched(g, inside).tolist())
     unblock = set(np.flatnonzero(gone & (g.wait_on != NONE)).tolist())  # a blocking call that goes waits no more
     return Edit(words, dur=new, unblock=unblock)
 

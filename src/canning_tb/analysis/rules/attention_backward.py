@@ -40,7 +40,8 @@ def backward_edit(inp: RuleInput, scores: dict, device: bool) -> tuple[list, lis
             if MATMUL_BACKWARD_RE.match(fn):
                 own = int(ctx.device_total[p]) if device else int(ev["dur"][row])
                 if pending is not None and grad[-2:] == pending[-2:] and own > 0:
-                    grows.append((pid, tid, ts, end, 1 + scores[pending] / own))
+                    factor = 1 + scores[pending] / own  # on the device where there is one, else on the host
+                    grows.append((pid, tid, ts, end, 1.0 if device else factor, factor))
                     pending = None
             elif grad in scores:
                 cuts.append((pid, tid, ts, end))
