@@ -21,10 +21,10 @@ from canning_tb.util.arrays import distinct
 
 from ...ingest.table import NONE
 from ..efficiency.inputs import parse
-from . import thresholds as th
-from .engine import RuleInput
 from ..summary import has_device_work
+from . import thresholds as th
 from .attention_backward import backward_edit
+from .engine import RuleInput
 from .events import per_step, top_level_positions
 from .finding import Finding, evidence, ms
 from .sequence import sequences

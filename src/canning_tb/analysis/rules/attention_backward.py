@@ -36,7 +36,8 @@ def backward_edit(inp: RuleInput, scores: dict, device: bool) -> tuple[list, lis
         pending = None  # the scores shape of a softmax backward whose matmul backward has not run yet
         for p, fn, grad in functions:
             row = int(rows_of[p])
-            pid, tid, ts, end = int(ev["pid"][row]), int(ev["tid"][row]), int(ev["ts"][row]), int(ev["ts"][row] + ev["dur"][row])
+            pid, tid, ts = int(ev["pid"][row]), int(ev["tid"][row]), int(ev["ts"][row])
+            end = ts + int(ev["dur"][row])
             if MATMUL_BACKWARD_RE.match(fn):
                 own = int(ctx.device_total[p]) if device else int(ev["dur"][row])
                 if pending is not None and grad[-2:] == pending[-2:] and own > 0:
