@@ -57,6 +57,9 @@ PAIRS = {p.name: p for p in (
          "RMSprop(foreach=False) over 300 small tensors", "foreach=True"),
     Pair("attention", 1, ("fusable_attention",), "window",
          "attention written out (matmul, mul, softmax, matmul), 2 layers x 4 heads x 1,024 tokens", "F.scaled_dot_product_attention"),
+    Pair("attention_train", 1, ("fusable_attention",), "window",
+         "attention written out and trained (forward and backward), 2 layers x 4 heads x 512 tokens",
+         "F.scaled_dot_product_attention"),
     Pair("first_broadcast", 2, ("first_step_broadcast",), "window",
          "DDP built inside the first profiled step", "DDP built before the loop", gain="none"),
 )}

@@ -157,14 +157,14 @@ def shrink_edit(g: Graph, host_set, host_factor: float, device_rows: np.ndarray,
     return Edit(words, dur=new)
 
 
-def fuse_edit(g: Graph, cuts: list, words: str, grow: list = ()) -> Edit:
+def fuse_edit(g: Graph, cuts: list, words: str, rescale: list = ()) -> Edit:
     """Operators replaced by one fused call that keeps part of their work. `cuts`, (pid, tid, start, end) per
     stretch of a host thread, is the time that goes on that thread (the operators between the kept ones, the
     Python between them): each node of the thread loses its overlap with its stretches, and the device work
     launched from a node that goes entirely goes with it (the kernels of the operators the fusion removes).
-    `grow`, (pid, tid, start, end, host factor, device factor): work the fused call does more of (a
-    recomputation): the thread's time in the stretch lasts host factor x as long, the device work launched from
-    inside it device factor x (where the device does the work, the host only launches it)."""
+    `rescale`, (pid, tid, start, end, host factor, device factor): work the fused call does in another time (a
+    fused backward's matmuls): the thread's time in the stretch lasts host factor x as long, the device work
+    launched from inside it device factor x (where the device does the work, the host only launches it)."""
     dur = g.end - g.start
     new: dict[int, int] = {}
     nodes, cut = _lane_overlap(g, [c[:4] for c in cuts])
@@ -172,7 +172,7 @@ def fuse_edit(g: Graph, cuts: list, words: str, grow: list = ()) -> Edit:
     gone = np.zeros(len(g), bool)
     gone[nodes[cut >= dur[nodes]]] = True
     new.update((n, 0) for n in _launched(g, gone).tolist())
-    for pid, tid, lo, hi, host_factor, device_factor in grow:
+    for pid, tid, lo, hi, host_factor, device_factor in rescale:
         nodes, more = _lane_overlap(g, [(pid, tid, lo, hi)])
         new.update((n, int(new.get(n, dur[n]) + m * (host_factor - 1))) for n, m in zip(nodes.tolist(), more.tolist()))
         inside = np.zeros(len(g), bool)

@@ -41,7 +41,8 @@ class Occurrence:
     verified: bool | None  # the shapes say it is an attention (True), say it is not (False), are absent (None)
     row: int  # the first matmul's table row
     scores: tuple  # the scores' shape (the softmax's input), () unknown
-    qk_ns: int  # the first matmul's time (device time with device work, else host time)
+    matmuls_ns: int  # the two matmuls' time (device time with device work, else host time)
+    dims: tuple  # (E, Ev): the queries' and the values' head dims, () unknown
 
 
 def occurrences(inp: RuleInput, regex: str) -> list[Occurrence]:
@@ -64,11 +65,12 @@ def occurrences(inp: RuleInput, regex: str) -> list[Occurrence]:
         for lo, hi in seq.spans(regex).tolist():
             rows = rows_of[pos[lo:hi]]
             first, last = int(rows[0]), int(rows[-1])
-            verdict, scores = _flow(inp, rows, short)
-            qk_ns = int(ctx.device_total[pos[lo]]) if device else int(ev["dur"][first])
+            verdict, scores, dims = _flow(inp, rows, short)
+            both = [pos[lo], pos[hi - 1]]
+            matmuls_ns = int(ctx.device_total[both].sum()) if device else int(ev["dur"][[first, last]].sum())
             out.append(Occurrence(int(ev["pid"][first]), int(ev["tid"][first]),
                                   int(ev["ts"][first] + ev["dur"][first]), int(ev["ts"][last]),
-                                  verdict, first, scores, qk_ns))
+                                  verdict, first, scores, matmuls_ns, dims))
     return out
 
 
@@ -77,9 +79,9 @@ def _inputs(inp: RuleInput, row: int):
     return parse(t.name(row) or "", t.strings[int(t.events["shapes"][row])], t.strings[int(t.events["args"][row])])
 
 
-def _flow(inp: RuleInput, rows: np.ndarray, short: list) -> tuple[bool | None, tuple]:
+def _flow(inp: RuleInput, rows: np.ndarray, short: list) -> tuple[bool | None, tuple, tuple]:
     """(the operators are one attention by their input shapes (module doc), None where a shape is missing;
-    the scores' shape)."""
+    the scores' shape; (E, Ev))."""
     ev = inp.ctx.ev
     names = [short[int(ev["name"][r])] for r in rows.tolist()]
     scores = _inputs(inp, int(rows[0]))
@@ -88,9 +90,10 @@ def _flow(inp: RuleInput, rows: np.ndarray, short: list) -> tuple[bool | None, t
     out = _inputs(inp, int(rows[-1]))
     p, v = out.shape(0), out.shape(1)
     if any(x is None or len(x) < 2 for x in (a, b, soft, p, v)):
-        return None, ()
+        return None, (), ()
     L, S = a[-2], b[-1]
-    return (a[-1] == b[-2] and tuple(soft[-2:]) == (L, S) and tuple(p[-2:]) == (L, S) and v[-2] == S), tuple(soft)
+    ok = a[-1] == b[-2] and tuple(soft[-2:]) == (L, S) and tuple(p[-2:]) == (L, S) and v[-2] == S
+    return ok, tuple(soft), (a[-1], v[-1])
 
 
 def removed(inp: RuleInput, cuts: list) -> tuple:
@@ -124,13 +127,13 @@ def attention_finding(inp: RuleInput, regex: str, title: str, torch_change: str,
         return None
     checked = use is verified
     cuts = [(o.pid, o.tid, o.cut_start, o.cut_end) for o in use]
-    back_cuts, grows = backward_edit(inp, _scores(use), has_device_work(inp.digest)) if checked else ([], [])
+    back_cuts, rescale = backward_edit(inp, _scores(use), has_device_work(inp.digest)) if checked else ([], [])
     removes = removed(inp, cuts + back_cuts)
     step_ns = per_step(inp, removes)
     count, per = len(use), len(use) / inp.steps
     first = inp.ctx.table.name(use[0].row) or ""
-    back = (f"; in the backward, the backward of what ran between them gone and the scores matmul recomputed "
-            f"({len(grows) / inp.steps:.1f} per step: its forward time added to its matmul backward)" if grows else "")
+    back = (f"; in the backward, the backward of what ran between them gone and the two matmul backwards doing the "
+            f"fused backward's matmul FLOPs at the forward matmuls' rate" if rescale else "")
     seen = (f"{count} attentions written out in operators ({per:.1f} per step): a matmul of queries by keys, a "
             f"softmax over its scores, a matmul by the values (by their input shapes); {ms(step_ns)} per step "
             f"between the two matmuls{' and in their backward' if back_cuts else ''}." if checked else
@@ -145,17 +148,17 @@ def attention_finding(inp: RuleInput, regex: str, title: str, torch_change: str,
         change_torch=torch_change, change_npu=npu_change, gain_ns=step_ns,
         gain_basis="the time between the two matmuls of each attention", value=count,
         figures={"occurrences": count, "matched_ns_matched": step_ns, "shapes_checked": int(checked),
-                 "backward_recomputes": len(grows)},
+                 "backward_matmuls": len(rescale) // 2},
         evidence=[evidence("operators", first, f"{first}: first operator of the sequence", timeline_name=first)],
         removes=removes if checked else None, removes_what=["scale / mask / softmax / dropout of the attention"],
-        fuse=(cuts + back_cuts, grows) if checked else None,
+        fuse=(cuts + back_cuts, rescale) if checked else None,
         edit=(f"the {per:.1f} attentions per step fused: what ran between each one's two matmuls (scale, mask, "
               f"softmax, dropout, casts, their kernels) gone, the matmuls kept as they ran{back}"))
 
 
 def _scores(found: list[Occurrence]) -> dict:
-    """{scores shape: the mean time of its scores matmul}."""
+    """{scores shape: (the mean time of its two matmuls, E, Ev)}."""
     times: dict = {}
     for o in found:
-        times.setdefault(o.scores, []).append(o.qk_ns)
-    return {shape: float(np.mean(ns)) for shape, ns in times.items()}
+        times.setdefault((o.scores, o.dims), []).append(o.matmuls_ns)
+    return {shape: (float(np.mean(ns)), *dims) for (shape, dims), ns in times.items()}

@@ -4,10 +4,13 @@ Autograd runs one backward function per forward operator (`autograd::engine::eva
 function, inside it an operator X whose first input is the gradient it received, shaped as the forward
 output). The functions that received a gradient shaped as an attention's scores ([.., L, S]: the softmax,
 scale, mask, dropout, cast and view backwards) work on the S x S scores the fused backward never writes:
-they go, with their kernels. The fused backward recomputes the scores from Q and K (flash attention keeps
-only the softmax's statistics): the matmul backward that follows a softmax backward on the thread and
-received its [.., L, S] gradient (the scores' matmul, two matmuls: dQ and dK) does one forward scores matmul
-more, at the time that matmul took in the forward.
+they go, with their kernels. The attention's two matmul backwards (the values matmul's, the last matmul
+backward before the softmax backward, its gradient [.., L, Ev]; the scores matmul's, the first after it, its
+gradient [.., L, S]) become the fused backward's matmuls: its FLOPs, 2 x pairs x (3 E + 2 Ev) (the scores
+recomputed from Q and K, dV, dP, dQ, dK, as FlashAttention's backward does), at the rate the attention's
+forward matmuls reached, 2 x pairs x (E + Ev) in their time: (3 E + 2 Ev) / (E + Ev) x the forward matmuls'
+time, shared between the two in proportion to their time. The written-out backward's matmuls write and
+read S x S gradients (dP, the transposed probabilities) at a rate of their own; the fused one does not.
 """
 from __future__ import annotations
 
@@ -26,28 +29,32 @@ SOFTMAX_BACKWARD_RE = re.compile(r"^_?SoftmaxBackward\d*$")
 
 
 def backward_edit(inp: RuleInput, scores: dict, device: bool) -> tuple[list, list]:
-    """(cuts, grows) of graph/simulate.fuse_edit for the backward of attentions whose scores shapes are the
-    keys of `scores` (values: the forward scores matmul's time, ns)."""
+    """(cuts, rescale) of graph/simulate.fuse_edit for the backward of attentions whose scores shapes are the
+    keys of `scores` (values: (the forward matmuls' mean time in ns, E, Ev))."""
     ctx = inp.ctx
     ev, rows_of = ctx.ev, ctx.host.rows
-    cuts, grows = [], []
+    cuts, rescale = [], []
     for pos in top_level_positions(inp):
-        functions = _functions(inp, pos)
-        pending = None  # the scores shape of a softmax backward whose matmul backward has not run yet
-        for p, fn, grad in functions:
+        last = pending = None  # the last matmul backward; a softmax backward's shape and its values matmul's
+        for p, fn, grad in _functions(inp, pos):
             row = int(rows_of[p])
-            pid, tid, ts = int(ev["pid"][row]), int(ev["tid"][row]), int(ev["ts"][row])
-            end = ts + int(ev["dur"][row])
+            ts = int(ev["ts"][row])
+            stretch = (int(ev["pid"][row]), int(ev["tid"][row]), ts, ts + int(ev["dur"][row]))
             if MATMUL_BACKWARD_RE.match(fn):
                 own = int(ctx.device_total[p]) if device else int(ev["dur"][row])
-                if pending is not None and grad[-2:] == pending[-2:] and own > 0:
-                    factor = 1 + scores[pending] / own  # on the device where there is one, else on the host
-                    grows.append((pid, tid, ts, end, 1.0 if device else factor, factor))
-                    pending = None
+                if pending is not None and grad[-2:] == pending[0][-2:]:
+                    forward, e, e_v = scores[pending[0]]
+                    factor = forward * (3 * e + 2 * e_v) / (e + e_v) / max(own + pending[2], 1)
+                    for s in (pending[1], stretch):  # on the device where there is one, else on the host
+                        rescale.append((*s, 1.0 if device else factor, factor))
+                    pending = last = None
+                else:
+                    last = (stretch, own, grad)
             elif grad in scores:
-                cuts.append((pid, tid, ts, end))
-                pending = grad if SOFTMAX_BACKWARD_RE.match(fn) else pending
-    return cuts, grows
+                cuts.append(stretch)
+                if SOFTMAX_BACKWARD_RE.match(fn) and last is not None and last[2][-2:] == (grad[-2], scores[grad][2]):
+                    pending = (grad, last[0], last[1])
+    return cuts, rescale
 
 
 def _functions(inp: RuleInput, pos: np.ndarray) -> list[tuple[int, str, tuple]]:
