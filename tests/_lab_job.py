@@ -201,6 +201,25 @@ def attention(before: bool, rank: int):
     return step
 
 
+def attention_train(before: bool, rank: int):
+    """(6b) Attention trained (4 heads, 512 tokens, forward and backward) over 2 layers per step; before: written
+    out (matmul mul softmax matmul, and their backward), after: F.scaled_dot_product_attention."""
+    import torch.nn.functional as F
+    q, k, v = (torch.randn(1, 4, 512, 64, requires_grad=True) for _ in range(3))
+    scale = 1 / math.sqrt(64)
+
+    def step(i):
+        for _ in range(2):
+            if before:
+                o = torch.softmax(q @ k.transpose(-2, -1) * scale, dim=-1) @ v
+            else:
+                o = F.scaled_dot_product_attention(q, k, v)
+            o.sum().backward()
+        for x in (q, k, v):
+            x.grad = None
+    return step
+
+
 def first_broadcast(before: bool, rank: int):
     """(7) DDP construction (its parameter broadcast from rank 0) inside the first profiled step (before) or
     before the loop (after); the same training step otherwise (before it: the forward alone)."""
@@ -288,6 +307,7 @@ def pipeline(before: bool, rank: int):
 
 WORKLOADS = {"slow_rank": slow_rank, "dataloader": dataloader, "ddp_buckets": ddp_buckets,
              "host_python": host_python, "unfused_optimizer": unfused_optimizer, "attention": attention,
+             "attention_train": attention_train,
              "first_broadcast": first_broadcast, "pipeline": pipeline}
 
 if __name__ == "__main__":

@@ -17,8 +17,10 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 XFAIL = {
     ("ddp_buckets", "after"): "the default buckets still leave the last bucket's all-reduce unhidden, above 10 % (a "
                               "true finding: smaller buckets would hide more)",
-    ("attention", "band"): "fusable_attention is an observation: the fused kernel's time is not in the trace, so no "
-                           "edit of the graph states it and no gain is claimed",
+    ("attention", "band"): "fusable_attention is replayed (issue 39): 0.64 to 0.92 of the measured gain in seven runs on "
+                           "a loaded machine, an underestimate at the band's edge under load (docs/rules.md)",
+    ("attention_train", "band"): "fusable_attention with its backward: 0.59 to 0.83 of the measured gain in four "
+                                 "runs, an underestimate under load (docs/rules.md)",
 }
 
 

@@ -256,6 +256,11 @@ def host_nesting(table: EventTable, ctx: Context):
     return nest(view, rows), thread_keys(view, rows)
 
 
+def thread_label(pid: int, tid: int) -> str:
+    """A host thread's lane label (edits name a thread's lane by it)."""
+    return f"thread {tid} (pid {pid})"
+
+
 def _host_atoms(table: EventTable, ctx: Context) -> dict:
     ev = table.events
     h, keys = host_nesting(table, ctx)
@@ -285,7 +290,7 @@ def _host_atoms(table: EventTable, ctx: Context) -> dict:
         a0, a1, inner = a0[keep], a1[keep], inner[keep]
         if key == main_key:
             main_lane = len(lanes)
-        lanes.append(f"thread {int(ev['tid'][r[0]])} (pid {int(ev['pid'][r[0]])})")
+        lanes.append(thread_label(int(ev["pid"][r[0]]), int(ev["tid"][r[0]])))
         out["start"].append(a0), out["end"].append(a1), out["inner"].append(inner)
         out["lane"].append(np.full(len(a0), len(lanes) - 1, np.int32))
     a = {k: (np.concatenate(v) if v else np.zeros(0, np.int64)) for k, v in out.items()}

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...ingest.table import NONE
-from .build import CAT, LAUNCH, WAKE, Graph
+from .build import CAT, LAUNCH, WAKE, Graph, thread_label
 from .critical import StepSpan
 from .replay import Edit, replay
 
@@ -155,6 +155,56 @@ def shrink_edit(g: Graph, host_set, host_factor: float, device_rows: np.ndarray,
     dev = np.flatnonzero(np.isin(g.row, device_rows) & g.on_device) if len(device_rows) else np.zeros(0, np.int64)
     new.update({n: int(dur[n] * device_factor) for n in dev.tolist()})
     return Edit(words, dur=new)
+
+
+def fuse_edit(g: Graph, cuts: list, words: str, rescale: list = ()) -> Edit:
+    """Operators replaced by one fused call that keeps part of their work. `cuts`, (pid, tid, start, end) per
+    stretch of a host thread, is the time that goes on that thread (the operators between the kept ones, the
+    Python between them): each node of the thread loses its overlap with its stretches, and the device work
+    launched from a node that goes entirely goes with it (the kernels of the operators the fusion removes).
+    `rescale`, (pid, tid, start, end, host factor, device factor): work the fused call does in another time (a
+    fused backward's matmuls): the thread's time in the stretch lasts host factor x as long, the device work
+    launched from inside it device factor x (where the device does the work, the host only launches it)."""
+    dur = g.end - g.start
+    new: dict[int, int] = {}
+    nodes, cut = _lane_overlap(g, [c[:4] for c in cuts])
+    new.update(zip(nodes.tolist(), (dur[nodes] - cut).tolist()))
+    gone = np.zeros(len(g), bool)
+    gone[nodes[cut >= dur[nodes]]] = True
+    new.update((n, 0) for n in _launched(g, gone).tolist())
+    for pid, tid, lo, hi, host_factor, device_factor in rescale:
+        nodes, more = _lane_overlap(g, [(pid, tid, lo, hi)])
+        new.update((n, int(new.get(n, dur[n]) + m * (host_factor - 1))) for n, m in zip(nodes.tolist(), more.tolist()))
+        inside = np.zeros(len(g), bool)
+        inside[nodes[more >= dur[nodes]]] = True
+        new.update((n, int(new.get(n, dur[n]) * device_factor)) for n in _launched(g, inside).tolist())
+    unblock = set(np.flatnonzero(gone & (g.wait_on != NONE)).tolist())  # a blocking call that goes waits no more
+    return Edit(words, dur=new, unblock=unblock)
+
+
+def _lane_overlap(g: Graph, spans: list) -> tuple[np.ndarray, np.ndarray]:
+    """(host nodes, their overlap with the stretches) for stretches (pid, tid, start, end) of host threads,
+    each on its own thread's lane; nodes with no overlap left out."""
+    labels = {label: i for i, label in enumerate(g.lanes)}
+    by_lane: dict[int, list] = {}
+    for pid, tid, lo, hi in spans:
+        lane = labels.get(thread_label(int(pid), int(tid)))
+        if lane is not None and hi > lo:
+            by_lane.setdefault(lane, []).append((int(lo), int(hi)))
+    nodes, overlaps = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
+    for lane, mine_spans in by_lane.items():
+        starts, ends = (np.asarray(x, np.int64) for x in zip(*sorted(mine_spans)))
+        mine = np.flatnonzero((g.lane == lane) & ~g.on_device)
+        cut = _measure_upto(starts, ends, g.end[mine]) - _measure_upto(starts, ends, g.start[mine])
+        nodes.append(mine[cut > 0]), overlaps.append(cut[cut > 0])
+    return np.concatenate(nodes), np.concatenate(overlaps)
+
+
+def _launched(g: Graph, by: np.ndarray) -> np.ndarray:
+    """The device nodes launched from the nodes marked in `by`."""
+    launch = np.flatnonzero(g.dep_kind == LAUNCH)
+    dst = np.searchsorted(g.dep_ptr, launch, side="right") - 1  # the node each launch dependency belongs to
+    return np.unique(dst[by[g.dep_src[launch]]])
 
 
 def gain(g: Graph, spans: list[StepSpan], edit: Edit, kept: set | None = None) -> Simulated | None:

@@ -98,12 +98,14 @@ def simulator(wg):
     None without a graph (a digest read without its events)."""
     if wg is None or len(wg.graph) == 0 or not wg.spans:
         return None
-    from ..graph.simulate import gain, interval_edit, overlap_edit, scale_edit, shrink_edit
+    from ..graph.simulate import fuse_edit, gain, interval_edit, overlap_edit, scale_edit, shrink_edit
     g = wg.graph
 
     def run(f: Finding, interval_set):
         if f.overlap:
             edit = overlap_edit(g, wg.table, wg.spans, f.edit or "the collectives started as the backward begins")
+        elif f.fuse is not None:
+            edit = fuse_edit(g, f.fuse[0], f.edit or "the operators fused", f.fuse[1])
         elif f.shrink is not None:
             edit = shrink_edit(g, f.shrink[0], f.shrink[1], np.asarray(f.shrink[2], np.int64), f.shrink[3],
                                f.edit or "the work shrunk")

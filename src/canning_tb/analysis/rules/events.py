@@ -155,6 +155,15 @@ def top_level_ops(inp: RuleInput) -> list[tuple[np.ndarray, np.ndarray, np.ndarr
     other operator, in call order: the sequence a fused API would replace."""
     if inp.ctx is None:
         return []
+    ev, rows, device_total = inp.ctx.ev, inp.ctx.host.rows, inp.ctx.device_total
+    return [(ev["name"][rows[pos]], ev["dur"][rows[pos]], device_total[pos]) for pos in top_level_positions(inp)]
+
+
+def top_level_positions(inp: RuleInput) -> list[np.ndarray]:
+    """Per host thread (ascending tid): the positions in ctx.host.rows of its top-level CPU operators (called
+    from outside any other operator), in call order."""
+    if inp.ctx is None:
+        return []
     ctx = inp.ctx
     ev, host = ctx.ev, ctx.host
     is_op = ev["kind"][host.rows] == int(Kind.CPU_OP)
@@ -168,12 +177,7 @@ def top_level_ops(inp: RuleInput) -> list[tuple[np.ndarray, np.ndarray, np.ndarr
     tids = ev["tid"][rows]
     by_thread = np.lexsort((ev["ts"][rows], tids))  # per thread (ascending tid), then in call order
     bounds = np.flatnonzero(np.r_[True, tids[by_thread][1:] != tids[by_thread][:-1], True])
-    device_total = ctx.device_total[top]
-    out = []
-    for lo, hi in zip(bounds[:-1], bounds[1:]):
-        sel = by_thread[lo:hi]
-        out.append((ev["name"][rows[sel]], ev["dur"][rows[sel]], device_total[sel]))
-    return out
+    return [top[by_thread[lo:hi]] for lo, hi in zip(bounds[:-1], bounds[1:])]
 
 
 def capture_ranges(inp: RuleInput) -> tuple | None:

@@ -60,6 +60,10 @@ class Finding:
     scale: tuple | None = None  # (table rows of device events, factor): the change shrinks them to factor x time
     # (host interval set, host factor, device rows, device factor): the change keeps that share of the work there
     shrink: tuple | None = None
+    # (cuts, rescale): operators fused into one call (graph/simulate.fuse_edit): cuts, [(pid, tid, start, end)], the
+    # time that goes on each thread with the device work launched in it; rescale, [(pid, tid, start, end, host x,
+    # device x)], work the fused call does in another time
+    fuse: tuple | None = None
     overlap: bool = False  # the change overlaps the collectives with the backward (graph/simulate.overlap_edit)
     observation: bool = False  # no edit of the graph states the change: no gain, shown apart from the findings
 

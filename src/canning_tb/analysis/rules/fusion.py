@@ -11,6 +11,7 @@ from canning_tb.util.arrays import distinct
 from ...ingest.table import NONE, Kind
 from ..summary import has_device_work
 from . import thresholds as th
+from .attention import attention_finding
 from .engine import RuleInput, rule
 from .events import host_rows, longest, per_step, rows_set, top_level_ops
 from .finding import Finding, evidence, ms
@@ -101,6 +102,10 @@ def fusable_ops(inp: RuleInput):
     threads = _thread_sequences(inp)
     for pid, title, regex, torch_change, npu_change in PATTERNS:
         if not torch_change and not npu:
+            continue
+        if pid == "attention":  # told by its shapes, and fused as an edit of the graph (attention.py)
+            hit = attention_finding(inp, regex, title, torch_change, npu_change)
+            found += [hit] if hit else []
             continue
         count, total, first = _matches(inp, threads, regex)
         if count < th.FUSION_MIN_REPEATS:
