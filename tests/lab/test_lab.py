@@ -110,8 +110,7 @@ def test_the_critical_path_goes_through_the_slowed_rank(lab):
     result = lab("slow_rank")
     for job in result.of("before"):
         paths = _find(job["report"], "critical_path")
-        if not paths:
-            pytest.xfail("no critical path in canning-prof's report yet (issue 39: the lead builds it)")
+        assert paths, "no critical path in canning-prof's report"
         per_rank = _rank_time(paths, {})
         assert 1 in per_rank, f"the critical path names no event of rank 1: {per_rank}"
         assert per_rank[1] >= per_rank.get(0, 0), f"the critical path holds more of rank 0 than of rank 1: {per_rank}"
