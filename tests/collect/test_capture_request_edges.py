@@ -205,7 +205,8 @@ def test_a_new_request_keeps_to_the_jobs_step_limit_and_world():
     assert cr.parse_request(json.dumps(got).encode()) == got
     with pytest.raises(cr.JobNotReady, match="at most 10 steps"):
         cr.new_request({"steps": 11}, ranks, NOW, "cli")
-    refused(cr.new_request, {"steps": 1, "ranks": [4]}, ranks, NOW, "cli", match="rank 4 is not in this job: its world size is 4")
+    refused(cr.new_request, {"steps": 1, "ranks": [4]}, ranks, NOW, "cli",
+            match="rank 4 is not in this job: its world size is 4")
 
 
 def test_a_triggered_start_never_leads_by_more_than_2_20_steps():
