@@ -17,12 +17,12 @@ S = 1_000_000_000  # one second in ns
 
 def status(rank=0, *, step=100, age_s=0.0, rate=10.0, poll_s=0.5, cycle_s=0.25, heartbeat_s=1.0, world=2,
            watching=True, state=cr.IDLE, request_id=None, watch_since_ns=0, max_steps=50, min_interval_s=0.0,
-           windows=()):
+           windows=(), message=""):
     """A rank's status as parse_status gives it (every STATUS_KEYS key), written `age_s` before NOW."""
     return {"rank": rank, "world_size": world, "host": "h", "pid": 1, "time_ns": NOW - int(age_s * S), "step": step,
             "steps_per_s": rate, "poll_s": poll_s, "cycle_s": cycle_s, "heartbeat_s": heartbeat_s,
             "min_interval_s": min_interval_s, "max_steps": max_steps, "backend": "gloo", "watching": watching,
-            "watch_since_ns": watch_since_ns, "request": request_id, "state": state, "message": "",
+            "watch_since_ns": watch_since_ns, "request": request_id, "state": state, "message": message,
             "start_step": None, "end_step": None, "windows": list(windows)}
 
 
@@ -275,3 +275,124 @@ def test_each_ranks_state_for_a_request_it_has_not_acted_on():
     # written for another request: not this one's; at step 100, past this one's start, it missed it
     assert state_of([status(0, state=cr.WRITTEN, request_id="b" * 16)])["state"] == cr.MISSED
     assert math.isclose(cr.LEAD_SLACK_S, 2.0)
+
+
+# -- the second pass over the survivors: what a person reads, the whole answer, the last edges -----------------------
+def message(what, *args) -> str:
+    with pytest.raises(cr.RequestError) as e:
+        what(*args)
+    return str(e.value)
+
+
+def test_every_refusal_says_what_and_why_in_words():
+    bad = {"steps": 1}
+    for args, said in (
+            ((cr.check_options, []), "the capture options must be a JSON object"),
+            ((cr.check_options, {**bad, "zz": 1}),
+             "unknown option 'zz': the options are steps, ranks, activities, record_shapes, profile_memory, "
+             "with_stack, with_flops, with_modules"),
+            ((cr.check_options, {}), "steps is required"),
+            ((cr.check_options, {"steps": 0}), "steps must be a whole number from 1 to 50, not 0"),
+            ((cr.check_ranks, 7), 'ranks must be "all" or a list of rank numbers, not 7'),
+            ((cr.check_ranks, [1, 1]), "a rank is listed twice"),
+            ((cr.check_options, {**bad, "activities": "cpu"}),
+             'activities must be a list among CPU, CUDA, NPU, not "cpu"'),
+            ((cr.check_options, {**bad, "activities": ["tpu"]}),
+             'unknown activity "tpu": the activities are CPU, CUDA, NPU'),
+            ((cr.check_trigger, {**TRIGGER, "kind": "cron"}),
+             'trigger kind must be one of slow, every, when, not "cron"'),
+            ((cr.check_trigger, {**TRIGGER, "step_ns": -1}), "trigger step_ns must be a whole number from 0 to "
+                                                             "9223372036854775808, not -1"),
+            ((cr.check_trigger, {**TRIGGER, "median_ns": -1}), "trigger median_ns must be a whole number from 0 to "
+                                                               "9223372036854775808, not -1"),
+            ((cr.loads_bounded, b'{"a":1,"b":1,"b":2}', 100, "x"), "duplicate key 'b'"),
+            ((cr.parse_request, b"[]"), "the request must be a JSON object"),
+            ((cr.parse_request, b"{" + b" " * 4096), "the request is 4097 bytes, over the limit of 4096"),
+            ((cr.parse_request, raw(trigger=TRIGGER)),
+             'a request holds a trigger when, and only when, it is by "trigger"'),
+            ((cr.parse_request, raw(id="x")), "id must be 16 lowercase hexadecimal digits"),
+            ((cr.parse_request, raw(start_step=-1)),
+             "start_step must be a whole number from 0 to 9007199254740992, not -1"),
+            ((cr.parse_status, b"{" + b" " * 16384), "the status is 16385 bytes, over the limit of 16384"),
+            ((cr.parse_status, b"[]"), "not a capture status"),
+            ((cr.parse_status, json.dumps({"format": cr.STATUS_FORMAT, **status(state="x")}).encode()),
+             'unknown state "x"')):
+        assert message(*args) == said
+    assert message(cr.check_int, "x" * 39, "n", 0, 1).endswith('not "' + "x" * 36 + "...")  # 41 characters: cut
+
+
+def test_a_plan_that_cannot_be_made_says_why():
+    for statuses, said in (
+            ([status(watching=False)], "no job is watching this run for a capture: no heartbeat from ps.on_demand() in "
+                                       "its .canning-capture folder lately (is the job running, with "
+                                       "schedule=ps.on_demand()?)"),
+            ([status(rate=None)], "the job has only just started: its step rate is not known yet; ask again in a few "
+                                  "seconds"),
+            ([status(step=(1 << 53) - 1, rate=0.1)], "the job's step count is past what a request may name")):
+        assert message(cr.plan_start, statuses, NOW) == said
+    assert message(cr.plan_triggered_start, (1 << 53) - 1, 60.0, [], NOW, 0.1) == \
+        "the job's step count is past what a request may name"
+    assert cr.plan_triggered_start((1 << 53) - 2, 60.0, [], NOW, 0.1) == (1 << 53, (1 << 53) - 2)  # the last step
+
+
+def test_zero_and_two_to_the_63_are_in_range_and_a_rank_a_nanosecond_on_counts_on():
+    assert cr.check_trigger({**TRIGGER, "step": 0, "step_ns": 0, "median_ns": 0})["median_ns"] == 0
+    refused(cr.check_trigger, {**TRIGGER, "step_ns": (1 << 63) + 1}, match="trigger step_ns")
+    got = cr.parse_request(raw(start_step=0, seen_step=0, created_ns=0))
+    assert (got["start_step"], got["created_ns"]) == (0, 0)
+    refused(cr.parse_request, raw(created_ns=(1 << 63) + 1), match="created_ns must be")
+    assert cr.parse_request(raw(created_ns=1 << 63))["created_ns"] == 1 << 63
+    # 1 step/s, a second and a nanosecond ago at step 100: past 101, so 102; a 2 s lead at least 2 steps
+    ns = {**status(rate=1.0, poll_s=0.0, cycle_s=0.0), "time_ns": NOW - S - 1}
+    assert cr.plan_start([ns], NOW) == (104, 100)
+
+
+def test_a_request_for_all_ranks_and_a_triggered_one():
+    got = cr.new_request({"steps": 2}, [status(0), status(1)], NOW, "tensorboard")
+    assert (got["ranks"], got["by"], got["created_ns"], len(got["id"])) == ("all", "tensorboard", NOW, 16)
+    trig = cr.new_triggered_request(TRIGGER, 5, 100, 0.5, [], NOW, 0.05)
+    assert trig == {"format": "canning-capture-request", "version": 1, "id": trig["id"], "by": "trigger",
+                    "created_ns": NOW, "start_step": 105, "seen_step": 100, "steps": 5, "ranks": "all",
+                    "activities": [], "record_shapes": False, "profile_memory": False, "with_stack": False,
+                    "with_flops": False, "with_modules": False, "trigger": TRIGGER}
+    assert cr.parse_request(json.dumps(trig).encode()) == trig
+    refused(cr.new_triggered_request, {**TRIGGER, "kind": "x"}, 5, 100, 0.5, [], NOW, 0.05, match="trigger kind")
+    assert cr.status_dict(rank=3) == {"format": "canning-capture-status", "rank": 3}
+    e = cr.UnusableFile(".canning-capture/request.json", "not JSON")
+    assert (str(e), e.file, e.problem) == (".canning-capture/request.json: not JSON", ".canning-capture/request.json",
+                                           "not JSON")
+
+
+def test_a_request_not_read_yet_holds_the_next_and_the_rate_limit_counts_two_polls():
+    previous = request(50, id="a" * 16, created_ns=NOW - 1 * S)
+    unread = [status(0, step=10, world=1)]
+    assert cr.busy_reason(previous, unread, NOW) == (
+        "a capture is in progress (waiting for the job to read the request (steps 50-52)); ask again once it is written")
+    done = [status(0, state=cr.WRITTEN, request_id="a" * 16, min_interval_s=60.0, poll_s=2.0, world=1)]
+    old = {**previous, "created_ns": NOW - 63 * S}  # 60 s + 2 x 2 s = 64 s
+    assert cr.busy_reason(old, done, NOW) == "this job accepts one capture per 60 s; ask again in 1 s"
+
+
+def test_the_whole_answer_for_a_request_and_each_ranks_words():
+    mine = dict(request_id="a" * 16)
+    req = {**request(50, id="a" * 16, created_ns=NOW - 10 * S, by="trigger"), "trigger": TRIGGER}
+    wrote = status(0, state=cr.WRITTEN, windows=["w0"], message="wrote w0", **mine, world=1)
+    got = cr.request_state(req, [wrote], NOW)
+    assert got == {"id": "a" * 16, "by": "trigger", "created_ns": NOW - 10 * S, "state": cr.WRITTEN,
+                   "message": "written: steps 50-52 on 1 of 1 ranks", "start_step": 50, "end_step": 52, "steps": 3,
+                   "ranks": [{"rank": 0, "state": cr.WRITTEN, "message": "wrote w0", "windows": ["w0"], "step": 100}],
+                   "written_by": [0], "trigger": TRIGGER}
+    waiting = state_of([status(0, step=10, world=1)])
+    assert waiting["state"] == "waiting"
+    assert waiting["message"] == "waiting for the job to read the request (steps 50-52)"
+    assert waiting["ranks"][0]["message"] == "has not read the request yet"
+    missed = state_of([status(0, step=60, world=1)])["ranks"][0]
+    assert missed["message"] == "did not read the request before step 50 (now at step 60)"
+    newer = state_of([status(0, watch_since_ns=NOW, world=1)])["ranks"][0]
+    assert newer["message"] == "this process started watching after the request was written: not acted upon"
+    # 10 s and 5 ns after the request, polls of 5 s: just late
+    just = {**status(0, step=50, poll_s=5.0, world=1), "time_ns": NOW + 5}
+    assert state_of([just])["ranks"][0]["state"] == cr.MISSED
+    five = state_of([status(r, state=cr.FAILED, message=f"m{r}", **mine, world=5) for r in range(5)])
+    assert five["message"] == ("nothing written: rank 0 failed (m0); rank 1 failed (m1); rank 2 failed (m2); "
+                               "rank 3 failed (m3)")  # four ranks named at most
