@@ -367,7 +367,8 @@ def test_a_request_not_read_yet_holds_the_next_and_the_rate_limit_counts_two_pol
     previous = request(50, id="a" * 16, created_ns=NOW - 1 * S)
     unread = [status(0, step=10, world=1)]
     assert cr.busy_reason(previous, unread, NOW) == (
-        "a capture is in progress (waiting for the job to read the request (steps 50-52)); ask again once it is written")
+        "a capture is in progress (waiting for the job to read the request (steps 50-52)); "
+        "ask again once it is written")
     done = [status(0, state=cr.WRITTEN, request_id="a" * 16, min_interval_s=60.0, poll_s=2.0, world=1)]
     old = {**previous, "created_ns": NOW - 63 * S}  # 60 s + 2 x 2 s = 64 s
     assert cr.busy_reason(old, done, NOW) == "this job accepts one capture per 60 s; ask again in 1 s"
