@@ -6,14 +6,16 @@ pages nothing else; a string is cut only past MAX_STRING characters, and only wh
 import base64
 import json
 import shutil
+from datetime import datetime, timezone
+from types import SimpleNamespace
 
 import pytest
 
 from _mcp import Session
-from _two_windows import WINDOW_TS, write_run
+from _two_windows import WINDOW_TS, events, write_run
 from conftest import fixture_path
 
-from canning_tb.mcp import bounds
+from canning_tb.mcp import bounds, listing as mcp_listing
 from canning_tb.mcp.bounds import MAX_CHARS, MAX_STRING, AnswerTooLarge, capped, cursor_for, offset_of, paged
 from canning_tb.mcp.server import build
 from canning_tb.queries.bounds import INT_BOUND
@@ -130,16 +132,20 @@ def test_first_gives_the_rows_and_how_many_there_are():
 # -- list_runs / list_windows against the files laid out here ----------------------------------------------
 @pytest.fixture(scope="module")
 def listing(tmp_path_factory):
-    """Run "two": 2 ranks x 2 windows (tests/mcp/_two_windows.py); run "one": DLRM's rank 0 trace alone."""
+    """Run "two": 2 ranks x 2 windows (tests/mcp/_two_windows.py); run "one": DLRM's rank 0 trace alone; run "norank":
+    one trace without distributedInfo (a job that is not distributed: no rank)."""
     root = tmp_path_factory.mktemp("listing")
     write_run(root / "log" / "two")
+    (root / "log" / "norank").mkdir()
+    doc = {"schemaVersion": 1, "traceEvents": events(0, 0)}
+    (root / "log" / "norank" / f"solo.{WINDOW_TS[0]}.pt.trace.json").write_text(json.dumps(doc))
     (root / "log" / "one").mkdir()
     name = "worker0_step_12.1694128201545.pt.trace.json.gz"
     shutil.copy(fixture_path("param", "dlrm_8ranks", name), root / "log" / "one" / name)
     app, _ = build(str(root / "log"), str(root / "cache"), digest_wait_s=0)
     session = Session(app)
     try:
-        yield session
+        yield session, str(root / "log")
     finally:
         session.close()
 
@@ -156,19 +162,39 @@ def walk(s, tool: str, args: dict, key: str) -> tuple[list, list]:
 
 
 def test_list_runs_pages_the_runs_with_their_ranks_and_windows(listing):
+    listing, logdir = listing
+    first = listing.answer("list_runs", {"limit": 1})
+    assert {k: first[k] for k in ("logdir", "discovering", "error")} == {"logdir": logdir, "discovering": False,
+                                                                       "error": None}
     rows, pages = walk(listing, "list_runs", {"limit": 1}, "runs")
-    assert pages == [(2, 0, 1), (2, 1, 1)]
+    assert pages == [(3, 0, 1), (3, 1, 1), (3, 2, 1)]
     by_run = {r["run"]: {k: v for k, v in r.items() if k != "run"} for r in rows}
     assert by_run["two"] == {"workers": 2, "ranks": 2, "first_rank": 0, "last_rank": 1, "windows": 4,
                              "window_positions": 2}
     # DLRM's worker0 trace names rank 0 of 8 in its distributedInfo; one window
     assert by_run["one"] == {"workers": 1, "ranks": 1, "first_rank": 0, "last_rank": 0, "windows": 1,
                              "window_positions": 1}
+    assert by_run["norank"] == {"workers": 1, "ranks": 0, "first_rank": -1, "last_rank": -1, "windows": 1,
+                                "window_positions": 1}  # no rank: -1, never 0
+
+
+def label(index: int, stamp: str) -> str:
+    """What the views call a window: its position from 1 and the instant in its file name (ms since the epoch)."""
+    return f"window {index + 1} ({datetime.fromtimestamp(int(stamp) / 1000, timezone.utc):%Y-%m-%d %H:%M:%S} UTC)"
 
 
 def test_list_windows_pages_each_rank_in_time_order(listing):
+    listing, _ = listing
+    page = listing.answer("list_windows", {"run": "two", "limit": 1})
+    assert (page["run"], page["total"], page["offset"]) == ("two", 4, 0)
+    (row,) = page["windows"]
+    assert {k: v for k, v in row.items() if k != "digested"} == {
+        "worker": "rank0", "rank": 0, "window_index": 0, "window": WINDOW_TS[0], "label": label(0, WINDOW_TS[0]),
+        "format": "kineto", "status": "ready", "trigger": None, "snapshots": 0}
+    assert row["digested"] in (True, False)  # the server digests in the background meanwhile
     rows, pages = walk(listing, "list_windows", {"run": "two", "limit": 3}, "windows")
     assert pages == [(4, 0, 3), (4, 3, 1)]
+    assert [r["label"] for r in rows] == [label(i % 2, WINDOW_TS[i % 2]) for i in range(4)]
     assert [(r["worker"], r["rank"], r["window_index"], r["window"]) for r in rows] == [
         ("rank0", 0, 0, WINDOW_TS[0]), ("rank0", 0, 1, WINDOW_TS[1]),
         ("rank1", 1, 0, WINDOW_TS[0]), ("rank1", 1, 1, WINDOW_TS[1])]
@@ -180,3 +206,30 @@ def test_list_windows_pages_each_rank_in_time_order(listing):
     for args, said in (({"run": "three"}, "unknown run"), ({"run": "two", "worker": "rank7"}, "unknown worker")):
         failed, text, _ = listing.call("list_windows", args)
         assert failed and said in text
+
+
+class GoneStore:
+    """A Store whose run "gone" went between runs() and workers() (deleted while listed), and a run with no worker."""
+    worker = SimpleNamespace(name="w", rank=3)
+
+    def runs(self):
+        return ["a", "gone", "empty", "b"]
+
+    def workers(self, run):
+        if run == "gone":
+            raise KeyError(run)
+        return [] if run == "empty" else [self.worker]
+
+    def windows(self, run, worker):
+        return ["x", "y"]
+
+
+def test_a_run_gone_while_listed_is_left_out_and_the_others_listed():
+    host = SimpleNamespace(store=GoneStore, scanner=SimpleNamespace(loading=True, error=None), logdir="/data/log")
+    answer = mcp_listing.list_runs(host, None, 10)
+    assert [r["run"] for r in answer["runs"]] == ["a", "empty", "b"] and answer["total"] == 4
+    assert answer["discovering"] is True
+    assert answer["runs"][1] == {"run": "empty", "workers": 0, "ranks": 0, "first_rank": -1, "last_rank": -1,
+                                 "windows": 0, "window_positions": 0}
+    assert answer["runs"][2] == {"run": "b", "workers": 1, "ranks": 1, "first_rank": 3, "last_rank": 3,
+                                 "windows": 2, "window_positions": 2}
