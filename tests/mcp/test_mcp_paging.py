@@ -24,6 +24,7 @@ from canning_tb.queries.errors import BadParameter
 Q = {"tool": "kernels", "run": "r", "worker": "w", "window": "1", "limit": 2}
 ANSWER = {"x": 1}  # '{"x":1,"rows":[]}' is 17 characters: 59,783 left for the rows (60,000 - 200 - 17)
 ROOM = MAX_CHARS - 200 - 17
+REASON = "step 4 took 81 ms, 2.4x the median 34 ms"
 
 
 def text_rows(*lengths) -> list:
@@ -133,12 +134,19 @@ def test_first_gives_the_rows_and_how_many_there_are():
 @pytest.fixture(scope="module")
 def listing(tmp_path_factory):
     """Run "two": 2 ranks x 2 windows (tests/mcp/_two_windows.py); run "one": DLRM's rank 0 trace alone; run "norank":
-    one trace without distributedInfo (a job that is not distributed: no rank)."""
+    one trace without distributedInfo (a job that is not distributed: no rank); run "asked": a handler's window
+    whose job triggered it."""
     root = tmp_path_factory.mktemp("listing")
     write_run(root / "log" / "two")
     (root / "log" / "norank").mkdir()
     doc = {"schemaVersion": 1, "traceEvents": events(0, 0)}
     (root / "log" / "norank" / f"solo.{WINDOW_TS[0]}.pt.trace.json").write_text(json.dumps(doc))
+    asked = root / "log" / "asked"  # a window the job asked for itself: its manifest names the trigger
+    asked.mkdir()
+    (asked / "rank0.h.1.000000.pt.trace.json").write_text(json.dumps(doc))
+    (asked / "rank0.h.1.000000.canning.json").write_text(json.dumps({
+        "rank": 0, "steps": [5, 6], "files": [{"name": "rank0.h.1.000000.pt.trace.json"}],
+        "trigger": {"kind": "slow", "step": 4, "step_ns": 81_000_000, "median_ns": 34_000_000, "reason": REASON}}))
     (root / "log" / "one").mkdir()
     name = "worker0_step_12.1694128201545.pt.trace.json.gz"
     shutil.copy(fixture_path("param", "dlrm_8ranks", name), root / "log" / "one" / name)
@@ -167,7 +175,7 @@ def test_list_runs_pages_the_runs_with_their_ranks_and_windows(listing):
     assert {k: first[k] for k in ("logdir", "discovering", "error")} == {"logdir": logdir, "discovering": False,
                                                                        "error": None}
     rows, pages = walk(listing, "list_runs", {"limit": 1}, "runs")
-    assert pages == [(3, 0, 1), (3, 1, 1), (3, 2, 1)]
+    assert pages == [(4, 0, 1), (4, 1, 1), (4, 2, 1), (4, 3, 1)]
     by_run = {r["run"]: {k: v for k, v in r.items() if k != "run"} for r in rows}
     assert by_run["two"] == {"workers": 2, "ranks": 2, "first_rank": 0, "last_rank": 1, "windows": 4,
                              "window_positions": 2}
@@ -195,6 +203,8 @@ def test_list_windows_pages_each_rank_in_time_order(listing):
     rows, pages = walk(listing, "list_windows", {"run": "two", "limit": 3}, "windows")
     assert pages == [(4, 0, 3), (4, 3, 1)]
     assert [r["label"] for r in rows] == [label(i % 2, WINDOW_TS[i % 2]) for i in range(4)]
+    (asked,) = listing.answer("list_windows", {"run": "asked"})["windows"]
+    assert (asked["rank"], asked["trigger"]) == (0, REASON)
     assert [(r["worker"], r["rank"], r["window_index"], r["window"]) for r in rows] == [
         ("rank0", 0, 0, WINDOW_TS[0]), ("rank0", 0, 1, WINDOW_TS[1]),
         ("rank1", 1, 0, WINDOW_TS[0]), ("rank1", 1, 1, WINDOW_TS[1])]
