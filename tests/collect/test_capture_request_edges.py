@@ -356,6 +356,9 @@ def test_a_request_for_all_ranks_and_a_triggered_one():
                     "activities": [], "record_shapes": False, "profile_memory": False, "with_stack": False,
                     "with_flops": False, "with_modules": False, "trigger": TRIGGER}
     assert cr.parse_request(json.dumps(trig).encode()) == trig
+    # planned from the live ranks too: rank at step 300 polling every 3 s, steps of 0.5 s: (2 x 3 s + 2 s) / 0.5 s
+    later = cr.new_triggered_request(TRIGGER, 5, 100, 0.5, [status(step=300, poll_s=3.0)], NOW, 0.05)
+    assert (later["start_step"], later["seen_step"]) == (316, 300)
     refused(cr.new_triggered_request, {**TRIGGER, "kind": "x"}, 5, 100, 0.5, [], NOW, 0.05, match="trigger kind")
     assert cr.status_dict(rank=3) == {"format": "canning-capture-status", "rank": 3}
     e = cr.UnusableFile(".canning-capture/request.json", "not JSON")
