@@ -105,3 +105,20 @@ def test_a_torch_npu_folder_is_asked_with_its_own_start_step(logdir):
     with open(logdir / "npu" / "profiler_config.json", encoding="utf-8") as f:
         assert json.load(f)["start_step"] == 40
     assert ct.run_state(target, NOW)["problems"] == []
+
+
+def test_remote_targets_are_found_by_their_status_files():
+    """A logdir on a remote file system (fsspec's in-memory one: the same globbing as S3's, without a server)."""
+    fsspec = pytest.importorskip("fsspec")
+    fs = fsspec.filesystem("memory")
+    names = (".canning-capture/rank0.status.json", "jobA/.canning-capture/rank1.status.json",
+             "x/y/.canning-capture/rank12.status.json", "jobB/.canning-capture/request.json")
+    for name in names:
+        fs.pipe(f"/capture_targets_log/{name}", b"{}")
+    try:
+        assert ct.targets("memory://capture_targets_log") == {
+            ".": Target("memory://capture_targets_log", ON_DEMAND),
+            "jobA": Target("memory://capture_targets_log/jobA", ON_DEMAND),
+            "x/y": Target("memory://capture_targets_log/x/y", ON_DEMAND)}
+    finally:
+        fs.rm("/capture_targets_log", recursive=True)
