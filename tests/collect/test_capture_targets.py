@@ -8,6 +8,7 @@ import pytest
 
 from test_capture_request_edges import NOW, S, status
 
+from canning_tb.capture import npu as capture_npu
 from canning_tb.capture import request as cr
 from canning_tb.capture import targets as ct
 from canning_tb.capture.targets import DYNAMIC_PROFILE, ON_DEMAND, Target
@@ -42,6 +43,9 @@ def test_the_job_summary_of_live_and_dead_ranks():
         None, None, 50, 60.0)
     ahead = ct.job_summary([{**status(0), "time_ns": NOW + 5 * S}], NOW)  # a clock ahead of ours: 0, not negative
     assert ahead["last_heartbeat_s"] == 0.0
+    assert ct.job_summary([status(0, age_s=1.234)], NOW)["last_heartbeat_s"] == 1.2  # tenths of a second
+    # a job whose ranks have not stepped twice yet: its rate is unknown, not 0 steps/s
+    assert ct.job_summary([status(0, rate=None), status(1, rate=None)], NOW)["steps_per_s"] is None
 
 
 @pytest.fixture
@@ -74,6 +78,26 @@ def test_a_scan_looks_at_max_folders_at_most(logdir, monkeypatch):
     assert list(ct.targets(str(logdir))) == ["."]  # the logdir itself, and no folder below it
 
 
+def test_the_scan_counts_each_folder_once_and_follows_no_link_out(tmp_path, monkeypatch):
+    root, outside = tmp_path / "log", tmp_path / "outside"
+    for run in (root, root / "a", root / "a" / "b"):  # walked in this order: each holds the next
+        status_file(run)
+    status_file(outside / "job")
+    (root / "linked").symlink_to(outside, target_is_directory=True)
+    assert set(ct.targets(str(root))) == {".", "a", "a/b"}
+    monkeypatch.setattr(ct, "MAX_FOLDERS", 2)
+    assert set(ct.targets(str(root))) == {".", "a"}
+
+
+def test_without_a_time_given_the_clock_is_read(logdir):
+    import time
+    put(logdir / "now" / ".canning-capture" / "rank0.status.json",
+        {"format": cr.STATUS_FORMAT, **status(), "time_ns": time.time_ns()})  # a heartbeat of this instant
+    target = ct.targets(str(logdir))["now"]
+    assert ct.ask(target, {"steps": 1}, "cli")["state"] == "waiting"
+    assert ct.run_state(target)["request"]["state"] == "waiting"
+
+
 def test_the_state_of_a_run_and_a_request_written_as_the_format_says(logdir):
     target = ct.targets(str(logdir))["a/b"]
     assert ct.run_state(target, NOW) == {"kind": ON_DEMAND, "job": ct.job_summary([status(0)], NOW), "request": None,
@@ -97,7 +121,9 @@ def test_the_state_of_a_run_and_a_request_written_as_the_format_says(logdir):
 
 def test_a_torch_npu_folder_is_asked_with_its_own_start_step(logdir):
     target = ct.targets(str(logdir))["npu"]
-    assert ct.summary(target, NOW)["kind"] == DYNAMIC_PROFILE and ct.run_state(target, NOW)["request"] is None
+    job = capture_npu.job_summary(str(logdir / "npu"))
+    assert ct.summary(target, NOW) == {"kind": DYNAMIC_PROFILE, "job": job, "problems": []}
+    assert ct.run_state(target, NOW) == {"kind": DYNAMIC_PROFILE, "job": job, "request": None, "problems": []}
     with pytest.raises(cr.RequestError, match="start step"):
         ct.ask(target, {"steps": 2}, "cli", NOW)
     got = ct.ask(target, {"steps": 2, "start_step": 40}, "cli", NOW)
@@ -111,14 +137,34 @@ def test_remote_targets_are_found_by_their_status_files():
     """A logdir on a remote file system (fsspec's in-memory one: the same globbing as S3's, without a server)."""
     fsspec = pytest.importorskip("fsspec")
     fs = fsspec.filesystem("memory")
-    names = (".canning-capture/rank0.status.json", "jobA/.canning-capture/rank1.status.json",
+    names = (".canning-capture/rank0.status.json", "jobX/.canning-capture/rank1.status.json",
              "x/y/.canning-capture/rank12.status.json", "jobB/.canning-capture/request.json")
     for name in names:
         fs.pipe(f"/capture_targets_log/{name}", b"{}")
     try:
         assert ct.targets("memory://capture_targets_log") == {
             ".": Target("memory://capture_targets_log", ON_DEMAND),
-            "jobA": Target("memory://capture_targets_log/jobA", ON_DEMAND),
+            "jobX": Target("memory://capture_targets_log/jobX", ON_DEMAND),
             "x/y": Target("memory://capture_targets_log/x/y", ON_DEMAND)}
     finally:
         fs.rm("/capture_targets_log", recursive=True)
+
+
+class Unreachable:
+    """A remote file system whose listing fails (from the second glob on, when `first_ok`)."""
+
+    def __init__(self, first_ok):
+        self.calls, self.first_ok = 0, first_ok
+
+    def glob(self, pattern):
+        self.calls += 1
+        if self.first_ok and self.calls == 1:
+            return []
+        raise OSError("connection refused")
+
+
+@pytest.mark.parametrize("first_ok", [False, True])
+def test_a_remote_logdir_that_cannot_be_listed_is_named_in_the_error(monkeypatch, first_ok):
+    monkeypatch.setattr(ct.remote_fs, "open_fs", lambda url: (Unreachable(first_ok), "bucket/log"))
+    with pytest.raises(ct.remote_fs.RemoteError, match="s3://bucket/log"):
+        ct.targets("s3://bucket/log")
