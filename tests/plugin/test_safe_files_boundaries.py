@@ -3,8 +3,10 @@
 that lead back in), a read never returning more than its byte limit (and the callers that ask limit + 1
 refusing a file one byte too long), and FIFOs, sockets, devices and folders refused without blocking.
 Each test names its root (root=) or registers it on a private set, so no confinement leaks into others."""
+import errno
 import os
 import socket
+import stat
 
 import pytest
 
@@ -173,3 +175,105 @@ def test_open_file_only_reads(tmp_path, mode):
     with pytest.raises(ValueError, match="open_file only reads; write with atomic_write"):
         safe_files.open_file(str(target), mode)
     assert target.read_bytes() == b"keep"  # the user's file is never written to
+
+
+# -- issue 46: each surviving mutant of safe_files read; these kill the ones a real bug could make ----------------
+def test_a_root_whose_name_ends_in_a_space_holds_only_its_own_files(tmp_path):
+    """`/data/log ` (a trailing space) and `/data/log` are two folders: the separator is appended to the root as it
+    is, only a trailing os.sep is dropped (stripping whitespace would let /data/log/secret pass as inside it)."""
+    spaced, plain = tmp_path / "log ", tmp_path / "log"
+    inside, beside = write(spaced / "t.json"), write(plain / "secret.json")
+    assert safe_files.is_inside(str(inside), str(spaced))
+    assert not safe_files.is_inside(str(beside), str(spaced))
+    os.symlink(beside, spaced / "leak.json")
+    with pytest.raises(Refused, match="outside the logdir"):
+        read_file(str(spaced / "leak.json"), root=str(spaced))
+    assert safe_files.is_inside(str(beside), os.sep)  # the file system's root holds everything
+
+
+def test_a_refused_device_or_folder_names_its_kind_exactly(tmp_path):
+    with pytest.raises(Refused) as e:
+        read_file("/dev/zero")
+    assert e.value.strerror == "a character device, not a regular file"
+    kinds = {stat.S_IFBLK: "a block device", stat.S_IFSOCK: "a socket", stat.S_IFIFO: "a FIFO",
+             stat.S_IFCHR: "a character device", stat.S_IFDIR: "a folder", stat.S_IFLNK: "not a plain file"}
+    for bits, name in kinds.items():  # sockets cannot be opened (ENXIO), block devices need root: by their mode
+        assert safe_files._kind(bits | 0o600) == name
+
+
+def test_a_checked_descriptor_blocks_again(tmp_path):
+    """Opened O_NONBLOCK (so a FIFO's open never waits), a regular file's descriptor is made blocking again
+    before it is handed out: whoever reads it gets whole reads, never EAGAIN."""
+    fd = safe_files.open_fd(str(write(tmp_path / "t.json")))
+    try:
+        assert os.get_blocking(fd)
+    finally:
+        os.close(fd)
+
+
+def test_open_file_decodes_with_the_encoding_asked(tmp_path):
+    path = write(tmp_path / "t.csv", "Name,Größe\n".encode("utf-16"))
+    with safe_files.open_file(str(path), "r", encoding="utf-16") as f:
+        assert f.read() == "Name,Größe\n"
+    with pytest.raises(ValueError) as e:
+        safe_files.open_file(str(path), "w")
+    assert str(e.value) == "open_file only reads; write with atomic_write"
+
+
+class FakeClock:
+    """time.monotonic for read_all: `ticks` in turn, the last one repeated."""
+
+    def __init__(self, *ticks):
+        self.ticks = list(ticks)
+
+    def monotonic(self):
+        return self.ticks.pop(0) if len(self.ticks) > 1 else self.ticks[0]
+
+
+def test_a_read_may_end_at_its_deadline_and_fails_past_it(tmp_path, monkeypatch):
+    """The deadline is checked between blocks: a block read exactly at it is kept, one past it fails naming the
+    file, the limit and ETIMEDOUT (4-byte blocks, a clock given by hand: no real waiting)."""
+    path = write(tmp_path / "slow.json", b"0123456789")  # 3 blocks of 4 bytes
+    monkeypatch.setattr(safe_files, "_BLOCK", 4)
+    monkeypatch.setattr(safe_files, "READ_DEADLINE_S", 10.0)
+    monkeypatch.setattr(safe_files, "time", FakeClock(100.0, 105.0, 110.0))  # the start, then after each block
+    assert read_file(str(path)) == b"0123456789"
+    monkeypatch.setattr(safe_files, "time", FakeClock(100.0, 105.0, 110.5))
+    with pytest.raises(Refused) as e:
+        read_file(str(path))
+    assert (e.value.filename, e.value.strerror, e.value.errno) == (str(path), "reading took longer than 10 s",
+                                                                   errno.ETIMEDOUT)
+
+
+@pytest.fixture
+def no_proc(monkeypatch):
+    """Where /proc/self/fd is missing (macOS, BSD): its links read as absent, every other readlink as it is."""
+    readlink = os.readlink
+
+    def without_proc(path, *args, **kw):
+        if str(path).startswith("/proc/self/fd/"):
+            raise FileNotFoundError(errno.ENOENT, "no /proc here", path)
+        return readlink(path, *args, **kw)
+    monkeypatch.setattr(os, "readlink", without_proc)
+
+
+def test_without_proc_the_path_is_checked_against_the_descriptor(tmp_path, no_proc):
+    """Without /proc the real path of the name is taken, and only when it is the very file opened: links inside are
+    followed, a link out is refused, and a name that now leads to another file is refused as changed."""
+    log = tmp_path / "log"
+    write(log / "b" / "t.json", b"inside")
+    (log / "a").mkdir()
+    os.symlink("../b/t.json", log / "a" / "t.json")
+    assert read_file(str(log / "a" / "t.json"), root=str(log)) == b"inside"
+    os.symlink(write(tmp_path / "elsewhere" / "t.json"), log / "a" / "out.json")
+    with pytest.raises(Refused, match="outside the logdir"):
+        read_file(str(log / "a" / "out.json"), root=str(log))
+    fd = os.open(log / "b" / "t.json", os.O_RDONLY)  # opened, then the name asked for leads elsewhere
+    try:
+        assert safe_files.real_path_of(fd, str(log / "a" / "t.json")) == os.path.realpath(log / "b" / "t.json")
+        with pytest.raises(Refused) as e:
+            safe_files.real_path_of(fd, str(log / "a" / "out.json"))
+        assert (e.value.filename, e.value.strerror, e.value.errno) == (str(log / "a" / "out.json"),
+                                                                       "changed while it was opened", errno.EPERM)
+    finally:
+        os.close(fd)

@@ -380,14 +380,14 @@ def request_state(request: dict, statuses: list, now_ns: int) -> dict:
     world = max((s["world_size"] for s in latest.values()), default=0)
     wanted = request["ranks"] if request["ranks"] != "all" else list(range(world)) or sorted(latest)
     ranks = [_rank_state(request, r, latest.get(r), now_ns) for r in wanted]
-    count = {k: sum(1 for r in ranks if r["state"] == k) for k in (*STATES, "waiting", "gone")}
+    count = {k: sum(1 for r in ranks if r["state"] == k) for k in (*STATES, "waiting")}
     total, written = len(ranks), count[WRITTEN]
     steps = f"steps {request['start_step']}-{end_step(request)}"
     if count[RECORDING]:
         state, message = RECORDING, f"recording {steps} on {count[RECORDING] + written} of {total} ranks"
-    elif count[SCHEDULED]:
-        at = max((r["step"] for r in ranks if r["step"] is not None), default=None)
-        state, message = SCHEDULED, f"{steps} start soon" + (f" (the job is at step {at})" if at is not None else "")
+    elif count[SCHEDULED]:  # a scheduled rank has a status, so a step
+        at = max(r["step"] for r in ranks if r["step"] is not None)
+        state, message = SCHEDULED, f"{steps} start soon (the job is at step {at})"
     elif count["waiting"]:
         state, message = "waiting", f"waiting for the job to read the request ({steps})"
     elif written == total and total:

@@ -86,7 +86,7 @@ def job_summary(statuses: list, now_ns: int) -> dict:
     return {"live_ranks": sorted(s["rank"] for s in live),
             "world_size": max((s["world_size"] for s in latest.values()), default=0),
             "step": max((s["step"] for s in live), default=None),
-            "steps_per_s": max((s["steps_per_s"] or 0.0 for s in live), default=None),
+            "steps_per_s": max((s["steps_per_s"] for s in live if s["steps_per_s"] is not None), default=None),
             "backend": next((s["backend"] for s in live), None),
             "max_steps": min((s["max_steps"] for s in live), default=cr.MAX_STEPS),
             "last_heartbeat_s": None if newest is None else round(max(0, now_ns - newest) / 1e9, 1),

@@ -105,20 +105,20 @@ def _kind(mode: int) -> str:
     return "not a plain file"
 
 
-def open_fd(path: str, root: str | None = None, folder: bool = False) -> int:
-    """A read-only descriptor of `path`, checked as the module doc says (`root`: the confinement root,
-    by default the registered one the path lies under). `folder`: a directory is wanted instead."""
+def open_fd(path: str, root: str | None = None) -> int:
+    """A read-only descriptor of a regular file `path`, checked as the module doc says (`root`: the
+    confinement root, by default the registered one the path lies under), blocking again once checked."""
     path = os.fspath(path)
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
-    fd = os.open(path, flags | (getattr(os, "O_DIRECTORY", 0) if folder else 0))
+    fd = os.open(path, flags)
     try:
         mode = os.fstat(fd).st_mode
-        if not (stat.S_ISDIR(mode) if folder else stat.S_ISREG(mode)):
-            raise Refused(path, f"{_kind(mode)}, not a regular file" if not folder else "not a folder")
+        if not stat.S_ISREG(mode):
+            raise Refused(path, f"{_kind(mode)}, not a regular file")
         root = root if root is not None else _root_of(path)
         if root and not follow_outside() and not is_inside(real_path_of(fd, path), root):
             raise Refused(path, f"a link to outside the logdir (set {FOLLOW_ENV}=1 to follow it)")
-        if not folder and hasattr(os, "set_blocking"):
+        if hasattr(os, "set_blocking"):
             os.set_blocking(fd, True)
         return fd
     except BaseException:
