@@ -126,6 +126,11 @@ def _say(args, line: str) -> None:
         print(line, flush=True)
 
 
+def _rate(steps_per_s) -> str:
+    """The job's pace; unknown (no rank has stepped twice yet) is said, never 0."""
+    return "pace unknown yet" if steps_per_s is None else f"{steps_per_s:.2f} steps/s"
+
+
 def _show(args, run: str, state: dict) -> int:
     if args.format == "json":
         print(json.dumps({"run": run, **state}, indent=1))
@@ -135,7 +140,7 @@ def _show(args, run: str, state: dict) -> int:
         print(f"run {run}: torch_npu dynamic_profile (profiler_config.json), {job['world_size']} ranks logging")
     elif job is not None:
         print(f"run {run}: {len(job['live_ranks'])} of {job['world_size']} ranks watching, "
-              f"at step {job['step']} ({job['steps_per_s'] or 0:.2f} steps/s)")
+              f"at step {job['step']} ({_rate(job['steps_per_s'])})")
     request = state.get("request")
     print(f"last request: {request['id']} ({request['by']}): {request['message']}" if request else "no request yet")
     if request and request.get("trigger"):
