@@ -318,16 +318,20 @@ def _merged(a: dict, step_cuts: np.ndarray) -> dict:
     joins = np.zeros(n, bool)
     row = a["row"]
     same_call = (row[1:] == row[:-1]) & (row[1:] != NONE)  # one event cut by another's boundary: one node
+    mergeable = np.zeros(len(CATS), bool)
+    mergeable[[CAT[c] for c in _MERGEABLE]] = True
+    cuts = np.sort(step_cuts)
+    at = np.minimum(np.searchsorted(cuts, a["start"][1:]), max(len(cuts) - 1, 0))
+    on_cut = (cuts[at] == a["start"][1:]) if len(cuts) else np.zeros(n - 1, bool)
     joins[1:] = ((lane[1:] == lane[:-1]) & (cat[1:] == cat[:-1]) & (dl[1:] == dl[:-1])
-                 & (a["start"][1:] == a["end"][:-1]) & (np.isin(cat[1:], [CAT[c] for c in _MERGEABLE]) | same_call)
-                 & ~np.isin(a["start"][1:], step_cuts))
+                 & (a["start"][1:] == a["end"][:-1]) & (mergeable[cat[1:]] | same_call) & ~on_cut)
     first = np.flatnonzero(~joins)
     last = np.append(first[1:] - 1, n - 1)
     dur = a["end"] - a["start"]
-    # the longest piece of each run names it
+    # the longest piece of each run names it (the first such piece)
     run = np.cumsum(~joins) - 1
-    order = np.lexsort((-dur, run))
-    longest = order[np.concatenate([[True], run[order][1:] != run[order][:-1]])]
+    is_longest = np.flatnonzero(dur == np.maximum.reduceat(dur, first)[run])
+    longest = is_longest[np.concatenate([[True], run[is_longest][1:] != run[is_longest][:-1]])]
     out = {k: v[first] for k, v in a.items()}
     out["end"] = a["end"][last]
     out["row"], out["inner"] = a["row"][longest], a["inner"][longest]
@@ -345,11 +349,13 @@ def _innermost(s, e, parent_pos, pos, depth, t) -> np.ndarray:
     local[pos] = np.arange(len(pos))
     cand = np.where(j >= 0, order[np.maximum(j, 0)], NONE)  # index into this thread's arrays
     par_local = np.where(parent_pos != NONE, local[np.maximum(parent_pos, 0)], NONE)
+    bad = np.flatnonzero(cand != NONE)  # an instant whose candidate still runs at it stays settled
     for _ in range(int(depth.max()) + 2 if len(depth) else 0):
-        bad = np.flatnonzero((cand != NONE) & (e[np.maximum(cand, 0)] <= t))
+        bad = bad[e[cand[bad]] <= t[bad]]
         if not len(bad):
             break
         cand[bad] = par_local[cand[bad]]
+        bad = bad[cand[bad] != NONE]
     return np.where(cand != NONE, pos[np.maximum(cand, 0)], NONE)
 
 
@@ -362,8 +368,11 @@ def _host_cats(table, h, inner, inner_row, dl_ids, comm_ids, wait) -> tuple[np.n
     dl_mask = id_mask(ev["name"][h.rows], dl_ids, size) if len(dl_ids) else np.zeros(len(h.rows), bool)
     comm_mask = id_mask(ev["name"][h.rows], comm_ids, size) if len(comm_ids) else np.zeros(len(h.rows), bool)
     # ancestors' marks, pushed down the tree once (parents come before children in depth order)
-    for depth in range(1, int(h.depth.max()) + 1 if len(h.depth) else 0):
-        sel = np.flatnonzero((h.depth == depth) & (h.parent != NONE))
+    by_depth = np.argsort(h.depth, kind="stable")
+    bounds = np.searchsorted(h.depth[by_depth], np.arange(int(h.depth.max()) + 2 if len(h.depth) else 0))
+    for depth in range(1, len(bounds) - 1):
+        sel = by_depth[bounds[depth]:bounds[depth + 1]]
+        sel = sel[h.parent[sel] != NONE]
         for m in (dl_mask, comm_mask):
             m[sel] |= m[h.parent[sel]]
     has = inner != NONE
