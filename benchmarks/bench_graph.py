@@ -5,7 +5,8 @@ replays that give the findings' gains), and the cross-rank critical path of many
 
 Each figure is the best of --repeat runs in this process (read once; the digest built each time), so a load
 spike on a shared machine falls on both sides alike. --rss: the peak RSS of read + digest, with and without
-the graph, each in a fresh child process (its VmHWM: one case never inherits another's pages). Writes benchmarks/out/graph.json and prints a table.
+the graph, each in a fresh child process (its VmHWM: one case never inherits another's pages). Writes
+benchmarks/out/graph.json and prints a table.
 Defaults: the traces `bench_native.py` grows (benchmarks/out/native/), the DLRM fixture's 8 ranks copied to
 --ranks ranks (make_ranks.py).
 """

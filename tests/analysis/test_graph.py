@@ -182,13 +182,15 @@ def test_on_real_traces_the_replay_is_the_node_by_node_pass_for_findings_and_ran
     from canning_tb.ingest.kineto.read import read_kineto
     t = read_ascend(path) if path.endswith("_ascend_pt") else read_kineto(path)
     seen = []
-    monkeypatch.setattr(simulate, "replay", lambda g, edit, until=None: seen.append((g, edit, until)) or replay(g, edit, until))
+    monkeypatch.setattr(simulate, "replay",
+                        lambda g, edit, until=None: seen.append((g, edit, until)) or replay(g, edit, until))
     build_digest(t)  # the findings' own edits
     g = build_graph(t, Context(t))
     rng = np.random.default_rng(len(g))
     for _ in range(6):  # random ones: durations shrunk or grown, waits taken away, dependencies cut, a rewire
         nodes = rng.choice(len(g), size=min(len(g), 16), replace=False).tolist()
-        dur = {x: int((g.end[x] - g.start[x]) * rng.uniform(0, 2)) + int(rng.integers(0, 2)) * 5 * US for x in nodes[:8]}
+        dur = {x: int((g.end[x] - g.start[x]) * rng.uniform(0, 2)) + int(rng.integers(0, 2)) * 5 * US
+               for x in nodes[:8]}
         a, b = nodes[13], nodes[14]
         seen.append((g, Edit("random", dur=dur, unblock=set(np.flatnonzero(g.wait_on != -1)[:4].tolist()),
                              cut_from=set(nodes[8:12]), rewire={a: (b, US)} if g.end[b] < g.start[a] else {}), None))

@@ -41,6 +41,7 @@ def step_spans(g: Graph, steps) -> list[StepSpan]:
         return out
     order = np.argsort(g.start, kind="stable")
     starts = g.start[order]
+    on_device = g.on_device  # once: a property over every node
     for s in steps:
         lo, hi = int(s.start_ns), int(s.start_ns + s.dur_ns)
         a, b = np.searchsorted(starts, lo, side="left"), np.searchsorted(starts, hi, side="left")
@@ -49,7 +50,7 @@ def step_spans(g: Graph, steps) -> list[StepSpan]:
             continue
         # the step ends with the thread that holds the steps or with the device work: another thread's work
         # (a data-loading worker, a logger) holds the step only through what waits for it
-        nodes = nodes[(g.lane[nodes] == g.main_lane) | g.on_device[nodes]] if g.main_lane != NONE else nodes
+        nodes = nodes[(g.lane[nodes] == g.main_lane) | on_device[nodes]] if g.main_lane != NONE else nodes
         if not len(nodes):
             continue
         inside = nodes[g.end[nodes] <= hi] if (g.end[nodes] <= hi).any() else nodes

@@ -139,7 +139,8 @@ def _order(g: Graph) -> dict:
         link = np.full(n, NONE, np.int64)
         src = g.dep_src[g.dep_ptr[one]]
         link[one] = np.where(pos[src] < pos[one], src, NONE)
-        cached = {"order": order, "pos": pos, "pos_l": pos.tolist(), "ends": g.end[order], "dur": dur.tolist(), "dur_a": dur,
+        cached = {"order": order, "pos": pos, "pos_l": pos.tolist(), "ends": g.end[order], "dur": dur.tolist(),
+                  "dur_a": dur,
                   "base": base.tolist(), "join": (deg > 1) | (g.wait_on != NONE), "link": link}
         g.__dict__["_replay_order"] = cached
     return cached
