@@ -53,13 +53,16 @@ def replay(g: Graph, edit: Edit | None = None, until: int | None = None) -> tupl
     special = _special_deps(g, edit)
     is_join = R["join"].copy()
     is_join[np.fromiter(special, np.int64, len(special))] = True
-    grow = np.zeros(n, np.int64)  # what the edit adds to each node's duration
     edited = np.fromiter(edit.dur, np.int64, len(edit.dur))
-    grow[edited] = np.fromiter((max(int(d), 0) for d in edit.dur.values()), np.int64, len(edited)) - R["dur_a"][edited]
+    new = np.maximum(np.array(list(edit.dur.values())).astype(np.int64), 0)  # astype truncates as int() does
+    grow = np.zeros(n, np.int64)  # what the edit adds to each node's duration
+    grow[edited] = new - R["dur_a"][edited]
     root, acc = _roots(R["link"], is_join, grow)
     ranked = R["order"][lo:hi]
     joins = ranked[is_join[ranked]]
-    s_new, e_new = _replay_joins(g, R, edit, special, joins.tolist(), root.tolist(), acc.tolist())
+    mine = is_join[edited]  # the edited joins' new durations (the other nodes' are in `grow`)
+    new_dur = dict(zip(edited[mine].tolist(), new[mine].tolist()))
+    s_new, e_new = _replay_joins(g, R, edit, special, new_dur, joins.tolist(), root.tolist(), acc.tolist())
     moved = np.zeros(n + 1, np.int64)  # per join: how far its end moved; the last: a chain with no join
     moved[joins] = np.array(e_new, np.int64) - g.end[joins]
     replayed = (R["pos"] >= lo) & (R["pos"] < hi)  # the others as observed
@@ -69,7 +72,7 @@ def replay(g: Graph, edit: Edit | None = None, until: int | None = None) -> tupl
     return start, end
 
 
-def _replay_joins(g: Graph, R: dict, edit: Edit, special: dict, joins: list, root_l: list,
+def _replay_joins(g: Graph, R: dict, edit: Edit, special: dict, new_dur: dict, joins: list, root_l: list,
                   acc_l: list) -> tuple[list, list]:
     """The joins in the order of their observed ends: each starts when its dependencies allow, each dependency's
     end read as the replay has it so far (its chain's join's shift, once that join is replayed before it)."""
@@ -77,17 +80,22 @@ def _replay_joins(g: Graph, R: dict, edit: Edit, special: dict, joins: list, roo
     ptr_l, src_l, lag_l, wait_on, tail = L["ptr"], L["src"], L["lag"], L["wait_on"], L["tail"]
     start_l, end_l, pos_l = L["start"], L["end"], R["pos_l"]
     dur_l, base_l = R["dur"], R["base"]
-    new_dur = {node: max(int(d), 0) for node, d in edit.dur.items()}
+    span = {}  # the nodes whose dependencies the edit changes: theirs, appended to copies of the lists
+    if special:
+        src_l, lag_l = list(src_l), list(lag_l)
+        for node, deps in special.items():
+            span[node] = (len(src_l), len(src_l) + len(deps))
+            src_l += [d for d, _ in deps]
+            lag_l += [lag for _, lag in deps]
     delta = [0] * (len(g) + 1)  # per join once replayed: how far its end moved; delta[-1]: no join
     unblock, out_s, out_e = edit.unblock, [], []
     for node in joins:
         p = pos_l[node]
-        deps = special.get(node) if special else None
-        if deps is None:
-            deps = [(src_l[k], lag_l[k]) for k in range(ptr_l[node], ptr_l[node + 1])]
+        a, b = span[node] if span and node in span else (ptr_l[node], ptr_l[node + 1])
         t = None
-        for d, lag in deps:  # a dependency not replayed yet (later in the order) is read as observed
-            v = end_l[d] + lag + (delta[root_l[d]] + acc_l[d] if pos_l[d] < p else 0)
+        for k in range(a, b):  # a dependency not replayed yet (later in the order) is read as observed
+            d = src_l[k]
+            v = end_l[d] + lag_l[k] + (delta[root_l[d]] + acc_l[d] if pos_l[d] < p else 0)
             if t is None or v > t:
                 t = v
         s = start_l[node] if t is None else t
