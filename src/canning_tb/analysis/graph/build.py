@@ -71,8 +71,9 @@ class Graph:
         return len(self.start)
 
     def lists(self) -> dict:
-        """The columns as Python lists, made once: the replay and the path walk read them element by element,
-        which numpy scalars make ten times slower."""
+        """The columns for reading element by element (the replay and the path walk), made once: numpy scalars
+        make that ten times slower. Those of large values are memoryviews over int64 arrays (each read gives a
+        Python int; a list would keep one, ~40 bytes a node), the others lists (their values are shared small ints)."""
         cached = self.__dict__.get("_lists")
         if cached is None:
             held = self.wait_on != NONE
@@ -81,10 +82,11 @@ class Graph:
             by_dep = (np.where(self.bind != NONE, self.dep_src[np.maximum(self.bind, 0)], NONE) if len(self.dep_src)
                       else np.full(len(self.start), NONE, np.int64))
             waited = held & (self.end[np.maximum(self.wait_on, 0)] > self.start)
-            cached = {"start": self.start.tolist(), "end": self.end.tolist(), "lane": self.lane.tolist(),
-                      "cat": self.cat.tolist(), "ptr": self.dep_ptr.tolist(), "src": self.dep_src.tolist(),
-                      "lag": self.dep_lag.tolist(), "kind": self.dep_kind.tolist(), "wait_on": self.wait_on.tolist(), "tail": self.wait_tail.tolist(),
-                      "held_by": np.where(waited, self.wait_on, by_dep).tolist(), "waited": waited.tolist()}
+            cached = {"start": view(self.start), "end": view(self.end), "lane": self.lane.tolist(),
+                      "cat": self.cat.tolist(), "ptr": view(self.dep_ptr), "src": view(self.dep_src),
+                      "lag": view(self.dep_lag), "kind": self.dep_kind.tolist(), "wait_on": self.wait_on.tolist(),
+                      "tail": self.wait_tail.tolist(), "held_by": view(np.where(waited, self.wait_on, by_dep)),
+                      "waited": waited.tolist()}
             self.__dict__["_lists"] = cached
         return cached
 
@@ -95,6 +97,11 @@ class Graph:
     @property
     def dur(self) -> np.ndarray:
         return self.end - self.start
+
+
+def view(a: np.ndarray) -> memoryview:
+    """An int64 array read element by element as Python ints, without a list of them."""
+    return memoryview(np.ascontiguousarray(a, np.int64))
 
 
 def build_graph(table: EventTable, ctx: Context | None = None) -> Graph:

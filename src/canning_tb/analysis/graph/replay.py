@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ...ingest.table import NONE
-from .build import LAUNCH, WAKE, Graph
+from .build import LAUNCH, WAKE, Graph, view
 
 _STARTERS = (LAUNCH, WAKE)  # the dependencies a rewire replaces
 
@@ -62,7 +62,7 @@ def replay(g: Graph, edit: Edit | None = None, until: int | None = None) -> tupl
     joins = ranked[is_join[ranked]]
     mine = is_join[edited]  # the edited joins' new durations (the other nodes' are in `grow`)
     new_dur = dict(zip(edited[mine].tolist(), new[mine].tolist()))
-    s_new, e_new = _replay_joins(g, R, edit, special, new_dur, joins.tolist(), root.tolist(), acc.tolist())
+    s_new, e_new = _replay_joins(g, R, edit, special, new_dur, joins.tolist(), view(root), view(acc))
     moved = np.zeros(n + 1, np.int64)  # per join: how far its end moved; the last: a chain with no join
     moved[joins] = np.array(e_new, np.int64) - g.end[joins]
     replayed = (R["pos"] >= lo) & (R["pos"] < hi)  # the others as observed
@@ -72,8 +72,8 @@ def replay(g: Graph, edit: Edit | None = None, until: int | None = None) -> tupl
     return start, end
 
 
-def _replay_joins(g: Graph, R: dict, edit: Edit, special: dict, new_dur: dict, joins: list, root_l: list,
-                  acc_l: list) -> tuple[list, list]:
+def _replay_joins(g: Graph, R: dict, edit: Edit, special: dict, new_dur: dict, joins: list, root_l,
+                  acc_l) -> tuple[list, list]:
     """The joins in the order of their observed ends: each starts when its dependencies allow, each dependency's
     end read as the replay has it so far (its chain's join's shift, once that join is replayed before it)."""
     L = g.lists()
@@ -82,11 +82,12 @@ def _replay_joins(g: Graph, R: dict, edit: Edit, special: dict, new_dur: dict, j
     dur_l, base_l = R["dur"], R["base"]
     span = {}  # the nodes whose dependencies the edit changes: theirs, appended to copies of the lists
     if special:
-        src_l, lag_l = list(src_l), list(lag_l)
+        extra = [dep for deps in special.values() for dep in deps]
+        at = len(g.dep_src)
         for node, deps in special.items():
-            span[node] = (len(src_l), len(src_l) + len(deps))
-            src_l += [d for d, _ in deps]
-            lag_l += [lag for _, lag in deps]
+            span[node], at = (at, at + len(deps)), at + len(deps)
+        src_l = view(np.concatenate([g.dep_src, np.array([d for d, _ in extra], np.int64)]))
+        lag_l = view(np.concatenate([g.dep_lag, np.array([lag for _, lag in extra], np.int64)]))
     delta = [0] * (len(g) + 1)  # per join once replayed: how far its end moved; delta[-1]: no join
     unblock, out_s, out_e = edit.unblock, [], []
     for node in joins:
@@ -147,9 +148,8 @@ def _order(g: Graph) -> dict:
         link = np.full(n, NONE, np.int64)
         src = g.dep_src[g.dep_ptr[one]]
         link[one] = np.where(pos[src] < pos[one], src, NONE)
-        cached = {"order": order, "pos": pos, "pos_l": pos.tolist(), "ends": g.end[order], "dur": dur.tolist(),
-                  "dur_a": dur,
-                  "base": base.tolist(), "join": (deg > 1) | (g.wait_on != NONE), "link": link}
+        cached = {"order": order, "pos": pos, "pos_l": view(pos), "ends": g.end[order], "dur": view(dur), "dur_a": dur,
+                  "base": view(base), "join": (deg > 1) | (g.wait_on != NONE), "link": link}
         g.__dict__["_replay_order"] = cached
     return cached
 
