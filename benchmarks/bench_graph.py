@@ -3,8 +3,8 @@ replays that give the findings' gains), and the cross-rank critical path of many
 
     .venv/bin/python benchmarks/bench_graph.py [--kineto TRACE] [--ascend RANK_DIR] [--ranks 1024] [--repeat 3] [--rss]
 
-Each figure is the best of --repeat runs in this process (read once; the digest built each time), so a load
-spike on a shared machine falls on both sides alike. --rss: the peak RSS of read + digest, with and without
+Each figure is the best of --repeat runs in this process (the read too, each table let go before the next),
+so a load spike on a shared machine falls on both sides alike. --rss: the peak RSS of read + digest, with and without
 the graph, each in a fresh child process (its VmHWM: one case never inherits another's pages). Writes
 benchmarks/out/graph.json and prints a table.
 Defaults: the traces `bench_native.py` grows (benchmarks/out/native/), the DLRM fixture's 8 ranks copied to
@@ -24,13 +24,15 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "src"))
 
 
-def best(fn, repeat: int) -> float:
-    times = []
+def best(fn, repeat: int) -> tuple[float, float]:
+    """(best wall seconds, best CPU seconds of this process) over `repeat` runs."""
+    walls, cpus = [], []
     for _ in range(repeat):
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         fn()
-        times.append(time.perf_counter() - t)
-    return min(times)
+        walls.append(time.perf_counter() - t)
+        cpus.append(time.process_time() - c)
+    return min(walls), min(cpus)
 
 
 def label(path: str) -> str:
@@ -38,14 +40,18 @@ def label(path: str) -> str:
 
 
 def window(path: str, reader, repeat: int) -> dict:
+    """Read best of `repeat` (each table let go before the next read: never two in memory), then the digest
+    without and with the graph on the last one. CPU seconds: this process's (the digest runs in it alone), the
+    figure a loaded machine moves least."""
     from canning_tb.analysis.build import build_digest
-    t = time.perf_counter()
-    table = reader(path)
-    read_s = time.perf_counter() - t
-    without = best(lambda: build_digest(table, graph=False), repeat)
-    with_graph = best(lambda: build_digest(table), repeat)
+    held = []
+    read_s, _ = best(lambda: (held.clear(), held.append(reader(path))), repeat)
+    table = held[0]
+    without, without_cpu = best(lambda: build_digest(table, graph=False), repeat)
+    with_graph, with_cpu = best(lambda: build_digest(table), repeat)
     return {"file": path, "events": len(table), "read_s": round(read_s, 3), "digest_without_graph_s": round(without, 3),
             "digest_with_graph_s": round(with_graph, 3),
+            "digest_cpu_s": [round(without_cpu, 3), round(with_cpu, 3)],
             "added_to_digest": round((with_graph - without) / without, 3),
             "added_to_read_and_digest": round((with_graph - without) / (read_s + without), 3)}
 
@@ -95,7 +101,7 @@ def ranks(count: int, repeat: int) -> dict:
         d.window.rank = r
         many.append(d)
     ids = rank_ids(many)
-    seconds = best(lambda: cross_rank_paths(skeleton(many, ids)), repeat)
+    seconds, _ = best(lambda: cross_rank_paths(skeleton(many, ids)), repeat)
     return {"ranks": count, "calls": sum(len(d.communication.calls) for d in many), "critical_path_s": round(seconds, 3)}
 
 
@@ -127,12 +133,13 @@ def main() -> None:
     os.makedirs(os.path.join(HERE, "out"), exist_ok=True)
     with open(os.path.join(HERE, "out", "graph.json"), "w") as f:
         json.dump(result, f, indent=1)
-    print(f"| window | events | read s | digest s (no graph) | digest s (graph) | added to digest | added to read + digest |")
-    print("|---|---|---|---|---|---|---|")
+    print("| window | events | read s | digest s (no graph) | digest s (graph) | digest CPU s (no graph / graph) "
+          "| added to digest | added to read + digest |")
+    print("|---|---|---|---|---|---|---|---|")
     for w in result["windows"]:
-        print(f"| {label(w['file'])} | {w['events']:,} | {w['read_s']} | "
-              f"{w['digest_without_graph_s']} | {w['digest_with_graph_s']} | {100 * w['added_to_digest']:.0f} % | "
-              f"{100 * w['added_to_read_and_digest']:.0f} % |")
+        print(f"| {label(w['file'])} | {w['events']:,} | {w['read_s']} | {w['digest_without_graph_s']} | "
+              f"{w['digest_with_graph_s']} | {w['digest_cpu_s'][0]} / {w['digest_cpu_s'][1]} | "
+              f"{100 * w['added_to_digest']:.0f} % | {100 * w['added_to_read_and_digest']:.0f} % |")
     for w in result["windows"]:
         if "peak_rss" in w:
             p = w["peak_rss"]
