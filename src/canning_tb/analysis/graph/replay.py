@@ -57,7 +57,7 @@ def replay(g: Graph, edit: Edit | None = None, until: int | None = None) -> tupl
     new = np.maximum(np.array(list(edit.dur.values())).astype(np.int64), 0)  # astype truncates as int() does
     grow = np.zeros(n, np.int64)  # what the edit adds to each node's duration
     grow[edited] = new - R["dur_a"][edited]
-    root, acc = _roots(R["link"], is_join, grow)
+    root, acc = _chains(R, is_join, grow)
     ranked = R["order"][lo:hi]
     joins = ranked[is_join[ranked]]
     mine = is_join[edited]  # the edited joins' new durations (the other nodes' are in `grow`)
@@ -113,22 +113,36 @@ def _replay_joins(g: Graph, R: dict, edit: Edit, special: dict, new_dur: dict, j
     return out_s, out_e
 
 
-def _roots(link: np.ndarray, is_join: np.ndarray, grow: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _chains(R: dict, is_join: np.ndarray, grow: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per node: the join its chain of single dependencies starts from (itself for a join; -1 where the chain
     starts at none: a node with no dependency, or one whose dependency comes later in the order), and the growth
-    of the chain's nodes after that join up to it, its own included (0 for a join)."""
-    root = np.where(is_join, np.arange(len(link)), link)
-    acc = np.where(is_join, 0, grow)
-    todo = np.flatnonzero(~is_join & (root >= 0))
-    while len(todo):  # pointer jumping: each round doubles the length of chain followed
-        r = root[todo]
-        up = ~is_join[r]
-        x, r = todo[up], r[up]
-        acc[x] += acc[r]
-        root[x] = root[r]
-        nxt = root[todo]
-        todo = todo[(nxt >= 0) & ~is_join[np.maximum(nxt, 0)]]
+    of the chain's nodes after that join up to it, its own included (0 for a join). Each chain is a path (_order
+    made it so) laid out in a row of R["paths"]; the edit's joins cut it further: sums over segments."""
+    co, head = R["paths"], R["head"]
+    cut = is_join[co]
+    cut[1:] |= head[1:] != head[:-1]
+    cut[0] = True
+    seg = np.cumsum(cut) - 1
+    first = np.flatnonzero(cut)
+    own = np.where(is_join, 0, grow)[co]
+    total = np.cumsum(own)
+    acc, root = np.empty(len(co), np.int64), np.empty(len(co), np.int64)
+    acc[co] = total - (total[first] - own[first])[seg]
+    lead = co[first]
+    root[co] = np.where(is_join[lead], lead, NONE)[seg]
     return root, acc
+
+
+def _heads(link: np.ndarray, stop: np.ndarray) -> np.ndarray:
+    """Per node: the first node of its chain (a stop, or a node with no earlier single dependency), by pointer
+    jumping: each round doubles the length of chain followed."""
+    head = np.where(stop | (link < 0), np.arange(len(link)), link)
+    done = np.append(stop | (link < 0), True)
+    todo = np.flatnonzero(~done[head])
+    while len(todo):
+        head[todo] = head[head[todo]]
+        todo = todo[~done[head[todo]]]
+    return head
 
 
 def _order(g: Graph) -> dict:
@@ -148,8 +162,14 @@ def _order(g: Graph) -> dict:
         link = np.full(n, NONE, np.int64)
         src = g.dep_src[g.dep_ptr[one]]
         link[one] = np.where(pos[src] < pos[one], src, NONE)
+        join = (deg > 1) | (g.wait_on != NONE)
+        # a node two chains go on from is their join point: its followers become joins, so chains are paths
+        fork = np.bincount(link[~join & (link >= 0)], minlength=n) > 1
+        join |= (link >= 0) & fork[np.maximum(link, 0)]
+        head = _heads(link, join)
+        paths = np.lexsort((pos, head))  # each chain in a row, in its order (a link always goes forward)
         cached = {"order": order, "pos": pos, "pos_l": view(pos), "ends": g.end[order], "dur": view(dur), "dur_a": dur,
-                  "base": view(base), "join": (deg > 1) | (g.wait_on != NONE), "link": link}
+                  "base": view(base), "join": join, "link": link, "paths": paths, "head": head[paths]}
         g.__dict__["_replay_order"] = cached
     return cached
 
