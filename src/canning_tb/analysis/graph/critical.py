@@ -31,7 +31,7 @@ class Path:
     start: int
     end: int
     by_cat: dict = field(default_factory=dict)  # category -> ns on the path
-    segments: list = field(default_factory=list)  # (node, start, end, category)
+    segments: list = field(default_factory=list)  # (node, start, end, category code: CATS[code] names it)
 
 
 def step_spans(g: Graph, steps) -> list[StepSpan]:
@@ -94,9 +94,11 @@ def critical_path(g: Graph, span: StepSpan) -> Path:
         t, cur = min(t, de), nxt
     if t > lo:
         segs.append((NONE, lo, t, CAT["untraced"]))
-    for node, a, b, c in segs:
-        if b > a:
-            path.by_cat[CATS[c]] = path.by_cat.get(CATS[c], 0) + (b - a)
-            path.segments.append((node, a, b, CATS[c]))
-    path.segments.reverse()
+    kept = [x for x in segs if x[2] > x[1]]
+    tot = [0] * len(CATS)
+    for _, a, b, c in kept:
+        tot[c] += b - a
+    path.by_cat = {CATS[c]: tot[c] for c in dict.fromkeys(x[3] for x in kept)}  # in the order first met
+    kept.reverse()
+    path.segments = kept
     return path
