@@ -212,11 +212,12 @@ def _thread_waits(start, end, lane, cat, main, bursts, wait_on, tail) -> None:
     m = m[np.argsort(end[m], kind="stable")]
     ends = end[m]
     best: dict = {}
-    for f, b in zip(firsts.tolist(), lasts.tolist()):
-        bs, be = int(start[f]), int(end[b])
-        near = max((be - bs) // 10, THREAD_WAIT_NS)  # its last part, or a wake-up that late on a busy machine
-        lo = np.searchsorted(ends, be - near, side="left")
-        hi = np.searchsorted(ends, be + near, side="right")
+    b_start, b_end = start[firsts], end[lasts]
+    # its last part, or a wake-up that late on a busy machine
+    near = np.maximum((b_end - b_start) // 10, THREAD_WAIT_NS)
+    los = np.searchsorted(ends, b_end - near, side="left").tolist()
+    his = np.searchsorted(ends, b_end + near, side="right").tolist()
+    for b, bs, be, lo, hi in zip(lasts.tolist(), b_start.tolist(), b_end.tolist(), los, his):
         for a in m[lo:hi].tolist():
             overlap = min(int(end[a]), be) - max(int(start[a]), bs)
             # it stood still beside the burst: most of its own time and at least half of the burst's

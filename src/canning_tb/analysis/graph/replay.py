@@ -167,7 +167,8 @@ def _order(g: Graph) -> dict:
         fork = np.bincount(link[~join & (link >= 0)], minlength=n) > 1
         join |= (link >= 0) & fork[np.maximum(link, 0)]
         head = _heads(link, join)
-        paths = np.lexsort((pos, head))  # each chain in a row, in its order (a link always goes forward)
+        # each chain in a row, in its order (a link always goes forward): by head, then rank
+        paths = order[np.argsort(head[order], kind="stable")]
         cached = {"order": order, "pos": pos, "pos_l": view(pos), "ends": g.end[order], "dur": view(dur), "dur_a": dur,
                   "base": view(base), "join": join, "link": link, "paths": paths, "head": head[paths]}
         g.__dict__["_replay_order"] = cached
