@@ -90,6 +90,7 @@ def _replay_joins(g: Graph, R: dict, edit: Edit, special: dict, new_dur: dict, j
         lag_l = view(np.concatenate([g.dep_lag, np.array([lag for _, lag in extra], np.int64)]))
     delta = [0] * (len(g) + 1)  # per join once replayed: how far its end moved; delta[-1]: no join
     unblock, out_s, out_e = edit.unblock, [], []
+    push_s, push_e, dur_of = out_s.append, out_e.append, new_dur.get
     for node in joins:
         p = pos_l[node]
         a, b = span[node] if span and node in span else (ptr_l[node], ptr_l[node + 1])
@@ -101,7 +102,7 @@ def _replay_joins(g: Graph, R: dict, edit: Edit, special: dict, new_dur: dict, j
                 t = v
         s = start_l[node] if t is None else t
         w = wait_on[node]
-        d = new_dur.get(node)
+        d = dur_of(node)
         if w == NONE:
             e = s + (dur_l[node] if d is None else d)
         else:  # a blocking call's own part: what it took after the waited-for work ended (its tail)
@@ -109,7 +110,8 @@ def _replay_joins(g: Graph, R: dict, edit: Edit, special: dict, new_dur: dict, j
             e = s + base if node in unblock else max(s + base, end_l[w] + tail[node] + (
                 delta[root_l[w]] + acc_l[w] if pos_l[w] < p else 0))
         delta[node] = e - end_l[node]
-        out_s.append(s), out_e.append(e)
+        push_s(s)
+        push_e(e)
     return out_s, out_e
 
 
