@@ -122,3 +122,79 @@ def test_on_real_traces_a_replay_without_change_is_the_trace_and_paths_sum_to_st
     assert (s == g.start).all() and (e == g.end).all()
     for span, sp in zip(step_spans(g, d.steps), d.critical_path):
         assert sum(sp.by_category.values()) == span.end - span.start
+
+
+def _node_of(t, g, name):
+    (node,) = [n for n in range(len(g)) if g.row[n] >= 0 and t.strings[int(t.events["name"][g.row[n]])] == name]
+    return node
+
+
+def test_host_work_grown_past_the_kernel_moves_the_calls_after_it_by_the_excess():
+    t = _window_with_sync()
+    g = build_graph(t, Context(t))
+    relu, sync, add = (_node_of(t, g, x) for x in ("aten::relu", "cudaDeviceSynchronize", "aten::add"))
+    # aten::relu's node is 12-20 (the launch returns at 12: the µs before relu starts is merged into it)
+    assert (g.start[relu], g.end[relu]) == (12 * US, 20 * US)
+    s, e = replay(g, Edit("relu +50 us", dur={relu: 58 * US}))
+    # by hand: aten::relu 12-70; the synchronize, next on the thread, starts at 70, the kernel is done (60): it takes
+    # its own 2 µs tail, 70-72; aten::add 72-110 (its 38 µs); the kernel keeps its 14-60
+    assert (s[relu], e[relu]) == (12 * US, 70 * US)
+    assert (s[sync], e[sync]) == (70 * US, 72 * US)
+    assert (s[add], e[add]) == (72 * US, 110 * US)
+    kernel = _node_of(t, g, "gemm")
+    assert (s[kernel], e[kernel]) == (14 * US, 60 * US)
+    # +10 µs instead: aten::relu 12-30, the synchronize 30 until the kernel's end plus its tail, 62; add 62-100
+    s, e = replay(g, Edit("relu +10 us", dur={relu: 18 * US}))
+    assert (e[relu], s[sync], e[sync], s[add], e[add]) == (30 * US, 30 * US, 62 * US, 62 * US, 100 * US)
+
+
+def _full_pass(g, edit, until=None):
+    """The replay's definition taken literally, the oracle: every node in the order of its observed end (then
+    start, then number) from the first changed node's end to `until`, each from its dependencies as replayed."""
+    start, end, ptr = g.start.tolist(), g.end.tolist(), g.dep_ptr.tolist()
+    new_s, new_e = list(start), list(end)
+    changed = set(edit.dur) | set(edit.unblock) | set(edit.cut_from) | set(edit.rewire)
+    first = min(end[x] for x in changed)
+    for node in sorted(range(len(g)), key=lambda x: (end[x], start[x], x)):
+        if end[node] < first or (until is not None and end[node] > until):
+            continue
+        moved = edit.rewire.get(node)
+        ready = [new_e[int(g.dep_src[k])] + int(g.dep_lag[k]) for k in range(ptr[node], ptr[node + 1])
+                 if int(g.dep_src[k]) not in edit.cut_from and (moved is None or int(g.dep_kind[k]) not in (1, 3))]
+        ready += [new_e[moved[0]] + moved[1]] if moved is not None else []
+        s = max(ready) if ready else start[node]
+        dur = max(int(edit.dur[node]), 0) if node in edit.dur else end[node] - start[node]
+        w = int(g.wait_on[node])
+        if w == -1:
+            e = s + dur
+        else:
+            own = min(max(int(g.wait_tail[node]), 0), dur)
+            e = s + own if node in edit.unblock else max(s + own, new_e[w] + int(g.wait_tail[node]))
+        new_s[node], new_e[node] = s, e
+    return np.array(new_s), np.array(new_e)
+
+
+@pytest.mark.parametrize("path", sorted(glob.glob(f"{FIXTURES}/kineto/*/*.json.gz"))[:6]
+                         + [f"{FIXTURES}/ascend/level2/rank0_ascend_pt", f"{FIXTURES}/ascend/level1/rank1_ascend_pt"])
+def test_on_real_traces_the_replay_is_the_node_by_node_pass_for_findings_and_random_edits(path, monkeypatch):
+    from canning_tb.analysis.graph import simulate
+    from canning_tb.ingest.ascend.read import read_ascend
+    from canning_tb.ingest.kineto.read import read_kineto
+    t = read_ascend(path) if path.endswith("_ascend_pt") else read_kineto(path)
+    seen = []
+    monkeypatch.setattr(simulate, "replay",
+                        lambda g, edit, until=None: seen.append((g, edit, until)) or replay(g, edit, until))
+    build_digest(t)  # the findings' own edits
+    g = build_graph(t, Context(t))
+    rng = np.random.default_rng(len(g))
+    for _ in range(6):  # random ones: durations shrunk or grown, waits taken away, dependencies cut, a rewire
+        nodes = rng.choice(len(g), size=min(len(g), 16), replace=False).tolist()
+        dur = {x: int((g.end[x] - g.start[x]) * rng.uniform(0, 2)) + int(rng.integers(0, 2)) * 5 * US
+               for x in nodes[:8]}
+        a, b = nodes[13], nodes[14]
+        seen.append((g, Edit("random", dur=dur, unblock=set(np.flatnonzero(g.wait_on != -1)[:4].tolist()),
+                             cut_from=set(nodes[8:12]), rewire={a: (b, US)} if g.end[b] < g.start[a] else {}), None))
+    for graph, edit, until in seen:
+        s, e = replay(graph, edit, until)
+        want_s, want_e = _full_pass(graph, edit, until)
+        assert (s == want_s).all() and (e == want_e).all(), edit.what

@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ...ingest.table import NONE, EventTable, Kind
-from ..common import (DATALOADER_RE, DEVICE_KINDS, HOST_COMM_RE, STEP_RE, ids_matching, id_mask, kind_mask, nest,
-                      thread_keys)
+from ..common import (DATALOADER_RE, DEVICE_KINDS, HOST_COMM_RE, STEP_RE, _start_order, ids_matching, id_mask,
+                      kind_mask, nest, thread_keys)
 from ..context import Context
 from ..steps import device_wait_rows
 from .vendors import HOST_WAIT_RE
@@ -71,8 +71,9 @@ class Graph:
         return len(self.start)
 
     def lists(self) -> dict:
-        """The columns as Python lists, made once: the replay and the path walk read them element by element,
-        which numpy scalars make ten times slower."""
+        """The columns for reading element by element (the replay and the path walk), made once: numpy scalars
+        make that ten times slower. Those of large values are memoryviews over int64 arrays (each read gives a
+        Python int; a list would keep one, ~40 bytes a node), the others lists (their values are shared small ints)."""
         cached = self.__dict__.get("_lists")
         if cached is None:
             held = self.wait_on != NONE
@@ -81,10 +82,11 @@ class Graph:
             by_dep = (np.where(self.bind != NONE, self.dep_src[np.maximum(self.bind, 0)], NONE) if len(self.dep_src)
                       else np.full(len(self.start), NONE, np.int64))
             waited = held & (self.end[np.maximum(self.wait_on, 0)] > self.start)
-            cached = {"start": self.start.tolist(), "end": self.end.tolist(), "lane": self.lane.tolist(),
-                      "cat": self.cat.tolist(), "ptr": self.dep_ptr.tolist(), "src": self.dep_src.tolist(),
-                      "lag": self.dep_lag.tolist(), "kind": self.dep_kind.tolist(), "wait_on": self.wait_on.tolist(), "tail": self.wait_tail.tolist(),
-                      "held_by": np.where(waited, self.wait_on, by_dep).tolist(), "waited": waited.tolist()}
+            cached = {"start": view(self.start), "end": view(self.end), "lane": self.lane.tolist(),
+                      "cat": self.cat.tolist(), "ptr": view(self.dep_ptr), "src": view(self.dep_src),
+                      "lag": view(self.dep_lag), "kind": self.dep_kind.tolist(), "wait_on": self.wait_on.tolist(),
+                      "tail": self.wait_tail.tolist(), "held_by": view(np.where(waited, self.wait_on, by_dep)),
+                      "waited": waited.tolist()}
             self.__dict__["_lists"] = cached
         return cached
 
@@ -95,6 +97,11 @@ class Graph:
     @property
     def dur(self) -> np.ndarray:
         return self.end - self.start
+
+
+def view(a: np.ndarray) -> memoryview:
+    """An int64 array read element by element as Python ints, without a list of them."""
+    return memoryview(np.ascontiguousarray(a, np.int64))
 
 
 def build_graph(table: EventTable, ctx: Context | None = None) -> Graph:
@@ -205,11 +212,12 @@ def _thread_waits(start, end, lane, cat, main, bursts, wait_on, tail) -> None:
     m = m[np.argsort(end[m], kind="stable")]
     ends = end[m]
     best: dict = {}
-    for f, b in zip(firsts.tolist(), lasts.tolist()):
-        bs, be = int(start[f]), int(end[b])
-        near = max((be - bs) // 10, THREAD_WAIT_NS)  # its last part, or a wake-up that late on a busy machine
-        lo = np.searchsorted(ends, be - near, side="left")
-        hi = np.searchsorted(ends, be + near, side="right")
+    b_start, b_end = start[firsts], end[lasts]
+    # its last part, or a wake-up that late on a busy machine
+    near = np.maximum((b_end - b_start) // 10, THREAD_WAIT_NS)
+    los = np.searchsorted(ends, b_end - near, side="left").tolist()
+    his = np.searchsorted(ends, b_end + near, side="right").tolist()
+    for b, bs, be, lo, hi in zip(lasts.tolist(), b_start.tolist(), b_end.tolist(), los, his):
         for a in m[lo:hi].tolist():
             overlap = min(int(end[a]), be) - max(int(start[a]), bs)
             # it stood still beside the burst: most of its own time and at least half of the burst's
@@ -323,16 +331,20 @@ def _merged(a: dict, step_cuts: np.ndarray) -> dict:
     joins = np.zeros(n, bool)
     row = a["row"]
     same_call = (row[1:] == row[:-1]) & (row[1:] != NONE)  # one event cut by another's boundary: one node
+    mergeable = np.zeros(len(CATS), bool)
+    mergeable[[CAT[c] for c in _MERGEABLE]] = True
+    cuts = np.sort(step_cuts)
+    at = np.minimum(np.searchsorted(cuts, a["start"][1:]), max(len(cuts) - 1, 0))
+    on_cut = (cuts[at] == a["start"][1:]) if len(cuts) else np.zeros(n - 1, bool)
     joins[1:] = ((lane[1:] == lane[:-1]) & (cat[1:] == cat[:-1]) & (dl[1:] == dl[:-1])
-                 & (a["start"][1:] == a["end"][:-1]) & (np.isin(cat[1:], [CAT[c] for c in _MERGEABLE]) | same_call)
-                 & ~np.isin(a["start"][1:], step_cuts))
+                 & (a["start"][1:] == a["end"][:-1]) & (mergeable[cat[1:]] | same_call) & ~on_cut)
     first = np.flatnonzero(~joins)
     last = np.append(first[1:] - 1, n - 1)
     dur = a["end"] - a["start"]
-    # the longest piece of each run names it
+    # the longest piece of each run names it (the first such piece)
     run = np.cumsum(~joins) - 1
-    order = np.lexsort((-dur, run))
-    longest = order[np.concatenate([[True], run[order][1:] != run[order][:-1]])]
+    is_longest = np.flatnonzero(dur == np.maximum.reduceat(dur, first)[run])
+    longest = is_longest[np.concatenate([[True], run[is_longest][1:] != run[is_longest][:-1]])]
     out = {k: v[first] for k, v in a.items()}
     out["end"] = a["end"][last]
     out["row"], out["inner"] = a["row"][longest], a["inner"][longest]
@@ -343,18 +355,20 @@ def _innermost(s, e, parent_pos, pos, depth, t) -> np.ndarray:
     """Per instant t (sorted), the position (in ctx.host.rows) of the innermost event of this thread holding it:
     the last event starting at or before t, then up its parents (a level at a time, all instants at once) until
     one still runs at t."""
-    order = np.lexsort((-(e - s), s))
+    order = _start_order(s, e)  # np.lexsort((-(e - s), s)), cheaper on rows nearly sorted by start
     ss, pp = s[order], pos[order]
     j = np.searchsorted(ss, t, side="right") - 1
     local = np.full(int(pos.max()) + 1 if len(pos) else 0, NONE, np.int64)  # host position -> index in pos
     local[pos] = np.arange(len(pos))
     cand = np.where(j >= 0, order[np.maximum(j, 0)], NONE)  # index into this thread's arrays
     par_local = np.where(parent_pos != NONE, local[np.maximum(parent_pos, 0)], NONE)
+    bad = np.flatnonzero(cand != NONE)  # an instant whose candidate still runs at it stays settled
     for _ in range(int(depth.max()) + 2 if len(depth) else 0):
-        bad = np.flatnonzero((cand != NONE) & (e[np.maximum(cand, 0)] <= t))
+        bad = bad[e[cand[bad]] <= t[bad]]
         if not len(bad):
             break
         cand[bad] = par_local[cand[bad]]
+        bad = bad[cand[bad] != NONE]
     return np.where(cand != NONE, pos[np.maximum(cand, 0)], NONE)
 
 
@@ -367,8 +381,11 @@ def _host_cats(table, h, inner, inner_row, dl_ids, comm_ids, wait) -> tuple[np.n
     dl_mask = id_mask(ev["name"][h.rows], dl_ids, size) if len(dl_ids) else np.zeros(len(h.rows), bool)
     comm_mask = id_mask(ev["name"][h.rows], comm_ids, size) if len(comm_ids) else np.zeros(len(h.rows), bool)
     # ancestors' marks, pushed down the tree once (parents come before children in depth order)
-    for depth in range(1, int(h.depth.max()) + 1 if len(h.depth) else 0):
-        sel = np.flatnonzero((h.depth == depth) & (h.parent != NONE))
+    by_depth = np.argsort(h.depth, kind="stable")
+    bounds = np.searchsorted(h.depth[by_depth], np.arange(int(h.depth.max()) + 2 if len(h.depth) else 0))
+    for depth in range(1, len(bounds) - 1):
+        sel = by_depth[bounds[depth]:bounds[depth + 1]]
+        sel = sel[h.parent[sel] != NONE]
         for m in (dl_mask, comm_mask):
             m[sel] |= m[h.parent[sel]]
     has = inner != NONE

@@ -31,7 +31,7 @@ class Path:
     start: int
     end: int
     by_cat: dict = field(default_factory=dict)  # category -> ns on the path
-    segments: list = field(default_factory=list)  # (node, start, end, category)
+    segments: list = field(default_factory=list)  # (node, start, end, category code: CATS[code] names it)
 
 
 def step_spans(g: Graph, steps) -> list[StepSpan]:
@@ -41,6 +41,7 @@ def step_spans(g: Graph, steps) -> list[StepSpan]:
         return out
     order = np.argsort(g.start, kind="stable")
     starts = g.start[order]
+    on_device = g.on_device  # once: a property over every node
     for s in steps:
         lo, hi = int(s.start_ns), int(s.start_ns + s.dur_ns)
         a, b = np.searchsorted(starts, lo, side="left"), np.searchsorted(starts, hi, side="left")
@@ -49,7 +50,7 @@ def step_spans(g: Graph, steps) -> list[StepSpan]:
             continue
         # the step ends with the thread that holds the steps or with the device work: another thread's work
         # (a data-loading worker, a logger) holds the step only through what waits for it
-        nodes = nodes[(g.lane[nodes] == g.main_lane) | g.on_device[nodes]] if g.main_lane != NONE else nodes
+        nodes = nodes[(g.lane[nodes] == g.main_lane) | on_device[nodes]] if g.main_lane != NONE else nodes
         if not len(nodes):
             continue
         inside = nodes[g.end[nodes] <= hi] if (g.end[nodes] <= hi).any() else nodes
@@ -93,17 +94,19 @@ def critical_path(g: Graph, span: StepSpan) -> Path:
         t, cur = min(t, de), nxt
     if t > lo:
         segs.append((NONE, lo, t, CAT["untraced"]))
-    for node, a, b, c in segs:
-        if b > a:
-            path.by_cat[CATS[c]] = path.by_cat.get(CATS[c], 0) + (b - a)
-            path.segments.append((node, a, b, CATS[c]))
-    path.segments.reverse()
+    kept = [x for x in segs if x[2] > x[1]]
+    tot = [0] * len(CATS)
+    for _, a, b, c in kept:
+        tot[c] += b - a
+    path.by_cat = {CATS[c]: tot[c] for c in dict.fromkeys(x[3] for x in kept)}  # in the order first met
+    kept.reverse()
+    path.segments = kept
     return path
 
 
 # what the walk calls the time a blocking call spent on work it cannot see: the call's own time (a sync, a copy's
-# runtime call), a launch's latency, a lane standing still
-_HIDING = ("sync", "runtime", "latency", "idle")
+# runtime call), a launch's latency, a lane standing still (category codes: a path's segments carry codes)
+_HIDING = frozenset(CAT[name] for name in ("sync", "runtime", "latency", "idle"))
 
 
 def mark_untraced(path: Path, waits) -> Path:
@@ -112,6 +115,7 @@ def mark_untraced(path: Path, waits) -> Path:
     lo, hi = (np.asarray(x, np.int64) for x in waits)
     if not len(lo):
         return path
+    untraced = CAT["untraced"]
     segs = []
     for node, a, b, cat in path.segments:
         i, j = (np.searchsorted(hi, a, side="right"), np.searchsorted(lo, b, side="left")) if cat in _HIDING else (0, 0)
@@ -120,11 +124,11 @@ def mark_untraced(path: Path, waits) -> Path:
         for x, y in cuts:
             if x > t:
                 segs.append((node, t, x, cat))
-            segs.append((node, x, y, "untraced"))
+            segs.append((node, x, y, untraced))
             t = y
         if b > t:
             segs.append((node, t, b, cat))
     path.segments, path.by_cat = segs, {}
     for _, a, b, cat in segs:
-        path.by_cat[cat] = path.by_cat.get(cat, 0) + (b - a)
+        path.by_cat[CATS[cat]] = path.by_cat.get(CATS[cat], 0) + (b - a)
     return path

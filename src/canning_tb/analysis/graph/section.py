@@ -1,10 +1,12 @@
 """The digest's critical path section, and the window's graph kept for the rules' replays."""
 from __future__ import annotations
 
+import numpy as np
+
 from .. import digest_pb2 as pb
 from ..context import Context
 from ..steps import untraced_waits
-from .build import Graph, build_graph
+from .build import CATS, Graph, build_graph
 from .critical import StepSpan, critical_path, mark_untraced, step_spans
 
 PATH_SEGMENTS = 64  # the longest pieces of each step's path kept in the digest (the timeline draws them)
@@ -29,8 +31,11 @@ def critical_path_section(wg: WindowGraph, ctx: Context, d: pb.Digest) -> None:
                                  segments_total=len(path.segments))
         for cat, ns in path.by_cat.items():
             sp.by_category[cat] = int(ns)
-        longest = sorted(path.segments, key=lambda x: x[1] - x[2])[:PATH_SEGMENTS]
-        for node, a, b, cat in sorted(longest, key=lambda x: x[1]):
+        segs = path.segments
+        length = np.fromiter((b - a for _, a, b, _ in segs), np.int64, len(segs))
+        # the longest, ties in path order (a stable sort, as sorted() was), then in time order
+        longest = [segs[i] for i in np.sort(np.argsort(-length, kind="stable")[:PATH_SEGMENTS])]
+        for node, a, b, cat in longest:
             row = int(g.row[node]) if node >= 0 else -1
-            sp.segments.add(lane=g.lanes[int(g.lane[node])] if node >= 0 else "", category=cat, ts_ns=int(a),
+            sp.segments.add(lane=g.lanes[int(g.lane[node])] if node >= 0 else "", category=CATS[cat], ts_ns=int(a),
                             dur_ns=int(b - a), name=(strings[int(ev["name"][row])] or "") if row >= 0 else "")

@@ -151,9 +151,10 @@ def shrink_edit(g: Graph, host_set, host_factor: float, device_rows: np.ndarray,
     overlap = _measure_upto(starts, ends, g.end) - _measure_upto(starts, ends, g.start)
     host = np.flatnonzero(np.isin(g.cat, [CAT[c] for c in HOST_CATS if c != "sync"]) & (overlap > 0))
     dur = (g.end - g.start)
-    new = {n: int(dur[n] - overlap[n] * (1 - host_factor)) for n in host.tolist()}
+    # astype truncates toward zero, as int() does
+    new = dict(zip(host.tolist(), (dur[host] - overlap[host] * (1 - host_factor)).astype(np.int64).tolist()))
     dev = np.flatnonzero(np.isin(g.row, device_rows) & g.on_device) if len(device_rows) else np.zeros(0, np.int64)
-    new.update({n: int(dur[n] * device_factor) for n in dev.tolist()})
+    new.update(zip(dev.tolist(), (dur[dev] * device_factor).astype(np.int64).tolist()))
     return Edit(words, dur=new)
 
 
