@@ -1,7 +1,10 @@
 """Shared by the browser tests: a real TensorBoard on a logdir and the plugin's frame in Chromium."""
+import json
 import os
 import shutil
 import tempfile
+import urllib.parse
+import urllib.request
 from pathlib import Path
 
 from playwright.sync_api import expect
@@ -43,3 +46,9 @@ def open_plugin(page, url):
 def shot(page, name):
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SHOTS / f"{name}.png"))
+
+
+def plugin_json(url, name, **params):
+    """One route of the plugin as the page asks it: GET /data/plugin/canning/<name>?<params>, JSON."""
+    with urllib.request.urlopen(f"{url}/data/plugin/canning/{name}?{urllib.parse.urlencode(params)}") as r:
+        return json.load(r)

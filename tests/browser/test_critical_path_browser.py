@@ -9,15 +9,12 @@
   with its simulated gain range and the change replayed.
 Expected values are the routes' answers read here with urllib (the route's own figures are tested against the
 trace files in tests/mcp/test_mcp_critical_path.py)."""
-import json
 import shutil
-import urllib.parse
-import urllib.request
 
 import pytest
 from playwright.sync_api import expect
 
-from _tb import FRAME, T, copy_resnet, open_plugin, serve, shot
+from _tb import FRAME, T, copy_resnet, open_plugin, plugin_json, serve, shot
 from conftest import fixture_path
 from test_plugin_routes import RESNET_WINDOW
 
@@ -38,9 +35,7 @@ def url(logdir, tmp_path_factory):
     yield from serve(logdir, tmp_path_factory)
 
 
-def route(url, name, **params):
-    with urllib.request.urlopen(f"{url}/data/plugin/canning/{name}?{urllib.parse.urlencode(params)}") as r:
-        return json.load(r)
+route = plugin_json
 
 
 def ms(ns):

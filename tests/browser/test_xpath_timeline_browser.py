@@ -11,14 +11,12 @@ hops under the toolbar names each hop; the state lives in the URL and survives a
 import json
 import shutil
 import time
-import urllib.parse
-import urllib.request
 
 import pytest
 from playwright.sync_api import expect
 
 from _lab import PAIRS, run_job
-from _tb import FRAME, T, open_plugin, serve, shot
+from _tb import FRAME, T, open_plugin, plugin_json, serve, shot
 from conftest import fixture_path
 
 pytestmark = pytest.mark.browser
@@ -41,9 +39,7 @@ def url(logdir, tmp_path_factory):
     yield from serve(logdir, tmp_path_factory)
 
 
-def route(url, name, **params):
-    with urllib.request.urlopen(f"{url}/data/plugin/canning/{name}?{urllib.parse.urlencode(params)}") as r:
-        return json.load(r)
+route = plugin_json
 
 
 def ready_path(url, run, worker, window):

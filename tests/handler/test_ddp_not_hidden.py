@@ -20,16 +20,10 @@ the gloo time under a c10d call (printed): the naive join was wrong, not the fig
 """
 import gzip
 import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-from _procs import communicate_all
-from test_handler_ddp import TRACE_RE, free_port, torch_json
-
-REPO = Path(__file__).resolve().parents[2]
+from test_handler_ddp import TRACE_RE, run_train_ddp, torch_json
 
 
 def union(spans):
@@ -93,15 +87,7 @@ def joins(raw):
 def test_not_hidden_communication_is_the_join_without_the_c10d_calls(tmp_path):
     pytest.importorskip("torch.distributed")
     logdir = tmp_path / "demo"
-    port, world = free_port(), 2
-    procs = []
-    for rank in range(world):
-        env = {**os.environ, "RANK": str(rank), "LOCAL_RANK": str(rank), "WORLD_SIZE": str(world),
-               "LOCAL_WORLD_SIZE": str(world), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}
-        procs.append(subprocess.Popen([sys.executable, str(REPO / "examples" / "train_ddp.py"), str(logdir), "10"],
-                                      env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
-    outs = communicate_all(procs, 120)
-    assert [p.returncode for p in procs] == [0, 0], outs
+    run_train_ddp(logdir, 2)
 
     from canning_tb.store import Store
     store = Store(str(tmp_path))

@@ -29,6 +29,20 @@ def torch_json(data: bytes) -> dict:
         return json.loads(re.sub(rb'(?m)^(\s*"name": ")(.*)",$', escape, data))
 
 
+def run_train_ddp(logdir, world: int = 2, steps: int = 10):
+    """examples/train_ddp.py on `world` gloo ranks, as torchrun runs it without its launcher process (one process
+    per rank, env:// rendezvous); (procs, outputs), every rank exited 0. A hung rank is killed on every path."""
+    port, procs = free_port(), []
+    for rank in range(world):
+        env = {**os.environ, "RANK": str(rank), "LOCAL_RANK": str(rank), "WORLD_SIZE": str(world),
+               "LOCAL_WORLD_SIZE": str(world), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}
+        procs.append(subprocess.Popen([sys.executable, str(REPO / "examples" / "train_ddp.py"), str(logdir), str(steps)],
+                                      env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+    outs = communicate_all(procs, 120)
+    assert [p.returncode for p in procs] == [0] * world, outs
+    return procs, outs
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -39,16 +53,8 @@ def free_port() -> int:
 def test_two_ranks_write_their_windows(tmp_path):
     pytest.importorskip("torch.distributed")
     logdir = tmp_path / "demo"
-    port, world = free_port(), 2
-    # What torchrun does, without its launcher process: one process per rank, env:// rendezvous.
-    procs = []
-    for rank in range(world):
-        env = {**os.environ, "RANK": str(rank), "LOCAL_RANK": str(rank), "WORLD_SIZE": str(world),
-               "LOCAL_WORLD_SIZE": str(world), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}
-        procs.append(subprocess.Popen([sys.executable, str(REPO / "examples" / "train_ddp.py"), str(logdir), "10"],
-                                      env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
-    outs = communicate_all(procs, 120)  # a hung rank is killed on every path
-    assert [p.returncode for p in procs] == [0, 0], outs
+    world = 2
+    procs, outs = run_train_ddp(logdir, world)
     assert "done" in outs[0]
     names = sorted(os.listdir(logdir))
     assert not [n for n in names if n.startswith(".") or n.endswith(".tmp")]
