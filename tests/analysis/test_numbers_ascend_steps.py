@@ -15,6 +15,7 @@ from decimal import Decimal
 
 import pytest
 
+from _spans import inter, length_in, minus, union
 from conftest import fixture_path
 
 from canning_tb.analysis.build import build_digest
@@ -36,40 +37,6 @@ def kernel_family(row) -> str:
 
 def ns(v) -> int:
     return int((Decimal(str(v).strip()) * 1000).to_integral_value())
-
-
-def union(pairs):
-    out = []
-    for s, e in sorted(p for p in pairs if p[1] > p[0]):
-        if out and s <= out[-1][1]:
-            out[-1][1] = max(out[-1][1], e)
-        else:
-            out.append([s, e])
-    return out
-
-
-def minus(a, b):
-    """a \\ b for merged lists, by walking b over each piece of a."""
-    out = []
-    for s, e in a:
-        cur = s
-        for bs, be in b:
-            if be <= cur or bs >= e:
-                continue
-            if bs > cur:
-                out.append([cur, bs])
-            cur = max(cur, be)
-        if cur < e:
-            out.append([cur, e])
-    return out
-
-
-def inter(a, b):
-    return minus(a, minus(a, b))
-
-
-def length_in(pairs, lo, hi):
-    return sum(max(0, min(e, hi) - max(s, lo)) for s, e in pairs)
 
 
 def hand_reading(folder):

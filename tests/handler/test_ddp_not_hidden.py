@@ -23,41 +23,8 @@ import os
 
 import pytest
 
+from _spans import inter, length_in, minus, union
 from test_handler_ddp import TRACE_RE, run_train_ddp, torch_json
-
-
-def union(spans):
-    out = []
-    for lo, hi in sorted(spans):
-        if out and lo <= out[-1][1]:
-            out[-1][1] = max(out[-1][1], hi)
-        elif lo < hi:
-            out.append([lo, hi])
-    return out
-
-
-def subtract(spans, holes):
-    """spans less holes (both unions)."""
-    out = []
-    for lo, hi in spans:
-        cur = lo
-        for a, b in holes:
-            if b <= cur or a >= hi:
-                continue
-            if a > cur:
-                out.append([cur, a])
-            cur = max(cur, b)
-        if cur < hi:
-            out.append([cur, hi])
-    return out
-
-
-def intersect(x, y):
-    return subtract(x, subtract(x, y))
-
-
-def inside(spans, lo, hi):
-    return sum(max(0, min(b, hi) - max(a, lo)) for a, b in spans)
 
 
 def joins(raw):
@@ -73,13 +40,13 @@ def joins(raw):
     c10d = union([span(e) for e in ops if e["name"].startswith("c10d::")])
     naive_compute = union([span(e) for e in ops if not e["name"].startswith("c10d::")])
     comm = union([span(e) for e in gloo])
-    naive, ours = subtract(comm, naive_compute), subtract(comm, subtract(naive_compute, c10d))
-    gap = intersect(intersect(comm, c10d), naive_compute)
+    naive, ours = minus(comm, naive_compute), minus(comm, minus(naive_compute, c10d))
+    gap = inter(inter(comm, c10d), naive_compute)
     out = {}
     for e in xs:
         if e["name"].startswith("ProfilerStep#"):
             lo, hi = span(e)
-            out[int(e["name"].split("#")[1])] = (inside(naive, lo, hi), inside(ours, lo, hi), inside(gap, lo, hi))
+            out[int(e["name"].split("#")[1])] = (length_in(naive, lo, hi), length_in(ours, lo, hi), length_in(gap, lo, hi))
     return out
 
 
