@@ -69,8 +69,6 @@ export interface Step {
   tail_ns: number;
   distorted: boolean;
   untraced_wait_ns: number; // the host's wait for device work queued before the window
-  left_out: string; // why the average leaves it out: "window end" | "queued work" | ""
-  note: string; // that reason in a sentence (analysis/step_note.py)
   roofline: StepRoofline;
 }
 
@@ -323,6 +321,7 @@ export interface CommCall {
   wait_ns: number;
   transit_ns: number;
   synchronization_ns: number;
+  peer?: number; // Send / Recv: the other side's rank in the call's group; absent where the trace does not say
 }
 
 export interface Link {
@@ -642,6 +641,8 @@ export interface WindowFigures extends StepShares {
 /** A step of /overview: the digest's Step and its categories' shares of it. */
 export interface OverviewStep extends Step {
   shares: CategoryShares;
+  left_out: string; // why the average leaves it out: "window end" | "queued work" | ""
+  note: string; // that reason in a sentence (analysis/step_note.py)
 }
 
 /** GET /overview */
