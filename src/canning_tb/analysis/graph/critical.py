@@ -123,6 +123,8 @@ def mark_untraced(path: Path, waits) -> Path:
     # as a step's path has thousands of segments and few of them meet a wait
     i, j = np.searchsorted(hi, a, side="right"), np.searchsorted(lo, b, side="left")
     cut = np.flatnonzero(_HIDING_MASK[cat] & (j > i)).tolist()
+    if not cut:  # most steps: the waits before the window are over by then, and the walk's totals stand
+        return path
     out = []
     at = 0
     for k in cut:
