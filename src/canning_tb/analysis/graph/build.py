@@ -71,9 +71,9 @@ class Graph:
         return len(self.start)
 
     def lists(self) -> dict:
-        """The columns for reading element by element (the replay and the path walk), made once: numpy scalars
-        make that ten times slower. Those of large values are memoryviews over int64 arrays (each read gives a
-        Python int; a list would keep one, ~40 bytes a node), the others lists (their values are shared small ints)."""
+        """The columns the path walk reads element by element, made once: numpy scalars make that ten times
+        slower. Those of large values are memoryviews over int64 arrays (each read gives a Python int; a list
+        would keep one, ~40 bytes a node), the others lists (their values are shared small ints)."""
         cached = self.__dict__.get("_lists")
         if cached is None:
             held = self.wait_on != NONE
@@ -83,9 +83,7 @@ class Graph:
                       else np.full(len(self.start), NONE, np.int64))
             waited = held & (self.end[np.maximum(self.wait_on, 0)] > self.start)
             cached = {"start": view(self.start), "end": view(self.end), "lane": self.lane.tolist(),
-                      "cat": self.cat.tolist(), "ptr": view(self.dep_ptr), "src": view(self.dep_src),
-                      "lag": view(self.dep_lag), "kind": self.dep_kind.tolist(), "wait_on": self.wait_on.tolist(),
-                      "tail": self.wait_tail.tolist(), "held_by": view(np.where(waited, self.wait_on, by_dep)),
+                      "cat": self.cat.tolist(), "held_by": view(np.where(waited, self.wait_on, by_dep)),
                       "waited": waited.tolist()}
             self.__dict__["_lists"] = cached
         return cached

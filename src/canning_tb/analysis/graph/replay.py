@@ -57,7 +57,7 @@ def replay(g: Graph, edit: Edit | None = None, until: int | None = None) -> tupl
     new = np.maximum(np.array(list(edit.dur.values())).astype(np.int64), 0)  # astype truncates as int() does
     grow = np.zeros(n, np.int64)  # what the edit adds to each node's duration
     grow[edited] = new - R["dur_a"][edited]
-    root, acc = _chains(R, is_join, grow)
+    root, acc = _chains(R, is_join, grow, special)
     ranked = R["order"][lo:hi]
     joins = ranked[is_join[ranked]]
     mine = is_join[edited]  # the edited joins' new durations (the other nodes' are in `grow`)
@@ -81,7 +81,7 @@ def _replay_joins(g: Graph, R: dict, edit: Edit, special: dict, new_dur: dict, j
     ptr, const, via = _join_edges(g, R, special, joins, root, acc)
     start0, own, waits, w_const, w_via = _join_own(g, R, edit, new_dur, joins, root, acc)
     delta = [0] * (len(g) + 1)  # per join once replayed: how far its end moved; delta[-1]: no join
-    end_l, out_s, out_e = g.lists()["end"], [], []
+    end0, out_s, out_e = g.end[joins].tolist(), [], []
     for i, node in enumerate(joins.tolist()):
         t = None
         for k in range(ptr[i], ptr[i + 1]):  # a dependency not replayed yet (later in the order) has via -1
@@ -92,7 +92,7 @@ def _replay_joins(g: Graph, R: dict, edit: Edit, special: dict, new_dur: dict, j
         e = s + own[i]
         if waits[i]:  # a blocking call returns when the work it waited for ends, plus its tail
             e = max(e, w_const[i] + delta[w_via[i]])
-        delta[node] = e - end_l[node]
+        delta[node] = e - end0[i]
         out_s.append(s)
         out_e.append(e)
     return out_s, out_e
@@ -146,24 +146,36 @@ def _join_own(g: Graph, R: dict, edit: Edit, new_dur: dict, joins: np.ndarray, r
     return g.start[joins].tolist(), own.tolist(), waits.tolist(), w_const.tolist(), w_via.tolist()
 
 
-def _chains(R: dict, is_join: np.ndarray, grow: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _chains(R: dict, is_join: np.ndarray, grow: np.ndarray, special: dict) -> tuple[np.ndarray, np.ndarray]:
     """Per node: the join its chain of single dependencies starts from (itself for a join; -1 where the chain
     starts at none: a node with no dependency, or one whose dependency comes later in the order), and the growth
-    of the chain's nodes after that join up to it, its own included (0 for a join). Each chain is a path (_order
-    made it so) laid out in a row of R["paths"]; the edit's joins cut it further: sums over segments."""
+    of the chain's nodes after that join up to it, its own included (0 for a join): sums over the segments of
+    _segments."""
+    if special:  # the edit makes joins of its own: segments of its own
+        seg, first, root = _segments(R, is_join)
+    else:  # the graph's joins alone: the same segments for every edit
+        seg, first, root = R.get("segments") or R.setdefault("segments", _segments(R, is_join))
+    co = R["paths"]
+    own = np.where(is_join, 0, grow)[co]
+    total = np.cumsum(own)
+    acc = np.empty(len(co), np.int64)
+    acc[co] = total - (total[first] - own[first])[seg]
+    return root, acc
+
+
+def _segments(R: dict, is_join: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each chain is a path (_order made it so) laid out in a row of R["paths"], cut at every join: per place in
+    that row its segment, each segment's first place, and per node its segment's join (NONE: none)."""
     co, head = R["paths"], R["head"]
     cut = is_join[co]
     cut[1:] |= head[1:] != head[:-1]
     cut[0] = True
     seg = np.cumsum(cut) - 1
     first = np.flatnonzero(cut)
-    own = np.where(is_join, 0, grow)[co]
-    total = np.cumsum(own)
-    acc, root = np.empty(len(co), np.int64), np.empty(len(co), np.int64)
-    acc[co] = total - (total[first] - own[first])[seg]
     lead = co[first]
+    root = np.empty(len(co), np.int64)
     root[co] = np.where(is_join[lead], lead, NONE)[seg]
-    return root, acc
+    return seg, first, root
 
 
 def _heads(link: np.ndarray, stop: np.ndarray) -> np.ndarray:
