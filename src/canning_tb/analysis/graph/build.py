@@ -301,7 +301,7 @@ def _host_atoms(table: EventTable, ctx: Context) -> dict:
         out["lane"].append(np.full(len(a0), len(lanes) - 1, np.int32))
     a = {k: (np.concatenate(v) if v else np.zeros(0, np.int64)) for k, v in out.items()}
     a["row"] = np.where(a["inner"] != NONE, rows[np.maximum(a["inner"], 0)], NONE)
-    a["cat"], a["in_dataloader"] = _host_cats(table, h, a["inner"], a["row"], dl_ids, comm_ids, wait)
+    a["cat"], a["in_dataloader"] = _host_cats(table, h, a["inner"], dl_ids, comm_ids, wait)
     steps = rows[is_step]
     a = _merged(a, np.concatenate([ev["ts"][steps], ev["ts"][steps] + ev["dur"][steps]]))
     a["lanes"], a["main_lane"] = lanes, main_lane
@@ -370,14 +370,15 @@ def _innermost(s, e, parent_pos, pos, depth, t) -> np.ndarray:
     return np.where(cand != NONE, pos[np.maximum(cand, 0)], NONE)
 
 
-def _host_cats(table, h, inner, inner_row, dl_ids, comm_ids, wait) -> tuple[np.ndarray, np.ndarray]:
-    """Per atom: its category, and whether a data-loading range holds it (the atom's event or an ancestor)."""
+def _host_cats(table, h, inner, dl_ids, comm_ids, wait) -> tuple[np.ndarray, np.ndarray]:
+    """Per atom: its category, and whether a data-loading range holds it (the atom's event or an ancestor).
+    Both are the innermost event's: worked out once per host event, then read per atom (there are about two
+    atoms an event)."""
     ev = table.events
-    cat = np.full(len(inner), CAT["python"], np.int8)
-    dl = np.zeros(len(inner), bool)
     size = len(table.strings)
-    dl_mask = id_mask(ev["name"][h.rows], dl_ids, size) if len(dl_ids) else np.zeros(len(h.rows), bool)
-    comm_mask = id_mask(ev["name"][h.rows], comm_ids, size) if len(comm_ids) else np.zeros(len(h.rows), bool)
+    names = ev["name"][h.rows]
+    dl_mask = id_mask(names, dl_ids, size) if len(dl_ids) else np.zeros(len(h.rows), bool)
+    comm_mask = id_mask(names, comm_ids, size) if len(comm_ids) else np.zeros(len(h.rows), bool)
     # ancestors' marks, pushed down the tree once (parents come before children in depth order)
     by_depth = np.argsort(h.depth, kind="stable")
     bounds = np.searchsorted(h.depth[by_depth], np.arange(int(h.depth.max()) + 2 if len(h.depth) else 0))
@@ -386,21 +387,17 @@ def _host_cats(table, h, inner, inner_row, dl_ids, comm_ids, wait) -> tuple[np.n
         sel = sel[h.parent[sel] != NONE]
         for m in (dl_mask, comm_mask):
             m[sel] |= m[h.parent[sel]]
+    c = np.full(len(h.rows), CAT["host"], np.int8)  # per host event
+    c[ev["kind"][h.rows] == int(Kind.RUNTIME)] = CAT["runtime"]
+    c[np.isin(h.rows, list(wait))] = CAT["sync"]
+    wait_ids = ids_matching(table, HOST_WAIT_RE)
+    if len(wait_ids):
+        c[id_mask(names, wait_ids, size)] = CAT["sync"]
+    c[comm_mask & (c == CAT["host"])] = CAT["collective_host"]
+    c[dl_mask & (c == CAT["host"])] = CAT["dataloader"]
     has = inner != NONE
     ip = np.maximum(inner, 0)
-    kinds = ev["kind"][inner_row[has]] if has.any() else np.zeros(0)
-    c = np.full(has.sum(), CAT["host"], np.int8)
-    c[kinds == int(Kind.RUNTIME)] = CAT["runtime"]
-    c[np.isin(inner_row[has], list(wait))] = CAT["sync"]
-    names = ev["name"][inner_row[has]]
-    wait_ids = ids_matching(table, HOST_WAIT_RE)
-    host_wait = id_mask(names, wait_ids, size) if len(wait_ids) else np.zeros(len(names), bool)
-    c[host_wait] = CAT["sync"]
-    c[comm_mask[ip[has]] & (c == CAT["host"])] = CAT["collective_host"]
-    c[dl_mask[ip[has]] & (c == CAT["host"])] = CAT["dataloader"]
-    cat[has] = c
-    dl[has] = dl_mask[ip[has]]
-    return cat, dl
+    return np.where(has, c[ip], CAT["python"]).astype(np.int8), has & dl_mask[ip]
 
 
 def _device_cats(table: EventTable, dev: np.ndarray) -> np.ndarray:
