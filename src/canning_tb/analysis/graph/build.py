@@ -254,12 +254,18 @@ def host_nesting(table: EventTable, ctx: Context):
     rows = ctx.host.rows
     ev = table.events
     if table.meta.format != "ascend" or not len(rows):
-        return ctx.host, thread_keys(table, rows)
+        return ctx.host, _threads(ctx.host, table)
     pairs = _distinct(ev["pid"][rows] * (1 << 32) + (ev["tid"][rows] & 0xFFFFFFFF))
     if len(_distinct(pairs & 0xFFFFFFFF)) == len(pairs):  # no tid under two processes
-        return ctx.host, thread_keys(table, rows)
+        return ctx.host, _threads(ctx.host, table)
     view = _ThreadsByTid(table)
-    return nest(view, rows), thread_keys(view, rows)
+    by_tid = nest(view, rows)
+    return by_tid, _threads(by_tid, view)
+
+
+def _threads(h, table) -> np.ndarray:
+    """Per row of a nesting: its thread's key, as the nesting made it (a Nesting made by hand has none)."""
+    return h.threads if h.threads is not None else thread_keys(table, h.rows)
 
 
 def thread_label(pid: int, tid: int) -> str:
