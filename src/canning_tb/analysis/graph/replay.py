@@ -46,14 +46,14 @@ def replay(g: Graph, edit: Edit | None = None, until: int | None = None) -> tupl
     if edit is None or edit.empty() or n == 0:
         return g.start.copy(), g.end.copy()
     R = _order(g)
-    changed = np.fromiter(set(edit.dur) | set(edit.unblock) | set(edit.cut_from) | set(edit.rewire), np.int64)
+    edited = np.fromiter(edit.dur, np.int64, len(edit.dur))  # (tens of thousands of nodes: no set of them)
+    others = np.fromiter(set(edit.unblock) | set(edit.cut_from) | set(edit.rewire), np.int64)
     # nodes that end before the first changed node ends cannot move (their inputs all ended earlier)
-    lo = int(np.searchsorted(R["ends"], g.end[changed].min(), side="left"))
+    lo = int(np.searchsorted(R["ends"], g.end[np.concatenate([edited, others])].min(), side="left"))
     hi = int(np.searchsorted(R["ends"], until, side="right")) if until is not None else n
     special = _special_deps(g, edit)
     is_join = R["join"].copy()
     is_join[np.fromiter(special, np.int64, len(special))] = True
-    edited = np.fromiter(edit.dur, np.int64, len(edit.dur))
     new = np.maximum(np.array(list(edit.dur.values())).astype(np.int64), 0)  # astype truncates as int() does
     grow = np.zeros(n, np.int64)  # what the edit adds to each node's duration
     grow[edited] = new - R["dur_a"][edited]
