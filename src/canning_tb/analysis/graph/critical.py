@@ -124,6 +124,8 @@ def mark_untraced(path: Path, waits) -> Path:
     i, j = np.searchsorted(hi, a, side="right"), np.searchsorted(lo, b, side="left")
     cut = np.flatnonzero(_HIDING_MASK[cat] & (j > i)).tolist()
     if not cut:  # most steps: the waits before the window are over by then, and the walk's totals stand
+        codes, first = np.unique(cat, return_index=True)  # ... in the order of time, as _by_cat gives them
+        path.by_cat = {CATS[c]: path.by_cat[CATS[c]] for c in codes[np.argsort(first)].tolist()}
         return path
     out = []
     at = 0
