@@ -360,7 +360,7 @@ def _innermost(s, e, parent_pos, pos, depth, t) -> np.ndarray:
     the last event starting at or before t, then up its parents (a level at a time, all instants at once) until
     one still runs at t."""
     order = _start_order(s, e)  # np.lexsort((-(e - s), s)), cheaper on rows nearly sorted by start
-    ss, pp = s[order], pos[order]
+    ss = s[order]
     j = np.searchsorted(ss, t, side="right") - 1
     local = np.full(int(pos.max()) + 1 if len(pos) else 0, NONE, np.int64)  # host position -> index in pos
     local[pos] = np.arange(len(pos))
