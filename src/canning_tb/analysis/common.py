@@ -143,6 +143,7 @@ class Nesting:
     rows: np.ndarray
     parent: np.ndarray
     depth: np.ndarray
+    threads: np.ndarray | None = None  # per row: its thread's key (thread_keys), as nest() made it
 
 
 def nest(table: EventTable, rows: np.ndarray) -> Nesting:
@@ -159,16 +160,17 @@ def nest(table: EventTable, rows: np.ndarray) -> Nesting:
     parent = np.full(len(rows), NONE, np.int64)
     depth = np.zeros(len(rows), np.int64)
     if len(rows) == 0:
-        return Nesting(rows, parent, depth)
+        return Nesting(rows, parent, depth, np.zeros(0, np.int64))
     ev = table.events
-    start, end = _thread_times(thread_keys(table, rows), ev["ts"][rows], ev["dur"][rows])
+    keys = thread_keys(table, rows)
+    start, end = _thread_times(keys, ev["ts"][rows], ev["dur"][rows])
     order = _start_order(start, end)
     sorted_depth, local_parent = _nest_sorted(start[order], end[order])
     parent[order] = np.where(local_parent >= 0, order[np.maximum(local_parent, 0)], NONE)
     depth[order] = sorted_depth
     if not ((sorted_depth > 0) & (local_parent < 0)).any():
-        return Nesting(rows, parent, depth)
-    return Nesting(rows, parent, _depth_from_parents(parent))
+        return Nesting(rows, parent, depth, keys)
+    return Nesting(rows, parent, _depth_from_parents(parent), keys)
 
 
 def _thread_times(keys: np.ndarray, ts: np.ndarray, dur: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

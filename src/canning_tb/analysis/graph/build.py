@@ -71,9 +71,9 @@ class Graph:
         return len(self.start)
 
     def lists(self) -> dict:
-        """The columns for reading element by element (the replay and the path walk), made once: numpy scalars
-        make that ten times slower. Those of large values are memoryviews over int64 arrays (each read gives a
-        Python int; a list would keep one, ~40 bytes a node), the others lists (their values are shared small ints)."""
+        """The columns the path walk reads element by element, made once: numpy scalars make that ten times
+        slower. Those of large values are memoryviews over int64 arrays (each read gives a Python int; a list
+        would keep one, ~40 bytes a node), the others lists (their values are shared small ints)."""
         cached = self.__dict__.get("_lists")
         if cached is None:
             held = self.wait_on != NONE
@@ -83,9 +83,7 @@ class Graph:
                       else np.full(len(self.start), NONE, np.int64))
             waited = held & (self.end[np.maximum(self.wait_on, 0)] > self.start)
             cached = {"start": view(self.start), "end": view(self.end), "lane": self.lane.tolist(),
-                      "cat": self.cat.tolist(), "ptr": view(self.dep_ptr), "src": view(self.dep_src),
-                      "lag": view(self.dep_lag), "kind": self.dep_kind.tolist(), "wait_on": self.wait_on.tolist(),
-                      "tail": self.wait_tail.tolist(), "held_by": view(np.where(waited, self.wait_on, by_dep)),
+                      "cat": self.cat.tolist(), "held_by": view(np.where(waited, self.wait_on, by_dep)),
                       "waited": waited.tolist()}
             self.__dict__["_lists"] = cached
         return cached
@@ -256,12 +254,18 @@ def host_nesting(table: EventTable, ctx: Context):
     rows = ctx.host.rows
     ev = table.events
     if table.meta.format != "ascend" or not len(rows):
-        return ctx.host, thread_keys(table, rows)
+        return ctx.host, _threads(ctx.host, table)
     pairs = _distinct(ev["pid"][rows] * (1 << 32) + (ev["tid"][rows] & 0xFFFFFFFF))
     if len(_distinct(pairs & 0xFFFFFFFF)) == len(pairs):  # no tid under two processes
-        return ctx.host, thread_keys(table, rows)
+        return ctx.host, _threads(ctx.host, table)
     view = _ThreadsByTid(table)
-    return nest(view, rows), thread_keys(view, rows)
+    by_tid = nest(view, rows)
+    return by_tid, _threads(by_tid, view)
+
+
+def _threads(h, table) -> np.ndarray:
+    """Per row of a nesting: its thread's key, as the nesting made it (a Nesting made by hand has none)."""
+    return h.threads if h.threads is not None else thread_keys(table, h.rows)
 
 
 def thread_label(pid: int, tid: int) -> str:
@@ -303,7 +307,7 @@ def _host_atoms(table: EventTable, ctx: Context) -> dict:
         out["lane"].append(np.full(len(a0), len(lanes) - 1, np.int32))
     a = {k: (np.concatenate(v) if v else np.zeros(0, np.int64)) for k, v in out.items()}
     a["row"] = np.where(a["inner"] != NONE, rows[np.maximum(a["inner"], 0)], NONE)
-    a["cat"], a["in_dataloader"] = _host_cats(table, h, a["inner"], a["row"], dl_ids, comm_ids, wait)
+    a["cat"], a["in_dataloader"] = _host_cats(table, h, a["inner"], dl_ids, comm_ids, wait)
     steps = rows[is_step]
     a = _merged(a, np.concatenate([ev["ts"][steps], ev["ts"][steps] + ev["dur"][steps]]))
     a["lanes"], a["main_lane"] = lanes, main_lane
@@ -356,7 +360,7 @@ def _innermost(s, e, parent_pos, pos, depth, t) -> np.ndarray:
     the last event starting at or before t, then up its parents (a level at a time, all instants at once) until
     one still runs at t."""
     order = _start_order(s, e)  # np.lexsort((-(e - s), s)), cheaper on rows nearly sorted by start
-    ss, pp = s[order], pos[order]
+    ss = s[order]
     j = np.searchsorted(ss, t, side="right") - 1
     local = np.full(int(pos.max()) + 1 if len(pos) else 0, NONE, np.int64)  # host position -> index in pos
     local[pos] = np.arange(len(pos))
@@ -372,14 +376,15 @@ def _innermost(s, e, parent_pos, pos, depth, t) -> np.ndarray:
     return np.where(cand != NONE, pos[np.maximum(cand, 0)], NONE)
 
 
-def _host_cats(table, h, inner, inner_row, dl_ids, comm_ids, wait) -> tuple[np.ndarray, np.ndarray]:
-    """Per atom: its category, and whether a data-loading range holds it (the atom's event or an ancestor)."""
+def _host_cats(table, h, inner, dl_ids, comm_ids, wait) -> tuple[np.ndarray, np.ndarray]:
+    """Per atom: its category, and whether a data-loading range holds it (the atom's event or an ancestor).
+    Both are the innermost event's: worked out once per host event, then read per atom (there are about two
+    atoms an event)."""
     ev = table.events
-    cat = np.full(len(inner), CAT["python"], np.int8)
-    dl = np.zeros(len(inner), bool)
     size = len(table.strings)
-    dl_mask = id_mask(ev["name"][h.rows], dl_ids, size) if len(dl_ids) else np.zeros(len(h.rows), bool)
-    comm_mask = id_mask(ev["name"][h.rows], comm_ids, size) if len(comm_ids) else np.zeros(len(h.rows), bool)
+    names = ev["name"][h.rows]
+    dl_mask = id_mask(names, dl_ids, size) if len(dl_ids) else np.zeros(len(h.rows), bool)
+    comm_mask = id_mask(names, comm_ids, size) if len(comm_ids) else np.zeros(len(h.rows), bool)
     # ancestors' marks, pushed down the tree once (parents come before children in depth order)
     by_depth = np.argsort(h.depth, kind="stable")
     bounds = np.searchsorted(h.depth[by_depth], np.arange(int(h.depth.max()) + 2 if len(h.depth) else 0))
@@ -388,21 +393,17 @@ def _host_cats(table, h, inner, inner_row, dl_ids, comm_ids, wait) -> tuple[np.n
         sel = sel[h.parent[sel] != NONE]
         for m in (dl_mask, comm_mask):
             m[sel] |= m[h.parent[sel]]
+    c = np.full(len(h.rows), CAT["host"], np.int8)  # per host event
+    c[ev["kind"][h.rows] == int(Kind.RUNTIME)] = CAT["runtime"]
+    c[np.isin(h.rows, list(wait))] = CAT["sync"]
+    wait_ids = ids_matching(table, HOST_WAIT_RE)
+    if len(wait_ids):
+        c[id_mask(names, wait_ids, size)] = CAT["sync"]
+    c[comm_mask & (c == CAT["host"])] = CAT["collective_host"]
+    c[dl_mask & (c == CAT["host"])] = CAT["dataloader"]
     has = inner != NONE
     ip = np.maximum(inner, 0)
-    kinds = ev["kind"][inner_row[has]] if has.any() else np.zeros(0)
-    c = np.full(has.sum(), CAT["host"], np.int8)
-    c[kinds == int(Kind.RUNTIME)] = CAT["runtime"]
-    c[np.isin(inner_row[has], list(wait))] = CAT["sync"]
-    names = ev["name"][inner_row[has]]
-    wait_ids = ids_matching(table, HOST_WAIT_RE)
-    host_wait = id_mask(names, wait_ids, size) if len(wait_ids) else np.zeros(len(names), bool)
-    c[host_wait] = CAT["sync"]
-    c[comm_mask[ip[has]] & (c == CAT["host"])] = CAT["collective_host"]
-    c[dl_mask[ip[has]] & (c == CAT["host"])] = CAT["dataloader"]
-    cat[has] = c
-    dl[has] = dl_mask[ip[has]]
-    return cat, dl
+    return np.where(has, c[ip], CAT["python"]).astype(np.int8), has & dl_mask[ip]
 
 
 def _device_cats(table: EventTable, dev: np.ndarray) -> np.ndarray:

@@ -113,22 +113,53 @@ def mark_untraced(path: Path, waits) -> Path:
     """The pieces of `path` inside a wait for work queued before the window (steps.untraced_waits: an interval
     set) become `untraced`: the profiler saw nothing that held them, whatever the walk called them."""
     lo, hi = (np.asarray(x, np.int64) for x in waits)
-    if not len(lo):
+    segs = path.segments
+    if not len(lo) or not segs:
         return path
-    untraced = CAT["untraced"]
-    segs = []
-    for node, a, b, cat in path.segments:
-        i, j = (np.searchsorted(hi, a, side="right"), np.searchsorted(lo, b, side="left")) if cat in _HIDING else (0, 0)
-        cuts = [(max(a, int(lo[k])), min(b, int(hi[k]))) for k in range(i, j)]
-        t = a
-        for x, y in cuts:
-            if x > t:
-                segs.append((node, t, x, cat))
-            segs.append((node, x, y, untraced))
-            t = y
-        if b > t:
-            segs.append((node, t, b, cat))
-    path.segments, path.by_cat = segs, {}
-    for _, a, b, cat in segs:
-        path.by_cat[CATS[cat]] = path.by_cat.get(CATS[cat], 0) + (b - a)
+    a = np.fromiter((x[1] for x in segs), np.int64, len(segs))
+    b = np.fromiter((x[2] for x in segs), np.int64, len(segs))
+    cat = np.fromiter((x[3] for x in segs), np.int64, len(segs))
+    # the waits each hiding segment overlaps: lo[i:j] (the set is sorted and disjoint); looked up for all at once,
+    # as a step's path has thousands of segments and few of them meet a wait
+    i, j = np.searchsorted(hi, a, side="right"), np.searchsorted(lo, b, side="left")
+    cut = np.flatnonzero(_HIDING_MASK[cat] & (j > i)).tolist()
+    if not cut:  # most steps: the waits before the window are over by then, and the walk's totals stand
+        codes, first = np.unique(cat, return_index=True)  # ... in the order of time, as _by_cat gives them
+        path.by_cat = {CATS[c]: path.by_cat[CATS[c]] for c in codes[np.argsort(first)].tolist()}
+        return path
+    out = []
+    at = 0
+    for k in cut:
+        out.extend(segs[at:k])
+        out.extend(_split(segs[k], lo[i[k]:j[k]].tolist(), hi[i[k]:j[k]].tolist()))
+        at = k + 1
+    out.extend(segs[at:])
+    path.segments = [x for x in out if x[2] > x[1]]
+    path.by_cat = _by_cat(path.segments)
     return path
+
+
+_HIDING_MASK = np.isin(np.arange(len(CATS)), list(_HIDING))
+
+
+def _split(seg: tuple, los: list, his: list) -> list:
+    """One segment cut by the waits it overlaps (sorted, disjoint): the pieces inside them `untraced`."""
+    node, a, b, cat = seg
+    out, t = [], a
+    for x, y in zip(los, his):
+        x, y = max(a, x), min(b, y)
+        if x > t:
+            out.append((node, t, x, cat))
+        out.append((node, x, y, CAT["untraced"]))
+        t = y
+    if b > t:
+        out.append((node, t, b, cat))
+    return out
+
+
+def _by_cat(segs: list) -> dict:
+    """Nanoseconds per category, the categories in the order first met on the path."""
+    out: dict = {}
+    for _, a, b, cat in segs:
+        out[CATS[cat]] = out.get(CATS[cat], 0) + (b - a)
+    return out

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ...ingest.table import NONE
-from .build import LAUNCH, WAKE, Graph, view
+from .build import LAUNCH, WAKE, Graph
 
 _STARTERS = (LAUNCH, WAKE)  # the dependencies a rewire replaces
 
@@ -46,23 +46,23 @@ def replay(g: Graph, edit: Edit | None = None, until: int | None = None) -> tupl
     if edit is None or edit.empty() or n == 0:
         return g.start.copy(), g.end.copy()
     R = _order(g)
-    changed = np.fromiter(set(edit.dur) | set(edit.unblock) | set(edit.cut_from) | set(edit.rewire), np.int64)
+    edited = np.fromiter(edit.dur, np.int64, len(edit.dur))  # (tens of thousands of nodes: no set of them)
+    others = np.fromiter(set(edit.unblock) | set(edit.cut_from) | set(edit.rewire), np.int64)
     # nodes that end before the first changed node ends cannot move (their inputs all ended earlier)
-    lo = int(np.searchsorted(R["ends"], g.end[changed].min(), side="left"))
+    lo = int(np.searchsorted(R["ends"], g.end[np.concatenate([edited, others])].min(), side="left"))
     hi = int(np.searchsorted(R["ends"], until, side="right")) if until is not None else n
     special = _special_deps(g, edit)
     is_join = R["join"].copy()
     is_join[np.fromiter(special, np.int64, len(special))] = True
-    edited = np.fromiter(edit.dur, np.int64, len(edit.dur))
     new = np.maximum(np.array(list(edit.dur.values())).astype(np.int64), 0)  # astype truncates as int() does
     grow = np.zeros(n, np.int64)  # what the edit adds to each node's duration
     grow[edited] = new - R["dur_a"][edited]
-    root, acc = _chains(R, is_join, grow)
+    root, acc = _chains(R, is_join, grow, special)
     ranked = R["order"][lo:hi]
     joins = ranked[is_join[ranked]]
     mine = is_join[edited]  # the edited joins' new durations (the other nodes' are in `grow`)
-    new_dur = dict(zip(edited[mine].tolist(), new[mine].tolist()))
-    s_new, e_new = _replay_joins(g, R, edit, special, new_dur, joins.tolist(), view(root), view(acc))
+    s_new, e_new = _replay_joins(g, R, edit, special, dict(zip(edited[mine].tolist(), new[mine].tolist())), joins,
+                                 root, acc)
     moved = np.zeros(n + 1, np.int64)  # per join: how far its end moved; the last: a chain with no join
     moved[joins] = np.array(e_new, np.int64) - g.end[joins]
     replayed = (R["pos"] >= lo) & (R["pos"] < hi)  # the others as observed
@@ -72,67 +72,110 @@ def replay(g: Graph, edit: Edit | None = None, until: int | None = None) -> tupl
     return start, end
 
 
-def _replay_joins(g: Graph, R: dict, edit: Edit, special: dict, new_dur: dict, joins: list, root_l,
-                  acc_l) -> tuple[list, list]:
+def _replay_joins(g: Graph, R: dict, edit: Edit, special: dict, new_dur: dict, joins: np.ndarray, root: np.ndarray,
+                  acc: np.ndarray) -> tuple[list, list]:
     """The joins in the order of their observed ends: each starts when its dependencies allow, each dependency's
-    end read as the replay has it so far (its chain's join's shift, once that join is replayed before it)."""
-    L = g.lists()
-    ptr_l, src_l, lag_l, wait_on, tail = L["ptr"], L["src"], L["lag"], L["wait_on"], L["tail"]
-    start_l, end_l, pos_l = L["start"], L["end"], R["pos_l"]
-    dur_l, base_l = R["dur"], R["base"]
-    span = {}  # the nodes whose dependencies the edit changes: theirs, appended to copies of the lists
-    if special:
-        extra = [dep for deps in special.values() for dep in deps]
-        at = len(g.dep_src)
-        for node, deps in special.items():
-            span[node], at = (at, at + len(deps)), at + len(deps)
-        src_l = view(np.concatenate([g.dep_src, np.array([d for d, _ in extra], np.int64)]))
-        lag_l = view(np.concatenate([g.dep_lag, np.array([lag for _, lag in extra], np.int64)]))
+    end read as the replay has it so far (its chain's join's shift, once that join is replayed before it). What
+    does not depend on the order (each dependency's observed end, lag and chain growth; each join's own part) is
+    laid out by _join_edges / _join_own first, so that the loop only adds the shifts of joins replayed before."""
+    ptr, const, via = _join_edges(g, R, special, joins, root, acc)
+    start0, own, waits, w_const, w_via = _join_own(g, R, edit, new_dur, joins, root, acc)
     delta = [0] * (len(g) + 1)  # per join once replayed: how far its end moved; delta[-1]: no join
-    unblock, out_s, out_e = edit.unblock, [], []
-    push_s, push_e, dur_of = out_s.append, out_e.append, new_dur.get
-    for node in joins:
-        p = pos_l[node]
-        a, b = span[node] if span and node in span else (ptr_l[node], ptr_l[node + 1])
+    end0, out_s, out_e = g.end[joins].tolist(), [], []
+    for i, node in enumerate(joins.tolist()):
         t = None
-        for k in range(a, b):  # a dependency not replayed yet (later in the order) is read as observed
-            d = src_l[k]
-            v = end_l[d] + lag_l[k] + (delta[root_l[d]] + acc_l[d] if pos_l[d] < p else 0)
+        for k in range(ptr[i], ptr[i + 1]):  # a dependency not replayed yet (later in the order) has via -1
+            v = const[k] + delta[via[k]]
             if t is None or v > t:
                 t = v
-        s = start_l[node] if t is None else t
-        w = wait_on[node]
-        d = dur_of(node)
-        if w == NONE:
-            e = s + (dur_l[node] if d is None else d)
-        else:  # a blocking call's own part: what it took after the waited-for work ended (its tail)
-            base = base_l[node] if d is None else min(max(tail[node], 0), d)
-            e = s + base if node in unblock else max(s + base, end_l[w] + tail[node] + (
-                delta[root_l[w]] + acc_l[w] if pos_l[w] < p else 0))
-        delta[node] = e - end_l[node]
-        push_s(s)
-        push_e(e)
+        s = start0[i] if t is None else t
+        e = s + own[i]
+        if waits[i]:  # a blocking call returns when the work it waited for ends, plus its tail
+            e = max(e, w_const[i] + delta[w_via[i]])
+        delta[node] = e - end0[i]
+        out_s.append(s)
+        out_e.append(e)
     return out_s, out_e
 
 
-def _chains(R: dict, is_join: np.ndarray, grow: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _join_edges(g: Graph, R: dict, special: dict, joins: np.ndarray, root: np.ndarray,
+                acc: np.ndarray) -> tuple[list, list, list]:
+    """The joins' dependencies laid out in a row (CSR by join): per dependency d at lag l, what its end is read as
+    in the replay: end[d] + l + acc[d] + the shift of join `via` (root[d]) where d comes before the join in the
+    order, else end[d] + l as observed (via -1: the shift list's last entry, always 0). A node whose dependencies
+    the edit changes takes its list from `special`."""
+    ptr_a, src_a, lag_a = g.dep_ptr[joins], g.dep_src, g.dep_lag
+    count = g.dep_ptr[joins + 1] - ptr_a
+    if special:  # their dependencies appended after the graph's, each node's span pointing there
+        extra = [dep for node in joins.tolist() if node in special for dep in special[node]]
+        src_a = np.concatenate([src_a, np.array([d for d, _ in extra], np.int64)])
+        lag_a = np.concatenate([lag_a, np.array([lag for _, lag in extra], np.int64)])
+        at = np.flatnonzero(np.isin(joins, np.fromiter(special, np.int64, len(special))))
+        count[at] = [len(special[int(node)]) for node in joins[at]]
+        ptr_a = ptr_a.copy()
+        ptr_a[at] = len(g.dep_src) + np.concatenate([[0], np.cumsum(count[at])[:-1]])
+    ptr = np.concatenate([[0], np.cumsum(count)])
+    edge = np.arange(ptr[-1]) - np.repeat(ptr[:-1] - ptr_a, count)
+    src = src_a[edge]
+    earlier = R["pos"][src] < np.repeat(R["pos"][joins], count)
+    const = g.end[src] + lag_a[edge] + np.where(earlier, acc[src], 0)
+    return ptr.tolist(), const.tolist(), np.where(earlier, root[src], NONE).tolist()
+
+
+def _join_own(g: Graph, R: dict, edit: Edit, new_dur: dict, joins: np.ndarray, root: np.ndarray,
+              acc: np.ndarray) -> tuple[list, list, list, list, list]:
+    """Per join: its observed start (where it has no dependency), its own part (its duration, new where edited; a
+    blocking call's tail), whether it waits (a blocking call the edit does not unblock), and what it waited for
+    read as the edges are (_join_edges): the waited node's end plus the tail, and the join whose shift it takes."""
+    w = g.wait_on[joins]
+    blocking = w != NONE
+    tail = g.wait_tail[joins]
+    new = np.full(len(g) + 1, -1, np.int64)  # per node: its new duration, -1 none (a new one is >= 0)
+    new[np.fromiter(new_dur, np.int64, len(new_dur))] = np.fromiter(new_dur.values(), np.int64, len(new_dur))
+    new = new[joins]
+    edited = new >= 0
+    dur = np.where(edited, new, R["dur_a"][joins])
+    own = np.where(blocking, np.where(edited, np.minimum(np.maximum(tail, 0), new), R["base_a"][joins]), dur)
+    unblocked = np.zeros(len(g) + 1, bool)
+    unblocked[np.fromiter(edit.unblock, np.int64, len(edit.unblock))] = True
+    waits = blocking & ~unblocked[joins]
+    wn = np.maximum(w, 0)
+    earlier = R["pos"][wn] < R["pos"][joins]
+    w_const = g.end[wn] + tail + np.where(earlier, acc[wn], 0)
+    w_via = np.where(earlier & blocking, root[wn], NONE)
+    return g.start[joins].tolist(), own.tolist(), waits.tolist(), w_const.tolist(), w_via.tolist()
+
+
+def _chains(R: dict, is_join: np.ndarray, grow: np.ndarray, special: dict) -> tuple[np.ndarray, np.ndarray]:
     """Per node: the join its chain of single dependencies starts from (itself for a join; -1 where the chain
     starts at none: a node with no dependency, or one whose dependency comes later in the order), and the growth
-    of the chain's nodes after that join up to it, its own included (0 for a join). Each chain is a path (_order
-    made it so) laid out in a row of R["paths"]; the edit's joins cut it further: sums over segments."""
+    of the chain's nodes after that join up to it, its own included (0 for a join): sums over the segments of
+    _segments."""
+    if special:  # the edit makes joins of its own: segments of its own
+        seg, first, root = _segments(R, is_join)
+    else:  # the graph's joins alone: the same segments for every edit
+        seg, first, root = R.get("segments") or R.setdefault("segments", _segments(R, is_join))
+    co = R["paths"]
+    own = np.where(is_join, 0, grow)[co]
+    total = np.cumsum(own)
+    acc = np.empty(len(co), np.int64)
+    acc[co] = total - (total[first] - own[first])[seg]
+    return root, acc
+
+
+def _segments(R: dict, is_join: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each chain is a path (_order made it so) laid out in a row of R["paths"], cut at every join: per place in
+    that row its segment, each segment's first place, and per node its segment's join (NONE: none)."""
     co, head = R["paths"], R["head"]
     cut = is_join[co]
     cut[1:] |= head[1:] != head[:-1]
     cut[0] = True
     seg = np.cumsum(cut) - 1
     first = np.flatnonzero(cut)
-    own = np.where(is_join, 0, grow)[co]
-    total = np.cumsum(own)
-    acc, root = np.empty(len(co), np.int64), np.empty(len(co), np.int64)
-    acc[co] = total - (total[first] - own[first])[seg]
     lead = co[first]
+    root = np.empty(len(co), np.int64)
     root[co] = np.where(is_join[lead], lead, NONE)[seg]
-    return root, acc
+    return seg, first, root
 
 
 def _heads(link: np.ndarray, stop: np.ndarray) -> np.ndarray:
@@ -171,8 +214,7 @@ def _order(g: Graph) -> dict:
         head = _heads(link, join)
         # each chain in a row, in its order (a link always goes forward): by head, then rank
         paths = order[np.argsort(head[order], kind="stable")]
-        cached = {"order": order, "pos": pos, "pos_l": view(pos), "ends": g.end[order], "dur": view(dur), "dur_a": dur,
-                  "base": view(base), "join": join, "link": link, "paths": paths, "head": head[paths]}
+        cached = {"order": order, "pos": pos, "ends": g.end[order], "dur_a": dur, "base_a": base, "join": join, "link": link, "paths": paths, "head": head[paths]}
         g.__dict__["_replay_order"] = cached
     return cached
 
