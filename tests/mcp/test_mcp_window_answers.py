@@ -130,6 +130,14 @@ def test_a_table_cursor_pages_only_its_own_question(monkeypatch, other):
     monkeypatch.setattr(sections, "kernels_impl", lambda s, r, w, win, paging: kernel_body(0, 5))
     with pytest.raises(BadParameter, match="pages another question"):  # the same arguments on another tool
         window_tools.kernels(host(), **mine, cursor=cursor, limit=5)
+    mine["group_by"] = "op"
+    cursor = window_tools.kernels(host(), **mine, limit=5)["next_cursor"]
+    assert window_tools.kernels(host(), **mine, cursor=cursor, limit=5)["next_cursor"]  # taken on its own question
+    with pytest.raises(BadParameter, match="pages another question"):
+        window_tools.kernels(host(), **{**mine, **other, "group_by": other.get("group_by", "op")}, cursor=cursor)
+    if "group_by" in other:
+        with pytest.raises(BadParameter, match="pages another question"):
+            window_tools.kernels(host(), **{**mine, "group_by": "name"}, cursor=cursor)
 
 
 def kernel_body(offset: int, limit: int) -> dict:
@@ -150,8 +158,10 @@ def test_kernels_answer_the_table_asked_for_with_its_own_total(monkeypatch, grou
         return kernel_body(paging["offset"], paging["limit"])
 
     monkeypatch.setattr(sections, "kernels_impl", impl)
-    got = window_tools.kernels(host(), "r", "w", "7", group_by=group_by, search="k", limit=4)
-    assert asked == [(STORE, "r", "w", "7", {"search": "k", "offset": 0, "limit": 4})]
+    got = window_tools.kernels(host(), "r", "w", "7", group_by=group_by, sort="total_ns", order="asc", search="k",
+                               limit=4)
+    assert asked == [(STORE, "r", "w", "7", {"sort": "total_ns", "order": "asc", "search": "k", "offset": 0,
+                                             "limit": 4})]
     assert {k: v for k, v in got.items() if k not in ("glossary", "units", "next_cursor")} == {
         **WHERE, "group_by": group_by, "all_rows": all_rows, "total": total, "offset": 0, "limit": 4, "sort": None,
         "order": None, "search": "", "kernel_total_ns": 12345, "cores": ["AI Core"],
@@ -159,7 +169,8 @@ def test_kernels_answer_the_table_asked_for_with_its_own_total(monkeypatch, grou
     assert got["glossary"]["calls"] == entry("kernel_calls") and got["glossary"]["max_ns"] == entry("kernel_max")
     rows, cursor = got["rows"], got["next_cursor"]
     while cursor:
-        page = window_tools.kernels(host(), "r", "w", "7", group_by=group_by, search="k", cursor=cursor, limit=4)
+        page = window_tools.kernels(host(), "r", "w", "7", group_by=group_by, sort="total_ns", order="asc",
+                                    search="k", cursor=cursor, limit=4)
         assert "glossary" not in page and page["total"] == total
         rows, cursor = rows + page["rows"], page["next_cursor"]
     assert rows == kernel_body(0, 99)[table]  # every row once, the pages ending at the table's own total
@@ -179,5 +190,6 @@ def test_findings_page_the_whole_findings(monkeypatch):
     last = window_tools.findings(host(), "r", "w", "7", cursor=second["next_cursor"], limit=3)
     assert (last["offset"], last["findings"], last["next_cursor"]) == (6, found[6:], None)
     assert window_tools.findings(host(), "r", "w", "7")["findings"] == found[:5]  # five by default
-    with pytest.raises(BadParameter, match="pages another question"):
-        window_tools.findings(host(), "r", "w", "8", cursor=first["next_cursor"])
+    for other in (("r", "w", "8"), ("r", "v", "7"), ("s", "w", "7")):
+        with pytest.raises(BadParameter, match="pages another question"):
+            window_tools.findings(host(), *other, cursor=first["next_cursor"])
