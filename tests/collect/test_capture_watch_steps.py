@@ -261,6 +261,7 @@ def test_a_failing_read_or_write_is_said_once_per_streak(w, capsys, monkeypatch)
     def fail(*a, **k):
         raise PermissionError(13, "Permission denied")
 
+    read, write = w.folder.read, w.folder.write
     monkeypatch.setattr(w.folder, "read", fail)
     w._poll()
     w._poll()
@@ -273,7 +274,8 @@ def test_a_failing_read_or_write_is_said_once_per_streak(w, capsys, monkeypatch)
                      "training goes on, the watch retries",
                      "canning: capture: cannot write rank1.status.json: PermissionError: [Errno 13] Permission "
                      f"denied (in {run}); training goes on, the watch retries"]
-    del w.folder.read, w.folder.write  # the storage back: the streak ends, and a new failure is said again
+    monkeypatch.setattr(w.folder, "read", read)  # the storage back: the streak ends, a new failure is said again
+    monkeypatch.setattr(w.folder, "write", write)
     w._poll()
     w._beat(T0)
     assert w._failing == set()
