@@ -112,43 +112,49 @@ def test_every_tool_is_registered_read_only_with_the_cap_said():
     assert "at most 60,000 characters of JSON" in tools.COMMON
 
 
-@pytest.mark.parametrize("tool", sorted(DEFAULTS))
-def test_the_least_arguments_reach_the_selection_with_their_defaults(app, tool):
-    _, name, args, expected = DEFAULTS[tool]
-    assert call(app, tool, args) == (name, (HOST, *expected))
+# One server per test, every tool in the loop: building the server is most of a test's time here.
+def test_the_least_arguments_reach_the_selection_with_their_defaults(app):
+    for tool, (_, name, args, expected) in DEFAULTS.items():
+        assert call(app, tool, args) == (name, (HOST, *expected)), tool
 
 
-@pytest.mark.parametrize("tool", sorted(GIVEN))
-def test_every_argument_reaches_the_selection_in_its_place(app, tool):
-    args, expected = GIVEN[tool]
-    assert call(app, tool, args) == (DEFAULTS[tool][1], (HOST, *expected))
+def test_every_argument_reaches_the_selection_in_its_place(app):
+    for tool, (args, expected) in GIVEN.items():
+        assert call(app, tool, args) == (DEFAULTS[tool][1], (HOST, *expected)), tool
 
 
-@pytest.mark.parametrize("tool, arg, low, high", LIMITS)
-def test_numbers_are_taken_at_both_ends_of_their_range_and_refused_past_them(app, tool, arg, low, high):
-    least = DEFAULTS[tool][2]
-    for value in (low, high):
-        call(app, tool, {**least, arg: value})
-    step = 1 if isinstance(low, int) and isinstance(high, int) else 0.5
-    for value in (low - step, high + step):
-        app.calls.clear()
+def test_numbers_are_taken_at_both_ends_of_their_range_and_refused_past_them(app):
+    for tool, arg, low, high in LIMITS:
+        least = DEFAULTS[tool][2]
+        for value in (low, high):
+            call(app, tool, {**least, arg: value})
+        step = 1 if isinstance(low, int) and isinstance(high, int) else 0.5
+        for value in (low - step, high + step):
+            app.calls.clear()
+            with pytest.raises(ToolError, match=arg):
+                asyncio.run(app.call_tool(tool, {**least, arg: value}))
+            assert app.calls == [], (tool, arg, value)
+
+
+CHOICES = [("operators", "group_by", ("name", "shape", "stack"), "op"),
+           ("kernels", "group_by", ("name", "op"), "shape"),
+           ("timeline", "tracks", ("all", "device", "host", "python"), "gpu"),
+           ("critical_path", "scope", ("window", "ranks"), "run"),
+           ("roofline", "kind", ("all", "operator", "kernel"), "ops"),
+           ("compare", "gate_on", ("code", "total"), "both"), ("operators", "order", ("asc", "desc"), "up"),
+           ("communication", "section", ("summary", "steps", "collectives", "calls", "links", "groups", "ranks",
+                                         "matrix"), "links2"),
+           ("cross_rank", "section", ("summary", "ranks", "rank_figures", "stages", "collectives", "groups",
+                                      "distributions", "findings", "matrix"), "steps")]
+
+
+def test_a_choice_outside_its_list_is_refused(app):
+    for tool, arg, allowed, other in CHOICES:
+        least = DEFAULTS[tool][2]
+        for value in allowed:
+            call(app, tool, {**least, arg: value})
         with pytest.raises(ToolError, match=arg):
-            asyncio.run(app.call_tool(tool, {**least, arg: value}))
-        assert app.calls == []
-
-
-@pytest.mark.parametrize("tool, arg, allowed, other", [
-    ("operators", "group_by", ("name", "shape", "stack"), "op"), ("kernels", "group_by", ("name", "op"), "shape"),
-    ("timeline", "tracks", ("all", "device", "host", "python"), "gpu"), ("critical_path", "scope", ("window", "ranks"),
-                                                                          "run"),
-    ("roofline", "kind", ("all", "operator", "kernel"), "ops"), ("compare", "gate_on", ("code", "total"), "both"),
-    ("operators", "order", ("asc", "desc"), "up")])
-def test_a_choice_outside_its_list_is_refused(app, tool, arg, allowed, other):
-    least = DEFAULTS[tool][2]
-    for value in allowed:
-        call(app, tool, {**least, arg: value})
-    with pytest.raises(ToolError, match=arg):
-        asyncio.run(app.call_tool(tool, {**least, arg: other}))
+            asyncio.run(app.call_tool(tool, {**least, arg: other}))
 
 
 def test_a_query_of_more_than_20000_characters_is_refused(app):
