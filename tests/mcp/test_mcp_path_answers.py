@@ -14,7 +14,12 @@ STORE, PREFETCHER = object(), object()
 
 
 def host(pending=None) -> SimpleNamespace:
-    return SimpleNamespace(pending=lambda run, worker, window: pending, store=lambda: STORE, prefetcher=PREFETCHER)
+    """A host whose windows are digested (or `pending`); pending() must name the window asked about."""
+    def pend(run, worker, window):
+        assert (run, worker, window) in (("r", "w", "7"), ("r", "w", "8"), ("r", "v", "7"), ("s", "w", "7")), window
+        return pending
+
+    return SimpleNamespace(pending=pend, store=lambda: STORE, prefetcher=PREFETCHER)
 
 
 def offset_in(cursor: str) -> int:
@@ -41,16 +46,19 @@ def window_path(monkeypatch):
     return asked
 
 
+WINDOW_NEEDS = "scope window needs worker and window (list_windows names them)"
+RANKS_NEED = "scope ranks needs window_index, or worker and window (list_windows names them)"
+
+
 @pytest.mark.parametrize("args, said", [
     ({"scope": "rank"}, "scope must be one of window, ranks, not 'rank'"),
-    ({"limit": 0}, "limit must be between 1 and 200, not 0"), ({"limit": 201}, "limit must be between 1 and 200"),
-    ({"worker": None}, "scope window needs worker and window"), ({"window": None}, "scope window needs worker"),
-    ({"scope": "ranks", "worker": None}, "scope ranks needs window_index, or worker and window"),
-    ({"scope": "ranks", "window": None}, "scope ranks needs window_index, or worker and window")])
+    ({"limit": 0}, "limit must be between 1 and 200, not 0"), ({"limit": 201}, "limit must be between 1 and 200, not 201"),
+    ({"worker": None}, WINDOW_NEEDS), ({"window": None}, WINDOW_NEEDS),
+    ({"scope": "ranks", "worker": None}, RANKS_NEED), ({"scope": "ranks", "window": None}, RANKS_NEED)])
 def test_what_it_refuses_and_why(window_path, args, said):
-    with pytest.raises(BadParameter, match=said):
+    with pytest.raises(BadParameter) as e:
         path_tool.critical_path(host(), "r", **{"worker": "w", "window": "7", **args})
-    assert window_path == []
+    assert str(e.value) == said and window_path == []
 
 
 def test_a_window_being_digested_answers_that(window_path):
@@ -74,8 +82,11 @@ def test_a_steps_segments_page_to_the_segments_kept(window_path):
     assert got["step"] == {"step": 4, "dur_ns": 100, "by_category": {"compute": 60}, "segments_kept": 7,
                            "longest": [1]}
     assert (got["offset"], got["segments"], got["scope"]) == (0, [{"i": 0}, {"i": 1}, {"i": 2}], "window")
+    assert got["units"]["*_ns"].startswith("integer nanoseconds")
     seen = got["segments"]
-    while got["next_cursor"] and len(seen) < 50:  # bounded: a cursor that does not move on fails
+    for _ in range(10):  # bounded: a cursor that does not move on fails, never hangs
+        if not got["next_cursor"]:
+            break
         assert offset_in(got["next_cursor"]) == len(seen)
         got = path_tool.critical_path(host(), "r", "w", "7", step=4, cursor=got["next_cursor"], limit=3)
         assert window_path[-1][5] == got["offset"]
@@ -112,7 +123,8 @@ def ranks_path(monkeypatch):
                 "steps": [rank_step(n, offset, limit) for n in (2, 3, 4)] + [rank_step(n, 0, 1) for n in range(5, 60)]}
 
     monkeypatch.setattr(path_tool, "cross_rank_path_impl", impl)
-    monkeypatch.setattr(path_tool, "position_of", lambda store, run, worker, window: {"7": 1, "9": 6}[window])
+    monkeypatch.setattr(path_tool, "position_of", lambda store, run, worker, window: {
+        (STORE, "r", "w", "7"): 1, (STORE, "r", "w", "9"): 6}[store, run, worker, window])
     return asked
 
 
@@ -126,7 +138,11 @@ def test_across_the_ranks_each_step_names_who_held_it(ranks_path):
     assert got["steps"][0] == {"step": 2, "dur_ns": 90, "held_by": 3, "by_rank": [{"rank": r} for r in range(16)],
                                "by_rank_total": 18, "hops_total": 5}
     assert [s["step"] for s in got["steps"]] == [2, 3, 4] + list(range(5, 52)) and got["steps_total"] == 58
-    assert got["hops"].startswith("ask with step=N")
+    assert got["hops"] == ("ask with step=N for that step's hops (which rank, own work or transfer, after which "
+                           "collective)") and got["units"]["*_ns"].startswith("integer nanoseconds")
+    cursor = path_tool.critical_path(host(), "r", window_index=2, scope="ranks", step=3, limit=2)["next_cursor"]
+    path_tool.critical_path(host(), "r", window_index=5, scope="ranks", cursor=cursor)  # no step: no page, not read
+    assert ranks_path[-1][3:] == (5, 0, 50)
     assert path_tool.critical_path(host(), "r", "w", "9", scope="ranks")["window_index"] == 6
     assert ranks_path[-1][3] == 6
     assert path_tool.critical_path(host(), "r", "w", "9", 0, scope="ranks")["window_index"] == 0  # the index wins
@@ -138,7 +154,9 @@ def test_one_steps_hops_across_the_ranks_page_on(ranks_path):
     assert got["step"] == {"step": 3, "dur_ns": 90, "held_by": 3, "by_rank": [{"rank": r} for r in range(16)],
                            "hops_total": 5}
     seen = got["hops"]
-    while got["next_cursor"] and len(seen) < 50:  # bounded: a cursor that does not move on fails
+    for _ in range(10):  # bounded: a cursor that does not move on fails, never hangs
+        if not got["next_cursor"]:
+            break
         assert offset_in(got["next_cursor"]) == len(seen)
         got = path_tool.critical_path(host(), "r", "w", "7", scope="ranks", step=3, cursor=got["next_cursor"], limit=2)
         assert (ranks_path[-1][4], got["offset"]) == (len(seen), len(seen))
@@ -170,4 +188,4 @@ def test_no_steps_across_the_ranks_says_none(monkeypatch):
 def test_windows_still_being_digested_are_counted(monkeypatch):
     monkeypatch.setattr(path_tool, "cross_rank_path_impl", lambda *a: {"loading": True, "done": 1, "total": 4})
     got = path_tool.critical_path(host(), "r", window_index=3, scope="ranks", step=2)
-    assert (got["window_index"], got["status"], got["done"], got["total"]) == (3, "digesting", 1, 4)
+    assert (got["run"], got["window_index"], got["status"], got["done"], got["total"]) == ("r", 3, "digesting", 1, 4)
