@@ -52,7 +52,8 @@ RANKS_NEED = "scope ranks needs window_index, or worker and window (list_windows
 
 @pytest.mark.parametrize("args, said", [
     ({"scope": "rank"}, "scope must be one of window, ranks, not 'rank'"),
-    ({"limit": 0}, "limit must be between 1 and 200, not 0"), ({"limit": 201}, "limit must be between 1 and 200, not 201"),
+    ({"limit": 0}, "limit must be between 1 and 200, not 0"),
+    ({"limit": 201}, "limit must be between 1 and 200, not 201"),
     ({"worker": None}, WINDOW_NEEDS), ({"window": None}, WINDOW_NEEDS),
     ({"scope": "ranks", "worker": None}, RANKS_NEED), ({"scope": "ranks", "window": None}, RANKS_NEED)])
 def test_what_it_refuses_and_why(window_path, args, said):
