@@ -110,9 +110,45 @@ def test_a_runs_bytes_stop_after_limit_files(tmp_path):
 
 def test_a_remote_runs_bytes_leave_the_capture_folder_out(memory_run):
     fs, url = memory_run
-    for name, size in {"a.json": 100, "sub/b": 20, ".canning-capture/request.json": 1000}.items():
+    for name, size in {"a.json": 100, "sub/b": 20, "empty": 0, ".canning-capture/request.json": 1000}.items():
         fs.pipe_file(f"/capture_files_run/{name}", b"x" * size)
-    assert files.CaptureFolder(url).window_bytes() == 120
+    fs.pipe_file("/capture_files_other/c.json", b"x" * 7)  # another run beside it: not this run's
+    try:
+        assert files.CaptureFolder(url).window_bytes() == 120
+    finally:
+        fs.rm("/capture_files_other", recursive=True)
+
+
+def test_a_file_gone_while_counted_is_left_out_and_the_count_goes_on(tmp_path, monkeypatch):
+    write_tree(tmp_path, {"a": 1, "b": 10, "c": 100})
+    lstat = os.lstat
+    first = next(os.walk(tmp_path))[2][0]  # the first the walk lists: the others come after it
+
+    def gone(path, *a, **k):
+        if os.path.basename(path) == first:
+            raise FileNotFoundError(2, "No such file or directory", path)
+        return lstat(path, *a, **k)
+
+    monkeypatch.setattr(os, "lstat", gone)
+    assert files.CaptureFolder(str(tmp_path)).window_bytes() == 111 - os.path.getsize(tmp_path / first)
+
+
+def test_a_remote_failure_names_the_run(memory_run, monkeypatch):
+    fs, url = memory_run
+    folder = files.CaptureFolder(url)
+
+    def down(*a, **k):
+        raise ConnectionError("the store is down")
+
+    for method, act in (("cat_file", lambda: folder.read("request.json", 10)),
+                        ("pipe_file", lambda: folder.write("a.json", b"x")),
+                        ("mv", lambda: folder.write("a.json", b"x")), ("ls", folder.names),
+                        ("find", folder.window_bytes)):
+        monkeypatch.setattr(folder.fs, method, down)
+        with pytest.raises(remote_fs.RemoteError) as e:
+            act()
+        assert str(e.value) == f"{url}: ConnectionError: the store is down", method
+        monkeypatch.undo()
 
 
 def test_the_request_and_the_status_files_read_and_the_bad_ones_named(tmp_path):
