@@ -92,7 +92,7 @@ def test_a_steps_segments_page_to_the_segments_kept(window_path):
         got = path_tool.critical_path(host(), "r", "w", "7", step=4, cursor=got["next_cursor"], limit=3)
         assert window_path[-1][5] == got["offset"]
         seen += got["segments"]
-    assert seen == [{"i": i} for i in range(7)]
+    assert seen == [{"i": i} for i in range(7)] and got["next_cursor"] is None and got["offset"] == 6  # 3 pages
     cursor = path_tool.critical_path(host(), "r", "w", "7", step=4, limit=3)["next_cursor"]
     for other in ({"step": 5}, {"window": "8"}, {"worker": "v"}):
         with pytest.raises(BadParameter, match="pages another question"):
@@ -162,7 +162,7 @@ def test_one_steps_hops_across_the_ranks_page_on(ranks_path):
         got = path_tool.critical_path(host(), "r", "w", "7", scope="ranks", step=3, cursor=got["next_cursor"], limit=2)
         assert (ranks_path[-1][4], got["offset"]) == (len(seen), len(seen))
         seen += got["hops"]
-    assert seen == [{"h": i} for i in range(5)]
+    assert seen == [{"h": i} for i in range(5)] and got["next_cursor"] is None and got["offset"] == 4  # 3 pages
     cursor = path_tool.critical_path(host(), "r", window_index=1, scope="ranks", step=3, limit=2)["next_cursor"]
     for other in ({"step": 4}, {"window_index": 2}):
         with pytest.raises(BadParameter, match="pages another question"):
