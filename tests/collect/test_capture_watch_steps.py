@@ -334,3 +334,140 @@ def test_a_trigger_that_cannot_write_says_why(w, capsys, monkeypatch):
     w._write_asked()
     assert said(capsys) == ["canning: capture: trigger: step 7 was slow; could not ask for a capture: PermissionError: "
                             "[Errno 13] Permission denied"]
+
+
+def trig(start: int, ident: str) -> dict:
+    return cr.parse_request(json.dumps(request(start, id=ident, by="trigger", trigger=TRIGGER)).encode())
+
+
+@pytest.mark.parametrize("step, replaced", [(18, True), (19, False)])
+def test_two_ranks_triggers_fired_together_the_file_kept_one(w, capsys, step, replaced):
+    own, kept = trig(20, "0123456789abcdef"), trig(21, "1123456789abcdef")
+    w._decide(own)
+    w.step = step  # replaced only before the warm-up step of the earlier start (19)
+    w._decide(kept)
+    lines = said(capsys)
+    if replaced:
+        assert w.plan is kept and w._status["request"] == kept["id"] and w._status["state"] == "scheduled"
+        assert w._status["message"] == (f"steps 21-23 scheduled (read at step {step}; it replaces 0123456789abcdef, "
+                                        "asked at the same time by another rank)")
+        assert lines[-1] == ("canning: capture: request 1123456789abcdef from trigger: steps 21-23 replaces request "
+                             "0123456789abcdef (both ranks' triggers fired together; the run folder kept this one); "
+                             f"now at step {step}")
+    else:
+        assert w.plan is own and w._status["state"] == "refused" and w._status["request"] == kept["id"]
+
+
+@pytest.mark.parametrize("first, second, recording", [
+    (request(20, id="0123456789abcdef"), "trigger", False),  # a person's plan: a trigger's request does not replace it
+    ("trigger", request(21, id="1123456789abcdef"), False),  # a person's request does not replace a trigger's plan
+    ("trigger", "trigger", True)])  # a plan recording already is kept
+def test_only_a_scheduled_triggers_plan_gives_way_to_a_triggers_request(w, first, second, recording):
+    first = trig(20, "0123456789abcdef") if first == "trigger" else cr.parse_request(json.dumps(first).encode())
+    second = trig(21, "1123456789abcdef") if second == "trigger" else cr.parse_request(json.dumps(second).encode())
+    w._decide(first)
+    if recording:
+        w.began(first, 10)
+    w._decide(second)
+    assert w.plan is first and w._status["state"] == "refused"
+
+
+def test_a_trigger_after_its_own_capture_is_written_waits_for_the_rate_limit(w, capsys):
+    done = put(w, 20, by="trigger", trigger=TRIGGER)
+    w._poll()
+    w.ended(w.plan, ["a.json"])
+    with open(os.path.join(w.folder.path, "rank0.status.json"), "w") as f:
+        json.dump(live_status(0, request=done["id"], state="written", start_step=20, end_step=22), f)
+    capsys.readouterr()
+    w.ask(TRIGGER, 4, 40, 0.1)
+    w._write_asked()  # this rank's capture is written: not one to follow, and the limit holds the next
+    (line,) = said(capsys)
+    assert line.startswith("canning: capture: trigger: step 7 was slow; no capture asked: this job accepts one "
+                           "capture per 60 s; ask again in ")
+
+
+def test_a_trigger_replaces_an_unusable_request_file(w, capsys):
+    with open(os.path.join(w.folder.path, "request.json"), "w") as f:
+        f.write("{")
+    w.ask(TRIGGER, 4, 40, 0.1)
+    w._write_asked()
+    with open(os.path.join(w.folder.path, "request.json")) as f:
+        assert cr.parse_request(f.read().encode())["by"] == "trigger"
+    assert "asked steps" in said(capsys)[-1]
+
+
+def test_the_status_names_the_request_of_each_outcome(w):
+    plan = request(20, id="0123456789abcdef")
+    for act in (lambda: w.missed(plan, 25), lambda: w.ended(plan, ["a"]), lambda: w.ended(plan, [])):
+        w._status["request"] = None
+        act()
+        assert (w._status["request"], w._status["start_step"], w._status["end_step"]) == ("0123456789abcdef", 20, 22)
+    for ranks, step, outcome in (([0], 0, "not_selected"), ("all", 19, "missed"), ("all", 0, "refused")):
+        w._status["request"], w.step = None, step
+        w.plan = {"id": "f"} if outcome == "refused" else None
+        ident = f"{len(w._handled):016x}"
+        put(w, 20, ident=ident, ranks=ranks)
+        w._poll()
+        assert (w._status["state"], w._status["request"]) == (outcome, ident)
+
+
+def test_a_request_naming_this_rank_is_taken(w, capsys):
+    put(w, 20, ranks=[1], activities=["CPU", "CUDA"])
+    w._poll()
+    assert w.plan is not None and said(capsys)[-1].endswith("on rank 1 (CPU/CUDA; no options); now at step 0")
+
+
+def test_a_request_rewritten_with_the_same_id_is_not_decided_again(w):
+    put(w, 20)
+    w._poll()
+    w.plan = None
+    put(w, 25)  # other bytes, the same id
+    w._poll()
+    assert w.plan is None and w._status["start_step"] == 20
+
+
+def test_two_different_unreadable_request_files_are_each_said(w, capsys):
+    path = os.path.join(w.folder.path, "request.json")
+    os.mkfifo(path)
+    w._poll()
+    os.remove(path)
+    os.mkdir(path)
+    w._poll()
+    lines = said(capsys)
+    assert lines == ["canning: capture: request refused: request.json: a FIFO, not a regular file; training goes on",
+                     "canning: capture: request refused: request.json: a folder, not a regular file; training goes on"]
+
+
+def test_the_run_bytes_are_measured_first_only_with_a_trigger(tmp_path):
+    os.makedirs(tmp_path / "run")
+    sched = SimpleNamespace(poll_s=0.5, heartbeat_s=2.0, min_interval_s=60.0, max_steps=10, trigger=None)
+    assert watch.Watcher(str(tmp_path / "run"), sched, "gloo")._measure is False
+    sched.trigger = object()
+    assert watch.Watcher(str(tmp_path / "run"), sched, "gloo")._measure is True
+    assert watch.Watcher(str(tmp_path / "run"), SimpleNamespace(), "gloo")._measure is False
+
+
+def test_run_bytes_that_cannot_be_measured_are_unknown(w, monkeypatch):
+    w.run_bytes = 5
+
+    def fail(*a):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(w.folder, "window_bytes", fail)
+    w._measure_bytes()
+    assert w.run_bytes is None
+
+
+def test_the_rate_limit_rounds_its_wait_and_a_beat_clears_the_change(w):
+    put(w, 20)
+    w._poll()
+    w.clock.t = T0 + 59.4
+    assert w.held() == (T0, "the job accepts one capture per 60 s (min_interval_s); the next in 1 s")
+    assert w._dirty is True
+    w._beat(w.clock.t)
+    assert w._dirty is False
+    w._last_poll, w._cycle_s = T0, 0.0
+    w.clock.t = T0 + 0.123456
+    w._poll()
+    w._beat(w.clock.t)
+    assert status_file(w)["cycle_s"] == 0.1235
