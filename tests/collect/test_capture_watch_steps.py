@@ -100,7 +100,8 @@ def test_a_bad_request_is_refused_once(w, capsys):
     with open(os.path.join(w.folder.path, "request.json"), "w") as f:
         f.write("[1]")
     w._poll()
-    assert state(w) == ("refused", "request refused: the request must be a JSON object") and w._status["request"] is None
+    assert state(w) == ("refused", "request refused: the request must be a JSON object")
+    assert w._status["request"] is None
     w._poll()
     assert said(capsys) == ["canning: capture: request refused: the request must be a JSON object; training goes on"]
 
