@@ -166,3 +166,17 @@ def test_a_query_of_more_than_20000_characters_is_refused(app):
 def test_a_snapshot_ranks_window_index_given_as_null_is_position_0(app):
     assert call(app, "memory_snapshot_ranks", {"run": "r", "window_index": None}) == (
         "memory_snapshot_ranks", (HOST, "r", 0, 100))
+
+
+def test_bounded_arguments_say_their_bounds_in_their_description(app):
+    """An agent reads the schema's descriptions: a limit says its most rows, a number what it is."""
+    described = 0
+    for tool in asyncio.run(app.list_tools()):
+        for name, prop in tool.input_schema["properties"].items():
+            if name == "limit":
+                assert f"rows per page, at most {prop['maximum']} " in prop["description"], tool.name
+                described += 1
+            elif name in ("start_ns", "end_ns", "step", "window_index"):
+                assert len(prop.get("description", "")) > 10, (tool.name, name)
+                described += 1
+    assert described == 14 + 9  # 14 tools page with a limit (query has max_rows); 9 numbers
