@@ -472,3 +472,16 @@ def test_the_rate_limit_rounds_its_wait_and_a_beat_clears_the_change(w):
     w._poll()
     w._beat(w.clock.t)
     assert status_file(w)["cycle_s"] == 0.1235
+
+
+def test_a_new_watcher_has_asked_nothing_and_measured_nothing(w):
+    assert (w.plan, w.asked, w.run_bytes, w._dirty, w._thread) == (None, None, None, True, None)
+
+
+def test_the_thread_starts_once_and_says_it_stopped_watching(w):
+    w.start()
+    thread = w._thread
+    w.start()
+    assert w._thread is thread and thread.is_alive()
+    w.stop()  # wakes the thread, which writes a last status and ends
+    assert w._thread is None and not thread.is_alive() and status_file(w)["watching"] is False
