@@ -478,10 +478,38 @@ def test_a_new_watcher_has_asked_nothing_and_measured_nothing(w):
     assert (w.plan, w.asked, w.run_bytes, w._dirty, w._thread) == (None, None, None, True, None)
 
 
-def test_the_thread_starts_once_and_says_it_stopped_watching(w):
+def test_the_thread_starts_once_and_says_it_stopped_watching(w, monkeypatch):
+    import threading
+    beats, first = [], threading.Event()
+    beat = w._beat
+
+    def noted(now, watching=True):
+        beats.append(watching)
+        beat(now, watching)
+        first.set()
+
+    monkeypatch.setattr(w, "_beat", noted)
+    w.sched.trigger = object()
+    w._measure = True
     w.start()
     thread = w._thread
     w.start()
-    assert w._thread is thread and thread.is_alive()
+    assert w._thread is thread and thread.is_alive() and thread.daemon  # a job's exit never waits for it
+    assert thread.name == "canning-capture-watch"
+    assert first.wait(30)  # the loop's first turn: its status written (an event, not a timer: 30 s is a fail-safe)
     w.stop()  # wakes the thread, which writes a last status and ends
     assert w._thread is None and not thread.is_alive() and status_file(w)["watching"] is False
+    assert beats[0] is True and beats[-1] is False
+    assert w._measure is False and w.run_bytes == 0  # measured once at the first turn (a run without windows)
+
+
+def test_a_trigger_follows_another_ranks_request_after_this_ranks_last_capture(w, capsys):
+    w.ended(request(5, id="0123456789abcdef"), ["a.json"])  # this rank's last capture: written
+    other = put(w, 80, ident="1123456789abcdef", by="trigger", trigger=TRIGGER)  # another rank's, not read yet
+    with open(os.path.join(w.folder.path, "rank0.status.json"), "w") as f:
+        json.dump(live_status(0, request=other["id"], state="scheduled", start_step=80, end_step=82), f)
+    capsys.readouterr()
+    w.ask(TRIGGER, 4, 40, 0.1)
+    w._write_asked()
+    assert said(capsys) == ["canning: capture: trigger: step 7 was slow; another rank's trigger asked already: this "
+                            "rank follows request 1123456789abcdef"]
