@@ -238,7 +238,9 @@ class Shell {
    * view from it. A view's own options (search, range...) leave the shell as it is. */
   private onState(state: AppState, previous: AppState, listed = false): void {
     if (!this.runs.length) return;
-    if (!listed && sameSelection(state, previous) && state.view === previous.view) return;
+    // the chip is part of what a view is asked about (Selection.chip): choosing one mounts the view again
+    const sameChip = (state.options[CHIP_OPTION] ?? "") === (previous.options[CHIP_OPTION] ?? "");
+    if (!listed && sameSelection(state, previous) && state.view === previous.view && sameChip) return;
     if (this.fromLink && this.discovering && notListedYet(state, this.runs)) {
       this.viewEl.replaceChildren(h("div", { class: "notice loading", role: "status" }, h("span", { class: "spinner" }), `Looking for ${state.run} / ${state.worker || "…"} under the logdir…`));
       return;
