@@ -3,6 +3,7 @@ bounds docs/agents.md states (a limit past its range refused before any selectio
 with no logdir behind it (issue 46: fast tests for a mutation run over tools.py; the stdio / HTTP tests go through a
 real server and a digest)."""
 import asyncio
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from mcp.server.mcpserver import MCPServer
@@ -81,6 +82,13 @@ LIMITS = [("list_runs", "limit", 1, 500), ("list_windows", "limit", 1, 500), ("o
           ("compare", "fail_on_regression_pct", 0, 1e6)]
 
 
+def _run(coro):
+    """The coroutine on an event loop of its own, in a thread: the browser tests' Playwright, run earlier in the
+    same worker process, may hold this thread's loop (asyncio.run would refuse)."""
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coro).result()
+
+
 @pytest.fixture
 def app(monkeypatch):
     """The tools on an SDK server; each selection replaced by one that says what it was given."""
@@ -95,7 +103,7 @@ def app(monkeypatch):
 
 def call(app, tool: str, args: dict):
     app.calls.clear()
-    asyncio.run(app.call_tool(tool, args))
+    _run(app.call_tool(tool, args))
     (got,) = app.calls
     return got
 
@@ -132,7 +140,7 @@ def test_numbers_are_taken_at_both_ends_of_their_range_and_refused_past_them(app
         for value in (low - step, high + step):
             app.calls.clear()
             with pytest.raises(ToolError, match=arg):
-                asyncio.run(app.call_tool(tool, {**least, arg: value}))
+                _run(app.call_tool(tool, {**least, arg: value}))
             assert app.calls == [], (tool, arg, value)
 
 
@@ -154,13 +162,13 @@ def test_a_choice_outside_its_list_is_refused(app):
         for value in allowed:
             call(app, tool, {**least, arg: value})
         with pytest.raises(ToolError, match=arg):
-            asyncio.run(app.call_tool(tool, {**least, arg: other}))
+            _run(app.call_tool(tool, {**least, arg: other}))
 
 
 def test_a_query_of_more_than_20000_characters_is_refused(app):
     call(app, "query", {"sql": "x" * 20_000})
     with pytest.raises(ToolError, match="sql"):
-        asyncio.run(app.call_tool("query", {"sql": "x" * 20_001}))
+        _run(app.call_tool("query", {"sql": "x" * 20_001}))
 
 
 def test_a_snapshot_ranks_window_index_given_as_null_is_position_0(app):
@@ -171,7 +179,7 @@ def test_a_snapshot_ranks_window_index_given_as_null_is_position_0(app):
 def test_bounded_arguments_say_their_bounds_in_their_description(app):
     """An agent reads the schema's descriptions: a limit says its most rows, a number what it is."""
     described = 0
-    for tool in asyncio.run(app.list_tools()):
+    for tool in _run(app.list_tools()):
         for name, prop in tool.input_schema["properties"].items():
             if name == "limit":
                 assert f"rows per page, at most {prop['maximum']} " in prop["description"], tool.name

@@ -108,8 +108,11 @@ def test_a_snapshot_with_times_is_joined_to_the_trace(tmp_path, fresh_trace):
     frames = [{"name": "train", "filename": "/job/train.py", "line": 9}]
     trace = []
     want_ops = []
-    for num, start, end in steps:  # one 1 MiB block per step, allocated in the middle of the step, never freed
-        at_ns = (start + end) // 2
+    for num, start, end in steps:  # one 1 MiB block per step, never freed, allocated in the middle of the step's
+        # longest operator (the step's middle may fall between operators on a loaded machine: then none is open)
+        inside = [e for e in ops if start <= e["ts"] * 1000 and (e["ts"] + e["dur"]) * 1000 <= end]
+        longest = max(inside, key=lambda e: e["dur"])
+        at_ns = int((longest["ts"] + longest["dur"] / 2) * 1000)
         trace.append({"action": "alloc", "addr": num << 20, "size": 1 << 20, "stream": 0, "frames": frames,
                       "time_us": (base + at_ns) // 1000})
         t_ns = (base + at_ns) // 1000 * 1000 - base  # the µs the allocator keeps, back on the trace's clock
