@@ -154,10 +154,13 @@ class Store:
         window = self.window(run, worker, window_id)
         self._fetch(window, unless_digested=True)
         key, path = self._key(run, window)
-        with self._lock:
-            lock = self._computing.setdefault(key, threading.Lock())
-        with lock:
+        with self._once(key):
             return self._digest(run, window, worker, key, path)
+
+    def _once(self, key: str) -> threading.Lock:
+        """The lock of one digest key: threads asking for the same digest at once compute it once."""
+        with self._lock:
+            return self._computing.setdefault(key, threading.Lock())
 
     def _digest(self, run: str, window: Window, worker: str, key: str, path: str):
         from canning_tb.analysis import digest_pb2
@@ -189,9 +192,7 @@ class Store:
         from canning_tb.analysis import digest_pb2
         window = self.window(run, worker, window_id)
         key, path = chip_entry(*self._key(run, window), chip)
-        with self._lock:
-            lock = self._computing.setdefault(key, threading.Lock())
-        with lock:
+        with self._once(key):
             found = self._digests.get(key)
             if found is not None:
                 return found
