@@ -43,6 +43,18 @@ def open_plugin(page, url):
     return frame
 
 
+def open_window(page, url, run, worker, window, tab):
+    """The plugin with one of its two runs' windows picked and `tab` ("timeline", "suggestions"...) open, loaded."""
+    frame = open_plugin(page, url)
+    expect(frame.locator("#run-select option")).to_have_count(2, timeout=T)
+    frame.locator("#run-select").select_option(run)
+    frame.locator("#worker-select").select_option(worker)
+    frame.locator("#window-select").select_option(window)
+    frame.locator(f"#tab-{tab}").click()
+    expect(frame.locator("#canning-root")).to_have_attribute("data-state", "loaded", timeout=T)
+    return frame
+
+
 def shot(page, name):
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SHOTS / f"{name}.png"))

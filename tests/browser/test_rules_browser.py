@@ -8,7 +8,7 @@ import urllib.request
 import pytest
 from playwright.sync_api import expect
 
-from _tb import T, copy_resnet, open_plugin, serve, shot
+from _tb import T, copy_resnet, open_window, serve, shot
 from conftest import fixture_path
 from test_plugin_routes import RESNET_WINDOW
 
@@ -35,14 +35,7 @@ def route(url, **params):
 
 
 def open_suggestions(page, url, run, worker, window):
-    frame = open_plugin(page, url)
-    expect(frame.locator("#run-select option")).to_have_count(2, timeout=T)
-    frame.locator("#run-select").select_option(run)
-    frame.locator("#worker-select").select_option(worker)
-    frame.locator("#window-select").select_option(window)
-    frame.locator("#tab-suggestions").click()
-    expect(frame.locator("#canning-root")).to_have_attribute("data-state", "loaded", timeout=T)
-    return frame
+    return open_window(page, url, run, worker, window, "suggestions")
 
 
 def test_findings_in_order_with_their_parts_and_links(page, url, logdir, errors):

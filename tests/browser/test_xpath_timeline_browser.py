@@ -16,7 +16,7 @@ import pytest
 from playwright.sync_api import expect
 
 from _lab import PAIRS, run_job
-from _tb import FRAME, T, open_plugin, plugin_json, serve, shot
+from _tb import FRAME, T, open_window, plugin_json, serve, shot
 from conftest import fixture_path
 
 pytestmark = pytest.mark.browser
@@ -89,13 +89,7 @@ def check_drawn(canvas, step, shift):
 
 
 def open_ranks_path(page, url, run, worker, window, align):
-    frame = open_plugin(page, url)
-    expect(frame.locator("#run-select option")).to_have_count(2, timeout=T)
-    frame.locator("#run-select").select_option(run)
-    frame.locator("#worker-select").select_option(worker)
-    frame.locator("#window-select").select_option(window)
-    frame.locator("#tab-timeline").click()
-    expect(frame.locator("#canning-root")).to_have_attribute("data-state", "loaded", timeout=T)
+    frame = open_window(page, url, run, worker, window, "timeline")
     frame.locator("#timeline-ranks").check()
     canvas = frame.locator("#timeline-canvas")
     expect(canvas).not_to_have_attribute("data-ranks", "1", timeout=T)
