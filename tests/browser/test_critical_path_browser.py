@@ -14,7 +14,8 @@ import shutil
 import pytest
 from playwright.sync_api import expect
 
-from _tb import FRAME, T, copy_resnet, open_plugin, plugin_json, serve, shot
+import _tb
+from _tb import FRAME, T, copy_resnet, plugin_json, serve, shot
 from conftest import fixture_path
 from test_plugin_routes import RESNET_WINDOW
 
@@ -43,14 +44,8 @@ def ms(ns):
 
 
 def open_window(page, url, run, worker, window, view):
-    frame = open_plugin(page, url)
-    expect(frame.locator("#run-select option")).to_have_count(2, timeout=T)
-    frame.locator("#run-select").select_option(run)
-    frame.locator("#worker-select").select_option(worker)
-    frame.locator("#window-select").select_option(window)
-    frame.locator(f"#tab-{view}").click()
+    frame = _tb.open_window(page, url, run, worker, window, view)
     expect(frame.locator("#view")).to_have_attribute("data-view", view)
-    expect(frame.locator("#canning-root")).to_have_attribute("data-state", "loaded", timeout=T)
     return frame
 
 
