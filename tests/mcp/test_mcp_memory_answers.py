@@ -44,7 +44,7 @@ def offset_in(cursor: str) -> int:
 def device(name: str, allocated: list, active: list | None = None) -> dict:
     n = len(allocated)
     return {"device": name, "peak_allocated_bytes": 9, "capacity_bytes": -1, "events": [{"e": i} for i in range(n + 3)],
-            "ops": [{"name": f"op{i}"} for i in range(23)], "components": [{"name": "c"}],
+            "ops": [{"name": f"op{i}"} for i in range(23)], "components": [{"name": f"c{i}"} for i in range(22)],
             "curve_ts_ns": [10 * i for i in range(n)], "curve_allocated_bytes": allocated,
             "curve_reserved_bytes": [100 + v for v in allocated], "curve_active_bytes": active or []}
 
@@ -66,15 +66,16 @@ def test_memory_keeps_each_devices_figures_and_counts_its_lists(memory_route):
     assert got["units"]["*_bytes, bytes"] == "integer bytes"
     assert {k: v for k, v in got.items() if k not in ("glossary", "units")} == {**WHERE, "devices": [
         {"device": "cuda:0", "peak_allocated_bytes": 9, "capacity_bytes": -1, "events_total": 15,
-         "ops": [{"name": f"op{i}"} for i in range(20)], "ops_total": 23, "components": [{"name": "c"}],
-         "components_total": 1, "curve_ts_ns": [10 * i for i in KEPT_OF_10],
+         "ops": [{"name": f"op{i}"} for i in range(20)], "ops_total": 23,
+         "components": [{"name": f"c{i}"} for i in range(20)], "components_total": 22,
+         "curve_ts_ns": [10 * i for i in KEPT_OF_10],
          "curve_allocated_bytes": [ALLOCATED[i] for i in KEPT_OF_10],
          "curve_reserved_bytes": [100 + ALLOCATED[i] for i in KEPT_OF_10],
          "curve_active_bytes": [50 + ALLOCATED[i] for i in KEPT_OF_10], "curve_points_total": 12},
         {"device": "cpu", "peak_allocated_bytes": 9, "capacity_bytes": -1, "events_total": 3,
-         "ops": [{"name": f"op{i}"} for i in range(20)], "ops_total": 23, "components": [{"name": "c"}],
-         "components_total": 1, "curve_ts_ns": [], "curve_allocated_bytes": [], "curve_reserved_bytes": [],
-         "curve_active_bytes": [], "curve_points_total": 0}]}
+         "ops": [{"name": f"op{i}"} for i in range(20)], "ops_total": 23,
+         "components": [{"name": f"c{i}"} for i in range(20)], "components_total": 22,
+         "curve_ts_ns": [], "curve_allocated_bytes": [], "curve_reserved_bytes": [], "curve_active_bytes": [], "curve_points_total": 0}]}
 
 
 def test_a_curve_without_active_bytes_keeps_that_curve_empty(monkeypatch):
