@@ -75,7 +75,8 @@ def test_memory_keeps_each_devices_figures_and_counts_its_lists(memory_route):
         {"device": "cpu", "peak_allocated_bytes": 9, "capacity_bytes": -1, "events_total": 3,
          "ops": [{"name": f"op{i}"} for i in range(20)], "ops_total": 23,
          "components": [{"name": f"c{i}"} for i in range(20)], "components_total": 22,
-         "curve_ts_ns": [], "curve_allocated_bytes": [], "curve_reserved_bytes": [], "curve_active_bytes": [], "curve_points_total": 0}]}
+         "curve_ts_ns": [], "curve_allocated_bytes": [], "curve_reserved_bytes": [], "curve_active_bytes": [],
+         "curve_points_total": 0}]}
 
 
 def test_a_curve_without_active_bytes_keeps_that_curve_empty(monkeypatch):
