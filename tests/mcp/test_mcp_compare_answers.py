@@ -30,7 +30,7 @@ class Store:
     def window(self, run, worker, window):
         if window not in self.layout[run].get(worker, []):
             raise KeyError(window)
-        return SimpleNamespace(id=window)
+        return SimpleNamespace(id=window, run=run)
 
     def workers(self, run):
         return [SimpleNamespace(name=w) for w in self.layout[run]]
@@ -39,6 +39,7 @@ class Store:
         return [SimpleNamespace(id=w) for w in self.layout[run][worker]]
 
     def digest_key(self, run, window):
+        assert run == window.run, (run, window)  # the store's key is the run's and the window's (store.py)
         return f"{run}/{window.id}@{self.version}"
 
 
@@ -71,6 +72,7 @@ def world(monkeypatch):
         return compared_body()
 
     def window_digest(s, run, worker, window):
+        assert s is store
         calls["digests"].append((run, worker, window))
         if (run, worker, window) in unreadable:
             raise Unreadable(f"{run}/{worker}/{window}.json: damaged")
@@ -114,23 +116,28 @@ def test_without_a_baseline_the_default_pairing_is_compared_and_said(world):
     assert (got["base_run"], got["base_worker"], got["base_window"]) == (None, None, {"window": "1"})
 
 
+BOTH = "name a window with both worker and window, or neither (every window of the run)"
+NEED_BASE = "base_worker / base_window need base_run (omit all three for the default baseline)"
+
+
 @pytest.mark.parametrize("args, error, words", [
     ({"run": "nope"}, NotFound, "unknown run: 'nope' (list_runs names them)"),
     ({"run": "a", "base_run": "nope"}, NotFound, "unknown run: 'nope' (list_runs names them)"),
     ({"run": "a", "worker": "w0", "window": "9"}, NotFound, "unknown run/worker/window: 'a' / 'w0' / '9'"),
-    ({"run": "a", "worker": "w9", "window": "1", "base_run": "b"}, NotFound, "'a' / 'w9' / '1'"),
-    ({"run": "a", "worker": "w0"}, BadParameter, "name a window with both worker and window, or neither"),
-    ({"run": "a", "window": "1", "base_run": "b"}, BadParameter, "name a window with both worker and window"),
-    ({"run": "a", "base_run": "b", "base_worker": "w0"}, BadParameter, "name a window with both worker and window"),
-    ({"run": "a", "base_window": "5"}, BadParameter, "base_worker / base_window need base_run (omit all three"),
-    ({"run": "a", "base_worker": "w0"}, BadParameter, "base_worker / base_window need base_run"),
+    ({"run": "a", "worker": "w9", "window": "1", "base_run": "b"}, NotFound,
+     "unknown run/worker/window: 'a' / 'w9' / '1'"),
+    ({"run": "a", "worker": "w0"}, BadParameter, BOTH),
+    ({"run": "a", "window": "1", "base_run": "b"}, BadParameter, BOTH),
+    ({"run": "a", "base_run": "b", "base_worker": "w0"}, BadParameter, BOTH),
+    ({"run": "a", "base_window": "5"}, BadParameter, NEED_BASE),
+    ({"run": "a", "base_worker": "w0"}, BadParameter, NEED_BASE),
     ({"run": "empty"}, NotFound, "run 'empty' holds no window"),
     ({"run": "a", "base_run": "empty"}, NotFound, "run 'empty' holds no window"),
 ])
 def test_a_side_that_names_no_window_is_refused_in_words(world, args, error, words):
     with pytest.raises(error) as e:
         compare_tool.compare(world.host, **args)
-    assert words in str(e.value) and e.value.body["error"] == str(e.value)
+    assert str(e.value) == words and e.value.body["error"] == words
     assert world.calls["default"] == [] and world.calls["pending"] == []  # refused before anything is read
 
 
@@ -145,6 +152,8 @@ def test_whole_runs_compare_every_readable_window_and_name_the_others(world):
     assert got["base_window"] is None and "target_window" not in got
     assert got["base_run"] == "b" and got["worker"] is None
     assert got["pairing"] == {"rule": "named", "text": "the baseline named", "default": False}
+    compare_tool.compare(world.host, "a", base_run="b", group_by="stack", fail_on_regression_pct=2.5, gate_on="total")
+    assert world.calls["many"][-1][3:] == ("stack", 2.5, "total")
 
 
 def test_at_most_twenty_problems_are_listed_and_all_counted(world):
