@@ -39,7 +39,7 @@ def test_gate_passes_on_a_faster_target(pairs, tmp_path):
 def test_gate_names_the_unfused_operators(pairs, tmp_path):
     base, target = step_mean_ns(pairs / "gelu_fused"), step_mean_ns(pairs / "gelu_unfused")
     change = 100 * (target - base) / base  # the raw traces' own: 76-330 % here, lower when load evens them
-    assert change > 20
+    assert change > 4  # the threshold below (half of it) must round to a whole percent above 1
     # a threshold under the change (half of it): the gate on the whole change fails the run (the raw change is
     # the total; the code's part, the default, is judged on real runs in test_compare_gate_runs.py)
     p = run_cli("--mode=compare", f"--base={pairs / 'gelu_fused'}", f"--input={pairs / 'gelu_unfused'}",
