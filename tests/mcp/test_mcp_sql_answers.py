@@ -40,12 +40,22 @@ def host(layout: dict, pending=None):
     return SimpleNamespace(store=lambda: store(layout), pending_many=pend, asked=asked)
 
 
+class Built(list):
+    """The runs each Run was made for, and the time limits its queries were given."""
+
+
 @pytest.fixture
 def tables(monkeypatch):
     """The digests' tables as hand-made Arrow tables (what Run.arrow / Run.events would build from the digests)."""
-    built = []
+    built = Built()
 
     class HandRun(Run):
+        timeouts = []
+
+        def sql(self, query, max_rows, timeout_s=-1):
+            HandRun.timeouts.append(timeout_s)
+            return super().sql(query, max_rows=max_rows, timeout_s=timeout_s)
+
         def __init__(self, store_, runs):
             super().__init__(store_, runs)
             built.append(list(runs))
@@ -59,6 +69,7 @@ def tables(monkeypatch):
                              "name": ["mm"]})
 
     monkeypatch.setattr(sql_tools, "Run", HandRun)
+    built.timeouts = HandRun.timeouts
     return built
 
 
@@ -76,6 +87,7 @@ def test_a_query_answers_its_rows_columns_and_the_tables_it_read(tables):
     # only the ready windows are asked about, each by its run, worker and id
     assert h.asked == [("r", [("r", "w0", "win0"), ("r", "w0", "win1"), ("r", "w1", "win0")])]
     assert tables == [["r"]]  # every run of the logdir when none is named
+    assert tables.timeouts == [30.0]  # docs/agents.md: 30 s (the sandbox's own default is longer)
 
 
 def test_max_rows_bounds_the_rows_and_says_truncated(tables):
@@ -218,7 +230,7 @@ def test_the_schema_of_every_table_names_the_terms_without_their_definitions():
     assert got["units"] == sql_tools.UNITS
     notes = got["notes"]
     assert len(notes) == 4 and sql_tools.schema(None, "steps")["notes"] == notes
-    assert notes[0].startswith("every row carries run, worker, rank, window, window_index, step")
+    assert notes[0] == "every row carries run, worker, rank, window, window_index, step (NULL: the whole window)"
     assert notes[1].startswith("NULL is unknown, never 0")
     assert notes[2] == 'write the column window as "window" (an SQL keyword)'
     assert notes[3].startswith("one SELECT per query; no file")
