@@ -23,13 +23,17 @@ def files(tmp_path, sizes: dict) -> list[str]:
 
 def test_a_digest_takes_a_second_plus_25_mb_a_second_of_expanded_trace(tmp_path):
     # 1 MB plain + 0.5 MB gzip (20x: 10 MB) = 11 MB expanded: 1 + 11 / 25 = 1.44 s, shown as 1.4
-    names = files(tmp_path, {"a.json": 1_000_000, "b.json.gz": 500_000})
-    assert estimate_s(names + [str(tmp_path / "gone.json")]) == (1_500_000, 1.4)  # a missing file is left out
+    names = files(tmp_path, {"b.json.gz": 500_000, "a.json": 1_000_000})
+    gone = str(tmp_path / "gone.json")
+    assert estimate_s([gone] + names + [gone]) == (1_500_000, 1.4)  # a missing file is left out, the others counted
     assert estimate_s([]) == (0, 1.0)
     # 0.9 MB plain: 1.036 s, shown as 1.0; 2.25 MB gzip: 1 + 45 / 25 = 2.8 s; "gz" without the dot is plain
     assert estimate_s(files(tmp_path, {"c.json": 900_000})) == (900_000, 1.0)
     assert estimate_s(files(tmp_path, {"d.gz": 2_250_000})) == (2_250_000, 2.8)
     assert estimate_s(files(tmp_path, {"e.jsongz": 2_500_000})) == (2_500_000, 1.1)
+    # at the rounding edge: 1.25 MB is 1.05 s, shown as 1.1; a byte less is 1.0499... s, shown as 1.0
+    assert estimate_s(files(tmp_path, {"f.json": 1_250_000})) == (1_250_000, 1.1)
+    assert estimate_s(files(tmp_path, {"g.json": 1_249_999})) == (1_249_999, 1.0)
 
 
 class Scanner:
@@ -119,7 +123,7 @@ class Store:
         return (run, worker, window) in self.digested
 
     def digest_key(self, run, found):
-        return f"key-{found.label}"
+        return f"key-{run}-{found.label}"
 
 
 class Prefetcher:
@@ -140,7 +144,7 @@ class Clock:
 
 
 def pending_host(tmp_path, monkeypatch, answers, digested=(), wait=1.0, clock=100.0):
-    names = files(tmp_path, {"t.json": 5_000_000})  # 1 + 5 / 25 = 1.2 s
+    names = files(tmp_path, {"t.json": 1_050_000})  # 1 + 1.05 / 25 = 1.042 s, shown as 1.0
     found = {("r", "w", "7"): SimpleNamespace(label="step 7", files=names),
              ("r", "w", "8"): SimpleNamespace(label="step 8", files=names),
              ("r", "w", "9"): SimpleNamespace(label="step 9", files=names)}
@@ -165,24 +169,25 @@ def test_an_unknown_window_is_not_found(tmp_path, monkeypatch):
 def test_a_window_digested_within_the_wait_is_not_pending(tmp_path, monkeypatch):
     host, prefetcher, _ = pending_host(tmp_path, monkeypatch, [None], wait=0.25)
     assert host.pending("r", "w", "7") is None
-    assert prefetcher.asked == [(("mcp", "r", "w", "7", "key-step 7"), [("r", "w", "7")], 0.25)]
+    assert prefetcher.asked == [(("mcp", "r", "w", "7", "key-r-step 7"), [("r", "w", "7")], 0.25)]
 
 
 def test_a_window_being_digested_says_since_when_and_when_to_ask_again(tmp_path, monkeypatch):
     running = {"done": 0, "total": 1}
     host, prefetcher, clock = pending_host(tmp_path, monkeypatch, [running] * 3, wait=0.5)
     first = host.pending("r", "w", "7")
-    # the first call counts from now, plus the wait it spent; 5 MB typically 1.2 s: ask again in 0.7 s, at least 1
+    # the first call counts from now, plus the wait it spent; 1.05 MB (shown 1.1) typically 1.0 s: ask again in
+    # 0.5 s, at least 1
     assert first == {"run": "r", "worker": "w", "window": "7", "status": "digesting",
-                     "message": "w / step 7 is being digested (for 0.5 s now); a window of 5.0 MB of files typically "
-                                "takes about 1.2 s here: ask again",
-                     "elapsed_s": 0.5, "typical_s": 1.2, "size_bytes": 5_000_000, "retry_after_s": 1.0}
-    clock.now += 30.0  # the same window asked again: counted from the first call
+                     "message": "w / step 7 is being digested (for 0.5 s now); a window of 1.1 MB of files typically "
+                                "takes about 1.0 s here: ask again",
+                     "elapsed_s": 0.5, "typical_s": 1.0, "size_bytes": 1_050_000, "retry_after_s": 1.0}
+    clock.now += 30.04  # the same window asked again: counted from the first call, in tenths of a second
     again = host.pending("r", "w", "7")
     assert again["elapsed_s"] == 30.5 and again["retry_after_s"] == 1.0 and "(for 30.5 s now)" in again["message"]
     assert host.pending("r", "w", "8")["elapsed_s"] == 0.5  # another window: its own count
-    assert [key for key, _, _ in prefetcher.asked] == [("mcp", "r", "w", "7", "key-step 7")] * 2 + [
-        ("mcp", "r", "w", "8", "key-step 8")]
+    assert [key for key, _, _ in prefetcher.asked] == [("mcp", "r", "w", "7", "key-r-step 7")] * 2 + [
+        ("mcp", "r", "w", "8", "key-r-step 8")]
 
 
 @pytest.mark.parametrize("size, retry", [(50_000_000, 2.5), (400_000_000, 10.0), (47_500_000, 2.4)])
@@ -200,7 +205,7 @@ def test_many_windows_all_digested_or_one_left(tmp_path, monkeypatch):
     host, prefetcher, _ = pending_host(tmp_path, monkeypatch, [{"done": 0, "total": 1}], digested=items[:2], wait=0.5)
     one = host.pending_many("r", items)  # one window left: its own answer
     assert one["window"] == "9" and one["status"] == "digesting" and "window_index" not in one
-    assert prefetcher.asked == [(("mcp", "r", "w", "9", "key-step 9"), [("r", "w", "9")], 0.5)]
+    assert prefetcher.asked == [(("mcp", "r", "w", "9", "key-r-step 9"), [("r", "w", "9")], 0.5)]
 
 
 def test_many_windows_being_digested_say_how_many_are_done(tmp_path, monkeypatch):
