@@ -73,8 +73,6 @@ def test_a_config_of_64_kib_is_read_and_one_byte_more_is_not(tmp_path):
 
 
 def test_a_fifo_named_like_the_config_or_a_log_is_refused_not_waited_on(job):
-    os.mkfifo(job / "fifo_config")
-    assert npu.read_config(str(job / "nope")) is None
     (job / "log").mkdir()
     os.mkfifo(job / "log" / "dp_h_1_rank_0.log")
     log(job, 1, started(5))
