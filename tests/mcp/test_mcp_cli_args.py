@@ -4,6 +4,7 @@ loopback address unless --allow-non-loopback), and each refusal's words (issue 4
 over cli.py; test_mcp_http.py and test_mcp_stdio.py start the real server in a subprocess)."""
 import argparse
 import os
+import re
 import sys
 
 import pytest
@@ -36,7 +37,8 @@ def test_a_wait_outside_0_to_60_is_refused_naming_it(text):
 
 
 @pytest.mark.parametrize("text, address", [("127.0.0.1:8765", ("127.0.0.1", 8765)), ("[::1]:8765", ("::1", 8765)),
-                                           ("localhost:1", ("localhost", 1)), ("h:65535", ("h", 65535))])
+                                           ("localhost:1", ("localhost", 1)), ("h:65535", ("h", 65535)),
+                                           ("MYBOX:80", ("MYBOX", 80))])
 def test_host_and_port_are_read(text, address):
     assert cli.host_port(text) == address
 
@@ -113,3 +115,18 @@ def test_the_logdir_is_required_and_bad_options_are_refused(tmp_path, served, ca
         assert exit_.value.code == 2
     err = capsys.readouterr().err
     assert err.count("usage: canning-prof mcp") == 3 and "--logdir" in err and served == []
+
+
+def test_the_help_describes_every_option_and_names_its_value(served, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        cli.mcp_command(["--help"])
+    assert exit_.value.code == 0 and served == []
+    text = capsys.readouterr().out
+    assert text.startswith("usage: canning-prof mcp") and "(docs/agents.md)" in " ".join(text.split())
+    blocks = {}  # each option's entry: its names and value, then its description (wrapped or on the next line)
+    for block in re.split(r"\n(?=  -)", text.split("options:\n", 1)[1]):
+        signature, *rest = re.split(r"\s{2,}", block.strip(), maxsplit=1)
+        blocks[signature] = " ".join(" ".join(rest).split())
+    assert set(blocks) == {"-h, --help", "--logdir LOGDIR", "--http HOST:PORT", "--allow-non-loopback",
+                           "--cache-dir CACHE_DIR", "--digest-wait-s SECONDS", "--follow-links"}
+    assert all(len(words.split()) >= 5 for words in blocks.values()), blocks  # a sentence each
