@@ -7,6 +7,7 @@ worked out by hand here; the written files are read back with json."""
 import json
 import os
 import re
+import time
 
 import pytest
 
@@ -142,6 +143,27 @@ def test_the_config_must_fit_torch_npus_1020_bytes(job):
     assert str(refused.value) == "the config would be 1021 bytes; torch_npu reads at most 1020: name fewer ranks"
 
 
+def test_a_request_without_a_time_given_reads_the_clock(job):
+    before = time.time_ns()
+    got = npu.ask(str(job), {"steps": 1}, 5)
+    assert before <= got["created_ns"] <= time.time_ns()  # a bracket, not a race: any speed passes
+    assert json.loads((job / SIDECAR).read_text())["created_ns"] == got["created_ns"]
+
+
+def test_a_log_that_cannot_be_measured_is_left_out_and_the_others_kept(job):
+    (job / "log").mkdir()
+    os.symlink(job / "gone", job / "log" / "dp_a_1_rank_0.log")  # listed first, measured never
+    log(job, 1, started(2))
+    npu.ask(str(job), {"steps": 1}, 5, NOW)
+    assert json.loads((job / SIDECAR).read_text())["logs"] == {"dp_host-a_100_rank_1.log": len(started(2))}
+
+
+def test_a_log_with_bytes_that_are_not_utf8_is_still_read(job):
+    npu.ask(str(job), {"steps": 1}, 5, NOW)
+    put(job / "log" / "dp_h_1_rank_0.log", b"\xff\xfe garbage\n" + started(5).encode())
+    assert npu.state(str(job))["ranks"][0]["state"] == "recording"
+
+
 def test_no_request_no_state(job):
     assert npu.state(str(job), NOW) is None
 
@@ -251,13 +273,14 @@ def test_a_sidecar_not_ours_is_unusable_and_says_why(job, data, problem):
 
 
 def test_a_sidecar_at_its_ends_is_read_and_its_names_cut(job):
-    put(job / SIDECAR, {"id": "i" * 70, "by": 5, "created_ns": 1 << 63, "start_step": 1 << 53, "steps": 50,
+    put(job / SIDECAR, {"id": "i" * 70, "by": "b" * 70, "created_ns": 1 << 63, "start_step": 1 << 53, "steps": 50,
                         "ranks": [3, 1], "logs": None})
     got = npu.state(str(job))
-    assert (got["id"], got["by"], got["created_ns"]) == ("i" * 64, "5", 1 << 63)
+    assert (got["id"], got["by"], got["created_ns"]) == ("i" * 64, "b" * 64, 1 << 63)
     assert (got["start_step"], got["end_step"], got["steps"]) == (1 << 53, (1 << 53) + 49, 50)
     assert [r["rank"] for r in got["ranks"]] == [1, 3] and got["state"] == "waiting"
-    put(job / SIDECAR, {"id": "a", "by": "cli", "created_ns": 0, "start_step": 1, "steps": 1, "ranks": "all"})
+    put(job / SIDECAR, {"id": "a", "by": 5, "created_ns": 0, "start_step": 1, "steps": 1, "ranks": "all"})
+    assert npu.state(str(job))["by"] == "5"
     log(job, 4, started(1))  # no logs mapping: read from the start
     assert npu.state(str(job))["ranks"][0]["state"] == "recording"
 
@@ -266,12 +289,22 @@ def test_a_sidecar_that_cannot_be_opened_names_the_reason(job):
     (job / SIDECAR).mkdir(parents=True)  # a folder where the file should be
     with pytest.raises(cr.UnusableFile) as refused:
         npu.state(str(job))
-    assert refused.value.file == ".canning-capture/npu-request.json" and refused.value.problem
-    assert refused.value.problem != "OSError"  # the system's words, not a class name
+    assert (refused.value.file, refused.value.problem) == (".canning-capture/npu-request.json",
+                                                           "a folder, not a regular file")  # the reason's words
     os.rmdir(job / SIDECAR)
     os.mkfifo(job / SIDECAR)
-    with pytest.raises(cr.UnusableFile):
+    with pytest.raises(cr.UnusableFile, match="not a regular file"):
         npu.state(str(job))
+
+
+def test_a_sidecar_error_without_words_is_named_by_its_kind(job, monkeypatch):
+    def fails(*a):
+        raise PermissionError()  # an OSError that carries no words
+
+    monkeypatch.setattr(npu.safe_files, "read_file", fails)
+    with pytest.raises(cr.UnusableFile) as refused:
+        npu.state(str(job))
+    assert refused.value.problem == "PermissionError"
 
 
 def test_the_job_is_the_ranks_that_log(job):
