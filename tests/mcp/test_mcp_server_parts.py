@@ -165,8 +165,8 @@ def test_stdio_serves_the_built_server(tmp_path, monkeypatch):
 def http(monkeypatch):
     app, asked = App("a"), []
     monkeypatch.setattr(server, "build", lambda *a: asked.append(a) or (app, None))
-    import anyio
-    monkeypatch.setattr(anyio, "run", lambda make: asyncio.run(make()))
+    # the event loop serve_http starts (anyio's, an SDK dependency) stood in for by asyncio's
+    monkeypatch.setitem(sys.modules, "anyio", SimpleNamespace(run=lambda make: asyncio.run(make())))
     return app, asked
 
 
