@@ -2,22 +2,15 @@
 which section answers with which rows, what a summary cuts and counts, how a wide collective row leaves its
 per-rank figures out, which window a question names, and how the tables page (issue 46: fast tests for a mutation
 run over comm_tools.py; test_mcp_answers_vs_files.py checks the figures against the files)."""
-import base64
-import json
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
 from canning_tb.mcp import comm_tools
 from canning_tb.queries.errors import BadParameter
+from _answers import entry, offset_in
 
-GLOSSARY = json.loads((Path(__file__).parents[2] / "src/canning_tb/analysis/glossary.json").read_text())
 STORE, PREFETCHER = object(), object()
-
-
-def entry(term: str) -> dict:
-    return {"term": term, "name": GLOSSARY[term]["label"], "definition": GLOSSARY[term]["tip"]}
 
 
 def host(pending=None) -> SimpleNamespace:
@@ -27,10 +20,6 @@ def host(pending=None) -> SimpleNamespace:
         return pending
 
     return SimpleNamespace(pending=pend, store=lambda: STORE, prefetcher=PREFETCHER)
-
-
-def offset_in(cursor: str) -> int:
-    return int(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode().split(":")[0])
 
 
 def comm_body() -> dict:

@@ -3,7 +3,6 @@
 it refuses, the summary's keys, how a section pages, how the memory curves are thinned, which windows' problems are
 said, and when a kept comparison is used again (issue 46: fast tests for a mutation run over compare_tool.py; the
 comparison itself is tested in tests/analysis/test_analysis_compare.py and tests/plugin/test_compare_pairing.py)."""
-import base64
 from collections import OrderedDict
 from types import SimpleNamespace
 
@@ -12,6 +11,7 @@ import pytest
 from canning_tb.mcp import compare_tool
 from canning_tb.queries.errors import BadParameter, NotFound, QueryError, Unreadable
 from canning_tb.queries.pairing import Pairing
+from _answers import offset_in
 
 TABLES = ("breakdown", "operators", "kernels", "kernel_families", "communication", "communication_by_kind", "memory")
 SUMMARY = ("name_map", "mode", "base", "target", "verdict", "breakdown", "contributors", "attribution", "gate")
@@ -41,10 +41,6 @@ class Store:
     def digest_key(self, run, window):
         assert run == window.run, (run, window)  # the store's key is the run's and the window's (store.py)
         return f"{run}/{window.id}@{self.version}"
-
-
-def offset_in(cursor: str) -> int:
-    return int(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode().split(":")[0])
 
 
 def rows(section: str, n: int) -> list:

@@ -2,10 +2,7 @@
 keeps and counts, how roofline filters its points by kind and pages them, the glossary on the first page only, and
 the "not in this digest" answer (issue 46: fast tests for a mutation run over efficiency.py; the figures are the
 route's, tested in tests/plugin/test_roofline_route.py). Glossary entries are read from glossary.json here."""
-import base64
-import json
 import sys
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -14,29 +11,15 @@ from canning_tb.analysis import digest_pb2
 from canning_tb.mcp import efficiency
 from canning_tb.queries import roofline as roofline_route
 from canning_tb.queries.errors import BadParameter
+from _answers import entry, offset_in, recording_host
 
-GLOSSARY = json.loads((Path(__file__).parents[2] / "src/canning_tb/analysis/glossary.json").read_text())
 STORE = object()
 WHERE = {"run": "r", "worker": "w", "window": "7"}
 NOT_HERE = {**WHERE, "status": "not_in_digest"}  # docs/agents.md's answer without the efficiency analysis
 
 
-def entry(term: str) -> dict:
-    return {"term": term, "name": GLOSSARY[term]["label"], "definition": GLOSSARY[term]["tip"]}
-
-
 def host(pending=None) -> SimpleNamespace:
-    asked = []
-
-    def pend(run, worker, window):
-        asked.append((run, worker, window))
-        return pending
-
-    return SimpleNamespace(pending=pend, store=lambda: STORE, asked=asked)
-
-
-def offset_in(cursor: str) -> int:
-    return int(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode().split(":")[0])
+    return recording_host(STORE, pending)
 
 
 def point(i: int) -> dict:

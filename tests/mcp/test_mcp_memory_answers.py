@@ -3,9 +3,6 @@ with the routes' bodies made by hand: what each device keeps, cuts and counts, w
 (analysis/memory.downsample's rule worked by hand on small curves), how the allocations page, how stacks are cut
 (issue 46: fast tests for a mutation run over memory_tools.py; the figures are the routes', checked against the files
 in tests/plugin and test_mcp_memory_snapshot.py). Glossary entries are read from glossary.json here."""
-import base64
-import json
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -13,8 +10,8 @@ import pytest
 from canning_tb.mcp import memory_tools
 from canning_tb.queries import memory_snapshot, sections
 from canning_tb.queries.errors import BadParameter
+from _answers import entry, offset_in, recording_host
 
-GLOSSARY = json.loads((Path(__file__).parents[2] / "src/canning_tb/analysis/glossary.json").read_text())
 STORE = object()
 WHERE = {"run": "r", "worker": "w", "window": "7"}
 # A curve of 12 points. With points=10 downsample keeps at most 9: 3 buckets of 4 ([0:4], [4:8], [8:12]), each's
@@ -23,22 +20,8 @@ ALLOCATED = [5, 3, 8, 2, 4, 4, 1, 6, 7, 9, 0, 2]
 KEPT_OF_10 = [0, 2, 3, 6, 7, 9, 10, 11]
 
 
-def entry(term: str) -> dict:
-    return {"term": term, "name": GLOSSARY[term]["label"], "definition": GLOSSARY[term]["tip"]}
-
-
 def host(pending=None) -> SimpleNamespace:
-    asked = []
-
-    def pend(run, worker, window):
-        asked.append((run, worker, window))
-        return pending
-
-    return SimpleNamespace(pending=pend, store=lambda: STORE, asked=asked)
-
-
-def offset_in(cursor: str) -> int:
-    return int(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode().split(":")[0])
+    return recording_host(STORE, pending)
 
 
 def device(name: str, allocated: list, active: list | None = None) -> dict:

@@ -2,13 +2,13 @@
 refuses, which window and step it asks the route for, what it cuts and counts, the clock offsets' order and how
 the segments and hops page (issue 46: fast tests for a mutation run over path_tool.py; the figures themselves are
 checked against the files in test_mcp_critical_path.py)."""
-import base64
 from types import SimpleNamespace
 
 import pytest
 
 from canning_tb.mcp import path_tool
 from canning_tb.queries.errors import BadParameter, NotFound
+from _answers import offset_in
 
 STORE, PREFETCHER = object(), object()
 
@@ -20,10 +20,6 @@ def host(pending=None) -> SimpleNamespace:
         return pending
 
     return SimpleNamespace(pending=pend, store=lambda: STORE, prefetcher=PREFETCHER)
-
-
-def offset_in(cursor: str) -> int:
-    return int(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode().split(":")[0])
 
 
 def window_step(number: int, offset: int, limit: int, kept: int = 7) -> dict:

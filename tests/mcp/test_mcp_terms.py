@@ -1,16 +1,10 @@
 """mcp/terms.py's glossary(): which entry of analysis/glossary.json an answer's figure field carries (issue 46: fast
 tests for a mutation run over terms.py). The entries are read from glossary.json with json here, and the tables
 given to glossary() are made by hand, so the expected answers do not come from the module's own tables."""
-import json
-from pathlib import Path
 
 from canning_tb.mcp import terms
+from _answers import entry, GLOSSARY
 
-GLOSSARY = json.loads((Path(__file__).parents[2] / "src/canning_tb/analysis/glossary.json").read_text())
-
-
-def entry(term: str) -> dict:
-    return {"term": term, "name": GLOSSARY[term]["label"], "definition": GLOSSARY[term]["tip"]}
 
 
 def test_each_field_carries_its_terms_name_and_definition():

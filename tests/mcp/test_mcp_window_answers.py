@@ -2,9 +2,6 @@
 made by hand: what is cut, what is counted, what is passed on, which glossary entries come with it and how the
 pages continue (issue 46: fast tests for a mutation run over window_tools.py; the digest-backed tests in
 test_mcp_answers_vs_files.py check the figures themselves). Glossary entries are read from glossary.json here."""
-import base64
-import json
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -12,29 +9,15 @@ import pytest
 from canning_tb.mcp import window_tools
 from canning_tb.queries import sections
 from canning_tb.queries.errors import BadParameter
+from _answers import entry, offset_in, recording_host
 
-GLOSSARY = json.loads((Path(__file__).parents[2] / "src/canning_tb/analysis/glossary.json").read_text())
 STORE = object()
 WHERE = {"run": "r", "worker": "w", "window": "7"}
 BRIEF = ("rule", "severity", "category", "title", "gain_ns", "speedup", "observation")
 
 
-def entry(term: str) -> dict:
-    return {"term": term, "name": GLOSSARY[term]["label"], "definition": GLOSSARY[term]["tip"]}
-
-
 def host(pending=None) -> SimpleNamespace:
-    asked = []
-
-    def pend(run, worker, window):
-        asked.append((run, worker, window))
-        return pending
-
-    return SimpleNamespace(pending=pend, store=lambda: STORE, asked=asked)
-
-
-def offset_in(cursor: str) -> int:
-    return int(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode().split(":")[0])
+    return recording_host(STORE, pending)
 
 
 def hit(i: int) -> dict:
