@@ -158,8 +158,17 @@ def _hit(digest):
 def test_fused_gain_on_a_real_trace_is_the_time_read_by_hand(tmp_path, train):
     with one_thread():
         digest, raw = _record(tmp_path, "attn", _attention(train), record_shapes=True)
+    kept = set(digest.average_steps)
+    expected = _by_hand(raw, kept)
+    step = np.mean([_ns(e["dur"]) for e in raw if e["name"].startswith("ProfilerStep#")
+                    and int(e["name"].split("#")[1]) in kept])
+    # docs/rules.md's absolute floor: a gain under 5 % of the mean step is no finding. On a loaded machine the
+    # training's forward matmuls can run slow, and the backward matmuls priced at their rate then take back
+    # most of the gain: below the floor the engine must say nothing (200 ns either side left undecided)
+    if np.mean(list(expected.values())) < 0.05 * step - 200:
+        assert not [h for h in digest.rule_hits if h.rule == "fusable_attention"]
+        return
     hit = _hit(digest)
-    expected = _by_hand(raw, set(digest.average_steps))
     assert not hit.observation and hit.figures["shapes_checked"] == 1
     assert hit.figures["backward_matmuls"] == (2 * 4 if train else 0)
     # each step's gain is its own: the mean, the lowest and the highest over the kept steps (the file's µs

@@ -20,7 +20,10 @@ def served(monkeypatch):
     calls = []
     monkeypatch.setattr(server, "serve_stdio", lambda *a, **k: calls.append(("stdio", a, k)))
     monkeypatch.setattr(server, "serve_http", lambda *a, **k: calls.append(("http", a, k)))
-    monkeypatch.delenv(FOLLOW_ENV, raising=False)
+    # set, then removed: monkeypatch then restores the variable as it was (unset) after the test, which it would
+    # not after a delenv of an unset name; --follow-links sets it, and it must not reach the worker's other tests
+    monkeypatch.setenv(FOLLOW_ENV, "")
+    monkeypatch.delenv(FOLLOW_ENV)
     return calls
 
 
