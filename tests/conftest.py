@@ -104,3 +104,22 @@ def pytest_collection_modifyitems(config, items):
         limits = [s for m, s in MARKER_TIMEOUT_S.items() if item.get_closest_marker(m) is not None]
         if limits:
             item.add_marker(pytest.mark.timeout(max(limits)))
+
+
+@pytest.fixture(autouse=True)
+def _canning_settings_untouched():
+    """A test leaves canning's settings (the CANNING_* environment) as it found them: one that set
+    CANNING_FOLLOW_LINKS in-process once made the later link tests of its worker fail, far from the cause.
+    The test that changed them fails here, naming them (and they are put back)."""
+    before = {k: v for k, v in os.environ.items() if k.startswith("CANNING_")}
+    yield
+    after = {k: v for k, v in os.environ.items() if k.startswith("CANNING_")}
+    if after == before:
+        return
+    changed = sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
+    for k in changed:
+        if k in before:
+            os.environ[k] = before[k]
+        else:
+            os.environ.pop(k, None)
+    pytest.fail(f"the test changed canning's settings in this process and left them: {changed}", pytrace=False)
