@@ -229,3 +229,140 @@ def test_dominant_op_without_a_roof_or_on_the_host(monkeypatch):
     h = dominant_op(RuleInput(dominant_window(None, metric="host")))
     assert h.seen == "aten::mm takes 70.0% of the operators' Host Self Duration (0.035 ms per step)."
     assert rows(h) == [("operators", "aten::mm", "aten::mm: Host Self Duration", "aten::mm", -1, -1)]
+
+
+# -- memory_rules --------------------------------------------------------------------------------------------------
+
+GIB = 2 ** 30
+MIB = 2 ** 20
+
+
+def memory_digest(*devices, ops=("aten::mm", "MmBackward0")) -> pb.Digest:
+    """A digest with only its memory rows: (device, peak allocated, peak reserved, capacity, empty_cache calls)."""
+    d = pb.Digest()
+    for name in ops:
+        d.ops_by_name.add(name=name, calls=1)
+    for device, alloc, reserved, cap, empties in devices:
+        d.memory.add(device=device, peak_allocated_bytes=alloc, peak_reserved_bytes=reserved, capacity_bytes=cap,
+                     peak_ts_ns=5_000, empty_cache_calls=empties)
+    return d
+
+
+def rule_of(module, name, d):
+    from canning_tb.analysis.rules import memory_rules, schedule_rules  # noqa: F401 (registered)
+    return getattr({"memory": memory_rules, "schedule": schedule_rules}[module], name)(RuleInput(d))
+
+
+def test_peak_memory_is_the_larger_of_allocated_and_reserved():
+    """70 GiB allocated, 74 GiB reserved of 80 GiB: 92.5 % (allocated alone would be 87.5 %, under 90 %); a device
+    with no capacity or nothing allocated is not judged."""
+    d = memory_digest(("cuda:0", 70 * GIB, 74 * GIB, 80 * GIB, 0), ("cuda:1", 79 * GIB, 79 * GIB, -1, 0),
+                      ("cuda:2", 0, 79 * GIB, 80 * GIB, 0))
+    (f,) = rule_of("memory", "peak_memory", d)
+    assert (f.severity, f.title) == ("warning", "Memory of cuda:0 is nearly full")
+    assert f.seen == ("Peak memory on cuda:0 is 70.00 GiB allocated, 74.00 GiB reserved, of 80.00 GiB (92.5%; "
+                      "Memory: Peak memory).")
+    assert (f.value, f.figures) == (pytest.approx(0.925), {"peak_share": pytest.approx(0.925)})
+    assert rows(f) == [("memory", "cuda:0", "peak", "", 5_000, 1_000_000)]
+    assert claim(f) == ("memory_peak", 74 * GIB, "memory", pytest.approx(72 * GIB), [])
+    assert "activation checkpointing" in f.change_torch  # a backward ran: training advice
+    (g,) = rule_of("memory", "peak_memory", memory_digest(("cuda:0", 74 * GIB, 0, 80 * GIB, 0), ops=("aten::mm",)))
+    assert g.value == pytest.approx(0.925) and "torch.inference_mode()" in g.change_torch  # forward only
+
+
+def test_peak_memory_at_exactly_its_threshold_is_not_full():
+    assert rule_of("memory", "peak_memory", memory_digest(("cuda:0", 72 * GIB, 72 * GIB, 80 * GIB, 0))) == []
+
+
+@pytest.mark.parametrize("alloc,reserved,fires", [
+    (GIB, int(1.5 * GIB), True),        # exactly 1.5x, 512 MiB more: the ratio is "at least"
+    (256 * MIB, 512 * MIB, True),       # 2x, exactly 256 MiB more: the floor is "at least"
+    (256 * MIB, 512 * MIB - 1, False),  # a byte under the floor
+    (0, GIB, False),                    # nothing allocated: no ratio
+])
+def test_fragmentation_bounds(alloc, reserved, fires):
+    assert bool(rule_of("memory", "fragmentation", memory_digest(("cuda:0", alloc, reserved, 80 * GIB, 0)))) is fires
+
+
+def test_fragmentation_finding():
+    """1 GiB allocated, 1.6 GiB reserved: 1.6x; the threshold is 1.5 x the allocated bytes."""
+    (f,) = rule_of("memory", "fragmentation", memory_digest(("cuda:0", GIB, int(1.6 * GIB), 80 * GIB, 0)))
+    assert (f.severity, f.title) == ("info", "Reserved memory far above allocated on cuda:0")
+    assert f.seen == "Peak reserved 1.60 GiB is 1.6x the peak allocated 1.00 GiB (Memory: Peak reserved)."
+    assert (f.value, f.figures) == (pytest.approx(1.6), {"reserved_over_allocated": pytest.approx(1.6)})
+    assert rows(f) == [("memory", "cuda:0", "Peak reserved", "", -1, -1)]
+    assert claim(f) == ("peak_reserved", int(1.6 * GIB), "memory", 1.5 * GIB, [])
+
+
+def test_empty_cache_takes_the_most_calls_of_any_device():
+    f = rule_of("memory", "empty_cache", memory_digest(("cuda:0", GIB, GIB, 80 * GIB, 2), ("cuda:1", GIB, GIB, 80 * GIB, 3)))
+    assert (f.severity, f.title, f.seen) == ("warning", "empty_cache is called", "empty_cache was called 3 times in the window.")
+    assert (f.value, f.figures) == (3, {"empty_cache_calls": 3})
+    assert rows(f) == [("memory", "", "empty_cache calls", "", -1, -1)]
+    assert claim(f) == ("empty_cache_calls", 3.0, "memory", 0.0, [])
+    assert rule_of("memory", "empty_cache", memory_digest(("cuda:0", GIB, GIB, 80 * GIB, 0))) is None
+
+
+def test_allocator_churn_counts_the_calls_in_the_window(monkeypatch):
+    """Two steps of 10 ms; cudaMalloc of 3, 4 and 5 ms at 1, 5 and 11 ms: 12 ms in the window, above 10 ms; 6 ms a
+    step; the longest the third."""
+    mem = [dict(ts=10, device="cuda:0", bytes=64, addr=1, allocated=64, reserved=64)]
+    t = table([step(1, 0, 10 * MS), step(2, 10 * MS, 10 * MS), ev("gemm", K.KERNEL, 0, 20 * MS),
+               ev("cudaMalloc", K.RUNTIME, MS, 3 * MS), ev("cudaFree", K.RUNTIME, 5 * MS, 4 * MS),
+               ev("cudaMalloc", K.RUNTIME, 11 * MS, 5 * MS)], memory=mem, devices=CUDA)
+    f = one(t, monkeypatch, "allocator_churn")
+    assert (f.severity, f.title) == ("warning", "Frequent device memory allocation")
+    assert f.seen == "3 device malloc / free calls take 12.000 ms of host time in the window."
+    assert (f.value, f.gain_ns, f.figures) == (12 * MS, 6 * MS, {"memory_calls": 3, "memory_calls_ns": 12 * MS})
+    assert rows(f) == [("memory", "cuda:0", "Allocations", "", -1, -1),
+                       ("timeline", "cudaMalloc", "the longest cudaMalloc", "cudaMalloc", 11 * MS, 5 * MS)]
+    assert claim(f) == ("malloc_time", 12 * MS, "trace", 10 * MS, ["malloc / free calls"])
+    assert removes(f) == ([MS, 5 * MS, 11 * MS], [4 * MS, 9 * MS, 16 * MS])
+
+
+def test_allocator_churn_at_its_threshold_is_quiet(monkeypatch):
+    t = table([step(1, 0, 20 * MS), ev("gemm", K.KERNEL, 0, 20 * MS), ev("cudaMalloc", K.RUNTIME, MS, 10 * MS)],
+              devices=CUDA)
+    assert "allocator_churn" not in found(t, monkeypatch)
+
+
+# -- schedule_rules ------------------------------------------------------------------------------------------------
+
+def test_sync_batchnorm_names_the_most_called(monkeypatch):
+    """Two steps; SyncBatchNorm 12 times, batch_norm_gather_stats 8: 20 in the window, 10 a step."""
+    ops = [ev("SyncBatchNorm", K.CPU_OP, 10_000 * i, 5_000) for i in range(12)]
+    ops += [ev("aten::batch_norm_gather_stats", K.CPU_OP, MS + 10_000 * i, 5_000) for i in range(8)]
+    f = one(table([step(1, 0), step(2, MS)] + ops), monkeypatch, "sync_batchnorm")
+    assert (f.severity, f.title) == ("info", "SyncBatchNorm synchronises every layer")
+    assert f.seen == "20 SyncBatchNorm operators in the window (10 per step, e.g. SyncBatchNorm)."
+    assert (f.value, f.figures) == (20, {"sync_batchnorm_calls": 20})
+    assert rows(f) == [("operators", "SyncBatchNorm", "SyncBatchNorm", "SyncBatchNorm", -1, -1)]
+    assert claim(f) == ("op_calls", 12.0, "operators", 20, [])
+    fewer = table([step()] + [ev("SyncBatchNorm", K.CPU_OP, 10_000 * i, 5_000) for i in range(19)])
+    assert "sync_batchnorm" not in found(fewer, monkeypatch)
+
+
+def test_gc_pauses_finding(monkeypatch):
+    """Two steps of 10 ms, GC pauses of 1.2 and 1.6 ms: 2.8 ms, mean 1.4 ms (above 1 ms), 1.4 ms a step."""
+    t = table([step(1, 0, 10 * MS), step(2, 10 * MS, 10 * MS), ev("gemm", K.KERNEL, 0, 20 * MS),
+               ev("GC", K.USER_ANNOTATION, 2 * MS, 1_200_000), ev("GC", K.USER_ANNOTATION, 12 * MS, 1_600_000)])
+    f = one(t, monkeypatch, "gc_pauses")
+    assert (f.severity, f.title) == ("warning", "Python garbage collection pauses the step")
+    assert f.seen == "2 garbage-collection pauses take 2.800 ms in the window (mean 1.400 ms)."
+    assert (f.value, f.gain_ns, f.figures) == (2_800_000, 1_400_000, {"gc_calls": 2, "gc_ns": 2_800_000})
+    assert rows(f) == [("timeline", "GC", "the longest GC", "GC", 12 * MS, 1_600_000)]
+    assert claim(f) == ("gc_pause", 1_400_000, "trace", 1_000_000, ["GC pauses"])
+    assert removes(f) == ([2 * MS, 12 * MS], [3_200_000, 13_600_000])
+
+
+def test_gloo_on_gpu_names_three_collectives(monkeypatch):
+    """Four gloo collectives of 100 µs on a GPU job: 0.400 ms, the first three names in order; none on a CPU job."""
+    calls = [ev(f"gloo:{n}", K.CPU_OP, 100_000 * i, 100_000) for i, n in enumerate(("send", "all_reduce", "recv",
+                                                                                      "broadcast"))]
+    f = one(table([step(), ev("gemm", K.KERNEL, 0, MS)] + calls, devices=CUDA), monkeypatch, "gloo_on_gpu")
+    assert (f.severity, f.title) == ("warning", "GPU job communicates over gloo")
+    assert f.seen == "4 gloo collectives (gloo:all_reduce, gloo:broadcast, gloo:recv) take 0.400 ms on a GPU job."
+    assert (f.value, f.figures) == (4, {"gloo_calls": 4})
+    assert rows(f) == [("communication", "", "collectives", "", -1, -1)]
+    assert claim(f) == ("comm_total", 400_000, "communication", pytest.approx(float("nan"), nan_ok=True), [])
+    assert "gloo_on_gpu" not in found(table([step()] + calls), monkeypatch)
