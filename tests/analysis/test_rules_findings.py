@@ -366,3 +366,49 @@ def test_gloo_on_gpu_names_three_collectives(monkeypatch):
     assert rows(f) == [("communication", "", "collectives", "", -1, -1)]
     assert claim(f) == ("comm_total", 400_000, "communication", pytest.approx(float("nan"), nan_ok=True), [])
     assert "gloo_on_gpu" not in found(table([step()] + calls), monkeypatch)
+
+
+# -- roofline_rules ------------------------------------------------------------------------------------------------
+
+def roof_digest(*ops, kernel_ns=1_000_000) -> pb.Digest:
+    """Two steps, 1 ms of kernels; ops: (name, time_ns, roof_share, flops)."""
+    d = pb.Digest()
+    d.steps.add(number=1, start_ns=0, dur_ns=MS)
+    d.steps.add(number=2, start_ns=MS, dur_ns=MS)
+    d.average.total_ns = MS
+    d.kernels_by_name.add(name="k", total_ns=kernel_ns)
+    d.kernels_by_name.add(name="unknown", total_ns=-1)  # not counted
+    d.window.devices.add(kind="cuda", compute_capability="8.0", name="A100")
+    for name, time_ns, roof_share, flops in ops:
+        o = d.ops_by_name.add(name=name, calls=2)
+        o.work.model, o.work.time_ns, o.work.roof_share, o.work.flops = "matmul", time_ns, roof_share, flops
+        o.work.tflops, o.work.gbps, o.work.intensity, o.work.roof_tflops = 31.2, 208.0, 150.0, 156.0
+        o.work.dtype, o.work.bound = "fp32", "compute"
+    return d
+
+
+def test_below_roof_takes_the_operator_with_the_most_to_gain():
+    """aten::mm 400 µs at 20 % of its roof (320 µs to gain) beats aten::bmm 500 µs at 40 % (300 µs); aten::add is
+    at its half exactly (not below), aten::conv under 5 % of the kernel time. 160 µs a step to gain."""
+    from canning_tb.analysis.rules.roofline_rules import below_roof
+    d = roof_digest(("aten::bmm", 500_000, 0.4, 1e9), ("aten::mm", 400_000, 0.2, 1e9), ("aten::add", 900_000, 0.5, 1e9),
+                    ("aten::conv", 49_000, 0.0, 1e9))
+    f = below_roof(RuleInput(d))
+    assert (f.severity, f.title) == ("info", "aten::mm at 20.0% of its roof")
+    assert f.seen == ("aten::mm reaches 31.2 TFLOP/s and 208 GB/s at 150 FLOP/byte: 20.0% of its roof (156 TFLOP/s, "
+                      "fp32), compute-bound at its shapes; it takes 40.0% of the kernel time (0.200 ms per step).")
+    assert (f.value, f.gain_ns, f.at_most_ns) == (pytest.approx(0.2), 160_000, 160_000)
+    assert f.figures == {"roof_share": pytest.approx(0.2), "tflops": pytest.approx(31.2), "intensity": 150.0,
+                         "op_ns": 400_000}
+    assert rows(f) == [("operators", "aten::mm", "aten::mm: share of roof", "aten::mm", -1, -1)]
+    assert claim(f) == ("roof_share", 0.2, "operators", 0.5, [])
+    assert f.gain_basis == "its device time if it ran at its roof (20.0% of it now)"
+    d5 = roof_digest(("aten::conv", 50_000, 0.0, 1e9))  # exactly 5 % of the kernel time: judged
+    assert below_roof(RuleInput(d5)).title == "aten::conv at 0.0% of its roof"
+
+
+@pytest.mark.parametrize("flops,words", [(0.0, "computes nothing"), (-1.0, "its FLOPs not modelled")])
+def test_below_roof_on_bytes_only_work(flops, words):
+    from canning_tb.analysis.rules.roofline_rules import below_roof
+    f = below_roof(RuleInput(roof_digest(("aten::copy_", 400_000, 0.25, flops))))
+    assert f.seen.startswith(f"aten::copy_ moves 208 GB/s ({words}): 25.0% of the HBM bandwidth, compute-bound")
