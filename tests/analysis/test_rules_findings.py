@@ -412,3 +412,101 @@ def test_below_roof_on_bytes_only_work(flops, words):
     from canning_tb.analysis.rules.roofline_rules import below_roof
     f = below_roof(RuleInput(roof_digest(("aten::copy_", 400_000, 0.25, flops))))
     assert f.seen.startswith(f"aten::copy_ moves 208 GB/s ({words}): 25.0% of the HBM bandwidth, compute-bound")
+
+
+# -- profiling_rules -----------------------------------------------------------------------------------------------
+
+def test_trace_inflated_counts_python_function_events(monkeypatch):
+    """Five events, two of them Python functions: 40 %, above a quarter; one of four (25 %) is not above."""
+    base = [step(), ev("aten::mm", K.CPU_OP, 0, 100_000), ev("gemm", K.KERNEL, 0, 900_000)]
+    t = table(base + [ev("f", K.PYTHON_FUNCTION, 0, 50_000), ev("g", K.PYTHON_FUNCTION, 60_000, 50_000)])
+    f = one(t, monkeypatch, "trace_inflated")
+    assert (f.severity, f.title) == ("info", "with_stack inflates the trace")
+    assert f.seen == ("2 of the window's 5 events (40.0%) are Python function events recorded by with_stack=True / "
+                      "with_modules=True.")
+    assert (f.value, f.figures) == (pytest.approx(0.4), {"python_function_share": pytest.approx(0.4), "events": 5})
+    assert claim(f) == ("trace_events", 5.0, "trace", pytest.approx(float("nan"), nan_ok=True), [])
+    quarter = table(base + [ev("f", K.PYTHON_FUNCTION, 0, 50_000)])
+    assert "trace_inflated" not in found(quarter, monkeypatch)
+
+
+def test_window_too_long_above_the_viewers_limit(monkeypatch):
+    """The limit lowered to 4 events for the test: five events are above it, four are not."""
+    from canning_tb.analysis.rules import thresholds
+    monkeypatch.setattr(thresholds, "VIEWER_EVENTS", 4)
+    base = [step(), ev("aten::mm", K.CPU_OP, 0, 100_000), ev("gemm", K.KERNEL, 0, 900_000), ev("relu", K.KERNEL, 0, 10)]
+    f = one(table(base + [ev("add", K.KERNEL, 20, 10)]), monkeypatch, "window_too_long")
+    assert (f.severity, f.title) == ("info", "The window is too big for trace viewers")
+    assert f.seen == "The window holds 5 events; chrome://tracing and Perfetto's web UI fail around 4."
+    assert (f.value, f.figures) == (5, {"events": 5})
+    assert claim(f) == ("trace_events", 5.0, "trace", 4, [])
+    assert "window_too_long" not in found(table(base), monkeypatch)
+
+
+def test_graph_capture_covers_begin_to_instantiate(monkeypatch):
+    """Capture from 100 µs (begin) to 350 µs (instantiate's end): 250 µs of a 1 ms step, 25 %; the host operator
+    100 µs with the device idle: Host 10 %."""
+    t = table([step(), ev("gemm", K.KERNEL, 0, 50_000), ev("cudaStreamBeginCapture", K.RUNTIME, 100_000, 10_000),
+               ev("cudaGraphInstantiate", K.RUNTIME, 300_000, 50_000), ev("aten::mm", K.CPU_OP, 120_000, 100_000)])
+    f = one(t, monkeypatch, "graph_capture")
+    assert (f.severity, f.title) == ("info", "The window records a CUDA / HIP graph capture")
+    assert f.seen == ("Graph capture (stream begin capture ... graph instantiate) covers 0.250 ms of the average step "
+                      "(25.0%): kernels launched meanwhile are recorded into the graph and run nothing on the device, "
+                      "so the device is idle there by design.")
+    assert (f.value, f.figures) == (pytest.approx(0.25), {"captured_ns_per_step": 250_000})
+    assert rows(f) == [("timeline", "cudaStreamBeginCapture", "the longest cudaStreamBeginCapture",
+                        "cudaStreamBeginCapture", 100_000, 10_000)]
+    assert claim(f) == ("host", 0.1, "overview", pytest.approx(float("nan"), nan_ok=True), [])
+
+
+def test_graph_capture_under_five_percent_is_quiet(monkeypatch):
+    """Capture 100-150 µs: exactly 5 % of the step, not above."""
+    t = table([step(), ev("gemm", K.KERNEL, 0, 50_000), ev("cudaStreamBeginCapture", K.RUNTIME, 100_000, 10_000),
+               ev("cudaGraphInstantiate", K.RUNTIME, 140_000, 10_000)])
+    assert "graph_capture" not in found(t, monkeypatch)
+
+
+STARTUP = [ev("cudaGetDeviceCount", K.RUNTIME, 0, 50_000), ev("cudaSetDevice", K.RUNTIME, 50_000, 150_000)]
+
+
+def test_startup_names_the_longest_call_and_the_runtime_share(monkeypatch):
+    """200 µs of initialisation before a 1 ms step whose only Runtime is a 20 µs launch after the kernel: 2.0 %."""
+    t = table(STARTUP + [step(ts=300_000), ev("gemm", K.KERNEL, 300_000, 900_000),
+                         ev("cudaLaunchKernel", K.RUNTIME, 1_250_000, 20_000)])
+    f = one(t, monkeypatch, "startup")
+    assert (f.severity, f.title) == ("info", "The window records the process start-up")
+    assert f.seen == ("Device runtime initialisation (2 calls such as cudaSetDevice) takes 0.200 ms of the window "
+                      "(Runtime 2.0% of the average step).")
+    assert (f.value, f.figures) == (200_000, {"startup_ns": 200_000})
+    assert rows(f) == [("timeline", "cudaSetDevice", "the longest cudaSetDevice", "cudaSetDevice", 50_000, 150_000)]
+    assert claim(f) == ("runtime", 0.02, "overview", pytest.approx(float("nan"), nan_ok=True), [])
+
+
+def test_startup_without_a_step_says_so(monkeypatch):
+    """No ProfilerStep: the window (0-1.2 ms) is the step; its Runtime is the 200 µs of initialisation, 16.7 %."""
+    f = one(table(STARTUP + [ev("gemm", K.KERNEL, 300_000, 900_000)]), monkeypatch, "startup")
+    assert f.seen == ("Device runtime initialisation (2 calls such as cudaSetDevice) takes 0.200 ms of the window "
+                      "(Runtime 16.7% of the average step), which has no ProfilerStep range: no training step is "
+                      "measured.")
+
+
+def test_needs_rules_say_what_to_record(monkeypatch):
+    """Operators with no shapes, no memory records and no kernels: the three needs findings; with shapes, memory
+    and a kernel, none."""
+    out = found(table([step(), ev("aten::mm", K.CPU_OP, 0, 100_000)]), monkeypatch)
+    assert [(f.title, f.seen, f.needs) for f in out["needs_device"]] == [(
+        "No device events: the device rules cannot judge",
+        "The window has no kernels or device copies, so host-bound steps, launch overhead, device stalls, Tensor "
+        "Core / cube use and overlap cannot be judged.",
+        "run on the GPU / NPU and profile with activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA] (torch_npu: "
+        "ProfilerActivity.NPU)")]
+    assert [(f.title, f.seen, f.needs) for f in out["needs_shapes"]] == [(
+        "No input shapes: matmul / conv shapes cannot be judged", "The operators carry no input shapes.",
+        "profile with record_shapes=True")]
+    assert [(f.title, f.seen, f.needs) for f in out["needs_memory"]] == [(
+        "No memory records: peak, fragmentation and allocator rules cannot judge", "The window has no memory events.",
+        "profile with profile_memory=True")]
+    mem = [dict(ts=10, device="cuda:0", bytes=64, addr=1, allocated=64, reserved=64)]
+    full = table([step(), ev("aten::mm", K.CPU_OP, 0, 100_000, shapes="[[8, 8], [8, 8]]"),
+                  ev("gemm", K.KERNEL, 0, 900_000)], memory=mem, devices=CUDA)
+    assert not {"needs_device", "needs_shapes", "needs_memory"} & set(found(full, monkeypatch))
