@@ -510,3 +510,147 @@ def test_needs_rules_say_what_to_record(monkeypatch):
     full = table([step(), ev("aten::mm", K.CPU_OP, 0, 100_000, shapes="[[8, 8], [8, 8]]"),
                   ev("gemm", K.KERNEL, 0, 900_000)], memory=mem, devices=CUDA)
     assert not {"needs_device", "needs_shapes", "needs_memory"} & set(found(full, monkeypatch))
+
+
+# -- comm_rules (on digests made by hand: no events, so no interval sets) -----------------------------------------
+
+def comm_digest(comm_ns=200_000, calls=(), fmt="kineto") -> pb.Digest:
+    """Two steps of 1 ms, `comm_ns` of communication not hidden in the average step; calls: (kind, group, start,
+    dur, bytes, step, op, comm_type); the collectives' rows summed from them."""
+    d = pb.Digest()
+    d.window.format = fmt
+    d.steps.add(number=1, start_ns=0, dur_ns=MS)
+    d.steps.add(number=2, start_ns=MS, dur_ns=MS)
+    d.average.total_ns, d.average.communication_ns = MS, comm_ns
+    rows = {}
+    for kind, group, start, dur, nbytes, number, op, comm_type in calls:
+        d.communication.calls.add(kind=kind, group=group, start_ns=start, dur_ns=dur, bytes=nbytes, step=number, op=op,
+                                  comm_type=comm_type)
+        if (kind, group) not in rows:
+            rows[kind, group] = d.communication.collectives.add(kind=kind, group=group, comm_type=comm_type)
+        c = rows[kind, group]
+        c.calls, c.total_ns = c.calls + 1, c.total_ns + dur
+    return d
+
+
+def comm_rule(name, d):
+    from canning_tb.analysis.rules import comm_rules
+    return getattr(comm_rules, name)(RuleInput(d))
+
+
+DP_CALLS = [("AllReduce", "0", 100_000, 50_000, 4 * MIB, 1, "nccl:all_reduce", "collective"),
+            ("AllReduce", "0", 300_000, 100_000, 4 * MIB, 1, "nccl:all_reduce", "collective"),
+            ("AllReduce", "0", 1_100_000, 50_000, 4 * MIB, 2, "nccl:all_reduce", "collective"),
+            ("AllReduce", "0", 1_300_000, 100_000, 4 * MIB, 2, "nccl:all_reduce", "collective"),
+            ("AllGather", "0", 500_000, 50_000, MIB, 1, "nccl:all_gather", "collective"),
+            ("AllGather", "0", 1_500_000, 60_000, MIB, 2, "nccl:all_gather", "collective"),
+            ("ReduceScatter", "0", 600_000, 50_000, MIB, 1, "nccl:reduce_scatter", "collective"),
+            ("Barrier", "0", 700_000, 10_000, 4, 1, "nccl:barrier", "collective")]
+
+
+def test_communication_not_overlapped_names_the_three_longest_collectives():
+    """20 % of the step not hidden; AllReduce 300 µs in 4 calls (150 µs a step), AllGather 110 µs (55 µs a step),
+    ReduceScatter 50 µs (25 µs a step); Barrier, the fourth, is not named."""
+    f = comm_rule("communication_not_overlapped", comm_digest(200_000, DP_CALLS))
+    assert (f.severity, f.title) == ("warning", "Communication is not hidden by compute")
+    assert f.seen == ("Communication not hidden by compute takes 20.0% of the average step (Communication, 0.200 ms); "
+                      "the collectives: AllReduce (4 calls, running 0.150 ms per step), AllGather (2 calls, running "
+                      "0.055 ms per step), ReduceScatter (1 calls, running 0.025 ms per step).")
+    assert (f.value, f.gain_ns) == (pytest.approx(0.2), 200_000)
+    assert f.figures == {"comm_not_hidden_share": pytest.approx(0.2), "communication_ns": 200_000}
+    assert rows(f) == [("overview", "Communication", "Average step breakdown: Communication", "", -1, -1),
+                       ("communication", "AllReduce", "AllReduce 0", "nccl:all_reduce", 300_000, 100_000),
+                       ("communication", "AllGather", "AllGather 0", "nccl:all_gather", 1_500_000, 60_000),
+                       ("communication", "ReduceScatter", "ReduceScatter 0", "nccl:reduce_scatter", 600_000, 50_000)]
+    assert claim(f) == ("comm_not_hidden_share", 0.2, "overview", 0.1, ["communication"])
+    assert f.overlap and f.removes is None and "bucket_cap_mb" in f.change_torch and "pipeline" not in f.why
+    assert comm_rule("communication_not_overlapped", comm_digest(100_000, DP_CALLS)) is None  # 10 %: not above
+
+
+def test_a_first_step_broadcast_is_its_own_finding():
+    """Two Broadcasts in step 1 only (0-100 and 50-200 µs: 200 µs once), beside the data-parallel calls: the
+    overlap finding leaves them out and says so; the broadcast finding counts them."""
+    casts = [("Broadcast", "0", 0, 100_000, MIB, 1, "nccl:broadcast", "collective"),
+             ("Broadcast", "0", 50_000, 150_000, MIB, 1, "nccl:broadcast", "collective")]
+    d = comm_digest(200_000, DP_CALLS + casts)
+    f = comm_rule("first_step_broadcast", d)
+    assert (f.severity, f.title) == ("info", "A one-off broadcast in the first profiled step")
+    assert f.seen.startswith("2 Broadcast calls take 0.200 ms from step 1, the first step of the window, and in no "
+                             "step after the next:")
+    assert (f.value, f.figures) == (200_000, {"broadcast_calls": 2, "broadcast_ns": 200_000})
+    assert rows(f) == [("communication", "Broadcast", "Broadcast 0", "nccl:broadcast", 50_000, 150_000)]
+    assert claim(f) == ("comm_total", 200_000, "communication", pytest.approx(float("nan"), nan_ok=True), ["Broadcast"])
+    g = comm_rule("communication_not_overlapped", d)
+    assert "Broadcast" not in g.seen.split(";")[1].split(".")[0]
+    assert g.seen.endswith(" The one-off broadcast of the first step is left out (its own finding).")
+    later = comm_digest(200_000, DP_CALLS + [casts[0], casts[1][:5] + (2,) + casts[1][6:]])  # one in step 2
+    assert comm_rule("first_step_broadcast", later) is None
+
+
+def test_pipeline_wait_where_send_and_receive_are_most_of_it():
+    """Send 400 µs and Recv 300 µs of 1 ms of communication (70 %, above half): the pipeline's finding."""
+    p2p = [("Send", "1", 800_000, 200_000, MIB, 1, "nccl:send", "p2p"),
+           ("Send", "1", 1_800_000, 200_000, MIB, 2, "nccl:send", "p2p"),
+           ("Recv", "1", 0, 300_000, MIB, 1, "nccl:recv", "p2p")]
+    d = comm_digest(200_000, DP_CALLS[:4] + p2p)
+    assert comm_rule("communication_not_overlapped", d) is None
+    f = comm_rule("pipeline_wait", d)
+    assert (f.severity, f.title) == ("warning", "Pipeline stages wait in send / receive")
+    assert f.seen == ("Communication not hidden by compute takes 20.0% of the average step (Communication), and 70.0% "
+                      "of the communication time is pipeline send / receive (Send (2 calls, running 0.200 ms per "
+                      "step), Recv (1 calls, running 0.150 ms per step)).")
+    assert (f.value, f.gain_ns) == (pytest.approx(0.7), 200_000)
+    assert f.figures == {"comm_not_hidden_share": pytest.approx(0.2), "p2p_share": pytest.approx(0.7)}
+    assert rows(f) == [("communication", "Send", "Send 1", "nccl:send", 800_000, 200_000),
+                       ("communication", "Recv", "Recv 1", "nccl:recv", 0, 300_000)]
+    assert claim(f) == ("comm_not_hidden_share", 0.2, "overview", 0.1, ["communication", "send / receive"])
+    assert f.removes is None
+
+
+def test_small_packets_finding():
+    """Five 4 KiB calls of 30 µs and one 4 MiB call of 100 µs: 150 of 250 µs, 60 %."""
+    calls = [("AllReduce", "0", 40_000 * i, 30_000, 4096, 1, "nccl:all_reduce", "collective") for i in range(5)]
+    calls.append(("AllGather", "0", 300_000, 100_000, 4 * MIB, 1, "nccl:all_gather", "collective"))
+    f = comm_rule("small_packets", comm_digest(200_000, calls))
+    assert (f.severity, f.title) == ("info", "Communication in small packets")
+    assert f.seen == ("5 of 6 communication calls move less than 1 MB and take 60.0% of the communication time "
+                      "(Communication view, Bytes).")
+    assert (f.value, f.gain_ns, f.figures) == (pytest.approx(0.6), -1, {"small_calls": 5, "small_time_share":
+                                                                           pytest.approx(0.6)})
+    assert rows(f) == [("communication", "AllReduce", "AllReduce 0", "nccl:all_reduce", 0, 30_000)]
+    assert claim(f) == ("comm_total", 150_000, "communication", pytest.approx(float("nan"), nan_ok=True),
+                        ["communication", "small calls"])
+
+
+def test_byte_alignment_on_ascend_names_the_three_longest():
+    """Four calls of at least 1 MiB not a multiple of 512 B (one aligned, one small); the longest three named."""
+    calls = [("AllReduce", "0", 0, 10_000 * (i + 1), MIB + 4 * (i + 1), 1, f"hcom_allReduce_{i}", "collective")
+             for i in range(4)]
+    calls += [("AllReduce", "0", 0, 90_000, MIB + 512, 1, "hcom_allReduce_aligned", "collective"),
+              ("AllReduce", "0", 0, 90_000, 1000, 1, "hcom_allReduce_small", "collective")]
+    f = comm_rule("byte_alignment", comm_digest(200_000, calls, fmt="ascend"))
+    assert (f.severity, f.title) == ("info", "Communication sizes not aligned to 512 bytes")
+    named = ", ".join(f"hcom_allReduce_{i} ({MIB + 4 * (i + 1)} B)" for i in (3, 2, 1))
+    assert f.seen == f"4 communication calls move a size that is not a multiple of 512 B: {named}."
+    assert (f.value, f.figures) == (4, {"unaligned_calls": 4})
+    assert rows(f) == [("communication", "AllReduce", f"hcom_allReduce_{i}", f"hcom_allReduce_{i}", 0, 10_000 * (i + 1))
+                       for i in (3, 2, 1)]
+    assert claim(f) == ("bytes", MIB + 16, "communication", pytest.approx(float("nan"), nan_ok=True), [])
+    assert comm_rule("byte_alignment", comm_digest(200_000, calls)) is None  # not Ascend
+
+
+def test_low_bandwidth_names_the_slowest_link_against_its_capacity():
+    """HCCS at 10 of 56 GB/s (18 %) and PCIe at 5 of 32 GB/s (16 %, the slowest) on 32 MiB; a small transfer, an
+    unknown transport and a PCIe link at 30 % exactly are not judged."""
+    d = pb.Digest()
+    for src, dst, transport, nbytes, gbps, op in [(0, 1, "HCCS", 32 * MIB, 10.0, ""), (0, 2, "pcie", 32 * MIB, 5.0,
+                                                   "hcom_send"), (0, 3, "HCCS", 8 * MIB, 1.0, ""),
+                                                  (0, 4, "UB", 32 * MIB, 1.0, ""), (0, 5, "PCIE", 32 * MIB, 9.6, "")]:
+        d.communication.links.add(src=src, dst=dst, transport=transport, bytes=nbytes, bandwidth_gbps=gbps, op=op)
+    f = comm_rule("low_bandwidth", d)
+    assert (f.severity, f.title) == ("warning", "Bandwidth far below the link's capacity")
+    assert f.seen == ("2 transfers of at least 16 MiB run under 30.0% of their link's nominal capacity; slowest: 0 -> 2 "
+                      "over pcie at 5.0 GB/s of 32 GB/s (32.0 MiB in hcom_send).")
+    assert (f.value, f.figures) == (pytest.approx(5 / 32), {"bandwidth_gbps": 5.0, "capacity_gbps": 32.0})
+    assert rows(f) == [("communication", "0->2", "pcie link", "", -1, -1)]
+    assert claim(f) == ("bandwidth", 5.0, "communication", pytest.approx(0.3 * 32), [])
