@@ -654,3 +654,116 @@ def test_low_bandwidth_names_the_slowest_link_against_its_capacity():
     assert (f.value, f.figures) == (pytest.approx(5 / 32), {"bandwidth_gbps": 5.0, "capacity_gbps": 32.0})
     assert rows(f) == [("communication", "0->2", "pcie link", "", -1, -1)]
     assert claim(f) == ("bandwidth", 5.0, "communication", pytest.approx(0.3 * 32), [])
+
+
+# -- compute_rules (digests made by hand, unless said) -----------------------------------------------------------
+
+def kernel_digest(*kernels, steps=2, cc="8.0") -> pb.Digest:
+    """Kernels: (name, calls, total_ns, max_ns, core, family); `steps` steps of 1 ms."""
+    d = pb.Digest()
+    for n in range(steps):
+        d.steps.add(number=n + 1, start_ns=n * MS, dur_ns=MS)
+    d.average.total_ns = MS
+    d.window.devices.add(kind="cuda", compute_capability=cc, name="A100")
+    for name, calls, total, mx, core, family in kernels:
+        d.kernels_by_name.add(name=name, calls=calls, total_ns=total, max_ns=mx, core=core, family=family)
+    return d
+
+
+def compute_rule(name, d):
+    from canning_tb.analysis.rules import compute_rules
+    return getattr(compute_rules, name)(RuleInput(d))
+
+
+def test_tiny_kernels_finding():
+    """1000 calls of 9.5 µs on average (800 + 200 calls, 9.5 ms in all); a communication kernel is not counted."""
+    d = kernel_digest(("relu", 800, 7_000_000, 20_000, "", ""), ("add", 200, 2_500_000, 20_000, "", ""))
+    d.kernels_by_name.add(name="ncclKernel", calls=5000, total_ns=1, communication=True)
+    f = compute_rule("tiny_kernels", d)
+    assert (f.severity, f.title) == ("info", "Many tiny kernels")
+    assert f.seen == "1000 kernels with a mean of 9.5 us each (Kernels: Mean Duration)."
+    assert (f.value, f.figures) == (9_500, {"kernels": 1000, "mean_kernel_ns": 9_500})
+    assert rows(f) == [("kernels", "", "Kernels by Mean Duration", "", -1, -1)]
+    assert claim(f) == ("kernel_mean", 9_500, "kernels", 10_000, [])
+    at = kernel_digest(("relu", 1000, 10_000_000, 20_000, "", ""))  # a mean of exactly 10 µs: not tiny
+    assert compute_rule("tiny_kernels", at) is None
+
+
+def test_ai_cpu_names_the_longest_task_and_the_operators_by_time():
+    """AI_CPU tasks of at least 20 µs: six operators; the longest task 50 µs; named by total time, five of them;
+    2.1 ms of them in two steps."""
+    ks = [(f"op{i}", 2, 100_000 * (i + 1), 20_000 + 5_000 * i, "AI_CPU", "") for i in range(6)]
+    d = kernel_digest(*ks, ("short", 2, 900_000, 19_999, "ai_cpu", ""), ("MatMul", 2, 900_000, 90_000, "AI_CORE", ""))
+    f = compute_rule("ai_cpu", d)
+    assert (f.severity, f.title) == ("warning", "Operators run on AI_CPU")
+    assert f.seen == ("6 operators run as AI_CPU tasks of at least 20 us (longest op5, 45.0 us): op5, op4, op3, op2, "
+                      "op1.")
+    assert (f.value, f.gain_ns, f.figures) == (45_000, 1_050_000, {"ai_cpu_ops": 6, "ai_cpu_max_ns": 45_000})
+    assert rows(f) == [("kernels", f"op{i}", f"op{i} (AI_CPU)", f"op{i}", -1, -1) for i in (5, 4, 3)]
+    assert claim(f) == ("kernel_max", 45_000, "kernels", 20_000, [])
+
+
+def test_dominant_kernel_family_names_its_largest_kernel():
+    """matmul kernels 600 of 1000 µs (60 %), in two kernels, the largest sm80_gemm; 300 µs a step at most."""
+    d = kernel_digest(("sm80_gemm", 10, 400_000, 1, "", "matmul"), ("cutlass_gemm", 10, 200_000, 1, "", "matmul"),
+                      ("relu", 10, 400_000, 1, "", "elementwise"))
+    d.kernels_by_name.add(name="ncclKernel", calls=1, total_ns=5 * MS, communication=True, family="communication")
+    f = compute_rule("dominant_kernel_family", d)
+    assert (f.severity, f.title) == ("info", "matmul kernels dominate the device time")
+    assert f.seen == "matmul kernels take 60.0% of the kernel time (2 kernels; largest sm80_gemm)."
+    assert (f.value, f.at_most_ns, f.figures) == (pytest.approx(0.6), 300_000, {"family_share": pytest.approx(0.6)})
+    assert f.gain_basis == "depends on their efficiency; at most 0.300 ms per step"
+    assert rows(f) == [("kernels", "sm80_gemm", "sm80_gemm", "sm80_gemm", -1, -1)]
+    assert claim(f) == ("kernel_share", 0.6, "kernels", 0.3, [])
+
+
+def test_tensor_cores_unused_bounds_its_gain_by_the_peaks():
+    """Eligible kernels 600 of 1000 µs on a cc 8.0 GPU with no Tensor Core kernel (60 %); two steps: 300 µs a step,
+    under the 400 µs the device computed; fp32 19.5 / fp16 312 TFLOP/s keep 6.25 % of it: 281.25 -> 281 µs."""
+    from canning_tb.analysis.kernels import CORE_ELIGIBLE, CORE_TENSOR
+    d = kernel_digest()
+    d.average.compute_ns = 400_000
+    d.cores.add(core=CORE_ELIGIBLE, total_ns=600_000)
+    d.cores.add(core=CORE_TENSOR, total_ns=0)
+    d.cores.add(core="Other", total_ns=400_000)
+    peak = d.roofline.peaks.add(kind="cuda")
+    peak.tflops["fp32"], peak.tflops["fp16"] = 19.5, 312.0
+    f = compute_rule("tensor_cores_unused", d)
+    assert (f.severity, f.title) == ("warning", "Tensor Cores are not used")
+    assert f.seen == (f"Kernels of Tensor-Core-eligible operators take 60.0% of the kernel time ({CORE_ELIGIBLE}), yet "
+                      "no kernel runs on Tensor Cores (Kernels: Tensor Cores 0 %).")
+    assert (f.value, f.gain_ns) == (pytest.approx(0.6), 281_250)
+    assert f.figures == {"tc_eligible_share": pytest.approx(0.6), "compute_capability": 8.0}
+    assert f.gain_basis == ("the eligible kernels' time per step, less the 6.2% of it that remains at the Tensor "
+                            "Cores' fp16 peak (device datasheet)")
+    assert rows(f) == [("kernels", CORE_ELIGIBLE, "Kernels by core", "", -1, -1)]
+    assert claim(f) == ("tc_eligible", 0.6, "kernels", 0.1, [])
+    assert f.change_torch == ("mixed precision: with torch.autocast('cuda', dtype=torch.float16 or torch.bfloat16); or "
+                              "TF32 for fp32 matmuls: torch.backends.cuda.matmul.allow_tf32 = True (cudnn.allow_tf32 "
+                              "for conv)")
+    d.average.compute_ns = 200_000  # the device computed 200 µs a step: the bound is that
+    assert compute_rule("tensor_cores_unused", d).gain_ns == int(200_000 * (1 - 19.5 / 312))
+    v100 = kernel_digest(cc="7.0")
+    v100.CopyFrom(d)
+    v100.window.devices[0].compute_capability = "7.0"
+    assert compute_rule("tensor_cores_unused", v100).change_torch == (
+        "mixed precision: with torch.autocast('cuda', dtype=torch.float16) (compute capability 7.0: fp16 Tensor Cores "
+        "only)")
+
+
+def test_compilation_counts_its_share_of_the_window(monkeypatch):
+    """Two steps of 1 ms; compile ranges 100-200 µs and 1000-1200 µs: 300 µs, 15 % of the 2 ms window, 150 µs a
+    step; the longest the second."""
+    t = table([step(1, 0), step(2, MS), ev("gemm", K.KERNEL, 0, 2 * MS),
+               ev("torch/_dynamo/convert_frame.py: compile_inner", K.USER_ANNOTATION, 100_000, 100_000),
+               ev("torch/_dynamo/convert_frame.py: compile_inner", K.USER_ANNOTATION, MS, 200_000)])
+    f = one(t, monkeypatch, "compilation")
+    assert (f.severity, f.title) == ("warning", "Graph / operator compilation inside the window")
+    assert f.seen == "2 compilation events take 0.300 ms, 15.0% of the window."
+    assert (f.value, f.gain_ns, f.gain_is_bound) == (pytest.approx(0.15), 150_000, False)
+    assert f.figures == {"compile_events": 2, "compile_ns": 300_000, "compile_share": pytest.approx(0.15)}
+    name = "torch/_dynamo/convert_frame.py: compile_inner"
+    assert rows(f) == [("timeline", name, f"the longest {name}", name, MS, 200_000)]
+    assert claim(f) == ("compile_time", 300_000, "trace", pytest.approx(float("nan"), nan_ok=True),
+                        ["compilation ranges"])
+    assert removes(f) == ([100_000, MS], [200_000, 1_200_000])
