@@ -767,3 +767,61 @@ def test_compilation_counts_its_share_of_the_window(monkeypatch):
     assert claim(f) == ("compile_time", 300_000, "trace", pytest.approx(float("nan"), nan_ok=True),
                         ["compilation ranges"])
     assert removes(f) == ([100_000, MS], [200_000, 1_200_000])
+
+
+# -- fusion --------------------------------------------------------------------------------------------------------
+
+RMS = ["pow", "mean", "add", "rsqrt", "mul", "mul"]
+
+
+def rms_window(repeats, names=RMS):
+    """`repeats` times the written-out RMSNorm on the host, its six operators 5, 10, ... 30 µs (105 µs)."""
+    return table([step()] + [ev(f"aten::{n}", K.CPU_OP, r * 100_000 + j * 10_000, 5_000 * (j + 1))
+                             for r in range(repeats) for j, n in enumerate(names)])
+
+
+def test_fusable_ops_counts_the_sequence_and_its_time(monkeypatch):
+    """Five RMSNorms of 105 µs: 525 µs in the one step; four are not enough."""
+    f = one(rms_window(5), monkeypatch, "fusable_rms_norm")
+    assert (f.severity, f.title) == ("info", "RMSNorm written out in operators")
+    assert f.seen == ("The operator sequence 'pow mean add rsqrt mul( mul)?' runs 5 times in the window (5.0 per step, "
+                      "0.525 ms per step).")
+    assert (f.value, f.gain_ns, f.figures) == (5, 525_000, {"occurrences": 5, "matched_ns_matched": 525_000})
+    assert rows(f) == [("operators", "aten::pow", "aten::pow: first operator of the sequence", "aten::pow", -1, -1)]
+    assert f.change_npu == "torch_npu.npu_rms_norm(x, weight, epsilon)"
+    assert "fusable_rms_norm" not in found(rms_window(4), monkeypatch)
+
+
+def test_a_pattern_with_no_torch_change_is_judged_on_the_npu_only(monkeypatch):
+    t = rms_window(5, ["permute", "contiguous", "reshape"])
+    assert "fusable_confusion_transpose" not in found(t, monkeypatch)
+
+
+def test_unfused_optimizer_finding_and_its_edit(monkeypatch):
+    """AdamW's step 500-700 µs with four aten::add_ of 10 µs inside, no device: 200 µs a step. The edit keeps the
+    calls' 40 µs and a quarter of the 160 µs of glue (one operator kind for four calls): 80 of 200 µs, 0.4."""
+    name = "Optimizer.step#AdamW.step"
+    t = table([step(), ev(name, K.USER_ANNOTATION, 500_000, 200_000)] +
+              [ev("aten::add_", K.CPU_OP, 510_000 + 40_000 * i, 10_000) for i in range(4)])
+    f = one(t, monkeypatch, "unfused_optimizer")
+    assert (f.severity, f.title) == ("info", "The AdamW optimizer runs unfused")
+    assert f.seen == (f"{name} runs 1 times, 0.200 ms per step, one small operator per parameter tensor (no fused or "
+                      "multi-tensor kernel inside it).")
+    assert (f.change_torch, f.change_npu) == ("torch.optim.AdamW(..., fused=True) (or foreach=True)",
+                                              "torch_npu.optim.NpuFusedAdamW")
+    assert (f.value, f.gain_ns, f.figures) == (200_000, 200_000, {"optimizer_ns_per_step": 200_000})
+    assert rows(f) == [("operators", name, name, name, 500_000, 200_000)]
+    assert claim(f)[0::2] == ("host_total", "operators", [name])
+    assert removes(f) == ([500_000], [700_000])
+    (lo, hi), host_factor, dev, dev_factor = f.shrink
+    assert (list(lo), list(hi), host_factor, len(dev), dev_factor) == ([500_000], [700_000], pytest.approx(0.4), 0, 1.0)
+
+
+def test_a_multi_tensor_optimizer_is_told_to_fuse(monkeypatch):
+    name = "Optimizer.step#Adam.step"
+    t = table([step(), ev(name, K.USER_ANNOTATION, 500_000, 200_000),
+               ev("aten::_foreach_add_", K.CPU_OP, 510_000, 10_000)])
+    f = one(t, monkeypatch, "unfused_optimizer")
+    assert f.title == "The Adam optimizer runs multi-tensor, not fused"
+    assert f.seen.endswith("0.200 ms per step, with multi-tensor (foreach) kernels and no fused one.")
+    assert f.change_torch == "torch.optim.Adam(..., fused=True)"
