@@ -177,7 +177,8 @@ def test_python_on_path_takes_the_longest_stretch_of_each_step(monkeypatch):
     (200 + 600 µs); step 2: operators at 1000-1500 and 1600-1700 µs (Python 100 + 300 µs). On the path: 1.2 ms of
     2 ms, 60 %, 0.6 ms a step; the longest stretches 600 and 300 µs, 450 µs on average; the longest of all starts
     at 400 µs."""
-    t = table([step(1, 0), step(2, MS), ev("aten::mm", K.CPU_OP, 0, 100_000), ev("aten::mm", K.CPU_OP, 300_000, 100_000),
+    t = table([step(1, 0), step(2, MS), ev("aten::mm", K.CPU_OP, 0, 100_000),
+               ev("aten::mm", K.CPU_OP, 300_000, 100_000),
                ev("aten::mm", K.CPU_OP, MS, 500_000), ev("aten::mm", K.CPU_OP, 1_600_000, 100_000)])
     f = one(t, monkeypatch, "python_on_path")
     assert (f.severity, f.title) == ("warning", "Python between operators holds the step")
@@ -295,8 +296,10 @@ def test_fragmentation_finding():
 
 
 def test_empty_cache_takes_the_most_calls_of_any_device():
-    f = rule_of("memory", "empty_cache", memory_digest(("cuda:0", GIB, GIB, 80 * GIB, 2), ("cuda:1", GIB, GIB, 80 * GIB, 3)))
-    assert (f.severity, f.title, f.seen) == ("warning", "empty_cache is called", "empty_cache was called 3 times in the window.")
+    d = memory_digest(("cuda:0", GIB, GIB, 80 * GIB, 2), ("cuda:1", GIB, GIB, 80 * GIB, 3))
+    f = rule_of("memory", "empty_cache", d)
+    assert (f.severity, f.title) == ("warning", "empty_cache is called")
+    assert f.seen == "empty_cache was called 3 times in the window."
     assert (f.value, f.figures) == (3, {"empty_cache_calls": 3})
     assert rows(f) == [("memory", "", "empty_cache calls", "", -1, -1)]
     assert claim(f) == ("empty_cache_calls", 3.0, "memory", 0.0, [])
@@ -649,8 +652,8 @@ def test_low_bandwidth_names_the_slowest_link_against_its_capacity():
         d.communication.links.add(src=src, dst=dst, transport=transport, bytes=nbytes, bandwidth_gbps=gbps, op=op)
     f = comm_rule("low_bandwidth", d)
     assert (f.severity, f.title) == ("warning", "Bandwidth far below the link's capacity")
-    assert f.seen == ("2 transfers of at least 16 MiB run under 30.0% of their link's nominal capacity; slowest: 0 -> 2 "
-                      "over pcie at 5.0 GB/s of 32 GB/s (32.0 MiB in hcom_send).")
+    assert f.seen == ("2 transfers of at least 16 MiB run under 30.0% of their link's nominal capacity; slowest: "
+                      "0 -> 2 over pcie at 5.0 GB/s of 32 GB/s (32.0 MiB in hcom_send).")
     assert (f.value, f.figures) == (pytest.approx(5 / 32), {"bandwidth_gbps": 5.0, "capacity_gbps": 32.0})
     assert rows(f) == [("communication", "0->2", "pcie link", "", -1, -1)]
     assert claim(f) == ("bandwidth", 5.0, "communication", pytest.approx(0.3 * 32), [])

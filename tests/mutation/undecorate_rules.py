@@ -38,7 +38,8 @@ def undecorate(text: str, name: str) -> tuple[str, int]:
     out = "".join(kept)
     if not out.endswith("\n"):
         out += "\n"
-    return out + "\n\n# registered here, not by decorator: mutmut skips decorated functions\n" + "".join(calls), len(calls)
+    note = "\n\n# registered here, not by decorator: mutmut skips decorated functions\n"
+    return out + note + "".join(calls), len(calls)
 
 
 def main(root: Path) -> int:
