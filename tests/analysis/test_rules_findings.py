@@ -43,7 +43,18 @@ def found(t, monkeypatch) -> dict:
 
 
 def one(t, monkeypatch, rule):
+    """The rule's one finding; its category the one it registered with (runner.candidates fills it in)."""
+    from canning_tb.analysis.rules import RULES
     (f,) = found(t, monkeypatch)[rule]
+    assert f.category == RULES[rule if rule in RULES else "fusable_ops"][0]
+    return f
+
+
+def direct(fn, d):
+    """A rule called on a digest alone: it leaves its id and category to the runner."""
+    f = fn(RuleInput(d))
+    for x in (f if isinstance(f, list) else [f] if f is not None else []):
+        assert (x.rule, x.category) == ("", "")
     return f
 
 
@@ -68,6 +79,7 @@ def test_dataloader_share_names_its_time_and_the_longest_call(monkeypatch):
     """60 µs of DataLoader in a 1 ms step: 6.0 %, above 5 %."""
     f = one(table([step(), ev(DATALOADER, K.USER_ANNOTATION, 0, 60_000)]), monkeypatch, "dataloader_share")
     assert (f.severity, f.title) == ("warning", "Data loading takes a large share of the step")
+    assert f.gain_basis == "the DataLoader time of the average step, if workers hide it all"
     assert f.seen == "Data loading takes 6.0% of the average step (DataLoader): 0.060 ms of 1.000 ms."
     assert (f.value, f.gain_ns, f.figures) == (pytest.approx(0.06), 60_000,
                                                {"dataloader_share": pytest.approx(0.06), "dataloader_ns": 60_000,
@@ -84,6 +96,7 @@ def test_device_idle_names_the_columns_that_fill_the_step(monkeypatch):
     t = table([step(), ev("gemm", K.KERNEL, 0, 400_000), ev("aten::index", K.CPU_OP, 500_000, 200_000)])
     f = one(t, monkeypatch, "device_idle")
     assert (f.severity, f.title) == ("warning", "The device has no work most of the step")
+    assert f.gain_basis == "the Device idle time of the average step that no other finding here claims"
     assert f.seen == "Device idle 60.0% of the average step; the step meanwhile: Host 20.0%, Idle 40.0%."
     assert (f.value, f.gain_ns, f.residual) == (pytest.approx(0.6), 600_000, True)
     assert f.figures == {"device_idle_share": pytest.approx(0.6), "host_ns": 200_000, "idle_ns": 400_000}
@@ -101,6 +114,7 @@ def test_device_wait_names_the_four_longest_blocking_calls(monkeypatch):
     syncs += [ev("cudaStreamSynchronize", K.RUNTIME, 560_000 + i * 80_000, 30_000 + i * 1000) for i in range(5)]
     f = one(table([step(), ev("gemm", K.KERNEL, 0, MS // 2)] + syncs), monkeypatch, "device_wait")
     assert (f.severity, f.title) == ("warning", "The host waits for the device (synchronisations)")
+    assert f.gain_basis == "the Device wait of the average step"
     named = "; ".join(f"cudaStreamSynchronize under aten::op{i} (1 calls, 0.0{30 + i} ms)" for i in (4, 3, 2, 1))
     assert f.seen == ("Calls that block the host until the device is done take 16.0% of the average step "
                       f"(Device wait), 0.160 ms: {named}.")
@@ -124,6 +138,7 @@ def test_sync_calls_counts_per_step_where_the_device_does_not_wait(monkeypatch):
                        ev("cudaStreamSynchronize", K.RUNTIME, s * MS + 100_000 * (i + 1) + 5_000, 10_000)]
     f = one(table(events), monkeypatch, "sync_calls")
     assert (f.severity, f.title) == ("info", "Synchronising calls in every step")
+    assert f.gain_basis == "the Device wait of the average step"
     assert f.seen == ("2.0 calls per step that make the host wait for the device's result: cudaStreamSynchronize "
                       "under aten::item (2.0 per step); the host waits with the device idle 0.0% of the average step "
                       "(Device wait).")
@@ -146,6 +161,7 @@ def test_launch_bound_counts_blocking_calls_apart(monkeypatch):
                ev("cudaStreamSynchronize", K.RUNTIME, 800_000, 50_000)])
     f = one(t, monkeypatch, "launch_bound")
     assert (f.severity, f.title) == ("warning", "Kernel launches dominate")
+    assert f.gain_basis == "the Runtime time of the average step"
     assert f.seen == ("Launch / runtime calls with the device idle take 11.0% of the average step (Runtime, 0.110 ms); "
                       "blocking calls are counted apart (Device wait 5.0%).")
     assert (f.value, f.gain_ns) == (pytest.approx(0.11), 110_000)
@@ -162,6 +178,7 @@ def test_host_bound_adds_host_and_runtime(monkeypatch):
                ev("cudaLaunchKernel", K.RUNTIME, 600_000, 100_000)])
     f = one(t, monkeypatch, "host_bound")
     assert (f.severity, f.title) == ("warning", "The step is host-bound")
+    assert f.gain_basis == "Host + Runtime of the average step"
     assert f.seen == ("Host operators and launches run while the device has no work: Host 41.0%, Runtime 10.0% of "
                       "the average step.")
     assert (f.value, f.gain_ns) == (pytest.approx(0.51), 510_000)
@@ -173,23 +190,24 @@ def test_host_bound_adds_host_and_runtime(monkeypatch):
 
 
 def test_python_on_path_takes_the_longest_stretch_of_each_step(monkeypatch):
-    """Two steps of 1 ms with no device. Step 1: operators at 0-100 and 300-400 µs, Python between and after them
-    (200 + 600 µs); step 2: operators at 1000-1500 and 1600-1700 µs (Python 100 + 300 µs). On the path: 1.2 ms of
-    2 ms, 60 %, 0.6 ms a step; the longest stretches 600 and 300 µs, 450 µs on average; the longest of all starts
-    at 400 µs."""
+    """Two steps of 1 ms with no device. Step 1: operators at 0-100 and 700-800 µs, Python 100-700 and 800-1000 µs
+    (600 + 200 µs); step 2: operators at 1000-1050 and 1900-1950 µs, Python 1050-1900 and 1950-2000 µs (850 + 50
+    µs). On the path: 1.7 ms of 2 ms, 85 %, 0.85 ms a step; the longest stretches 600 and 850 µs (each step's first,
+    not its last), 725 µs on average; the longest of all in step 2, at 1050 µs."""
     t = table([step(1, 0), step(2, MS), ev("aten::mm", K.CPU_OP, 0, 100_000),
-               ev("aten::mm", K.CPU_OP, 300_000, 100_000),
-               ev("aten::mm", K.CPU_OP, MS, 500_000), ev("aten::mm", K.CPU_OP, 1_600_000, 100_000)])
+               ev("aten::mm", K.CPU_OP, 700_000, 100_000), ev("aten::mm", K.CPU_OP, MS, 50_000),
+               ev("aten::mm", K.CPU_OP, 1_900_000, 50_000)])
     f = one(t, monkeypatch, "python_on_path")
     assert (f.severity, f.title) == ("warning", "Python between operators holds the step")
-    assert f.seen == ("Python with no operator running on the step's thread takes 60.0% of the steps' critical path "
-                      "(Critical path: python), 0.600 ms of the average step; its longest stretch in each step takes "
-                      "0.450 ms on average.")
-    assert (f.value, f.gain_ns) == (pytest.approx(0.6), 600_000)
-    assert f.figures == {"path_python_share": pytest.approx(0.6), "python_ns": 600_000}
-    assert rows(f) == [("overview", "Critical path", "Critical path: python", "", 400_000, 600_000)]
-    assert claim(f) == ("path_python_share", 0.6, "overview", 0.1, ["python"])
-    assert removes(f) == ([400_000, 1_700_000], [MS, 2 * MS])
+    assert f.gain_basis == "the Python time on the path"
+    assert f.seen == ("Python with no operator running on the step's thread takes 85.0% of the steps' critical path "
+                      "(Critical path: python), 0.850 ms of the average step; its longest stretch in each step takes "
+                      "0.725 ms on average.")
+    assert (f.value, f.gain_ns) == (pytest.approx(0.85), 850_000)
+    assert f.figures == {"path_python_share": pytest.approx(0.85), "python_ns": 850_000}
+    assert rows(f) == [("overview", "Critical path", "Critical path: python", "", 1_050_000, 850_000)]
+    assert claim(f) == ("path_python_share", 0.85, "overview", 0.1, ["python"])
+    assert removes(f) == ([100_000, 1_050_000], [700_000, 1_900_000])
     assert f.edit == "the longest stretch of Python of each step taken out"
 
 
@@ -211,8 +229,9 @@ def dominant_window(roof_share=None, dtype="", metric="device"):
 
 def test_dominant_op_says_what_its_roof_leaves(monkeypatch):
     """At 40 % of its roof, 35 µs a step would take 14 µs: 21 µs to gain at most; no events, so no edit."""
-    f = dominant_op(RuleInput(dominant_window(0.4)))
+    f = direct(dominant_op, dominant_window(0.4))
     assert (f.severity, f.title) == ("info", "aten::mm dominates")
+    assert f.gain_basis == "depends on how efficient aten::mm already is"
     assert f.seen == ("aten::mm takes 70.0% of the operators' Device Self Duration (0.035 ms per step; at its roof it "
                       "would take 0.014 ms).")
     assert (f.value, f.at_most_ns, f.gain_ns) == (pytest.approx(0.7), 21_000, -1)
@@ -224,10 +243,10 @@ def test_dominant_op_says_what_its_roof_leaves(monkeypatch):
 
 def test_dominant_op_without_a_roof_or_on_the_host(monkeypatch):
     """No roof: the whole 35 µs a step; bf16 inputs get no autocast advice; host self time names its column."""
-    f = dominant_op(RuleInput(dominant_window(None, "bf16")))
+    f = direct(dominant_op, dominant_window(None, "bf16"))
     assert f.seen == "aten::mm takes 70.0% of the operators' Device Self Duration (0.035 ms per step)."
     assert f.at_most_ns == 35_000 and "autocast" not in f.change_torch
-    h = dominant_op(RuleInput(dominant_window(None, metric="host")))
+    h = direct(dominant_op, dominant_window(None, metric="host"))
     assert h.seen == "aten::mm takes 70.0% of the operators' Host Self Duration (0.035 ms per step)."
     assert rows(h) == [("operators", "aten::mm", "aten::mm: Host Self Duration", "aten::mm", -1, -1)]
 
@@ -251,7 +270,7 @@ def memory_digest(*devices, ops=("aten::mm", "MmBackward0")) -> pb.Digest:
 
 def rule_of(module, name, d):
     from canning_tb.analysis.rules import memory_rules, schedule_rules  # noqa: F401 (registered)
-    return getattr({"memory": memory_rules, "schedule": schedule_rules}[module], name)(RuleInput(d))
+    return direct(getattr({"memory": memory_rules, "schedule": schedule_rules}[module], name), d)
 
 
 def test_peak_memory_is_the_larger_of_allocated_and_reserved():
@@ -396,7 +415,7 @@ def test_below_roof_takes_the_operator_with_the_most_to_gain():
     from canning_tb.analysis.rules.roofline_rules import below_roof
     d = roof_digest(("aten::bmm", 500_000, 0.4, 1e9), ("aten::mm", 400_000, 0.2, 1e9), ("aten::add", 900_000, 0.5, 1e9),
                     ("aten::conv", 49_000, 0.0, 1e9))
-    f = below_roof(RuleInput(d))
+    f = direct(below_roof, d)
     assert (f.severity, f.title) == ("info", "aten::mm at 20.0% of its roof")
     assert f.seen == ("aten::mm reaches 31.2 TFLOP/s and 208 GB/s at 150 FLOP/byte: 20.0% of its roof (156 TFLOP/s, "
                       "fp32), compute-bound at its shapes; it takes 40.0% of the kernel time (0.200 ms per step).")
@@ -407,13 +426,13 @@ def test_below_roof_takes_the_operator_with_the_most_to_gain():
     assert claim(f) == ("roof_share", 0.2, "operators", 0.5, [])
     assert f.gain_basis == "its device time if it ran at its roof (20.0% of it now)"
     d5 = roof_digest(("aten::conv", 50_000, 0.0, 1e9))  # exactly 5 % of the kernel time: judged
-    assert below_roof(RuleInput(d5)).title == "aten::conv at 0.0% of its roof"
+    assert direct(below_roof, d5).title == "aten::conv at 0.0% of its roof"
 
 
 @pytest.mark.parametrize("flops,words", [(0.0, "computes nothing"), (-1.0, "its FLOPs not modelled")])
 def test_below_roof_on_bytes_only_work(flops, words):
     from canning_tb.analysis.rules.roofline_rules import below_roof
-    f = below_roof(RuleInput(roof_digest(("aten::copy_", 400_000, 0.25, flops))))
+    f = direct(below_roof, roof_digest(("aten::copy_", 400_000, 0.25, flops)))
     assert f.seen.startswith(f"aten::copy_ moves 208 GB/s ({words}): 25.0% of the HBM bandwidth, compute-bound")
 
 
@@ -538,7 +557,7 @@ def comm_digest(comm_ns=200_000, calls=(), fmt="kineto") -> pb.Digest:
 
 def comm_rule(name, d):
     from canning_tb.analysis.rules import comm_rules
-    return getattr(comm_rules, name)(RuleInput(d))
+    return direct(getattr(comm_rules, name), d)
 
 
 DP_CALLS = [("AllReduce", "0", 100_000, 50_000, 4 * MIB, 1, "nccl:all_reduce", "collective"),
@@ -675,7 +694,7 @@ def kernel_digest(*kernels, steps=2, cc="8.0") -> pb.Digest:
 
 def compute_rule(name, d):
     from canning_tb.analysis.rules import compute_rules
-    return getattr(compute_rules, name)(RuleInput(d))
+    return direct(getattr(compute_rules, name), d)
 
 
 def test_tiny_kernels_finding():
@@ -828,3 +847,124 @@ def test_a_multi_tensor_optimizer_is_told_to_fuse(monkeypatch):
     assert f.title == "The Adam optimizer runs multi-tensor, not fused"
     assert f.seen.endswith("0.200 ms per step, with multi-tensor (foreach) kernels and no fused one.")
     assert f.change_torch == "torch.optim.Adam(..., fused=True)"
+
+
+# -- time_rules: at the thresholds, and what the digest alone gives -------------------------------------------------
+
+@pytest.mark.parametrize("rule,events", [
+    ("dataloader_share", [ev(DATALOADER, K.USER_ANNOTATION, 0, 50_000)]),                  # 5 % exactly
+    ("device_idle", [ev("gemm", K.KERNEL, 0, 500_000)]),                                     # 50 % idle exactly
+    ("device_wait", [ev("gemm", K.KERNEL, 0, 500_000),
+                     ev("cudaStreamSynchronize", K.RUNTIME, 600_000, 100_000)]),            # 10 % exactly
+    ("launch_bound", [ev("gemm", K.KERNEL, 0, 500_000), ev("cudaLaunchKernel", K.RUNTIME, 600_000, 100_000)]),
+    ("host_bound", [ev("gemm", K.KERNEL, 0, 50_000), ev("aten::index", K.CPU_OP, 100_000, 500_000)]),  # 50 %
+    ("python_on_path", [ev("aten::mm", K.CPU_OP, 0, 900_000)]),                               # 10 % exactly
+    ("dataloader_share", [ev(DATALOADER, K.USER_ANNOTATION, 0, 40_000)]),                   # below: never a candidate
+])
+def test_at_the_threshold_no_rule_is_a_candidate(monkeypatch, rule, events):
+    assert rule not in found(table([step()] + events), monkeypatch)
+
+
+def test_sync_calls_at_one_per_step_and_at_the_device_wait_threshold(monkeypatch):
+    """Device wait 10 % exactly (device_wait stays quiet) and one synchronise per step: sync_calls speaks. Five call
+    sites after the kernel (20 µs each inside aten::op0 ... op3, one with no operator around it): four named."""
+    events = [step(), ev("gemm", K.KERNEL, 0, 500_000)]
+    for i in range(4):
+        events += [ev(f"aten::op{i}", K.CPU_OP, 550_000 + i * 80_000, 50_000),
+                   ev("cudaStreamSynchronize", K.RUNTIME, 560_000 + i * 80_000, 20_000 - i)]
+    events.append(ev("cudaDeviceSynchronize", K.RUNTIME, 900_000, 20_006))  # 100 µs in all
+    out = found(table(events), monkeypatch)
+    assert "device_wait" not in out
+    (f,) = out["sync_calls"]
+    assert f.seen.startswith("5.0 calls per step that make the host wait for the device's result: cudaDeviceSynchronize "
+                             "(1.0 per step), cudaStreamSynchronize under aten::op0 (1.0 per step), "
+                             "cudaStreamSynchronize under aten::op1 (1.0 per step), cudaStreamSynchronize under "
+                             "aten::op2 (1.0 per step); the host waits with the device idle 10.0% of the average step")
+    assert [e.row for e in f.evidence] == ["cudaDeviceSynchronize", "aten::op0", "aten::op1"]
+    assert removes(f) == ([560_000 + i * 80_000 for i in range(4)] + [900_000],
+                          [580_000 + i * 79_999 for i in range(4)] + [920_006])
+
+
+def test_sync_calls_under_one_per_step_is_quiet(monkeypatch):
+    """One synchronise in two steps: 0.5 a step."""
+    events = [step(1, 0), step(2, MS), ev("gemm", K.KERNEL, 0, 1_900_000), ev("aten::item", K.CPU_OP, 100_000, 20_000),
+              ev("cudaStreamSynchronize", K.RUNTIME, 105_000, 10_000)]
+    assert "sync_calls" not in found(table(events), monkeypatch)
+
+
+def test_sync_calls_in_a_cpu_window_are_left_to_needs_device(monkeypatch):
+    events = [step(), ev("aten::item", K.CPU_OP, 100_000, 20_000), ev("cudaStreamSynchronize", K.RUNTIME, 105_000, 10)]
+    assert "sync_calls" not in found(table(events), monkeypatch)
+
+
+def test_the_time_rules_on_an_empty_digest_find_nothing():
+    from canning_tb.analysis.rules import time_rules as tr
+    for fn in (tr.dataloader_share, tr.device_idle, tr.device_wait, tr.sync_calls_rule, tr.launch_bound, tr.host_bound,
+               tr.dominant_op, tr.python_on_path):
+        assert fn(RuleInput(pb.Digest())) is None, fn.__name__
+
+
+def test_a_one_ns_step_of_device_wait_is_all_device_wait():
+    """The share is of any step above 0 ns."""
+    from canning_tb.analysis.rules.time_rules import device_wait
+    d = pb.Digest()
+    d.average.total_ns, d.average.device_wait_ns = 1, 1
+    assert direct(device_wait, d).value == 1.0
+
+
+def test_time_findings_from_the_digest_alone():
+    """No events: the DataLoader finding has no longest call to show, the Device wait names no call."""
+    from canning_tb.analysis.rules.time_rules import dataloader_share, device_wait
+    d = pb.Digest()
+    d.steps.add(number=1, start_ns=0, dur_ns=MS)
+    d.average.total_ns, d.average.dataloader_ns, d.average.device_wait_ns = MS, 60_000, 110_000
+    d.average.compute_ns = 400_000
+    assert rows(direct(dataloader_share, d)) == [("overview", "DataLoader", "Average step breakdown: DataLoader", "",
+                                                  -1, -1)]
+    assert direct(device_wait, d).seen == ("Calls that block the host until the device is done take 11.0% of the "
+                                           "average step (Device wait), 0.110 ms.")
+
+
+def test_dominant_op_replays_its_roof_only_on_device_time(monkeypatch):
+    """at_roof stood in for: asked with the operator and its share of roof where the operator's device time is known
+    (also at 0 % of its roof), never for host time or an unknown roof; its edit makes the gain the roof's."""
+    from canning_tb.analysis.rules import time_rules
+    asked = []
+
+    def at_roof(inp, name, roof):
+        asked.append((name, roof))
+        return {"edit": f"{name} at {roof}"}
+    monkeypatch.setattr(time_rules, "at_roof", at_roof)
+    f = direct(dominant_op, dominant_window(0.4))
+    assert (asked, f.edit, f.gain_ns, f.at_most_ns) == ([("aten::mm", 0.4)], "aten::mm at 0.4", 21_000, 21_000)
+    asked.clear()
+    z = direct(dominant_op, dominant_window(0.0))
+    assert (asked, z.at_most_ns) == ([("aten::mm", 0.0)], 35_000)
+    assert z.seen.endswith("(0.035 ms per step; at its roof it would take 0.000 ms).")
+    asked.clear()
+    for d in (dominant_window(0.4, metric="host"), dominant_window(None)):
+        assert direct(dominant_op, d).edit == "" and asked == []
+
+
+def test_dominant_op_per_step_in_whole_ns_and_its_advice():
+    """70 001 ns over two steps: 35 000 ns a step (the Operators view's whole ns)."""
+    d = dominant_window(None)
+    d.ops_by_name[0].device_self_ns = 70_001
+    f = direct(dominant_op, d)
+    assert f.at_most_ns == 35_000 and isinstance(f.at_most_ns, int)
+    assert f.change_torch == ("look at its rows by input shape and by call stack (Operators view): fewer or larger "
+                              "calls, lower precision (torch.autocast) or a fused / better implementation of this "
+                              "operator.")
+    assert direct(dominant_op, dominant_window(None, "bf16")).change_torch == (
+        "look at its rows by input shape and by call stack (Operators view): fewer or larger calls, a fused / better "
+        "implementation of this operator.")
+
+
+def test_dominant_op_at_exactly_its_threshold_is_quiet():
+    """aten::mm 30 % exactly of the operators' device self time."""
+    d = dominant_window(None)
+    d.ops_by_name[0].device_self_ns = 30_000
+    d.ops_by_name[1].device_self_ns = 25_000
+    for name in ("aten::mul", "aten::div"):
+        d.ops_by_name.add(name=name, calls=2, device_self_ns=22_500, device_total_ns=22_500)
+    assert direct(dominant_op, d) is None
