@@ -280,6 +280,7 @@ def test_peak_memory_is_the_larger_of_allocated_and_reserved():
                       ("cuda:2", 0, 79 * GIB, 80 * GIB, 0))
     (f,) = rule_of("memory", "peak_memory", d)
     assert (f.severity, f.title) == ("warning", "Memory of cuda:0 is nearly full")
+    assert f.gain_basis == "memory, not time"
     assert f.seen == ("Peak memory on cuda:0 is 70.00 GiB allocated, 74.00 GiB reserved, of 80.00 GiB (92.5%; "
                       "Memory: Peak memory).")
     assert (f.value, f.figures) == (pytest.approx(0.925), {"peak_share": pytest.approx(0.925)})
@@ -308,6 +309,7 @@ def test_fragmentation_finding():
     """1 GiB allocated, 1.6 GiB reserved: 1.6x; the threshold is 1.5 x the allocated bytes."""
     (f,) = rule_of("memory", "fragmentation", memory_digest(("cuda:0", GIB, int(1.6 * GIB), 80 * GIB, 0)))
     assert (f.severity, f.title) == ("info", "Reserved memory far above allocated on cuda:0")
+    assert f.gain_basis == "memory, not time"
     assert f.seen == "Peak reserved 1.60 GiB is 1.6x the peak allocated 1.00 GiB (Memory: Peak reserved)."
     assert (f.value, f.figures) == (pytest.approx(1.6), {"reserved_over_allocated": pytest.approx(1.6)})
     assert rows(f) == [("memory", "cuda:0", "Peak reserved", "", -1, -1)]
@@ -318,6 +320,7 @@ def test_empty_cache_takes_the_most_calls_of_any_device():
     d = memory_digest(("cuda:0", GIB, GIB, 80 * GIB, 2), ("cuda:1", GIB, GIB, 80 * GIB, 3))
     f = rule_of("memory", "empty_cache", d)
     assert (f.severity, f.title) == ("warning", "empty_cache is called")
+    assert f.gain_basis == "its cost shows as malloc time in the following steps"
     assert f.seen == "empty_cache was called 3 times in the window."
     assert (f.value, f.figures) == (3, {"empty_cache_calls": 3})
     assert rows(f) == [("memory", "", "empty_cache calls", "", -1, -1)]
@@ -334,6 +337,7 @@ def test_allocator_churn_counts_the_calls_in_the_window(monkeypatch):
                ev("cudaMalloc", K.RUNTIME, 11 * MS, 5 * MS)], memory=mem, devices=CUDA)
     f = one(t, monkeypatch, "allocator_churn")
     assert (f.severity, f.title) == ("warning", "Frequent device memory allocation")
+    assert f.gain_basis == "the malloc / free calls' host time per step"
     assert f.seen == "3 device malloc / free calls take 12.000 ms of host time in the window."
     assert (f.value, f.gain_ns, f.figures) == (12 * MS, 6 * MS, {"memory_calls": 3, "memory_calls_ns": 12 * MS})
     assert rows(f) == [("memory", "cuda:0", "Allocations", "", -1, -1),
@@ -356,6 +360,7 @@ def test_sync_batchnorm_names_the_most_called(monkeypatch):
     ops += [ev("aten::batch_norm_gather_stats", K.CPU_OP, MS + 10_000 * i, 5_000) for i in range(8)]
     f = one(table([step(1, 0), step(2, MS)] + ops), monkeypatch, "sync_batchnorm")
     assert (f.severity, f.title) == ("info", "SyncBatchNorm synchronises every layer")
+    assert f.gain_basis == "its collectives are in the communication time"
     assert f.seen == "20 SyncBatchNorm operators in the window (10 per step, e.g. SyncBatchNorm)."
     assert (f.value, f.figures) == (20, {"sync_batchnorm_calls": 20})
     assert rows(f) == [("operators", "SyncBatchNorm", "SyncBatchNorm", "SyncBatchNorm", -1, -1)]
@@ -370,6 +375,7 @@ def test_gc_pauses_finding(monkeypatch):
                ev("GC", K.USER_ANNOTATION, 2 * MS, 1_200_000), ev("GC", K.USER_ANNOTATION, 12 * MS, 1_600_000)])
     f = one(t, monkeypatch, "gc_pauses")
     assert (f.severity, f.title) == ("warning", "Python garbage collection pauses the step")
+    assert f.gain_basis == "the pauses' time per step"
     assert f.seen == "2 garbage-collection pauses take 2.800 ms in the window (mean 1.400 ms)."
     assert (f.value, f.gain_ns, f.figures) == (2_800_000, 1_400_000, {"gc_calls": 2, "gc_ns": 2_800_000})
     assert rows(f) == [("timeline", "GC", "the longest GC", "GC", 12 * MS, 1_600_000)]
@@ -383,6 +389,7 @@ def test_gloo_on_gpu_names_three_collectives(monkeypatch):
                                                                                       "broadcast"))]
     f = one(table([step(), ev("gemm", K.KERNEL, 0, MS)] + calls, devices=CUDA), monkeypatch, "gloo_on_gpu")
     assert (f.severity, f.title) == ("warning", "GPU job communicates over gloo")
+    assert f.gain_basis == "depends on the links"
     assert f.seen == "4 gloo collectives (gloo:all_reduce, gloo:broadcast, gloo:recv) take 0.400 ms on a GPU job."
     assert (f.value, f.figures) == (4, {"gloo_calls": 4})
     assert rows(f) == [("communication", "", "collectives", "", -1, -1)]
@@ -444,6 +451,7 @@ def test_trace_inflated_counts_python_function_events(monkeypatch):
     t = table(base + [ev("f", K.PYTHON_FUNCTION, 0, 50_000), ev("g", K.PYTHON_FUNCTION, 60_000, 50_000)])
     f = one(t, monkeypatch, "trace_inflated")
     assert (f.severity, f.title) == ("info", "with_stack inflates the trace")
+    assert f.gain_basis == "profiling overhead, not the model's time"
     assert f.seen == ("2 of the window's 5 events (40.0%) are Python function events recorded by with_stack=True / "
                       "with_modules=True.")
     assert (f.value, f.figures) == (pytest.approx(0.4), {"python_function_share": pytest.approx(0.4), "events": 5})
@@ -459,6 +467,7 @@ def test_window_too_long_above_the_viewers_limit(monkeypatch):
     base = [step(), ev("aten::mm", K.CPU_OP, 0, 100_000), ev("gemm", K.KERNEL, 0, 900_000), ev("relu", K.KERNEL, 0, 10)]
     f = one(table(base + [ev("add", K.KERNEL, 20, 10)]), monkeypatch, "window_too_long")
     assert (f.severity, f.title) == ("info", "The window is too big for trace viewers")
+    assert f.gain_basis == "profiling, not the model's time"
     assert f.seen == "The window holds 5 events; chrome://tracing and Perfetto's web UI fail around 4."
     assert (f.value, f.figures) == (5, {"events": 5})
     assert claim(f) == ("trace_events", 5.0, "trace", 4, [])
@@ -472,6 +481,7 @@ def test_graph_capture_covers_begin_to_instantiate(monkeypatch):
                ev("cudaGraphInstantiate", K.RUNTIME, 300_000, 50_000), ev("aten::mm", K.CPU_OP, 120_000, 100_000)])
     f = one(t, monkeypatch, "graph_capture")
     assert (f.severity, f.title) == ("info", "The window records a CUDA / HIP graph capture")
+    assert f.gain_basis == "capture is not the training step's cost"
     assert f.seen == ("Graph capture (stream begin capture ... graph instantiate) covers 0.250 ms of the average step "
                       "(25.0%): kernels launched meanwhile are recorded into the graph and run nothing on the device, "
                       "so the device is idle there by design.")
@@ -497,6 +507,7 @@ def test_startup_names_the_longest_call_and_the_runtime_share(monkeypatch):
                          ev("cudaLaunchKernel", K.RUNTIME, 1_250_000, 20_000)])
     f = one(t, monkeypatch, "startup")
     assert (f.severity, f.title) == ("info", "The window records the process start-up")
+    assert f.gain_basis == "start-up is not a per-step cost"
     assert f.seen == ("Device runtime initialisation (2 calls such as cudaSetDevice) takes 0.200 ms of the window "
                       "(Runtime 2.0% of the average step).")
     assert (f.value, f.figures) == (200_000, {"startup_ns": 200_000})
@@ -575,6 +586,7 @@ def test_communication_not_overlapped_names_the_three_longest_collectives():
     ReduceScatter 50 µs (25 µs a step); Barrier, the fourth, is not named."""
     f = comm_rule("communication_not_overlapped", comm_digest(200_000, DP_CALLS))
     assert (f.severity, f.title) == ("warning", "Communication is not hidden by compute")
+    assert f.gain_basis == "the communication not hidden in the average step"
     assert f.seen == ("Communication not hidden by compute takes 20.0% of the average step (Communication, 0.200 ms); "
                       "the collectives: AllReduce (4 calls, running 0.150 ms per step), AllGather (2 calls, running "
                       "0.055 ms per step), ReduceScatter (1 calls, running 0.025 ms per step).")
@@ -597,6 +609,7 @@ def test_a_first_step_broadcast_is_its_own_finding():
     d = comm_digest(200_000, DP_CALLS + casts)
     f = comm_rule("first_step_broadcast", d)
     assert (f.severity, f.title) == ("info", "A one-off broadcast in the first profiled step")
+    assert f.gain_basis == "a one-off, not a per-step cost"
     assert f.seen.startswith("2 Broadcast calls take 0.200 ms from step 1, the first step of the window, and in no "
                              "step after the next:")
     assert (f.value, f.figures) == (200_000, {"broadcast_calls": 2, "broadcast_ns": 200_000})
@@ -618,6 +631,7 @@ def test_pipeline_wait_where_send_and_receive_are_most_of_it():
     assert comm_rule("communication_not_overlapped", d) is None
     f = comm_rule("pipeline_wait", d)
     assert (f.severity, f.title) == ("warning", "Pipeline stages wait in send / receive")
+    assert f.gain_basis == "the send / receive time not hidden in the average step"
     assert f.seen == ("Communication not hidden by compute takes 20.0% of the average step (Communication), and 70.0% "
                       "of the communication time is pipeline send / receive (Send (2 calls, running 0.200 ms per "
                       "step), Recv (1 calls, running 0.150 ms per step)).")
@@ -635,6 +649,7 @@ def test_small_packets_finding():
     calls.append(("AllGather", "0", 300_000, 100_000, 4 * MIB, 1, "nccl:all_gather", "collective"))
     f = comm_rule("small_packets", comm_digest(200_000, calls))
     assert (f.severity, f.title) == ("info", "Communication in small packets")
+    assert f.gain_basis == "at most the not hidden part of these calls"
     assert f.seen == ("5 of 6 communication calls move less than 1 MB and take 60.0% of the communication time "
                       "(Communication view, Bytes).")
     assert (f.value, f.gain_ns, f.figures) == (pytest.approx(0.6), -1, {"small_calls": 5, "small_time_share":
@@ -652,6 +667,7 @@ def test_byte_alignment_on_ascend_names_the_three_longest():
               ("AllReduce", "0", 0, 90_000, 1000, 1, "hcom_allReduce_small", "collective")]
     f = comm_rule("byte_alignment", comm_digest(200_000, calls, fmt="ascend"))
     assert (f.severity, f.title) == ("info", "Communication sizes not aligned to 512 bytes")
+    assert f.gain_basis == "the cost of the unaligned tail is not in the trace"
     named = ", ".join(f"hcom_allReduce_{i} ({MIB + 4 * (i + 1)} B)" for i in (3, 2, 1))
     assert f.seen == f"4 communication calls move a size that is not a multiple of 512 B: {named}."
     assert (f.value, f.figures) == (4, {"unaligned_calls": 4})
@@ -671,6 +687,7 @@ def test_low_bandwidth_names_the_slowest_link_against_its_capacity():
         d.communication.links.add(src=src, dst=dst, transport=transport, bytes=nbytes, bandwidth_gbps=gbps, op=op)
     f = comm_rule("low_bandwidth", d)
     assert (f.severity, f.title) == ("warning", "Bandwidth far below the link's capacity")
+    assert f.gain_basis == "the time at full bandwidth is not a bound the data gives"
     assert f.seen == ("2 transfers of at least 16 MiB run under 30.0% of their link's nominal capacity; slowest: "
                       "0 -> 2 over pcie at 5.0 GB/s of 32 GB/s (32.0 MiB in hcom_send).")
     assert (f.value, f.figures) == (pytest.approx(5 / 32), {"bandwidth_gbps": 5.0, "capacity_gbps": 32.0})
@@ -703,6 +720,7 @@ def test_tiny_kernels_finding():
     d.kernels_by_name.add(name="ncclKernel", calls=5000, total_ns=1, communication=True)
     f = compute_rule("tiny_kernels", d)
     assert (f.severity, f.title) == ("info", "Many tiny kernels")
+    assert f.gain_basis == "the launch overhead is in the Runtime column, see its finding"
     assert f.seen == "1000 kernels with a mean of 9.5 us each (Kernels: Mean Duration)."
     assert (f.value, f.figures) == (9_500, {"kernels": 1000, "mean_kernel_ns": 9_500})
     assert rows(f) == [("kernels", "", "Kernels by Mean Duration", "", -1, -1)]
@@ -718,6 +736,7 @@ def test_ai_cpu_names_the_longest_task_and_the_operators_by_time():
     d = kernel_digest(*ks, ("short", 2, 900_000, 19_999, "ai_cpu", ""), ("MatMul", 2, 900_000, 90_000, "AI_CORE", ""))
     f = compute_rule("ai_cpu", d)
     assert (f.severity, f.title) == ("warning", "Operators run on AI_CPU")
+    assert f.gain_basis == "these AI_CPU tasks' time per step"
     assert f.seen == ("6 operators run as AI_CPU tasks of at least 20 us (longest op5, 45.0 us): op5, op4, op3, op2, "
                       "op1.")
     assert (f.value, f.gain_ns, f.figures) == (45_000, 1_050_000, {"ai_cpu_ops": 6, "ai_cpu_max_ns": 45_000})
@@ -781,6 +800,7 @@ def test_compilation_counts_its_share_of_the_window(monkeypatch):
                ev("torch/_dynamo/convert_frame.py: compile_inner", K.USER_ANNOTATION, MS, 200_000)])
     f = one(t, monkeypatch, "compilation")
     assert (f.severity, f.title) == ("warning", "Graph / operator compilation inside the window")
+    assert f.gain_basis == "the compilation ranges per step; guard checks and cache misses around them come on top"
     assert f.seen == "2 compilation events take 0.300 ms, 15.0% of the window."
     assert (f.value, f.gain_ns, f.gain_is_bound) == (pytest.approx(0.15), 150_000, False)
     assert f.figures == {"compile_events": 2, "compile_ns": 300_000, "compile_share": pytest.approx(0.15)}
@@ -806,6 +826,7 @@ def test_fusable_ops_counts_the_sequence_and_its_time(monkeypatch):
     """Five RMSNorms of 105 µs: 525 µs in the one step; four are not enough."""
     f = one(rms_window(5), monkeypatch, "fusable_rms_norm")
     assert (f.severity, f.title) == ("info", "RMSNorm written out in operators")
+    assert f.gain_basis == "the time of the matched operators; the fused call still costs part of it"
     assert f.seen == ("The operator sequence 'pow mean add rsqrt mul( mul)?' runs 5 times in the window (5.0 per step, "
                       "0.525 ms per step).")
     assert (f.value, f.gain_ns, f.figures) == (5, 525_000, {"occurrences": 5, "matched_ns_matched": 525_000})
@@ -827,6 +848,7 @@ def test_unfused_optimizer_finding_and_its_edit(monkeypatch):
               [ev("aten::add_", K.CPU_OP, 510_000 + 40_000 * i, 10_000) for i in range(4)])
     f = one(t, monkeypatch, "unfused_optimizer")
     assert (f.severity, f.title) == ("info", "The AdamW optimizer runs unfused")
+    assert f.gain_basis == "the optimizer step's time per step"
     assert f.seen == (f"{name} runs 1 times, 0.200 ms per step, one small operator per parameter tensor (no fused or "
                       "multi-tensor kernel inside it).")
     assert (f.change_torch, f.change_npu) == ("torch.optim.AdamW(..., fused=True) (or foreach=True)",
@@ -876,7 +898,8 @@ def test_sync_calls_at_one_per_step_and_at_the_device_wait_threshold(monkeypatch
     out = found(table(events), monkeypatch)
     assert "device_wait" not in out
     (f,) = out["sync_calls"]
-    assert f.seen.startswith("5.0 calls per step that make the host wait for the device's result: cudaDeviceSynchronize "
+    assert f.seen.startswith("5.0 calls per step that make the host wait for the device's result: "
+                             "cudaDeviceSynchronize "
                              "(1.0 per step), cudaStreamSynchronize under aten::op0 (1.0 per step), "
                              "cudaStreamSynchronize under aten::op1 (1.0 per step), cudaStreamSynchronize under "
                              "aten::op2 (1.0 per step); the host waits with the device idle 10.0% of the average step")
