@@ -991,3 +991,42 @@ def test_dominant_op_at_exactly_its_threshold_is_quiet():
     for name in ("aten::mul", "aten::div"):
         d.ops_by_name.add(name=name, calls=2, device_self_ns=22_500, device_total_ns=22_500)
     assert direct(dominant_op, d) is None
+
+
+# -- the other rules at exactly their thresholds -------------------------------------------------------------------
+
+def test_gc_pauses_of_exactly_one_ms_on_average_are_quiet(monkeypatch):
+    t = table([step(1, 0, 10 * MS), ev("gemm", K.KERNEL, 0, 10 * MS), ev("GC", K.USER_ANNOTATION, 2 * MS, 800_000),
+               ev("GC", K.USER_ANNOTATION, 5 * MS, 1_200_000)])
+    assert "gc_pauses" not in found(t, monkeypatch)
+
+
+def test_send_and_receive_at_exactly_half_are_not_yet_the_pipelines():
+    """Send 300 µs of 600 µs of communication: 50 %, not above half: the overlap finding, not the pipeline's."""
+    p2p = [("Send", "1", 800_000, 300_000, MIB, 1, "nccl:send", "p2p")]
+    d = comm_digest(200_000, DP_CALLS[:4] + p2p)
+    assert comm_rule("pipeline_wait", d) is None
+    assert comm_rule("communication_not_overlapped", d).title == "Communication is not hidden by compute"
+
+
+@pytest.mark.parametrize("small_bytes,small_ns,fires", [
+    (4096, 25_000, False),     # 5 x 25 µs of 625 µs: 20 % exactly, not above
+    (MIB, 30_000, False),      # 1 MiB is not under 1 MiB
+    (MIB - 1, 30_000, True),
+])
+def test_small_packets_bounds(small_bytes, small_ns, fires):
+    calls = [("AllReduce", "0", 40_000 * i, small_ns, small_bytes, 1, "nccl:all_reduce", "collective")
+             for i in range(5)]
+    calls.append(("AllGather", "0", 300_000, 500_000, 4 * MIB, 1, "nccl:all_gather", "collective"))
+    assert (comm_rule("small_packets", comm_digest(200_000, calls)) is not None) is fires
+
+
+def test_a_broadcast_of_exactly_five_percent_of_the_step_is_quiet():
+    casts = [("Broadcast", "0", 0, 50_000, MIB, 1, "nccl:broadcast", "collective")]
+    assert comm_rule("first_step_broadcast", comm_digest(200_000, DP_CALLS + casts)) is None
+
+
+def test_a_transfer_of_exactly_16_mib_is_judged():
+    d = pb.Digest()
+    d.communication.links.add(src=0, dst=1, transport="HCCS", bytes=16 * MIB, bandwidth_gbps=10.0)
+    assert comm_rule("low_bandwidth", d).seen.startswith("1 transfers of at least 16 MiB")
