@@ -1030,3 +1030,109 @@ def test_a_transfer_of_exactly_16_mib_is_judged():
     d = pb.Digest()
     d.communication.links.add(src=0, dst=1, transport="HCCS", bytes=16 * MIB, bandwidth_gbps=10.0)
     assert comm_rule("low_bandwidth", d).seen.startswith("1 transfers of at least 16 MiB")
+
+
+# -- comm_rules: what the events give (the time removed), and the branches of the digest's rows -------------------
+
+NCCL_AR, NCCL_BC, NCCL_P2P = ("ncclDevKernel_AllReduce_Sum_f32_RING_LL", "ncclDevKernel_Broadcast_RING_LL",
+                              "ncclDevKernel_SendRecv")
+
+
+def test_not_overlapped_removes_the_collectives_but_the_one_off_broadcast(monkeypatch):
+    """A 500 µs kernel, then an all-reduce 600-710 µs and a broadcast 750-800 µs (one step, numbered 1: the job's
+    first): 160 µs not hidden, 16 %; the change removes the all-reduce's time only."""
+    t = table([step(), ev("gemm", K.KERNEL, 0, 500_000), ev(NCCL_AR, K.COMM_KERNEL, 600_000, 110_000),
+               ev(NCCL_BC, K.COMM_KERNEL, 750_000, 50_000)])
+    f = one(t, monkeypatch, "communication_not_overlapped")
+    assert f.seen == ("Communication not hidden by compute takes 16.0% of the average step (Communication, 0.160 ms); "
+                      "the collectives: AllReduce (1 calls, running 0.110 ms per step). The one-off broadcast of the "
+                      "first step is left out (its own finding).")
+    assert removes(f) == ([600_000], [710_000])
+    assert f.edit == "each collective started as the step's backward begins (DDP buckets / FSDP prefetch)"
+
+
+def test_pipeline_wait_removes_the_send_and_receive_time_only(monkeypatch):
+    """Send / receive 600-710 and 750-800 µs, an all-reduce 850-950 µs (its group unknown, as the send's: the
+    pipeline's): 160 of 260 µs in send / receive, 61.5 %; the change removes the send / receive time."""
+    t = table([step(), ev("gemm", K.KERNEL, 0, 500_000), ev(NCCL_P2P, K.COMM_KERNEL, 600_000, 110_000),
+               ev(NCCL_P2P, K.COMM_KERNEL, 750_000, 50_000), ev(NCCL_AR, K.COMM_KERNEL, 850_000, 100_000)])
+    f = one(t, monkeypatch, "pipeline_wait")
+    assert f.value == pytest.approx(160 / 260)
+    assert removes(f) == ([600_000, 750_000], [710_000, 800_000])
+
+
+def test_small_packets_removes_the_small_calls_not_hidden(monkeypatch):
+    """Five 4 KiB all-reduces of 30 µs after the kernel and one of 4 MiB for 100 µs: 150 of 250 µs small, 60 %."""
+    calls = [ev(NCCL_AR, K.COMM_KERNEL, 600_000 + 40_000 * i, 30_000, bytes=4096) for i in range(5)]
+    calls.append(ev(NCCL_AR, K.COMM_KERNEL, 800_000, 100_000, bytes=4 * MIB))
+    f = one(table([step(), ev("gemm", K.KERNEL, 0, 500_000)] + calls), monkeypatch, "small_packets")
+    assert (f.value, f.gain_ns) == (pytest.approx(0.6), 0)
+    assert removes(f) == ([600_000 + 40_000 * i for i in range(5)], [630_000 + 40_000 * i for i in range(5)])
+
+
+def test_send_and_receive_are_told_by_their_kind_or_their_type():
+    """Rows whose type is not given but whose kind says Send / Recv, and a p2p row of an unknown kind: all the
+    pipeline's (600 of 700 µs)."""
+    calls = [("Send", "1", 0, 200_000, MIB, 1, "send", ""), ("Recv", "1", 300_000, 200_000, MIB, 1, "recv", ""),
+             ("Other", "1", 600_000, 200_000, MIB, 1, "hcom_x", "p2p"),
+             ("AllReduce", "0", 900_000, 100_000, MIB, 1, "nccl:all_reduce", "collective")]
+    f = comm_rule("pipeline_wait", comm_digest(200_000, calls))
+    assert f.value == pytest.approx(6 / 7) and [e.row for e in f.evidence] == ["Send", "Recv", "Other"]
+
+
+def test_the_pipeline_groups_all_reduce_is_left_out_and_said_so():
+    """An all-reduce in the group of the pipeline's send (group 1) and one in a group labelled embd are left out; the
+    data-parallel one (group 0) is named; send / receive 200 of 700 µs (not above half)."""
+    calls = [("AllReduce", "0", 0, 200_000, MIB, 1, "ar0", "collective"),
+             ("AllReduce", "1", 250_000, 100_000, MIB, 1, "ar1", "collective"),
+             ("AllReduce", "2", 400_000, 200_000, MIB, 1, "ar2", "collective"),
+             ("Send", "1", 700_000, 200_000, MIB, 1, "send", "p2p")]
+    d = comm_digest(200_000, calls)
+    d.communication.groups.add(group="2", name="embd", label="")
+    f = comm_rule("communication_not_overlapped", d)
+    assert f.seen.split("; the collectives: ")[1] == "AllReduce (1 calls, running 0.100 ms per step)."
+    assert [e.timeline_name for e in f.evidence[1:]] == ["ar0"]
+    assert f.why.endswith(" This rank is also a pipeline stage: its send / receive and the pipeline group's all-reduce "
+                          "are left out here (pipeline_wait, the cross-rank findings).")
+
+
+def test_a_collective_row_with_no_calls_names_no_time():
+    d = comm_digest(200_000)
+    d.communication.collectives.add(kind="AllReduce", group="0", calls=3, total_ns=300_000, comm_type="collective")
+    f = comm_rule("communication_not_overlapped", d)
+    assert f.seen.endswith("the collectives: AllReduce (3 calls).")
+    assert rows(f)[1] == ("communication", "AllReduce", "AllReduce 0", "", -1, -1)
+
+
+@pytest.mark.parametrize("steps,cast_steps,gather_steps,one_off", [
+    ((1, 2, 3), (1, 2), (1,), True),       # DDP: construction, then the bucket rebuild; its AllGather in step 1 only
+    ((1, 2, 3), (1, 3), (1,), False),      # a broadcast in the third step: not a one-off
+    ((4, 5), (4,), (4,), True),            # two steps: the first only
+    ((4, 5), (5,), (5,), False),
+    ((1,), (1,), (1,), True),              # one step, the job's first
+    ((2,), (2,), (2,), False),             # one step, not the first
+])
+def test_one_off_broadcasts(steps, cast_steps, gather_steps, one_off):
+    from canning_tb.analysis.rules.comm_rules import one_off_broadcast
+    d = pb.Digest()
+    for n in steps:
+        d.steps.add(number=n, start_ns=(n - 1) * MS, dur_ns=MS)
+    for n in cast_steps:
+        d.communication.calls.add(kind="Broadcast", step=n, start_ns=(n - 1) * MS, dur_ns=10)
+    for n in gather_steps:
+        d.communication.calls.add(kind="AllGather", step=n, start_ns=(n - 1) * MS + 100, dur_ns=10)
+    d.communication.calls.add(kind="AllReduce", step=steps[-1], start_ns=(steps[-1] - 1) * MS + 200, dur_ns=10)
+    got = [(c.kind, c.step) for c in one_off_broadcast(RuleInput(d))]
+    want = [("Broadcast", n) for n in cast_steps] + [("AllGather", n) for n in gather_steps]
+    assert got == (want if one_off else [])
+
+
+def test_an_all_gather_of_later_steps_too_is_not_part_of_the_one_off():
+    from canning_tb.analysis.rules.comm_rules import one_off_broadcast
+    d = pb.Digest()
+    for n in (1, 2):
+        d.steps.add(number=n, start_ns=(n - 1) * MS, dur_ns=MS)
+        d.communication.calls.add(kind="AllGather", step=n, start_ns=(n - 1) * MS, dur_ns=10)
+    d.communication.calls.add(kind="Broadcast", step=1, start_ns=500, dur_ns=10)
+    assert [(c.kind, c.step) for c in one_off_broadcast(RuleInput(d))] == [("Broadcast", 1)]
+    assert one_off_broadcast(RuleInput(pb.Digest())) == []
