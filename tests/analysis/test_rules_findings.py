@@ -329,21 +329,46 @@ def test_empty_cache_takes_the_most_calls_of_any_device():
 
 
 def test_allocator_churn_counts_the_calls_in_the_window(monkeypatch):
-    """Two steps of 10 ms; cudaMalloc of 3, 4 and 5 ms at 1, 5 and 11 ms: 12 ms in the window, above 10 ms; 6 ms a
-    step; the longest the third."""
-    mem = [dict(ts=10, device="cuda:0", bytes=64, addr=1, allocated=64, reserved=64)]
+    """Two steps of 10 ms; cudaMalloc of 3 and 5 ms (and 1 ns) at 1 and 11 ms, a cudaFree of 4 ms at 5 ms: 12 ms and
+    1 ns in the window, above 10 ms; 6 ms a step in whole ns; the longest the last. Memory records on the CPU and
+    on cuda:0: the device's is the one shown."""
+    mem = [dict(ts=10, device="CPU", bytes=64, addr=1, allocated=64, reserved=64),
+           dict(ts=10, device="cuda:0", bytes=64, addr=2, allocated=64, reserved=64)]
     t = table([step(1, 0, 10 * MS), step(2, 10 * MS, 10 * MS), ev("gemm", K.KERNEL, 0, 20 * MS),
                ev("cudaMalloc", K.RUNTIME, MS, 3 * MS), ev("cudaFree", K.RUNTIME, 5 * MS, 4 * MS),
-               ev("cudaMalloc", K.RUNTIME, 11 * MS, 5 * MS)], memory=mem, devices=CUDA)
+               ev("cudaMalloc", K.RUNTIME, 11 * MS, 5 * MS + 1)], memory=mem, devices=CUDA)
     f = one(t, monkeypatch, "allocator_churn")
     assert (f.severity, f.title) == ("warning", "Frequent device memory allocation")
     assert f.gain_basis == "the malloc / free calls' host time per step"
     assert f.seen == "3 device malloc / free calls take 12.000 ms of host time in the window."
-    assert (f.value, f.gain_ns, f.figures) == (12 * MS, 6 * MS, {"memory_calls": 3, "memory_calls_ns": 12 * MS})
+    assert (f.value, f.gain_ns, f.figures) == (12 * MS + 1, 6 * MS, {"memory_calls": 3, "memory_calls_ns": 12 * MS + 1})
+    assert isinstance(f.gain_ns, int)
     assert rows(f) == [("memory", "cuda:0", "Allocations", "", -1, -1),
-                       ("timeline", "cudaMalloc", "the longest cudaMalloc", "cudaMalloc", 11 * MS, 5 * MS)]
-    assert claim(f) == ("malloc_time", 12 * MS, "trace", 10 * MS, ["malloc / free calls"])
-    assert removes(f) == ([MS, 5 * MS, 11 * MS], [4 * MS, 9 * MS, 16 * MS])
+                       ("timeline", "cudaMalloc", "the longest cudaMalloc", "cudaMalloc", 11 * MS, 5 * MS + 1)]
+    assert claim(f) == ("malloc_time", 12 * MS + 1, "trace", 10 * MS, ["malloc / free calls"])
+    assert removes(f) == ([MS, 5 * MS, 11 * MS], [4 * MS, 9 * MS, 16 * MS + 1])
+
+
+def test_allocator_churn_without_device_memory_names_no_device(monkeypatch):
+    t = table([step(1, 0, 20 * MS), ev("gemm", K.KERNEL, 0, 20 * MS), ev("cudaMalloc", K.RUNTIME, MS, 11 * MS)],
+              devices=CUDA)
+    assert rows(one(t, monkeypatch, "allocator_churn"))[0] == ("memory", "", "Allocations", "", -1, -1)
+
+
+def test_the_memory_rules_judge_each_device_in_turn():
+    """A device with no capacity, one at capacity 0, one not full and not fragmented come before the full and
+    fragmented one: it is still judged."""
+    d = memory_digest(("cuda:0", 79 * GIB, 79 * GIB, -1, 0), ("cuda:1", 79 * GIB, 79 * GIB, 0, 0),
+                      ("cuda:2", GIB, GIB, 80 * GIB, 0), ("cuda:3", 70 * GIB, 74 * GIB, 80 * GIB, 0))
+    assert [f.title for f in rule_of("memory", "peak_memory", d)] == ["Memory of cuda:3 is nearly full"]
+    d = memory_digest(("cuda:0", GIB, GIB, 80 * GIB, 0), ("cuda:1", GIB, 2 * GIB, 80 * GIB, 0))
+    assert [f.title for f in rule_of("memory", "fragmentation", d)] == ["Reserved memory far above allocated on cuda:1"]
+
+
+def test_the_memory_rules_on_an_empty_digest_find_nothing():
+    from canning_tb.analysis.rules import memory_rules as mr
+    for fn in (mr.peak_memory, mr.fragmentation, mr.allocator_churn, mr.empty_cache):
+        assert not fn(RuleInput(pb.Digest())), fn.__name__
 
 
 def test_allocator_churn_at_its_threshold_is_quiet(monkeypatch):
