@@ -525,6 +525,15 @@ def test_graph_capture_covers_begin_to_instantiate(monkeypatch):
     assert claim(f) == ("host", 0.1, "overview", pytest.approx(float("nan"), nan_ok=True), [])
 
 
+def test_graph_capture_per_step_in_whole_ns(monkeypatch):
+    """Two steps; capture 100-350.001 µs in the first: 250 001 ns over two steps, 125 000 ns a step."""
+    t = table([step(1, 0), step(2, MS), ev("gemm", K.KERNEL, 0, 50_000),
+               ev("cudaStreamBeginCapture", K.RUNTIME, 100_000, 10_000),
+               ev("cudaGraphInstantiate", K.RUNTIME, 300_000, 50_001)])
+    f = one(t, monkeypatch, "graph_capture")
+    assert f.figures == {"captured_ns_per_step": 125_000} and isinstance(f.figures["captured_ns_per_step"], int)
+
+
 def test_graph_capture_under_five_percent_is_quiet(monkeypatch):
     """Capture 100-150 µs: exactly 5 % of the step, not above."""
     t = table([step(), ev("gemm", K.KERNEL, 0, 50_000), ev("cudaStreamBeginCapture", K.RUNTIME, 100_000, 10_000),
@@ -561,6 +570,8 @@ def test_needs_rules_say_what_to_record(monkeypatch):
     """Operators with no shapes, no memory records and no kernels: the three needs findings; with shapes, memory
     and a kernel, none."""
     out = found(table([step(), ev("aten::mm", K.CPU_OP, 0, 100_000)]), monkeypatch)
+    for rule in ("needs_device", "needs_shapes", "needs_memory"):
+        assert [(f.severity, f.category) for f in out[rule]] == [("info", "profiling")]
     assert [(f.title, f.seen, f.needs) for f in out["needs_device"]] == [(
         "No device events: the device rules cannot judge",
         "The window has no kernels or device copies, so host-bound steps, launch overhead, device stalls, Tensor "
