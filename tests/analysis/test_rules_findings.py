@@ -1181,3 +1181,57 @@ def test_an_all_gather_of_later_steps_too_is_not_part_of_the_one_off():
     d.communication.calls.add(kind="Broadcast", step=1, start_ns=500, dur_ns=10)
     assert [(c.kind, c.step) for c in one_off_broadcast(RuleInput(d))] == [("Broadcast", 1)]
     assert one_off_broadcast(RuleInput(pb.Digest())) == []
+
+
+# -- roofline_rules: the advice by bound, dtype and vendor; the edit ------------------------------------------------
+
+@pytest.mark.parametrize("bound,dtype,who,torch_change,npu_change", [
+    ("memory", "bf16", "nvidia", "fuse it with the operators around it (torch.compile), avoid the copies around it "
+     "(contiguous, dtype casts)", "the fused torch_npu.npu_* operators"),
+    ("memory", "fp32", "nvidia", "fuse it with the operators around it (torch.compile), run it in bf16 / fp16 "
+     "(torch.autocast), avoid the copies around it (contiguous, dtype casts)",
+     "the fused torch_npu.npu_* operators, bf16 / fp16 (torch.autocast('npu'))"),
+    ("compute", "fp32", "nvidia", "a dtype the matrix units are fastest in (bf16 / fp16 / TF32), dimensions multiples "
+     "of 8 (64 is safer), a better kernel (cuBLASLt, flash attention)",
+     "bf16 / fp16 and dimensions multiples of 16 for the cube, the fused torch_npu.npu_* kernels"),
+    ("compute", "fp32", "amd", "a dtype the matrix units are fastest in (bf16 / fp16), dimensions multiples of 8 (64 is "
+     "safer), a better kernel (PYTORCH_TUNABLEOP_ENABLED=1 for rocBLAS / hipBLASLt, CK flash attention)",
+     "bf16 / fp16 and dimensions multiples of 16 for the cube, the fused torch_npu.npu_* kernels"),
+    ("compute", "fp16", "ascend", "dimensions multiples of 8 (64 is safer), a better kernel (torch.compile)",
+     "dimensions multiples of 16 for the cube, the fused torch_npu.npu_* kernels"),
+    ("latency", "fp32", "nvidia", "fewer, larger calls: batch the work, CUDA graphs, torch.compile",
+     "fewer, larger calls: larger batches, graph mode (torchair), TASK_QUEUE_ENABLE=2"),
+    ("link", "fp32", "nvidia", "", ""),
+])
+def test_below_roof_advice(bound, dtype, who, torch_change, npu_change):
+    from canning_tb.analysis.rules.roofline_rules import _change
+    assert _change(pb.WorkRates(bound=bound, dtype=dtype), who) == (torch_change, npu_change)
+
+
+def test_below_roof_on_nvidia_gets_nvidias_advice_and_its_edit(monkeypatch):
+    """at_roof stood in for: asked with the operator and its share of roof, its edit carried."""
+    from canning_tb.analysis.rules import roofline_rules
+    monkeypatch.setattr(roofline_rules, "at_roof", lambda inp, name, share: {"edit": f"{name} at {share}"})
+    f = direct(roofline_rules.below_roof, roof_digest(("aten::mm", 400_000, 0.2, 1e9)))
+    assert f.edit == "aten::mm at 0.2" and "cuBLASLt" in f.change_torch
+
+
+def test_below_roof_judges_nothing_without_kernel_time_or_under_five_percent():
+    from canning_tb.analysis.rules.roofline_rules import below_roof
+    assert direct(below_roof, roof_digest(("aten::mm", 400_000, 0.2, 1e9), kernel_ns=0)) is None
+    assert direct(below_roof, roof_digest(("aten::conv", 49_000, 0.0, 1e9))) is None
+
+
+def test_at_roof_scales_the_operators_own_kernels():
+    """aten::mm launched the gemm kernel (row 2 of the table: step, mm, gemm by time); aten::add launched none."""
+    from canning_tb.analysis.context import Context
+    from canning_tb.analysis.rules.roofline_rules import at_roof
+    t = table([step(), ev("aten::mm", K.CPU_OP, 0, 10_000, external_id=1), ev("gemm", K.KERNEL, 20_000, 50_000,
+                                                                              external_id=1),
+               ev("aten::add", K.CPU_OP, 100_000, 10_000)])
+    inp = RuleInput(pb.Digest(), Context(t))
+    got = at_roof(inp, "aten::mm", 0.25)
+    assert (list(got["scale"][0]), got["scale"][1]) == ([2], 0.25)
+    assert got["edit"] == "aten::mm's device work at its roof (25.0% of its time)"
+    assert at_roof(inp, "aten::add", 0.25) == {} and at_roof(inp, "aten::nothing", 0.25) == {}
+    assert at_roof(RuleInput(pb.Digest()), "aten::mm", 0.25) == {}
