@@ -1226,9 +1226,8 @@ def test_at_roof_scales_the_operators_own_kernels():
     """aten::mm launched the gemm kernel (row 2 of the table: step, mm, gemm by time); aten::add launched none."""
     from canning_tb.analysis.context import Context
     from canning_tb.analysis.rules.roofline_rules import at_roof
-    t = table([step(), ev("aten::mm", K.CPU_OP, 0, 10_000, external_id=1), ev("gemm", K.KERNEL, 20_000, 50_000,
-                                                                              external_id=1),
-               ev("aten::add", K.CPU_OP, 100_000, 10_000)])
+    t = table([step(), ev("aten::mm", K.CPU_OP, 0, 10_000, external_id=1),
+               ev("gemm", K.KERNEL, 20_000, 50_000, external_id=1), ev("aten::add", K.CPU_OP, 100_000, 10_000)])
     inp = RuleInput(pb.Digest(), Context(t))
     got = at_roof(inp, "aten::mm", 0.25)
     assert (list(got["scale"][0]), got["scale"][1]) == ([2], 0.25)
