@@ -1194,8 +1194,8 @@ def test_an_all_gather_of_later_steps_too_is_not_part_of_the_one_off():
     ("compute", "fp32", "nvidia", "a dtype the matrix units are fastest in (bf16 / fp16 / TF32), dimensions multiples "
      "of 8 (64 is safer), a better kernel (cuBLASLt, flash attention)",
      "bf16 / fp16 and dimensions multiples of 16 for the cube, the fused torch_npu.npu_* kernels"),
-    ("compute", "fp32", "amd", "a dtype the matrix units are fastest in (bf16 / fp16), dimensions multiples of 8 (64 is "
-     "safer), a better kernel (PYTORCH_TUNABLEOP_ENABLED=1 for rocBLAS / hipBLASLt, CK flash attention)",
+    ("compute", "fp32", "amd", "a dtype the matrix units are fastest in (bf16 / fp16), dimensions multiples of 8 (64 "
+     "is safer), a better kernel (PYTORCH_TUNABLEOP_ENABLED=1 for rocBLAS / hipBLASLt, CK flash attention)",
      "bf16 / fp16 and dimensions multiples of 16 for the cube, the fused torch_npu.npu_* kernels"),
     ("compute", "fp16", "ascend", "dimensions multiples of 8 (64 is safer), a better kernel (torch.compile)",
      "dimensions multiples of 16 for the cube, the fused torch_npu.npu_* kernels"),
