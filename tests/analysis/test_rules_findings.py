@@ -689,9 +689,13 @@ def test_pipeline_wait_where_send_and_receive_are_most_of_it():
 
 
 def test_small_packets_finding():
-    """Five 4 KiB calls of 30 µs and one 4 MiB call of 100 µs: 150 of 250 µs, 60 %."""
-    calls = [("AllReduce", "0", 40_000 * i, 30_000, 4096, 1, "nccl:all_reduce", "collective") for i in range(5)]
+    """Five small calls of 30 µs (4 KiB, the first a broadcast of group 1, one of a single byte) and one 4 MiB call of
+    100 µs: 150 of 250 µs, 60 %; a call of unknown size (0 bytes) is left out."""
+    calls = [("Broadcast", "1", 0, 30_000, 4096, 1, "nccl:broadcast", "collective")]
+    calls += [("AllReduce", "0", 40_000 * i, 30_000, 1 if i == 2 else 4096, 1, "nccl:all_reduce", "collective")
+              for i in range(1, 5)]
     calls.append(("AllGather", "0", 300_000, 100_000, 4 * MIB, 1, "nccl:all_gather", "collective"))
+    calls.append(("AllGather", "0", 500_000, 30_000, 0, 1, "nccl:all_gather", "collective"))
     f = comm_rule("small_packets", comm_digest(200_000, calls))
     assert (f.severity, f.title) == ("info", "Communication in small packets")
     assert f.gain_basis == "at most the not hidden part of these calls"
@@ -699,7 +703,7 @@ def test_small_packets_finding():
                       "(Communication view, Bytes).")
     assert (f.value, f.gain_ns, f.figures) == (pytest.approx(0.6), -1, {"small_calls": 5, "small_time_share":
                                                                            pytest.approx(0.6)})
-    assert rows(f) == [("communication", "AllReduce", "AllReduce 0", "nccl:all_reduce", 0, 30_000)]
+    assert rows(f) == [("communication", "Broadcast", "Broadcast 1", "nccl:broadcast", 0, 30_000)]
     assert claim(f) == ("comm_total", 150_000, "communication", pytest.approx(float("nan"), nan_ok=True),
                         ["communication", "small calls"])
 
@@ -1234,3 +1238,53 @@ def test_at_roof_scales_the_operators_own_kernels():
     assert got["edit"] == "aten::mm's device work at its roof (25.0% of its time)"
     assert at_roof(inp, "aten::add", 0.25) == {} and at_roof(inp, "aten::nothing", 0.25) == {}
     assert at_roof(RuleInput(pb.Digest()), "aten::mm", 0.25) == {}
+
+
+def test_low_bandwidth_ranks_links_by_their_share_of_capacity():
+    """HCCS at 5 of 56 GB/s (8.9 %) is slower for its link than PCIe at 8 of 32 (25 %); a link at 0.5 GB/s counts,
+    one at 0 GB/s (unknown) does not; a link with no operator names none."""
+    d = pb.Digest()
+    for dst, transport, gbps in [(1, "PCIE", 8.0), (2, "HCCS", 5.0), (3, "HCCS", 0.5), (4, "HCCS", 0.0)]:
+        d.communication.links.add(src=0, dst=dst, transport=transport, bytes=16 * MIB, bandwidth_gbps=gbps)
+    f = comm_rule("low_bandwidth", d)
+    assert f.seen.startswith("3 transfers of at least 16 MiB")
+    d.communication.links[2].bandwidth_gbps = 7.0  # the 0.5 GB/s link now at 7 of 56 (12.5 %)
+    g = comm_rule("low_bandwidth", d)
+    assert g.seen.endswith("slowest: 0 -> 2 over HCCS at 5.0 GB/s of 56 GB/s (16.0 MiB).")
+
+
+def test_pipeline_wait_names_three_kinds_and_needs_both_thresholds():
+    """Four send / receive kinds (the fourth, shortest, not named); with communication at 10 % exactly, nothing."""
+    calls = [(kind, "1", 100_000 * i, 90_000 - 10_000 * i, MIB, 1, kind.lower(), "p2p")
+             for i, kind in enumerate(("Send", "Recv", "SendRecv", "BatchSendRecv"))]
+    f = comm_rule("pipeline_wait", comm_digest(200_000, calls))
+    assert [e.row for e in f.evidence] == ["Send", "Recv", "SendRecv"]
+    assert "BatchSendRecv" not in f.seen
+    assert comm_rule("pipeline_wait", comm_digest(100_000, calls)) is None
+    assert comm_rule("pipeline_wait", comm_digest(200_000)) is None  # no collectives: no send / receive share
+
+
+def test_a_p2p_row_of_another_kind_marks_its_group_as_the_pipelines():
+    """A row typed p2p whose kind is not a send / receive name: its group's all-reduce is the pipeline's, the row is
+    not named as a collective, and the why says this rank is a pipeline stage."""
+    calls = [("AllReduce", "0", 0, 200_000, MIB, 1, "ar0", "collective"),
+             ("AllReduce", "1", 250_000, 100_000, MIB, 1, "ar1", "collective"),
+             ("hcom_p2p", "1", 700_000, 100_000, MIB, 1, "p2p", "p2p")]
+    f = comm_rule("communication_not_overlapped", comm_digest(200_000, calls))
+    assert f.seen.split("; the collectives: ")[1] == "AllReduce (1 calls, running 0.100 ms per step)."
+    assert "This rank is also a pipeline stage" in f.why
+
+
+def test_calls_outside_the_kept_steps_run_no_time_in_them():
+    d = comm_digest(200_000, [("AllReduce", "0", 5 * MS, 100_000, MIB, 9, "ar", "collective")])
+    f = comm_rule("communication_not_overlapped", d)
+    assert f.seen.endswith("the collectives: AllReduce (1 calls, running 0.000 ms per step).")
+
+
+def test_broadcasts_with_no_steps_or_no_step_time_are_not_judged():
+    from canning_tb.analysis.rules.comm_rules import one_off_broadcast
+    d = pb.Digest()
+    d.communication.calls.add(kind="Broadcast", step=1, start_ns=0, dur_ns=100_000)
+    assert one_off_broadcast(RuleInput(d)) == []
+    d.steps.add(number=1, start_ns=0, dur_ns=MS)  # a step, but no average step time
+    assert comm_rule("first_step_broadcast", d) is None
