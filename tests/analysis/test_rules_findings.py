@@ -1116,6 +1116,8 @@ def test_small_packets_removes_the_small_calls_not_hidden(monkeypatch):
     calls.append(ev(NCCL_AR, K.COMM_KERNEL, 800_000, 100_000, bytes=4 * MIB))
     f = one(table([step(), ev("gemm", K.KERNEL, 0, 500_000)] + calls), monkeypatch, "small_packets")
     assert (f.value, f.gain_ns) == (pytest.approx(0.6), 0)
+    # the evidence is a small call (the first of the longest), never the 4 MiB one of the same collective
+    assert rows(f) == [("communication", "AllReduce", "AllReduce", NCCL_AR, 600_000, 30_000)]
     assert removes(f) == ([600_000 + 40_000 * i for i in range(5)], [630_000 + 40_000 * i for i in range(5)])
 
 
