@@ -130,9 +130,11 @@ def communication_not_overlapped(inp: RuleInput):
         edit="each collective started as the step's backward begins (DDP buckets / FSDP prefetch)")
 
 
-def _longest_call(inp: RuleInput, kind: str, group: str):
-    """Evidence: the Communication view's row, at the longest call of that collective."""
-    calls = [c for c in inp.digest.communication.calls if c.kind == kind and c.group == group]
+def _longest_call(inp: RuleInput, kind: str, group: str, among=None):
+    """Evidence: the Communication view's row, at the longest call of that collective (of `among`, when given: the
+    calls a finding is about)."""
+    pool = inp.digest.communication.calls if among is None else among
+    calls = [c for c in pool if c.kind == kind and c.group == group]
     top = max(calls, key=lambda c: c.dur_ns, default=None)
     return evidence("communication", kind, f"{kind} {group}".strip(), timeline_name=top.op if top else "",
                     ts_ns=top.start_ns if top else -1, dur_ns=top.dur_ns if top else -1)
@@ -212,7 +214,7 @@ def small_packets(inp: RuleInput):
         change_npu="the same with HCCL; larger HCCL_BUFFSIZE.",
         gain_ns=-1 if not_hidden is None else 0, gain_basis="at most the not hidden part of these calls", value=share,
         figures={"small_calls": len(small), "small_time_share": share},
-        evidence=[_longest_call(inp, small[0].kind, small[0].group)],
+        evidence=[_longest_call(inp, small[0].kind, small[0].group, small)],  # a small call, not a large one
         figure="comm_total", figure_value=float(sum(c.dur_ns for c in small)), view="communication",
         removes=iv.intersect(not_hidden, calls_set(small)) if not_hidden is not None else None,
         removes_what=["communication", "small calls"])
