@@ -1290,3 +1290,129 @@ def test_broadcasts_with_no_steps_or_no_step_time_are_not_judged():
     assert one_off_broadcast(RuleInput(d)) == []
     d.steps.add(number=1, start_ns=0, dur_ns=MS)  # a step, but no average step time
     assert comm_rule("first_step_broadcast", d) is None
+
+
+# -- matmul_alignment and the attention finding (docs/mutants.md: compute_rules and fusion) -------------------------
+
+NARROW = "cutlass_80_tensorop_gemm_128x128_align1"
+
+
+def alignment_digest(kind="cuda", tc=0.25, narrow=True, shapes=("[[30, 64], [64, 64]]", "[[64, 100], [100, 64]]")):
+    """aten::mm 600 µs of the operators' 1000 µs of device self time (the step's own 5 ms left out), two steps;
+    by shape: 1 call of the first, 2 of the second (100 and 300 µs), 7 aligned calls [[64, 64], [64, 64]]."""
+    d = kernel_digest(*([(NARROW, 10, 600_000, 80_000, "", "matmul")] if narrow else
+                        [("gemm", 10, 600_000, 80_000, "", "matmul")]))
+    d.window.devices[0].kind = kind
+    d.gpu_efficiency.add(tensor_core_share=tc)
+    for name, self_ns, calls in (("ProfilerStep#1", 5 * MS, 1), ("aten::mm", 600_000, 10), ("aten::relu", 400_000, 4)):
+        d.ops_by_name.add(name=name, device_self_ns=self_ns, calls=calls)
+    for shape, calls, self_ns in ((shapes[0], 1, 100_000), (shapes[1], 2, 300_000),
+                                  ("[[64, 64], [64, 64]]", 7, 200_000)):
+        d.ops_by_shape.add(name="aten::mm", input_shapes=shape, calls=calls, device_self_ns=self_ns)
+    return d
+
+
+def test_matmul_alignment_names_the_unaligned_shapes_by_time():
+    """Matmuls 600 of 1000 µs (60 %); 3 of 10 calls unaligned (30 %, above 20 %), the 300 µs shape first; Tensor
+    Cores run 25 % of the kernel time, so the narrow-load wording with the align1 kernel; 300 µs a step at most."""
+    f = compute_rule("matmul_alignment", alignment_digest())
+    assert (f.severity, f.title) == ("info", "Matmul / convolution dimensions not divisible by 8")
+    assert f.seen == ("Matmul / convolution operators take 60.0% of the operators' self time; 30.0% of their calls have "
+                      "a dimension not divisible by 8 (e.g. aten::mm [[64, 100], [100, 64]], 2 calls).")
+    assert f.why == ("Unaligned dimensions fall back to slower kernels or padding: Tensor Core kernels run (25.0% of "
+                     f"the kernel time, Overview), but unaligned operands get kernels with narrow memory access ({NARROW}"
+                     "...).")
+    assert f.change_torch == "pad hidden sizes, vocabulary and batch to multiples of 8 (64 is safer)."
+    assert f.change_npu == ("pad to multiples of 16 (the inner axis to 256 for cube affinity) and use "
+                            "torch.autocast('npu', dtype=torch.float16 / bfloat16).")
+    assert (f.gain_ns, f.at_most_ns, f.gain_basis) == (-1, 300_000, "at most the matmul time, 0.300 ms per step")
+    assert (f.value, f.figures) == (pytest.approx(0.3), {"matmul_share": pytest.approx(0.6),
+                                                         "unaligned_call_share": pytest.approx(0.3), "align": 8})
+    assert rows(f) == [("operators", "aten::mm", "aten::mm [[64, 100], [100, 64]]", "aten::mm", -1, -1),
+                       ("operators", "aten::mm", "aten::mm [[30, 64], [64, 64]]", "aten::mm", -1, -1),
+                       ("kernels", NARROW, "a kernel for unaligned operands", NARROW, -1, -1)]
+    assert claim(f)[:3] == ("op_calls", 10, "operators")
+
+
+def test_matmul_alignment_without_tensor_cores_asks_for_autocast():
+    """No Tensor Core share known (-1), no narrow kernel, no dtype: the Tensor Cores' wording, and autocast."""
+    f = compute_rule("matmul_alignment", alignment_digest(tc=-1, narrow=False))
+    assert f.why == ("Unaligned dimensions fall back to slower kernels or padding: Tensor Cores want dims that are "
+                     "multiples of 8 (fp16 / bf16; 16 for int8). Input dtypes are not in the trace; fp32 inputs need "
+                     "TF32 / autocast for Tensor Cores.")
+    assert f.change_torch == ("pad hidden sizes, vocabulary and batch to multiples of 8 (64 is safer), and run matmuls "
+                              "under torch.autocast (float16 / bfloat16).")
+    assert [r[0] for r in rows(f)] == ["operators", "operators"]
+
+
+@pytest.mark.parametrize("kind,align,judged", [
+    ("npu", 16, "cube units work on 16 x 16 fractals"),
+    ("rocm", 8, "the matrix units' tiles want dims that are multiples of 8 (16 for int8)"),
+])
+def test_matmul_alignment_by_the_devices_units(kind, align, judged):
+    """On the NPU dims are judged by 16 (100 and 30 are not multiples of it; 64 is); AMD gets no Tensor Core words."""
+    f = compute_rule("matmul_alignment", alignment_digest(kind=kind))
+    assert f.title == f"Matmul / convolution dimensions not divisible by {align}"
+    assert f.why == f"Unaligned dimensions fall back to slower kernels or padding: {judged}."
+    assert f.figures["align"] == align
+
+
+def test_matmul_alignment_on_the_npu_takes_multiples_of_8_as_unaligned():
+    """[[24, 64]] and [[64, 40]]: multiples of 8, not of 16: unaligned on the NPU only (3 of 10 calls)."""
+    shapes = ("[[24, 64], [64, 64]]", "[[64, 40], [40, 64]]")
+    assert compute_rule("matmul_alignment", alignment_digest(shapes=shapes)) is None
+    assert compute_rule("matmul_alignment", alignment_digest(kind="npu", shapes=shapes)).value == pytest.approx(0.3)
+
+
+def attention_window(repeats=5, shapes=True, second_v="[[2, 6, 8]]"):
+    """`repeats` attentions on the host, one a 100 µs slot of the 1 ms step: matmul 0-10 µs (queries [2, 4, 8] by
+    keys^T [2, 8, 6]: L = 4, E = 8, S = 6), softmax over [2, 4, 6] 15-35 µs, matmul by the values 40-50 µs."""
+    def op(name, ts, dur, dims):
+        return ev(name, K.CPU_OP, ts, dur, **({"shapes": dims} if shapes else {}))
+    events = [step()]
+    for r in range(repeats):
+        t0 = r * 100_000
+        events += [op("aten::matmul", t0, 10_000, "[[2, 4, 8], [2, 8, 6]]"),
+                   op("aten::softmax", t0 + 15_000, 20_000, "[[2, 4, 6], []]"),
+                   op("aten::matmul", t0 + 40_000, 10_000, "[[2, 4, 6], " + second_v[1:])]
+    return table(events)
+
+
+def test_fusable_attention_checked_by_its_shapes_removes_what_runs_between_the_matmuls(monkeypatch):
+    """Five attentions: each first matmul ends at 10 µs of its slot, the second starts at 40: 30 µs each, 150 µs in
+    the one step."""
+    f = one(attention_window(), monkeypatch, "fusable_attention")
+    assert (f.severity, f.title) == ("warning", "Attention written out in operators")
+    assert f.seen == ("5 attentions written out in operators (5.0 per step): a matmul of queries by keys, a softmax "
+                      "over its scores, a matmul by the values (by their input shapes); 0.150 ms per step between the "
+                      "two matmuls.")
+    assert (f.change_torch, f.change_npu) == (
+        "torch.nn.functional.scaled_dot_product_attention (flash / memory-efficient kernels)",
+        "torch_npu.npu_fusion_attention")
+    assert (f.value, f.gain_ns, f.gain_basis) == (5, 150_000, "the time between the two matmuls of each attention")
+    assert f.figures == {"occurrences": 5, "matched_ns_matched": 150_000, "shapes_checked": 1, "backward_matmuls": 0}
+    assert rows(f) == [("operators", "aten::matmul", "aten::matmul: first operator of the sequence", "aten::matmul",
+                        -1, -1)]
+    cuts = [(1, 1, r * 100_000 + 10_000, r * 100_000 + 40_000) for r in range(5)]
+    assert removes(f) == ([c[2] for c in cuts], [c[3] for c in cuts])
+    assert f.removes_what == ["scale / mask / softmax / dropout of the attention"]
+    assert f.fuse == (cuts, [])
+    assert f.edit == ("the 5.0 attentions per step fused: what ran between each one's two matmuls (scale, mask, "
+                      "softmax, dropout, casts, their kernels) gone, the matmuls kept as they ran")
+
+
+def test_fusable_attention_without_shapes_is_an_observation(monkeypatch):
+    f = one(attention_window(shapes=False), monkeypatch, "fusable_attention")
+    assert (f.severity, f.removes, f.fuse) == ("info", None, None)
+    assert f.seen == ("The operator sequence of an attention (matmul, softmax, matmul) runs 5 times (5.0 per step, "
+                      "0.150 ms per step between the matmuls); the trace records no input shapes, so that they are one "
+                      "attention cannot be checked (record_shapes=True).")
+    assert (f.gain_ns, f.figures["shapes_checked"]) == (150_000, 0)
+
+
+@pytest.mark.parametrize("repeats,second_v", [
+    (4, "[[2, 6, 8]]"),   # four attentions: under the five that count
+    (5, "[[2, 5, 8]]"),   # the values' S (5) is not the scores' S (6): no attention
+])
+def test_fusable_attention_needs_five_that_the_shapes_confirm(monkeypatch, repeats, second_v):
+    assert "fusable_attention" not in found(attention_window(repeats, second_v=second_v), monkeypatch)
