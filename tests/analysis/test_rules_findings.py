@@ -1317,11 +1317,11 @@ def test_matmul_alignment_names_the_unaligned_shapes_by_time():
     Cores run 25 % of the kernel time, so the narrow-load wording with the align1 kernel; 300 µs a step at most."""
     f = compute_rule("matmul_alignment", alignment_digest())
     assert (f.severity, f.title) == ("info", "Matmul / convolution dimensions not divisible by 8")
-    assert f.seen == ("Matmul / convolution operators take 60.0% of the operators' self time; 30.0% of their calls have "
-                      "a dimension not divisible by 8 (e.g. aten::mm [[64, 100], [100, 64]], 2 calls).")
+    assert f.seen == ("Matmul / convolution operators take 60.0% of the operators' self time; 30.0% of their calls "
+                      "have a dimension not divisible by 8 (e.g. aten::mm [[64, 100], [100, 64]], 2 calls).")
     assert f.why == ("Unaligned dimensions fall back to slower kernels or padding: Tensor Core kernels run (25.0% of "
-                     f"the kernel time, Overview), but unaligned operands get kernels with narrow memory access ({NARROW}"
-                     "...).")
+                     "the kernel time, Overview), but unaligned operands get kernels with narrow memory access "
+                     f"({NARROW}...).")
     assert f.change_torch == "pad hidden sizes, vocabulary and batch to multiples of 8 (64 is safer)."
     assert f.change_npu == ("pad to multiples of 16 (the inner axis to 256 for cube affinity) and use "
                             "torch.autocast('npu', dtype=torch.float16 / bfloat16).")
@@ -1416,3 +1416,117 @@ def test_fusable_attention_without_shapes_is_an_observation(monkeypatch):
 ])
 def test_fusable_attention_needs_five_that_the_shapes_confirm(monkeypatch, repeats, second_v):
     assert "fusable_attention" not in found(attention_window(repeats, second_v=second_v), monkeypatch)
+
+
+def test_fusable_ops_adds_the_matches_of_every_thread(monkeypatch):
+    """Thread 1 runs no RMSNorm (a relu first), thread 2 four, thread 3 one: five in all, 525 µs; the first operator
+    named from thread 2."""
+    ops = [ev("aten::relu", K.CPU_OP, 0, 5_000)]
+    ops += [ev(f"aten::{n}", K.CPU_OP, r * 100_000 + 10_000 + j * 10_000, 5_000 * (j + 1), tid=2 if r < 4 else 3)
+            for r in range(5) for j, n in enumerate(RMS)]
+    f = one(table([step()] + ops), monkeypatch, "fusable_rms_norm")
+    assert (f.value, f.gain_ns) == (5, 525_000)
+    assert rows(f)[0][1] == "aten::pow"
+
+
+def test_fusable_ops_per_step_in_whole_ns_over_two_steps(monkeypatch):
+    """Five RMSNorms (the first operator 5001 ns: 105,001 ns each) in the first of two steps: 525,005 ns, 2.5 per
+    step, 262,502 ns a step (whole ns)."""
+    ops = [ev(f"aten::{n}", K.CPU_OP, r * 100_000 + j * 10_000, 5_000 * (j + 1) + (j == 0))
+           for r in range(5) for j, n in enumerate(RMS)]
+    f = one(table([step(1, 0), step(2, MS)] + ops), monkeypatch, "fusable_rms_norm")
+    assert f.seen == ("The operator sequence 'pow mean add rsqrt mul( mul)?' runs 5 times in the window (2.5 per step, "
+                      "0.263 ms per step).")
+    assert (f.gain_ns, f.figures["matched_ns_matched"]) == (262_502, 262_502)
+    assert type(f.gain_ns) is int
+    assert f.change_torch == "torch.nn.functional.rms_norm / torch.nn.RMSNorm (torch >= 2.4), or torch.compile the norm"
+
+
+def test_a_pattern_with_no_torch_change_fires_on_the_npu(monkeypatch):
+    """permute, contiguous, reshape five times on an NPU: its torch advice is the generic one."""
+    names = ["permute", "contiguous", "reshape"]
+    t = table([step()] + [ev(f"aten::{n}", K.CPU_OP, r * 100_000 + j * 10_000, 5_000) for r in range(5)
+                          for j, n in enumerate(names)], devices=[{"kind": "npu", "index": 0, "name": "Ascend910B"}])
+    f = one(t, monkeypatch, "fusable_confusion_transpose")
+    assert (f.value, f.gain_ns) == (5, 75_000)
+    assert (f.change_torch, f.change_npu) == ("torch.compile the code that issues it",
+                                              "torch_npu.npu_confusion_transpose")
+
+
+def optimizer_ranges(kind, ts, dur=100_000, tid=1, inner="aten::add_", as_op=False):
+    """An optimizer step range (an annotation, or an operator as older traces record it) and one 10 µs operator
+    starting with it."""
+    return [ev(f"Optimizer.step#{kind}.step", K.CPU_OP if as_op else K.USER_ANNOTATION, ts, dur, tid=tid),
+            ev(inner, K.CPU_OP, ts, 10_000, tid=tid)]
+
+
+def test_each_optimizer_class_is_judged_whatever_came_before(monkeypatch):
+    """In time order: FusedLAMB (fused by name), Adam running torch's _fused_adam_ (fused work), RMSprop running
+    _foreach_add_ (multi-tensor, no fused one in torch), Shampoo unfused: only Shampoo is told, with the advice for
+    a class torch does not have; its step recorded as an operator (older traces): its host total 100 µs."""
+    t = table([step()] + optimizer_ranges("FusedLAMB", 0)
+              + optimizer_ranges("Adam", 200_000, inner="aten::_fused_adam_")
+              + optimizer_ranges("RMSprop", 400_000, inner="aten::_foreach_add_")
+              + optimizer_ranges("Shampoo", 600_000, as_op=True))
+    f = one(t, monkeypatch, "unfused_optimizer")
+    assert f.title == "The Shampoo optimizer runs unfused"
+    assert f.change_torch == ("Shampoo is not a torch.optim optimizer: use a fused or multi-tensor implementation of "
+                              "it if its library has one (its own documentation says which argument)")
+    assert f.change_npu == "the torch_npu.optim.NpuFused* optimizer of the same kind"
+    assert claim(f) == ("host_total", 100_000, "operators", pytest.approx(float("nan"), nan_ok=True),
+                        ["Optimizer.step#Shampoo.step"])
+    assert f.edit == ("each operator kind of the optimizer called once per step instead of once per tensor (its "
+                      "arithmetic kept, the per-call cost of the others gone)")
+
+
+def test_operators_inside_an_optimizer_step_are_those_of_its_own_thread(monkeypatch):
+    """AdamW steps at 100-200, 300-400 and 500-600 µs on thread 1 and 700-800 µs on thread 2 (same process), each
+    starting with an aten::add_. Multi-tensor operators run outside them: thread 1 at 250 µs (between two of its
+    steps) and 750 µs (in thread 2's), thread 2 at 150 µs (in thread 1's). None is inside: unfused, 4 steps,
+    400 µs."""
+    t = table([step()] + optimizer_ranges("AdamW", 100_000) + optimizer_ranges("AdamW", 300_000)
+              + optimizer_ranges("AdamW", 500_000) + optimizer_ranges("AdamW", 700_000, tid=2)
+              + [ev("aten::_foreach_add_", K.CPU_OP, ts, 10_000, tid=tid)
+                 for ts, tid in ((250_000, 1), (750_000, 1), (150_000, 2))])
+    f = one(t, monkeypatch, "unfused_optimizer")
+    assert f.title == "The AdamW optimizer runs unfused"
+    assert f.seen.startswith("Optimizer.step#AdamW.step runs 4 times, 0.400 ms per step, one small operator")
+    assert removes(f) == ([100_000, 300_000, 500_000, 700_000], [200_000, 400_000, 600_000, 800_000])
+
+
+@pytest.mark.parametrize("kernel,title", [
+    ("multi_tensor_apply_kernel", "The AdamW optimizer runs multi-tensor, not fused"),
+    ("fused_adamw_kernel", None),
+])
+def test_the_kernels_an_optimizer_step_launches_say_how_it_runs(monkeypatch, kernel, title):
+    """A plain aten::add_ inside AdamW's step launches the kernel: its name alone says multi-tensor or fused."""
+    t = table([step(), ev("Optimizer.step#AdamW.step", K.USER_ANNOTATION, 100_000, 100_000),
+               ev("aten::add_", K.CPU_OP, 110_000, 10_000),
+               ev("cudaLaunchKernel", K.RUNTIME, 112_000, 2_000, correlation=1),
+               ev(kernel, K.KERNEL, 120_000, 10_000, correlation=1)])
+    assert [f.title for f in found(t, monkeypatch).get("unfused_optimizer", [])] == ([title] if title else [])
+
+
+def test_unfused_optimizer_on_the_device_keeps_each_kernels_arithmetic(monkeypatch):
+    """Two AdamW steps, 300-500 and 600-800 µs, each with four aten::add_ of 10 µs (the first at the step's start,
+    one with an aten::empty inside it: not a call of the step's code) each launching an add_kernel of 10, 20, 30, 40
+    µs; twelve 50 µs gemms elsewhere. Host: 400 µs, 80 µs of calls, 320 of glue; 1 kind x 2 steps = 2 of 8 calls:
+    with device work the calls go the glue's way too, (80 + 320) x 0.25 = 100 of 400 µs, 0.25. Device: the 10th
+    percentile of the 20 kernels (10, 10, 20, 20, ... 50): 10 + 0.9 x 10 = 19 µs; arithmetic 2 x (0 + 1 + 11 + 21)
+    = 66 µs, plus 19 µs for each of the 2 kinds: 104 of 200 µs, 0.52."""
+    events, corr = [step()], 0
+    for start in (300_000, 600_000):
+        events.append(ev("Optimizer.step#AdamW.step", K.USER_ANNOTATION, start, 200_000))
+        for i in range(4):
+            corr += 1
+            ts = start + 40_000 * i
+            events += [ev("aten::add_", K.CPU_OP, ts, 10_000),
+                       ev("cudaLaunchKernel", K.RUNTIME, ts + 5_000, 2_000, correlation=corr),
+                       ev("add_kernel", K.KERNEL, ts + 10_000, 10_000 * (i + 1), correlation=corr, stream=8)]
+    events.append(ev("aten::empty", K.CPU_OP, 301_000, 1_000))
+    events += [ev("gemm", K.KERNEL, 50_000 * i, 50_000) for i in range(12)]
+    f = one(table(events), monkeypatch, "unfused_optimizer")
+    (lo, hi), host_factor, dev, dev_factor = f.shrink
+    assert (list(lo), list(hi)) == ([300_000, 600_000], [500_000, 800_000])
+    assert host_factor == pytest.approx(0.25)
+    assert (len(dev), dev_factor) == (8, pytest.approx(0.52))
