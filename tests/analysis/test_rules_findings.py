@@ -1494,14 +1494,16 @@ def test_operators_inside_an_optimizer_step_are_those_of_its_own_thread(monkeypa
     assert removes(f) == ([100_000, 300_000, 500_000, 700_000], [200_000, 400_000, 600_000, 800_000])
 
 
-@pytest.mark.parametrize("kernel,title", [
-    ("multi_tensor_apply_kernel", "The AdamW optimizer runs multi-tensor, not fused"),
-    ("fused_adamw_kernel", None),
+@pytest.mark.parametrize("op,kernel,title", [
+    ("aten::add_", "multi_tensor_apply_kernel", "The AdamW optimizer runs multi-tensor, not fused"),
+    ("aten::add_", "fused_adamw_kernel", None),
+    ("aten::_foreach_add_", "elementwise_kernel", "The AdamW optimizer runs multi-tensor, not fused"),
 ])
-def test_the_kernels_an_optimizer_step_launches_say_how_it_runs(monkeypatch, kernel, title):
-    """A plain aten::add_ inside AdamW's step launches the kernel: its name alone says multi-tensor or fused."""
+def test_the_kernels_an_optimizer_step_launches_say_how_it_runs(monkeypatch, op, kernel, title):
+    """An operator inside AdamW's step launches the kernel: the operator's name or the kernel's says multi-tensor or
+    fused."""
     t = table([step(), ev("Optimizer.step#AdamW.step", K.USER_ANNOTATION, 100_000, 100_000),
-               ev("aten::add_", K.CPU_OP, 110_000, 10_000),
+               ev(op, K.CPU_OP, 110_000, 10_000),
                ev("cudaLaunchKernel", K.RUNTIME, 112_000, 2_000, correlation=1),
                ev(kernel, K.KERNEL, 120_000, 10_000, correlation=1)])
     assert [f.title for f in found(t, monkeypatch).get("unfused_optimizer", [])] == ([title] if title else [])
@@ -1530,3 +1532,62 @@ def test_unfused_optimizer_on_the_device_keeps_each_kernels_arithmetic(monkeypat
     assert (list(lo), list(hi)) == ([300_000, 600_000], [500_000, 800_000])
     assert host_factor == pytest.approx(0.25)
     assert (len(dev), dev_factor) == (8, pytest.approx(0.52))
+
+
+def test_an_attention_of_baddbmm_or_2d_matrices_is_checked_by_its_shapes(monkeypatch):
+    """The first attention's scores by baddbmm (bias [2, 4, 6], then [2, 4, 8] x [2, 8, 6]: its inputs 1 and 2), the
+    other four 2-D ([4, 8] x [8, 6], softmax [4, 6], [4, 6] x [6, 8]): all five confirmed; named by the first."""
+    events = [step(), ev("aten::baddbmm", K.CPU_OP, 0, 10_000, shapes="[[2, 4, 6], [2, 4, 8], [2, 8, 6]]"),
+              ev("aten::softmax", K.CPU_OP, 15_000, 20_000, shapes="[[2, 4, 6], []]"),
+              ev("aten::bmm", K.CPU_OP, 40_000, 10_000, shapes="[[2, 4, 6], [2, 6, 8]]")]
+    for r in range(1, 5):
+        t0 = r * 100_000
+        events += [ev("aten::matmul", K.CPU_OP, t0, 10_000, shapes="[[4, 8], [8, 6]]"),
+                   ev("aten::softmax", K.CPU_OP, t0 + 15_000, 20_000, shapes="[[4, 6], []]"),
+                   ev("aten::matmul", K.CPU_OP, t0 + 40_000, 10_000, shapes="[[4, 6], [6, 8]]")]
+    f = one(table(events), monkeypatch, "fusable_attention")
+    assert (f.severity, f.value, f.gain_ns) == ("warning", 5, 150_000)
+    assert rows(f)[0][1] == "aten::baddbmm"
+
+
+def test_fusable_attention_on_the_device_takes_the_kernels_launched_between_the_matmuls(monkeypatch):
+    """Two steps; five attentions in the first as above, each softmax launching (at 20 µs of its slot) a 30 µs kernel
+    at 60 µs; thread 2 launches a kernel at 20 µs too, not between any matmuls of its own. Removed: the five host
+    cuts and the five softmax kernels; 150 µs of host cuts and the kernels inside the step: 5 x 30 µs, overlapping
+    nothing else of the cuts (60-90 µs vs 10-40 µs): 300 µs over two steps, 150 µs a step, 2.5 attentions a step."""
+    events = [step(1, 0), step(2, MS), ev("aten::relu", K.CPU_OP, 15_000, 10_000, tid=2),
+              ev("cudaLaunchKernel", K.RUNTIME, 20_000, 2_000, tid=2, correlation=99),
+              ev("relu_kernel", K.KERNEL, 30_000, 5_000, correlation=99, stream=8)]
+    for r in range(5):
+        t0 = r * 100_000
+        events += [ev("aten::matmul", K.CPU_OP, t0, 10_000, shapes="[[2, 4, 8], [2, 8, 6]]"),
+                   ev("aten::softmax", K.CPU_OP, t0 + 15_000, 20_000, shapes="[[2, 4, 6], []]"),
+                   ev("cudaLaunchKernel", K.RUNTIME, t0 + 20_000, 2_000, correlation=r + 1),
+                   ev("softmax_kernel", K.KERNEL, t0 + 60_000, 30_000, correlation=r + 1),
+                   ev("aten::matmul", K.CPU_OP, t0 + 40_000, 10_000, shapes="[[2, 4, 6], [2, 6, 8]]")]
+    f = one(table(events), monkeypatch, "fusable_attention")
+    cuts = [r * 100_000 for r in range(5)]
+    assert removes(f) == ([t + 10_000 for t in cuts] + [t + 60_000 for t in cuts],
+                          [t + 40_000 for t in cuts] + [t + 90_000 for t in cuts])
+    assert (f.gain_ns, f.figures["occurrences"]) == (150_000, 5)
+    assert f.seen.startswith("5 attentions written out in operators (2.5 per step)")
+
+
+def test_an_optimizer_step_first_in_the_window_still_has_its_calls(monkeypatch):
+    """No ProfilerStep: the step's range is the first host event; its four aten::add_ are still its calls (the edit of
+    test_unfused_optimizer_finding_and_its_edit: 80 of 200 µs, 0.4)."""
+    t = table([ev("Optimizer.step#AdamW.step", K.USER_ANNOTATION, 0, 200_000)] +
+              [ev("aten::add_", K.CPU_OP, 10_000 + 40_000 * i, 10_000) for i in range(4)])
+    assert one(t, monkeypatch, "unfused_optimizer").shrink[1] == pytest.approx(0.4)
+
+
+def test_kernels_shorter_than_the_floor_are_kept_whole(monkeypatch):
+    """The step's one kernel lasts 1 µs; nine gemms of 50 µs: the window's 10th percentile is 1 + 0.9 x 49 = 45.1 µs;
+    one kind keeps one floor, more than the kernel itself: the kernel stays as it is (factor 1)."""
+    t = table([step(), ev("Optimizer.step#AdamW.step", K.USER_ANNOTATION, 500_000, 200_000),
+               ev("aten::add_", K.CPU_OP, 510_000, 10_000),
+               ev("cudaLaunchKernel", K.RUNTIME, 512_000, 2_000, correlation=1),
+               ev("add_kernel", K.KERNEL, 520_000, 1_000, correlation=1, stream=8)] +
+              [ev("gemm", K.KERNEL, 50_000 * i, 50_000) for i in range(9)])
+    _, _, dev, dev_factor = one(t, monkeypatch, "unfused_optimizer").shrink
+    assert (len(dev), dev_factor) == (1, 1.0)
