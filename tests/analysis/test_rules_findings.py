@@ -1551,20 +1551,23 @@ def test_an_attention_of_baddbmm_or_2d_matrices_is_checked_by_its_shapes(monkeyp
 
 
 def test_fusable_attention_on_the_device_takes_the_kernels_launched_between_the_matmuls(monkeypatch):
-    """Two steps; five attentions in the first as above, each softmax launching (at 20 µs of its slot) a 30 µs kernel
-    at 60 µs; thread 2 launches a kernel at 20 µs too, not between any matmuls of its own. Removed: the five host
-    cuts and the five softmax kernels; 150 µs of host cuts and the kernels inside the step: 5 x 30 µs, overlapping
-    nothing else of the cuts (60-90 µs vs 10-40 µs): 300 µs over two steps, 150 µs a step, 2.5 attentions a step."""
+    """Two steps; on thread 3, five attentions in the first as above but each softmax at 10-30 µs of its slot,
+    launching at its first ns (the cut's first) a 30 µs kernel at 60 µs, and each second matmul launching at its first
+    ns (the cut's end: not in it) a gemm at 92 µs; thread 2 launches a kernel at 20 µs, not between matmuls of its
+    own. Removed: the five host cuts (10-40 µs) and the five softmax kernels (60-90 µs): 300 µs over two steps, 150
+    µs a step, 2.5 attentions a step."""
     events = [step(1, 0), step(2, MS), ev("aten::relu", K.CPU_OP, 15_000, 10_000, tid=2),
               ev("cudaLaunchKernel", K.RUNTIME, 20_000, 2_000, tid=2, correlation=99),
               ev("relu_kernel", K.KERNEL, 30_000, 5_000, correlation=99, stream=8)]
     for r in range(5):
         t0 = r * 100_000
-        events += [ev("aten::matmul", K.CPU_OP, t0, 10_000, shapes="[[2, 4, 8], [2, 8, 6]]"),
-                   ev("aten::softmax", K.CPU_OP, t0 + 15_000, 20_000, shapes="[[2, 4, 6], []]"),
-                   ev("cudaLaunchKernel", K.RUNTIME, t0 + 20_000, 2_000, correlation=r + 1),
+        events += [ev("aten::matmul", K.CPU_OP, t0, 10_000, shapes="[[2, 4, 8], [2, 8, 6]]", tid=3),
+                   ev("aten::softmax", K.CPU_OP, t0 + 10_000, 20_000, shapes="[[2, 4, 6], []]", tid=3),
+                   ev("cudaLaunchKernel", K.RUNTIME, t0 + 10_000, 2_000, correlation=r + 1, tid=3),
                    ev("softmax_kernel", K.KERNEL, t0 + 60_000, 30_000, correlation=r + 1),
-                   ev("aten::matmul", K.CPU_OP, t0 + 40_000, 10_000, shapes="[[2, 4, 6], [2, 6, 8]]")]
+                   ev("aten::matmul", K.CPU_OP, t0 + 40_000, 10_000, shapes="[[2, 4, 6], [2, 6, 8]]", tid=3),
+                   ev("cudaLaunchKernel", K.RUNTIME, t0 + 40_000, 2_000, correlation=r + 11, tid=3),
+                   ev("gemm", K.KERNEL, t0 + 92_000, 5_000, correlation=r + 11)]
     f = one(table(events), monkeypatch, "fusable_attention")
     cuts = [r * 100_000 for r in range(5)]
     assert removes(f) == ([t + 10_000 for t in cuts] + [t + 60_000 for t in cuts],
