@@ -1364,12 +1364,12 @@ def test_matmul_alignment_on_the_npu_takes_multiples_of_8_as_unaligned():
     assert compute_rule("matmul_alignment", alignment_digest(kind="npu", shapes=shapes)).value == pytest.approx(0.3)
 
 
-def attention_window(repeats=5, shapes=True, second_v="[[2, 6, 8]]"):
+def attention_window(repeats=5, shapes=True, second_v="[[2, 6, 8]]", with_step=True):
     """`repeats` attentions on the host, one a 100 µs slot of the 1 ms step: matmul 0-10 µs (queries [2, 4, 8] by
     keys^T [2, 8, 6]: L = 4, E = 8, S = 6), softmax over [2, 4, 6] 15-35 µs, matmul by the values 40-50 µs."""
     def op(name, ts, dur, dims):
         return ev(name, K.CPU_OP, ts, dur, **({"shapes": dims} if shapes else {}))
-    events = [step()]
+    events = [step()] if with_step else []
     for r in range(repeats):
         t0 = r * 100_000
         events += [op("aten::matmul", t0, 10_000, "[[2, 4, 8], [2, 8, 6]]"),
@@ -1594,3 +1594,15 @@ def test_kernels_shorter_than_the_floor_are_kept_whole(monkeypatch):
               [ev("gemm", K.KERNEL, 50_000 * i, 50_000) for i in range(9)])
     _, _, dev, dev_factor = one(t, monkeypatch, "unfused_optimizer").shrink
     assert (len(dev), dev_factor) == (1, 1.0)
+
+
+def test_the_first_name_of_the_window_is_an_operator_name_like_any(monkeypatch):
+    """No ProfilerStep: the first event's name is the first string of the table (id 0); the RMSNorm and the attention
+    starting with it are still found (five each, as above)."""
+    rms = table([ev(f"aten::{n}", K.CPU_OP, r * 100_000 + j * 10_000, 5_000 * (j + 1))
+                 for r in range(5) for j, n in enumerate(RMS)])
+    assert rms.strings.values[0] == "aten::pow"
+    assert one(rms, monkeypatch, "fusable_rms_norm").value == 5
+    attention = attention_window(with_step=False)
+    assert attention.strings.values[0] == "aten::matmul"
+    assert one(attention, monkeypatch, "fusable_attention").value == 5
