@@ -61,8 +61,7 @@ def replay(g: Graph, edit: Edit | None = None, until: int | None = None) -> tupl
     ranked = R["order"][lo:hi]
     joins = ranked[is_join[ranked]]
     mine = is_join[edited]  # the edited joins' new durations (the other nodes' are in `grow`)
-    s_new, e_new = _replay_joins(g, R, edit, special, dict(zip(edited[mine].tolist(), new[mine].tolist())), joins,
-                                 root, acc)
+    s_new, e_new = _replay_joins(g, R, edit, special, (edited[mine], new[mine]), joins, root, acc)
     moved = np.zeros(n + 1, np.int64)  # per join: how far its end moved; the last: a chain with no join
     moved[joins] = np.array(e_new, np.int64) - g.end[joins]
     replayed = (R["pos"] >= lo) & (R["pos"] < hi)  # the others as observed
@@ -72,7 +71,7 @@ def replay(g: Graph, edit: Edit | None = None, until: int | None = None) -> tupl
     return start, end
 
 
-def _replay_joins(g: Graph, R: dict, edit: Edit, special: dict, new_dur: dict, joins: np.ndarray, root: np.ndarray,
+def _replay_joins(g: Graph, R: dict, edit: Edit, special: dict, new_dur: tuple, joins: np.ndarray, root: np.ndarray,
                   acc: np.ndarray) -> tuple[list, list]:
     """The joins in the order of their observed ends: each starts when its dependencies allow, each dependency's
     end read as the replay has it so far (its chain's join's shift, once that join is replayed before it). What
@@ -122,7 +121,7 @@ def _join_edges(g: Graph, R: dict, special: dict, joins: np.ndarray, root: np.nd
     return ptr.tolist(), const.tolist(), np.where(earlier, root[src], NONE).tolist()
 
 
-def _join_own(g: Graph, R: dict, edit: Edit, new_dur: dict, joins: np.ndarray, root: np.ndarray,
+def _join_own(g: Graph, R: dict, edit: Edit, new_dur: tuple, joins: np.ndarray, root: np.ndarray,
               acc: np.ndarray) -> tuple[list, list, list, list, list]:
     """Per join: its observed start (where it has no dependency), its own part (its duration, new where edited; a
     blocking call's tail), whether it waits (a blocking call the edit does not unblock), and what it waited for
@@ -131,7 +130,7 @@ def _join_own(g: Graph, R: dict, edit: Edit, new_dur: dict, joins: np.ndarray, r
     blocking = w != NONE
     tail = g.wait_tail[joins]
     new = np.full(len(g) + 1, -1, np.int64)  # per node: its new duration, -1 none (a new one is >= 0)
-    new[np.fromiter(new_dur, np.int64, len(new_dur))] = np.fromiter(new_dur.values(), np.int64, len(new_dur))
+    new[new_dur[0]] = new_dur[1]  # new_dur: (the edited joins, their new durations)
     new = new[joins]
     edited = new >= 0
     dur = np.where(edited, new, R["dur_a"][joins])
@@ -214,7 +213,8 @@ def _order(g: Graph) -> dict:
         head = _heads(link, join)
         # each chain in a row, in its order (a link always goes forward): by head, then rank
         paths = order[np.argsort(head[order], kind="stable")]
-        cached = {"order": order, "pos": pos, "ends": g.end[order], "dur_a": dur, "base_a": base, "join": join, "link": link, "paths": paths, "head": head[paths]}
+        cached = {"order": order, "pos": pos, "ends": g.end[order], "dur_a": dur, "base_a": base, "join": join,
+                  "link": link, "paths": paths, "head": head[paths]}
         g.__dict__["_replay_order"] = cached
     return cached
 
