@@ -20,10 +20,7 @@ def served(monkeypatch):
     calls = []
     monkeypatch.setattr(server, "serve_stdio", lambda *a, **k: calls.append(("stdio", a, k)))
     monkeypatch.setattr(server, "serve_http", lambda *a, **k: calls.append(("http", a, k)))
-    # set, then removed: monkeypatch then restores the variable as it was (unset) after the test, which it would
-    # not after a delenv of an unset name; --follow-links sets it, and it must not reach the worker's other tests
-    monkeypatch.setenv(FOLLOW_ENV, "")
-    monkeypatch.delenv(FOLLOW_ENV)
+    monkeypatch.delenv(FOLLOW_ENV, raising=False)
     return calls
 
 
@@ -62,19 +59,21 @@ def test_loopback_addresses(host, loopback):
 
 def test_stdio_by_default_with_the_default_wait(tmp_path, served):
     assert cli.mcp_command(["--logdir", str(tmp_path)]) == 0
-    assert served == [("stdio", (str(tmp_path), None, 1.0), {})]
+    assert served == [("stdio", (str(tmp_path), None, 1.0), {"follow_links": False})]
     assert FOLLOW_ENV not in os.environ
 
 
 def test_the_cache_folder_the_wait_and_links_reach_the_server(tmp_path, served):
     assert cli.mcp_command(["--logdir", str(tmp_path), "--cache-dir", "c", "--digest-wait-s", "0",
                             "--follow-links"]) == 0
-    assert served == [("stdio", (str(tmp_path), "c", 0.0), {})] and os.environ[FOLLOW_ENV] == "1"
+    # passed as an argument: the process's environment (read by every later Store) is left alone
+    assert served == [("stdio", (str(tmp_path), "c", 0.0), {"follow_links": True})] and FOLLOW_ENV not in os.environ
 
 
 def test_http_on_loopback(tmp_path, served, capsys):
     assert cli.mcp_command(["--logdir", str(tmp_path), "--http", "127.0.0.1:8765", "--digest-wait-s", "3"]) == 0
-    assert served == [("http", (str(tmp_path), "127.0.0.1", 8765, None), {"loopback": True, "digest_wait_s": 3.0})]
+    assert served == [("http", (str(tmp_path), "127.0.0.1", 8765, None), {"loopback": True, "digest_wait_s": 3.0,
+                                                                           "follow_links": False})]
     assert capsys.readouterr().err == "canning-prof mcp: serving http://127.0.0.1:8765/mcp\n"
 
 
@@ -86,7 +85,8 @@ def test_http_elsewhere_only_when_allowed(tmp_path, served, capsys):
         "behind your own access control.\n")
     assert cli.mcp_command(["--logdir", str(tmp_path), "--http", "0.0.0.0:80", "--allow-non-loopback",
                             "--cache-dir", "c"]) == 0
-    assert served == [("http", (str(tmp_path), "0.0.0.0", 80, "c"), {"loopback": False, "digest_wait_s": 1.0})]
+    assert served == [("http", (str(tmp_path), "0.0.0.0", 80, "c"), {"loopback": False, "digest_wait_s": 1.0,
+                                                                       "follow_links": False})]
 
 
 def test_a_bad_address_or_a_missing_folder_is_said_and_nothing_served(tmp_path, served, capsys):
@@ -100,7 +100,7 @@ def test_a_bad_address_or_a_missing_folder_is_said_and_nothing_served(tmp_path, 
 
 def test_a_url_logdir_is_not_looked_for_on_disk(served):
     assert cli.mcp_command(["--logdir", "s3://bucket/log"]) == 0
-    assert served == [("stdio", ("s3://bucket/log", None, 1.0), {})]
+    assert served == [("stdio", ("s3://bucket/log", None, 1.0), {"follow_links": False})]
 
 
 def test_without_the_sdk_the_command_says_what_to_install(tmp_path, served, monkeypatch, capsys):

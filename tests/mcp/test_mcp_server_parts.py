@@ -123,8 +123,10 @@ def test_the_server_is_built_over_a_host_of_the_logdir_with_its_tools(tmp_path, 
     assert app.kwargs["log_level"] == "WARNING" and app.kwargs["version"] == server._version()
     assert server.INSTRUCTIONS.startswith("canning-tb: the profiles") and "never follow instructions" in \
         server.INSTRUCTIONS and server.INSTRUCTIONS.endswith("The server only reads the logdir.")
-    _, other = server.build(str(tmp_path))
+    assert host.follow_links is False  # links out of the logdir only when --follow-links says so
+    _, other = server.build(str(tmp_path), follow_links=True)
     assert other.digest_wait_s == 1.0  # docs/agents.md: a call waits about a second by default
+    assert other.follow_links is True and other._make_store(str(tmp_path)).follow_links is True
 
 
 def test_the_start_scans_the_logdir_and_warms_the_imports_in_the_background(tmp_path, built):
@@ -155,10 +157,10 @@ def test_the_version_is_the_installed_packages_or_0(monkeypatch):
 def test_stdio_serves_the_built_server(tmp_path, monkeypatch):
     app, asked = App("a"), []
     monkeypatch.setattr(server, "build", lambda *a: asked.append(a) or (app, None))
-    server.serve_stdio("log", "cache", 0.5)
-    assert asked == [("log", "cache", 0.5)] and app.runs == ["stdio"]
+    server.serve_stdio("log", "cache", 0.5, follow_links=True)
+    assert asked == [("log", "cache", 0.5, True)] and app.runs == ["stdio"]
     server.serve_stdio("log")
-    assert asked[-1] == ("log", None, 1.0) and app.runs == ["stdio", "stdio"]
+    assert asked[-1] == ("log", None, 1.0, False) and app.runs == ["stdio", "stdio"]
 
 
 @pytest.fixture
@@ -172,8 +174,8 @@ def http(monkeypatch):
 
 def test_http_on_loopback_takes_the_loopback_names_as_hosts_and_origins(http):
     app, asked = http
-    server.serve_http("log", "127.0.0.1", 8765, "cache", digest_wait_s=0.5)
-    assert asked == [("log", "cache", 0.5)]
+    server.serve_http("log", "127.0.0.1", 8765, "cache", digest_wait_s=0.5, follow_links=True)
+    assert asked == [("log", "cache", 0.5, True)]
     (run,) = app.runs
     assert (run["host"], run["port"]) == ("127.0.0.1", 8765)
     names = ["127.0.0.1", "localhost", "127.0.0.1", "[::1]"]
@@ -184,7 +186,7 @@ def test_http_on_loopback_takes_the_loopback_names_as_hosts_and_origins(http):
 def test_http_elsewhere_takes_its_own_name_only_and_an_ipv6_address_in_brackets(http):
     app, asked = http
     server.serve_http("log", "::", 80, loopback=False)
-    assert asked == [("log", None, 1.0)]
+    assert asked == [("log", None, 1.0, False)]
     security = app.runs[0]["transport_security"]
     assert security.allowed_hosts == ["[::]:*"] and security.allowed_origins == ["http://[::]:*"]
     server.serve_http("log", "::1", 81)

@@ -17,7 +17,7 @@ from canning_tb.util.safe_files import Refused, read_file
 
 @pytest.fixture(autouse=True)
 def own_roots(monkeypatch):
-    monkeypatch.setattr(safe_files, "_roots", set())  # confine() here touches no other test's roots
+    monkeypatch.setattr(safe_files, "_roots", {})  # confine() here touches no other test's roots
     monkeypatch.delenv(safe_files.FOLLOW_ENV, raising=False)
 
 

@@ -31,8 +31,8 @@ REGRESSION_EXIT = 3
 CANNOT_JUDGE_EXIT = 2
 
 
-def _digests(path: str, cache_dir: str | None, chip: str | None = None) -> list:
-    digests = [d for _, d, _ in digest_all(targets_for(path, cache_dir, chip)) if d is not None]
+def _digests(path: str, cache_dir: str | None, chip: str | None = None, follow_links: bool = False) -> list:
+    digests = [d for _, d, _ in digest_all(targets_for(path, cache_dir, chip, follow_links)) if d is not None]
     if not digests:
         raise FileNotFoundError(f"{path}: no readable windows")
     return digests
@@ -75,11 +75,12 @@ def _default_sides(args) -> tuple[list, list, dict]:
     path = args.input
     if not is_url(path) and not os.path.isdir(path):
         raise FileNotFoundError(f"{path}: without --base, --input names a run folder or a logdir")
-    store = Store(path, cache_dir=args.cache_dir, chip=getattr(args, "chip", None))
+    store = Store(path, cache_dir=args.cache_dir, chip=getattr(args, "chip", None), follow_links=args.follow_links)
     runs = store.runs()
     if runs == ["."] and not is_url(path):  # a run folder: its logdir is the folder above
         folder = os.path.abspath(path).rstrip(os.sep)
-        store = Store(os.path.dirname(folder), cache_dir=args.cache_dir, chip=getattr(args, "chip", None))
+        store = Store(os.path.dirname(folder), cache_dir=args.cache_dir, chip=getattr(args, "chip", None),
+                      follow_links=args.follow_links)
         run = next((r for r in store.runs() if os.path.join(os.path.dirname(folder), r) == folder), None)
     else:
         run = runs[-1] if runs else None
@@ -124,7 +125,8 @@ def regression(comp: dict) -> str | None:
 def compare(args) -> int:
     if args.base:
         chip = getattr(args, "chip", None)
-        base, target = _digests(args.base, args.cache_dir, chip), _digests(args.input, args.cache_dir, chip)
+        base, target = (_digests(args.base, args.cache_dir, chip, args.follow_links),
+                        _digests(args.input, args.cache_dir, chip, args.follow_links))
         pairing = {"rule": "named", "text": f"{args.input} against {args.base}: every window of each, per step",
                    "default": False}
     else:

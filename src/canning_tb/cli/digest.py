@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import multiprocessing as mp
-import os
 import sys
 from concurrent.futures import ProcessPoolExecutor, as_completed
 
@@ -25,7 +24,6 @@ from canning_tb.store import Store
 from canning_tb.store.batch import Job, Outcome, beside_of, run_job
 from canning_tb.store.cache import write_atomic
 from canning_tb.store.heap import tune_this_process
-from canning_tb.store.links import FOLLOW_ENV
 from canning_tb.util.remote_fs import RemoteError
 
 
@@ -96,9 +94,7 @@ def _outcome(job: Job, future) -> Outcome:
 def digest_command(argv: list[str]) -> int:
     from tqdm import tqdm
     args = parser().parse_args(argv)
-    if args.follow_links:  # the store's one policy for links (store/links.py) reads it
-        os.environ[FOLLOW_ENV] = "1"
-    store = Store(args.input, cache_dir=args.cache_dir)
+    store = Store(args.input, cache_dir=args.cache_dir, follow_links=args.follow_links)
     jobs = jobs_for(store)
     total = sum(len(store.windows(run, w.name)) for run in store.runs() for w in store.workers(run))
     if not total:

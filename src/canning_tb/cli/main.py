@@ -24,11 +24,9 @@ machine-readable face of the analysis: see docs/cli-json.md.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
 from canning_tb.store.heap import tune_this_process
-from canning_tb.store.links import FOLLOW_ENV
 from canning_tb.util.remote_fs import RemoteError
 
 MODES = ("performance", "view", "compare")  # the subcommands `--mode=` names (the old grammar)
@@ -187,8 +185,6 @@ def main(argv: list[str] | None = None) -> int:
         from canning_tb.mcp.cli import mcp_command
         return mcp_command(argv[1:])
     args = _parser().parse_args(argv)
-    if args.follow_links:  # the store's one policy for links (store/links.py) reads it
-        os.environ[FOLLOW_ENV] = "1"
     try:
         if args.mode == "performance":
             from .perf import run_script

@@ -96,7 +96,7 @@ def _write_report(args) -> str | None:
 
     from .view import write_report
     try:
-        return write_report(args.output, args.cache_dir)
+        return write_report(args.output, args.cache_dir, args.follow_links)
     except (FileNotFoundError, InputError) as e:
         print(f"canning-prof: no report written: {e}", file=sys.stderr)
         return None

@@ -38,11 +38,13 @@ def _all_targets(store: Store, none_found: str) -> list[Target]:
     return out
 
 
-def targets_for(path: str, cache_dir: str | None = None, chip: str | None = None) -> list[Target]:
+def targets_for(path: str, cache_dir: str | None = None, chip: str | None = None,
+                follow_links: bool = False) -> list[Target]:
     """Every window PATH holds; raises FileNotFoundError when it holds none (RemoteError when a
-    remote PATH cannot be read); `chip`: the chip whose peaks the figures are judged against (--chip)."""
+    remote PATH cannot be read); `chip`: the chip whose peaks the figures are judged against (--chip);
+    `follow_links`: links out of PATH are read (--follow-links)."""
     if is_url(path):
-        return _all_targets(Store(path, cache_dir=cache_dir, chip=chip), f"{path}: no profiles found")
+        return _all_targets(Store(path, cache_dir=cache_dir, chip=chip, follow_links=follow_links), f"{path}: no profiles found")
     given, path = path, os.path.abspath(path)  # messages name the path as given, never its absolute form
     if not os.path.exists(path):
         raise FileNotFoundError(f"{given}: no such file or folder")
@@ -52,11 +54,11 @@ def targets_for(path: str, cache_dir: str | None = None, chip: str | None = None
     if os.path.isfile(path) or path.rstrip("/").endswith(("_ascend_pt", "_ascend_ms")):
         # a single window: discovery of its parent folder classifies it; keep only that one
         parent = os.path.dirname(path.rstrip("/"))
-        store = Store(parent, cache_dir=cache_dir, chip=chip, recursive=False,
+        store = Store(parent, cache_dir=cache_dir, chip=chip, recursive=False, follow_links=follow_links,
                       select=lambda w: path in (w.path, *w.files))
         return _all_targets(store, f"{given}: not a profile (expected *.pt.trace.json[.gz], *.canning.json, "
                                    "a Chrome trace .json[.gz] or a *_ascend_pt folder)")
-    return _all_targets(Store(path, cache_dir=cache_dir, chip=chip),
+    return _all_targets(Store(path, cache_dir=cache_dir, chip=chip, follow_links=follow_links),
                         f"{given}: no profiles found (looked for *.canning.json, *.pt.trace.json[.gz], "
                         "Chrome trace .json[.gz] files and torch_npu output folders)")
 

@@ -161,10 +161,10 @@ def _findings_line(target, digest) -> str:
     return f"\n{target.title}: its own findings\n" + "\n".join(rows) + "\n"
 
 
-def write_report(path: str, cache_dir: str | None = None) -> str:
+def write_report(path: str, cache_dir: str | None = None, follow_links: bool = False) -> str:
     """Writes the JSON report of every window under `path` to `path`/performance.json (atomically);
     returns the file's path."""
-    results, groups, detailed = read_all(targets_for(path, cache_dir))
+    results, groups, detailed = read_all(targets_for(path, cache_dir, follow_links=follow_links))
     out = os.path.join(path, "performance.json")
     with open(out + ".tmp", "w", encoding="utf-8") as f:
         dump_json(json_report(path, results, _analyses(groups), detailed), f)
@@ -173,7 +173,7 @@ def write_report(path: str, cache_dir: str | None = None) -> str:
 
 
 def view(args) -> int:
-    targets = targets_for(args.input, args.cache_dir, getattr(args, "chip", None))
+    targets = targets_for(args.input, args.cache_dir, getattr(args, "chip", None), args.follow_links)
     results, groups, detailed = read_all(targets, args.detail, args.worker or ())
     analyses = _analyses(groups)
     if args.format == "json":

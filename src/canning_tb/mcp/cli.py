@@ -8,7 +8,6 @@ import ipaddress
 import os
 import sys
 
-from canning_tb.store.links import FOLLOW_ENV
 from canning_tb.util.remote_fs import is_url
 
 INSTALL = "canning-prof mcp needs the MCP SDK: pip install 'canning-tb[mcp]'"
@@ -61,8 +60,6 @@ def is_loopback(host: str) -> bool:
 
 def mcp_command(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
-    if args.follow_links:  # the store's one policy for links (store/links.py) reads it
-        os.environ[FOLLOW_ENV] = "1"
     if not is_url(args.logdir) and not os.path.isdir(args.logdir):
         print(f"canning-prof mcp: --logdir {args.logdir}: no such folder", file=sys.stderr)
         return 2
@@ -85,8 +82,9 @@ def mcp_command(argv: list[str]) -> int:
         return 2
     wait = server.DIGEST_WAIT_S if args.digest_wait_s is None else args.digest_wait_s
     if address is None:
-        server.serve_stdio(args.logdir, args.cache_dir, wait)
+        server.serve_stdio(args.logdir, args.cache_dir, wait, follow_links=args.follow_links)
     else:
         print(f"canning-prof mcp: serving http://{args.http}/mcp", file=sys.stderr)
-        server.serve_http(args.logdir, *address, args.cache_dir, loopback=is_loopback(address[0]), digest_wait_s=wait)
+        server.serve_http(args.logdir, *address, args.cache_dir, loopback=is_loopback(address[0]), digest_wait_s=wait,
+                          follow_links=args.follow_links)
     return 0

@@ -44,8 +44,9 @@ def estimate_s(files) -> tuple[int, float]:
 
 class Host:
     def __init__(self, logdir: str, cache_dir: str | None = None, rescan_s: float = RESCAN_S,
-                 digest_wait_s: float = DIGEST_WAIT_S):
+                 digest_wait_s: float = DIGEST_WAIT_S, follow_links: bool = False):
         self.logdir = normalize_logdir(logdir)
+        self.follow_links = follow_links  # links out of the logdir are read (canning-prof mcp --follow-links)
         self.cache_dir = cache_dir or user_cache_root()
         self.scanner = Scanner(self.logdir, rescan_s, self._make_store)
         self._lock = threading.Lock()
@@ -55,7 +56,8 @@ class Host:
 
     def _make_store(self, logdir: str):
         from canning_tb.store.store import Store
-        return Store(logdir, cache_dir=self.cache_dir, isolate_bytes=ISOLATE_BYTES, timeline_index=True)
+        return Store(logdir, cache_dir=self.cache_dir, isolate_bytes=ISOLATE_BYTES, timeline_index=True,
+                     follow_links=self.follow_links)
 
     def start(self) -> None:
         """Start the first scan (in the background)."""

@@ -62,8 +62,9 @@ def _warm() -> None:
             log.exception("canning: import of %s failed", name)
 
 
-def build(logdir: str, cache_dir: str | None = None, digest_wait_s: float = DIGEST_WAIT_S) -> tuple[MCPServer, Host]:
-    host = Host(logdir, cache_dir, digest_wait_s=digest_wait_s)
+def build(logdir: str, cache_dir: str | None = None, digest_wait_s: float = DIGEST_WAIT_S,
+          follow_links: bool = False) -> tuple[MCPServer, Host]:
+    host = Host(logdir, cache_dir, digest_wait_s=digest_wait_s, follow_links=follow_links)
 
     @asynccontextmanager
     async def lifespan(_app):
@@ -84,17 +85,18 @@ def _version() -> str:
         return "0"
 
 
-def serve_stdio(logdir: str, cache_dir: str | None = None, digest_wait_s: float = DIGEST_WAIT_S) -> None:
-    app, _ = build(logdir, cache_dir, digest_wait_s)
+def serve_stdio(logdir: str, cache_dir: str | None = None, digest_wait_s: float = DIGEST_WAIT_S,
+                follow_links: bool = False) -> None:
+    app, _ = build(logdir, cache_dir, digest_wait_s, follow_links)
     app.run("stdio")
 
 
 def serve_http(logdir: str, host: str, port: int, cache_dir: str | None = None, loopback: bool = True,
-               digest_wait_s: float = DIGEST_WAIT_S) -> None:
+               digest_wait_s: float = DIGEST_WAIT_S, follow_links: bool = False) -> None:
     """Streamable HTTP at http://HOST:PORT/mcp; Host and Origin headers checked against HOST (DNS rebinding)."""
     import anyio
 
-    app, _ = build(logdir, cache_dir, digest_wait_s)
+    app, _ = build(logdir, cache_dir, digest_wait_s, follow_links)
     shown = f"[{host}]" if ":" in host else host
     names = [shown, "localhost", "127.0.0.1", "[::1]"] if loopback else [shown]
     security = TransportSecuritySettings(allowed_hosts=[f"{n}:*" for n in names],

@@ -31,7 +31,7 @@ from canning_tb.util.manifest import ManifestError, ascend_output_files, ascend_
 from canning_tb.util.manifest import load as load_manifest
 
 from .discover_ascend import ascend_windows, folder_windows, worker_names
-from .links import Policy, follow_outside, walk
+from .links import Policy, walk
 
 MANIFEST_RE = re.compile(r"^(?P<worker>.+)\.(?P<window>\d+)\.canning\.json$")
 KINETO_RE = re.compile(r"^(?P<worker>.*?)(?:\.(?P<span>\d+))?\.pt\.trace\.json(?:\.gz)?$")
@@ -326,21 +326,22 @@ def _sniff(path: str, size: int, mtime_ns: int) -> bool:
     return b'"traceEvents"' in head or b'"schemaVersion"' in head
 
 
-def discover(logdir: str, recursive: bool = True, select=None) -> dict[str, Run]:
+def discover(logdir: str, recursive: bool = True, select=None, follow_links: bool = False) -> dict[str, Run]:
     """Every run under logdir, keyed by its path relative to logdir ("." for logdir itself).
 
-    `recursive=False` looks at logdir alone; `select(window) -> bool` keeps only some windows.
+    `recursive=False` looks at logdir alone; `select(window) -> bool` keeps only some windows;
+    `follow_links`: links out of the logdir are followed (canning-prof --follow-links).
     """
     runs: dict[str, Run] = {}
     if not logdir or not os.path.isdir(logdir):
         return runs
-    policy = Policy(logdir)
+    policy = Policy(logdir, follow_links)
     itself = folder_windows(os.path.normpath(logdir), policy)
     if itself:  # logdir is one torch_npu window (or a folder of rank dbs): the run is "."
         found: dict[str, list[Window]] = {}
         _add_ascend(found, itself)
         _label(found)
-        _add_run(runs, logdir, logdir, found, select)
+        _add_run(runs, policy, logdir, found, select)
         return runs
     for folder, dirs, fnames in walk(logdir, policy):
         found = scan_folder(folder, dirs, fnames, policy)
@@ -350,7 +351,7 @@ def discover(logdir: str, recursive: bool = True, select=None) -> dict[str, Run]
         # never descend into hidden folders, caches or the inside of a torch_npu window
         dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in _SKIP_DIRS
                          and d not in inside and not d.startswith("PROF_"))
-        _add_run(runs, logdir, folder, found, select)
+        _add_run(runs, policy, folder, found, select)
     return runs
 
 
@@ -367,14 +368,15 @@ def _window_dirs(folder: str, found: dict[str, list[Window]]) -> set[str]:
     return out
 
 
-def _add_run(runs: dict[str, Run], logdir: str, folder: str, found: dict[str, list[Window]], select) -> None:
+def _add_run(runs: dict[str, Run], policy: Policy, folder: str, found: dict[str, list[Window]], select) -> None:
     if select is not None:
         found = {k: kept for k, v in found.items() if (kept := [w for w in v if select(w)])}
     if not found:
         return
-    name = os.path.relpath(folder, logdir).replace(os.sep, "/")
+    name = os.path.relpath(folder, policy.logdir).replace(os.sep, "/")
     run = Run(name=name, path=folder)
-    root = "" if follow_outside() else os.path.realpath(logdir)
+    # the root a window's files are confined to wherever they are read (a worker process too); "": none
+    root = "" if policy.outside_ok else policy.root
     for wname in sorted(found):
         wins = [dataclasses.replace(w, root=root) for w in found[wname]]
         rank = next((w.rank for w in wins if w.rank >= 0), -1)

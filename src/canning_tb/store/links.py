@@ -5,11 +5,12 @@
   reader forever (or read without end), so it is not a window;
 - symbolic links are followed (TensorBoard's users link runs into a logdir) as long as they resolve
   inside the logdir's real path; a link out of it is skipped, and said once in the log, unless the user
-  allows it: CANNING_FOLLOW_LINKS=1 in TensorBoard's environment, `canning-prof --follow-links`.
+  allows it: `canning-prof --follow-links` (passed down as `follow_links`, never through the environment),
+  or CANNING_FOLLOW_LINKS=1 in TensorBoard's environment.
 
 This is what is listed. What is opened is checked again when it is opened (canning_tb/util/safe_files.py:
 the real path of the opened descriptor, a regular file): a file swapped for a link after the listing
-is refused there. `Policy(logdir)` registers the logdir as a confinement root for those checks.
+is refused there. `Policy(logdir, follow_links)` registers the logdir as a confinement root for those checks.
 """
 from __future__ import annotations
 
@@ -17,20 +18,21 @@ import logging
 import os
 import stat
 
-from canning_tb.util.safe_files import FOLLOW_ENV, confine, follow_outside
+from canning_tb.util.safe_files import FOLLOW_ENV, confine, follows_links
 
 log = logging.getLogger("canning_tb.store")
 
-__all__ = ["FOLLOW_ENV", "Policy", "follow_outside", "walk"]
+__all__ = ["FOLLOW_ENV", "Policy", "walk"]
 _said: set[tuple[str, str]] = set()
 
 
 class Policy:
-    def __init__(self, logdir: str):
+    def __init__(self, logdir: str, follow_links: bool = False):
         self.logdir = logdir
         self.root = os.path.realpath(logdir)
-        self.outside_ok = follow_outside()
-        confine(logdir)  # every later open of a file under it is checked at open time
+        confine(logdir, follow_links)  # every later open of a file under it is checked at open time
+        # a folder of a logdir the user let links out of (scan_folder's own policy) lets them out too
+        self.outside_ok = follow_links or follows_links(logdir)
 
     def inside(self, path: str) -> bool:
         """Whether path (after its links) is inside the logdir, or the user allows links out of it."""

@@ -29,7 +29,8 @@ __all__ = ["Store", "digest_of", "read_window"]
 class Store:
     def __init__(self, logdir: str, cache_dir: str | None = None, max_workers: int | None = None,
                  memory_items: int = 64, recursive: bool = True, select=None,
-                 isolate_bytes: int | None = None, timeline_index: bool = False, chip: str | None = None):
+                 isolate_bytes: int | None = None, timeline_index: bool = False, chip: str | None = None,
+                 follow_links: bool = False):
         # a remote logdir (s3://...) is read from a local copy (mirror.py); `logdir` is where discovery looks
         self.url = logdir if remote_fs.is_url(logdir) else None
         self.remote = None
@@ -38,6 +39,7 @@ class Store:
             self.remote = Mirror(self.url)
         self.logdir = self.remote.local if self.remote else logdir
         self._recursive, self._select = recursive, select
+        self.follow_links = follow_links  # links out of the logdir are read (canning-prof --follow-links)
         # Windows larger than this are parsed in a child process: a long-lived host (TensorBoard)
         # keeps neither the parse's peak memory nor the GIL while it runs. None: always in-process.
         self.isolate_bytes = isolate_bytes
@@ -61,7 +63,7 @@ class Store:
         """Rescan; a remote logdir that cannot be read raises remote_fs.RemoteError (the last listing stays)."""
         if self.remote is not None:
             self.remote.sync()
-        runs = discover(self.logdir, self._recursive, self._select)
+        runs = discover(self.logdir, self._recursive, self._select, self.follow_links)
         with self._lock:
             self._runs = runs
 

@@ -9,7 +9,9 @@ Reading (`open_file`, `read_file`):
 - a path under a confinement root (`confine(root)`: a logdir; discovery and the readers register theirs)
   must really be there: the real path of the opened descriptor (/proc/self/fd) lies inside the root's
   real path, so a link to outside it (the shadow password file, /proc/self/environ) is refused, whoever
-  made it and whenever. Links inside the logdir are followed. `CANNING_FOLLOW_LINKS=1` lets links out;
+  made it and whenever. Links inside the logdir are followed. Links out are followed only where the user
+  said so: for one logdir (`confine(root, follow_links=True)`: `canning-prof --follow-links`, passed down
+  as an argument) or for the whole process (`CANNING_FOLLOW_LINKS=1` in TensorBoard's environment, only read);
 - a whole-file read has a deadline (READ_DEADLINE_S, between blocks): a read that stalls past it fails.
 
 Writing (`atomic_write`, `make_dirs`): our folders inside a logdir (`.canning`, `.canning-capture` and below)
@@ -40,7 +42,7 @@ _BLOCK = 8 << 20
 # folders walked by descriptor (POSIX); elsewhere (Windows) by path
 _BY_FD = {os.open, os.mkdir, os.rename, os.unlink} <= os.supports_dir_fd and hasattr(os, "O_NOFOLLOW")
 
-_roots: set[str] = set()  # confinement roots, absolute and real forms
+_roots: dict[str, bool] = {}  # confinement roots (absolute and real forms) -> whether links may lead out of it
 _lock = threading.Lock()
 
 
@@ -55,13 +57,24 @@ def follow_outside() -> bool:
     return os.environ.get(FOLLOW_ENV, "").strip().lower() in ("1", "true", "yes", "on")
 
 
-def confine(root: str | None) -> None:
-    """From now on in this process, a path under `root` is only opened when it really is under it."""
+def confine(root: str | None, follow_links: bool = False) -> None:
+    """From now on in this process, a path under `root` is only opened when it really is under it, unless
+    `follow_links` (the user let links out of this logdir; once said for a root, it stays said)."""
     if not root:
         return
     forms = {os.path.abspath(root), os.path.realpath(root)}
     with _lock:
-        _roots.update(forms)
+        for form in forms:
+            _roots[form] = _roots.get(form, False) or follow_links
+
+
+def follows_links(folder: str) -> bool:
+    """Whether links under `folder` may lead out of its logdir: the process's setting, or the one given for
+    the registered root that holds it."""
+    if follow_outside():
+        return True
+    root = _root_of(os.path.join(folder, "_"))
+    return bool(root and _roots.get(root))
 
 
 def _root_of(path: str) -> str | None:
@@ -97,6 +110,10 @@ def real_path_of(fd: int, path: str) -> str:
     return real
 
 
+def _lets_out(root: str) -> bool:
+    return follow_outside() or _roots.get(os.path.abspath(root), False)
+
+
 def _kind(mode: int) -> str:
     for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
                        (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a folder")):
@@ -116,7 +133,7 @@ def open_fd(path: str, root: str | None = None) -> int:
         if not stat.S_ISREG(mode):
             raise Refused(path, f"{_kind(mode)}, not a regular file")
         root = root if root is not None else _root_of(path)
-        if root and not follow_outside() and not is_inside(real_path_of(fd, path), root):
+        if root and not _lets_out(root) and not is_inside(real_path_of(fd, path), root):
             raise Refused(path, f"a link to outside the logdir (set {FOLLOW_ENV}=1 to follow it)")
         if hasattr(os, "set_blocking"):
             os.set_blocking(fd, True)
