@@ -348,9 +348,10 @@ def discover(logdir: str, recursive: bool = True, select=None, follow_links: boo
         inside = _window_dirs(folder, found)
         if not recursive:
             dirs.clear()
-        # never descend into hidden folders, caches or the inside of a torch_npu window
-        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in _SKIP_DIRS
-                         and d not in inside and not d.startswith("PROF_"))
+        # never descend into hidden folders, caches or the inside of a torch_npu window, listed or refused (its
+        # ASCEND_PROFILER_OUTPUT alone would be a window again, without the file that made it refused)
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in _SKIP_DIRS and d not in inside
+                         and not d.startswith("PROF_") and os.path.join(folder, d) not in policy.refused)
         _add_run(runs, policy, folder, found, select)
     return runs
 

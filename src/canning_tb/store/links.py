@@ -30,6 +30,7 @@ class Policy:
     def __init__(self, logdir: str, follow_links: bool = False):
         self.logdir = logdir
         self.root = os.path.realpath(logdir)
+        self.refused: set[str] = set()  # paths refused in this scan: a refused folder is never walked into
         confine(logdir, follow_links)  # every later open of a file under it is checked at open time
         # a folder of a logdir the user let links out of (scan_folder's own policy) lets them out too
         self.outside_ok = follow_links or follows_links(logdir)
@@ -57,9 +58,10 @@ class Policy:
         return True
 
     def refuse(self, path: str, why: str) -> None:
+        self.refused.add(path)
         shown = os.path.relpath(path, self.logdir).replace(os.sep, "/")
-        if (shown, why) not in _said:  # once per process: the scan runs every few seconds
-            _said.add((shown, why))
+        if (path, why) not in _said:  # once per process and file: the scan runs every few seconds
+            _said.add((path, why))
             log.warning("canning: skipped %s: %s", shown, why)
 
 
