@@ -83,6 +83,7 @@ def test_snapshots_alone_are_windows_in_id_order(tmp_path):
     put(tmp_path / "two.1.pt.trace.json")
     put(tmp_path / "two.pickle", SNAPSHOT)  # two windows, no id: which one is unknown, so its own
     got = found(tmp_path)["."].workers
+    assert sorted(got) == ["rank3", "two"]
     w = got["rank3"]
     assert [(x.id, x.format) for x in w.windows] == [("default", "snapshot"), ("default-1", "snapshot"),
                                                      ("1", "snapshot"), ("2", "snapshot"), ("10", "snapshot")]
@@ -92,6 +93,26 @@ def test_snapshots_alone_are_windows_in_id_order(tmp_path):
     # by name within an id: "two.pickle" before "two.pt.trace.json"
     assert [(x.id, x.format) for x in got["two"].windows] == [("default", "snapshot"), ("default-1", "kineto"),
                                                               ("1", "kineto")]
+
+
+def test_a_second_snapshot_without_an_id_is_not_joined_to_a_snapshot(tmp_path):
+    put(tmp_path / "s.pickle", SNAPSHOT)
+    put(tmp_path / "s.pkl", SNAPSHOT)
+    got = found(tmp_path)["."].workers["s"].windows
+    assert [(w.id, w.format, len(w.snapshots)) for w in got] == [("default", "snapshot", 1), ("default-1", "snapshot", 1)]
+    assert got[0].rank == -1 and found(tmp_path)["."].workers["s"].rank == -1  # no rank anywhere: unknown
+
+
+def test_a_file_listed_then_gone_is_neither_a_snapshot_nor_a_trace(tmp_path):
+    assert not disc._is_snapshot(str(tmp_path / "gone.pickle"))
+    assert not disc._looks_like_trace(str(tmp_path / "gone.json"))
+
+
+def test_a_generic_trace_sorts_as_a_window_0_among_manifests(tmp_path):
+    put(tmp_path / "w.0.canning.json", {"worker": "w", "window": 0})
+    put(tmp_path / "w.1.canning.json", {"worker": "w", "window": 1})
+    put(tmp_path / "w.json")
+    assert [w.id for w in wins(tmp_path)] == ["0", "default", "1"]
 
 
 # -- labels -----------------------------------------------------------------------------------------------------------
@@ -155,14 +176,14 @@ def test_a_manifest_rewritten_in_place_is_read_again(tmp_path):
 
 
 def test_a_generic_json_and_a_pickle_rewritten_in_place_are_sniffed_again(tmp_path):
-    trace = put(tmp_path / "rank-1.json", b'{"metrics": "......."}', 1000)  # no trace
+    trace = put(tmp_path / "rank-1.json", b'{"metrics": "........"}', 1000)  # no trace (23 bytes)
     snap = put(tmp_path / "rank-2.pickle", b"x" * len(SNAPSHOT), 1000)  # no snapshot
     assert found(tmp_path) == {}
-    rewrite(trace, b'{"traceEvents": [1, 2]}', 2000)  # same size, another time
+    rewrite(trace, b'{"traceEvents": [1, 2]}', 2000)  # the same 23 bytes, another time
     rewrite(snap, SNAPSHOT, 2000)
     assert sorted(found(tmp_path)["."].workers) == ["rank-1", "rank-2"]
-    rewrite(trace, b'{"metrics": "........"}', 1000)  # another size, the first time
-    rewrite(snap, b"y" * (len(SNAPSHOT) + 1), 1000)
+    rewrite(trace, b'{"metrics": "........."}', 2000)  # 24 bytes, the same time
+    rewrite(snap, b"y" * (len(SNAPSHOT) + 1), 2000)
     assert found(tmp_path) == {}
 
 
@@ -222,7 +243,7 @@ def test_windows_of_one_rank_under_two_names_sort_by_time(tmp_path):
     npu(tmp_path / "b_20231114221320123_ascend_pt", rank=0)  # earlier, later in name order
     npu(tmp_path / "a_20231114221420123_ascend_pt", rank=0)
     got = found(tmp_path)["."].workers
-    assert [os.path.basename(w.path)[0] for w in got["rank0"].windows] == ["b", "a"]
+    assert [os.path.basename(w.path)[0] for w in got["rank0"].windows] == ["b", "a"] and got["rank0"].rank == 0
 
 
 def test_a_window_folder_with_a_space_in_its_name_is_one_window(tmp_path):
@@ -245,6 +266,7 @@ def test_the_logdir_itself_a_window_with_a_link_out_and_a_selection(tmp_path):
                                                      ("async", False, "analysing")])
 def test_a_manifests_torch_npu_folder_has_its_analysis_status(tmp_path, analysis, done, status):
     folder = npu(tmp_path / "w_20231114221320123_ascend_pt", rank=0)
+    put(folder / ".partial.json", b"{}")  # a writer's temporary file: not part of the window
     if done:
         put(folder / "ASCEND_PROFILER_OUTPUT" / "analyse.done", b"")
     put(tmp_path / "w.1.canning.json", {"worker": "w", "window": 1, "analysis": analysis,
@@ -252,6 +274,7 @@ def test_a_manifests_torch_npu_folder_has_its_analysis_status(tmp_path, analysis
     (w,) = wins(tmp_path)
     assert (w.format, w.status) == ("canning", status)
     assert str(folder / "profiler_info.json") in w.files and str(folder / "ASCEND_PROFILER_OUTPUT") not in w.files
+    assert str(folder / ".partial.json") not in w.files
 
 
 # -- what scan_folder takes and leaves ---------------------------------------------------------------------------------
@@ -344,11 +367,55 @@ def test_what_is_skipped_is_said_once_relative_to_the_logdir(tmp_path, caplog):
     os.mkfifo(log / "m" / "p.json")
     npu(log / "n" / "p_20231114221320123_ascend_pt", rank=0)
     os.symlink(secret, log / "n" / "p_20231114221320123_ascend_pt" / "ASCEND_PROFILER_OUTPUT" / "x.csv")
+    put(log / "k" / "k.1.canning.json", {"worker": "k", "window": 1, "files": [{"name": "t.json"}]})
+    os.symlink(secret, log / "k" / "t.json")
     with caplog.at_level(logging.WARNING, logger="canning_tb.store"):
         found(log)
         found(log)  # the scan runs every few seconds: said once
     link_out = "a link to outside the logdir (set CANNING_FOLLOW_LINKS=1 to follow it)"
     assert sorted(r.getMessage() for r in caplog.records) == sorted([
         "canning: skipped m/p.json: not a regular file",
+        f"canning: skipped k/t.json: {link_out}",
         f"canning: skipped run/leak.pt.trace.json: {link_out}",
         f"canning: skipped n/p_20231114221320123_ascend_pt: holds {link_out}"])
+
+
+def test_a_folder_that_cannot_be_listed_is_said_the_logdir_itself_is_not(tmp_path, monkeypatch, caplog):
+    """Root lists every folder here, so os.scandir stands in for a folder the user cannot read (EACCES)."""
+    import canning_tb.store.links as links
+    log = tmp_path / "log"
+    put(log / "locked" / "t.pt.trace.json")
+    put(log / "open" / "t.pt.trace.json")
+    real = os.scandir
+
+    def scandir(path):
+        if os.path.basename(path) == "locked":
+            raise PermissionError(13, "Permission denied", path)
+        return real(path)
+
+    monkeypatch.setattr(links.os, "scandir", scandir)
+    with caplog.at_level(logging.WARNING, logger="canning_tb.store"):
+        assert sorted(found(log)) == ["open"]
+        assert found(log / "locked") == {}
+    assert [r.getMessage() for r in caplog.records] == ["canning: skipped locked: cannot list it: Permission denied"]
+
+
+def test_a_link_that_loops_on_itself_stops_nothing_after_it(tmp_path):
+    """Its stat fails (ELOOP); the other entries of the folder, in whatever order the file system lists them, are
+    still looked at."""
+    runs = [f"r{i}" for i in range(10)]
+    for name in runs:
+        put(tmp_path / name / "t.pt.trace.json")
+    for name in ("a_loop", "g_loop", "m_loop", "s_loop", "z_loop"):  # some among the runs in any listing order
+        os.symlink(tmp_path / name, tmp_path / name)
+    assert sorted(found(tmp_path)) == runs
+
+
+def test_the_process_setting_lets_links_out_too(tmp_path, monkeypatch):
+    """TensorBoard's environment (CANNING_FOLLOW_LINKS=1) with no argument from a command line."""
+    theirs = put(tmp_path / "outside" / "run" / "t.pt.trace.json").parent
+    log = tmp_path / "log"
+    log.mkdir()
+    os.symlink(theirs, log / "theirs")
+    monkeypatch.setenv(safe_files.FOLLOW_ENV, "1")
+    assert list(found(log)) == ["theirs"] and found(log)["theirs"].workers["t"].windows[0].root == ""
