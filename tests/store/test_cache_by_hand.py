@@ -164,3 +164,83 @@ def test_the_user_cache_is_one_budget_over_every_runs_folder(tmp_path, monkeypat
     # oldest first: two/a (t=5) goes, one/a (t=10) is the one written, kept; two/b (t=30) goes: 200 <= 250
     assert cache.enforce_budget(str(one / f"{a}.digest.pb")) == 200
     assert left(one) == [f"{a}.digest.pb", f"{b}.digest.pb"] and left(two) == [] and len(left(other)) == 1
+
+
+def test_a_window_key_is_20_hex_digits_with_the_device_only_in_this_machines_cache(tmp_path, monkeypatch):
+    """The key's device part is asked of _file_identity: a spy records what each file is asked with."""
+    from canning_tb.store.discover import Window
+    f = tmp_path / "t.json"
+    f.write_bytes(b"x")
+    w = Window(id="1", label="", format="kineto", path=str(f), files=(str(f),))
+    key = cache.window_key(w, 6, str(tmp_path))
+    assert len(key) == 20 and all(c in "0123456789abcdef" for c in key) and cache._ENTRY.match(key + ".digest.pb")
+    asked, real = [], cache._file_identity
+    monkeypatch.setattr(cache, "_file_identity", lambda *a: asked.append(a[2]) or real(*a))
+    cache.window_key(w, 6, str(tmp_path))
+    monkeypatch.setenv(cache.BESIDE_ENV, "1")  # shared between machines (NFS numbers devices per client)
+    cache.window_key(w, 6, str(tmp_path))
+    assert asked == [True, False]
+
+
+def test_the_digest_file_of_a_cache_folder_given(tmp_path):
+    run = tmp_path / "run"
+    assert cache.digest_file(str(run), KEY, str(tmp_path / "c")) == str(run_folder(tmp_path / "c", run) / f"{KEY}.digest.pb")
+
+
+def test_write_atomic_writes_the_bytes(tmp_path):
+    cache.write_atomic(str(tmp_path / "a.pb"), b"abc")
+    assert (tmp_path / "a.pb").read_bytes() == b"abc"
+
+
+def test_links_in_the_cache_are_never_followed_nor_removed(tmp_path, monkeypatch):
+    """A run folder that is a link (to a folder outside the cache) and an entry that is a link to a file outside:
+    neither is counted, entered or removed, and what they lead to stays."""
+    monkeypatch.setenv(cache.BUDGET_ENV, "100")
+    root = tmp_path / "usercache"
+    mine = root / ("1" * 16)
+    a, b = keys(2)
+    entry(mine, a, "digest.pb", 100, 10)
+    outside = tmp_path / "outside"
+    target = entry(outside, b, "digest.pb", 5000, 1)
+    os.symlink(outside, root / ("2" * 16))
+    os.symlink(target, mine / f"{b}.events.npz")
+    assert cache.enforce_budget(str(mine / f"{a}.digest.pb")) == 0  # only a's 100 bytes are the cache's: within
+    assert target.exists() and (mine / f"{b}.events.npz").is_symlink()
+
+
+def test_a_windows_time_is_its_newest_files_whatever_their_sizes(tmp_path, monkeypatch):
+    """Window a: five small files and a sparse one of 10^12 bytes, all at t=10 s; window b: one file at t=20 s. Over the
+    budget, a (older) goes first and that is enough: b stays. Sizes never stand in for times."""
+    monkeypatch.setenv(cache.BUDGET_ENV, str(1 << 30))
+    run = tmp_path / "run" / ".canning"
+    a, b = keys(2)
+    for what in ("digest.pb", "x1", "x2", "x3", "x4"):
+        entry(run, a, what, 10, 10)
+    big = run / f"{a}.events.npz"
+    with open(big, "wb") as f:
+        f.truncate(10 ** 12)  # sparse: no disk used
+    os.utime(big, (10, 10))
+    entry(run, b, "digest.pb", 10, 20)
+    assert cache.enforce_budget(str(run / f"{keys(3)[2]}.digest.pb")) == 10 ** 12 + 50
+    assert left(run) == [f"{b}.digest.pb"]
+
+
+def test_a_file_another_viewer_removed_first_does_not_stop_the_rest(tmp_path, monkeypatch):
+    """os.unlink stands in for a second viewer evicting the same entry at once: one file is already gone."""
+    monkeypatch.setenv(cache.BUDGET_ENV, "100")
+    run = tmp_path / "run" / ".canning"
+    a, b = keys(2)
+    entry(run, a, "a.pb", 100, 10)
+    entry(run, a, "b.pb", 100, 10)
+    entry(run, b, "digest.pb", 100, 20)
+    real, calls = os.unlink, []
+
+    def unlink(path):  # the first file removed is found gone (the other viewer was first), the rest as usual
+        calls.append(path)
+        real(path)
+        if len(calls) == 1:
+            raise FileNotFoundError(2, "No such file or directory", path)
+
+    monkeypatch.setattr(cache.os, "unlink", unlink)
+    cache.enforce_budget(str(run / f"{b}.digest.pb"))
+    assert left(run) == [f"{b}.digest.pb"]

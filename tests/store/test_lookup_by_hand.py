@@ -127,3 +127,30 @@ def test_load_takes_the_source_first_then_the_cache(tmp_path):
     assert lookup.load(w, str(cache), digest_pb2.Digest) is None
     assert os.stat(cache).st_mtime == 500  # not used: not touched
     assert lookup.load(w, str(tmp_path / "nothing.pb"), digest_pb2.Digest) is None
+
+
+def test_load_serves_another_codes_digest_when_the_trace_is_not_here(tmp_path):
+    """A remote window whose trace was not copied here: its digest at the source is served (marked old by the views)."""
+    trace = tmp_path / "w.1.pt.trace.json"  # named by the manifest, not here
+    digest(tmp_path / "w.1.digest.pb", revision=OTHER, mean=444, mtime_s=2000)
+    got = lookup.load(window(tmp_path, [trace]), str(tmp_path / "nothing.pb"), digest_pb2.Digest)
+    assert got is not None and got.average.total_ns == 444
+
+
+def test_a_window_whose_files_are_all_gone_keeps_its_source_digest_fresh(tmp_path):
+    src = digest(tmp_path / "w.1.digest.pb", mtime_s=2000)
+    w = window(tmp_path, [tmp_path / "gone.json"])
+    os.remove(w.files[0])  # the manifest too
+    assert lookup.fresh_source_digest(w) == str(src)
+
+
+def test_a_source_digest_whose_head_reads_but_whose_body_does_not_falls_back_to_the_cache(tmp_path):
+    """Field 4 (average, a Breakdown) holding one byte that is no Breakdown (a varint cut short): the revision read of
+    the head skips it as an unknown field, the whole Digest cannot be parsed."""
+    trace = put(tmp_path / "w.1.pt.trace.json", b"abc", 1000)
+    head = digest_pb2.Digest(schema_version=SCHEMA_VERSION, analysis_revision=analysis_revision()).SerializeToString()
+    put(tmp_path / "w.1.digest.pb", head + b"\x22\x01\xff", 2000)  # tag 4, length-delimited, 1 byte: 0xff
+    cache = digest(tmp_path / "cache" / "k.pb", mean=555, mtime_s=500)
+    w = window(tmp_path, [trace], sizes=[(trace, 3)])
+    assert lookup.usable_source_digest(w) == str(tmp_path / "w.1.digest.pb")  # its head is this code's
+    assert lookup.load(w, str(cache), digest_pb2.Digest).average.total_ns == 555
