@@ -1,0 +1,117 @@
+"""The args store of the slice details (timeline/raw_args.py) on trace files written here by hand: a
+Kineto object (float µs) and a torch_npu bare array (text µs, one event of a wrong type), beside a CSV and
+a broken file that give no args. Each table row's args are the ones its (start, duration, name) has in
+the file, the k-th of equal keys with the k-th; the stored chunks are read back here with numpy and zlib
+(issue 46: mutation testing of timeline/)."""
+import json
+import zlib
+
+import numpy as np
+import pytest
+
+from _synthetic import ev, table
+
+from canning_tb.ingest.table import Kind
+from canning_tb.timeline import raw_args
+from canning_tb.timeline.raw_args import build_from_cache, build_raw_args, has_raw_args, read_raw_args
+from canning_tb.util import safe_files
+
+# the args as the files write them (compact), by hand
+MM0, MM1, NEG, NODUR, LIST = ('{"External id":7,"Input Dims":[[2,3]]}', '{"External id":8}', '{"z":1}', '{"w":2}',
+                              '[1,2]')
+KINETO = ('{"schemaVersion":1,"traceEvents":['
+          '{"ph":"X","name":"aten::mm","ts":1.5,"dur":2.25,"args":' + MM0 + '},'
+          '{"ph":"X","name":"aten::mm","ts":1.5,"dur":2.25,"args":' + MM1 + '},'
+          '{"ph":"X","name":"k","ts":4.0,"dur":1.001},'
+          '{"ph":"i","name":"inst","ts":5.0,"args":{"x":1}},'
+          '{"ph":"X","name":null,"ts":6.0,"dur":1.0,"args":{"y":1}},'
+          '{"ph":"X","name":"neg","ts":7.0,"dur":-1.0,"args":' + NEG + '},'
+          '{"ph":"X","name":"nodur","ts":8.0,"dur":null,"args":' + NODUR + '},'
+          '{"ph":"X","name":"list","ts":9.0,"dur":1.0,"args":' + LIST + '},'
+          '{"ph":"X","name":"inf","ts":12.0,"dur":1e400,"args":{"v":1}}]}')
+NPU = ('  [{"ph":"X","name":"npu_op","ts":"20.123","dur":"2.5","args":{"a":1}},'
+       '{"ph":"X","name":"bad","ts":"abc","dur":"1","args":{"b":1}},'
+       '{"ph":"X","name":"mixed","ts":30.5,"dur":"1","args":{"c":1}},'
+       '{"ph":"X","name":5,"ts":"40","dur":"1","args":{"d":1}},'
+       '{"ph":"X","name":"late","ts":"50","dur":"0.001","args":{"e":1}}]\n')
+
+# (name, ts ns, dur ns) of the table, by time, and the args each row gets (None: the files have none for it).
+# µs -> ns by hand: 1.5 -> 1500, 2.25 -> 2250, 1.001 -> 1001, a negative or null duration -> 0, "20.123" -> 20123,
+# "2.5" -> 2500, 30.5 -> 30500, "0.001" -> 1; 1e400 µs and "abc" are no time (that event is left out)
+ROWS = [("aten::mm", 1500, 2250, json.loads(MM0)), ("aten::mm", 1500, 2250, json.loads(MM1)),
+        ("k", 4000, 1001, {}), ("neg", 7000, 0, json.loads(NEG)), ("nodur", 8000, 0, json.loads(NODUR)),
+        ("list", 9000, 1000, {"args": [1, 2]}), ("absent", 10000, 5, None), ("aten::mm", 11000, 5, None),
+        ("inf", 12000, 1, None), ("npu_op", 20123, 2500, {"a": 1}), ("mixed", 30500, 1000, {"c": 1}),
+        ("late", 50000, 1, {"e": 1}), ("bad", 60000, 1, None)]
+
+
+@pytest.fixture
+def files(tmp_path):
+    (tmp_path / "trace.json").write_text(KINETO)
+    (tmp_path / "trace_view.json").write_text(NPU)
+    (tmp_path / "kernel_details.csv").write_text("Name,Start Time(us)\nk,4.0\n")
+    (tmp_path / "broken.json").write_text('{"traceEvents":[{"ph":"X",')
+    (tmp_path / "other.json").write_text('{"deviceProperties":[]}')
+    t = table([ev(name, Kind.CPU_OP, ts, dur) for name, ts, dur, _ in ROWS])
+    assert [(t.name(r), int(t.events["ts"][r])) for r in range(len(t))] == [(n, ts) for n, ts, _, _ in ROWS]
+    sources = [str(tmp_path / name) for name in ("broken.json", "trace.json", "kernel_details.csv", "other.json",
+                                                 "trace_view.json")]
+    return t, sources, str(tmp_path / "w")
+
+
+def test_each_row_gets_the_args_of_its_key_in_the_files(files):
+    t, sources, prefix = files
+    assert build_raw_args(t, sources, prefix) == 9
+    assert [read_raw_args(prefix, row) for row in range(len(t))] == [args for *_, args in ROWS]
+    assert has_raw_args(prefix, len(t)) and not has_raw_args(prefix, len(t) + 1)
+
+
+def test_the_store_is_chunks_of_rows_each_rows_text_where_the_positions_say(files, monkeypatch):
+    """Two rows a chunk: 13 rows -> 7 chunks (8 offsets). Each chunk, decompressed, is its matched rows'
+    args texts end to end, as the files write them ({} for an event without args)."""
+    monkeypatch.setattr(raw_args, "ROWS_PER_CHUNK", 2)
+    t, sources, prefix = files
+    build_raw_args(t, sources, prefix)
+    with np.load(prefix + ".args.npz") as z:
+        offsets, starts, lengths = z["offsets"].tolist(), z["starts"].tolist(), z["lengths"].tolist()
+    with open(prefix + ".args.bin", "rb") as f:
+        data = f.read()
+    texts = [MM0, MM1, "{}", NEG, NODUR, LIST, None, None, None, '{"a":1}', '{"c":1}', '{"e":1}', None]
+    assert len(offsets) == 8 and offsets[0] == 0 and offsets[-1] == len(data)
+    for chunk in range(7):
+        rows = range(2 * chunk, min(2 * chunk + 2, 13))
+        got = zlib.decompress(data[offsets[chunk]:offsets[chunk + 1]]).decode()
+        assert got == "".join(texts[r] or "" for r in rows)
+        at = 0
+        for r in rows:
+            if texts[r] is None:
+                assert lengths[r] == -1
+                continue
+            assert (starts[r], lengths[r]) == (at, len(texts[r]))
+            at += len(texts[r])
+    assert [read_raw_args(prefix, row) for row in range(len(t))] == [args for *_, args in ROWS]
+
+
+def test_a_window_without_a_trace_has_no_args_for_any_row(files):
+    t, sources, prefix = files
+    assert build_raw_args(t, [s for s in sources if not s.endswith(("trace.json", "trace_view.json"))], prefix) == 0
+    assert [read_raw_args(prefix, row) for row in range(len(t))] == [None] * len(t)
+    assert has_raw_args(prefix, len(t))
+
+
+def test_no_store_or_half_a_store_is_none(files, tmp_path):
+    t, sources, prefix = files
+    assert not has_raw_args(str(tmp_path / "nothing"), len(t))
+    build_raw_args(t, sources, prefix)
+    (tmp_path / "w.args.bin").unlink()
+    assert not has_raw_args(prefix, len(t))
+
+
+def test_a_cached_windows_store_is_built_from_its_own_files_inside_the_logdir(files, tmp_path, monkeypatch):
+    monkeypatch.setattr(safe_files, "_roots", set())  # confine() here touches no other test's roots
+    t, sources, prefix = files
+    t.meta.source_files = sources
+    t.save(prefix)
+    assert build_from_cache(prefix, str(tmp_path)) == 9
+    assert str(tmp_path) in safe_files._roots
+    assert read_raw_args(prefix, 0) == json.loads(MM0) and read_raw_args(prefix, 12) is None
