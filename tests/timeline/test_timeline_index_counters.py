@@ -191,3 +191,38 @@ def test_npu_counters_keep_each_columns_lowest_and_highest_in_time_order():
     # no width and a range of 0 ns: one column
     got = npu_counters([one], 40, 40, 0, 0)[0]
     assert (got["ts_ns"], got["values"]) == ([40, 40], [8.0, 3.0])
+
+
+def test_memory_columns_at_one_pixel_one_ns_and_far_from_zero():
+    """[0, 100] at 1 px: 10 and 60 share the one column (highest 7). [10, 11] at 1 px: 1 ns a column, 10 in
+    column 0, 11 in column 1. [1000, 1100] at 2 px (50 ns a column): 1000 -> 0; 1060, 1080 -> 1 (first 1060,
+    highest 9)."""
+    def lane(ts, values, t0, t1, width):
+        got = memory_counters([("d", "allocated", np.array(ts), np.array(values))], t0, t1, width, 0)[0]
+        return got["ts_ns"], got["bytes"]
+    assert lane([10, 60], [7, 3], 0, 100, 1) == ([10], [7])
+    assert lane([10, 11], [7, 3], 10, 11, 1) == ([10, 11], [7, 3])
+    assert lane([1000, 1060, 1080], [1, 4, 9], 1000, 1100, 2) == ([1000, 1060], [1, 9])
+
+
+def test_the_npu_lanes_columns_at_one_pixel_one_ns_and_a_column_of_three():
+    """As the memory lanes: [0, 100] at 1 px is one column; [10, 11] at 1 px two. Range [0, 90] at 3 px
+    (30 ns a column): 0 -> column 0; 40 -> 1; 70 (4.0), 80 (9.5), 85 (6.0) -> 2: its lowest 70 and highest 80."""
+    def lane(ts, values, t0, t1, width):
+        got = npu_counters([Series("g", "n", "u", "d", np.array(ts), np.array(values, float))], t0, t1, width, 0)[0]
+        return got["ts_ns"], got["values"]
+    assert lane([10, 60, 70], [7, 3, 5], 0, 100, 1) == ([10, 60], [7.0, 3.0])
+    assert lane([10, 11], [7, 3], 10, 11, 1) == ([10, 11], [7.0, 3.0])
+    assert lane([0, 40, 70, 80, 85], [1, 2, 4, 9.5, 6], 0, 90, 3) == ([0, 40, 70, 80], [1.0, 2.0, 4.0, 9.5])
+
+
+def test_memory_records_at_one_time_keep_their_order_and_a_device_without_a_name_or_of_one_byte():
+    """40 records of cuda:0 at 5 ns, allocated 1 .. 40 in that order: at 10 ns the value in force is the last,
+    40. A device with no name is ""; one byte allocated beside a reserved of 0 is still an allocator that
+    does not report it (no reserved lane)."""
+    memory = [dict(ts=5, device="cuda:0", bytes=0, allocated=i, reserved=NONE) for i in range(1, 41)]
+    memory += [dict(ts=6, device="xpu:0", bytes=0, allocated=1, reserved=0),
+               dict(ts=7, device=None, bytes=0, allocated=3, reserved=NONE)]
+    series = memory_series(table([], memory=memory))
+    assert [(d, m) for d, m, _, _ in series] == [("", "allocated"), ("cuda:0", "allocated"), ("xpu:0", "allocated")]
+    assert memory_counters(series[1:2], 10, 20, 4, 0)[0]["bytes"] == [40]

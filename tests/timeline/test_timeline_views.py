@@ -33,7 +33,8 @@ def test_the_chrome_trace_is_the_events_in_microseconds_with_their_ids_and_names
                ev("k", Kind.KERNEL, 4000, 1001), ev(None, Kind.RUNTIME, 6000, 0)])
     t.events["cat"][_row(t, "aten::mm", 1500)] = t.strings.id("cpu_op")
     t.meta.process_names = {1: "python"}
-    t.meta.thread_names = {"1:1": "main", "x:2": "bad", "3:y": "bad too", "-3:-4": "negative"}
+    t.meta.thread_names = {"1:1": "main", "x:2": "bad", "3:y": "bad too", "-3:-4": "negative", "X5:1": "no",
+                           "5:X1": "no either"}
     chunks = list(chrome_trace(t))
     assert chunks[0] == b'{"displayTimeUnit":"ns","traceEvents":[' and chunks[-1] == b"]}"
     text = b"".join(chunks).decode()
@@ -65,7 +66,8 @@ def test_a_collectives_peers_are_its_same_occurrence_on_each_rank():
     r1 = table([ev("aten::mm", Kind.CPU_OP, 0, 10), ev(name, Kind.COMM_KERNEL, 150, 40),
                 ev(name, Kind.COMM_KERNEL, 1300, 20)])
     r2 = table([ev(name, Kind.CPU_OP, 0, 5), ev(name, Kind.COMM_KERNEL, 120, 10)])
-    r3 = table([ev("aten::mm", Kind.CPU_OP, 0, 10)])
+    r3 = table([ev("aten::mm", Kind.CPU_OP, 0, 10), ev(None, Kind.COMM_KERNEL, 100, 5),
+                ev(None, Kind.COMM_KERNEL, 1100, 5)])  # nameless calls are no one's peers
     tables = [r0, r1, r2, r3]
     second = peers(tables, 0, _row(r0, name, 1000))
     assert second == [{"event": _row(r0, name, 1000), "start": 1000, "dur_ns": 60, "wait_ns": 300, "last": False},
@@ -160,6 +162,8 @@ def test_the_details_of_a_kernel_and_of_an_operator():
     assert got["category"] == "" and got["args"] == {} and got["input_shapes"] == "" and got["call_stack"] == []
     assert (got["kind"], got["depth"], got["self_ns"], got["start_ns"]) == ("cpu_op", 1, 100, 500)
     assert slice_details(t, index, p, 1000)["args"] == {"external_id": 7}
+    nameless = table([ev(None, Kind.CPU_OP, 0, 5)])
+    assert slice_details(nameless, build_index(nameless), 0, 0)["name"] == ""
 
 
 # -- search ---------------------------------------------------------------------------------------------
