@@ -112,6 +112,8 @@ def test_a_runs_state_and_its_unusable_file(job, monkeypatch):
     routes, clock, calls, runs = job
     assert call(routes, "/capture_state", run="a")[:2] == (200, {"run": "a", "state": "A"})
     assert call(routes, "/capture_state", "HEAD", run="a")[0] == 200
+    assert call(routes, "/capture_state")[:2] == (404, {  # no run named: the run ''
+        "error": "no job watches run '' for a capture request (ps.on_demand())", "enabled": True})
 
     def unusable(target):
         raise cr.UnusableFile("capture/request.json", "not JSON")

@@ -85,6 +85,8 @@ def test_a_message_names_files_inside_the_logdir_relatively_and_others_by_their_
 def test_input_os_remote_and_page_errors():
     assert error_answer(InputError("/data/logs/r/t.json", "bad /etc/x/y.json"), STORE, LOGDIR, "/p") == (
         422, {"error": "r/t.json: bad y.json", "file": "r/t.json"})
+    assert error_answer(InputError("/data/logs/r/t.json", "unlike /data/logs/r/u.json"), STORE, LOGDIR, "/p") == (
+        422, {"error": "r/t.json: unlike r/u.json", "file": "r/t.json"})
     assert error_answer(InputError("/data/logs/r/t.json", "bad"), None, LOGDIR, "/p") == (
         422, {"error": "r/t.json: bad", "file": "r/t.json"})
     refused = OSError(errno.ELOOP, "Too many levels of symbolic links", os.fsencode("/data/logs/r/link"))

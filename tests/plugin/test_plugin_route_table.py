@@ -143,7 +143,9 @@ def test_the_cross_rank_routes_take_a_position_or_a_window(served, monkeypatch):
     monkeypatch.setattr(plugin_module, "cluster_impl", stand_in("cluster"))
     monkeypatch.setattr(plugin_module, "cross_rank_path_impl", stand_in("paths"))
     monkeypatch.setattr(plugin_module, "trends_impl", stand_in("trends"))
-    monkeypatch.setattr(plugin_module, "position_of", lambda store, run, worker, window: 4)
+    monkeypatch.setattr(plugin_module, "position_of",
+                        lambda where, run, worker, window: 4 if (where, run, worker, window) == (store, "r", "w", "7")
+                        else -9)
     assert _get(p, "/cluster", run="r", window_index="2")[0] == 200
     assert _get(p, "/cluster", run="r", worker="w", window="7")[0] == 200
     assert _get(p, "/critical_path_ranks", run="r", window_index="1")[0] == 200
@@ -208,13 +210,16 @@ def test_the_timelines_ranks_by_position_or_by_window(served, monkeypatch):
     monkeypatch.setattr(timeline, "ranks_impl", stand_in("ranks"))
 
     def position(run, worker, window):
-        if (worker, window) != ("w", "7"):
+        if (run, worker) != ("r", "w") or window not in ("7", "first"):
             raise KeyError(window)
-        return 5
+        return 5 if window == "7" else 0
     store.position = position
     assert _get(p, "/timeline_ranks", run="r", window_index="2")[0] == 200
     assert _get(p, "/timeline_ranks", run="r", worker="w", window="7")[0] == 200
-    assert asked == [("ranks", (store, "r", 2)), ("ranks", (store, "r", 5))]
+    assert _get(p, "/timeline_ranks", run="r", window_index="0")[0] == 200  # the first position is a position
+    assert _get(p, "/timeline_ranks", run="r", worker="w", window="first")[0] == 200
+    assert asked == [("ranks", (store, "r", 2)), ("ranks", (store, "r", 5)), ("ranks", (store, "r", 0)),
+                     ("ranks", (store, "r", 0))]
     assert _get(p, "/timeline_ranks", run="x", window_index="0")[:2] == (404, {"error": "unknown run: 'x'"})
     assert _get(p, "/timeline_ranks", run="r")[:2] == (400, {"error": "missing parameter: worker, window"})
     assert _get(p, "/timeline_ranks", run="r", worker="w")[:2] == (400, {"error": "missing parameter: window"})
