@@ -8,7 +8,7 @@ import logging
 from types import SimpleNamespace
 
 import pytest
-from werkzeug.test import Client
+from werkzeug.test import Client, EnvironBuilder, run_wsgi_app
 
 from canning_tb.capture import request as cr
 from canning_tb.capture.targets import CaptureBusy
@@ -36,6 +36,7 @@ def job(monkeypatch):
     runs = {"b": SimpleNamespace(name="B"), "a": SimpleNamespace(name="A")}
 
     def targets(logdir):
+        assert logdir == "/logs"
         calls["targets"] += 1
         return dict(runs)
     monkeypatch.setattr(capture_routes, "time", clock)
@@ -103,7 +104,10 @@ def test_the_listing_is_kept_three_seconds_and_an_unknown_run_lists_again_after_
     assert call(routes, "/capture_state", run="c")[:2] == (404, {
         "error": "no job watches run 'c' for a capture request (ps.on_demand())", "enabled": True})
     assert calls["targets"] == 2  # listed 0.4 s ago: not again
-    clock.now = 103.5
+    clock.now = 104.0
+    assert call(routes, "/capture_state", run="a")[0] == 200
+    assert calls["targets"] == 2  # a run the listing has: not listed afresh (the listing is 1 s old)
+    clock.now = 104.5
     assert call(routes, "/capture_state", run="c")[:2] == (200, {"run": "c", "state": "C"})
     assert calls["targets"] == 3
 
@@ -137,12 +141,14 @@ def test_a_request_is_written_once_per_run_every_two_seconds(job, monkeypatch, c
         code, body, _ = call(routes, "/capture_request", "POST", {"run": "a", "steps": 3, "ranks": [0, 1]})
     assert (code, body) == (201, {"run": "a", "request": {"id": "req1", "start_step": 3, "end_step": 5}})
     assert calls["ask"] == [("A", {"steps": 3, "ranks": [0, 1]}, "tensorboard")]
-    assert "capture req1 of run 'a' asked from 10.0.0.5: steps 3-5, ranks [0, 1]" in caplog.text
+    assert caplog.records[-1].getMessage() == "canning: capture req1 of run 'a' asked from 10.0.0.5: steps 3-5, ranks [0, 1]"
     clock.now = 101.9
     code, body, _ = call(routes, "/capture_request", "POST", {"run": "a"})
     assert (code, body) == (429, {"error": "run 'a' was asked a moment ago; wait 2 s between requests",
                                   "enabled": True})
-    assert call(routes, "/capture_request", "POST", {"run": "b"})[0] == 201  # another run: its own limit
+    with caplog.at_level(logging.WARNING, logger="canning_tb.plugin"):
+        assert call(routes, "/capture_request", "POST", {"run": "b"})[0] == 201  # another run: its own limit
+    assert caplog.records[-1].getMessage().endswith('ranks "all"')  # no ranks named: all of them
     clock.now = 102.0
     assert call(routes, "/capture_request", "POST", {"run": "a"})[0] == 201
     assert len(calls["ask"]) == 3
@@ -172,6 +178,16 @@ def test_what_a_request_must_be(job, monkeypatch):
     assert (code, body["error"]) == (403, "a capture request must be addressed to the address TensorBoard serves, "
                                           "not Host 'evil.example:80' (start TensorBoard with --host NAME, or name "
                                           "it in CANNING_CAPTURE_HOSTS)")
+    far = "h" * 100
+    code, body, _ = call(routes, "/capture_request", "POST", {"run": "a"}, headers={"X-Canning-Capture": "1", "Host": far})
+    assert (code, body["error"]) == (403, f"a capture request must be addressed to the address TensorBoard serves, "
+                                          f"not Host {far[:80]!r} (start TensorBoard with --host NAME, or name "
+                                          f"it in CANNING_CAPTURE_HOSTS)")
+    environ = EnvironBuilder(method="POST", data=b'{"run": "a"}', content_type="application/json",
+                             headers={"X-Canning-Capture": "1"}).get_environ()
+    del environ["HTTP_HOST"]
+    body, status, _ = run_wsgi_app(routes.apps()["/capture_request"], environ, buffered=True)
+    assert status.startswith("403") and "not Host '' (start" in json.loads(b"".join(body))["error"]
     needs = "a capture request needs a JSON body and the header X-Canning-Capture: 1"
     assert call(routes, "/capture_request", "POST", {"run": "a"}, headers={"Host": "localhost"})[:2] == (
         403, {"error": needs, "enabled": True})
@@ -185,6 +201,7 @@ def test_what_a_request_must_be(job, monkeypatch):
     edge = edge[:-2] + b"x" * (4096 - len(edge)) + b'"}'
     assert len(edge) == 4096 and call(routes, "/capture_request", "POST", edge)[0] == 201  # at the limit: taken
     assert call(routes, "/capture_request", "POST", b"{nope")[0] == 400
+    assert call(routes, "/capture_request", "POST", b"{" + b" " * 4095)[0] == 400  # 4096 bytes, not JSON: not too big
     shape = "the body must be a JSON object naming the run: {\"run\": ..., \"steps\": ...}"
     for bad in ([{"run": "a"}], {"steps": 3}, {"run": 5}):
         assert call(routes, "/capture_request", "POST", bad)[:2] == (400, {"error": shape, "enabled": True})
@@ -205,3 +222,4 @@ def test_the_loader_defines_the_capture_flag_off_by_default_and_builds_the_plugi
     assert "CANNING_CAPTURE=1" in " ".join(parser.format_help().split())
     built = CanningLoader().load(base_plugin.TBContext(logdir=str(tmp_path)))
     assert isinstance(built, CanningPlugin) and built.scanner.wait_first(10)
+    assert built.capture.logdir == str(tmp_path)  # the context's logdir

@@ -167,6 +167,7 @@ def test_a_download_name_is_quoted_for_old_and_new_browsers():
         "attachment; filename=\"__ _a__b__c.json\"; filename*=UTF-8''%E8%AE%AD%E7%BB%83%20%22a%22%5Cb%25%2Fc.json")
     assert disposition("") == "attachment; filename=\"download\"; filename*=UTF-8''"
     assert disposition("a\x7fb\x1f c~") == "attachment; filename=\"a_b_ c~\"; filename*=UTF-8''a%7Fb%1F%20c~"
+    assert disposition("rank0_X.csv") == "attachment; filename=\"rank0_X.csv\"; filename*=UTF-8''rank0_X.csv"
 
 
 def test_a_route_error_keeps_its_code_and_extra_fields():
@@ -178,8 +179,8 @@ def test_a_route_error_keeps_its_code_and_extra_fields():
 # -- the Host of a capture POST -------------------------------------------------------------------------
 def test_host_names_lose_their_port_brackets_case_and_final_dot():
     assert [hosts._name(h) for h in ("[::1]:6006", "[::1", "Example.COM.:80", " myhost ", "::1", "fe80::1:2",
-                                     "a:b:c", "")] == ["::1", "::1", "example.com", "myhost", "::1", "fe80::1:2",
-                                                       "a:b:c", ""]
+                                     "a:b:c", "", "[a]b]")] == ["::1", "::1", "example.com", "myhost", "::1",
+                                                                  "fe80::1:2", "a:b:c", "", "a"]
 
 
 def test_the_names_a_write_may_be_addressed_to(monkeypatch):

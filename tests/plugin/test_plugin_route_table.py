@@ -157,6 +157,8 @@ def test_the_cross_rank_routes_take_a_position_or_a_window(served, monkeypatch):
     for route in ("/cluster", "/critical_path_ranks"):
         assert _get(p, route, run="r", worker="w")[:2] == (
             400, {"error": "missing parameter: window_index (or worker and window)"})
+        assert _get(p, route, window_index="0")[:2] == (400, {"error": "missing parameter: run"})
+    assert _get(p, "/trends", run="r")[:2] == (400, {"error": "missing parameter: worker"})
 
 
 def test_a_chip_reads_the_store_for_that_chip_and_an_unknown_one_is_named(served, monkeypatch):
@@ -279,6 +281,15 @@ def test_the_bundle_or_a_page_that_says_how_to_build_it(served, monkeypatch, tmp
     (tmp_path / "static" / "index.js").write_bytes(b"export const x = 1;")
     monkeypatch.setattr(plugin_module, "_STATIC", str(tmp_path / "static"))
     assert _get(p, "/index.js")[1] == b"export const x = 1;"
+
+
+def test_each_route_is_answered_as_its_table_says(served, monkeypatch):
+    p, store, asked, stand_in = served
+    kinds = {}
+    monkeypatch.setattr(p, "route", lambda handle, query=(), kind="json": kinds.setdefault(id(handle), kind))
+    p._apps()
+    assert {route: kinds[id(handle)] for route, (query, kind, handle) in plugin_module.ROUTES.items()} == {
+        route: ("csv" if route.endswith(".csv") else "json") for route in plugin_module.ROUTES}
 
 
 def test_paging_passes_only_what_was_given():
