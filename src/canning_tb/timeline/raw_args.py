@@ -201,7 +201,8 @@ def read_raw_args(prefix: str, row: int) -> dict | None:
     with safe_files.open_file(prefix + ARGS_SUFFIX + ".bin") as f:
         f.seek(lo)
         text = zlib.decompress(f.read(hi - lo))[start:start + length]
-    value = msgspec.json.decode(text)
+    # args are kept as the file's bytes, unchecked: a byte that is no UTF-8 reads as U+FFFD (as ingest reads it)
+    value = msgspec.json.decode(text.decode("utf-8", "replace"))
     return value if isinstance(value, dict) else {"args": value}
 
 
