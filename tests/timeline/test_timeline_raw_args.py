@@ -19,56 +19,75 @@ from canning_tb.util import safe_files
 # the args as the files write them (compact), by hand
 MM0, MM1, NEG, NODUR, LIST = ('{"External id":7,"Input Dims":[[2,3]]}', '{"External id":8}', '{"z":1}', '{"w":2}',
                               '[1,2]')
+NPU_ARGS = '{"a":1,"Input Dims":[[1,2]]}'
 KINETO = ('{"schemaVersion":1,"traceEvents":['
           '{"ph":"X","name":"aten::mm","ts":1.5,"dur":2.25,"args":' + MM0 + '},'
           '{"ph":"X","name":"aten::mm","ts":1.5,"dur":2.25,"args":' + MM1 + '},'
+          '{"ph":"X","name":"unknown_op","ts":3.0,"dur":1.0,"args":{"u":1}},'
           '{"ph":"X","name":"k","ts":4.0,"dur":1.001},'
           '{"ph":"i","name":"inst","ts":5.0,"args":{"x":1}},'
           '{"ph":"X","name":null,"ts":6.0,"dur":1.0,"args":{"y":1}},'
           '{"ph":"X","name":"neg","ts":7.0,"dur":-1.0,"args":' + NEG + '},'
           '{"ph":"X","name":"nodur","ts":8.0,"dur":null,"args":' + NODUR + '},'
           '{"ph":"X","name":"list","ts":9.0,"dur":1.0,"args":' + LIST + '},'
-          '{"ph":"X","name":"inf","ts":12.0,"dur":1e400,"args":{"v":1}}]}')
-NPU = ('  [{"ph":"X","name":"npu_op","ts":"20.123","dur":"2.5","args":{"a":1}},'
+          '{"ph":"X","name":"inf","ts":12.0,"dur":1e400,"args":{"v":1}},'
+          '{"ph":"X","name":"epoch","ts":1700000000000.12451171875,"dur":1.0,"args":{"x":1}}]}')
+NPU = ('  [{"ph":"X","name":"npu_op","ts":"20.123","dur":"2.0005","args":' + NPU_ARGS + '},'
        '{"ph":"X","name":"bad","ts":"abc","dur":"1","args":{"b":1}},'
-       '{"ph":"X","name":"mixed","ts":30.5,"dur":"1","args":{"c":1}},'
+       '{"ph":"X","name":"mixed","ts":30.75,"dur":"1","args":{"c":1}},'
        '{"ph":"X","name":5,"ts":"40","dur":"1","args":{"d":1}},'
        '{"ph":"X","name":"late","ts":"50","dur":"0.001","args":{"e":1}}]\n')
+TAB = '{"traceEvents":[{"ph":"X","name":"tabbed","ts":70.0,"dur":1.0,"args":{"s":"a\tb"}}]}'  # a raw TAB
+UTF8 = b'[{"ph":"X","name":"utf","ts":80.0,"dur":1.0,"args":{"e":"a\xffb"}}]'  # a byte that is no UTF-8
 
-# (name, ts ns, dur ns) of the table, by time, and the args each row gets (None: the files have none for it).
-# µs -> ns by hand: 1.5 -> 1500, 2.25 -> 2250, 1.001 -> 1001, a negative or null duration -> 0, "20.123" -> 20123,
-# "2.5" -> 2500, 30.5 -> 30500, "0.001" -> 1; 1e400 µs and "abc" are no time (that event is left out)
-ROWS = [("aten::mm", 1500, 2250, json.loads(MM0)), ("aten::mm", 1500, 2250, json.loads(MM1)),
-        ("k", 4000, 1001, {}), ("neg", 7000, 0, json.loads(NEG)), ("nodur", 8000, 0, json.loads(NODUR)),
-        ("list", 9000, 1000, {"args": [1, 2]}), ("absent", 10000, 5, None), ("aten::mm", 11000, 5, None),
-        ("inf", 12000, 1, None), ("npu_op", 20123, 2500, {"a": 1}), ("mixed", 30500, 1000, {"c": 1}),
-        ("late", 50000, 1, {"e": 1}), ("bad", 60000, 1, None)]
+# (name, ts ns, dur ns) of the table, by time, and the args text each row gets (None: the files have none for
+# it). µs -> ns by hand: 1.5 -> 1500, 2.25 -> 2250, 1.001 -> 1001, a negative or null duration -> 0, "20.123" ->
+# 20123, "2.0005" -> 2001 (a 4th decimal of 5 rounds up), 30.75 -> 30750, "0.001" -> 1; 1700000000000.12451171875
+# (exact in binary) -> 1700000000000 µs and 124.51171875 ns -> ...125; 1e400 µs and "abc" are no time (that event
+# is left out). "k" at 3 µs: the file's event there is named what no table row is. "inst" is an instant, not a
+# complete event. A TAB inside a string is read as a space, a byte that is no UTF-8 as U+FFFD (ingest's repairs).
+ROWS = [("aten::mm", 1500, 2250, MM0), ("aten::mm", 1500, 2250, MM1), ("k", 3000, 1000, None),
+        ("k", 4000, 1001, "{}"), ("inst", 5000, 0, None), ("neg", 7000, 0, NEG), ("nodur", 8000, 0, NODUR),
+        ("list", 9000, 1000, LIST), ("absent", 10000, 5, None), ("aten::mm", 11000, 5, None), ("inf", 12000, 0, None),
+        ("npu_op", 20123, 2001, NPU_ARGS), ("mixed", 30750, 1000, '{"c":1}'), ("late", 50000, 1, '{"e":1}'),
+        ("bad", 60000, 1, None), ("tabbed", 70000, 1000, '{"s":"a b"}'), ("utf", 80000, 1000, '{"e":"a\ufffdb"}'),
+        ("epoch", 1700000000000125, 1000, '{"x":1}')]
+
+
+def _args(text):
+    """What the details show of a row's args text: the object, a non-object wrapped as {"args": ...}."""
+    if text is None:
+        return None
+    value = json.loads(text)
+    return value if isinstance(value, dict) else {"args": value}
 
 
 @pytest.fixture
 def files(tmp_path):
     (tmp_path / "trace.json").write_text(KINETO)
     (tmp_path / "trace_view.json").write_text(NPU)
+    (tmp_path / "tab.json").write_text(TAB)
+    (tmp_path / "utf.json").write_bytes(UTF8)
     (tmp_path / "kernel_details.csv").write_text("Name,Start Time(us)\nk,4.0\n")
     (tmp_path / "broken.json").write_text('{"traceEvents":[{"ph":"X",')
     (tmp_path / "other.json").write_text('{"deviceProperties":[]}')
     t = table([ev(name, Kind.CPU_OP, ts, dur) for name, ts, dur, _ in ROWS])
     assert [(t.name(r), int(t.events["ts"][r])) for r in range(len(t))] == [(n, ts) for n, ts, _, _ in ROWS]
     sources = [str(tmp_path / name) for name in ("broken.json", "trace.json", "kernel_details.csv", "other.json",
-                                                 "trace_view.json")]
+                                                 "trace_view.json", "tab.json", "utf.json")]
     return t, sources, str(tmp_path / "w")
 
 
 def test_each_row_gets_the_args_of_its_key_in_the_files(files):
     t, sources, prefix = files
-    assert build_raw_args(t, sources, prefix) == 9
-    assert [read_raw_args(prefix, row) for row in range(len(t))] == [args for *_, args in ROWS]
+    assert build_raw_args(t, sources, prefix) == 12
+    assert [read_raw_args(prefix, row) for row in range(len(t))] == [_args(text) for *_, text in ROWS]
     assert has_raw_args(prefix, len(t)) and not has_raw_args(prefix, len(t) + 1)
 
 
 def test_the_store_is_chunks_of_rows_each_rows_text_where_the_positions_say(files, monkeypatch):
-    """Two rows a chunk: 13 rows -> 7 chunks (8 offsets). Each chunk, decompressed, is its matched rows'
-    args texts end to end, as the files write them ({} for an event without args)."""
+    """Two rows a chunk: 18 rows -> 9 chunks (10 offsets). Each chunk, decompressed, is its matched rows'
+    args texts end to end, as the files write them ({} for an event without args), in UTF-8."""
     monkeypatch.setattr(raw_args, "ROWS_PER_CHUNK", 2)
     t, sources, prefix = files
     build_raw_args(t, sources, prefix)
@@ -76,12 +95,13 @@ def test_the_store_is_chunks_of_rows_each_rows_text_where_the_positions_say(file
         offsets, starts, lengths = z["offsets"].tolist(), z["starts"].tolist(), z["lengths"].tolist()
     with open(prefix + ".args.bin", "rb") as f:
         data = f.read()
-    texts = [MM0, MM1, "{}", NEG, NODUR, LIST, None, None, None, '{"a":1}', '{"c":1}', '{"e":1}', None]
-    assert len(offsets) == 8 and offsets[0] == 0 and offsets[-1] == len(data)
-    for chunk in range(7):
-        rows = range(2 * chunk, min(2 * chunk + 2, 13))
-        got = zlib.decompress(data[offsets[chunk]:offsets[chunk + 1]]).decode()
-        assert got == "".join(texts[r] or "" for r in rows)
+    texts = [None if text is None else text.encode() for *_, text in ROWS]
+    texts[16] = UTF8[UTF8.index(b'{"e"'):-2]  # kept as the file's bytes; read back as U+FFFD
+    assert len(offsets) == 10 and offsets[0] == 0 and offsets[-1] == len(data)
+    for chunk in range(9):
+        rows = range(2 * chunk, 2 * chunk + 2)
+        got = zlib.decompress(data[offsets[chunk]:offsets[chunk + 1]])
+        assert got == b"".join(texts[r] or b"" for r in rows)
         at = 0
         for r in rows:
             if texts[r] is None:
@@ -89,12 +109,12 @@ def test_the_store_is_chunks_of_rows_each_rows_text_where_the_positions_say(file
                 continue
             assert (starts[r], lengths[r]) == (at, len(texts[r]))
             at += len(texts[r])
-    assert [read_raw_args(prefix, row) for row in range(len(t))] == [args for *_, args in ROWS]
+    assert [read_raw_args(prefix, row) for row in range(len(t))] == [_args(text) for *_, text in ROWS]
 
 
 def test_a_window_without_a_trace_has_no_args_for_any_row(files):
     t, sources, prefix = files
-    assert build_raw_args(t, [s for s in sources if not s.endswith(("trace.json", "trace_view.json"))], prefix) == 0
+    assert build_raw_args(t, [s for s in sources if s.endswith(("broken.json", ".csv", "other.json"))], prefix) == 0
     assert [read_raw_args(prefix, row) for row in range(len(t))] == [None] * len(t)
     assert has_raw_args(prefix, len(t))
 
@@ -112,6 +132,6 @@ def test_a_cached_windows_store_is_built_from_its_own_files_inside_the_logdir(fi
     t, sources, prefix = files
     t.meta.source_files = sources
     t.save(prefix)
-    assert build_from_cache(prefix, str(tmp_path)) == 9
+    assert build_from_cache(prefix, str(tmp_path)) == 12
     assert str(tmp_path) in safe_files._roots
-    assert read_raw_args(prefix, 0) == json.loads(MM0) and read_raw_args(prefix, 12) is None
+    assert read_raw_args(prefix, 0) == json.loads(MM0) and read_raw_args(prefix, 14) is None
