@@ -134,6 +134,20 @@ def test_links_are_by_correlation_or_external_id_and_never_by_an_absent_one():
     assert linked(t, _row(t, "c1", 1100)) == []  # no ids: the other id-less events are not its links
 
 
+def test_links_by_correlation_are_kept_beside_those_by_external_id():
+    """The launch (correlation 3, external id 9): its kernel by correlation (no external id) and its operator by
+    external id (no correlation)."""
+    t = table([ev("op", Kind.CPU_OP, 0, 100, external_id=9), ev("launch", Kind.RUNTIME, 10, 5, correlation=3,
+                                                                 external_id=9, tid=2),
+               ev("kernel", Kind.KERNEL, 20, 5, correlation=3)])
+    assert linked(t, _row(t, "launch", 10)) == sorted([_row(t, "op", 0), _row(t, "kernel", 20)])
+
+
+def test_a_child_of_one_ns_is_taken_from_its_parents_self_time():
+    t = table([ev("p", Kind.CPU_OP, 0, 10), ev("c", Kind.CPU_OP, 2, 1)])
+    assert self_time(t, build_index(t), _row(t, "p", 0)) == 9
+
+
 def test_links_stop_at_200():
     """205 kernels of one correlation id: the first 200 other rows, by row."""
     t = table([ev("k", Kind.KERNEL, i, 1, correlation=3) for i in range(206)])
@@ -169,10 +183,11 @@ def test_the_details_of_a_kernel_and_of_an_operator():
 # -- search ---------------------------------------------------------------------------------------------
 def _searched():
     """conv2d at 100 (30 ns), 300 (on thread 2, 80 ns), 500 (10 ns); Conv_bn at 200 (60 ns, nested in
-    nothing), mm at 400."""
+    nothing), mm at 400; on thread 2, mm at 350 (5 ns, inside conv2d: depth 1) and a nameless event at 600."""
     return table([ev("aten::conv2d", Kind.CPU_OP, 100, 30), ev("aten::Conv_bn", Kind.CPU_OP, 200, 60),
                   ev("aten::conv2d", Kind.CPU_OP, 300, 80, tid=2), ev("aten::mm", Kind.CPU_OP, 400, 10),
-                  ev("aten::conv2d", Kind.CPU_OP, 500, 10)])
+                  ev("aten::conv2d", Kind.CPU_OP, 500, 10), ev("aten::mm", Kind.CPU_OP, 350, 5, tid=2),
+                  ev(None, Kind.CPU_OP, 600, 5, tid=2)])
 
 
 def test_search_counts_the_matches_and_finds_the_next_previous_and_longest():
@@ -189,6 +204,8 @@ def test_search_counts_the_matches_and_finds_the_next_previous_and_longest():
     at_first = search(t, "conv", 100, None, index.track_of)  # a match at at_ns is neither next nor previous
     assert (at_first["next"], at_first["previous"], at_first["next_index"]) == (
         _row(t, "aten::Conv_bn", 200), None, 1)
+    second = search(t, "conv", 150, None, index.track_of)  # the previous match is the first one
+    assert (second["previous"], second["next"]) == (_row(t, "aten::conv2d", 100), _row(t, "aten::Conv_bn", 200))
     past_all = search(t, "conv", 600, None, index.track_of)
     assert (past_all["next"], past_all["previous"], past_all["next_index"]) == (
         None, _row(t, "aten::conv2d", 500), None)
@@ -204,6 +221,8 @@ def test_an_exact_search_and_one_limited_to_tracks():
     on_two = search(t, "conv", 0, np.array([1]), index.track_of)
     assert (on_two["count"], on_two["next"], on_two["match_tracks"]) == (1, _row(t, "aten::conv2d", 300), [1])
     assert search(t, "nothing", 0, None, index.track_of)["count"] == 0
+    assert search(t, "nothing", 0, np.array([0, 1]), index.track_of)["count"] == 0
+    assert search(t, "nothing", 0, None, index.track_of, exact=True)["count"] == 0  # not the nameless event
 
 
 def test_the_hits_in_a_range_overlap_it_and_are_relative_to_the_origin():
@@ -217,6 +236,8 @@ def test_the_hits_in_a_range_overlap_it_and_are_relative_to_the_origin():
                            [_row(t, "aten::conv2d", 500), 0, 0, 400, 10]]
     flat = search(t, "conv", 0, None, index.track_of, within=(261, 499))
     assert flat["in_range"] == 1 and flat["hits"] == [[_row(t, "aten::conv2d", 300), 1, 0, 300, 80]]
+    nested = search(t, "aten::mm", 0, None, index.track_of, exact=True, within=(0, 1000), depth=index.depth)
+    assert nested["hits"] == [[_row(t, "aten::mm", 350), 1, 1, 350, 5], [_row(t, "aten::mm", 400), 0, 0, 400, 10]]
 
 
 def test_the_hits_stop_at_500_but_all_are_counted():
@@ -239,6 +260,10 @@ def test_a_collective_search_takes_the_device_kernels_else_the_host_calls():
     assert got["count"] == 2 and got["next"] == _row(only_host, "c10d::allreduce_", 0)
     none = table([ev("aten::mm", Kind.CPU_OP, 0, 1)])
     assert search(none, "AllReduce", 0, None, build_index(none).track_of, collective=True)["count"] == 0
+    assert search(none, "AllReduce", 0, np.array([0]), build_index(none).track_of, collective=True)["count"] == 0
+    only_helper = table([ev("my_all_reduce_helper", Kind.CPU_OP, 0, 1)])  # of the kind, but not a host call
+    assert search(only_helper, "AllReduce", 0, np.array([0]), build_index(only_helper).track_of,
+                  collective=True)["count"] == 0
 
 
 # -- the binary tile ------------------------------------------------------------------------------------
