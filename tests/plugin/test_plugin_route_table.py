@@ -159,6 +159,9 @@ def test_the_cross_rank_routes_take_a_position_or_a_window(served, monkeypatch):
             400, {"error": "missing parameter: window_index (or worker and window)"})
         assert _get(p, route, window_index="0")[:2] == (400, {"error": "missing parameter: run"})
     assert _get(p, "/trends", run="r")[:2] == (400, {"error": "missing parameter: worker"})
+    assert _get(p, "/trends", worker="w")[:2] == (400, {"error": "missing parameter: run"})
+    assert _get(p, "/timeline_search", **W)[:2] == (400, {"error": "missing parameter: q"})
+    assert _get(p, "/timeline_ranks", window_index="0")[:2] == (400, {"error": "missing parameter: run"})
 
 
 def test_a_chip_reads_the_store_for_that_chip_and_an_unknown_one_is_named(served, monkeypatch):
@@ -180,6 +183,8 @@ TIMELINE_ROUTES = [  # route, extra parameters, impl, what it is asked after (ca
     ("/timeline_search", {"q": "mm"}, "search_impl", ("mm", 0, None, False, False, None, None)),
     ("/timeline_search", {"q": "mm", "at_ns": "5", "tracks": "1,2", "exact": "1", "collective": "1", "from_ns": "6",
                           "to_ns": "8"}, "search_impl", ("mm", 5, [1, 2], True, True, 6, 8)),
+    ("/timeline_search", {"q": "mm", "exact": "yes", "collective": "true"}, "search_impl",
+     ("mm", 0, None, False, False, None, None)),  # a flag is on only as "1"
     ("/timeline_summary", {"start_ns": "1", "end_ns": "9"}, "summary_impl", (1, 9, None)),
     ("/timeline_summary", {"start_ns": "1", "end_ns": "9", "tracks": "0"}, "summary_impl", (1, 9, [0])),
     ("/timeline_counters", {"start_ns": "1", "end_ns": "9", "width": "4"}, "counters_impl", (1, 9, 4)),
@@ -227,6 +232,16 @@ def test_the_timelines_ranks_by_position_or_by_window(served, monkeypatch):
     assert _get(p, "/timeline_ranks", run="r", worker="w")[:2] == (400, {"error": "missing parameter: window"})
     assert _get(p, "/timeline_ranks", run="r", worker="w", window="8")[:2] == (
         404, {"error": "unknown run/worker/window"})
+
+
+def test_a_routes_error_names_the_logdirs_files_relatively(served, monkeypatch):
+    from canning_tb.ingest.table import InputError
+    p, store, asked, stand_in = served
+
+    def unreadable(*args):
+        raise InputError(f"{store.logdir}/r/t.json", f"unlike {store.logdir}/r/u.json")
+    monkeypatch.setattr(sections, "kernels_impl", unreadable)
+    assert _get(p, "/kernels", **W)[:2] == (422, {"error": "r/t.json: unlike r/u.json", "file": "r/t.json"})
 
 
 def test_the_routes_only_read(served):
