@@ -11,7 +11,7 @@ from canning_tb.ingest.table import NONE, Kind
 from canning_tb.timeline import index as timeline_index
 from canning_tb.timeline.counters import (Series, memory_counters, memory_series, npu_counters, npu_series,
                                           series_info)
-from canning_tb.timeline.index import build_index, cached_index, stack_depths
+from canning_tb.timeline.index import _nested_depths, build_index, cached_index, stack_depths
 
 
 def _depths(t, idx):
@@ -28,7 +28,8 @@ def test_tracks_are_host_threads_first_then_devices_each_threads_python_apart():
     assert idx.track_pid.tolist() == [2, 5, 5, 5, 0, 1]
     assert idx.track_tid.tolist() == [9, 1, 1, 3, 7, 7]
     assert idx.track_device.tolist() == [NONE, NONE, NONE, NONE, 0, 1]
-    assert idx.track_python.tolist() == [False, False, True, False, False, False]
+    assert idx.track_python.tolist() == [False, False, True, False, False, False] and idx.track_python.dtype == bool
+    assert idx.depth.tolist() == [0] * 6  # each alone on its track, all from 0 to 10 ns
     assert {t.name(r): int(idx.track_of[r]) for r in range(len(t))} == {
         "other": 0, "op": 1, "f": 2, "op3": 3, "k0": 4, "k1": 5}
     assert idx.rows_of(2).tolist() == [2] and idx.rows_of(9).tolist() == []
@@ -40,6 +41,26 @@ NESTED = [("a", 0, 100), ("b", 10, 40), ("z", 10, 0), ("c", 20, 10), ("d", 50, 1
 # c 2 (z ended at 10); d 1 (c and b ended by 50); e 1, y 1 (d ended at 60, zero-length each); f 0 (a ended)
 NESTED_DEPTHS = {("a", 0): 0, ("b", 10): 1, ("z", 10): 2, ("c", 20): 2, ("d", 50): 1, ("e", 60): 1, ("y", 60): 1,
                  ("f", 100): 0}
+
+
+def test_one_process_with_threads_and_a_device():
+    """pid 5 holds a host thread and a device stream: two tracks, host first."""
+    t = table([ev("op", Kind.CPU_OP, 0, 10, pid=5, tid=1), ev("k", Kind.KERNEL, 0, 10, pid=5, tid=7, device=0)])
+    idx = build_index(t)
+    assert (idx.track_pid.tolist(), idx.track_tid.tolist(), idx.track_device.tolist()) == ([5, 5], [1, 7], [NONE, 0])
+
+
+def test_the_vectorised_depths_of_properly_nested_tracks_are_the_stack_rules():
+    """NESTED on three tracks, shifted by 1000, 5000 and 1000 ns (so the times do not start at 0): on each the
+    stack rule's depths, computed by the vectorised path alone (no fallback to the loop)."""
+    rows = [(n, ts + shift, dur, track) for track, shift in ((0, 1000), (1, 5000), (2, 1000)) for n, ts, dur in NESTED]
+    order_in = sorted(range(len(rows)), key=lambda i: (rows[i][3], rows[i][1], -rows[i][2], i))
+    ts = np.array([r[1] for r in rows], np.int64)
+    end = ts + np.array([r[2] for r in rows], np.int64)
+    track = np.array([r[3] for r in rows], np.int32)
+    depth = _nested_depths(ts, end, track, np.array(order_in))
+    expected = [NESTED_DEPTHS[(n, ts - shift)] for n, ts, _, t in rows for shift in [(1000, 5000, 1000)[t]]]
+    assert depth.tolist() == expected
 
 
 def test_depths_by_the_stack_rule_with_zero_length_events():
@@ -66,6 +87,18 @@ def test_times_too_far_apart_for_one_key_take_the_loop_to_the_same_depths():
     ts, end = t.events["ts"], t.events["ts"] + t.events["dur"]
     one_track = stack_depths(ts[:-1], end[:-1], np.zeros(len(ts) - 1, np.int32))
     assert {(t.name(r), int(ts[r])): int(one_track[r]) for r in range(len(ts) - 1)} == NESTED_DEPTHS
+    # three tracks over 2**62 - 10 ns: (tracks) x span past int64 keys: the loop, by the rule
+    edge = 2**62 - 10
+    wide = table([ev(f"a{tid}", Kind.CPU_OP, 0, edge, tid=tid) for tid in (1, 2, 3)] +
+                 [ev(f"b{tid}", Kind.CPU_OP, 5, 5, tid=tid) for tid in (1, 2, 3)] +
+                 [ev(f"c{tid}", Kind.CPU_OP, edge - 5, 5, tid=tid) for tid in (1, 2, 3)])
+    assert {t_name: d for (t_name, _), d in _depths(wide, build_index(wide)).items()} == {
+        "a1": 0, "a2": 0, "a3": 0, "b1": 1, "b2": 1, "b3": 1, "c1": 1, "c2": 1, "c3": 1}
+    # 2**55 ns apart (past float64's exact integers, within int64 keys): p holds c, d follows p
+    far_t = 2**55
+    apart = table([ev("x", Kind.CPU_OP, 0, 1), ev("p", Kind.CPU_OP, far_t, 10, tid=2),
+                   ev("c", Kind.CPU_OP, far_t + 3, 1, tid=2), ev("d", Kind.CPU_OP, far_t + 10, 2, tid=2)])
+    assert {name: d for (name, _), d in _depths(apart, build_index(apart)).items()} == {"x": 0, "p": 0, "c": 1, "d": 0}
 
 
 def test_rows_hold_their_events_by_start():
@@ -84,7 +117,8 @@ def test_rows_hold_their_events_by_start():
 
 def test_an_empty_window_has_an_empty_index():
     idx = build_index(table([]))
-    assert len(idx.track_pid) == 0 and len(idx.row_track) == 0 and idx.row_offsets.tolist() == [0]
+    assert len(idx.track_pid) == 0 and len(idx.track_tid) == 0 and len(idx.row_track) == 0
+    assert idx.row_offsets.tolist() == [0]
 
 
 def test_the_index_is_cached_read_back_and_rebuilt_when_stale(tmp_path, monkeypatch):

@@ -119,6 +119,33 @@ def test_a_window_without_a_trace_has_no_args_for_any_row(files):
     assert has_raw_args(prefix, len(t))
 
 
+def test_a_store_built_again_is_read_again(files):
+    """Built from every file, then again from the Kineto file only: the NPU rows have no args any more."""
+    t, sources, prefix = files
+    build_raw_args(t, sources, prefix)
+    assert read_raw_args(prefix, 11) == {"a": 1, "Input Dims": [[1, 2]]}
+    assert build_raw_args(t, [s for s in sources if s.endswith("trace.json")], prefix) == 7
+    assert read_raw_args(prefix, 11) is None and read_raw_args(prefix, 0) == json.loads(MM0)
+
+
+def test_a_row_at_zero_with_no_trace_has_no_args(tmp_path):
+    t = table([ev("z", Kind.CPU_OP, 0, 0)])
+    assert build_raw_args(t, [], str(tmp_path / "w")) == 0 and read_raw_args(str(tmp_path / "w"), 0) is None
+
+
+def test_a_trace_of_several_pieces_keeps_each_events_args(tmp_path):
+    """A bare array of 40,000 events (about 5 MB: more than one 4 MB piece of the reader): the first and the
+    last event's args."""
+    events = [f'{{"ph":"X","name":"e{i}","ts":{i}.0,"dur":0.5,"args":{{"i":{i},"pad":"{"p" * 90}"}}}}'
+              for i in range(40_000)]
+    path = tmp_path / "big.json"
+    path.write_text("[" + ",".join(events) + "]")
+    assert path.stat().st_size > 4 << 20
+    t = table([ev("e0", Kind.CPU_OP, 0, 500), ev("e39999", Kind.CPU_OP, 39_999_000, 500)])
+    assert build_raw_args(t, [str(path)], str(tmp_path / "w")) == 2
+    assert [read_raw_args(str(tmp_path / "w"), row)["i"] for row in (0, 1)] == [0, 39_999]
+
+
 def test_no_store_or_half_a_store_is_none(files, tmp_path):
     t, sources, prefix = files
     assert not has_raw_args(str(tmp_path / "nothing"), len(t))
