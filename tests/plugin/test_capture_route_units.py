@@ -169,6 +169,17 @@ def test_the_jobs_refusals_and_a_refused_request_does_not_count_for_the_rate(job
     assert call(routes, "/capture_request", "POST", {"run": "a"})[0] == 201
 
 
+def test_the_hosts_given_are_the_ones_taken(job, monkeypatch):
+    routes, clock, calls, runs = job
+    monkeypatch.setattr(capture_routes, "ask", lambda target, body, writer: {"id": "x", "start_step": 1,
+                                                                            "end_step": 1})
+    named = CaptureRoutes("/logs", True, frozenset({"box.example"}))
+    box = {"X-Canning-Capture": "1", "Host": "box.example:6006"}
+    assert call(named, "/capture_request", "POST", {"run": "a"}, headers=box)[0] == 201
+    assert call(named, "/capture_request", "POST", {"run": "b"})[0] == 403  # localhost is not among them
+    assert call(routes, "/capture_request", "POST", {"run": "a"}, headers=box)[0] == 403  # none given: loopback
+
+
 def test_what_a_request_must_be(job, monkeypatch):
     routes, clock, calls, runs = job
     monkeypatch.setattr(capture_routes, "ask", lambda target, body, writer: {"id": "x", "start_step": 1,

@@ -51,6 +51,8 @@ def test_missing_and_malformed_parameters_are_named():
         parse({"run": ""}, PARAMS)
     with pytest.raises(BadParameter, match=r"^n must be an integer, not 'abc'$"):
         parse({"run": "r", "must": "1", "n": "abc"}, PARAMS)
+    with pytest.raises(BadParameter, match=r"^n must be an integer, not '1,2'$"):
+        parse({"run": "r", "must": "1", "n": "1,2"}, PARAMS)
     with pytest.raises(BadParameter, match=r"^ids must be integers separated by commas, not '1,,2'$"):
         parse({"run": "r", "must": "1", "ids": "1,,2"}, PARAMS)
     long = "9" * 100 + "x"
@@ -104,10 +106,12 @@ def test_input_os_remote_and_page_errors():
 def test_anything_else_is_a_logged_internal_error(caplog):
     class Odd(QueryError):
         pass
+    bug = ValueError("broke at /etc/x/y.py")
     with caplog.at_level(logging.ERROR, logger="canning_tb.plugin"):
-        assert error_answer(ValueError("broke at /etc/x/y.py"), STORE, LOGDIR, "/overview") == (
-            500, {"error": "internal error: ValueError: broke at y.py"})
-    assert "canning: /overview failed" in caplog.text
+        assert error_answer(bug, STORE, LOGDIR, "/overview") == (500, {"error": "internal error: ValueError: broke at y.py"})
+    assert caplog.records[-1].getMessage() == "canning: /overview failed" and caplog.records[-1].exc_info[1] is bug
+    assert error_answer(KeyError("/data/logs/r/x.json"), STORE, LOGDIR, "/p") == (
+        500, {"error": "internal error: KeyError: 'r/x.json'"})
     assert error_answer(Odd("odd"), STORE, LOGDIR, "/p") == (500, {"error": "internal error: Odd: odd"})
     assert error_answer(OSError("no file named"), STORE, LOGDIR, "/p") == (
         500, {"error": "internal error: OSError: no file named"})

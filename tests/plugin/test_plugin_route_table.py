@@ -307,6 +307,26 @@ def test_each_route_is_answered_as_its_table_says(served, monkeypatch):
         route: ("csv" if route.endswith(".csv") else "json") for route in plugin_module.ROUTES}
 
 
+def test_the_plugin_is_built_from_tensorboards_context(tmp_path, monkeypatch):
+    """A logdir given only by --logdir_spec ("name:path"), --canning_capture and --host: the scanner looks at
+    that folder through the store factory given, the capture routes are on for it and take that host name."""
+    from canning_tb.store.trends import TrendWriter
+    monkeypatch.delenv("CANNING_CAPTURE", raising=False)
+    made = []
+    flags = SimpleNamespace(logdir_spec=f"main:{tmp_path}", canning_capture=True, host="box.example", bind_all=False)
+    p = plugin_module.CanningPlugin(base_plugin.TBContext(logdir="", flags=flags), refresh_interval=60.0,
+                                    store_factory=lambda logdir: made.append(logdir) or SimpleNamespace(logdir=logdir))
+    assert p.scanner.wait_first(10)
+    assert (p._logdir, p.scanner.logdir, p.scanner.interval, made) == (str(tmp_path), str(tmp_path), 60.0,
+                                                                       [str(tmp_path)])
+    assert (p.capture.logdir, p.capture.enabled) == (str(tmp_path), True)
+    assert p.capture.hosts == {"localhost", "127.0.0.1", "::1", "box.example"}
+    assert isinstance(p.trends, TrendWriter)
+    off = plugin_module.CanningPlugin(base_plugin.TBContext(logdir=str(tmp_path)), refresh_interval=60.0,
+                                      store_factory=lambda logdir: SimpleNamespace(logdir=logdir))
+    assert off.capture.enabled is False and off.capture.hosts == {"localhost", "127.0.0.1", "::1"}
+
+
 def test_paging_passes_only_what_was_given():
     q = plugin_module.Query(sort="calls", order=None, search="", offset=0, limit=None)
     assert plugin_module.paging(q) == {"sort": "calls", "search": "", "offset": 0}
