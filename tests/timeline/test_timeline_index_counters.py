@@ -247,6 +247,7 @@ def test_the_npu_lanes_columns_at_one_pixel_one_ns_and_a_column_of_three():
         return got["ts_ns"], got["values"]
     assert lane([10, 60, 70], [7, 3, 5], 0, 100, 1) == ([10, 60], [7.0, 3.0])
     assert lane([10, 11], [7, 3], 10, 11, 1) == ([10, 11], [7.0, 3.0])
+    assert lane([10, 10, 11], [5, 7, 3], 10, 11, 1) == ([10, 10, 11], [5.0, 7.0, 3.0])  # 10 ns: two samples, both kept
     assert lane([0, 40, 70, 80, 85], [1, 2, 4, 9.5, 6], 0, 90, 3) == ([0, 40, 70, 80], [1.0, 2.0, 4.0, 9.5])
 
 
