@@ -107,7 +107,7 @@ def test_the_listing_is_kept_three_seconds_and_an_unknown_run_lists_again_after_
     clock.now = 104.0
     assert call(routes, "/capture_state", run="a")[0] == 200
     assert calls["targets"] == 2  # a run the listing has: not listed afresh (the listing is 1 s old)
-    clock.now = 104.5
+    clock.now = 104.2  # 1.2 s after the listing, more than half a second: listed afresh
     assert call(routes, "/capture_state", run="c")[:2] == (200, {"run": "c", "state": "C"})
     assert calls["targets"] == 3
 
