@@ -77,6 +77,14 @@ def test_a_partial_overlap_goes_above_every_open_event():
                                           ("m", 10): 1}
 
 
+def test_a_partial_overlap_on_a_later_track_is_found_too():
+    """The same partial overlap on thread 2 (track 1), thread 1 nesting properly: r at 2 there as well."""
+    t = table([ev("a", Kind.CPU_OP, 0, 500), ev("b", Kind.CPU_OP, 10, 5),
+               ev("p", Kind.CPU_OP, 0, 100, tid=2), ev("q", Kind.CPU_OP, 50, 100, tid=2),
+               ev("r", Kind.CPU_OP, 120, 10, tid=2)])
+    assert _depths(t, build_index(t)) == {("a", 0): 0, ("b", 10): 1, ("p", 0): 0, ("q", 50): 1, ("r", 120): 2}
+
+
 def test_times_too_far_apart_for_one_key_take_the_loop_to_the_same_depths():
     """The same events, then one 2**61 ns later on a second thread: (2 tracks) x span >= 2**62, so every
     track goes through the stack loop; the depths are the rule's as above."""
