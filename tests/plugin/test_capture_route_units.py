@@ -234,3 +234,4 @@ def test_the_loader_defines_the_capture_flag_off_by_default_and_builds_the_plugi
     built = CanningLoader().load(base_plugin.TBContext(logdir=str(tmp_path)))
     assert isinstance(built, CanningPlugin) and built.scanner.wait_first(10)
     assert built.capture.logdir == str(tmp_path)  # the context's logdir
+    assert built.scanner.interval == 5.0  # the logdir is listed again at most every 5 s
