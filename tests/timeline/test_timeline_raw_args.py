@@ -36,21 +36,23 @@ NPU = ('  [{"ph":"X","name":"npu_op","ts":"20.123","dur":"2.0005","args":' + NPU
        '{"ph":"X","name":"bad","ts":"abc","dur":"1","args":{"b":1}},'
        '{"ph":"X","name":"mixed","ts":30.75,"dur":"1","args":{"c":1}},'
        '{"ph":"X","name":5,"ts":"40","dur":"1","args":{"d":1}},'
-       '{"ph":"X","name":"late","ts":"50","dur":"0.001","args":{"e":1}}]\n')
+       '{"ph":"X","name":"late","ts":"50","dur":"0.001","args":{"e":1}},'
+       '{"ph":"X","name":"untimed","ts":"65","dur":"x","args":{"f":1}}]\n')
 TAB = '{"traceEvents":[{"ph":"X","name":"tabbed","ts":70.0,"dur":1.0,"args":{"s":"a\tb"}}]}'  # a raw TAB
 UTF8 = b'[{"ph":"X","name":"utf","ts":80.0,"dur":1.0,"args":{"e":"a\xffb"}}]'  # a byte that is no UTF-8
+NAME8 = b'[{"ph":"X","name":"n\xffn","ts":81.0,"dur":1.0,"args":{"g":1}}]'  # ... in a name: the piece is read again
 
 # (name, ts ns, dur ns) of the table, by time, and the args text each row gets (None: the files have none for
 # it). µs -> ns by hand: 1.5 -> 1500, 2.25 -> 2250, 1.001 -> 1001, a negative or null duration -> 0, "20.123" ->
 # 20123, "2.0005" -> 2001 (a 4th decimal of 5 rounds up), 30.75 -> 30750, "0.001" -> 1; 1700000000000.12451171875
-# (exact in binary) -> 1700000000000 µs and 124.51171875 ns -> ...125; 1e400 µs and "abc" are no time (that event
-# is left out). "k" at 3 µs: the file's event there is named what no table row is. "inst" is an instant, not a
+# (exact in binary) -> 1700000000000 µs and 124.51171875 ns -> ...125; "abc" and "x" are no time (that event is
+# left out); 1e400 is a number msgspec refuses (an odd event: left out). "k" at 3 µs: the file's event there is named what no table row is. "inst" is an instant, not a
 # complete event. A TAB inside a string is read as a space, a byte that is no UTF-8 as U+FFFD (ingest's repairs).
 ROWS = [("aten::mm", 1500, 2250, MM0), ("aten::mm", 1500, 2250, MM1), ("k", 3000, 1000, None),
         ("k", 4000, 1001, "{}"), ("inst", 5000, 0, None), ("neg", 7000, 0, NEG), ("nodur", 8000, 0, NODUR),
         ("list", 9000, 1000, LIST), ("absent", 10000, 5, None), ("aten::mm", 11000, 5, None), ("inf", 12000, 0, None),
         ("npu_op", 20123, 2001, NPU_ARGS), ("mixed", 30750, 1000, '{"c":1}'), ("late", 50000, 1, '{"e":1}'),
-        ("bad", 60000, 1, None), ("tabbed", 70000, 1000, '{"s":"a b"}'), ("utf", 80000, 1000, '{"e":"a\ufffdb"}'),
+        ("bad", 60000, 1, None), ("untimed", 65000, 0, None), ("tabbed", 70000, 1000, '{"s":"a b"}'), ("utf", 80000, 1000, '{"e":"a\ufffdb"}'),
         ("epoch", 1700000000000125, 1000, '{"x":1}')]
 
 
@@ -68,13 +70,14 @@ def files(tmp_path):
     (tmp_path / "trace_view.json").write_text(NPU)
     (tmp_path / "tab.json").write_text(TAB)
     (tmp_path / "utf.json").write_bytes(UTF8)
+    (tmp_path / "name8.json").write_bytes(NAME8)
     (tmp_path / "kernel_details.csv").write_text("Name,Start Time(us)\nk,4.0\n")
     (tmp_path / "broken.json").write_text('{"traceEvents":[{"ph":"X",')
     (tmp_path / "other.json").write_text('{"deviceProperties":[]}')
     t = table([ev(name, Kind.CPU_OP, ts, dur) for name, ts, dur, _ in ROWS])
     assert [(t.name(r), int(t.events["ts"][r])) for r in range(len(t))] == [(n, ts) for n, ts, _, _ in ROWS]
     sources = [str(tmp_path / name) for name in ("broken.json", "trace.json", "kernel_details.csv", "other.json",
-                                                 "trace_view.json", "tab.json", "utf.json")]
+                                                 "trace_view.json", "tab.json", "utf.json", "name8.json")]
     return t, sources, str(tmp_path / "w")
 
 
@@ -86,7 +89,7 @@ def test_each_row_gets_the_args_of_its_key_in_the_files(files):
 
 
 def test_the_store_is_chunks_of_rows_each_rows_text_where_the_positions_say(files, monkeypatch):
-    """Two rows a chunk: 18 rows -> 9 chunks (10 offsets). Each chunk, decompressed, is its matched rows'
+    """Two rows a chunk: 19 rows -> 10 chunks (11 offsets). Each chunk, decompressed, is its matched rows'
     args texts end to end, as the files write them ({} for an event without args), in UTF-8."""
     monkeypatch.setattr(raw_args, "ROWS_PER_CHUNK", 2)
     t, sources, prefix = files
@@ -96,10 +99,10 @@ def test_the_store_is_chunks_of_rows_each_rows_text_where_the_positions_say(file
     with open(prefix + ".args.bin", "rb") as f:
         data = f.read()
     texts = [None if text is None else text.encode() for *_, text in ROWS]
-    texts[16] = UTF8[UTF8.index(b'{"e"'):-2]  # kept as the file's bytes; read back as U+FFFD
-    assert len(offsets) == 10 and offsets[0] == 0 and offsets[-1] == len(data)
-    for chunk in range(9):
-        rows = range(2 * chunk, 2 * chunk + 2)
+    texts[17] = UTF8[UTF8.index(b'{"e"'):-2]  # kept as the file's bytes; read back as U+FFFD
+    assert len(offsets) == 11 and offsets[0] == 0 and offsets[-1] == len(data)
+    for chunk in range(10):
+        rows = range(2 * chunk, min(2 * chunk + 2, len(ROWS)))
         got = zlib.decompress(data[offsets[chunk]:offsets[chunk + 1]])
         assert got == b"".join(texts[r] or b"" for r in rows)
         at = 0
