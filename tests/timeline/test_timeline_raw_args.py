@@ -29,10 +29,10 @@ KINETO = ('{"schemaVersion":1,"traceEvents":['
           '{"ph":"X","name":null,"ts":6.0,"dur":1.0,"args":{"y":1}},'
           '{"ph":"X","name":"neg","ts":7.0,"dur":-1.0,"args":' + NEG + '},'
           '{"ph":"X","name":"nodur","ts":8.0,"dur":null,"args":' + NODUR + '},'
-          '{"ph":"X","name":"list","ts":9.0,"dur":1.0,"args":' + LIST + '},'
+          '{"ph":"X","name":"list","ts":9.75,"dur":1.0,"args":' + LIST + '},'
           '{"ph":"X","name":"inf","ts":12.0,"dur":1e400,"args":{"v":1}},'
           '{"ph":"X","name":"epoch","ts":1700000000000.12451171875,"dur":1.0,"args":{"x":1}}]}')
-NPU = ('  [{"ph":"X","name":"npu_op","ts":"20.123","dur":"2.0005","args":' + NPU_ARGS + '},'
+NPU = ('  [{"ph":"X","name":"npu_op","ts":"20.123","dur":"2.0025","args":' + NPU_ARGS + '},'
        '{"ph":"X","name":"bad","ts":"abc","dur":"1","args":{"b":1}},'
        '{"ph":"X","name":"mixed","ts":30.75,"dur":"1","args":{"c":1}},'
        '{"ph":"X","name":5,"ts":"40","dur":"1","args":{"d":1}},'
@@ -44,14 +44,15 @@ NAME8 = b'[{"ph":"X","name":"n\xffn","ts":81.0,"dur":1.0,"args":{"g":1}}]'  # ..
 
 # (name, ts ns, dur ns) of the table, by time, and the args text each row gets (None: the files have none for
 # it). µs -> ns by hand: 1.5 -> 1500, 2.25 -> 2250, 1.001 -> 1001, a negative or null duration -> 0, "20.123" ->
-# 20123, "2.0005" -> 2001 (a 4th decimal of 5 rounds up), 30.75 -> 30750, "0.001" -> 1; 1700000000000.12451171875
+# 20123, "2.0025" -> 2003 (a 4th decimal of 5 rounds up; 2.0025 as a float is 2.00249999...), 9.75 and 30.75 ->
+# 9750 and 30750, "0.001" -> 1; 1700000000000.12451171875
 # (exact in binary) -> 1700000000000 µs and 124.51171875 ns -> ...125; "abc" and "x" are no time (that event is
 # left out); 1e400 is a number msgspec refuses (an odd event: left out). "k" at 3 µs: the file's event there is named what no table row is. "inst" is an instant, not a
 # complete event. A TAB inside a string is read as a space, a byte that is no UTF-8 as U+FFFD (ingest's repairs).
 ROWS = [("aten::mm", 1500, 2250, MM0), ("aten::mm", 1500, 2250, MM1), ("k", 3000, 1000, None),
         ("k", 4000, 1001, "{}"), ("inst", 5000, 0, None), ("neg", 7000, 0, NEG), ("nodur", 8000, 0, NODUR),
-        ("list", 9000, 1000, LIST), ("absent", 10000, 5, None), ("aten::mm", 11000, 5, None), ("inf", 12000, 0, None),
-        ("npu_op", 20123, 2001, NPU_ARGS), ("mixed", 30750, 1000, '{"c":1}'), ("late", 50000, 1, '{"e":1}'),
+        ("list", 9750, 1000, LIST), ("absent", 10000, 5, None), ("aten::mm", 11000, 5, None), ("inf", 12000, 0, None),
+        ("npu_op", 20123, 2003, NPU_ARGS), ("mixed", 30750, 1000, '{"c":1}'), ("late", 50000, 1, '{"e":1}'),
         ("bad", 60000, 1, None), ("untimed", 65000, 0, None), ("tabbed", 70000, 1000, '{"s":"a b"}'), ("utf", 80000, 1000, '{"e":"a\ufffdb"}'),
         ("epoch", 1700000000000125, 1000, '{"x":1}')]
 
