@@ -117,9 +117,7 @@ def error_answer(error: BaseException, store, logdir: str | None, path: str) -> 
 
 # -- answers -------------------------------------------------------------------------------------
 def _enc_hook(value):
-    if hasattr(value, "item"):  # numpy scalars
-        return value.item()
-    if hasattr(value, "tolist"):
+    if hasattr(value, "tolist"):  # numpy arrays and scalars (an array's item() fails past one value)
         return value.tolist()
     raise NotImplementedError(f"cannot encode {type(value).__name__}")
 

@@ -111,7 +111,9 @@ def match_rows(table_keys: np.ndarray, file_keys: np.ndarray) -> np.ndarray:
     """Per table row (ts, dur, name), the index of the file event with the same key (the k-th of
     equal keys with the k-th), else -1."""
     n_table = len(table_keys)
-    both = np.concatenate([table_keys, file_keys]) if len(file_keys) else table_keys
+    if not len(file_keys):  # no event in the files (a window without a Chrome trace): no row has args
+        return np.full(n_table, -1, np.int64)
+    both = np.concatenate([table_keys, file_keys])
     side = np.repeat([0, 1], [n_table, len(both) - n_table])
     order = np.lexsort((np.arange(len(both)), side, both[:, 2], both[:, 1], both[:, 0]))
     keys, sides = both[order], side[order]
@@ -199,7 +201,8 @@ def read_raw_args(prefix: str, row: int) -> dict | None:
     with safe_files.open_file(prefix + ARGS_SUFFIX + ".bin") as f:
         f.seek(lo)
         text = zlib.decompress(f.read(hi - lo))[start:start + length]
-    value = msgspec.json.decode(text)
+    # args are kept as the file's bytes, unchecked: a byte that is no UTF-8 reads as U+FFFD (as ingest reads it)
+    value = msgspec.json.decode(text.decode("utf-8", "replace"))
     return value if isinstance(value, dict) else {"args": value}
 
 
