@@ -159,7 +159,7 @@ def test_no_store_or_half_a_store_is_none(files, tmp_path):
 
 
 def test_a_cached_windows_store_is_built_from_its_own_files_inside_the_logdir(files, tmp_path, monkeypatch):
-    monkeypatch.setattr(safe_files, "_roots", set())  # confine() here touches no other test's roots
+    monkeypatch.setattr(safe_files, "_roots", {})  # confine() here touches no other test's roots
     t, sources, prefix = files
     t.meta.source_files = sources
     t.save(prefix)
