@@ -1,0 +1,229 @@
+"""The graph's edits, replay and critical path on graphs made by hand (issue 46, mutation testing of
+analysis/graph/): each node, dependency and wait written out below, each expected time worked out by hand in the
+test's docstring or comment (times in ns)."""
+import numpy as np
+
+from canning_tb.analysis.graph.build import CAT, CATS, CROSS_STREAM, LANE, LAUNCH, WAKE, Graph
+from canning_tb.analysis.graph.critical import Path, StepSpan, critical_path, mark_untraced, step_spans
+from canning_tb.analysis.graph.replay import Edit, replay
+from canning_tb.analysis.graph.simulate import (_bucketed_lag, _measure_upto, fuse_edit, gain, interval_edit,
+                                                 scale_edit, shrink_edit)
+
+NONE = -1
+
+
+def graph(nodes, deps=(), waits=None, lanes=("thread 1 (pid 1)", "stream 7 (device 0)"), main_lane=0, in_dl=()):
+    """nodes: (start, end, lane, category, row); deps: (node, dependency, lag, kind), listed per node in the order
+    their dependencies end (the last one binds, as build.py sorts them); waits: {node: (waited node, tail)}."""
+    n = len(nodes)
+    col = list(zip(*nodes)) if n else [[]] * 5
+    deps = sorted(deps, key=lambda d: d[0])  # stable: each node's list keeps its order
+    ptr = np.zeros(n + 1, np.int64)
+    for d in deps:
+        ptr[d[0] + 1] += 1
+    ptr = np.cumsum(ptr)
+    bind = np.array([ptr[i + 1] - 1 if ptr[i + 1] > ptr[i] else NONE for i in range(n)], np.int64)
+    wait_on, tail = np.full(n, NONE, np.int64), np.zeros(n, np.int64)
+    for node, (w, t) in (waits or {}).items():
+        wait_on[node], tail[node] = w, t
+    dl = np.zeros(n, bool)
+    dl[list(in_dl)] = True
+    return Graph(start=np.array(col[0], np.int64), end=np.array(col[1], np.int64),
+                 lane=np.array(col[2], np.int32), cat=np.array([CAT[c] for c in col[3]], np.int8),
+                 row=np.array(col[4], np.int64), dep_ptr=ptr, dep_src=np.array([d[1] for d in deps], np.int64),
+                 dep_lag=np.array([d[2] for d in deps], np.int64), dep_kind=np.array([d[3] for d in deps], np.int8),
+                 bind=bind, wait_on=wait_on, wait_tail=tail, lanes=list(lanes), main_lane=main_lane, in_dataloader=dl)
+
+
+# --- _measure_upto, _bucketed_lag --------------------------------------------------------------------------------
+
+def test_measure_upto_counts_the_set_before_each_instant():
+    """Set [10, 20) and [30, 50): up to 0, 10 nothing; 15: 5; 20, 25, 30: 10; 40: 10 + 10; 50, 60: 10 + 20."""
+    got = _measure_upto(np.array([10, 30]), np.array([20, 50]), np.array([0, 10, 15, 20, 25, 30, 40, 50, 60]))
+    assert got.tolist() == [0, 0, 5, 10, 10, 10, 20, 30, 30]
+    empty = _measure_upto(np.zeros(0, np.int64), np.zeros(0, np.int64), np.array([5, 7]))
+    assert empty.tolist() == [0, 0] and empty.dtype == np.int64
+
+
+def test_a_collectives_buckets_end_as_late_as_the_last_one_allows():
+    """k = ceil(size / 25 MiB) buckets, bucket i ready at i/k of the backward (1000 ns), each comm / k long; the lag
+    is max(backward + comm/k - comm, backward/k, 0):
+    - no size (None, -1): 0, the most overlap could give;
+    - 0 bytes and exactly 25 MiB: k = 1, max(1000 + 400 - 400, 1000) = 1000;
+    - 25 MiB + 1: k = 2, max(1000 + 200 - 400, 500) = 800;
+    - 100 MiB, a collective of 4000 ns: k = 4, max(1000 + 1000 - 4000, 250) = 250;
+    - 100 MiB, 1001 ns of backward and 3 ns of transfer: k = 4, max(1001 + 0 - 3, 250) = 998."""
+    mib = 1 << 20
+    assert _bucketed_lag(1000, 400, None) == 0 and _bucketed_lag(1000, 400, -1) == 0
+    assert _bucketed_lag(1000, 400, 0) == 1000
+    assert _bucketed_lag(1000, 400, 25 * mib) == 1000
+    assert _bucketed_lag(1000, 400, 25 * mib + 1) == 800
+    assert _bucketed_lag(1000, 4000, 100 * mib) == 250
+    assert _bucketed_lag(1001, 3, 100 * mib) == 998
+
+
+# --- interval_edit -----------------------------------------------------------------------------------------------
+
+def _every_category():
+    """One node per category, each 0-10 on a lane of its own (row = its number); node 0 (host) and node 2
+    (dataloader) inside a data-loading range."""
+    return graph([(0, 10, i, c, i) for i, c in enumerate(CATS)], lanes=[f"lane {i}" for i in range(len(CATS))],
+                 in_dl=(0, 2))
+
+
+def _hit(g, what):
+    return sorted(CATS[int(g.cat[n])] for n in interval_edit(g, ([0], [10]), what, "w").dur)
+
+
+def test_each_breakdown_category_takes_its_time_off_the_nodes_it_is_made_of():
+    """The steps' breakdown (analysis/steps.py) -> the node categories its time is made of (docs/critical_path.md):
+    compute is kernels; overlapped kernels and communication; communication the kernels and the host calls;
+    device_wait the blocking calls; host the host operators, Python and the collectives' host calls; data loading
+    the nodes inside its ranges; a range a rule names by events (compilation) the host's work of every kind."""
+    g = _every_category()
+    assert _hit(g, ["compute"]) == ["kernel"]
+    assert _hit(g, ["overlapped"]) == ["communication", "kernel"]
+    assert _hit(g, ["communication"]) == ["collective_host", "communication"]
+    assert _hit(g, ["send / receive"]) == ["collective_host", "communication"]
+    assert _hit(g, ["memcpy"]) == ["memcpy"]
+    assert _hit(g, ["memset"]) == ["memset"]
+    assert _hit(g, ["device_wait"]) == ["sync"]
+    assert _hit(g, ["runtime"]) == ["runtime"]
+    assert _hit(g, ["host"]) == ["collective_host", "host", "python"]
+    assert _hit(g, ["python"]) == ["python"]
+    assert _hit(g, ["compute", "memcpy"]) == ["kernel", "memcpy"]  # the union of both
+    assert _hit(g, ["dataloader", "compute"]) == ["dataloader", "host"]  # data loading: its ranges only
+    assert _hit(g, ["compilation"]) == ["collective_host", "dataloader", "host", "python", "runtime", "sync"]
+    assert _hit(g, []) == ["collective_host", "dataloader", "host", "python", "runtime", "sync"]
+
+
+def test_a_node_loses_its_overlap_with_the_set_and_a_blocking_call_that_waited_is_freed():
+    """Nodes: 0 host 0-100; 1 sync 100-200 that waited for kernel 3; 2 sync 200-250 that waited for nothing; 3 a
+    kernel 50-190. Set [20, 30) + [60, 110) + [240, 260): node 0 loses 10 + 40 = 50 (100 -> 50), node 1 loses 10
+    (100 -> 90, and no longer waits), node 2 loses 10 (50 -> 40, nothing to free); kernel 3 is not host work."""
+    g = graph([(0, 100, 0, "host", 0), (100, 200, 0, "sync", 1), (200, 250, 0, "sync", 2), (50, 190, 1, "kernel", 3)],
+              deps=[(1, 0, 0, LANE), (2, 1, 0, LANE)], waits={1: (3, 10)})
+    e = interval_edit(g, ([20, 60, 240], [30, 110, 260]), ["compilation"], "gone")
+    assert e.dur == {0: 50, 1: 90, 2: 40}
+    assert e.unblock == {1}
+    assert e.what == "gone" and not e.cut_from and not e.rewire
+    # a node the set does not reach is left out: [300, 400) meets none
+    assert interval_edit(g, ([300], [400]), ["host"], "none").empty()
+
+
+# --- scale_edit, shrink_edit, fuse_edit ----------------------------------------------------------------------------
+
+def test_scaling_shrinks_the_device_events_of_the_rows_and_truncates():
+    """Rows 5 and 6 at half their time: kernel 10-17 (7 -> 3.5 -> 3), memcpy 20-29 (9 -> 4), communication 40-51
+    (11 -> 5); the host node and the idle node of row 5 are not device work, the memset's row 7 is not asked."""
+    g = graph([(0, 10, 0, "host", 5), (10, 17, 1, "kernel", 5), (20, 29, 1, "memcpy", 6), (30, 35, 1, "memset", 7),
+               (40, 51, 1, "communication", 5), (60, 70, 1, "idle", 5)])
+    e = scale_edit(g, np.array([5, 6]), 0.5, "half")
+    assert e.dur == {1: 3, 2: 4, 4: 5} and e.what == "half"
+    # the memset's row: sets are device work too (7 -> 5 * 0.4 = 2)
+    assert scale_edit(g, np.array([7]), 0.4, "x").dur == {3: 2}
+
+
+def _shrinkable():
+    """0 host 0-100, 1 Python 100-140, 2 sync 140-160, 3 runtime 160-170, 4 dataloader 170-180 (host rows 0-4, Python
+    none); kernel 10-30 (row 3), memcpy 40-55 (row 4), kernel 60-80 (row 9)."""
+    return graph([(0, 100, 0, "host", 0), (100, 140, 0, "python", NONE), (140, 160, 0, "sync", 1),
+                  (160, 170, 0, "runtime", 2), (170, 180, 0, "dataloader", 5), (10, 30, 1, "kernel", 3),
+                  (40, 55, 1, "memcpy", 4), (60, 80, 1, "kernel", 9)])
+
+
+def test_shrinking_keeps_a_share_of_the_host_time_in_the_set_and_of_the_device_rows():
+    """Set [50, 175) at a quarter: host 0-100 keeps 50 + 50 / 4 = 62.5 -> 62; Python 100-140 keeps 40 / 4 = 10;
+    the blocking call is not per-call cost (left alone); runtime 160-170 keeps 10 / 4 = 2.5 -> 2; dataloader
+    170-180 keeps 5 + 5 / 4 = 6.25 -> 6. Device rows 3, 4 at half: kernel 20 -> 10, memcpy 15 -> 7.5 -> 7."""
+    g = _shrinkable()
+    e = shrink_edit(g, ([50], [175]), 0.25, np.array([3, 4]), 0.5, "fused")
+    assert e.dur == {0: 62, 1: 10, 3: 2, 4: 6, 5: 10, 6: 7} and e.what == "fused"
+    # no device rows: the host part alone
+    assert shrink_edit(g, ([50], [175]), 0.25, np.zeros(0, np.int64), 0.5, "x").dur == {0: 62, 1: 10, 3: 2, 4: 6}
+
+
+def _fusable():
+    """Thread 1 (lane 0): 0 host 0-10, 1 launch 10-12 (of kernel 5), 2 host 12-30, 3 launch 30-32 (of kernel 6),
+    4 sync 32-50 that waited for kernel 6; stream 7 (lane 1): 5 kernel 15-25, 6 kernel 35-45; thread 2 of the same
+    process (lane 2): 7 host 0-40."""
+    return graph([(0, 10, 0, "host", 0), (10, 12, 0, "runtime", 1), (12, 30, 0, "host", 2), (30, 32, 0, "runtime", 3),
+                  (32, 50, 0, "sync", 4), (15, 25, 1, "kernel", 5), (35, 45, 1, "kernel", 6), (0, 40, 2, "host", 7)],
+                 deps=[(1, 0, 0, LANE), (2, 1, 0, LANE), (3, 2, 0, LANE), (4, 3, 0, LANE), (5, 1, 3, LAUNCH),
+                       (6, 3, 3, LAUNCH)], waits={4: (6, 5)},
+                 lanes=("thread 1 (pid 1)", "stream 7 (device 0)", "thread 2 (pid 1)"))
+
+
+def test_fusing_cuts_the_threads_stretches_and_the_work_launched_from_what_goes():
+    """Stretch 10-31 of thread 1: the launch 10-12 and host 12-30 go whole (0), launch 30-32 loses 1 (2 -> 1);
+    kernel 5, launched from the launch that went, goes (0); kernel 6 stays; thread 2 (7) overlaps the time but is
+    another thread. A stretch of an unknown thread (pid 9) or of no length changes nothing."""
+    g = _fusable()
+    e = fuse_edit(g, [(1, 1, 10, 31), (9, 9, 0, 100), (1, 1, 40, 40)], "fused")
+    assert e.dur == {1: 0, 2: 0, 3: 1, 5: 0} and e.unblock == set() and e.what == "fused"
+    # stretch 30-50: the launch and the synchronize go, so does kernel 6; the synchronize waits no more
+    e = fuse_edit(g, [(1, 1, 30, 50)], "fused")
+    assert e.dur == {3: 0, 4: 0, 6: 0} and e.unblock == {4}
+    # two stretches on one thread, given out of order: 30-31 and 0-5 (0 keeps 5, 3 keeps 1)
+    assert fuse_edit(g, [(1, 1, 30, 31), (1, 1, 0, 5)], "x").dur == {0: 5, 3: 1}
+
+
+def test_rescaling_a_stretch_stretches_the_thread_and_the_work_launched_inside_it():
+    """Rescale 10-12 of thread 1 (the launch of kernel 5) by host x3, device x0.5: the launch lasts 2 + 2 x 2 = 6,
+    kernel 5 (10) lasts 5. Cut 12-20 and rescale 12-30 by x2, x1: host 12-30 keeps 10 after the cut, then gains its
+    18 ns in the stretch once more: 28 (what the cut left, not its observed 18, is what the rescale adds to)."""
+    g = _fusable()
+    assert fuse_edit(g, [], "x", [(1, 1, 10, 12, 3.0, 0.5)]).dur == {1: 6, 5: 5}
+    assert fuse_edit(g, [(1, 1, 12, 20)], "x", [(1, 1, 12, 30, 2.0, 1.0)]).dur == {2: 28}
+    # a stretch partly over the launch (11-12 of 10-12) rescales only that part of the thread and no device work
+    assert fuse_edit(g, [], "x", [(1, 1, 11, 12, 3.0, 0.5)]).dur == {1: 4}
+
+
+# --- gain ----------------------------------------------------------------------------------------------------------
+
+def _two_steps():
+    """Thread 1 in a chain: step 1 holds 0 (0-50) and 1 (50-100), step 2 holds 2 (100-130) and 3 (130-200)."""
+    g = graph([(0, 50, 0, "host", 0), (50, 100, 0, "host", 1), (100, 130, 0, "host", 2), (130, 200, 0, "host", 3)],
+              deps=[(1, 0, 0, LANE), (2, 1, 0, LANE), (3, 2, 0, LANE)])
+    spans = [StepSpan(1, 0, 100, np.array([0, 1]), 0, 1), StepSpan(2, 100, 200, np.array([2, 3]), 2, 3)]
+    return g, spans
+
+
+def test_the_gain_is_the_mean_lowest_and_highest_over_the_steps_kept():
+    """Node 1 from 50 to 29 ns: step 1 ends at 79 (gain 21); step 2 starts there and still lasts 100 (gain 0): the
+    mean 10.5 is taken down to 10, lowest 0, highest 21, over 2 steps. Only step 1 kept: 21; only step 2: 0; a kept
+    set naming no step: all steps."""
+    g, spans = _two_steps()
+    e = Edit("shorter", dur={1: 29})
+    s = gain(g, spans, e)
+    assert (s.gain_ns, s.low_ns, s.high_ns, s.steps, s.what) == (10, 0, 21, 2, "shorter")
+    assert (gain(g, spans, e, {1}).gain_ns, gain(g, spans, e, {1}).steps) == (21, 1)
+    assert (gain(g, spans, e, {2}).gain_ns, gain(g, spans, e, {2}).high_ns) == (0, 0)
+    assert gain(g, spans, e, {7}).steps == 2
+    # a step made longer gains nothing (not a negative gain): node 3 from 70 to 90
+    assert gain(g, spans, Edit("longer", dur={3: 90})).high_ns == 0
+    assert gain(g, spans, Edit("nothing")) is None and gain(g, [], e) is None
+
+
+# --- replay: the dependencies an edit cuts or rewires ---------------------------------------------------------------
+
+def test_a_cut_or_rewired_dependency_starts_the_node_from_what_is_left():
+    """Communication 0 (0-100) on stream 20 (lane 1); launch 1 (1-2) on thread 1; kernel 2 (105-155) on stream 7
+    (lane 2), launched by 1 (lag 3) and held by the communication (cross-stream, lag 5, the one that bound it); 3, a
+    synchronize 2-170 on thread 1 after the launch, that waited for kernel 2 and returned 170 - 155 = 15 after it."""
+    g = graph([(0, 100, 1, "communication", 0), (1, 2, 0, "runtime", 1), (105, 155, 2, "kernel", 2),
+               (2, 170, 0, "sync", 3)],
+              deps=[(2, 1, 3, LAUNCH), (2, 0, 5, CROSS_STREAM), (3, 1, 0, LANE)], waits={3: (2, 15)},
+              lanes=("thread 1 (pid 1)", "stream 20 (device 0)", "stream 7 (device 0)"))
+    s, e = replay(g)
+    assert s.tolist() == g.start.tolist() and e.tolist() == g.end.tolist()
+    # freed from the communication, the kernel starts its launch lag after the launch: 2 + 3 = 5, ends 55; the
+    # synchronize returns its 15 after: 70
+    s, e = replay(g, Edit("cut", cut_from={0}))
+    assert (s[2], e[2], s[3], e[3]) == (5, 55, 2, 70)
+    # its launch rewired to 1 + 10: the communication still holds it at 105
+    s, e = replay(g, Edit("rewire", rewire={2: (1, 10)}))
+    assert (s[2], e[2]) == (105, 155)
+    # both: 2 + 10 = 12, ends 62; the synchronize 77
+    s, e = replay(g, Edit("both", cut_from={0}, rewire={2: (1, 10)}))
+    assert (s[2], e[2], e[3]) == (12, 62, 77)
