@@ -227,3 +227,117 @@ def test_a_cut_or_rewired_dependency_starts_the_node_from_what_is_left():
     # both: 2 + 10 = 12, ends 62; the synchronize 77
     s, e = replay(g, Edit("both", cut_from={0}, rewire={2: (1, 10)}))
     assert (s[2], e[2], e[3]) == (12, 62, 77)
+
+
+# --- the critical path ----------------------------------------------------------------------------------------------
+
+def _synced(lo=-5):
+    """Thread 1 (lane 0): 0 Python 0-10, 1 launch 10-12, 2 host 12-20, 3 synchronize 20-62 that waited for kernel 5
+    (a tail of 2), 4 host 65-90 after a 3 ns gap; stream 7 (lane 1): 5 kernel 14-60, launched by 1 (lag 2). The step
+    runs from `lo` to 100."""
+    g = graph([(0, 10, 0, "python", NONE), (10, 12, 0, "runtime", 1), (12, 20, 0, "host", 2), (20, 62, 0, "sync", 3),
+               (65, 90, 0, "host", 4), (14, 60, 1, "kernel", 5)],
+              deps=[(1, 0, 0, LANE), (2, 1, 0, LANE), (3, 2, 0, LANE), (4, 3, 3, LANE), (5, 1, 2, LAUNCH)],
+              waits={3: (5, 2)})
+    return g, StepSpan(1, lo, 100, np.arange(6), 0, 4)
+
+
+def test_the_path_walks_back_through_the_wait_the_launch_and_the_gaps():
+    """From the step's end: idle 90-100 (the thread had ended), host 65-90, idle 62-65 (the thread stood still), the
+    synchronize's tail 60-62, the kernel it waited for 14-60, the launch's latency 12-14 (between lanes), the launch
+    10-12, Python 0-10, and the step's 5 ns before any node (-5-0) untraced: 10 + 25 + 3 + 2 + 46 + 2 + 2 + 10 + 5 =
+    105, the step. Categories in the order the walk meets them (from the end); segments in time order."""
+    g, span = _synced()
+    p = critical_path(g, span)
+    assert list(p.by_cat.items()) == [("idle", 13), ("host", 25), ("sync", 2), ("kernel", 46), ("latency", 2),
+                                      ("runtime", 2), ("python", 10), ("untraced", 5)]
+    c = CAT
+    assert p.segments == [(NONE, -5, 0, c["untraced"]), (0, 0, 10, c["python"]), (1, 10, 12, c["runtime"]),
+                          (NONE, 12, 14, c["latency"]), (5, 14, 60, c["kernel"]), (3, 60, 62, c["sync"]),
+                          (NONE, 62, 65, c["idle"]), (4, 65, 90, c["host"]), (NONE, 90, 100, c["idle"])]
+    assert (p.number, p.start, p.end) == (1, -5, 100)
+    # a step starting inside node 0 (at 5): the path stops there, Python 5-10, nothing untraced
+    g, span = _synced(lo=5)
+    p = critical_path(g, span)
+    assert p.by_cat["python"] == 5 and "untraced" not in p.by_cat and sum(p.by_cat.values()) == 95
+
+
+def test_a_blocking_call_that_waited_for_work_done_before_it_began_did_not_wait():
+    """The synchronize 20-62 waits for kernel 5 which now runs 4-9 (over before the call began): the call is held by
+    the host work before it, and is on the path whole (42), its 3 ns gap after it idle, then the host before."""
+    g, span = _synced()
+    g.start[5], g.end[5] = 4, 9
+    p = critical_path(g, span)
+    assert p.by_cat["sync"] == 42 and "kernel" not in p.by_cat
+    assert p.by_cat == {"idle": 13, "host": 33, "sync": 42, "runtime": 2, "python": 10, "untraced": 5}
+
+
+def test_waits_for_work_queued_before_the_window_make_the_hiding_pieces_untraced():
+    """Waits [11, 13) and [55, 63) over the path above: the launch 10-12 keeps 10-11 (11-12 untraced), the latency
+    12-14 keeps 13-14, the kernel is work the trace shows (kept whole), the synchronize's tail 60-62 is all inside,
+    the idle 62-65 keeps 63-65. Untraced: 5 + 1 + 1 + 2 + 1 = 10; categories now in time order."""
+    g, span = _synced()
+    p = mark_untraced(critical_path(g, span), ([11, 55], [13, 63]))
+    assert list(p.by_cat.items()) == [("untraced", 10), ("python", 10), ("runtime", 1), ("latency", 1),
+                                      ("kernel", 46), ("idle", 12), ("host", 25)]
+    c = CAT
+    assert p.segments[:7] == [(NONE, -5, 0, c["untraced"]), (0, 0, 10, c["python"]), (1, 10, 11, c["runtime"]),
+                              (1, 11, 12, c["untraced"]), (NONE, 12, 13, c["untraced"]), (NONE, 13, 14, c["latency"]),
+                              (5, 14, 60, c["kernel"])]
+    assert p.segments[7:9] == [(3, 60, 62, c["untraced"]), (NONE, 62, 63, c["untraced"])]
+
+
+def test_waits_that_meet_no_hiding_piece_only_put_the_categories_in_time_order():
+    """A wait [20, 50) lies over the kernel only (work the trace shows): nothing is cut; the categories are listed
+    as the path meets them in time, the figures unchanged. No wait at all leaves the path as walked."""
+    g, span = _synced()
+    p = mark_untraced(critical_path(g, span), ([20], [50]))
+    assert list(p.by_cat.items()) == [("untraced", 5), ("python", 10), ("runtime", 2), ("latency", 2),
+                                      ("kernel", 46), ("sync", 2), ("idle", 13), ("host", 25)]
+    assert len(p.segments) == 9
+    walked = critical_path(g, span)
+    assert list(mark_untraced(walked, ([], [])).by_cat) == ["idle", "host", "sync", "kernel", "latency", "runtime",
+                                                            "python", "untraced"]
+    assert mark_untraced(Path(1, 0, 10), ([1], [2])).segments == []
+
+
+class _Step:
+    def __init__(self, number, start_ns, dur_ns):
+        self.number, self.start_ns, self.dur_ns = number, start_ns, dur_ns
+
+
+def _stepped(main_lane=0):
+    """Lanes: 0 the steps' thread, 1 a stream, 2 another thread. Nodes: 0 (0-40) and 1 (40-100) on 0; kernel 2 (10-105)
+    on 1; 3 (100-150) on 0; 4 (120-190) on 2; kernel 5 (150-210); 6 (400-450) on 0; kernels 7 (500-520) and 8
+    (500-540); 9 (510-590) on 0."""
+    return graph([(0, 40, 0, "host", 0), (40, 100, 0, "host", 1), (10, 105, 1, "kernel", 2), (100, 150, 0, "host", 3),
+                  (120, 190, 2, "host", 4), (150, 210, 1, "kernel", 5), (400, 450, 0, "host", 6),
+                  (500, 520, 1, "kernel", 7), (500, 540, 1, "kernel", 8), (510, 590, 0, "host", 9)],
+                 lanes=("thread 1 (pid 1)", "stream 7 (device 0)", "thread 2 (pid 1)"), main_lane=main_lane)
+
+
+def test_a_steps_span_holds_what_starts_in_it_and_ends_with_the_last_node_inside_it():
+    """Step 1 (0-100): nodes 0, 2, 1 (by start); the kernel runs past 100, so the step's last node is 1 (ends at 100);
+    first 0. Step 2 (100-200): 3, 4, 5; the other thread's 4 is left out; the kernel 5 runs past 200: last 3. Step 3
+    (300-350) holds nothing: no span. Step 4 (400-410): only 6, which ends past it: last 6 anyway. Step 5 (500-600):
+    two kernels start it, no thread node: first the one that ends later (8); last 9."""
+    g = _stepped()
+    spans = step_spans(g, [_Step(1, 0, 100), _Step(2, 100, 100), _Step(3, 300, 50), _Step(4, 400, 10),
+                           _Step(5, 500, 100)])
+    got = [(s.number, s.start, s.end, s.nodes.tolist(), s.first, s.last) for s in spans]
+    assert got == [(1, 0, 100, [0, 2, 1], 0, 1), (2, 100, 200, [3, 5], 3, 3), (4, 400, 410, [6], 6, 6),
+                   (5, 500, 600, [7, 8, 9], 8, 9)]
+    # without a thread holding the steps every node counts: step 2 holds 4, which ends last inside it (190)
+    (s,) = step_spans(_stepped(main_lane=NONE), [_Step(2, 100, 100)])
+    assert (s.nodes.tolist(), s.first, s.last) == ([3, 4, 5], 3, 4)
+    # a step whose only node is another thread's holds nothing
+    assert step_spans(g, [_Step(9, 120, 10)]) == []
+    assert step_spans(graph([]), [_Step(1, 0, 10)]) == []
+
+
+def test_a_step_started_by_its_thread_and_a_kernel_together_starts_with_the_thread():
+    """Kernel 0 (0-90, listed first) and thread node 1 (0-50) both start at 0: the thread's node is the step's
+    first even though the kernel ends later; the kernel's 90 is the last end inside 0-100."""
+    g = graph([(0, 90, 1, "kernel", 0), (0, 50, 0, "host", 1)])
+    (s,) = step_spans(g, [_Step(1, 0, 100)])
+    assert (s.first, s.last) == (1, 0)
