@@ -379,6 +379,8 @@ def _walk(sk: Skeleton, ri: int, end: int, lo: int) -> list[dict]:
         if rc.end[p] < t:
             hops.append(_hop(rc, "own work", rc.label[p], max(int(rc.end[p]), lo), t))
         t = min(t, int(rc.end[p]))
+        if t <= lo:  # the step began in this rank's own work after the call (a call of the step before): done
+            break
         k = int(rc.instance[p])
         if k >= 0:  # the member that arrived last held the call
             members = sk.instances[k]
