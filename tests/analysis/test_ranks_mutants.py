@@ -1,0 +1,141 @@
+"""The graph across ranks (analysis/graph/ranks.py) on two ranks made by hand (issue 46, mutation testing): the
+clocks' offsets, the replay, "balance this rank", "scale a rank's own work", a rank's own work and the critical
+path across ranks, each expected number worked out by hand in the test's docstring (times in ns).
+
+The job, in true time: two steps of 100 ns, four all-reduces of group "g" (two a step); rank 1's clock reads
+1000 ns more than rank 0's, and each rank's window starts at its own clock's 0 of the job.
+
+    call        rank 0 start-end   rank 1 start-end   (a collective ends together on both)
+    AllReduce#0   20 -  50           40 -  50
+    AllReduce#1   85 -  90           80 -  90
+    AllReduce#2  120 - 150          145 - 150
+    AllReduce#3  185 - 190          180 - 190
+    steps 1, 2: 0-100, 100-200 on both
+
+Lead times (a call's start less the previous call's end, the first from the step's start):
+rank 0: 20, 35, 30, 35; rank 1: 40, 30, 55, 30. Tails after the last call of each step: 10 on both ranks.
+Transfers (a call's end less the later arrival): 10, 5, 5, 5."""
+from canning_tb.analysis import digest_pb2 as pb
+from canning_tb.analysis.graph import ranks as R
+
+CALLS = {0: [(20, 50), (85, 90), (120, 150), (185, 190)], 1: [(40, 50), (80, 90), (145, 150), (180, 190)]}
+SKEW = {0: 0, 1: 1000}
+
+
+def _digest(rank, calls, skew, group="g", kind="AllReduce", steps=((1, 0, 100), (2, 100, 100))):
+    d = pb.Digest()
+    d.window.start_ns = skew
+    for i, (s, e) in enumerate(calls):
+        d.communication.calls.add(kind=kind, group=group, seq=i, start_ns=skew + s, dur_ns=e - s)
+    for number, start, dur in steps:
+        d.steps.add(number=number, start_ns=skew + start, dur_ns=dur)
+    return d
+
+
+def _job():
+    return R.skeleton([_digest(r, CALLS[r], SKEW[r]) for r in (0, 1)], [0, 1])
+
+
+def test_the_clocks_are_aligned_on_the_median_end_of_the_calls_they_share():
+    """Every call ends at x on rank 0 and x + 1000 on rank 1: the median end is x + 500, so rank 0 is 500 behind it
+    (offset -500) and rank 1 500 ahead (offset 500); both then read true time + 500. The calls are listed in the
+    order they end, each labelled by kind, sequence number and group, each in its instance with the other rank's."""
+    sk = _job()
+    r0, r1 = sk.ranks
+    assert (r0.rank, r0.offset, r0.aligned, r0.origin) == (0, -500, True, 0)
+    assert (r1.rank, r1.offset, r1.aligned, r1.origin) == (1, 500, True, 1000)
+    assert r0.start.tolist() == [520, 585, 620, 685] and r0.end.tolist() == [550, 590, 650, 690]
+    assert r1.start.tolist() == [540, 580, 645, 680] and r1.end.tolist() == [550, 590, 650, 690]
+    assert r0.label == ["AllReduce#0 (g)", "AllReduce#1 (g)", "AllReduce#2 (g)", "AllReduce#3 (g)"]
+    assert r0.steps == [(1, 500, 600), (2, 600, 700)] and r1.steps == [(1, 500, 600), (2, 600, 700)]
+    assert sorted(sorted(m) for m in sk.instances) == [[(0, p), (1, p)] for p in range(4)]
+    assert sk.p2p == [False] * 4
+    assert [int(sk.instances[k][0][1]) for k in r0.instance.tolist()] == [0, 1, 2, 3]
+    assert [x.tolist() for x in R.replay_ranks(sk)] == [[550, 590, 650, 690]] * 2
+    assert R.step_ends(sk, R.replay_ranks(sk)) == {1: 600, 2: 700}
+
+
+def test_a_rank_that_shares_no_call_keeps_its_clock():
+    """A third rank whose only call is a Broadcast of group "h" (called by no other rank): offset 0, not aligned, its
+    call in no instance, labelled with its group; a call of group "" is labelled "default"."""
+    third = _digest(2, [(30, 60)], 5000, group="h", kind="Broadcast")
+    sk = R.skeleton([_digest(r, CALLS[r], SKEW[r]) for r in (0, 1)] + [third], [0, 1, 2])
+    r2 = sk.ranks[2]
+    assert (r2.offset, r2.aligned, r2.instance.tolist(), r2.label) == (0, False, [-1], ["Broadcast#0 (h)"])
+    assert r2.start.tolist() == [5030] and r2.steps[0] == (1, 5000, 5100)
+    assert len(sk.instances) == 4
+    lone = R.skeleton([_digest(0, [(1, 2)], 0, group="")], [0]).ranks[0]
+    assert lone.label == ["AllReduce#0 (default)"] and not lone.aligned
+
+
+def test_balancing_the_late_rank_replays_it_at_the_others_lead_times():
+    """Rank 1 given rank 0's lead time where its own is longer: 40 -> 20 (call 0) and 55 -> 30 (call 2); 30 stays at
+    calls 1 and 3 (rank 0 took 35). Replayed in true time: call 0 both arrive at 20, end 20 + 10 = 30; call 1 rank 0
+    at 30 + 35 = 65, rank 1 at 60, end 65 + 5 = 70; step 1 ends 70 + 10 = 80 (was 100: 20 gained). Call 2 both at
+    70 + 30 = 100, end 105; call 3 rank 0 at 140, rank 1 at 135, end 145; step 2 ends 155: 75 long (was 100: 25).
+    Mean 22.5 -> 22, lowest 20, highest 25, over 2 steps."""
+    assert R.balance_gain(_job(), 1) == (22, 20, 25, 2)
+
+
+def test_balancing_a_rank_helps_only_where_it_came_later():
+    """Rank 0 came later than rank 1 only at call 1 (35 against 30) and call 3 (35 against 30): with 30 there, call 0
+    ends at 40 + 10 = 50 (rank 1 arrives at 40), call 1 both at 80, end 85; step 1 ends 95 (5 gained); call 2: rank 0
+    at 85 + 30 = 115, rank 1 at 85 + 55 = 140, end 145; call 3 both at 175, end 180; step 2 190 - 95 = 95 (5 gained).
+    A rank nowhere later gains 0; a rank sharing no call: unknown (None)."""
+    assert R.balance_gain(_job(), 0) == (5, 5, 5, 2)
+    calls = {0: [(20, 50), (80, 90)], 1: [(40, 50), (85, 90)]}  # rank 1 later at both
+    sk = R.skeleton([_digest(r, calls[r], SKEW[r], steps=((1, 0, 100),)) for r in (0, 1)], [0, 1])
+    assert R.balance_gain(sk, 0) == (0, 0, 0, 1)
+    third = _digest(2, [(30, 60)], 5000, group="h", kind="Broadcast")
+    sk = R.skeleton([_digest(r, CALLS[r], SKEW[r]) for r in (0, 1)] + [third], [0, 1, 2])
+    assert R.balance_gain(sk, 2) is None
+
+
+def test_scaling_a_ranks_own_work_scales_its_lead_times_and_tails():
+    """Rank 0's own work at half: leads 20, 35, 30, 35 -> 10, 18, 15, 18 (17.5 rounds to even 18), tails 10 -> 5. In
+    true time: call 0 ends 40 + 10 = 50 (rank 1 arrives at 40); call 1 rank 0 at 68, rank 1 at 80, end 85; step 1:
+    rank 0 85 + 5, rank 1 85 + 10 = 95 (5 gained); call 2 rank 1 at 140, end 145; call 3 rank 0 at 163, rank 1 at
+    175, end 180; step 2 ends 190 (95 long, 5 gained). Rank 1 at half instead: leads 20, 15, 28 (27.5), 15, tails 5:
+    call 0 at 20 both, end 30; call 1 rank 0 at 65, end 70; step 1 ends at rank 0's 80 (20 gained); call 2 rank 0 at
+    100, rank 1 at 98, end 105; call 3 rank 0 at 140, end 145; step 2 ends 155 (75 long, 25 gained)."""
+    sk = _job()
+    assert R.scale_gain(sk, {0: 0.5}) == (5, 5, 5, 2)
+    assert R.scale_gain(sk, {1: 0.5}) == (22, 20, 25, 2)
+
+
+def test_a_ranks_own_work_is_its_steps_less_its_calls():
+    """Rank 0 per step: 100 - (30 + 5) = 65 both steps; rank 1: 100 - (10 + 10) = 80, 100 - (5 + 10) = 85: 82.5.
+    Overlapping calls count once (10-50 and 30-60 are 50 busy: 50 own of 100); calls clipped to the step (90-130 is 10
+    inside 0-100: 90); a rank without steps: -1."""
+    sk = _job()
+    assert R.own_work(sk, 0) == 65.0 and R.own_work(sk, 1) == 82.5
+    sk = R.skeleton([_digest(0, [(10, 50), (30, 60)], 0, steps=((1, 0, 100),))], [0])
+    assert R.own_work(sk, 0) == 50.0
+    sk = R.skeleton([_digest(0, [(90, 130)], 0, steps=((1, 0, 100),))], [0])
+    assert R.own_work(sk, 0) == 90.0
+    sk = R.skeleton([_digest(0, [(90, 130)], 0, steps=())], [0])
+    assert R.own_work(sk, 0) == -1.0
+
+
+def test_the_path_across_ranks_goes_to_the_rank_that_arrived_last_at_each_call():
+    """Step 1 ends at 100 on both ranks (the later rank index is taken). Walked back from rank 1: its tail 90-100, the
+    transfer of call 1 85-90 (rank 0 came last, at 85), rank 0's own work 50-85 since call 0, call 0's transfer 40-50
+    (rank 1 came last, at 40), rank 1's own work 0-40 from the step's start. Rank 1 holds 10 + 5 + 40 = 55, rank 0
+    35 + 10 = 45. Each hop's times are on its rank's own clock from its window's start (true time here)."""
+    paths = R.cross_rank_paths(_job())
+    assert [p["step"] for p in paths] == [1, 2]
+    p = paths[0]
+    assert (p["dur_ns"], p["by_rank"], p["hops_total"]) == (100, {1: 55, 0: 45}, 5)
+    got = [(h["rank"], h["what"], h["after"], h["start_ns"], h["end_ns"], h["ns"], h.get("waited_for"))
+           for h in p["hops"]]
+    assert got == [(1, "own work", "step start", 0, 40, 40, None),
+                   (0, "transfer", "AllReduce#0 (g)", 40, 50, 10, 1),
+                   (0, "own work", "AllReduce#0 (g)", 50, 85, 35, None),
+                   (1, "transfer", "AllReduce#1 (g)", 85, 90, 5, 0),
+                   (1, "own work", "AllReduce#1 (g)", 90, 100, 10, None)]
+    # step 2 (100-200): rank 1's tail 190-200; call 3 held by rank 0 (185): 185-190; rank 0 since call 2, 150-185;
+    # call 2 held by rank 1 (145): 145-150; rank 1 since call 1: 90-145... cut at the step's start, 100-145
+    q = paths[1]
+    assert q["by_rank"] == {1: 10 + 5 + 45, 0: 35 + 5} and q["dur_ns"] == 100
+    assert [(h["rank"], h["start_ns"], h["end_ns"]) for h in q["hops"]] == [(1, 100, 145), (0, 145, 150),
+                                                                          (0, 150, 185), (1, 185, 190), (1, 190, 200)]
