@@ -1,0 +1,223 @@
+"""The window's dependency graph (analysis/graph/build.py) on windows made by hand (issue 46, mutation testing):
+every node, lane, category, dependency and wait listed by hand in each test's docstring (times in ns)."""
+import numpy as np
+
+from canning_tb.analysis.context import Context
+from canning_tb.analysis.graph.build import (CATS, COINCIDE_NS, CROSS_STREAM, HELD_NS, LANE, LAUNCH, WAKE,
+                                             build_graph)
+from canning_tb.ingest.table import Kind
+from _synthetic import ev, table
+
+NONE = -1
+DL = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
+
+
+def _nodes(t, g):
+    """(start, end, lane label, category, name of the node's row) per node."""
+    names = [t.strings[int(t.events["name"][r])] if r >= 0 else "-" for r in g.row.tolist()]
+    return [(int(s), int(e), g.lanes[int(l)], CATS[int(c)], x)
+            for s, e, l, c, x in zip(g.start, g.end, g.lane, g.cat, names)]
+
+
+def _deps(g, node):
+    """(dependency, lag, kind) of a node, in the order they ended."""
+    return [(int(g.dep_src[k]), int(g.dep_lag[k]), int(g.dep_kind[k])) for k in range(g.dep_ptr[node], g.dep_ptr[node + 1])]
+
+
+def _every_kind():
+    """One 1000 ns step on thread 1: a DataLoader range 0-100 holding aten::copy_ 20-60; aten::mm 100-300 launching
+    gemm (150-170, correlation 1); Python 300-320; c10d::allreduce_ 320-400 launching an NCCL kernel (330-340,
+    correlation 2); a copy's launch 400-420 (3), a memset's 420-430 (4); cudaDeviceSynchronize 430-900; aten::add
+    900-1000. Device: gemm 180-500, the copy 500-520 and the memset 520-530 on stream 7; NCCL 345-800 on stream 20."""
+    return table([
+        ev("ProfilerStep#1", Kind.USER_ANNOTATION, 0, 1000),
+        ev(DL, Kind.USER_ANNOTATION, 0, 100), ev("aten::copy_", Kind.CPU_OP, 20, 40),
+        ev("aten::mm", Kind.CPU_OP, 100, 200), ev("cudaLaunchKernel", Kind.RUNTIME, 150, 20, correlation=1),
+        ev("c10d::allreduce_", Kind.CPU_OP, 320, 80), ev("cudaLaunchKernel", Kind.RUNTIME, 330, 10, correlation=2),
+        ev("cudaMemcpyAsync", Kind.RUNTIME, 400, 20, correlation=3),
+        ev("cudaMemsetAsync", Kind.RUNTIME, 420, 10, correlation=4),
+        ev("cudaDeviceSynchronize", Kind.RUNTIME, 430, 470), ev("aten::add", Kind.CPU_OP, 900, 100),
+        ev("gemm", Kind.KERNEL, 180, 320, correlation=1),
+        ev("ncclKernel_AllReduce", Kind.COMM_KERNEL, 345, 455, correlation=2, stream=20),
+        ev("Memcpy HtoD (Pinned -> Device)", Kind.MEMCPY, 500, 20, correlation=3),
+        ev("Memset (Device)", Kind.MEMSET, 520, 10, correlation=4),
+    ])
+
+
+def test_every_kind_of_node_with_its_lane_and_category():
+    """Thread 1's atoms: 0-100 the DataLoader's (its range and the copy inside it, one node named by its longest piece,
+    the copy's 40 ns, the first of the two 40s); aten::mm 100-150 and 170-300 either side of its launch 150-170;
+    Python 300-320; the all-reduce's host call 320-330 and 340-400 either side of its launch; the two launches; the
+    synchronize; aten::add. Then stream 7 (gemm, copy, memset) and stream 20 (NCCL)."""
+    t = _every_kind()
+    g = build_graph(t, Context(t))
+    th, s7, s20 = "thread 1 (pid 1)", "stream 7 (device 0)", "stream 20 (device 0)"
+    assert _nodes(t, g) == [
+        (0, 100, th, "dataloader", "aten::copy_"), (100, 150, th, "host", "aten::mm"),
+        (150, 170, th, "runtime", "cudaLaunchKernel"), (170, 300, th, "host", "aten::mm"), (300, 320, th, "python", "-"),
+        (320, 330, th, "collective_host", "c10d::allreduce_"), (330, 340, th, "runtime", "cudaLaunchKernel"),
+        (340, 400, th, "collective_host", "c10d::allreduce_"), (400, 420, th, "runtime", "cudaMemcpyAsync"),
+        (420, 430, th, "runtime", "cudaMemsetAsync"), (430, 900, th, "sync", "cudaDeviceSynchronize"),
+        (900, 1000, th, "host", "aten::add"), (180, 500, s7, "kernel", "gemm"),
+        (500, 520, s7, "memcpy", "Memcpy HtoD (Pinned -> Device)"), (520, 530, s7, "memset", "Memset (Device)"),
+        (345, 800, s20, "communication", "ncclKernel_AllReduce")]
+    assert g.lanes == [th, s7, s20] and g.main_lane == 0
+    assert g.in_dataloader.tolist() == [True] + [False] * 15
+    assert g.on_device.tolist() == [False] * 12 + [True] * 4
+    assert g.dur.tolist() == (g.end - g.start).tolist()
+
+
+def test_the_launches_bind_their_kernels_and_keep_the_windows_launch_latency():
+    """gemm (12) starts 10 after its launch (2) ends, the NCCL kernel (15) 5 after its launch (6): both bound by their
+    launch, the window's launch latency the median of 10 and 5, 7 (7.5 taken down). The copy (13) waits for gemm on
+    its stream (ends 500, it starts at 500: bound, lag 0); its launch (8, ends 420) keeps the latency, 7, not its 80
+    ns gap. The memset (14) after the copy likewise (its launch 9 ended at 430: min(90, 7)). Thread 1's atoms each
+    depend on the one before, lag 0. The synchronize (10) waited for the NCCL kernel, the last device work to end
+    before it returned (800), and took 100 more."""
+    t = _every_kind()
+    g = build_graph(t, Context(t))
+    assert _deps(g, 12) == [(2, 10, LAUNCH)]
+    assert _deps(g, 15) == [(6, 5, LAUNCH)]
+    assert _deps(g, 13) == [(8, 7, LAUNCH), (12, 0, LANE)]
+    assert _deps(g, 14) == [(9, 7, LAUNCH), (13, 0, LANE)]
+    assert [_deps(g, n) for n in range(1, 12)] == [[(n - 1, 0, LANE)] for n in range(1, 12)]
+    assert _deps(g, 0) == []
+    assert [int(g.dep_src[b]) if b >= 0 else NONE for b in g.bind.tolist()] == [NONE] + list(range(11)) + [2, 12, 13, 6]
+    assert g.wait_on.tolist() == [NONE] * 10 + [15] + [NONE] * 5
+    assert g.wait_tail.tolist() == [0] * 10 + [100] + [0] * 5
+
+
+def _held(gap, coincide, other_device=0, other_dur=None):
+    """A kernel on stream 7 launched at 0-1 (correlation 1) starting `gap` after its launch, and an event on stream 20
+    (launched at 2-3, correlation 2) starting at 3 and ending `coincide` before that kernel starts (or lasting
+    `other_dur` from the kernel's start: it cannot have held it)."""
+    k_start = 1 + gap
+    other = ((3, k_start - coincide - 3) if other_dur is None else (k_start, other_dur))
+    return table([
+        ev("ProfilerStep#1", Kind.USER_ANNOTATION, 0, 100_000),
+        ev("cudaLaunchKernel", Kind.RUNTIME, 0, 1, correlation=1),
+        ev("cudaLaunchKernel", Kind.RUNTIME, 2, 1, correlation=2),
+        ev("ncclKernel", Kind.COMM_KERNEL, other[0], other[1], correlation=2, stream=20, device=other_device),
+        ev("gemm", Kind.KERNEL, k_start, 10, correlation=1),
+    ])
+
+
+def _cross(t):
+    g = build_graph(t, Context(t))
+    gemm = int(np.flatnonzero(g.cat == CATS.index("kernel"))[0])
+    return [(int(g.dep_src[k]), int(g.dep_kind[k])) for k in range(g.dep_ptr[gemm], g.dep_ptr[gemm + 1])
+            if g.dep_kind[k] == CROSS_STREAM]
+
+
+def test_a_kernel_held_past_its_launch_waits_for_the_event_that_ended_just_before_it():
+    """Held: started more than HELD_NS (2000) after its launch; by an event on another stream of its device ending at
+    most COINCIDE_NS (10000) before it. At exactly 2000 it was not held; at 2001 it was, by the NCCL kernel ending
+    10000 before (an edge) but not 10001 before; an event on another device holds nothing, nor one of 0 ns at the
+    kernel's own start (it ends as the kernel starts, but began with it)."""
+    assert _cross(_held(HELD_NS, 5)) == []
+    assert len(_cross(_held(HELD_NS + 1, 5))) == 1
+    assert len(_cross(_held(50_000, COINCIDE_NS))) == 1
+    assert _cross(_held(50_000, COINCIDE_NS + 1)) == []
+    assert _cross(_held(50_000, 5, other_device=1)) == []
+    assert _cross(_held(50_000, 0, other_dur=0)) == []
+
+
+MS = 1_000_000
+
+
+def _backward_thread(gap=1000, end=9 * MS, other_pid=1):
+    """The steps' thread 1: ProfilerStep#1 0-10 ms, aten::sum 0-1 ms, then nothing traced until aten::add `end`-10 ms.
+    Thread 2 (process `other_pid`): MmBackward0 1.5-5 ms and, `gap` after it, AddBackward0 until 8.5 ms (apart, so
+    two nodes: touching host work of one thread is one node)."""
+    return table([
+        ev("ProfilerStep#1", Kind.USER_ANNOTATION, 0, 10 * MS), ev("aten::sum", Kind.CPU_OP, 0, MS),
+        ev("aten::add", Kind.CPU_OP, end, 10 * MS - end),
+        ev("MmBackward0", Kind.CPU_OP, 1_500_000, 3_500_000, tid=2, pid=other_pid),
+        ev("AddBackward0", Kind.CPU_OP, 5 * MS + gap, 3_500_000 - gap, tid=2, pid=other_pid),
+    ])
+
+
+def test_another_threads_burst_is_woken_by_the_steps_thread_which_waits_for_it():
+    """Thread 1's nodes: aten::sum 0-1 ms (0), Python 1-9 ms (1), aten::add 9-10 ms (2); thread 2's: MmBackward0 (3),
+    AddBackward0 (4), 1 µs apart: one burst. The burst starts after the atom of thread 1 that ended last before 1.5
+    ms: aten::sum (a wake-up, lag 0.5 ms: it bound it). Python 1-9 ms stood beside it (7 ms of its 8, all the
+    burst's 7) and went on 0.5 ms after it ended: it waited for its last node, with a tail of 0.5 ms."""
+    t = _backward_thread()
+    g = build_graph(t, Context(t))
+    assert [(x[0], x[1], x[2], x[4]) for x in _nodes(t, g)] == [
+        (0, MS, "thread 1 (pid 1)", "aten::sum"), (MS, 9 * MS, "thread 1 (pid 1)", "-"),
+        (9 * MS, 10 * MS, "thread 1 (pid 1)", "aten::add"), (1_500_000, 5 * MS, "thread 2 (pid 1)", "MmBackward0"),
+        (5 * MS + 1000, 8_500_000, "thread 2 (pid 1)", "AddBackward0")]
+    assert _deps(g, 3) == [(0, 500_000, WAKE)]
+    assert _deps(g, 4) == [(3, 1000, LANE)]
+    assert (int(g.wait_on[1]), int(g.wait_tail[1])) == (4, 500_000)
+    assert g.wait_on[[0, 2, 3, 4]].tolist() == [NONE] * 4
+
+
+def test_bursts_split_past_a_millisecond_of_idle_time_and_stay_in_the_steps_process():
+    """A gap of exactly 1 ms keeps one burst (Python still waits for its last node). 1 ms + 1 ns splits it: the
+    second burst (6 ms + 1 to 8.5 ms) is woken by aten::sum too (the last thread 1 node to end before it: lag 0, as
+    the thread's order bound it); Python (8 ms) overlaps it whole but 2.5 ms is under half its own time, and the
+    first burst ended 4 ms before Python did (beyond the 1 ms reach): no wait. A thread of another process is no
+    burst: no wake-up, no wait."""
+    t = _backward_thread(gap=MS)
+    g = build_graph(t, Context(t))
+    assert _deps(g, 4) == [(3, MS, LANE)] and int(g.wait_on[1]) == 4
+    t = _backward_thread(gap=MS + 1)
+    g = build_graph(t, Context(t))
+    assert _deps(g, 4) == [(0, 0, WAKE), (3, MS + 1, LANE)]
+    assert int(g.wait_on[1]) == NONE
+    t = _backward_thread(other_pid=2)
+    g = build_graph(t, Context(t))
+    assert _deps(g, 3) == [] and int(g.wait_on[1]) == NONE
+
+
+def test_a_blocking_copy_depends_on_the_work_before_its_call_and_the_call_waits_for_it():
+    """aten::item 0-100 holds cudaMemcpy 10-90 (correlation 5), a blocking call that issues its own copy, DtoH 20-80:
+    the copy depends on aten::item's atom before the call (0-10, lag 10: it bound it), not on the call (else each would
+    wait for the other); the call waited for it and returned 10 after it ended."""
+    t = table([
+        ev("ProfilerStep#1", Kind.USER_ANNOTATION, 0, 100), ev("aten::item", Kind.CPU_OP, 0, 100),
+        ev("cudaMemcpy", Kind.RUNTIME, 10, 80, correlation=5),
+        ev("Memcpy DtoH (Device -> Pageable)", Kind.MEMCPY, 20, 60, correlation=5),
+    ])
+    g = build_graph(t, Context(t))
+    assert [(x[0], x[1], x[3], x[4]) for x in _nodes(t, g)] == [
+        (0, 10, "host", "aten::item"), (10, 90, "sync", "cudaMemcpy"), (90, 100, "host", "aten::item"),
+        (20, 80, "memcpy", "Memcpy DtoH (Device -> Pageable)")]
+    assert _deps(g, 3) == [(0, 10, LAUNCH)]
+    assert (int(g.wait_on[1]), int(g.wait_tail[1])) == (3, 10)
+
+
+def test_device_work_without_a_stream_or_a_device_is_named_so():
+    """Kernels on stream 3 of no known device, and on no known stream of device 0 (the thread holding only the step
+    has no atom: no lane)."""
+    t = table([ev("ProfilerStep#1", Kind.USER_ANNOTATION, 0, 100), ev("k1", Kind.KERNEL, 10, 5, device=NONE, stream=3),
+               ev("k2", Kind.KERNEL, 20, 5, stream=NONE)])
+    g = build_graph(t, Context(t))
+    assert g.lanes == ["stream 3 (device unknown)", "device work, stream unknown (device 0)"]
+
+
+def _npu_sync(fmt):
+    """torch_npu's layout: aten::_local_scalar_dense 0-100 on thread 5 of process 1, the CANN call
+    AscendCL@aclrtSynchronizeStream 10-90 under process 2 with the same thread id; a kernel 20-80 on stream 7."""
+    return table([
+        ev("ProfilerStep#1", Kind.USER_ANNOTATION, 0, 100, tid=5),
+        ev("aten::_local_scalar_dense", Kind.CPU_OP, 0, 100, tid=5),
+        ev("AscendCL@aclrtSynchronizeStream", Kind.RUNTIME, 10, 80, tid=5, pid=2),
+        ev("kernel", Kind.KERNEL, 20, 60),
+    ], fmt=fmt)
+
+
+def test_on_torch_npu_a_thread_is_its_tid_so_the_cann_call_nests_in_its_operator():
+    """Ascend: one thread (tid 5), the synchronize inside the operator: 0-10, 10-90 (a wait for the kernel, tail 10),
+    90-100, labelled by the first event's process. Kineto keeps the two processes' threads apart: the operator's
+    0-100 has the call's time in it, and the call is alone on thread 5 of process 2."""
+    t = _npu_sync("ascend")
+    g = build_graph(t, Context(t))
+    assert [(x[0], x[1], x[2], x[3]) for x in _nodes(t, g)][:3] == [
+        (0, 10, "thread 5 (pid 1)", "host"), (10, 90, "thread 5 (pid 1)", "sync"), (90, 100, "thread 5 (pid 1)", "host")]
+    assert (int(g.wait_on[1]), int(g.wait_tail[1])) == (3, 10)
+    t = _npu_sync("kineto")
+    g = build_graph(t, Context(t))
+    assert [(x[0], x[1], x[2]) for x in _nodes(t, g)][:2] == [(0, 100, "thread 5 (pid 1)"), (10, 90, "thread 5 (pid 2)")]
