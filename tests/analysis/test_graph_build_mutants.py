@@ -221,3 +221,38 @@ def test_on_torch_npu_a_thread_is_its_tid_so_the_cann_call_nests_in_its_operator
     t = _npu_sync("kineto")
     g = build_graph(t, Context(t))
     assert [(x[0], x[1], x[2]) for x in _nodes(t, g)][:2] == [(0, 100, "thread 5 (pid 1)"), (10, 90, "thread 5 (pid 2)")]
+
+
+def test_the_digest_keeps_each_steps_path_by_category_and_its_pieces():
+    """The step of _every_kind walked back: aten::add 900-1000, the synchronize's tail 800-900, the NCCL kernel it
+    waited for 345-800, the launch's latency 340-345, the launch 330-340, the all-reduce's call 320-330, Python
+    300-320, aten::mm 170-300, its launch 150-170, aten::mm 100-150, the DataLoader 0-100. By category: host 100 + 130
+    + 50 = 280, sync 100, communication 455, latency 5, runtime 10 + 20 = 30, collective_host 10, python 20,
+    dataloader 100 (1000 in all); every piece kept (fewer than 64), in time order, with its lane and event."""
+    from canning_tb.analysis.build import build_digest
+    d = build_digest(_every_kind())
+    (p,) = d.critical_path
+    assert (p.number, p.start_ns, p.dur_ns, p.segments_total) == (1, 0, 1000, 11)
+    assert dict(p.by_category) == {"host": 280, "sync": 100, "communication": 455, "latency": 5, "runtime": 30,
+                                   "collective_host": 10, "python": 20, "dataloader": 100}
+    th = "thread 1 (pid 1)"
+    assert [(s.lane, s.category, s.ts_ns, s.dur_ns, s.name) for s in p.segments] == [
+        (th, "dataloader", 0, 100, "aten::copy_"), (th, "host", 100, 50, "aten::mm"),
+        (th, "runtime", 150, 20, "cudaLaunchKernel"), (th, "host", 170, 130, "aten::mm"), (th, "python", 300, 20, ""),
+        (th, "collective_host", 320, 10, "c10d::allreduce_"), (th, "runtime", 330, 10, "cudaLaunchKernel"),
+        ("", "latency", 340, 5, ""), ("stream 20 (device 0)", "communication", 345, 455, "ncclKernel_AllReduce"),
+        (th, "sync", 800, 100, "cudaDeviceSynchronize"), (th, "host", 900, 100, "aten::add")]
+
+
+def test_the_digest_keeps_the_64_longest_pieces_ties_first_in_time():
+    """40 operators of 10 ns, each after 5 ns of Python (0-5 Python, 5-15 op, 15-20 Python, ...): 80 pieces. Kept: the
+    40 operators and, of the 40 Python pieces of 5 ns, the first 24 (ties in path order), listed in time order."""
+    from canning_tb.analysis.build import build_digest
+    t = table([ev("ProfilerStep#1", Kind.USER_ANNOTATION, 0, 600)]
+              + [ev(f"op{i}", Kind.CPU_OP, 15 * i + 5, 10) for i in range(40)])
+    (p,) = build_digest(t).critical_path
+    assert p.segments_total == 80 and len(p.segments) == 64
+    python = [s.ts_ns for s in p.segments if s.category == "python"]
+    assert python == [15 * i for i in range(24)]
+    assert [s.name for s in p.segments if s.category == "host"] == [f"op{i}" for i in range(40)]
+    assert [s.ts_ns for s in p.segments] == sorted(s.ts_ns for s in p.segments)
