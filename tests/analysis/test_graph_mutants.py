@@ -3,11 +3,16 @@ analysis/graph/): each node, dependency and wait written out below, each expecte
 test's docstring or comment (times in ns)."""
 import numpy as np
 
+from canning_tb.analysis.build import build_digest
+from canning_tb.analysis.context import Context
 from canning_tb.analysis.graph.build import CAT, CATS, CROSS_STREAM, LANE, LAUNCH, WAKE, Graph
 from canning_tb.analysis.graph.critical import Path, StepSpan, critical_path, mark_untraced, step_spans
 from canning_tb.analysis.graph.replay import Edit, replay
+from canning_tb.analysis.graph.section import WindowGraph
 from canning_tb.analysis.graph.simulate import (_bucketed_lag, _measure_upto, fuse_edit, gain, interval_edit,
-                                                 scale_edit, shrink_edit)
+                                                 overlap_edit, scale_edit, shrink_edit)
+from canning_tb.ingest.table import Kind
+from _synthetic import ev, table
 
 NONE = -1
 
@@ -341,3 +346,50 @@ def test_a_step_started_by_its_thread_and_a_kernel_together_starts_with_the_thre
     g = graph([(0, 90, 1, "kernel", 0), (0, 50, 0, "host", 1)])
     (s,) = step_spans(g, [_Step(1, 0, 100)])
     assert (s.first, s.last) == (1, 0)
+
+
+# --- overlap_edit ----------------------------------------------------------------------------------------------------
+
+def _ddp(size=-1, nccl_start=320):
+    """A 1000 ns step on thread 1: aten::mm 0-90 (forward), Python 90-100; the backward 100-400 (MmBackward0's autograd range), which
+    launches an all-reduce at 300-310 (correlation 1, `size` bytes); cudaDeviceSynchronize 400-900 waits for it;
+    aten::add 900-1000. The all-reduce runs `nccl_start`-880 on stream 20."""
+    return table([
+        ev("ProfilerStep#1", Kind.USER_ANNOTATION, 0, 1000), ev("aten::mm", Kind.CPU_OP, 0, 90),
+        ev("autograd::engine::evaluate_function: MmBackward0", Kind.CPU_OP, 100, 300),
+        ev("cudaLaunchKernel", Kind.RUNTIME, 300, 10, correlation=1),
+        ev("cudaDeviceSynchronize", Kind.RUNTIME, 400, 500), ev("aten::add", Kind.CPU_OP, 900, 100),
+        ev("ncclKernel_AllReduce", Kind.COMM_KERNEL, nccl_start, 880 - nccl_start, correlation=1, stream=20, bytes=size),
+    ])
+
+
+def _overlap(t):
+    wg = WindowGraph(Context(t), build_digest(t))
+    g = wg.graph
+    nccl = int(np.flatnonzero(g.cat == CAT["communication"])[0])
+    mm = int(np.flatnonzero((g.end == 100) & (g.lane == g.main_lane))[0])
+    return wg, nccl, mm, overlap_edit(g, t, wg.spans, "overlapped")
+
+
+def test_a_collective_issued_in_the_backward_starts_as_its_buckets_allow():
+    """The backward begins at 100, where the Python after aten::mm (the anchor) ends; the all-reduce was issued at 310, 210 into the
+    backward, and lasts 560. Without its size it may start as the backward begins (lag 0; the words say no sizes were
+    given): replayed 100-660, the synchronize returns its 20 tail after (680), aten::add 680-780: 220 gained. Of 50
+    MiB (2 buckets): lag max(210 + 280 - 560, 105) = 105: 205-765, 785, 885: 115 gained. Of 0 bytes (1 bucket): lag
+    210, 310 < 320, still moved: 310-870, 890, 990: 10 gained."""
+    wg, nccl, mm, e = _overlap(_ddp())
+    assert e.rewire == {nccl: (mm, 0)} and e.what.startswith("overlapped (the trace gives no collective sizes")
+    assert gain(wg.graph, wg.spans, e).gain_ns == 220
+    wg, nccl, mm, e = _overlap(_ddp(50 << 20))
+    assert e.rewire == {nccl: (mm, 105)} and e.what == "overlapped"
+    assert gain(wg.graph, wg.spans, e).gain_ns == 115
+    wg, nccl, mm, e = _overlap(_ddp(0))
+    assert e.rewire == {nccl: (mm, 210)} and gain(wg.graph, wg.spans, e).gain_ns == 10
+
+
+def test_a_collective_that_already_starts_as_its_buckets_allow_is_left_alone():
+    """Of 0 bytes and starting at 310 (100 + its lag of 210): nothing to move, and no words about sizes."""
+    wg, nccl, mm, e = _overlap(_ddp(0, nccl_start=310))
+    assert e.rewire == {} and e.what == "overlapped"
+    wg, nccl, mm, e = _overlap(_ddp(-1, nccl_start=311))
+    assert e.rewire == {nccl: (mm, 0)}
