@@ -5,7 +5,7 @@ import numpy as np
 
 from canning_tb.analysis.build import build_digest
 from canning_tb.analysis.context import Context
-from canning_tb.analysis.graph.build import CAT, CATS, CROSS_STREAM, LANE, LAUNCH, WAKE, Graph
+from canning_tb.analysis.graph.build import CAT, CATS, CROSS_STREAM, LANE, LAUNCH, Graph
 from canning_tb.analysis.graph.critical import Path, StepSpan, critical_path, mark_untraced, step_spans
 from canning_tb.analysis.graph.replay import Edit, replay
 from canning_tb.analysis.graph.section import WindowGraph
