@@ -57,7 +57,9 @@ def test_a_collectives_buckets_end_as_late_as_the_last_one_allows():
     - 0 bytes and exactly 25 MiB: k = 1, max(1000 + 400 - 400, 1000) = 1000;
     - 25 MiB + 1: k = 2, max(1000 + 200 - 400, 500) = 800;
     - 100 MiB, a collective of 4000 ns: k = 4, max(1000 + 1000 - 4000, 250) = 250;
-    - 100 MiB, 1001 ns of backward and 3 ns of transfer: k = 4, max(1001 + 0 - 3, 250) = 998."""
+    - 100 MiB, 1001 ns of backward and 3 ns of transfer: k = 4, max(1001 + 0 - 3, 250) = 998;
+    - 100 MiB, 1001 and 4000: max(1001 + 1000 - 4000, 1001 // 4) = 250 (whole ns, not 250.25);
+    - 100 MiB, 3 ns of backward: max(3 + 1000 - 4000, 3 // 4 = 0, 0) = 0."""
     mib = 1 << 20
     assert _bucketed_lag(1000, 400, None) == 0 and _bucketed_lag(1000, 400, -1) == 0
     assert _bucketed_lag(1000, 400, 0) == 1000
@@ -65,6 +67,9 @@ def test_a_collectives_buckets_end_as_late_as_the_last_one_allows():
     assert _bucketed_lag(1000, 400, 25 * mib + 1) == 800
     assert _bucketed_lag(1000, 4000, 100 * mib) == 250
     assert _bucketed_lag(1001, 3, 100 * mib) == 998
+    lag = _bucketed_lag(1001, 4000, 100 * mib)
+    assert lag == 250 and isinstance(lag, int)
+    assert _bucketed_lag(3, 4000, 100 * mib) == 0
 
 
 # --- interval_edit -----------------------------------------------------------------------------------------------
@@ -182,6 +187,14 @@ def test_rescaling_a_stretch_stretches_the_thread_and_the_work_launched_inside_i
     assert fuse_edit(g, [(1, 1, 12, 20)], "x", [(1, 1, 12, 30, 2.0, 1.0)]).dur == {2: 28}
     # a stretch partly over the launch (11-12 of 10-12) rescales only that part of the thread and no device work
     assert fuse_edit(g, [], "x", [(1, 1, 11, 12, 3.0, 0.5)]).dur == {1: 4}
+    # the launch cut whole and rescaled: it stays 0 (0 + 2 x 0), and so does kernel 5 (0 x 0.5, not its 10 x 0.5)
+    assert fuse_edit(g, [(1, 1, 10, 12)], "x", [(1, 1, 10, 12, 1.0, 0.5)]).dur == {1: 0, 5: 0}
+
+
+def test_a_stretch_that_ends_before_it_starts_is_no_stretch():
+    """Stretches 5-2 (reversed) and 8-12 of thread 1: only 8-12 counts: host 0-10 loses 2 (keeps 8), the launch 10-12
+    goes whole, and kernel 5 with it. (Kept, the reversed one would count as -3 ns before 8-12.)"""
+    assert fuse_edit(_fusable(), [(1, 1, 5, 2), (1, 1, 8, 12)], "x").dur == {0: 8, 1: 0, 5: 0}
 
 
 # --- gain ----------------------------------------------------------------------------------------------------------
