@@ -256,3 +256,36 @@ def test_the_digest_keeps_the_64_longest_pieces_ties_first_in_time():
     assert python == [15 * i for i in range(24)]
     assert [s.name for s in p.segments if s.category == "host"] == [f"op{i}" for i in range(40)]
     assert [s.ts_ns for s in p.segments] == sorted(s.ts_ns for s in p.segments)
+
+
+def test_a_range_marks_everything_nested_in_it_at_any_depth():
+    """DataLoader 0-50 > aten::to 10-40 > aten::copy_ 20-30: all data loading (two levels down), one node of five
+    10 ns pieces named by the first (the DataLoader's). c10d::allreduce_ 50-90 > aten::empty 60-70: the host call of a
+    collective, one node named by its longest piece (70-90, the collective's own). Python 90-100."""
+    t = table([ev("ProfilerStep#1", Kind.USER_ANNOTATION, 0, 100), ev(DL, Kind.USER_ANNOTATION, 0, 50),
+               ev("aten::to", Kind.CPU_OP, 10, 30), ev("aten::copy_", Kind.CPU_OP, 20, 10),
+               ev("c10d::allreduce_", Kind.CPU_OP, 50, 40), ev("aten::empty", Kind.CPU_OP, 60, 10)])
+    g = build_graph(t, Context(t))
+    assert [(x[0], x[1], x[3], x[4]) for x in _nodes(t, g)] == [
+        (0, 50, "dataloader", DL), (50, 90, "collective_host", "c10d::allreduce_"), (90, 100, "python", "-")]
+    assert g.in_dataloader.tolist() == [True, False, False]
+
+
+def test_launches_are_joined_to_their_kernels_by_correlation_in_any_order():
+    """Launch A 10-12 (correlation 5), launch B 20-22 (3), and one without a correlation 24-26; kernel X 30-40 (3)
+    after B, kernel Y 50-60 (5) after A and after X on its stream, kernel Z 70-80 (99) launched by nothing the trace
+    holds: after Y on the stream only."""
+    t = table([ev("ProfilerStep#1", Kind.USER_ANNOTATION, 0, 100),
+               ev("cudaLaunchKernel", Kind.RUNTIME, 10, 2, correlation=5),
+               ev("cudaLaunchKernel", Kind.RUNTIME, 20, 2, correlation=3), ev("cudaLaunchKernel", Kind.RUNTIME, 24, 2),
+               ev("X", Kind.KERNEL, 30, 10, correlation=3), ev("Y", Kind.KERNEL, 50, 10, correlation=5),
+               ev("Z", Kind.KERNEL, 70, 10, correlation=99)])
+    g = build_graph(t, Context(t))
+    names = [x[4] for x in _nodes(t, g)]
+    launch_a, launch_b = names.index("cudaLaunchKernel"), names.index("cudaLaunchKernel") + 2
+    assert [(x[0], x[1]) for x in _nodes(t, g)][launch_a] == (10, 12)
+    assert [(x[0], x[1]) for x in _nodes(t, g)][launch_b] == (20, 22)
+    x, y, z = names.index("X"), names.index("Y"), names.index("Z")
+    assert [(s, k) for s, _, k in _deps(g, x)] == [(launch_b, LAUNCH)]
+    assert [(s, k) for s, _, k in _deps(g, y)] == [(launch_a, LAUNCH), (x, LANE)]
+    assert [(s, k) for s, _, k in _deps(g, z)] == [(y, LANE)]
