@@ -125,12 +125,13 @@ def test_a_kernel_held_past_its_launch_waits_for_the_event_that_ended_just_befor
 MS = 1_000_000
 
 
-def _backward_thread(gap=1000, end=9 * MS, other_pid=1):
-    """The steps' thread 1: ProfilerStep#1 0-10 ms, aten::sum 0-1 ms, then nothing traced until aten::add `end`-10 ms.
+def _backward_thread(gap=1000, end=9 * MS, other_pid=1, sum_end=MS):
+    """The steps' thread 1: ProfilerStep#1 0-10 ms, aten::sum 0-`sum_end` (1 ms), then nothing traced until aten::add
+    `end`-10 ms.
     Thread 2 (process `other_pid`): MmBackward0 1.5-5 ms and, `gap` after it, AddBackward0 until 8.5 ms (apart, so
     two nodes: touching host work of one thread is one node)."""
     return table([
-        ev("ProfilerStep#1", Kind.USER_ANNOTATION, 0, 10 * MS), ev("aten::sum", Kind.CPU_OP, 0, MS),
+        ev("ProfilerStep#1", Kind.USER_ANNOTATION, 0, 10 * MS), ev("aten::sum", Kind.CPU_OP, 0, sum_end),
         ev("aten::add", Kind.CPU_OP, end, 10 * MS - end),
         ev("MmBackward0", Kind.CPU_OP, 1_500_000, 3_500_000, tid=2, pid=other_pid),
         ev("AddBackward0", Kind.CPU_OP, 5 * MS + gap, 3_500_000 - gap, tid=2, pid=other_pid),
@@ -289,3 +290,25 @@ def test_launches_are_joined_to_their_kernels_by_correlation_in_any_order():
     assert [(s, k) for s, _, k in _deps(g, x)] == [(launch_b, LAUNCH)]
     assert [(s, k) for s, _, k in _deps(g, y)] == [(launch_a, LAUNCH), (x, LANE)]
     assert [(s, k) for s, _, k in _deps(g, z)] == [(y, LANE)]
+
+
+def test_the_thread_waits_for_a_burst_only_when_it_goes_on_within_a_millisecond_of_its_end():
+    """The burst 1.5-8.5 ms (7 ms: its reach is max(0.7 ms, 1 ms) = 1 ms either side of its end). Python 1-9.5 ms (7
+    of its 8.5 ms beside the burst) went on exactly 1 ms after: it waited (tail 1 ms); 1 ns later it did not. Python
+    1-7.5 ms (6 of its 6.5 ms, 6 of the burst's 7) went on 1 ms before the burst's range closed: it waited, with a tail
+    of -1 ms (the worker signalled before its range closed); 1 ns earlier it did not."""
+    for end, wait, tail in ((9_500_000, 4, MS), (9_500_001, NONE, 0), (7_500_000, 4, -MS), (7_499_999, NONE, 0)):
+        t = _backward_thread(end=end)
+        g = build_graph(t, Context(t))
+        assert (int(g.end[1]), int(g.wait_on[1]), int(g.wait_tail[1])) == (end, wait, tail)
+
+
+def test_the_thread_waits_for_a_burst_only_when_it_stood_beside_half_of_it():
+    """Python 5-9 ms beside the burst 1.5-8.5 ms: 3.5 ms of the burst's 7, exactly half: it waited. From 5 ms + 1 ns:
+    1 ns under half: it did not."""
+    t = _backward_thread(sum_end=5 * MS)
+    g = build_graph(t, Context(t))
+    assert (int(g.start[1]), int(g.wait_on[1])) == (5 * MS, 4)
+    t = _backward_thread(sum_end=5 * MS + 1)
+    g = build_graph(t, Context(t))
+    assert (int(g.start[1]), int(g.wait_on[1])) == (5 * MS + 1, NONE)
