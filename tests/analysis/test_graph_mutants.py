@@ -117,8 +117,9 @@ def test_a_node_loses_its_overlap_with_the_set_and_a_blocking_call_that_waited_i
     assert e.dur == {0: 50, 1: 90, 2: 40}
     assert e.unblock == {1}
     assert e.what == "gone" and not e.cut_from and not e.rewire
-    # a node the set does not reach is left out: [300, 400) meets none
+    # a node the set does not reach is left out: [300, 400) meets none; [99, 100) takes 1 ns off node 0
     assert interval_edit(g, ([300], [400]), ["host"], "none").empty()
+    assert interval_edit(g, ([99], [100]), ["host"], "one").dur == {0: 99}
 
 
 # --- scale_edit, shrink_edit, fuse_edit ----------------------------------------------------------------------------
@@ -151,6 +152,11 @@ def test_shrinking_keeps_a_share_of_the_host_time_in_the_set_and_of_the_device_r
     assert e.dur == {0: 62, 1: 10, 3: 2, 4: 6, 5: 10, 6: 7} and e.what == "fused"
     # no device rows: the host part alone
     assert shrink_edit(g, ([50], [175]), 0.25, np.zeros(0, np.int64), 0.5, "x").dur == {0: 62, 1: 10, 3: 2, 4: 6}
+    # [0, 1) meets only host 0-100, for 1 ns: 100 - 1 x 0.75 = 99.25 -> 99; the others are not in the edit at all
+    assert shrink_edit(g, ([0], [1]), 0.25, np.zeros(0, np.int64), 0.5, "x").dur == {0: 99}
+    # a set over no host work and no device rows: nothing to replay, no gain stated
+    e = shrink_edit(g, ([500], [600]), 0.25, np.zeros(0, np.int64), 0.5, "x")
+    assert e.empty() and gain(g, [StepSpan(1, 0, 180, np.arange(8), 0, 4)], e) is None
 
 
 def _fusable():
@@ -218,6 +224,8 @@ def test_the_gain_is_the_mean_lowest_and_highest_over_the_steps_kept():
     assert (gain(g, spans, e, {1}).gain_ns, gain(g, spans, e, {1}).steps) == (21, 1)
     assert (gain(g, spans, e, {2}).gain_ns, gain(g, spans, e, {2}).high_ns) == (0, 0)
     assert gain(g, spans, e, {7}).steps == 2
+    # step 2 alone shortened (node 3 from 70 to 50): it runs 100-180, 20 gained, measured from its own start
+    assert gain(g, spans, Edit("step 2", dur={3: 50}), {2}).gain_ns == 20
     # a step made longer gains nothing (not a negative gain): node 3 from 70 to 90
     assert gain(g, spans, Edit("longer", dur={3: 90})).high_ns == 0
     assert gain(g, spans, Edit("nothing")) is None and gain(g, [], e) is None
@@ -406,3 +414,49 @@ def test_a_collective_that_already_starts_as_its_buckets_allow_is_left_alone():
     assert e.rewire == {} and e.what == "overlapped"
     wg, nccl, mm, e = _overlap(_ddp(-1, nccl_start=311))
     assert e.rewire == {nccl: (mm, 0)}
+
+
+def test_a_piece_of_no_length_is_not_on_the_path():
+    """Host 0-50, a runtime call of 0 ns at 50, host 50-100, one after the other: the path is the two host nodes
+    (100), no runtime category, two pieces."""
+    g = graph([(0, 50, 0, "host", 0), (50, 50, 0, "runtime", 1), (50, 100, 0, "host", 2)],
+              deps=[(1, 0, 0, LANE), (2, 1, 0, LANE)])
+    p = critical_path(g, StepSpan(1, 0, 100, np.arange(3), 0, 2))
+    assert p.by_cat == {"host": 100} and [s[:3] for s in p.segments] == [(0, 0, 50), (2, 50, 100)]
+
+
+def test_a_path_through_every_node_of_the_graph_is_walked_whole():
+    """Four host nodes in a chain, 0-10-20-30-40, the step 0-40: every node on the path, nothing untraced."""
+    g = graph([(10 * i, 10 * i + 10, 0, "host", i) for i in range(4)], deps=[(i, i - 1, 0, LANE) for i in (1, 2, 3)])
+    p = critical_path(g, StepSpan(1, 0, 40, np.arange(4), 0, 3))
+    assert p.by_cat == {"host": 40} and [s[0] for s in p.segments] == [0, 1, 2, 3]
+
+
+def test_untraced_waits_cut_the_path_at_epoch_nanoseconds():
+    """The path and waits of test_waits_for_work_queued_..., every time moved by 1.7e18 ns (a Unix epoch in ns, where
+    a float64 keeps only multiples of 256): the same cuts, moved."""
+    t0 = 1_700_000_000_000_000_000
+    g, span = _synced()
+    g.start += t0
+    g.end += t0
+    span = StepSpan(1, t0 - 5, t0 + 100, span.nodes, span.first, span.last)
+    p = mark_untraced(critical_path(g, span), ([t0 + 11, t0 + 55], [t0 + 13, t0 + 63]))
+    assert list(p.by_cat.items()) == [("untraced", 10), ("python", 10), ("runtime", 1), ("latency", 1),
+                                      ("kernel", 46), ("idle", 12), ("host", 25)]
+    assert [(a - t0, b - t0) for _, a, b, _ in p.segments][:4] == [(-5, 0), (0, 10), (10, 11), (11, 12)]
+
+
+def test_a_one_node_graph_has_its_step_and_a_step_of_another_thread_skips_to_the_next():
+    """One node 0-10: step 0-10 holds it. Steps 120-130 (only the other thread's node 4) then 400-410 (node 6): the
+    first has no span, the second has."""
+    (s,) = step_spans(graph([(0, 10, 0, "host", 0)]), [_Step(1, 0, 10)])
+    assert (s.first, s.last, s.nodes.tolist()) == (0, 0, [0])
+    assert [x.number for x in step_spans(_stepped(), [_Step(9, 120, 10), _Step(4, 400, 10)])] == [4]
+
+
+def test_a_step_ends_with_the_node_that_ends_at_its_end_not_one_running_past_it():
+    """Host 0-100 and a kernel 50-120 in the step 0-100: the host node ends exactly at the step's end, so it is the
+    step's last node, not the kernel that runs past it."""
+    g = graph([(0, 100, 0, "host", 0), (50, 120, 1, "kernel", 1)])
+    (s,) = step_spans(g, [_Step(1, 0, 100)])
+    assert (s.first, s.last) == (0, 0)
