@@ -139,3 +139,60 @@ def test_the_path_across_ranks_goes_to_the_rank_that_arrived_last_at_each_call()
     assert q["by_rank"] == {1: 10 + 5 + 45, 0: 35 + 5} and q["dur_ns"] == 100
     assert [(h["rank"], h["start_ns"], h["end_ns"]) for h in q["hops"]] == [(1, 100, 145), (0, 145, 150),
                                                                           (0, 150, 185), (1, 185, 190), (1, 190, 200)]
+
+
+def _p2p(send=(20, 60), recv=(40, 60), peers=(1, 0), group_ranks=(5, 3), extra=None):
+    """Global ranks 3 and 5 in group "pp" declared as [5, 3] (rank 5 is its 0, rank 3 its 1), one clock, one step
+    0-100: rank 5 sends to its group's rank `peers[0]`, rank 3 receives from `peers[1]`. `extra`: a call of rank 5's
+    (start, end) of group "g"."""
+    out = []
+    for rank, kind, (s, e), peer in ((3, "Recv", recv, peers[1]), (5, "Send", send, peers[0])):
+        d = pb.Digest()
+        if group_ranks:
+            d.communication.groups.add(group="pp", ranks=list(group_ranks))
+        c = d.communication.calls.add(kind=kind, group="pp", seq=0, start_ns=s, dur_ns=e - s)
+        if peer is not None:
+            c.peer = peer
+        if extra and rank == 5:
+            d.communication.calls.add(kind="AllReduce", group="g", seq=0, start_ns=extra[0], dur_ns=extra[1] - extra[0])
+        d.steps.add(number=1, start_ns=0, dur_ns=100)
+        out.append(d)
+    return R.skeleton(out, [3, 5])
+
+
+def test_a_send_pairs_with_its_receive_through_the_groups_declared_ranks():
+    """Rank 5 sends to its group's 1 (global 3), rank 3 receives from its group's 0 (global 5): one pair, the send
+    first, labelled with the peers' global ranks; not used for the clocks (offsets 0, not aligned). Replayed as is:
+    the send waited for the receive (it arrived at 40) and moved its data 60 - 40 = 20 after."""
+    sk = _p2p()
+    assert sk.p2p == [True] and sk.instances == [[(1, 0), (0, 0)]]
+    assert sk.ranks[1].label == ["Send#0 (pp) to rank 3"] and sk.ranks[0].label == ["Recv#0 (pp) from rank 5"]
+    assert [(rc.offset, rc.aligned) for rc in sk.ranks] == [(0, False), (0, False)]
+    assert [x.tolist() for x in R.replay_ranks(sk)] == [[60], [60]]
+
+
+def test_a_faster_link_shortens_the_transfer_after_both_sides_arrived():
+    """The 20 ns after both arrived at half: 10; both sides end at 50, the step (tails of 40) at 90: 10 gained. No send
+    from 3 to 5: None. A send the transport buffered (20-25, before the receive came at 40) keeps its 5 ns; the
+    receive still ends its observed 60 - 40 = 20 after the later arrival."""
+    sk = _p2p()
+    assert R.link_gain(sk, 5, 3, 0.5) == (10, 10, 10, 1)
+    assert R.link_gain(sk, 3, 5, 0.5) is None
+    sk = _p2p(send=(20, 25))
+    assert [x.tolist() for x in R.replay_ranks(sk)] == [[60], [25]]
+
+
+def test_without_peers_or_declared_ranks_the_two_callers_of_a_group_pair():
+    """No peer in the calls and no ranks declared: the group's two callers are each other's peer. A peer index past
+    the group's declared ranks names no one: no pair. Without declared ranks a peer is read as a global rank."""
+    assert _p2p(peers=(None, None), group_ranks=()).p2p == [True]
+    assert _p2p(peers=(7, 0)).instances == []
+    sk = _p2p(peers=(3, 5), group_ranks=())
+    assert sk.p2p == [True] and sk.ranks[1].label == ["Send#0 (pp) to rank 3"]
+
+
+def test_a_pair_whose_side_overlaps_another_call_of_its_rank_is_counted():
+    """Rank 5's send 20-60 and its all-reduce 30-50 overlap: 1 pair; an all-reduce 60-70 after it touches only: 0."""
+    assert R.p2p_overlaps(_p2p(extra=(30, 50))) == 1
+    assert R.p2p_overlaps(_p2p(extra=(60, 70))) == 0
+    assert R.p2p_overlaps(_p2p()) == 0
