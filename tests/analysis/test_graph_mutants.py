@@ -460,3 +460,15 @@ def test_a_step_ends_with_the_node_that_ends_at_its_end_not_one_running_past_it(
     g = graph([(0, 100, 0, "host", 0), (50, 120, 1, "kernel", 1)])
     (s,) = step_spans(g, [_Step(1, 0, 100)])
     assert (s.first, s.last) == (0, 0)
+
+
+def test_a_replay_takes_whole_ns_and_replays_a_graph_of_one_node():
+    """Node 1 given 29.9 ns lasts 29 (whole ns, toward zero, as int() takes it): step 1 ends at 79. A replay of an
+    edit that changes nothing gives the observed times; a graph of one node 0-10 given 4 ns: 0-4."""
+    g, spans = _two_steps()
+    s, e = replay(g, Edit("x", dur={1: 29.9}))
+    assert e.tolist() == [50, 79, 109, 179] and s.tolist() == [0, 50, 79, 109]
+    s, e = replay(g, Edit("nothing"))
+    assert s.tolist() == g.start.tolist() and e.tolist() == g.end.tolist()
+    s, e = replay(graph([(0, 10, 0, "host", 0)]), Edit("x", dur={0: 4}))
+    assert (s.tolist(), e.tolist()) == ([0], [4])
