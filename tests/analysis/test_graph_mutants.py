@@ -5,7 +5,7 @@ import numpy as np
 
 from canning_tb.analysis.build import build_digest
 from canning_tb.analysis.context import Context
-from canning_tb.analysis.graph.build import CAT, CATS, CROSS_STREAM, LANE, LAUNCH, Graph
+from canning_tb.analysis.graph.build import CAT, CATS, CROSS_STREAM, LANE, LAUNCH, WAKE, Graph
 from canning_tb.analysis.graph.critical import Path, StepSpan, critical_path, mark_untraced, step_spans
 from canning_tb.analysis.graph.replay import Edit, replay
 from canning_tb.analysis.graph.section import WindowGraph
@@ -472,3 +472,65 @@ def test_a_replay_takes_whole_ns_and_replays_a_graph_of_one_node():
     assert s.tolist() == g.start.tolist() and e.tolist() == g.end.tolist()
     s, e = replay(graph([(0, 10, 0, "host", 0)]), Edit("x", dur={0: 4}))
     assert (s.tolist(), e.tolist()) == ([0], [4])
+
+
+def test_a_blocking_call_that_waited_for_node_0_returns_after_its_new_end():
+    """Kernel 0 (10-50, stream 7) launched by 2 (runtime 5-8, lag 2); thread 1: host 1 (0-5), the launch, a
+    synchronize 3 (8-60) that waited for the kernel (tail 10), host 4 (60-70); kernel 5 (9-12, stream 8) launched by
+    the launch (lag 1) and held by host 1 (a join that ends before node 0). The kernel at 20 ns: 10-30; the
+    synchronize returns 30 + 10 = 40; host 40-50; kernel 5 as it was."""
+    g = graph([(10, 50, 1, "kernel", 0), (0, 5, 0, "host", 1), (5, 8, 0, "runtime", 2), (8, 60, 0, "sync", 3),
+               (60, 70, 0, "host", 4), (9, 12, 2, "kernel", 5)],
+              deps=[(0, 2, 2, LAUNCH), (2, 1, 0, LANE), (3, 2, 0, LANE), (4, 3, 0, LANE), (5, 1, 0, CROSS_STREAM),
+                    (5, 2, 1, LAUNCH)], waits={3: (0, 10)},
+              lanes=("thread 1 (pid 1)", "stream 7 (device 0)", "stream 8 (device 0)"))
+    s, e = replay(g, Edit("x", dur={0: 20}))
+    assert list(zip(s.tolist(), e.tolist())) == [(10, 30), (0, 5), (5, 8), (8, 40), (40, 50), (9, 12)]
+
+
+def _thread_wait():
+    """Thread 1: host 0 (0-4); host 2 (5-10) after 0 (lag 1) and after host 1 (0-5, thread 3: a join); Python 3 (10-100)
+    that waited for thread 2's burst 5 and went on 10 before its range closed (tail -10); host 4 (100-120). Thread 2:
+    host 5 (20-110), woken by 2 (lag 10)."""
+    lanes = ("thread 1 (pid 1)", "thread 3 (pid 1)", "thread 2 (pid 1)")
+    return graph([(0, 4, 0, "host", 0), (0, 5, 1, "host", 1), (5, 10, 0, "host", 2), (10, 100, 0, "python", NONE),
+                  (100, 120, 0, "host", 4), (20, 110, 2, "host", 5)],
+                 deps=[(2, 0, 1, LANE), (2, 1, 0, WAKE), (3, 2, 0, LANE), (4, 3, 0, LANE), (5, 2, 10, WAKE)],
+                 waits={3: (5, -10)}, lanes=lanes)
+
+
+def test_a_wait_for_work_that_ended_after_it_reads_that_work_as_observed():
+    """Host 0 at 9 ns: host 2 then starts at 10 (9 + 1), 10-15; the burst (woken 10 after) 25-115. Python 3 waited for
+    the burst, which ends later than Python did (the order of observed ends): the replay reads the burst's observed
+    110 less 10, 100, so Python still ends at 100 (the node-by-node pass does the same); host 4 100-120."""
+    g = _thread_wait()
+    s, e = replay(g, Edit("x", dur={0: 9}))
+    assert list(zip(s.tolist(), e.tolist())) == [(0, 9), (0, 5), (10, 15), (15, 100), (100, 120), (25, 115)]
+
+
+def test_a_call_freed_from_its_wait_lasts_its_own_part_and_a_negative_tail_is_none():
+    """Python 3 freed from its wait: its own part is its tail, clipped at 0 (it went on 10 before the burst ended: no
+    time of its own): it lasts 0, 10-10, and host 4 runs 10-30. Given 50 ns too, it still lasts only its own part, 0."""
+    g = _thread_wait()
+    for edit in (Edit("x", unblock={3}), Edit("x", dur={3: 50}, unblock={3})):
+        s, e = replay(g, edit)
+        assert (s[3], e[3], s[4], e[4]) == (10, 10, 10, 30)
+
+
+def test_a_node_two_nodes_go_on_from_moves_each_by_its_own_chain():
+    """Host 0 (0-10) on thread 1 goes on to host 1 (10-20, then host 3 20-40) and launches kernel 2 (12-30, lag 2): two
+    chains from node 0. Host 1 at 5 ns: 10-15, host 3 15-35; the kernel keeps 12-30. Host 0 at 4 ns: everything after
+    it moves 6 earlier: 1 at 4-14, kernel 6-24, 3 at 14-34."""
+    g = graph([(0, 10, 0, "host", 0), (10, 20, 0, "host", 1), (12, 30, 1, "kernel", 2), (20, 40, 0, "host", 3)],
+              deps=[(1, 0, 0, LANE), (2, 0, 2, LAUNCH), (3, 1, 0, LANE)])
+    s, e = replay(g, Edit("x", dur={1: 5}))
+    assert list(zip(s.tolist(), e.tolist())) == [(0, 10), (10, 15), (12, 30), (15, 35)]
+    s, e = replay(g, Edit("x", dur={0: 4}))
+    assert list(zip(s.tolist(), e.tolist())) == [(0, 4), (4, 14), (6, 24), (14, 34)]
+
+
+def test_the_first_node_of_a_chain_edited_moves_the_chain():
+    """_two_steps' node 0 at 25 ns: 0-25, then 25-75, 75-105, 105-175."""
+    g, _ = _two_steps()
+    s, e = replay(g, Edit("x", dur={0: 25}))
+    assert e.tolist() == [25, 75, 105, 175] and s.tolist() == [0, 25, 75, 105]
