@@ -196,3 +196,96 @@ def test_a_pair_whose_side_overlaps_another_call_of_its_rank_is_counted():
     assert R.p2p_overlaps(_p2p(extra=(30, 50))) == 1
     assert R.p2p_overlaps(_p2p(extra=(60, 70))) == 0
     assert R.p2p_overlaps(_p2p()) == 0
+
+
+def _two(calls0, calls1, steps=((1, 0, 100),)):
+    """Ranks 0 and 1 on one clock, all-reduces of group "g" at the (start, end) given."""
+    return R.skeleton([_digest(0, calls0, 0, steps=steps), _digest(1, calls1, 0, steps=steps)], [0, 1])
+
+
+def test_a_call_ending_at_the_steps_end_is_the_steps_last_call():
+    """One step 0-100: rank 0 calls 20-50 and 60-100, rank 1 40-50 and 90-100 (leads 20, 10 and 40, 40). Rank 1
+    balanced (20, 10): call 0 both at 20, ends 30; call 1 both at 40, ends 50; the step ends with it (no tail): 50 gained.
+    The path from rank 1: call 1's transfer 90-100 (rank 1 came last), rank 1's work 50-90, call 0's transfer 40-50,
+    rank 1's work 0-40: rank 1 holds all 100."""
+    sk = _two([(20, 50), (60, 100)], [(40, 50), (90, 100)])
+    assert R.balance_gain(sk, 1) == (50, 50, 50, 1)
+    (p,) = R.cross_rank_paths(sk)
+    assert [(h["rank"], h["what"], h["start_ns"], h["end_ns"]) for h in p["hops"]] == [
+        (1, "own work", 0, 40), (1, "transfer", 40, 50), (1, "own work", 50, 90), (1, "transfer", 90, 100)]
+    assert p["by_rank"] == {1: 100}
+
+
+def test_a_step_before_any_call_and_a_step_of_one_call():
+    """Steps 0-10 (no call ends in it) and 10-100; rank 0 calls 20-50 (lead 20 from its first step's start), rank 1
+    40-50 (lead 40). Rank 1 balanced: the call ends at 20 + 10 = 30; step 1 still ends at 10; step 2 at 30 + its 50
+    tail = 80. Steps were 10 and 90 long, now 10 and 70: gains 0 and 20, mean 10."""
+    sk = _two([(20, 50)], [(40, 50)], steps=((1, 0, 10), (2, 10, 90)))
+    assert R.balance_gain(sk, 1) == (10, 0, 20, 2)
+
+
+def test_balancing_reads_past_a_call_the_other_ranks_do_not_make():
+    """Rank 1 broadcasts alone (group h) at 5-10, then the all-reduce 40-50 (lead 30 after the broadcast); rank 0's
+    lead is 20: rank 1 at 20, arriving at 10 + 20 = 30; the call ends 30 + 10 = 40, the step (tail 50) 90: 10 gained."""
+    d1 = _digest(1, [(40, 50)], 0, steps=((1, 0, 100),))
+    d1.communication.calls.add(kind="Broadcast", group="h", seq=0, start_ns=5, dur_ns=5)
+    sk = R.skeleton([_digest(0, [(20, 50)], 0, steps=((1, 0, 100),)), d1], [0, 1])
+    assert R.balance_gain(sk, 1) == (10, 10, 10, 1)
+
+
+def test_scaling_a_rank_up_and_another_down_can_gain_nothing():
+    """One step 0-100; rank 0 calls 10-60 (lead 10, tail 40), rank 1 50-60 (lead 50, tail 40). Rank 0 x2 (lead 20, tail
+    80), rank 1 x0.5 (lead 25, tail 20): both arrive by 25, the call ends 25 + 10 = 35; rank 0 ends the step at 115,
+    longer than 100: no gain, 0 (not negative), in every figure."""
+    sk = _two([(10, 60)], [(50, 60)])
+    assert R.scale_gain(sk, {0: 2.0, 1: 0.5}) == (0, 0, 0, 1)
+
+
+def test_a_faster_link_speeds_only_the_sends_from_its_source_to_its_destination():
+    """Ranks 3, 5, 7 (group "pp", peers as global ranks): 5 sends to 3 (20-60; 3 receives 40-60), 7 sends to 3 (60-100;
+    3 receives 70-100, 10 after its first receive); steps 0-60 on rank 5, 0-100 on 3 and 7. Link 5 -> 3 at half: the
+    20 ns after both arrived take 10, the first pair ends at 50; rank 3 arrives at its second receive at 60, rank 7 was
+    there at 60: it ends 60 + 30 = 90; the step ends at 90 (was 100): 10 gained. The pair 7 -> 3 keeps its time."""
+    out = []
+    for rank, calls, end in ((3, [("Recv", 5, 40, 60), ("Recv", 7, 70, 100)], 100), (5, [("Send", 3, 20, 60)], 60),
+                             (7, [("Send", 3, 60, 100)], 100)):
+        d = pb.Digest()
+        for kind, peer, s, e in calls:
+            d.communication.calls.add(kind=kind, group="pp", seq=0, start_ns=s, dur_ns=e - s, peer=peer)
+        d.steps.add(number=1, start_ns=0, dur_ns=end)
+        out.append(d)
+    sk = R.skeleton(out, [3, 5, 7])
+    assert sum(sk.p2p) == 2
+    assert R.link_gain(sk, 5, 3, 0.5) == (10, 10, 10, 1)
+
+
+def test_the_path_stops_at_the_steps_start_inside_a_transfer():
+    """Steps 0-100 and 100-200; rank 0 calls 20-50, 60-90, 95-150, rank 1 40-50, 80-90, 100-150. Step 2 from rank 1
+    (the later rank of two ending together): its work 150-200, the transfer of call 2 100-150 (rank 1 came last, at
+    100, the step's start): two hops, 100 on rank 1."""
+    sk = _two([(20, 50), (60, 90), (95, 150)], [(40, 50), (80, 90), (100, 150)], steps=((1, 0, 100), (2, 100, 100)))
+    p = R.cross_rank_paths(sk)[1]
+    assert [(h["rank"], h["what"], h["start_ns"], h["end_ns"]) for h in p["hops"]] == [
+        (1, "transfer", 100, 150), (1, "own work", 150, 200)]
+    assert p["by_rank"] == {1: 100} and p["hops_total"] == 2
+
+
+def test_a_step_keeps_its_first_64_hops_of_the_path():
+    """40 calls in one step 0-400: rank 0 at 10k+2 to 10k+10, rank 1 at 10k+5 to 10k+10 (k = 0..39). Walked from rank 1:
+    per call a transfer of 5 (rank 1 came last) and 5 of rank 1's work before it, then the step's first 5: 80 hops,
+    the first 64 kept (earliest first), all 400 on rank 1."""
+    sk = _two([(10 * k + 2, 10 * k + 10) for k in range(40)], [(10 * k + 5, 10 * k + 10) for k in range(40)],
+              steps=((1, 0, 400),))
+    (p,) = R.cross_rank_paths(sk)
+    assert (p["hops_total"], len(p["hops"]), p["by_rank"]) == (80, 64, {1: 400})
+    assert [(h["start_ns"], h["end_ns"]) for h in p["hops"][:3]] == [(0, 5), (5, 10), (10, 15)]
+
+
+def test_a_lone_ranks_path_walks_every_one_of_its_calls():
+    """One rank, calls 10-20, 30-40, 50-60 in its step 0-70: each call its own transfer (it waited for no one but
+    itself), its work between them: 7 hops."""
+    sk = R.skeleton([_digest(0, [(10, 20), (30, 40), (50, 60)], 0, steps=((1, 0, 70),))], [0])
+    (p,) = R.cross_rank_paths(sk)
+    assert [(h["what"], h["start_ns"], h["end_ns"]) for h in p["hops"]] == [
+        ("own work", 0, 10), ("transfer", 10, 20), ("own work", 20, 30), ("transfer", 30, 40), ("own work", 40, 50),
+        ("transfer", 50, 60), ("own work", 60, 70)]
