@@ -222,6 +222,8 @@ def test_a_step_before_any_call_and_a_step_of_one_call():
     tail = 80. Steps were 10 and 90 long, now 10 and 70: gains 0 and 20, mean 10."""
     sk = _two([(20, 50)], [(40, 50)], steps=((1, 0, 10), (2, 10, 90)))
     assert R.balance_gain(sk, 1) == (10, 0, 20, 2)
+    # replayed as is, step 1 ends at its own end, 10 (no call before it to move it), step 2 at 100
+    assert R.step_ends(sk, R.replay_ranks(sk)) == {1: 10, 2: 100}
 
 
 def test_balancing_reads_past_a_call_the_other_ranks_do_not_make():
