@@ -291,3 +291,112 @@ def test_a_lone_ranks_path_walks_every_one_of_its_calls():
     assert [(h["what"], h["start_ns"], h["end_ns"]) for h in p["hops"]] == [
         ("own work", 0, 10), ("transfer", 10, 20), ("own work", 20, 30), ("transfer", 30, 40), ("own work", 40, 50),
         ("transfer", 50, 60), ("own work", 60, 70)]
+
+
+def _pp(calls, declared=None):
+    """Digests of send / receive calls of group "pp": {rank: [(kind, peer or None, start, end)]}, one step 0-100 each,
+    the group's ranks declared as `declared` on every rank (None: not declared)."""
+    out = []
+    for rank, mine in calls.items():
+        d = pb.Digest()
+        if declared:
+            d.communication.groups.add(group="pp", ranks=list(declared))
+        for i, (kind, peer, s, e) in enumerate(mine):
+            c = d.communication.calls.add(kind=kind, group="pp", seq=i, start_ns=s, dur_ns=e - s)
+            if peer is not None:
+                c.peer = peer
+        d.steps.add(number=1, start_ns=0, dur_ns=100)
+        out.append(d)
+    return R.skeleton(out, list(calls))
+
+
+def test_a_peer_outside_its_group_or_unknown_among_many_pairs_with_nothing():
+    """Group [5, 1] declared: rank 5 sends to its group's 2 (past its two ranks) or 7, rank 1 receives from its 0
+    (rank 5): no pair either way. Three callers of "pp" (0, 1, 2), so no two-caller guess: rank 0 sends without naming
+    its peer, rank 1 receives from rank 0, rank 2 sends to rank 1: no pair. A rank naming itself pairs with nothing."""
+    for bad in (2, 7):
+        assert _pp({5: [("Send", bad, 20, 60)], 1: [("Recv", 0, 40, 60)]}, declared=(5, 1)).instances == []
+    sk = _pp({0: [("Send", None, 20, 60)], 1: [("Recv", 0, 40, 60)], 2: [("Send", 1, 10, 30)]})
+    assert sk.instances == [] and sk.ranks[0].label == ["Send#0 (pp)"]
+    assert _pp({4: [("Send", 4, 20, 30), ("Recv", 4, 40, 50)]}).instances == []
+
+
+def test_a_pair_with_rank_0_names_it():
+    """Rank 0 sends to rank 1, which receives from rank 0 (peers as global ranks): each label names the other."""
+    sk = _pp({0: [("Send", 1, 20, 60)], 1: [("Recv", 0, 40, 60)]})
+    assert (sk.ranks[0].label, sk.ranks[1].label) == (["Send#0 (pp) to rank 1"], ["Recv#0 (pp) from rank 0"])
+
+
+def test_calls_are_matched_by_their_sequence_number_not_their_place_in_the_digest():
+    """Rank 1's digest lists its four all-reduces last first (sequence numbers 3, 2, 1, 0): each is still matched with
+    rank 0's call of the same number, and the job is the same one."""
+    d1 = pb.Digest()
+    d1.window.start_ns = 1000
+    for i in (3, 2, 1, 0):
+        s, e = CALLS[1][i]
+        d1.communication.calls.add(kind="AllReduce", group="g", seq=i, start_ns=1000 + s, dur_ns=e - s)
+    for number, start, dur in ((1, 0, 100), (2, 100, 100)):
+        d1.steps.add(number=number, start_ns=1000 + start, dur_ns=dur)
+    sk = R.skeleton([_digest(0, CALLS[0], 0), d1], [0, 1])
+    assert all(len({sk.ranks[ri].label[p] for ri, p in m}) == 1 for m in sk.instances)
+    assert R.balance_gain(sk, 1) == (22, 20, 25, 2)
+
+
+def test_a_rank_without_steps_and_a_rank_without_calls():
+    """Rank 0 (step 0-100): calls 20-50 and 60-80 (leads 20, 10; tail 20); rank 1, no step: 40-50 and 70-80 (its first
+    lead from its own first call: 0, then 20); rank 2: nothing. Rank 0's work at half (leads 10, 5; tail 10): call 0
+    rank 0 at 10, rank 1 at 40, ends 40 + 10 = 50; call 1 rank 0 at 55, rank 1 at 70, ends 80; the step 80 + 10 = 90:
+    10 gained."""
+    empty = pb.Digest()
+    sk = R.skeleton([_digest(0, [(20, 50), (60, 80)], 0, steps=((1, 0, 100),)),
+                     _digest(1, [(40, 50), (70, 80)], 0, steps=()), empty], [0, 1, 2])
+    assert R.scale_gain(sk, {0: 0.5}) == (10, 10, 10, 1)
+    assert [x.tolist() for x in R.replay_ranks(sk)] == [[50, 80], [50, 80], []]
+
+
+def test_the_replay_keeps_epoch_nanoseconds_exact():
+    """The job of this file with both clocks 1.7e18 + 1 ns later (a Unix epoch in ns, where a float64 keeps only
+    multiples of 256): the replay gives back every aligned end to the ns, and the same gains."""
+    t0 = 1_700_000_000_000_000_001
+    sk = R.skeleton([_digest(r, CALLS[r], t0 + SKEW[r]) for r in (0, 1)], [0, 1])
+    assert [x.tolist() for x in R.replay_ranks(sk)] == [rc.end.tolist() for rc in sk.ranks]
+    assert R.balance_gain(sk, 1) == (22, 20, 25, 2)
+
+
+def test_a_call_no_other_rank_makes_lasts_its_own_time_after_it_arrives():
+    """Rank 5 of _p2p also calls an all-reduce alone, 70-70 (0 ns), 10 after its send ended at 60: replayed it
+    arrives at 70 and ends there (no transfer)."""
+    assert [x.tolist() for x in R.replay_ranks(_p2p(extra=(70, 70)))] == [[60], [60, 70]]
+
+
+def test_the_path_ends_where_the_step_starts_and_adds_no_empty_hops():
+    """Steps 0-100, 100-200; rank 0 calls 20-50, 60-100, 100-150; rank 1 40-50, 90-100, 110-150. Step 2 from rank 1:
+    its work 150-200, call 2's transfer 110-150 (rank 1 came last), its work 100-110 since call 1 ended at the step's
+    start. Step 1: call 1 ends at the step's end (no work after it)."""
+    sk = _two([(20, 50), (60, 100), (100, 150)], [(40, 50), (90, 100), (110, 150)], steps=((1, 0, 100), (2, 100, 100)))
+    one, two = R.cross_rank_paths(sk)
+    assert [(h["rank"], h["what"], h["start_ns"], h["end_ns"]) for h in two["hops"]] == [
+        (1, "own work", 100, 110), (1, "transfer", 110, 150), (1, "own work", 150, 200)]
+    assert [(h["what"], h["start_ns"], h["end_ns"]) for h in one["hops"]] == [
+        ("own work", 0, 40), ("transfer", 40, 50), ("own work", 50, 90), ("transfer", 90, 100)]
+    # a lone rank whose call of 0 ns at 10 adds no transfer, and whose first call starts with its step
+    sk = R.skeleton([_digest(0, [(10, 10), (30, 40)], 0, steps=((1, 0, 50),))], [0])
+    assert [(h["what"], h["start_ns"], h["end_ns"]) for h in R.cross_rank_paths(sk)[0]["hops"]] == [
+        ("own work", 0, 10), ("own work", 10, 30), ("transfer", 30, 40), ("own work", 40, 50)]
+    sk = R.skeleton([_digest(0, [(0, 10)], 0, steps=((1, 0, 20),))], [0])
+    assert [(h["what"], h["start_ns"]) for h in R.cross_rank_paths(sk)[0]["hops"]] == [("transfer", 0), ("own work", 10)]
+
+
+def test_a_call_replayed_before_the_call_before_it_reads_that_ones_observed_end():
+    """Rank 0: A 10-90, C 150-200; rank 1: a broadcast of its own B 60-95, A 96-100, C 160-200; steps 0-200. Clocks:
+    A ends 90 and 100 (median 95: -5, +5), C 200 and 200 (0, 0): offsets int(-2.5) = -2 and 2. Aligned: rank 0 A
+    12-92, C 152-202, step 2-202; rank 1 B 58-93, A 94-98, C 158-198, step -2-198. Leads: rank 0 A 10; rank 1 B 60,
+    A 94 - 93 = 1. Replayed in the order of ends: rank 0's A (92) comes first and takes its instance whole; rank 1's
+    A arrives after B, not replayed yet: B's observed end 93 + 1 = 94; rank 0 at 2 + 10 = 12; the last arrival
+    observed was 94: rank 0's A ends 94 + 0 (it ended before it: no transfer), rank 1's 94 + 4 = 98."""
+    d1 = _digest(1, [(96, 100), (160, 200)], 0, steps=((1, 0, 200),))
+    d1.communication.calls.add(kind="Broadcast", group="h", seq=0, start_ns=60, dur_ns=35)
+    sk = R.skeleton([_digest(0, [(10, 90), (150, 200)], 0, steps=((1, 0, 200),)), d1], [0, 1])
+    assert [rc.offset for rc in sk.ranks] == [-2, 2]
+    ends = R.replay_ranks(sk)
+    assert (int(ends[0][0]), int(ends[1][1])) == (94, 98)
