@@ -371,16 +371,18 @@ def test_a_step_started_by_its_thread_and_a_kernel_together_starts_with_the_thre
 
 # --- overlap_edit ----------------------------------------------------------------------------------------------------
 
-def _ddp(size=-1, nccl_start=320):
+def _ddp(size=-1, nccl_start=320, nccl_end=880, backward="autograd::engine::evaluate_function: MmBackward0",
+         more=()):
     """A 1000 ns step on thread 1: aten::mm 0-90 (forward), Python 90-100; the backward 100-400 (MmBackward0's autograd range), which
     launches an all-reduce at 300-310 (correlation 1, `size` bytes); cudaDeviceSynchronize 400-900 waits for it;
     aten::add 900-1000. The all-reduce runs `nccl_start`-880 on stream 20."""
     return table([
         ev("ProfilerStep#1", Kind.USER_ANNOTATION, 0, 1000), ev("aten::mm", Kind.CPU_OP, 0, 90),
-        ev("autograd::engine::evaluate_function: MmBackward0", Kind.CPU_OP, 100, 300),
+        ev(backward, Kind.CPU_OP, 100, 300), *more,
         ev("cudaLaunchKernel", Kind.RUNTIME, 300, 10, correlation=1),
         ev("cudaDeviceSynchronize", Kind.RUNTIME, 400, 500), ev("aten::add", Kind.CPU_OP, 900, 100),
-        ev("ncclKernel_AllReduce", Kind.COMM_KERNEL, nccl_start, 880 - nccl_start, correlation=1, stream=20, bytes=size),
+        ev("ncclKernel_AllReduce", Kind.COMM_KERNEL, nccl_start, nccl_end - nccl_start, correlation=1, stream=20,
+           bytes=size),
     ])
 
 
@@ -406,6 +408,10 @@ def test_a_collective_issued_in_the_backward_starts_as_its_buckets_allow():
     assert gain(wg.graph, wg.spans, e).gain_ns == 115
     wg, nccl, mm, e = _overlap(_ddp(0))
     assert e.rewire == {nccl: (mm, 210)} and gain(wg.graph, wg.spans, e).gain_ns == 10
+    assert e.what == "overlapped"  # 0 bytes is a size
+    # a collective of 100 ns (320-420) of 50 MiB: 2 buckets, lag max(210 + 50 - 100, 105) = 160
+    wg, nccl, mm, e = _overlap(_ddp(50 << 20, nccl_end=420))
+    assert e.rewire == {nccl: (mm, 160)}
 
 
 def test_a_collective_that_already_starts_as_its_buckets_allow_is_left_alone():
@@ -534,3 +540,24 @@ def test_the_first_node_of_a_chain_edited_moves_the_chain():
     g, _ = _two_steps()
     s, e = replay(g, Edit("x", dur={0: 25}))
     assert e.tolist() == [25, 75, 105, 175] and s.tolist() == [0, 25, 75, 105]
+
+
+def test_without_a_backward_nothing_is_overlapped():
+    """The same window with its autograd range named aten::foo: no backward begins, no collective moves."""
+    assert _overlap(_ddp(backward="aten::foo"))[3].rewire == {}
+
+
+def test_the_collectives_of_the_backward_are_its_communication_and_other_threads_collectives():
+    """_ddp(0) with, in the backward, a launch 150-160 of gemm (170-260, stream 7) and one 350-360 of gemm2 (365-380),
+    and thread 2 running gloo:all_reduce 305-700 (no size), woken by the backward's atom 160-300. Moved: the NCCL
+    kernel (issued at 310, its own launch: lag 210 as before) and the gloo call (issued at 300, no size: lag 0, and
+    the words say so); not the compute kernels, nor by the later launch of another kernel."""
+    more = (ev("cudaLaunchKernel", Kind.RUNTIME, 150, 10, correlation=2), ev("gemm", Kind.KERNEL, 170, 90, correlation=2),
+            ev("cudaLaunchKernel", Kind.RUNTIME, 350, 10, correlation=3),
+            ev("gemm2", Kind.KERNEL, 365, 15, correlation=3), ev("gloo:all_reduce", Kind.CPU_OP, 305, 395, tid=2))
+    wg, nccl, mm, e = _overlap(_ddp(0, more=more))
+    g = wg.graph
+    gloo = int(np.flatnonzero(g.cat == CAT["collective_host"])[0])
+    assert g.lanes[int(g.lane[gloo])] == "thread 2 (pid 1)"
+    assert e.rewire == {nccl: (mm, 210), gloo: (mm, 0)}
+    assert "the trace gives no collective sizes" in e.what
