@@ -312,3 +312,25 @@ def test_the_thread_waits_for_a_burst_only_when_it_stood_beside_half_of_it():
     t = _backward_thread(sum_end=5 * MS + 1)
     g = build_graph(t, Context(t))
     assert (int(g.start[1]), int(g.wait_on[1])) == (5 * MS + 1, NONE)
+
+
+def test_the_digest_keeps_the_longest_pieces_first_in_time_among_many_ties():
+    """200 operators of 10 ns, each after 5 ns of Python, in a step from 1000 to 4000 (the last ends at 4000): of the
+    400 pieces the 64 kept are operators 0 to 63, the first in time of the 200 equally long (an unstable sort would
+    keep others); the step's start and length as the step's."""
+    from canning_tb.analysis.build import build_digest
+    t = table([ev("ProfilerStep#1", Kind.USER_ANNOTATION, 1000, 3000)]
+              + [ev(f"op{i}", Kind.CPU_OP, 1000 + 15 * i + 5, 10) for i in range(200)])
+    (p,) = build_digest(t).critical_path
+    assert (p.start_ns, p.dur_ns, p.segments_total) == (1000, 3000, 400)
+    assert [s.name for s in p.segments] == [f"op{i}" for i in range(64)]
+
+
+def test_the_window_graph_keeps_the_steps_the_average_keeps():
+    """A digest whose average keeps steps 2 and 3 (made by hand): the replays' steps are those two."""
+    from canning_tb.analysis import digest_pb2 as pb
+    from canning_tb.analysis.graph.section import WindowGraph
+    t = _every_kind()
+    d = pb.Digest()
+    d.average_steps.extend([2, 3])
+    assert WindowGraph(Context(t), d).kept == {2, 3}
