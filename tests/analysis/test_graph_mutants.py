@@ -561,3 +561,38 @@ def test_the_collectives_of_the_backward_are_its_communication_and_other_threads
     assert g.lanes[int(g.lane[gloo])] == "thread 2 (pid 1)"
     assert e.rewire == {nccl: (mm, 210), gloo: (mm, 0)}
     assert "the trace gives no collective sizes" in e.what
+
+
+def _two_steps_ddp(first):
+    """Step 0 (0-100): aten::zero_ (`first` "plain") or an autograd range from the window's first ns ("backward").
+    Step 1 (100-1100): _ddp moved by 100 (aten::mm 100-190, Python 190-195, the backward 200-500 launching the
+    all-reduce at 400-410, NCCL 420-980 on stream 20, no size), with a broadcast launched at 195-200, just before
+    the backward (stream 18, 450-460), and an NCCL kernel with no launch in the trace (stream 19, 430-440)."""
+    head = ("aten::zero_" if first == "plain" else "autograd::engine::evaluate_function: X")
+    return table([
+        ev("ProfilerStep#0", Kind.USER_ANNOTATION, 0, 100), ev(head, Kind.CPU_OP, 0, 100),
+        ev("ProfilerStep#1", Kind.USER_ANNOTATION, 100, 1000), ev("aten::mm", Kind.CPU_OP, 100, 90),
+        ev("cudaLaunchKernel", Kind.RUNTIME, 195, 5, correlation=5),
+        ev("autograd::engine::evaluate_function: MmBackward0", Kind.CPU_OP, 200, 300),
+        ev("cudaLaunchKernel", Kind.RUNTIME, 400, 10, correlation=1),
+        ev("cudaDeviceSynchronize", Kind.RUNTIME, 500, 500), ev("aten::add", Kind.CPU_OP, 1000, 100),
+        ev("ncclKernel_AllReduce", Kind.COMM_KERNEL, 420, 560, correlation=1, stream=20),
+        ev("ncclKernel_Broadcast", Kind.COMM_KERNEL, 450, 10, correlation=5, stream=18),
+        ev("ncclKernel_Unlaunched", Kind.COMM_KERNEL, 430, 10, stream=19),
+    ])
+
+
+def test_each_steps_backward_moves_its_own_collectives_only():
+    """Step 0 has no backward (or one at the window's first ns, with no node of the thread ended before it): nothing
+    there. Step 1: its backward begins at 200, where the broadcast's launch ends (the anchor); the broadcast was
+    issued then (0 ns into the backward: nothing to overlap), the unlaunched kernel has nothing that started it; the
+    all-reduce, issued at 410, is moved to the anchor (no size: lag 0)."""
+    for first in ("plain", "backward"):
+        t = _two_steps_ddp(first)
+        wg = WindowGraph(Context(t), build_digest(t))
+        g = wg.graph
+        assert [s.number for s in wg.spans] == [0, 1]
+        anchor = int(np.flatnonzero((g.end == 200) & (g.lane == g.main_lane))[0])
+        lanes = [g.lanes[int(x)] for x in g.lane]
+        nccl = lanes.index("stream 20 (device 0)")
+        assert overlap_edit(g, t, wg.spans, "x").rewire == {nccl: (anchor, 0)}
