@@ -372,12 +372,12 @@ def test_a_step_started_by_its_thread_and_a_kernel_together_starts_with_the_thre
 # --- overlap_edit ----------------------------------------------------------------------------------------------------
 
 def _ddp(size=-1, nccl_start=320, nccl_end=880, backward="autograd::engine::evaluate_function: MmBackward0",
-         more=()):
+         more=(), mm=True):
     """A 1000 ns step on thread 1: aten::mm 0-90 (forward), Python 90-100; the backward 100-400 (MmBackward0's autograd range), which
     launches an all-reduce at 300-310 (correlation 1, `size` bytes); cudaDeviceSynchronize 400-900 waits for it;
     aten::add 900-1000. The all-reduce runs `nccl_start`-880 on stream 20."""
     return table([
-        ev("ProfilerStep#1", Kind.USER_ANNOTATION, 0, 1000), ev("aten::mm", Kind.CPU_OP, 0, 90),
+        ev("ProfilerStep#1", Kind.USER_ANNOTATION, 0, 1000), *([ev("aten::mm", Kind.CPU_OP, 0, 90)] if mm else []),
         ev(backward, Kind.CPU_OP, 100, 300), *more,
         ev("cudaLaunchKernel", Kind.RUNTIME, 300, 10, correlation=1),
         ev("cudaDeviceSynchronize", Kind.RUNTIME, 400, 500), ev("aten::add", Kind.CPU_OP, 900, 100),
@@ -540,6 +540,13 @@ def test_the_first_node_of_a_chain_edited_moves_the_chain():
     g, _ = _two_steps()
     s, e = replay(g, Edit("x", dur={0: 25}))
     assert e.tolist() == [25, 75, 105, 175] and s.tolist() == [0, 25, 75, 105]
+
+
+def test_the_anchor_may_be_the_threads_first_node():
+    """Without aten::mm, Python 0-100 is the thread's first node and ends as the backward begins: the all-reduce moves
+    to it (lag 0)."""
+    wg, nccl, anchor, e = _overlap(_ddp(mm=False))
+    assert int(wg.graph.start[anchor]) == 0 and e.rewire == {nccl: (anchor, 0)}
 
 
 def test_without_a_backward_nothing_is_overlapped():
