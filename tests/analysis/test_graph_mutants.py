@@ -603,3 +603,12 @@ def test_each_steps_backward_moves_its_own_collectives_only():
         lanes = [g.lanes[int(x)] for x in g.lane]
         nccl = lanes.index("stream 20 (device 0)")
         assert overlap_edit(g, t, wg.spans, "x").rewire == {nccl: (anchor, 0)}
+
+
+def test_of_many_nodes_ending_together_the_first_numbered_ends_the_step():
+    """500 nodes ending at 100: node 0 (0-100) on the steps' thread, kernels 1-499 starting at 0 (even) or 50 (odd).
+    The step's first node is node 0; its last is node 0 too, the first by number of the nodes in the order of their
+    starts (a stable order: ties kept by number) that end last."""
+    g = graph([(0, 100, 0, "host", 0)] + [(0 if i % 2 == 0 else 50, 100, 1, "kernel", i) for i in range(1, 500)])
+    (s,) = step_spans(g, [_Step(1, 0, 100)])
+    assert (s.first, s.last) == (0, 0) and s.nodes.tolist() == list(range(0, 500, 2)) + list(range(1, 500, 2))
