@@ -334,3 +334,14 @@ def test_the_window_graph_keeps_the_steps_the_average_keeps():
     d = pb.Digest()
     d.average_steps.extend([2, 3])
     assert WindowGraph(Context(t), d).kept == {2, 3}
+
+
+def test_the_digests_pieces_name_the_windows_first_event_and_leave_a_nameless_one_blank():
+    """aten::first 0-50 (the table's first row) starts before the step (10-100), then a runtime call with no name
+    50-100: the step's path is aten::first 10-50 (cut at the step's start) and the nameless call, named ""."""
+    from canning_tb.analysis.build import build_digest
+    t = table([ev("aten::first", Kind.CPU_OP, 0, 50), ev("ProfilerStep#1", Kind.USER_ANNOTATION, 10, 90),
+               ev("", Kind.RUNTIME, 50, 50)])
+    assert t.strings[int(t.events["name"][0])] == "aten::first"
+    (p,) = build_digest(t).critical_path
+    assert [(s.ts_ns, s.dur_ns, s.name) for s in p.segments] == [(10, 40, "aten::first"), (50, 50, "")]

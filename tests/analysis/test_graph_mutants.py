@@ -455,8 +455,10 @@ def test_untraced_waits_cut_the_path_at_epoch_nanoseconds():
 def test_a_one_node_graph_has_its_step_and_a_step_of_another_thread_skips_to_the_next():
     """One node 0-10: step 0-10 holds it. Steps 120-130 (only the other thread's node 4) then 400-410 (node 6): the
     first has no span, the second has."""
-    (s,) = step_spans(graph([(0, 10, 0, "host", 0)]), [_Step(1, 0, 10)])
+    one = graph([(0, 10, 0, "host", 0)])
+    (s,) = step_spans(one, [_Step(1, 0, 10)])
     assert (s.first, s.last, s.nodes.tolist()) == (0, 0, [0])
+    assert critical_path(one, s).by_cat == {"host": 10}  # a graph with no dependency at all
     assert [x.number for x in step_spans(_stepped(), [_Step(9, 120, 10), _Step(4, 400, 10)])] == [4]
 
 
@@ -492,6 +494,10 @@ def test_a_blocking_call_that_waited_for_node_0_returns_after_its_new_end():
               lanes=("thread 1 (pid 1)", "stream 7 (device 0)", "stream 8 (device 0)"))
     s, e = replay(g, Edit("x", dur={0: 20}))
     assert list(zip(s.tolist(), e.tolist())) == [(10, 30), (0, 5), (5, 8), (8, 40), (40, 50), (9, 12)]
+    # its path, step 0-70: host 60-70, the synchronize's tail 50-60, kernel 0 10-50, the launch's latency 8-10, the
+    # launch 5-8, host 0-5
+    p = critical_path(g, StepSpan(1, 0, 70, np.arange(6), 1, 4))
+    assert p.by_cat == {"host": 15, "sync": 10, "kernel": 40, "latency": 2, "runtime": 3}
 
 
 def _thread_wait():
