@@ -345,3 +345,31 @@ def test_the_digests_pieces_name_the_windows_first_event_and_leave_a_nameless_on
     assert t.strings[int(t.events["name"][0])] == "aten::first"
     (p,) = build_digest(t).critical_path
     assert [(s.ts_ns, s.dur_ns, s.name) for s in p.segments] == [(10, 40, "aten::first"), (50, 50, "")]
+
+
+def _copy_call(first_thread_op=False, tail=True):
+    """aten::item 0-100 (0-90 without `tail`) on thread 1 holding cudaMemcpy 10-90 (correlation 5), which issues the
+    copy DtoH 20-80; with `first_thread_op`, thread 0 runs aten::zero_ 0-5 (its atoms come first)."""
+    return table([ev("ProfilerStep#1", Kind.USER_ANNOTATION, 0, 100), ev("aten::item", Kind.CPU_OP, 0, 100 if tail else 90),
+                   ev("cudaMemcpy", Kind.RUNTIME, 10, 80, correlation=5),
+                   ev("Memcpy DtoH (Device -> Pageable)", Kind.MEMCPY, 20, 60, correlation=5)]
+                  + ([ev("aten::zero_", Kind.CPU_OP, 0, 5, tid=0)] if first_thread_op else []))
+
+
+def test_a_blocking_copy_depends_on_the_atom_before_its_call_on_the_calls_own_thread():
+    """As above, with another thread's atom first (node 0), or the call ending its thread (nothing after it): the copy
+    still depends on aten::item's 0-10 on thread 1."""
+    for t in (_copy_call(first_thread_op=True), _copy_call(tail=False)):
+        g = build_graph(t, Context(t))
+        nodes = _nodes(t, g)
+        item = nodes.index((0, 10, "thread 1 (pid 1)", "host", "aten::item"))
+        copy = [x[3] for x in nodes].index("memcpy")
+        assert [(s, k) for s, _, k in _deps(g, copy)] == [(item, LAUNCH)]
+
+
+def test_a_kernel_of_no_length_is_a_node_and_a_graph_needs_no_context_given():
+    """A kernel of 0 ns at 10 on stream 7 is a node of its own; build_graph without a Context makes its own."""
+    t = table([ev("ProfilerStep#1", Kind.USER_ANNOTATION, 0, 100), ev("aten::add", Kind.CPU_OP, 0, 100),
+               ev("k0", Kind.KERNEL, 10, 0)])
+    g = build_graph(t)
+    assert _nodes(t, g) == [(0, 100, "thread 1 (pid 1)", "host", "aten::add"), (10, 10, "stream 7 (device 0)", "kernel", "k0")]
