@@ -348,9 +348,10 @@ def test_the_digests_pieces_name_the_windows_first_event_and_leave_a_nameless_on
 
 
 def _copy_call(first_thread_op=False, tail=True):
-    """aten::item 0-100 (0-90 without `tail`) on thread 1 holding cudaMemcpy 10-90 (correlation 5), which issues the
+    """aten::item 0-100 (0-90 without `tail`, the step too) on thread 1 holding cudaMemcpy 10-90 (correlation 5), which issues the
     copy DtoH 20-80; with `first_thread_op`, thread 0 runs aten::zero_ 0-5 (its atoms come first)."""
-    return table([ev("ProfilerStep#1", Kind.USER_ANNOTATION, 0, 100), ev("aten::item", Kind.CPU_OP, 0, 100 if tail else 90),
+    end = 100 if tail else 90  # the step ends with aten::item: nothing after the call on its thread
+    return table([ev("ProfilerStep#1", Kind.USER_ANNOTATION, 0, end), ev("aten::item", Kind.CPU_OP, 0, end),
                    ev("cudaMemcpy", Kind.RUNTIME, 10, 80, correlation=5),
                    ev("Memcpy DtoH (Device -> Pageable)", Kind.MEMCPY, 20, 60, correlation=5)]
                   + ([ev("aten::zero_", Kind.CPU_OP, 0, 5, tid=0)] if first_thread_op else []))
