@@ -125,17 +125,20 @@ def test_a_kernel_held_past_its_launch_waits_for_the_event_that_ended_just_befor
 MS = 1_000_000
 
 
-def _backward_thread(gap=1000, end=9 * MS, other_pid=1, sum_end=MS):
-    """The steps' thread 1: ProfilerStep#1 0-10 ms, aten::sum 0-`sum_end` (1 ms), then nothing traced until aten::add
-    `end`-10 ms.
-    Thread 2 (process `other_pid`): MmBackward0 1.5-5 ms and, `gap` after it, AddBackward0 until 8.5 ms (apart, so
-    two nodes: touching host work of one thread is one node)."""
-    return table([
-        ev("ProfilerStep#1", Kind.USER_ANNOTATION, 0, 10 * MS), ev("aten::sum", Kind.CPU_OP, 0, sum_end),
-        ev("aten::add", Kind.CPU_OP, end, 10 * MS - end),
-        ev("MmBackward0", Kind.CPU_OP, 1_500_000, 3_500_000, tid=2, pid=other_pid),
-        ev("AddBackward0", Kind.CPU_OP, 5 * MS + gap, 3_500_000 - gap, tid=2, pid=other_pid),
-    ])
+def _backward_events(gap=1000, end=9 * MS, other_pid=1, sum_end=MS, burst_end=8_500_000, step=10 * MS, t0=0):
+    """The steps' thread 1: ProfilerStep#1 0-`step` (10 ms), aten::sum 0-`sum_end` (1 ms), then nothing traced until
+    aten::add `end`-`step`. Thread 2 (process `other_pid`): MmBackward0 1.5-5 ms and, `gap` after it, AddBackward0
+    until `burst_end` (8.5 ms) (apart, so two nodes: touching host work of one thread is one node). All moved by t0."""
+    return [
+        ev("ProfilerStep#1", Kind.USER_ANNOTATION, t0, step), ev("aten::sum", Kind.CPU_OP, t0, sum_end),
+        ev("aten::add", Kind.CPU_OP, t0 + end, step - end),
+        ev("MmBackward0", Kind.CPU_OP, t0 + 1_500_000, 3_500_000, tid=2, pid=other_pid),
+        ev("AddBackward0", Kind.CPU_OP, t0 + 5 * MS + gap, burst_end - 5 * MS - gap, tid=2, pid=other_pid),
+    ]
+
+
+def _backward_thread(**kw):
+    return table(_backward_events(**kw))
 
 
 def test_another_threads_burst_is_woken_by_the_steps_thread_which_waits_for_it():
@@ -374,3 +377,41 @@ def test_a_kernel_of_no_length_is_a_node_and_a_graph_needs_no_context_given():
                ev("k0", Kind.KERNEL, 10, 0)])
     g = build_graph(t)
     assert _nodes(t, g) == [(0, 100, "thread 1 (pid 1)", "host", "aten::add"), (10, 10, "stream 7 (device 0)", "kernel", "k0")]
+
+
+def test_the_reach_of_a_burst_holds_at_epoch_ns_and_grows_with_a_long_burst():
+    """The boundary cases above with every time 1.7e18 ns later (a Unix epoch in ns: float64 keeps multiples of 256
+    there): Python ending 1 ms after the burst still waited, 1 ms + 1 ns did not. A burst of 30 ms (1.5-31.5 ms,
+    reach 3 ms): Python 1-34.5 ms (30 of its 33.5 ms beside it) went on exactly 3 ms after it: it waited."""
+    t0 = 1_700_000_000_000_000_000
+    for end, wait in ((9_500_000, 4), (9_500_001, NONE)):
+        t = _backward_thread(end=end, t0=t0)
+        g = build_graph(t, Context(t))
+        assert (int(g.end[1]) - t0, int(g.wait_on[1])) == (end, wait)
+    t = _backward_thread(end=34_500_000, burst_end=31_500_000, step=40 * MS)
+    g = build_graph(t, Context(t))
+    assert (int(g.end[1]), int(g.wait_on[1]), int(g.wait_tail[1])) == (34_500_000, 4, 3 * MS)
+
+
+def test_a_burst_that_starts_as_the_threads_node_ends_is_woken_by_that_node():
+    """aten::sum 0-1.5 ms ends exactly as the burst starts: it woke it (lag 0)."""
+    t = _backward_thread(sum_end=1_500_000)
+    g = build_graph(t, Context(t))
+    assert _deps(g, 3) == [(0, 0, WAKE)]
+
+
+def test_each_other_thread_has_its_own_bursts_and_another_process_none():
+    """Thread 2 as before (one burst); thread 3 runs aten::a 7-7.5 ms and aten::b 1 µs later, 7.501-8 ms: one burst
+    of its own, woken once (its first node), its second node after its first only. A thread of another process
+    whose first event is the table's first row (at -0.2 ms) is no burst: no wake-up."""
+    extra = [ev("aten::a", Kind.CPU_OP, 7 * MS, 500_000, tid=3), ev("aten::b", Kind.CPU_OP, 7_501_000, 499_000, tid=3)]
+    t = table(_backward_events() + extra)
+    g = build_graph(t, Context(t))
+    names = [x[4] for x in _nodes(t, g)]
+    a, b = names.index("aten::a"), names.index("aten::b")
+    assert [k for _, _, k in _deps(g, a)] == [WAKE] and _deps(g, b) == [(a, 1000, LANE)]
+    x = ev("X", Kind.CPU_OP, -200_000, 100_000, tid=5, pid=2)
+    t = table([x] + _backward_events(other_pid=2))
+    assert t.strings[int(t.events["name"][0])] == "X"
+    g = build_graph(t, Context(t))
+    assert WAKE not in g.dep_kind.tolist()
