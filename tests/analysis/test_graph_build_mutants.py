@@ -403,15 +403,15 @@ def test_a_burst_that_starts_as_the_threads_node_ends_is_woken_by_that_node():
 def test_each_other_thread_has_its_own_bursts_and_another_process_none():
     """Thread 2 as before (one burst); thread 3 runs aten::a 7-7.5 ms and aten::b 1 µs later, 7.501-8 ms: one burst
     of its own, woken once (its first node), its second node after its first only. A thread of another process
-    whose first event is the table's first row (at -0.2 ms) is no burst: no wake-up."""
+    whose first event is the table's first row (X at -0.2 ms, then Y at 3 ms) is no burst: no wake-up."""
     extra = [ev("aten::a", Kind.CPU_OP, 7 * MS, 500_000, tid=3), ev("aten::b", Kind.CPU_OP, 7_501_000, 499_000, tid=3)]
     t = table(_backward_events() + extra)
     g = build_graph(t, Context(t))
     names = [x[4] for x in _nodes(t, g)]
     a, b = names.index("aten::a"), names.index("aten::b")
     assert [k for _, _, k in _deps(g, a)] == [WAKE] and _deps(g, b) == [(a, 1000, LANE)]
-    x = ev("X", Kind.CPU_OP, -200_000, 100_000, tid=5, pid=2)
-    t = table([x] + _backward_events(other_pid=2))
+    x = [ev("X", Kind.CPU_OP, -200_000, 100_000, tid=5, pid=2), ev("Y", Kind.CPU_OP, 3 * MS, 100_000, tid=5, pid=2)]
+    t = table(x + _backward_events(other_pid=2))
     assert t.strings[int(t.events["name"][0])] == "X"
     g = build_graph(t, Context(t))
     assert WAKE not in g.dep_kind.tolist()
