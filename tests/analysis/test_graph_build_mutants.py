@@ -24,12 +24,13 @@ def _deps(g, node):
     return [(int(g.dep_src[k]), int(g.dep_lag[k]), int(g.dep_kind[k])) for k in range(g.dep_ptr[node], g.dep_ptr[node + 1])]
 
 
-def _every_kind():
+def _every_kind(t0=0):
     """One 1000 ns step on thread 1: a DataLoader range 0-100 holding aten::copy_ 20-60; aten::mm 100-300 launching
     gemm (150-170, correlation 1); Python 300-320; c10d::allreduce_ 320-400 launching an NCCL kernel (330-340,
     correlation 2); a copy's launch 400-420 (3), a memset's 420-430 (4); cudaDeviceSynchronize 430-900; aten::add
-    900-1000. Device: gemm 180-500, the copy 500-520 and the memset 520-530 on stream 7; NCCL 345-800 on stream 20."""
-    return table([
+    900-1000. Device: gemm 180-500, the copy 500-520 and the memset 520-530 on stream 7; NCCL 345-800 on stream 20.
+    Every time moved by t0."""
+    return table([dict(e, ts=e["ts"] + t0) for e in [
         ev("ProfilerStep#1", Kind.USER_ANNOTATION, 0, 1000),
         ev(DL, Kind.USER_ANNOTATION, 0, 100), ev("aten::copy_", Kind.CPU_OP, 20, 40),
         ev("aten::mm", Kind.CPU_OP, 100, 200), ev("cudaLaunchKernel", Kind.RUNTIME, 150, 20, correlation=1),
@@ -41,7 +42,7 @@ def _every_kind():
         ev("ncclKernel_AllReduce", Kind.COMM_KERNEL, 345, 455, correlation=2, stream=20),
         ev("Memcpy HtoD (Pinned -> Device)", Kind.MEMCPY, 500, 20, correlation=3),
         ev("Memset (Device)", Kind.MEMSET, 520, 10, correlation=4),
-    ])
+    ]])
 
 
 def test_every_kind_of_node_with_its_lane_and_category():
@@ -415,3 +416,51 @@ def test_each_other_thread_has_its_own_bursts_and_another_process_none():
     assert t.strings[int(t.events["name"][0])] == "X"
     g = build_graph(t, Context(t))
     assert WAKE not in g.dep_kind.tolist()
+
+
+def test_every_kind_of_node_at_epoch_ns():
+    """_every_kind 1.7e18 ns later (a float64 keeps only multiples of 256 there, more than most atoms last): the same
+    nodes, moved."""
+    t0 = 1_700_000_000_000_000_000
+    t, u = _every_kind(), _every_kind(t0)
+    g, h = build_graph(t, Context(t)), build_graph(u, Context(u))
+    assert [(a + t0, b + t0, *x) for a, b, *x in _nodes(t, g)] == _nodes(u, h)
+
+
+def test_windows_without_steps_without_host_work_or_with_a_thread_of_steps_only():
+    """No ProfilerStep: the thread holding the most event time (thread 1, 100 ns in one operator, against thread 2's
+    20 ns in two) holds the steps. Only device work: one node, no host node. The steps on thread 1 alone and an
+    operator on thread 2 (50-1050) across the two steps' boundary at 100: thread 2's operator is one node; the
+    thread holding the steps has no node of its own (no lane holds the steps)."""
+    t = table([ev("aten::a", Kind.CPU_OP, 0, 100), ev("aten::b", Kind.CPU_OP, 0, 10, tid=2),
+               ev("aten::c", Kind.CPU_OP, 20, 10, tid=2)])
+    g = build_graph(t, Context(t))
+    assert g.lanes[g.main_lane] == "thread 1 (pid 1)"
+    t = table([ev("k", Kind.KERNEL, 10, 5)])
+    g = build_graph(t, Context(t))
+    assert _nodes(t, g) == [(10, 15, "stream 7 (device 0)", "kernel", "k")]
+    t = table([ev("ProfilerStep#1", Kind.USER_ANNOTATION, 0, 100), ev("ProfilerStep#2", Kind.USER_ANNOTATION, 100, 100),
+               ev("aten::long", Kind.CPU_OP, 50, 1000, tid=2)])
+    g = build_graph(t, Context(t))
+    assert _nodes(t, g) == [(50, 1050, "thread 2 (pid 1)", "host", "aten::long")] and g.main_lane == NONE
+
+
+def test_a_launch_that_binds_no_kernel_keeps_no_latency():
+    """Kernel A (no launch in the trace) 10-50, then kernel B 50-60 on the same stream, launched at 20-22: B waited
+    for A (bound by its stream), so no launch bound a kernel and the window's launch latency is 0: B's launch keeps a
+    lag of 0."""
+    t = table([ev("ProfilerStep#1", Kind.USER_ANNOTATION, 0, 100), ev("cudaLaunchKernel", Kind.RUNTIME, 20, 2, correlation=2),
+               ev("A", Kind.KERNEL, 10, 40), ev("B", Kind.KERNEL, 50, 10, correlation=2)])
+    g = build_graph(t, Context(t))
+    names = [x[4] for x in _nodes(t, g)]
+    assert _deps(g, names.index("B")) == [(names.index("cudaLaunchKernel"), 0, LAUNCH), (names.index("A"), 0, LANE)]
+
+
+def test_on_torch_npu_without_a_shared_thread_id_the_threads_are_the_contexts():
+    """Ascend, the CANN call under the operator's own process (pid 1, tid 5): the context's nesting serves; the call is
+    inside the operator."""
+    t = table([ev("ProfilerStep#1", Kind.USER_ANNOTATION, 0, 100, tid=5), ev("aten::_local_scalar_dense", Kind.CPU_OP, 0, 100, tid=5),
+               ev("AscendCL@aclrtSynchronizeStream", Kind.RUNTIME, 10, 80, tid=5), ev("kernel", Kind.KERNEL, 20, 60)],
+              fmt="ascend")
+    g = build_graph(t, Context(t))
+    assert [(x[0], x[1], x[3]) for x in _nodes(t, g)][:3] == [(0, 10, "host"), (10, 90, "sync"), (90, 100, "host")]
