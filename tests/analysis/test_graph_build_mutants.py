@@ -428,14 +428,17 @@ def test_every_kind_of_node_at_epoch_ns():
 
 
 def test_windows_without_steps_without_host_work_or_with_a_thread_of_steps_only():
-    """No ProfilerStep: the thread holding the most event time (thread 1, 100 ns in one operator, against thread 2's
-    20 ns in two) holds the steps. Only device work: one node, no host node. The steps on thread 1 alone and an
+    """No ProfilerStep: the thread holding the most event time (thread 1, 100 ns in a DataLoader range, against thread
+    2's 20 ns in two operators) holds the steps. Only device work: one node, no host node. The steps on thread 1 alone and an
     operator on thread 2 (50-1050) across the two steps' boundary at 100: thread 2's operator is one node; the
     thread holding the steps has no node of its own (no lane holds the steps)."""
-    t = table([ev("aten::a", Kind.CPU_OP, 0, 100), ev("aten::b", Kind.CPU_OP, 0, 10, tid=2),
+    t = table([ev(DL, Kind.CPU_OP, 0, 100), ev("aten::b", Kind.CPU_OP, 5, 10, tid=2),
                ev("aten::c", Kind.CPU_OP, 20, 10, tid=2)])
     g = build_graph(t, Context(t))
     assert g.lanes[g.main_lane] == "thread 1 (pid 1)"
+    # the DataLoader range is the table's first row: its node is named and marked by it
+    assert _nodes(t, g) == [(0, 100, "thread 1 (pid 1)", "dataloader", DL), (5, 15, "thread 2 (pid 1)", "host", "aten::b"),
+                            (20, 30, "thread 2 (pid 1)", "host", "aten::c")]
     t = table([ev("k", Kind.KERNEL, 10, 5)])
     g = build_graph(t, Context(t))
     assert _nodes(t, g) == [(10, 15, "stream 7 (device 0)", "kernel", "k")]
@@ -464,3 +467,35 @@ def test_on_torch_npu_without_a_shared_thread_id_the_threads_are_the_contexts():
               fmt="ascend")
     g = build_graph(t, Context(t))
     assert [(x[0], x[1], x[3]) for x in _nodes(t, g)][:3] == [(0, 10, "host"), (10, 90, "sync"), (90, 100, "host")]
+
+
+def test_atoms_merge_on_their_thread_but_not_across_a_steps_end():
+    """Two touching operators (0-50, 50-100) and nothing else: one node, named by the first of the equally long. The
+    step 0-100 and aten::x 50-150 on its thread: Python 0-50, aten::x 50-100 and 100-150 (the step's end cuts it).
+    Thread 2's MmBackward0 and AddBackward0 touching (no gap): one node."""
+    t = table([ev("aten::p", Kind.CPU_OP, 0, 50), ev("aten::q", Kind.CPU_OP, 50, 50)])
+    assert _nodes(t, build_graph(t, Context(t))) == [(0, 100, "thread 1 (pid 1)", "host", "aten::p")]
+    t = table([ev("ProfilerStep#1", Kind.USER_ANNOTATION, 0, 100), ev("aten::x", Kind.CPU_OP, 50, 100)])
+    assert [(x[0], x[1], x[4]) for x in _nodes(t, build_graph(t, Context(t)))] == [
+        (0, 50, "-"), (50, 100, "aten::x"), (100, 150, "aten::x")]
+    t = _backward_thread(gap=0)
+    assert [(x[0], x[1], x[4]) for x in _nodes(t, build_graph(t, Context(t))) if x[2] == "thread 2 (pid 1)"] == [
+        (1_500_000, 8_500_000, "MmBackward0")]
+
+
+def test_a_range_marks_what_is_nested_in_it_without_steps():
+    """The DataLoader > aten::to > aten::copy_ of test_a_range_marks_... without the ProfilerStep (the DataLoader at
+    depth 0): all of it data loading, one node."""
+    t = table([ev(DL, Kind.USER_ANNOTATION, 0, 50), ev("aten::to", Kind.CPU_OP, 10, 30), ev("aten::copy_", Kind.CPU_OP, 20, 10)])
+    assert [(x[0], x[1], x[3]) for x in _nodes(t, build_graph(t, Context(t)))] == [(0, 50, "dataloader")]
+
+
+def test_an_asynchronous_copy_to_pageable_memory_blocks():
+    """cudaMemcpyAsync 10-90 whose copy (20-80) goes from the device to pageable memory: the call blocks until the copy
+    is done (it is a wait: tail 10)."""
+    t = table([ev("ProfilerStep#1", Kind.USER_ANNOTATION, 0, 100), ev("cudaMemcpyAsync", Kind.RUNTIME, 10, 80, correlation=5),
+               ev("Memcpy DtoH (Device -> Pageable)", Kind.MEMCPY, 20, 60, correlation=5)])
+    g = build_graph(t, Context(t))
+    nodes = _nodes(t, g)
+    call = [x[4] for x in nodes].index("cudaMemcpyAsync")
+    assert nodes[call][3] == "sync" and int(g.wait_tail[call]) == 10
