@@ -457,6 +457,7 @@ def test_a_launch_that_binds_no_kernel_keeps_no_latency():
     g = build_graph(t, Context(t))
     names = [x[4] for x in _nodes(t, g)]
     assert _deps(g, names.index("B")) == [(names.index("cudaLaunchKernel"), 0, LAUNCH), (names.index("A"), 0, LANE)]
+    assert int(g.bind[names.index("A")]) == NONE  # A depends on nothing: nothing bound it
 
 
 def test_on_torch_npu_without_a_shared_thread_id_the_threads_are_the_contexts():
