@@ -154,8 +154,10 @@ def _offsets(per_rank: list, instances: list) -> tuple[list, list]:
     ends = defaultdict(list)
     for members in instances:
         e = [per_rank[ri][j].start_ns + per_rank[ri][j].dur_ns for ri, j in members]
-        mid = float(np.median(e))
-        for (ri, _), x in zip(members, e):
+        # from the earliest end: a float64 holds epoch ns only to 256 ns, these differences exactly
+        rel = [x - min(e) for x in e]
+        mid = float(np.median(rel))
+        for (ri, _), x in zip(members, rel):
             ends[ri].append(x - mid)
     offsets = [int(np.median(ends[ri])) if ends[ri] else 0 for ri in range(len(per_rank))]
     return offsets, [bool(ends[ri]) for ri in range(len(per_rank))]
@@ -379,6 +381,8 @@ def _walk(sk: Skeleton, ri: int, end: int, lo: int) -> list[dict]:
         if rc.end[p] < t:
             hops.append(_hop(rc, "own work", rc.label[p], max(int(rc.end[p]), lo), t))
         t = min(t, int(rc.end[p]))
+        if t <= lo:  # the step began in this rank's own work after the call (a call of the step before): done
+            break
         k = int(rc.instance[p])
         if k >= 0:  # the member that arrived last held the call
             members = sk.instances[k]
