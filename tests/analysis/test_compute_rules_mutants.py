@@ -3,11 +3,19 @@ bodies": compute_rules): the dominant family's advice per family and vendor, and
 test_rules_findings.py does not reach. Each digest is made by hand; every expected value is worked out in the
 docstring from the numbers written in the test (times in ns, two steps of 1 ms unless said).
 """
+import copy
+
+import numpy as np
 import pytest
 
+from _synthetic import ev, table
+
 from canning_tb.analysis import digest_pb2 as pb
-from canning_tb.analysis.rules import compute_rules
+from canning_tb.analysis.build import build_digest
+from canning_tb.analysis.kernels import CORE_ELIGIBLE, CORE_TENSOR
+from canning_tb.analysis.rules import compute_rules, runner
 from canning_tb.analysis.rules.engine import RuleInput
+from canning_tb.ingest.table import Kind as K
 
 MS = 1_000_000
 AUTOCAST_CUDA = "torch.autocast('cuda', dtype=torch.bfloat16 / float16)"
@@ -129,3 +137,123 @@ def test_a_written_out_attention_is_told_to_use_the_fused_apis():
 ])
 def test_the_other_families_get_their_own_advice(family, torch):
     assert advice(("k", 600_000, family), ("gemm", 400_000, "matmul"))[0] == torch
+
+
+# -- tensor_cores_unused: which datasheet peaks bound its gain, and its edit of the graph -------------------------------
+
+def eligible_digest(*peaks) -> pb.Digest:
+    """Eligible kernels 600 of 1000 µs on a cc 8.0 GPU, none on Tensor Cores, two steps: 300 µs a step (under the 400
+    µs the device computed); `peaks`: (kind, {precision: TFLOP/s})."""
+    d = digest()
+    d.average.compute_ns = 400_000
+    for core, ns in ((CORE_ELIGIBLE, 600_000), (CORE_TENSOR, 0), ("Other", 400_000)):
+        d.cores.add(core=core, total_ns=ns)
+    for kind, tflops in peaks:
+        p = d.roofline.peaks.add(kind=kind)
+        for k, v in tflops.items():
+            p.tflops[k] = v
+    return d
+
+
+A100 = ("cuda", {"fp32": 19.5, "fp16": 312.0})
+
+
+def test_only_a_cuda_peak_with_both_figures_and_fp16_above_fp32_bounds_the_gain():
+    """The A100's 19.5 / 312 keeps 6.25 %: 300 µs x 0.9375 = 281.25 -> 281 µs a step. Left out: a ROCm peak (1 / 100),
+    a CUDA peak without fp32, one without fp16 (40, and 0.5), one whose fp16 is no faster (10 / 10)."""
+    others = [("rocm", {"fp32": 1.0, "fp16": 100.0}), ("cuda", {"fp16": 100.0}), ("cuda", {"fp32": 40.0}),
+              ("cuda", {"fp32": 0.5}), ("cuda", {"fp32": 10.0, "fp16": 10.0})]
+    f = call("tensor_cores_unused", eligible_digest(A100, *others))
+    assert f.gain_ns == 281_250
+    assert "less the 6.2% of it that remains" in f.gain_basis
+    alone = call("tensor_cores_unused", eligible_digest(*others))  # none usable: the whole 300 µs, said so
+    assert (alone.gain_ns, alone.gain_basis) == (300_000, "the eligible kernels' time per step, of which Tensor "
+                                                          "Cores would save a large part")
+
+
+def test_a_small_gpus_peaks_under_one_tflops_still_count():
+    """fp32 0.5 / fp16 16 TFLOP/s keeps 3.125 %, the lower ratio: 300 µs x 0.96875 = 290.625 -> 290 µs a step."""
+    assert call("tensor_cores_unused", eligible_digest(A100, ("cuda", {"fp32": 0.5, "fp16": 16.0}))).gain_ns == 290_625
+
+
+A100_DEVICE = [{"kind": "cuda", "index": 0, "compute_capability": "8.0", "name": "NVIDIA A100-SXM4-80GB",
+                "memory": 80 * 2**30}]
+
+
+def found(t, monkeypatch) -> dict:
+    """{rule: Finding} as the rules made them, before claims.settle (as test_rules_findings.found)."""
+    seen = []
+    real = runner.settle
+
+    def spy(findings, *args, **kw):
+        seen.extend(copy.deepcopy(findings))
+        return real(findings, *args, **kw)
+    monkeypatch.setattr(runner, "settle", spy)
+    build_digest(t)
+    return {f.rule: f for f in seen}
+
+
+def test_the_eligible_kernels_are_replayed_at_the_tensor_core_rate(monkeypatch):
+    """Two steps, each an aten::mm launching a 300 µs sgemm (fp32, no Tensor Core); an A100 80GB SXM4 (datasheet fp32
+    19.5, fp16 312 TFLOP/s): the edit scales the two sgemm rows to 6.25 % of their time."""
+    t = table([ev("ProfilerStep#1", K.USER_ANNOTATION, 0, MS), ev("ProfilerStep#2", K.USER_ANNOTATION, MS, MS),
+               ev("aten::mm", K.CPU_OP, 0, 100_000, external_id=1),
+               ev("sgemm_128x64_nn", K.KERNEL, 100_000, 300_000, external_id=1),
+               ev("aten::mm", K.CPU_OP, MS, 100_000, external_id=2),
+               ev("sgemm_128x64_nn", K.KERNEL, MS + 100_000, 300_000, external_id=2),
+               ev("aten::relu", K.CPU_OP, 500_000, 10_000, external_id=3),
+               ev("relu_kernel", K.KERNEL, 500_000, 100_000, external_id=3)], devices=A100_DEVICE)
+    f = found(t, monkeypatch)["tensor_cores_unused"]
+    sgemm = np.flatnonzero(t.events["name"] == t.strings.find("sgemm_128x64_nn"))  # the table's own rows
+    assert len(sgemm) == 2
+    assert ([int(r) for r in f.scale[0]], f.scale[1]) == (sgemm.tolist(), pytest.approx(19.5 / 312))
+    assert f.edit == "the eligible kernels at the Tensor Cores' rate (6.2% of their time)"
+    assert f.gain_ns == 281_250  # 300 µs a step x (1 - 0.0625)
+
+
+# -- compilation ------------------------------------------------------------------------------------------------------
+
+COMPILE = "torch/_dynamo/convert_frame.py: compile_inner"
+
+
+def compile_window(*events, start=10 * MS):
+    """Two steps of 1 ms from `start` (the window starts there, not at 0), a kernel over both."""
+    return table([ev("ProfilerStep#1", K.USER_ANNOTATION, start, MS), ev("ProfilerStep#2", K.USER_ANNOTATION,
+                                                                           start + MS, MS),
+                  ev("gemm", K.KERNEL, start, 2 * MS), *events])
+
+
+def test_compilation_in_a_window_that_starts_later_in_whole_ns(monkeypatch):
+    """Window 10-12 ms; compile ranges of 100 µs and 200.001 µs: 300.001 µs, 15.00005 % of 2 ms, 150.000 µs a step
+    (whole ns, rounded down)."""
+    f = found(compile_window(ev(COMPILE, K.USER_ANNOTATION, 10_100_000, 100_000),
+                             ev(COMPILE, K.USER_ANNOTATION, 11 * MS, 200_001)), monkeypatch)["compilation"]
+    assert (f.value, f.gain_ns, f.figures["compile_ns"]) == (pytest.approx(300_001 / 2 / MS), 150_000, 300_001)
+    assert type(f.gain_ns) is int
+
+
+def test_compilation_of_exactly_five_percent_is_quiet_and_above_it_fires(monkeypatch):
+    """100 µs of a 2 ms window is 5 % exactly (COMPILE_SHARE, "above"): quiet; 1 ns more fires."""
+    at = compile_window(ev(COMPILE, K.USER_ANNOTATION, 10_100_000, 100_000))
+    assert "compilation" not in found(at, monkeypatch)
+    above = compile_window(ev(COMPILE, K.USER_ANNOTATION, 10_100_000, 100_001))
+    assert found(above, monkeypatch)["compilation"].value == pytest.approx(100_001 / 2 / MS)
+
+
+@pytest.mark.parametrize("calls,fires", [(20, True), (19, False)])
+def test_twenty_operator_compiles_fire_under_five_percent(monkeypatch, calls, fires):
+    """aclopCompile calls of 1 µs each (20 µs at most, 1 % of the window): 20 of them fire (OP_COMPILE_CALLS, "at
+    least"), 19 do not."""
+    t = compile_window(*[ev("aclopCompileAndExecute", K.RUNTIME, 10_100_000 + i * 10_000, 1_000) for i in range(calls)])
+    f = found(t, monkeypatch).get("compilation")
+    assert (f is not None) == fires
+    if fires:
+        assert (f.figures["compile_events"], f.figures["compile_ns"]) == (20, 20_000)
+
+
+@pytest.mark.parametrize("start,end", [(0, 0), (0, 10), (5 * MS, 5 * MS)])
+def test_compilation_on_a_digest_alone_finds_nothing(start, end):
+    """No events, no compilation, whatever the window (even one of 0 or 10 ns)."""
+    d = digest()
+    d.window.start_ns, d.window.end_ns = start, end
+    assert call("compilation", d) is None
