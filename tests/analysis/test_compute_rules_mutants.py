@@ -257,3 +257,61 @@ def test_compilation_on_a_digest_alone_finds_nothing(start, end):
     d = digest()
     d.window.start_ns, d.window.end_ns = start, end
     assert call("compilation", d) is None
+
+
+# -- dominant_kernel_family: which kernels count, the family that wins, its threshold -----------------------------------
+
+def test_kernels_of_no_time_are_not_members_and_a_kernel_of_one_ns_is():
+    """matmul: 400 µs, 200 µs + 1 ns, and a 0 ns kernel left out: 3 kernels, 600.001 of 1000.001 µs; per step
+    600,001 // 2 = 300,500 ns, written 0.300 ms (300,500.5 would be 0.301 ms)."""
+    f = call("dominant_kernel_family", digest(("sm80_gemm", 400_000, "matmul"), ("cutlass_gemm", 200_000, "matmul"),
+                                              ("gemv", 1, "matmul"), ("empty_gemm", 0, "matmul"),
+                                              ("relu", 400_000, "elementwise")))
+    assert f.seen == "matmul kernels take 60.0% of the kernel time (3 kernels; largest sm80_gemm)."
+    assert (f.value, f.at_most_ns) == (pytest.approx(600_001 / 1_000_001), 300_000)
+    assert f.gain_basis == "depends on their efficiency; at most 0.300 ms per step"
+    odd = call("dominant_kernel_family", digest(("gemm", 601_001, "matmul"), ("relu", 399_000, "elementwise")))
+    assert (odd.at_most_ns, odd.gain_basis) == (300_500, "depends on their efficiency; at most 0.300 ms per step")
+
+
+def test_one_kernel_of_one_ns_is_all_of_the_kernel_time():
+    """The only kernel, 1 ns: its family is 100 % of the kernel time."""
+    f = call("dominant_kernel_family", digest(("gemm", 1, "matmul")))
+    assert (f.title, f.value) == ("matmul kernels dominate the device time", 1.0)
+
+
+def test_the_family_with_the_most_time_wins_whatever_its_name():
+    """attention 600 µs, matmul 400 µs: attention (60 %), though "matmul" sorts after it."""
+    f = call("dominant_kernel_family", digest(("softmax_attn", 600_000, "attention"), ("gemm", 400_000, "matmul")))
+    assert (f.title, f.value) == ("attention kernels dominate the device time", pytest.approx(0.6))
+
+
+@pytest.mark.parametrize("kernels", [
+    [("gemm", 300_000, "matmul"), ("relu", 250_000, "elementwise"), ("copy", 250_000, "copy / layout"),
+     ("norm", 200_000, "normalization")],  # matmul 300 of 1000 µs: exactly 30 %, "above" the threshold
+    [("mystery", 600_000, "other"), ("gemm", 400_000, "matmul")],  # "other" wins at 60 %: nothing to advise
+    [("allreduce", 600_000, "communication"), ("gemm", 400_000, "matmul")],  # communication not flagged as such
+])
+def test_no_finding_at_the_threshold_or_for_other_or_communication(kernels):
+    assert call("dominant_kernel_family", digest(*kernels)) is None
+
+
+# -- tiny_kernels and ai_cpu: their words with their numbers, their gain in whole ns -------------------------------------
+
+def test_tiny_kernels_writes_the_mean_in_microseconds():
+    """1000 calls of 9.05 µs on average (9.05 ms): written 9.1 us (9.05 / 1.001 would be 9.0)."""
+    d = digest()
+    d.kernels_by_name.add(name="relu", calls=1000, total_ns=9_050_000)
+    f = call("tiny_kernels", d)
+    assert f.seen == "1000 kernels with a mean of 9.1 us each (Kernels: Mean Duration)."
+    assert (f.severity, f.title, f.view, f.figure) == ("info", "Many tiny kernels", "kernels", "kernel_mean")
+
+
+def test_ai_cpu_writes_the_longest_task_and_a_whole_ns_gain():
+    """One AI_CPU operator, 3 calls, 75,001 ns in all, the longest 25.05 µs (written 25.1 us), over two steps:
+    37,500 ns a step (whole ns, rounded down)."""
+    d = digest()
+    d.kernels_by_name.add(name="Unique", calls=3, total_ns=75_001, max_ns=25_050, core="AI_CPU")
+    f = call("ai_cpu", d)
+    assert f.seen == "1 operators run as AI_CPU tasks of at least 20 us (longest Unique, 25.1 us): Unique."
+    assert f.gain_ns == 37_500 and type(f.gain_ns) is int
