@@ -315,3 +315,106 @@ def test_ai_cpu_writes_the_longest_task_and_a_whole_ns_gain():
     f = call("ai_cpu", d)
     assert f.seen == "1 operators run as AI_CPU tasks of at least 20 us (longest Unique, 25.1 us): Unique."
     assert f.gain_ns == 37_500 and type(f.gain_ns) is int
+
+
+def test_no_eligible_row_is_no_eligible_time():
+    """Kernels by core: Tensor Cores 0 and Other 1000 µs, no eligible row: nothing to say."""
+    d = digest()
+    d.cores.add(core=CORE_TENSOR, total_ns=0)
+    d.cores.add(core="Other", total_ns=MS)
+    assert call("tensor_cores_unused", d) is None
+
+
+def test_the_eligible_time_per_step_is_whole_ns_and_bounded_by_compute_and_overlap():
+    """600,003 ns over two steps: 300,001 a step (not 300,001.5); x 0.9375 = 281,250.94 -> 281,250 (281,251 from the
+    half ns). The device computed 150 µs and overlapped 100 µs a step: 250 µs bound, x 0.9375 = 234,375."""
+    d = eligible_digest(A100)
+    d.cores[0].total_ns = 600_003
+    assert call("tensor_cores_unused", d).gain_ns == 281_250
+    d = eligible_digest(A100)
+    d.average.compute_ns, d.average.overlapped_ns = 150_000, 100_000
+    assert call("tensor_cores_unused", d).gain_ns == 234_375
+
+
+# -- matmul_alignment: what it judges, its thresholds, its words -----------------------------------------------------
+
+ALIGN_ROWS = (("aten::mm", "[[30, 64], [64, 64]]", 1), ("aten::mm", "[[64, 100], [100, 64]]", 2),
+              ("aten::mm", "[[64, 64], [64, 64]]", 7))
+
+
+def align_digest(rows=ALIGN_ROWS, mm_ns=600_000, other_ns=400_000, kernels=(("gemm", 600_000, "matmul"),), tc=-1.0,
+                 device=True):
+    """aten::mm `mm_ns` and aten::relu `other_ns` of self time (device, or host where `device` is False: then no kernel
+    and no device time at all); by shape `rows` (name, shapes, calls), each call 10 µs."""
+    d = digest(*(kernels if device else ()), kind="cuda" if device else "")
+    d.gpu_efficiency.add(tensor_core_share=tc)
+    metric = "device_self_ns" if device else "host_self_ns"
+    for name, ns in (("aten::mm", mm_ns), ("aten::relu", other_ns)):
+        d.ops_by_name.add(name=name, calls=10, **{metric: ns})
+    for name, shapes, calls in rows:
+        d.ops_by_shape.add(name=name, input_shapes=shapes, calls=calls, **{metric: 10_000 * calls})
+    return d
+
+
+def test_only_matmul_rows_with_shapes_are_counted():
+    """3 of the 10 shaped aten::mm calls are unaligned (30 %); a relu's [[3, 5]] (10 calls) and an aten::mm row with
+    no shapes (10 calls) are not matmul calls with shapes: still 30 %."""
+    rows = ALIGN_ROWS + (("aten::relu", "[[3, 5]]", 10), ("aten::mm", "", 10))
+    assert call("matmul_alignment", align_digest(rows)).value == pytest.approx(0.3)
+
+
+@pytest.mark.parametrize("mm_ns,other_ns,fires", [(100_000, 900_000, False), (100_001, 900_000, True)])
+def test_matmuls_of_exactly_ten_percent_are_not_judged(mm_ns, other_ns, fires):
+    """100 of 1000 µs of self time is 10 % (MATMUL_SHARE, "above"): quiet; 1 ns more is judged."""
+    assert (call("matmul_alignment", align_digest(mm_ns=mm_ns, other_ns=other_ns)) is not None) == fires
+
+
+def test_a_window_without_device_work_is_left_to_needs_device():
+    """The same shapes and shares on the host only (no kernel, no device time): not judged here."""
+    assert call("matmul_alignment", align_digest(device=False)) is None
+
+
+@pytest.mark.parametrize("unaligned,fires", [(2, False), (3, True)])
+def test_unaligned_calls_of_exactly_twenty_percent_are_quiet(unaligned, fires):
+    """2 of 10 calls unaligned is 20 % (UNALIGNED_CALL_SHARE, "above"): quiet; 3 of 10 fire."""
+    rows = (("aten::mm", "[[30, 64], [64, 64]]", unaligned), ("aten::mm", "[[64, 64], [64, 64]]", 10 - unaligned))
+    assert (call("matmul_alignment", align_digest(rows)) is not None) == fires
+
+
+PAD = "pad hidden sizes, vocabulary and batch to multiples of 8 (64 is safer)"
+PAD_NPU = "pad to multiples of 16 (the inner axis to 256 for cube affinity)"
+
+
+@pytest.mark.parametrize("kernels,low", [
+    # matmul kernels half in bf16 (300 of 600 µs: LOW_PRECISION_SHARE, "at least"), beside a larger fp32 relu
+    ((("ampere_bf16_gemm", 300_000, "matmul"), ("sgemm_nn", 300_000, "matmul"), ("relu", 900_000, "elementwise")), True),
+    ((("ampere_bf16_gemm", 299_999, "matmul"), ("sgemm_nn", 300_001, "matmul"), ("relu", 900_000, "elementwise")), False),
+    ((("conv_bf16_kernel", 600_000, "convolution"), ("relu", 900_000, "elementwise")), True),
+])
+def test_matrix_kernels_in_low_precision_get_no_autocast(kernels, low):
+    """Tensor Core share unknown, no TF32 kernel: autocast is asked for unless the matmul / convolution kernels run
+    below fp32 for at least half their time (the relu's fp32 time is not theirs)."""
+    f = call("matmul_alignment", align_digest(kernels=kernels))
+    if low:
+        assert (f.change_torch, f.change_npu) == (f"{PAD}.", f"{PAD_NPU}.")
+        assert f.why == ("Unaligned dimensions fall back to slower kernels or padding: Tensor Cores want dims that are "
+                         "multiples of 8 (fp16 / bf16; 16 for int8).")
+    else:
+        assert (f.change_torch, f.change_npu) == (
+            f"{PAD}, and run matmuls under torch.autocast (float16 / bfloat16).",
+            f"{PAD_NPU} and use torch.autocast('npu', dtype=torch.float16 / bfloat16).")
+
+
+def test_tensor_cores_running_without_a_narrow_kernel_name_none():
+    """Tensor Cores run 25 % of the kernel time, no *_align1 / _align2 kernel: the narrow-load words, no kernel named."""
+    f = call("matmul_alignment", align_digest(tc=0.25))
+    assert f.why == ("Unaligned dimensions fall back to slower kernels or padding: Tensor Core kernels run (25.0% of the "
+                     "kernel time, Overview), but unaligned operands get kernels with narrow memory access.")
+
+
+def test_a_narrow_kernel_is_named_before_its_arguments_and_to_80_characters():
+    """The kernel's name before "(" is 100 characters (29 + 70 + 1): its first 80 are named."""
+    name = "cutlass_tensorop_gemm_align1<" + "y" * 70 + ">"
+    f = call("matmul_alignment", align_digest(kernels=((name + "(Params p)", 600_000, "matmul"),), tc=0.25))
+    assert f.why.endswith(f"kernels with narrow memory access ({name[:80]}...).")
+    assert f.evidence[-1].row == name + "(Params p)"
