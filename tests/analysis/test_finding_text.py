@@ -147,6 +147,17 @@ def test_findings_rank_by_gain_then_severity_observations_and_unjudged_last():
                      ("z", "t"), ("o", "t"), ("n", "t")]
 
 
+def test_a_gain_of_one_ns_ranks_before_any_severity_without_one():
+    """1 ns of gain (an info) before a critical finding with none (-1, read as 0)."""
+    hits = [pb.RuleHit(rule="c", gain_ns=-1, severity="critical"), pb.RuleHit(rule="one", gain_ns=1, severity="info")]
+    assert [h.rule for h in sorted(hits, key=rank_key)] == ["one", "c"]
+
+
+def test_evidence_leaves_what_it_is_not_given_empty_or_unknown():
+    e = evidence("timeline")
+    assert (e.view, e.row, e.label, e.timeline_name, e.ts_ns, e.dur_ns, e.rank) == ("timeline", "", "", "", -1, -1, -1)
+
+
 def test_numbers_and_their_words():
     assert [is_number(x) for x in (1, 0.5, -3, math.nan, math.inf, "1", None)] == [
         True, True, True, False, False, False, False]
