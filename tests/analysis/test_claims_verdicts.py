@@ -161,3 +161,68 @@ def test_time_shared_is_named_only_above_one_percent_of_the_step():
     assert kept["a"].shared == [("c", "c", MS)]
     assert kept["b"].shared == [("c", "c", 2 * MS)]
     assert kept["c"].shared == [("a", "a", MS), ("b", "b", 2 * MS)]
+
+
+class FakeGraph:
+    """What simulator() reads of a WindowGraph: a graph with a length, its table, spans and kept steps."""
+    graph, table, spans, kept = [1], "table", ["span"], "kept"  # a graph of one node is a graph
+
+
+@pytest.fixture
+def edits(monkeypatch):
+    """The graph's edits and its replay recorded: each edit returns (its name, its arguments); gain returns the edit
+    with what it was given."""
+    from canning_tb.analysis.graph import simulate as sim
+    for name in ("overlap_edit", "fuse_edit", "shrink_edit", "scale_edit", "interval_edit"):
+        monkeypatch.setattr(sim, name, lambda *a, _n=name: (_n, a))
+    monkeypatch.setattr(sim, "gain", lambda g, spans, edit, kept: (g, spans, edit, kept))
+
+
+def replay(f, interval_set=None):
+    g, spans, edit, kept = simulator(FakeGraph())(f, interval_set)
+    assert (g, spans, kept) == (FakeGraph.graph, FakeGraph.spans, "kept")
+    return edit
+
+
+def arrays(edit):
+    """An edit's arguments with numpy arrays as (dtype, list), to compare by hand."""
+    name, args = edit
+    return name, [(str(a.dtype), a.tolist()) if isinstance(a, np.ndarray) else a for a in args]
+
+
+def test_the_replay_takes_the_findings_own_change_first(edits):
+    """Overlap before a fusion before a shrink before a scale before the time removed; each edit gets the graph, the
+    finding's own words or its default words."""
+    g = FakeGraph.graph
+    both = finding(overlap=True, fuse=("cuts", "rescale"), scale=([1], 0.5))
+    assert replay(both) == ("overlap_edit", (g, "table", ["span"], "the collectives started as the backward begins"))
+    assert replay(finding(overlap=True, edit="own")) == ("overlap_edit", (g, "table", ["span"], "own"))
+    assert replay(finding(fuse=("cuts", "rescale"), shrink=("h", 0.5, [1], 0.25))) == (
+        "fuse_edit", (g, "cuts", "the operators fused", "rescale"))
+    assert replay(finding(fuse=("cuts", "rescale"), edit="own"))[1][2] == "own"
+    assert arrays(replay(finding(shrink=("host", 0.5, [3, 4], 0.25), scale=([1], 0.5)))) == (
+        "shrink_edit", [g, "host", 0.5, ("int64", [3, 4]), 0.25, "the work shrunk"])
+    assert replay(finding(shrink=("host", 0.5, [3], 0.25), edit="own"))[1][-1] == "own"
+    assert arrays(replay(finding(scale=([5, 6], 1), removes=([0], [1])), ([0], [1]))) == (
+        "scale_edit", [g, ("int64", [5, 6]), 1.0, "the work shrunk"])
+    assert type(replay(finding(scale=([5], 1)))[1][2]) is float
+    assert replay(finding(scale=([5], 0.5), edit="own"))[1][-1] == "own"
+
+
+def test_the_time_removed_is_replayed_with_its_words(edits):
+    g, iset = FakeGraph.graph, ([0], [5])
+    assert replay(finding(removes_what=["waits", 2]), iset) == (
+        "interval_edit", (g, iset, ["waits", "2"], "the waits / 2 time taken away"))
+    assert replay(finding(), iset) == ("interval_edit", (g, iset, [], "the claimed time taken away"))
+    assert replay(finding(removes_what=["waits"], edit="own"), iset)[1][-1] == "own"
+
+
+def test_nothing_to_replay_is_none(edits):
+    assert simulator(FakeGraph())(finding(), None) is None
+
+
+@pytest.mark.parametrize("graph,spans", [([], ["span"]), ([1], [])])
+def test_an_empty_graph_or_no_spans_replays_nothing(graph, spans):
+    wg = FakeGraph()
+    wg.graph, wg.spans = graph, spans
+    assert simulator(wg) is None
