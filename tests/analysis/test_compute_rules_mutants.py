@@ -122,6 +122,8 @@ def test_a_fused_attention_is_named_by_its_longest_fused_kernel():
     assert torch == (f"the attention runs fused kernels already ({long_name[:80]}): pack variable-length sequences so "
                      "that no padding is computed, and use a causal / sliding-window mask where the model allows")
     assert npu == ""
+    short, _ = advice(("flash_fwd_kernel(Params)", 600_000, "attention"), ("relu", 400_000, "elementwise"))
+    assert short.startswith("the attention runs fused kernels already (flash_fwd_kernel): ")
 
 
 def test_a_written_out_attention_is_told_to_use_the_fused_apis():
