@@ -108,13 +108,27 @@ def test_a_finding_with_no_gain_is_not_replayed_and_keeps_its_time():
     assert sim.calls == [] and (needs.observation, needs.gain_ns, needs.severity) == (False, -1, "warning")
 
 
+def test_a_measured_gain_of_zero_is_still_replayed():
+    """0 ns measured (no interval set), the replay says 2 ms of a 10 ms step: the 2 ms stand."""
+    sim = FakeSim(Simulated(gain_ns=2 * MS, low_ns=2 * MS, high_ns=2 * MS, steps=2, what="w"))
+    (kept,) = settle([finding(gain_ns=0)], digest([10, 10]), 10 * MS, simulate=sim)
+    assert (kept.gain_ns, kept.observation) == (2 * MS, False)
+
+
+def test_the_time_removed_per_step_is_whole_ns():
+    """1 ns of step 1 and 2 ns of step 2: 3 ns over two steps, 1 ns a step (not 1.5); under the floor, but settled."""
+    f = finding(spans_ms=[(0, 1e-6), (20, 20 + 2e-6)])
+    assert settle([f], digest([10, 10]), 10 * MS) == []
+    assert f.removes_ns == 1 and type(f.removes_ns) is int
+
+
 def test_without_a_graph_there_is_no_simulator():
     assert simulator(None) is None
 
 
-@pytest.mark.parametrize("at_most,floor,kept", [(-1, 500, True), (500, 500, True), (499, 500, False)])
+@pytest.mark.parametrize("at_most,floor,kept", [(-1, 500, True), (500, 500, True), (499, 500, False), (0, 500, False)])
 def test_a_finding_with_no_gain_is_judged_by_the_time_it_is_about(at_most, floor, kept):
-    """No time at all (-1): judged by its threshold alone, kept; 500 ns against a 500 ns floor kept, 499 not."""
+    """No time known (-1): judged by its threshold alone, kept; 500 ns against a 500 ns floor kept, 499 and 0 not."""
     assert significant(finding(gain_ns=-1, at_most_ns=at_most, floor_ns=floor)) is kept
 
 

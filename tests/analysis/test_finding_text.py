@@ -78,6 +78,12 @@ def test_a_bound_or_an_estimate_per_step_with_what_it_shares():
     f.shared = [("o", "Other", 250_000)]
     assert f.gain_text() == "about 3.000 ms per step (b): up to 1.33x; 0.250 ms of it is also claimed by 'Other'"
     assert finding(gain_ns=3 * MS, step_ns=0, gain_basis="b").gain_text() == "at most 3.000 ms (b)"
+    f.shared = [("o", "Other", 250_000), ("p", "Third", 500_000)]
+    assert f.gain_text().endswith("; 0.250 ms of it is also claimed by 'Other'; 0.500 ms of it is also claimed by 'Third'")
+
+
+def test_a_bound_of_zero_is_a_bound():
+    assert finding(gain_ns=0, step_ns=10 * MS, gain_basis="b").gain_text() == "at most 0.000 ms per step (b): up to 1.00x"
 
 
 def test_the_rule_hit_carries_every_field_and_the_detail_in_order():
