@@ -8,7 +8,7 @@ import pytest
 
 from canning_tb.analysis import digest_pb2 as pb
 from canning_tb.analysis.graph.simulate import Simulated
-from canning_tb.analysis.rules.claims import kept_steps, settle, significant, simulator
+from canning_tb.analysis.rules.claims import kept_steps, noise_ns, settle, significant, simulator
 from canning_tb.analysis.rules.finding import Finding
 
 MS = 1_000_000
@@ -157,6 +157,17 @@ def test_a_gain_within_the_noise_floor_is_an_info_that_says_so(gain, noise, seve
                           f"(noise floor {noise / 1e6:.3f} ms): profile more steps to confirm it.")
     else:
         assert f.seen == "Seen."
+
+
+def test_three_steps_already_take_the_robust_deviation():
+    """10, 10, 16 ms: median 10, deviations 0, 0, 6: MAD 0, so no noise (the sample sd, 3.46 ms, would give some)."""
+    assert noise_ns([10 * MS, 10 * MS, 16 * MS], robust=True) == 0
+
+
+def test_the_noise_floor_is_written_in_ms_to_the_microsecond():
+    """2,000,501 ns is 2.001 ms (2.0005 rounds up)."""
+    f = finding(gain_ns=MS, floor_ns=0, noise_ns=2_000_501, steps=3)
+    assert significant(f) and "(noise floor 2.001 ms)" in f.seen
 
 
 def test_a_critical_finding_within_the_noise_stays_critical():
