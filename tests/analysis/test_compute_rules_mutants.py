@@ -420,3 +420,35 @@ def test_a_narrow_kernel_is_named_before_its_arguments_and_to_80_characters():
     f = call("matmul_alignment", align_digest(kernels=((name + "(Params p)", 600_000, "matmul"),), tc=0.25))
     assert f.why.endswith(f"kernels with narrow memory access ({name[:80]}...).")
     assert f.evidence[-1].row == name + "(Params p)"
+
+
+@pytest.mark.parametrize("cores", [
+    {CORE_ELIGIBLE: 600_000, CORE_TENSOR: 100, "Other": 400_000},  # Tensor Cores run (100 ns): nothing to say
+    {CORE_ELIGIBLE: 0, CORE_TENSOR: 0, "Other": 0},  # no kernel time at all
+    {CORE_ELIGIBLE: 100_000, CORE_TENSOR: 0, "Other": 900_000},  # eligible 10 % exactly (TC_ELIGIBLE_SHARE, "above")
+])
+def test_tensor_cores_unused_is_quiet_when_they_run_or_nothing_is_eligible_enough(cores):
+    d = digest()
+    for core, ns in cores.items():
+        d.cores.add(core=core, total_ns=ns)
+    assert call("tensor_cores_unused", d) is None
+
+
+def test_tensor_cores_unused_judges_no_device_that_is_not_cuda():
+    """The same 60 % eligible kernels with no CUDA device described: no compute capability, nothing judged."""
+    d = eligible_digest(A100)
+    del d.window.devices[:]
+    assert call("tensor_cores_unused", d) is None
+
+
+def test_matmul_alignment_names_three_shapes_one_narrow_kernel_and_its_time_in_whole_ns():
+    """Four unaligned shapes (1 call each) of 10; two *_align1 kernels (cut at "("); matmuls 601,001 ns over two steps:
+    300,500 ns a step, written 0.300 ms (300,500.5 would be 0.301)."""
+    rows = tuple(("aten::mm", f"[[{n}, 64], [64, 64]]", 1) for n in (30, 31, 33, 35)) + (
+        ("aten::mm", "[[64, 64], [64, 64]]", 6),)
+    kernels = (("gemm_align1(Params)", 400_000, "matmul"), ("gemm_align2", 201_001, "matmul"))
+    f = call("matmul_alignment", align_digest(rows, mm_ns=601_001, kernels=kernels, tc=0.25))
+    assert [e.view for e in f.evidence] == ["operators"] * 3 + ["kernels"]
+    assert f.why.endswith("kernels with narrow memory access (gemm_align1...).")
+    assert (f.at_most_ns, f.gain_basis) == (300_500, "at most the matmul time, 0.300 ms per step")
+    assert type(f.at_most_ns) is int
