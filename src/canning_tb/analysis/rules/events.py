@@ -10,7 +10,7 @@ import numpy as np
 
 from ...ingest.table import NONE, Kind
 from .. import intervals as iv
-from ..common import DATALOADER_RE, join_on, name_mask
+from ..common import join_on, name_mask
 from ..steps import device_wait_rows
 from .engine import RuleInput
 from .finding import evidence
@@ -33,12 +33,6 @@ CAPTURE_END_RE = re.compile(r"^(cuda|hip)(StreamEndCapture|GraphInstantiate)")
 STARTUP_RE = re.compile(r"^(cuda|hip)(DeviceGetStreamPriorityRange|GetDeviceCount|SetDevice|StreamCreate\w*"
                         r"|DeviceSetLimit|InitDevice)$|^cuInit$|^cuDevicePrimaryCtxRetain$|^(cudnn|cublas|cublasLt|miopen"
                         r"|rocblas|hipblas)Create$|^(AscendCL@)?acl(Init|rtSetDevice|rtCreateContext)$")
-
-
-def dataloader_name(inp: RuleInput) -> str:
-    """The name of the window's longest data-loading range ("" when none is known)."""
-    found = host_ranges(inp, DATALOADER_RE)
-    return max(found, key=lambda name: found[name][1]) if found else ""
 
 
 def host_ranges(inp: RuleInput, rx: re.Pattern) -> dict[str, tuple[int, int]]:
@@ -119,26 +113,6 @@ def sync_calls(inp: RuleInput) -> list[dict]:
             found[(name, name)] = [int(op.calls), int(op.host_total_ns)]
     out = [{"name": k[0], "op": k[1] or k[0], "calls": v[0], "ns": v[1]} for k, v in found.items()]
     return sorted(out, key=lambda c: (-c["ns"], c["name"]))
-
-
-def runtime_time(inp: RuleInput, rx: re.Pattern) -> tuple[int, int]:
-    """(calls, summed duration) of the host events whose name matches `rx`."""
-    if inp.ctx is None:
-        return 0, 0
-    table = inp.ctx.table
-    mask = name_mask(table, rx) & (table.events["device"] == NONE)
-    starts, ends = table.events["ts"][mask], table.events["ts"][mask] + table.events["dur"][mask]
-    return int(mask.sum()), _union_ns(starts, ends)
-
-
-def _union_ns(starts: np.ndarray, ends: np.ndarray) -> int:
-    """Length of the union of [start, end) intervals: nested matches are counted once."""
-    if len(starts) == 0:
-        return 0
-    order = np.argsort(starts, kind="stable")
-    starts, ends = starts[order], np.maximum.accumulate(ends[order])
-    gaps = np.maximum(starts[1:] - ends[:-1], 0)
-    return int(ends[-1] - starts[0] - gaps.sum())
 
 
 def event_mix(inp: RuleInput) -> dict:
