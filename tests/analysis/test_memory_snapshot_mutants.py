@@ -544,3 +544,110 @@ def test_time_steps_take_the_entries_from_a_steps_start_up_to_its_end():
     assert got == [(7, 0, 2), (9, 2, 11)]
     # an offset of 9 µs puts entry 0 at 1,000 ns and entry 1 at 2,000 ns, the step's end (not in it)
     assert steps.time_steps(s, r, [(1, 0, 2_000)], 9_000) == [(1, 0, 1)]
+
+
+# -- join, summary, series --------------------------------------------------------------------------------------
+def test_the_clocks_are_tied_only_when_the_history_overlaps_the_window():
+    s = snap([e("alloc", 16 * i, 1, t=1000 + i) for i in range(7)])  # 1,000 ... 1,006 µs
+    r = replay(s, 0)
+    # base 500,000 ns: the history spans 500,000 ... 506,000 ns on the window's clock
+    for window in (None, (506_000, 10 ** 9), (0, 500_000)):
+        assert join.clock_offset(s, r, 500_000, window) == (500_000, "")
+    for window in ((506_001, 10 ** 9), (0, 499_999)):
+        assert join.clock_offset(s, r, 500_000, window) == (
+            None, "not joined: the snapshot's history does not overlap the window in time")
+    assert join.clock_offset(s, r, None, None) == (
+        None, "not joined: the window's trace does not give its wall clock (baseTimeNanoseconds)")
+    s = snap([e("alloc", 0, 1, t=5), e("alloc", 16, 1)])
+    assert join.clock_offset(s, replay(s, 0), 0, None) == (None, "not joined: the snapshot's entries carry no times")
+    s = snap([])
+    assert join.clock_offset(s, replay(s, 0), 0, None) == (None, "not joined: the snapshot has no history")
+
+
+def op_table():
+    """outer [0, 1,000,000] ns, inner [100,000, 300,000] inside it, later [2,000,000, 2,010,000]; a kernel."""
+    return table([ev("outer", Kind.CPU_OP, 0, 1_000_000), ev("inner", Kind.CPU_OP, 100_000, 200_000),
+                  ev("later", Kind.CPU_OP, 2_000_000, 10_000), ev("k", Kind.KERNEL, 150_000, 10)])
+
+
+def test_the_innermost_operator_at_each_entry_ends_included():
+    import numpy as np
+    s = snap([e("alloc", 16 * i, 1, t=t) for i, t in enumerate((150, 300, 301, 1000, 1001, 2000))])
+    r = replay(s, 0)
+    got = join.operators_at(s, r, op_table(), 0, np.arange(6))
+    assert got == ["inner", "inner", "outer", "outer", "", "later"]
+    assert join.operators_at(s, r, op_table(), 0, np.zeros(0, dtype=np.int64)) == []
+    kernels_only = table([ev("k", Kind.KERNEL, 150_000, 10)])
+    assert join.operators_at(s, r, kernels_only, 0, np.arange(2)) == ["", ""]
+
+
+def joined_history():
+    """0 a 4096 B segment; 1 a (1000 B, kept) at 150 µs; 2 b (500 B) at 400 µs, freed at 3; 4 c (2000 B) at
+    1,500 µs, freed at 5. Window steps [0, 1 ms) and [1 ms, 2 ms) on a clock whose 0 is the wall clock's 0."""
+    trace = [e("segment_alloc", 0, 4096, t=100), e("alloc", 0, 1000, t=150, frames=[fr("a")]),
+             e("alloc", 1024, 500, t=400, frames=[fr("b")]), e("free_completed", 1024, 500, t=500),
+             e("alloc", 2048, 2000, t=1500, frames=[fr("c")]), e("free_completed", 2048, 2000, t=1600)]
+    return snap(trace, [seg(0, 4096, [(0, 1024, 1000, "active_allocated"), (1024, 3072, 0, "inactive")])])
+
+
+WINDOW_STEPS = [(1, 0, 1_000_000), (2, 1_000_000, 2_000_000)]
+
+
+def test_a_summary_joined_to_its_window_by_hand():
+    got = summary.summarize(joined_history(), table=op_table(), window_steps=WINDOW_STEPS, base_ns=0,
+                            window_span=(0, 2_000_000))
+    assert {k: got[k] for k in ("schema", "file", "flavour", "has_times", "segments", "blocks", "entries", "frames",
+                                "warnings")} == {
+        "schema": 1, "file": "hand.pickle", "flavour": "pytorch", "has_times": True, "segments": 1, "blocks": 2,
+        "entries": 6, "frames": 3, "warnings": []}
+    (dev,) = got["devices"]
+    assert dev["device"] == 0 and dev["entries"] == 6
+    assert dev["actions"] == {"alloc": 3, "free_completed": 2, "segment_alloc": 1}
+    assert dev["joined"] and dev["join"] == "joined by time to the window's trace"
+    assert (dev["steps_source"], dev["steps"]) == (steps.SOURCE_TIME, 2)
+    # live 0, 1000, 1500, 1000, 3000, 1000: the peak after entry 4, c (2000 B, no operator at 1.5 ms) and a
+    # (1000 B, at 150 µs: inside inner)
+    assert (dev["peak"]["entry"], dev["peak"]["requested"]) == (4, 3000)
+    assert [(b["bytes"], b["operator"]) for b in dev["peak"]["top_blocks"]] == [(2000, ""), (1000, "inner")]
+    assert dev["before_history"] == {"requested": 0, "reserved": 0}
+    assert (dev["at_peak"]["entry"], dev["at_peak"]["reserved"]) == (4, 4096)
+    assert [(g["step"], g["grown"], g["live_start"], g["live_end"]) for g in dev["growth"]] == [
+        (1, 1000, 0, 1000), (2, 0, 1000, 1000)]
+    assert dev["growth_last"] == dev["growth"][1] and dev["leaks"] == []
+    # c is made and freed in step 2: 2000 of the peak's 3000 B
+    assert dev["transient_at_peak"] == {"step": 2, "bytes": 2000,
+                                        "by_frame": [{"frame": "c (/job/train.py:1)", "bytes": 2000}]}
+    assert [f["rule"] for f in dev["findings"]] == ["snapshot_activations_peak"]
+    assert dev["ooms"] == [] and dev["empty_cache"]["release_count"] == 0
+    one = summary.summarize(joined_history(), table=op_table(), limit=1, window_steps=WINDOW_STEPS, base_ns=0)
+    assert len(one["devices"][0]["peak"]["top_blocks"]) == 1 and len(one["devices"][0]["growth"]) == 1
+
+
+def test_a_summary_not_joined_places_nothing():
+    got = summary.summarize(joined_history(), table=op_table(), window_steps=WINDOW_STEPS, base_ns=0,
+                            window_span=(5_000_000, 6_000_000))
+    (dev,) = got["devices"]
+    assert not dev["joined"] and dev["join"] == "not joined: the snapshot's history does not overlap the window in time"
+    assert (dev["steps_source"], dev["steps"], dev["growth"], dev["growth_last"]) == (steps.SOURCE_NONE, 0, [], None)
+    assert all("operator" not in b for b in dev["peak"]["top_blocks"])
+    assert dev["transient_at_peak"] == {"step": None, "bytes": -1, "by_frame": []}
+    # joined, but without a table: no operators either
+    dev = summary.summarize(joined_history(), window_steps=WINDOW_STEPS, base_ns=0)["devices"][0]
+    assert dev["joined"] and all("operator" not in b for b in dev["peak"]["top_blocks"])
+    # a device with segments and no history
+    s = snap([], [seg(0, 1024, [(0, 1024, 700, "active_allocated")])])
+    dev = summary.summarize(s)["devices"][0]
+    assert dev["at_peak"] is None and dev["transient_at_peak"] is None and dev["actions"] == {}
+
+
+def test_series_keep_each_bins_maximum():
+    s = step_history()
+    # live 10, 15, 10, 17, 10, 30, 35, 30, 130, 160, 260; 3 points: bins [0, 3), [3, 7), [7, 11)
+    got = summary.series(s, 0, points=3)
+    assert got == {"device": 0, "entry": [0, 3, 7], "requested": [15, 35, 260], "reserved": [1024] * 3,
+                   "time_us": [-1] * 3}
+    assert summary.series(s, 0, points=1)["requested"] == [17, 260]  # at least 2 points: bins [0, 5), [5, 11)
+    live = [10, 15, 10, 17, 10, 30, 35, 30, 130, 160, 260]
+    assert summary.series(s, 0, points=100)["requested"] == live and summary.series(s, 0, 10 ** 9)["entry"] == list(
+        range(11))
+    assert summary.series(s, 5) == {"device": 5, "entry": [], "requested": [], "reserved": [], "time_us": []}
