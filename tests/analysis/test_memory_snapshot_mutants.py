@@ -187,7 +187,8 @@ def test_a_leak_finding_states_its_bytes():
     leak = {"frame": "F", "bytes_per_step": [1024, 2048], "steps": [2, 3], "bytes": 3072, "stack": ["a", "b"]}
     (f,) = findings.device_findings(device(leaks=[leak]))
     assert f["title"] == "Memory grows every step at F" and f["severity"] == "warning"
-    assert f["detail"] == "Allocations from F stay alive: 1.0 KiB, 2.0 KiB more in steps 2, 3, never freed in the history."
+    assert f["detail"] == ("Allocations from F stay alive: 1.0 KiB, 2.0 KiB more in steps 2, 3, never freed in the "
+                           "history.")
     assert f["gain_bytes"] == 3072 and f["gain"] == "3.0 KiB over 2 steps (2.0 KiB a step), bytes"
     assert f["figure"] == "leak_bytes_per_step" and f["figure_value"] == 2048.0 and f["threshold"] == 0.0
     assert f["stack"] == ["a", "b"]
@@ -214,8 +215,8 @@ def test_the_top_user_frame_is_the_innermost_user_one_else_the_innermost():
         "a (/job/a.py:1)", "forward (/usr/lib/python3.10/site-packages/torch/nn/module.py:1500)", "n0 (/job/n.py:0)",
         "(no stack recorded)"]
     assert frames.stack_text(s, ids[2]) == [f"n{k} (/job/n.py:{k})" for k in range(16)]  # 16 frames at most
-    assert frames.stack_text(s, ids[0], limit=2) == ["forward (/usr/lib/python3.10/site-packages/torch/nn/module.py:1500)",
-                                                     "a (/job/a.py:1)"]
+    lib = "forward (/usr/lib/python3.10/site-packages/torch/nn/module.py:1500)"
+    assert frames.stack_text(s, ids[0], limit=2) == [lib, "a (/job/a.py:1)"]
     assert frames.stack_text(s, -1) == []
     assert frames.frame_text(s, 0) == "forward (/usr/lib/python3.10/site-packages/torch/nn/module.py:1500)"
 
@@ -421,11 +422,12 @@ def test_bands_on_lanes_by_hand():
     assert (got["start_entry"], got["end_entry"], got["entries"], got["alive"], got["shown"]) == (0, 6, 7, 4, 4)
     assert (got["alloc"], got["free"], got["bytes"], got["lane"], got["lanes"]) == (
         [0, 1, 3, 5], [2, 4, 6, 7], [100, 300, 200, 300], [0, 1, 0, 1], 2)
-    assert got["frames"] == ["a (/job/train.py:1)", "forward (/usr/lib/python3.10/site-packages/torch/nn/module.py:1500)",
-                             "c (/job/train.py:1)"]
+    lib = "forward (/usr/lib/python3.10/site-packages/torch/nn/module.py:1500)"
+    assert got["frames"] == ["a (/job/train.py:1)", lib, "c (/job/train.py:1)"]
     assert got["frame"] == [0, 1, 2, 0] and got["alive_bytes"] == got["shown_bytes"] == 900
     two = bands.bands(s, r, 0, 6, limit=2)  # the two 300 B ones (B before D: the earlier first on a tie)
-    assert (two["alloc"], two["free"], two["lane"], two["lanes"], two["shown_bytes"]) == ([1, 5], [4, 7], [0, 0], 1, 600)
+    assert (two["alloc"], two["free"], two["lane"], two["lanes"]) == ([1, 5], [4, 7], [0, 0], 1)
+    assert two["shown_bytes"] == 600
     assert two["alive"] == 4 and two["frames"] == [got["frames"][1], got["frames"][0]] and two["frame"] == [0, 1]
 
 

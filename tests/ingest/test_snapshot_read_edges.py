@@ -2,12 +2,13 @@
 ingest/snapshot): what each odd value is read as, the count of values read as unknown, the sniffer's protocol and
 head limits, the refusals' words. Expected values are the dicts written in each test, read by hand."""
 import importlib
+import os
 import pickle
 
 import pytest
 
 from canning_tb.ingest import InputError
-from canning_tb.ingest.snapshot import model, read, sniff
+from canning_tb.ingest.snapshot import model, read, sniff, unpickle
 from canning_tb.ingest.snapshot.read import snapshot_of
 from canning_tb.ingest.snapshot.window import snapshot_only_table
 
@@ -95,10 +96,11 @@ def test_segments_fields_by_hand():
              "requested_size": 500, "stream": 7, "segment_type": "small", "is_expandable": 1,
              "segment_pool_id": (3, 4), "frames": [frame("s")],
              "blocks": [{"address": 4096, "size": 512, "requested_size": 500, "state": "active_awaiting_free",
-                         "history": [{"frames": [frame("old")]}, {"frames": [frame("new")]}]},
+                         "history": [{"frames": [frame("old")]}, {"frames": [frame("mid")]},
+                                     {"frames": [frame("new")]}]},
                         {"address": 4608, "size": 1536, "state": "nonsense", "frames": [frame("b")]}]},
             {"device": 0, "total_size": 1024, "segment_type": "LARGE", "segment_pool_id": [1 << 63, -2, 9],
-             "blocks": [{"address": 0, "size": 1024, "state": 7}]},
+             "blocks": [{"address": 0, "size": 1024, "state": 7, "history": []}]},
             {"device": 0, "total_size": 512, "segment_type": "large", "segment_pool_id": [5], "blocks": None},
             "not a segment"]
     s = snapshot_of({"segments": segs}, "segs.pkl")
@@ -159,8 +161,8 @@ def test_the_other_actions_are_listed_sorted_eight_at_most_each_cut_at_40():
 
 def test_many_entries_are_read_in_chunks_to_the_same_columns(monkeypatch):
     monkeypatch.setattr(read, "_CHUNK", 3)
-    trace = [{"action": "alloc" if k % 2 else "free_completed", "addr": 16 * k, "size": k, "frames": [frame(line=k % 3)]}
-             for k in range(8)]
+    trace = [{"action": "alloc" if k % 2 else "free_completed", "addr": 16 * k, "size": k,
+              "frames": [frame(line=k % 3)]} for k in range(8)]
     s = snapshot_of({"device_traces": [trace, [{"action": "alloc", "size": 99}]]}, "chunks.pkl")
     assert s.tr_size.tolist() == list(range(8)) + [99] and s.tr_addr.tolist() == [16 * k for k in range(8)] + [-1]
     assert s.tr_device.tolist() == [0] * 8 + [1] and s.tr_stack.tolist() == [0, 1, 2, 0, 1, 2, 0, 1, -1]
@@ -180,7 +182,8 @@ def test_a_persistent_id_is_refused_in_words(tmp_path):
     path = write(tmp_path, "pid.pkl", b"\x80\x02X\x03\x00\x00\x00pidQ.")  # BINPERSID of the string "pid"
     with pytest.raises(InputError) as err:
         read.read_snapshot(path)
-    assert str(err.value) == f"{path}: not a memory snapshot: the pickle holds a persistent id (not plain data): refused"
+    assert str(err.value) == (f"{path}: not a memory snapshot: the pickle holds a persistent id (not plain data): "
+                              "refused")
 
 
 def test_a_window_of_a_snapshot_alone(tmp_path):
@@ -191,3 +194,62 @@ def test_a_window_of_a_snapshot_alone(tmp_path):
     with pytest.raises(InputError) as err:
         snapshot_only_table(path)
     assert str(err.value).startswith(f"{path}: not a memory snapshot")
+
+
+def test_each_value_of_the_wrong_type_is_counted_once():
+    # a size "x", a frame 5, frames "str" (not a list), an entry 7: four, in four places of the reader
+    trace = [{"action": "alloc", "size": "x", "frames": [5]}, {"action": "alloc", "frames": "str"}, 7,
+             {"action": ["alloc"]}]  # an action that is no string (unhashable, too) is "other"
+    s = snapshot_of({"device_traces": [trace]}, "bad.pkl")
+    assert s.warnings == ["4 values of the wrong type were read as unknown",
+                          "trace actions not known here, kept as 'other': ['alloc']"]
+    assert [model.ACTIONS[c] for c in s.tr_action] == ["alloc", "alloc", "other"]
+
+
+def test_columns_keep_their_types_when_a_device_has_no_entry_left():
+    # device 0's one entry is no dict: its chunk is empty, and the columns stay integers
+    s = snapshot_of({"device_traces": [[5], [{"action": "alloc", "addr": 1, "size": 2, "stream": 3, "time_us": 4,
+                                              "device_free": 5}]]}, "types.pkl")
+    cols = (s.tr_addr, s.tr_size, s.tr_stream, s.tr_time_us, s.tr_device_free)
+    assert [c.dtype.name for c in cols] == ["int64"] * 5 and [c.tolist() for c in cols] == [[1], [2], [3], [4], [5]]
+
+
+def test_the_files_refusals_in_words(tmp_path, monkeypatch):
+    missing = str(tmp_path / "gone.pkl")
+    with pytest.raises(InputError) as err:
+        read.read_snapshot(missing)
+    assert str(err.value) == f"{missing}: cannot open: {os.strerror(2)}"
+    empty = write(tmp_path, "empty.pkl", b"")
+    with pytest.raises(InputError) as err:
+        read.read_snapshot(empty)
+    assert str(err.value) == f"{empty}: is empty: not a memory snapshot"
+    text = write(tmp_path, "text.pkl", b'{"segments": []}')
+    with pytest.raises(InputError) as err:
+        read.read_snapshot(text)
+    assert str(err.value) == f"{text}: not a memory snapshot: starts with bytes 7b 22 73 65 67 6d 65 6e, not a pickle"
+
+
+def test_a_file_of_exactly_the_cap_is_read(tmp_path, monkeypatch):
+    data = pickle.dumps({"segments": [], "device_traces": []})
+    path = write(tmp_path, "cap.pkl", data)
+    monkeypatch.setenv("CANNING_MAX_TRACE_BYTES", str(len(data)))
+    assert read.read_snapshot(path).devices == []
+    monkeypatch.setenv("CANNING_MAX_TRACE_BYTES", str(len(data) - 1))
+    with pytest.raises(InputError, match="cap on one file"):
+        read.read_snapshot(path)
+
+
+@pytest.mark.parametrize("error,words", [
+    (RecursionError(), "not a memory snapshot: the pickle is nested too deep"),
+    (MemoryError(), "not a memory snapshot: the pickle needs more memory than there is"),
+    (ValueError(""), "damaged or not a pickle: ValueError"),  # no message: the error's name
+    (EOFError("e" * 300), "damaged or not a pickle: " + "e" * 200),  # cut at 200 characters
+])
+def test_what_goes_wrong_while_loading_is_said_in_words(monkeypatch, error, words):
+    # Python's unpickler loads nesting without recursing and asks for memory as it goes: these are raised by hand
+    def fail(self):
+        raise error
+    monkeypatch.setattr(unpickle.PlainUnpickler, "load", fail)
+    with pytest.raises(InputError) as err:
+        unpickle.loads_plain(b"\x80\x02N.", "p.pkl")
+    assert str(err.value) == f"p.pkl: {words}"
