@@ -253,3 +253,34 @@ def test_what_goes_wrong_while_loading_is_said_in_words(monkeypatch, error, word
     with pytest.raises(InputError) as err:
         unpickle.loads_plain(b"\x80\x02N.", "p.pkl")
     assert str(err.value) == f"p.pkl: {words}"
+
+
+DTYPES = {"seg_device": "int64", "seg_address": "int64", "seg_total": "int64", "seg_allocated": "int64",
+          "seg_active": "int64", "seg_requested": "int64", "seg_stream": "int64", "seg_expandable": "bool",
+          "seg_large": "int8", "seg_pool": "int64", "seg_stack": "int32", "seg_blocks": "int64",
+          "blk_segment": "int32", "blk_address": "int64", "blk_size": "int64", "blk_requested": "int64",
+          "blk_state": "int8", "blk_stack": "int32", "tr_device": "int32", "tr_action": "int8", "tr_addr": "int64",
+          "tr_size": "int64", "tr_stream": "int64", "tr_time_us": "int64", "tr_device_free": "int64",
+          "tr_stack": "int32", "frame_line": "int64", "stack_offsets": "int64", "stack_frames": "int32"}
+
+
+@pytest.mark.parametrize("obj", [
+    {"segments": [], "device_traces": []},  # empty: numpy would make float64 of an empty list
+    {"segments": [{"device": 0, "total_size": 8, "is_expandable": True, "segment_type": "small",
+                   "segment_pool_id": (0, 1), "frames": [frame()],
+                   "blocks": [{"address": 0, "size": 8, "state": "inactive", "frames": [frame()]}]}],
+     "device_traces": [[{"action": "alloc", "addr": 0, "size": 8, "frames": [frame()]}]]},
+])
+def test_every_column_has_its_type(obj):
+    s = snapshot_of(obj, "types.pkl")
+    assert {k: getattr(s, k).dtype.name for k in DTYPES} == DTYPES
+    assert s.seg_pool.shape == (len(s.seg_total), 2) and s.path == "types.pkl"
+
+
+def test_odd_segment_lists_block_states_and_pool_ids():
+    with pytest.raises(InputError) as err:
+        snapshot_of({"segments": 7}, "seven.pkl")
+    assert str(err.value) == "seven.pkl: not a memory snapshot: 'segments' is a int, not a list"
+    s = snapshot_of({"segments": [{"total_size": 8, "segment_pool_id": [I64_MAX, -I64_MAX],
+                                   "blocks": [{"size": 8, "state": ["inactive"]}]}]}, "odd.pkl")
+    assert s.seg_pool.tolist() == [[I64_MAX, -I64_MAX]] and model.STATES[s.blk_state[0]] == "other"
