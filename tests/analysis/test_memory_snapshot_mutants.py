@@ -539,13 +539,13 @@ def test_pattern_steps_by_hand():
 
 
 def test_time_steps_take_the_entries_from_a_steps_start_up_to_its_end():
-    s = snap([e("alloc", 16 * i, 1, t=10 + i) for i in range(11)])  # entries at 10 ... 20 µs
+    s = snap([e("alloc", 16 * i, 1, t=1000 + i) for i in range(11)])  # entries at 1,000 ... 1,010 µs
     r = replay(s, 0)
-    got = steps.time_steps(s, r, [(7, 10_000, 12_000), (8, 12_000, 12_000), (9, 12_000, 100_000),
-                                  (10, 500_000, 600_000)], 0)
+    got = steps.time_steps(s, r, [(7, 1_000_000, 1_002_000), (8, 1_002_000, 1_002_000), (9, 1_002_000, 10 ** 7),
+                                  (10, 5 * 10 ** 7, 6 * 10 ** 7)], 0)
     assert got == [(7, 0, 2), (9, 2, 11)]
-    # an offset of 9 µs puts entry 0 at 1,000 ns and entry 1 at 2,000 ns, the step's end (not in it)
-    assert steps.time_steps(s, r, [(1, 0, 2_000)], 9_000) == [(1, 0, 1)]
+    # an offset of 999 µs puts entry 0 at 1,000 ns and entry 1 at 2,000 ns, the step's end (not in it)
+    assert steps.time_steps(s, r, [(1, 0, 2_000)], 999_000) == [(1, 0, 1)]
 
 
 # -- join, summary, series --------------------------------------------------------------------------------------
@@ -574,10 +574,13 @@ def op_table():
 
 def test_the_innermost_operator_at_each_entry_ends_included():
     import numpy as np
-    s = snap([e("alloc", 16 * i, 1, t=t) for i, t in enumerate((150, 300, 301, 1000, 1001, 2000))])
+    # the entries' wall clock is 7 ms ahead of the window's: 7,150 µs is at 150,000 ns there
+    s = snap([e("alloc", 16 * i, 1, t=t + 7000) for i, t in enumerate((150, 300, 301, 1000, 1001, 2000))])
     r = replay(s, 0)
-    got = join.operators_at(s, r, op_table(), 0, np.arange(6))
+    got = join.operators_at(s, r, op_table(), 7_000_000, np.arange(6))
     assert got == ["inner", "inner", "outer", "outer", "", "later"]
+    nameless = table([ev(None, Kind.CPU_OP, 0, 10 ** 9)])  # an operator without a name: "" (not a made-up one)
+    assert join.operators_at(s, r, nameless, 7_000_000, np.arange(1)) == [""]
     assert join.operators_at(s, r, op_table(), 0, np.zeros(0, dtype=np.int64)) == []
     kernels_only = table([ev("k", Kind.KERNEL, 150_000, 10)])
     assert join.operators_at(s, r, kernels_only, 0, np.arange(2)) == ["", ""]
@@ -653,3 +656,65 @@ def test_series_keep_each_bins_maximum():
     assert summary.series(s, 0, points=100)["requested"] == live and summary.series(s, 0, 10 ** 9)["entry"] == list(
         range(11))
     assert summary.series(s, 5) == {"device": 5, "entry": [], "requested": [], "reserved": [], "time_us": []}
+
+
+def test_rank_findings_with_two_ranks_an_odd_median_and_ranks_that_peaked_at_zero():
+    # two ranks, 1000 and 3000 MiB: median 2000; 3000 is 1.5x and 1000 MiB above
+    (f,) = findings.rank_findings([rank(0, 1000 * MIB), rank(1, 3000 * MIB)])
+    assert f["gain_bytes"] == 1000 * MIB and f["why"] == (
+        "One rank holds more: an uneven split of the batch, of pipeline stages or of parameters, or work only rank 0 "
+        "does (logging, evaluation, checkpoint gathering); the job's memory limit is that rank's.")
+    assert f["change_torch"] == "balance the split; move rank-0-only work out of the step or onto the CPU"
+    assert f["change_npu"] == "the same on torch_npu"
+    # three ranks 1000, 1200, 3000 MiB: the median is the middle one, 1200 (not 1100)
+    (f,) = findings.rank_findings([rank(0, 1000 * MIB), rank(1, 1200 * MIB), rank(2, 3000 * MIB)])
+    assert f["gain_bytes"] == 1800 * MIB
+    # four ranks whose middle two sum to an odd number of bytes: the median is rounded down to a whole byte
+    (f,) = findings.rank_findings([rank(0, 100 * MIB), rank(1, 200 * MIB + 1), rank(2, 300 * MIB),
+                                   rank(3, 2000 * MIB)])
+    assert f["gain_bytes"] == 1750 * MIB and f["figure_value"] == 2000 * MIB / (250 * MIB)
+    # a rank that peaked at 0 bytes is a known peak: median of 0, 1000, 3000 MiB is 1000
+    (f,) = findings.rank_findings([rank(0, 0), rank(1, 1000 * MIB), rank(2, 3000 * MIB)])
+    assert f["gain_bytes"] == 2000 * MIB
+    # a median of one byte still gives a ratio
+    (f,) = findings.rank_findings([rank(0, 1), rank(1, 1), rank(2, 1 << 30)])
+    assert f["gain_bytes"] == (1 << 30) - 1
+
+
+def test_defaults_bound_the_bands_series_and_summary_lists():
+    # 2001 allocations of 1 B, each from its own line, all kept
+    trace = [e("alloc", 16 * i, 1, frames=[fr("f", line=i)]) for i in range(2001)]
+    s = snap(trace, [seg(0, 16 * 2001, [(16 * i, 16, 1, "active_allocated") for i in range(2001)])])
+    r = replay(s, 0)
+    assert bands.bands(s, r, 0, r.n - 1)["shown"] == 1000  # the default limit
+    assert len(summary.series(s, 0)["entry"]) == 2000  # the default number of points
+    pk = summary.summarize(s)["devices"][0]["peak"]
+    assert (pk["entry"], len(pk["by_frame"]), len(pk["top_blocks"])) == (2000, 20, 20)  # 20 of each by default
+
+
+def test_an_allocation_of_0_bytes_is_a_band_of_0_bytes():
+    s = snap([e("alloc", 0, 0, frames=[fr("a")]), e("free_completed", 0, 0)])
+    got = bands.bands(s, replay(s, 0), 0, 1)
+    assert (got["bytes"], got["alive_bytes"]) == ([0], 0)
+
+
+def test_a_segment_mapped_at_its_start_after_the_entry_leaves_its_end():
+    # an expandable segment [0, 2048) at the snapshot; [0, 1024) mapped at entry 1: after entry 0 only
+    # [1024, 2048) was there, holding the 100 B at 1024: free 924 B after it
+    s = snap([e("alloc", 1024, 100, frames=[fr("a")]), e("segment_map", 0, 1024)],
+             [seg(0, 2048, [(1024, 128, 100, "active_allocated")], expandable=True)])
+    got = state.at_entry(s, replay(s, 0), 0)
+    assert (got["segments"], got["reserved"], got["largest_free_block_at_most"], got["free_ranges"]) == (
+        1, 1024, 924, 1)
+
+
+def test_the_text_with_its_defaults_a_peak_at_the_first_entry_and_no_warnings_key():
+    dev = {"device": 0, "at_snapshot": {"reserved": 0, "allocated": 0, "requested": 0, "fragmentation": -1.0,
+                                        "largest_free_block": 0, "segments": 0, "expandable_segments": 0},
+           "peak": {"entry": 0, "requested": 1, "reserved": 2, "before_history": 0,
+                    "by_frame": [{"bytes": k, "blocks": 1, "frame": f"f{k}"} for k in range(6)]},
+           "empty_cache": {"empty_cache_calls": 0}, "ooms": [], "growth": [], "leaks": [], "join": "J"}
+    lines = snapshot_text({"file": "f", "flavour": "pytorch", "segments": 0, "blocks": 0, "entries": 1,
+                           "devices": [dev]}).split("\n")
+    assert lines[2] == "  peak 1 B requested (2 B reserved) at entry 0; 0 B from before the history"
+    assert [x.split()[-1] for x in lines[3:-1]] == ["f0", "f1", "f2", "f3", "f4"]  # 5 frames by default
