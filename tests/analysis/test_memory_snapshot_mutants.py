@@ -718,3 +718,19 @@ def test_the_text_with_its_defaults_a_peak_at_the_first_entry_and_no_warnings_ke
                            "devices": [dev]}).split("\n")
     assert lines[2] == "  peak 1 B requested (2 B reserved) at entry 0; 0 B from before the history"
     assert [x.split()[-1] for x in lines[3:-1]] == ["f0", "f1", "f2", "f3", "f4"]  # 5 frames by default
+
+
+def test_four_allocations_and_a_stack_seen_twice_make_steps():
+    s = pattern("XYXY")  # X at 0 and 2: one gap of 2
+    assert steps.pattern_steps(s, replay(s, 0)) == [(1, 0, 2), (2, 2, 4)]
+
+
+@pytest.mark.parametrize("bad,found", [(511, True), (512, False)])
+def test_at_most_512_recurring_stacks_are_tried(bad, found):
+    # `bad` stacks each made twice in a row (a gap of 1: no step), then G, A, G, A, G: G is the candidate after them
+    seq = [f"s{k}" for k in range(bad) for _ in range(2)] + ["G", "A", "G", "A", "G"]
+    trace = [e("alloc", 16 * i, 8, frames=[fr(c)]) for i, c in enumerate(seq)]
+    s = snap(trace)
+    got = steps.pattern_steps(s, replay(s, 0))
+    first = 2 * bad  # G's first alloc
+    assert got == ([(1, first, first + 2), (2, first + 2, first + 4), (3, first + 4, first + 5)] if found else [])
