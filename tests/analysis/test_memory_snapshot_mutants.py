@@ -734,3 +734,33 @@ def test_at_most_512_recurring_stacks_are_tried(bad, found):
     got = steps.pattern_steps(s, replay(s, 0))
     first = 2 * bad  # G's first alloc
     assert got == ([(1, first, first + 2), (2, first + 2, first + 4), (3, first + 4, first + 5)] if found else [])
+
+
+def test_the_state_at_the_snapshot_counts_its_own_device_and_unknowns_as_nothing():
+    segs = [{"device": 0, "address": 0, "total_size": 1024,  # allocated and active sizes not given: unknown
+             "blocks": [{"address": 0, "size": 512, "requested_size": 0, "state": "active_allocated"},  # 0 B asked
+                        {"address": 512, "state": "active_allocated"}]},  # no size at all: 0 B
+            {"device": 0, "address": 4096, "allocated_size": 8, "active_size": 8, "blocks": []},  # no total size
+            {"device": 1, "address": 0, "total_size": 64, "allocated_size": 64, "active_size": 64,
+             "blocks": [{"address": 0, "size": 64, "requested_size": 77, "state": "active_allocated"}]}]
+    s = snapshot_of({"segments": segs}, "two.pkl")
+    got = state.at_snapshot(s, 0)
+    assert (got["reserved"], got["allocated"], got["active"], got["requested"], got["blocks"]) == (1024, 8, 8, 0, 2)
+    assert state.at_snapshot(s, 1)["requested"] == 77
+
+
+def test_an_entry_at_time_0_has_a_time():
+    s = snap([e("alloc", 0, 1, t=0), e("alloc", 16, 1, t=1)])
+    assert join.clock_offset(s, replay(s, 0), 0, None) == (0, "")
+
+
+def test_ooms_are_bounded_by_20_by_default():
+    s = snap([e("oom", size=k, t=k) for k in range(21)])
+    got = events.ooms(s, replay(s, 0))
+    assert [x["requested"] for x in got] == list(range(20))
+
+
+def test_a_summary_with_steps_from_the_pattern_says_so():
+    dev = summary.summarize(pattern("XYZXYZXYZ"))["devices"][0]
+    assert (dev["steps_source"], dev["steps"]) == (steps.SOURCE_PATTERN, 3)
+    assert not dev["joined"] and dev["join"] == "not joined: the snapshot's entries carry no times"
