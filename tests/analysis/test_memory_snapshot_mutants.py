@@ -764,3 +764,12 @@ def test_a_summary_with_steps_from_the_pattern_says_so():
     dev = summary.summarize(pattern("XYZXYZXYZ"))["devices"][0]
     assert (dev["steps_source"], dev["steps"]) == (steps.SOURCE_PATTERN, 3)
     assert not dev["joined"] and dev["join"] == "not joined: the snapshot's entries carry no times"
+
+
+def test_segment_events_after_the_entry_are_undone_last_first():
+    # the segment [0, 1024) is there after entry 0, released at 2 and made again at 3: undoing 3 then 2 puts it back
+    # (2 then 3 would take it away); a release of unknown size (entry 4) undoes nothing
+    s = snap([e("alloc", 0, 100, frames=[fr("a")]), e("free_completed", 0, 100), e("segment_free", 0, 1024),
+              e("segment_alloc", 0, 1024), e("segment_free", 4096)], [seg(0, 1024, [(0, 1024, 0, "inactive")])])
+    got = state.at_entry(s, replay(s, 0), 0)
+    assert (got["segments"], got["largest_free_block_at_most"], got["free_ranges"]) == (1, 924, 1)
