@@ -773,3 +773,13 @@ def test_segment_events_after_the_entry_are_undone_last_first():
               e("segment_alloc", 0, 1024), e("segment_free", 4096)], [seg(0, 1024, [(0, 1024, 0, "inactive")])])
     got = state.at_entry(s, replay(s, 0), 0)
     assert (got["segments"], got["largest_free_block_at_most"], got["free_ranges"]) == (1, 924, 1)
+
+
+def test_a_0_byte_block_at_the_peak_counts_0_bytes_and_blocks_keep_their_times():
+    # 0 B at 5 µs, then 100 B at 6 µs, both kept: the peak (100 B, after entry 1) holds both, the empty one as 0 B
+    s = snap([e("alloc", 512, 0, t=5, frames=[fr("z")]), e("alloc", 0, 100, t=6, frames=[fr("a")])],
+             [seg(0, 1024, [(0, 512, 100, "active_allocated"), (512, 512, 0, "active_allocated")])])
+    pk = peak.peak(s, replay(s, 0))
+    assert [(g["frame"], g["bytes"], g["blocks"]) for g in pk["by_frame"]] == [
+        ("a (/job/train.py:1)", 100, 1), ("z (/job/train.py:1)", 0, 1)]
+    assert [(b["bytes"], b["time_us"]) for b in pk["top_blocks"]] == [(100, 6), (0, 5)]
