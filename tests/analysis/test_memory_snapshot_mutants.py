@@ -747,6 +747,8 @@ def test_the_state_at_the_snapshot_counts_its_own_device_and_unknowns_as_nothing
     got = state.at_snapshot(s, 0)
     assert (got["reserved"], got["allocated"], got["active"], got["requested"], got["blocks"]) == (1024, 8, 8, 0, 2)
     assert state.at_snapshot(s, 1)["requested"] == 77
+    r = replay(s, 0)  # the replay's end state is counted alike
+    assert (r.live_end, r.reserved_end) == (0, 1024)
 
 
 def test_an_entry_at_time_0_has_a_time():
