@@ -785,3 +785,11 @@ def test_a_0_byte_block_at_the_peak_counts_0_bytes_and_blocks_keep_their_times()
     assert [(g["frame"], g["bytes"], g["blocks"]) for g in pk["by_frame"]] == [
         ("a (/job/train.py:1)", 100, 1), ("z (/job/train.py:1)", 0, 1)]
     assert [(b["bytes"], b["time_us"]) for b in pk["top_blocks"]] == [(100, 6), (0, 5)]
+
+
+def test_two_frees_from_before_the_history_side_by_side_are_both_from_before():
+    # frees of 10 B at 100 and 20 B at 200 with no alloc before them, then 5 B at 300 made and kept
+    s = snap([e("free_completed", 100, 10), e("free_completed", 200, 20), e("alloc", 300, 5)])
+    r = replay(s, 0)
+    assert (r.before_addr.tolist(), r.before_size.tolist(), r.before_freed_at.tolist()) == ([100, 200], [10, 20], [0, 1])
+    assert r.freed_at.tolist() == [3]  # never freed: the history's length
