@@ -706,6 +706,7 @@ def test_a_segment_mapped_at_its_start_after_the_entry_leaves_its_end():
     got = state.at_entry(s, replay(s, 0), 0)
     assert (got["segments"], got["reserved"], got["largest_free_block_at_most"], got["free_ranges"]) == (
         1, 1024, 924, 1)
+    assert type(got["largest_free_block_at_most"]) is int  # bytes, also with no block from before the history
 
 
 def test_the_text_with_its_defaults_a_peak_at_the_first_entry_and_no_warnings_key():
