@@ -49,7 +49,7 @@ class _Reader:
     def frame(self, f) -> int:
         if not isinstance(f, dict):
             self.bad += 1
-            return -1
+            f = {}  # an unknown frame of its own ("?"): a frame id of -1 in a stack would index the last frame
         name, filename, line = f.get("name"), f.get("filename"), f.get("line")
         key = (name if isinstance(name, str) else "?", filename if isinstance(filename, str) else "?",
                line if type(line) is int and 0 <= line <= _I64_MAX else -1)
