@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from canning_tb.ingest.snapshot.model import ACTION, Snapshot
+from canning_tb.ingest.snapshot.model import Snapshot
 from canning_tb.ingest.table import EventTable, Kind
 
 from .replay import Replay
@@ -48,7 +48,3 @@ def operators_at(s: Snapshot, r: Replay, table: EventTable, offset_ns: int, posi
         cands = np.nonzero(ends[lo:k] >= when)[0]
         out.append(table.name(int(ops[lo + cands[-1]])) or "" if len(cands) else "")
     return out
-
-
-def alloc_positions(s: Snapshot, r: Replay) -> np.ndarray:
-    return np.nonzero(s.tr_action[r.rows] == ACTION["alloc"])[0]
