@@ -53,6 +53,14 @@ def ready_path(url, run, worker, window):
     raise AssertionError(f"{run}: the ranks were never digested")
 
 
+def shown_ms(ns: int) -> str:
+    """ns as the page writes ms (Intl.NumberFormat, 3 decimals): the exact decimal of ns / 10^6 rounded half away from
+    zero (15,041,500 ns is 15.042 ms; a float's format gives 15.041, from 15.0414999... in binary)."""
+    from decimal import ROUND_HALF_UP, Decimal
+    value = (Decimal(ns) / Decimal(10 ** 6)).quantize(Decimal("0.001"), rounding=ROUND_HALF_UP)
+    return f"{value:,}".replace("-", "−")
+
+
 def expected_shifts(url, run, worker, window, path, align):
     """{rank: ns added to its window-relative times}: its window start against the selected one's, less (aligned on
     the collectives) its clock offset against the selected one's."""
@@ -117,7 +125,7 @@ def check_run(page, url, run, worker, window):
         text = (f"waits for rank {h['waited_for']}" if h["what"] == "transfer" else f"rank {h['rank']} working")
         expect(items.nth(i)).to_contain_text(text)
         # its times on its rank's clock, signed (the step may begin before this rank's window)
-        start, end = (f"{h[k] / 1e6:,.3f}".replace("-", "−") for k in ("start_ns", "end_ns"))
+        start, end = (shown_ms(h[k]) for k in ("start_ns", "end_ns"))
         expect(items.nth(i)).to_contain_text(f"from {start} to {end} ms on rank {h['rank']}'s clock")
     expect(frame.locator("#timeline-xpath-note")).to_contain_text("on the clock as recorded")
     # aligned on the collectives: the path's offsets applied, every hand-off vertical

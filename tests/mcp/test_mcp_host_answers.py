@@ -78,7 +78,9 @@ def test_the_store_is_made_for_the_logdir_with_its_cache_outside_and_the_timelin
     host = Host(str(tmp_path), str(tmp_path / "cache"))
     assert host.scanner._factory(str(tmp_path)) == "the store"
     assert made == [((str(tmp_path),), {"cache_dir": str(tmp_path / "cache"), "isolate_bytes": ISOLATE_BYTES,
-                                        "timeline_index": True})]
+                                        "timeline_index": True, "follow_links": False})]
+    Host(str(tmp_path), str(tmp_path / "cache"), follow_links=True).scanner._factory(str(tmp_path))
+    assert made[-1][1]["follow_links"] is True  # canning-prof mcp --follow-links reaches the store
 
 
 def test_the_store_kicks_a_scan_and_waits_five_seconds_for_the_first(tmp_path):
