@@ -6,21 +6,12 @@ MIN_GAIN_SHARE 5 %, SHARED_MIN_SHARE 1 %, NOISE_MIN_STEPS 2)."""
 import numpy as np
 import pytest
 
-from canning_tb.analysis import digest_pb2 as pb
 from canning_tb.analysis.graph.simulate import Simulated
 from canning_tb.analysis.rules.claims import kept_steps, noise_ns, settle, significant, simulator
 from canning_tb.analysis.rules.finding import Finding
+from test_claims_series import digest  # steps made by hand
 
 MS = 1_000_000
-
-
-def digest(durations_ms, gap_ms=20, skipped=()):
-    """Steps 1..n, step k starting at (k - 1) x gap_ms; `skipped`: numbers the average leaves out."""
-    d = pb.Digest()
-    for k, dur in enumerate(durations_ms, 1):
-        d.steps.add(number=k, start_ns=(k - 1) * gap_ms * MS, dur_ns=int(dur * MS))
-    d.average_steps.extend(k for k in range(1, len(durations_ms) + 1) if k not in skipped)
-    return d
 
 
 def finding(rule="f", spans_ms=None, **kw):

@@ -3,17 +3,16 @@ bodies": compute_rules): the dominant family's advice per family and vendor, and
 test_rules_findings.py does not reach. Each digest is made by hand; every expected value is worked out in the
 docstring from the numbers written in the test (times in ns, two steps of 1 ms unless said).
 """
-import copy
 
 import numpy as np
 import pytest
 
 from _synthetic import ev, table
+from test_rules_findings import found as found_all
 
 from canning_tb.analysis import digest_pb2 as pb
-from canning_tb.analysis.build import build_digest
 from canning_tb.analysis.kernels import CORE_ELIGIBLE, CORE_TENSOR
-from canning_tb.analysis.rules import compute_rules, runner
+from canning_tb.analysis.rules import compute_rules
 from canning_tb.analysis.rules.engine import RuleInput
 from canning_tb.ingest.table import Kind as K
 
@@ -183,16 +182,8 @@ A100_DEVICE = [{"kind": "cuda", "index": 0, "compute_capability": "8.0", "name":
 
 
 def found(t, monkeypatch) -> dict:
-    """{rule: Finding} as the rules made them, before claims.settle (as test_rules_findings.found)."""
-    seen = []
-    real = runner.settle
-
-    def spy(findings, *args, **kw):
-        seen.extend(copy.deepcopy(findings))
-        return real(findings, *args, **kw)
-    monkeypatch.setattr(runner, "settle", spy)
-    build_digest(t)
-    return {f.rule: f for f in seen}
+    """{rule: Finding} as the rules made them, before claims.settle: test_rules_findings' reading, the last of each."""
+    return {rule: made[-1] for rule, made in found_all(t, monkeypatch).items()}
 
 
 def test_the_eligible_kernels_are_replayed_at_the_tensor_core_rate(monkeypatch):
