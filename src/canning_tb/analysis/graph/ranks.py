@@ -155,7 +155,8 @@ def _offsets(per_rank: list, instances: list) -> tuple[list, list]:
     for members in instances:
         e = [per_rank[ri][j].start_ns + per_rank[ri][j].dur_ns for ri, j in members]
         # from the earliest end: a float64 holds epoch ns only to 256 ns, these differences exactly
-        rel = [x - min(e) for x in e]
+        first = min(e)
+        rel = [x - first for x in e]
         mid = float(np.median(rel))
         for (ri, _), x in zip(members, rel):
             ends[ri].append(x - mid)
