@@ -18,7 +18,7 @@ import logging
 import os
 import stat
 
-from canning_tb.util.safe_files import FOLLOW_ENV, confine, follows_links
+from canning_tb.util.safe_files import FOLLOW_ENV, confine, follows_links, is_inside
 
 log = logging.getLogger("canning_tb.store")
 
@@ -32,15 +32,15 @@ class Policy:
         self.root = os.path.realpath(logdir)
         self.refused: set[str] = set()  # paths refused in this scan: a refused folder is never walked into
         confine(logdir, follow_links)  # every later open of a file under it is checked at open time
-        # a folder of a logdir the user let links out of (scan_folder's own policy) lets them out too
+        # this logdir's choice, else what the open-time check answers for its files (a folder of a logdir the user
+        # let links out of, as scan_folder's own policy is, lets them out too)
         self.outside_ok = follow_links or follows_links(logdir)
 
     def inside(self, path: str) -> bool:
         """Whether path (after its links) is inside the logdir, or the user allows links out of it."""
         if self.outside_ok:
             return True
-        real = os.path.realpath(path)
-        return real == self.root or real.startswith(self.root.rstrip(os.sep) + os.sep)
+        return is_inside(os.path.realpath(path), self.root)  # safe_files' one rule: whole folders, not prefixes
 
     def usable(self, path: str, folder_ok: bool = False) -> bool:
         """A regular file (or a folder, where folder_ok) inside the logdir's real path; missing is usable

@@ -69,12 +69,10 @@ def confine(root: str | None, follow_links: bool = False) -> None:
 
 
 def follows_links(folder: str) -> bool:
-    """Whether links under `folder` may lead out of its logdir: the process's setting, or the one given for
-    the registered root that holds it."""
-    if follow_outside():
-        return True
+    """Whether links under `folder` may lead out of its logdir: what the open-time check will answer for a file
+    in it (the process's setting, or the one given for the registered root that holds it)."""
     root = _root_of(os.path.join(folder, "_"))
-    return bool(root and _roots.get(root))
+    return _lets_out(root) if root else follow_outside()
 
 
 def _root_of(path: str) -> str | None:
