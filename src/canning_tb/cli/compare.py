@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import sys
+from functools import partial
 
 from canning_tb.analysis.compare.gate import CANNOT_JUDGE, REGRESSION
 from canning_tb.analysis.compare.verdict import compare as compare_digests
@@ -75,12 +76,13 @@ def _default_sides(args) -> tuple[list, list, dict]:
     path = args.input
     if not is_url(path) and not os.path.isdir(path):
         raise FileNotFoundError(f"{path}: without --base, --input names a run folder or a logdir")
-    store = Store(path, cache_dir=args.cache_dir, chip=getattr(args, "chip", None), follow_links=args.follow_links)
+    store_of = partial(Store, cache_dir=args.cache_dir, chip=getattr(args, "chip", None),
+                       follow_links=args.follow_links)
+    store = store_of(path)
     runs = store.runs()
     if runs == ["."] and not is_url(path):  # a run folder: its logdir is the folder above
         folder = os.path.abspath(path).rstrip(os.sep)
-        store = Store(os.path.dirname(folder), cache_dir=args.cache_dir, chip=getattr(args, "chip", None),
-                      follow_links=args.follow_links)
+        store = store_of(os.path.dirname(folder))
         run = next((r for r in store.runs() if os.path.join(os.path.dirname(folder), r) == folder), None)
     else:
         run = runs[-1] if runs else None

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+from functools import partial
 
 from canning_tb.store import Store, Window
 from canning_tb.util.remote_fs import is_url
@@ -43,8 +44,9 @@ def targets_for(path: str, cache_dir: str | None = None, chip: str | None = None
     """Every window PATH holds; raises FileNotFoundError when it holds none (RemoteError when a
     remote PATH cannot be read); `chip`: the chip whose peaks the figures are judged against (--chip);
     `follow_links`: links out of PATH are read (--follow-links)."""
+    store_of = partial(Store, cache_dir=cache_dir, chip=chip, follow_links=follow_links)  # each store of the command's
     if is_url(path):
-        return _all_targets(Store(path, cache_dir=cache_dir, chip=chip, follow_links=follow_links), f"{path}: no profiles found")
+        return _all_targets(store_of(path), f"{path}: no profiles found")
     given, path = path, os.path.abspath(path)  # messages name the path as given, never its absolute form
     if not os.path.exists(path):
         raise FileNotFoundError(f"{given}: no such file or folder")
@@ -54,11 +56,10 @@ def targets_for(path: str, cache_dir: str | None = None, chip: str | None = None
     if os.path.isfile(path) or path.rstrip("/").endswith(("_ascend_pt", "_ascend_ms")):
         # a single window: discovery of its parent folder classifies it; keep only that one
         parent = os.path.dirname(path.rstrip("/"))
-        store = Store(parent, cache_dir=cache_dir, chip=chip, recursive=False, follow_links=follow_links,
-                      select=lambda w: path in (w.path, *w.files))
+        store = store_of(parent, recursive=False, select=lambda w: path in (w.path, *w.files))
         return _all_targets(store, f"{given}: not a profile (expected *.pt.trace.json[.gz], *.canning.json, "
                                    "a Chrome trace .json[.gz] or a *_ascend_pt folder)")
-    return _all_targets(Store(path, cache_dir=cache_dir, chip=chip, follow_links=follow_links),
+    return _all_targets(store_of(path),
                         f"{given}: no profiles found (looked for *.canning.json, *.pt.trace.json[.gz], "
                         "Chrome trace .json[.gz] files and torch_npu output folders)")
 
