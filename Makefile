@@ -56,9 +56,10 @@ test: setup typecheck chromium clang peers test-nocc
 # the .so files that `make venv` compiled in place under src/. Each run reinstalls the package alone (the
 # sources change; the dependencies only with pyproject.toml), checks that no compiled part imports, and runs
 # what needs none: the tests marked `compiled` skip, the browser and slow ones run in `make test`. The folders
-# where a C part stands in for Python (the readers, the analysis, the store's digests, the timeline's index),
-# so that `make test` stays within its time here; `NOCC_TESTS=tests` runs the whole suite without C.
-NOCC_TESTS ?= tests/ingest tests/analysis tests/store tests/timeline tests/design
+# where a C part stands in for Python: the readers (ingest/native's scanners) and the events' tree
+# (analysis/common); the store and the timeline reach them only through the same readers and digests, so they
+# run with C alone and `make test` stays within its time here. `NOCC_TESTS=tests` runs the whole suite without C.
+NOCC_TESTS ?= tests/ingest tests/analysis
 NOCC := .venv-nocc
 NATIVE := _ascend_scan _kineto_scan _kineto_sweep _tree
 $(NOCC)/.installed: pyproject.toml setup.py
