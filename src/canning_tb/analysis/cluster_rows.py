@@ -7,7 +7,9 @@
   `other_ns` = the rest of the rank's step outside them (the host's tail after its last device task),
   so compute + overlapped + communication + free + preparing + other = step_ns, the digest's mean step
   (what every per-rank view shows); `cann_step_ns` = CANN's device step (computing + communication not
-  overlapped + free), `bubble_ns` its pipeline receives.
+  overlapped + free), `bubble_ns` its pipeline receives. A figure the rank's file does not write (its
+  columns differ between torch_npu / CANN versions: Preparing, Bubble) is unknown (-1), never 0; the rest of
+  the step (`other_ns`) then holds it.
 - trace (otherwise): the digest's mean step breakdown: compute (host operators on a CPU-only run),
   overlapped, communication (not overlapped), free = the rest of the step; Preparing unknown (-1),
   other 0.
@@ -44,17 +46,22 @@ def _kept_cann(digest) -> list:
 
 
 def _cann_mean(digests: list, field: str) -> np.ndarray:
+    """Per rank, the mean of `field` over the kept steps that know it; -1 where none does."""
     def mean(digest) -> int:
-        steps = _kept_cann(digest)
-        return int(round(sum(max(getattr(s, field), 0) for s in steps) / len(steps)))
+        known = [v for v in (getattr(s, field) for s in _kept_cann(digest)) if v >= 0]
+        return int(round(sum(known) / len(known))) if known else -1
     return _column(digests, mean)
 
 
 def _cann_split(step, computing, ov, comm, free, preparing) -> dict:
-    """The split of one step (arrays or ints) from CANN's figures (module doc)."""
-    return {"compute_ns": np.maximum(computing - ov, 0), "overlapped_ns": ov, "communication_ns": comm, "free_ns": free,
-            "preparing_ns": preparing, "other_ns": np.maximum(step - computing - comm - free - preparing, 0),
-            "computing_ns": computing}
+    """The split of one step (arrays or ints) from CANN's figures (module doc): an unknown figure (-1) stays
+    unknown and counts as nothing in the others, so `other_ns` takes its time."""
+    def known(x):
+        return np.maximum(x, 0)
+    compute = np.where(np.asarray(computing) < 0, -1, np.maximum(known(computing) - known(ov), 0))
+    rest = step - known(computing) - known(comm) - known(free) - known(preparing)
+    return {"compute_ns": compute, "overlapped_ns": ov, "communication_ns": comm, "free_ns": free,
+            "preparing_ns": preparing, "other_ns": np.maximum(rest, 0), "computing_ns": computing}
 
 
 def cann_columns(digests: list) -> dict:
@@ -63,7 +70,8 @@ def cann_columns(digests: list) -> dict:
     comm, free = _cann_mean(digests, "communication_not_overlapped_ns"), _cann_mean(digests, "free_ns")
     preparing, step = _cann_mean(digests, "preparing_ns"), _column(digests, lambda d: d.average.total_ns)
     return {"step_ns": step, **_cann_split(step, computing, ov, comm, free, preparing),
-            "cann_step_ns": computing + comm + free, "bubble_ns": _cann_mean(digests, "bubble_ns")}
+            "cann_step_ns": np.maximum(computing, 0) + np.maximum(comm, 0) + np.maximum(free, 0),
+            "bubble_ns": _cann_mean(digests, "bubble_ns")}
 
 
 def rank_rows(ranks: np.ndarray, cols: dict, digests: list, cann: bool, figures: list, on_host: bool) -> list[dict]:
@@ -89,8 +97,8 @@ def _step_splits(rows: list[dict], digest, cann: bool, on_host: bool) -> None:
         b = by_number[row["step"]]
         c = cann_steps.get(row["step"])
         if c is not None:
-            parts = [max(getattr(c, f), 0) for f in ("computing_ns", "overlapped_ns", "communication_not_overlapped_ns",
-                                                    "free_ns", "preparing_ns")]
+            parts = [getattr(c, f) for f in ("computing_ns", "overlapped_ns", "communication_not_overlapped_ns",
+                                             "free_ns", "preparing_ns")]
             row.update(step_ns=b.total_ns, **{k: int(v) for k, v in _cann_split(b.total_ns, *parts).items()})
             continue
         comp = b.host_ns if on_host else b.compute_ns
