@@ -98,6 +98,9 @@ def test_without_link_time_the_bandwidth_stays_unknown_and_without_bytes_so_do_t
     ascend.add_cann_figures(stat, ["a"], {"a": _cc("a", nbytes=-1, link=300)}, "communication.json")
     assert (stat.transit_bytes, stat.bytes, stat.bandwidth_gbps) == (-1, -1, -1.0)
     assert (stat.transfer_ns, stat.wait_ns, stat.synchronization_ns) == (1, 2, 3)
+    stat = pb.CollectiveStat(kind="AllReduce", bytes=-1, bandwidth_gbps=-1.0)  # 1 ns of link time is a time
+    ascend.add_cann_figures(stat, ["a"], {"a": _cc("a", nbytes=5, link=1)}, "communication.json")
+    assert stat.bandwidth_gbps == 5.0  # 5 bytes / 1 ns
 
 
 def test_a_collective_cann_did_not_measure_keeps_its_figures_and_says_unknown():
@@ -136,6 +139,9 @@ def test_a_call_keeps_its_payload_and_is_unknown_where_cann_has_nothing():
     call = pb.CommCall(kind="AllReduce", bytes=-1)
     ascend.add_call_figures(call, "op", {"op": _cc("op", nbytes=-1)})
     assert call.bytes == -1
+    call = pb.CommCall(kind="Broadcast", bytes=-1)  # CANN files it under p2p: so is the call
+    ascend.add_call_figures(call, "op", {"op": _cc("op", comm_type="p2p")})
+    assert call.comm_type == "p2p"
     call = pb.CommCall(kind="AllReduce", bytes=-1)
     ascend.add_call_figures(call, "hcom_allReduce__586_7_1", {})
     assert (call.bytes, call.seq, call.comm_type) == (-1, 7, "collective")
@@ -316,10 +322,15 @@ def test_links_take_the_step_totals_else_the_per_call_cells_never_both_nor_the_s
 
 
 def test_a_per_call_cell_is_left_only_for_the_total_of_its_own_step_kind_and_communicator():
-    """g's total in step 1 leaves g's per-call cells of step 1 only: step 2's, p2p's and h's are kept."""
+    """g's total in step 1 leaves g's per-call cells of step 1 only: step 2's, p2p's and h's are kept. 2023's
+    layout (step 4): per-call cells of g and a "Total Op Info" without communicator: the cells only. Step 5: g's
+    total and top slice, a "Total Op Info": no per-call cell, so both totals."""
     rows = [_cell(1, "g", "t", "total", nbytes=1), _cell(2, "g", "c", "", nbytes=2),
-            _cell(1, "g", "c", "", kind="p2p", nbytes=3), _cell(1, "h", "c", "", nbytes=4), _cell(1, "g", "c", "", nbytes=5)]
-    assert [x.bytes for x in ascend.links(_table(comm_matrix=rows))] == [1, 2, 3, 4]
+            _cell(1, "g", "c", "", kind="p2p", nbytes=3), _cell(1, "h", "c", "", nbytes=4), _cell(1, "g", "c", "", nbytes=5),
+            _cell(4, "g", "c", "", nbytes=6), _cell(4, None, "Total Op Info", "total", nbytes=7),
+            _cell(5, "g", "t", "total", nbytes=8), _cell(5, "g", "t", "top", nbytes=9),
+            _cell(5, None, "Total Op Info", "total", nbytes=10)]
+    assert [x.bytes for x in ascend.links(_table(comm_matrix=rows))] == [1, 2, 3, 4, 6, 8, 10]
 
 
 # ---- groups ----
