@@ -66,6 +66,9 @@ def test_a_ranks_own_link_or_its_one_source_names_its_member():
                _digest([("h", 2, 2), ("h", 1, 1)])]
     assert G.member_maps(digests, [2, 0, 5, 6, 3]) == {"dp": {1: 2, 0: 0}, "g": {1: 5}, "h": {2: 3}}
     assert G.member_maps(digests[3:4], [6]) == {}
+    # links not numbered in their communicator, or without a source, first in the file: the rest are still read
+    late = _digest([("g", 4, 4, 0, 0, "HCCS", "global"), ("g", -1, 0), ("dp", 0, 0)])
+    assert G.member_maps([late], [9]) == {"dp": {0: 9}}
 
 
 def test_declared_ranks_fill_the_members_not_already_known_and_not_taken():
@@ -84,6 +87,9 @@ def test_a_declaration_with_fewer_ranks_than_the_matrix_has_members_is_not_used(
     first = _digest(links, declared=[dict(group="pp"), dict(group="pp", ranks=[0, 9, 7])])
     second = _digest(declared=[dict(group="pp", ranks=[0, 1, 2])])
     assert G.member_maps([first, second], [0, 1]) == {"pp": {0: 0, 1: 9, 2: 7}}
+    # a short declaration first does not stop the next group's: tp [3, 4] fills tp's members 0 and 1
+    both = _digest(links, declared=[dict(group="pp", ranks=[0, 9]), dict(group="tp", ranks=[3, 4])])
+    assert G.member_maps([both], [0]) == {"pp": {0: 0}, "tp": {0: 3, 1: 4}}
 
 
 def test_the_calling_ranks_in_order_number_a_group_nothing_else_maps():
@@ -99,17 +105,19 @@ def test_the_calling_ranks_in_order_number_a_group_nothing_else_maps():
 
 def test_links_in_global_ranks_and_what_could_not_be_mapped():
     """dp {0, 2}: rank 0's 0->0 (10 B, 1 ns) and 0->1 (20 B), rank 2's 1->1 (30 B) and 1->0 (40 B) -> 0->0, 0->2,
-    2->2, 2->0. A link numbered globally (5->6, 50 B) passes. Lost: z 3->4 (-7 B: counted as 0), a 0->1 (9 B), a
-    global link with src -1 (group ''): 3 links, 9 bytes, groups sorted ['', 'a', 'z']."""
+    2->2, 2->0. A link numbered globally (5->6, 50 B) passes. Lost: z 3->4 (-7 B: counted as 0), a global link with
+    src -1 (group ''), dp 3->0 (11 B: member 3 unknown, member 0 known), a 0->1 (9 B), w 0->1 and 1->0 (2 + 3 B: a
+    group nothing maps): 6 links, 0 + 0 + 11 + 9 + 2 + 3 = 25 bytes, groups sorted ['', 'a', 'dp', 'w', 'z']."""
     d0 = _digest([("dp", 0, 0, 10, 1, "LOCAL"), ("dp", 0, 1, 20, 2), ("g0", 5, 6, 50, 5, "RDMA", "global"),
                   ("z", 3, 4, -7, 1), ("", -1, 1, 0, 0, "HCCS", "global")])
-    d2 = _digest([("dp", 1, 1, 30, 3, "LOCAL"), ("dp", 1, 0, 40, 4), ("a", 0, 1, 9, 1)])
+    d2 = _digest([("dp", 1, 1, 30, 3, "LOCAL"), ("dp", 1, 0, 40, 4), ("dp", 3, 0, 11, 1), ("a", 0, 1, 9, 1),
+                  ("w", 0, 1, 2, 1), ("w", 1, 0, 3, 1)])
     cols, lost = G.global_links([d0, d2], [0, 2])
     assert cols["src"].tolist() == [0, 0, 5, 2, 2] and cols["dst"].tolist() == [0, 2, 6, 2, 0]
     assert cols["bytes"].tolist() == [10, 20, 50, 30, 40] and cols["time_ns"].tolist() == [1, 2, 5, 3, 4]
     assert cols["transport"] == ["LOCAL", "HCCS", "RDMA", "LOCAL", "HCCS"] and cols["group"] == ["dp", "dp", "g0", "dp", "dp"]
     assert all(cols[k].dtype == np.int64 for k in ("src", "dst", "bytes", "time_ns"))
-    assert lost == {"links": 3, "bytes": 9, "groups": ["", "a", "z"]}
+    assert lost == {"links": 6, "bytes": 25, "groups": ["", "a", "dp", "w", "z"]}
 
 
 def test_no_links_give_empty_int_columns():
@@ -127,15 +135,20 @@ def test_group_rows_from_declarations_member_links_and_callers():
     calling. pp: only
     called, rank 0's 0->3 shows 4 members, one mapped: no ranks, "4 ranks (pp)". qq: declared [7] by rank 0, but the
     matrix shows 3 members: 3 members, the label does not take [7] for the whole. tp: declared [2, 5] without a source
-    ("declared"), called by nobody: rank 2 (here) missing, 5 (not here) not. The '' caller is no group."""
-    d0 = _digest([("pp", 0, 3), ("qq", 0, 2)], declared=[dict(group="dp"), dict(group="qq", ranks=[7])])
+    ("declared"), called by nobody: rank 2 (here) missing, 5 (not here) not. The '' caller is no group. bare:
+    declared without ranks, nothing maps it: no ranks, no ranks source, members unknown. Rank 2's later
+    declaration of dp ([9]) does not replace rank 1's."""
+    d0 = _digest([("pp", 0, 3), ("qq", 0, 2)], declared=[dict(group="dp"), dict(group="qq", ranks=[7]),
+                                                         dict(group="bare", name="b")])
     d1 = _digest([("mm", 0, 0), ("mm", 0, 1)],
                  declared=[dict(group="dp", name="data", comm_name="hcomm", ranks=[0, 1, 2], source="profiler_metadata.json")])
-    d2 = _digest([("mm", 1, 1), ("mm", 1, 0)], declared=[dict(group="tp", ranks=[2, 5], name="", source="")])
+    d2 = _digest([("mm", 1, 1), ("mm", 1, 0)], declared=[dict(group="tp", ranks=[2, 5], name="", source=""),
+                                                         dict(group="dp", ranks=[9], source="x")])
     rows = G.group_rows([d0, d1, d2], [0, 1, 2], {"dp": [1, 0, 0], "mm": [2], "pp": [0], "": [1]})
     got = [(r["group"], r["name"], r["comm_name"], r["source"], r["ranks"], r["ranks_source"], r["members"],
             r["calling_ranks"], r["missing"], r["label"]) for r in rows]
     assert got == [
+        ("bare", "b", "", "", [], "", -1, [], [], "b"),
         ("dp", "data", "hcomm", "profiler_metadata.json", [0, 1, 2], "profiler_metadata.json", 3, [0, 1], [2],
          "data (ranks 0-2)"),
         ("mm", "", "", "", [1, 2], "member links", 2, [2], [1], "ranks 1,2 (mm)"),
@@ -145,10 +158,11 @@ def test_group_rows_from_declarations_member_links_and_callers():
 
 
 def test_member_links_with_a_hole_are_no_ranks_and_an_unknown_group_has_no_members():
-    """hh: members 0 (rank 4's own link) and 2 (rank 6's) mapped, 1 not: no ranks; 3 members seen. ee: called only,
-    nothing known: members -1, its id as label."""
-    d4 = _digest([("hh", 0, 0), ("hh", 0, 2)])
-    d6 = _digest([("hh", 2, 2)])
+    """hh: members 0 (rank 4's own link) and 2 (rank 6's) mapped, 1 not: no ranks; 3 members seen (the largest
+    member is only a source: rank 6's 2->0, its one source). ee: called only, nothing known: members -1, its id as
+    label."""
+    d4 = _digest([("hh", 0, 0)])
+    d6 = _digest([("hh", 2, 0)])
     rows = G.group_rows([d4, d6], [4, 6], {"ee": [6]})
     got = [(r["group"], r["ranks"], r["ranks_source"], r["members"], r["label"]) for r in rows]
     assert got == [("ee", [], "", -1, "ee")]  # hh is no declared group and no caller's: not a row
@@ -201,6 +215,7 @@ def test_world_size_the_largest_a_file_gives_else_the_ranks_seen():
     assert G.world_size(files, [0, 7], [{"ranks": [3, 11]}]) == (12, "the ranks and group members seen (at least)")
     assert G.world_size([_digest(world=4), _digest(world=16)], [-1], []) == (16, "the window's files")
     assert G.world_size([_digest(world=0)], [-1], []) == (0, "")
+    assert G.world_size([_digest(world=1)], [-1], []) == (1, "the window's files")
     assert G.world_size([], [], []) == (-1, "")
     two = [_digest(world=8, env={"world_size_source": "a"}), _digest(world=8, env={"world_size_source": "b"})]
     assert G.world_size(two, [0], []) == (8, "a")  # the first file that gives the largest
