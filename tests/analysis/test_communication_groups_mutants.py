@@ -101,6 +101,15 @@ def test_the_calling_ranks_in_order_number_a_group_nothing_else_maps():
     assert G.member_maps([a, b], [7, 3]) == {"x": {0: 3, 1: 7}, "z": {0: 3, 1: 7}}
 
 
+def test_the_calling_ranks_do_not_fill_a_member_the_other_rules_left_when_as_many_are_mapped():
+    """q: rank 5's own link says member 0 (0->0, 0->2: 3 members seen); the declaration [1, 5, 3, 7] says 5 is
+    member 1: taken, so member 1 stays open, 2 -> 3, 3 -> 7. Three members are mapped, as many as the matrix shows:
+    the callers (1, 3, 5 sorted) are not asked, which would put rank 3 on member 1 as well as on member 2."""
+    d5 = _digest([("q", 0, 0), ("q", 0, 2)], calls=[("q", "op")], declared=[dict(group="q", ranks=[1, 5, 3, 7])])
+    d1, d3 = _digest(calls=[("q", "op")]), _digest(calls=[("q", "op")])
+    assert G.member_maps([d5, d1, d3], [5, 1, 3]) == {"q": {0: 5, 2: 3, 3: 7}}
+
+
 # ---- global_links ----
 
 def test_links_in_global_ranks_and_what_could_not_be_mapped():
