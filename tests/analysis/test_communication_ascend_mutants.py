@@ -203,7 +203,8 @@ def test_window_totals_unknown_where_nothing_is_measured_and_p2p_wait_unknown_wh
 # ---- collectives_from_cann ----
 
 def _four_calls() -> EventTable:
-    """AR0 (g, 100 +50, transit 20, wait 10, sync 5; SDMA 1000 B / 400 ns + RDMA 500 B / 100 ns), AR1 (g, 300 +30,
+    """AR0 (g, 100 +50, transit 20, wait 10, sync 5; SDMA 1000 B / 400 ns + RDMA 500 B / 100 ns, its HCCS row being
+    inside SDMA: not added), AR1 (g, 300 +30,
     25, 3, 0; SDMA 3000 B / 1000 ns), BC0 (g, 200 +100, 60, 40, 30; no link rows), ARH (h, 50 +80, 70, wait None,
     2; an RDMA row of unknown size)."""
     return _table({"source.comm_ops": "communication.json"},
