@@ -89,6 +89,12 @@ def test_longest_shows_the_longest_row():
     assert events.longest(RuleInput(pb.Digest()), rows) is None
 
 
+def test_longest_of_an_event_without_a_name_names_nothing():
+    inp = with_events([ev(None, K.CPU_OP, 0, 30)])
+    e = events.longest(inp, np.array([0]))
+    assert (e.row, e.label, e.timeline_name, e.ts_ns, e.dur_ns) == ("", "the longest ", "", 0, 30)
+
+
 def test_sync_calls_by_call_and_innermost_operator():
     """cudaStreamSynchronize under aten::item twice (40 + 20 ns; the annotation between them is no operator), once
     under aten::_local_scalar_dense inside aten::item (30 ns: the innermost operator), cudaDeviceSynchronize (70 ns)
@@ -109,6 +115,19 @@ def test_sync_calls_by_call_and_innermost_operator():
         {"name": "cudaStreamSynchronize", "op": "aten::item", "calls": 2, "ns": 60},
         {"name": "cudaEventSynchronize", "op": "cudaEventSynchronize", "calls": 1, "ns": 30},
         {"name": "cudaStreamSynchronize", "op": "aten::_local_scalar_dense", "calls": 1, "ns": 30}]
+
+
+def test_sync_calls_outside_the_host_nesting_or_under_a_nameless_operator_are_named_as_themselves():
+    """A cudaStreamSynchronize under an operator without a name (10-30, 20 ns: that operator names nothing) and one
+    recorded with a device (200-240, 40 ns: not among the host events, so under no operator) are both keyed by the
+    call alone: 2 calls, 60 ns. The one under aten::item (310-330, 20 ns; the last host event, so a lookup of position
+    -1 would find aten::item) stays apart."""
+    inp = with_events([ev(None, K.CPU_OP, 0, 100), ev("cudaStreamSynchronize", K.RUNTIME, 10, 20),
+                       ev("cudaStreamSynchronize", K.RUNTIME, 200, 40, device=0),
+                       ev("aten::item", K.CPU_OP, 300, 100), ev("cudaStreamSynchronize", K.RUNTIME, 310, 20)])
+    assert events.sync_calls(inp) == [
+        {"name": "cudaStreamSynchronize", "op": "cudaStreamSynchronize", "calls": 2, "ns": 60},
+        {"name": "cudaStreamSynchronize", "op": "aten::item", "calls": 1, "ns": 20}]
 
 
 def _sync_digest(*names) -> pb.Digest:
@@ -193,6 +212,9 @@ def test_startup_ranges_at_five_percent_of_the_window_inside_it():
     assert run([ev("cudaSetDevice", K.RUNTIME, 0, 40), ev("cuInit", K.RUNTIME, 1000, 100)]) is None
     assert run([ev("cudaSetDevice", K.RUNTIME, 0, 40)], end=0) is None  # a window of 0 ns
     assert run([ev("aten::add", K.CPU_OP, 0, 500)]) is None
+    # the window 1000-2000 (1000 ns, not 3000): cudaSetDevice 1000-1050, 5 %
+    later = events.startup_ranges(with_events([ev("cudaSetDevice", K.RUNTIME, 1000, 50)], start=1000, end=2000))
+    assert pairs(later) == [(1000, 1050)]
 
 
 def test_not_steps_are_the_capture_and_the_startup_once():
@@ -229,4 +251,16 @@ def test_device_rows_of_op_are_the_kernels_its_calls_launched():
     assert starts(inp, events.device_rows_of_op(inp, "aten::mm")) == [10, 410]
     none = events.device_rows_of_op(inp, "aten::relu")
     assert (len(none), none.dtype) == (0, np.int64)
+
+
+def test_device_rows_of_op_leave_out_kernels_of_no_operator_and_of_nameless_ones():
+    """A kernel no operator launched (at 600, after aten::mm at 400, the last host event) is not aten::mm's; a kernel
+    of an operator without a name (at 210) is not one of an operator that never ran."""
+    inp = with_events([
+        ev("aten::mm", K.CPU_OP, 0, 100, external_id=1), ev("gemm", K.KERNEL, 10, 40, external_id=1),
+        ev(None, K.CPU_OP, 200, 100, external_id=4), ev("k", K.KERNEL, 210, 40, external_id=4),
+        ev("aten::mm", K.CPU_OP, 400, 100, external_id=3), ev("gemm", K.KERNEL, 410, 40, external_id=3),
+        ev("orphan", K.KERNEL, 600, 40)])
+    assert starts(inp, events.device_rows_of_op(inp, "aten::mm")) == [10, 410]
+    assert len(events.device_rows_of_op(inp, "aten::relu")) == 0
     assert events.device_rows_of_op(RuleInput(pb.Digest()), "aten::mm") is None
