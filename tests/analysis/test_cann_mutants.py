@@ -50,6 +50,7 @@ def test_steps_from_cann_add_preparing_to_the_device_step():
         "compute": [400, 0, 0], "overlapped": [100, 0, 150], "communication": [200, 0, 0], "memcpy": [0, 0, 0],
         "memset": [0, 0, 0], "device_wait": [0, 0, 0], "runtime": [0, 0, 0], "dataloader": [0, 0, 0],
         "host": [30, 0, 10], "idle": [50, 0, 0]}
+    assert {str(v.dtype) for v in (nums, starts, durs, *res.values())} == {"int64"}  # whole ns, as steps.breakdowns
 
 
 def test_steps_start_at_their_first_device_task_less_preparing():
@@ -85,6 +86,7 @@ def test_transit_is_sdma_and_rdma_or_the_on_node_links_and_rdma():
     assert cann._transit({"SDMA": _link(None, 5), "HCCS": _link(70, 7), "RDMA": _link(50, 4)}) == (50, 4)
     assert cann._transit({"HCCS": _link(100, 1), "PCIE": _link(200, 2), "SIO": _link(300, None),
                           "RDMA": _link(None, 99)}) == (600, 3)
+    assert cann._transit({"HCCS": _link(100, 1), "RDMA": _link(50, 4)}) == (150, 5)  # RDMA also without SDMA
     assert cann._transit({"RDMA": _link(None, 5)}) == (-1, 0)
     assert cann._transit({}) == (-1, 0)
 
@@ -137,16 +139,19 @@ def test_operator_details_grouped_by_name_by_shapes_and_by_stack():
     negative times count 0. By name: mm 3 calls, host 30 / 600, device 11 / 120, totals 100 to 300, a stack; add.
     By shapes: mm S1 (a, b): 2 calls, 10 / 400, 5 / 120, 100 to 300; mm S2 (c). By stack: mm f1;f0 (a, c): 30 / 300,
     11 / 50, 100 to 200; mm without (b): 0 / 300, 0 / 70, no stack. Longest host total first, then by name, shapes,
-    stack: add (600) before mm (600) by name; the two mm of 300 by stack, "" first."""
+    stack: add (600) before mm (600) by name; the two mm of 300 by stack, "" first. Two relu calls whose host totals
+    are unknown and -5 count 0 each: 0 ns, 0 to 0, last."""
     s1, s2 = "[[2, 3], [3, 4]]", "[[8, 8], [8, 8]]"
     t = with_side("operator_details", _detail("aten::mm", s1, "f1;f0", 10, 100, 5, 50),
                   _detail("aten::mm", s1, None, None, 300, -1, 70), _detail("aten::mm", s2, "f1;f0", 20, 200, 6, None),
-                  _detail("aten::add", None, "", 1, 600, 0, 0))
+                  _detail("aten::add", None, "", 1, 600, 0, 0),
+                  _detail("aten::relu", None, None, 0, None, 0, 0), _detail("aten::relu", None, None, 0, -5, 0, 0))
     by_name, by_shape, by_stack = cann.ops_from_operator_details(t)
     add = ("aten::add", "", "", 1, 1, 600, 0, 0, 600, 600, False)
-    assert [_stat(o) for o in by_name] == [add, ("aten::mm", "", "", 3, 30, 600, 11, 120, 100, 300, True)]
+    relu = ("aten::relu", "", "", 2, 0, 0, 0, 0, 0, 0, False)  # host totals unknown and -5: 0 each, 0 to 0
+    assert [_stat(o) for o in by_name] == [add, ("aten::mm", "", "", 3, 30, 600, 11, 120, 100, 300, True), relu]
     assert [_stat(o) for o in by_shape] == [add, ("aten::mm", s1, "", 2, 10, 400, 5, 120, 100, 300, True),
-                                            ("aten::mm", s2, "", 1, 20, 200, 6, 0, 200, 200, True)]
+                                            ("aten::mm", s2, "", 1, 20, 200, 6, 0, 200, 200, True), relu]
     assert [_stat(o) for o in by_stack] == [add, ("aten::mm", "", "", 1, 0, 300, 0, 70, 300, 300, False),
-                                            ("aten::mm", "", "f1;f0", 2, 30, 300, 11, 50, 100, 200, True)]
+                                            ("aten::mm", "", "f1;f0", 2, 30, 300, 11, 50, 100, 200, True), relu]
     assert cann.ops_from_operator_details(table([])) == ([], [], [])
