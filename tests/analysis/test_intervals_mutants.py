@@ -22,6 +22,8 @@ def test_union_merges_touching_and_overlapping_drops_empty_and_sorts():
     assert pairs(iv.union([4], [3])) == [] and pairs(iv.union([], [])) == []
     assert pairs(iv.union([BIG, BIG + 2], [BIG + 1, BIG + 3])) == [(BIG, BIG + 1), (BIG + 2, BIG + 3)]
     assert pairs(iv.union([7], [8])) == [(7, 8)]  # one interval
+    # times of another int type come back as int64, as every set is
+    assert pairs(iv.union(np.array([3, 0], np.int32), np.array([5, 1], np.int32))) == [(0, 1), (3, 5)]
 
 
 def test_intersect_and_subtract_at_touching_edges():

@@ -284,7 +284,8 @@ def test_a_step_that_waited_over_five_percent_for_queued_work_is_left_out_while_
 
 def part(sets, hidden_only=False):
     sets = [(np.array([s for s, _ in x], np.int64), np.array([e for _, e in x], np.int64)) for x in sets]
-    return {c: pairs(v) for c, v in st.partition(sets, hidden_only).items() if len(v[0])}
+    got = st.partition(sets, hidden_only=True) if hidden_only else st.partition(sets)  # False by default
+    return {c: pairs(v) for c, v in got.items() if len(v[0])}
 
 
 def test_the_lowest_category_wins_each_instant():

@@ -13,7 +13,7 @@ STEP = dict(total_ns=1000, compute_ns=100, overlapped_ns=50, communication_ns=30
 
 
 def test_share_is_part_over_total_and_unknown_without_either():
-    assert sm.share(1, 4) == 0.25 and sm.share(0, 4) == 0.0 and sm.share(4, 4) == 1.0
+    assert sm.share(1, 4) == 0.25 and sm.share(0, 4) == 0.0 and sm.share(4, 4) == 1.0 and sm.share(1, 1) == 1.0
     assert sm.share(-1, 4) is None  # an unknown part (-1)
     assert sm.share(1, 0) is None and sm.share(1, -5) is None and sm.share(0, 0) is None
     assert sm.share(float("inf"), 1) is None and sm.share(float("nan"), 1) is None
@@ -49,13 +49,14 @@ def test_each_category_over_the_step():
 
 
 @pytest.mark.parametrize("field,value,device", [
-    ("compute_ns", 1, True), ("memset_ns", 1, True), ("device_self_ns", 1, True), ("communication_ns", 5, False),
+    ("compute_ns", 1, True), ("memset_ns", 1, True), ("device_self_ns", 1, True), ("device_total_ns", 1, True),
+    ("communication_ns", 5, False),
     ("idle_ns", 5, False), ("host_ns", 5, False)])
 def test_device_work_is_kernels_compute_copies_or_device_time_on_operators(field, value, device):
     d = pb.Digest()
     d.ops_by_name.add(name="aten::mm", host_self_ns=10)
-    if field == "device_self_ns":
-        d.ops_by_name[0].device_self_ns = value
+    if field in ("device_self_ns", "device_total_ns"):
+        setattr(d.ops_by_name[0], field, value)
     else:
         setattr(d.average, field, value)
     assert sm.has_device_work(d) is device
@@ -235,3 +236,6 @@ def test_the_run_summary_counts_zero_as_known_and_takes_the_first_of_equal_ranks
         "comm_not_hidden_share": {"min": 0.2, "min_rank": 2, "max": 0.5, "max_rank": 0},
         "memory_peak_bytes": {"min": 10, "min_rank": 0, "max": 30, "max_rank": 2},
         "slowest_op": {"name": "b", "ns": 1, "rank": 1, "metric": "device_self_ns"}}
+    # no rank has an operator with time: none, though every rank names one at 0 ns
+    assert sm.run_summary([row(0, slowest_op="a", slowest_op_ns=0), row(1, slowest_op="b", slowest_op_ns=0)])[
+        "slowest_op"] is None
