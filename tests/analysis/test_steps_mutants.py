@@ -139,8 +139,8 @@ def device_bound(*firsts):
 def test_steps_are_measured_on_the_device_when_its_period_is_over_five_percent_longer():
     """Device period 1211 - 1000 = 211 > 200 x 1.05 = 210: device clock. Step i runs from its first kernel to the
     next one's; the last to max(its host end 250, its kernel's end 1216, its first kernel 1211) = 1216."""
-    assert spans(device_bound(1000, 1200, 1211)) == ([1, 2, 3], [1000, 1200, 1211], [1200, 1211, 1216], [1200, 1211, 1216],
-                                         "device")
+    ends = [1200, 1211, 1216]
+    assert spans(device_bound(1000, 1200, 1211)) == ([1, 2, 3], [1000, 1200, 1211], ends, ends, "device")
 
 
 def test_steps_stay_on_the_host_at_exactly_five_percent():
@@ -247,7 +247,8 @@ def test_a_free_is_no_wait_for_untraced_work_but_a_pageable_copy_is():
     kernel = ev("k", K.KERNEL, 3 * MS, 10)
     assert untraced([ev("cudaFree", K.RUNTIME, 0, 5 * MS), kernel]) == []
     assert untraced([ev("hipHostFree", K.RUNTIME, 0, 5 * MS), kernel]) == []
-    copy = [ev("cudaMemcpyAsync", K.RUNTIME, 0, 4 * MS, correlation=1), ev("Memcpy HtoD (Pageable -> Device)", K.MEMCPY, 3 * MS, 10, correlation=1)]
+    copy = [ev("cudaMemcpyAsync", K.RUNTIME, 0, 4 * MS, correlation=1),
+            ev("Memcpy HtoD (Pageable -> Device)", K.MEMCPY, 3 * MS, 10, correlation=1)]
     assert untraced(copy) == [(0, 3 * MS)]
     assert untraced(copy[:1] + [ev("cudaStreamSynchronize", K.RUNTIME, MS, 4 * MS), copy[1]]) == [(0, 3 * MS)]
 
@@ -271,7 +272,8 @@ def test_the_last_step_is_distorted_past_five_percent_of_its_host_range():
 def test_a_step_that_waited_over_five_percent_for_queued_work_is_left_out_while_another_remains():
     """Steps of 100 ns: 6 ns of waits is over 5 % (left out), 5 ns is not. When every step would be left out,
     none is for its waits (the last may still be, for its tail)."""
-    assert distorted([1000, 1100, 1200], [1100, 1200, 1300], [1100, 1200, 1300], [6, 5, 0])[1] == [True, False, False]
+    steps = [1000, 1100, 1200], [1100, 1200, 1300], [1100, 1200, 1300]
+    assert distorted(*steps, [6, 5, 0])[1] == [True, False, False]
     assert distorted([0, 100, 200], [100, 200, 300], [100, 200, 300], [6, 6, 6])[1] == [False] * 3
     # the last step distorted by its tail (100 > 5), the first queued: every step would be out, so only the tail
     assert distorted([0, 100], [100, 300], [100, 200], [6, 0]) == ([0, 100], [False, True])
