@@ -188,3 +188,72 @@ def test_ties_sorted_by_name_then_shape():
     by_name, by_shape, _ = op_stats(Context(t))
     assert [(o.name, o.host_total_ns) for o in by_name] == [("a", 20), ("b", 20)]
     assert [(o.name, o.input_shapes) for o in by_shape] == [("a", ""), ("b", "x"), ("b", "y")]
+
+
+def test_device_union_on_the_real_clock():
+    """Kineto's timestamps are ns since the epoch (1.7e18: beyond float64's exact integers, spaced 256 apart
+    there): kernels at T + 1 (3 ns) and T + 7 (2 ns) make 3 + 2 = 5 ns, not a float's rounding of them."""
+    T = 1_700_000_000_000_000_000
+    t = table([ev("aten::mul", K.CPU_OP, T, 100, external_id=1), ev("k", K.KERNEL, T + 1, 3, external_id=1),
+               ev("k", K.KERNEL, T + 7, 2, external_id=1)])
+    (o,), _, _ = op_stats(Context(t))
+    assert (o.device_self_ns, o.device_total_ns, _kernels(o)) == (5, 5, [("k", 2, 5)])
+
+
+def test_device_union_zero_length_kernel_first_in_a_later_group():
+    """A's kernel 0-100 (the longest span, 100); B's: a 0 ns kernel at 500, then one of 5 ns at 500 (rows in that
+    order: the table keeps ties in order). B's union is 5: the groups stacked one above the other must not reach
+    into each other (a span of 99 would leave B 4). B runs inside A: A's total is 100 + 5."""
+    t = table([ev("A", K.CPU_OP, 0, 1000, external_id=1), ev("B", K.CPU_OP, 400, 200, external_id=2),
+               ev("k", K.KERNEL, 0, 100, external_id=1), ev("z", K.KERNEL, 500, 0, external_id=2),
+               ev("y", K.KERNEL, 500, 5, external_id=2)])
+    by_name, _, _ = op_stats(Context(t))
+    assert [(o.name, o.device_self_ns, o.device_total_ns) for o in by_name] == [("A", 100, 105), ("B", 5, 5)]
+
+
+def test_python_stacks_one_function_one_frame():
+    """One python function (its name the table's first string, id 0) around one op: a stack of one frame."""
+    import numpy as np
+    t = table([ev("f.py(1): run", K.PYTHON_FUNCTION, 0, 100), ev("aten::mul", K.CPU_OP, 10, 5)])
+    code, strings = python_stacks(Context(t), np.array([1]))
+    assert (code.tolist(), strings) == ([0], ["f.py(1): run"])
+
+
+def test_derived_stacks_skip_ops_and_tell_calls_apart():
+    """f.py(1): run 0-100 > aten::outer 10-60 > aten::inner 20-30; g.py(2): h 200-300 > aten::mul 210-220:
+    inner's stack holds only python frames (not aten::outer); two stacks, each its own text. By host total
+    outer 50, then inner and mul (10 each) by name."""
+    t = table([ev("f.py(1): run", K.PYTHON_FUNCTION, 0, 100), ev("aten::outer", K.CPU_OP, 10, 50),
+               ev("aten::inner", K.CPU_OP, 20, 10), ev("g.py(2): h", K.PYTHON_FUNCTION, 200, 100),
+               ev("aten::mul", K.CPU_OP, 210, 10)])
+    _, _, by_stack = op_stats(Context(t))
+    assert [(o.name, o.call_stack, o.has_call_stack) for o in by_stack] == [
+        ("aten::outer", "f.py(1): run", True), ("aten::inner", "f.py(1): run", True), ("aten::mul", "g.py(2): h", True)]
+
+
+def test_string_id_zero_is_a_string_like_any_other():
+    """The table's first string (id 0) as an op's written stack, as its shapes: kept as they are."""
+    t = table([ev("m.py(3): f", K.OTHER, 500, 1), ev("aten::mul", K.CPU_OP, 0, 10, stack="m.py(3): f")])
+    assert [o.call_stack for o in op_stats(Context(t))[2]] == ["m.py(3): f"]
+    t = table([ev("[[1]]", K.OTHER, 500, 1), ev("aten::mul", K.CPU_OP, 0, 10, shapes="[[1]]")])
+    assert [o.input_shapes for o in op_stats(Context(t))[1]] == ["[[1]]"]
+
+
+def test_empty_names_stay_empty():
+    """An op named "", with shapes "", launching a kernel named "": each shown as "" (nothing made up)."""
+    t = table([ev("", K.CPU_OP, 0, 10, shapes="", external_id=1), ev("", K.KERNEL, 2, 3, external_id=1)])
+    (o,), (s,), _ = op_stats(Context(t))
+    assert (o.name, s.input_shapes, _kernels(o)) == ("", "", [("", 1, 3)])
+
+
+def test_tensor_core_shares_on_a_cuda_window():
+    """aten::linear (ext 2) > aten::mm (ext 1). mm launches a Tensor Core GEMM of 30 ns and an elementwise
+    kernel of 10: self share 30 / 40 = 0.75, total the same; linear launches a 20 ns elementwise kernel itself:
+    self share 0 / 20 = 0, total 30 / (30 + 10 + 20) = 0.5."""
+    t = table([ev("aten::linear", K.CPU_OP, 0, 100, external_id=2), ev("aten::mm", K.CPU_OP, 10, 50, external_id=1),
+               ev("volta_h884gemm_64x64_ldg8_nn", K.KERNEL, 20, 30, external_id=1),
+               ev("elementwise", K.KERNEL, 60, 10, external_id=1), ev("elementwise", K.KERNEL, 80, 20, external_id=2)],
+              devices=[{"kind": "cuda"}])
+    by_name, _, _ = op_stats(Context(t))
+    assert [(o.name, o.tc_self_share, o.tc_total_share) for o in by_name] == [
+        ("aten::linear", 0.0, 0.5), ("aten::mm", 0.75, 0.75)]
