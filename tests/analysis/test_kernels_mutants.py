@@ -229,3 +229,66 @@ def test_measurements_all_unknown_and_ties():
     (k,), _, _ = kernel_stats(Context(t))
     assert (k.registers_per_thread, k.mean_occupancy_pct) == (-1.0, -1.0)
     assert k.shared_memory_bytes in (8.0, 16.0)
+
+
+def test_cores_from_op_statistic_with_communication_cores_of_their_own():
+    """op_statistic counts 10 AI_CORE tasks (1000 ns), the events hold 1: its compute core; the HCCL tasks from
+    the events: one on core "HCCL" (the table's first string, id 0) 30 ns, one on core "" 70 and one without
+    a core 5: "unknown" 2 calls, 75 ns (a core op_statistic does not name). By total: AI_CORE, unknown, HCCL."""
+    t = _op_statistic(table([
+        ev("HCCL", K.OTHER, 5000, 1),
+        ev("hcom_allReduce__1_1_1", K.COMM_KERNEL, 100, 30, core="HCCL"),
+        ev("hcom_allReduce__1_2_1", K.COMM_KERNEL, 200, 70, core=""),
+        ev("hcom_allReduce__1_3_1", K.COMM_KERNEL, 300, 5),
+        ev("mm", K.KERNEL, 0, 50, core="AI_CORE"),
+    ], fmt="ascend"), [dict(op_type="MatMul", core_type="AI_CORE", count=10, total_ns=1000)])
+    _, _, cores = kernel_stats(Context(t))
+    assert [(c.core, c.calls, c.total_ns) for c in cores] == [("AI_CORE", 10, 1000), ("unknown", 2, 75),
+                                                              ("HCCL", 1, 30)]
+
+
+def test_core_string_id_zero_and_empty_names():
+    """A core named by the table's first string (id 0) is that core; an op named "" and a core "" stay ""."""
+    t = table([ev("AI_CORE", K.OTHER, 5000, 1), ev("mm", K.KERNEL, 0, 50, core="AI_CORE")], fmt="ascend")
+    by_name, _, cores = kernel_stats(Context(t))
+    assert ([k.core for k in by_name], [(c.core, c.calls, c.total_ns) for c in cores]) == (
+        ["AI_CORE"], [("AI_CORE", 1, 50)])
+    t = table([ev("", K.CPU_OP, 0, 100, external_id=1), ev("k", K.KERNEL, 10, 5, external_id=1, core="")])
+    _, (k,), _ = kernel_stats(Context(t))
+    assert (k.op_name, k.core) == ("", "")
+
+
+def test_most_frequent_per_group_and_one_call_of_blocks():
+    """b (the first name): one call, stream 8, 64 registers, blocks 16 (a mean of one: 16); a: streams 7, 7, 9 ->
+    7, registers 32, 32, 128 -> 32, no blocks: -1."""
+    t = table([ev("b", K.KERNEL, 0, 5, stream=8, blocks=16), ev("a", K.KERNEL, 10, 5, stream=7),
+               ev("a", K.KERNEL, 20, 5, stream=7), ev("a", K.KERNEL, 30, 5, stream=9)])
+    t.metrics = {"registers_per_thread": _at(t, {0: 64, 10: 32, 20: 32, 30: 128})}
+    by_name, _, _ = kernel_stats(Context(t))
+    assert sorted((k.name, k.stream, k.registers_per_thread, k.mean_blocks) for k in by_name) == [
+        ("a", 7, 32.0, -1.0), ("b", 8, 64.0, 16.0)]
+
+
+def test_weighted_mean_keeps_zero_values_and_one_ns_calls():
+    """k: occupancy 0 over 10 ns and 50 over 30: (0 + 1500) / 40 = 37.5 (0 % is a value, not unknown);
+    j: 10 over 1 ns and 30 over 0 ns: weighted 10 / 1 = 10 (the plain mean, 20, only without any weight)."""
+    t = table([ev("k", K.KERNEL, 0, 10), ev("k", K.KERNEL, 100, 30), ev("j", K.KERNEL, 200, 1),
+               ev("j", K.KERNEL, 300, 0)])
+    t.metrics = {"occupancy_pct": _at(t, {0: 0, 100: 50, 200: 10, 300: 30})}
+    by_name, _, _ = kernel_stats(Context(t))
+    assert {k.name: k.mean_occupancy_pct for k in by_name} == {"k": 37.5, "j": 10.0}
+
+
+def test_eligible_only_under_an_eligible_op_of_its_own_chain():
+    """aten::add 0-10 launches k_add (5); aten::mm 20-40 launches nothing; step 50-150 > aten::mm 60-80 launches
+    sgemm (7, not on Tensor Cores); lost (11) has no launcher. Eligible: sgemm only (its op eligible though its
+    parent is not); other: k_add (a root op, not eligible, whatever the host rows after it) + lost = 16."""
+    t = table([ev("aten::add", K.CPU_OP, 0, 10, external_id=1), ev("k_add", K.KERNEL, 2, 5, external_id=1),
+               ev("aten::mm", K.CPU_OP, 20, 20), ev("step", K.USER_ANNOTATION, 50, 100),
+               ev("aten::mm", K.CPU_OP, 60, 20, external_id=2), ev("sgemm", K.KERNEL, 62, 7, external_id=2),
+               ev("lost", K.KERNEL, 300, 11)], devices=[{"kind": "cuda"}])
+    ctx = Context(t)
+    _, _, cores = kernel_stats(ctx)
+    assert [(c.core, c.calls, c.total_ns) for c in cores] == [(CORE_TENSOR, 0, 0), (CORE_ELIGIBLE, 1, 7),
+                                                              (CORE_OTHER, 2, 16)]
+    assert [t.strings[int(x)] for x in ctx.ev["name"][eligible_rows(ctx)]] == ["sgemm"]
