@@ -79,3 +79,28 @@ def test_modules_without_host_ops_and_other_threads():
     t = table([_m("A_0", 0, 100), _m("B_1", 10, 50, tid=2), _m("C_2", 20, 10)])
     assert [(m.path, m.host_self_ns, m.device_total_ns) for m in module_tree(Context(t))] == [
         ("A_0", 90, 0), ("A_0/C_2", 10, 0), ("B_1", 50, 0)]
+
+
+def test_one_module_call_and_a_kernel_nobody_launched():
+    """One module call M_0 0-100 > aten::mul (ext 1, kernel 7); a kernel no op launched (11): not M_0's."""
+    t = table([_m("M_0", 0, 100), _op("aten::mul", 10, 20, 1), ev("k", K.KERNEL, 500, 7, external_id=1),
+               ev("lost", K.KERNEL, 600, 11)])
+    assert [(m.path, m.calls, m.host_self_ns, m.device_self_ns, m.device_total_ns, m.operators)
+            for m in module_tree(Context(t))] == [("M_0", 1, 100, 7, 7, 1)]
+
+
+def test_child_time_reaches_the_root_and_self_floors_at_zero():
+    """M_0 10-100 > C_1 10-50 (> aten::neg, ext 2, kernel 3) and D_2 50-100 (starts as C_1 ends: a sibling):
+    M_0's host self 90 - 40 - 50 = 0; device total 3 from its child."""
+    t = table([_m("M_0", 10, 90), _m("C_1", 10, 40), _op("aten::neg", 20, 10, 2), _m("D_2", 50, 50),
+               ev("k", K.KERNEL, 500, 3, external_id=2)])
+    assert [(m.path, m.host_self_ns, m.device_self_ns, m.device_total_ns) for m in module_tree(Context(t))] == [
+        ("M_0", 0, 0, 3), ("M_0/C_1", 40, 3, 3), ("M_0/D_2", 50, 0, 0)]
+
+
+def test_an_op_two_levels_inside_a_module_is_its_own():
+    """M_0 0-100 > aten::mul 10-50 > aten::inner 20-30 (ext 1, kernel 7): the kernel is M_0's (its innermost
+    module call, two ops up); one operator directly inside (mul)."""
+    t = table([_m("M_0", 0, 100), _op("aten::mul", 10, 40, -1), _op("aten::inner", 20, 10, 1),
+               ev("k", K.KERNEL, 500, 7, external_id=1)])
+    assert [(m.device_self_ns, m.operators) for m in module_tree(Context(t))] == [(7, 1)]
