@@ -1,5 +1,7 @@
 """The operator tables (analysis/ops.py) on hand-made tables: every field of every row worked out by hand
 in the comments (times in ns), so that a one-token change in ops.py shows (issue 46, mutation testing)."""
+import numpy as np
+
 from _synthetic import ev, table
 
 from canning_tb.analysis.context import Context
@@ -108,13 +110,12 @@ def test_python_stacks_codes_and_depth_cap():
     ctx = Context(t)
     names = [t.strings[int(x)] for x in ctx.ev["name"]]
     rows = [names.index("aten::mul"), names.index("aten::div"), names.index("aten::sub")]
-    code, strings = python_stacks(ctx, __import__("numpy").array(rows))
+    code, strings = python_stacks(ctx, np.array(rows))
     assert code.tolist() == [0, -1, -1]
     assert strings == [";".join(f"f{i}" for i in range(19, 3, -1))]
 
 
 def test_python_stacks_none_without_python_functions_or_need():
-    import numpy as np
     t = table([ev("aten::mul", K.CPU_OP, 100, 10), ev("aten::sub", K.CPU_OP, 200, 10, stack="s")])
     code, strings = python_stacks(Context(t), np.array([0, 1]))
     assert (code.tolist(), strings) == ([-1, -1], [])
@@ -213,7 +214,6 @@ def test_device_union_zero_length_kernel_first_in_a_later_group():
 
 def test_python_stacks_one_function_one_frame():
     """One python function (its name the table's first string, id 0) around one op: a stack of one frame."""
-    import numpy as np
     t = table([ev("f.py(1): run", K.PYTHON_FUNCTION, 0, 100), ev("aten::mul", K.CPU_OP, 10, 5)])
     code, strings = python_stacks(Context(t), np.array([1]))
     assert (code.tolist(), strings) == ([0], ["f.py(1): run"])
