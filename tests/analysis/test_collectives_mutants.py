@@ -58,6 +58,18 @@ def test_a_group_whose_string_id_is_0_is_still_its_group():
     assert [c.group for c in d.communication.calls] == ["pg0"]
 
 
+def test_an_empty_group_name_stays_empty():
+    # Kineto's "Process Group Name": "" is read as the text "" (ingest/kineto/read.py), not as no group
+    d = build_digest(table([comm(AR, 0, 50, group="")]))
+    assert [s.group for s in d.communication.collectives] == [""] and [c.group for c in d.communication.calls] == [""]
+
+
+def test_a_communication_kernel_with_an_empty_name_has_an_empty_op():
+    # a kernel the reader filed as communication (a collective launched it) though its name is the text ""
+    (c,) = build_digest(table([comm("", 0, 50, group="pg0")])).communication.calls
+    assert (c.kind, c.op) == ("Other", "")
+
+
 def test_calls_starting_together_keep_the_tables_order():
     # 40 calls at one instant, each on its own stream, durations 1..40 in the order the table holds them
     d = build_digest(table([comm(AR, 100, j + 1, stream=10 + j, group="pg0") for j in range(40)]))

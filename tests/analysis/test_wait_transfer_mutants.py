@@ -6,7 +6,7 @@ import numpy as np
 
 from canning_tb.analysis import digest_pb2 as pb
 from canning_tb.analysis.communication.wait_transfer import call_splits, collective_sums, split_sources, \
-    step_figures, step_figures_many, wait_transfer
+    rank_figures_many, step_figures, step_figures_many, wait_transfer
 
 
 def call(kind, start, dur, wait=-1, transit=-1, step=-1, seq=-1, group="g", p2p=False) -> dict:
@@ -102,3 +102,32 @@ def test_a_collectives_sums_are_unknown_where_one_of_its_calls_is():
 
 def test_no_digest_has_no_figures():
     assert wait_transfer([]) == [] and step_figures_many([], []) == []
+
+
+def test_the_mean_step_is_over_the_averaged_steps_floored_and_the_window_sums_every_step():
+    kept = digest(steps=[(1, 0, 100), (2, 100, 100), (3, 200, 100)], average=[1, 2], calls=[
+        call("AllReduce", 0, 10), call("AllReduce", 100, 21), call("AllReduce", 200, 90)])
+    unknown = digest(steps=[(1, 0, 100), (2, 100, 100)], calls=[call("AllReduce", 0, 10)])
+    stepless = digest(calls=[call("AllReduce", 0, 10)])
+    splits = [np.array([[0, 10], [10, 11], [50, 40]]), np.array([[-1, -1]]), np.array([[0, 10]])]
+    got = rank_figures_many([kept, unknown, stepless], splits)
+    fields = ("communication_total_ns", "wait_ns", "p2p_wait_ns", "transfer_ns")
+    # steps 1 and 2 (3 is not averaged): total (10 + 21) // 2 = 15, wait (0 + 10) // 2 = 5, transfer (10 + 11) // 2 = 10;
+    # the window: total 10 + 21 + 90 = 121, wait 0 + 10 + 50 = 60, transfer 10 + 11 + 40 = 61
+    assert [got[0][f] for f in fields] == [15, 5, 0, 10]
+    assert [got[0][f"window_{f}"] for f in fields] == [121, 60, 0, 61]
+    # a rank whose every call is unknown: its wait and transfer unknown (-1, not a sum of -1s), its communication known
+    assert [got[1][f] for f in fields] == [5, -1, -1, -1]
+    assert [got[1][f"window_{f}"] for f in fields] == [10, -1, -1, -1]
+    # no step: nothing to take a mean or a sum over
+    assert [got[2][f] for f in fields] + [got[2][f"window_{f}"] for f in fields] == [-1] * 8
+
+
+def test_ranks_whose_clocks_differ_each_see_their_own_calls():
+    """All ranks are measured on one time line, each shifted by its own offset. Rank 0 spans [10000, 10100], rank 1
+    [9949, 10049]: moved to start where the one before ends, 2 ns on (rank 1 at 0 + 102 - 9949), the two stay
+    apart; a shift that lost its sign (+ 9949) would lay rank 1's call [9999, 10049) on rank 0's step."""
+    r0 = digest(steps=[(1, 10_000, 100)], calls=[call("AllReduce", 10_000, 50)])
+    r1 = digest(steps=[(1, 9_949, 100)], calls=[call("AllReduce", 9_999, 50)])
+    got = step_figures_many([r0, r1], [np.array([[0, 50]]), np.array([[0, 50]])])
+    assert [r["communication_total_ns"] for rank in got for r in rank] == [50, 50]
