@@ -64,6 +64,12 @@ def test_an_empty_group_name_stays_empty():
     assert [s.group for s in d.communication.collectives] == [""] and [c.group for c in d.communication.calls] == [""]
 
 
+def test_calls_with_an_empty_group_name_and_with_none_make_one_row():
+    # both read as group "": one AllReduce row of 2 calls, 50 + 30 ns (it was two rows of one call each)
+    d = build_digest(table([comm(AR, 0, 50, group=""), comm(AR, 100, 30)]))
+    assert [(s.kind, s.group, s.calls, s.total_ns) for s in d.communication.collectives] == [("AllReduce", "", 2, 80)]
+
+
 def test_a_communication_kernel_with_an_empty_name_has_an_empty_op():
     # a kernel the reader filed as communication (a collective launched it) though its name is the text ""
     (c,) = build_digest(table([comm("", 0, 50, group="pg0")])).communication.calls
