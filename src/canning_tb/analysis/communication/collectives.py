@@ -129,12 +129,14 @@ def _stats_from_events(ctx: Context, rows: np.ndarray, c: pb.Communication, step
     kinds = kinds_u[ninv].astype(object)
     hccl = np.array([(t.strings[int(x)] or "").startswith("hcom_") for x in un], bool)[ninv]
     _kind_from_launcher(ctx, rows, kinds, hccl & (kinds != "Other"))
-    groups = np.array([t.strings[int(g)] or "" if g >= 0 else "" for g in ev["group"][rows]])
+    group_ids = ev["group"][rows].astype(np.int64)
+    groups = np.array([t.strings[int(g)] or "" if g >= 0 else "" for g in group_ids])
+    group_ids[groups == ""] = NONE  # an empty group name (Kineto's "Process Group Name": "") is no group: one row
     dur, byt, ts = ev["dur"][rows], ev["bytes"][rows], ev["ts"][rows]
     op_names = np.array([t.strings[int(x)] or "" for x in un], dtype=object)[ninv]
     kind_list = sorted(set(kinds.tolist()))
     kind_idx = np.searchsorted(np.array(kind_list), kinds)
-    uk, kinv = group_rows(np.stack([kind_idx, ev["group"][rows].astype(np.int64)], axis=1))
+    uk, kinv = group_rows(np.stack([kind_idx, group_ids], axis=1))
     stats = []
     for gi, (ki, gid) in enumerate(uk):
         sel = kinv == gi
