@@ -16,10 +16,12 @@ from canning_tb.ingest.table import EVENT_COLUMNS, MEMORY_COLUMNS, ColumnBuilder
 OP = Kind.CPU_OP
 
 
-def tbl(events=(), memory=(), devices=None, side=None) -> EventTable:
+def tbl(events=(), memory=(), devices=None, side=None, first=()) -> EventTable:
     """An EventTable of host events (name, ts, dur[, kind, tid]) and memory records (dicts of MEMORY_COLUMNS,
-    `device`, `component` and `op` given as text)."""
+    `device`, `component` and `op` given as text); the strings `first` are interned first (ids 0, 1 ...)."""
     t = EventTable()
+    for text in first:
+        t.strings.id(text)
     cols = ColumnBuilder(EVENT_COLUMNS)
     for name, ts, dur, *rest in events:
         kind = rest[0] if rest else OP
@@ -379,3 +381,82 @@ def test_memory_range_free_at_zero(bounds):
     m = pb.DeviceMemory(device="cuda:0")
     m.events.add(op="a", bytes=3, alloc_ns=0, free_ns=0)
     assert memory_range(m, *bounds)["ops"][0]["freed"] == 1
+
+
+# ---------------------------------------------------------------- edges: 1 byte, time 0, nameless, many ops
+
+
+def test_one_byte_records():
+    """P [0, 100): +1 @1 at 10, -1 @1 at 20 (its free), +1 @2 at 30 (not freed); Q [200, 300): -1 @3 at 250 (from
+    before the window). 2 allocations of 1 byte, 2 frees. P: 2 allocations, 2 bytes, increase 1 - 1 + 1 = 1;
+    Q: none, increase -1 (touched: 0 + |-1| = 1 > 0). Reserved 1 byte at every point: a figure."""
+    mem = [rec(10, 1, 1, allocated=1, reserved=1), rec(20, -1, 1, allocated=0, reserved=1),
+           rec(30, 1, 2, allocated=1, reserved=1), rec(250, -1, 3, allocated=0, reserved=1)]
+    (d,) = stats(tbl([("P", 0, 100), ("Q", 200, 100)], mem)).values()
+    assert (d.allocations, d.frees, d.allocated_bytes) == (2, 2, 2)
+    assert events_of(d) == [("P", 1, 10, 20), ("P", 1, 30, -1), ("Q", 1, -1, 250)]
+    got = [(o.name, o.allocations, o.allocated_bytes, o.self_allocations, o.self_allocated_bytes, o.increase_bytes,
+            o.self_increase_bytes) for o in d.ops]
+    assert got == [("P", 2, 2, 2, 2, 1, 1), ("Q", 0, 0, 0, 0, -1, -1)]
+    assert d.peak_reserved_bytes == 1 and list(d.curve_reserved_bytes) == [1, 1, 1, 1]
+
+
+def test_allocation_at_time_zero():
+    # allocated at 0 (freed at 50) and at 10: by allocation time, 0 first (its time is 0, not its free's 50)
+    (d,) = stats(tbl([("op", 0, 100)], [rec(0, 4, 1), rec(10, 8, 2), rec(50, -4, 1)])).values()
+    assert events_of(d) == [("op", 4, 0, 50), ("op", 8, 10, -1)]
+
+
+def test_nameless_operator_and_device():
+    # an operator named "" keeps its empty name in the events and the statistics; a record of no device: ""
+    (d,) = stats(tbl([("", 0, 100)], [rec(5, 8, 1)])).values()
+    assert events_of(d) == [("", 8, 5, -1)] and [(o.name, o.allocated_bytes) for o in d.ops] == [("", 8)]
+    (d,) = memory_stats(Context(tbl(memory=[rec(5, 8, 1, allocated=8, device=None)])))
+    assert (d.device, d.capacity_bytes, d.peak_allocated_bytes) == ("", -1, 8)
+
+
+def test_component_of_string_id_zero():
+    # "PTA" interned first has id 0: it is a component like any other (its curve and its peak)
+    t = tbl(memory=[rec(1, 0, allocated=5, device="npu:0", component="PTA"),
+                    rec(2, 0, allocated=9, device="npu:0", component="GE")], first=["PTA"])
+    assert t.strings.find("PTA") == 0
+    (d,) = stats(t).values()
+    assert list(d.curve_allocated_bytes) == [5]
+    assert sorted((c.component, c.peak_allocated_bytes) for c in d.components) == [("GE", 9), ("PTA", 5)]
+
+
+def test_many_operators_equal_bytes_keep_name_order():
+    """20 operators o00 ... o19, one after the other, allocating 8 x (i % 3 + 1) bytes: by bytes down (24, 16, 8),
+    equal bytes in the order of the names' first appearance."""
+    ev = [(f"o{i:02d}", 10 * i, 10) for i in range(20)]
+    mem = [rec(10 * i + 5, 8 * (i % 3 + 1), i + 1) for i in range(20)]
+    (d,) = stats(tbl(ev, mem)).values()
+    expected = [f"o{i:02d}" for r in (2, 1, 0) for i in range(20) if i % 3 == r]
+    assert [o.name for o in d.ops] == expected
+    assert [o.allocated_bytes for o in d.ops] == [24] * 6 + [16] * 7 + [8] * 7
+
+
+def test_operator_memory_edges():
+    """One block of 1 byte allocated and freed at 0: an allocation, a free, freed in the window (increase 0).
+    m: 300 freed, then 100 not: increase 400 - 300 = 100. big: 500 never freed; by bytes: big, m, one."""
+    rows = [opmem("one", 1, 0, 0), opmem("m", 300, 10, 40), opmem("m", 100, 30, -1), opmem("big", 500, 50, -1)]
+    (d,) = stats(tbl(side={"operator_memory": rows})).values()
+    assert (d.allocations, d.frees, d.allocated_bytes) == (4, 2, 901)
+    assert [(o.name, o.allocations, o.allocated_bytes, o.increase_bytes) for o in d.ops] == [
+        ("big", 1, 500, 500), ("m", 2, 400, 100), ("one", 1, 1, 0)]
+
+
+def test_operator_memory_without_device_goes_to_the_first_device():
+    # the only records are on npu:2: a row without device is npu:2's, not npu:0's
+    t = tbl(memory=[rec(1, 0, allocated=4, device="npu:2")], side={"operator_memory": [opmem("x", 64, 1, 2, device=None)]})
+    (d,) = memory_stats(Context(t))
+    assert d.device == "npu:2" and events_of(d) == [("x", 64, 1, 2)]
+
+
+def test_module_peak_of_rows_without_device_first():
+    # (None, HCCL) 30 comes first and is npu:0's; (npu:0, HCCL) 10 and 20 after: the peak stays 30
+    modules = [{"component": "HCCL", "ts_ns": 1, "reserved_bytes": 30, "device": None},
+               {"component": "HCCL", "ts_ns": 2, "reserved_bytes": 10, "device": "npu:0"},
+               {"component": "HCCL", "ts_ns": 3, "reserved_bytes": 20, "device": "npu:0"}]
+    (d,) = memory_stats(Context(tbl(side={"npu_module_mem": modules})))
+    assert (d.device, [(c.component, c.peak_reserved_bytes) for c in d.components]) == ("npu:0", [("HCCL", 30)])
