@@ -1,0 +1,113 @@
+"""The GPU efficiency figures (analysis/gpu_metrics.py) and the Tensor Core tests of a window and a kernel name
+(analysis/tensor_cores.py) on tables written here by hand (issue 46, docs/mutants.md "What was run on npu_metrics,
+gpu_metrics ..."). Each expected value is worked out in the docstring or a comment from the rows (times in ns).
+"""
+import math
+
+import numpy as np
+from _synthetic import ev, table
+
+from canning_tb.analysis import gpu_metrics as gm
+from canning_tb.analysis import tensor_cores as tcs
+from canning_tb.ingest.table import Kind as K
+
+nan = math.nan
+A100 = [{"kind": "cuda", "index": 0, "name": "NVIDIA A100"}, {"kind": "cuda", "index": 1}]
+
+
+def _gpu(events, devices=A100, fmt="kineto", metrics=None):
+    t = table(events, devices=devices, fmt=fmt)
+    for name, values in (metrics or {}).items():  # in the table's (time) order: every test's ts differ
+        t.metrics[name] = np.asarray(values, dtype=np.float64)
+    t.check()
+    return t
+
+
+def _window():
+    """Kernels in time order (device 0 unless said):
+      elementwise [0,10) device 1; volta_h884gemm [10,50) blocks/SM 0.5 occ 40; elementwise [30,70) blocks/SM 2
+      occ -; ncclKernel (communication) [90,210) occ 10; a memcpy [95,300) (no kernel); relu [400,500) blocks/SM 1
+      occ 90; a kernel of no device (-1) [450,460)."""
+    return _gpu([ev("elementwise", K.KERNEL, 0, 10, device=1), ev("volta_h884gemm_64x64", K.KERNEL, 10, 40),
+                 ev("elementwise", K.KERNEL, 30, 40), ev("ncclKernel_AllReduce", K.COMM_KERNEL, 90, 120),
+                 ev("Memcpy HtoD", K.MEMCPY, 95, 205), ev("relu", K.KERNEL, 400, 100),
+                 ev("elementwise", K.KERNEL, 450, 10, device=-1)],
+                metrics={"blocks_per_sm": [nan, 0.5, 2, nan, nan, 1, nan],
+                         "occupancy_pct": [nan, 40, nan, 10, nan, 90, nan]})
+
+
+def test_gpu_figures_by_hand():
+    """Span: [200,300), [0,60), [50,100) merge to [0,100) + [200,300) = 200 ns.
+    Device 0: inside the span gemm 40, elementwise 40, nccl 10 + 10 = 20, relu 0 (memcpy: no kernel).
+      busy = [10,70) 60 + [90,100) 10 + [200,210) 10 = 80: utilisation 0.4;
+      SM efficiency: [10,30) 0.5, [30,50) min(2.5, 1), [50,70) min(2, 1), relu outside the span:
+        (20 x 0.5 + 20 + 20) / 200 = 0.25;
+      occupancy by time inside: (40 x 40 + 10 x 20) / 60 = 30 (relu: 0 ns inside; elementwise: none);
+      Tensor Cores: gemm 40 of 100 = 0.4; 4 kernels, 3 with blocks/SM, 3 with occupancy.
+    Device 1: [0,10) = 10 / 200; no blocks / occupancy value: unknown; share 0 of 10 = 0."""
+    got = gm.gpu_efficiency(_window(), [200, 0, 50], [300, 60, 100])
+    assert [(g.device, g.name, g.span_ns, g.busy_ns, g.kernels, g.kernels_with_blocks_per_sm,
+             g.kernels_with_occupancy) for g in got] == [(0, "NVIDIA A100", 200, 80, 4, 3, 3), (1, "GPU 1", 200, 10, 1, 0, 0)]
+    assert (got[0].utilization, got[0].sm_efficiency, got[0].achieved_occupancy_pct, got[0].tensor_core_share) == \
+        (0.4, 0.25, 30.0, 0.4)
+    assert (got[1].utilization, got[1].sm_efficiency, got[1].achieved_occupancy_pct, got[1].tensor_core_share) == \
+        (0.05, -1.0, -1.0, 0.0)
+
+
+def test_no_span_leaves_the_figures_unknown_but_counts_the_kernels():
+    (g, _) = gm.gpu_efficiency(_window(), [], [])
+    assert (g.span_ns, g.busy_ns, g.kernels, g.kernels_with_blocks_per_sm, g.kernels_with_occupancy) == (0, 0, 4, 3, 3)
+    assert (g.utilization, g.sm_efficiency, g.achieved_occupancy_pct, g.tensor_core_share) == (-1.0,) * 4
+
+
+def test_without_measurement_columns_the_estimates_are_unknown():
+    """No blocks / occupancy column at all: counts 0, both estimates -1; [0,5) of [0,10): 0.5."""
+    (g,) = gm.gpu_efficiency(_gpu([ev("k", K.KERNEL, 0, 5)]), [0], [10])
+    assert (g.kernels_with_blocks_per_sm, g.kernels_with_occupancy, g.sm_efficiency, g.achieved_occupancy_pct,
+            g.utilization) == (0, 0, -1.0, -1.0, 0.5)
+
+
+def test_sm_efficiency_where_kernels_meet_and_negative_values():
+    """[0,10) and [10,20) 1 block/SM each: at 10 one ends as the other starts, level 1 throughout: 20 ns.
+    A kernel [0,20) of -1 blocks/SM and an empty one [5,5) of 5 are left out. Span [0,20)."""
+    span = (np.array([0]), np.array([20]))
+    got = gm.sm_efficiency_integral(np.array([0, 10, 0, 5]), np.array([10, 20, 20, 5]),
+                                    np.array([1.0, 1.0, -1.0, 5.0]), span)
+    assert got == 20.0
+    assert gm.sm_efficiency_integral(np.array([0]), np.array([10]), np.array([0.0]), span) == 0.0
+    # 0.25 blocks/SM over [0,8) and [4,12) in span [0,20): 4 x 0.25 + 4 x 0.5 + 4 x 0.25 = 4
+    assert gm.sm_efficiency_integral(np.array([0, 4]), np.array([8, 12]), np.array([0.25, 0.25]), span) == 4.0
+
+
+def test_which_windows_are_gpu_and_cuda_windows():
+    """Tensor Core share only on CUDA: ROCm, or a trace that names no device, gives -1. Ascend / NPU windows have
+    no GPU figures; a window of only CPU devices is a Kineto trace's GPU window."""
+    k = [ev("volta_h884gemm", K.KERNEL, 0, 10)]
+    share = {kind: [g.tensor_core_share for g in gm.gpu_efficiency(_gpu(k, devices=devs), [0], [10])]
+             for kind, devs in (("cuda", [{"kind": "CUDA", "index": 0}]), ("gpu", [{"kind": "gpu", "index": 0}]),
+                                ("rocm", [{"kind": "rocm", "index": 0}]), ("none", []),
+                                ("cpu", [{"kind": "cpu", "index": 0}]), ("npu", [{"kind": "npu", "index": 0}]),
+                                ("no kind", [{"index": 0}]), ("mixed", [{"kind": "cuda", "index": 0},
+                                                                       {"kind": "rocm", "index": 1}]))}
+    assert share == {"cuda": [1.0], "gpu": [1.0], "rocm": [-1.0], "none": [-1.0], "cpu": [-1.0], "npu": [],
+                     "no kind": [], "mixed": [-1.0]}
+    assert gm.gpu_efficiency(_gpu(k, fmt="ascend"), [0], [10]) == []
+    assert not tcs.is_cuda_window(_gpu(k, devices=[{"kind": "cuda", "index": 0}], fmt="ascend"))
+
+
+def test_a_device_entry_with_index_none_is_device_0():
+    t = _gpu([ev("k", K.KERNEL, 0, 5)], devices=[{"kind": "cuda", "index": None, "name": "H100"}])
+    assert gm.gpu_efficiency(t, [0], [10])[0].name == "H100"
+    t = _gpu([ev("k", K.KERNEL, 0, 5)], devices=[{"kind": "cuda", "name": "H100"}, {"kind": "cuda", "index": 0}])
+    assert gm.gpu_efficiency(t, [0], [10])[0].name == "GPU 0"  # no index is no device 0
+
+
+def test_tensor_core_kernel_names():
+    """Substrings, case-sensitive, of real kernel names (Volta HMMA, cuBLASLt nvjet, CUTLASS sm90, FlashAttention 2,
+    Triton templates); plain kernels are not."""
+    yes = ["volta_h884gemm_64x64_ldg8_nn", "nvjet_tst_128x256_64x4_1x2_h_bz_coopA_NNT",
+           "cutlass3x_sm90_gemm_bf16_MainloopSm90TmaGmmaWarpSpecialized", "flash_fwd_kernel", "triton_tem_fused_mm_0",
+           "sm80_xmma_gemm_f16f16_f16f32_f32_tn_n_tilesize128x128x32", "fmha_cutlassF_f16_aligned_64x64_rf_sm80"]
+    no = ["void at::native::vectorized_elementwise_kernel<4>", "ampere_sgemm_128x64_nn", "XMMA", "triton_poi_fused_add_0"]
+    assert [tcs.uses_tensor_cores(n) for n in yes] == [True] * len(yes)
+    assert [tcs.uses_tensor_cores(n) for n in no] == [False] * len(no)
