@@ -136,3 +136,41 @@ def test_pmu_means_per_group():
     got = nm.pmu_means(t, np.arange(4), np.array([1, 0, 1, 1]), 3)
     assert list(got) == ["cube_utilization_pct"]
     assert got["cube_utilization_pct"][:2].tolist() == [20.0, 90.0] and math.isnan(got["cube_utilization_pct"][2])
+
+
+def test_pmu_means_with_core_times_of_a_nanosecond_or_less():
+    """aic_time_ns below and at 1 ns (a CSV's microseconds): group 0 one task, 0.25 at 0.5 ns: 0.25;
+    group 1 0.25 at 0.5 ns and 0.75 at 1 ns: (0.125 + 0.75) / 1.5 = 0.875 / 1.5."""
+    t = _npu([_kernel(i * 100, 10, "AI_CORE") for i in range(3)],
+             metrics={"aic_mac_ratio": [0.25, 0.25, 0.75], "aic_time_ns": [0.5, 0.5, 1.0]})
+    got = nm.pmu_means(t, np.arange(3), np.array([0, 1, 1]), 2)["aic_mac_ratio"]
+    assert got[0] == 0.25 and math.isclose(got[1], 0.875 / 1.5, rel_tol=1e-12)
+
+
+def test_an_ascend_folder_is_an_npu_window_whatever_its_devices_say():
+    """format "ascend", no device entries: one entry for device 0, named "NPU 0"."""
+    (got,) = nm.npu_efficiency(_npu([_kernel(0, 4, "AI_CORE")], devices=[]), [0], [10])
+    assert (got.device, got.name, got.cube_ns) == (0, "NPU 0", 4)
+
+
+def test_a_task_of_no_core_is_busy_time_when_no_task_is_on_the_ai_cpu():
+    """No AI_CPU string in the table; cube [0,10) and a task without core [20,30) in span [0,40): busy 20."""
+    t = _npu([_kernel(0, 10, "AI_CORE"), ev("k2", K.KERNEL, 20, 10, device=0)])
+    (got,) = nm.npu_efficiency(t, [0], [40])
+    assert (got.ai_core_busy_ns, got.cube_ns) == (20, 10)
+
+
+def test_ai_cpu_as_the_tables_first_string():
+    """A nameless AI CPU task first: "AI_CPU" is string 0 of the table. AI CPU [0,10) and cube [20,30) in span
+    [0,40): busy 10 (the cube task only), AI CPU 10."""
+    t = _npu([ev(None, K.KERNEL, 0, 10, core="AI_CPU", device=0), _kernel(20, 10, "AI_CORE")])
+    assert t.strings.find("AI_CPU") == 0
+    (got,) = nm.npu_efficiency(t, [0], [40])
+    assert (got.ai_core_busy_ns, got.ai_cpu_ns, got.cube_ns) == (10, 10, 10)
+
+
+def test_a_span_of_one_nanosecond():
+    """Span [0,1), cube task [0,1): utilisation 1 / 1, cube share 1 / 1."""
+    (got,) = nm.npu_efficiency(_npu([_kernel(0, 1, "AI_CORE")]), [0], [1])
+    assert (got.span_ns, got.ai_core_busy_ns, got.ai_core_utilization, got.cube_ns, got.cube_share) == \
+        (1, 1, 1.0, 1, 1.0)
