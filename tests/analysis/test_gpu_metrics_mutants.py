@@ -9,6 +9,7 @@ from _synthetic import ev, table
 
 from canning_tb.analysis import gpu_metrics as gm
 from canning_tb.analysis import tensor_cores as tcs
+from canning_tb.analysis.context import Context
 from canning_tb.ingest.table import Kind as K
 
 nan = math.nan
@@ -111,3 +112,59 @@ def test_tensor_core_kernel_names():
     no = ["void at::native::vectorized_elementwise_kernel<4>", "ampere_sgemm_128x64_nn", "XMMA", "triton_poi_fused_add_0"]
     assert [tcs.uses_tensor_cores(n) for n in yes] == [True] * len(yes)
     assert [tcs.uses_tensor_cores(n) for n in no] == [False] * len(no)
+
+
+GEMM = "volta_h884gemm_64x64_ldg8_nn"  # a Tensor Core kernel (h884: Volta's HMMA)
+
+
+def _shares(events, groups):
+    """op_tc_shares over the host calls whose names are in `groups` ({name: group}); the rest ungrouped."""
+    t = table(events, devices=[{"kind": "cuda", "index": 0}])
+    ctx = Context(t)
+    names = [t.strings[int(t.events["name"][r])] for r in ctx.host.rows]
+    pos = np.array([i for i, n in enumerate(names) if n in groups], np.int64)
+    inv = np.array([groups[names[i]] for i in pos], np.int64)
+    self_share, total_share = tcs.op_tc_shares(ctx, pos, inv, len(set(groups.values())))
+    return self_share.tolist(), total_share.tolist()
+
+
+def test_op_tc_shares_with_nested_calls_of_one_group():
+    """Host: linear [0,1000) > mm M1 [100,400) > aten::t [120,320) > mm M2 [150,300); aten::add [2000,2100);
+    aten::relu [3000,3100) launching nothing; aten::copy_ [4000,4100) not grouped (the last host call).
+    Launched: GEMM 100 by M2, elementwise 20 by M1, GEMM 50 by linear, a memcpy 900 by linear (no kernel),
+    GEMM 1 ns by add, copy kernel 10 by copy_, an nccl kernel launched by no operator.
+    Groups linear 0, mm 1, add 2, relu 3.
+      self: linear 50 / 50 = 1; mm (20 + 100) of which 100: 100 / 120; add 1 / 1; relu none: -1.
+      total: linear 150 / 170 (its subtree); mm over its outermost call M1 only (M2 is inside it, through aten::t):
+      100 / 120; add 1 / 1; relu -1."""
+    got = _shares([
+        ev("aten::linear", K.CPU_OP, 0, 1000, external_id=1), ev("aten::mm", K.CPU_OP, 100, 300, external_id=2),
+        ev("aten::t", K.CPU_OP, 120, 200, external_id=3), ev("aten::mm", K.CPU_OP, 150, 150, external_id=4),
+        ev("aten::add", K.CPU_OP, 2000, 100, external_id=5), ev("aten::relu", K.CPU_OP, 3000, 100, external_id=6),
+        ev("aten::copy_", K.CPU_OP, 4000, 100, external_id=7),
+        ev(GEMM, K.KERNEL, 160, 100, external_id=4), ev("elementwise", K.KERNEL, 310, 20, external_id=2),
+        ev(GEMM, K.KERNEL, 500, 50, external_id=1), ev("Memcpy DtoD", K.MEMCPY, 560, 900, external_id=1),
+        ev(GEMM, K.KERNEL, 2010, 1, external_id=5), ev("copy_kernel", K.KERNEL, 4010, 10, external_id=7),
+        ev("ncclKernel_AllReduce", K.COMM_KERNEL, 5000, 100)],
+        {"aten::linear": 0, "aten::mm": 1, "aten::add": 2, "aten::relu": 3})
+    assert got == ([1.0, 100 / 120, 1.0, -1.0], [150 / 170, 100 / 120, 1.0, -1.0])
+
+
+def test_op_tc_shares_the_deepest_call_alone():
+    """mm M1 [0,100) > aten::t [10,90) > mm M2 [20,80): GEMM 30 by M2, elementwise 10 by M1. M2, the only call two
+    levels deep, is inside M1: mm's total is M1's subtree once, 30 / (30 + 10) = 0.75 (M2 counted again:
+    60 / 70); self (10 + 30) of which 30 = 0.75."""
+    got = _shares([
+        ev("aten::mm", K.CPU_OP, 0, 100, external_id=1), ev("aten::t", K.CPU_OP, 10, 80, external_id=2),
+        ev("aten::mm", K.CPU_OP, 20, 60, external_id=3),
+        ev(GEMM, K.KERNEL, 25, 30, external_id=3), ev("elementwise", K.KERNEL, 60, 10, external_id=1)],
+        {"aten::mm": 0})
+    assert got == ([0.75], [0.75])
+
+
+def test_op_tc_shares_of_one_call_and_off_cuda():
+    """One host call launching a 10 ns GEMM: 1 and 1. The same on ROCm: -1 and -1."""
+    rows = [ev("aten::mm", K.CPU_OP, 0, 100, external_id=1), ev(GEMM, K.KERNEL, 10, 10, external_id=1)]
+    assert _shares(rows, {"aten::mm": 0}) == ([1.0], [1.0])
+    t = table(rows, devices=[{"kind": "rocm", "index": 0}])
+    assert [a.tolist() for a in tcs.op_tc_shares(Context(t), np.array([0]), np.array([0]), 1)] == [[-1.0], [-1.0]]
