@@ -48,7 +48,8 @@ def test_gpu_figures_by_hand():
     Device 1: [0,10) = 10 / 200; no blocks / occupancy value: unknown; share 0 of 10 = 0."""
     got = gm.gpu_efficiency(_window(), [200, 0, 50], [300, 60, 100])
     assert [(g.device, g.name, g.span_ns, g.busy_ns, g.kernels, g.kernels_with_blocks_per_sm,
-             g.kernels_with_occupancy) for g in got] == [(0, "NVIDIA A100", 200, 80, 4, 3, 3), (1, "GPU 1", 200, 10, 1, 0, 0)]
+             g.kernels_with_occupancy) for g in got] == \
+        [(0, "NVIDIA A100", 200, 80, 4, 3, 3), (1, "GPU 1", 200, 10, 1, 0, 0)]
     assert (got[0].utilization, got[0].sm_efficiency, got[0].achieved_occupancy_pct, got[0].tensor_core_share) == \
         (0.4, 0.25, 30.0, 0.4)
     assert (got[1].utilization, got[1].sm_efficiency, got[1].achieved_occupancy_pct, got[1].tensor_core_share) == \
@@ -109,7 +110,8 @@ def test_tensor_core_kernel_names():
     yes = ["volta_h884gemm_64x64_ldg8_nn", "nvjet_tst_128x256_64x4_1x2_h_bz_coopA_NNT",
            "cutlass3x_sm90_gemm_bf16_MainloopSm90TmaGmmaWarpSpecialized", "flash_fwd_kernel", "triton_tem_fused_mm_0",
            "sm80_xmma_gemm_f16f16_f16f32_f32_tn_n_tilesize128x128x32", "fmha_cutlassF_f16_aligned_64x64_rf_sm80"]
-    no = ["void at::native::vectorized_elementwise_kernel<4>", "ampere_sgemm_128x64_nn", "XMMA", "triton_poi_fused_add_0"]
+    no = ["void at::native::vectorized_elementwise_kernel<4>", "ampere_sgemm_128x64_nn", "XMMA",
+          "triton_poi_fused_add_0"]
     assert [tcs.uses_tensor_cores(n) for n in yes] == [True] * len(yes)
     assert [tcs.uses_tensor_cores(n) for n in no] == [False] * len(no)
 
@@ -168,3 +170,30 @@ def test_op_tc_shares_of_one_call_and_off_cuda():
     assert _shares(rows, {"aten::mm": 0}) == ([1.0], [1.0])
     t = table(rows, devices=[{"kind": "rocm", "index": 0}])
     assert [a.tolist() for a in tcs.op_tc_shares(Context(t), np.array([0]), np.array([0]), 1)] == [[-1.0], [-1.0]]
+
+
+def test_a_span_and_kernel_of_one_nanosecond():
+    """Span [0,1), a GEMM [0,1) at 50 % occupancy: utilisation 1, occupancy 50 (weight 1 ns), Tensor Cores 1 / 1."""
+    (g,) = gm.gpu_efficiency(_gpu([ev(GEMM, K.KERNEL, 0, 1)], metrics={"occupancy_pct": [50]}), [0], [1])
+    assert (g.span_ns, g.busy_ns, g.utilization, g.achieved_occupancy_pct, g.tensor_core_share) == \
+        (1, 1, 1.0, 50.0, 1.0)
+
+
+def test_kernels_outside_the_span_leave_occupancy_and_tensor_cores_unknown():
+    """Span [0,100), a GEMM [200,300) with occupancy 50: 0 ns inside, so occupancy and share are -1; utilisation 0."""
+    (g,) = gm.gpu_efficiency(_gpu([ev(GEMM, K.KERNEL, 200, 100)], metrics={"occupancy_pct": [50]}), [0], [100])
+    assert (g.utilization, g.kernels_with_occupancy, g.achieved_occupancy_pct, g.tensor_core_share) == \
+        (0.0, 1, -1.0, -1.0)
+
+
+def test_an_occupancy_of_zero_weighs_in():
+    """[0,10) at 0 % and [10,20) at 0.5 %: (0 x 10 + 0.5 x 10) / 20 = 0.25."""
+    t = _gpu([ev("a", K.KERNEL, 0, 10), ev("b", K.KERNEL, 10, 10)], metrics={"occupancy_pct": [0, 0.5]})
+    assert gm.gpu_efficiency(t, [0], [20])[0].achieved_occupancy_pct == 0.25
+
+
+def test_a_named_entry_without_index_names_no_gpu():
+    """An entry with a name but no index, and GPU 1 without a name: GPU 1 is "GPU 1"."""
+    t = _gpu([ev("k", K.KERNEL, 0, 5, device=1)],
+             devices=[{"kind": "cuda", "name": "H100"}, {"kind": "cuda", "index": 1}])
+    assert [(g.device, g.name) for g in gm.gpu_efficiency(t, [0], [10])] == [(1, "GPU 1")]
