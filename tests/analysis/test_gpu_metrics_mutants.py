@@ -155,13 +155,13 @@ def test_op_tc_shares_with_nested_calls_of_one_group():
 def test_op_tc_shares_the_deepest_call_alone():
     """mm M1 [0,100) > aten::t [10,90) > mm M2 [20,80): GEMM 30 by M2, elementwise 10 by M1. M2, the only call two
     levels deep, is inside M1: mm's total is M1's subtree once, 30 / (30 + 10) = 0.75 (M2 counted again:
-    60 / 70); self (10 + 30) of which 30 = 0.75."""
+    60 / 70); self (10 + 30) of which 30 = 0.75. aten::view [200,210), the last host call, launches nothing: -1."""
     got = _shares([
         ev("aten::mm", K.CPU_OP, 0, 100, external_id=1), ev("aten::t", K.CPU_OP, 10, 80, external_id=2),
-        ev("aten::mm", K.CPU_OP, 20, 60, external_id=3),
+        ev("aten::mm", K.CPU_OP, 20, 60, external_id=3), ev("aten::view", K.CPU_OP, 200, 10, external_id=4),
         ev(GEMM, K.KERNEL, 25, 30, external_id=3), ev("elementwise", K.KERNEL, 60, 10, external_id=1)],
-        {"aten::mm": 0})
-    assert got == ([0.75], [0.75])
+        {"aten::mm": 0, "aten::view": 1})
+    assert got == ([0.75, -1.0], [0.75, -1.0])
 
 
 def test_op_tc_shares_of_one_call_and_off_cuda():
