@@ -24,13 +24,14 @@ def _families(events):
 
 def test_families_by_launcher_category_and_name():
     """Host: Optimizer.step#AdamW.step [0,1000) > aten::mm [100,200), aten::add_ [300,400) > cudaLaunchKernel
-    [310,320) (a runtime call: names no family); aten::conv2d [2000,3000) > aten::contiguous [2100,2200);
-    aten::relu [4000,4100); c10d::allreduce_ [5000,5100); npu::npu_fusion_attention [6000,6100).
+    [310,320) (a runtime call: names no family) and > aten::mul_ [340,380); aten::conv2d [2000,3000) >
+    aten::contiguous [2100,2200); aten::relu [4000,4100); c10d::allreduce_ [5000,5100); npu::npu_fusion_attention [6000,6100).
     Kernels (launcher -> family):
       sm80_xmma_gemm by mm: matmul (the innermost launcher with a family, not the optimizer step);
       transpose_kernel by mm: copy / layout (a layout kernel of a compute launcher stays one);
       multi_tensor_apply_kernel and copy_kernel by add_: optimizer (the step around it; a layout kernel of the
-        optimizer is the optimizer's);
+        optimizer is the optimizer's); mul_kernel_9 by mul_, two levels under the step: optimizer; ncclKernel_ZeRO
+        (a COMM_KERNEL) by the step itself: optimizer (the launcher before the category);
       implicit_convolve_sgemm by conv2d: convolution; transpose_readWrite by contiguous: copy / layout (the
         convolution around it, a layout name);
       vectorized_elementwise_kernel by relu: no launcher family, by name: elementwise;
@@ -41,7 +42,8 @@ def test_families_by_launcher_category_and_name():
     got = _families([
         ev("Optimizer.step#AdamW.step", K.USER_ANNOTATION, 0, 1000, external_id=1),
         ev("aten::mm", K.CPU_OP, 100, 100, external_id=2), ev("aten::add_", K.CPU_OP, 300, 100, external_id=3),
-        ev("cudaLaunchKernel", K.RUNTIME, 310, 10), ev("aten::conv2d", K.CPU_OP, 2000, 1000, external_id=4),
+        ev("cudaLaunchKernel", K.RUNTIME, 310, 10), ev("aten::mul_", K.CPU_OP, 340, 40, external_id=9),
+        ev("aten::conv2d", K.CPU_OP, 2000, 1000, external_id=4),
         ev("aten::contiguous", K.CPU_OP, 2100, 100, external_id=5),
         ev("aten::relu", K.CPU_OP, 4000, 100, external_id=6),
         ev("c10d::allreduce_", K.CPU_OP, 5000, 100, external_id=7),
@@ -49,7 +51,8 @@ def test_families_by_launcher_category_and_name():
         ev("sm80_xmma_gemm", K.KERNEL, 110, 10, external_id=2),
         ev("transpose_kernel", K.KERNEL, 130, 10, external_id=2),
         ev("multi_tensor_apply_kernel", K.KERNEL, 330, 10, external_id=3),
-        ev("copy_kernel", K.KERNEL, 350, 10, external_id=3),
+        ev("copy_kernel", K.KERNEL, 350, 10, external_id=3), ev("mul_kernel_9", K.KERNEL, 360, 5, external_id=9),
+        ev("ncclKernel_ZeRO", K.COMM_KERNEL, 500, 10, external_id=1),
         ev("implicit_convolve_sgemm", K.KERNEL, 2010, 10, external_id=4),
         ev("transpose_readWrite", K.KERNEL, 2110, 10, external_id=5),
         ev("vectorized_elementwise_kernel", K.KERNEL, 4010, 10, external_id=6),
@@ -59,7 +62,8 @@ def test_families_by_launcher_category_and_name():
         ev("foo_bar_kernel", K.KERNEL, 7200, 10)])
     assert got == {
         "sm80_xmma_gemm": "matmul", "transpose_kernel": "copy / layout", "multi_tensor_apply_kernel": "optimizer",
-        "copy_kernel": "optimizer", "implicit_convolve_sgemm": "convolution", "transpose_readWrite": "copy / layout",
+        "copy_kernel": "optimizer", "mul_kernel_9": "optimizer", "ncclKernel_ZeRO": "optimizer",
+        "implicit_convolve_sgemm": "convolution", "transpose_readWrite": "copy / layout",
         "vectorized_elementwise_kernel": "elementwise", "hcom_broadcast_": "communication",
         "ncclKernel_x": "communication", "fused_kernel_a": "attention", "ncclDevKernel_AllReduce": "communication",
         "softmax_warp_forward": "softmax", "foo_bar_kernel": "other"}
