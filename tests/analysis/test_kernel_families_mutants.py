@@ -25,7 +25,8 @@ def _families(events):
 def test_families_by_launcher_category_and_name():
     """Host: Optimizer.step#AdamW.step [0,1000) > aten::mm [100,200), aten::add_ [300,400) > cudaLaunchKernel
     [310,320) (a runtime call: names no family) and > aten::mul_ [340,380); aten::conv2d [2000,3000) >
-    aten::contiguous [2100,2200); aten::relu [4000,4100); c10d::allreduce_ [5000,5100); npu::npu_fusion_attention [6000,6100).
+    aten::contiguous [2100,2200); aten::relu [4000,4100); c10d::allreduce_ [5000,5100);
+    npu::npu_fusion_attention [6000,6100).
     Kernels (launcher -> family):
       sm80_xmma_gemm by mm: matmul (the innermost launcher with a family, not the optimizer step);
       transpose_kernel by mm: copy / layout (a layout kernel of a compute launcher stays one);
