@@ -93,6 +93,13 @@ def test_files_without_op_statistic_have_no_count():
         "communication.json": (0, 0, False, ""), "step_trace_time.csv": (0, 0, False, "")}
 
 
+def test_op_statistic_counting_no_task():
+    """op_statistic's counts 0 + 0 (None): 0 tasks, a count all the same (0 of 0, not unknown)."""
+    t = tbl(op_counts=[0, None], files=["kernel_details.csv", "op_statistic.csv"])
+    assert files_of(coverage(t, pb.Digest())) == {"kernel_details.csv": (0, 0, False, ""),
+                                                  "op_statistic.csv": (0, 0, False, "")}
+
+
 def test_op_statistic_counting_fewer_is_no_sample():
     """op_statistic counts 1, the events hold 3: rows 3 of 1, not a sample (held < counted is false)."""
     t = tbl(kernels=3, op_counts=[1], files=["kernel_details.csv"])
@@ -165,6 +172,8 @@ def test_figures_of_a_trace_alone():
     assert got["groups"] == ("the communicators the calls name", "")
     assert got["world_size"] == ("", "")
     assert "matrix" not in got
+    d.window.world_size = 1  # one rank, known
+    assert figures_of(coverage(t, d))["world_size"] == ("", "")
     d.window.world_size = 0
     assert figures_of(coverage(t, d))["world_size"] == ("unknown", "")
 
@@ -197,15 +206,15 @@ def test_step_notes():
 
 def _steps_digest(source="trace") -> pb.Digest:
     """Steps 1 and 2 of the trace (compute 100 + 20, overlapped 30 + 0: 150); CANN's steps 1, 2 (communication
-    40, -1 as 0, computing 140, 10); calls of step 1 (25), step 2 (15), step -1 (10), step 7 (1000, no step of
-    the trace): 25 + 15 + 10 = 50 against 40."""
+    40, -1 as 0, computing 150, -1 as 0); calls of step 1 (25), step 2 (15), step -1 (10), step 7 and step 0
+    (1000, 2000: no step of the trace): 25 + 15 + 10 = 50 against 40."""
     d = pb.Digest(step_source=source)
     for n, c, o in ((1, 100, 30), (2, 20, 0)):
         s = d.steps.add(number=n)
         s.breakdown.compute_ns, s.breakdown.overlapped_ns = c, o
-    d.cann_steps.add(step=1, communication_ns=40, computing_ns=140)
-    d.cann_steps.add(step=2, communication_ns=-1, computing_ns=10)
-    for step, dur in ((1, 25), (2, 15), (-1, 10), (7, 1000)):
+    d.cann_steps.add(step=1, communication_ns=40, computing_ns=150)
+    d.cann_steps.add(step=2, communication_ns=-1, computing_ns=-1)
+    for step, dur in ((1, 25), (2, 15), (-1, 10), (7, 1000), (0, 2000)):
         d.communication.calls.add(step=step, dur_ns=dur)
     return d
 
