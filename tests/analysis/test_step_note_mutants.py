@@ -50,6 +50,16 @@ def test_step_line_of_a_queued_step():
     left = step_line(s, False)
     assert left.startswith("Step 3 is left out of the average: its host waited 1.235 ms ")
     assert "queued before the window" in left and "tail" not in left and "9.0" not in left
+    assert kept.endswith("window; no other step to average instead.")
+
+
+def test_step_line_milliseconds_of_long_waits():
+    """5 000 000 400 ns = 5000.0004 ms, rounded to 3 places: 5000.0 (not 4999.995, as over 1 000 001 ns per ms);
+    a tail of 2 000 000 400 ns: 2000.0 (2000.0004 to 4 places)."""
+    s = pb.Step(number=1, dur_ns=20_000_000_000, untraced_wait_ns=5_000_000_400, distorted=True)
+    assert step_line(s, True).startswith("Step 1 includes 5000.0 ms ")
+    s = pb.Step(number=1, dur_ns=20_000_000_000, tail_ns=2_000_000_400, distorted=True)
+    assert "its device work ran 2000.0 ms past" in step_line(s, False)
 
 
 def test_step_line_of_a_step_into_the_window_end():
