@@ -225,6 +225,25 @@ def test_checks_of_the_steps():
     assert got == {"communication": (50, 40, 0.2, False), "computing": (150, 150, 0.0, True)}
 
 
+def test_what_each_check_compares():
+    """Each check names its two sources and says in a note what it compares; so does every figure and file."""
+    d = _steps_digest()
+    d.kernels_by_name.add(name="a", total_ns=60)
+    d.kernel_types.add(name="A", total_ns=100)
+    d.communication.source = "communication.json"
+    d.communication.links.add(src=0, dst=1)
+    t = tbl(comm_ops=2, files=["communication.json"], env={"source.comm_ops": "communication.json"})
+    cov = coverage(t, d)
+    assert {c.figure: (c.source_a, c.source_b) for c in cov.checks} == {
+        "communication": ("HCCL calls of the steps", "step_trace_time.csv"),
+        "computing": ("trace", "step_trace_time.csv"),
+        "kernel time": ("kernel_details.csv", "op_statistic.csv")}
+    assert all(c.note for c in cov.checks)
+    notes = figures_of(cov)
+    assert all(notes[f][1] for f in ("kernel_types", "communication", "matrix"))
+    assert all(f.covers for f in cov.files) and len(cov.files) == 2  # communication.json, the events' HCCL
+
+
 def test_checks_of_cann_steps_leave_out_computing():
     """CANN's own steps: the computing check would compare CANN with itself; the communication check stays."""
     assert set(checks_of(coverage(tbl(), _steps_digest("step_trace_time.csv")))) == {"communication"}
@@ -266,6 +285,8 @@ def test_a_check_of_unknown_or_zero_values_is_unknown():
     d.kernels_by_name[0].total_ns = 5
     d.kernel_types[0].total_ns = 0
     assert checks_of(coverage(tbl(), d)) == {"kernel time": (5, 0, 1.0, False)}
+    d.kernels_by_name[0].total_ns = 1  # 1 vs 0: |1 - 0| / 1 = 1, a difference all the same
+    assert checks_of(coverage(tbl(), d)) == {"kernel time": (1, 0, 1.0, False)}
 
 
 # ---------------------------------------------------------------- text and cross-rank rows
@@ -283,12 +304,14 @@ def _cov() -> pb.Coverage:
                    difference=0.5, agree=False)
     cov.checks.add(figure="computing", source_a="a", value_a=2_000_000, source_b="b", value_b=2_000_000,
                    difference=0.0, agree=True)
+    cov.checks.add(figure="long", source_a="a", value_a=5_000_000_000, source_b="b", value_b=5_000_000_000,
+                   difference=0.0, agree=True)
     cov.checks.add(figure="tasks", source_a="a", value_a=-1, source_b="b", value_b=4, difference=-1.0, agree=False)
     return cov
 
 
 def test_coverage_text():
-    """1 500 000 ns = 1.500 ms; a difference of 0.5 is 50.0 %; the tasks check counts, not ms."""
+    """1 500 000 ns = 1.500 ms, 5 000 000 000 ns = 5000.000 ms; a difference of 0.5 is 50.0 %; the tasks check counts, not ms."""
     assert coverage_text(_cov()) == [
         "  kernel_details.csv (3 of 7): tasks; SAMPLE: 3 of 7",
         "  op_statistic.csv (7): types",
@@ -298,6 +321,7 @@ def test_coverage_text():
         "  world_size from unknown",
         "  check kernel time: a 1.500 ms vs b 1.000 ms: differ by 50.0%",
         "  check computing: a 2.000 ms vs b 2.000 ms: agree",
+        "  check long: a 5000.000 ms vs b 5000.000 ms: agree",  # 5e9 ns / 1e6, not 4999.995 (over 1 000 001)
         "  check tasks: a -1 vs b 4: unknown",
     ]
 
