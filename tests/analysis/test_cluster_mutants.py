@@ -7,7 +7,8 @@ from test_analysis_synthetic import K, mk
 
 from canning_tb.analysis import digest_pb2 as pb
 from canning_tb.analysis.build import build_digest
-from canning_tb.analysis.cluster import (CallTable, Cells, _match_calls, _ring_sends, analyse_ranks, rank_ids,
+from canning_tb.analysis.cluster import (CallTable, Cells, _match_calls, _ring_sends, _slow_ranks, _stat_bytes,
+                                         analyse_ranks, matrix_cells, rank_ids,
                                          rank_numbers)
 from canning_tb.analysis.cluster_rows import cann_columns, trace_columns
 
@@ -194,3 +195,105 @@ def test_ring_sends_by_kind():
     # AllReduce 2 (n - 1) / n = 4 / 3 of 10 = 13 (floored); AllToAll 10 // 3 = 3 to each other member
     assert _sends("AllReduce", [0, 1, 2], [10, 0, 0]) == [(0, 1, 13)]
     assert _sends("AllToAll", [0, 1, 2], [10, 0, 0]) == [(0, 1, 3), (0, 2, 3)]
+
+
+def _link(digest, src, dst, transport, nbytes, ns):
+    digest.communication.links.add(src=src, dst=dst, transport=transport, bytes=nbytes, time_ns=ns)
+
+
+def test_links_matrix_its_cells_and_bins():
+    zero, one = _gpu_rank(0), _gpu_rank(1)
+    _link(zero, 0, 1, "HCCS", 100, 10)
+    _link(zero, 0, 1, "RDMA", 50, 0)
+    _link(one, 1, 0, "HCCS", 30, 3)
+    _link(one, 1, 0, "HCCS", 20, 2)  # the same cell twice: 50 bytes in 5 ns
+    r = analyse_ranks([zero, one])
+    assert r["matrix_source"] == "links"
+    assert r["matrix_unmapped"] == {"links": 0, "bytes": 0, "groups": []}
+    assert r["matrix"] == [
+        {"src": 0, "dst": 1, "transport": "HCCS", "group": "", "group_label": "", "bytes": 100, "time_ns": 10,
+         "bandwidth_gbps": 10.0},
+        {"src": 0, "dst": 1, "transport": "RDMA", "group": "", "group_label": "", "bytes": 50, "time_ns": 0,
+         "bandwidth_gbps": -1.0},
+        {"src": 1, "dst": 0, "transport": "HCCS", "group": "", "group_label": "", "bytes": 50, "time_ns": 5,
+         "bandwidth_gbps": 10.0}]
+    # per pair: 0 -> 1 150 bytes in 10 ns (15 B/ns), 1 -> 0 50 in 5
+    assert r["matrix_cells"] == [
+        {"src": 0, "dst": 1, "bytes": 150, "time_ns": 10, "transports": ["HCCS", "RDMA"], "groups": [],
+         "bandwidth_gbps": 15.0},
+        {"src": 1, "dst": 0, "bytes": 50, "time_ns": 5, "transports": ["HCCS"], "groups": [], "bandwidth_gbps": 10.0}]
+    assert r["matrix_bins"] == {"ranks_per_bin": 1, "bins": [{"first": 0, "last": 0}, {"first": 1, "last": 1}],
+                                "cells": [{"src": 0, "dst": 1, "bytes": 150, "time_ns": 10},
+                                          {"src": 1, "dst": 0, "bytes": 50, "time_ns": 5}]}
+
+
+def test_no_collective_no_matrix():
+    def quiet(rank):
+        return build_digest(mk([dict(ts=0, dur=1000, kind=K.USER_ANNOTATION, name="ProfilerStep#1"),
+                                dict(ts=0, dur=300, kind=K.KERNEL, name="gemm")], rank=rank))
+    r = analyse_ranks([quiet(0), quiet(1)])
+    assert (r["matrix_source"], r["matrix"], r["matrix_cells"], r["matrix_truncated"]) == ("none", [], [], False)
+    assert r["matrix_unmapped"] == {"links": 0, "bytes": 0, "groups": []}
+    assert r["matrix_bins"] == {"ranks_per_bin": 1, "bins": [{"first": 0, "last": 0}, {"first": 1, "last": 1}],
+                                "cells": []}
+    assert r["collectives"] == [] and r["unmatched"] == []
+
+
+def test_matrix_cells_sum_transports_and_groups():
+    matrix = [{"src": 0, "dst": 1, "transport": "HCCS", "group_label": "tp", "bytes": 10, "time_ns": 2},
+              {"src": 0, "dst": 1, "transport": "HCCS", "group_label": "dp", "bytes": -1, "time_ns": -1},
+              {"src": 0, "dst": 1, "transport": "RDMA", "bytes": 5, "time_ns": 3},
+              {"src": 2, "dst": 0, "transport": "SDMA", "group_label": "tp", "bytes": 7, "time_ns": 1},
+              {"src": 1, "dst": 0, "transport": "", "group_label": "", "bytes": 0, "time_ns": 0}]
+    # 0 -> 1: 10 + 0 + 5 = 15 bytes in 2 + 0 + 3 = 5 ns (negatives count 0): 3 B/ns; no time: None
+    assert matrix_cells(matrix) == [
+        {"src": 0, "dst": 1, "bytes": 15, "time_ns": 5, "transports": ["HCCS", "RDMA"], "groups": ["tp", "dp"],
+         "bandwidth_gbps": 3.0},
+        {"src": 1, "dst": 0, "bytes": 0, "time_ns": 0, "transports": [""], "groups": [], "bandwidth_gbps": None},
+        {"src": 2, "dst": 0, "bytes": 7, "time_ns": 1, "transports": ["SDMA"], "groups": ["tp"],
+         "bandwidth_gbps": 7.0}]
+
+
+def test_cells_rows_keep_the_largest_and_label_groups():
+    cells = Cells(np.array([0, 0, 1, 1]), np.array([1, 2, 0, 2]), ["HCCS", "RDMA", "HCCS", "SDMA"],
+                  ["g", "h", "g", ""], np.array([5, 9, 7, 9]), np.array([1, 0, 2, 3]))
+    # limit 2: the two of 9 bytes (cells 1 and 3), in their order
+    assert cells.rows(2, {"g": "tp"}) == [
+        {"src": 0, "dst": 2, "transport": "RDMA", "group": "h", "group_label": "h", "bytes": 9, "time_ns": 0,
+         "bandwidth_gbps": -1.0},
+        {"src": 1, "dst": 2, "transport": "SDMA", "group": "", "group_label": "", "bytes": 9, "time_ns": 3,
+         "bandwidth_gbps": 3.0}]
+    rows = cells.rows(4, {"g": "tp"})
+    assert [(r["group_label"], r["bandwidth_gbps"]) for r in rows] == [("tp", 5.0), ("h", -1.0), ("tp", 3.5),
+                                                                       ("", 3.0)]
+    # ties at the limit: the first cells (stable), 40 cells of 1 byte, keep 20: cells 0 .. 19
+    n = 40
+    ties = Cells(np.arange(n), np.arange(n) + 1, ["x"] * n, [""] * n, np.ones(n, np.int64), np.ones(n, np.int64))
+    assert [r["src"] for r in ties.rows(20, {})] == list(range(20))
+
+
+def test_slow_ranks_by_hand():
+    ranks = np.array([0, 4, 9])
+    cols = {"computing_ns": np.array([300, 500, 400]), "communication_ns": np.array([50, 10, 30]),
+            "free_ns": np.array([0, 3, 0])}
+    # computing: (500 - 300) / 400 = 0.5, slowest the most (rank 4); communication: (50 - 10) / 30, slowest the
+    # least (rank 4: the others wait for it); free: (3 - 0) / 1 = 3, slowest the most (rank 4)
+    assert _slow_ranks(ranks, cols) == [
+        {"metric": "computing", "max_ns": 500, "min_ns": 300, "mean_ns": 400.0, "ratio": 0.5, "max_rank": 4,
+         "min_rank": 0, "flagged": True, "slowest_rank": 4},
+        {"metric": "communication", "max_ns": 50, "min_ns": 10, "mean_ns": 30.0, "ratio": 40 / 30, "max_rank": 0,
+         "min_rank": 4, "flagged": True, "slowest_rank": 4},
+        {"metric": "free", "max_ns": 3, "min_ns": 0, "mean_ns": 1.0, "ratio": 3.0, "max_rank": 4, "min_rank": 0,
+         "flagged": True, "slowest_rank": 4}]
+    # (205 - 195) / 200 = 0.05: at the threshold, not above it; a metric all 0 has ratio 0
+    cols = {"computing_ns": np.array([195, 205]), "communication_ns": np.array([0, 0]), "free_ns": np.array([0, 0])}
+    got = _slow_ranks(np.array([0, 1]), cols)
+    assert [(s["ratio"], s["flagged"]) for s in got] == [(0.05, False), (0.0, False), (0.0, False)]
+    assert _slow_ranks(np.array([3]), {k: v[:1] for k, v in cols.items()}) == []
+
+
+def test_stat_bytes_keep_a_known_zero():
+    d = pb.Digest()
+    d.communication.collectives.add(kind="AllReduce", group="g", bytes=0)
+    d.communication.collectives.add(kind="Broadcast", group="g", bytes=-1)
+    assert _stat_bytes([d]) == {(0, "AllReduce", "g"): 0}
