@@ -51,7 +51,8 @@ def test_answer_of_two_gpu_ranks_given_out_of_order():
         assert [step[f] for f in ROW_INTS] == [1000, 200, 100, 100, 600, -1, 0, 300]
     assert (r["compute_source"], r["breakdown_source"], r["matrix_source"]) == ("device", "trace", "ring")
     # the ring: n = 2, AllReduce 2 (n - 1) / n x 800 = 800 to the other rank; 2 cells, none dropped
-    assert [(c["src"], c["dst"], c["bytes"]) for c in r["matrix"]] == [(0, 1, 800), (1, 0, 800)]
+    assert r["matrix"] == [{"src": src, "dst": dst, "transport": "ring", "group": "", "group_label": "", "bytes": 800,
+                            "time_ns": 0, "bandwidth_gbps": -1.0} for src, dst in ((0, 1), (1, 0))]
     assert r["matrix_truncated"] is False
     assert r["clock_offsets"] == [{"rank": 0, "offset_ns": 0, "aligned": True},
                                   {"rank": 1, "offset_ns": 0, "aligned": True}]  # both steps start at 0
@@ -119,11 +120,22 @@ def test_cann_columns_by_hand():
 
 def test_breakdown_source_is_the_lowest_ranks_file():
     zero, one = _gpu_rank(0), _gpu_rank(1)
-    _cann(zero, 1, 300, 100, 100, 600, 0, 0, "step_trace_time.csv")
-    _cann(one, 1, 300, 100, 100, 600, 0, 0, "analysis.db")
+    # both: computing 400, overlapped 100, communication 50, free 500, preparing 20: compute 400 - 100 = 300,
+    # other 1000 - 400 - 50 - 500 - 20 = 30, CANN's step 400 + 50 + 500 = 950; rank 1's row is for step 5, a
+    # step its trace does not have: its step 1 keeps the trace's split (see _gpu_rank)
+    _cann(zero, 1, 400, 100, 50, 500, 20, 0, "step_trace_time.csv")
+    _cann(one, 5, 400, 100, 50, 500, 20, 0, "analysis.db")
     r = analyse_ranks([one, zero])
     assert r["breakdown_source"] == "step_trace_time.csv"
-    assert [(row["rank"], row["source"]) for row in r["ranks"]] == [(0, "step_trace_time.csv"), (1, "analysis.db")]
+    assert [(row["rank"], row["source"], row["steps"]) for row in r["ranks"]] == [
+        (0, "step_trace_time.csv", 1), (1, "analysis.db", 1)]
+    for row in r["ranks"]:
+        assert [row[f] for f in ROW_INTS + ("cann_step_ns", "bubble_ns")] == [1000, 300, 100, 50, 500, 20, 30, 400,
+                                                                                950, 0]
+    steps = [row["per_step"][0] for row in r["ranks"]]
+    assert [steps[0][f] for f in ROW_INTS] == [1000, 300, 100, 50, 500, 20, 30, 400]
+    assert all(type(steps[0][f]) is int for f in ROW_INTS)
+    assert [steps[1][f] for f in ROW_INTS] == [1000, 200, 100, 100, 600, -1, 0, 300]
 
 
 def _call(digest, kind, group, dur, nbytes, wait, transit, comm_type="collective", seq=0):
@@ -137,16 +149,21 @@ def test_collective_rows_by_hand():
     _call(d0, "AllReduce", "g1", 10, -1, 0, 10)  # measured by CANN on both ranks, no wait anywhere
     _call(d1, "AllReduce", "g1", 12, 0, 0, 12)
     _call(d0, "Send", "p", 5, 100, -1, -1, "p2p")  # unmeasured, its wait unknown
-    _call(d0, "AllGather", "g2", 30, -1, 1, 2)  # measured on rank 0 only, whose files name no source
+    _call(d0, "AllGather", "g2", 30, -1, 1, 0)  # measured (transit 0) on rank 0 only, no source named
     _call(d0, "Broadcast", "g1", 2, 8, -1, -1, seq=0)  # unmeasured: matched calls; rank 0 calls it twice
     _call(d0, "Broadcast", "g1", 3, -1, -1, -1, seq=1)
     _call(d1, "Broadcast", "g1", 4, 16, -1, -1)
+    _call(d0, "Reduce", "g1", 4, -1, -1, 5)  # transit without wait: not measured
+    _call(d0, "AllToAll", "g1", 1, -1, -1, -1, seq=0)  # unmatched too, and sorts before Broadcast
+    _call(d0, "AllToAll", "g1", 1, -1, -1, -1, seq=1)
+    _call(d1, "AllToAll", "g1", 1, -1, -1, -1)
     ranks = np.array([0, 1])
     calls = CallTable.of(ranks, [d0, d1])
     sums = {(0, "AllReduce", "g1"): (0, 10), (1, "AllReduce", "g1"): (0, 12), (0, "Send", "p"): (-1, -1),
-            (0, "AllGather", "g2"): (5, 7), (0, "Broadcast", "g1"): (3, 4), (1, "Broadcast", "g1"): (0, 4)}
+            (0, "AllGather", "g2"): (5, 7), (0, "Broadcast", "g1"): (3, 4), (1, "Broadcast", "g1"): (0, 4),
+            (0, "Reduce", "g1"): (2, 2), (0, "AllToAll", "g1"): (3, 2), (1, "AllToAll", "g1"): (-1, -1)}
     _slots, rows, unmatched = _match_calls(calls, ranks, sums, {(1, "Broadcast", "g1"): 64})
-    # by total time: AllGather 30, AllReduce 10 + 12 = 22, Broadcast 2 + 3 + 4 = 9, Send 5
+    # by total time: AllGather 30, AllReduce 10 + 12 = 22, Broadcast 2 + 3 + 4 = 9, Send 5, Reduce 4, AllToAll 3
     assert rows == [
         {"kind": "AllGather", "group": "g2", "comm_type": "collective", "ranks": 1, "calls": 1, "matched_calls": 1,
          "total_ns": 30, "bytes": -1, "wait_ns": 5, "transfer_ns": 7, "wait_source": "CANN",
@@ -163,8 +180,21 @@ def test_collective_rows_by_hand():
                       "1": {"calls": 1, "total_ns": 4, "wait_ns": 0, "transfer_ns": 4}}},
         {"kind": "Send", "group": "p", "comm_type": "p2p", "ranks": 1, "calls": 1, "matched_calls": 1,
          "total_ns": 5, "bytes": 100, "wait_ns": -1, "transfer_ns": -1, "wait_source": "",
-         "per_rank": {"0": {"calls": 1, "total_ns": 5, "wait_ns": -1, "transfer_ns": -1}}}]
-    assert unmatched == [{"kind": "Broadcast", "group": "g1", "calls": {"0": 2, "1": 1}}]
+         "per_rank": {"0": {"calls": 1, "total_ns": 5, "wait_ns": -1, "transfer_ns": -1}}},
+        {"kind": "Reduce", "group": "g1", "comm_type": "collective", "ranks": 1, "calls": 1, "matched_calls": 1,
+         "total_ns": 4, "bytes": -1, "wait_ns": 2, "transfer_ns": 2, "wait_source": "matched calls",
+         "per_rank": {"0": {"calls": 1, "total_ns": 4, "wait_ns": 2, "transfer_ns": 2}}},
+        # rank 1's wait unknown: the collective's too (not 3 - 1)
+        {"kind": "AllToAll", "group": "g1", "comm_type": "collective", "ranks": 2, "calls": 3, "matched_calls": 1,
+         "total_ns": 3, "bytes": -1, "wait_ns": -1, "transfer_ns": -1, "wait_source": "",
+         "per_rank": {"0": {"calls": 2, "total_ns": 2, "wait_ns": 3, "transfer_ns": 2},
+                      "1": {"calls": 1, "total_ns": 1, "wait_ns": -1, "transfer_ns": -1}}}]
+    numbers = [v for row in rows for v in list(row.values()) + [x for p in row["per_rank"].values() for x in p.values()]
+               if not isinstance(v, (str, dict))]
+    assert all(type(v) is int for v in numbers)  # JSON: ints stay ints
+    # by (kind, group), not by first appearance
+    assert unmatched == [{"kind": "AllToAll", "group": "g1", "calls": {"0": 2, "1": 1}},
+                         {"kind": "Broadcast", "group": "g1", "calls": {"0": 2, "1": 1}}]
 
 
 def test_cells_summed_per_pair_and_key():
@@ -266,10 +296,10 @@ def test_cells_rows_keep_the_largest_and_label_groups():
     rows = cells.rows(4, {"g": "tp"})
     assert [(r["group_label"], r["bandwidth_gbps"]) for r in rows] == [("tp", 5.0), ("h", -1.0), ("tp", 3.5),
                                                                        ("", 3.0)]
-    # ties at the limit: the first cells (stable), 40 cells of 1 byte, keep 20: cells 0 .. 19
-    n = 40
-    ties = Cells(np.arange(n), np.arange(n) + 1, ["x"] * n, [""] * n, np.ones(n, np.int64), np.ones(n, np.int64))
-    assert [r["src"] for r in ties.rows(20, {})] == list(range(20))
+    # ties at the limit: the first cells (stable); 60 cells of 1, 0, 1, 0 ... bytes, keep 10: cells 0, 2, ... 18
+    n = 60
+    ties = Cells(np.arange(n), np.arange(n) + 1, ["x"] * n, [""] * n, np.array([1, 0] * 30), np.ones(n, np.int64))
+    assert [r["src"] for r in ties.rows(10, {})] == list(range(0, 20, 2))
 
 
 def test_slow_ranks_by_hand():
@@ -297,3 +327,45 @@ def test_stat_bytes_keep_a_known_zero():
     d.communication.collectives.add(kind="AllReduce", group="g", bytes=0)
     d.communication.collectives.add(kind="Broadcast", group="g", bytes=-1)
     assert _stat_bytes([d]) == {(0, "AllReduce", "g"): 0}
+
+
+def test_ring_without_sizes_or_partners_draws_nothing():
+    """A Broadcast without a size (unknown: no cell) and an AllReduce only rank 0 calls (no partner)."""
+    def rank(r, events):
+        return build_digest(mk([dict(ts=0, dur=1000, kind=K.USER_ANNOTATION, name="ProfilerStep#1")] + events, rank=r))
+    bcast = dict(ts=100, dur=50, kind=K.COMM_KERNEL, name="ncclDevKernel_Broadcast_RING_LL")
+    alone = dict(ts=300, dur=50, kind=K.COMM_KERNEL, name=AR, bytes=800)
+    r = analyse_ranks([rank(0, [bcast, alone]), rank(1, [bcast])])
+    assert (r["matrix_source"], r["matrix"]) == ("none", [])
+
+
+def _steps(rank: int, n: int):
+    """n steps of 1000 ns, each with gemm over its first 300 ns and nothing else."""
+    events = []
+    for i in range(n):
+        events += [dict(ts=1000 * i, dur=1000, kind=K.USER_ANNOTATION, name=f"ProfilerStep#{i + 1}"),
+                   dict(ts=1000 * i, dur=300, kind=K.KERNEL, name="gemm")]
+    return build_digest(mk(events, rank=rank))
+
+
+def test_every_step_gets_cann_split_and_only_in_a_cann_run():
+    zero, one = _steps(0, 2), _steps(1, 2)
+    for d in (zero, one):  # computing 400, free 500, communication 50, overlapped 100: compute 300, other 30
+        _cann(d, 1, 400, 100, 50, 500, 20, 0)
+        _cann(d, 2, 400, 100, 50, 500, 20, 0)
+    r = analyse_ranks([zero, one])
+    for row in r["ranks"]:
+        assert [[s[f] for f in ROW_INTS] for s in row["per_step"]] == [[1000, 300, 100, 50, 500, 20, 30, 400]] * 2
+    # CANN's rows on rank 0 only: the run uses the trace for all (compute 300, free 700), per step too
+    r = analyse_ranks([zero, _steps(1, 2)])
+    assert r["breakdown_source"] == "trace"
+    assert [s[f] for s in r["ranks"][0]["per_step"] for f in ("compute_ns", "free_ns", "preparing_ns")] == [
+        300, 700, -1] * 2
+
+
+def test_a_busy_step_has_no_free_time():
+    # gemm over the whole step [0, 1000): free 1000 - 1000 = 0, per step too
+    busy = build_digest(mk([dict(ts=0, dur=1000, kind=K.USER_ANNOTATION, name="ProfilerStep#1"),
+                            dict(ts=0, dur=1000, kind=K.KERNEL, name="gemm")], rank=0))
+    (row,) = analyse_ranks([busy])["ranks"]
+    assert (row["free_ns"], row["per_step"][0]["free_ns"]) == (0, 0)

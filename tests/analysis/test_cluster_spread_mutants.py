@@ -100,3 +100,29 @@ def test_matrix_bins_of_many_ranks():
                             {"src": 1, "dst": 1, "bytes": 0, "time_ns": 3},
                             {"src": 43, "dst": 0, "bytes": 4, "time_ns": 0}]
     assert all(type(c[k]) is int for c in got["cells"] for k in c)
+
+
+def _outliers_of(values):
+    cols = {name: np.full(len(values), -1) for name in COLS}
+    cols["step_ns"] = np.array(values)
+    (step,) = distributions(np.arange(len(values)), cols)
+    return [(o["rank"], o["side"], o["score"]) for o in step["outliers"]]
+
+
+def test_outlier_bounds():
+    # median 100, MAD 0: 105 is exactly 5 % off, not beyond it
+    assert _outliers_of([100, 100, 100, 105]) == []
+    # |deviations| 1 0 1 0 200: MAD 1 (> 0): rank 4 scores 0.6745 x 200 / 1 = 134.9
+    assert _outliers_of([99, 100, 101, 100, 300]) == [(4, "high", 134.9)]
+    # median 1000, MAD 0.5: 1040 scores 0.6745 x 40 / 0.5 = 53.96 but is 4 % off (under 5 %): not an outlier
+    assert _outliers_of([1000, 1000, 1001, 999, 1000, 1040]) == []
+    # median 0: 1 ns above it is high
+    assert _outliers_of([0, 0, 0, 1]) == [(3, "high", None)]
+
+
+def test_rank_heatmap_zero_and_small_medians():
+    cols = {name: np.array([-1, -1, -1]) for name in COLS}
+    cols["step_ns"] = np.array([0, 4, 4])  # a known 0: median 4, ratio 0
+    cols["free_ns"] = np.array([1, 1, 2])  # median 1
+    got = dict(zip(rank_heatmap(np.arange(3), cols)["metrics"], rank_heatmap(np.arange(3), cols)["ratio_to_median"]))
+    assert got["step_ns"] == [0.0, 1.0, 1.0] and got["free_ns"] == [1.0, 1.0, 2.0]
