@@ -116,6 +116,9 @@ def test_outlier_bounds():
     assert _outliers_of([99, 100, 101, 100, 300]) == [(4, "high", 134.9)]
     # median 1000, MAD 0.5: 1040 scores 0.6745 x 40 / 0.5 = 53.96 but is 4 % off (under 5 %): not an outlier
     assert _outliers_of([1000, 1000, 1001, 999, 1000, 1040]) == []
+    # median 10000, |deviations| 0 0 674 674 675 675 3500 4000: MAD 674.5; 13500 scores 0.6745 x 3500 / 674.5 = 3.5,
+    # not beyond 3.5; 6000 scores -4
+    assert _outliers_of([10000, 10000, 10674, 9326, 10675, 9325, 13500, 6000]) == [(7, "low", -4.0)]
     # median 0: 1 ns above it is high
     assert _outliers_of([0, 0, 0, 1]) == [(3, "high", None)]
 
