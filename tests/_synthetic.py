@@ -1,4 +1,6 @@
 """A tiny EventTable builder for the hand-made cases of the number tests (times in ns)."""
+import numpy as np
+
 from canning_tb.ingest.table import EVENT_COLUMNS, MEMORY_COLUMNS, ColumnBuilder, EventTable, Kind, sort_by_time
 
 DEVICE = (Kind.KERNEL, Kind.COMM_KERNEL, Kind.MEMCPY, Kind.MEMSET)
@@ -8,7 +10,8 @@ def ev(name, kind, ts, dur, **kw):
     return dict(name=name, kind=kind, ts=ts, dur=dur, **kw)
 
 
-def table(events, memory=(), devices=None, fmt="kineto") -> EventTable:
+def table(events, memory=(), devices=None, fmt="kineto", metrics=None) -> EventTable:
+    """`metrics`: {column: values in the table's (time) order} (the profiler's per-kernel counters)."""
     t = EventTable()
     cols = ColumnBuilder(EVENT_COLUMNS)
     for e in events:
@@ -32,5 +35,7 @@ def table(events, memory=(), devices=None, fmt="kineto") -> EventTable:
     t.memory = sort_by_time(mem.freeze())
     t.meta.format = fmt
     t.meta.devices = devices or []
+    for name, values in (metrics or {}).items():
+        t.metrics[name] = np.asarray(values, dtype=np.float64)
     t.check()
     return t

@@ -17,11 +17,7 @@ A100 = [{"kind": "cuda", "index": 0, "name": "NVIDIA A100"}, {"kind": "cuda", "i
 
 
 def _gpu(events, devices=A100, fmt="kineto", metrics=None):
-    t = table(events, devices=devices, fmt=fmt)
-    for name, values in (metrics or {}).items():  # in the table's (time) order: every test's ts differ
-        t.metrics[name] = np.asarray(values, dtype=np.float64)
-    t.check()
-    return t
+    return table(events, devices=devices, fmt=fmt, metrics=metrics)  # metrics in time order: every test's ts differ
 
 
 def _window():
