@@ -80,3 +80,11 @@ def test_launch_without_id_goes_to_the_innermost_enclosing_op():
     t = table([ev("opA", K.CPU_OP, 0, 100), ev("opB", K.CPU_OP, 10, 50), _launch(20, 7), _launch(70, 8),
                _launch(80, 9), _kernel(500, 7), _kernel(600, 8), _kernel(700, 99)])
     assert _owners(t) == [("opB", 10), ("opA", 0), None]
+
+
+def test_only_a_runtime_call_is_a_launch():
+    """opA 0-100 > opB 10-60 (carrying correlation 7, as no reader writes for an op, but a mislabelled trace
+    may); no runtime call has correlation 7. The kernel (corr 7, no id) finds no launch, so no owner:
+    opB is not taken for its launch (which would make opA, opB's parent, the owner)."""
+    t = table([ev("opA", K.CPU_OP, 0, 100), ev("opB", K.CPU_OP, 10, 50, correlation=7), _kernel(500, 7)])
+    assert _owners(t) == [None]
