@@ -32,9 +32,20 @@ def test_join_on_by_hand():
     assert out.dtype == np.int64
 
 
-def test_join_on_empty_sides():
+def test_join_on_empty_and_single_sides():
+    """Empty sides give all NONE / nothing; one key on either side still joins: 1 at 0, 2 absent; 3 at 1."""
     assert join_on(np.array([1, 2]), np.array([], np.int64)).tolist() == [NONE, NONE]
     assert join_on(np.array([], np.int64), np.array([1])).tolist() == []
+    assert join_on(np.array([1, 2]), np.array([1])).tolist() == [0, NONE]
+    assert join_on(np.array([3]), np.array([5, 3])).tolist() == [1]
+
+
+def test_join_on_takes_the_first_of_repeated_keys():
+    """keys_to = i % 5 for i in 0..99: each key 0..4 occurs 20 times, first at position i (a reused id joins
+    its earliest holder, the same on every run); 100 keys, past the sizes where numpy's default sort happens
+    to keep equal keys in order."""
+    keys_to = np.arange(100) % 5
+    assert join_on(np.arange(5), keys_to).tolist() == [0, 1, 2, 3, 4]
 
 
 def test_id_mask_by_hand():
