@@ -64,3 +64,13 @@ def test_id_mask_edges():
     assert id_mask(col, [0], 0).tolist() == [False] * 3
     assert id_mask(col, [2, 3], 3).tolist() == [False, False, True]
     assert id_mask(np.array([3, 2]), [3], 3).tolist() == [False, False]
+
+
+def test_id_mask_one_side_out_of_range():
+    """ids {4} in 0..7. A column with one value: 2 is not in, 4 is. col [-5, 4]: -5 lies below NONE alone
+    (the largest value is in range) and is not in (read naively, lut[-5] would be lut[4], True); col [9, 4]:
+    9 lies past the range alone (the smallest is in range) and is not in."""
+    assert id_mask(np.array([2]), [2], 3).tolist() == [True]
+    assert id_mask(np.array([2]), [4], 8).tolist() == [False]
+    assert id_mask(np.array([-5, 4]), [4], 8).tolist() == [False, True]
+    assert id_mask(np.array([9, 4]), [4], 8).tolist() == [False, True]
