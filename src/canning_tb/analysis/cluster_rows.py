@@ -53,13 +53,16 @@ def _cann_mean(digests: list, field: str) -> np.ndarray:
     return _column(digests, mean)
 
 
+def _known(x):
+    """A figure (array or int) with unknown (-1) counted as nothing."""
+    return np.maximum(x, 0)
+
+
 def _cann_split(step, computing, ov, comm, free, preparing) -> dict:
     """The split of one step (arrays or ints) from CANN's figures (module doc): an unknown figure (-1) stays
     unknown and counts as nothing in the others, so `other_ns` takes its time."""
-    def known(x):
-        return np.maximum(x, 0)
-    compute = np.where(np.asarray(computing) < 0, -1, np.maximum(known(computing) - known(ov), 0))
-    rest = step - known(computing) - known(comm) - known(free) - known(preparing)
+    compute = np.where(np.asarray(computing) < 0, -1, np.maximum(_known(computing) - _known(ov), 0))
+    rest = step - _known(computing) - _known(comm) - _known(free) - _known(preparing)
     return {"compute_ns": compute, "overlapped_ns": ov, "communication_ns": comm, "free_ns": free,
             "preparing_ns": preparing, "other_ns": np.maximum(rest, 0), "computing_ns": computing}
 
@@ -70,7 +73,7 @@ def cann_columns(digests: list) -> dict:
     comm, free = _cann_mean(digests, "communication_not_overlapped_ns"), _cann_mean(digests, "free_ns")
     preparing, step = _cann_mean(digests, "preparing_ns"), _column(digests, lambda d: d.average.total_ns)
     return {"step_ns": step, **_cann_split(step, computing, ov, comm, free, preparing),
-            "cann_step_ns": np.maximum(computing, 0) + np.maximum(comm, 0) + np.maximum(free, 0),
+            "cann_step_ns": _known(computing) + _known(comm) + _known(free),
             "bubble_ns": _cann_mean(digests, "bubble_ns")}
 
 
