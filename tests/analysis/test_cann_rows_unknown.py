@@ -5,45 +5,31 @@ step stays the file's own figures.
 Expected values are second readings of the fixture's CSV (csv module, by hand), never the code under test."""
 import csv
 import io
-import shutil
-from decimal import ROUND_HALF_EVEN, Decimal
 from pathlib import Path
 
-from conftest import fixture_path
+from _ascend_sets import OUT
+from test_xrank_sets import copy_level1, csv_rows, digests_of, us_ns
 
-from canning_tb.analysis.build import build_digest
 from canning_tb.analysis.cluster import analyse_ranks
-from canning_tb.ingest.ascend.read import read_ascend
-
-OUT = "ASCEND_PROFILER_OUTPUT"
-
-
-def us_ns(cell: str) -> int:
-    return int((Decimal(cell.strip()) * 1000).to_integral_value(ROUND_HALF_EVEN))
 
 
 def _drop_columns(path: Path, drop: set[str]) -> list[dict]:
     """Rewrite the CSV without `drop`; return its rows as they were (every column)."""
-    rows = list(csv.DictReader(io.StringIO(path.read_text(), newline="")))
+    rows = csv_rows(path)
     keep = [h for h in rows[0] if h not in drop]
     buf = io.StringIO(newline="")
     w = csv.DictWriter(buf, keep, extrasaction="ignore", lineterminator="\n")
     w.writeheader()
     w.writerows(rows)
-    path.chmod(0o644)
     path.write_text(buf.getvalue())
     return rows
 
 
 def _run(tmp_path: Path, drop: set[str]) -> tuple[dict, list[dict], list[dict]]:
-    run = tmp_path / "run"
-    shutil.copytree(fixture_path("ascend", "level1"), run)
-    for p in [run, *run.rglob("*")]:
-        p.chmod(0o755 if p.is_dir() else 0o644)
+    run = copy_level1(tmp_path)
     before = _drop_columns(run / "rank1_ascend_pt" / OUT / "step_trace_time.csv", drop)
-    rank0 = list(csv.DictReader(io.StringIO((run / "rank0_ascend_pt" / OUT / "step_trace_time.csv").read_text())))
-    digests = [build_digest(read_ascend(str(run / f"rank{r}_ascend_pt"))) for r in (0, 1)]
-    return analyse_ranks(digests), rank0, before
+    rank0 = csv_rows(run / "rank0_ascend_pt" / OUT / "step_trace_time.csv")
+    return analyse_ranks(digests_of(run)), rank0, before
 
 
 def test_a_step_trace_without_preparing_and_bubble_says_unknown(tmp_path):

@@ -16,16 +16,21 @@ def _graph(events):
     return t, build_graph(t, Context(t))
 
 
+def _names(t, g) -> list[str]:
+    """Per node, the name of its event ("-" for none)."""
+    return [t.strings[int(t.events["name"][r])] if r >= 0 else "-" for r in g.row.tolist()]
+
+
 def _node(t, g, name, start):
     """The node of the event `name` that starts at `start`."""
-    names = [t.strings[int(t.events["name"][r])] if r >= 0 else "-" for r in g.row.tolist()]
+    names = _names(t, g)
     (i,) = [i for i, (n, s) in enumerate(zip(names, g.start.tolist())) if n == name and s == start]
     return i
 
 
 def _waits(t, g):
     """{(name, start) of each blocking call's atom: (name of the device node it waited for, tail)}."""
-    names = [t.strings[int(t.events["name"][r])] if r >= 0 else "-" for r in g.row.tolist()]
+    names = _names(t, g)
     return {(names[i], int(g.start[i])): (names[int(g.wait_on[i])] if g.wait_on[i] != NONE else None,
                                          int(g.wait_tail[i]))
             for i in np.flatnonzero(g.cat == CATS.index("sync")).tolist()}
@@ -74,7 +79,7 @@ def test_a_kernel_ending_exactly_as_the_call_returns_is_its_wait_with_no_tail():
 
 def _held_by(t, g, name, start):
     k = _node(t, g, name, start)
-    names = [t.strings[int(t.events["name"][r])] if r >= 0 else "-" for r in g.row.tolist()]
+    names = _names(t, g)
     return [names[int(g.dep_src[d])] for d in range(g.dep_ptr[k], g.dep_ptr[k + 1]) if g.dep_kind[d] == CROSS_STREAM]
 
 
