@@ -10,8 +10,8 @@ Reading (`open_file`, `read_file`):
   must really be there: the real path of the opened descriptor (/proc/self/fd) lies inside the root's
   real path, so a link to outside it (the shadow password file, /proc/self/environ) is refused, whoever
   made it and whenever. Links inside the logdir are followed. Links out are followed only where the user
-  said so: for one logdir (`confine(root, follow_links=True)`: `canning-prof --follow-links`, passed down
-  as an argument) or for the whole process (`CANNING_FOLLOW_LINKS=1` in TensorBoard's environment, only read);
+  said so: for one logdir and every folder under it, however strict a logdir around it is
+  (`confine(root, follow_links=True)`: `canning-prof --follow-links`, passed down as an argument) or for the whole process (`CANNING_FOLLOW_LINKS=1` in TensorBoard's environment, only read);
 - a whole-file read has a deadline (READ_DEADLINE_S, between blocks): a read that stalls past it fails.
 
 Writing (`atomic_write`, `make_dirs`): our folders inside a logdir (`.canning`, `.canning-capture` and below)
@@ -71,8 +71,7 @@ def confine(root: str | None, follow_links: bool = False) -> None:
 def follows_links(folder: str) -> bool:
     """Whether links under `folder` may lead out of its logdir: what the open-time check will answer for a file
     in it (the process's setting, or the one given for the registered root that holds it)."""
-    root = _root_of(os.path.join(folder, "_"))
-    return _lets_out(root) if root else follow_outside()
+    return _lets_out(os.path.join(folder, "_"))
 
 
 def _root_of(path: str) -> str | None:
@@ -108,8 +107,20 @@ def real_path_of(fd: int, path: str) -> str:
     return real
 
 
-def _lets_out(root: str) -> bool:
-    return follow_outside() or _roots.get(os.path.abspath(root), False)
+def _lets_out(path: str, root: str | None = None) -> bool:
+    """Whether links from `path` may lead out: the process's setting, `root`'s, or that of any registered root
+    `path` lies under (a folder the user let links out of lets them out even inside a stricter outer logdir, as
+    discovery's Policy lists it)."""
+    if follow_outside() or (root is not None and _roots.get(os.path.abspath(root), False)):
+        return True
+    folder = os.path.dirname(os.path.abspath(path))
+    while True:
+        if _roots.get(folder, False):
+            return True
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return False
+        folder = parent
 
 
 def _kind(mode: int) -> str:
@@ -131,7 +142,7 @@ def open_fd(path: str, root: str | None = None) -> int:
         if not stat.S_ISREG(mode):
             raise Refused(path, f"{_kind(mode)}, not a regular file")
         root = root if root is not None else _root_of(path)
-        if root and not _lets_out(root) and not is_inside(real_path_of(fd, path), root):
+        if root and not _lets_out(path, root) and not is_inside(real_path_of(fd, path), root):
             raise Refused(path, f"a link to outside the logdir (set {FOLLOW_ENV}=1 to follow it)")
         if hasattr(os, "set_blocking"):
             os.set_blocking(fd, True)
