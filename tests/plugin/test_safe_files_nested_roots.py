@@ -63,3 +63,16 @@ def test_without_any_following_both_roots_keep_links_in(tmp_path):
     # a root named by the caller that follows links lets its files out, whatever is registered above it
     safe_files.confine(str(inner), follow_links=True)
     assert read_file(str(inner / "t.json"), root=str(inner)) == b"outside"
+
+
+def test_the_callers_root_decides_when_the_path_is_spelt_through_another_link(tmp_path):
+    """The root the caller names is looked up itself, not only the folders the path is spelt through: the same
+    logdir reached by two links (log -> outer registered as following, alias -> outer spelt in no registered form)."""
+    outer, inner, _ = tree(tmp_path)
+    os.symlink(outer, tmp_path / "log")
+    os.symlink(outer, tmp_path / "alias")
+    safe_files.confine(str(tmp_path / "log"), follow_links=True)
+    path = str(tmp_path / "alias" / "inner" / "t.json")
+    assert read_file(path, root=str(tmp_path / "log")) == b"outside"
+    with pytest.raises(Refused, match="outside the logdir"):
+        read_file(path, root=str(tmp_path / "alias"))  # a root nobody let out: links stay in
