@@ -124,3 +124,31 @@ def test_the_workers_the_trace_names():
     out = input_pipeline(t, np.array([1]), np.array([0]), np.array([100]), np.array([True]))
     assert list(out.worker_names) == ["DATA_WORKER", "DataLoader worker 0", "pin_memory_thread", "pt_data_worker"]
     assert out.workers == 4
+
+
+def test_a_single_kept_step_is_its_own_mean():
+    """Kept: step 2 only (see _events): its own figures, step 90, next 10, h2d 40, pin 0, 1500 B; share 10 / 90."""
+    out = input_pipeline(table(_events()), NUMS, STARTS, ENDS, np.array([False, True, False]))
+    assert (out.step_ns, out.next_ns, out.h2d_ns, out.pin_ns, out.h2d_bytes) == (90, 10, 40, 0, 1500)
+    assert out.next_share == pytest.approx(10 / 90)
+
+
+def test_a_loader_that_never_waits_in_the_kept_steps_has_a_share_of_zero():
+    """Kept: step 3 only, where no next() call runs: the wait is known to be 0 (the trace has the loader's
+    calls), so the share is 0.0, not unknown."""
+    out = input_pipeline(table(_events()), NUMS, STARTS, ENDS, np.array([False, False, True]))
+    assert (out.next_ns, out.step_ns, out.next_share) == (0, 100, 0.0)
+
+
+def test_one_copy_of_known_size_gives_its_bytes():
+    """One H2D copy, 10-15, 77 B, in the one step [0, 100): 77 B in the step and on average, 5 ns."""
+    out = input_pipeline(table([_copy("Memcpy HtoD", 10, 5, 77)]), np.array([1]), np.array([0]), np.array([100]),
+                         np.array([True]))
+    assert _steps(out) == [(1, 100, 0, 0, 5, 1, 77, 0)] and out.h2d_bytes == 77
+
+
+def test_a_one_ns_step_has_a_share():
+    """One step [0, 1), a next() call 0-5 covering it: next 1 of a 1 ns step, share 1.0."""
+    out = input_pipeline(table([ev(SINGLE, K.CPU_OP, 0, 5)]), np.array([1]), np.array([0]), np.array([1]),
+                         np.array([True]))
+    assert (out.next_ns, out.step_ns, out.next_share) == (1, 1, 1.0)
