@@ -174,3 +174,15 @@ def test_the_replacements_message_names_the_group_and_the_count():
         name_map({"operator_patterns": [["^(a)(b)$", "\\3"]]})
     with pytest.raises(NameMapError, match=r"names group y, "):
         name_map({"operator_patterns": [["^(?P<x>a)$", "\\g<y>"]]})
+
+
+def test_a_long_bad_pattern_or_replacement_is_quoted_to_80_characters():
+    """The message quotes the first 80 characters: "(" and 79 a's of a 101-character pattern; the 3-character
+    \\9 reference... of a 103-character replacement, as \\9 and 78 y's (repr doubles the backslash)."""
+    with pytest.raises(NameMapError) as bad:
+        name_map({"operator_patterns": [["(" + "a" * 100, "x"]]})
+    assert f"bad regular expression {'(' + 'a' * 79!r}: " in str(bad.value)
+    with pytest.raises(NameMapError) as bad:
+        name_map({"operator_patterns": [["^(a)$", "\\9" + "y" * 100]]})
+    shown = "\\9" + "y" * 78
+    assert f"replacement {shown!r} names group 9, " in str(bad.value)
