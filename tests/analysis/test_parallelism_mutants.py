@@ -87,35 +87,37 @@ def test_the_name_and_the_id_both_say_the_kind():
 
 def test_a_group_of_send_and_receive_only_is_a_pipeline():
     """Group x: only Send / Recv, kind unknown by name, so pipeline; group y: Send and an AllReduce, unknown;
-    group z: a declared group with no ranks listed takes its callers as members."""
-    d = [_digest(0, 2, [("z", "", [])], calls=[("Send", "x", 0, 5), ("Send", "y", 0, 5), ("AllReduce", "y", 9, 5),
+    group z: a declared group with no ranks listed takes its callers as members; w, declared with no ranks and
+    no calls, has none."""
+    d = [_digest(0, 2, [("z", "", []), ("w", "", [])], calls=[("Send", "x", 0, 5), ("Send", "y", 0, 5), ("AllReduce", "y", 9, 5),
                                                 ("Broadcast", "z", 20, 5)]),
          _digest(1, 2, calls=[("Recv", "x", 0, 8), ("Broadcast", "z", 20, 5)])]
     p = recognise(d)
-    assert p.groups == {"x": "pipeline", "y": "unknown", "z": "unknown"}
-    assert p.members == {"x": [0, 1], "y": [0], "z": [0, 1]}
+    assert p.groups == {"w": "unknown", "x": "pipeline", "y": "unknown", "z": "unknown"}
+    assert p.members == {"w": [], "x": [0, 1], "y": [0], "z": [0, 1]}
 
 
 def _chain(world=3):
-    """Ranks 0 > 1 > 2 over one group "p": rank 0 sends first (at 10), rank 1 receives (10-30) then sends, rank
-    2 receives (5-50: its receive ends last). Given in the order 2, 0, 1."""
-    return [_digest(2, world, calls=[("Recv", "p", 5, 45), ("Send", "p", 60, 5)]),
+    """Ranks 0 > 2 > 1 over one group "p": rank 0 sends first (at 10); rank 2 receives 10-30, then sends 40-45;
+    rank 1 receives 5-50 and sends 20-25, its Send listed first. Given in the order 1, 0, 2."""
+    return [_digest(1, world, calls=[("Send", "p", 20, 5), ("Recv", "p", 5, 45)]),
             _digest(0, world, calls=[("Send", "p", 10, 5), ("Recv", "p", 70, 10)]),
-            _digest(1, world, calls=[("Send", "p", 40, 5), ("Recv", "p", 10, 20)])]
+            _digest(2, world, calls=[("Recv", "p", 10, 20), ("Send", "p", 40, 5)])]
 
 
 def test_stages_from_send_and_receive_calls():
-    """By hand: first p2p call of rank 0 a Send (stage 0); ranks 1 and 2 start with a Recv, ending at 30 and 50
-    (their first Recv by time, not by list order: rank 1 lists its Send first): 0, 1, 2."""
+    """By hand: rank 0's first p2p call by time is a Send: stage 0. Ranks 1 and 2 start with a Recv (rank 1's at
+    5, though its list names its Send first); their first Recvs end at 50 and 30: rank 2, then rank 1 (not the
+    rank order, nor the order of their Sends' ends, 25 and 45)."""
     p = recognise(_chain())
-    assert (p.stages, p.source) == ([[0], [1], [2]], "send / receive calls")
+    assert (p.stages, p.source) == ([[0], [2], [1]], "send / receive calls")
     assert p.groups == {"p": "pipeline"}
 
 
 def test_without_every_rank_of_the_job_no_stage_order():
     """World size 4, ranks 0-2 at hand: the order would be a guess."""
-    assert recognise(_chain(world=4)).stages == []
-    assert recognise(_chain(world=3)).stages == [[0], [1], [2]]
+    assert (recognise(_chain(world=4)).stages, recognise(_chain(world=4)).source) == ([], "")
+    assert recognise(_chain(world=3)).stages == [[0], [2], [1]]
 
 
 def test_send_receive_ranks_outside_any_pipeline_group_make_one_pipeline():
@@ -126,6 +128,27 @@ def test_send_receive_ranks_outside_any_pipeline_group_make_one_pipeline():
          _digest(1, 4, calls=[("AllReduce", "q", 100, 5)])]
     p = recognise(d)
     assert (p.stages, p.source) == ([[0], [2], [3]], "send / receive calls")
+
+
+def test_two_ranks_outside_any_pipeline_group_are_a_pipeline():
+    """Group q carries an AllReduce too (no pipeline group); rank 1 sends first, rank 0 receives: 1 > 0."""
+    d = [_digest(0, 2, calls=[("Recv", "q", 5, 10), ("AllReduce", "q", 100, 5)]),
+         _digest(1, 2, calls=[("Send", "q", 5, 5), ("AllReduce", "q", 100, 5)])]
+    assert recognise(d).stages == [[1], [0]]
+
+
+def test_send_receive_pipelines_of_unequal_lengths_are_no_stages():
+    """Pipeline groups a (0 > 1) and b (2 > 3 > 4): no one stage list."""
+    d = [_digest(0, 5, calls=[("Send", "a", 0, 5)]), _digest(1, 5, calls=[("Recv", "a", 0, 9)]),
+         _digest(2, 5, calls=[("Send", "b", 0, 5)]), _digest(3, 5, calls=[("Recv", "b", 0, 9), ("Send", "b", 20, 5)]),
+         _digest(4, 5, calls=[("Recv", "b", 20, 9)])]
+    p = recognise(d)
+    assert (p.stages, p.source) == ([], "")
+
+
+def test_no_digest_is_no_parallelism():
+    p = recognise([])
+    assert (p.groups, p.members, p.stages, p.source) == ({}, {}, [], "")
 
 
 def test_a_single_rank_with_send_and_receive_is_no_pipeline():
@@ -141,8 +164,8 @@ def test_a_rank_that_only_sends_has_its_receive_end_zero():
     assert recognise(d).stages == [[0, 2], [1, 3]]
 
 
-def _embedded(kind_name="", callers=(0, 2), kind="AllReduce"):
-    """The 0 > 1 > 2 chain, and a group e (named kind_name) whose calls `kind` the `callers` make."""
+def _embedded(kind_name="", callers=(0, 1), kind="AllReduce"):
+    """The 0 > 2 > 1 chain, and a group e (named kind_name) whose calls `kind` the `callers` make."""
     digests = _chain()
     for d in digests:
         if d.window.rank in callers:
@@ -153,18 +176,18 @@ def _embedded(kind_name="", callers=(0, 2), kind="AllReduce"):
 
 
 def test_an_all_reduce_of_the_first_and_last_stage_is_the_tied_embedding():
-    """Ranks 0 (first stage) and 2 (last) all-reduce over e: embedding, whether unnamed or named dp."""
+    """Ranks 0 (first stage) and 1 (last) all-reduce over e: embedding, whether unnamed or named dp."""
     assert recognise(_embedded()).kind("e") == "embedding"
     assert recognise(_embedded("dp")).kind("e") == "embedding"
 
 
 @pytest.mark.parametrize("name, callers, kind, expected", [
-    ("", (0, 1), "AllReduce", "unknown"),  # first and middle stage
-    ("", (1, 2), "AllReduce", "unknown"),  # middle and last
+    ("", (0, 2), "AllReduce", "unknown"),  # first and middle stage
+    ("", (1, 2), "AllReduce", "unknown"),  # last and middle
     ("", (0, 1, 2), "AllReduce", "unknown"),  # three members
     ("", (0,), "AllReduce", "unknown"),  # one member
-    ("", (0, 2), "Broadcast", "unknown"),  # not an all-reduce
-    ("tp", (0, 2), "AllReduce", "tensor"),  # named otherwise: the name stands
+    ("", (0, 1), "Broadcast", "unknown"),  # not an all-reduce
+    ("tp", (0, 1), "AllReduce", "tensor"),  # named otherwise: the name stands
 ])
 def test_other_groups_are_not_the_embedding(name, callers, kind, expected):
     assert recognise(_embedded(name, callers, kind)).kind("e") == expected
