@@ -135,12 +135,14 @@ def test_cann_steps_when_the_trace_has_none(monkeypatch):
     distorted), named by the first CANN step's source, on the device's clock; the average over both."""
     res = {f: np.zeros(2, np.int64) for f in FIELDS} | {"compute": np.array([40, 60], np.int64)}
     monkeypatch.setattr(build, "host_steps", lambda t: (None, None, None, STEP_SOURCE_WINDOW))
-    monkeypatch.setattr(build, "steps_from_cann", lambda steps, t: (np.array([7, 8]), np.array([0, 500], np.int64),
-                                                                    np.array([400, 600], np.int64), res))
+    seen = []
+    monkeypatch.setattr(build, "steps_from_cann", lambda steps, t: seen.append((steps, t)) or (
+        np.array([7, 8]), np.array([0, 500], np.int64), np.array([400, 600], np.int64), res))
     for source, named in (("step_trace_db", "step_trace_db"), ("", "step_trace")):
-        d = pb.Digest()
+        d, t = pb.Digest(), table([])
         d.cann_steps.add(step=7, source=source)
-        build._steps(d, table([]), None)
+        build._steps(d, t, None)
+        assert seen.pop() == ([d.cann_steps[0]], t)  # the digest's CANN steps, as a list, and the table
         assert [(s.number, s.dur_ns, s.tail_ns, s.distorted) for s in d.steps] == [(7, 400, 0, False), (8, 600, 0, False)]
         assert (d.step_source, d.step_clock, list(d.average_steps)) == (named, "device", [7, 8])
         assert (d.average.total_ns, d.average.compute_ns) == (500, 50)
@@ -169,8 +171,13 @@ def test_the_device_figures_are_of_the_kept_steps(monkeypatch):
         {f: np.zeros(3, np.int64) for f in FIELDS}, np.zeros(3, np.int64), np.array([False, True, False]), "host"))
     for name in ("gpu_efficiency", "npu_efficiency"):
         monkeypatch.setattr(build, name, lambda t, s, e, name=name: seen.append((name, list(s), list(e))) or [])
+    monkeypatch.setattr(build, "input_pipeline", lambda t, n, s, e, kept: seen.append(("input", list(kept)))
+                        or pb.InputPipeline())
+    monkeypatch.setattr(build, "communication_stats", lambda ctx, s, e, n, res: seen.append(
+        ("communication", list(s), list(e), list(n))) or pb.Communication())
     build_digest(table([ev("a", K.CPU_OP, 0, 10)]), graph=False)
-    assert seen == [("gpu_efficiency", [0, 200], [50, 270]), ("npu_efficiency", [0, 200], [50, 270])]
+    assert seen == [("gpu_efficiency", [0, 200], [50, 270]), ("npu_efficiency", [0, 200], [50, 270]),
+                    ("input", [True, False, True]), ("communication", [0, 100, 200], [50, 160, 270], [1, 2, 3])]
 
 
 def test_without_trace_operators_the_operator_details_give_the_tables():
@@ -208,3 +215,32 @@ def test_the_critical_path_only_with_the_graph():
     assert [p.number for p in build_digest(t).critical_path] == [1]
     assert len(build_digest(t, graph=False).critical_path) == 0
     assert NONE == -1
+
+
+def test_an_unnamed_window_and_a_device_without_fields():
+    """Format, worker and host empty: "" (not a placeholder); a device dict with no key: kind "", index 0, name "",
+    memory -1 (unknown), compute capability "", no property."""
+    t = table([ev("a", K.CPU_OP, 0, 10)])
+    t.meta.format, t.meta.worker, t.meta.host, t.meta.devices = "", "", "", [{}]
+    w = build_digest(t, graph=False).window
+    assert (w.format, w.worker, w.host) == ("", "", "")
+    (dv,) = w.devices
+    assert (dv.kind, dv.index, dv.name, dv.memory_bytes, dv.compute_capability, dict(dv.properties)) == ("", 0, "", -1, "", {})
+
+
+def test_the_rules_get_the_context_with_its_step_categories_the_graph_and_the_chip(monkeypatch):
+    """The rules receive the window's Context, on which breakdowns set the step categories (the claims' time),
+    and the dependency graph when asked for; the roofline the chip chosen for the view."""
+    from canning_tb.analysis.context import Context
+    from canning_tb.analysis.graph.section import WindowGraph
+    seen = []
+    monkeypatch.setattr(build, "rule_hits", lambda d, ctx, wg: seen.append((ctx, wg)) or [])
+    monkeypatch.setattr(build, "roofline_section", lambda ctx, d, chip: seen.append(chip))
+    t = table([ev("ProfilerStep#1", K.USER_ANNOTATION, 0, 1000), ev("aten::mm", K.CPU_OP, 10, 100)])
+    build_digest(t, chip="H100")
+    chip, (ctx, wg) = seen
+    assert chip == "H100" and isinstance(ctx, Context) and ctx.table is t and isinstance(wg, WindowGraph)
+    assert "untraced_wait" in ctx.categories and "runtime" in ctx.categories
+    seen.clear()
+    build_digest(t, graph=False)
+    assert seen[0] is None and seen[1][1] is None
