@@ -34,7 +34,7 @@ def test_the_figures_by_hand():
     shares = {c: 0.0 for c in CATEGORIES if c != "memcpy"} | {"compute": 0.25, "communication": 0.15}
     assert out == pytest.approx({"step_time_ms": 2.0, **{f"breakdown_share/{c}": v for c, v in shares.items()},
                                  "comm_not_hidden_share": 0.15, "memory_peak_bytes": 5000.0,
-                                 "top_op_ms_per_step": 0.002})
+                                 "top_op_ms_per_step": 0.002}, rel=1e-12)  # exact: 2e6 / 1e6, 6000 / 3 / 1e6
     assert isinstance(out["memory_peak_bytes"], float)
 
 
@@ -43,7 +43,7 @@ def test_a_cpu_peak_only_and_no_step_time():
     peak: 100; no step at all: the slowest op's time is over one step, 6 us = 0.006 ms."""
     d = _digest(total_ns=0, steps=())
     del d.memory[2]
-    assert trend_scalars(d) == pytest.approx({"memory_peak_bytes": 100.0, "top_op_ms_per_step": 0.006})
+    assert trend_scalars(d) == pytest.approx({"memory_peak_bytes": 100.0, "top_op_ms_per_step": 0.006}, rel=1e-12)
 
 
 def test_nothing_recorded_gives_no_figure():
@@ -70,3 +70,12 @@ def test_the_x_is_the_last_step_number_else_the_position(numbers, fallback, x):
     for n in numbers:
         d.steps.add(number=n)
     assert trend_step(d, fallback) == x
+
+
+def test_a_one_ns_step_and_a_one_byte_peak_are_figures():
+    """The smallest known values: a mean step of 1 ns (1e-6 ms, all of it compute) and a peak of 1 B."""
+    d = pb.Digest()
+    d.average.total_ns, d.average.compute_ns = 1, 1
+    d.memory.add(device="npu:0", peak_allocated_bytes=1)
+    out = trend_scalars(d)
+    assert (out["step_time_ms"], out["memory_peak_bytes"], out["breakdown_share/compute"]) == (1e-6, 1.0, 1.0)
