@@ -39,7 +39,8 @@ def test_the_window_as_the_table_describes_it():
     assert (w.format, w.rank, w.world_size, w.worker, w.host, w.pid) == ("kineto", 3, 8, "w", "h", 42)
     assert (w.start_ns, w.end_ns) == (100, 320)
     cuda, npu = w.devices
-    assert (cuda.kind, cuda.index, cuda.name, cuda.memory_bytes, cuda.compute_capability) == ("cuda", 1, "A100", 80, "8.0")
+    assert (cuda.kind, cuda.index, cuda.name, cuda.memory_bytes, cuda.compute_capability) == \
+        ("cuda", 1, "A100", 80, "8.0")
     assert dict(cuda.properties) == {"uuid": "u", "sms": "108"}
     assert (npu.kind, npu.index, npu.name, npu.memory_bytes, npu.compute_capability, dict(npu.properties)) == \
         ("npu", 0, "", -1, "", {})
@@ -143,7 +144,8 @@ def test_cann_steps_when_the_trace_has_none(monkeypatch):
         d.cann_steps.add(step=7, source=source)
         build._steps(d, t, None)
         assert seen.pop() == ([d.cann_steps[0]], t)  # the digest's CANN steps, as a list, and the table
-        assert [(s.number, s.dur_ns, s.tail_ns, s.distorted) for s in d.steps] == [(7, 400, 0, False), (8, 600, 0, False)]
+        assert [(s.number, s.dur_ns, s.tail_ns, s.distorted) for s in d.steps] == \
+            [(7, 400, 0, False), (8, 600, 0, False)]
         assert (d.step_source, d.step_clock, list(d.average_steps)) == (named, "device", [7, 8])
         assert (d.average.total_ns, d.average.compute_ns) == (500, 50)
 
@@ -225,7 +227,8 @@ def test_an_unnamed_window_and_a_device_without_fields():
     w = build_digest(t, graph=False).window
     assert (w.format, w.worker, w.host) == ("", "", "")
     (dv,) = w.devices
-    assert (dv.kind, dv.index, dv.name, dv.memory_bytes, dv.compute_capability, dict(dv.properties)) == ("", 0, "", -1, "", {})
+    assert (dv.kind, dv.index, dv.name, dv.memory_bytes, dv.compute_capability, dict(dv.properties)) == \
+        ("", 0, "", -1, "", {})
 
 
 def test_the_rules_get_the_context_with_its_step_categories_the_graph_and_the_chip(monkeypatch):

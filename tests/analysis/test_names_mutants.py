@@ -138,7 +138,8 @@ def test_pattern_length_limit_at_its_edge():
 def test_pattern_count_limit_over_both_lists():
     """256 patterns in all are accepted (200 operator + 56 family), 257 refused, counted over both lists."""
     ops = [[f"^op{i}$", "x"] for i in range(200)]
-    assert name_map({"operator_patterns": ops, "kernel_families": [[f"k{i}", "f"] for i in range(56)]}).user_families == 56
+    families = [[f"k{i}", "f"] for i in range(56)]
+    assert name_map({"operator_patterns": ops, "kernel_families": families}).user_families == 56
     with pytest.raises(NameMapError, match=r"^257 patterns \(at most 256\)$"):
         name_map({"operator_patterns": ops, "kernel_families": [[f"k{i}", "f"] for i in range(57)]})
 

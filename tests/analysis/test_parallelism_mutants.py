@@ -89,8 +89,9 @@ def test_a_group_of_send_and_receive_only_is_a_pipeline():
     """Group x: only Send / Recv, kind unknown by name, so pipeline; group y: Send and an AllReduce, unknown;
     group z: a declared group with no ranks listed takes its callers as members; w, declared with no ranks and
     no calls, has none."""
-    d = [_digest(0, 2, [("z", "", []), ("w", "", [])], calls=[("Send", "x", 0, 5), ("Send", "y", 0, 5), ("AllReduce", "y", 9, 5),
-                                                ("Broadcast", "z", 20, 5)]),
+    d = [_digest(0, 2, [("z", "", []), ("w", "", [])],
+                 calls=[("Send", "x", 0, 5), ("Send", "y", 0, 5), ("AllReduce", "y", 9, 5),
+                        ("Broadcast", "z", 20, 5)]),
          _digest(1, 2, calls=[("Recv", "x", 0, 8), ("Broadcast", "z", 20, 5)])]
     p = recognise(d)
     assert p.groups == {"w": "unknown", "x": "pipeline", "y": "unknown", "z": "unknown"}
