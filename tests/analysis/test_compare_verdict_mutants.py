@@ -65,6 +65,7 @@ def test_step_words_at_their_edges():
     assert step_text(100, 200) == "step 100 % longer (2.00x slower)"
     assert step_text(100, 300) == "step 200 % longer (3.00x slower)"
     assert step_text(100, 0) == step_text(-1, 5) == step_text(5, None) == "n/a"
+    assert step_text(1, 2) == "step 100 % longer (2.00x slower)"  # a base of 1 ns is a step time
 
 
 def test_the_verdict_line_says_every_part():
@@ -207,6 +208,27 @@ def test_contributors_the_largest_first_with_the_dataloader_s_category():
     assert "dataloader" not in names and loader in names
 
 
+def test_contributors_of_one_ns_and_ten_by_default():
+    """Twelve operators of +1..+12 ns and one of 0: ten by default (+12..+3), the 0 never; with top 20 every
+    changed one, +1 ns the last, in the host category's five too (kind "operator", status "changed") when the
+    category lists them: host +78 ns (1 + ... + 12), its five +12..+8, rest 78 - 50 = 28."""
+    ops = [(f"op{k:02d}", 1, 100, 0) for k in range(13)]
+    base = window([1], ops, breakdown={"host": 0.001})
+    target = window([1], [(n, c, 100 + int(n[2:]), d) for n, c, _, d in ops])
+    target.average.host_ns = 1000 + 78
+    c = compare(base, target).as_dict()["contributors"]
+    assert [o["name"] for o in c["operators"]] == [f"op{k:02d}" for k in range(12, 2, -1)]
+    every = compare(base, target, top=20).as_dict()["contributors"]["operators"]
+    assert [o["delta_ns"] for o in every] == list(range(12, 0, -1))
+    (host,) = c["by_category"]
+    assert (host["delta_ns"], host["rest_ns"]) == (78, 28)
+    assert [(o["name"], o["kind"], o["status"]) for o in host["operators"]] == \
+        [(f"op{k:02d}", "operator", "changed") for k in range(12, 7, -1)]
+    ones = [window([1], [("a", 1, 5, 0), ("b", 1, 7, 0)]), window([1], [("a", 1, 6, 0), ("b", 1, 7, 0)])]
+    (host,) = compare(*ones).as_dict()["contributors"]["by_category"]
+    assert [(o["name"], o["delta_ns"]) for o in host["operators"]] == [("a", 1)]
+
+
 def test_by_category_keeps_five_operators_each_and_the_rest():
     """Six host operators each +1..+6 ms per step (largest first), the host category +30 ms: five shown
     (+6..+2 = 20 ms), rest 30 - 20 = 10. The compute category -4 ms with no operator: listed, rest -4.
@@ -231,11 +253,11 @@ def test_compare_fills_every_part():
     """The sides' sizes (2 windows of 1 and 2 steps: 3 steps; averages 9 and 13.5 ms weighted 1:2, (9 + 27) / 3
     = 12 ms), the breakdown per category (compute (9 + 2 x 12) / 3 = 11 ms), the operators by the asked mode
     (by stack: one row per stack), and a device metric (the target's operator ran device work)."""
-    base = [window([9], breakdown={"compute": 9}), window([12, 15], breakdown={"compute": 12})]
+    base = [window([9], breakdown={"compute": 9}, batch="4"), window([12, 15], breakdown={"compute": 12}, batch="4")]
     target = window([6], [("aten::mm", 1, 0, 2 * MS)], breakdown={"compute": 6}, batch="4",
                     stacks=[("aten::mm", "m.py(1): f", 1, MS), ("aten::mm", "m.py(2): g", 1, MS)])
     c = compare(base, target, mode="stack").as_dict()
-    assert c["base"] == {"windows": 2, "steps": 3, "step_ns": 12 * MS, "batch_size": None}
+    assert c["base"] == {"windows": 2, "steps": 3, "step_ns": 12 * MS, "batch_size": 4.0}
     assert c["target"] == {"windows": 1, "steps": 1, "step_ns": 6 * MS, "batch_size": 4.0}
     assert (c["metric"], c["mode"]) == ("device", "stack")
     compute = next(b for b in c["breakdown"] if b["category"] == "compute")
@@ -244,3 +266,15 @@ def test_compare_fills_every_part():
     assert c["gate"] is None and [r["key"] for r in c["kernels"]] == []
     shaped = compare(base, target, mode="shape").as_dict()["operators"]
     assert [(r["key"], r["call_stack"]) for r in shaped] == [("aten::mm", "")]
+
+
+def test_the_attribution_reads_operators_by_shape():
+    """The same operator at two shapes: by name one matched row (3 -> 3 ms: no code item); by shape [1] is removed
+    (-3 ms) and [2] added (+3 ms): two code items, each with its shapes."""
+    base, target = window([10] * 5), window([10] * 5)
+    base.ops_by_name.add(name="mm", calls=1, host_self_ns=3 * MS)
+    target.ops_by_name.add(name="mm", calls=1, host_self_ns=3 * MS)
+    base.ops_by_shape.add(name="mm", input_shapes="[1]", calls=1, host_self_ns=3 * MS)
+    target.ops_by_shape.add(name="mm", input_shapes="[2]", calls=1, host_self_ns=3 * MS)
+    items = compare(base, target).as_dict()["attribution"]["code_items"]
+    assert sorted((i["input_shapes"], i["why"]) for i in items) == [("[1]", "removed"), ("[2]", "added")]
