@@ -28,9 +28,6 @@ class Side:
     has_device: bool
     batch_size: float | None        # samples per step, None unknown
 
-    def per_step(self, value: float) -> float:
-        return value / self.steps
-
 
 def _batch_size(digests: list) -> float | None:
     sizes = set()
