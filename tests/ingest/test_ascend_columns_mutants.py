@@ -122,3 +122,47 @@ def test_whole_us_of_19_digits_past_int64_are_unknown():
 def test_an_empty_text_column_gives_no_floats():
     assert float_column(pa.array([], pa.string())).shape == (0,)
     assert float_column(pa.chunked_array([], pa.string())).shape == (0,)
+
+
+def _ns(col) -> list:
+    ns, known = us_to_ns_column(col)
+    assert ns.dtype == np.int64 and known.dtype == np.bool_
+    return [int(v) if k else None for v, k in zip(ns, known)]
+
+
+def test_one_width_blocks_that_are_no_3_decimal_timestamps():
+    """Blocks of one width that the 3-decimal matrix must not take, each worked out by the rule (rows.us_to_ns):
+    4 decimals ('12.3456' -> 12345 ns + the 4th decimal 6 rounds up = 12346; '12.3454' -> 12345); 2 decimals
+    ('123.45' -> 123450); a slash or a colon where a digit or the point should be (no number: unknown); a '!'
+    after whole µs (no number, though '1234' alone would be 1234000)."""
+    cases = ((["12.3456", "12.3454"], [12346, 12345]),
+             (["123.45", "678.90"], [123450, 678900]),
+             (["12/345", "67/890"], [None, None]),
+             (["1:2.345", "1:2.345"], [None, None]),
+             (["1234!", "5678!"], [None, None]))
+    for cells, want in cases:
+        for name, col in _forms(cells).items():
+            assert _ns(col) == want, (cells, name)
+
+
+def test_cells_of_mixed_widths_at_the_limits():
+    """Mixed widths (no one-width matrix: each width and point place a group). The ns limit 2**62 =
+    4611686018427387904 is exclusive: '4611686018427387.903' µs is 2**62 - 1 ns, known; '.904' is 2**62, unknown.
+    19 whole digits ('9300000000000000000.5', past int64 as µs) unknown. 4 decimals of a large timestamp are exact
+    (no float): '1736412474714258.9904' -> 1736412474714258990 (the 4th decimal 4 rounds down), '.9905' -> ...991."""
+    cells = ["4611686018427387.903", "1.5", "4611686018427387.904", "9300000000000000000.5",
+             "1736412474714258.9904", "1736412474714258.9905"]
+    want = [(1 << 62) - 1, 1500, None, None, 1736412474714258990, 1736412474714258991]
+    for name, col in _forms(cells).items():
+        assert _ns(col) == want, name
+
+
+def test_us_columns_of_other_arrow_types_and_of_no_cells():
+    """A float64 column of µs (1.5 -> 1500 ns, 2.0 -> 2000), a large_string column (int64 offsets: '1.5' -> 1500,
+    '20' -> 20000), an empty column and one of only empty cells or no cells (unknown each)."""
+    assert _ns(pa.array([1.5, 2.0])) == [1500, 2000]
+    assert _ns(pa.array(["1.5", "20", None], pa.large_string())) == [1500, 20000, None]
+    assert _ns(pa.array([], pa.string())) == [] and _ns(pa.chunked_array([], pa.string())) == []
+    assert _ns(pa.array(["", ""], pa.string())) == [None, None]
+    assert _ns(pa.nulls(3, pa.string())) == [None, None, None]
+    assert _ns(pa.array(["X5 ", "1.5"], pa.string())) == [None, 1500]  # only blanks are trimmed, not the X
