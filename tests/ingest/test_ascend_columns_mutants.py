@@ -81,6 +81,28 @@ def test_mapped_rows_of_many_columns_past_int64_keys():
     assert calls == distinct_rows
 
 
+def test_mapped_rows_where_keys_pass_int64_and_float64_precision():
+    """17 rows over 32 columns: column 0 holds 'a' (one row 'b'), every other column 16 distinct cells (column j of
+    base row i: v{(i + j) % 16}), so each column multiplies the key space by 16 and 2 * 16**15 = 2**61 passes
+    float64's exact 2**53 long before the key is made dense again (at 2**62). Rows beside the 16 base rows: base
+    row 0 with 'b' in column 0 (its key 2**64 past base row 0's after 16 more columns: the same int64 if never made
+    dense); base row 15 with column 15 and, apart, column 29 as base row 14 has them (one code apart, where a
+    float64 key could no longer tell them apart). By a dict of the tuples: 19 distinct rows, ranks 1..19."""
+    base = [["a"] + [f"v{(i + j) % 16}" for j in range(1, 32)] for i in range(16)]
+    rows = [list(r) for r in base]
+    rows.append(["b"] + base[0][1:])
+    for p in (15, 29):
+        r = list(base[15])
+        r[p] = base[14][p]
+        rows.append(r)
+    tuples = [tuple(r) for r in rows]
+    want, distinct_rows = _by_dict(tuples)
+    assert want == list(range(1, 20))
+    calls, fn = _counting()
+    assert mapped_rows([pa.array([r[j] for r in rows], pa.string()) for j in range(32)], fn).tolist() == want
+    assert calls == distinct_rows
+
+
 def test_dense_of_no_values_and_of_repeats():
     """dense: np.unique's answer up to the order. [] -> ([], []); [7, 3, 7, 9, 3] -> distinct 7 3 9, positions
     0 1 0 2 1."""
@@ -126,19 +148,20 @@ def test_an_empty_text_column_gives_no_floats():
 
 def _ns(col) -> list:
     ns, known = us_to_ns_column(col)
-    assert ns.dtype == np.int64 and known.dtype == np.bool_
+    assert ns.dtype == np.int64 and known.dtype == np.bool_ and len(ns) == len(known) == len(col)
     return [int(v) if k else None for v, k in zip(ns, known)]
 
 
 def test_one_width_blocks_that_are_no_3_decimal_timestamps():
     """Blocks of one width that the 3-decimal matrix must not take, each worked out by the rule (rows.us_to_ns):
     4 decimals ('12.3456' -> 12345 ns + the 4th decimal 6 rounds up = 12346; '12.3454' -> 12345); 2 decimals
-    ('123.45' -> 123450); a slash or a colon where a digit or the point should be (no number: unknown); a '!'
-    after whole µs (no number, though '1234' alone would be 1234000)."""
+    ('123.45' -> 123450); a slash or a colon where a digit or the point should be, in decimals or in whole µs (no
+    number: unknown); a '!' after whole µs (no number, though '1234' alone would be 1234000)."""
     cases = ((["12.3456", "12.3454"], [12346, 12345]),
              (["123.45", "678.90"], [123450, 678900]),
              (["12/345", "67/890"], [None, None]),
              (["1:2.345", "1:2.345"], [None, None]),
+             (["12:4", "56:7"], [None, None]),
              (["1234!", "5678!"], [None, None]))
     for cells, want in cases:
         for name, col in _forms(cells).items():
