@@ -1,0 +1,135 @@
+"""ingest/ascend/csv/rows.py under mutation (docs/mutants.md, issue 46): the scalar rules the Ascend readers apply
+to a cell (shapes, stacks, device cells, step cells, units) and the csv module's reading of a file pyarrow declines,
+each answer worked out by hand from the rule its docstring states."""
+from __future__ import annotations
+
+import pytest
+
+from canning_tb.ingest.ascend.csv.rows import (_columns, _good_rows, _lines, _utf8, device_digits, device_index,
+                                               device_name, kb_to_bytes, mb_to_bytes, ms_to_ns, none_to, norm_shapes,
+                                               norm_stack, read_table, step_value, to_float, to_int, unreadable,
+                                               us_float_to_ns, us_to_ns)
+from canning_tb.ingest.table import NONE
+
+
+@pytest.mark.parametrize("cell, want", [
+    (None, None), ("", None), ("N/A", None), ("  ", None),
+    ('"32,3,224,224";"64"', "[[32, 3, 224, 224], [64]]"),
+    ("32,3,224,224;\r\n;\r\n", "[[32, 3, 224, 224], []]"),  # stripped, split: [.., "", ""]: last dropped
+    ("1 , 2,3", "[[1, 2, 3]]"), ("-1,5", "[[-1, 5]]"), ("1;2", "[[1], [2]]"), ("1;", "[[1]]"), (";", "[[]]"),
+    ("1;;2", "[[1], [], [2]]"),
+    ("123456789012345678", "[[123456789012345678]]"),          # 18 digits: a dimension
+    ("1234567890123456789", '["1234567890123456789"]'),        # 19 digits may not fit int64: text
+    ('a"b', '["a\'b"]'), ("é,1", '["é,1"]'), ("1,,2", '["1,,2"]'),
+])
+def test_norm_shapes_by_hand(cell, want):
+    assert norm_shapes(cell) == want
+
+
+@pytest.mark.parametrize("cell, want", [
+    (None, None), ("a;\r\nb;\r\nc", "a;b;c"), (";;", None), (" x ; y ", "x;y"), ("", None), ("f", "f"),
+])
+def test_norm_stack_by_hand(cell, want):
+    assert norm_stack(cell) == want
+
+
+@pytest.mark.parametrize("cell, digits, index", [
+    ("NPU:0", "0", 0), ("npu:3", "3", 3), ("0", "0", 0), ("NPU:007", "7", 7), ("NPU:000", "0", 0),
+    ("CPU", "", NONE), ("cpu0", "", NONE), ("Host1", "", NONE), ("host", "", NONE), ("", "", NONE), (None, "", NONE),
+    ("NPU:", "", NONE), (" x12 ", "12", 12), ("NPU:123456789", "123456789", 123456789),
+    ("NPU:1234567890", "1234567890", NONE),  # 10 digits: no device number
+])
+def test_device_cells_by_hand(cell, digits, index):
+    assert device_digits(cell) == digits and device_index(cell) == index
+
+
+@pytest.mark.parametrize("cell, want", [
+    ("NPU:0", "npu:0"), (" NPU:2 ", "npu:2"), ("CPU", "CPU"), ("cpu:1", "CPU"), ("host", "CPU"), ("HOST", "CPU"),
+    (None, "CPU"), ("", "CPU"), ("GPU", "gpu"), ("Hostile:1", "hostile:1"),  # "host..." has no device number
+])
+def test_device_names_by_hand(cell, want):
+    assert device_name(cell) == want
+
+
+@pytest.mark.parametrize("cell, want", [
+    ("step50", 50), ("50", 50), (50, 50), ("", None), ("step", None), (None, None), ("STEP7", 7), (" step 3 ", 3),
+    ("Step2.5", 2),  # to_int: 2.5 rounds half to even
+])
+def test_step_cells_by_hand(cell, want):
+    assert step_value(cell) == want
+
+
+def test_none_to_and_the_unit_rules():
+    """ms x 1e6, µs x 1e3, MiB x 2**20, KB x 2**10, rounded; past 2**62 (or not a number) None."""
+    assert none_to(None) == NONE and none_to(5) == 5 and none_to(None, 7) == 7 and none_to(0, 7) == 0
+    assert ms_to_ns(1.5) == 1_500_000 and us_float_to_ns(2.5) == 2500 and us_float_to_ns("x") is None
+    assert mb_to_bytes(1.5) == 1572864 and mb_to_bytes("N/A") is None
+    assert kb_to_bytes(2) == 2048 and kb_to_bytes(2 ** 52 - 1) == (2 ** 52 - 1) * 1024 and kb_to_bytes(2 ** 52) is None
+    assert kb_to_bytes(-(2 ** 52)) is None and kb_to_bytes(-(2 ** 52) + 1) == (-(2 ** 52) + 1) * 1024
+
+
+@pytest.mark.parametrize("cell, as_float, as_int, bad", [
+    (None, None, None, False), (True, None, None, True), (3, 3.0, 3, False), (1 << 2000, None, None, True),
+    (" 2.5 ", 2.5, 2, False), ('"3.5"', 3.5, 4, False), ("inf", None, None, True), ("nan", None, None, False),
+    ("abc", None, None, True), (float("inf"), None, None, True), ("-7", -7.0, -7, False), ("N/A", None, None, False),
+    ('"N/A"', None, None, False), ("", None, None, False), ((1 << 62) - 1, float((1 << 62) - 1), (1 << 62) - 1, False),
+    (1 << 62, float(1 << 62), None, False), (-(1 << 62), float(-(1 << 62)), None, False),
+])
+def test_float_int_and_unreadable_by_hand(cell, as_float, as_int, bad):
+    """to_float: finite floats only; to_int: ints exact within (-2**62, 2**62), the rest rounded half-even;
+    unreadable: something that is no number and not one of the 'missing' texts (a bool, inf, an int past float64)."""
+    assert to_float(cell) == as_float and to_int(cell) == as_int and unreadable(cell) is bad
+
+
+@pytest.mark.parametrize("cell, want", [
+    (None, None), (False, None), (5, 5000), (1 << 60, None), (1.5, 1500), (" 12.345\t", 12345), ('"3.5"', 3500),
+    ("-2.5", -2500), ("+.5", 500), ("5.", 5000), ("12.3455", 12346), ("12.3454", 12345), ("1e3", 1_000_000),
+    (".", None), ("-", None), ("12345678901234567890", None), ("-4611686018427387.903", -((1 << 62) - 1)),
+    ("4611686018427387.904", None), ("0.0005", 1), ("-0.0005", -1),
+])
+def test_us_to_ns_by_hand(cell, want):
+    assert us_to_ns(cell) == want
+
+
+def test_good_rows_and_their_lines():
+    """Rows of 2 cells (a chunk ending at physical line 7): a blank line and a spaces-only line skipped, a trailing
+    empty cell dropped, one short row bad; the bad row's line counted back from the end: the rows after it span
+    1 + 1 (a line end inside a cell) = 2 lines, so 7 - 2 = 5."""
+    rows = [["a", "b"], [], [" "], ["a", "b", ""], ["x"], ["c", "d\ne"]]
+    assert _good_rows(rows, 2, 7) == ([["a", "b"], ["a", "b"], ["c", "d\ne"]], 1, 5)
+    assert _good_rows([["a", "b", "c"], ["1", "2", "3", "4"]], 3, 9) == ([["a", "b", "c"]], 1, 9)
+    assert _good_rows([["a"], ["b"]], 2, 3) == ([], 2, 2)  # the first bad one: line 3 - 1 = 2
+    assert _lines(["a\nb", "c\r\nd", "e\rf"]) == 4  # 1 + one line end in each cell (CRLF counts once)
+    assert _columns([["1", "2", "3"], ["4", "5", "6"]], [2, None, 0]) == [("3", "6"), None, ("1", "4")]
+
+
+def test_utf8_across_the_blocks():
+    """_utf8 decodes 4 MiB at a time: an 'é' (2 bytes) split by the block edge is still UTF-8; a lone 0xff is not,
+    in the first block or after it."""
+    edge = b"a" * ((1 << 22) - 1) + "é".encode()
+    assert _utf8(b"abc") and _utf8("é".encode()) and _utf8(edge)
+    assert not _utf8(b"\xff") and not _utf8(b"a" * (1 << 22) + b"\xff") and not _utf8(edge[:-1])
+
+
+def _read(tmp_path, raw: bytes):
+    path = tmp_path / "f.csv"
+    path.write_bytes(raw)
+    problems: list = []
+    return read_table(str(path), "f.csv", problems), [(p.message, p.severity) for p in problems]
+
+
+def test_read_table_by_hand(tmp_path):
+    """The header from line one (a BOM and blanks around names dropped); columns by name, first of the names
+    given, case-insensitive after every exact name; a NUL at byte 9 of line 2 refuses the file; no header."""
+    table, problems = _read(tmp_path, "\ufeff Name ,Device_id,Other\n1,2,3\n".encode())
+    assert problems == [] and table.header == ["Name", "Device_id", "Other"]
+    assert table.col("Name") == 0 and table.col("NAME") == 0 and table.col("x", "device_ID") == 1
+    assert table.col("other", "Device_id") == 1 and table.col("x") is None and table.has("Name")
+    assert not table.has("y")
+    table, problems = _read(tmp_path, b"a,b\n1,2\x00\n")
+    assert table is None and problems == [("holds a NUL byte (line 2, byte 7): damaged (torch_npu writes none); "
+                                           "file not read", "error")]
+    table, problems = _read(tmp_path, b"")
+    assert table is None and problems == [("empty file (no header)", "error")]
+    table, problems = _read(tmp_path, b'"a\nb",c\n1,2\n')  # a quoted line end in the header: one name
+    assert problems == [] and table.header == ["a\nb", "c"]
