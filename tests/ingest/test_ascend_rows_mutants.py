@@ -9,6 +9,7 @@ from canning_tb.ingest.ascend.csv.rows import (_columns, _good_rows, _lines, _ut
                                                device_name, kb_to_bytes, mb_to_bytes, ms_to_ns, none_to, norm_shapes,
                                                norm_stack, read_table, step_value, to_float, to_int, unreadable,
                                                us_float_to_ns, us_to_ns)
+from canning_tb.ingest.ascend.csv import rows
 from canning_tb.ingest.table import NONE
 
 
@@ -133,3 +134,18 @@ def test_read_table_by_hand(tmp_path):
     assert table is None and problems == [("empty file (no header)", "error")]
     table, problems = _read(tmp_path, b'"a\nb",c\n1,2\n')  # a quoted line end in the header: one name
     assert problems == [] and table.header == ["a\nb", "c"]
+
+
+def test_a_file_that_cannot_be_read_is_one_error_naming_why(tmp_path, monkeypatch):
+    """No file: the OS's reason. A file past the cap on one file (CANNING_MAX_TRACE_BYTES=4, the file 8 bytes):
+    the cap's message. A read past the deadline (set to -1 s: already past when the read ends, no clock raced)."""
+    problems: list = []
+    assert read_table(str(tmp_path / "none.csv"), "none.csv", problems) is None
+    assert [(p.file, p.message, p.severity) for p in problems] == [
+        ("none.csv", "cannot read: No such file or directory", "error")]
+    monkeypatch.setenv("CANNING_MAX_TRACE_BYTES", "4")
+    assert _read(tmp_path, b"a,b\n1,2\n") == (None, [
+        ("expands past the 4 bytes cap on one file (set CANNING_MAX_TRACE_BYTES to read bigger files)", "error")])
+    monkeypatch.delenv("CANNING_MAX_TRACE_BYTES")
+    monkeypatch.setattr(rows, "READ_DEADLINE_S", -1.0)
+    assert _read(tmp_path, b"a,b\n1,2\n") == (None, [("cannot read: reading took longer than -1 s", "error")])
