@@ -7,8 +7,8 @@ import pytest
 
 from canning_tb.ingest.ascend.csv.rows import (_columns, _good_rows, _lines, _utf8, device_digits, device_index,
                                                device_name, kb_to_bytes, mb_to_bytes, ms_to_ns, none_to, norm_shapes,
-                                               norm_stack, read_table, step_value, to_float, to_int, unreadable,
-                                               us_float_to_ns, us_to_ns)
+                                               norm_stack, read_table, scan_all, step_value, to_float, to_int,
+                                               unreadable, us_float_to_ns, us_to_ns)
 from canning_tb.ingest.ascend.csv import rows
 from canning_tb.ingest.table import NONE
 
@@ -21,7 +21,8 @@ from canning_tb.ingest.table import NONE
     ("1;;2", "[[1], [], [2]]"),
     ("123456789012345678", "[[123456789012345678]]"),          # 18 digits: a dimension
     ("1234567890123456789", '["1234567890123456789"]'),        # 19 digits may not fit int64: text
-    ('a"b', '["a\'b"]'), ("é,1", '["é,1"]'), ("1,,2", '["1,,2"]'),
+    ('a"b', '["a\'b"]'), ("é,1", '["é,1"]'), ("1,,2", '["1,,2"]'), ("X1X", '["X1X"]'),
+    ('1;"', "[[1], []]"),  # the second part '"' is empty once unquoted, but the cell does not end with ';': kept
 ])
 def test_norm_shapes_by_hand(cell, want):
     assert norm_shapes(cell) == want
@@ -45,7 +46,8 @@ def test_device_cells_by_hand(cell, digits, index):
 
 
 @pytest.mark.parametrize("cell, want", [
-    ("NPU:0", "npu:0"), (" NPU:2 ", "npu:2"), ("CPU", "CPU"), ("cpu:1", "CPU"), ("host", "CPU"), ("HOST", "CPU"),
+    ("NPU:0", "npu:0"), (" NPU:2 ", "npu:2"), ("NPU:007", "npu:7"), ("Ascend 3", "npu:3"),
+    ("CPU", "CPU"), ("cpu:1", "CPU"), ("host", "CPU"), ("HOST", "CPU"),
     (None, "CPU"), ("", "CPU"), ("GPU", "gpu"), ("Hostile:1", "hostile:1"),  # "host..." has no device number
 ])
 def test_device_names_by_hand(cell, want):
@@ -73,7 +75,8 @@ def test_none_to_and_the_unit_rules():
     (None, None, None, False), (True, None, None, True), (3, 3.0, 3, False), (1 << 2000, None, None, True),
     (" 2.5 ", 2.5, 2, False), ('"3.5"', 3.5, 4, False), ("inf", None, None, True), ("nan", None, None, False),
     ("abc", None, None, True), (float("inf"), None, None, True), ("-7", -7.0, -7, False), ("N/A", None, None, False),
-    ('"N/A"', None, None, False), ("", None, None, False), ((1 << 62) - 1, float((1 << 62) - 1), (1 << 62) - 1, False),
+    ('"N/A"', None, None, False), ("XN/A", None, None, True), ("", None, None, False),
+    ((1 << 62) - 1, float((1 << 62) - 1), (1 << 62) - 1, False),
     (1 << 62, float(1 << 62), None, False), (-(1 << 62), float(-(1 << 62)), None, False),
 ])
 def test_float_int_and_unreadable_by_hand(cell, as_float, as_int, bad):
@@ -134,6 +137,8 @@ def test_read_table_by_hand(tmp_path):
     assert table is None and problems == [("empty file (no header)", "error")]
     table, problems = _read(tmp_path, b'"a\nb",c\n1,2\n')  # a quoted line end in the header: one name
     assert problems == [] and table.header == ["a\nb", "c"]
+    table, problems = _read(tmp_path, b"a,b\n1,2\n3,4\n")
+    assert scan_all(table, [1, 0], lambda chunk: [c.to_pylist() for c in chunk]) == [[["2", "4"], ["1", "3"]]]
 
 
 def test_a_file_that_cannot_be_read_is_one_error_naming_why(tmp_path, monkeypatch):
