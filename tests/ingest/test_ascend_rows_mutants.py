@@ -75,7 +75,7 @@ def test_none_to_and_the_unit_rules():
     (None, None, None, False), (True, None, None, True), (3, 3.0, 3, False), (1 << 2000, None, None, True),
     (" 2.5 ", 2.5, 2, False), ('"3.5"', 3.5, 4, False), ("inf", None, None, True), ("nan", None, None, False),
     ("abc", None, None, True), (float("inf"), None, None, True), ("-7", -7.0, -7, False), ("N/A", None, None, False),
-    ('"N/A"', None, None, False), ("XN/A", None, None, True), ("", None, None, False),
+    ('"N/A"', None, None, False), ("XN/A", None, None, True), ("X5", None, None, True), ("", None, None, False),
     ((1 << 62) - 1, float((1 << 62) - 1), (1 << 62) - 1, False),
     (1 << 62, float(1 << 62), None, False), (-(1 << 62), float(-(1 << 62)), None, False),
 ])
@@ -90,6 +90,7 @@ def test_float_int_and_unreadable_by_hand(cell, as_float, as_int, bad):
     ("-2.5", -2500), ("+.5", 500), ("5.", 5000), ("12.3455", 12346), ("12.3454", 12345), ("1e3", 1_000_000),
     (".", None), ("-", None), ("12345678901234567890", None), ("-4611686018427387.903", -((1 << 62) - 1)),
     ("4611686018427387.904", None), ("0.0005", 1), ("-0.0005", -1),
+    ('"12.3455"', 12346), ("X5", None),  # quoted: still exact (12.3455 * 1000 in floats is 12345.4999...)
 ])
 def test_us_to_ns_by_hand(cell, want):
     assert us_to_ns(cell) == want
@@ -119,7 +120,7 @@ def _read(tmp_path, raw: bytes):
     path = tmp_path / "f.csv"
     path.write_bytes(raw)
     problems: list = []
-    return read_table(str(path), "f.csv", problems), [(p.message, p.severity) for p in problems]
+    return read_table(str(path), "f.csv", problems), [(p.message, p.severity) for p in problems if p.file == "f.csv"]
 
 
 def test_read_table_by_hand(tmp_path):
@@ -154,3 +155,37 @@ def test_a_file_that_cannot_be_read_is_one_error_naming_why(tmp_path, monkeypatc
     monkeypatch.delenv("CANNING_MAX_TRACE_BYTES")
     monkeypatch.setattr(rows, "READ_DEADLINE_S", -1.0)
     assert _read(tmp_path, b"a,b\n1,2\n") == (None, [("cannot read: reading took longer than -1 s", "error")])
+
+
+def _cells(table, wanted) -> list:
+    return [[(c.to_pylist(), str(c.type)) for c in chunk] for chunk in table.scan(wanted)]
+
+
+def test_the_csv_module_path_by_hand(tmp_path, monkeypatch):
+    """pyarrow off (CANNING_CSV_ARROW=0), chunks of 2 rows: a quoted CRLF kept in its cell; a column not in the file
+    all-null text; 2 short rows in two chunks counted together, the first at line 4 (the quoted CRLF spans lines 2
+    and 3); a BOM before a later header cell
+    dropped; a header cell past the field limit; a NUL at byte 0, two NULs (the first named), a NUL after a line end
+    at byte 0 (line 2); a byte that is no UTF-8 in the header (replaced, with a warning)."""
+    monkeypatch.setenv("CANNING_CSV_ARROW", "0")
+    monkeypatch.setattr(rows, "CHUNK_ROWS", 2)
+    table, problems = _read(tmp_path, b'a,b\n"x\r\ny",2\n3\n4,5\n6\n7,8\n')
+    assert problems == [] and table.header == ["a", "b"]
+    assert _cells(table, [0, None]) == [[(["x\r\ny"], "string"), ([None], "string")],  # rows 1-2: one good
+                                        [(["4"], "string"), ([None], "string")],  # rows 3-4: one good
+                                        [(["7"], "string"), ([None], "string")]]
+    assert [(p.file, p.message, p.severity) for p in table.problems] == [
+        ("f.csv", "2 row(s) with a wrong number of columns skipped (expected 2; first at line 4)", "warning")]
+    table, problems = _read(tmp_path, "\ufeffName,\ufeffX1\n1,2\n".encode())
+    assert table.header == ["Name", "X1"]
+    big = b"x" * 131073
+    assert _read(tmp_path, b"a," + big + b"\n1,2\n")[1] == [
+        ("malformed CSV header: field larger than field limit (131072)", "error")]
+    assert _read(tmp_path, b"\x00a,b\n")[1] == [
+        ("holds a NUL byte (line 1, byte 0): damaged (torch_npu writes none); file not read", "error")]
+    assert _read(tmp_path, b"a,b\n1\x00,2\x00\n")[1] == [
+        ("holds a NUL byte (line 2, byte 5): damaged (torch_npu writes none); file not read", "error")]
+    assert _read(tmp_path, b"\na\x00\n")[1] == [
+        ("holds a NUL byte (line 2, byte 2): damaged (torch_npu writes none); file not read", "error")]
+    table, problems = _read(tmp_path, b"a\xff,b\n1,2\n")
+    assert table.header == ["a\ufffd", "b"] and problems == [("not valid UTF-8; undecodable bytes replaced", "warning")]
