@@ -167,7 +167,8 @@ def test_the_csv_module_path_by_hand(tmp_path, monkeypatch):
     all-null text; 2 short rows in two chunks counted together, the first at line 4 (the quoted CRLF spans lines 2
     and 3); a BOM before a later header cell
     dropped; a header cell past the field limit; a NUL at byte 0, two NULs (the first named), a NUL after a line end
-    at byte 0 (line 2); a byte that is no UTF-8 in the header (replaced, with a warning)."""
+    at byte 0 (line 2); a byte that is no UTF-8 in the header (replaced, with a warning); a cell past the field limit
+    at line 5 (the rows before it kept, the rest skipped)."""
     monkeypatch.setenv("CANNING_CSV_ARROW", "0")
     monkeypatch.setattr(rows, "CHUNK_ROWS", 2)
     table, problems = _read(tmp_path, b'a,b\n"x\r\ny",2\n3\n4,5\n6\n7,8\n')
@@ -182,10 +183,11 @@ def test_the_csv_module_path_by_hand(tmp_path, monkeypatch):
     big = b"x" * 131073
     assert _read(tmp_path, b"a," + big + b"\n1,2\n")[1] == [
         ("malformed CSV header: field larger than field limit (131072)", "error")]
-    table, problems = _read(tmp_path, b"a,b\n1,2\n3," + big + b"\n5,6\n")
-    list(table.scan([0]))  # (its cells: see docs/mutants.md, the rows before a malformed one in its chunk are lost)
-    assert [(p.file, p.message) for p in table.problems] == [
-        ("f.csv", "malformed CSV near line 3: field larger than field limit (131072); rest of file skipped")]
+    table, problems = _read(tmp_path, b"a,b\n1,2\n3\n4,5\n6," + big + b"\n7,8\n")  # chunks: [1,2 3] [4,5 6,<big>]
+    assert _cells(table, [0]) == [[(["1"], "string")], [(["4"], "string")]]  # the rows before the malformed one kept
+    assert [(p.file, p.message, p.severity) for p in table.problems] == [
+        ("f.csv", "malformed CSV near line 5: field larger than field limit (131072); rest of file skipped", "error"),
+        ("f.csv", "1 row(s) with a wrong number of columns skipped (expected 2; first at line 3)", "warning")]
     assert _read(tmp_path, b"\x00a,b\n")[1] == [
         ("holds a NUL byte (line 1, byte 0): damaged (torch_npu writes none); file not read", "error")]
     assert _read(tmp_path, b"a,b\n1\x00,2\x00\n")[1] == [
