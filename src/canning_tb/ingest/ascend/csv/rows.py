@@ -241,24 +241,36 @@ class CsvTable:
         reader = csv.reader(self._lines())
         n = len(self.header)
         next(reader)
-        bad, first_bad = 0, None
-        try:
-            while True:
-                rows = list(itertools.islice(reader, CHUNK_ROWS))
-                if not rows:
-                    break
-                if set(map(len, rows)) != {n}:  # blank lines, a trailing comma, or a malformed row
-                    rows, b, line = _good_rows(rows, n, reader.line_num)
-                    bad += b
-                    first_bad = first_bad or line
-                if rows:  # a chunk of only bad or blank lines gives nothing
-                    yield rows
-        except csv.Error as e:
-            self.problems.append(Problem(self.display, f"malformed CSV near line {reader.line_num}: {e}; "
+        bad, first_bad, error = 0, None, None
+        while error is None:
+            rows, end, error = _chunk(reader)
+            if not rows:
+                break
+            if set(map(len, rows)) != {n}:  # blank lines, a trailing comma, or a malformed row
+                rows, b, line = _good_rows(rows, n, end)
+                bad += b
+                first_bad = first_bad or line
+            if rows:  # a chunk of only bad or blank lines gives nothing
+                yield rows
+        if error is not None:
+            self.problems.append(Problem(self.display, f"malformed CSV near line {reader.line_num}: {error}; "
                                                        f"rest of file skipped"))
         if bad:
             self.problems.append(Problem(self.display, f"{bad} row(s) with a wrong number of columns skipped "
                                                        f"(expected {n}; first at line {first_bad})", "warning"))
+
+
+def _chunk(reader) -> tuple[list, int, csv.Error | None]:
+    """Up to CHUNK_ROWS rows, the physical line the last of them ends on, and the csv.Error that stopped the reading
+    (None when none did): the rows read before a malformed one are kept, not lost with the rest of their chunk."""
+    rows, end = [], reader.line_num
+    try:
+        for row in itertools.islice(reader, CHUNK_ROWS):
+            rows.append(row)
+            end = reader.line_num
+    except csv.Error as e:
+        return rows, end, e
+    return rows, end, None
 
 
 def _good_rows(rows: list[list[str]], n: int, last_line: int) -> tuple[list, int, int | None]:
