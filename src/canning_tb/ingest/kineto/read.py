@@ -347,7 +347,7 @@ class _Reader:
             try:
                 out.append(msgspec.json.decode(raw, type=typ))
             except msgspec.ValidationError:
-                ev = _coerce(_lenient(raw), typ)
+                ev = _coerce(_lenient(raw, _DECIMALS if typ is EvExact else _FLOATS), typ)
                 if ev is None:
                     self.count["malformed"] += 1
                 else:
@@ -938,12 +938,15 @@ def _sort_in_place(cols: dict[str, np.ndarray]) -> None:
 
 # -- lenient path: one event whose fields have unexpected types ------------------------------------
 _ARG_FIELDS = [(f.encode_name, f.name, f.type) for f in msgspec.structs.fields(Args)]
+# an exact chunk's numbers as their text says (a float past 2**43 µs has lost its ns); Raw args keep them numbers
+_FLOATS, _DECIMALS = msgspec.json.Decoder(), msgspec.json.Decoder(float_hook=decimal.Decimal)
+_RAW_TEXT = msgspec.json.Encoder(decimal_format="number")
 
 
 def _num(v):
     if isinstance(v, bool) or v is None:
         return None
-    if isinstance(v, (int, float)):
+    if isinstance(v, (int, float, decimal.Decimal)):
         return v
     if isinstance(v, str):
         try:
@@ -953,10 +956,10 @@ def _num(v):
     return None
 
 
-def _lenient(raw: msgspec.Raw):
-    """An event as plain objects; a field that cannot be (a number out of any range) is left out."""
+def _lenient(raw: msgspec.Raw, plain: msgspec.json.Decoder):
+    """An event as plain objects (by `plain`); a field that cannot be (a number out of any range) is left out."""
     try:
-        return msgspec.json.decode(raw)
+        return plain.decode(raw)
     except msgspec.ValidationError:
         pass
     try:
@@ -966,10 +969,10 @@ def _lenient(raw: msgspec.Raw):
     out = {}
     for key, value in fields.items():
         try:
-            out[key] = msgspec.json.decode(value)
+            out[key] = plain.decode(value)
         except msgspec.ValidationError:
             if key == "args":
-                out[key] = _lenient(value)
+                out[key] = _lenient(value, plain)
     return out
 
 
@@ -1018,7 +1021,7 @@ def _coerce_arg(v, t):
         n = _num(v)
         return float(n) if n is not None and _finite(n) else None
     if t is msgspec.Raw:
-        return msgspec.Raw(msgspec.json.encode(v))
+        return msgspec.Raw(_RAW_TEXT.encode(v))
     if t == (list[int] | None):
         return [int(x) for x in v] if isinstance(v, list) and all(isinstance(x, int) for x in v) else None
     return None if v is None else str(v)
