@@ -180,9 +180,9 @@ def test_fields_of_other_types_are_coerced_one_by_one(tmp_path, monkeypatch):
            {"ph": "X", "cat": "kernel", "name": "k2", "pid": True, "tid": 1, "ts": 20, "dur": "nan",
             "args": {"device": 1}},
            {"ph": "X", "cat": "kernel", "name": "k3", "pid": 0, "tid": [1], "ts": 30, "dur": 1,
-            "args": {"grid": [2, 3], "stream": "1e3"}},
+            "args": {"grid": [2, 3], "stream": "1e3", "device": "-inf"}},
            {"ph": "X", "cat": 5, "name": 6, "pid": 0, "tid": 1, "ts": 40, "dur": 1},
-           {"ph": "X", "cat": "kernel", "name": "k4", "pid": 0, "tid": 1, "ts": 50, "dur": 1,
+           {"ph": "X", "cat": "kernel", "name": "k4", "pid": 2 ** 62, "tid": 1, "ts": 50, "dur": 1,
             "args": {"stream": 2 ** 70}},
            {"ph": "X", "cat": "kernel", "name": "k5", "pid": 0, "tid": 1, "ts": 60, "dur": "sNaN"},
            7, "x"]
@@ -192,7 +192,9 @@ def test_fields_of_other_types_are_coerced_one_by_one(tmp_path, monkeypatch):
     assert _texts(t, "name") == ["k1", "k3", "6", "k4"]
     assert ev["ts"].tolist() == [12_500, 30_000, 40_000, 50_000] and ev["dur"].tolist() == [2_000, 1_000, 1_000, 1_000]
     assert _texts(t, "cat") == ["kernel", "kernel", "5", "kernel"]
-    assert ev["device"].tolist()[:2] == [3, 0]  # k3: no device arg, so its pid (0, below 1024) stands in
+    # k3: "-inf" is no int, so no device arg, and its pid (0, below 1024) stands in
+    assert ev["device"].tolist()[:2] == [3, 0]
+    assert ev["pid"].tolist()[3] == 2 ** 62  # 19 digits, in int64: the number, not a name
     # k4: 2**70 is no int64, so absent, and a kernel without a stream takes its tid (1)
     assert ev["stream"].tolist() == [7, 1000, NONE, 1]
     assert ev["correlation"].tolist() == [NONE] * 4 and ev["external_id"].tolist() == [NONE] * 4
@@ -276,3 +278,28 @@ def test_coerced_events_in_an_exact_chunk_keep_their_decimal_time(tmp_path, monk
         assert t.meta.process_names == {-2: "[1]"}
         assert _texts(t, "shapes") == [None, "[[2.5, 3]]", None] and t.metrics["flops"].tolist()[1] == 1.5
         assert [p.message for p in t.problems] == ["1 events without a usable name, ts or dur skipped"]
+
+
+def test_memory_records_out_of_range_or_without_time_are_skipped_and_counted(tmp_path, monkeypatch):
+    """A memory record's time obeys the events' bound (|ns| < 2**62, 4,611,686,018,427,387.904 µs): 1e300 µs
+    and 5e15 µs are out of range (before, 1e300 wrapped to ts 0 and 5e15 was kept at 5e18 ns), told as such;
+    a record without a time is skipped as missing; in a chunk read as decimals the same, and a time past 2**53
+    ns keeps its last digit (9007199254740.993 µs = 9_007_199_254_740_993 ns, which float64 cannot hold)."""
+    mem = [{"ph": "i", "name": "[memory]", "pid": 1, "tid": 1, "ts": 1e300, "args": {"Bytes": 8}},
+           {"ph": "i", "name": "[memory]", "pid": 1, "tid": 1, "ts": 5e15, "args": {"Bytes": 9}},
+           {"ph": "i", "name": "[memory]", "pid": 1, "tid": 1, "ts": None, "args": {"Bytes": 11}},
+           {"ph": "i", "name": "[memory]", "pid": 1, "tid": 1, "ts": 2, "args": {"Bytes": 10}}]
+    op = {"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 1}
+    told = ["1 events without a usable name, ts or dur skipped",
+            "2 events with ts or dur out of range (beyond ±146 years) skipped"]
+    for scan in (False, True):
+        t = _read(tmp_path, [op] + mem, scan, monkeypatch)
+        assert t.memory["ts"].tolist() == [2_000] and t.memory["bytes"].tolist() == [10]
+        assert [p.message for p in t.problems] == told
+        exact = dict(op, ts=8796093022208.5)  # past 2**43 with a fraction: the chunk is read as decimals
+        t = _read(tmp_path, [exact] + mem[:3] + [dict(mem[3], ts="@BIG@")], scan, monkeypatch,
+                  raw=json.dumps({"traceEvents": [exact] + mem[:3] + [dict(mem[3], ts="@BIG@")]})
+                  .replace('"@BIG@"', "9007199254740.993"))
+        assert t.events["ts"].tolist() == [8_796_093_022_208_500]
+        assert t.memory["ts"].tolist() == [9_007_199_254_740_993] and t.memory["bytes"].tolist() == [10]
+        assert [p.message for p in t.problems] == told

@@ -249,10 +249,7 @@ class _Reader:
         memory = rows[np.isin(names, [i for i, text in kind.items() if text == "[memory]"])]
         if not len(memory):
             return
-        us = s.ts[memory]
-        finite = np.isfinite(us)
-        _check_exact(us[finite])
-        ts = np.where(finite, _to_ns(np.where(finite, us, 0)), NONE)
+        ts = self._memory_ns(s.ts[memory])
         self._memory_columns(ts, *(_scanned_int(s, memory, attr) for attr in _MEMORY_ARGS))
 
     def _scanned_ids(self, s: kineto_scan.Scanned, nums: np.ndarray, refs: np.ndarray, rows) -> np.ndarray:
@@ -455,12 +452,20 @@ class _Reader:
         n = len(mem)
         get = attrgetter
         args = [e.args or NO_ARGS for e in mem]
-        ts = np.fromiter(map(self._ns1, map(get("ts"), mem)), np.int64, n) if self.exact else None
-        if ts is None:
-            us = np.fromiter(map(get("ts"), mem), np.float64, n)
-            _check_exact(us[np.isfinite(us)])
-            ts = np.where(np.isfinite(us), _to_ns(np.where(np.isfinite(us), us, 0)), NONE)
+        if self.exact:
+            ts = np.fromiter((self._ns1(v, count=True) for v in map(get("ts"), mem)), np.int64, n)
+        else:
+            ts = self._memory_ns(np.fromiter(map(get("ts"), mem), np.float64, n))
         self._memory_columns(ts, *(_i64(list(map(get(k), args)), n) for k in _MEMORY_ARGS))
+
+    def _memory_ns(self, us: np.ndarray) -> np.ndarray:
+        """Memory records' µs -> ns; NONE for no time, and for a time out of range (counted, as _float_times
+        does for events: ns past 2**62, or a float past int64 that the cast would wrap)."""
+        finite = np.isfinite(us)
+        fits = finite & (np.abs(np.where(finite, us, 0)) < _US_LIMIT)
+        self.count["range"] += int((finite & ~fits).sum())
+        _check_exact(us[fits])
+        return np.where(fits, _to_ns(np.where(fits, us, 0)), NONE)
 
     def _memory_columns(self, ts: np.ndarray, typ: np.ndarray, idx: np.ndarray, nbytes: np.ndarray,
                         addr: np.ndarray, allocated: np.ndarray, reserved: np.ndarray) -> None:
