@@ -268,15 +268,17 @@ def test_coerced_events_in_an_exact_chunk_keep_their_decimal_time(tmp_path, monk
            f'{{"ph": "X", "cat": "cpu_op", "name": "b", "pid": [1], "tid": 1, "ts": {b + 3}.124, "dur": 2.25, '
            '"args": {"Input Dims": [[2.5, 3]], "flops": 1.5}},'
            f'{{"ph": "X", "cat": "cpu_op", "name": "c", "pid": 1, "tid": 1, "ts": "{b + 4}.0625", "dur": "3"}},'
-           f'{{"ph": "X", "cat": "cpu_op", "name": "d", "pid": [2], "tid": 1, "ts": {b + 5}}}'
+           f'{{"ph": "X", "cat": "cpu_op", "name": "d", "pid": [2], "tid": 1, "ts": {b + 5}}},'
+           f'{{"ph": "X", "cat": "cpu_op", "name": "e", "pid": [3], "tid": 1, "ts": {b + 6}, "dur": 0.5}}'
            ']}')
     for scan in (False, True):
         t = _read(tmp_path, None, scan, monkeypatch, raw=raw)
-        assert _texts(t, "name") == ["a", "b", "c"]
-        assert t.events["ts"].tolist() == [8_796_093_022_208_124, 8_796_093_022_211_124, 8_796_093_022_212_062]
-        assert t.events["dur"].tolist() == [1_000, 2_250, 3_000]
-        assert t.meta.process_names == {-2: "[1]"}
-        assert _texts(t, "shapes") == [None, "[[2.5, 3]]", None] and t.metrics["flops"].tolist()[1] == 1.5
+        assert _texts(t, "name") == ["a", "b", "c", "e"]
+        assert t.events["ts"].tolist() == [8_796_093_022_208_124, 8_796_093_022_211_124, 8_796_093_022_212_062,
+                                           8_796_093_022_214_000]
+        assert t.events["dur"].tolist() == [1_000, 2_250, 3_000, 500]  # e: an int time and a fraction
+        assert t.meta.process_names == {-2: "[1]", -4: "[3]"}  # d's [2] is -3, d itself skipped
+        assert _texts(t, "shapes") == [None, "[[2.5, 3]]", None, None] and t.metrics["flops"].tolist()[1] == 1.5
         assert [p.message for p in t.problems] == ["1 events without a usable name, ts or dur skipped"]
 
 
@@ -303,3 +305,24 @@ def test_memory_records_out_of_range_or_without_time_are_skipped_and_counted(tmp
         assert t.events["ts"].tolist() == [8_796_093_022_208_500]
         assert t.memory["ts"].tolist() == [9_007_199_254_740_993] and t.memory["bytes"].tolist() == [10]
         assert [p.message for p in t.problems] == told
+
+
+def test_text_args_of_a_coerced_event(tmp_path, monkeypatch):
+    """Text args of an event the typed decode refuses (its ts is text): a number is written as its text, a
+    null is absent, text stays text."""
+    evs = [{"ph": "X", "cat": "cpu_op", "name": "op1", "pid": 1, "tid": 1, "ts": "70", "dur": 1,
+            "args": {"Call stack": 12}},
+           {"ph": "X", "cat": "cpu_op", "name": "op2", "pid": 1, "tid": 1, "ts": "80", "dur": 1,
+            "args": {"Call stack": None, "Process Group Name": "pg", "Process Group Description": None}}]
+    t = _read(tmp_path, evs, False, monkeypatch)
+    assert _texts(t, "name") == ["op1", "op2"]
+    assert _texts(t, "stack") == ["12", None] and _texts(t, "group") == [None, "pg"]
+
+
+def test_an_arg_past_float_range_costs_that_arg_only(tmp_path, monkeypatch):
+    """flops 1e400 is no float: the event is decoded field by field, its args too, so only flops is lost
+    (the op keeps its External id 5 and no flops column is made: the one op has none)."""
+    raw = ('{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 1, '
+           '"args": {"flops": 1e400, "External id": 5}}]}')
+    t = _read(tmp_path, None, False, monkeypatch, raw=raw)
+    assert t.events["external_id"].tolist() == [5] and "flops" not in t.metrics and t.problems == []

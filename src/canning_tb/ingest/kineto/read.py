@@ -988,8 +988,8 @@ def _coerce(obj, typ) -> Ev | None:
     if typ is Ev:
         ts = _NAN if ts is None or not _finite(ts) else float(ts)
         dur = _NAN if dur is None or not _finite(dur) else float(dur)
-    elif ts is not None and not isinstance(ts, decimal.Decimal):
-        ts, dur = decimal.Decimal(repr(ts)), (None if dur is None else decimal.Decimal(repr(dur)))
+    elif ts is not None:  # the decimal path: ints (and floats) as their text says, decimals as they are
+        ts, dur = _decimal(ts), (None if dur is None else _decimal(dur))
     name = obj.get("name")
     args = obj.get("args")
     kw = {}
@@ -1003,6 +1003,10 @@ def _coerce(obj, typ) -> Ev | None:
                name=None if name is None else str(name),
                pid=_pidlike(obj.get("pid", 0)), tid=_pidlike(obj.get("tid", 0)),
                ts=ts, dur=dur, args=Args(**kw))
+
+
+def _decimal(v) -> decimal.Decimal:
+    return v if isinstance(v, decimal.Decimal) else decimal.Decimal(repr(v))
 
 
 def _finite(v) -> bool:
