@@ -38,6 +38,14 @@ def test_one_or_two_misfits_say_no_more():
         "read as unknown"]
 
 
+def test_three_misfits_count_the_one_not_shown():
+    problems = []
+    devices.fit_devices([{"index": -2, "memory": -3}, {"index": -4}], "h", problems)
+    assert [p.message for p in problems] == [
+        "device index -2 is no index (0 to 2147483647); device memory -3 is no size in bytes (and 1 more): "
+        "read as unknown"]
+
+
 def test_shown_int_by_size():
     """24 characters are shown whole; 25 as the first 10 and the count; past 128 bits (39 digits and more) by
     their size only; a negative number counts its sign."""
@@ -143,6 +151,7 @@ def test_split_list():
     assert op_args.split_list('FLOAT; "INT32" ;\r\nScalar') == ["FLOAT", "INT32", "Scalar"]
     assert op_args.split_list(' " x " ') == ["x"]  # stripped, unquoted, stripped again
     assert op_args.split_list(5) == ["5"]
+    assert op_args.split_list("INDEX;X") == ["INDEX", "X"]  # only quotes and spaces are stripped
 
 
 def test_json_list():
