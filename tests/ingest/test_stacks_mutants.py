@@ -90,3 +90,13 @@ def test_sweep_order_edges():
     tid = np.arange(n, dtype=np.int64)[::-1].copy()  # rows in time order, threads in reverse
     cols = (np.zeros(n, np.int64), tid, np.arange(n, dtype=np.int64), np.zeros(n, bool), np.ones(n, np.int64))
     assert stacks.sweep_order(*cols).tolist() == _lexsort(*cols) == list(range(n))[::-1]
+
+
+@pytest.mark.parametrize("sweep", ["1", "0"])
+def test_a_frame_of_another_thread_never_holds_an_op(monkeypatch, sweep):
+    """Thread 1's only frame A [0, 100] runs while thread 2's op starts at 50: the op, whose last frame before
+    it in the sweep order is A (the first frame, index 0), is on another thread and takes no stack."""
+    monkeypatch.setenv("CANNING_STACK_SWEEP", sweep)
+    t = _table([(F, "A", 1, 1, 0, 100, None), (OP, "x", 1, 2, 50, 1, None), (OP, "y", 1, 1, 60, 1, None)])
+    stacks.fill_python_stacks(t)
+    assert _stacks(t) == {"A": None, "x": None, "y": "A"}
