@@ -331,3 +331,28 @@ def test_an_arg_past_float_range_costs_that_arg_only(tmp_path, monkeypatch):
            '"args": {"flops": 1e400, "External id": 5}}]}')
     t = _read(tmp_path, None, False, monkeypatch, raw=raw)
     assert t.events["external_id"].tolist() == [5] and "flops" not in t.metrics and t.problems == []
+
+
+def test_a_coerced_event_without_cat_pid_tid_or_name(tmp_path, monkeypatch):
+    """An event the typed decode refuses (its ts is text) and that gives no cat, pid or tid takes the typed
+    defaults (cat "", pid 0, tid 0); one without a name is skipped and counted."""
+    evs = [{"ph": "X", "name": "a", "ts": "1", "dur": 1}, {"ph": "X", "cat": "cpu_op", "ts": "2", "dur": 1}]
+    t = _read(tmp_path, evs, False, monkeypatch)
+    assert _texts(t, "name") == ["a"] and _texts(t, "cat") == [""]
+    assert t.events["pid"].tolist() == [0] and t.events["tid"].tolist() == [0]
+    assert [p.message for p in t.problems] == ["1 events without a usable name, ts or dur skipped"]
+
+
+@pytest.mark.parametrize("scan", [False, True])
+def test_times_at_the_float_bound_and_flows_at_epoch_times(tmp_path, monkeypatch, scan):
+    """An Iteration Start at exactly 4,611,686,018,427,387 µs (2**62 // 1000, the float path's strict bound) is
+    out of range, so the window starts at the first event; a launch flow's end at an epoch time
+    (1694128201435377 µs = 1_694_128_201_435_377_000 ns, not a multiple of float64's 256 ns step there) finds
+    the unnamed-category event at the same ns (so it is device work)."""
+    evs = [{"ph": "i", "s": "t", "name": "Iteration Start: PyTorch Profiler", "pid": 1, "tid": 1,
+            "ts": 4611686018427387},
+           {"ph": "X", "cat": "gpu_thing", "name": "k", "pid": 3, "tid": 4, "ts": 1694128201435377, "dur": 1},
+           {"ph": "f", "id": 5, "pid": 3, "tid": 4, "ts": 1694128201435377, "cat": "ac2g", "bp": "e"}]
+    t = _read(tmp_path, evs, scan, monkeypatch)
+    assert t.events["kind"].tolist() == [Kind.KERNEL]
+    assert t.meta.start_ns == 1_694_128_201_435_377_000
