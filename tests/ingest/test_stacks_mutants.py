@@ -94,9 +94,11 @@ def test_sweep_order_edges():
 
 @pytest.mark.parametrize("sweep", ["1", "0"])
 def test_a_frame_of_another_thread_never_holds_an_op(monkeypatch, sweep):
-    """Thread 1's only frame A [0, 100] runs while thread 2's op starts at 50: the op, whose last frame before
-    it in the sweep order is A (the first frame, index 0), is on another thread and takes no stack."""
+    """Thread 1's frame A [0, 100] runs while thread 2's op w starts at 30: w, whose last frame before it in the
+    sweep order is A (the first frame, index 0), is on another thread and takes no stack. Thread 2's own frame
+    B [40, 60] holds x at 50; z at 70 comes after B and has none; y at 60 on thread 1 is in A."""
     monkeypatch.setenv("CANNING_STACK_SWEEP", sweep)
-    t = _table([(F, "A", 1, 1, 0, 100, None), (OP, "x", 1, 2, 50, 1, None), (OP, "y", 1, 1, 60, 1, None)])
+    t = _table([(F, "A", 1, 1, 0, 100, None), (OP, "w", 1, 2, 30, 1, None), (F, "B", 1, 2, 40, 20, None),
+                (OP, "x", 1, 2, 50, 1, None), (OP, "y", 1, 1, 60, 1, None), (OP, "z", 1, 2, 70, 1, None)])
     stacks.fill_python_stacks(t)
-    assert _stacks(t) == {"A": None, "x": None, "y": "A"}
+    assert _stacks(t) == {"A": None, "w": None, "B": None, "x": "B", "y": "A", "z": None}
