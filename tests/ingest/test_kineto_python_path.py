@@ -356,3 +356,29 @@ def test_times_at_the_float_bound_and_flows_at_epoch_times(tmp_path, monkeypatch
     t = _read(tmp_path, evs, scan, monkeypatch)
     assert t.events["kind"].tolist() == [Kind.KERNEL]
     assert t.meta.start_ns == 1_694_128_201_435_377_000
+
+
+def test_int_args_beside_one_past_int64_keep_their_every_digit(tmp_path, monkeypatch):
+    """A correlation past int64 (2**70) makes the column's ints go one by one: it becomes absent, and the others
+    keep every digit (2**60 + 1 is no float64), both ends of int64 included (-2**63 and 2**63 - 1)."""
+    ids = [2 ** 70, 2 ** 60 + 1, -(2 ** 63), 2 ** 63 - 1]
+    evs = [{"ph": "X", "cat": "kernel", "name": f"k{i}", "pid": 0, "tid": 1, "ts": i, "dur": 1,
+            "args": {"correlation": c}} for i, c in enumerate(ids)]
+    t = _read(tmp_path, evs, False, monkeypatch)
+    assert t.events["correlation"].tolist() == [NONE, 2 ** 60 + 1, -(2 ** 63), 2 ** 63 - 1]
+
+
+def test_decimal_times_at_the_ns_bound(tmp_path, monkeypatch):
+    """Read as decimals (the chunk holds 8796093022208.5 µs, past 2**43 with a fraction), ±4,611,686,018,427,387.904
+    µs is ±2**62 ns exactly: out of range (|ns| < 2**62), told; ±...387.903 µs is in, to the ns (the float path
+    alone would refuse it: its bound is the whole µs below)."""
+    raw = ('{"traceEvents": [' + ",".join(
+        f'{{"ph": "X", "cat": "cpu_op", "name": "{n}", "pid": 1, "tid": 1, "ts": {ts}, "dur": 0}}'
+        for n, ts in (("lo", "-4611686018427387.904"), ("lo_in", "-4611686018427387.903"),
+                      ("t", "8796093022208.5"), ("hi_in", "4611686018427387.903"), ("hi", "4611686018427387.904")))
+        + "]}")
+    for scan in (False, True):
+        t = _read(tmp_path, None, scan, monkeypatch, raw=raw)
+        assert _texts(t, "name") == ["lo_in", "t", "hi_in"]
+        assert t.events["ts"].tolist() == [-(2 ** 62) + 1, 8_796_093_022_208_500, 2 ** 62 - 1]
+        assert [p.message for p in t.problems] == ["2 events with ts or dur out of range (beyond ±146 years) skipped"]
