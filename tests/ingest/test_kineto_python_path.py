@@ -131,11 +131,13 @@ def test_ids_given_as_text(tmp_path, monkeypatch):
            {"ph": "X", "cat": "cpu_op", "name": "b", "pid": " 12 ", "tid": "thread 3", "ts": 2, "dur": 1},
            {"ph": "X", "cat": "cpu_op", "name": "c", "pid": 2 ** 64, "tid": "Spans", "ts": 3, "dur": 1},
            {"ph": "X", "cat": "cpu_op", "name": "d", "pid": "1234567890123456789", "tid": 4, "ts": 4, "dur": 1},
-           {"ph": "X", "cat": "cpu_op", "name": "e", "pid": 5, "tid": "x", "ts": 5, "dur": 1}]
+           {"ph": "X", "cat": "cpu_op", "name": "e", "pid": 5, "tid": "x", "ts": 5, "dur": 1},
+           {"ph": "X", "cat": "cpu_op", "name": "f", "pid": 2 ** 60 + 1, "tid": 1, "ts": 6, "dur": 1}]
     t = _read(tmp_path, evs, False, monkeypatch)
     # first sight: "Spans" -2, then 2**64 as text "18446744073709551616" -3, the 19 digits -4, "x" -5
-    assert t.events["pid"].tolist() == [-2, 12, -3, -4, 5]
-    assert t.events["tid"].tolist() == [7, 3, -2, 4, -5]
+    # f's int pid is read one by one beside the texts, every digit kept (2**60 + 1 is no float64)
+    assert t.events["pid"].tolist() == [-2, 12, -3, -4, 5, 2 ** 60 + 1]
+    assert t.events["tid"].tolist() == [7, 3, -2, 4, -5, 1]
     assert t.meta.process_names == {-2: "Spans", -3: str(2 ** 64), -4: "1234567890123456789"}
     assert t.meta.thread_names == {"-3:-2": "Spans", "5:-5": "x"}
 
@@ -371,12 +373,14 @@ def test_int_args_beside_one_past_int64_keep_their_every_digit(tmp_path, monkeyp
 def test_decimal_times_at_the_ns_bound(tmp_path, monkeypatch):
     """Read as decimals (the chunk holds 8796093022208.5 µs, past 2**43 with a fraction), ±4,611,686,018,427,387.904
     µs is ±2**62 ns exactly: out of range (|ns| < 2**62), told; ±...387.903 µs is in, to the ns (the float path
-    alone would refuse it: its bound is the whole µs below)."""
+    alone would refuse it: its bound is the whole µs below). A mark or a flow end out of range is no event: it is
+    dropped without a word."""
     raw = ('{"traceEvents": [' + ",".join(
         f'{{"ph": "X", "cat": "cpu_op", "name": "{n}", "pid": 1, "tid": 1, "ts": {ts}, "dur": 0}}'
         for n, ts in (("lo", "-4611686018427387.904"), ("lo_in", "-4611686018427387.903"),
                       ("t", "8796093022208.5"), ("hi_in", "4611686018427387.903"), ("hi", "4611686018427387.904")))
-        + "]}")
+        + ', {"ph": "i", "name": "Record Window End", "pid": 1, "tid": 1, "ts": 4611686018427387.904}'
+        + ', {"ph": "f", "id": 1, "cat": "ac2g", "pid": 1, "tid": 1, "ts": -4611686018427387.904}]}')
     for scan in (False, True):
         t = _read(tmp_path, None, scan, monkeypatch, raw=raw)
         assert _texts(t, "name") == ["lo_in", "t", "hi_in"]
