@@ -35,3 +35,19 @@ def test_a_grid_product_past_2_to_the_53(tmp_path, monkeypatch, scan):
     ]}))
     t = kineto_read.read_kineto(str(path))
     assert t.events["blocks"].tolist() == [18_014_398_643_699_712, 3]
+
+
+def test_the_switch_turns_the_scanner_off(tmp_path, monkeypatch):
+    """CANNING_KINETO_SCAN=0: no piece goes to the scanner; unset (or any other value): every piece does."""
+    path = tmp_path / "s.pt.trace.json"
+    path.write_text('{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 1}]}')
+    real, calls = kineto_scan.scan, []
+    monkeypatch.setattr(kineto_read.kineto_scan, "scan", lambda piece: calls.append(1) or real(piece))
+    for value, scanned in (("0", False), (None, True), ("1", True)):
+        calls.clear()
+        if value is None:
+            monkeypatch.delenv("CANNING_KINETO_SCAN", raising=False)
+        else:
+            monkeypatch.setenv("CANNING_KINETO_SCAN", value)
+        assert kineto_read.read_kineto(str(path)).strings.values == ["a", "cpu_op"]
+        assert bool(calls) is scanned, value
