@@ -379,10 +379,12 @@ def test_decimal_times_at_the_ns_bound(tmp_path, monkeypatch):
         f'{{"ph": "X", "cat": "cpu_op", "name": "{n}", "pid": 1, "tid": 1, "ts": {ts}, "dur": 0}}'
         for n, ts in (("lo", "-4611686018427387.904"), ("lo_in", "-4611686018427387.903"),
                       ("t", "8796093022208.5"), ("hi_in", "4611686018427387.903"), ("hi", "4611686018427387.904")))
+        + ', {"ph": "X", "cat": "cpu_op", "name": "d", "pid": 1, "tid": 1, "ts": 5, "dur": 4611686018427387.904}'
         + ', {"ph": "i", "name": "Record Window End", "pid": 1, "tid": 1, "ts": 4611686018427387.904}'
         + ', {"ph": "f", "id": 1, "cat": "ac2g", "pid": 1, "tid": 1, "ts": -4611686018427387.904}]}')
     for scan in (False, True):
         t = _read(tmp_path, None, scan, monkeypatch, raw=raw)
         assert _texts(t, "name") == ["lo_in", "t", "hi_in"]
         assert t.events["ts"].tolist() == [-(2 ** 62) + 1, 8_796_093_022_208_500, 2 ** 62 - 1]
-        assert [p.message for p in t.problems] == ["2 events with ts or dur out of range (beyond ±146 years) skipped"]
+        # lo, hi and d (its duration is 2**62 ns): 3
+        assert [p.message for p in t.problems] == ["3 events with ts or dur out of range (beyond ±146 years) skipped"]
