@@ -25,16 +25,17 @@ def test_the_schema_fields_are_the_scanners():
 
 @pytest.mark.parametrize("scan", ["1", "0"])
 def test_a_grid_product_past_2_to_the_53(tmp_path, monkeypatch, scan):
-    """(2**27 + 1) x 2**27 x 1 = 2**54 + 2**27 = 18,014,398,643,699,712 blocks, which float64 cannot hold."""
+    """(2**27 + 1) x (2**27 + 1) x 1 = 2**54 + 2**28 + 1 = 18,014,398,777,917,441 blocks, which float64 cannot
+    hold (55 bits from the highest to the lowest)."""
     monkeypatch.setenv("CANNING_KINETO_SCAN", scan)
     path = tmp_path / "g.pt.trace.json"
     path.write_text(json.dumps({"traceEvents": [
         {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 1, "ts": 1, "dur": 1,
-         "args": {"grid": [2 ** 27 + 1, 2 ** 27, 1]}},
+         "args": {"grid": [2 ** 27 + 1, 2 ** 27 + 1, 1]}},
         {"ph": "X", "cat": "kernel", "name": "k2", "pid": 0, "tid": 1, "ts": 2, "dur": 1, "args": {"grid": [3, 1, 1]}},
     ]}))
     t = kineto_read.read_kineto(str(path))
-    assert t.events["blocks"].tolist() == [18_014_398_643_699_712, 3]
+    assert t.events["blocks"].tolist() == [18_014_398_777_917_441, 3]
 
 
 def test_the_switch_turns_the_scanner_off(tmp_path, monkeypatch):
