@@ -132,12 +132,14 @@ def test_ids_given_as_text(tmp_path, monkeypatch):
            {"ph": "X", "cat": "cpu_op", "name": "c", "pid": 2 ** 64, "tid": "Spans", "ts": 3, "dur": 1},
            {"ph": "X", "cat": "cpu_op", "name": "d", "pid": "1234567890123456789", "tid": 4, "ts": 4, "dur": 1},
            {"ph": "X", "cat": "cpu_op", "name": "e", "pid": 5, "tid": "x", "ts": 5, "dur": 1},
-           {"ph": "X", "cat": "cpu_op", "name": "f", "pid": 2 ** 60 + 1, "tid": 1, "ts": 6, "dur": 1}]
+           {"ph": "X", "cat": "cpu_op", "name": "f", "pid": 2 ** 60 + 1, "tid": 1, "ts": 6, "dur": 1},
+           {"ph": "X", "cat": "cpu_op", "name": "g", "pid": -(2 ** 63), "tid": 2 ** 63 - 1, "ts": 7, "dur": 1}]
     t = _read(tmp_path, evs, False, monkeypatch)
     # first sight: "Spans" -2, then 2**64 as text "18446744073709551616" -3, the 19 digits -4, "x" -5
     # f's int pid is read one by one beside the texts, every digit kept (2**60 + 1 is no float64)
-    assert t.events["pid"].tolist() == [-2, 12, -3, -4, 5, 2 ** 60 + 1]
-    assert t.events["tid"].tolist() == [7, 3, -2, 4, -5, 1]
+    # g: int64's two ends given as ints are numbers too
+    assert t.events["pid"].tolist() == [-2, 12, -3, -4, 5, 2 ** 60 + 1, -(2 ** 63)]
+    assert t.events["tid"].tolist() == [7, 3, -2, 4, -5, 1, 2 ** 63 - 1]
     assert t.meta.process_names == {-2: "Spans", -3: str(2 ** 64), -4: "1234567890123456789"}
     assert t.meta.thread_names == {"-3:-2": "Spans", "5:-5": "x"}
 
@@ -320,10 +322,12 @@ def test_text_args_of_a_coerced_event(tmp_path, monkeypatch):
     evs = [{"ph": "X", "cat": "cpu_op", "name": "op1", "pid": 1, "tid": 1, "ts": "70", "dur": 1,
             "args": {"Call stack": 12}},
            {"ph": "X", "cat": "cpu_op", "name": "op2", "pid": 1, "tid": 1, "ts": "80", "dur": 1,
-            "args": {"Call stack": None, "Process Group Name": "pg", "Process Group Description": None}}]
+            "args": {"Call stack": None, "Process Group Name": "pg", "Process Group Description": None}},
+           {"ph": "X", "cat": "cpu_op", "name": 1e5, "pid": 1, "tid": 1, "ts": 90, "dur": 1}]
     t = _read(tmp_path, evs, False, monkeypatch)
-    assert _texts(t, "name") == ["op1", "op2"]
-    assert _texts(t, "stack") == ["12", None] and _texts(t, "group") == [None, "pg"]
+    # a number for a name is written as Python writes the float it is (the chunk is not read as decimals)
+    assert _texts(t, "name") == ["op1", "op2", "100000.0"]
+    assert _texts(t, "stack") == ["12", None, None] and _texts(t, "group") == [None, "pg", None]
 
 
 def test_an_arg_past_float_range_costs_that_arg_only(tmp_path, monkeypatch):
