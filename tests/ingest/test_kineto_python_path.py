@@ -59,7 +59,8 @@ MARKS = [{"ph": "i", "s": "t", "name": "Iteration Start: PyTorch Profiler", "pid
                    "Total Reserved": 2048}},
          {"ph": "i", "s": "t", "name": "[memory]", "pid": 1, "tid": 7, "ts": 106, "args": {"Bytes": -64}},
          {"ph": "s", "id": 21, "pid": 1, "tid": 7, "ts": 110, "cat": "ac2g"},
-         {"ph": "f", "id": 21, "pid": 0, "tid": 7, "ts": 130, "cat": "ac2g", "bp": "e"}]
+         {"ph": "f", "id": 21, "pid": 0, "tid": 7, "ts": 130, "cat": "ac2g", "bp": "e"},
+         {"ph": "i", "s": "t", "name": "another mark", "pid": 1, "tid": 7, "ts": 300}]  # no mark of the window
 ALL = META + [OP, LAUNCH, KERNEL, COPY, ALLREDUCE, GLOO] + MARKS
 
 
