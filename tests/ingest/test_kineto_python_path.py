@@ -324,9 +324,11 @@ def test_text_args_of_a_coerced_event(tmp_path, monkeypatch):
             "args": {"Call stack": 12}},
            {"ph": "X", "cat": "cpu_op", "name": "op2", "pid": 1, "tid": 1, "ts": "80", "dur": 1,
             "args": {"Call stack": None, "Process Group Name": "pg", "Process Group Description": None}},
-           {"ph": "X", "cat": "cpu_op", "name": 1e5, "pid": 1, "tid": 1, "ts": 90, "dur": 1}]
-    t = _read(tmp_path, evs, False, monkeypatch)
-    # a number for a name is written as Python writes the float it is (the chunk is not read as decimals)
+           {"ph": "X", "cat": "cpu_op", "name": "@NUMBER@", "pid": 1, "tid": 1, "ts": 90, "dur": 1}]
+    raw = json.dumps({"traceEvents": evs}).replace('"@NUMBER@"', "1e5")
+    t = _read(tmp_path, None, False, monkeypatch, raw=raw)
+    # a number for a name (1e5 in the file) is written as Python writes the float it is, "100000.0" (the chunk is
+    # not read as decimals, which would write "1E+5")
     assert _texts(t, "name") == ["op1", "op2", "100000.0"]
     assert _texts(t, "stack") == ["12", None, None] and _texts(t, "group") == [None, "pg", None]
 
