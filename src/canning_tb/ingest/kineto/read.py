@@ -249,10 +249,7 @@ class _Reader:
         memory = rows[np.isin(names, [i for i, text in kind.items() if text == "[memory]"])]
         if not len(memory):
             return
-        us = s.ts[memory]
-        finite = np.isfinite(us)
-        _check_exact(us[finite])
-        ts = np.where(finite, _to_ns(np.where(finite, us, 0)), NONE)
+        ts = self._memory_ns(s.ts[memory])
         self._memory_columns(ts, *(_scanned_int(s, memory, attr) for attr in _MEMORY_ARGS))
 
     def _scanned_ids(self, s: kineto_scan.Scanned, nums: np.ndarray, refs: np.ndarray, rows) -> np.ndarray:
@@ -347,7 +344,7 @@ class _Reader:
             try:
                 out.append(msgspec.json.decode(raw, type=typ))
             except msgspec.ValidationError:
-                ev = _coerce(_lenient(raw), typ)
+                ev = _coerce(_lenient(raw, _DECIMALS if typ is EvExact else _FLOATS), typ)
                 if ev is None:
                     self.count["malformed"] += 1
                 else:
@@ -455,12 +452,20 @@ class _Reader:
         n = len(mem)
         get = attrgetter
         args = [e.args or NO_ARGS for e in mem]
-        ts = np.fromiter(map(self._ns1, map(get("ts"), mem)), np.int64, n) if self.exact else None
-        if ts is None:
-            us = np.fromiter(map(get("ts"), mem), np.float64, n)
-            _check_exact(us[np.isfinite(us)])
-            ts = np.where(np.isfinite(us), _to_ns(np.where(np.isfinite(us), us, 0)), NONE)
+        if self.exact:
+            ts = np.fromiter((self._ns1(v, count=True) for v in map(get("ts"), mem)), np.int64, n)
+        else:
+            ts = self._memory_ns(np.fromiter(map(get("ts"), mem), np.float64, n))
         self._memory_columns(ts, *(_i64(list(map(get(k), args)), n) for k in _MEMORY_ARGS))
+
+    def _memory_ns(self, us: np.ndarray) -> np.ndarray:
+        """Memory records' µs -> ns; NONE for no time, and for a time out of range (counted, as _float_times
+        does for events: ns past 2**62, or a float past int64 that the cast would wrap)."""
+        finite = np.isfinite(us)
+        fits = finite & (np.abs(np.where(finite, us, 0)) < _US_LIMIT)
+        self.count["range"] += int((finite & ~fits).sum())
+        _check_exact(us[fits])
+        return np.where(fits, _to_ns(np.where(fits, us, 0)), NONE)
 
     def _memory_columns(self, ts: np.ndarray, typ: np.ndarray, idx: np.ndarray, nbytes: np.ndarray,
                         addr: np.ndarray, allocated: np.ndarray, reserved: np.ndarray) -> None:
@@ -938,12 +943,15 @@ def _sort_in_place(cols: dict[str, np.ndarray]) -> None:
 
 # -- lenient path: one event whose fields have unexpected types ------------------------------------
 _ARG_FIELDS = [(f.encode_name, f.name, f.type) for f in msgspec.structs.fields(Args)]
+# an exact chunk's numbers as their text says (a float past 2**43 µs has lost its ns); Raw args keep them numbers
+_FLOATS, _DECIMALS = msgspec.json.Decoder(), msgspec.json.Decoder(float_hook=decimal.Decimal)
+_RAW_TEXT = msgspec.json.Encoder(decimal_format="number")
 
 
 def _num(v):
     if isinstance(v, bool) or v is None:
         return None
-    if isinstance(v, (int, float)):
+    if isinstance(v, (int, float, decimal.Decimal)):
         return v
     if isinstance(v, str):
         try:
@@ -953,10 +961,10 @@ def _num(v):
     return None
 
 
-def _lenient(raw: msgspec.Raw):
-    """An event as plain objects; a field that cannot be (a number out of any range) is left out."""
+def _lenient(raw: msgspec.Raw, plain: msgspec.json.Decoder):
+    """An event as plain objects (by `plain`); a field that cannot be (a number out of any range) is left out."""
     try:
-        return msgspec.json.decode(raw)
+        return plain.decode(raw)
     except msgspec.ValidationError:
         pass
     try:
@@ -966,10 +974,10 @@ def _lenient(raw: msgspec.Raw):
     out = {}
     for key, value in fields.items():
         try:
-            out[key] = msgspec.json.decode(value)
+            out[key] = plain.decode(value)
         except msgspec.ValidationError:
             if key == "args":
-                out[key] = _lenient(value)
+                out[key] = _lenient(value, plain)
     return out
 
 
@@ -980,8 +988,8 @@ def _coerce(obj, typ) -> Ev | None:
     if typ is Ev:
         ts = _NAN if ts is None or not _finite(ts) else float(ts)
         dur = _NAN if dur is None or not _finite(dur) else float(dur)
-    elif ts is not None and not isinstance(ts, decimal.Decimal):
-        ts, dur = decimal.Decimal(repr(ts)), (None if dur is None else decimal.Decimal(repr(dur)))
+    elif ts is not None:  # the decimal path: ints (and floats) as their text says, decimals as they are
+        ts, dur = _decimal(ts), (None if dur is None else _decimal(dur))
     name = obj.get("name")
     args = obj.get("args")
     kw = {}
@@ -995,6 +1003,10 @@ def _coerce(obj, typ) -> Ev | None:
                name=None if name is None else str(name),
                pid=_pidlike(obj.get("pid", 0)), tid=_pidlike(obj.get("tid", 0)),
                ts=ts, dur=dur, args=Args(**kw))
+
+
+def _decimal(v) -> decimal.Decimal:
+    return v if isinstance(v, decimal.Decimal) else decimal.Decimal(repr(v))
 
 
 def _finite(v) -> bool:
@@ -1018,7 +1030,7 @@ def _coerce_arg(v, t):
         n = _num(v)
         return float(n) if n is not None and _finite(n) else None
     if t is msgspec.Raw:
-        return msgspec.Raw(msgspec.json.encode(v))
+        return msgspec.Raw(_RAW_TEXT.encode(v))
     if t == (list[int] | None):
         return [int(x) for x in v] if isinstance(v, list) and all(isinstance(x, int) for x in v) else None
     return None if v is None else str(v)
