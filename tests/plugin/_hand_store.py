@@ -32,6 +32,8 @@ class RunStore(HandStore):
         return [self.run]
 
     def windows_at(self, run, position):
+        if run != self.run:  # as Store's: an unknown run is a KeyError
+            raise KeyError(run)
         return [(SimpleNamespace(name=w, rank=rank), SimpleNamespace(id=ids[position], run=run))
                 for w, (rank, ids) in self.layout.items() if 0 <= position < len(ids)]
 
@@ -42,6 +44,8 @@ class RunStore(HandStore):
         return ids.index(window)
 
     def digest_key(self, run, window):
+        if run != window.run:  # Store's key is the run's and the window's
+            raise KeyError(run)
         return self.key.get(window.id, "k0")
 
     def digest_part(self, run, worker, window, fields):

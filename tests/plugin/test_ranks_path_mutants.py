@@ -6,6 +6,7 @@ import pytest
 
 from _hand_store import Ready, RunStore
 from canning_tb.analysis import digest_pb2 as pb
+from canning_tb.analysis.digest import analysis_revision
 from canning_tb.queries import critical_path, ranks
 from canning_tb.queries.errors import BadParameter, NotFound
 from canning_tb.store.digest_part import RANKS
@@ -83,6 +84,16 @@ def test_an_unreadable_window_is_listed_and_with_none_readable_not_found(tmp_pat
     assert [p["worker"] for p in e.value.body["problems"]] == ["w0", "w1"]
 
 
+def test_the_findings_are_judged_on_the_windows_digests(tmp_path, monkeypatch):
+    import canning_tb.analysis.rules as rules
+    seen = []
+    monkeypatch.setattr(rules, "cluster_hits", lambda analysis, digests=(): seen.append(list(digests)) or [])
+    store = two_ranks(tmp_path, "hits")
+    assert ranks.cluster_impl(store, Ready(), "hits", 1)["findings"] == []
+    # the digests as read, in the workers' order (w0 then w1), not sorted by rank
+    assert seen == [[store.digests[("hits", "w0", "b")], store.digests[("hits", "w1", "b")]]]
+
+
 def test_a_kept_answer_is_served_while_no_file_changed(tmp_path):
     store = two_ranks(tmp_path, "kept")
     first = ranks.cluster_impl(store, Ready(), "kept", 1)
@@ -117,7 +128,7 @@ T0 = 5_000
 
 
 def path_digest() -> pb.Digest:
-    d = pb.Digest()
+    d = pb.Digest(analysis_revision=analysis_revision())
     d.window.start_ns, d.window.end_ns = T0, T0 + 10_000
     p = d.critical_path.add(number=7, start_ns=T0 + 100, dur_ns=1000, segments_total=9)
     p.by_category.update({"kernel": 600, "host": 300, "idle": 0, "sync": 300, "memcpy": -1})
@@ -135,8 +146,11 @@ def path_store(tmp_path):
 
 
 def test_a_steps_categories_segments_and_longest(tmp_path):
-    body = critical_path.critical_path_impl(path_store(tmp_path), "cp", "w", "1", offset=2, limit=3)
-    assert (body["offset"], body["limit"], body["run"]) == (2, 3, "cp")
+    store = path_store(tmp_path)
+    store.digests[("cp", "w", "1")].problems.add(file=str(tmp_path / "x" / "a.json"), message="m")
+    body = critical_path.critical_path_impl(store, "cp", "w", "1", offset=2, limit=3)
+    assert (body["offset"], body["limit"], body["run"], body["worker"], body["window"]) == (2, 3, "cp", "w", "1")
+    assert [p["file"] for p in body["problems"]] == ["x/a.json"]
     seven, eight = body["steps"]
     assert (seven["number"], seven["start_ns"], seven["dur_ns"]) == (7, 100, 1000)
     # largest first, equal ones by name; 0 and -1 left out; shares of 1000
@@ -165,6 +179,13 @@ def test_the_critical_paths_bad_arguments(tmp_path):
     store = path_store(tmp_path)
     with pytest.raises(NotFound, match=r"^step 9 has no critical path in cp / w / 1 \(steps: 7, 8\)$"):
         critical_path.critical_path_impl(store, "cp", "w", "1", step=9)
+    many = pb.Digest()
+    for n in range(25):
+        many.critical_path.add(number=n)
+    shown = ", ".join(str(n) for n in range(20))  # the first 20 steps named
+    with pytest.raises(NotFound, match=rf"^step 99 has no critical path in m / w / 1 \(steps: {shown}\)$"):
+        critical_path.critical_path_impl(RunStore(tmp_path, "m", {"w": (0, ["1"])}, {("m", "w", "1"): many}),
+                                         "m", "w", "1", step=99)
     empty = RunStore(tmp_path, "e", {"w": (0, ["1"])}, {("e", "w", "1"): pb.Digest()})
     with pytest.raises(NotFound, match=r"\(steps: none\)$"):
         critical_path.critical_path_impl(empty, "e", "w", "1", step=0)
@@ -190,12 +211,12 @@ def test_categories():
 # the path across ranks: the cluster analysis stood in for
 
 def cluster_body():
-    hops = [{"rank": r, "i": i} for i, r in enumerate((0, 1, 0, 1))]
+    hops = [{"rank": r, "i": i} for i, r in enumerate((0, 1, 0, 1, 0, 1))]
     return {"run": "x", "loading": False, "problems": [{"worker": "w9"}], "per_rank": [{}, {}, {}],
             "workers": [{"worker": "wa", "window": "1", "digest_rank": 4},
                         {"worker": "wb", "window": "2", "digest_rank": 3}],
             "clock_offsets": [{"rank": 3, "offset_ns": 7}, {"rank": 9, "offset_ns": 1}],
-            "critical_path": [{"step": 2, "dur_ns": 100, "by_rank": {"1": 30, "0": 70, "5": 30},
+            "critical_path": [{"step": 2, "dur_ns": 100, "by_rank": {"3": 30, "0": 20, "5": 70, "1": 30},
                                "hops": hops, "hops_total": 11},
                               {"step": 3, "dur_ns": 0, "by_rank": {}, "hops": [], "hops_total": 0}]}
 
@@ -207,19 +228,21 @@ def test_the_cross_rank_path(monkeypatch):
     assert asked == [("S", "P", "x", 4)]
     assert (body["run"], body["window_index"], body["loading"], body["offset"], body["limit"]) == ("x", 4, False, 1, 2)
     two, three = body["steps"]
-    # held longest: rank 0 (70); then 1 and 5 with 30 each, by rank
-    assert (two["step"], two["dur_ns"], two["held_by"]) == (2, 100, 0)
-    assert two["by_rank"] == [{"rank": 0, "ns": 70, "share": 0.7}, {"rank": 1, "ns": 30, "share": 0.3},
-                              {"rank": 5, "ns": 30, "share": 0.3}]
+    # held longest: rank 5 (70); then 1 and 3 with 30 each, by rank; then 0 (20)
+    assert (two["step"], two["dur_ns"], two["held_by"]) == (2, 100, 5)
+    assert two["by_rank"] == [{"rank": 5, "ns": 70, "share": 0.7}, {"rank": 1, "ns": 30, "share": 0.3},
+                              {"rank": 3, "ns": 30, "share": 0.3}, {"rank": 0, "ns": 20, "share": 0.2}]
     assert [h["i"] for h in two["hops"]] == [1, 2] and two["hops_total"] == 11 and two["next_offset"] == 3
     assert (three["held_by"], three["by_rank"], three["hops"], three["next_offset"]) == (None, [], [], None)
     # ranks 4 and 3 as the digests say (no repeat): rank 3 is wb's window 2; rank 9 names no worker
     assert body["clock_offsets"] == [{"rank": 3, "offset_ns": 7, "worker": "wb", "window": "2"},
                                      {"rank": 9, "offset_ns": 1}]
     assert body["problems"] == [{"worker": "w9"}] and body["ranks_total"] == 3
-    last = critical_path.cross_rank_path_impl("S", "P", "x", 4, offset=2, limit=2)
-    assert last["steps"][0]["next_offset"] is None  # 2 + 2 = the 4 hops
-    assert critical_path.cross_rank_path_impl("S", "P", "x", 4)["limit"] == 50
+    last = critical_path.cross_rank_path_impl("S", "P", "x", 4, offset=4, limit=2)
+    assert last["steps"][0]["next_offset"] is None  # 4 + 2 = the 6 hops
+    whole = critical_path.cross_rank_path_impl("S", "P", "x", 4)
+    assert (whole["offset"], whole["limit"]) == (0, 50) and [h["i"] for h in whole["steps"][0]["hops"]] == [0, 1, 2, 3,
+                                                                                                           4, 5]
 
 
 def test_the_cross_rank_path_while_loading_or_of_nothing(monkeypatch):
