@@ -297,3 +297,50 @@ def test_communication_calls_are_relative(tmp_path):
 def test_an_unknown_window_is_not_found(tmp_path):
     with pytest.raises(NotFound, match="unknown run/worker/window"):
         sections.overview_impl(store_of(tmp_path, digest()), "r", "w", "2")
+
+
+def test_every_sections_head_names_the_window_and_its_files_relatively(tmp_path):
+    d = digest()
+    d.problems.add(file=str(tmp_path / "r" / "w.json"), message="odd", severity="warning")
+    store = store_of(tmp_path, d)
+    for impl in (sections.overview_impl, sections.modules_impl, sections.suggestions_impl, sections.operators_impl,
+                 sections.kernels_impl, sections.memory_impl, sections.communication_impl):
+        body = impl(store, *W)
+        assert (body["run"], body["worker"], body["window"]) == W, impl.__name__
+        assert body["problems"] == [{"file": "r/w.json", "message": "odd", "severity": "warning"}], impl.__name__
+
+
+def test_one_stack_row_is_stacks_and_the_overview_carries_figures_and_coverage(tmp_path):
+    from canning_tb.analysis.summary import window_figures
+    d = digest()
+    d.ops_by_stack.add(name="a", call_stack="x.py(1)")
+    d.coverage.files.add()
+    store = store_of(tmp_path, d)
+    assert sections.operators_impl(store, *W)["has_stacks"] is True
+    body = sections.overview_impl(store, *W)
+    assert body["figures"] == window_figures(d)  # the analysis' own, as it is
+    assert len(body["coverage"]["files"]) == 1 and body["coverage"]["checks"] == []
+
+
+def test_the_csv_ignores_the_pages_offset_and_limit_and_refuses_a_bad_sort_at_once(tmp_path):
+    store = store_of(tmp_path, ops_digest())
+    for paging in ({"offset": -1}, {"limit": 0}, {"offset": 10**6, "limit": 10**6}):
+        assert len(list(sections.operators_csv(store, *W, paging=paging)[2])) == 3, paging
+    with pytest.raises(BadParameter, match="sort"):
+        sections.operators_csv(store, *W, paging={"sort": "nope"})  # before a row is read, not midway
+
+
+def test_the_kernels_csv_searches_and_sorts(tmp_path):
+    store = store_of(tmp_path, kernels_digest())
+    _, header, cells = sections.kernels_csv(store, *W, group_by="op", paging={"search": "ADD"})
+    assert [row[:2] for row in cells] == [["k1", "aten::add"]]  # found by its operator's name
+    _, header, cells = sections.kernels_csv(store, *W, paging={"sort": "calls"})
+    assert [row[0] for row in cells] == ["k3", "k2", "k1"]  # calls 3, 2, 1: numbers descending by default
+
+
+def test_the_scalar_fields_of_a_single_sub_message_leave_its_lists_out():
+    fields = sections.scalar_fields(pb.Digest)
+    assert "window.format" in fields and "average.total_ns" in fields and "schema_version" in fields
+    # WindowInfo's repeated string and map, Coverage's lists: none
+    assert "window.source_files" not in fields and "window.environment" not in fields
+    assert not any(f.startswith("coverage.") for f in fields)
