@@ -30,6 +30,8 @@ class CompareStore(HandStore):
         return SimpleNamespace(**vars(found), label=f"L{window}", format="kineto")
 
     def digest_key(self, run, window):
+        if run != window.run:  # Store's key is the run's and the window's
+            raise KeyError(run)
         return self.key.get(window.id, "k0")
 
 
@@ -191,11 +193,23 @@ def test_compared_and_compared_windows(store, calls, tmp_path):
     assert body["base_window"]["label"] == "L1" and body["target_window"]["rank"] == 4
     assert body["name_map"]["file"] == "canning_names.json" and body["name_map"]["problem"]
     assert [r["key"] for r in body["operators"]] == ["aten::mm", "aten::relu", "aten::add"]
-    assert body["gate"] is not None and body["mode"] == "name"
+    assert (body["gate"]["gate_on"], body["gate"]["threshold_pct"], body["mode"]) == ("total", 5.0, "name")
+    by_default = compare.compared_windows(store, BASE, TARGET, threshold_pct=3.0)
+    assert (by_default["gate"]["gate_on"], by_default["gate"]["threshold_pct"]) == ("code", 3.0)
+    assert compare.compared_windows(store, BASE, TARGET)["gate"] is None
     plain = compare.compared(store, side(0, {}), side(0, {}), group_by="stack")
     assert plain["gate"] is None and plain["mode"] == "stack" and "base_window" not in plain
-    assert calls == ["name", "stack"]
+    assert calls == ["name", "name", "name", "stack"]
     with pytest.raises(BadParameter, match=r"^group_by must be one of name, shape, stack, not 'x'$"):
         compare.compared(store, side(0, {}), side(0, {}), group_by="x")
     with pytest.raises(BadParameter, match=r"^gate_on must be one of code, total, not 'x'$"):
         compare.compared(store, side(0, {}), side(0, {}), gate_on="x")
+
+
+def test_the_logdirs_name_map_is_used(store, tmp_path):
+    # relu renamed to add: base relu 40 and target add 10 are one row, aten::add, delta -30
+    (tmp_path / "canning_names.json").write_text('{"operators": {"aten::relu": "aten::add"}}')
+    assert keys(compare.compare_impl(store, BASE, TARGET)) == ["aten::mm", "aten::add"]
+    body = compare.compared(store, store.digests[BASE], store.digests[TARGET])
+    assert [r["key"] for r in body["operators"]] == ["aten::mm", "aten::add"]
+    assert body["name_map"] == {"file": "canning_names.json", "problem": None}

@@ -47,10 +47,10 @@ def test_a_triggered_window_against_the_last_normal_one_before_it():
 def test_a_triggered_window_with_no_normal_one_before_it_takes_the_next_rule():
     store = Layout({"r": {"w": (0, ["1!", "2!", "3"])}})
     p = window_pairing(store, "r", "w", "2!")
-    assert (p.base, p.rule) == ([("r", "w", "1!")], "previous window")
+    assert (p.base, p.target, p.rule) == ([("r", "w", "1!")], [("r", "w", "2!")], "previous window")
     assert p.text == "window against the window before it: r / w / L2! against r / w / L1!"
     p = window_pairing(store, "r", "w", "1!")
-    assert (p.base, p.rule) == ([("r", "w", "2!")], "next window")
+    assert (p.base, p.target, p.rule) == ([("r", "w", "2!")], [("r", "w", "1!")], "next window")
     assert p.text == "window against the window after it (none before it): r / w / L1! against r / w / L2!"
 
 
@@ -89,11 +89,11 @@ def test_the_matching_window_past_the_other_runs_last_is_its_last():
 def test_the_first_run_against_another_worker_then_the_next_run():
     store = Layout({"a": {"w": (0, ["1"]), "e": (1, []), "v": (1, ["2", "3"])}, "b": {"w": (0, ["4"])}})
     p = window_pairing(store, "a", "w", "1")
-    assert (p.base, p.rule) == ([("a", "v", "2")], "other worker")
+    assert (p.base, p.target, p.rule) == ([("a", "v", "2")], [("a", "w", "1")], "other worker")
     assert p.text == "window against the same position in another worker: a / w / L1 against a / v / L2"
     store = Layout({"a": {"w": (0, ["1"])}, "b": {"w": (0, ["4"]), "v": (0, ["5"])}})
     p = window_pairing(store, "a", "w", "1")
-    assert (p.base, p.rule) == ([("b", "w", "4")], "next run")
+    assert (p.base, p.target, p.rule) == ([("b", "w", "4")], [("a", "w", "1")], "next run")
     assert p.text == ("window against the matching window of the next run (no window or run before it): "
                       "a / w / L1 against b / w / L4")
 
@@ -154,3 +154,15 @@ def test_the_default_pairing_is_the_windows_when_both_are_named():
     assert default_pairing(store, "b").rule == "previous run"
     assert default_pairing(store, "b", "w").rule == "previous run"
     assert default_pairing(store, "b", None, "3").rule == "previous run"
+
+
+def test_the_first_of_two_windows_against_the_second():
+    p = window_pairing(Layout({"r": {"w": (0, ["1", "2"])}}), "r", "w", "1")
+    assert (p.base, p.target, p.rule) == ([("r", "w", "2")], [("r", "w", "1")], "next window")
+
+
+def test_the_worker_of_the_same_name_before_the_same_rank_and_rank_0_matched():
+    store = Layout({"a": {"x": (0, ["1"]), "w": (1, ["2"])}, "b": {"w": (0, ["3"])}})
+    assert window_pairing(store, "b", "w", "3").base == [("a", "w", "2")]  # w, not x of rank 0
+    store = Layout({"a": {"x": (1, ["1"]), "y": (0, ["2"])}, "b": {"v": (0, ["3"])}})
+    assert window_pairing(store, "b", "v", "3").base == [("a", "y", "2")]  # rank 0 is a rank
