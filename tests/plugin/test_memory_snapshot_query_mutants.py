@@ -201,3 +201,22 @@ def test_a_rank_whose_snapshot_holds_no_device():
     assert w == {"worker": "w", "rank": 0, "window": "1", "file": "r/w.pickle", "device": -1, "peak_requested": -1,
                  "peak_reserved": -1, "reserved": -1, "fragmentation": -1.0, "largest_free_block": -1, "steps": 0,
                  "last_step_grown": -1, "leaks": 0, "empty_cache_calls": 0}
+
+
+def long_snap():
+    """2,001 allocations of 1 B each (none freed): 2,001 entries, 2,001 bands."""
+    trace = [e("alloc", 512 * i, 1, i + 1) for i in range(2001)]
+    return snapshot_of({"segments": [], "device_traces": [trace]}, f"{LOG}/r/w.pickle")
+
+
+def test_the_defaults_and_edges_of_the_series_and_bands():
+    store = Store()
+    store.snapshot = lambda *a: long_snap()
+    assert len(ms.snapshot_series_impl(store, "r", "w", "1")["entry"]) == 2000  # 2,000 points by default
+    assert ms.snapshot_bands_impl(store, "r", "w", "1")["shown"] == 1000  # the 1,000 largest by default
+    assert ms.snapshot_bands_impl(store, "r", "w", "1", limit=1)["shown"] == 1
+    store = Store()
+    # 3 entries in 2 points: edges 0, 1.5, 3 as whole entries 0, 1, 3: the points start at entries 0 and 1
+    assert ms.snapshot_series_impl(store, "r", "w", "1", points=2)["entry"] == [0, 1]
+    with pytest.raises(BadParameter, match=r"^points is out of range"):
+        ms.snapshot_series_impl(store, "r", "w", "1", points=1 << 63)

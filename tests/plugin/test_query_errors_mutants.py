@@ -102,3 +102,11 @@ def test_an_unreadable_window_and_one_forgotten_while_read(tmp_path):
     assert e.value.body == {"error": "r/w.json: not JSON", "file": "r/w.json"}
     with pytest.raises(NotFound, match=r"^unknown run/worker/window: 'r' / 'w' / '1'$"):
         window_digest(Store(str(tmp_path), digest=KeyError("1")), "r", "w", "1")
+
+
+def test_scrub_paths_under_the_root_folder_and_names_ending_in_x():
+    # the logdir "/": every absolute path is inside it, named from there
+    assert scrub_paths("read /data/a.json", "/") == "read data/a.json"
+    # a logdir ending in X holds /data/logX/..., not /data/log/...
+    assert scrub_paths("read /data/log/r/a.json", "/data/logX") == "read a.json"
+    assert scrub_paths("read /opt/boX and /opt/boX/", None) == "read boX and boX"

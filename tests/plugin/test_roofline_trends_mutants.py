@@ -54,9 +54,13 @@ class Windows(HandStore):
         return ["r"]
 
     def workers(self, run):
+        if run != "r":  # as Store's: an unknown run is a KeyError
+            raise KeyError(run)
         return [SimpleNamespace(name="v"), SimpleNamespace(name="w")]
 
     def windows(self, run, worker):
+        if run != "r" or worker not in ("v", "w"):
+            raise KeyError(worker)
         return [SimpleNamespace(id=i, label=f"L{i}", status=s) for i, s in (("1", "ready"), ("2", "pending"),
                                                                              ("3", "ready"))]
 

@@ -2,6 +2,7 @@
 the tracks asked, the ranks side by side, the critical path's share of a range, what the tile, search and summary
 routes refuse before reading a window, the loading stage said, and a window's original trace downloaded. Each
 expected value is worked out by hand in the test (the routes over real tables: tests/timeline/test_timeline.py)."""
+import os
 from types import SimpleNamespace
 
 import numpy as np
@@ -37,7 +38,8 @@ def test_the_tracks_asked():
     assert timeline._tracks_filter(loaded(3), None) is None
     chosen = timeline._tracks_filter(loaded(3), [2, 0])
     assert chosen.tolist() == [2, 0] and chosen.dtype == np.int64
-    assert timeline._tracks_filter(loaded(3), []).tolist() == []
+    empty = timeline._tracks_filter(loaded(3), [])
+    assert empty.tolist() == [] and empty.dtype == np.int64  # not numpy's float64 of an empty list
     for asked, first_bad in (([3], 3), ([0, -1], -1), ([1, 5, 7], 5)):
         with pytest.raises(BadParameter, match=rf"^unknown track {first_bad} \(the window has 3\)$"):
             timeline._tracks_filter(loaded(3), asked)
@@ -98,6 +100,7 @@ def test_the_critical_paths_share_of_a_range(tmp_path):
     assert share(200, 300) is None  # no step there: [100, 200) ends at 200, [300, 350) starts at 300
     assert share(350, 400) is None and share(0, 100) is None
     assert share(99, 101) == 0.5  # a's [100, 101) of 2
+    assert share(100, 101) == 1.0  # one ns, on a
     assert timeline._critical_path_share(store, "r", "w", "9", 100, 200) is None  # an unknown window: no line
 
 
@@ -125,25 +128,103 @@ def test_the_routes_refuse_before_reading_the_window():
         timeline.search_impl(cache, None, "r", "w", "1", "x", 0, None, from_ns=5, to_ns=4)
 
 
-def test_the_loading_stage_said():
+def test_the_loading_stage_said(monkeypatch):
+    now = [100.0]
+    monkeypatch.setattr(timeline, "time", SimpleNamespace(monotonic=lambda: now[0]))
     cache = timeline.IndexCache()
     said = cache.progress("r", "w", "1")
     assert said["stage"] == "reading the trace" and said["elapsed_s"] >= 0 and set(said) == {"stage", "elapsed_s"}
     cache._note(("r", "w", "1"), "indexing", {"rank": 3})
     cache._note(("r", "w", "1"), "loading the events")
+    now[0] = 112.345
     said = cache.progress("r", "w", "1")
-    assert (said["stage"], said["rank"]) == ("loading the events", 3) and "since" not in said
+    assert said == {"stage": "loading the events", "rank": 3, "elapsed_s": 12.3}  # 112.345 - 100, to 0.1 s
     assert cache.progress("r", "w", "2")["stage"] == "reading the trace"
+
+
+class Local:
+    """local_window of r / w / 1 only: its files, under `root`."""
+
+    def __init__(self, files, root):
+        self.files, self.root = files, root
+
+    def local_window(self, run, worker, window):
+        if (run, worker, window) != ("r", "w", "1"):
+            raise KeyError(window)
+        return SimpleNamespace(files=self.files, root=self.root)
 
 
 def test_a_windows_original_trace_is_downloaded(tmp_path):
     (tmp_path / "w.1.pt.trace.json").write_bytes(b"x" * ((1 << 20) + 5))
-    store = SimpleNamespace(local_window=lambda *a: SimpleNamespace(
-        files=[str(tmp_path / "w.1.csv"), str(tmp_path / "w.1.pt.trace.json")], root=str(tmp_path)))
+    store = Local([str(tmp_path / "w.1.csv"), str(tmp_path / "w.1.pt.trace.json")], str(tmp_path))
     name, chunks = timeline.download_impl(None, store, "r", "w", "1")
     assert name == "w.1.pt.trace.json" and [len(c) for c in chunks] == [1 << 20, 5]
+    (tmp_path / "w.1.pt.trace.json.gz").write_bytes(b"gz")
+    name, chunks = timeline.download_impl(None, Local([str(tmp_path / "w.1.pt.trace.json.gz")], ""), "r", "w", "1")
+    assert name == "w.1.pt.trace.json.gz" and list(chunks) == [b"gz"]
+
+
+def test_a_download_opens_the_original_inside_the_logdir_only(tmp_path):
+    (tmp_path / "root").mkdir()
+    (tmp_path / "out.pt.trace.json").write_bytes(b"elsewhere")
+    os.symlink(tmp_path / "out.pt.trace.json", tmp_path / "root" / "w.1.pt.trace.json")
+    with pytest.raises(OSError, match="a link to outside the logdir"):
+        timeline.download_impl(None, Local([str(tmp_path / "root" / "w.1.pt.trace.json")], str(tmp_path / "root")),
+                               "r", "w", "1")
+
+
+def test_a_window_without_its_original_is_written_from_its_events(tmp_path):
+    import json
+    from canning_tb.ingest.table import Kind
+    from _synthetic import ev, table
+    events = table([ev("aten::mm", Kind.CPU_OP, 100, 50)])
+    asked = []
+    cache = SimpleNamespace(get=lambda *a: asked.append(a) or SimpleNamespace(table=events))
+    store = Local([str(tmp_path / "w.1.csv")], "")
+    name, chunks = timeline.download_impl(cache, store, "r", "w", "1")
+    assert name == "w.1.pt.trace.json" and asked == [(store, "r", "w", "1")]
+    written = json.loads(b"".join(chunks))
+    assert [e["name"] for e in written["traceEvents"] if e.get("ph") == "X"] == ["aten::mm"]
 
     def unknown(*a):
         raise KeyError("1")
     with pytest.raises(NotFound, match=r"^unknown run/worker/window: 'r' / 'w' / '1'$"):
         timeline.download_impl(None, SimpleNamespace(local_window=unknown), "r", "w", "1")
+
+
+class Events(HandStore):
+    """The digest of r / w / 1 and its events (a table made by hand); the events' prefix in the logdir."""
+
+    def __init__(self, logdir, digests, events):
+        super().__init__(logdir, digests)
+        self.events, self.tables, self.waited = events, [], []
+
+    def events_prefix(self, run, worker, window):
+        return os.path.join(self.logdir, f"{worker}.{window}")
+
+    def table(self, run, worker, window):
+        self.tables.append((run, worker, window))
+        return self.events
+
+    def wait_timeline_index(self, run, worker, window):
+        self.waited.append((run, worker, window))
+
+
+def test_a_windows_events_loaded_once_and_kept(tmp_path):
+    from canning_tb.ingest.table import Kind
+    from _synthetic import ev, table
+    d = window(6, 1000, 1500, (1100, 1300))
+    d.steps[0].number, d.steps[0].dur_ns, d.step_source = 4, 200, "trace"
+    store = Events(tmp_path, {("r", "w", "1"): d}, table([ev("aten::mm", Kind.CPU_OP, 1100, 50)]))
+    cache = timeline.IndexCache()
+    got = cache.ready(store, "r", "w", "1", wait_s=60)
+    assert (got.origin, got.end, got.rank, got.step_source) == (1000, 1500, 6, "trace")
+    # steps relative to the window start: 1100 - 1000 and 1300 - 1000
+    assert got.steps == [{"number": 4, "start_ns": 100, "dur_ns": 200}, {"number": 0, "start_ns": 300, "dur_ns": 0}]
+    assert got.table is store.events and len(got.index.track_pid) == 1 and (got.counters, got.memory) == ([], [])
+    assert store.tables == [("r", "w", "1")] and store.waited == [("r", "w", "1")]
+    assert cache.get(store, "r", "w", "1") is got and store.tables == [("r", "w", "1")]  # kept: not read again
+    assert cache.ready(store, "r", "w", "1", wait_s=60) is got and cache._jobs == {}
+    assert cache.progress("r", "w", "1")["stage"] == "reading the trace"  # nothing being loaded now
+    with pytest.raises(NotFound, match="unknown run/worker/window"):
+        cache.ready(store, "r", "w", "2", wait_s=60)
