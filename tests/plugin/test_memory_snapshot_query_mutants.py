@@ -49,6 +49,8 @@ class Store:
         return self.found[(worker, window)]
 
     def snapshot(self, run, worker, window, index):
+        if run != "r":
+            raise KeyError(run)
         self.read.append((worker, window, index))
         if (worker, window) in self.errors:
             raise self.errors[(worker, window)]
@@ -62,8 +64,9 @@ class Store:
     def windows_at(self, run, position):
         if run != "r":
             raise KeyError(run)
-        return [(SimpleNamespace(name=w, rank=k), self.found[(w, "1")]) for k, w in enumerate(("w", "v", "u"))
-                if position == 0] + [(SimpleNamespace(name="w", rank=9), self.found[("w", "2")])]
+        return [(SimpleNamespace(name="w", rank=9), self.found[("w", "2")])] + [
+            (SimpleNamespace(name=w, rank=k), self.found[(w, "1")]) for k, w in enumerate(("w", "v", "u"))
+            if position == 0]
 
 
 def test_which_snapshot_and_what_is_refused():
@@ -140,7 +143,8 @@ def test_the_series_state_and_bands_refuse_out_of_range():
     with pytest.raises(BadParameter, match=r"^entry is out of range"):
         ms.snapshot_state_impl(store, "r", "w", "1", 1 << 63)
     state = ms.snapshot_state_impl(store, "r", "w", "1", 2)
-    assert (state["run"], state["window"], state["device"]) == ("r", "1", 0)
+    assert (state["run"], state["worker"], state["window"], state["device"]) == ("r", "w", "1", 0)
+    assert ms.snapshot_state_impl(store, "r", "w", "1", 0)["device"] == 0  # the first entry is one
     for limit in (0, 5001):
         with pytest.raises(BadParameter, match=r"^limit must be 1 to 5000$"):
             ms.snapshot_bands_impl(store, "r", "w", "1", limit=limit)
@@ -153,7 +157,9 @@ def test_the_series_state_and_bands_refuse_out_of_range():
     with pytest.raises(BadParameter, match=r"^start_entry is after end_entry$"):
         ms.snapshot_bands_impl(store, "r", "w", "1", start_entry=3)  # past the last entry (2)
     bands = ms.snapshot_bands_impl(store, "r", "w", "1", start_entry=1, end_entry=1, limit=5000)
-    assert (bands["run"], bands["worker"], bands["device"]) == ("r", "w", 0)
+    assert (bands["run"], bands["worker"], bands["window"], bands["device"]) == ("r", "w", "1", 0)
+    # at entry 1 both blocks are alive (the first is freed at entry 2)
+    assert (bands["start_entry"], bands["end_entry"], bands["entries"], bands["alive"]) == (1, 1, 3, 2)
     assert ms.snapshot_bands_impl(store, "r", "w", "1", end_entry=0)["device"] == 0
 
 
@@ -189,6 +195,9 @@ def test_the_ranks_rows():
 
 def test_a_rank_whose_snapshot_cannot_be_opened():
     store = Store()
+    store.errors[("v", "1")] = InputError(f"{LOG}/r/v.pickle.part", "cut short")
+    v = ms.snapshot_ranks_impl(store, "r", 0)["ranks"][1]
+    assert v["error"] == "r/v.pickle.part: cut short"  # the file the error names
     store.errors[("v", "1")] = OSError("gone")
     v = ms.snapshot_ranks_impl(store, "r", 0)["ranks"][1]
     assert v["error"] == "r/v.pickle: gone" and v["peak_requested"] == -1
@@ -215,8 +224,27 @@ def test_the_defaults_and_edges_of_the_series_and_bands():
     assert len(ms.snapshot_series_impl(store, "r", "w", "1")["entry"]) == 2000  # 2,000 points by default
     assert ms.snapshot_bands_impl(store, "r", "w", "1")["shown"] == 1000  # the 1,000 largest by default
     assert ms.snapshot_bands_impl(store, "r", "w", "1", limit=1)["shown"] == 1
+    whole = ms.snapshot_bands_impl(store, "r", "w", "1")
+    assert (whole["start_entry"], whole["end_entry"], whole["alive"]) == (0, 2000, 2001)  # every entry by default
     store = Store()
     # 3 entries in 2 points: edges 0, 1.5, 3 as whole entries 0, 1, 3: the points start at entries 0 and 1
     assert ms.snapshot_series_impl(store, "r", "w", "1", points=2)["entry"] == [0, 1]
     with pytest.raises(BadParameter, match=r"^points is out of range"):
         ms.snapshot_series_impl(store, "r", "w", "1", points=1 << 63)
+
+
+def test_a_ranks_row_takes_the_first_devices_figures(monkeypatch):
+    import canning_tb.analysis.memory_snapshot.summary as summary
+    asked = []
+    first = {"device": 1, "peak": {"requested": 10, "reserved": 20},
+             "at_snapshot": {"reserved": 30, "fragmentation": 0.25, "largest_free_block": 40}, "steps": 5,
+             "growth_last": {"grown": 7}, "leaks": ["a", "b"], "empty_cache": {"empty_cache_calls": 3}}
+    monkeypatch.setattr(summary, "summarize", lambda s, limit=20: asked.append(limit) or {"devices": [first, {}]})
+    store = Store()
+    w = ms.snapshot_ranks_impl(store, "r", 0)["ranks"][0]
+    assert w == {"worker": "w", "rank": 0, "window": "1", "file": "r/w.pickle", "device": 1, "peak_requested": 10,
+                 "peak_reserved": 20, "reserved": 30, "fragmentation": 0.25, "largest_free_block": 40, "steps": 5,
+                 "last_step_grown": 7, "leaks": 2, "empty_cache_calls": 3}
+    assert asked == [1, 1] and store.read == [("w", "1", 0), ("v", "1", 0), ("u", "1", 0)]  # each first snapshot
+    first["growth_last"] = None
+    assert ms.snapshot_ranks_impl(store, "r", 0)["ranks"][0]["last_step_grown"] == -1

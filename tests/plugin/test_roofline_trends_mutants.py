@@ -24,6 +24,7 @@ def test_the_roofline_steps_and_chips(tmp_path):
     d.steps.add(number=4, start_ns=1250, dur_ns=30).roofline.mfu = 0.5
     d.steps.add(number=5, start_ns=-1, dur_ns=7)
     d.roofline.mfu, d.roofline.device = 0.25, 1
+    d.problems.add(file=str(tmp_path / "r" / "a.json"), message="m")
     for kind in ("NPU", "cuda", "npu"):
         d.roofline.peaks.add(kind=kind)
     body = roofline.roofline_impl(HandStore(tmp_path, {W: d}), *W)
@@ -33,7 +34,8 @@ def test_the_roofline_steps_and_chips(tmp_path):
                                                                                       "hbm_gbps": 0.0}}]
     assert (body["roofline"]["mfu"], body["roofline"]["device"]) == (0.25, 1)
     assert body["chips"] == CUDA + NPU  # kinds folded and sorted: cuda, npu; each once
-    assert (body["run"], body["window"], body["problems"]) == ("r", "1", [])
+    assert (body["run"], body["worker"], body["window"]) == W
+    assert body["problems"] == [{"file": "r/a.json", "message": "m", "severity": ""}]
 
 
 def test_no_peak_no_chip():
