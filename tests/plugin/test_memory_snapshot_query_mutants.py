@@ -248,3 +248,29 @@ def test_a_ranks_row_takes_the_first_devices_figures(monkeypatch):
     assert asked == [1, 1] and store.read == [("w", "1", 0), ("v", "1", 0), ("u", "1", 0)]  # each first snapshot
     first["growth_last"] = None
     assert ms.snapshot_ranks_impl(store, "r", 0)["ranks"][0]["last_step_grown"] == -1
+
+
+def test_the_snapshot_is_explained_with_the_windows_clock_when_it_has_times(monkeypatch):
+    import canning_tb.analysis.memory_snapshot.summary as summary
+    clocks, given = [], []
+    monkeypatch.setattr(ms, "_window_clock", lambda *a: clocks.append(a[1:4]) or ("T", [(1, 0, 5)], 9, (0, 5)))
+    monkeypatch.setattr(summary, "summarize", lambda s, **k: given.append(k) or {})
+    store = Store()
+    ms.snapshot_impl(store, "r", "u", "1", index=1, limit=1)
+    assert clocks == [("r", "u", "1")] and store.read == [("u", "1", 1)]
+    assert given == [{"table": "T", "limit": 1, "window_steps": [(1, 0, 5)], "base_ns": 9, "window_span": (0, 5)}]
+    store.snapshot = lambda *a: snap(times=False)
+    ms.snapshot_impl(store, "r", "w", "1")
+    assert len(clocks) == 1  # no times: not joined, the window not read
+    assert given[-1] == {"table": None, "limit": 20, "window_steps": None, "base_ns": None, "window_span": None}
+
+
+def test_the_windows_clock_reads_that_windows_trace_unless_it_is_a_snapshot_alone():
+    t = table([ev("ProfilerStep#1", Kind.CPU_OP, 10, 5)])
+    asked = []
+    store = Store(trace=t)
+    store.table = lambda *a: asked.append(a) or t
+    assert ms._window_clock(store, "r", "u", "1", SimpleNamespace(format="snapshot")) == (None, None, None, None)
+    assert asked == []
+    assert ms._window_clock(store, "r", "w", "1", SimpleNamespace(format="ascend"))[1] == [(1, 10, 15)]
+    assert asked == [("r", "w", "1")]

@@ -110,3 +110,10 @@ def test_scrub_paths_under_the_root_folder_and_names_ending_in_x():
     # a logdir ending in X holds /data/logX/..., not /data/log/...
     assert scrub_paths("read /data/log/r/a.json", "/data/logX") == "read a.json"
     assert scrub_paths("read /opt/boX and /opt/boX/", None) == "read boX and boX"
+
+
+def test_short_path_needs_a_logdir_and_an_absolute_path(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # a relative path or no logdir must not be read against the working folder
+    here = str(tmp_path / "a.json")
+    assert short_path(SimpleNamespace(logdir=None), here) == here
+    assert short_path(SimpleNamespace(logdir=str(tmp_path)), "x/../a.json") == "x/../a.json"
