@@ -253,11 +253,11 @@ def test_a_ranks_row_takes_the_first_devices_figures(monkeypatch):
 def test_the_snapshot_is_explained_with_the_windows_clock_when_it_has_times(monkeypatch):
     import canning_tb.analysis.memory_snapshot.summary as summary
     clocks, given = [], []
-    monkeypatch.setattr(ms, "_window_clock", lambda *a: clocks.append(a[1:4]) or ("T", [(1, 0, 5)], 9, (0, 5)))
+    monkeypatch.setattr(ms, "_window_clock", lambda *a: clocks.append(a[:4]) or ("T", [(1, 0, 5)], 9, (0, 5)))
     monkeypatch.setattr(summary, "summarize", lambda s, **k: given.append(k) or {})
     store = Store()
     ms.snapshot_impl(store, "r", "u", "1", index=1, limit=1)
-    assert clocks == [("r", "u", "1")] and store.read == [("u", "1", 1)]
+    assert clocks == [(store, "r", "u", "1")] and store.read == [("u", "1", 1)]
     assert given == [{"table": "T", "limit": 1, "window_steps": [(1, 0, 5)], "base_ns": 9, "window_span": (0, 5)}]
     store.snapshot = lambda *a: snap(times=False)
     ms.snapshot_impl(store, "r", "w", "1")
