@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from canning_tb.ingest.ascend.trace.read import read_trace
-from canning_tb.ingest.table import METRIC_FLOPS, NONE, Kind, Strings
+from canning_tb.ingest.table import EVENT_COLUMNS, METRIC_FLOPS, NONE, Kind, Strings
 
 PY, CANN, HW, HCCL, OVL, ELSE, NOPROC = 100, 41, 7, 39, 40, 42, 200
 
@@ -283,3 +283,34 @@ def test_flows_bind_a_host_op_to_its_device_task(tmp_path):
     row = _by_name(td, s)
     assert td.events["external_id"][row["aten::mm"]] == td.events["external_id"][row["MatMul_1"]] != NONE
     assert problems == []
+
+
+def test_events_of_an_empty_trace_keep_their_column_types(tmp_path):
+    """No event at all: every column is still of EVENT_COLUMNS' dtype (ts / dur int64 ns, not float)."""
+    td, s, _ = _read(tmp_path, [_meta(PY, "Python")])
+    assert {k: v.dtype for k, v in td.events.items()} == {k: np.dtype(t) for k, t in EVENT_COLUMNS.items()}
+
+
+def test_fractional_flops_and_ids_past_float_precision_stay_exact(tmp_path):
+    """flops 12.5 stays 12.5 (not truncated to 12); connection_id 2**53 + 1 = 9,007,199,254,740,993 (not
+    representable in float64, which would give ...992) stays exact on the runtime call and the task."""
+    big = 2 ** 53 + 1
+    events = [_meta(PY, "Python"), _meta(CANN, "CANN"), _meta(HW, "Ascend Hardware"),
+              _x("aten::mm", PY, 1, "1.000", 1, "cpu_op", flops=12.5),
+              _x("aclnnMm", CANN, 3, "2.000", 1, "cann", connection_id=big),
+              _x("MatMul_1", HW, 2, "3.000", 1, None, Task_SP_Type="AI_CORE", connection_id=big)]
+    td, s, _ = _read(tmp_path, events)
+    row = _by_name(td, s)
+    assert td.metrics[METRIC_FLOPS][row["aten::mm"]] == 12.5
+    assert td.events["correlation"][row["aclnnMm"]] == big == td.events["correlation"][row["MatMul_1"]]
+
+
+def test_a_task_without_task_type_is_named_by_its_name(tmp_path):
+    """No 'Task Type' key at all: the core is unknown and the kind is the name's (an op name: KERNEL; a task
+    type's own name in capitals: OTHER), as for an empty type."""
+    events = [_meta(HW, "Ascend Hardware"), _x("MatMul_2", HW, 2, "1.000", 1, None, connection_id=1),
+              _x("STREAM_SWITCH", HW, 2, "2.000", 1, None, connection_id=2)]
+    td, s, _ = _read(tmp_path, events)
+    row, ev = _by_name(td, s), td.events
+    assert ev["kind"][row["MatMul_2"]] == Kind.KERNEL and ev["kind"][row["STREAM_SWITCH"]] == Kind.OTHER
+    assert ev["core"].tolist() == [NONE, NONE]
