@@ -314,3 +314,25 @@ def test_a_task_without_task_type_is_named_by_its_name(tmp_path):
     row, ev = _by_name(td, s), td.events
     assert ev["kind"][row["MatMul_2"]] == Kind.KERNEL and ev["kind"][row["STREAM_SWITCH"]] == Kind.OTHER
     assert ev["core"].tolist() == [NONE, NONE]
+
+
+def test_processes_without_a_name_are_host_for_the_three_host_categories_only(tmp_path):
+    """A process with no process_name event (pid 200), or an event with no pid at all: python_function,
+    user_annotation and cpu_op read as in the Python process; a ProfilerStep# name under another category stays
+    OTHER there (only the Python process names steps by name); no device either way."""
+    events = [_x("f", NOPROC, 2, "1.000", 1, "python_function"), _x("r", NOPROC, 2, "2.000", 1, "user_annotation"),
+              _x("ProfilerStep#5", NOPROC, 2, "3.000", 1, "trace"), _x("k", NOPROC, 2, "4.000", 1, "kernel")]
+    nopid = {"ph": "X", "name": "aten::nopid", "tid": 2, "ts": "5.000", "dur": 1, "cat": "cpu_op"}
+    td, s, _ = _read(tmp_path, events + [nopid])
+    row, ev = _by_name(td, s), td.events
+    assert {n: Kind(int(ev["kind"][i])) for n, i in row.items()} == {
+        "f": Kind.PYTHON_FUNCTION, "r": Kind.USER_ANNOTATION, "ProfilerStep#5": Kind.OTHER, "k": Kind.OTHER,
+        "aten::nopid": Kind.CPU_OP}
+    assert ev["pid"][row["aten::nopid"]] == NONE and set(ev["device"].tolist()) == {NONE}
+
+
+def test_a_device_process_of_pid_0_is_device_0(tmp_path):
+    """pid 0 is a pid (0 & 31 = 0), not 'no pid': its tasks are device 0's."""
+    events = [_meta(0, "Ascend Hardware"), _x("MatMul_1", 0, 2, "1.000", 1, None, Task_SP_Type="AI_CORE")]
+    td, s, _ = _read(tmp_path, events)
+    assert td.events["device"].tolist() == [0] and td.devices == {0} and td.hardware_pid == 0
