@@ -336,3 +336,30 @@ def test_a_device_process_of_pid_0_is_device_0(tmp_path):
     events = [_meta(0, "Ascend Hardware"), _x("MatMul_1", 0, 2, "1.000", 1, None, Task_SP_Type="AI_CORE")]
     td, s, _ = _read(tmp_path, events)
     assert td.events["device"].tolist() == [0] and td.devices == {0} and td.hardware_pid == 0
+
+
+def test_host_and_device_events_of_one_trace_keep_apart(tmp_path):
+    """In one trace: a host op's connection_id is not its correlation (only CANN, hardware and HCCL events
+    take one); the host op is no device event (device -1, not in the device mask); a user_annotation keeps
+    its Input Dims ('1' -> '[[1]]'); a task of type MEMCPY_ASYNC whose name says nothing is a copy, and a
+    HCCL 'Group' thread's event is a collective even under a name that is none."""
+    events = [_meta(PY, "Python"), _meta(HW, "Ascend Hardware"), _meta(HCCL, "HCCL"),
+              _meta(HCCL, "Group hccl_world_group Communication", 4), _meta(ELSE, "Something Else"),
+              _x("aclnnCopy_1", HW, 2, "0.500", 1, None, Task_SP_Type="MEMCPY_ASYNC", connection_id=5),
+              _x("aten::mm", PY, 1, "1.000", 5, "cpu_op", connection_id=99),
+              _x("region", PY, 1, "1.500", 5, "user_annotation", Input_SP_Dims="1"),
+              _x("MatMul_1", HW, 2, "2.000", 1, None, Task_SP_Type="AI_CORE", connection_id=6),
+              _x("MyOp_7", HCCL, 4, "3.000", 1, None, count=1, data_type="INT8", connection_id=7),
+              _x("foo", ELSE, 1, "4.000", 1, "x", connection_id=8)]
+    td, s, _ = _read(tmp_path, events)
+    row, ev = _by_name(td, s), td.events
+    assert {n: int(ev["correlation"][i]) for n, i in row.items()} == {
+        "aclnnCopy_1": 5, "aten::mm": NONE, "region": NONE, "MatMul_1": 6, "MyOp_7": 7, "foo": NONE}
+    assert {n: int(ev["device"][i]) for n, i in row.items()} == {
+        "aclnnCopy_1": 7, "aten::mm": NONE, "region": NONE, "MatMul_1": 7, "MyOp_7": 7, "foo": 10}
+    assert [n for n, i in row.items() if td.device_mask[i]] == ["aclnnCopy_1", "MatMul_1", "MyOp_7"]
+    assert td.devices == {7}
+    assert {n: Kind(int(ev["kind"][i])) for n, i in row.items()} == {
+        "aclnnCopy_1": Kind.MEMCPY, "aten::mm": Kind.CPU_OP, "region": Kind.USER_ANNOTATION,
+        "MatMul_1": Kind.KERNEL, "MyOp_7": Kind.COMM_KERNEL, "foo": Kind.OTHER}
+    assert _text(s, ev["shapes"][row["region"]]) == "[[1]]" and ev["bytes"][row["MyOp_7"]] == 1
