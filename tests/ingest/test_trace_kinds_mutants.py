@@ -329,6 +329,7 @@ def test_processes_without_a_name_are_host_for_the_three_host_categories_only(tm
         "f": Kind.PYTHON_FUNCTION, "r": Kind.USER_ANNOTATION, "ProfilerStep#5": Kind.OTHER, "k": Kind.OTHER,
         "aten::nopid": Kind.CPU_OP}
     assert ev["pid"][row["aten::nopid"]] == NONE and set(ev["device"].tolist()) == {NONE}
+    assert td.process_names == {}  # no process_name event: no name listed, not even ""
 
 
 def test_a_device_process_of_pid_0_is_device_0(tmp_path):
@@ -363,3 +364,21 @@ def test_host_and_device_events_of_one_trace_keep_apart(tmp_path):
         "aclnnCopy_1": Kind.MEMCPY, "aten::mm": Kind.CPU_OP, "region": Kind.USER_ANNOTATION,
         "MatMul_1": Kind.KERNEL, "MyOp_7": Kind.COMM_KERNEL, "foo": Kind.OTHER}
     assert _text(s, ev["shapes"][row["region"]]) == "[[1]]" and ev["bytes"][row["MyOp_7"]] == 1
+
+
+def test_thread_names_of_events_without_pid_or_tid(tmp_path):
+    """thread_names' keys are 'pid:tid' as written, 'None' for a missing one."""
+    events = [{"ph": "M", "name": "thread_name", "tid": 3, "args": {"name": "t3"}},
+              {"ph": "M", "name": "thread_name", "pid": NOPROC, "args": {"name": "p200"}},
+              _meta(NOPROC, "t4", 4)]
+    td, s, _ = _read(tmp_path, events)
+    assert td.thread_names == {"None:3": "t3", f"{NOPROC}:None": "p200", f"{NOPROC}:4": "t4"}
+
+
+def test_counters_of_pid_0_are_kept_and_of_no_pid_dropped(tmp_path):
+    """Counters: pid 0 is device 0 (0 & 31); a pid that is no number ('abc') has no device: dropped."""
+    def c(pid, v):
+        return {"ph": "C", "name": "HBM", "pid": pid, "tid": 0, "ts": "5.000", "args": {"read(MB/s)": v}}
+    td, s, _ = _read(tmp_path, [_meta(0, "Ascend Hardware"), c(0, 1), c("abc", 2)])
+    rows = list(td.counters)
+    assert [(r["device"], r["value"]) for r in rows] == [("npu:0", 1_048_576.0)]  # 1 MB/s = 2**20 B/s
