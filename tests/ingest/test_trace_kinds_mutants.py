@@ -382,3 +382,13 @@ def test_counters_of_pid_0_are_kept_and_of_no_pid_dropped(tmp_path):
     td, s, _ = _read(tmp_path, [_meta(0, "Ascend Hardware"), c(0, 1), c("abc", 2)])
     rows = list(td.counters)
     assert [(r["device"], r["value"]) for r in rows] == [("npu:0", 1_048_576.0)]  # 1 MB/s = 2**20 B/s
+
+
+def test_many_overlap_rows_keep_file_order_within_their_name(tmp_path):
+    """60 rows cycling three names (row k: name k % 3, start k us): each name's 20 rows stay in file order, so
+    starts 0, 3, 6 ... 57 us for the first name, 1, 4 ... 58 for the second, 2, 5 ... 59 for the third."""
+    names = ["Computing", "Communication", "Free"]
+    events = [_meta(OVL, "Overlap Analysis")] + [_x(names[k % 3], OVL, 1, f"{k}.000", 1) for k in range(60)]
+    td, s, _ = _read(tmp_path, events)
+    got = [(r["name"], r["start_ns"]) for r in td.overlap]
+    assert got == [(names[j], k * 1000) for j in range(3) for k in range(j, 60, 3)]
