@@ -5,7 +5,6 @@ Events and joined, never timed: a wait that expires is only ever one that must n
 import math
 import threading
 
-
 from canning_tb.store import scanner as scanner_mod
 from canning_tb.store.discover import Window, Worker
 from canning_tb.store.prefetcher import Prefetcher
