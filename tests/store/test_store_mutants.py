@@ -63,8 +63,9 @@ def test_positions_and_the_windows_at_a_position(tmp_path):
     ids = [w.id for w in store.windows("r", "two")]
     assert len(ids) == 2
     assert [store.position("r", "two", i) for i in ids] == [0, 1]
-    with pytest.raises(KeyError):
+    with pytest.raises(KeyError) as e:
         store.position("r", "two", "nope")
+    assert e.value.args == ("nope",)
     with pytest.raises(KeyError):
         store.window("r", "two", "nope")
     at0 = [(wk.name, win.id) for wk, win in store.windows_at("r", 0)]
@@ -294,8 +295,8 @@ def test_a_chip_entry_of_another_schema_or_bad_bytes_is_built_again(tmp_path, mo
     built = []
     real = store_mod.build_for_chip
     monkeypatch.setattr(store_mod, "build_for_chip", lambda *a: built.append(a[1:]) or real(*a))
-    store.digest(*ident, chip="910B1")
-    assert built == [("w", "910B1")]
+    first = store.digest(*ident, chip="910B1")
+    assert built == [("w", "910B1")] and store.digest(*ident, chip="910B1") is first  # the memory's
     (entry,) = [n for n in os.listdir(os.path.dirname(store.digest_cache_path(*ident))) if ".chip-" in n]
     entry = os.path.join(os.path.dirname(store.digest_cache_path(*ident)), entry)
     assert Store(logdir, cache_dir=str(tmp_path / "c")).digest(*ident, chip="910B1").window.worker == "w"
@@ -380,8 +381,9 @@ def test_snapshots_by_index_read_once_per_version(tmp_path, monkeypatch):
     assert store.snapshot(*ident) == {"read": 1} and store.snapshot(*ident, index=0) == {"read": 1}
     assert reads == [str(snap)]
     for bad in (1, -1):
-        with pytest.raises(KeyError):
+        with pytest.raises(KeyError) as e:
             store.snapshot(*ident, index=bad)
+        assert e.value.args == (f"snapshot {bad}",)
     for second in range(1, 6):  # versions 1..5: five reads, the memory keeps 2..5
         os.utime(snap, ns=(second * 10**9, second * 10**9))
         store.snapshot(*ident)
@@ -395,7 +397,7 @@ def test_snapshots_by_index_read_once_per_version(tmp_path, monkeypatch):
 
 
 # -- many windows at once --------------------------------------------------------------------------------
-def test_prefetch_digests_what_is_not_digested_and_says_each_error(tmp_path):
+def test_prefetch_digests_what_is_not_digested_and_says_each_error(tmp_path, monkeypatch):
     logdir = logdir_of(tmp_path, "a.pt.trace.json", "b.pt.trace.json")
     trace(tmp_path / "logdir" / "r" / "bad.pt.trace.json", BROKEN)
     store = Store(logdir, cache_dir=str(tmp_path / "c"), max_workers=1)
@@ -407,8 +409,10 @@ def test_prefetch_digests_what_is_not_digested_and_says_each_error(tmp_path):
     assert list(errors) == [items[2]] and errors[items[2]].startswith(bad + ": not JSON")
     assert progress == [(0, 2), (1, 2), (2, 2)]
     assert os.path.exists(store.digest_cache_path(*items[1]))
+    calls = count_computes(monkeypatch)
     with pytest.raises(InputError):  # remembered: the window is not read again
         store.digest(*items[2])
+    assert calls == []
     assert store.prefetch(items[:2], progress=lambda d, t: progress.append((d, t))) == {}
     assert progress[-1] == (0, 0)
 
@@ -422,3 +426,32 @@ def test_an_error_that_is_not_lasting_is_not_remembered(tmp_path, monkeypatch):
     assert store.prefetch([ident]) == {ident: "f: no process"}
     assert os.path.isdir(os.path.dirname(store.digest_cache_path(*ident)))
     assert store.digest(*ident).window.worker == "w"  # computed now: nothing was remembered
+
+
+def test_prefetch_counts_a_source_digest_of_other_code_as_digested(tmp_path, monkeypatch):
+    """Served until the files change (lookup.py): prefetch asks without `current_only`, and digests nothing."""
+    store = Store(logdir_of(tmp_path, "w.pt.trace.json"), cache_dir=str(tmp_path / "c"))
+    monkeypatch.setattr(store_mod.lookup, "usable_source_digest",
+                        lambda window, current_only=False: None if current_only else "/old/code/digest")
+    monkeypatch.setattr(store_mod, "compute_many", lambda todo, workers: pytest.fail(f"digested {todo}"))
+    assert store.prefetch([one(store)]) == {}
+
+
+def test_prefetch_and_digest_part_copy_a_remote_windows_files_unless_a_source_digest_will_do(tmp_path, monkeypatch):
+    logdir = logdir_of(tmp_path, "w.pt.trace.json")
+    store = Store(logdir, cache_dir=str(tmp_path / "c"), max_workers=1)
+    ident = one(store)
+    files = store.window(*ident).files
+    store.remote = Remote()
+    store.prefetch([ident])
+    assert store.remote.asked == [files]
+    fields = (("schema_version", None), ("window", None))
+    fresh = Store(logdir, cache_dir=str(tmp_path / "c"))
+    fresh.remote = Remote()
+    assert fresh.digest_part(*ident, fields).window.worker == "w"  # the part from the cache
+    assert fresh.remote.asked == [files]  # no digest at the source: the files are copied
+    monkeypatch.setattr(store_mod.lookup, "usable_source_digest", lambda window, current_only=False: "/src")
+    fresh = Store(logdir, cache_dir=str(tmp_path / "c"))
+    fresh.remote = Remote()
+    assert fresh.digest_part(*ident, fields).window.worker == "w"
+    assert fresh.remote.asked == []
