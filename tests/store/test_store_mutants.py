@@ -232,6 +232,28 @@ def test_a_window_that_grows_past_the_host_limit_goes_to_the_child(tmp_path, mon
     assert limits == children == [store.digest_cache_path(*ident)]
 
 
+def test_a_gzip_that_expands_past_isolate_bytes_goes_to_the_child(tmp_path, monkeypatch):
+    """The trace with a 20,000-character argument, gzipped to far below 5,000 bytes: the file is small enough
+    for this process, its content is not (whitespace would not do: the reader drops it as it inflates)."""
+    import gzip
+    padded = TRACE.replace('"tid": 1}', '"tid": 1, "args": {"pad": "' + "x" * 20_000 + '"}}', 1)
+    path = tmp_path / "logdir" / "r" / "w.pt.trace.json.gz"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(gzip.compress(padded.encode()))
+    assert os.path.getsize(path) < 5_000
+    children = []
+
+    def child(window, worker, path):
+        children.append(path)
+        return ("the file", "read in the child")
+    monkeypatch.setattr(store_mod, "compute_in_child", child)
+    store = Store(str(tmp_path / "logdir"), cache_dir=str(tmp_path / "c"), isolate_bytes=5_000)
+    ident = one(store)
+    with pytest.raises(InputError, match="read in the child"):
+        store.digest(*ident)
+    assert children == [store.digest_cache_path(*ident)]
+
+
 def test_a_child_whose_digest_cannot_be_read_back_is_an_input_error(tmp_path, monkeypatch):
     monkeypatch.setattr(store_mod, "compute_in_child", lambda window, worker, path: None)  # wrote nothing
     logdir = logdir_of(tmp_path, "w.pt.trace.json")
@@ -356,11 +378,47 @@ def test_the_events_are_read_from_their_cache_else_from_the_files(tmp_path, monk
 
 
 def test_a_host_store_reads_missing_events_through_the_digests_computation(tmp_path, monkeypatch):
-    """isolate_bytes set: the events come from _compute (here the in-process path), then from the cache."""
+    """isolate_bytes set: the events come from _compute (in-process, or the child: a stand-in doing the same
+    work here), then from the cache; the digest computed on the way names its worker."""
     logdir = logdir_of(tmp_path, "w.pt.trace.json")
     monkeypatch.setattr(store_mod, "table_into_cache", lambda *a: pytest.fail("not through _compute"))
-    store = Store(logdir, cache_dir=str(tmp_path / "c"), isolate_bytes=10**9)
-    assert len(store.table(*one(store))) == 2
+    monkeypatch.setattr(store_mod, "compute_in_child",
+                        lambda window, worker, path: store_mod.compute_and_cache(window, worker, path) and None)
+    for limit in (10**9, 0):
+        store = Store(logdir, cache_dir=str(tmp_path / f"c{limit}"), isolate_bytes=limit)
+        assert len(store.table(*one(store))) == 2
+        assert Store(logdir, cache_dir=str(tmp_path / f"c{limit}")).digest(*one(store)).window.worker == "w"
+
+
+def test_a_remote_copy_that_changes_the_files_is_looked_up_under_the_new_key(tmp_path, monkeypatch):
+    """The remote window was rewritten: the copy made while digesting brings the new version (step of 20 µs,
+    not 10), whose digest is in the cache already: it is served, nothing is computed."""
+    logdir = logdir_of(tmp_path, "w.pt.trace.json")
+    path = os.path.join(logdir, "r", "w.pt.trace.json")
+    newer = TRACE.replace('"dur": 10', '"dur": 20')
+
+    def put(text, ns):
+        with open(path, "w") as f:  # in place: the same inode, as the mirror's copy keeps a path
+            f.write(text)
+        os.utime(path, ns=(ns, ns))
+    put(newer, 2 * 10**18)
+    assert Store(logdir, cache_dir=str(tmp_path / "c")).digest("r", "w", "default").window.end_ns == 119_000
+    put(TRACE, 10**18)
+    store = Store(logdir, cache_dir=str(tmp_path / "c"))
+    ident = one(store)
+
+    class Copying(Remote):
+        def ensure(self, files):
+            super().ensure(files)
+            if len(self.asked) == 2:  # the copy after no digest was found: the new version lands
+                put(newer, 2 * 10**18)
+                return True
+            return False
+    store.remote = Copying()
+    calls = count_computes(monkeypatch)
+    digest = store.digest(*ident)
+    assert digest.window.end_ns - digest.window.start_ns == 20_000 and calls == []
+
 
 
 def test_snapshots_by_index_read_once_per_version(tmp_path, monkeypatch):
