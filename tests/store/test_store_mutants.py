@@ -45,12 +45,12 @@ def test_runs_sorted_workers_by_rank_then_unranked_by_name(tmp_path):
     """rank from the name (rank2, rank10), then the rank-less ones (a, b) by name: 2 < 10 as numbers."""
     for run in ("zz", "aa", "mm"):
         trace(tmp_path / "logdir" / run / "w.pt.trace.json")
-    for name in ("b", "rank10", "a", "rank2"):
+    for name in ("b", "rank10", "a", "rank2", "rank0"):
         trace(tmp_path / "logdir" / "mm" / f"{name}.pt.trace.json")
     store = Store(str(tmp_path / "logdir"), cache_dir=str(tmp_path / "c"))
     assert store.runs() == ["aa", "mm", "zz"]
     assert [(w.name, w.rank) for w in store.workers("mm")] == [
-        ("rank2", 2), ("rank10", 10), ("a", -1), ("b", -1), ("w", -1)]
+        ("rank0", 0), ("rank2", 2), ("rank10", 10), ("a", -1), ("b", -1), ("w", -1)]
     with pytest.raises(KeyError):
         store.run("nope")
 
@@ -66,8 +66,9 @@ def test_positions_and_the_windows_at_a_position(tmp_path):
     with pytest.raises(KeyError) as e:
         store.position("r", "two", "nope")
     assert e.value.args == ("nope",)
-    with pytest.raises(KeyError):
+    with pytest.raises(KeyError) as e:
         store.window("r", "two", "nope")
+    assert e.value.args == ("nope",)
     at0 = [(wk.name, win.id) for wk, win in store.windows_at("r", 0)]
     assert at0 == [("one", store.windows("r", "one")[0].id), ("two", ids[0])]
     assert [(wk.name, win.id) for wk, win in store.windows_at("r", 1)] == [("two", ids[1])]
@@ -120,6 +121,33 @@ def test_cache_path_key_and_events_prefix_by_hand(tmp_path):
     assert len(key) == 20
     trace(tmp_path / "logdir" / "r" / "w.pt.trace.json", TRACE + " ")
     assert Store(logdir, cache_dir=str(tmp_path / "c")).digest_key("r", store.window(*ident)) != key
+
+
+def test_the_key_follows_the_schema_and_not_where_the_logdir_is(tmp_path, monkeypatch):
+    """A logdir moved whole (rename: the same inodes and times) keeps its windows' keys: the files are named
+    relative to it; a new digest schema changes every key."""
+    logdir = logdir_of(tmp_path, "w.pt.trace.json")
+    ident = one(Store(logdir))
+    key = Store(logdir).digest_key("r", Store(logdir).window(*ident))
+    os.rename(logdir, tmp_path / "moved")
+    moved = Store(str(tmp_path / "moved"))
+    assert moved.digest_key("r", moved.window(*ident)) == key
+    schema = store_mod.lookup.schema()
+    monkeypatch.setattr(store_mod.lookup, "schema", lambda: schema + 1)
+    assert moved.digest_key("r", moved.window(*ident)) != key
+
+
+def test_a_remote_logdir_is_read_from_its_local_copy(tmp_path, monkeypatch):
+    from test_mirror_mutants import Bucket
+    bucket = Bucket()
+    bucket.put_bytes("bkt/logs/r/w.pt.trace.json", TRACE.encode())
+    monkeypatch.setattr("canning_tb.util.remote_fs.open_fs", lambda url: (bucket, url.split("://", 1)[1]))
+    monkeypatch.setenv("CANNING_CACHE_DIR", str(tmp_path / "user"))
+    store = Store("s3://bkt/logs")
+    assert store.url == "s3://bkt/logs" and store.remote.url == "s3://bkt/logs"
+    assert store.logdir == store.remote.local and store.logdir.startswith(str(tmp_path / "user"))
+    assert store.runs() == ["r"] and store.digest(*one(store)).window.worker == "w"
+    assert Store(str(tmp_path)).url is None
 
 
 def test_has_digest_in_memory_in_the_cache_or_at_the_source(tmp_path, monkeypatch):
@@ -261,7 +289,8 @@ def test_a_child_whose_digest_cannot_be_read_back_is_an_input_error(tmp_path, mo
     ident = one(store)
     with pytest.raises(InputError) as e:
         store.digest(*ident)
-    assert e.value.file == store.window(*ident).path and "could not be read back" in e.value.problem
+    assert e.value.file == store.window(*ident).path
+    assert e.value.problem == "the digest computed in a child process could not be read back"
 
 
 class Jobs:
@@ -512,4 +541,5 @@ def test_prefetch_and_digest_part_copy_a_remote_windows_files_unless_a_source_di
     fresh = Store(logdir, cache_dir=str(tmp_path / "c"))
     fresh.remote = Remote()
     assert fresh.digest_part(*ident, fields).window.worker == "w"
+    assert fresh.digest(*ident).window.worker == "w"  # from the cache ("/src" cannot be read)
     assert fresh.remote.asked == []
