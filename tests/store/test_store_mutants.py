@@ -93,6 +93,19 @@ def test_discovery_settings_reach_discover(tmp_path):
     assert Store(logdir).follow_links is False
 
 
+def test_follow_links_reaches_discovery(tmp_path):
+    """A trace that is a link to a file outside the logdir: no window by default, one when links are followed
+    (the refused one first: once a root lets links out, it stays so in this process)."""
+    outside = trace(tmp_path / "outside" / "w.pt.trace.json")
+    os.makedirs(tmp_path / "logdir" / "r")
+    os.symlink(outside, tmp_path / "logdir" / "r" / "w.pt.trace.json")
+    assert Store(str(tmp_path / "logdir"), cache_dir=str(tmp_path / "c")).runs() == []
+    store = Store(str(tmp_path / "logdir"), cache_dir=str(tmp_path / "c"), follow_links=True)
+    assert store.runs() == ["r"]
+    store.refresh()
+    assert store.runs() == ["r"]
+
+
 def test_max_workers_is_the_cores_between_1_and_8(tmp_path, monkeypatch):
     logdir = logdir_of(tmp_path, "w.pt.trace.json")
     for cores, expected in ((32, 8), (3, 3), (None, 1), (1, 1)):
