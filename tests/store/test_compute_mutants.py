@@ -141,6 +141,10 @@ def test_compute_in_child_is_one_spawned_tuned_process(tmp_path, pool):
     bad = window(tmp_path, text='{"traceEvents": [')
     assert compute_in_child(bad, "w", str(tmp_path / "k.digest.pb")) == (bad.path, "not JSON: unexpected end at byte 17")
     assert pool.made == [(1, "spawn", compute_mod.tune_this_process)]
+    path = str(tmp_path / "c" / "k.digest.pb")
+    assert compute_in_child(window(tmp_path), "rank5", path) is None
+    from canning_tb.analysis import digest_pb2
+    assert digest_pb2.Digest.FromString(open(path, "rb").read()).window.worker == "rank5"
 
 
 def test_a_child_that_cannot_start_is_said_not_remembered(tmp_path, monkeypatch, pool):
@@ -216,7 +220,10 @@ class Executor:
         if raised:
             raise raised
         future = concurrent.futures.Future()
-        future.set_result(job(*args))
+        try:
+            future.set_result(job(*args))
+        except Exception as e:  # the job failed in the process
+            future.set_exception(e)
         return future
 
 
@@ -249,7 +256,8 @@ def test_a_broken_pool_is_replaced_once_and_a_refused_start_skips_the_job(monkey
                                                 concurrent.futures.BrokenExecutor("again")])
     with caplog.at_level(logging.WARNING, logger="canning_tb.store"):
         jobs.submit("b", out.append, 2)
-    assert out == [1] and len(pools) == 2 and "background job b not started: again" in caplog.text
+    assert out == [1] and len(pools) == 2
+    assert caplog.records[-1].getMessage() == "canning: background job b not started: again"
     jobs, made, pools = jobs_with(monkeypatch, [OSError("no process")])
     jobs.submit("c", out.append, 3)
     assert out == [1] and len(pools) == 1 and jobs._pool is None  # not retried: the next job starts one
@@ -257,14 +265,25 @@ def test_a_broken_pool_is_replaced_once_and_a_refused_start_skips_the_job(monkey
     assert out == [1, 4] and len(pools) == 2
 
 
+def test_a_failed_background_job_is_logged_and_forgotten(monkeypatch, caplog):
+    jobs, made, pools = jobs_with(monkeypatch, [])
+    with caplog.at_level(logging.WARNING, logger="canning_tb.store"):
+        jobs.submit("a", lambda: 1 / 0)
+    assert [r.getMessage() for r in caplog.records] == ["canning: background job failed: division by zero"]
+    assert jobs._pending == {}
+
+
 def test_a_pending_job_is_waited_for_and_forgotten_only_when_it_is_the_latest(monkeypatch):
+    waited = []
+    monkeypatch.setattr(concurrent.futures, "wait", lambda futures, timeout=None: waited.append((futures, timeout)))
     jobs = BackgroundJobs()
     first, second = concurrent.futures.Future(), concurrent.futures.Future()
     jobs._pending["k"] = second
     jobs._forget("k", first)  # an older job of the key: the newer stays pending
     assert jobs._pending == {"k": second}
-    second.set_result(None)
     jobs.wait("k", 5)
+    jobs.wait("other", 5)  # none pending under that key: nothing to wait for
+    assert waited == [([second], 5)]
     jobs._forget("k", second)
     assert jobs._pending == {}
 

@@ -35,7 +35,7 @@ def window(folder, files, name="rank0.1.canning.json"):
 
 def test_window_bytes_add_files_and_folders(tmp_path):
     """100 + (10 + 20 + 30 in a folder, one of them a level down) + a missing file (0) = 160."""
-    path = window(str(tmp_path), {"t.json": 100, "npu": {"a": 10, "b/c": 20, "b/d": 30}, "gone.json": None})
+    path = window(str(tmp_path), {"npu": {"a": 10, "b/c": 20, "b/d": 30}, "t.json": 100, "gone.json": None})
     assert db.window_bytes(path) == 160
 
 
@@ -44,7 +44,7 @@ def test_the_budget_is_the_base_plus_one_and_a_half_the_biggest_window(tmp_path,
     small = window(str(tmp_path / "a"), {"t.json": 100})
     big = window(str(tmp_path / "b"), {"t.json": 1001})
     (tmp_path / "bad.canning.json").write_text("[")
-    assert db.budget([small, big, str(tmp_path / "bad.canning.json")]) == BASE + 1501  # int(1.5 * 1001)
+    assert db.budget([str(tmp_path / "bad.canning.json"), small, big]) == BASE + 1501  # int(1.5 * 1001)
     assert db.budget([]) == BASE
     monkeypatch.setenv("CANNING_DIGEST_MAX_RSS", "12345")
     assert db.budget([big]) == 12345
@@ -56,14 +56,19 @@ def test_apply_sets_one_thread_unless_set_and_watches_the_budget(tmp_path, monke
     for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "CANNING_READ_WORKERS"):
         monkeypatch.setenv(var, "x")  # so that monkeypatch puts each back as it was, set or not
         monkeypatch.delenv(var)
-    monkeypatch.setenv("OMP_NUM_THREADS", "4")
-    monkeypatch.setenv("CANNING_DIGEST_MAX_RSS", "777")
+    monkeypatch.delenv("CANNING_DIGEST_MAX_RSS", raising=False)
     watched = []
     monkeypatch.setattr(db, "watch", watched.append)
-    db.apply([window(str(tmp_path), {"t.json": 1})])
-    assert [os.environ[v] for v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
-                                    "CANNING_READ_WORKERS")] == ["1", "4", "1", "1"]
-    assert watched == [777]
+    manifest = window(str(tmp_path), {"t.json": 2})
+    db.apply([manifest])
+    names = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "CANNING_READ_WORKERS")
+    assert [os.environ[v] for v in names] == ["1", "1", "1", "1"]
+    assert watched == [BASE + 3]  # 1.5 x 2 bytes
+    for var in names:
+        monkeypatch.setenv(var, "4")
+    monkeypatch.setenv("CANNING_DIGEST_MAX_RSS", "777")
+    db.apply([manifest])
+    assert [os.environ[v] for v in names] == ["4", "4", "4", "4"] and watched[-1] == 777
 
 
 def test_rss_is_the_second_field_of_statm_in_pages(monkeypatch):
