@@ -192,6 +192,20 @@ def test_progress_counts_windows_already_digested_as_done():
     assert store.calls == [items, other]
 
 
+def test_before_any_report_none_of_the_items_is_done():
+    class Held:
+        def __init__(self):
+            self.release = threading.Event()
+
+        def prefetch(self, items, progress):
+            self.release.wait()
+    store = Held()
+    pre = Prefetcher(store)
+    assert pre.progress("k", [("r", "w", "1"), ("r", "w", "2")], wait=0) == {"done": 0, "total": 2}
+    store.release.set()
+    pre._jobs["k"]["thread"].join()
+
+
 def test_a_failed_prefetch_is_logged_and_ends(caplog):
     failing = Prefetcher(Prefetching(fail=True))
     assert failing.progress("k", [("r", "w", "1")], wait=None) is None

@@ -4,6 +4,7 @@ the point at step 7; which runs and windows get points, the record of what was w
 worker, the rank suffix, and the wall time (the trace's end when it is a wall-clock time)."""
 import dataclasses
 import json
+import logging
 import os
 import stat
 import threading
@@ -150,7 +151,7 @@ def test_an_unreadable_record_is_an_empty_one(tmp_path):
     assert list(record(run).values()) == ["written"]
 
 
-def test_kick_writes_in_a_thread_only_when_turned_on(tmp_path, monkeypatch):
+def test_kick_writes_in_a_thread_only_when_turned_on(tmp_path, monkeypatch, caplog):
     run = tmp_path / "logdir" / "r"
     write(run / "w.pt.trace.json", trace_text())
     store = Store(str(tmp_path / "logdir"), cache_dir=str(tmp_path / "c"))
@@ -168,12 +169,16 @@ def test_kick_writes_in_a_thread_only_when_turned_on(tmp_path, monkeypatch):
     assert first.name == "canning-trends" and first.daemon
     writer.kick(store)  # one is writing: not a second
     assert writer._thread is first
+    writer.join(0)  # waits no longer than asked
+    assert first.is_alive()
     release.set()
     writer.join(None)
-    assert calls == [store]
+    assert calls == [store] and not first.is_alive()
     monkeypatch.setattr(writer, "write_new", lambda s: 1 / 0)
-    writer.kick(store)
-    writer.join(None)  # the bug is logged, the thread ends
+    with caplog.at_level(logging.ERROR, logger="canning_tb.store"):
+        writer.kick(store)
+        writer.join(None)  # the bug is logged, the thread ends
+    assert [r.getMessage() for r in caplog.records] == ["canning: writing trends failed"]
 
 
 def test_two_writers_in_one_second_write_two_files(tmp_path, monkeypatch):
