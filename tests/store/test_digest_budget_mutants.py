@@ -120,7 +120,9 @@ def test_the_watchdog_stops_the_process_past_the_limit_not_at_it(monkeypatch, ca
     thread.join()
     assert thread.name == "canning-digest-budget" and thread.daemon
     assert exits == [0] and sleeps == [0.25, 0.25]
-    assert "memory passed the budget of 0 MiB (CANNING_DIGEST_MAX_RSS)" in caplog.text
+    assert [r.getMessage() for r in caplog.records] == [
+        "digest at the source stopped: its memory passed the budget of 0 MiB (CANNING_DIGEST_MAX_RSS); the viewer "
+        "will compute the digest on first open"]
 
 
 def test_no_watchdog_where_there_is_no_proc(monkeypatch):
@@ -133,8 +135,10 @@ def test_no_watchdog_where_there_is_no_proc(monkeypatch):
 @ENDS_ITS_THREAD
 @pytest.mark.parametrize("limit, said", [(3 << 20, "3 MiB")])
 def test_the_message_says_the_limit_in_mib(monkeypatch, caplog, limit, said):
-    samples = iter([1, limit + 1])
+    samples = iter([1, 1, limit + 1])
     monkeypatch.setattr(db, "_rss", lambda: next(samples))
+    sleeps = []
+    monkeypatch.setattr(db.time, "sleep", sleeps.append)
 
     def exit_(code):
         raise Stopped
@@ -142,4 +146,4 @@ def test_the_message_says_the_limit_in_mib(monkeypatch, caplog, limit, said):
     threads = started(monkeypatch)
     db.watch(limit)
     threads[0].join()
-    assert f"budget of {said}" in caplog.text
+    assert f"budget of {said}" in caplog.text and sleeps == [0.05]  # sampled every 50 ms by default

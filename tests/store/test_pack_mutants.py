@@ -89,3 +89,12 @@ def test_not_a_zip_or_not_there(tmp_path, caplog):
         assert list(pack.read(str(tmp_path / "x.zip"), {}, "one")) == []
         assert list(pack.read(str(tmp_path / "missing.zip"), {}, "two")) == []
     assert "one: not a readable pack" in caplog.text and "two: not a readable pack" in caplog.text
+
+
+def test_the_warning_says_where_and_why(tmp_path, caplog):
+    path = bad_index(tmp_path, {"format": "canning-digests", "version": 2, "files": {}})
+    with caplog.at_level(logging.WARNING, logger="canning_tb.store"):
+        assert list(pack.read(path, {"a": {"ETag": "e", "size": 1}}, "s3://b/r/p.zip")) == []
+    assert [r.getMessage() for r in caplog.records] == [
+        "canning: s3://b/r/p.zip: not a readable pack of digests (index.json is not a canning-digests index of "
+        "version 1); its files are fetched one by one"]

@@ -2,6 +2,7 @@
 under mutation (issue 46), with stand-in stores: what a scan builds once and refreshes after, what a
 failed scan says and keeps, the listing's fields, and a prefetch's progress. Threads are held on
 Events and joined, never timed: a wait that expires is only ever one that must not block."""
+import logging
 import math
 import threading
 
@@ -47,6 +48,9 @@ def test_listing_by_hand():
     assert listing(Store("/x")) == {"runs": [expected_b, {"name": "a", "workers": [
         {"name": "w", "rank": -1, "windows": []}]}]}
     assert listing(Store("/x", vanish=True)) == {"runs": [expected_b]}
+    first_gone = Store("/x", vanish=True)
+    first_gone.runs = lambda: ["a", "b"]  # the vanished run listed first: the others still listed
+    assert listing(first_gone) == {"runs": [expected_b]}
 
 
 def test_default_store_isolates_16_mib_and_indexes_timelines(monkeypatch):
@@ -73,6 +77,7 @@ def test_the_first_scan_builds_the_store_and_the_next_ones_refresh_it():
     made = []
     scanner = Scanner("/logs", 0, store_factory=lambda logdir: made.append(Store(logdir)) or made[-1])
     assert scanner.logdir == "/logs" and scanner.interval == 0
+    assert scanner.prefetcher is None and scanner.error is None and scanner.listing is None
     scanner.join(1)  # no scan yet: returns at once
     scanner.kick()
     thread = scanner._thread
@@ -99,6 +104,8 @@ def test_no_second_scan_while_one_runs_or_within_the_interval():
     first = scanner._thread
     scanner.kick()  # one runs: not a second
     assert scanner._thread is first and scanner.loading is True
+    scanner.join(0)  # waits no longer than asked
+    assert first.is_alive()
     release.set()
     scanner.join(None)
     assert len(made) == 1 and scanner.loading is False
@@ -111,6 +118,7 @@ def test_no_second_scan_while_one_runs_or_within_the_interval():
 
 
 def test_a_failed_scan_says_why_and_keeps_the_last_listing(caplog):
+    caplog.set_level(logging.WARNING, logger="canning_tb.store")
     outcome = {}
 
     class Failing(Store):
@@ -130,6 +138,9 @@ def test_a_failed_scan_says_why_and_keeps_the_last_listing(caplog):
     scanner.join(None)
     assert scanner.error == "discovery of the logdir failed: ValueError: boom" and scanner.listing == good
     assert scanner.wait_first(0) and not scanner.loading
+    assert [r.getMessage() for r in caplog.records] == ["canning: s3://b: access denied",
+                                                        "canning: discovery of /logs failed"]
+    assert caplog.records[1].exc_info[0] is ValueError
     outcome.clear()
     scanner.kick()
     scanner.join(None)
@@ -209,7 +220,7 @@ def test_before_any_report_none_of_the_items_is_done():
 def test_a_failed_prefetch_is_logged_and_ends(caplog):
     failing = Prefetcher(Prefetching(fail=True))
     assert failing.progress("k", [("r", "w", "1")], wait=None) is None
-    assert "prefetch of k failed" in caplog.text
+    assert [r.getMessage() for r in caplog.records] == ["canning: prefetch of k failed"]
 
 
 def test_progress_waits_for_a_quick_prefetch():
