@@ -15,15 +15,21 @@ import pytest
 from canning_tb.store import mirror as mirror_mod
 from canning_tb.store import pack
 from canning_tb.store.mirror import Mirror, _identity, _mtime, _skipped, default_root
-from canning_tb.util.remote_fs import RemoteNotFound
+from canning_tb.util.remote_fs import RemoteError, RemoteNotFound
 
 T0 = datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)  # 1767323045 s
 
 
 class Bucket:
-    """A stand-in object store: {key: bytes}, each object listed with its md5 as ETag and a time."""
+    """A stand-in object store: {key: bytes}, each object listed with its md5 as ETag and a time (and its type,
+    unless `typeless`: some back-ends leave it out of find); `fail`: {method: error} raised by that method."""
     def __init__(self, buckets=("bkt",)):
         self.objects, self.times, self.buckets, self.calls = {}, {}, set(buckets), []
+        self.typeless, self.fail = False, {}
+
+    def _failing(self, method):
+        if method in self.fail:
+            raise self.fail[method]
 
     def put_bytes(self, key, data, when=T0):
         self.objects[key], self.times[key] = data, when
@@ -33,7 +39,7 @@ class Bucket:
                 "ETag": '"' + hashlib.md5(self.objects[key]).hexdigest() + '"', "LastModified": self.times[key]}
 
     def invalidate_cache(self, path=None):
-        pass
+        self._failing("invalidate_cache")
 
     def exists(self, path):
         self.calls.append(("exists", path))
@@ -41,14 +47,25 @@ class Bucket:
 
     def find(self, path, detail=False):
         self.calls.append(("find", path))
-        return {k: self.info(k) for k in sorted(self.objects) if k.startswith(path + "/")}
+        self._failing("find")
+        keys = [k for k in sorted(self.objects) if k.startswith(path + "/")]
+        if not detail:
+            return keys
+        infos = {k: self.info(k) for k in keys}
+        for info in infos.values():
+            if self.typeless:
+                del info["type"]
+        return infos
 
     def ls(self, path, detail=False):
         self.calls.append(("ls", path))
+        self._failing("ls")
         under = [k[len(path) + 1:] for k in self.objects if k.startswith(path + "/")]
         if not under:
             raise FileNotFoundError(path)
         folders = sorted({u.split("/", 1)[0] for u in under if "/" in u})
+        if not detail:
+            return [f"{path}/{f}" for f in folders] + [f"{path}/{u}" for u in sorted(under) if "/" not in u]
         return [{"name": f"{path}/{f}", "size": 0, "type": "directory"} for f in folders] + \
             [self.info(f"{path}/{u}") for u in sorted(under) if "/" not in u]
 
@@ -60,6 +77,7 @@ class Bucket:
 
     def get_file(self, rpath, lpath):
         self.calls.append(("get_file", rpath))
+        self._failing("get_file")
         if rpath not in self.objects:
             raise FileNotFoundError(rpath)
         with open(lpath, "wb") as f:
@@ -206,22 +224,49 @@ def test_the_index_keeps_only_text_and_a_bad_one_is_empty(bucket, tmp_path):
 # -- listings ----------------------------------------------------------------------------------------------
 def test_between_full_listings_only_the_windows_folders_are_listed(bucket, tmp_path):
     fill(bucket)
+    bucket.put_bytes(f"{ROOT}/gone.pt.trace.json", b"{}")
     m = Mirror(URL, str(tmp_path / "m"), full_every=float("inf"))
     m.sync()  # the first sync lists all
     assert [c for c in bucket.calls if c[0] in ("find", "ls")] == [("find", ROOT)]
     bucket.calls.clear()
     bucket.put_bytes(f"{ROOT}/r/new.pt.trace.json", b"{}")
     bucket.put_bytes(f"{ROOT}/z/deep/w.pt.trace.json", b"{}")
+    bucket.put_bytes(f"{ROOT}/z/deep/.w.tmp", b"half")
     bucket.put_bytes(f"{ROOT}/top.pt.trace.json", b"{}")
-    for key in [k for k in bucket.objects if k.startswith(f"{ROOT}/n/")]:
-        del bucket.objects[key]
+    del bucket.objects[f"{ROOT}/gone.pt.trace.json"]
+    del bucket.objects[f"{ROOT}/n/rank1.1.canning.json"]
+    bucket.typeless = True  # the new folder's listing says no type: files
     m.sync()
     listed = [c for c in bucket.calls if c[0] in ("find", "ls")]
     # the root, where z is new (listed whole at once), then the known folders in name order
     assert listed == [("ls", ROOT), ("find", f"{ROOT}/z"), ("ls", f"{ROOT}/n"), ("ls", f"{ROOT}/n/rank1_ascend_pt"),
                       ("ls", f"{ROOT}/r")]
-    assert local_files(m) == ["r/new.pt.trace.json", "r/other.pt.trace.json", "r/rank0.1.canning.json",
-                              "r/rank0.1.digest.pb", "top.pt.trace.json", "z/deep/w.pt.trace.json"]
+    assert local_files(m) == ["n/rank1_ascend_pt/trace_view.json", "r/new.pt.trace.json", "r/other.pt.trace.json",
+                              "r/rank0.1.canning.json", "r/rank0.1.digest.pb", "top.pt.trace.json",
+                              "z/deep/w.pt.trace.json"]
+    assert "gone.pt.trace.json" not in json.loads(open(tmp_path / "m" / "mirror.json").read())
+    for key in [k for k in bucket.objects if k.startswith(f"{ROOT}/n/")]:
+        del bucket.objects[key]
+    m.sync()  # a folder gone: its files too
+    assert not [f for f in local_files(m) if f.startswith("n/")]
+
+
+@pytest.mark.parametrize("method, where", [("invalidate_cache", "short"), ("ls", "short"), ("find", "new folder"),
+                                           ("get_file", "pack")])
+def test_a_failed_request_names_the_logdirs_url(bucket, tmp_path, method, where):
+    windows(bucket, 4)
+    if where == "pack":
+        writer = Mirror(URL, str(tmp_path / "w"))
+        writer.sync()
+        writer.write_packs()
+    m = Mirror(URL, str(tmp_path / "m"), full_every=float("inf") if where != "pack" else 0)
+    if where != "pack":
+        m.sync()
+    bucket.put_bytes(f"{ROOT}/new/w.pt.trace.json", b"{}")
+    bucket.fail[method] = PermissionError("denied")
+    with pytest.raises(RemoteError) as e:
+        m.sync()
+    assert str(e.value).startswith("s3://bkt/logdir: access denied")
 
 
 def test_a_root_gone_between_full_listings_is_said(bucket, tmp_path):
@@ -260,6 +305,7 @@ def test_a_pack_written_and_read_instead_of_one_request_per_file(bucket, tmp_pat
                                                               for s in ("canning.json", "digest.pb")])
     bucket.calls.clear()
     reader = Mirror(URL, str(tmp_path / "r"))
+    os.makedirs(reader.local_path("r"))  # the folder is there already: the pack lands in it
     reader.sync()
     assert bucket.gets() == [("get_file", f"{ROOT}/r/{pack.PACK_NAME}")]
     assert open(reader.local_path("r/rank3.1.digest.pb"), "rb").read() == b"digest 3"
