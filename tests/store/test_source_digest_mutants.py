@@ -133,3 +133,24 @@ def test_lower_priority_where_allowed(monkeypatch):
     monkeypatch.setattr(sd.os, "nice", refused)
     sd._lower_priority()  # no error: the process still runs
     assert sd.NICENESS == 10
+
+
+def test_help_names_the_module_and_its_option(capsys):
+    with pytest.raises(SystemExit) as e:
+        sd.main(["--help"])
+    assert e.value.code == 0
+    out = " ".join(capsys.readouterr().out.split())  # argparse wraps to the terminal's width
+    assert out.startswith("usage: python -m canning_tb.store.source_digest [-h] [--publish URL] [manifests ...]")
+    assert "--publish URL upload the digest into this remote run folder" in out
+
+
+def test_the_background_process_says_its_usage_on_stderr_in_its_own_format(tmp_path):
+    """The process as the handler starts it, with no manifest: exit 0 and one line in its log format."""
+    import subprocess
+    import sys
+    env = {**os.environ, "CANNING_DIGEST_MAX_RSS": str(1 << 40)}
+    done = subprocess.run([sys.executable, "-m", "canning_tb.store.source_digest"], capture_output=True, text=True,
+                          env=env, cwd=str(tmp_path), timeout=120)
+    assert done.returncode == 0 and done.stdout == ""
+    assert done.stderr == ("canning digest: usage: python -m canning_tb.store.source_digest [--publish URL] "
+                           "<manifest.canning.json>...\n")
