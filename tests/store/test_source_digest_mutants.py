@@ -144,13 +144,13 @@ def test_help_names_the_module_and_its_option(capsys):
     assert "--publish URL upload the digest into this remote run folder" in out
 
 
-def test_the_background_process_says_its_usage_on_stderr_in_its_own_format(tmp_path):
+def test_the_background_process_says_its_usage_on_stderr_in_its_own_format():
     """The process as the handler starts it, with no manifest: exit 0 and one line in its log format."""
     import subprocess
     import sys
     env = {**os.environ, "CANNING_DIGEST_MAX_RSS": str(1 << 40)}
     done = subprocess.run([sys.executable, "-m", "canning_tb.store.source_digest"], capture_output=True, text=True,
-                          env=env, cwd=str(tmp_path), timeout=120)
+                          env=env, timeout=120)
     assert done.returncode == 0 and done.stdout == ""
     assert done.stderr == ("canning digest: usage: python -m canning_tb.store.source_digest [--publish URL] "
                            "<manifest.canning.json>...\n")
