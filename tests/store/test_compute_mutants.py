@@ -3,6 +3,7 @@ Real digests of a tiny hand-written Kineto trace for the in-process paths; for t
 stand-in executor that runs each job here (or fails as a pool fails: a spawn refused, a broken pool,
 a crashed job) records how it was made, so no test starts a process or waits on one."""
 import concurrent.futures
+import json
 import logging
 import os
 
@@ -47,10 +48,28 @@ def test_read_window_opens_only_inside_its_logdir(tmp_path):
     assert len(read_window(outside)) == 2  # the same file, read in its own logdir
 
 
-def test_the_worker_is_named_unless_the_trace_names_one(tmp_path):
+def test_a_snapshot_window_is_a_table_of_no_events_naming_its_file(tmp_path):
+    import shutil
+
+    from conftest import fixture_path
+    os.makedirs(tmp_path / "logdir")
+    path = tmp_path / "logdir" / "s.pickle"
+    shutil.copy(fixture_path("memory_snapshot", "snapshot_with_empty_cache.pkl"), path)
+    table = read_window(Window(id="1", label="", format="snapshot", path=str(path), files=(str(path),),
+                               root=str(tmp_path / "logdir")))
+    assert len(table) == 0 and table.meta.format == "snapshot" and table.meta.source_files == ["s.pickle"]
+
+
+def test_the_worker_is_named_unless_the_window_names_one(tmp_path):
     win = window(tmp_path)
     assert digest_of(win, "rank0").window.worker == "rank0"
     assert digest_of(win).window.worker == ""
+    manifest = tmp_path / "logdir" / "rank7.1.canning.json"
+    manifest.write_text(json.dumps({"kind": "kineto", "worker": "rank7", "window": 1,
+                                    "files": [{"name": "w.pt.trace.json"}]}))
+    named = Window(id="1", label="", format="canning", path=str(manifest), files=(str(manifest), win.path),
+                   root=win.root)
+    assert digest_of(named, "other").window.worker == "rank7"
 
 
 def test_events_prefix_replaces_the_digest_suffix():
@@ -64,7 +83,9 @@ def test_write_cache_makes_the_folder_and_a_failed_write_is_only_logged(tmp_path
     (tmp_path / "file").write_text("")
     with caplog.at_level(logging.WARNING, logger="canning_tb.store"):
         write_cache(lambda p: pytest.fail("not reached"), str(tmp_path / "file" / "x.bin"))
-    assert "cannot write cache" in caplog.text and str(tmp_path / "file" / "x.bin") in caplog.text
+    (record,) = caplog.records
+    assert record.getMessage() == (f"canning: cannot write cache {tmp_path / 'file' / 'x.bin'}: [Errno 17] File exists: "
+                                   f"'{tmp_path / 'file'}'")  # makedirs of a folder where a file is
 
 
 def test_compute_and_cache_writes_the_digest_and_the_events_beside_it(tmp_path, monkeypatch):
@@ -168,6 +189,8 @@ def todo_of(tmp_path, n, bad=()):
 def test_one_window_or_one_worker_is_done_here_in_order(tmp_path, pool):
     todo = todo_of(tmp_path, 2, bad=(1,))
     got = list(compute_many(todo, 1))
+    from canning_tb.analysis import digest_pb2
+    assert digest_pb2.Digest.FromString(open(todo[0][2], "rb").read()).window.worker == "w0"  # ident[1]
     assert [(ident, lasting) for ident, _, lasting in got] == [(("r", "w0", "0"), True), (("r", "w1", "1"), True)]
     assert got[0][1] is None and got[1][1] == (todo[1][1].path, "not JSON: unexpected end at byte 17")
     assert list(compute_many(todo[:1], 8)) == [(("r", "w0", "0"), None, True)]
@@ -187,25 +210,31 @@ def test_many_windows_go_to_a_pool_of_at_most_the_windows(tmp_path, pool):
     assert digest_pb2.Digest.FromString(open(todo[1][2], "rb").read()).window.worker == "w1"  # ident[1]
 
 
-def test_windows_past_a_refused_spawn_wait_and_are_not_lasting(tmp_path, monkeypatch, pool):
+def test_windows_past_a_refused_spawn_wait_and_are_not_lasting(tmp_path, monkeypatch, pool, caplog):
     monkeypatch.setattr(compute_mod, "ProcessPoolExecutor", lambda **kw: Pool(refuse_after=1, **kw))
     todo = todo_of(tmp_path, 3)
-    got = list(compute_many(todo, 3))
+    with caplog.at_level(logging.WARNING, logger="canning_tb.store"):
+        got = list(compute_many(todo, 3))
     msg = ("no process could be started to read it (Resource temporarily unavailable); "
            "try again when the machine has processes or memory to spare")
     assert got[:2] == [(("r", "w1", "1"), (todo[1][1].path, msg), False),
                        (("r", "w2", "2"), (todo[2][1].path, msg), False)]
     assert got[2] == (("r", "w0", "0"), None, True)
+    assert [r.getMessage() for r in caplog.records] == [f"canning: digest of ('r', 'w{i}', '{i}') not started: {msg}"
+                                                        for i in (1, 2)]
 
 
-def test_a_crashed_job_is_said_by_its_window_and_not_lasting(tmp_path, monkeypatch, pool):
+def test_a_crashed_job_is_said_by_its_window_and_not_lasting(tmp_path, monkeypatch, pool, caplog):
     def crash(window, worker, path):
         if worker == "w1":
             raise MemoryError("killed")
         return None
     monkeypatch.setattr(compute_mod, "compute_into_cache", crash)
-    got = sorted(compute_many(todo_of(tmp_path, 2), 2), key=str)
+    with caplog.at_level(logging.WARNING, logger="canning_tb.store"):
+        got = sorted(compute_many(todo_of(tmp_path, 2), 2), key=str)
     assert got == [(("r", "w0", "0"), None, True), (("r", "w1", "1"), ("1", "MemoryError: killed"), False)]
+    (record,) = caplog.records
+    assert record.getMessage() == "canning: digest of ('r', 'w1', '1') crashed" and record.exc_info[0] is MemoryError
 
 
 # -- BackgroundJobs -----------------------------------------------------------------------------------
