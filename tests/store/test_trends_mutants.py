@@ -66,20 +66,38 @@ def test_one_point_per_window_at_its_last_step_and_the_record(tmp_path):
         [n for n in os.listdir(out) if n != "written.json"]
 
 
-def test_two_workers_get_their_own_files_and_rank_suffixes(tmp_path):
-    """rank2 and rank5 in one run: world size 2, tags .../rank2 and .../rank5, one event file each."""
+def test_workers_get_their_own_files_and_rank_suffixes(tmp_path):
+    """rank2, rank5 and a rank-less worker in one run: world size 3, tags .../rank2, .../rank5 and .../rank0 (no
+    rank: 0), one event file each."""
     run = tmp_path / "logdir" / "r"
     write(run / "rank5.pt.trace.json", trace_text())
     write(run / "rank2.pt.trace.json", trace_text())
+    write(run / "host.pt.trace.json", trace_text())
     writer = TrendWriter()
-    assert writer.write_new(Store(str(tmp_path / "logdir"), cache_dir=str(tmp_path / "c"))) == 2
+    assert writer.write_new(Store(str(tmp_path / "logdir"), cache_dir=str(tmp_path / "c"))) == 3
     out = run / ".canning" / "trends"
     files = sorted(n for n in os.listdir(out) if n.startswith("events."))
-    assert len(files) == 2 and len(writer._writers) == 2
-    for rank in (2, 5):
+    assert len(files) == 3 and len(writer._writers) == 3
+    for rank in (0, 2, 5):
         (step, value, _), = points(out, f"{TAG}/rank{rank}")
         assert step == 7
-    assert points(out) == []
+    assert points(out) == [] and points(out, f"{TAG}/rank1") == []
+
+
+def test_windows_without_steps_are_placed_by_their_position(tmp_path):
+    """Two windows of one worker (spans 1 and 2) with no ProfilerStep: points at x = 0 and 1; a window added
+    later is written after the recorded one."""
+    run = tmp_path / "logdir" / "r"
+    no_steps = json.dumps({"traceEvents": [{"ph": "X", "name": "aten::mm", "cat": "cpu_op", "ts": 100, "dur": 5,
+                                            "pid": 1, "tid": 1}]})
+    write(run / "w.1.pt.trace.json", no_steps)
+    store = Store(str(tmp_path / "logdir"), cache_dir=str(tmp_path / "c"))
+    assert TrendWriter().write_new(store) == 1
+    write(run / "w.2.pt.trace.json", no_steps)
+    store.refresh()
+    assert TrendWriter().write_new(store) == 1  # the first is recorded: the loop goes on to the second
+    tag = "canning/from_trace/top_op_ms_per_step"
+    assert sorted(p[0] for p in points(run / ".canning" / "trends", tag)) == [0, 1]
 
 
 def test_the_wall_time_is_the_traces_end_from_1e18_ns_on(tmp_path, monkeypatch):
@@ -88,7 +106,7 @@ def test_the_wall_time_is_the_traces_end_from_1e18_ns_on(tmp_path, monkeypatch):
     write(tmp_path / "logdir" / "a" / "w.pt.trace.json", trace_text(ts=999_999_999_999_990))
     write(tmp_path / "logdir" / "b" / "w.pt.trace.json", trace_text())
     monkeypatch.setattr(trends_mod.time, "time", lambda: 1234.5)
-    TrendWriter().write_new(Store(str(tmp_path / "logdir"), cache_dir=str(tmp_path / "c")))
+    assert TrendWriter().write_new(Store(str(tmp_path / "logdir"), cache_dir=str(tmp_path / "c"))) == 2  # a, b
     (_, _, wall), = points(tmp_path / "logdir" / "a" / ".canning" / "trends")
     assert wall == 1e9
     (_, _, wall), = points(tmp_path / "logdir" / "b" / ".canning" / "trends")
@@ -122,17 +140,20 @@ def test_only_ready_windows_unwritten_ones_and_errors_recorded(tmp_path):
 
 
 def test_read_only_runs_remote_stores_and_unwritable_trend_folders_get_none(tmp_path, caplog):
-    write(tmp_path / "logdir" / "ro" / "w.pt.trace.json", trace_text())
+    """Runs in name order: "a_ro" (read-only) and "blocked" come before "ok", which is still written."""
+    write(tmp_path / "logdir" / "a_ro" / "w.pt.trace.json", trace_text())
     write(tmp_path / "logdir" / "blocked" / "w.pt.trace.json", trace_text())
     write(tmp_path / "logdir" / "blocked" / ".canning", "a file where the folder would go")
     write(tmp_path / "logdir" / "ok" / "w.pt.trace.json", trace_text())
-    ro = tmp_path / "logdir" / "ro"
+    ro = tmp_path / "logdir" / "a_ro"
     ro.chmod(0o555)
     try:
         store = Store(str(tmp_path / "logdir"), cache_dir=str(tmp_path / "c"))
         assert TrendWriter().write_new(store) == 1
         assert os.listdir(ro) == ["w.pt.trace.json"]
-        assert "no trends for blocked" in caplog.text
+        assert [r.getMessage() for r in caplog.records] == [
+            f"canning: no trends for blocked: [Errno 20] .canning is a link or not a folder: not written through: "
+            f"'{tmp_path / 'logdir' / 'blocked' / '.canning' / 'trends'}'"]
         assert points(tmp_path / "logdir" / "ok" / ".canning" / "trends")
         write(tmp_path / "logdir" / "new" / "w.pt.trace.json", trace_text())
         store.refresh()
