@@ -27,9 +27,12 @@ class Bucket:
         self.objects, self.times, self.buckets, self.calls = {}, {}, set(buckets), []
         self.typeless, self.fail = False, {}
 
-    def _failing(self, method):
-        if method in self.fail:
-            raise self.fail[method]
+    def _failing(self, method, path=None):
+        error = self.fail.get(method)
+        if isinstance(error, tuple):  # (error, the one path it fails for)
+            error = error[0] if path == error[1] else None
+        if error is not None:
+            raise error
 
     def put_bytes(self, key, data, when=T0):
         self.objects[key], self.times[key] = data, when
@@ -43,6 +46,7 @@ class Bucket:
 
     def exists(self, path):
         self.calls.append(("exists", path))
+        self._failing("exists", path)
         return path in self.buckets or path in self.objects or any(k.startswith(path + "/") for k in self.objects)
 
     def find(self, path, detail=False):
@@ -85,6 +89,7 @@ class Bucket:
 
     def put(self, local, key, recursive=False):
         self.calls.append(("put", key))
+        self._failing("put")
         with open(local, "rb") as f:
             self.put_bytes(key, f.read())
 
@@ -130,6 +135,8 @@ def test_times_of_each_back_end():
     assert _mtime({"updated": 12.5}) == 12.5
     assert _mtime({"last_modified": "2026-01-02T03:04:05Z"}) == 1767323045.0
     assert _mtime({"modification_time": "no time", "created": 7}) == 7.0
+    assert _mtime({"modification_time": 5, "created": 7}) == 5.0
+    assert _mtime({"mtime": 100000000001}) == 100000000.001  # just past 10^11: ms
     assert _mtime({"LastModified": T0, "mtime": 3}) == 1767323045.0
     assert _mtime({"size": 1}) is None
     assert _identity({"ETag": "e", "size": 3, "mtime": 4}) == "e|3|4.0"
@@ -147,6 +154,7 @@ def test_a_mirror_of_a_url_with_a_slash(bucket, tmp_path):
     assert m.url == URL and m.root == ROOT and m.local == str(tmp_path / "m" / "logdir") and m.full_every == 60.0
     assert m.url_of(os.path.join(m.local, "r", "a.json")) == URL + "/r/a.json"
     assert m._rel(ROOT + "/r/a") == "r/a" and m._rel(ROOT + "x/a") == "" and m._rel(ROOT) == ""
+    assert m._rel(ROOT + "/r/") == "r"  # a folder listed with its slash
 
 
 # -- sync and ensure ---------------------------------------------------------------------------------------
@@ -165,6 +173,7 @@ def fill(bucket):
 
 def test_sync_copies_what_discovery_needs_and_the_rest_on_demand(bucket, tmp_path):
     fill(bucket)
+    bucket.typeless = True  # listings without a type: files
     m = Mirror(URL, str(tmp_path / "m"))
     m.sync()
     assert local_files(m) == ["n/rank1.1.canning.json", "n/rank1_ascend_pt/trace_view.json",
@@ -196,6 +205,18 @@ def test_a_restart_copies_nothing_again_and_a_change_is_copied(bucket, tmp_path)
     os.remove(m.local_path("r/rank0.1.canning.json"))  # a copy lost here: copied again
     m.sync()
     assert bucket.gets()[-1] == ("get", (f"{ROOT}/r/rank0.1.canning.json",))
+
+
+def test_the_traces_a_manifest_names_at_the_root_or_deep_are_copied_on_demand(bucket, tmp_path):
+    bucket.put_bytes(f"{ROOT}/top.canning.json", manifest(["top.pt.trace.json"]))
+    bucket.put_bytes(f"{ROOT}/top.pt.trace.json", b"{}")
+    bucket.put_bytes(f"{ROOT}/x/y/deep.canning.json", manifest(["deep.pt.trace.json"]))
+    bucket.put_bytes(f"{ROOT}/x/y/deep.pt.trace.json", b"{}")
+    m = Mirror(URL, str(tmp_path / "m"))
+    m.sync()
+    assert local_files(m) == ["top.canning.json", "x/y/deep.canning.json"]
+    assert m._lazy == {"top.pt.trace.json", "x/y/deep.pt.trace.json"}
+    assert m.write_packs() == [URL + "/" + pack.PACK_NAME, URL + "/x/y/" + pack.PACK_NAME]
 
 
 def test_a_manifest_is_read_once_per_version_and_a_bad_one_names_nothing(bucket, tmp_path, monkeypatch):
@@ -252,9 +273,19 @@ def test_between_full_listings_only_the_windows_folders_are_listed(bucket, tmp_p
 
 
 @pytest.mark.parametrize("method, where", [("invalidate_cache", "short"), ("ls", "short"), ("find", "new folder"),
-                                           ("get_file", "pack")])
+                                           ("get_file", "pack"), ("invalidate_cache", "full"), ("exists", "full"),
+                                           ("find", "full"), ("put", "write pack")])
 def test_a_failed_request_names_the_logdirs_url(bucket, tmp_path, method, where):
     windows(bucket, 4)
+    if where in ("full", "write pack"):
+        m = Mirror(URL, str(tmp_path / "m"))
+        if where == "write pack":
+            m.sync()
+        bucket.fail[method] = PermissionError("denied")
+        with pytest.raises(RemoteError) as e:
+            m.write_packs() if where == "write pack" else m.sync()
+        assert str(e.value).startswith("s3://bkt/logdir: access denied")
+        return
     if where == "pack":
         writer = Mirror(URL, str(tmp_path / "w"))
         writer.sync()
@@ -282,6 +313,11 @@ def test_no_bucket_no_path_and_a_bucket_not_written_yet(bucket, tmp_path):
     m = Mirror(URL, str(tmp_path / "m"))
     m.sync()  # the bucket is there, nothing under the path yet: no error, nothing
     assert local_files(m) == []
+    Mirror("s3://bkt/a/b/c", str(tmp_path / "deep")).sync()  # the bucket is "bkt", whatever the depth
+    bucket.fail["exists"] = (PermissionError("denied"), "bkt")  # the bucket's check itself fails
+    with pytest.raises(RemoteError, match="^s3://bkt/logdir: access denied"):
+        Mirror(URL, str(tmp_path / "p")).sync()
+    del bucket.fail["exists"]
     with pytest.raises(RemoteNotFound, match="s3://nobkt/logdir: no such bucket or path"):
         Mirror("s3://nobkt/logdir", str(tmp_path / "n")).sync()
     with pytest.raises(RemoteNotFound, match="s3://nobkt: no such bucket or path"):
@@ -357,11 +393,13 @@ def test_a_pack_removed_since_the_listing_costs_one_request(bucket, tmp_path, mo
 def test_packs_only_for_folders_with_manifests_of_tagged_current_copies(bucket, tmp_path):
     windows(bucket, 1, folder="a")
     bucket.put_bytes(f"{ROOT}/b/x.digest.pb", b"a digest with no manifest")
+    windows(bucket, 1, folder="c")
     bucket.put_bytes(f"{ROOT}/top.canning.json", manifest([]))
     m = Mirror(URL, str(tmp_path / "m"))
     m.sync()
     os.remove(m.local_path("a/rank0.1.digest.pb"))  # not the listed version here: left out
-    assert m.write_packs() == [URL + "/" + pack.PACK_NAME, URL + "/a/" + pack.PACK_NAME]  # folders "" < "a"
+    assert m.write_packs() == [URL + "/" + pack.PACK_NAME, URL + "/a/" + pack.PACK_NAME,
+                               URL + "/c/" + pack.PACK_NAME]  # folders "" < "a" < "b" (none: no manifest) < "c"
     with zipfile.ZipFile(io.BytesIO(bucket.objects[f"{ROOT}/a/{pack.PACK_NAME}"])) as z:
         assert sorted(z.namelist()) == [pack.INDEX, "rank0.1.canning.json"]
     assert f"{ROOT}/b/{pack.PACK_NAME}" not in bucket.objects
