@@ -331,7 +331,7 @@ def windows(bucket, n, folder="r"):
         bucket.put_bytes(f"{ROOT}/{folder}/rank{i}.1.digest.pb", f"digest {i}".encode())
 
 
-def test_a_pack_written_and_read_instead_of_one_request_per_file(bucket, tmp_path):
+def test_a_pack_written_and_read_instead_of_one_request_per_file(bucket, tmp_path, monkeypatch):
     windows(bucket, 4)  # 8 small files: WORTH a pack
     writer = Mirror(URL, str(tmp_path / "w"))
     writer.sync()
@@ -342,7 +342,11 @@ def test_a_pack_written_and_read_instead_of_one_request_per_file(bucket, tmp_pat
     bucket.calls.clear()
     reader = Mirror(URL, str(tmp_path / "r"))
     os.makedirs(reader.local_path("r"))  # the folder is there already: the pack lands in it
+    moves, replace = [], os.replace
+    monkeypatch.setattr(os, "replace", lambda a, b: moves.append((a, b)) or replace(a, b))
     reader.sync()
+    placed = [(a, b) for a, b in moves if b.startswith(reader.local)]
+    assert len(placed) == 8 and all(os.path.dirname(a) == os.path.dirname(b) for a, b in placed)  # tmp beside
     assert bucket.gets() == [("get_file", f"{ROOT}/r/{pack.PACK_NAME}")]
     assert open(reader.local_path("r/rank3.1.digest.pb"), "rb").read() == b"digest 3"
     assert os.stat(reader.local_path("r/rank3.1.digest.pb")).st_mtime == 1767323045.0
