@@ -57,19 +57,26 @@ def test_the_digest_beside_the_data_or_none_where_it_cannot_be_written(tmp_path)
 class Bucket:
     """A stand-in object store: {key: bytes}; records each request."""
     def __init__(self, objects):
-        self.objects, self.calls = dict(objects), []
+        self.objects, self.calls, self.fail = dict(objects), [], {}
 
     def exists(self, key):
         self.calls.append(("exists", key))
+        self._failing("exists")
         return key in self.objects
+
+    def _failing(self, method):
+        if method in self.fail:
+            raise self.fail[method]
 
     def get_file(self, key, local):
         self.calls.append(("get_file", key))
+        self._failing("get_file")
         with open(local, "wb") as f:
             f.write(self.objects[key])
 
     def get(self, key, local, recursive=False):
         self.calls.append(("get", key, recursive))
+        self._failing("get")
         for k, data in self.objects.items():
             if k.startswith(key + "/"):
                 os.makedirs(os.path.dirname(os.path.join(local, k[len(key) + 1:])), exist_ok=True)
@@ -149,3 +156,14 @@ def test_only_our_handlers_windows_get_a_digest_beside_them(tmp_path):
         assert beside_of(man, None, str(tmp_path / "logdir")) is None  # read-only: the caller's cache
     finally:
         run.chmod(stat.S_IRWXU)
+
+
+@pytest.mark.parametrize("method, fmt, path", [("exists", "kineto", "r/w.pt.trace.json"),
+                                               ("get_file", "kineto", "r/w.pt.trace.json"),
+                                               ("get", "ascend", "r/rank0_ascend_pt")])
+def test_a_failed_request_names_the_logdirs_url(bucket, tmp_path, method, fmt, path):
+    from canning_tb.util.remote_fs import RemoteError
+    bucket.fail[method] = PermissionError("denied")
+    win = window_at("/m/logdir/" + path, fmt=fmt)
+    with pytest.raises(RemoteError, match="^s3://bkt/logdir: access denied"):
+        _fetched(Job(IDENT, win, None, url="s3://bkt/logdir", local_root="/m/logdir"), str(tmp_path))
