@@ -98,9 +98,11 @@ def bucket(monkeypatch):
     return b
 
 
-def test_a_remote_job_fetches_its_files_and_names_them_by_their_url(bucket):
+def test_a_remote_job_fetches_its_files_and_names_them_by_their_url(bucket, tmp_path, monkeypatch):
     """The window as the mirror knows it: paths under /m/logdir, a local copy that this job never reads."""
     win = window_at("/m/logdir/r/w.pt.trace.json", files=["/m/logdir/r/w.pt.trace.json", "/m/logdir/r/gone.json"])
+    (tmp_path / "cwd").mkdir()
+    monkeypatch.chdir(tmp_path / "cwd")  # nothing is left in the working folder
     out = run_job(Job(IDENT, win, "s3://bkt/logdir/r/w.digest.pb", url="s3://bkt/logdir", local_root="/m/logdir"))
     digest = digest_pb2.Digest.FromString(out.digest)
     assert list(digest.window.source_files) == ["s3://bkt/logdir/r/w.pt.trace.json"]
@@ -108,7 +110,8 @@ def test_a_remote_job_fetches_its_files_and_names_them_by_their_url(bucket):
     assert ("exists", "bkt/logdir/r/gone.json") in bucket.calls
     assert not [c for c in bucket.calls if c[0] == "get_file" and c[1].endswith("gone.json")]
     assert out.written == "s3://bkt/logdir/r/w.digest.pb" and bucket.objects["bkt/logdir/r/w.digest.pb"] == out.digest
-    assert out.error is None and out.ident == IDENT
+    assert out.error is None and out.ident == IDENT and digest.window.worker == "w"
+    assert os.listdir(tmp_path / "cwd") == []
 
 
 def test_a_remote_windows_error_names_the_url(bucket):

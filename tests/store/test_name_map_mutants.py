@@ -69,6 +69,7 @@ def test_bad_files_give_the_defaults_and_say_why(tmp_path):
         path.write_bytes(data)
         names, where, problem = load_name_map(str(tmp_path))
         assert names == DEFAULTS and where == str(path) and said in problem, (data[:10], problem)
+    assert problem == "nested too deeply to read"
 
 
 def test_an_unreadable_file_says_the_systems_reason(tmp_path, monkeypatch):

@@ -14,6 +14,7 @@ from canning_tb.store import pack
 
 def test_names_and_tags():
     assert pack.is_pack("r/canning-digests.zip") and pack.is_pack("canning-digests.zip")
+    assert pack.is_pack("a/b/canning-digests.zip")
     assert not pack.is_pack("r/canning-digests.zip.tmp") and not pack.is_pack("r/xcanning-digests.zip")
     assert pack.packable("a/r.1.canning.json") and pack.packable("r.1.digest.pb") and not pack.packable("r.json")
     assert pack.tag({"ETag": "a", "etag": "b", "md5Hash": "c", "md5": "d"}) == "a"
