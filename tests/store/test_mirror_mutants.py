@@ -78,6 +78,7 @@ class Bucket:
         for r, p in zip(rpaths, lpaths):
             with open(p, "wb") as f:
                 f.write(self.objects[r])
+        self._failing("get")  # after writing: a transfer that breaks off leaves its temporary files
 
     def get_file(self, rpath, lpath):
         self.calls.append(("get_file", rpath))
@@ -155,6 +156,7 @@ def test_a_mirror_of_a_url_with_a_slash(bucket, tmp_path):
     assert m.url_of(os.path.join(m.local, "r", "a.json")) == URL + "/r/a.json"
     assert m._rel(ROOT + "/r/a") == "r/a" and m._rel(ROOT + "x/a") == "" and m._rel(ROOT) == ""
     assert m._rel(ROOT + "/r/") == "r"  # a folder listed with its slash
+    assert m._rel(ROOT + "/r/AX") == "r/AX" and Mirror(URL + "X", str(tmp_path / "x")).url == URL + "X"
 
 
 # -- sync and ensure ---------------------------------------------------------------------------------------
@@ -274,7 +276,7 @@ def test_between_full_listings_only_the_windows_folders_are_listed(bucket, tmp_p
 
 @pytest.mark.parametrize("method, where", [("invalidate_cache", "short"), ("ls", "short"), ("find", "new folder"),
                                            ("get_file", "pack"), ("invalidate_cache", "full"), ("exists", "full"),
-                                           ("find", "full"), ("put", "write pack")])
+                                           ("find", "full"), ("put", "write pack"), ("get", "full")])
 def test_a_failed_request_names_the_logdirs_url(bucket, tmp_path, method, where):
     windows(bucket, 4)
     if where in ("full", "write pack"):
@@ -285,6 +287,7 @@ def test_a_failed_request_names_the_logdirs_url(bucket, tmp_path, method, where)
         with pytest.raises(RemoteError) as e:
             m.write_packs() if where == "write pack" else m.sync()
         assert str(e.value).startswith("s3://bkt/logdir: access denied")
+        assert not [n for d, _, ns in os.walk(tmp_path / "m") for n in ns if n.endswith(".tmp")]
         return
     if where == "pack":
         writer = Mirror(URL, str(tmp_path / "w"))
