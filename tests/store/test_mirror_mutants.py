@@ -411,3 +411,34 @@ def test_packs_only_for_folders_with_manifests_of_tagged_current_copies(bucket, 
         assert sorted(z.namelist()) == [pack.INDEX, "rank0.1.canning.json"]
     assert f"{ROOT}/b/{pack.PACK_NAME}" not in bucket.objects
     assert not [n for d, _, ns in os.walk(tmp_path / "m") for n in ns if n.endswith(".tmp")]
+
+
+@pytest.mark.parametrize("folder", ["", "x/y"])
+def test_a_pack_at_the_root_or_two_folders_deep_is_found(bucket, tmp_path, folder):
+    prefix = f"{folder}/" if folder else ""
+    for i in range(4):
+        bucket.put_bytes(f"{ROOT}/{prefix}rank{i}.1.canning.json", manifest([f"rank{i}.1.pt.trace.json"]))
+        bucket.put_bytes(f"{ROOT}/{prefix}rank{i}.1.digest.pb", f"digest {i}".encode())
+    writer = Mirror(URL, str(tmp_path / "w"))
+    writer.sync()
+    assert writer.write_packs() == [f"{URL}/{prefix}{pack.PACK_NAME}"]
+    bucket.calls.clear()
+    Mirror(URL, str(tmp_path / "r")).sync()
+    assert bucket.gets() == [("get_file", f"{ROOT}/{prefix}{pack.PACK_NAME}")]
+
+
+def test_a_used_pack_is_not_fetched_again_and_a_small_folder_does_not_stop_the_others(bucket, tmp_path):
+    windows(bucket, 4, folder="b")
+    bucket.put_bytes(f"{ROOT}/a/rank9.1.canning.json", manifest([]))  # "a": one small file, too few for its pack
+    writer = Mirror(URL, str(tmp_path / "w"))
+    writer.sync()
+    writer.write_packs()
+    bucket.calls.clear()
+    reader = Mirror(URL, str(tmp_path / "r"))
+    reader.sync()
+    assert ("get_file", f"{ROOT}/b/{pack.PACK_NAME}") in bucket.gets()
+    for name in os.listdir(reader.local_path("b")):
+        os.remove(os.path.join(reader.local_path("b"), name))
+    bucket.calls.clear()
+    reader.sync()  # all 8 lost here: the same pack version is used up, the files come in one request
+    assert [c[0] for c in bucket.gets()] == ["get"] and len(bucket.gets()[0][1]) == 8

@@ -51,9 +51,11 @@ def test_a_file_that_is_no_manifest_is_said(tmp_path):
 
 class Bucket:
     def __init__(self):
-        self.objects = {}
+        self.objects, self.fail = {}, None
 
     def put(self, local, key, recursive=False):
+        if self.fail:
+            raise self.fail
         with open(local, "rb") as f:
             self.objects[key] = f.read()
 
@@ -154,3 +156,13 @@ def test_the_background_process_says_its_usage_on_stderr_in_its_own_format():
     assert done.returncode == 0 and done.stdout == ""
     assert done.stderr == ("canning digest: usage: python -m canning_tb.store.source_digest [--publish URL] "
                            "<manifest.canning.json>...\n")
+
+
+def test_a_failed_upload_names_the_url(tmp_path, monkeypatch):
+    from canning_tb.util import remote_fs
+    bucket = Bucket()
+    bucket.fail = PermissionError("denied")
+    monkeypatch.setattr(remote_fs, "open_fs", lambda url: (bucket, url.split("://", 1)[1]))
+    manifest, _ = handler_window(str(tmp_path / "stage"))
+    with pytest.raises(remote_fs.RemoteError, match="^s3://bkt/run: access denied"):
+        sd.publish_digest(manifest, "s3://bkt/run")
