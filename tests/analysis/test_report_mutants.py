@@ -81,6 +81,7 @@ def test_op_summary_longest_first_ties_by_name_and_limit():
                     ["c", 2, 4.0, 2.0, 1.0, 3.0, None, None, None], ["z", 0, 0.0, 0.0, 0.0, 0.0, None, None, None]]
     assert [r[0] for r in report.op_summary(d, limit=2).rows] == ["b", "a"]
     assert len(report.op_summary(d, limit=None).rows) == 4 and not report.op_summary(d).notes
+    assert len(report.op_summary(d, limit=0).rows) == 4  # 0: no limit, as None
 
 
 def test_op_summary_without_operators_says_why():
@@ -101,6 +102,8 @@ def test_memory_summary_rows_unknown_and_empty_cache_calls():
                         peak_reserved_bytes=-1, capacity_bytes=0, empty_cache_calls=2),
         pb.DeviceMemory(device="npu:0", peak_allocated_bytes=0, peak_reserved_bytes=0, capacity_bytes=1)])
     t = report.memory_summary(d)
+    assert t.title == "Memory summary"
+    assert t.columns == ["Device", "Allocations", "Frees", "Allocated", "Peak memory", "Peak reserved", "Capacity"]
     assert t.rows == [["cuda:0", 3, 2, "2.00 MB", "1.00 MB", "3.00 MB", "4.00 MB"],
                       ["CPU", 1, 0, "0.00 MB", None, None, None],
                       ["npu:0", 0, 0, "0.00 MB", "0.00 MB", "0.00 MB", "0.00 MB"]]
@@ -132,6 +135,10 @@ def test_kernel_summary_in_the_digests_order_with_limit():
                                    pb.KernelStat(name="k0", calls=0, total_ns=0)])
     assert report.kernel_summary(d).rows == [["k1", 2, 3.0, 1.5, 1.0, 2.0], ["k0", 0, 0.0, 0.0, 0.0, 0.0]]
     assert report.kernel_summary(d, limit=1).rows == [["k1", 2, 3.0, 1.5, 1.0, 2.0]]
+    assert len(report.kernel_summary(d, limit=0).rows) == 2  # 0: no limit, as None
+    t = report.kernel_summary(d)
+    assert t.title == "Kernel summary (device time)"
+    assert t.columns == ["Kernel", "Calls", "Total(ms)", "Avg(ms)", "Min(ms)", "Max(ms)"]
 
 
 def test_device_summary_gpu_and_npu_rows():
@@ -141,11 +148,19 @@ def test_device_summary_gpu_and_npu_rows():
                          tensor_core_share=0.0)
     g2 = pb.GpuEfficiency(device=1, name="A100", utilization=1.0, sm_efficiency=0.5, achieved_occupancy_pct=-1,
                           tensor_core_share=-1)
+    g3 = pb.GpuEfficiency(device=2, name="B", utilization=0, sm_efficiency=0, achieved_occupancy_pct=0.0,
+                          tensor_core_share=1)  # 0 % occupancy is known
+    g4 = pb.GpuEfficiency(device=3, name="B", utilization=0, sm_efficiency=0, achieved_occupancy_pct=0.5,
+                          tensor_core_share=1)
     n = pb.NpuEfficiency(device=3, name="Ascend910B", ai_core_utilization=0.5, cube_share=-1,
                          pmu=[pb.NpuPmuMetric(name="aic_mac_ratio", value=0.25), pb.NpuPmuMetric(name="x", value=1)])
     n2 = pb.NpuEfficiency(device=4, name="Ascend910B", ai_core_utilization=-1, cube_share=0.75)
-    t = report.device_summary(pb.Digest(gpu_efficiency=[g, g2], npu_efficiency=[n, n2]))
+    t = report.device_summary(pb.Digest(gpu_efficiency=[g, g2, g3, g4], npu_efficiency=[n, n2]))
+    assert t.title == "Device efficiency (%, over the steps the average keeps)"
+    assert t.columns == ["Device", "Utilization", "Est. SM efficiency", "Est. achieved occupancy",
+                         "Tensor Cores / cube share"]
     assert t.rows == [["GPU 0: A100", 12.35, None, 45.68, 0.0], ["GPU 1: A100", 100.0, 50.0, None, None],
+                      ["GPU 2: B", 0.0, 0.0, 0.0, 100.0], ["GPU 3: B", 0.0, 0.0, 0.5, 100.0],
                       ["NPU 3: Ascend910B", 50.0, None, None, None], ["NPU 4: Ascend910B", None, None, None, 75.0]]
     assert t.notes == ["NPU 3 PMU: aic_mac_ratio 0.250, x 1.000", "NPU 4 PMU: not collected"]
 
@@ -431,6 +446,9 @@ def test_paths_text_by_hand():
         "    ... 18 more hops (the MCP tool critical_path, scope ranks, step 2)",
         "  Clock offsets applied: rank 1 +1.5 us, rank 2 -0.2 us"]
     assert report._paths_text({}) == "" and report._paths_text({"critical_path": []}) == ""
+    # 2,000,000,000 ns = 2000.000 ms exactly (a divisor off by one would show 1999.998)
+    far = {"rank": 1, "start_ns": 2 * 10 ** 9, "end_ns": 3 * 10 ** 9, "ns": 10 ** 9, "what": "own", "after": "x"}
+    assert report._hop_text(far) == "    rank 1 2000.000 to 3000.000 ms (1000.000 ms): own work after x"
 
 
 def test_paths_text_limits():
@@ -460,6 +478,13 @@ def test_data_text_and_window_report_sections():
     for absent in ("Kernel summary", "Device efficiency", "Memory summary", "Communication summary", "Data:",
                    "Critical path"):
         assert absent not in text
+    assert "Step time breakdown (ms)" in text
+    d.window.world_size = 1
+    assert report.window_report(d).split("\n")[0].startswith("rank 3/1  format kineto")
+    for i in range(11):  # the default top: 10 operators of 11
+        d.ops_by_name.add(name=f"many{i:02d}", calls=1, host_total_ns=MS)
+    assert "many09" in report.window_report(d) and "many10" not in report.window_report(d)
+    del d.ops_by_name[:]
     d.window.world_size, d.step_source = 2, "trace"
     for i in range(4):
         d.kernels_by_name.add(name=f"k{i}", calls=1, total_ns=MS)
