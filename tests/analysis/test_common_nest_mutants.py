@@ -284,8 +284,8 @@ def test_innermost_at_by_hand():
     none."""
     t = table([ev("A", CPU, 0, 100), ev("B", CPU, 10, 40), ev("C", CPU, 60, 10), ev("D", CPU, 40, 160, tid=2)])
     n = common.nest(t, np.arange(4))
-    got = common.innermost_at(t, n, np.array([5, 20, 50, 55, 65, 100, 150, 250, -5]))
-    assert got.tolist() == [0, 1, 1, 0, 3, 0, 2, NONE, NONE]
+    got = common.innermost_at(t, n, np.array([5, 20, 50, 55, 65, 100, 150, 250, -5, 60, 10]))
+    assert got.tolist() == [0, 1, 1, 0, 3, 0, 2, NONE, NONE, 3, 1]  # 60 and 10: C's and B's first instants
 
 
 def test_innermost_at_walks_up_several_levels():
@@ -306,9 +306,67 @@ def test_innermost_at_tries_the_busiest_thread_first():
     n = common.nest(t, rows)
     assert [names[i] for i in common.innermost_at(t, n, [50, 250]).tolist()] == ["Y", "Z"]
     two = np.array([i for i, name in enumerate(names) if name != "Z"])
+    assert [names[i] for i in two] == ["X", "Y"]
     n2 = common.nest(t, two)
-    (pos,) = common.innermost_at(t, n2, [50]).tolist()
-    assert names[two[pos]] == "Y"
+    assert common.innermost_at(t, n2, [50]).tolist() == [1]  # Y, the second of the rows given
+
+
+def test_innermost_at_an_instant_left_for_the_second_thread():
+    """tid 1 (two rows, the busiest): P [0, 10) and R [200, 210); tid 2: Q [5, 105). Positions in time order: P 0,
+    Q 1, R 2. At 50 tid 1's last start is P's, which ended at 10: Q on tid 2 holds it. At 5 P (tid 1 first); at 205
+    R; at 200, R's first instant: R."""
+    t = table([ev("P", CPU, 0, 10), ev("R", CPU, 200, 10), ev("Q", CPU, 5, 100, tid=2)])
+    n = common.nest(t, np.arange(3))
+    assert common.innermost_at(t, n, [50]).tolist() == [1]
+    assert common.innermost_at(t, n, [5, 50]).tolist() == [0, 1]
+    assert common.innermost_at(t, n, [205, 200, 60]).tolist() == [2, 2, 1]
+
+
+def test_innermost_at_with_ties_among_other_values():
+    """Rows given interleaved: a0 .. a11 from 0 (200, 190, ..., 90 ns long, each inside the one before) and b0 .. b11
+    from 500 alike: at 5 the innermost is a11, the 12th a (position 22 of the rows given); at 505 b11 (23).
+    Then 20 threads holding [0, 100) each, the odd tids with a second event [200, 210): the odd tids are the
+    busiest, and among them tid 1 (the lowest pair) is tried first."""
+    t = table([ev(f"a{i}", CPU, 0, 200 - 10 * i) for i in range(12)] + [ev(f"b{i}", CPU, 500, 200 - 10 * i)
+                                                                          for i in range(12)])
+    rows = np.ravel(np.column_stack([np.arange(12), np.arange(12, 24)]))  # a0, b0, a1, b1, ...
+    n = common.nest(t, rows)
+    assert common.innermost_at(t, n, [5, 505]).tolist() == [22, 23]
+    events = [ev(f"t{k}", CPU, 0, 100, tid=k) for k in range(1, 21)]
+    events += [ev(f"u{k}", CPU, 200, 10, tid=k) for k in range(1, 21, 2)]
+    t = table(events)
+    n = common.nest(t, np.arange(len(t)))
+    (pos,) = common.innermost_at(t, n, [50]).tolist()
+    assert t.events["tid"][pos] == 1 and t.events["ts"][pos] == 0
+
+
+def test_innermost_at_among_equally_busy_threads_takes_the_lowest():
+    """17 threads (tid k + 1 for key k) of one or two events, as COUNTS says; only keys 6 and 7 (both of two events)
+    hold the instant 50, with [0, 100): key 6, the lower of the two, answers (its event's tid is 7)."""
+    counts = [1, 2, 2, 2, 1, 1, 2, 2, 1, 1, 2, 1, 1, 2, 1, 1, 2]
+    events = []
+    for key, count in enumerate(counts):
+        first = (0, 100) if key in (6, 7) else (1000, 10)
+        events.append(ev(f"k{key}", CPU, first[0], first[1], tid=key + 1))
+        if count == 2:
+            events.append(ev(f"k{key}b", CPU, 2000, 10, tid=key + 1))
+    t = table(events)
+    n = common.nest(t, np.arange(len(t)))
+    (pos,) = common.innermost_at(t, n, [50]).tolist()
+    assert t.events["tid"][pos] == 7
+
+
+def test_innermost_at_among_many_equal_starts_and_many_threads():
+    """20 events from 0 on one thread, 200, 190, ..., 10 ns long (each inside the one before): at 5 the innermost is
+    the last (10 ns), position 19; at 195 the first. Then 20 threads with one event [0, 100) each: at 50 the
+    threads tie, the one of the lowest (pid, tid) wins: tid 1, position 0."""
+    t = table([ev(f"n{i}", CPU, 0, 200 - 10 * i) for i in range(20)])
+    n = common.nest(t, np.arange(20))
+    assert common.innermost_at(t, n, [5, 195]).tolist() == [19, 0]
+    t = table([ev(f"t{k}", CPU, 0, 100, tid=k) for k in range(1, 21)])
+    n = common.nest(t, np.arange(20))
+    (pos,) = common.innermost_at(t, n, [50]).tolist()
+    assert t.events["tid"][pos] == 1
 
 
 def test_innermost_at_of_nothing():
