@@ -88,10 +88,14 @@ def test_group_rows_as_numpy_unique(width):
 
 
 def test_group_rows_of_wide_columns_where_only_the_first_changes():
-    """Lexsort path: rows (0, 5), (2**41, 5), (0, 5): two groups, told apart by the first column alone."""
-    keys = np.array([[0, 5], [2 ** 41, 5], [0, 5], [-(2 ** 41), 5]], np.int64)
+    """Too wide to pack (spans 2**42 + 1 and 2**40 - 4: over 2**62 together), so sorted by lexsort: (-2**41, 5),
+    (0, 5) twice, (7, 2**40), (2**41, 5). Four groups; the first three rows of the sort differ in the first
+    column only."""
+    keys = np.array([[0, 5], [2 ** 41, 5], [0, 5], [-(2 ** 41), 5], [7, 2 ** 40]], np.int64)
+    assert common._packed([keys[:, 0], keys[:, 1]]) is None
     uniq, inverse = common.group_rows(keys)
-    assert uniq.tolist() == [[-(2 ** 41), 5], [0, 5], [2 ** 41, 5]] and inverse.tolist() == [1, 2, 1, 0]
+    assert uniq.tolist() == [[-(2 ** 41), 5], [0, 5], [7, 2 ** 40], [2 ** 41, 5]]
+    assert inverse.tolist() == [1, 3, 1, 0, 2]
 
 
 def test_group_rows_of_int32_columns_across_their_range():
