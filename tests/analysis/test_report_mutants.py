@@ -127,8 +127,10 @@ def test_memory_summary_empty_says_which_switch():
     assert report.memory_summary(on).notes == [
         "No memory records: profile_memory=True was on, but no tensor was allocated or freed in the window."]
     for d in (off, pb.Digest()):
-        (note,) = report.memory_summary(d).notes
-        assert note.startswith("No memory records: the window was profiled without profile_memory=True. Pass ")
+        assert report.memory_summary(d).notes == [
+            "No memory records: the window was profiled without profile_memory=True. Pass ps.Profile(..., "
+            "profile_memory=True) (canning-prof performance --profile-memory) to record every allocation; it slows "
+            "the steps down."]
     assert report._setting(on, "profile_memory") is True and report._setting(off, "profile_memory") is False
     assert report._setting(pb.Digest(), "profile_memory") is None
     odd = pb.Digest()
@@ -190,6 +192,7 @@ def test_step_summary_rows_average_and_left_out_steps():
                   average_steps=[1], step_source="trace")
     d.average.total_ns, d.average.compute_ns, d.average.host_ns = 10 * MS, 4 * MS, MS
     t = report.step_summary(d)
+    assert t.title == "Step time breakdown (ms)"
     assert t.columns == ["Step", "Total(ms)", "Compute", "Overlapped", "Communication", "Memcpy", "Memset",
                          "Device wait", "Runtime", "DataLoader", "Host", "Idle"]
     assert t.rows == [["1", 10.0, 4.0, 0, 0, 0, 0, 0, 0, 0, 0, 1.0],
@@ -200,6 +203,16 @@ def test_step_summary_rows_average_and_left_out_steps():
         "Step 2 is left out of the average: its device work ran 2.0 ms past its host range, into the window's end.",
         "Step 3 is left out of the average: its host waited 1.0 ms for device work queued before the window (a "
         "blocking call while the trace shows no device work running)."]
+
+
+def test_step_summary_two_steps_and_a_queued_step_kept():
+    """Two steps: the average row. Step 2 waited 1 ms of 10 for queued work, but the average keeps it (listed in
+    average_steps): it says so, not "left out"."""
+    d = pb.Digest(steps=[_step(1, 10 * MS), _step(2, 10 * MS, distorted=True, untraced=MS)], average_steps=[1, 2])
+    t = report.step_summary(d)
+    assert [r[0] for r in t.rows] == ["1", "2 (queued work)", "average"]
+    assert t.notes == ["Step 2 includes 1.0 ms the host waited for device work queued before the window; no other "
+                       "step to average instead."]
 
 
 def test_step_summary_one_step_no_average_and_the_notes():
@@ -278,6 +291,9 @@ def test_communication_summary_rows_labels_and_unknowns():
     d.communication.collectives.add(kind="Send", group="g2", calls=1, total_ns=MS, bytes=7, transit_bytes=1,
                                     wait_ns=1_500_000, transfer_ns=MS, bandwidth_gbps=0.12345)
     t = report.communication_summary(d)
+    assert t.title == "Communication summary"
+    assert t.columns == ["Collective", "Group", "Calls", "Total(ms)", "Avg(ms)", "Bytes", "Transit bytes", "Wait(ms)",
+                         "Transfer(ms)", "Bandwidth(GB/s)"]
     assert t.rows == [["AllReduce", "dp", 2, 3.0, 1.5, 0, None, 0.0, 0.0, 0.0],
                       ["Broadcast", "g9", 0, 0.0, 0.0, None, 5, None, None, None],
                       ["Send", "g2", 1, 1.0, 1.0, 7, 1, 1.5, 1.0, 0.123]]
@@ -314,12 +330,12 @@ def test_communication_summary_unknown_wait_and_share():
 
 def test_communication_summary_empty_by_world_size():
     """World size 0 or 1: one process; 2 and more: this rank ran none."""
-    one = "No collective in this window: a single process (world size 1) runs no communication. Profile the ranks "
+    one = ("No collective in this window: a single process (world size 1) runs no communication. Profile the ranks "
+           "of a torch.distributed job (DDP, FSDP, tensor / pipeline parallel) to fill it.")
     for world in (0, 1):
         d = pb.Digest()
         d.window.world_size = world
-        (note,) = report.communication_summary(d).notes
-        assert note.startswith(one)
+        assert report.communication_summary(d).notes == [one]
     d = pb.Digest()
     d.window.world_size = 2
     assert report.communication_summary(d).notes == [
@@ -390,6 +406,23 @@ def test_ranks_report_quiet_notes_and_one_rank_source():
         "Wait and transfer from: analysis.db (rank 0); unknown (rank 1).", "World size 2 (metadata.json)."]
 
 
+def test_ranks_report_parts_and_missing_keys():
+    """The ranks table, the slow-rank table and the suggestions, apart by blank lines; without digests no pipeline
+    is known (a flagged spread without finding is under the floors). Keys the analysis lacks (world size,
+    coverage) add no note; world size 1 is known. With no analysis given, the digests' (none here)."""
+    r = _analysis(ranks=[_rank(0), _rank(1)], slow_ranks=[{"metric": "free", "ratio": 0.5, "flagged": True}])
+    del r["world_size"], r["coverage"]
+    parts = report.ranks_report([], analysis=r).split("\n\n")
+    assert len(parts) == 3 and parts[0].startswith("Ranks (ms, mean step)\n") and len(parts[0].split("\n")) == 7
+    # widths: Metric 6, Ratio 5 ("0.500"), Over 5 % 8
+    assert parts[1].split("\n")[-2] == "free    0.500  yes       no: under the significance floors (docs/rules.md)"
+    assert parts[2] == "Optimization Suggestions (across ranks):\n  No problem found by the rules."
+    r = _analysis(ranks=[_rank(0)], world_size=1)
+    assert report.ranks_report([], analysis=r).split("\n\n")[0].split("\n")[6:] == [
+        "-" * 80, "World size 1 (the files)."]
+    assert report.ranks_report([]).startswith("Ranks (ms, mean step)\n")
+
+
 def test_ranks_report_spread_over_top_ranks():
     """More ranks than `top`: the spread table; as many: one row a rank."""
     r = _analysis(ranks=[_rank(0), _rank(1), _rank(2)])
@@ -407,6 +440,8 @@ def test_slow_rank_table_verdicts():
     hits = [pb.RuleHit(rule="slow_rank_computing", title="Rank 3 computes slowest"),
             pb.RuleHit(rule="stage_imbalance", title="x")]
     t = report.slow_rank_table(analysis, hits)
+    assert t.title == "Slow rank check: (max - min) / mean, and the finding it gives"
+    assert t.columns == ["Metric", "Ratio", "Over 5 %", "Finding"]
     assert t.rows == [["computing", 0.1235, "yes", "Rank 3 computes slowest"],
                       ["communication", 0.06, "yes", "no: under the significance floors (docs/rules.md)"],
                       ["free", 0.01, "no", "no"]]
