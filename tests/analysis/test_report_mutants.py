@@ -418,8 +418,8 @@ def test_ranks_report_parts_and_missing_keys():
     assert parts[1].split("\n")[-2] == "free    0.500  yes       no: under the significance floors (docs/rules.md)"
     assert parts[2] == "Optimization Suggestions (across ranks):\n  No problem found by the rules."
     r = _analysis(ranks=[_rank(0)], world_size=1)
-    assert report.ranks_report([], analysis=r).split("\n\n")[0].split("\n")[6:] == [
-        "-" * 80, "World size 1 (the files)."]
+    # title, line, header, line, one row, line, then the note
+    assert report.ranks_report([], analysis=r).split("\n\n")[0].split("\n")[6:] == ["World size 1 (the files)."]
     assert report.ranks_report([]).startswith("Ranks (ms, mean step)\n")
 
 
