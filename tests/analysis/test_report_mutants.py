@@ -49,6 +49,7 @@ def test_fmt_cuts_long_and_multi_line_text_only():
     assert report._fmt(None) == "unknown"
     assert report._fmt(2.0) == "2.000"
     assert report._fmt(7) == "7"
+    assert report._fmt("a b\tc") == "a b\tc"  # one line with spaces and a tab: whole
 
 
 def test_csv_and_dict_and_repr():
@@ -460,6 +461,9 @@ def test_spread_table_rows():
     t = report.spread_table({"ranks": [0] * 8, "distributions": [dist("step_ns", 6, 7), dist("free_ns", 0, 0),
                                                                   dist("wait", 5, 5)]})
     assert t.title == "Ranks (ms, mean step): spread over 8 ranks"
+    assert t.columns == ["Figure", "Min", "Q1", "Median", "Q3", "Max", "Highest ranks", "Lowest ranks", "Outliers"]
+    assert t.notes == ["Outliers: more than 5 % from the median and a robust z-score beyond 3.5 (median absolute "
+                       "deviation); every rank: --format=json."]
     five = "0 (high), 1 (high), 2 (high), 3 (high), 4 (high)"
     assert t.rows == [["step", 1.0, 2.0, 3.0, 4.0, 5.0, "7, 6", "0", five + " +2"],
                       ["free", 1.0, 2.0, 3.0, 4.0, 5.0, "7, 6", "0", "none"],
