@@ -46,6 +46,7 @@ def test_fmt_cuts_long_and_multi_line_text_only():
     assert report._fmt("y" * 99) == "y" * 99
     assert report._fmt("x" * 101) == "x" * 97 + "..."
     assert report._fmt("ab\ncd") == "ab..."
+    assert report._fmt("ab\ncd\nef") == "ab..."  # the first line of three
     assert report._fmt(None) == "unknown"
     assert report._fmt(2.0) == "2.000"
     assert report._fmt(7) == "7"
@@ -70,6 +71,7 @@ def test_ms_and_mb():
     """1,234,567 ns = 1.234567 ms -> 1.235 (3 decimals); 3 MiB + 512 KiB = 3.5 MiB -> "3.50 MB"."""
     assert report._ms(1_234_567) == 1.235
     assert report._ms(-1_000_000) == -1.0
+    assert report._ms(2 * 10 ** 9) == 2000.0  # a divisor off by one would give 1999.998
     assert report._mb(3 * 1024 ** 2 + 512 * 1024) == "3.50 MB"
 
 
@@ -84,7 +86,10 @@ def test_op_summary_longest_first_ties_by_name_and_limit():
     """b: 6 ms over 3 calls = 2 ms each; a and c tie at 4 ms (a first by name); z: 0 calls, its mean 0.0."""
     d = pb.Digest(ops_by_name=[_op("c", 2, 4 * MS, MS, 3 * MS), _op("b", 3, 6 * MS, MS, 3 * MS),
                                _op("a", 1, 4 * MS, 4 * MS, 4 * MS), _op("z", 0, 0, 0, 0)])
-    rows = report.op_summary(d).rows
+    t = report.op_summary(d)
+    assert t.title == "Operator summary (host time)"
+    assert t.columns == ["Op Type", "Calls", "Total(ms)", "Avg(ms)", "Min(ms)", "Max(ms)", "GFLOP", "TFLOP/s", "Roof(%)"]
+    rows = t.rows
     assert rows == [["b", 3, 6.0, 2.0, 1.0, 3.0, None, None, None], ["a", 1, 4.0, 4.0, 4.0, 4.0, None, None, None],
                     ["c", 2, 4.0, 2.0, 1.0, 3.0, None, None, None], ["z", 0, 0.0, 0.0, 0.0, 0.0, None, None, None]]
     assert [r[0] for r in report.op_summary(d, limit=2).rows] == ["b", "a"]
@@ -244,6 +249,7 @@ def test_suggestions_rows_ranked_by_gain_and_unknowns():
     assert t.rows == [["warning", "A. a detail", 3.0, 1.235], ["warning", "B. b detail", 1.0, 1.1],
                       ["info", "C. c detail", None, None]]
     assert [h.rule for h in t.hits] == ["a", "b", "c"] and t.notes == []
+    assert t.title == "Suggestions" and t.columns == ["Severity", "Suggestion", "Gain(ms/step)", "Speedup"]
     assert [f["rule"] for f in t.to_dict()["findings"]] == ["a", "b", "c"]
     assert t.to_dict()["rows"] == t.rows
     assert str(t).startswith("Optimization Suggestions:\n1. [warning] A. a detail")
@@ -459,7 +465,7 @@ def test_spread_table_rows():
                 "top": [{"rank": 7}, {"rank": 6}], "bottom": [{"rank": 0}],
                 "outliers": [{"rank": i, "side": "high"} for i in range(outliers)], "outliers_total": total}
     t = report.spread_table({"ranks": [0] * 8, "distributions": [dist("step_ns", 6, 7), dist("free_ns", 0, 0),
-                                                                  dist("wait", 5, 5)]})
+                                                                  dist("wait", 5, 5), dist("x", 5, 6)]})
     assert t.title == "Ranks (ms, mean step): spread over 8 ranks"
     assert t.columns == ["Figure", "Min", "Q1", "Median", "Q3", "Max", "Highest ranks", "Lowest ranks", "Outliers"]
     assert t.notes == ["Outliers: more than 5 % from the median and a robust z-score beyond 3.5 (median absolute "
@@ -467,7 +473,8 @@ def test_spread_table_rows():
     five = "0 (high), 1 (high), 2 (high), 3 (high), 4 (high)"
     assert t.rows == [["step", 1.0, 2.0, 3.0, 4.0, 5.0, "7, 6", "0", five + " +2"],
                       ["free", 1.0, 2.0, 3.0, 4.0, 5.0, "7, 6", "0", "none"],
-                      ["wait", 1.0, 2.0, 3.0, 4.0, 5.0, "7, 6", "0", five]]
+                      ["wait", 1.0, 2.0, 3.0, 4.0, 5.0, "7, 6", "0", five],
+                      ["x", 1.0, 2.0, 3.0, 4.0, 5.0, "7, 6", "0", five + " +1"]]
 
 
 def _path(step, dur, by_rank, hops, total):
@@ -495,6 +502,15 @@ def test_paths_text_by_hand():
     # 2,000,000,000 ns = 2000.000 ms exactly (a divisor off by one would show 1999.998)
     far = {"rank": 1, "start_ns": 2 * 10 ** 9, "end_ns": 3 * 10 ** 9, "ns": 10 ** 9, "what": "own", "after": "x"}
     assert report._hop_text(far) == "    rank 1 2000.000 to 3000.000 ms (1000.000 ms): own work after x"
+
+
+def test_paths_text_in_whole_seconds_and_17_offsets():
+    """A step of 2 s held 1 s by rank 0 (50 %); 17 ranks moved by 1 ms each: 16 listed (+1000.0 us each)."""
+    r = {"critical_path": [_path(1, 2 * 10 ** 9, {0: 10 ** 9}, [], 0)],
+         "clock_offsets": [{"rank": k, "offset_ns": 10 ** 6} for k in range(17)]}
+    lines = report._paths_text(r).split("\n")
+    assert lines[3] == "  step 1: 2000.000 ms: rank 0 1000.000 ms (50%)"
+    assert lines[4] == "  Clock offsets applied: " + ", ".join(f"rank {k} +1000.0 us" for k in range(16))
 
 
 def test_paths_text_limits():
