@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from canning_tb.ingest.kineto import stacks
-from canning_tb.ingest.table import NONE, EventTable, Kind, blank_events
+from canning_tb.ingest.table import EventTable, Kind, blank_events
 
 F, OP, ANN, RT, K = Kind.PYTHON_FUNCTION, Kind.CPU_OP, Kind.USER_ANNOTATION, Kind.RUNTIME, Kind.KERNEL
 
