@@ -87,6 +87,13 @@ def test_critical_path_lines():
     assert critical_path_text([]) == ""
 
 
+def test_critical_path_times_to_the_microsecond():
+    """1,234,567,891 ns = 1234.568 ms (÷ 1e6; ÷ 1,000,001 would give 1234.567); 1 ns of sync is shown (0.000 ms,
+    0 %): only a category of 0 ns is left out."""
+    text = critical_path_text([path(1, 1_234_567_891, kernel=1_234_567_890, sync=1)])
+    assert text.split("\n")[1] == "  step 1: 1234.568 ms: kernel 1234.568 ms (100%), sync 0.000 ms (0%)"
+
+
 def test_critical_path_shows_eight_steps_then_counts_the_rest():
     paths = [path(i, 1_000_000, kernel=1_000_000) for i in range(11)]
     lines = critical_path_text(paths).split("\n")
