@@ -11,7 +11,8 @@ Reading (`open_file`, `read_file`):
   real path, so a link to outside it (the shadow password file, /proc/self/environ) is refused, whoever
   made it and whenever. Links inside the logdir are followed. Links out are followed only where the user
   said so: for one logdir and every folder under it, however strict a logdir around it is
-  (`confine(root, follow_links=True)`: `canning-prof --follow-links`, passed down as an argument) or for the whole process (`CANNING_FOLLOW_LINKS=1` in TensorBoard's environment, only read);
+  (`confine(root, follow_links=True)`: `canning-prof --follow-links`, passed down as an argument), or for the
+  whole process (`CANNING_FOLLOW_LINKS=1` in TensorBoard's environment, only read);
 - a whole-file read has a deadline (READ_DEADLINE_S, between blocks): a read that stalls past it fails.
 
 Writing (`atomic_write`, `make_dirs`): our folders inside a logdir (`.canning`, `.canning-capture` and below)
@@ -70,22 +71,30 @@ def confine(root: str | None, follow_links: bool = False) -> None:
 
 def follows_links(folder: str) -> bool:
     """Whether links under `folder` may lead out of its logdir: what the open-time check will answer for a file
-    in it (the process's setting, or the one given for the registered root that holds it)."""
+    in it (the process's setting, or that of any registered root that holds it)."""
     return _lets_out(os.path.join(folder, "_"))
+
+
+def _folders_above(path: str):
+    """The folders that hold `path` (lexically), innermost first, up to the file system's root."""
+    folder = os.path.dirname(os.path.abspath(path))
+    while True:
+        yield folder
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return
+        folder = parent
 
 
 def _root_of(path: str) -> str | None:
     """The outermost confinement root that `path` names a file under (lexically), or None."""
     if not _roots:
         return None
-    found, folder = None, os.path.dirname(os.path.abspath(path))
-    while True:
+    found = None
+    for folder in _folders_above(path):
         if folder in _roots:
             found = folder
-        parent = os.path.dirname(folder)
-        if parent == folder:
-            return found
-        folder = parent
+    return found
 
 
 def is_inside(real: str, root: str) -> bool:
@@ -113,14 +122,7 @@ def _lets_out(path: str, root: str | None = None) -> bool:
     discovery's Policy lists it)."""
     if follow_outside() or (root is not None and _roots.get(os.path.abspath(root), False)):
         return True
-    folder = os.path.dirname(os.path.abspath(path))
-    while True:
-        if _roots.get(folder, False):
-            return True
-        parent = os.path.dirname(folder)
-        if parent == folder:
-            return False
-        folder = parent
+    return any(_roots.get(folder, False) for folder in _folders_above(path))
 
 
 def _kind(mode: int) -> str:
