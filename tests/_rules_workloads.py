@@ -39,14 +39,44 @@ def profiled(tmp_path, name, step, rule_input=False, **settings):
     return digest, raw, RuleInput(digest, ctx)
 
 
-def interleaved(record, names, pairs):
+class Recordings(dict):
+    """{name: [recordings]}, and `others_cores`: the cores the rest of the machine kept busy on average while
+    they were taken (the machine's CPU time less this process's and its children's, over the wall time; None
+    where the machine does not say, not Linux)."""
+    others_cores: float | None = None
+
+
+def interleaved(record, names, pairs) -> Recordings:
     """`pairs` recordings of each workload in `names`, taken in turns (a b, b a, a b, ...): a change of the
-    machine's load falls on both alike. record(name, i) -> one recording; returns {name: [recordings]}."""
-    runs = {name: [] for name in names}
+    machine's load falls on both alike. record(name, i) -> one recording."""
+    from _lab import _machine_cpu_s
+    runs = Recordings({name: [] for name in names})
+    machine0, ours0, wall0 = _machine_cpu_s(), _own_cpu_s(), time.monotonic()
     for i in range(pairs):
         for name in (names if i % 2 == 0 else names[::-1]):
             runs[name].append(record(name, i))
+    machine1, wall = _machine_cpu_s(), time.monotonic() - wall0
+    if machine0 is not None and machine1 is not None and wall > 0:
+        runs.others_cores = max(0.0, (machine1 - machine0) - (_own_cpu_s() - ours0)) / wall
     return runs
+
+
+def _own_cpu_s() -> float:
+    import resource
+    return sum(u.ru_utime + u.ru_stime for u in (resource.getrusage(resource.RUSAGE_SELF),
+                                                 resource.getrusage(resource.RUSAGE_CHILDREN)))
+
+
+def crowded(runs: Recordings) -> str | None:
+    """Why a measured gain of these recordings is not judged, or None: the rest of the machine left this process
+    less than 3/4 of a core on average (another test worker on a 2-core machine leaves it one; a mutation run
+    beside the suite, none: a compile recorded then took 1.4 times its estimate)."""
+    import os
+    cores = os.cpu_count() or 1
+    if runs.others_cores is not None and runs.others_cores > cores - 0.75:
+        return (f"the rest of the machine kept {runs.others_cores:.1f} of its {cores} cores busy while the "
+                f"recordings ran: a measured gain is not judged on a crowded machine")
+    return None
 
 
 def one_thread():

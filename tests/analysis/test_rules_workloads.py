@@ -5,7 +5,7 @@ import statistics
 
 import pytest
 
-from _rules_workloads import (ACTIVE, interleaved, linear_step, llama_block_step, one_thread, profiled,
+from _rules_workloads import (ACTIVE, crowded, interleaved, linear_step, llama_block_step, one_thread, profiled,
                               recompiling_step, sleepy_loader, step_ms)
 
 from canning_tb.analysis.rules.runner import candidates
@@ -228,4 +228,6 @@ def test_recompilation_in_the_window_and_its_gain(compile_runs, compile_sets):
     for (fast, fast_raw), (_, static_raw) in zip(compile_sets["recompiling"], compile_sets["static"]):
         ratios.append((step_ms(fast_raw) - step_ms(static_raw)) / (hits(fast)["compilation"].gain_ns / 1e6))
     print(f"compilation gain, measured / estimated per pair: {[round(r, 2) for r in ratios]}")
+    if crowded(compile_sets):
+        pytest.skip(f"{crowded(compile_sets)}; ratios {[round(r, 2) for r in ratios]}")
     assert 0.75 <= statistics.median(ratios) <= 1.25, [round(r, 2) for r in ratios]
