@@ -33,8 +33,8 @@ def _described():
 
 
 def test_the_window_as_the_table_describes_it():
-    """Every field of the meta; a device's unknown index is 0, its unknown name "", its unknown memory -1; its
-    other keys with a value are properties (as text), those without (driver) are not."""
+    """Every field of the meta; a device's unknown index is -1 (not device 0), its unknown name "", its unknown
+    memory -1; its other keys with a value are properties (as text), those without (driver) are not."""
     w = build_digest(_described(), graph=False).window
     assert (w.format, w.rank, w.world_size, w.worker, w.host, w.pid) == ("kineto", 3, 8, "w", "h", 42)
     assert (w.start_ns, w.end_ns) == (100, 320)
@@ -43,7 +43,7 @@ def test_the_window_as_the_table_describes_it():
         ("cuda", 1, "A100", 80, "8.0")
     assert dict(cuda.properties) == {"uuid": "u", "sms": "108"}
     assert (npu.kind, npu.index, npu.name, npu.memory_bytes, npu.compute_capability, dict(npu.properties)) == \
-        ("npu", 0, "", -1, "", {})
+        ("npu", -1, "", -1, "", {})
     assert dict(w.environment) == {"torch": "2.1", "n": "5"} and list(w.source_files) == ["x.json", "y.json"]
 
 
@@ -220,7 +220,7 @@ def test_the_critical_path_only_with_the_graph():
 
 
 def test_an_unnamed_window_and_a_device_without_fields():
-    """Format, worker and host empty: "" (not a placeholder); a device dict with no key: kind "", index 0, name "",
+    """Format, worker and host empty: "" (not a placeholder); a device dict with no key: kind "", index -1 (unknown), name "",
     memory -1 (unknown), compute capability "", no property."""
     t = table([ev("a", K.CPU_OP, 0, 10)])
     t.meta.format, t.meta.worker, t.meta.host, t.meta.devices = "", "", "", [{}]
@@ -228,7 +228,7 @@ def test_an_unnamed_window_and_a_device_without_fields():
     assert (w.format, w.worker, w.host) == ("", "", "")
     (dv,) = w.devices
     assert (dv.kind, dv.index, dv.name, dv.memory_bytes, dv.compute_capability, dict(dv.properties)) == \
-        ("", 0, "", -1, "", {})
+        ("", -1, "", -1, "", {})
 
 
 def test_the_rules_get_the_context_with_its_step_categories_the_graph_and_the_chip(monkeypatch):

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..ingest.devices import UNKNOWN_INDEX
 from ..ingest.table import EventTable
 from . import digest_pb2 as pb
 from .cann import cann_steps, ops_from_operator_details, steps_from_cann
@@ -39,7 +40,9 @@ def _window(d: pb.Digest, t: EventTable) -> None:
     end = m.end_ns if m.end_ns not in (None, -1) else (int((ev["ts"] + ev["dur"]).max()) if len(t) else -1)
     w.start_ns, w.end_ns = int(start), int(end)
     for dv in m.devices:
-        x = w.devices.add(kind=str(dv.get("kind", "")), index=int(dv.get("index", 0) or 0), name=str(dv.get("name", "") or ""),
+        index = dv.get("index")  # a device no file numbers keeps its index unknown (-1), not device 0
+        x = w.devices.add(kind=str(dv.get("kind", "")), index=int(index) if index is not None else UNKNOWN_INDEX,
+                          name=str(dv.get("name", "") or ""),
                           memory_bytes=int(dv.get("memory", -1) if dv.get("memory") is not None else -1),
                           compute_capability=str(dv.get("compute_capability", "") or ""))
         for k, v in dv.items():

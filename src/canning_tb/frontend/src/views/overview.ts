@@ -124,7 +124,7 @@ function devicesTable(info: WindowInfo): HTMLTableElement {
       h(
         "tr",
         {},
-        h("td", { text: `${dev.kind}:${dev.index}` }),
+        h("td", { text: dev.index >= 0 ? `${dev.kind}:${dev.index}` : `${dev.kind} (index unknown)` }),
         h("td", { text: dev.name }),
         h("td", { text: bytes(dev.memory_bytes) }),
         h("td", { text: dev.compute_capability || "–" }),
