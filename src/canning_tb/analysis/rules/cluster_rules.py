@@ -249,8 +249,8 @@ def stage_imbalance(analysis: dict, par, sk=None) -> list[Finding]:
     slow = int(np.argmax(computing))
     mean = float(np.mean(computing))
     slow_ranks = [r["rank"] for r in stages[slow]]
-    waits = ", ".join(f"stage {i} (rank {', '.join(str(r['rank']) for r in s)}) "
-                      f"{ms(np.mean([r['p2p_wait_ns'] for r in s]))}" for i, s in enumerate(stages) if i != slow)
+    waits = ", ".join(f"stage {i} (rank {', '.join(str(r['rank']) for r in s)}) {_mean_wait(s)}"
+                      for i, s in enumerate(stages) if i != slow)
     last = " It is the last stage, which also computes the loss." if slow == len(stages) - 1 else ""
     f = Finding(
         "stage_imbalance", "communication", "warning",
@@ -273,6 +273,12 @@ def stage_imbalance(analysis: dict, par, sk=None) -> list[Finding]:
     _stages_balanced(f, sk, [[r["rank"] for r in s] for s in stages])
     everyone = [r for s in stages for r in s]
     return [f] if _significant(f, _step_ns(analysis), paired_noise(stages[slow], everyone, "computing")) else []
+
+
+def _mean_wait(stage: list[dict]) -> str:
+    """A stage's p2p wait per step: the mean over its ranks whose wait is known (-1: the files do not split it)."""
+    known = [r["p2p_wait_ns"] for r in stage if r.get("p2p_wait_ns", -1) >= 0]
+    return ms(float(np.mean(known))) if known else "unknown"
 
 
 def _stages_balanced(f: Finding, sk, stages: list[list[int]]) -> None:
