@@ -185,6 +185,20 @@ def test_a_real_child_and_its_pipe():
 
 
 @pytest.mark.skipif(not forked.can_fork(), reason="needs fork and a second CPU")
+def test_forked_where_the_default_is_spawn():
+    """An application that set spawn (as CUDA users do) still gets a forked child here."""
+    import multiprocessing as mp
+    before = mp.get_start_method(allow_none=True)
+    mp.set_start_method("spawn", force=True)
+    try:
+        child = forked.Forked(_give, 5)
+        assert type(child.proc) is mp_context.ForkProcess
+        assert child.result() == 5
+    finally:
+        mp.set_start_method(before, force=True)
+
+
+@pytest.mark.skipif(not forked.can_fork(), reason="needs fork and a second CPU")
 def test_a_start_that_fails_leaves_no_fd(monkeypatch):
     import multiprocessing.process as mpp
 

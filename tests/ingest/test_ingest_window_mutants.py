@@ -98,8 +98,9 @@ def test_the_named_trace_then_the_stem(tmp_path):
         read_canning_window(other)
     alone = tmp_path / "alone"
     alone.mkdir()
-    _trace(alone / ".pt.trace.json")  # what an empty stem would name
-    other = _manifest(alone, name="window.json")
+    # "rank0.window.json" less the 13 characters of ".canning.json" would be the stem "rank"
+    _trace(alone / "rank.pt.trace.json")
+    other = _manifest(alone, name="rank0.window.json")
     with pytest.raises(InputError, match="the trace file named by the manifest is missing"):
         read_canning_window(other)
 
