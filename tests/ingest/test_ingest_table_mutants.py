@@ -241,6 +241,15 @@ def test_metric_arrays_at_the_third():
     assert got["k_rows"].dtype == np.int32 and got["k_rows"].tolist() == [7, 70]
 
 
+def test_row_numbers_widen_at_two_to_the_31():
+    """Row numbers of a sparse metric: int32 (its largest value 2**31 - 1) for columns under 2**31 rows, int64 from
+    2**31 rows on (the last row number, 2**31 - 1, would still fit: the bound keeps a row of margin). Checked on
+    the count, not on a 16 GiB column."""
+    assert T._row_index_dtype(0) is np.int32 and T._row_index_dtype(2 ** 31 - 1) is np.int32
+    assert T._row_index_dtype(2 ** 31) is np.int64 and T._row_index_dtype(2 ** 32) is np.int64
+    assert np.iinfo(np.int32).max == 2 ** 31 - 1
+
+
 def test_jsonable_numpy_scalars_and_arrays():
     assert T._jsonable(np.int32(3)) == 3 and type(T._jsonable(np.int32(3))) is int
     assert T._jsonable(np.float32(0.5)) == 0.5 and type(T._jsonable(np.float32(0.5))) is float

@@ -285,7 +285,12 @@ def _metric_arrays(key: str, column: np.ndarray) -> dict[str, np.ndarray]:
     rows = np.flatnonzero(~np.isnan(column))
     if 3 * len(rows) >= len(column):
         return {key: column}
-    return {f"{key}_rows": rows.astype(np.int32 if len(column) < 2 ** 31 else np.int64), f"{key}_values": column[rows]}
+    return {f"{key}_rows": rows.astype(_row_index_dtype(len(column))), f"{key}_values": column[rows]}
+
+
+def _row_index_dtype(rows: int):
+    """The narrowest type that numbers `rows` rows: int32 (half the cache of int64) below 2**31."""
+    return np.int32 if rows < 2 ** 31 else np.int64
 
 
 def _metric(archive, key: str, sidecar: dict) -> np.ndarray:
