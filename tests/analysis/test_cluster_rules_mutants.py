@@ -269,7 +269,7 @@ def test_slow_link_in_a_group():
     """Per step 20 against 10 ms: (20 - 10) / 15 = 66.7 %, slowest rank 0, gain 10 ms; per-step differences 9, 10,
     11 ms: noise 1.886 x 1 ms / sqrt 3 = 1,088,883 ns."""
     a = {"ranks": _link_ranks(), "collectives": [_col({"0": {"transfer_ns": 40 * MS}, "1": {"transfer_ns": 20 * MS}})]}
-    (f,) = cr.slow_link(a, Parallelism(), [])
+    (f,) = cr.slow_link(a, [])
     assert (f.rule, f.title, f.gain_ns, f.noise_ns, f.severity) == ("slow_link", "Slow link in group g1", 10 * MS,
                                                                     1_088_883, "warning")
     assert f.seen == ("AllReduce in group g1: transfer time per rank and step differs by (max - min) / mean = 66.7%; "
@@ -287,14 +287,14 @@ def test_slow_link_skips_what_it_cannot_judge():
     for col in (_col(per, wait_source="matched calls"), _col(per, wait_source=""), _col({"0": per["0"]}),
                 _col(per, comm_type="p2p"),
                 _col({"0": {"transfer_ns": 41 * MS}, "1": {"transfer_ns": 39 * MS}})):
-        assert cr.slow_link({"ranks": _link_ranks(), "collectives": [col]}, Parallelism(), []) == [], col
+        assert cr.slow_link({"ranks": _link_ranks(), "collectives": [col]}, []) == [], col
 
 
 def test_slow_link_of_ranks_the_analysis_does_not_list():
     """Ranks 7 and 8 have no row: one step each (transfer as given), no noise: 30 against 10 ms, gain 20 ms over a
     floor of 0 (no step known): an info (one step)."""
     a = {"ranks": [], "collectives": [_col({"7": {"transfer_ns": 30 * MS}, "8": {"transfer_ns": 10 * MS}})]}
-    (f,) = cr.slow_link(a, Parallelism(), [])
+    (f,) = cr.slow_link(a, [])
     assert (f.gain_ns, f.noise_ns, f.severity, f.ranks, f.floor_ns) == (20 * MS, -1, "info", [7, 8], 0)
 
 
@@ -302,7 +302,7 @@ def test_slow_link_steps_of_zero_count_as_one():
     """Rank 0 with steps 0 (read as 1) and rank 1 with 2: per step 30 / 1 against 20 / 2 = 10 ms; gain 20 ms."""
     rows = [_row(0, 50, steps=0), _row(1, 50, steps=2)]
     a = {"ranks": rows, "collectives": [_col({"0": {"transfer_ns": 30 * MS}, "1": {"transfer_ns": 20 * MS}})]}
-    (f,) = cr.slow_link(a, Parallelism(), [])
+    (f,) = cr.slow_link(a, [])
     assert f.gain_ns == 20 * MS and f.figure_value == 30 * MS
 
 
@@ -420,7 +420,7 @@ def test_slow_link_adds_the_transport_findings():
     d = _digest(0, 2, [("HCCS", 0, 1, 2 * MIB32, 2 * MS, "global"), ("HCCS", 1, 0, 2 * MIB32, 4 * MS, "global")])
     a = {"ranks": _link_ranks(), "collectives": [_col({"0": {"transfer_ns": 40 * MS}, "1": {"transfer_ns": 20 * MS}})]}
     a["ranks"][0]["step_ns"] = a["ranks"][1]["step_ns"] = 10 * MS
-    assert [f.title for f in cr.slow_link(a, Parallelism(), [d])] == ["Slow link in group g1", "Slow HCCS link"]
+    assert [f.title for f in cr.slow_link(a, [d])] == ["Slow link in group g1", "Slow HCCS link"]
 
 
 # -- pipeline stages ---------------------------------------------------------------------------------------------
@@ -651,3 +651,255 @@ def test_slow_rank_findings_on_one_rank_share_their_time():
     assert a.shared == [("slow_rank_free", "t slow_rank_free", 12 * MS)]
     assert b.shared == [("slow_rank_computing", "t slow_rank_computing", 12 * MS)]
     assert c.shared == [] and d.shared == [] and e.shared == []
+
+
+# -- every field of each finding, and the edges the first run left -------------------------------------------------
+
+def _fields(f):
+    return {k: getattr(f, k) for k in ("category", "why", "change_torch", "change_npu", "gain_basis", "figure", "view",
+                                       "removes_what")}
+
+
+def test_the_words_of_a_slow_rank_finding():
+    """Each field of the computing finding of _two_ranks, as docs/rules.md gives the slow-rank finding."""
+    c = next(f for f in cr.slow_rank(_two_ranks(), Parallelism()) if f.rule == "slow_rank_computing")
+    assert _fields(c) == {
+        "category": "communication", "why": "Every collective waits for the rank with the most computing time.",
+        "change_torch": "look at that rank's window: its data (uneven batches / sequence lengths), its host (other "
+                        "processes, CPU binding, throttling) and its device; balance the work per rank.",
+        "change_npu": "the same; check the device's AI Core frequency and the host's CPU binding (numactl).",
+        "gain_basis": "the computing spread between the ranks", "figure": "computing", "view": "ranks",
+        "removes_what": ["computing spread"]}
+
+
+def test_the_words_of_a_slow_link_finding():
+    a = {"ranks": _link_ranks(), "collectives": [_col({"0": {"transfer_ns": 40 * MS}, "1": {"transfer_ns": 20 * MS}})]}
+    (f,) = cr.slow_link(a, [])
+    assert _fields(f) == {
+        "category": "communication", "why": "Every member of the group waits for its slowest link.",
+        "change_torch": "check that rank's links (nvidia-smi topo -m, NCCL_DEBUG=INFO for the transport chosen).",
+        "change_npu": "check that rank's HCCS / RDMA links (hccn_tool -i N -link -g, -net_health -g).",
+        "gain_basis": "the transfer spread in the group per step", "figure": "transfer", "view": "ranks",
+        "removes_what": ["transfer spread"]}
+    assert f.figures == {"ratio": pytest.approx(10 / 15)}
+    assert [(e.view, e.row, e.label, e.rank) for e in f.evidence] == [("ranks", "AllReduce", "AllReduce g1", 0)]
+
+
+def test_the_words_of_a_slow_transport_finding():
+    d = _digest(0, 1, [("HCCS", 0, 1, MIB32, MS, "global"), ("HCCS", 1, 0, MIB32, 2 * MS, "global")])
+    (f,) = cr._slow_transport([d], {"ranks": [_row(0, 5, step_ms=10)]})
+    assert _fields(f) == {
+        "category": "communication", "why": "Collectives run at the pace of their slowest link.",
+        "change_torch": "check that link (nvidia-smi topo -m, NCCL_DEBUG=INFO).",
+        "change_npu": "check that link (hccn_tool -link / -net_health).",
+        "gain_basis": "the slowest link's transfer time per step at the links' mean bandwidth", "figure": "bandwidth",
+        "view": "ranks", "removes_what": ["slow link transfer"]}
+    # 32 MiB in 2 ms = 33,554,432 / 2,000,000 bytes a ns: the figure exactly, not within a tolerance
+    assert f.figure_value == 33_554_432 / 2_000_000 and f.figures == {"ratio": f.value, "bandwidth_gbps": f.figure_value}
+    assert [(e.view, e.row, e.label, e.rank) for e in f.evidence] == [("ranks", "1->0", "matrix cell", 1)]
+
+
+def test_the_words_of_a_stage_finding():
+    a, par = _stages()
+    (f,) = cr.stage_imbalance(a, par)
+    assert _fields(f) == {
+        "category": "communication",
+        "why": "A pipeline runs at the pace of its slowest stage; the others idle in their receives (bubbles). This is "
+               "not a slow rank: the stages hold different layers.",
+        "change_torch": "move layers from the slowest stage to the others (torch.distributed.pipelining: split points; "
+                        "Megatron: --decoder-first/last-pipeline-num-layers), use more micro-batches, or an interleaved "
+                        "schedule (ScheduleInterleaved1F1B, virtual stages).",
+        "change_npu": "the same (MindSpeed: --num-layer-list to place layers per stage).",
+        "gain_basis": "the slowest stage's computing above the stages' mean (a perfectly balanced split)",
+        "figure": "computing", "view": "ranks", "removes_what": ["stage imbalance"]}
+    assert [(e.view, e.row, e.label, e.rank) for e in f.evidence] == [("ranks", "1", "rank 1 computing", 1)]
+
+
+def test_the_words_of_the_embedding_finding():
+    (f,) = cr.embedding_allreduce({"collectives": [_col({"1": {"total_ns": MS}}, group="e")]},
+                                  Parallelism(groups={"e": "embedding"}))
+    assert f.title == "The all-reduce between the first and last pipeline stage waits for the pipeline"
+    assert _fields(f) == {
+        "category": "communication",
+        "why": "The first stage finishes its backward last in a pipeline flush, so the all-reduce waits for it: its "
+               "time is the pipeline's imbalance and bubbles, not a DDP bucket or overlap problem.",
+        "change_torch": "balance the stages and shrink the bubble (see the stage finding); untie the embeddings "
+                        "only if the model allows it.",
+        "change_npu": "", "gain_basis": "it waits for the pipeline; its own transfer is small",
+        "figure": "comm_total", "view": "communication", "removes_what": []}
+
+
+def test_the_exact_stage_text_of_a_first_stage():
+    """The slowest stage first (not the last): no sentence on the loss and nothing in its place."""
+    rows = [_row(0, 100), _row(1, 60, p2p_wait_ns=12 * MS)]
+    (f,) = cr.stage_imbalance({"ranks": rows}, Parallelism(stages=[[0], [1]], source="declared groups"))
+    assert f.seen.startswith("Computing per step differs across the 2 pipeline stages (declared groups) by (max - min) "
+                             "/ mean = 50.0%: stage 0 100.000 ms, the stages' mean 80.000 ms. The other stages wait for "
+                             "it in send / receive (p2p wait per step: stage 1 (rank 1) 12.000 ms).")
+
+
+def test_a_zero_gain_is_judged_by_the_floors():
+    """A gain of 0 is a gain (not "none"): under a 5 ms floor it is dropped; with no step (floor 0) and a noise of 0
+    it is within the noise (0 <= 0), dropped too; with no noise known it is kept."""
+    assert cr._significant(_finding(gain_ns=0), 100 * MS, -1) is False
+    assert cr._significant(_finding(gain_ns=0), 0, 0) is False
+    assert cr._significant(_finding(gain_ns=0), 0, -1) is True
+
+
+def test_spread_of_small_values():
+    """Values under 1 (a mean of 0.75): (1.0 - 0.5) / 0.75 = 0.667, not 0."""
+    assert cr._spread([0.5, 1.0]) == pytest.approx(2 / 3)
+
+
+def test_slow_link_goes_on_after_a_skipped_collective():
+    """A collective skipped (matched calls) or under the ratio before the one that gives a finding: it is still
+    found."""
+    per = {"0": {"transfer_ns": 40 * MS}, "1": {"transfer_ns": 20 * MS}}
+    for first in (_col(per, wait_source="matched calls"), _col({"0": {"transfer_ns": 41 * MS}, "1": {"transfer_ns": 39 * MS}})):
+        found = cr.slow_link({"ranks": _link_ranks(), "collectives": [first, _col(per, group="g2")]}, [])
+        assert [f.title for f in found] == ["Slow link in group g2"]
+
+
+def test_slow_link_at_exactly_the_ratio_over_a_short_step():
+    """20.5 against 19.5 ms a step (41 and 39 ms over 2 steps): a spread of 1 / 20 = 5 %, not above it: no finding,
+    though its 1 ms gain would pass the floor of a 10 ms step (0.5 ms) with no noise known (no per-step figures)."""
+    rows = [_row(0, 5, step_ms=10, steps=2), _row(1, 5, step_ms=10, steps=2)]
+    col = _col({"0": {"transfer_ns": 41 * MS}, "1": {"transfer_ns": 39 * MS}})
+    assert cr.slow_link({"ranks": rows, "collectives": [col]}, []) == []
+    col = _col({"0": {"transfer_ns": 42 * MS}, "1": {"transfer_ns": 38 * MS}})  # 21 against 19: 10 %, found
+    assert len(cr.slow_link({"ranks": rows, "collectives": [col]}, [])) == 1
+
+
+def test_slow_link_with_only_the_slow_rank_listed():
+    """The fastest rank has no row: its per-step figures are unknown, so the noise is unknown (-1)."""
+    rows = [_row(0, 5, step_ms=10, steps=1)]
+    (f,) = cr.slow_link({"ranks": rows, "collectives": [_col({"0": {"transfer_ns": 30 * MS},
+                                                              "1": {"transfer_ns": 10 * MS}})]}, [])
+    assert (f.noise_ns, f.gain_ns) == (-1, 20 * MS)
+
+
+def test_slow_link_passes_the_graph_to_the_transport_findings(monkeypatch):
+    """The ranks' graph given to slow_link reaches the transport finding's replay."""
+    monkeypatch.setattr(cr, "p2p_overlaps", lambda sk: False)
+    monkeypatch.setattr(cr, "link_gain", lambda sk, s, d, factor: (900_000, 800_000, 1_000_000, 2))
+    d = _digest(0, 1, [("HCCS", 0, 1, MIB32, MS, "global"), ("HCCS", 1, 0, MIB32, 2 * MS, "global")])
+    (f,) = cr.slow_link({"ranks": [_row(0, 5, step_ms=10)]}, [d], _Graph([0, 1]))
+    assert f.gain_ns == 900_000 and f.edit.startswith("the sends from rank 1 to rank 0")
+
+
+def test_slow_transport_counts_a_link_of_one_nanosecond():
+    """A link of 1 ns (32 MiB: 33,554,432 bytes a ns) beside one of 2 ms: two links, the slow one found."""
+    d = _digest(0, 1, [("HCCS", 0, 1, MIB32, 1, "global"), ("HCCS", 1, 0, MIB32, 2 * MS, "global")])
+    (f,) = cr._slow_transport([d], {"ranks": [_row(0, 5, step_ms=10)]})
+    assert f.ranks == [1, 0]
+
+
+def test_slow_transport_goes_on_after_a_transport_it_skips():
+    """Transports in name order: "A" with one link and "B" at 5 % exactly are skipped, "C" is judged after them."""
+    links = [("A", 0, 1, MIB32, MS, "global"),
+             ("B", 0, 1, 41 * 2 ** 20, 2 ** 20, "global"), ("B", 1, 0, 39 * 2 ** 20, 2 ** 20, "global"),
+             ("C", 0, 1, MIB32, MS, "global"), ("C", 1, 0, MIB32, 2 * MS, "global")]
+    assert [f.title for f in cr._slow_transport([_digest(0, 1, links)], {"ranks": [_row(0, 5, step_ms=10)]})] == [
+        "Slow C link"]
+
+
+def test_slow_transport_at_exactly_the_ratio():
+    """41 and 39 bytes a ns (41 MiB and 39 MiB in 2**20 ns): (41 - 39) / 40 = 5 %, not above: none, though the gain,
+    2**20 - 39 x 2**20 / 40 = 26,214 ns, passes the floor of a 0.1 ms step (5,000 ns)."""
+    d = _digest(0, 1, [("B", 0, 1, 41 * 2 ** 20, 2 ** 20, "global"), ("B", 1, 0, 39 * 2 ** 20, 2 ** 20, "global")])
+    assert cr._slow_transport([d], {"ranks": [{"rank": 0, "step_ns": 100_000}]}) == []
+
+
+def test_stage_at_exactly_the_ratio_over_a_short_step():
+    """Stages of 102.5 and 97.5 ms computing: 5 % exactly, not above: none, though the 2.5 ms gain would pass the
+    floor of a 10 ms step with no noise known."""
+    rows = [_row(0, 102.5, step_ms=10), _row(1, 97.5, step_ms=10)]
+    assert cr.stage_imbalance({"ranks": rows}, Parallelism(stages=[[0], [1]])) == []
+
+
+def test_a_stage_wait_of_zero_is_known():
+    """A wait of 0 ns is a known wait: "0.000 ms", not "unknown"."""
+    rows = [_row(0, 60, p2p_wait_ns=0), _row(1, 90)]
+    (f,) = cr.stage_imbalance({"ranks": rows}, Parallelism(stages=[[0], [1]]))
+    assert "(p2p wait per step: stage 0 (rank 0) 0.000 ms)" in f.seen
+
+
+def test_stages_balanced_with_one_nanosecond_of_own_work(monkeypatch):
+    """Own work of 1 ns is work (above 0): the graph is asked; the mean (1 + 50) / 2 = 25.5 ns gives the factors
+    25.5 / 1 = 25.5 and 25.5 / 50 = 0.51."""
+    monkeypatch.setattr(cr, "p2p_overlaps", lambda sk: False)
+    monkeypatch.setattr(cr, "own_work", lambda sk, i: 1 if i == 0 else 50)
+    seen = []
+    monkeypatch.setattr(cr, "scale_gain", lambda sk, factors: seen.append(factors) or (11, 10, 12, 3))
+    f = _finding(gain_ns=100)
+    cr._stages_balanced(f, _Graph([0, 1], [1]), [[0], [1]])
+    assert seen == [{0: 25.5, 1: 0.51}] and f.gain_ns == 11
+
+
+def test_embedding_goes_on_after_another_collective():
+    """A data-parallel all-reduce before the embedding one: the embedding one is still found."""
+    par = Parallelism(groups={"e": "embedding", "d": "data"})
+    cols = [_col({"1": {"total_ns": MS}}, group="d"), _col({"1": {"total_ns": MS}}, group="e")]
+    assert [f.seen.split(" links")[0] for f in cr.embedding_allreduce({"collectives": cols}, par)] == [
+        "AllReduce in group e"]
+
+
+def test_cluster_hits_takes_the_ranks_by_position_when_the_windows_repeat_one():
+    """Two windows that both say rank 0 (world size 2): analysis/cluster.py numbers them 0 and 1, and so must the
+    pipeline's recognition: window 0 sends first, window 1 receives (group "g" carries only send / receive: a
+    pipeline group), stages [0] and [1]; the computing of 60 and 90 ms is then a stage imbalance, not a slow rank.
+    (Read by the windows' own rank, both would be rank 0: one rank of two, no stages.)"""
+    digests = []
+    for kind, start in (("Send", 0), ("Recv", 0)):
+        d = pb.Digest()
+        d.window.rank, d.window.world_size = 0, 2
+        d.communication.calls.add(kind=kind, group="g", start_ns=start, dur_ns=10, step=1)
+        digests.append(d)
+    a, _ = _stages()
+    rules = [h.rule for h in cr.cluster_hits(a, digests)]
+    assert "stage_imbalance" in rules and not any(r.startswith("slow_rank_") for r in rules)
+
+
+def test_cluster_hits_gives_the_graph_to_the_link_and_stage_findings(monkeypatch):
+    """With the ranks' graph, the transport finding and the stage finding are replayed (their edits kept, no
+    observation); a transport gain of 0 ns that no edit replays is an observation, as any such gain."""
+    monkeypatch.setattr(cr, "skeleton", lambda digests, ranks: _Graph(ranks, p2p=[1]))
+    monkeypatch.setattr(cr, "recognise", lambda digests, ranks=None: Parallelism(stages=[[0], [1]]))
+    monkeypatch.setattr(cr, "p2p_overlaps", lambda sk: False)
+    monkeypatch.setattr(cr, "link_gain", lambda sk, s, d, factor: (900_000, 800_000, 1_000_000, 2))
+    monkeypatch.setattr(cr, "own_work", lambda sk, i: 50 * MS)
+    monkeypatch.setattr(cr, "scale_gain", lambda sk, factors: (7 * MS, 6 * MS, 8 * MS, 3))
+    monkeypatch.setattr(cr, "balance_gain", lambda sk, i: None)
+    links = [("HCCS", 0, 1, MIB32, MS, "global"), ("HCCS", 1, 0, MIB32, 2 * MS, "global")]
+    a, _ = _stages()
+    for r in a["ranks"]:
+        r["step_ns"] = 10 * MS
+    hits = {h.rule: h for h in cr.cluster_hits(a, [_digest(0, 1, links), _digest(1, 1, [])])}
+    assert (hits["stage_imbalance"].gain_ns, hits["stage_imbalance"].observation) == (7 * MS, False)
+    assert (hits["slow_link"].gain_ns, hits["slow_link"].observation) == (900_000, False)
+    # 16 MiB in 2 and 3 ns: 8,388,608 and 5,592,405.3 bytes a ns, mean 6,990,506.7; the slow link's gain
+    # 3 - 16,777,216 / 6,990,506.7 = 0.6 ns -> 0: above a floor of 0 (no step), and no edit: an observation
+    monkeypatch.setattr(cr, "link_gain", lambda sk, s, d, factor: None)
+    tiny = [("HCCS", 0, 1, 16 * 2 ** 20, 2, "global"), ("HCCS", 1, 0, 16 * 2 ** 20, 3, "global")]
+    (hit,) = cr.cluster_hits({"ranks": []}, [_digest(0, 1, tiny), _digest(1, 1, [])])
+    assert (hit.rule, hit.observation, hit.gain_ns) == ("slow_link", True, -1)
+
+
+def test_explains_waits_after_another_finding_and_at_equal_wait():
+    """A stage finding before the slow-rank one does not stop the reading; rank 1 waits 5 ms against 5 ms of
+    transfer (not above: not named); rank 2 has no wait figure (unknown: not named); rank 3 waits 6 ms against 5."""
+    rows = [{"rank": 0}, {"rank": 1, "wait_ns": 5 * MS, "transfer_ns": 5 * MS}, {"rank": 2, "transfer_ns": 0},
+            {"rank": 3, "wait_ns": 6 * MS, "transfer_ns": 5 * MS}]
+    digests = [_digest(r, 1, []) for r in range(4)]
+    for d in digests:
+        d.rule_hits.add(rule="communication_not_overlapped")
+    other, f = _finding(rule="stage_imbalance", rank=0), _finding(rank=0)
+    cr._explains_waits([other, f], {"ranks": rows}, digests)
+    assert f.seen.startswith("seen. On rank 3 the communication") and other.seen == "seen."
+
+
+def test_slow_rank_findings_of_zero_gain_share_too():
+    """Two slow-rank findings of 0 ns on rank 2: each names the other, sharing 0 ns."""
+    a, b = _finding("slow_rank_computing", 0, 2), _finding("slow_rank_free", 0, 2)
+    cr._same_rank([a, b])
+    assert a.shared == [("slow_rank_free", "t slow_rank_free", 0)] and b.shared == [("slow_rank_computing", "t slow_rank_computing", 0)]

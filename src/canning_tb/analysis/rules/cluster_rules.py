@@ -139,7 +139,7 @@ def _balanced(f: Finding, sk, rank: int) -> None:
     f.edit = f"rank {rank} given the other ranks' median own work before each collective it shares"
 
 
-def slow_link(analysis: dict, par, digests, sk=None) -> list[Finding]:
+def slow_link(analysis: dict, digests, sk=None) -> list[Finding]:
     """Per communicator group (collectives, not pipeline send / receive, whose time is the partner's):
     the spread of each rank's transfer time per step; per transport: the spread of the links'
     bandwidth on transfers of at least LOW_BANDWIDTH_MIN_BYTES."""
@@ -339,7 +339,7 @@ def cluster_hits(analysis: dict, digests=()) -> list[pb.RuleHit]:
     digests = list(digests)
     par = recognise(digests, rank_ids(digests)) if digests else recognise([])
     sk = skeleton(digests, rank_ids(digests)) if digests else None
-    found = slow_rank(analysis, par, sk) + slow_link(analysis, par, digests, sk) + stage_imbalance(analysis, par, sk) \
+    found = slow_rank(analysis, par, sk) + slow_link(analysis, digests, sk) + stage_imbalance(analysis, par, sk) \
         + embedding_allreduce(analysis, par)
     for f in found:
         f.device = "cluster"
