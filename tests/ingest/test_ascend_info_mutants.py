@@ -59,12 +59,22 @@ def test_apply_info_config_versions_and_window():
 
 
 def test_apply_info_tuple_and_torch_version_only():
-    """A tuple is joined like a list; cann_version None is left out."""
+    """A tuple is joined like a list; cann_version None is left out; only leading '_' are dropped
+    ('_Xy' is 'Xy', 'X_z' stays)."""
     meta = Meta()
-    apply_info({"torch_npu_version": 2, "cann_version": None, "config": {"t": (1, 2), "d": {"_e": {"f": "g"}}}},
-               None, meta)
+    apply_info({"torch_npu_version": 2, "cann_version": None,
+                "config": {"t": (1, 2), "d": {"_e": {"f": "g", "_Xy": 1}}, "X_z": 2}}, None, meta)
     assert meta.environment == {"rank_source": "profiler_info", "torch_npu_version": "2",
-                                "profiler.t": "1,2", "profiler.d.e.f": "g"}
+                                "profiler.t": "1,2", "profiler.d.e.f": "g", "profiler.d.e.Xy": "1",
+                                "profiler.X_z": "2"}
+
+
+def test_apply_info_config_not_a_map():
+    """A config that is a list or a scalar is one value under the bare 'profiler.' key ('a,b'; '3')."""
+    for config, want in ((["a", "b"], "a,b"), (3, "3")):
+        meta = Meta()
+        apply_info({"config": config}, None, meta)
+        assert meta.environment == {"rank_source": "profiler_info", "profiler.": want}
 
 
 def test_apply_info_rank_rules():
@@ -237,6 +247,18 @@ def test_apply_metadata_odd_values():
     apply_metadata({"parallel_group_info": {"a": "x"}}, t)  # no group is an object: no rows, no world size
     assert "comm_groups" not in t.side and t.meta.world_size == 1
     assert "source.comm_groups" not in t.meta.environment
+
+
+def test_apply_metadata_world_of_one_and_odd_groups():
+    """A declared world size of 1 is said (a single-card job); parallel_group_info that is a list, not a
+    map, is no group."""
+    t = EventTable()
+    apply_metadata({"distributed_args": {"world_size": 1}, "parallel_group_info": [{"global_ranks": [3]}]}, t)
+    assert t.meta.world_size == 1
+    assert t.meta.environment["world_size"] == "1"
+    assert t.meta.environment["world_size_source"] == "profiler_metadata"
+    assert "comm_groups" not in t.side
+    assert "metadata.parallel_group_info" not in t.meta.environment
 
 
 def test_apply_metadata_long_values():
