@@ -170,6 +170,13 @@ def test_locate_an_export_folder(tmp_path):
                                     names=frozenset({"step_trace_time.csv"}))
 
 
+def test_locate_a_trace_view_alone(tmp_path):
+    """A folder holding only torch_npu's trace_view.json is an export folder (its content read)."""
+    e = tmp_path / "t"
+    _put(e / "trace_view.json", ASCEND_TRACE)
+    assert locate(str(e)) == Layout(root=str(e), out_dir=str(e), base="t", names=frozenset({"trace_view.json"}))
+
+
 def test_locate_dbs_only(tmp_path):
     """Only dbs: the first (sorted) is read, with analysis.db beside it; the others are not ignored text."""
     w = tmp_path / "w"
@@ -197,5 +204,6 @@ def test_locate_nothing(tmp_path):
     _put(tmp_path / "x" / "profiler_info_0.json")
     with pytest.raises(InputError) as e:
         locate(str(tmp_path / "x"))
+    assert e.value.file == str(tmp_path / "x")
     assert e.value.problem == ("no ASCEND_PROFILER_OUTPUT folder and no exported files (truncated, still being "
                                "written, or profiled with analysis off: run torch_npu.profiler.profiler.analyse on it)")
