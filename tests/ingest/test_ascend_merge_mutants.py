@@ -116,6 +116,31 @@ def test_exact_before_near_whatever_the_file_order():
     assert k["pid"].tolist() == [6, 5] and keep.tolist() == [False, False]
 
 
+def test_a_row_matched_exactly_is_not_searched_again():
+    """Row (1000, name 1) matches event 0 (1000) exactly; event 1 (1500), free and 500 away, stays an event
+    of its own: the row is not moved to it, event 0 is dropped, event 1 kept."""
+    trace = TraceData(events=_cols([(1000, 1, K, 5, 5, N, N, N, 0, N, N), (1500, 1, K, 6, 6, N, N, N, 0, N, N)]),
+                      device_mask=np.ones(2, bool), hardware_pid=9)
+    kernels = KernelRows(_cols([(1000, 1, K, N, N, N, N, N, N, N, N)]), {})
+    (_, _, keep), (k, _, _) = merge_device(trace, kernels)
+    assert k["pid"].tolist() == [5] and keep.tolist() == [False, True]
+
+
+def test_merge_then_fill():
+    """The merge's sources into fill_events: of the 17 trace events, the 6 no row matched (t0, t4, t8, t9,
+    t12, t13) stay, with the 13 rows: 19 events; by start the first are t0 (1000, host), k0 (1000, pid 50),
+    k1 (1000, pid 51), k5 (1500, pid 55); the trace's flops land on the kept events only."""
+    trace, kernels = _sources()
+    t = EventTable()
+    fill_events(t, merge_device(trace, kernels))
+    assert len(t.events["ts"]) == 19
+    assert t.events["ts"][:4].tolist() == [1000, 1000, 1000, 1500]
+    assert t.events["pid"][:4].tolist() == [40, 50, 51, 55]
+    flops = t.metrics["flops"]
+    assert sorted(flops[~np.isnan(flops)].tolist()) == [0.0, 4.0, 8.0, 9.0, 12.0, 13.0]
+    assert np.count_nonzero(~np.isnan(t.metrics["aic"])) == 13
+
+
 def test_near_looks_only_at_its_own_name():
     """Row (160, name 1): its name's event at 100 (60 away), name 2's at 150 (10 away): its own. Row
     (1000, name 3) with name 3's only event 2,001 after it: none (the window is [ts - 2000, ts + 2000]).
@@ -218,6 +243,19 @@ def test_fill_events_order_rows_and_metrics():
     np.testing.assert_array_equal(t.metrics["m0"], [8.0, np.nan, 7.0, np.nan])
     np.testing.assert_array_equal(t.metrics["m1"], [np.nan, 3.0, np.nan, 1.0])
     assert a == {} and b == {}  # each column released once used
+
+
+def test_fill_events_of_three_sources():
+    """Three sources of 2, 1 and 3 events (ts A: 5, 1; B: 3; C: 0, 4, 2) each with its own metric:
+    by start C0 A1 C2 B0 C1 A0 (0, 1, 2, 3, 4, 5); metric c (10, 11, 12) at rows 0, 4, 2."""
+    a, b, c = _plain([1, 2], [5, 1]), _plain([3], [3]), _plain([4, 5, 6], [0, 4, 2])
+    t = EventTable()
+    fill_events(t, [(a, {"a": np.array([1.0, 2.0])}, None), (b, {"b": np.array([3.0])}, None),
+                    (c, {"c": np.array([10.0, 11.0, 12.0])}, None)])
+    assert t.events["name"].tolist() == [4, 2, 6, 3, 5, 1]
+    np.testing.assert_array_equal(t.metrics["c"], [10.0, np.nan, 12.0, np.nan, 11.0, np.nan])
+    np.testing.assert_array_equal(t.metrics["b"], [np.nan, np.nan, np.nan, 3.0, np.nan, np.nan])
+    np.testing.assert_array_equal(t.metrics["a"], [np.nan, 2.0, np.nan, np.nan, np.nan, 1.0])
 
 
 def test_fill_events_is_stable_over_many_ties():
