@@ -70,11 +70,12 @@ def test_apply_info_tuple_and_torch_version_only():
 
 
 def test_apply_info_config_not_a_map():
-    """A config that is a list or a scalar is one value under the bare 'profiler.' key ('a,b'; '3')."""
+    """A config that is a list or a scalar is one value under the key 'profiler.config' ('a,b'; '3'), not a bare
+    'profiler.'."""
     for config, want in ((["a", "b"], "a,b"), (3, "3")):
         meta = Meta()
         apply_info({"config": config}, None, meta)
-        assert meta.environment == {"rank_source": "profiler_info", "profiler.": want}
+        assert meta.environment == {"rank_source": "profiler_info", "profiler.config": want}
 
 
 def test_apply_info_rank_rules():

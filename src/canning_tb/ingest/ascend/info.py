@@ -73,7 +73,9 @@ def apply_info(info: dict, rank_from_name: int | None, meta: Meta) -> None:
         if info.get(k) is not None:
             env[k] = str(info[k])
     cfg: dict[str, str] = {}
-    _flatten("", info.get("config") or {}, cfg)
+    config = info.get("config") or {}
+    # a config that is no map (a list, a number) is one setting, shown under its own name, not a bare "profiler."
+    _flatten("" if isinstance(config, dict) else "config", config, cfg)
     for k, v in cfg.items():
         env["profiler." + k.replace("common_config.", "").replace("experimental_config.", "")] = v
     _window_times(info, meta)
