@@ -80,3 +80,17 @@ def test_bare_arrays_that_give_no_table(tmp_path):
     with pytest.raises(InputError) as e:
         read_chrome_array(path)
     assert e.value.file == path and e.value.problem.startswith("not valid JSON (truncated or still being written?)")
+
+
+def test_starts_with_array_edges(tmp_path):
+    """Only the first 4096 bytes are looked at; an X is no whitespace."""
+    assert not starts_with_array(_write(tmp_path, b" " * 4096 + b"["))
+    assert starts_with_array(_write(tmp_path, b" " * 4095 + b"["))
+    assert not starts_with_array(_write(tmp_path, b"X["))
+
+
+def test_warnings_name_the_file_by_its_base_name(tmp_path):
+    """A byte 0xff in a name: one warning, naming the file as w3.1234.pt.trace.json (not its path)."""
+    path = _write(tmp_path, json.dumps(ARRAY).encode().replace(b"aten::mm", b"aten::m\xff"))
+    table = read_chrome_trace(path)
+    assert [(p.file, p.severity) for p in table.problems] == [("w3.1234.pt.trace.json", "warning")]

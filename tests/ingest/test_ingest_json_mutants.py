@@ -8,6 +8,7 @@ import gzip
 import io
 import json
 import os
+import zlib
 
 import msgspec
 import pytest
@@ -854,3 +855,274 @@ def test_iter_file_chunks_errors(tmp_path, monkeypatch):
     calls = []
     got = list(_json.iter_file_chunks(path, *_elements(path), msgspec.json.decode, lambda: calls.append(1)))
     assert got == [[{"n": "\ufffd"}, {"n": 1}]] and calls == [1]
+
+
+# -- what the first mutation run let live ------------------------------------------------------------
+
+def test_expansion_cap_is_an_int(monkeypatch):
+    """(2**30 + 6) // 4 = 268,435,457 (not 268,435,457.5)."""
+    monkeypatch.delenv(_json.CAP_ENV, raising=False)
+    monkeypatch.setattr(_json, "machine_memory", lambda: (1 << 30) + 6)
+    assert _json.expansion_cap() == 268_435_457 and type(_json.expansion_cap()) is int
+
+
+@pytest.mark.parametrize("data", [b"\x0c{", b"\x0b[1]", b"X1", b"XX{", b"X", b" " * 4095 + b"x"])
+def test_more_text_that_is_refused(tmp_path, data):
+    """A form feed or vertical tab is no JSON whitespace; an X is no JSON start; an x within the first 4096
+    bytes is seen."""
+    with pytest.raises(InputError, match="not a trace"):
+        _json.refuse_non_json(_write(tmp_path, data))
+
+
+def test_only_the_first_4096_bytes_are_looked_at(tmp_path):
+    _json.refuse_non_json(_write(tmp_path, b" " * 4096 + b"x"))
+
+
+def test_a_file_that_grew_after_fstat_is_read_whole_and_capped(tmp_path, monkeypatch, cap):
+    """fstat says 1 byte: the 9 bytes are read all the same, the cap checked as they come."""
+    path = _write(tmp_path, b'{"a": 12}')
+
+    class Os:  # os for _json alone (safe_files checks the descriptor with the real fstat)
+        def __getattr__(self, name):
+            return getattr(os, name)
+
+        def fstat(self, fd):
+            return os.stat_result((0,) * 6 + (1,) + (0,) * 3)
+    monkeypatch.setattr(_json, "os", Os())
+    assert _json.read_bytes(path) == b'{"a": 12}'
+    cap(8)
+    with pytest.raises(InputError, match="past the 8 bytes cap"):
+        _json.read_bytes(path)
+
+
+def _allocations(monkeypatch):
+    made = []
+    monkeypatch.setattr(_json, "bytearray", lambda *n: made.append(n[0] if n else None) or bytearray(*n),
+                        raising=False)
+    return made
+
+
+def test_the_first_allocation_of_a_gzip_file(tmp_path, monkeypatch, cap):
+    """The claim (the last 4 bytes, little-endian) when 0 < claim <= min(cap, host limit, 16 x the file),
+    else min(4 x the file, that bound). Stored (level 0) gzip of 1,000 bytes: 1,023 bytes (10 header + 5
+    block header + 1,000 + 8 trailer), claim 1,000: 1,000 bytes. 100,000 'a' at level 9: 16 x the file is
+    under 100,000 (the file is small): 4 x the file. Zero padding after the member: claim 0, 4 x the file."""
+    text = bytes(range(33, 133)) * 10
+    stored = _gz(text, 0)
+    assert len(stored) == 1023
+    made = _allocations(monkeypatch)
+    assert _json.read_bytes(_write(tmp_path, stored)) == text and made[0] == 1000
+    made.clear()
+    _json.read_bytes(_write(tmp_path, stored + bytes(4)))
+    assert made[0] == 4 * 1027
+    made.clear()
+    bomb = _gz(b"a" * 100_000)
+    assert 16 * len(bomb) < 100_000
+    _json.read_bytes(_write(tmp_path, bomb))
+    assert made[0] == 4 * len(bomb)
+    made.clear()
+    _json.read_bytes(_write(tmp_path, _gz(b"7", 0)))  # claim 1: a buffer of 1 byte
+    assert made[0] == 1
+    cap(500)  # the cap under the claim: min(4 x 1,023, 500)
+    made.clear()
+    with pytest.raises(InputError):
+        _json.read_bytes(_write(tmp_path, stored))
+    assert made[0] == 500
+    cap(10_000)
+    with _json.host_limit(600):  # the host limit under the claim and the cap
+        made.clear()
+        with pytest.raises(_json.TooBigForThisProcess):
+            _json.read_bytes(_write(tmp_path, stored))
+        assert made[0] == 600
+    with _json.host_limit(20_000):  # a host limit over the cap: the cap bounds it
+        cap(900)
+        made.clear()
+        with pytest.raises(InputError):
+            _json.read_bytes(_write(tmp_path, stored))
+        assert made[0] == 900
+
+
+def test_the_first_allocation_of_short_gzip_files(tmp_path, monkeypatch):
+    """Under 18 bytes no claim is read: the magic alone (2 bytes) gets min(4 x 2, 16 x 2) = 8. At 18 bytes
+    the claim is read: a stored block cut after 3 of its bytes (10 header, 01 F5FF 0A00 block header with
+    LEN 0xF5FF, NLEN 0x0A00, 3 zero bytes): the last 4 bytes 0A 00 00 00 claim 10 (<= 16 x 18)."""
+    made = _allocations(monkeypatch)
+    with pytest.raises(InputError, match="truncated"):
+        _json.read_bytes(_write(tmp_path, b"\x1f\x8b"))
+    assert made[0] == 8
+    cut = _gz(b"", 0)[:10] + b"\x01\xff\xf5\x00\x0a" + bytes(3)
+    assert len(cut) == 18
+    made.clear()
+    with pytest.raises(InputError, match=r"truncated gzip stream \(ends after 3 uncompressed bytes\)"):
+        _json.read_bytes(_write(tmp_path, cut))
+    assert made[0] == 10
+    made.clear()  # 17 bytes: no claim read (the last 4 bytes would claim 0x0A00 = 2,560 > 16 x 17): 4 x 17
+    with pytest.raises(InputError, match="truncated"):
+        _json.read_bytes(_write(tmp_path, cut[:17]))
+    assert made[0] == 68
+
+
+def test_what_follows_a_gzip_member_must_be_gzip(tmp_path):
+    """After a member: zero padding is skipped, an X is not (a new member that is no gzip); a zlib stream
+    (not gzip) is refused too."""
+    with pytest.raises(InputError, match="gzip stream"):
+        _json.read_bytes(_write(tmp_path, _gz(b"ab") + b"XX" + _gz(b"cd")))
+    with pytest.raises(InputError, match="corrupt gzip stream"):
+        _json.read_bytes(_write(tmp_path, _gz(b"ab") + zlib.compress(b"cd")))
+
+
+def test_gzip_whitespace_inside_and_outside_strings_over_many_pieces(tmp_path, monkeypatch):
+    """Pieces of at most 4 x 1,024 bytes: 100,000 spaces inside a string are kept, 100,000 outside one
+    become one; the parity of the quotes before is counted on what was kept."""
+    monkeypatch.setattr(_json, "_READ", 1024)
+    text = b'{"a": "' + b" " * 100_000 + b'", "b": [1,' + b" " * 100_000 + b"2]}"
+    assert _json.read_bytes(_write(tmp_path, _gz(text))) == b'{"a": "' + b" " * 100_000 + b'", "b": [1, 2]}'
+
+
+def test_squeeze_from_the_first_piece():
+    """What was kept before the first piece is nothing: no run goes on into it (leading spaces stay, an
+    all-space piece keeps one byte); a quote at byte 0 is counted."""
+    assert _squeeze(b"  [1]")[0] == b"  [1]"
+    assert _squeeze(SP)[0] == b" "
+    assert _squeeze(b'"a', SP + b'"')[0] == b'"a' + SP + b'"'
+
+
+def test_squeeze_after_a_piece_kept_as_it_is():
+    """A piece below the ratio ends no run: the next piece's leading spaces stay."""
+    out = bytearray(b"[1,")
+    squeeze = _json._Squeeze(out)
+    assert squeeze.piece(b"[1,", 0, 1.0) == b"[1,"
+    assert squeeze.piece(b"  2]", 3, 100.0) == b"  2]"
+
+
+def test_squeeze_short_all_space_and_x_pieces():
+    """An all-space piece of 10 bytes outside a string keeps one (a bomb's piece), inside all; an X is no
+    whitespace; a piece that starts with a long run outside a string keeps one byte of it."""
+    assert _squeeze(b"[1,", b" " * 10, b"2]")[0] == b"[1, 2]"
+    assert _squeeze(b'["a', b" " * 10, b'"]')[0] == b'["a' + b" " * 10 + b'"]'
+    assert _squeeze(b"[1,", b"XXXX")[0] == b"[1,XXXX"
+    assert _squeeze(b"[1,", SP + b"2]")[0] == b"[1, 2]"
+    assert _squeeze(b"[1,", b"\n" + SP + b"2]")[0] == b"[1,\n2]"
+
+
+def test_squeeze_a_backslash_at_byte_0():
+    """Kept text '\\' (one backslash, no quote), then '"' and a run: the quote is escaped (1 backslash), so
+    the run is outside a string (no quote opened one): one byte kept."""
+    out = bytearray(b"\\")
+    squeeze = _json._Squeeze(out)
+    assert squeeze.piece(b"\\", 0, 1.0) == b"\\"
+    assert squeeze.piece(b'"' + SP + b"x", 1, 100.0) == b'" x'
+
+
+def test_utf8_error_is_not_a_token_repair():
+    """Invalid UTF-8 in a key has no byte in msgspec's message: no repair is tried (the NaN after it
+    stays)."""
+    problems = []
+    with pytest.raises(InputError, match=r"not JSON: Invalid UTF-8 encoded string$"):
+        _json.decode_top("t.json", bytearray(b'{"a\xff": [NaN]}'), problems)
+    assert problems == []
+
+
+def test_quote_repair_after_a_line_end_at_byte_0_and_a_key_not_utf8():
+    """'\\n  "k": "a"b"': the line starts after the newline at byte 0 (the stop at 11, the b); a key with a
+    byte 0xff is named with U+FFFD."""
+    msg = "JSON is malformed: expected ',' or '}' (byte 11)"
+    q = _json._QuoteRepairs()
+    buf = bytearray(b'\n  "k": "a"b"')
+    assert q.repair(buf, 11, msg) and buf == b'\n  "k": "a\\"b"'
+    q = _json._QuoteRepairs()
+    buf = bytearray(b'  "k\xff": "a"b"')
+    assert q.repair(buf, 11, msg) and q.keys == ["k\ufffd"]
+
+
+def test_repairs_at_byte_0():
+    """A control character at byte 0; a stop at byte 0 with NaN tokens further on (repaired, the stop
+    stays)."""
+    buf = bytearray(b"\x01[1]")
+    assert _json._repair(buf, 0, "invalid character", set())[0] == "control" and buf == b" [1]"
+    buf = bytearray(b"x[NaN]")
+    assert _json._repair(buf, 0, "invalid character", set()) == (
+        "tokens", "1 bare NaN/Infinity/N/A values read as null") and buf == b"x[null]"
+
+
+def test_null_tokens_with_tokens_in_the_moved_part(monkeypatch):
+    """Ten NaN: the text moves 10 bytes right first; the copy left in the first 10 bytes ('[NaN,NaN,N')
+    is not read again."""
+    for read in (4, 1 << 20):
+        monkeypatch.setattr(_json, "_READ", read)
+        buf = bytearray(b"[" + b",".join([b"NaN"] * 10) + b"]")
+        assert _json._null_tokens(buf) == 10 and buf == b"[" + b",".join([b"null"] * 10) + b"]"
+
+
+def test_value_span_messages_and_a_shorter_buffer():
+    """The exact message; a buffer that ends before the value does ([1, 2] at 6-11 of an 8-byte view)."""
+    buf = bytearray(b'{"a": [1, 2], "b": ""}')
+    top = msgspec.json.decode(buf, type=dict[str, msgspec.Raw])
+    with pytest.raises(ValueError) as e:
+        _json.value_span(memoryview(buf)[:8], top["a"])
+    assert str(e.value) == "the value is not a view into the buffer"
+    assert _json.value_span(memoryview(buf)[:12], top["a"]) == (6, 12)
+
+
+@pytest.mark.parametrize("text, end, want", [
+    (b'},{"a":1}', None, 1),  # a '},' at byte 0
+    (b'{"a":1},  ', None, 10),  # spaces to the end: no '{'
+    (b'{"a":1},X{"b":2}', None, 16),  # an X is no space
+    (b'{"a":1},{"b":2}', 8, 8),  # the '{' at the end is past it
+    (b'},},{', None, 3)])  # the second '},' starts right after the first
+def test_next_cut_edges(text, end, want):
+    buf = bytearray(text)
+    assert _json._next_cut(buf, 0, len(buf) if end is None else end) == want
+
+
+def test_damage_in_the_last_piece_is_the_decoders_error():
+    def decode(piece):
+        try:
+            return msgspec.json.decode(piece)
+        except msgspec.DecodeError as e:
+            raise msgspec.DecodeError(f"mine: {e}") from None
+    with pytest.raises(msgspec.DecodeError, match="^mine: "):
+        _pieces(b'[{"a":1},{"a":2},{"a":3,}]', 1, decode=decode)
+
+
+def test_the_syntax_check_reads_the_array_only():
+    """The array inside a bigger object, a cut inside a string: the check reads up to the array's ']'."""
+    text = b'{"t": [{"s":"},{"},{"a":2}], "u": 0}'
+    assert _pieces(text, 1, 6, 27)[0] == [[{"s": "},{"}], [{"a": 2}]]
+
+
+def test_first_cut_reads_up_to_the_block_size(tmp_path, monkeypatch):
+    """_BLOCK 4 MiB: reads of 1 then 4 MiB; a cut 4.2 MB after `at` is past them: none."""
+    monkeypatch.setattr(_json, "_BLOCK", 4 << 20)
+    path = _write(tmp_path, b'{"a": "' + b"x" * 4_200_000 + b'"}, {"b": 1}')
+    with open(path, "rb") as f:
+        assert _json._first_cut(f, 2) is None
+
+
+def test_plan_array_edges(tmp_path, monkeypatch):
+    """117 bytes: 4 edges of 29 (116) fit; a key past the head is not looked for; a traceEvents key inside
+    another object is no plan."""
+    monkeypatch.setattr(_json, "_EDGE", 29)
+    path = _events_file(tmp_path)
+    assert _json.plan_array(path, 0).end == 116
+    monkeypatch.setattr(_json, "_EDGE", 20)
+    assert _json.plan_array(_write(tmp_path, b'{"meta": "' + b"x" * 50 + b'", ' + HEAD[1:] + b"1, 2]}" + b" " * 60),
+                            0) is None
+    nested = b'{"a": {"traceEvents": [' + b", ".join(b"%d" % i for i in range(30)) + b']}, "b": 1}'
+    assert _json.plan_array(_write(tmp_path, nested), 0) is None
+
+
+def test_iter_file_chunks_reuses_one_buffer_of_the_block_size(tmp_path, monkeypatch):
+    """With every buffer free (_references 0): blocks of 30 bytes read into one buffer of 32 (a byte before
+    and after for the brackets); the error's exact text."""
+    monkeypatch.setattr(_json, "_BLOCK", 30)
+    monkeypatch.setattr(_json, "_references", lambda buf: 0)
+    path = _write(tmp_path, b"[" + b", ".join(b'{"n": %d}' % i for i in range(10)) + b"]")
+    made = _allocations(monkeypatch)
+    got = [e for piece in _json.iter_file_chunks(path, *_elements(path), msgspec.json.decode, lambda: None)
+           for e in piece]
+    assert got == [{"n": i} for i in range(10)] and made == [32]
+    path = _write(tmp_path, b'[{"n": "' + b"x" * 40 + b'"}, {"n": 1}]')
+    with pytest.raises(msgspec.DecodeError) as e:
+        list(_json.iter_file_chunks(path, *_elements(path), msgspec.json.decode, lambda: None))
+    assert str(e.value) == "no element boundary in a block"
