@@ -1126,3 +1126,26 @@ def test_iter_file_chunks_reuses_one_buffer_of_the_block_size(tmp_path, monkeypa
     with pytest.raises(msgspec.DecodeError) as e:
         list(_json.iter_file_chunks(path, *_elements(path), msgspec.json.decode, lambda: None))
     assert str(e.value) == "no element boundary in a block"
+
+
+@pytest.mark.parametrize("out, piece, inside", [
+    (b'["' + b"\\" * 65, b'"' + SP + b'x"]', True),  # 65 backslashes: the quote is escaped
+    (b'["' + b"\\" * 64, b'"' + SP + b'x"]', False),  # 64: it closes the string
+    (b'["' + b"\\" * 5000, b'"' + SP + b'x"]', False),
+    (b'["a\\', b"\\" * 65 + b'"' + SP + b'x"]', False),  # 1 + 65 = 66: it closes
+    (b'["a\\', b"\\" * 64 + b'"' + SP + b'x"]', True)])  # 1 + 64 = 65: escaped
+def test_squeeze_an_escape_cut_after_many_backslashes(out, piece, inside):
+    """The backslashes before a quote cut between two pieces are all counted, not only the last 64 of the
+    kept text or the first 64 of the piece (a string of 32 escaped backslashes then an escaped quote)."""
+    kept = bytearray(out)
+    squeeze = _json._Squeeze(kept)
+    assert squeeze.piece(out, 0, 1.0) == out
+    at = piece.index(SP)
+    assert squeeze.piece(piece, len(kept), 100.0) == (piece if inside else piece[:at + 1] + piece[at + len(SP):])
+
+
+@pytest.mark.parametrize("text, end, want", [
+    (b"x", 1, 0), (b"\\\\\\", 3, 3), (b"a" + b"\\" * 64, 65, 64), (b"\\" * 64, 64, 64), (b"a" + b"\\" * 65, 66, 65),
+    (b"a" + b"\\" * 5000, 5001, 5000), (b"\\" * 5000, 5000, 5000), (b"a\\\\b", 3, 2), (b"ab\\", 2, 0)])
+def test_backslashes_before(text, end, want):
+    assert _json._backslashes_before(bytearray(text), end) == want
