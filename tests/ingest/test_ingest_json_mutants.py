@@ -942,6 +942,17 @@ def test_the_first_allocation_of_a_gzip_file(tmp_path, monkeypatch, cap):
         assert made[0] == 900
 
 
+def test_a_claim_equal_to_the_bound_is_trusted(tmp_path, monkeypatch, cap):
+    """A text that gzip shrinks between 4 and 16 times, the cap set to its size: the claim equals the bound
+    (min(cap, 16 x the file)) and is trusted: one allocation of the text's size, not 4 x the file."""
+    text = ", ".join('{"n": %d, "v": %d}' % (i, (i * 7919) % 10007) for i in range(200)).encode()
+    gz = _gz(text)
+    assert 4 * len(gz) < len(text) <= 16 * len(gz)
+    cap(len(text))
+    made = _allocations(monkeypatch)
+    assert _json.read_bytes(_write(tmp_path, gz)) == text and made[0] == len(text)
+
+
 def test_the_first_allocation_of_short_gzip_files(tmp_path, monkeypatch):
     """Under 18 bytes no claim is read: the magic alone (2 bytes) gets min(4 x 2, 16 x 2) = 8. At 18 bytes
     the claim is read: a stored block cut after 3 of its bytes (10 header, 01 F5FF 0A00 block header with
@@ -956,9 +967,11 @@ def test_the_first_allocation_of_short_gzip_files(tmp_path, monkeypatch):
     with pytest.raises(InputError, match=r"truncated gzip stream \(ends after 3 uncompressed bytes\)"):
         _json.read_bytes(_write(tmp_path, cut))
     assert made[0] == 10
-    made.clear()  # 17 bytes: no claim read (the last 4 bytes would claim 0x0A00 = 2,560 > 16 x 17): 4 x 17
+    made.clear()  # 17 bytes (LEN 0xFFFA, NLEN 0x0005, 2 zero bytes): the last 4 would claim 5; not read: 4 x 17
+    short = _gz(b"", 0)[:10] + b"\x01\xfa\xff\x05\x00" + bytes(2)
+    assert len(short) == 17
     with pytest.raises(InputError, match="truncated"):
-        _json.read_bytes(_write(tmp_path, cut[:17]))
+        _json.read_bytes(_write(tmp_path, short))
     assert made[0] == 68
 
 
@@ -1106,8 +1119,9 @@ def test_plan_array_edges(tmp_path, monkeypatch):
     path = _events_file(tmp_path)
     assert _json.plan_array(path, 0).end == 116
     monkeypatch.setattr(_json, "_EDGE", 20)
-    assert _json.plan_array(_write(tmp_path, b'{"meta": "' + b"x" * 50 + b'", ' + HEAD[1:] + b"1, 2]}" + b" " * 60),
-                            0) is None
+    late = b'{"meta": "' + b"x" * 50 + b'", ' + HEAD[1:] + b"1, 2]}"  # 85 bytes, the key at 63
+    assert len(late) == 85 and _json.plan_array(_write(tmp_path, late), 0) is None
+    monkeypatch.setattr(_json, "_EDGE", 24)  # the head holds '{"a": {"traceEvents": [' (23 bytes)
     nested = b'{"a": {"traceEvents": [' + b", ".join(b"%d" % i for i in range(30)) + b']}, "b": 1}'
     assert _json.plan_array(_write(tmp_path, nested), 0) is None
 
