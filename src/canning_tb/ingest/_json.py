@@ -273,11 +273,23 @@ class _Squeeze:
             self.odd ^= _unescaped_quotes(out, self.counted, end) & 1
             self.counted = end
         if lo == 0 and end and out[end - 1] == 0x5C:  # a backslash
-            tail = bytes(out[max(0, end - 64):end])
-            before = len(tail) - len(tail.rstrip(b"\\"))
-            within = len(piece[:64]) - len(piece[:64].lstrip(b"\\"))
+            before = _backslashes_before(out, end)  # all of them: a string may hold many escaped backslashes
+            within = len(piece) - len(piece.lstrip(b"\\"))
             if piece[within:within + 1] == b'"':  # counted as unescaped when `within` is even; it is when the sum is
                 self.odd ^= (within % 2 == 0) != ((before + within) % 2 == 0)
+
+
+def _backslashes_before(buf, end: int) -> int:
+    """How many backslashes buf[:end] ends with, read back in windows each 4 times the last."""
+    count, size = 0, 64
+    while True:
+        lo = max(0, end - count - size)
+        tail = bytes(buf[lo:end - count])
+        run = len(tail) - len(tail.rstrip(b"\\"))
+        count += run
+        if run < len(tail) or lo == 0:
+            return count
+        size *= 4
 
 
 def _unescaped_quotes(buf, lo: int, hi: int) -> int:
