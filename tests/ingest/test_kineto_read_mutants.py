@@ -134,7 +134,8 @@ def test_unnamed_categories_by_where_they_sit(tmp_path, monkeypatch, scan):
            _x("corr_on_cpu_label", 10, cat="gpu_stuff", pid=6, correlation=31),
            _x("corr_unknown", 11, cat="gpu_stuff", pid=9, correlation=32),
            _x("no_corr", 12, cat="gpu_stuff", pid=9),
-           _x("nothing", 13, cat="gpu_stuff", pid=8, tid=2)]
+           _x("nothing", 13, cat="gpu_stuff", pid=8, tid=2),
+           {"ph": "f", "id": 1, "pid": 8, "tid": 3, "ts": 13, "cat": "ac2g"}]  # a flow end elsewhere (tid 3)
     t = _read(tmp_path, monkeypatch, meta + evs, scan)
     O = Kind.OTHER
     assert _texts(t, "name")[2:] == ["MemCpy DtoD", "memset0", "x memcpy", "allreduce", "allreduce_host", "corr",
@@ -224,7 +225,7 @@ def test_int_reads_ints_and_digit_texts_only():
     allowed) as its number, past 64 characters a stand-in of 2**256 with the sign; other text the default."""
     i = kineto_read._int
     assert [i(5, 0), i(True, 7), i(False, 7), i(2.0, 7), i(" -12 ", 0), i("12", 0), i("1.5", 7), i("", 7),
-            i(None, 7), i("-", 7)] == [5, 7, 7, 7, -12, 12, 7, 7, 7, 7]
+            i(None, 7), i("-", 7), i("X5", 7)] == [5, 7, 7, 7, -12, 12, 7, 7, 7, 7, 7]
     assert i("1" * 64, 0) == int("1" * 64)
     assert i("1" * 65, 0) == 1 << 256 and i("-" + "1" * 64, 0) == -(1 << 256)
 
@@ -445,7 +446,14 @@ def test_collective_bytes_directly():
     assert nbytes.tolist() == [NONE, 0, 16, -4, NONE]
     assert kineto_read._prod([2, 3, 4]) == 24 and kineto_read._prod([]) == 1
     assert kineto_read._prod([2 ** 62, 2]) == NONE and kineto_read._prod([-(2 ** 62), 2]) == -(2 ** 63)
-    assert kineto_read._prod([2 ** 62, 2, -1]) == -(2 ** 63)
+    assert kineto_read._prod([2 ** 62, 2, -1]) == -(2 ** 63) and kineto_read._prod([2 ** 63 - 1]) == 2 ** 63 - 1
+
+
+def test_render_dims_directly():
+    """Input Dims' raw JSON text in one rendering (json.dumps: ", " between items); a text that is no JSON as its
+    bytes say, a byte that is no UTF-8 as U+FFFD."""
+    assert kineto_read._render_dims(b"[[1,2],[]]") == "[[1, 2], []]"
+    assert kineto_read._render_dims(b"[1, \xff") == "[1, \ufffd"
 
 
 @BOTH
@@ -527,6 +535,10 @@ def test_text_ids_through_the_scanner_too(tmp_path, monkeypatch, scan):
     evs = [_x("a", 1, pid=" 12 ", tid="4"), _x("b", 2, pid="-9223372036854775808", tid="5")]
     t = _read(tmp_path, monkeypatch, evs, scan)
     assert t.events["pid"].tolist() == [12, -(2 ** 63)] and t.events["tid"].tolist() == [4, 5]
+    # a text that is also the piece's first (its category and name): the scanner's text 0 is a text too
+    t = _read(tmp_path, monkeypatch, [_x("Spans", 4, cat="Spans", pid="Spans", tid="Spans")], scan)
+    assert t.events["pid"].tolist() == [-2] and t.events["tid"].tolist() == [-2]
+    assert t.meta.process_names == {-2: "Spans"} and t.meta.thread_names == {"-2:-2": "Spans"}
 
 
 @BOTH
@@ -601,3 +613,29 @@ def test_small_values_of_the_top():
     out = kineto_read._small_values(top)
     assert sorted(out) == ["a", "deviceProperties", "distributedInfo", "n"]
     assert out["a"] == "y" * 4093 and out["n"] == 5 and out["distributedInfo"]["rank"] == 1
+
+
+@BOTH
+def test_int_args_keep_every_digit(tmp_path, monkeypatch, scan):
+    """Int args past 2**53 (which float64 cannot hold) keep every digit both ways: stream 2**61 + 1, correlation
+    2**60 + 1, External id 2**53 + 1, bytes 2**62 + 3, and the lower-case external id 2**55 + 1 where the other
+    is absent."""
+    evs = [_x("k", 1, cat="kernel", pid=0, stream=2 ** 61 + 1, correlation=2 ** 60 + 1,
+              bytes=2 ** 62 + 3, **{"External id": 2 ** 53 + 1}),
+           _x("r", 2, cat="cuda_runtime", correlation=7, **{"external id": 2 ** 55 + 1})]
+    t = _read(tmp_path, monkeypatch, evs, scan)
+    ev = t.events
+    assert ev["stream"].tolist() == [2 ** 61 + 1, NONE] and ev["correlation"].tolist() == [2 ** 60 + 1, 7]
+    assert ev["external_id"].tolist() == [2 ** 53 + 1, 2 ** 55 + 1] and ev["bytes"].tolist() == [2 ** 62 + 3, NONE]
+
+
+@BOTH
+def test_a_group_named_as_the_first_text(tmp_path, monkeypatch, scan):
+    """A process group whose name is the piece's first text (its category and name, "kernel": the scanner's text
+    0) is a group too: "kernel", and its bytes 2 elements x 4 (float) = 8."""
+    evs = [_x("kernel", 1, cat="kernel", pid=0, **{"Process Group Name": "kernel", "dtype": "float",
+                                                    "In msg nelems": 2})]
+    t = _read(tmp_path, monkeypatch, evs, scan)
+    assert _texts(t, "group") == ["kernel"] and t.events["bytes"].tolist() == [8]
+    assert t.events["kind"].tolist() == [Kind.COMM_KERNEL]
+
