@@ -639,3 +639,17 @@ def test_a_group_named_as_the_first_text(tmp_path, monkeypatch, scan):
     assert _texts(t, "group") == ["kernel"] and t.events["bytes"].tolist() == [8]
     assert t.events["kind"].tolist() == [Kind.COMM_KERNEL]
 
+
+@BOTH
+def test_a_flow_end_without_a_time_places_nothing(tmp_path, monkeypatch, scan):
+    """A launch flow's end with no time (absent, or out of range: 1e300 µs) places no event, not even one at
+    -0.001 µs (-1 ns, the value that stands for "none" in the columns) or at 0 on its pid and tid."""
+    evs = [{"ph": "f", "id": 1, "pid": 3, "tid": 4, "cat": "ac2g"},
+           {"ph": "f", "id": 2, "pid": 3, "tid": 5, "ts": 1e300, "cat": "ac2g"},
+           _x("a", -0.001, cat="gpu_stuff", pid=3, tid=4),
+           _x("b", 0, cat="gpu_stuff", pid=3, tid=4),
+           _x("c", -0.001, cat="gpu_stuff", pid=3, tid=5),
+           _x("d", 0, cat="gpu_stuff", pid=3, tid=5)]
+    t = _read(tmp_path, monkeypatch, evs, scan)
+    assert _texts(t, "name") == ["a", "c", "b", "d"] and t.events["ts"].tolist() == [-1, -1, 0, 0]
+    assert t.events["kind"].tolist() == [Kind.OTHER] * 4

@@ -576,7 +576,9 @@ class _Reader:
         located = np.isin(pid, np.array(device_pids, np.int64))
         if self.flow_parts:
             f_pid, f_tid, f_ts = (np.concatenate(part) for part in zip(*self.flow_parts))
-            near = np.isin(f_ts, ts)  # only the flow ends that can match, before building a set
+            # only the flow ends that can match, before building a set; one without a time (NONE) matches none,
+            # not an event at -1 ns
+            near = np.isin(f_ts, ts) & (f_ts != NONE)
             ends = set(zip(f_pid[near].tolist(), f_tid[near].tolist(), f_ts[near].tolist()))
             located |= np.array([key in ends for key in zip(pid.tolist(), tid.tolist(), ts.tolist())], bool)
         host = (kind == Kind.CPU_OP) | (kind == Kind.RUNTIME) | (kind == Kind.USER_ANNOTATION)
