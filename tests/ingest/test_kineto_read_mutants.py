@@ -414,7 +414,7 @@ def test_collective_bytes_of_host_ranges(tmp_path, monkeypatch, scan):
     unknown dtype, adds nothing (bytes stay NONE where nothing adds); a range that has bytes from its group's
     elements x dtype keeps them (10 x 4 = 40; 0 elements: 0); other names are no collective range."""
     evs = [_x("gloo:all_reduce", 1, **{"Input Dims": [[2, 3], []], "Input type": ["float", "Double"]}),
-           _x("hccl:broadcast", 2, **{"Input Dims": [[2, -1], [True, 2]], "Input type": ["float", "float"]}),
+           _x("hccl:broadcast", 2, **{"Input Dims": [[2, -1], [True, 3]], "Input type": ["float", "float"]}),
            _x("nccl:all_gather", 3, **{"Input Dims": [[4]], "Input type": ["mystery"]}),
            _x("nccl:all_reduce", 4, **{"Input Dims": [[100]], "Input type": ["float"], "Process Group Name": "0",
                                        "dtype": "Float", "In msg nelems": 10}),
@@ -423,10 +423,11 @@ def test_collective_bytes_of_host_ranges(tmp_path, monkeypatch, scan):
            _x("mygloo:all_reduce", 6, **{"Input Dims": [[3]], "Input type": ["float"]}),
            _x("gloo:x", 7, **{"Input Dims": [[3]]}),
            _x("gloo:y", 8, **{"Input Dims": {"a": 1}, "Input type": ["float"]}),
-           _x("gloo:z", 9, **{"Input Dims": [[5], [7]], "Input type": ["char"]})]
+           _x("gloo:z", 9, **{"Input Dims": [[5], [7]], "Input type": ["char"]}),
+           _x("gloo:w", 10, **{"Input Dims": [3, [2]], "Input type": ["float", "float"]})]
     t = _read(tmp_path, monkeypatch, evs, scan)
-    # gloo:z: zip stops at the shorter list: 5 x 1 = 5
-    assert t.events["bytes"].tolist() == [32, NONE, NONE, 40, 0, NONE, NONE, NONE, 5]
+    # gloo:z: zip stops at the shorter list: 5 x 1 = 5; gloo:w: a shape that is no list (3) adds nothing: 2 x 4 = 8
+    assert t.events["bytes"].tolist() == [32, NONE, NONE, 40, 0, NONE, NONE, NONE, 5, 8]
 
 
 def test_collective_bytes_directly():
@@ -444,6 +445,11 @@ def test_collective_bytes_directly():
     # row 0 not listed; row 1 has 0; row 2: 4 x 4 = 16; row 3: 2**63 is past int64 -> NONE x 4 = -4 (no size:
     # the product is NONE, -1, times 4); row 4: no dims -> nothing
     assert nbytes.tolist() == [NONE, 0, 16, -4, NONE]
+    # a dims text that is no JSON skips its row only: the next is still read (2 x 4 = 8)
+    bad = [Args(dims=raw(b"[[2"), types=raw(b'["float"]')), args([[2]], ["float"])]
+    nbytes = np.array([NONE, NONE], np.int64)
+    kineto_read._collective_bytes(bad, nbytes, [0, 1])
+    assert nbytes.tolist() == [NONE, 8]
     assert kineto_read._prod([2, 3, 4]) == 24 and kineto_read._prod([]) == 1
     assert kineto_read._prod([2 ** 62, 2]) == NONE and kineto_read._prod([-(2 ** 62), 2]) == -(2 ** 63)
     assert kineto_read._prod([2 ** 62, 2, -1]) == -(2 ** 63) and kineto_read._prod([2 ** 63 - 1]) == 2 ** 63 - 1
@@ -467,11 +473,14 @@ def test_process_groups_and_their_bytes(tmp_path, monkeypatch, scan):
                                                 "In msg nelems": 2 ** 50 - 1}),
            _x("k4", 4, cat="kernel", pid=0, **{"Process Group Name": "d", "In msg nelems": 5}),
            _x("k5", 5, cat="kernel", pid=0, **{"Process Group Description": "e", "dtype": "char",
-                                                "In msg nelems": 5})]
+                                                "In msg nelems": 5}),
+           _x("k6", 6, cat="kernel", pid=0, bytes=0, **{"Process Group Name": "f", "dtype": "float",
+                                                         "In msg nelems": 3})]
     t = _read(tmp_path, monkeypatch, evs, scan)
-    assert _texts(t, "group") == ["a (d)", "b", "c", "d", None]
-    assert t.events["bytes"].tolist() == [NONE, NONE, 2 ** 50 - 1, NONE, NONE]
-    assert t.events["kind"].tolist() == [Kind.COMM_KERNEL] * 4 + [Kind.KERNEL]
+    assert _texts(t, "group") == ["a (d)", "b", "c", "d", None, "f"]
+    # k6: the file's own 0 bytes stand (not 3 x 4)
+    assert t.events["bytes"].tolist() == [NONE, NONE, 2 ** 50 - 1, NONE, NONE, 0]
+    assert t.events["kind"].tolist() == [Kind.COMM_KERNEL] * 4 + [Kind.KERNEL, Kind.COMM_KERNEL]
 
 
 @BOTH
@@ -653,3 +662,33 @@ def test_a_flow_end_without_a_time_places_nothing(tmp_path, monkeypatch, scan):
     t = _read(tmp_path, monkeypatch, evs, scan)
     assert _texts(t, "name") == ["a", "c", "b", "d"] and t.events["ts"].tolist() == [-1, -1, 0, 0]
     assert t.events["kind"].tolist() == [Kind.OTHER] * 4
+
+
+@BOTH
+def test_fractions_of_a_us_to_the_ns(tmp_path, monkeypatch, scan):
+    """µs fractions to the nearest ns: 1.75 µs = 1,750 ns, 0.999 µs = 999 ns, 2.625 µs = 2,625 ns, 0.75 = 750."""
+    t = _read(tmp_path, monkeypatch, [_x("a", 1.75, 0.999), _x("b", 2.625, 0.75)], scan)
+    assert t.events["ts"].tolist() == [1_750, 2_625] and t.events["dur"].tolist() == [999, 750]
+
+
+@BOTH
+def test_chunk_by_chunk(tmp_path, monkeypatch, scan):
+    """Each event its own chunk (the cut after every element): a flow end read as floats at exactly
+    4,611,686,018,427,387 µs (the float path's strict bound) has no time, so it places nothing, even once a later
+    chunk (holding 2**43 + 0.5 µs) makes the reader read decimals, which take the unnamed event "k" at that µs
+    (4,611,686,018,427,387,000 ns < 2**62); the counts of every chunk add up (two negative durations)."""
+    import functools
+    monkeypatch.setattr(_json, "iter_chunks", functools.partial(_json.iter_chunks, chunk=1))
+    b = 8796093022208  # 2**43
+    raw = ('{"traceEvents": ['
+           '{"ph": "f", "id": 1, "pid": 3, "tid": 4, "ts": 4611686018427387, "cat": "ac2g"},'
+           '{"ph": "X", "cat": "cpu_op", "name": "n1", "pid": 1, "tid": 1, "ts": 1, "dur": -1},'
+           f'{{"ph": "X", "cat": "cpu_op", "name": "e", "pid": 1, "tid": 1, "ts": {b}.5, "dur": 1}},'
+           '{"ph": "X", "cat": "gpu_stuff", "name": "k", "pid": 3, "tid": 4, "ts": 4611686018427387, "dur": 0},'
+           '{"ph": "X", "cat": "cpu_op", "name": "n2", "pid": 1, "tid": 1, "ts": 2, "dur": -1}'
+           ']}')
+    t = _read(tmp_path, monkeypatch, scan=scan, raw=raw)
+    assert _texts(t, "name") == ["n1", "n2", "e", "k"]
+    assert t.events["ts"].tolist() == [1000, 2000, 8_796_093_022_208_500, 4_611_686_018_427_387_000]
+    assert t.events["kind"].tolist() == [Kind.CPU_OP, Kind.CPU_OP, Kind.CPU_OP, Kind.OTHER]
+    assert _msgs(t) == ["2 negative durations set to 0"]
