@@ -381,6 +381,14 @@ def test_invalid_utf8_is_told(tmp_path, monkeypatch, scan):
     raw = b'{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "a\xffb", "pid": 1, "tid": 1, "ts": 1, "dur": 1}]}'
     t = _read(tmp_path, monkeypatch, scan=scan, raw=raw)
     assert _texts(t, "name") == ["a\ufffdb"] and _msgs(t) == ["invalid UTF-8 bytes replaced (U+FFFD)"]
+    assert [(p.file, p.severity) for p in t.problems] == [(str(tmp_path / "t.pt.trace.json"), "warning")]
+
+
+def test_malformed_events_are_told(tmp_path, monkeypatch):
+    """Two array items that are no event (7 and "x") are skipped and told once, a warning of this file."""
+    t = _read(tmp_path, monkeypatch, [_x("a", 1), 7, "x"])
+    assert _texts(t, "name") == ["a"] and _msgs(t) == ["2 malformed events skipped"]
+    assert [(p.file, p.severity) for p in t.problems] == [(str(tmp_path / "t.pt.trace.json"), "warning")]
 
 
 @pytest.mark.parametrize("raw, said", [
@@ -692,3 +700,22 @@ def test_chunk_by_chunk(tmp_path, monkeypatch, scan):
     assert t.events["ts"].tolist() == [1000, 2000, 8_796_093_022_208_500, 4_611_686_018_427_387_000]
     assert t.events["kind"].tolist() == [Kind.CPU_OP, Kind.CPU_OP, Kind.CPU_OP, Kind.OTHER]
     assert _msgs(t) == ["2 negative durations set to 0"]
+
+
+@BOTH
+def test_counts_add_up_over_categories(tmp_path, monkeypatch, scan):
+    """Each category of a chunk is a part of its own, and the counts add up over them. Per category (cpu_op,
+    user_annotation): one event without a name, one negative duration, one ts and one dur out of range (1e300 µs,
+    and exactly 4,611,686,018,427,387 µs, the float path's strict bound): 3 + 3 = 6 skipped, of which 4 out of
+    range, told apart (6 - 4 = 2 missing); 1 + 1 = 2 negative."""
+    evs = []
+    for cat in ("cpu_op", "user_annotation"):
+        evs += [{"ph": "X", "cat": cat, "pid": 1, "tid": 1, "ts": 1, "dur": 1},
+                _x("neg", 2, -1, cat=cat)]
+    evs += [_x("far_ts", 4611686018427387, 1), _x("far_dur", 3, 1e300),
+            _x("far_ts2", 1e300, 1, cat="user_annotation"), _x("far_dur2", 3, 4611686018427387, cat="user_annotation")]
+    t = _read(tmp_path, monkeypatch, evs, scan)
+    assert _texts(t, "name") == ["neg", "neg"]
+    assert _msgs(t) == ["2 events without a usable name, ts or dur skipped",
+                        "4 events with ts or dur out of range (beyond ±146 years) skipped",
+                        "2 negative durations set to 0"]
