@@ -719,3 +719,15 @@ def test_counts_add_up_over_categories(tmp_path, monkeypatch, scan):
     assert _msgs(t) == ["2 events without a usable name, ts or dur skipped",
                         "4 events with ts or dur out of range (beyond ±146 years) skipped",
                         "2 negative durations set to 0"]
+
+
+@BOTH
+def test_a_device_past_int32_is_none(tmp_path, monkeypatch, scan):
+    """The device column is int32: a device arg past it (2**32 + 5, -2**31 - 1) is no device (NONE, then the pid
+    stands in where it is one: pid 2000 is not), not wrapped around to 5 or 2**31 - 1; int32's two ends are kept."""
+    evs = [_x("k1", 1, cat="kernel", pid=2000, device=2 ** 32 + 5), _x("k2", 2, cat="kernel", pid=2000,
+                                                                      device=-(2 ** 31) - 1),
+           _x("k3", 3, cat="kernel", pid=2000, device=2 ** 31 - 1), _x("k4", 4, cat="kernel", pid=2000,
+                                                                       device=-(2 ** 31))]
+    t = _read(tmp_path, monkeypatch, evs, scan)
+    assert t.events["device"].tolist() == [NONE, NONE, 2 ** 31 - 1, -(2 ** 31)]
