@@ -51,11 +51,13 @@ def test_device_and_stream_stand_ins(tmp_path, monkeypatch, scan):
            _x("k1", 2, cat="kernel", pid=1024, tid=5),
            _x("k2", 3, cat="gpu_memcpy", pid="Spans", tid="x"),
            _x("k3", 4, cat="gpu_memset", pid=0, tid=3, device=7, stream=9),
-           _x("op", 5, pid=3, tid=4)]
+           _x("op", 5, pid=3, tid=4),
+           _x("k4", 6, cat="kernel", pid=5, tid=6, device=0, stream=0)]
     t = _read(tmp_path, monkeypatch, evs, scan)
-    assert t.events["device"].tolist() == [1023, NONE, NONE, 7, NONE]
-    assert t.events["stream"].tolist() == [0, 5, NONE, 9, NONE]
-    assert t.events["kind"].tolist() == [Kind.KERNEL, Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET, Kind.CPU_OP]
+    # k4: its own device 0 and stream 0 stand (not its pid 5, tid 6)
+    assert t.events["device"].tolist() == [1023, NONE, NONE, 7, NONE, 0]
+    assert t.events["stream"].tolist() == [0, 5, NONE, 9, NONE, 0]
+    assert t.events["kind"].tolist() == [Kind.KERNEL, Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET, Kind.CPU_OP, Kind.KERNEL]
 
 
 @BOTH
@@ -138,10 +140,12 @@ def test_unnamed_categories_by_where_they_sit(tmp_path, monkeypatch, scan):
            {"ph": "f", "id": 1, "pid": 8, "tid": 3, "ts": 13, "cat": "ac2g"}]  # a flow end elsewhere (tid 3)
     t = _read(tmp_path, monkeypatch, meta + evs, scan)
     O = Kind.OTHER
-    assert _texts(t, "name")[2:] == ["MemCpy DtoD", "memset0", "x memcpy", "allreduce", "allreduce_host", "corr",
-                                     "corr_on_host", "corr_on_cpu_label", "corr_unknown", "no_corr", "nothing"]
-    assert t.events["kind"].tolist()[2:] == [Kind.MEMCPY, Kind.MEMSET, Kind.KERNEL, Kind.COMM_KERNEL, O,
-                                             Kind.KERNEL, O, O, O, O, O]
+    assert _texts(t, "name") == ["launch", "launch_no_corr", "MemCpy DtoD", "memset0", "x memcpy", "allreduce",
+                                 "allreduce_host", "corr", "corr_on_host", "corr_on_cpu_label", "corr_unknown",
+                                 "no_corr", "nothing"]
+    # the runtime calls keep their kind: only the unnamed categories and collective_comm are placed
+    assert t.events["kind"].tolist() == [Kind.RUNTIME, Kind.RUNTIME, Kind.MEMCPY, Kind.MEMSET, Kind.KERNEL,
+                                         Kind.COMM_KERNEL, O, Kind.KERNEL, O, O, O, O, O]
     # the device rows take their pid and tid as device and stream; OTHER rows keep NONE
     assert t.events["device"].tolist()[2:8] == [5, 5, 5, 5, NONE, 9]
 
