@@ -196,6 +196,8 @@ def test_the_environment_ranks_and_host(tmp_path, monkeypatch, scan):
     assert t.problems == []
     t = _read(tmp_path, monkeypatch, [_x("a", 1)], scan, top={"host_name": "h1", "hostname": "h2"})
     assert (t.meta.host, t.meta.rank, t.meta.world_size) == ("h1", 0, 1)
+    t = _read(tmp_path, monkeypatch, [_x("a", 1)], scan, top={"host_name": ""})
+    assert t.meta.host == "" and t.meta.environment == {"host_name": ""}
 
 
 @pytest.mark.parametrize("dist, rank, world, told", [
@@ -213,7 +215,8 @@ def test_ranks_and_world_sizes_at_their_edges(tmp_path, monkeypatch, dist, rank,
     text is no number (the world size then 1, the rank 0 with a warning)."""
     t = _read(tmp_path, monkeypatch, [_x("a", 1)], top={"distributedInfo": dist})
     assert (t.meta.rank, t.meta.world_size) == (rank, world)
-    assert _msgs(t) == told and all(p.severity == "warning" for p in t.problems)
+    assert _msgs(t) == told
+    assert all((p.severity, p.file) == ("warning", str(tmp_path / "t.pt.trace.json")) for p in t.problems)
 
 
 @pytest.mark.parametrize("rank, shown", [(-1, "-1"), (2 ** 31, "2147483648"), ("9" * 65, "of more than 38 digits")])
@@ -221,7 +224,7 @@ def test_a_rank_out_of_range_is_refused(tmp_path, monkeypatch, rank, shown):
     """A rank below 0 or from 2**31 stops the read; 65 digits are read as a stand-in past every bound."""
     with pytest.raises(InputError) as err:
         _read(tmp_path, monkeypatch, [_x("a", 1)], top={"distributedInfo": {"rank": rank}})
-    assert f"distributedInfo.rank {shown}: not a rank (0 to 2147483647)" in str(err.value)
+    assert str(err.value) == f"{tmp_path / 't.pt.trace.json'}: distributedInfo.rank {shown}: not a rank (0 to 2147483647)"
 
 
 def test_int_reads_ints_and_digit_texts_only():
