@@ -738,3 +738,12 @@ def test_a_device_past_int32_is_none(tmp_path, monkeypatch, scan):
                                                                        device=-(2 ** 31))]
     t = _read(tmp_path, monkeypatch, evs, scan)
     assert t.events["device"].tolist() == [NONE, NONE, 2 ** 31 - 1, -(2 ** 31)]
+
+
+def test_a_device_id_past_int32_is_told_as_this_files(tmp_path, monkeypatch):
+    """deviceProperties' id 2**40 is no device index: read as unknown (-1), told once as this file's warning."""
+    t = _read(tmp_path, monkeypatch, [_x("a", 1)], top={"deviceProperties": [{"id": 2 ** 40, "name": "A"}]})
+    assert [d["index"] for d in t.meta.devices] == [-1]
+    assert [(p.file, p.message, p.severity) for p in t.problems] == [
+        (str(tmp_path / "t.pt.trace.json"), "device index 1099511627776 is no index (0 to 2147483647): read as unknown",
+         "warning")]
