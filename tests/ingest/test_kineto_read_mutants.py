@@ -535,14 +535,16 @@ def test_grids_and_host_columns(tmp_path, monkeypatch, scan):
     evs = [_x("k1", 1, cat="kernel", pid=0, grid=[2, 3, 4]),
            _x("k2", 2, cat="kernel", pid=0, grid=None),
            _x("k3", 3, cat="kernel", pid=0),
+           _x("k4", 3.5, cat="kernel", pid=0, grid=[2 ** 60 + 1, 1]),
            _x("o1", 4, **{"Input Dims": [[1]], "Input dims": [[9]], "Input type": ["int"]}),
            _x("o2", 5, **{"Concrete Inputs": ["3"], "Call stack": "f.py(2): g"}),
            _x("o3", 6, **{"Input dims": [[2, 2]], "Input type": ["a"], "Concrete Inputs": ["b"]})]
     t = _read(tmp_path, monkeypatch, evs, scan)
-    assert t.events["blocks"].tolist() == [24, NONE, NONE, NONE, NONE, NONE]
-    assert _texts(t, "shapes") == [None, None, None, "[[1]]", None, "[[2, 2]]"]
-    assert _texts(t, "stack") == [None, None, None, None, "f.py(2): g", None]
-    assert _texts(t, "args") == [None, None, None, '{"types":["int"]}', '{"concrete":["3"]}',
+    # k4: 2**60 + 1 blocks, every digit (no float64 on the way)
+    assert t.events["blocks"].tolist() == [24, NONE, NONE, 2 ** 60 + 1, NONE, NONE, NONE]
+    assert _texts(t, "shapes") == [None, None, None, None, "[[1]]", None, "[[2, 2]]"]
+    assert _texts(t, "stack") == [None, None, None, None, None, "f.py(2): g", None]
+    assert _texts(t, "args") == [None, None, None, None, '{"types":["int"]}', '{"concrete":["3"]}',
                                  '{"types":["a"],"concrete":["b"]}']
 
 
@@ -735,9 +737,10 @@ def test_a_device_past_int32_is_none(tmp_path, monkeypatch, scan):
     evs = [_x("k1", 1, cat="kernel", pid=2000, device=2 ** 32 + 5), _x("k2", 2, cat="kernel", pid=2000,
                                                                       device=-(2 ** 31) - 1),
            _x("k3", 3, cat="kernel", pid=2000, device=2 ** 31 - 1), _x("k4", 4, cat="kernel", pid=2000,
-                                                                       device=-(2 ** 31))]
+                                                                       device=-(2 ** 31)),
+           _x("k5", 5, cat="kernel", pid=2000, device=2 ** 31)]
     t = _read(tmp_path, monkeypatch, evs, scan)
-    assert t.events["device"].tolist() == [NONE, NONE, 2 ** 31 - 1, -(2 ** 31)]
+    assert t.events["device"].tolist() == [NONE, NONE, 2 ** 31 - 1, -(2 ** 31), NONE]
 
 
 def test_a_device_id_past_int32_is_told_as_this_files(tmp_path, monkeypatch):
