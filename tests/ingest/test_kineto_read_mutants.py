@@ -405,20 +405,49 @@ def test_malformed_events_are_told(tmp_path, monkeypatch):
     ('{"traceEvents": [{"ph": "X", "args": ' + "[" * 3000 + "]" * 3000 + "}]}", _json.TOO_DEEP),
 ])
 def test_read_kineto_refuses(tmp_path, monkeypatch, raw, said):
-    """No traceEvents, traceEvents not a list, nesting deeper than the decoder allows: an InputError saying so."""
+    """No traceEvents, traceEvents not a list, nesting deeper than the decoder allows: an InputError naming the
+    file and saying so."""
     with pytest.raises(InputError) as err:
         _read(tmp_path, monkeypatch, raw=raw)
-    assert said in str(err.value)
+    assert str(err.value) == f"{tmp_path / 't.pt.trace.json'}: {said}"
+
+
+def test_a_file_past_the_cap_is_refused_by_name(tmp_path, monkeypatch):
+    """A file bigger than CANNING_MAX_TRACE_BYTES (here 100 bytes) is refused before it is read, naming the file."""
+    monkeypatch.setenv("CANNING_MAX_TRACE_BYTES", "100")
+    with pytest.raises(InputError) as err:
+        _read(tmp_path, monkeypatch, [_x("a", 1), _x("b", 2)])
+    assert str(err.value).startswith(f"{tmp_path / 't.pt.trace.json'}: expands past the 100 bytes cap")
+
+
+def test_a_repaired_file_tells_its_repairs(tmp_path, monkeypatch):
+    """A bare NaN (no JSON) is read as null and told; the event whose dur it was is skipped as missing."""
+    raw = json.dumps({"traceEvents": [_x("a", 1, "@NAN@"), _x("b", 2)]}).replace('"@NAN@"', "NaN")
+    t = _read(tmp_path, monkeypatch, raw=raw)
+    assert _texts(t, "name") == ["b"]
+    assert _msgs(t) == ["1 bare NaN/Infinity/N/A values read as null", "1 events without a usable name, ts or dur skipped"]
 
 
 def test_the_parallel_path_reads_the_same(tmp_path, monkeypatch):
-    """A plain file read by the parallel path (its threshold set to 0 bytes here) gives the same events and the
-    top-level keys (distributedInfo's rank 2) as by hand."""
+    """A plain file of 256 KiB or more (4 x the 64 KiB head and tail it plans from) read by the parallel path (its
+    threshold set to 0 bytes here; the spy sees it planned): 3,000 events ts 3000 - i µs come sorted, the
+    top-level keys (distributedInfo's rank 2, world size 4, "x") read as by the whole-file path."""
     monkeypatch.setattr(kineto_parallel, "PARALLEL_BYTES", 0)
-    evs = [_x(f"e{i}", 10 - i) for i in range(6)]
+    planned = []
+    real = kineto_parallel.read_ranges
+
+    def spy(path, reader_type):
+        out = real(path, reader_type)
+        planned.append(path)
+        return out
+    monkeypatch.setattr(kineto_parallel, "read_ranges", spy)
+    evs = [_x(f"e{i:04d}", 3000 - i, 1, args_pad="p" * 60) for i in range(3000)]
     t = _read(tmp_path, monkeypatch, evs, top={"distributedInfo": {"rank": 2, "world_size": 4}, "x": "y"})
-    assert _texts(t, "name") == ["e5", "e4", "e3", "e2", "e1", "e0"]
-    assert t.events["ts"].tolist() == [5000, 6000, 7000, 8000, 9000, 10000]
+    assert planned == [str(tmp_path / "t.pt.trace.json")]
+    assert (tmp_path / "t.pt.trace.json").stat().st_size >= 4 * 65536
+    names = _texts(t, "name")
+    assert len(names) == 3000 and names[:2] == ["e2999", "e2998"] and names[-1] == "e0000"
+    assert t.events["ts"].tolist()[:2] == [1000, 2000] and t.events["ts"].tolist()[-1] == 3_000_000
     assert (t.meta.rank, t.meta.world_size, t.meta.environment["x"]) == (2, 4, "y")
 
 
