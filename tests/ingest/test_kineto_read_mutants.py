@@ -247,14 +247,16 @@ def test_devices_from_device_properties():
              "junk",
              {"name": "AMD Instinct MI250X", "computeMajor": 9},
              {"id": "3", "name": "Radeon Pro"},
-             {"name": "x Instinct", "numSms": "no"}]
+             {"name": "x Instinct", "numSms": "no"},
+             {"name": "AMD MI300X"}]
     devs = kineto_read._devices(props, table)
     assert devs == [
         {"kind": "cuda", "index": 0, "name": "NVIDIA A100", "memory": 100, "compute_capability": "8.6",
          "sm_count": 108},
         {"kind": "rocm", "index": 1, "name": "AMD Instinct MI250X", "memory": NONE, "compute_capability": "9.0"},
         {"kind": "rocm", "index": 3, "name": "Radeon Pro", "memory": NONE},
-        {"kind": "rocm", "index": 3, "name": "x Instinct", "memory": NONE, "sm_count": NONE}]
+        {"kind": "rocm", "index": 3, "name": "x Instinct", "memory": NONE, "sm_count": NONE},
+        {"kind": "rocm", "index": 4, "name": "AMD MI300X", "memory": NONE}]
     assert kineto_read._devices({"a": 1}, table) == [] and kineto_read._devices(None, table) == []
     # a hip string among the first 100,000 makes every device rocm; the 100,001st is not looked at
     hip = SimpleNamespace(strings=Strings(["x"] * 99_999 + ["hipLaunchKernel"]))
