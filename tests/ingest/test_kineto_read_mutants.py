@@ -589,9 +589,10 @@ def test_text_ids_through_the_scanner_too(tmp_path, monkeypatch, scan):
     t = _read(tmp_path, monkeypatch, evs, scan)
     assert t.events["pid"].tolist() == [12, 13, -2] and t.events["tid"].tolist() == [7, -3, 5]
     assert t.meta.process_names == {-2: "99999999999999999999"} and t.meta.thread_names == {"13:-3": "Spans"}
-    evs = [_x("a", 1, pid=" 12 ", tid="4"), _x("b", 2, pid="-9223372036854775808", tid="5")]
+    evs = [_x("a", 1, pid=" 12 ", tid="4"), _x("b", 2, pid="-9223372036854775808", tid="9223372036854775807")]
     t = _read(tmp_path, monkeypatch, evs, scan)
-    assert t.events["pid"].tolist() == [12, -(2 ** 63)] and t.events["tid"].tolist() == [4, 5]
+    # int64's two ends given as digits are numbers
+    assert t.events["pid"].tolist() == [12, -(2 ** 63)] and t.events["tid"].tolist() == [4, 2 ** 63 - 1]
     # a text that is also the piece's first (its category and name): the scanner's text 0 is a text too
     t = _read(tmp_path, monkeypatch, [_x("Spans", 4, cat="Spans", pid="Spans", tid="Spans")], scan)
     assert t.events["pid"].tolist() == [-2] and t.events["tid"].tolist() == [-2]
