@@ -734,12 +734,14 @@ def test_chunk_by_chunk(tmp_path, monkeypatch, scan):
            '{"ph": "X", "cat": "cpu_op", "name": "n1", "pid": 1, "tid": 1, "ts": 1, "dur": -1},'
            f'{{"ph": "X", "cat": "cpu_op", "name": "e", "pid": 1, "tid": 1, "ts": {b}.5, "dur": 1}},'
            '{"ph": "X", "cat": "gpu_stuff", "name": "k", "pid": 3, "tid": 4, "ts": 4611686018427387, "dur": 0},'
-           '{"ph": "X", "cat": "cpu_op", "name": "n2", "pid": 1, "tid": 1, "ts": 2, "dur": -1}'
+           '{"ph": "X", "cat": "cpu_op", "name": "n2", "pid": 1, "tid": 1, "ts": 2, "dur": -1},'
+           '{"ph": "X", "cat": "gpu_stuff", "name": "z", "pid": 3, "tid": 4, "ts": 0, "dur": 0}'
            ']}')
     t = _read(tmp_path, monkeypatch, scan=scan, raw=raw)
-    assert _texts(t, "name") == ["n1", "n2", "e", "k"]
-    assert t.events["ts"].tolist() == [1000, 2000, 8_796_093_022_208_500, 4_611_686_018_427_387_000]
-    assert t.events["kind"].tolist() == [Kind.CPU_OP, Kind.CPU_OP, Kind.CPU_OP, Kind.OTHER]
+    # "z" at 0 on the flow end's pid and tid is not placed either: the end has no time, not 0
+    assert _texts(t, "name") == ["z", "n1", "n2", "e", "k"]
+    assert t.events["ts"].tolist() == [0, 1000, 2000, 8_796_093_022_208_500, 4_611_686_018_427_387_000]
+    assert t.events["kind"].tolist() == [Kind.OTHER, Kind.CPU_OP, Kind.CPU_OP, Kind.CPU_OP, Kind.OTHER]
     assert _msgs(t) == ["2 negative durations set to 0"]
 
 
