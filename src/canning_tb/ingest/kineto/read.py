@@ -576,7 +576,9 @@ class _Reader:
         located = np.isin(pid, np.array(device_pids, np.int64))
         if self.flow_parts:
             f_pid, f_tid, f_ts = (np.concatenate(part) for part in zip(*self.flow_parts))
-            near = np.isin(f_ts, ts)  # only the flow ends that can match, before building a set
+            # only the flow ends that can match, before building a set; one without a time (NONE) matches none,
+            # not an event at -1 ns
+            near = np.isin(f_ts, ts) & (f_ts != NONE)
             ends = set(zip(f_pid[near].tolist(), f_tid[near].tolist(), f_ts[near].tolist()))
             located |= np.array([key in ends for key in zip(pid.tolist(), tid.tolist(), ts.tolist())], bool)
         host = (kind == Kind.CPU_OP) | (kind == Kind.RUNTIME) | (kind == Kind.USER_ANNOTATION)
@@ -742,13 +744,13 @@ def _read_whole(path: str) -> EventTable:
 
 def _arg_columns(args: list, want: set, n: int) -> dict[str, np.ndarray]:
     """device, stream, correlation, external id, blocks and bytes from the args the kind carries."""
-    def col(attr, dtype=np.int64):
+    def col(attr):
         if attr not in want:
-            return np.full(n, NONE, dtype)
-        return _i64(list(map(attrgetter(attr), args)), n).astype(dtype, copy=False)
+            return np.full(n, NONE, np.int64)
+        return _i64(list(map(attrgetter(attr), args)), n)
 
     ext = col("ext")
-    out = {"device": col("device", np.int32), "stream": col("stream"), "correlation": col("correlation"),
+    out = {"device": _int32(col("device")), "stream": col("stream"), "correlation": col("correlation"),
            "external_id": np.where(ext != NONE, ext, col("ext2")), "bytes": col("nbytes")}
     if "grid" in want:
         out["blocks"] = np.fromiter((NONE if grid is None else _prod(grid) for grid in map(attrgetter("grid"), args)),
@@ -756,6 +758,13 @@ def _arg_columns(args: list, want: set, n: int) -> dict[str, np.ndarray]:
     else:
         out["blocks"] = np.full(n, NONE, np.int64)
     return out
+
+
+def _int32(v: np.ndarray) -> np.ndarray:
+    """An int64 column as int32 (the device's): a value past int32 is none (NONE), not wrapped around
+    (a device 2**32 + 5 is no device 5)."""
+    return np.where((v >= -(1 << 31)) & (v < 1 << 31), v, NONE).astype(np.int32)
+
 
 # schema.Args's attribute -> its JSON name (the scanner's columns are by JSON name)
 _FIELD = {f.name: f.encode_name for f in msgspec.structs.fields(Args)}
@@ -774,13 +783,13 @@ def _scanned_arg_columns(s, rows: np.ndarray, want: set) -> dict[str, np.ndarray
     """_arg_columns for the scanner's rows (absent ints take schema.Args's defaults)."""
     n = len(rows)
 
-    def col(attr, dtype=np.int64):
+    def col(attr):
         if attr not in want:
-            return np.full(n, NONE, dtype)
-        return _scanned_int(s, rows, attr).astype(dtype)
+            return np.full(n, NONE, np.int64)
+        return _scanned_int(s, rows, attr)
 
     ext = col("ext")
-    out = {"device": col("device", np.int32), "stream": col("stream"), "correlation": col("correlation"),
+    out = {"device": _int32(col("device")), "stream": col("stream"), "correlation": col("correlation"),
            "external_id": np.where(ext != NONE, ext, col("ext2")), "bytes": col("nbytes")}
     if "grid" in want:
         grids = s.raws_of[rows, kineto_scan.column("raw", "grid")]
