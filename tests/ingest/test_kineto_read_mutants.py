@@ -322,7 +322,8 @@ def test_window_from_the_trace_span(tmp_path, monkeypatch, scan):
 def test_window_end_within_a_day(tmp_path, monkeypatch, scan):
     """The Record Window End is the end when 0 <= end - start <= 1 day (86,400,000,000 µs) of the Iteration
     Start (5 µs): at the start or a day after it, yes; 1 µs before the start or a day and 1 µs after, no (the
-    events' end, 6 + 3 = 9 µs, stands). Without an Iteration Start or span it is the end as it is (100 µs)."""
+    events' end, 6 + 3 = 9 µs, stands). Without an Iteration Start or span it is the end as it is (100 µs), if not
+    before the first event."""
     day = 86_400_000_000
     start = {"ph": "i", "s": "t", "name": "Iteration Start: PyTorch Profiler", "pid": 1, "tid": 1, "ts": 5}
     for end_us, want in ((5, 5_000), (5 + day, (5 + day) * 1000), (4, 9_000), (5 + day + 1, 9_000)):
@@ -334,6 +335,12 @@ def test_window_end_within_a_day(tmp_path, monkeypatch, scan):
                                           "ts": 100}]
     t = _read(tmp_path, monkeypatch, evs, scan)
     assert (t.meta.start_ns, t.meta.end_ns) == (7_000, 100_000)
+    # ... unless it lies before the first event (4 µs against 7 µs: a window ending before it starts): the events'
+    # end, 8 + 3 = 11 µs; at the first event's start (7 µs) it is kept
+    for end_us, want in ((4, 11_000), (7, 7_000)):
+        evs[2]["ts"] = end_us
+        t = _read(tmp_path, monkeypatch, evs, scan)
+        assert (t.meta.start_ns, t.meta.end_ns) == (7_000, want), end_us
 
 
 @BOTH

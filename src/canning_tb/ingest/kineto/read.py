@@ -664,7 +664,7 @@ class _Reader:
         if len(ev["ts"]):
             if start == NONE:
                 start = int(ev["ts"].min())
-            if end == NONE:
+            if end == NONE or end < start:  # a Record Window End before the first event (no start to check it by)
                 end = int((ev["ts"] + ev["dur"]).max())
         return start, end
 
