@@ -903,3 +903,29 @@ def test_slow_rank_findings_of_zero_gain_share_too():
     a, b = _finding("slow_rank_computing", 0, 2), _finding("slow_rank_free", 0, 2)
     cr._same_rank([a, b])
     assert a.shared == [("slow_rank_free", "t slow_rank_free", 0)] and b.shared == [("slow_rank_computing", "t slow_rank_computing", 0)]
+
+
+def test_a_row_without_per_step_figures_has_none():
+    """A row with no "per_step" key at all: no figures (not an error)."""
+    assert cr._per_step({"rank": 0}, "computing") == {}
+
+
+def test_the_replays_are_asked_of_the_graph_given(monkeypatch):
+    """link_gain, p2p_overlaps and scale_gain each receive the ranks' graph the finding is judged on."""
+    sk = _Graph([0, 1], p2p=[1])
+    asked = []
+    monkeypatch.setattr(cr, "p2p_overlaps", lambda g: asked.append(("overlaps", g)) or False)
+    monkeypatch.setattr(cr, "link_gain", lambda g, s, d, factor: asked.append(("link", g)) or (4, 3, 5, 1))
+    monkeypatch.setattr(cr, "own_work", lambda g, i: 50)
+    monkeypatch.setattr(cr, "scale_gain", lambda g, factors: asked.append(("scale", g)) or (4, 3, 5, 1))
+    cr._link_replayed(_finding(), sk, 0, 1, 0.5)
+    cr._stages_balanced(_finding(), sk, [[0], [1]])
+    assert asked == [("overlaps", sk), ("link", sk), ("overlaps", sk), ("scale", sk)]
+    assert all(g is sk for _, g in asked)
+
+
+def test_the_stage_finding_value_is_its_ratio():
+    """value = the spread, (90 - 60) / 75 = 0.4."""
+    a, par = _stages()
+    (f,) = cr.stage_imbalance(a, par)
+    assert f.value == pytest.approx(0.4)
