@@ -33,34 +33,41 @@ EVENTS = [("H", 1, 1, 100, 100),  # 0: 100..200
           ("D", 2, 7, 310, 1),    # 5
           ("H", 1, 2, 0, 1000),   # 6: thread (1, 2)
           ("D", 2, 8, 300, 1),    # 7: another device thread at 300
-          ("H", 2, 1, 499, 2)]    # 8: thread (2, 1), 499..501 (pid + tid would make it (1, 2)'s)
+          ("H", 2, 1, 499, 2),    # 8: thread (2, 1), 499..501 (pid + tid would make it (1, 2)'s)
+          ("H", 2, 1, 129, 2),    # 9: thread (2, 1), 129..131 (the tid alone would make it (1, 1)'s)
+          ("D", 2, 5, 1, 1)]      # 10: device thread (2, 5), sorted before (2, 7)
 
 
 def test_nested_ops_and_tasks_at_one_time_bind_in_first_appearance_order():
     """Flow 9 first (its s at 500 on (1, 2): only row 6 encloses it, row 8 is another thread), then flow 5 (its s
-    at 130 on (1, 1): rows 0 (100..200) and 1 (110..160) enclose it, row 2 (120..125) does not: the innermost is
-    row 1). Host ids by first appearance: row 6 -> 1, row 1 -> 2. Flow 5 ends at 300 on (2, 7): rows 3 and 4 (not
-    7, another thread) -> 2; flow 9 ends at 310 on (2, 7): row 5 -> 1."""
+    at 130 on (1, 1): rows 0 (100..200) and 1 (110..160) enclose it, row 2 (120..125) does not, row 9 is on
+    (2, 1): the innermost is row 1), then flow 2 (s at 121 on (1, 1): row 2, the innermost). Host ids by first
+    appearance: row 6 -> 1, row 1 -> 2, row 2 -> 3. Flow 5 ends at 300 on (2, 7): rows 3 and 4 (not 7, another
+    thread) -> 2; flow 9 ends at 310 on (2, 7): row 5 -> 1; flow 2 ends at 300 on (2, 8): row 7 -> 3 (its thread's
+    tasks start after (2, 5)'s and (2, 7)'s in the sorted device rows)."""
     ev, host, device = _ev(EVENTS)
     flows = _flows([("s", 9, 1, 2, 500, True), ("s", 5, 1, 1, 130, True), ("f", 5, 2, 7, 300, True),
-                    ("f", 9, 2, 7, 310, True)])
+                    ("f", 9, 2, 7, 310, True), ("s", 2, 1, 1, 121, True), ("f", 2, 2, 8, 300, True)])
     ext, unbound = bind(flows, ev, host, device)
-    assert ext.tolist() == [NONE, 2, NONE, 2, 2, 1, 1, NONE, NONE] and unbound == 0
+    assert ext.tolist() == [NONE, 2, 3, 2, 2, 1, 1, 3, NONE, NONE, NONE] and unbound == 0
 
 
 def test_the_last_start_and_end_of_an_id_count_and_unusable_ones_do_not_bind():
     """id 1: starts at 5 (nothing encloses it) then at 130 (row 1), ends at 999 then at 300: the last of each
     binds row 1 to rows 3 and 4 (id 1). id 2 has only a start (no pair: not counted). id 3's start time is not
     usable (130 as written, ts_ok False), id 4 ends at 305 where no task starts, id 6's end time is not usable
-    (310, where row 5 starts): three unbound."""
+    (310, where row 5 starts); id 11 ends on (1, 1), a thread with no device task, and id 12 at 999 on (2, 5),
+    whose one task starts at 1 (both threads sorted before (2, 7)): five unbound."""
     ev, host, device = _ev(EVENTS)
     flows = _flows([("s", 1, 1, 1, 5, True), ("s", 1, 1, 1, 130, True), ("f", 1, 2, 7, 999, True),
                     ("f", 1, 2, 7, 300, True), ("s", 2, 1, 1, 130, True),
                     ("s", 3, 1, 1, 130, False), ("f", 3, 2, 7, 310, True),
                     ("s", 4, 1, 1, 130, True), ("f", 4, 2, 7, 305, True),
-                    ("s", 6, 1, 1, 130, True), ("f", 6, 2, 7, 310, False)])
+                    ("s", 6, 1, 1, 130, True), ("f", 6, 2, 7, 310, False),
+                    ("s", 11, 1, 1, 130, True), ("f", 11, 1, 1, 130, True),
+                    ("s", 12, 1, 1, 130, True), ("f", 12, 2, 5, 999, True)])
     ext, unbound = bind(flows, ev, host, device)
-    assert ext.tolist() == [NONE, 1, NONE, 1, 1, NONE, NONE, NONE, NONE] and unbound == 3
+    assert ext.tolist() == [NONE, 1, NONE, 1, 1, NONE, NONE, NONE, NONE, NONE, NONE] and unbound == 5
 
 
 def test_a_task_bound_twice_keeps_the_later_flow_and_a_host_op_keeps_one_id():
@@ -87,10 +94,11 @@ def test_the_bounds_of_a_host_op_are_inclusive_and_equal_ops_give_the_later_row(
     assert ext.tolist() == [NONE, 1, 1, 1, NONE] and unbound == 1
 
 
-def _scan_back(n_small):
-    """Row 0 spans 0..1000; rows 1..n_small start at 1, 2, ... with no duration (none encloses 500); the task
-    (last row) starts at 5000. One flow: s at 500, f at 5000."""
-    rows = [("H", 1, 1, 0, 1000)] + [("H", 1, 1, k, 0) for k in range(1, n_small + 1)] + [("D", 2, 7, 5000, 1)]
+def _scan_back(n_small, same_start=False):
+    """Row 0 spans 0..1000; rows 1..n_small start at 1, 2, ... (or all at 0) with no duration (none encloses
+    500); the task (last row) starts at 5000. One flow: s at 500, f at 5000."""
+    rows = [("H", 1, 1, 0, 1000)] + [("H", 1, 1, 0 if same_start else k, 0) for k in range(1, n_small + 1)] + \
+        [("D", 2, 7, 5000, 1)]
     ev, host, device = _ev(rows)
     return bind(_flows([("s", 4, 1, 1, 500, True), ("f", 4, 2, 7, 5000, True)]), ev, host, device)
 
@@ -102,6 +110,16 @@ def test_the_enclosing_op_is_looked_for_among_the_64_ops_starting_before_the_flo
     ext, unbound = _scan_back(63)
     assert ext[0] == 1 and ext[-1] == 1 and unbound == 0 and (ext[1:-1] == NONE).all()
     ext, unbound = _scan_back(64)
+    assert (ext == NONE).all() and unbound == 1
+
+
+def test_ops_starting_together_are_looked_at_longest_first():
+    """Ops starting at one time sort longest first (the plain reading's (ts, -dur, row)): with 63 empty ops
+    starting at 0 beside row 0 (0..1000) the 64 looked at reach row 0 (bound, id 1); with 64 of them they are
+    the 64 empty ones (rows 64 down to 1), none enclosing 500: unbound."""
+    ext, unbound = _scan_back(63, same_start=True)
+    assert ext[0] == 1 and unbound == 0
+    ext, unbound = _scan_back(64, same_start=True)
     assert (ext == NONE).all() and unbound == 1
 
 
@@ -118,12 +136,16 @@ def test_no_flow_no_pair_or_no_task_binds_nothing():
 
 
 def test_innermost_by_hand():
-    """Host ops (thread, ts, dur): 0 (1, 0, 100), 1 (1, 10, 20), 2 (2, 10, 5), 3 (1, 40, 0). Queries on thread
-    1 at 15 -> 1 (10..30 inside 0..100), at 40 -> 3 (40..40, dur 0 beats 0's 100), at 101 -> -1; on thread 2
-    at 12 -> 2; on thread 3 (no op) -> -1."""
-    got = innermost(np.array([1, 1, 2, 1]), np.array([0, 10, 10, 40]), np.array([100, 20, 5, 0]),
-                    np.array([1, 1, 1, 2, 3]), np.array([15, 40, 101, 12, 12]))
-    assert got.tolist() == [1, 3, -1, 2, -1]
+    """Host ops (thread, ts, dur): 0 (1, 0, 100), 1 (1, 10, 20), 2 (2, 10, 5), 3 (1, 40, 0), then 4..67: 64
+    empty ops on thread 4 at 100..163 after op 68 (4, 0, 1000). Queries on thread 1 at 15 -> 1 (10..30 inside
+    0..100), at 40 -> 3 (40..40, dur 0 beats 0's 100), at 101 -> -1; on thread 2 at 12 -> 2; on thread 3 and
+    thread 0 (no op) -> -1; on thread 4 at 10 -> 68 (the 64 ops after 10 are not looked at)."""
+    thread = [1, 1, 2, 1] + [4] * 64 + [4]
+    ts = [0, 10, 10, 40] + list(range(100, 164)) + [0]
+    dur = [100, 20, 5, 0] + [0] * 64 + [1000]
+    got = innermost(np.array(thread), np.array(ts), np.array(dur),
+                    np.array([1, 1, 1, 2, 3, 0, 4]), np.array([15, 40, 101, 12, 12, 12, 10]))
+    assert got.tolist() == [1, 3, -1, 2, -1, -1, 68]
 
 
 def test_a_flow_with_no_host_op_at_all_is_unbound():
