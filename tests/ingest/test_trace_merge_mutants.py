@@ -16,11 +16,11 @@ N_FIRST = 2000  # filler host ops: past the 128 KiB a planned file needs, and pa
 
 
 def _events():
-    """Host op "outer" (Python pid 100, tid 1) at 0 µs for 1 s, a flow start inside it; 2,000 fillers a0..a9
+    """Host op "outer" + 0xff (Python pid 100, tid 1) at 0 µs for 1 s, a flow start inside it; 2,000 fillers a0..a9
     (cpu_op, 10 ns apart from 1 µs); then, in the second half: fillers b0..b4, a3 again, an op with Input Dims,
     one without a time, one with the byte 0xff in its name, the hardware task the flow ends on (pid 7, tid 3,
     at 500 µs), a counter of pid 7, and the process / thread names."""
-    ev = [{"ph": "X", "name": "outer", "cat": "cpu_op", "pid": PY, "tid": 1, "ts": "0.000", "dur": 1_000_000},
+    ev = [{"ph": "X", "name": "outer\u00e9", "cat": "cpu_op", "pid": PY, "tid": 1, "ts": "0.000", "dur": 1_000_000},
           {"ph": "s", "name": "torch_to_npu", "cat": "async_npu", "id": 42, "pid": PY, "tid": 1, "ts": "0.500"}]
     ev += [{"ph": "X", "name": f"a{k % 10}", "cat": "cpu_op", "pid": PY, "tid": 1, "ts": f"{1 + k / 100:.3f}",
             "dur": 0} for k in range(N_FIRST)]
@@ -82,8 +82,9 @@ def _read(path, started):
 
 @pytest.mark.parametrize("answer", [True, False], ids=["child answers", "child fails"])
 def test_the_second_range_joins_the_first(two, monkeypatch, answer):
-    """Rows: outer, a0..a9 x 200, b0..b4, a3, dims_op, bad\ufffd, task (no_time skipped: 1 warning; 0xff: 1
-    warning). Both halves' fillers a3 are one string; dims_op (second range) holds "2,3" (read as "[[2, 3]]")
+    """Rows: outer\ufffd, a0..a9 x 200, b0..b4, a3, dims_op, bad\ufffd, task (no_time skipped: 1 warning; 0xff in
+    each range: 1 warning). Both halves' fillers a3 are one string; dims_op (second range) holds "2,3" (read as
+    "[[2, 3]]")
     and no other row does;
     outer and the task share external_id 1 (the flow's start in the first range, its end in the second); pid 100
     is Python (its host ops CPU_OP), pid 7 Ascend Hardware, thread 7:3 "Stream 3"; one counter sample of 2 MB/s
@@ -100,17 +101,17 @@ def test_the_second_range_joins_the_first(two, monkeypatch, answer):
     assert problems == [("1 event(s) without a usable timestamp skipped", "warning"),
                         ("not valid UTF-8 in places; undecodable bytes replaced", "warning")]
     names = [s.values[i] for i in td.events["name"].tolist()]
-    want = ["outer"] + [f"a{k % 10}" for k in range(N_FIRST)] + [f"b{k}" for k in range(5)] + \
+    want = ["outer\ufffd"] + [f"a{k % 10}" for k in range(N_FIRST)] + [f"b{k}" for k in range(5)] + \
         ["a3", "dims_op", "bad\ufffd", "task"]
     assert names == want
-    row = {n: i for i, n in enumerate(names) if n in ("outer", "dims_op", "task", "b0")}
+    row = {n: i for i, n in enumerate(names) if n in ("outer\ufffd", "dims_op", "task", "b0")}
     assert len({int(i) for i, n in zip(td.events["name"].tolist(), names) if n == "a3"}) == 1
     shapes = td.events["shapes"]
     assert s.values[shapes[row["dims_op"]]] == "[[2, 3]]" and int((shapes != NONE).sum()) == 1
     ext = td.events["external_id"]
-    assert ext[row["outer"]] == 1 and ext[row["task"]] == 1 and int((ext != NONE).sum()) == 2
+    assert ext[row["outer\ufffd"]] == 1 and ext[row["task"]] == 1 and int((ext != NONE).sum()) == 2
     kind = td.events["kind"]
-    assert kind[row["b0"]] == Kind.CPU_OP and kind[row["outer"]] == Kind.CPU_OP
+    assert kind[row["b0"]] == Kind.CPU_OP and kind[row["outer\ufffd"]] == Kind.CPU_OP
     assert td.events["ts"][row["task"]] == 500_000 and td.events["tid"][row["b0"]] == 2
     assert td.process_names == {PY: "Python", HW: "Ascend Hardware"}
     assert td.thread_names == {"7:3": "Stream 3"}
