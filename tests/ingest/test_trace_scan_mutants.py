@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from canning_tb.ingest.ascend.trace import scan as trace_scan
+from canning_tb.ingest.ascend.trace.parse import _Parse
 
 
 @pytest.mark.compiled("_ascend_scan")
@@ -44,3 +45,35 @@ def test_rows_in_order_of_first_sight_by_hand(base):
     keys = np.array([[2, 1], [0, 3], [2, 1], [1, 0], [0, 3]], np.int32)
     firsts, at = trace_scan._first_seen(keys, base)
     assert firsts.tolist() == [0, 1, 3] and at.tolist() == [0, 1, 0, 2, 1]
+
+
+def _scanned_parse(*elements: str):
+    piece = ("[" + ",".join(elements) + "]").encode()
+    got = trace_scan.decode(memoryview(piece))
+    assert type(got) is trace_scan.Scanned
+    parse = _Parse()
+    parse.piece(got)
+    return parse
+
+
+@pytest.mark.compiled("_ascend_scan")
+def test_a_counter_without_name_or_process_is_kept_in_the_columns():
+    """A counter with a null name and no pid (its arg keys are then the piece's first text, id 0): one sample,
+    value 1.0 at 1,000 ns, series "None" (the plain reading's str(None)); dropped only later, for having no
+    process."""
+    parse = _scanned_parse('{"ph":"C","name":null,"ts":"1.000","args":{"value":1}}')
+    (part,) = parse.counters.parts
+    assert part["value"].tolist() == [1.0] and part["ts"].tolist() == [1000]
+    assert list(parse.counters.series) == ["None"] and part["series"].tolist() == [0]
+
+
+@pytest.mark.compiled("_ascend_scan")
+def test_many_samples_of_two_counters_keep_file_order_within_each():
+    """40 samples alternating counters a and b (value k at k µs): a's part first (seen first) with 0, 2, ..., 38
+    in file order, then b's with 1, 3, ..., 39 (a sort of the 40 group numbers that is not stable would mix
+    them)."""
+    parse = _scanned_parse(*(f'{{"ph":"C","name":"{"ab"[k % 2]}","pid":9,"ts":"{k}.000","args":{{"value":{k}}}}}'
+                             for k in range(40)))
+    a, b = parse.counters.parts
+    assert a["value"].tolist() == list(range(0, 40, 2)) and b["value"].tolist() == list(range(1, 40, 2))
+    assert a["seq"].tolist() == [64 * k for k in range(0, 40, 2)]
