@@ -149,3 +149,14 @@ def test_a_plan_is_read_as_exactly_its_elements(tmp_path):
     assert len(text) == 2 * (1 << 16)
     plan = dec.plan_file(str(path))
     assert plan is not None and (plan.start, plan.end) == (0, len(text))
+
+
+@pytest.mark.parametrize("wrap", [False, True])
+def test_many_blanks_before_the_array(tmp_path, scan, wrap):
+    """100 blanks (a BOM, then spaces and line ends) before the array or the object: still JSON, read as
+    without them (the two events, 1 and 1,001 ns)."""
+    events = [_x(0), _x(1)]
+    body = json.dumps({"traceEvents": events} if wrap else events).encode()
+    head = (b"" if wrap else b"\xef\xbb\xbf") + b" \n" * 50
+    td, s, problems = _read(tmp_path, head + body)
+    assert problems == [] and _names_ts(td, s) == (["op0", "op1"], [1, 1001])

@@ -69,7 +69,8 @@ def _decode_buffer(path: str, display: str, problems: list[Problem], parse: _Par
     if buf is None:
         return False
     buf = bytearray(buf)
-    head = bytes(buf[:64]).lstrip(b"\xef\xbb\xbf \t\r\n")[:1]
+    at = dec.text_start(buf)
+    head = bytes(buf[at:at + 1])
     if head == b"{":  # tolerate the {"traceEvents": [...]} form
         top = msgspec.json.decode(buf, type=dict[str, msgspec.Raw])
         events = top.get("traceEvents")
