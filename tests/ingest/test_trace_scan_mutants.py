@@ -77,3 +77,32 @@ def test_many_samples_of_two_counters_keep_file_order_within_each():
     a, b = parse.counters.parts
     assert a["value"].tolist() == list(range(0, 40, 2)) and b["value"].tolist() == list(range(1, 40, 2))
     assert a["seq"].tolist() == [64 * k for k in range(0, 40, 2)]
+
+
+@pytest.mark.compiled("_ascend_scan")
+def test_args_of_a_second_piece_land_on_its_rows():
+    """Two scanned pieces into one parse: the second's duration events are rows 1 and 2 (the first piece held
+    one). Its int args (stream id 5 on row 1, count 2 on row 2), flops (12.5 on the host operator, row 2) and
+    Input Dims ("4" on row 2) keep those rows."""
+    parse = _Parse()
+    for piece in (b'[{"ph":"X","name":"a","cat":"cpu_op","pid":1,"tid":1,"ts":"1.000"}]',
+                  b'[{"ph":"X","name":"k","pid":9,"tid":1,"ts":"2.000","args":{"stream id":5}},'
+                  b'{"ph":"X","name":"b","cat":"cpu_op","pid":1,"tid":1,"ts":"3.000","args":{"count":2,'
+                  b'"flops":12.5,"Input Dims":"4"}}]'):
+        got = trace_scan.decode(memoryview(piece))
+        assert type(got) is trace_scan.Scanned
+        parse.piece(got)
+    second = parse.sparse[1]
+    assert {k: (rows.tolist(), vals.tolist()) for k, (rows, vals) in second.items()} == {
+        "sid": ([1], [5]), "count": ([2], [2]), "flops": ([2], [12.5]), "dims": ([2], [0])}
+    assert parse.ids["dims"].values_in_order() == ["4"] and parse.n == 3
+
+
+@pytest.mark.compiled("_ascend_scan")
+def test_a_text_arg_that_is_the_piece_s_first_text():
+    """A duration event with a null name and no process or thread: its Task Type "AI_CORE" is the piece's first
+    text (ref 0) and is kept (row 0, id 0)."""
+    parse = _scanned_parse('{"ph":"X","name":null,"ts":"1.000","args":{"Task Type":"AI_CORE"}}')
+    (part,) = parse.sparse
+    assert {k: (rows.tolist(), vals.tolist()) for k, (rows, vals) in part.items()} == {"task_type": ([0], [0])}
+    assert parse.ids["task"].values_in_order() == ["AI_CORE"]
