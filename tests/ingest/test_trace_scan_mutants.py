@@ -24,12 +24,15 @@ def test_the_scanner_is_on_unless_the_environment_says_0(monkeypatch, value, on)
 @pytest.mark.compiled("_ascend_scan")
 def test_counter_keys_not_ascii_are_declined():
     """A counter whose args hold a key that is not ASCII ("xİd") goes to msgspec (a tuple of events, 0
-    unusable); the same counter with an ASCII key ("llc_id") is scanned."""
+    unusable), also where those keys are the piece's first text (null name, no pid); the same counter with an
+    ASCII key ("llc_id") is scanned."""
     ok = b'[{"ph":"C","name":"LLC","pid":9,"ts":"1.000","args":{"llc_id":1,"value":2}}]'
     assert type(trace_scan.decode(memoryview(ok))) is trace_scan.Scanned
     odd = ok.replace(b"llc_id", "x\u0130d".encode())
     got = trace_scan.decode(memoryview(odd))
     assert type(got) is tuple and len(got[0]) == 1 and got[1] == 0
+    first = b'[{"ph":"C","name":null,"ts":"1.000","args":{"x\xc4\xb0d":1,"value":2}}]'  # its keys: the first text
+    assert type(trace_scan.decode(memoryview(first))) is tuple
 
 
 def test_texts_that_decode_equal_are_one():
@@ -106,3 +109,19 @@ def test_a_text_arg_that_is_the_piece_s_first_text():
     (part,) = parse.sparse
     assert {k: (rows.tolist(), vals.tolist()) for k, (rows, vals) in part.items()} == {"task_type": ([0], [0])}
     assert parse.ids["task"].values_in_order() == ["AI_CORE"]
+
+
+@pytest.mark.compiled("_ascend_scan")
+def test_file_positions_run_on_from_piece_to_piece():
+    """Pieces of 2, 1 and 1 elements: the counter of the third is the file's element 3 (0-based), its sample's
+    seq 3 x 64 + 0 (its value the first arg) = 192; the flow of the second piece is element 2."""
+    parse = _Parse()
+    for piece in (b'[{"ph":"X","name":"a","pid":1,"tid":1,"ts":"1.000"},{"ph":"X","name":"b","pid":1,"tid":1,'
+                  b'"ts":"2.000"}]',
+                  b'[{"ph":"s","name":"torch_to_npu","id":1,"pid":1,"tid":1,"ts":"1.500"}]',
+                  b'[{"ph":"C","name":"c","pid":9,"ts":"3.000","args":{"value":1}}]'):
+        got = trace_scan.decode(memoryview(piece))
+        assert type(got) is trace_scan.Scanned
+        parse.piece(got)
+    assert parse.counters.parts[0]["seq"].tolist() == [192] and parse.flows[0]["seq"].tolist() == [2]
+    assert parse.seq == 4
