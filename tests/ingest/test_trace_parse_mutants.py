@@ -37,6 +37,15 @@ def test_int_args_taken_as_written():
                           "pstream": ([1], [(1 << 62) - 1])}
 
 
+def test_int_args_taken_as_written_stay_exact_past_float_precision():
+    """Untyped (a count written "1"): connection_id 9007199254740993 (2**53 + 1, which a float would round to
+    2**53) read exactly beside another event's "x" (no value), and the Physic Stream Id 2**53 + 3."""
+    p = _parse('{"ph":"X","name":"k","pid":9,"tid":1,"ts":"1.000","args":{"count":"1",'
+               '"connection_id":9007199254740993,"Physic Stream Id":9007199254740995}}',
+               '{"ph":"X","name":"k","pid":9,"tid":1,"ts":"2.000","args":{"connection_id":"x"}}')
+    assert _sparse(p) == {"count": ([0], [1]), "conn": ([0], [(1 << 53) + 1]), "pstream": ([0], [(1 << 53) + 3])}
+
+
 def test_an_int_arg_past_int64_is_no_value_and_the_others_stay():
     """Typed ints, one of them 2**64 - 1 (msgspec takes it, int64 cannot hold it): that one no value, the other
     event's size 16 and both counts kept. A second piece continues the rows: its event is row 2."""
