@@ -125,3 +125,17 @@ def test_file_positions_run_on_from_piece_to_piece():
         parse.piece(got)
     assert parse.counters.parts[0]["seq"].tolist() == [192] and parse.flows[0]["seq"].tolist() == [2]
     assert parse.seq == 4
+
+
+@pytest.mark.compiled("_ascend_scan")
+def test_events_without_a_time_add_up_over_pieces():
+    """Two scanned pieces, each with one duration event without a time beside a good one: 2 skipped in all,
+    2 kept."""
+    parse = _Parse()
+    for k in range(2):
+        piece = (f'[{{"ph":"X","name":"a","pid":1,"tid":1}},{{"ph":"X","name":"b","pid":1,"tid":1,'
+                 f'"ts":"{k}.000"}}]').encode()
+        got = trace_scan.decode(memoryview(piece))
+        assert type(got) is trace_scan.Scanned
+        parse.piece(got)
+    assert parse.bad == 2 and parse.n == 2
