@@ -146,3 +146,19 @@ def test_workers_from_the_environment(monkeypatch, value, workers):
     else:
         monkeypatch.setenv("CANNING_READ_WORKERS", value)
     assert trace_merge.workers() == workers
+
+
+def test_the_bytes_read_beside_the_trace_move_the_cut(two, monkeypatch):
+    """Started(path, besides): 10**12 bytes read beside a trace of under 200 KB leave this process one twentieth
+    (_ours' floor), so its span is under a tenth of the array and the child's the rest; none beside: halves."""
+    path, taken = two
+    monkeypatch.setattr(trace_merge, "_start_child", lambda plan, span: _Child(plan, span, False, taken))
+    lean, even = Started(path, 10 ** 12), Started(path)
+    try:
+        (a0, a1), (b0, b1) = lean.ranges.spans
+        assert (a1 - a0) * 10 < b1 - b0
+        (c0, c1), (d0, d1) = even.ranges.spans
+        assert abs((c1 - c0) - (d1 - d0)) * 10 < d1 - d0
+    finally:
+        lean.close()
+        even.close()

@@ -93,11 +93,13 @@ def test_a_big_file_cut_short_is_refused(tmp_path, scan):
 
 
 def test_a_missing_file_and_one_past_the_cap(tmp_path, scan, monkeypatch):
-    """No file: "cannot read: ..."; a 40-byte file with CANNING_MAX_TRACE_BYTES=10: refused before reading, and
-    the Problem says so (an error)."""
+    """No file: "cannot read: " and the OSError as Python prints it (errno, text, path), naming the file as shown;
+    a 40-byte file with CANNING_MAX_TRACE_BYTES=10: refused before reading, and the Problem says so (an error)."""
     strings, problems = Strings(), []
-    assert read_trace(str(tmp_path / "none.json"), "tv.json", problems, strings) is None
-    assert len(problems) == 1 and problems[0].message.startswith("cannot read: ") and problems[0].severity == "error"
+    path = str(tmp_path / "none.json")
+    assert read_trace(path, "tv.json", problems, strings) is None
+    assert [(p.file, p.message, p.severity) for p in problems] == [
+        ("tv.json", f"cannot read: [Errno 2] No such file or directory: '{path}'", "error")]
     monkeypatch.setenv("CANNING_MAX_TRACE_BYTES", "10")
     td, _, problems = _read(tmp_path, json.dumps([_x(0)]).encode())
     assert td is None and len(problems) == 1 and problems[0][2] == "error" and "10" in problems[0][1]
