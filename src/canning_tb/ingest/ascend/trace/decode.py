@@ -199,12 +199,23 @@ def iter_pieces(plan: ArrayFile, span: tuple[int, int], on_utf8, decode=decode_p
     yield from _json.iter_file_chunks(plan.path, span[0], span[1], decode, on_utf8)
 
 
+_BLANKS = b"\xef\xbb\xbf \t\r\n"  # a BOM and whitespace before the JSON text
+
+
+def text_start(buf) -> int:
+    """Where the JSON text of buf begins, past a BOM and blanks (len(buf) when there is none): its first 64
+    bytes looked at, the whole of it only when they are all blank."""
+    head = bytes(buf[:64]).lstrip(_BLANKS)
+    if head or len(buf) <= 64:
+        return len(buf[:64]) - len(head)
+    return len(buf) - len(bytes(buf).lstrip(_BLANKS))
+
+
 def iter_buffer(buf: bytearray, on_utf8, decode=decode_piece) -> Iterator:
     """decode over a whole array held in memory (small or odd files)."""
-    text = bytes(buf[:64]).lstrip(b"\xef\xbb\xbf \t\r\n")
-    if text[:1] != b"[":
+    start = text_start(buf)
+    if buf[start:start + 1] != b"[":
         raise InputError("", "not an array")
-    start = len(buf[:64]) - len(text)
     end = len(buf.rstrip(b" \t\r\n"))
     if buf[end - 1:end] != b"]":
         raise msgspec.DecodeError("truncated")

@@ -73,7 +73,8 @@ def bind(flows: dict[str, np.ndarray], ev: dict[str, np.ndarray], host: np.ndarr
     hosts = np.flatnonzero(host)
     found = innermost(_threads(ev["pid"][hosts], ev["tid"][hosts]), ev["ts"][hosts], ev["dur"][hosts],
                       _threads(flows["pid"][s_rows], flows["tid"][s_rows]), flows["ts"][s_rows])
-    found = np.where(flows["ts_ok"][s_rows] & (found >= 0), hosts[np.maximum(found, 0)], -1)
+    picked = hosts[np.maximum(found, 0)] if len(hosts) else found  # no host op at all: every flow found -1
+    found = np.where(flows["ts_ok"][s_rows] & (found >= 0), picked, -1)
     dev_rows, dev_flow = _tasks_at(ev, device, flows, f_rows)
     has_task = np.bincount(dev_flow, minlength=len(pairs)) > 0 if len(dev_flow) else np.zeros(len(pairs), bool)
     bound = (found >= 0) & has_task

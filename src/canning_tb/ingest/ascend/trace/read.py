@@ -69,9 +69,10 @@ def _decode_buffer(path: str, display: str, problems: list[Problem], parse: _Par
     if buf is None:
         return False
     buf = bytearray(buf)
-    head = bytes(buf[:64]).lstrip(b"\xef\xbb\xbf \t\r\n")[:1]
+    at = dec.text_start(buf)
+    head = bytes(buf[at:at + 1])
     if head == b"{":  # tolerate the {"traceEvents": [...]} form
-        top = msgspec.json.decode(buf, type=dict[str, msgspec.Raw])
+        top = msgspec.json.decode(memoryview(buf)[at:], type=dict[str, msgspec.Raw])  # past a BOM: msgspec refuses it
         events = top.get("traceEvents")
         if events is None or bytes(events)[:1] != b"[":
             problems.append(Problem(display, "expected a JSON array of trace events"))
