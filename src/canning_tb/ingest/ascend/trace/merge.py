@@ -97,11 +97,6 @@ class Ranges:
             child.kill()
 
 
-def read_ranges(plan, parse, on_utf8) -> None:
-    """Feed every element of the planned file to parse, in file order."""
-    Ranges(plan).read(parse, on_utf8)
-
-
 def _read_part(plan, span) -> _Parse:
     parse = _Parse()
 
