@@ -38,7 +38,14 @@ KERNEL_ROWS = [
 ]
 
 
-def _write(tmp_path, name, head, body):
+def _write(tmp_path, name, head, body, decoys=True):
+    """The file, with (decoys) every column again after the others under its name in capitals, each cell 777:
+    the readers find a column by its exact name first (CsvTable.col), by its name in any case only when no column
+    has it exactly (then the last such column), so no answer below may come from a decoy."""
+    if decoys:
+        n = len(head.split(","))
+        head = head + "," + head.upper()
+        body = [row + ",777" * n for row in body]
     p = tmp_path / name
     p.write_text("\n".join([head, *body]) + "\n", encoding="utf-8")
     return str(p)
@@ -141,7 +148,7 @@ def test_kernel_details_without_its_columns_or_rows(tmp_path, reader):
     """No Name and no duration column: one error naming both, no rows. A header alone: 0 events of every column,
     no metric with no number. An unreadable file: None (read_table's own error)."""
     problems = []
-    path = _write(tmp_path, "a.csv", "Op Name,Start Time(us)", ["x,1"])
+    path = _write(tmp_path, "a.csv", "Op Name,Start Time(us)", ["x,1"], decoys=False)
     assert T.read_kernel_details(path, "kd", problems, Strings(), NONE) is None
     assert [(p.file, p.message, p.severity) for p in problems] == [
         ("kd", "missing column(s) Name, Duration(us)", "error")]
@@ -335,3 +342,58 @@ def test_small_helpers_by_hand():
     assert not T._giant_dimension("123456789,1234567890")
     assert T._giant_device("NPU:1234567890") and not T._giant_device("NPU:123456789") and not T._giant_device(None)
     assert T._known_or((np.array([5, 6]), np.array([True, False])), -9).tolist() == [5, -9]
+
+
+@pytest.mark.parametrize("device", ["Device ID", "Device Id"])
+def test_kernel_details_of_the_other_device_names(tmp_path, device):
+    """'Device ID' or 'Device Id' (CANN's op_summary names) read like Device_id: 4 and 5 (no hint); a device of 10
+    digits names the column as the file writes it."""
+    path = _write(tmp_path, "kernel_details.csv", f"Name,Start Time(us),Duration(us),{device}",
+                  ["a,1,1,4", "b,2,1,NPU:5", "c,3,1,1234567890"])
+    problems = []
+    k = T.read_kernel_details(path, "kd", problems, Strings(), 9)
+    assert k.events["device"].tolist() == [4, 5, 9]
+    assert [(p.file, p.message) for p in problems] == [
+        ("kd", f"1 row(s) with a {device} cell that names no device (a number of 10 digits or more); first at data "
+               "row 3")]
+
+
+def test_memory_files_of_the_other_device_names(tmp_path):
+    """memory_record.csv and operator_memory.csv with 'Device' (2023) in place of 'Device Type'; a device of 10
+    digits is reported under that name. 1 MB = 1048576 B, 2 KB = 2048 B."""
+    problems, strings = [], Strings()
+    m = T.read_memory_record(_write(tmp_path, "m.csv", "Timestamp(us),Device,Total Allocated(MB),Component",
+                                    ["1,NPU:3,1,APP", "2,NPU:1234567890,,APP"]), "mr", problems, strings)
+    assert _texts(strings, m["device"]) == ["npu:3", "npu:1234567890"] and m["allocated"].tolist() == [1048576, NONE]
+    assert [(p.file, p.message) for p in problems] == [
+        ("mr", "1 row(s) with a Device cell that names no device (a number of 10 digits or more); first at data "
+               "row 2")]
+    problems = []
+    got = T.read_operator_memory(_write(tmp_path, "o.csv", "Name,Size(KB),Device", ["a,2,NPU:4", "b,,NPU:12345678901"]),
+                                 "om", problems)
+    assert [(r["name"], r["bytes"], r["device"]) for r in got] == [("a", 2048, "npu:4"), ("b", None, "npu:12345678901")]
+    assert [(p.file, p.message) for p in problems] == [
+        ("om", "1 row(s) with a Device cell that names no device (a number of 10 digits or more); first at data "
+               "row 2")]
+
+
+@pytest.mark.parametrize("fn", [T.read_operator_memory, T.read_npu_module_mem, T.read_operator_details,
+                                T.read_step_trace, T.read_op_statistic,
+                                lambda p, d, pr: T.read_memory_record(p, d, pr, Strings()),
+                                lambda p, d, pr: T.read_kernel_details(p, d, pr, Strings(), NONE)])
+def test_a_missing_file_is_named_by_its_display_name(tmp_path, fn):
+    """No file: None and one error on the name given for it."""
+    problems = []
+    assert fn(str(tmp_path / "none.csv"), "shown", problems) is None
+    assert [(p.file, p.severity) for p in problems] == [("shown", "error")]
+
+
+def test_odd_cells_are_reported_on_the_display_name(tmp_path):
+    """operator_details.csv's and memory_record.csv's warnings and errors name the file as displayed."""
+    problems = []
+    T.read_operator_details(_write(tmp_path, "od.csv", "Name,Input Shapes", ['x,"""1234567890123456789"""']), "od",
+                            problems)
+    assert [p.file for p in problems] == ["od"]
+    problems = []
+    assert T.read_memory_record(_write(tmp_path, "m.csv", "Component", ["x"]), "mr", problems, Strings()) is None
+    assert [(p.file, p.message) for p in problems] == [("mr", "missing column Timestamp(us)")]
