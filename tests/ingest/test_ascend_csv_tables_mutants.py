@@ -397,3 +397,19 @@ def test_odd_cells_are_reported_on_the_display_name(tmp_path):
     problems = []
     assert T.read_memory_record(_write(tmp_path, "m.csv", "Component", ["x"]), "mr", problems, Strings()) is None
     assert [(p.file, p.message) for p in problems] == [("mr", "missing column Timestamp(us)")]
+
+
+def test_odd_cells_count_the_rows_of_every_chunk_before(tmp_path, reader):
+    """Five rows, the first odd cells on data rows 4 and 5: with chunks of 2 (rows 1-2, 3-4, 5) the row numbers
+    add the rows of both chunks before; two odd devices counted."""
+    problems = []
+    T.read_operator_details(_write(tmp_path, "od.csv", "Name,Input Shapes",
+                                   ["a,1", "b,2", "c,3", "d,4", 'e,"""1234567890123456789"""']), "od", problems)
+    assert [p.message for p in problems] == [
+        "1 row(s) with a dimension of 19 digits or more in Input Shapes (kept as text); first at data row 5"]
+    problems = []
+    T.read_npu_module_mem(_write(tmp_path, "nm.csv", "Component,Timestamp(us),Device",
+                                 ["a,1,NPU:0", "b,2,NPU:0", "c,3,NPU:0", "d,4,NPU:1234567890", "e,5,NPU:1234567890"]),
+                          "nm", problems)
+    assert [p.message for p in problems] == [
+        "2 row(s) with a Device cell that names no device (a number of 10 digits or more); first at data row 4"]
