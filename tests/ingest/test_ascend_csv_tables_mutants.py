@@ -25,8 +25,8 @@ KERNEL_ROWS = [
     '50.5,0.25,0.5,1.5,0.75,9,',
     # 2: a collective by its name; no type, no shapes, device N/A (-> the hint)
     'hcom_allReduce__1_0_1,N/A,AI_CPU,1001,1,N/A,N/A,N/A,,,,,,,,,,,,,,,,',
-    # 3: no start time: skipped (data row 3, still counted among the rows)
-    'Add_2,Add,AI_VECTOR_CORE,N/A,1,1,0,3,"""1""",,,,,,,,,,,,,,,',
+    # 3: no start time: skipped (data row 3, still counted among the rows); its duration 'inf' is not counted again
+    'Add_2,Add,AI_VECTOR_CORE,N/A,inf,1,0,3,"""1""",,,,,,,,,,,,,,,',
     # 4: a dimension of 19 digits in Input Shapes (kept as text), negative duration (0), a collective by its core
     'Send_3,Send,communication,1002.001,-5,2,1,4,"""1234567890123456789,2""",,,,,,,,,,,,,,,',
     # 5: a duration that is no number in range: skipped
@@ -35,6 +35,8 @@ KERNEL_ROWS = [
     'x_5,hcomBroadcast,AI_CORE,1004,N/A,1,1234567890,5,,,,,,,,,,,,,,,,',
     # 7: HCOM in capitals is no hcom type, MIX core is no communication core; a 19-digit output dimension
     'Mul_6,HCOMX,MIX_AIC,1005.0005,0.0004,3,1,6,,,,"""1,1234567890123456789""",,,,,,,,,,,,',
+    # 8: a second duration out of range: skipped
+    'Add_7,Add,AI_CORE,1006,1e400,1,0,3,,,,,,,,,,,,,,,,',
 ]
 
 
@@ -64,7 +66,7 @@ def _texts(strings, ids):
 
 
 def test_kernel_details_by_hand(tmp_path, reader):
-    """7 data rows, 2 skipped (row 3: no start; row 5: 'inf'), 5 events in file order:
+    """8 data rows, 3 skipped (row 3: no start; rows 5 and 8: 'inf', '1e400'), 5 events in file order:
     ts: 1000.5 us = 1000500 ns, 1001 -> 1001000, 1002.001 -> 1002001, 1004 -> 1004000, 1005.0005 -> 1005000.5
     rounded half up: 1005001 (exact µs text to whole ns);
     dur: 2.25 us = 2250 ns, 1 -> 1000, -5 -> max(-5000, 0) = 0, N/A -> unknown: 0, 0.0004 us = 0.4 ns -> 0;
@@ -110,7 +112,7 @@ def test_kernel_details_by_hand(tmp_path, reader):
         assert all(math.isnan(v) for v in got[1:]), name
     got = [(p.severity, p.message) for p in problems]
     assert got[-2:] == [("warning", "1 row(s) without a start time skipped"),
-                        ("warning", "1 row(s) with a duration that is no number in range skipped")]
+                        ("warning", "2 row(s) with a duration that is no number in range skipped")]
     # the odd cells' warnings in the order first seen (pyarrow: one chunk, the device column checked first)
     assert sorted(got[:-2]) == sorted([
         ("warning", "1 row(s) with a dimension of 19 digits or more in Input Shapes (kept as text); first at data row 4"),
