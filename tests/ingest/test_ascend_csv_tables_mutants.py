@@ -415,3 +415,43 @@ def test_odd_cells_count_the_rows_of_every_chunk_before(tmp_path, reader):
                           "nm", problems)
     assert [p.message for p in problems] == [
         "2 row(s) with a Device cell that names no device (a number of 10 digits or more); first at data row 4"]
+
+
+def test_exact_names_win_over_names_in_other_case(tmp_path, reader):
+    """A kernel file whose name and type columns are 'NAME' and 'TYPE' (capitals) beside op_summary's exact
+    'Op Name' and 'OP Type': the exact names are read (CsvTable.col: every name exactly, then in any case), so the
+    kernel is 'k' of type 'MatMulV2' (args' op_type), not 'n' / 'Add'."""
+    path = _write(tmp_path, "kernel_details.csv", "NAME,Op Name,TYPE,OP Type,Start Time(us),Duration(us)",
+                  ["n,k,Add,MatMulV2,1,1"], decoys=False)
+    strings = Strings()
+    k = T.read_kernel_details(path, "kd", [], strings, NONE)
+    assert _texts(strings, k.events["name"]) == ["k"]
+    assert _texts(strings, k.events["args"]) == ['{"op_type":"MatMulV2"}']
+
+
+def test_cells_that_look_like_numbers_in_text_columns(tmp_path, reader):
+    """Unquoted '5' in Input Shapes and '1' in Input Data Types stay text: shapes [[5]], types ['1'] (not 5.0 or
+    '1.0'); a memory record's component '1' and an allocation time of 19 digits in operator_memory are read from
+    their text: 1736408883704643.212 us = 1736408883704643212 ns exactly (a float64 would be off by dozens of ns)."""
+    path = _write(tmp_path, "kernel_details.csv", "Name,Start Time(us),Duration(us),Input Shapes,Input Data Types,"
+                  "aic_mac_ratio", ["a,1,1,5,1,0.5", "b,2,1,7,2,0.25"])
+    strings = Strings()
+    k = T.read_kernel_details(path, "kd", [], strings, NONE)
+    assert _texts(strings, k.events["shapes"]) == ["[[5]]", "[[7]]"]
+    assert [json.loads(a) for a in _texts(strings, k.events["args"])] == [{"types": ["1"]}, {"types": ["2"]}]
+    strings = Strings()
+    m = T.read_memory_record(_write(tmp_path, "m.csv", "Timestamp(us),Total Allocated(MB),Component",
+                                    ["1,1,1", "2,2,2"]), "mr", [], strings)
+    assert _texts(strings, m["component"]) == ["1", "2"] and m["allocated"].tolist() == [1 << 20, 2 << 20]
+    # no device column: device_name of no cell is 'CPU', and no warning names the column
+    assert _texts(strings, m["device"]) == ["CPU", "CPU"]
+    got = T.read_operator_memory(_write(tmp_path, "o.csv", "Name,Size(KB),Allocation Time(us)",
+                                        ["1,1,1736408883704643.212", "2,2,1736408883704644.5"]), "om", [])
+    assert [(r["name"], r["bytes"], r["alloc_ns"]) for r in got] == [("1", 1024, 1736408883704643212),
+                                                                   ("2", 2048, 1736408883704644500)]
+
+
+def test_npu_module_mem_warnings_name_the_file(tmp_path):
+    problems = []
+    T.read_npu_module_mem(_write(tmp_path, "nm.csv", "Component,Device", ["a,NPU:1234567890"]), "nm", problems)
+    assert [p.file for p in problems] == ["nm"]
