@@ -16,7 +16,9 @@ def _json(tmp_path, name, value, bom=False):
 
 
 COMM = {
+    "step0": ["not", "an", "object"],
     "step50": {
+        "p2p": "not an object",
         "collective": {
             "hcom_allReduce__586_0_1@1752": {
                 "Communication Time Info": {"Start Timestamp(us)": 1000.5, "Elapse Time(ms)": 2.5,
@@ -31,10 +33,8 @@ COMM = {
                     "RDMA": {"Transit Size(MB)": "N/A", "Size Distribution": []}}},
             "Total Op Info": {"Communication Time Info": {"Elapse Time(ms)": 9.0}},
             "hcom_broadcast__1_0_1": {"Communication Time Info": "x"},
-            "hcom_skipped": 5},
-        "p2p": "not an object"},
+            "hcom_skipped": 5}},
     "step51": {"p2p": {"hcom_send__2_0_1@g@2": {}}},
-    "step52": ["not", "an", "object"],
 }
 
 
@@ -90,13 +90,25 @@ def test_bad_json_files(tmp_path):
     assert T.read_json_dict(_json(tmp_path, "e.json", {}), "e", []) == {}
 
 
+def test_a_read_past_its_deadline_names_the_file(tmp_path, monkeypatch):
+    """safe_files' read deadline set to -1 s (no clock raced): the read is refused after its first block, and the
+    error names the file's path."""
+    from canning_tb.util import safe_files
+    monkeypatch.setattr(safe_files, "READ_DEADLINE_S", -1.0)
+    path = _json(tmp_path, "c.json", {"a": 1})
+    problems = []
+    assert T.read_communication(path, "c", problems) is None
+    assert len(problems) == 1 and "reading took longer than -1 s" in problems[0].message
+    assert problems[0].message.endswith(f"'{path}'")
+
+
 MATRIX = {
     "step50": {
         "collective": {
-            "allreduce-top1@1752": {"0-1": {"Transport Type": "HCCS", "Transit Size(MB)": 37.5,
+            "allreduce-top1@1752": {"0-0": "x",
+                                    "0-1": {"Transport Type": "HCCS", "Transit Size(MB)": 37.5,
                                             "Transit Time(ms)": 2.25, "Bandwidth(GB/s)": 17.5,
-                                            "Op Name": "hcom_allReduce__586_2_1"},
-                                    "0-0": "x"},
+                                            "Op Name": "hcom_allReduce__586_2_1"}},
             "allreduce-total@1752": {"1-0": {"Transport Type": "LOCAL", "Transit Size(MB)": 4, "Transit Time(ms)": 0}},
             "hcom_allReduce__586_0_1": {"x-2": {}},
             "Total Op Info": {"3": {"Transit Size(MB)": 1e-06}}},
@@ -109,7 +121,8 @@ def test_communication_matrix_by_hand(tmp_path):
     """Links: 'allreduce-top1@1752' -> link 'allreduce-top1', aggregate 'top' (the slice name, any digits after),
     group 1752, 37.5 MB -> 37500000 B, 2.25 ms -> 2250000 ns; '-total' -> 'total'; an op key -> ''; 'Total Op Info'
     (2023) -> 'total', pair '3' without '-': src 3, dst None, 1e-06 MB -> 1 B; 'middle' and 'bottom12' slices;
-    'topx' is no slice (''); 'x-2' src None; step 'step' -> None; an Op Name 7 -> '7'; no Transport -> None."""
+    'topx' is no slice (''); 'x-2' src None; step 'step' -> None; an Op Name 7 -> '7'; no Transport -> None;
+    the cell '0-0' that is no object is skipped and the next one read."""
     problems = []
     got = T.read_communication_matrix(_json(tmp_path, "communication_matrix.json", MATRIX), "m", problems)
     assert problems == []
