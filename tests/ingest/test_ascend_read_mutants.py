@@ -216,3 +216,19 @@ def test_comm_groups_by_hand():
     before = cols["group"].copy()
     R._comm_groups(table, cols, {})
     assert cols["group"].tolist() == before.tolist()
+
+
+def test_a_world_of_two_declared_by_the_metadata_is_multi_card(tmp_path):
+    """profiler_metadata.json says world_size 2 (no matrix, no communicator in the files): the window is one of two
+    cards, so both communication files' notes are written (world_size > 1)."""
+    path = _window(tmp_path, {"kernel_details.csv": KERNELS, "step_trace_time.csv": "Step,Computing\n1,5\n",
+                              "memory_record.csv": FILES["memory_record.csv"]})
+    with open(os.path.join(path, "profiler_metadata.json"), "w") as f:
+        json.dump({"distributed_args": {"world_size": 2, "rank": 1}}, f)
+    t = R.read_ascend(path)
+    assert t.meta.world_size == 2
+    d = "w1_77_20250101_ascend_pt/ASCEND_PROFILER_OUTPUT/"
+    assert [(p.file, p.message.split(":")[0]) for p in t.problems if p.severity == "info"] == [
+        (d + "trace_view.json", "not present"),
+        (d + "communication.json", "not present (Level0 does not write it)"),
+        (d + "communication_matrix.json", "not present")]
