@@ -232,3 +232,60 @@ def test_a_world_of_two_declared_by_the_metadata_is_multi_card(tmp_path):
         (d + "trace_view.json", "not present"),
         (d + "communication.json", "not present (Level0 does not write it)"),
         (d + "communication_matrix.json", "not present")]
+
+
+PID = 3170820515  # a device process: its device is pid & 31 = 3 (3170820515 = 99088141 * 32 + 3) when no hint
+TRACE = json.dumps([
+    {"ph": "M", "name": "process_name", "pid": PID, "tid": 0, "args": {"name": "Ascend Hardware"}},
+    {"ph": "X", "name": "MatMul_1", "pid": PID, "tid": 2, "ts": "10.5", "dur": 1.5, "args": {"Task Type": "AI_CORE"}},
+    {"ph": "X", "name": "hcom_allReduce__1_0_1", "pid": PID, "tid": 2, "ts": "12", "dur": 2,
+     "args": {"Task Type": "HCCL"}}])
+
+
+def test_a_window_of_its_trace_only(tmp_path):
+    """trace_view.json and communication.json: the trace's two device tasks are the events (10.5 us -> 10500 ns,
+    12 us -> 12000), on device 3 (pid & 31), the allReduce in communicator grpA; the devices list that device."""
+    t = R.read_ascend(_window(tmp_path, {"trace_view.json": TRACE, "communication.json": json.dumps(COMM)}))
+    e = t.events
+    assert [t.strings[int(i)] for i in e["name"]] == ["MatMul_1", "hcom_allReduce__1_0_1"]
+    assert e["ts"].tolist() == [10500, 12000] and e["device"].tolist() == [3, 3]
+    assert [t.strings[int(g)] for g in e["group"]] == [None, "grpA"]
+    assert [(d["kind"], d["index"]) for d in t.meta.devices] == [("npu", 3)]
+    assert not any(p.severity == "error" for p in t.problems)
+
+
+def test_the_devices_of_the_kernels_and_of_the_trace(tmp_path):
+    """kernel_details.csv on devices 2 and 5 (two devices: no hint for the trace) and the trace on device 3: the
+    window's devices are all three, 2, 3, 5."""
+    kernels = "Name,Type,Accelerator Core,Start Time(us),Duration(us),Device_id\nA,A,AI_CORE,100,1,2\nB,B,AI_CORE,101,1,5\n"
+    t = R.read_ascend(_window(tmp_path, {"trace_view.json": TRACE, "kernel_details.csv": kernels}))
+    assert sorted(d["index"] for d in t.meta.devices) == [2, 3, 5]
+
+
+def test_a_window_of_side_files_only_is_usable(tmp_path):
+    """step_trace_time.csv alone, or beside a kernel_details.csv of no row: no events, the side table read, no error."""
+    t = R.read_ascend(_window(tmp_path / "a", {"step_trace_time.csv": "Step,Computing\n1,5\n"}))
+    assert len(t.events["ts"]) == 0 and [r["computing_ns"] for r in t.side["step_trace"]] == [5000]
+    t = R.read_ascend(_window(tmp_path / "b", {"step_trace_time.csv": "Step,Computing\n1,5\n",
+                                               "kernel_details.csv": "Name,Start Time(us),Duration(us)\n"}))
+    assert len(t.events["ts"]) == 0 and len(t.side["step_trace"]) == 1
+
+
+def test_nothing_usable_names_five_problems_or_why_there_are_none(tmp_path):
+    """Eight empty files: eight errors, the first five in read order joined by '; '. An empty output folder: no
+    problem, so the reason is the folder's: no file torch_npu exports."""
+    names = ["kernel_details.csv", "communication.json", "communication_matrix.json", "step_trace_time.csv",
+             "op_statistic.csv", "operator_memory.csv", "npu_module_mem.csv", "memory_record.csv"]
+    path = _window(tmp_path / "a", {n: "" for n in names})
+    d = "w1_77_20250101_ascend_pt/ASCEND_PROFILER_OUTPUT/"
+    with pytest.raises(InputError) as e:
+        R.read_ascend(path)
+    assert str(e.value) == (
+        f"{os.path.join(path, OUT)}: nothing usable: {d}communication.json: not valid JSON (truncated or still being "
+        f"written?): Expecting value: line 1 column 1 (char 0); {d}step_trace_time.csv: empty file (no header); "
+        f"{d}op_statistic.csv: empty file (no header); {d}operator_memory.csv: empty file (no header); "
+        f"{d}npu_module_mem.csv: empty file (no header)")
+    path = _window(tmp_path / "b", {})
+    with pytest.raises(InputError) as e:
+        R.read_ascend(path)
+    assert str(e.value) == f"{os.path.join(path, OUT)}: nothing usable: no file torch_npu exports was found"
