@@ -219,14 +219,20 @@ def test_comm_groups_by_hand():
 
 
 def test_a_world_of_two_declared_by_the_metadata_is_multi_card(tmp_path):
-    """profiler_metadata.json says world_size 2 (no matrix, no communicator in the files): the window is one of two
-    cards, so both communication files' notes are written (world_size > 1)."""
+    """profiler_metadata.json says world_size 2 and names communicator grpA (dp of ranks 0 and 1), no matrix, no
+    communicator in the files: the window is one of two cards, so both communication files' notes are written
+    (world_size > 1)."""
     path = _window(tmp_path, {"kernel_details.csv": KERNELS, "step_trace_time.csv": "Step,Computing\n1,5\n",
                               "memory_record.csv": FILES["memory_record.csv"]})
     with open(os.path.join(path, "profiler_metadata.json"), "w") as f:
-        json.dump({"distributed_args": {"world_size": 2, "rank": 1}}, f)
+        json.dump({"distributed_args": {"world_size": 2, "rank": 1},
+                   "parallel_group_info": {"grpA": {"group_name": "dp", "global_ranks": [0, 1]}}}, f)
     t = R.read_ascend(path)
     assert t.meta.world_size == 2
+    # the communicators come first (from the metadata) and keep their own source; the next tables get theirs
+    env = t.meta.environment
+    assert list(t.side)[0] == "comm_groups" and env["source.comm_groups"] == "profiler_metadata.json"
+    assert env["source.step_trace"] == "step_trace_time.csv"
     d = "w1_77_20250101_ascend_pt/ASCEND_PROFILER_OUTPUT/"
     assert [(p.file, p.message.split(":")[0]) for p in t.problems if p.severity == "info"] == [
         (d + "trace_view.json", "not present"),
