@@ -295,3 +295,34 @@ def test_nothing_usable_names_five_problems_or_why_there_are_none(tmp_path):
     with pytest.raises(InputError) as e:
         R.read_ascend(path)
     assert str(e.value) == f"{os.path.join(path, OUT)}: nothing usable: no file torch_npu exports was found"
+
+
+def test_the_hint_of_one_device_and_of_none(tmp_path):
+    """kernel_details.csv on device 2 alone: the trace's tasks take that device (the hint), not pid & 31 = 3; a
+    kernel file without a device column: its kernel on no device (NONE), and the trace's on 3."""
+    kernels = "Name,Type,Accelerator Core,Start Time(us),Duration(us),Device_id\nA,A,AI_CORE,100,1,2\n"
+    t = R.read_ascend(_window(tmp_path / "a", {"trace_view.json": TRACE, "kernel_details.csv": kernels}))
+    assert sorted(set(t.events["device"].tolist())) == [2]
+    kernels = "Name,Start Time(us),Duration(us)\nA,100,1\n"
+    t = R.read_ascend(_window(tmp_path / "b", {"trace_view.json": TRACE, "kernel_details.csv": kernels}))
+    names = [t.strings[int(i)] for i in t.events["name"]]
+    assert dict(zip(names, t.events["device"].tolist())) == {"A": NONE, "MatMul_1": 3, "hcom_allReduce__1_0_1": 3}
+
+
+def test_a_broken_communication_file_is_no_missing_one(tmp_path):
+    """A multi-card window (the matrix links ranks 0 and 1) whose communication.json is not JSON: its error, and no
+    'not present' note for it (it is there)."""
+    t = R.read_ascend(_window(tmp_path, {"kernel_details.csv": KERNELS, "communication.json": "{",
+                                         "communication_matrix.json": json.dumps(MATRIX)}))
+    assert [p.message.split(" (")[0] for p in t.problems if p.file.endswith("communication.json")] == ["not valid JSON"]
+
+
+def test_the_counters_of_the_trace(tmp_path):
+    """A counter event of an HBM process in the trace: the npu_counters side table, its source trace_view.json;
+    1 MB/s = 1048576 B/s at 11 us."""
+    trace = json.loads(TRACE) + [
+        {"ph": "M", "name": "process_name", "pid": PID + 1, "tid": 0, "args": {"name": "HBM"}},
+        {"ph": "C", "name": "HBM 0", "pid": PID + 1, "tid": 0, "ts": "11", "args": {"Read(MB/s)": 1}}]
+    t = R.read_ascend(_window(tmp_path, {"trace_view.json": json.dumps(trace)}))
+    assert [(r["counter"], r["ts_ns"], r["value"]) for r in t.side["npu_counters"]] == [("HBM 0", 11000, 1048576.0)]
+    assert t.meta.environment["source.npu_counters"] == "trace_view.json"
