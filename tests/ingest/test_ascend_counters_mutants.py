@@ -91,14 +91,22 @@ def test_absorb_maps_the_other_readers_codes():
 
 
 def test_the_64th_key_and_beyond_keep_their_event_order():
-    """An event with 66 value keys (seq 0) then one with 1 (seq 1): keys 63, 64 and 65 of the first all sort at
-    0 * 64 + 63 and stay before the second event's 1 * 64 + 0."""
-    keys = tuple(f"k{i}" for i in range(66))
+    """An event with 300 value keys (seq 0), added after an event of 1 key (seq 1): keys 63 to 299 all sort at
+    0 * 64 + 63, after keys 0-62, in their own order (a stable sort), and all before the other event's 1 * 64 + 0
+    = 64, though its part came first."""
+    keys = tuple(f"k{i}" for i in range(300))
     parts = C.CounterParts()
-    parts.add_group(0, "E", keys, lambda pos, key: np.array([float(pos)]), None, np.array([1]), np.array([0]))
     parts.add_group(0, "F", ("v",), lambda pos, key: np.array([-1.0]), None, np.array([2]), np.array([1]))
+    parts.add_group(0, "E", keys, lambda pos, key: np.array([float(pos)]), None, np.array([1]), np.array([0]))
     got = _rows(parts.columns(np.array([0], np.int32), np.array([0]), ["g"]))
-    assert [r[5] for r in got] == [float(i) for i in range(66)] + [-1.0]
+    assert [r[5] for r in got] == [float(i) for i in range(300)] + [-1.0]
+
+
+def test_one_part_alone():
+    """One group of one sample: its row (the columns of the only part)."""
+    parts = C.CounterParts()
+    parts.add_group(0, "A", ("MHz",), lambda pos, key: np.array([5.0]), None, np.array([7]), np.array([0]))
+    assert _rows(parts.columns(np.array([0], np.int32), np.array([1]), ["g"])) == [("g", "A", "MHz", "npu:1", 7, 5.0)]
 
 
 def test_small_rules_by_hand():
@@ -175,3 +183,8 @@ def test_db_tables_without_their_columns():
     assert C.db_counter_rows(_db({"AICORE_FREQ": ("deviceId INTEGER, timestampNs NUMERIC, freq INTEGER",
                                                   [(0, 1, None)])})) is None
     assert C.db_counter_rows(_db({"AICORE_FREQ": ("deviceId INTEGER, timestampNs NUMERIC, freq INTEGER", [])})) is None
+    # an empty table beside one with a sample: that sample alone
+    db = _db({"AICORE_FREQ": ("deviceId INTEGER, timestampNs NUMERIC, freq INTEGER", []),
+              "SOC_BANDWIDTH_LEVEL": ("l2BufferBwLevel INTEGER, mataBwLevel INTEGER, timestampNs NUMERIC, "
+                                      "deviceId INTEGER", [(1, None, 9, 0)])})
+    assert _rows(C.db_counter_rows(db)) == [("Stars Soc Info", "L2 Buffer Bw Level", "", "npu:0", 9, 1.0)]
