@@ -44,6 +44,8 @@ SCHEMA = {
     "HOST_INFO": "hostUid TEXT,hostName TEXT",
     "META_DATA": "name TEXT,value TEXT",
     "STRING_IDS": "id INTEGER PRIMARY KEY,value TEXT",
+    "ACC_PMU": "accId INTEGER,readBwLevel INTEGER,writeBwLevel INTEGER,readOstLevel INTEGER,writeOstLevel INTEGER,"
+               "timestampNs NUMERIC,deviceId INTEGER",
     # analysis.db
     "StepTraceTime": "step TEXT, computing NUMERIC, communication_not_overlapped NUMERIC, overlapped NUMERIC, "
                      "communication NUMERIC, free NUMERIC, stage NUMERIC, bubble NUMERIC, "

@@ -86,6 +86,14 @@ def test_op_memory_module_mem_overlap_by_hand(tmp_path):
         {"name": "Communication(Not Overlapped)", "start_ns": 70, "end_ns": 80},
         {"name": "9", "start_ns": 90, "end_ns": 95}]
     assert sorted(t.side) == ["npu_module_mem", "operator_memory", "overlap_analysis"]
+    # a counter table (ACC_PMU) beside them: its four samples as npu_counters (ingest/ascend/counters.py's rows;
+    # the series named as trace_view.json spells them: read_bandwidth, write_band_width)
+    t = EventTable()
+    side.read_memory_tables(_db(tmp_path, {"ACC_PMU": [(7, 10, 11, 12, 13, 500, 0)]}), t)
+    assert sorted(t.side) == ["npu_counters"]
+    assert sorted((r["counter"], r["value"], r["ts_ns"], r["device"]) for r in t.side["npu_counters"]) == [
+        ("read_bandwidth acc_id 7", 10.0, 500, "npu:0"), ("read_ost acc_id 7", 12.0, 500, "npu:0"),
+        ("write_band_width acc_id 7", 11.0, 500, "npu:0"), ("write_ost acc_id 7", 13.0, 500, "npu:0")]
     # no ENUM_MODULE: every module by its number
     t = EventTable()
     side.read_memory_tables(_db(tmp_path, {"NPU_MODULE_MEM": tables["NPU_MODULE_MEM"][:2]}), t)
@@ -155,6 +163,7 @@ def test_comm_bandwidth_and_packets_by_hand(tmp_path):
     'Total Op Info' left out."""
     rows = [  # op, group, transport, size MB, time ms, bw, large ratio, package MB, count, total ms, step, type
         ("op1", "g", "HCCS", 2.5, 0.5, 5.0, 0.75, 0.001, 3, 0.25, "step1", "collective"),
+        ("Total Op Info", "g", "HCCS", 1, 1, 1, 1, 1, 1, 1, "step1", "collective"),  # skipped, the rest still read
         ("op1", "g", "HCCS", 9.9, 9.9, 9.9, 9.9, 0.002, 4, 0.5, "step1", "collective"),
         ("op1", "g", "RDMA", 1.0, 1.0, 1.0, None, None, None, None, "step1", "collective"),
         ("op1", None, "HCCS", 3.0, 2.0, 1.5, 0.5, 0.004, 1, 1.0, "step1", "collective"),
