@@ -71,13 +71,15 @@ def test_connect_sees_the_rows_a_wal_holds(tmp_path, monkeypatch):
     temp = tmp_path / "temp"
     temp.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    (tmp_path / "cwd").mkdir()
+    monkeypatch.chdir(tmp_path / "cwd")  # nothing is copied beside the process either
     conn = read._connect(str(db))
     try:
         assert conn.execute("select a from t order by a").fetchall() == [(1,), (2,), (3,)]
     finally:
         conn.close()
     assert {p.name: p.read_bytes() for p in (tmp_path / "user").iterdir()} == before
-    assert list(temp.iterdir()) == []
+    assert list(temp.iterdir()) == [] and list((tmp_path / "cwd").iterdir()) == []
 
 
 def test_connect_of_no_file_is_an_operational_error(tmp_path):
@@ -119,6 +121,7 @@ def test_read_errors_and_problems(tmp_path):
     with pytest.raises(InputError) as e:
         read.read_ascend_db(lay, EventTable(), [])
     assert e.value.problem == "a SQLite file without any table (an empty or unfinished export?)"
+    assert e.value.file == "w/OUT/p.db"
     (out / "p.db").unlink()
     make_db(out / "p.db", {"STRING_IDS": []})
 
@@ -135,6 +138,7 @@ def test_read_errors_and_problems(tmp_path):
         with pytest.raises(InputError) as e:
             read.read_ascend_db(lay, EventTable(), [], read_profiler=fails(error))
         assert e.value.problem == f"a value is not what torch_npu writes there: {error}"
+        assert e.value.file == "w/OUT/p.db"
     with pytest.raises(KeyError):  # anything else is no input error
         read.read_ascend_db(lay, EventTable(), [], read_profiler=fails(KeyError("k")))
 
@@ -215,3 +219,75 @@ def test_window_facts_keep_what_is_known(tmp_path):
     assert (t.meta.rank, t.meta.start_ns, t.meta.end_ns, t.meta.host) == (9, 100, 200, "h")
     assert t.meta.environment == {"rank_source": "profiler_metadata", "metadata.k": "v"}
     assert "comm_groups" not in t.side
+
+
+def test_rank_0_and_times_of_0_are_values(tmp_path):
+    """RANK_DEVICE_MAP rank 0 is a rank (rank_source set); a start / end of 0 already known is kept."""
+    lay, out = _layout(tmp_path)
+    make_db(out / "p.db", {"STRING_IDS": [], "RANK_DEVICE_MAP": [(0, 0), (3, 1)], "SESSION_TIME_INFO": [(5, 6)]})
+    t = EventTable()
+    t.meta.rank, t.meta.start_ns, t.meta.end_ns = 9, 0, 0
+    read.read_ascend_db(lay, t, [], read_profiler=read._window_facts)
+    assert (t.meta.rank, t.meta.environment["rank_source"]) == (0, "RANK_DEVICE_MAP")
+    assert (t.meta.start_ns, t.meta.end_ns) == (0, 0)
+
+
+def test_the_profiler_db_read_whole(tmp_path):
+    """read_ascend_db with its own readers on a db of every part: a PYTORCH_API op (its connection 100 ->
+    device connection 5000: external id 1), a STEP_TIME step it lacks, a CANN_API call, a compute task of
+    connection 5000 (external id 1), one MEMORY_RECORD row: four events, one memory row."""
+    from canning_tb.ingest.table import Kind
+    strings = [(1, "aten::mm"), (2, "aclnnMm"), (3, "AI_CORE"), (4, "MatMul_k")]
+    tables = {
+        "STRING_IDS": strings,
+        "PYTORCH_API": [("100", "400", 0, 100, 1, None, None, None, None, None, 50001)],
+        "CONNECTION_IDS": [(100, 5000)],
+        "STEP_TIME": [(4, 50, 900)],
+        "CANN_API": [(150, 250, 1, 0, 7, 2)],
+        "TASK": [(300, 380, 0, 5000, 1, 77, 3, 0, 2, 0, 0)],
+        "COMPUTE_TASK_INFO": [(4, 1, 8, None, 3, None, None, None, None, None, None, None, None)],
+        "MEMORY_RECORD": [(None, 120, 10, 20, 15, 0, 0)],
+    }
+    lay, out = _layout(tmp_path)
+    make_db(out / "p.db", tables)
+    t = EventTable()
+    read.read_ascend_db(lay, t, [])
+    ev, s = t.events, t.strings
+    got = sorted((s[int(n)], int(k), int(ts), int(d), int(x)) for n, k, ts, d, x in zip(
+        ev["name"], ev["kind"], ev["ts"], ev["dur"], ev["external_id"]))
+    assert got == [("MatMul_k", Kind.KERNEL, 300, 80, 1), ("ProfilerStep#4", Kind.USER_ANNOTATION, 50, 850, -1),
+                   ("aclnnMm", Kind.RUNTIME, 150, 100, -1), ("aten::mm", Kind.CPU_OP, 100, 300, 1)]
+    assert t.memory["ts"].tolist() == [120] and t.memory["reserved"].tolist() == [20]
+    assert t.meta.devices == [{"kind": "npu", "index": 0, "name": "Ascend"}]
+
+
+def test_a_wal_mode_db_without_wal_is_opened_immutable(tmp_path):
+    """A db in WAL mode whose -wal is gone (checkpointed): opened immutable, SQLite makes no -wal / -shm beside it
+    (a plain read-only open would)."""
+    path = tmp_path / "p.db"
+    w = sqlite3.connect(path)
+    w.execute("pragma journal_mode=wal")
+    w.execute("create table t (a)")
+    w.execute("insert into t values (5)")
+    w.commit()
+    w.close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["p.db"]
+    conn = read._connect(str(path))
+    try:
+        assert conn.execute("select a from t").fetchall() == [(5,)]
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["p.db"]
+    finally:
+        conn.close()
+
+
+def test_the_file_checked_is_the_file_read(tmp_path, monkeypatch):
+    """SQLite opens the descriptor that was checked (/proc/self/fd/N), not the path again: were the path swapped
+    after the check, the checked file is still the one read. Here the check's descriptor is another file's."""
+    checked = make_db(tmp_path / "checked.db", {"STRING_IDS": [(1, "checked")]})
+    other = make_db(tmp_path / "other.db", {"STRING_IDS": [(1, "other")]})
+    monkeypatch.setattr(read, "open_fd", lambda path: os.open(checked, os.O_RDONLY))
+    conn = read._connect(other)
+    try:
+        assert conn.execute("select value from STRING_IDS").fetchall() == [("checked",)]
+    finally:
+        conn.close()
