@@ -5,6 +5,7 @@ metrics, the MIX block dim, and COMMUNICATION_OP's bytes = count x data type siz
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from _ascend_db_make import make_db, open_db
 from canning_tb.ingest.ascend.db import device
@@ -201,3 +202,53 @@ def test_communication_ops_device_and_absence(tmp_path):
     assert len(ev["ts"]) == 0
     _, _, _, ev = _read(_db(tmp_path, {"COMMUNICATION_OP": [], "ENUM_HCCL_DATA_TYPE": DTYPES}))
     assert len(ev["ts"]) == 0 and ev["bytes"].dtype == np.int64
+
+
+EMPTY = 24  # a STRING_IDS id whose text is '' (no name)
+
+
+def _small(tmp_path, seed=()):
+    """Three tasks whose info names / types are '' (t0 compute, t1 communication) or whose type is '' (t2, no
+    info), and a compute task whose info cells are a STRING_IDS id of -2**63 (t3); `seed`: strings the table holds
+    already (the first has id 0)."""
+    tables = {"STRING_IDS": STRINGS + [(EMPTY, ""), (-2**63, "ghost")],
+              "TASK": [(10, 20, 0, None, 1, 7, 2, 0, 1, 0, 0), (30, 40, 0, None, 2, 7, 16, 0, 1, 0, 0),
+                       (50, 60, 0, None, 3, 7, EMPTY, 0, 1, 0, 0), (70, 80, 0, None, 4, 7, 2, 0, 1, 0, 0)],
+              "COMPUTE_TASK_INFO": [(EMPTY, 1, 1, None, EMPTY, None, None, None, None, None, None, None, None),
+                                    (3, 4, 1, None, 17, -2**63, -2**63, -2**63, -2**63, -2**63, -2**63, -2**63,
+                                     None)],
+              "COMMUNICATION_TASK_INFO": [(EMPTY, 2, EMPTY, 0, 14, None, None, 0, 1, None, 8, None, None, None)]}
+    db = _db(tmp_path, tables)
+    t = EventTable()
+    for x in seed:
+        t.strings.id(x)
+    (ev, _), _ = device.read_device_tasks(db, t, LINKS)
+    return t, ev
+
+
+@pytest.mark.parametrize("seed", [(), ("MatMulV2",), ("AI_VECTOR_CORE",), ("Notify_Wait",), ("Reduce_Inline",)])
+def test_empty_names_and_types_and_id_0(tmp_path, seed):
+    """An info name or type of '' is none: the compute task t0 is named and cored by its TASK type (AI_CORE), the
+    communication task t1 by its TASK type (EVENT_RECORD); a TASK type of '' (t2) is the name '' and no core. A NULL
+    cell read where STRING_IDS holds -2**63 is still no text (t3: no args). Whatever string has id 0 in the table
+    already (the seed), it is a name like any other: t3's MatMulV2 is named by its info, cored AI_VECTOR_CORE."""
+    t, ev = _small(tmp_path, seed)
+    names = [t.strings[int(i)] for i in ev["name"]]
+    cores = [t.strings[int(i)] for i in ev["core"]]
+    assert names == ["AI_CORE", "EVENT_RECORD", "", "MatMulV2"]
+    assert cores == ["AI_CORE", None, None, "AI_VECTOR_CORE"]
+    assert ev["args"].tolist() == [NONE] * 4 and ev["args"].dtype == np.int32
+    assert ev["kind"].tolist() == [Kind.KERNEL, Kind.OTHER, Kind.OTHER, Kind.KERNEL]
+
+
+def test_communication_names_with_id_0(tmp_path):
+    """The latest communication info's name (Notify_Wait) or type (Reduce_Inline) is the name, also when that
+    string is the table's id 0."""
+    for seed, info, want in ((("Notify_Wait",), (13, 2, 15), "Notify_Wait"), (("Reduce_Inline",), (None, 2, 15),
+                                                                              "Reduce_Inline")):
+        db = _db(tmp_path, {"TASK": [(30, 40, 0, None, 2, 7, 16, 0, 1, 0, 0)], "COMMUNICATION_TASK_INFO": [
+            (*info, 0, 14, None, None, 0, 1, None, 8, None, None, None)]})
+        t = EventTable()
+        t.strings.id(seed[0])
+        (ev, _), _ = device.read_device_tasks(db, t, LINKS)
+        assert [t.strings[int(i)] for i in ev["name"]] == [want]
