@@ -252,3 +252,38 @@ def test_communication_names_with_id_0(tmp_path):
         t.strings.id(seed[0])
         (ev, _), _ = device.read_device_tasks(db, t, LINKS)
         assert [t.strings[int(i)] for i in ev["name"]] == [want]
+
+
+def test_plain_kinds_by_the_task_type_as_name_and_type(tmp_path):
+    """Tasks without info: classified by their type as both name and type (ingest/ascend/hardware.py):
+    'hccl_MEMCPY' is an HCCL name (a collective's task: OTHER, not a copy), 'Memset' a MEMSET by its type; a
+    communication task whose TASK type is MEMCPY_ASYNC stays OTHER (its info decides)."""
+    db = _db(tmp_path, {"STRING_IDS": STRINGS + [(25, "hccl_MEMCPY"), (26, "Memset")],
+                        "TASK": [(10, 20, 0, None, 1, 7, 25, 0, 1, 0, 0), (30, 40, 0, None, 2, 7, 26, 0, 1, 0, 0),
+                                 (50, 60, 0, None, 3, 7, 11, 0, 1, 0, 0)],
+                        "COMMUNICATION_TASK_INFO": [(13, 3, 15, 0, 14, None, None, 0, 1, None, 8, None, None, None)]})
+    t, ev, _, _ = _read(db)
+    assert ev["kind"].tolist() == [Kind.OTHER, Kind.MEMSET, Kind.OTHER]
+    assert [t.strings[int(i)] for i in ev["cat"]] == ["task", "task", "hccl_task"]
+
+
+def test_times_held_as_text_must_be_integers(tmp_path):
+    """A TASK or COMMUNICATION_OP start / end held as text that is no integer: ValueError naming the column."""
+    ops = {"ENUM_HCCL_DATA_TYPE": DTYPES}
+    for table, row, column in (("TASK", ("x1", 150, 0, None, 1, 77, 2, 0, 3, 0, 0), "startNs"),
+                               ("TASK", (100, "15x", 0, None, 1, 77, 2, 0, 3, 0, 0), "endNs"),
+                               ("COMMUNICATION_OP", (23, "t", 2000, 5000, 14, 1, 0, 0, 1, 0, 10, 0), "startNs"),
+                               ("COMMUNICATION_OP", (23, 1000, "-", 5000, 14, 1, 0, 0, 1, 0, 10, 0), "endNs")):
+        with pytest.raises(ValueError) as e:
+            _read(_db(tmp_path, {table: [row], **ops}))
+        assert str(e.value).startswith(f"{column} holds ")
+
+
+def test_metrics_every_task_has(tmp_path):
+    """One compute task with a MIX block dim and an aic total time: both metrics kept (no NaN in either)."""
+    db = _db(tmp_path, {"TASK": TASKS[:1], "COMPUTE_TASK_INFO": [(1, 1, 8, 4, 17, None, None, None, None, None, None,
+                                                                   None, None)],
+                        "TASK_PMU_INFO": [(1, 18, 250)]})
+    _, _, metrics, _ = _read(db)
+    assert sorted(metrics) == ["aic_time_ns", "mix_block_dim"]
+    assert metrics["mix_block_dim"].tolist() == [4.0] and metrics["aic_time_ns"].tolist() == [250.0]
