@@ -16,6 +16,8 @@ from canning_tb.ingest.table import MEMORY_COLUMNS, NONE, EventTable, sort_by_ti
 from . import columns as q
 
 _OVERLAP_NAMES = {0: "Computing", 1: "Communication", 2: "Communication(Not Overlapped)", 3: "Free"}
+# StepTraceTime's column of a step_trace field is the field less "_ns", but for this one (torch_npu's name)
+_STEP_COLUMNS = {"communication_not_overlapped_exclude_receive_ns": "communication_not_overlapped_and_exclude_receive"}
 
 
 def _device(d) -> str:
@@ -90,7 +92,8 @@ def _step_trace(db, table: EventTable) -> None:
         return
     fields = [k for k, _ in C.STEP_FIELDS]
     have = db.columns("StepTraceTime")
-    sel = ", ".join(f[:-3] if f[:-3] in have else "NULL" for f in fields)
+    columns = [next((c for c in (f[:-3], _STEP_COLUMNS.get(f)) if c in have), "NULL") for f in fields]
+    sel = ", ".join(columns)
     side.put(table.side, "step_trace", [
         side.row("step_trace", step=T.step_value(r[0]), **{k: us_float_to_ns(v) for k, v in zip(fields, r[1:])})
         for r in db.c.execute(f"select step, {sel} from StepTraceTime")])
