@@ -140,9 +140,10 @@ def test_the_unknown_claim_values_stay_unknown():
     assert (c.floor_ns, c.noise_ns, c.removes_ns, c.gain_low_ns, c.gain_high_ns, c.scope) == (-1, -1, -1, -1, -1, "window")
 
 
-def test_findings_rank_by_gain_then_severity_observations_and_unjudged_last():
-    """Gains 3, 2, 0 ms first by gain; two without a gain (-1, read as 0) by severity then rule then title; an
-    observation after every finding, one that needs data after all; an unknown severity after info."""
+def test_findings_rank_by_gain_then_severity_unjudged_and_observations_last():
+    """Gains 3, 2, 0 ms first by gain; two without a gain (-1, read as 0) by severity then rule then title; one that
+    needs data after every finding, an observation after all (the text report's and the view's order); an unknown
+    severity after info."""
     def hit(rule, gain, severity="warning", title="t", needs="", observation=False):
         return pb.RuleHit(rule=rule, gain_ns=gain, severity=severity, title=title, needs=needs, observation=observation)
     hits = [hit("n", 9 * MS, needs="x"), hit("o", 9 * MS, observation=True), hit("b", 2 * MS), hit("a", 3 * MS),
@@ -150,7 +151,7 @@ def test_findings_rank_by_gain_then_severity_observations_and_unjudged_last():
             hit("w", -1, "warning", "s"), hit("zero", 0, "info")]
     order = [(h.rule, h.title) for h in sorted(hits, key=rank_key)]
     assert order == [("a", "t"), ("b", "t"), ("c", "t"), ("w", "s"), ("w", "u"), ("i", "t"), ("zero", "t"),
-                     ("z", "t"), ("o", "t"), ("n", "t")]
+                     ("z", "t"), ("n", "t"), ("o", "t")]
 
 
 def test_a_gain_of_one_ns_ranks_before_any_severity_without_one():
@@ -169,3 +170,18 @@ def test_numbers_and_their_words():
         True, True, True, False, False, False, False]
     assert (pct(0.0625), pct(1), pct(0.0005)) == ("6.2%", "100.0%", "0.1%")
     assert (ms(1_234_567), ms(500), ms(0)) == ("1.235 ms", "0.001 ms", "0.000 ms")
+
+
+def test_the_text_lists_the_findings_in_the_order_every_other_output_gives():
+    """A window with a finding, one that could not judge and an observation (a gain the graph did not replay): the
+    text report (numbered findings, then "Observations") and the JSON / MCP / HTTP list (rank_key) give the same
+    order: the finding, the unjudged one, the observation. (Under load a replayed gain can fall to an observation;
+    the two orders then differed.)"""
+    import re
+    from canning_tb.analysis.rules.text import findings_json, suggestions_text
+    hits = [pb.RuleHit(rule="obs", title="Obs", severity="info", gain_ns=-1, observation=True, gain="none"),
+            pb.RuleHit(rule="dev", title="Dev", severity="info", gain_ns=-1, needs="ProfilerActivity.CUDA"),
+            pb.RuleHit(rule="dl", title="Dl", severity="warning", gain_ns=5 * MS, gain="5 ms")]
+    text = suggestions_text(hits)
+    assert re.findall(r"^\d+\. \[\w+\] (\w+)\. ", text, re.M) == [h["title"] for h in findings_json(hits)] == \
+        ["Dl", "Dev", "Obs"]

@@ -130,10 +130,11 @@ def to_hit(f: Finding) -> pb.RuleHit:
 
 
 def rank_key(hit: pb.RuleHit) -> tuple:
-    """Findings ranked by simulated gain (largest first); those without one after, by severity; observations
-    (no edit of the graph states their change) after every finding; those that could not judge last."""
+    """Findings ranked by simulated gain (largest first); those without one after, by severity; those that could
+    not judge after every finding; observations (no edit of the graph states their change) last, apart, as the
+    text report and the Suggestions view list them (so every output gives one order)."""
     unjudged = bool(hit.needs)
-    return (unjudged, hit.observation, -max(hit.gain_ns, 0), SEVERITY_ORDER.get(hit.severity, 3), hit.rule, hit.title)
+    return (hit.observation, unjudged, -max(hit.gain_ns, 0), SEVERITY_ORDER.get(hit.severity, 3), hit.rule, hit.title)
 
 
 def is_number(x: float) -> bool:
