@@ -58,10 +58,11 @@ test: setup typecheck chromium clang peers test-nocc
 # what needs none: the tests marked `compiled` skip, the browser and slow ones run in `make test`. The folders
 # where a C part stands in for Python: the readers (ingest/native's scanners) and the events' tree
 # (analysis/common); the store and the timeline reach them only through the same readers and digests, so they
-# run with C alone and `make test` stays within its time here. So do analysis' *_mutants.py files (hand-made digests
-# and tables for mutation testing, none through a C part; the events' tree's edges are test_common_nest_edges.py).
+# run with C alone and `make test` stays within its time here. So do the *_mutants.py files (hand-made digests, tables
+# and small files for mutation testing; those of the readers read each small file with the scanners on and off, so
+# the Python paths run in `make test` too; the events' tree's edges are test_common_nest_edges.py).
 # `NOCC_TESTS=tests` runs the whole suite without C.
-NOCC_TESTS ?= tests/ingest tests/analysis --ignore-glob='*/analysis/*_mutants.py'
+NOCC_TESTS ?= tests/ingest tests/analysis --ignore-glob='*_mutants.py'
 NOCC := .venv-nocc
 NATIVE := _ascend_scan _kineto_scan _kineto_sweep _tree
 $(NOCC)/.installed: pyproject.toml setup.py
