@@ -237,13 +237,15 @@ def unfused_optimizer(inp: RuleInput):
 
 
 def _fused(inp: RuleInput, rows: np.ndarray, removes) -> tuple | None:
-    """The fused (or multi-tensor) optimizer as an edit of the graph. Its host time is the operator calls plus the
-    glue between them (the Python loop over parameter tensors, inside the step's range but in no call): the glue
-    is paid once per operator kind instead of once per call. With device work, its calls only launch kernels:
-    they go the same way (one launch per kind), and each kernel keeps its time above the window's per-kernel floor
-    (the 10th percentile of the kernels' time; the arithmetic) plus one floor per kind. On the CPU the
-    multi-tensor implementations still call one operator per tensor (a CPU trace of foreach=True shows them), so
-    only the glue goes. None without calls inside it."""
+    """The fused (or multi-tensor) optimizer as an edit of the graph. Its host time is the operator calls, the
+    glue between them (the Python loop over parameter tensors, inside the step's range but in no call) and each
+    range's edges (before its first call and after its last: the per-step set-up, which every implementation
+    runs, kept). The glue is paid once per operator kind instead of once per call. With device work, its calls
+    only launch kernels: they go the same way (one launch per kind), and each kernel keeps its time above the
+    window's per-kernel floor (the 10th percentile of the kernels' time; the arithmetic) plus one floor per kind.
+    On the CPU the multi-tensor implementations still call one operator per tensor, from C++ (a CPU trace of
+    foreach=True shows them under each _foreach_ call): the calls stay, each with the cost of a call made from
+    C++ (_dispatch_gap), and the Python glue goes. None without calls inside it."""
     ctx = inp.ctx
     host = ctx.host
     inner = _inside(inp, rows, host.rows)
@@ -256,9 +258,12 @@ def _fused(inp: RuleInput, rows: np.ndarray, removes) -> tuple | None:
     per_kind = min(kinds / len(calls), 1.0)
     total = float((np.asarray(removes[1]) - np.asarray(removes[0])).sum())
     in_calls = float(ctx.ev["dur"][host.rows[calls]].sum())
-    glue = max(total - in_calls, 0.0)
-    device = has_device_work(inp.digest)
-    kept = in_calls * (per_kind if device else 1.0) + glue * per_kind
+    edges = _edges(inp, host.rows[calls], removes)
+    between = max(total - in_calls - edges, 0.0)
+    if has_device_work(inp.digest):
+        kept = (in_calls + between) * per_kind + edges
+    else:
+        kept = in_calls + edges + min(between, between * per_kind + len(calls) * _dispatch_gap(inp))
     host_factor = min(kept / total, 1.0) if total > 0 else 1.0
     owner = ctx.device_owner
     launched = np.zeros(len(owner), bool)
@@ -273,6 +278,44 @@ def _fused(inp: RuleInput, rows: np.ndarray, removes) -> tuple | None:
         dev_kept = dev_arith + dev_floor * min(dev_kinds, len(dev))
         dev_factor = min(dev_kept / durs.sum(), 1.0) if durs.sum() > 0 else 1.0
     return removes, host_factor, dev, dev_factor
+
+
+def _edges(inp: RuleInput, call_rows: np.ndarray, removes) -> float:
+    """The time of the ranges (removes: disjoint, sorted) before their first call and after their last; a range
+    without a call counts whole."""
+    lo, hi = np.asarray(removes[0], np.int64), np.asarray(removes[1], np.int64)
+    ts = inp.ctx.ev["ts"][call_rows].astype(np.int64)
+    end = ts + inp.ctx.ev["dur"][call_rows].astype(np.int64)
+    at = np.clip(np.searchsorted(lo, ts, side="right") - 1, 0, len(lo) - 1)
+    first, last = hi.copy(), lo.copy()
+    np.minimum.at(first, at, ts)
+    np.maximum.at(last, at, end)
+    called = np.zeros(len(lo), bool)
+    called[at] = True
+    lead = np.maximum(np.minimum(first, hi) - lo, 0)
+    tail = np.maximum(hi - np.maximum(last, lo), 0)
+    return float(np.where(called, lead + tail, hi - lo).sum())
+
+
+def _dispatch_gap(inp: RuleInput) -> float:
+    """The host's cost of one operator call made from C++, with no Python between: the median gap between two
+    consecutive operators that one operator calls (a _to_copy's empty_strided then copy_), over the window.
+    0 where no operator calls two."""
+    ctx = inp.ctx
+    parent = ctx.host.parent
+    is_op = ctx.host_kind == int(Kind.CPU_OP)
+    child = np.flatnonzero(is_op & (parent != NONE))
+    child = child[is_op[parent[child]]]
+    if len(child) < 2:
+        return 0.0
+    rows = ctx.host.rows[child]
+    ts = ctx.ev["ts"][rows].astype(np.int64)
+    end = ts + ctx.ev["dur"][rows].astype(np.int64)
+    order = np.lexsort((ts, parent[child]))
+    par, ts, end = parent[child][order], ts[order], end[order]
+    gaps = (ts[1:] - end[:-1])[par[1:] == par[:-1]]
+    gaps = gaps[gaps >= 0]
+    return float(np.median(gaps)) if len(gaps) else 0.0
 
 
 def _host_total(inp: RuleInput, name: str) -> float:
