@@ -78,6 +78,9 @@ PAIRS = {p.name: p for p in (
 )}
 ORDER = ("before", "after", "after", "before")  # interleaved: a change of the machine's load falls on both
 TEST_ORDER = ("before", "after")  # the tests' run: one job each way keeps the suite's time (the band is ORDER's)
+# a tests' reading outside FACTOR is measured once more the other way round: with the first, ORDER's interleaving
+# (one slow job, a reading of the machine rather than of the change, weighs half)
+RETEST_ORDER = ("after", "before")
 
 
 def _port() -> int:
@@ -212,6 +215,12 @@ class Result:
                 "after_profiler_ms": _mean(profiler_step_ms(j) for j in self.of("after")),
                 "found_before": [len(hits(self.pair, j["report"])) > 0 for j in self.of("before")],
                 "found_after": [any(not below_floor(h) for h in hits(self.pair, j["report"])) for j in self.of("after")]}
+
+
+def pooled(first: Result, second: Result) -> Result:
+    """Two runs of one pair as one measurement: their jobs together, the busier run's load of the machine."""
+    loads = [r.others_cores for r in (first, second) if r.others_cores is not None]
+    return Result(first.pair, first.jobs + second.jobs, max(loads) if loads else None)
 
 
 def _machine_cpu_s() -> float | None:

@@ -5,13 +5,14 @@ the finding proposes ("after"), once each (TEST_ORDER); 2-rank pairs are real gl
 appear on "before", be absent (or under its own floor) on "after", and its predicted gain per step (the
 RuleHit's gain_ns, as `canning-prof --mode=view --format=json` reports it) must be within a factor of FACTOR of
 the gain the jobs measured with their own timer (tests/_lab.py), when the rest of the machine kept under
-BUSY_CORES busy meanwhile (else skipped, saying so). The suite may run on shared cores, where one job's extra
+BUSY_CORES busy meanwhile (else skipped, saying so). A reading outside FACTOR is measured once more the other way
+round (RETEST_ORDER) and judged on the four jobs: one job slowed by the machine is a reading of the machine. The suite may run on shared cores, where one job's extra
 load moves a true finding's ratio; the ±BAND band is measured by benchmarks/lab.py (jobs
 interleaved, a quiet machine) and stated in README.md and docs/lab.md. Where today's engine does not state
 the finding, the check is marked xfail (not strict) with the reason; no pair gets a band of its own.
 """
 import pytest
-from _lab import BUSY_CORES, FACTOR, PAIRS, TEST_ORDER, below_floor, hits, run_pair, table
+from _lab import BUSY_CORES, FACTOR, PAIRS, RETEST_ORDER, TEST_ORDER, below_floor, hits, pooled, run_pair, table
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
@@ -37,6 +38,12 @@ def lab(tmp_path_factory):
         if name not in done:
             done[name] = run_pair(name, tmp_path_factory.mktemp(name), order=TEST_ORDER)
         return done[name]
+
+    def again(name):
+        """The pair measured once more, RETEST_ORDER, pooled with its first run."""
+        done[name] = pooled(get(name), run_pair(name, tmp_path_factory.mktemp(name + "-again"), order=RETEST_ORDER))
+        return done[name]
+    get.again = again
     yield get
     print("\n" + table([r.row() for r in done.values()]))  # the figures, shown with pytest -s
 
@@ -68,13 +75,20 @@ def test_the_predicted_gain_is_the_measured_one(lab, request, pair):
     if result.pair.gain == "none":  # a one-off: the finding claims no gain per step
         assert row["found_before"] and all(row["found_before"]) and row["within"], row
         return
-    pred, meas = row["predicted_ms"], row["measured_ms"]
-    assert pred == pred, f"{pair}: the finding has no gain; {row}"
+    assert row["predicted_ms"] == row["predicted_ms"], f"{pair}: the finding has no gain; {row}"
+    if not _within(row):
+        result = lab.again(pair)
+        row = result.row()
     if (result.others_cores or 0) > BUSY_CORES:
         pytest.skip(f"{pair}: the rest of the machine kept {result.others_cores:.1f} cores busy while the jobs ran "
                     f"(over {BUSY_CORES}): the gains are not judged on a shared machine; {row}")
-    assert meas > 0 and meas / FACTOR <= pred <= FACTOR * meas, (
-        f"{pair}: predicted {pred:.2f} ms/step, measured {meas:.2f} ms/step (within a factor {FACTOR:g}); {row}")
+    assert _within(row), (f"{pair}: predicted {row['predicted_ms']:.2f} ms/step, measured {row['measured_ms']:.2f} "
+                          f"ms/step over {len(result.jobs)} jobs (within a factor {FACTOR:g}); {row}")
+
+
+def _within(row: dict) -> bool:
+    pred, meas = row["predicted_ms"], row["measured_ms"]
+    return meas > 0 and meas / FACTOR <= pred <= FACTOR * meas
 
 
 def _find(obj, key_part: str) -> list:
