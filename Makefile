@@ -56,13 +56,15 @@ test: setup typecheck chromium clang peers test-nocc
 # the .so files that `make venv` compiled in place under src/. Each run reinstalls the package alone (the
 # sources change; the dependencies only with pyproject.toml), checks that no compiled part imports, and runs
 # what needs none: the tests marked `compiled` skip, the browser and slow ones run in `make test`. The folders
-# where a C part stands in for Python: the readers (ingest/native's scanners) and the events' tree
-# (analysis/common); the store and the timeline reach them only through the same readers and digests, so they
-# run with C alone and `make test` stays within its time here. So do the *_mutants.py files (hand-made digests, tables
-# and small files for mutation testing; those of the readers read each small file with the scanners on and off, so
-# the Python paths run in `make test` too; the events' tree's edges are test_common_nest_edges.py).
+# where a C part stands in for Python: the readers (ingest/native's scanners: all of tests/ingest) and the events'
+# tree (analysis/common: its numpy path against a per-event reference and hand-worked cases, and the real fixtures'
+# digests end to end); the rest of the analysis, the store and the timeline take the digests those make (the same
+# with C and without, as the tree's tests show), so they run with C alone and `make test` stays within its time
+# here. So do the *_mutants.py files (hand-made digests, tables and small files for mutation testing; those of the
+# readers read each small file with the scanners on and off, so the Python paths run in `make test` too).
 # `NOCC_TESTS=tests` runs the whole suite without C.
-NOCC_TESTS ?= tests/ingest tests/analysis --ignore-glob='*_mutants.py'
+NOCC_TESTS ?= tests/ingest tests/analysis/test_common_nest_edges.py tests/analysis/test_tree_sweeps.py \
+  tests/analysis/test_digest_fast_paths.py tests/analysis/test_analysis_fixtures.py --ignore-glob='*_mutants.py'
 NOCC := .venv-nocc
 NATIVE := _ascend_scan _kineto_scan _kineto_sweep _tree
 $(NOCC)/.installed: pyproject.toml setup.py
