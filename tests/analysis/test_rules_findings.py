@@ -913,22 +913,45 @@ def test_unfused_optimizer_finding_and_its_edit(monkeypatch):
                                                                         1.0)
 
 
-@pytest.mark.parametrize("gaps,factor", [
-    ((2_000, 7_000, 3_000), 0.7225),  # median 3 µs (mean 4): 4 calls keep 12 µs: 40 + 70 + 22.5 + 12 = 144.5 of 200
-    ((30_000, 40_000, 30_000), 1.0),   # 4 x 30 µs is more than the 90 µs of glue: nothing goes
+US = 1_000
+
+
+@pytest.mark.parametrize("parents,factor", [
+    # three aten::to, each calling two operators: gaps 2, 7, 3 µs, median 3 (mean 4): 4 calls keep 12 µs:
+    # 40 + 70 + 22.5 + 12 = 144.5 of 200
+    ([[(0, 10), (12, 10)], [(0, 10), (17, 10)], [(0, 10), (13, 10)]], 0.7225),
+    ([[(0, 10), (13, 10)]], 0.7225),  # one operator calling two: its gap alone, 3 µs
+    ([[(0, 10), (30, 10)], [(0, 10), (40, 10)], [(0, 10), (30, 10)]], 1.0),  # 4 x 30 µs above the 90 of glue: none goes
+    ([[(0, 10)], [(0, 10)]], 0.6625),  # one call each: no gap between two calls of one operator, 0 µs
+    ([[(0, 10), (10, 10)], [(0, 10), (10, 10)], [(0, 10), (15, 10)]], 0.6625),  # gaps 0, 0, 5: median 0
+    # an annotation (no operator) between the two calls: the gap is the operators', 5 µs (not 2 and 1):
+    # 40 + 70 + 22.5 + 20 = 152.5 of 200
+    ([[(0, 10), (15, 10), ("annotation", 12, 2)]], 0.7625),
 ])
-def test_on_the_cpu_each_call_keeps_the_cost_of_a_call_from_cpp(monkeypatch, gaps, factor):
-    """The AdamW step of test_unfused_optimizer_finding_and_its_edit; outside it, three aten::to at 100, 200, 300 µs
-    each call aten::empty_strided (10 µs) and, the gap later, aten::copy_ (10 µs): the median gap is what a call
-    made from C++ costs beyond its own time; the multi-tensor loop pays it once per tensor, at most the glue."""
+def test_on_the_cpu_each_call_keeps_the_cost_of_a_call_from_cpp(monkeypatch, parents, factor):
+    """The AdamW step of test_unfused_optimizer_finding_and_its_edit; before it, aten::to at 100, 200, 300 µs, each
+    calling the operators listed ((start, length) in µs from its own start): the median gap between two operators
+    one operator calls is what a call made from C++ costs beyond its own time; the multi-tensor loop pays it once
+    per tensor, at most the glue."""
     events = [step(), ev("Optimizer.step#AdamW.step", K.USER_ANNOTATION, 500_000, 200_000)]
     events += [ev("aten::add_", K.CPU_OP, 510_000 + 40_000 * i, 10_000) for i in range(4)]
-    for i, gap in enumerate(gaps):
+    for i, children in enumerate(parents):
         t0 = 100_000 * (i + 1)
-        events += [ev("aten::to", K.CPU_OP, t0, 20_000 + gap + 1_000),
-                   ev("aten::empty_strided", K.CPU_OP, t0, 10_000),
-                   ev("aten::copy_", K.CPU_OP, t0 + 10_000 + gap, 10_000)]
+        events.append(ev("aten::to", K.CPU_OP, t0, 60 * US))
+        for child in children:
+            if child[0] == "annotation":
+                events.append(ev("inner", K.USER_ANNOTATION, t0 + child[1] * US, child[2] * US))
+            else:
+                events.append(ev("aten::copy_", K.CPU_OP, t0 + child[0] * US, child[1] * US))
     assert one(table(events), monkeypatch, "unfused_optimizer").shrink[1] == pytest.approx(factor)
+
+
+def test_a_call_ending_at_its_steps_end_leaves_no_tail(monkeypatch):
+    """AdamW's step 500-700 µs, four aten::add_ at 510, 550, 590, 630 µs, the last 70 µs long (ending at 700, the
+    step's end): edges 10 + 0, glue 3 x 30 = 90 µs, calls 100 µs: 100 + 10 + 22.5 = 132.5 of 200 µs."""
+    events = [step(), ev("Optimizer.step#AdamW.step", K.USER_ANNOTATION, 500_000, 200_000)]
+    events += [ev("aten::add_", K.CPU_OP, 510_000 + 40_000 * i, 70_000 if i == 3 else 10_000) for i in range(4)]
+    assert one(table(events), monkeypatch, "unfused_optimizer").shrink[1] == pytest.approx(132.5 / 200)
 
 
 def test_an_optimizer_step_without_a_call_is_kept_whole(monkeypatch):

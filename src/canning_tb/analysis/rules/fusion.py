@@ -282,19 +282,17 @@ def _fused(inp: RuleInput, rows: np.ndarray, removes) -> tuple | None:
 
 def _edges(inp: RuleInput, call_rows: np.ndarray, removes) -> float:
     """The time of the ranges (removes: disjoint, sorted) before their first call and after their last; a range
-    without a call counts whole."""
-    lo, hi = np.asarray(removes[0], np.int64), np.asarray(removes[1], np.int64)
-    ts = inp.ctx.ev["ts"][call_rows].astype(np.int64)
-    end = ts + inp.ctx.ev["dur"][call_rows].astype(np.int64)
-    at = np.clip(np.searchsorted(lo, ts, side="right") - 1, 0, len(lo) - 1)
+    without a call counts whole. Each call starts inside one of them (the calls were chosen so)."""
+    lo, hi = np.asarray(removes[0]), np.asarray(removes[1])
+    ts = inp.ctx.ev["ts"][call_rows]  # int64 ns, as every time of the table
+    end = ts + inp.ctx.ev["dur"][call_rows]
+    at = np.searchsorted(lo, ts, side="right") - 1
     first, last = hi.copy(), lo.copy()
     np.minimum.at(first, at, ts)
     np.maximum.at(last, at, end)
-    called = np.zeros(len(lo), bool)
-    called[at] = True
-    lead = np.maximum(np.minimum(first, hi) - lo, 0)
-    tail = np.maximum(hi - np.maximum(last, lo), 0)
-    return float(np.where(called, lead + tail, hi - lo).sum())
+    called = np.bincount(at, minlength=len(lo)) > 0
+    tail = np.maximum(hi - last, 0)  # a call may run past its range's end
+    return float(np.where(called, first - lo + tail, hi - lo).sum())
 
 
 def _dispatch_gap(inp: RuleInput) -> float:
@@ -306,11 +304,9 @@ def _dispatch_gap(inp: RuleInput) -> float:
     is_op = ctx.host_kind == int(Kind.CPU_OP)
     child = np.flatnonzero(is_op & (parent != NONE))
     child = child[is_op[parent[child]]]
-    if len(child) < 2:
-        return 0.0
     rows = ctx.host.rows[child]
-    ts = ctx.ev["ts"][rows].astype(np.int64)
-    end = ts + ctx.ev["dur"][rows].astype(np.int64)
+    ts = ctx.ev["ts"][rows]
+    end = ts + ctx.ev["dur"][rows]
     order = np.lexsort((ts, parent[child]))
     par, ts, end = parent[child][order], ts[order], end[order]
     gaps = (ts[1:] - end[:-1])[par[1:] == par[:-1]]
