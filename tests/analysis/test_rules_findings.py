@@ -954,6 +954,17 @@ def test_a_call_ending_at_its_steps_end_leaves_no_tail(monkeypatch):
     assert one(table(events), monkeypatch, "unfused_optimizer").shrink[1] == pytest.approx(132.5 / 200)
 
 
+def test_an_optimizer_step_with_one_call_has_its_edges(monkeypatch):
+    """Two AdamW steps: 500-700 µs as in test_unfused_optimizer_finding_and_its_edit and 800-900 µs with one aten::add_
+    at 820-830 µs (edges 20 + 70, no glue). One kind over 2 ranges: 2 of 5 calls. Calls 50 µs, edges 70 + 90, glue
+    90 x 0.4 = 36: 246 of 300 µs (a step without its edges would keep 252)."""
+    events = [step(), ev("Optimizer.step#AdamW.step", K.USER_ANNOTATION, 500_000, 200_000),
+              ev("Optimizer.step#AdamW.step", K.USER_ANNOTATION, 800_000, 100_000),
+              ev("aten::add_", K.CPU_OP, 820_000, 10_000)]
+    events += [ev("aten::add_", K.CPU_OP, 510_000 + 40_000 * i, 10_000) for i in range(4)]
+    assert one(table(events), monkeypatch, "unfused_optimizer").shrink[1] == pytest.approx(246 / 300)
+
+
 def test_an_optimizer_step_without_a_call_is_kept_whole(monkeypatch):
     """Two AdamW steps: 500-700 µs as in test_unfused_optimizer_finding_and_its_edit (132.5 of its 200 µs kept) and
     800-900 µs with no operator inside (all Python; the change has no call to fold there, kept whole)."""
