@@ -24,6 +24,9 @@ NET = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(), torch.nn.Li
 CPU = [ps.ProfilerActivity.CPU]
 
 
+CLOCK_NS = 200_000  # under a step of train() (0.3 ms or more): a mark of the wrong step is more than it away
+
+
 def train(i, reps=1):
     with torch.profiler.record_function(f"iter{i}"):
         for _ in range(reps):
@@ -163,10 +166,13 @@ def test_handler_with_schedule_uses_profiler_steps(tmp_path):
     assert [s for s, _, _ in got] == [2, 3, 4]
     for (s, start, end), (_, (lo, hi)) in zip(got, expected):
         assert abs(start - lo) <= 1 and abs(end - hi) <= 1  # the reader's µs -> ns rounding
-    # the manifest's marks agree with torch's own ranges to within the profiler's step() call
+    # the manifest's marks are taken just before torch's step(), which ends one ProfilerStep range and starts the
+    # next: each mark begins before its step's range and ends inside it, however long step() takes on a loaded
+    # machine (a bound in ms failed there: 18 ms); CLOCK_NS: time.time_ns and the trace's clock agree within it
     base = trace["baseTimeNanoseconds"]
     for (s, b, e), (_, (lo, hi)) in zip(man["step_times_ns"], expected):
-        assert abs((b - base) - lo) < 5_000_000 and abs((e - base) - hi) < 5_000_000
+        b, e = b - base, e - base
+        assert b - CLOCK_NS <= lo <= e + CLOCK_NS and e <= hi + CLOCK_NS, (s, b, e, lo, hi)
 
 
 def test_start_on_cpu_warning_points_at_the_callers_line():
