@@ -46,10 +46,11 @@ chromium:
 # the suite in as many processes as there are cores (at most 4), each test file in one process
 # (its module fixtures, a TensorBoard or a gloo run, are made once): most tests wait on a child
 # process, a browser or a server, so two processes on 2 cores take about two thirds of the time.
-# The slow ones (real multi-process jobs whose timings decide what they check) run after, alone.
+# The timed ones (real jobs whose step times decide what they check) run after, alone; the other slow ones
+# (real training, S3, 64 ranks) with the rest.
 test: setup typecheck chromium clang peers test-nocc
-	$(BIN)/python -m pytest -q -ra -n auto --maxprocesses=4 --dist loadfile -m "not slow"
-	$(BIN)/python -m pytest -q -ra -m slow
+	$(BIN)/python -m pytest -q -ra -n auto --maxprocesses=4 --dist loadfile -m "not timed"
+	$(BIN)/python -m pytest -q -ra -m timed
 
 # The suite as a machine without a C compiler runs it: the package installed into .venv-nocc with
 # CANNING_NO_C=1 (setup.py then builds none of the C parts), not editable: an editable install would import

@@ -12,7 +12,7 @@ from canning_tb.analysis.rules import cluster_hits
 from canning_tb.ingest.kineto.read import read_kineto
 
 SCRIPT = Path(__file__).resolve().parents[1] / "_rules_dist.py"
-pytestmark = pytest.mark.slow  # two real processes per run (as tests/handler/test_handler_ddp.py)
+pytestmark = [pytest.mark.slow, pytest.mark.timed]  # two real processes per run (as tests/handler/test_handler_ddp.py)
 
 
 def _run(tmp: Path, modes: list[str]) -> dict:

@@ -21,7 +21,7 @@ import pytest
 from _procs import stop_process
 from test_cli import run_cli
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timed]  # the gate reads real jobs' step times
 TRAIN = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "_svd_train.py")
 
 

@@ -189,6 +189,7 @@ def run_job(tmp_path, total, slow_from, slow_to, step_s=0.03, timeout=240):
 
 
 @pytest.mark.slow
+@pytest.mark.timed
 def test_a_rank_turning_slow_makes_both_ranks_capture_the_same_slow_steps(tmp_path):
     slow_from, slow_to = 40, 56  # 16 steps of 0.5 s on rank 1 (rank 0 waits for it in the all-reduce)
     run, logs = run_job(tmp_path, total=80, slow_from=slow_from, slow_to=slow_to)
@@ -235,6 +236,7 @@ def shown(logdir, reason, label):
 
 
 @pytest.mark.slow
+@pytest.mark.timed
 def test_a_steady_job_over_200_steps_triggers_nothing(tmp_path):
     run, logs = run_job(tmp_path, total=200, slow_from=0, slow_to=0)
     assert manifests(run) == [] and not os.path.exists(os.path.join(run, ".canning-capture", "request.json")), logs

@@ -51,6 +51,7 @@ def joins(raw):
 
 
 @pytest.mark.slow
+@pytest.mark.timed
 def test_not_hidden_communication_is_the_join_without_the_c10d_calls(tmp_path):
     pytest.importorskip("torch.distributed")
     logdir = tmp_path / "demo"

@@ -50,6 +50,7 @@ def free_port() -> int:
 
 
 @pytest.mark.slow
+@pytest.mark.timed
 def test_two_ranks_write_their_windows(tmp_path):
     pytest.importorskip("torch.distributed")
     logdir = tmp_path / "demo"

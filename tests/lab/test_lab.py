@@ -14,7 +14,7 @@ the finding, the check is marked xfail (not strict) with the reason; no pair get
 import pytest
 from _lab import BUSY_CORES, FACTOR, PAIRS, RETEST_ORDER, TEST_ORDER, below_floor, hits, pooled, run_pair, table
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.slow, pytest.mark.timed, pytest.mark.timeout(900)]
 
 # (pair, check) -> why today's engine fails it; the lead removes an entry once the engine passes it
 XFAIL = {

@@ -25,7 +25,7 @@ from test_handler_ddp import free_port
 from test_plugin_routes import fetch_json, start_tensorboard, stop_tensorboard
 
 pytest.importorskip("torch.distributed")
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timed]  # a live job's steps
 
 REPO = Path(__file__).resolve().parents[2]
 WORLD = 2

@@ -14,7 +14,7 @@ from _rules_corpus import run_two_ranks
 REPO = Path(__file__).resolve().parents[2]
 NOTEBOOK = REPO / "examples" / "notebook.ipynb"
 SCRIPT = REPO / "tests" / "_rules_dist.py"
-pytestmark = pytest.mark.slow  # two real training processes and a kernel
+pytestmark = [pytest.mark.slow, pytest.mark.timed]  # two real training processes (their findings) and a kernel
 
 
 def test_the_notebook_finds_the_slow_rank(tmp_path):
