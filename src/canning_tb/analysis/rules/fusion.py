@@ -2,6 +2,7 @@
 API check, and the same sequences on CUDA), and optimizers that run unfused."""
 from __future__ import annotations
 
+import functools
 import re
 
 import numpy as np
@@ -203,6 +204,10 @@ def _advice(kind: str) -> str:
 def unfused_optimizer(inp: RuleInput):
     if inp.ctx is None:
         return None
+
+    @functools.cache
+    def call_cost() -> float:  # read once for all the window's optimizer classes, and only where one needs it
+        return _dispatch_gap(inp)
     found = []
     for kind, rows in _optimizer_classes(inp).items():
         if FUSED_CLASS_RE.search(kind):
@@ -230,13 +235,13 @@ def unfused_optimizer(inp: RuleInput):
             figures={"optimizer_ns_per_step": step_ns},
             evidence=[shown] if shown else [evidence("operators", name, name, timeline_name=name)],
             figure="host_total", figure_value=_host_total(inp, name), view="operators",
-            removes=removes, removes_what=[name], shrink=_fused(inp, rows, removes),
+            removes=removes, removes_what=[name], shrink=_fused(inp, rows, removes, call_cost),
             edit="each operator kind of the optimizer called once per step instead of once per tensor (its "
                  "arithmetic kept, the per-call cost of the others gone)"))
     return found
 
 
-def _fused(inp: RuleInput, rows: np.ndarray, removes) -> tuple | None:
+def _fused(inp: RuleInput, rows: np.ndarray, removes, call_cost) -> tuple | None:
     """The fused (or multi-tensor) optimizer as an edit of the graph. Its host time is the operator calls, the
     glue between them (the Python loop over parameter tensors, inside the step's range but in no call) and each
     range's edges (before its first call and after its last: the per-step set-up, which every implementation
@@ -245,7 +250,7 @@ def _fused(inp: RuleInput, rows: np.ndarray, removes) -> tuple | None:
     window's per-kernel floor (the 10th percentile of the kernels' time; the arithmetic) plus one floor per kind.
     On the CPU the multi-tensor implementations still call one operator per tensor, from C++ (a CPU trace of
     foreach=True shows them under each _foreach_ call): the calls stay, each with the cost of a call made from
-    C++ (_dispatch_gap), and the Python glue goes. None without calls inside it."""
+    C++ (call_cost(): the window's _dispatch_gap), and the Python glue goes. None without calls inside it."""
     ctx = inp.ctx
     host = ctx.host
     inner = _inside(inp, rows, host.rows)
@@ -263,7 +268,7 @@ def _fused(inp: RuleInput, rows: np.ndarray, removes) -> tuple | None:
     if has_device_work(inp.digest):
         kept = (in_calls + between) * per_kind + edges
     else:
-        kept = in_calls + edges + min(between, between * per_kind + len(calls) * _dispatch_gap(inp))
+        kept = in_calls + edges + min(between, between * per_kind + len(calls) * call_cost())
     host_factor = min(kept / total, 1.0) if total > 0 else 1.0
     owner = ctx.device_owner
     launched = np.zeros(len(owner), bool)
