@@ -9,6 +9,7 @@ import pytest
 
 from _compare_pairs import ACTIVE, step_durations_us, write_all
 from test_cli import run_cli
+from test_compare_gate import T_TABLE
 
 
 @pytest.fixture(scope="module")
@@ -40,10 +41,10 @@ def test_gate_passes_on_a_faster_target(pairs, tmp_path):
 
 def surely_slower(base_us: list[float], target_us: list[float]) -> bool:
     """The target's mean step above the base's beyond doubt: a Welch interval of the difference whose low end is
-    above 0, with the Student t of 4 degrees of freedom (2.776, the widest the gate's Welch-Satterthwaite count can
-    ask of 5 or more steps a side), so wider than the gate's own."""
+    above 0, with the Student t of 4 degrees of freedom (the printed table's, the widest the gate's
+    Welch-Satterthwaite count can ask of 5 or more steps a side), so wider than the gate's own."""
     se = math.sqrt(statistics.variance(base_us) / len(base_us) + statistics.variance(target_us) / len(target_us))
-    return statistics.fmean(target_us) - statistics.fmean(base_us) - 2.776 * se > 0
+    return statistics.fmean(target_us) - statistics.fmean(base_us) - T_TABLE[4] * se > 0
 
 
 def test_gate_names_the_unfused_operators(pairs, tmp_path):
