@@ -98,16 +98,25 @@ def _scores(corpus) -> tuple[dict, list]:
     totals = {"tp": 0, "fn": 0, "fp": 0, "tn": 0, "either": 0}
     lines = []
     for name, (_, digests, analysis, hits) in corpus.items():
-        scopes = [(f"window.{d.window.rank}", {h.rule for h in d.rule_hits}) for d in digests]
+        scopes = [(f"window.{d.window.rank}", d.rule_hits) for d in digests]
         if analysis:
-            scopes.append(("ranks", {h.rule for h in hits}))
-        for scope, found in scopes:
-            verdict = judge(name, scope, found)
+            scopes.append(("ranks", hits))
+        for scope, scope_hits in scopes:
+            verdict = judge(name, scope, {h.rule for h in scope_hits})
             for key in totals:
                 totals[key] += len(verdict[key])
             if verdict["fn"] or verdict["fp"]:
                 lines.append(f"{name} {scope}: missing {verdict['fn']}, not expected {verdict['fp']}")
+                lines += [f"  {_figures(h)}" for h in scope_hits if h.rule in verdict["fp"]]
     return totals, lines
+
+
+def _figures(hit) -> str:
+    """An unexpected finding's figures, so that a failure on a machine that kept no trace can still be read."""
+    c = hit.claim
+    return (f"{hit.rule}: {hit.title}; gain {hit.gain_ns / 1e6:.3f} ms ({c.gain_low_ns / 1e6:.3f}-"
+            f"{c.gain_high_ns / 1e6:.3f} over the steps) of a {c.step_ns / 1e6:.3f} ms step, {c.steps} steps, noise "
+            f"{c.noise_ns / 1e6:.3f} ms; {hit.seen}")
 
 
 def test_corpus_precision_and_recall(corpus, capsys):

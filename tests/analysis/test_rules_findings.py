@@ -975,6 +975,47 @@ def test_an_optimizer_step_without_a_call_is_kept_whole(monkeypatch):
     assert one(table(events), monkeypatch, "unfused_optimizer").shrink[1] == pytest.approx(255 / 300)
 
 
+def stalled_steps(n: int, device: bool) -> list:
+    """n steps of 5 ms, each with AdamW's step of test_unfused_optimizer_finding_and_its_edit 500 µs in (200 µs,
+    four aten::add_ of 10 µs at +10, +50, +90, +130), and in the last one the thread stalled 3 ms: on the CPU in the
+    glue after the second call, on the device inside the second call (3,010 µs long). With device, each call
+    launches a 5 µs kernel."""
+    events, corr = [], 0
+    for k in range(n):
+        t0 = 5_000_000 * k + 500_000
+        stall = 3_000_000 if k == n - 1 else 0
+        events += [step(k + 1, 5_000_000 * k, 5_000_000),
+                   ev("Optimizer.step#AdamW.step", K.USER_ANNOTATION, t0, 200_000 + stall)]
+        for i in range(4):
+            ts = t0 + 10_000 + 40_000 * i + (stall if i >= 2 else 0)
+            dur = 10_000 + (stall if device and i == 1 else 0)
+            events.append(ev("aten::add_", K.CPU_OP, ts, dur))
+            if device:
+                corr += 1
+                events += [ev("cudaLaunchKernel", K.RUNTIME, ts + 2_000, 2_000, correlation=corr),
+                           ev("add_kernel", K.KERNEL, ts + 20_000, 5_000, correlation=corr, stream=8)]
+    return events
+
+
+@pytest.mark.parametrize("n", [2, 3, 4])
+def test_a_stall_in_one_optimizer_step_is_not_gained_by_fusing(monkeypatch, n):
+    """stalled_steps on the CPU: per gap between two calls, 30 µs of glue in each step and 1,030 in the stalled one;
+    the lower median is 30 (with two steps, the quicker): 90 µs of glue a step, a quarter of it kept (1 kind, 4
+    calls), the stall kept: 200n + 3000 µs, of which 0.75 x 90n go: (132.5n + 3000) / (200n + 3000). The stall read
+    as glue would have gone too: (132.5n + 750) / (200n + 3000)."""
+    f = one(table(stalled_steps(n, device=False)), monkeypatch, "unfused_optimizer")
+    assert f.shrink[1] == pytest.approx((132.5 * n + 3000) / (200 * n + 3000))
+
+
+@pytest.mark.parametrize("n", [2, 3, 4])
+def test_a_stall_in_one_optimizer_call_is_not_gained_by_fusing_on_the_device(monkeypatch, n):
+    """stalled_steps with device work: from the first call to the last, 130 µs a step (32.5 a call) and 3,130 µs in
+    the stalled one (782.5 a call); the lower median is 32.5: 130 µs a step, a quarter kept: 200n + 3000 µs, of which
+    0.75 x 130n go: (102.5n + 3000) / (200n + 3000)."""
+    f = one(table(stalled_steps(n, device=True)), monkeypatch, "unfused_optimizer")
+    assert f.shrink[1] == pytest.approx((102.5 * n + 3000) / (200 * n + 3000))
+
+
 def test_a_multi_tensor_optimizer_is_told_to_fuse(monkeypatch):
     name = "Optimizer.step#Adam.step"
     t = table([step(), ev(name, K.USER_ANNOTATION, 500_000, 200_000),

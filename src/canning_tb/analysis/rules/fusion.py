@@ -250,7 +250,10 @@ def _fused(inp: RuleInput, rows: np.ndarray, removes, call_cost) -> tuple | None
     window's per-kernel floor (the 10th percentile of the kernels' time; the arithmetic) plus one floor per kind.
     On the CPU the multi-tensor implementations still call one operator per tensor, from C++ (a CPU trace of
     foreach=True shows them under each _foreach_ call): the calls stay, each with the cost of a call made from
-    C++ (call_cost(): the window's _dispatch_gap), and the Python glue goes. None without calls inside it."""
+    C++ (call_cost(): the window's _dispatch_gap), and the Python glue goes. The time that goes is read per call
+    (per gap between two calls, for the glue) as its lower median over the ranges (_typical): each range runs the
+    same code, and one the machine stalled in (a thread descheduled for milliseconds) would stall the fused step
+    as much. None without calls inside it."""
     ctx = inp.ctx
     host = ctx.host
     inner = _inside(inp, rows, host.rows)
@@ -261,14 +264,15 @@ def _fused(inp: RuleInput, rows: np.ndarray, removes, call_cost) -> tuple | None
         return None
     kinds = len(distinct(ctx.ev["name"][host.rows[calls]])) * len(rows)
     per_kind = min(kinds / len(calls), 1.0)
-    total = float((np.asarray(removes[1]) - np.asarray(removes[0])).sum())
-    in_calls = float(ctx.ev["dur"][host.rows[calls]].sum())
-    edges = _edges(inp, host.rows[calls], removes)
-    between = max(total - in_calls - edges, 0.0)
+    dur = (np.asarray(removes[1]) - np.asarray(removes[0])).astype(np.float64)
+    total = float(dur.sum())
+    edges, in_calls, count = _per_range(inp, host.rows[calls], removes)
+    loop = np.maximum(dur - edges, 0.0)  # from each range's first call to its last: the calls and the glue
     if has_device_work(inp.digest):
-        kept = (in_calls + between) * per_kind + edges
+        kept = total - _typical(loop, count) * (1 - per_kind)
     else:
-        kept = in_calls + edges + min(between, between * per_kind + len(calls) * call_cost())
+        glue = _typical(np.maximum(loop - in_calls, 0.0), np.maximum(count - 1, 0))
+        kept = total - glue + min(glue, glue * per_kind + len(calls) * call_cost())
     host_factor = min(kept / total, 1.0) if total > 0 else 1.0
     owner = ctx.device_owner
     launched = np.zeros(len(owner), bool)
@@ -285,19 +289,32 @@ def _fused(inp: RuleInput, rows: np.ndarray, removes, call_cost) -> tuple | None
     return removes, host_factor, dev, dev_factor
 
 
-def _edges(inp: RuleInput, call_rows: np.ndarray, removes) -> float:
-    """The time of the ranges (removes: disjoint, sorted) before their first call and after their last; a range
-    without a call counts whole. Each call starts inside one of them (the calls were chosen so)."""
+def _per_range(inp: RuleInput, call_rows: np.ndarray, removes) -> tuple:
+    """Per range (removes: disjoint, sorted): its edges (the time before its first call and after its last; a range
+    without a call counts whole), its calls' time and their count. Each call starts inside one of them (the calls
+    were chosen so)."""
     lo, hi = np.asarray(removes[0]), np.asarray(removes[1])
     ts = inp.ctx.ev["ts"][call_rows]  # int64 ns, as every time of the table
-    end = ts + inp.ctx.ev["dur"][call_rows]
+    dur = inp.ctx.ev["dur"][call_rows]
+    end = ts + dur
     at = np.searchsorted(lo, ts, side="right") - 1
     first, last = hi.copy(), lo.copy()
     np.minimum.at(first, at, ts)
     np.maximum.at(last, at, end)
-    called = np.bincount(at, minlength=len(lo)) > 0
+    count = np.bincount(at, minlength=len(lo))
     tail = np.maximum(hi - last, 0)  # a call may run past its range's end
-    return float(np.where(called, first - lo + tail, hi - lo).sum())
+    edges = np.where(count > 0, first - lo + tail, hi - lo).astype(np.float64)
+    return edges, np.bincount(at, weights=dur, minlength=len(lo)), count
+
+
+def _typical(values: np.ndarray, units: np.ndarray) -> float:
+    """The ranges' time (values) as their typical time per unit (a call, a gap between calls) makes it: the lower
+    median of value / units over the ranges with units, times all the units; never more than they took."""
+    has = units > 0
+    if not has.any():
+        return float(values.sum())
+    per = np.sort(values[has] / units[has])
+    return float(min(values.sum(), per[(len(per) - 1) // 2] * units.sum()))
 
 
 def _dispatch_gap(inp: RuleInput) -> float:
