@@ -975,26 +975,31 @@ def test_an_optimizer_step_without_a_call_is_kept_whole(monkeypatch):
     assert one(table(events), monkeypatch, "unfused_optimizer").shrink[1] == pytest.approx(255 / 300)
 
 
-def stalled_steps(n: int, device: bool) -> list:
-    """n steps of 5 ms, each with AdamW's step of test_unfused_optimizer_finding_and_its_edit 500 µs in (200 µs,
-    four aten::add_ of 10 µs at +10, +50, +90, +130), and in the last one the thread stalled 3 ms: on the CPU in the
-    glue after the second call, on the device inside the second call (3,010 µs long). With device, each call
-    launches a 5 µs kernel."""
-    events, corr = [], 0
-    for k in range(n):
-        t0 = 5_000_000 * k + 500_000
-        stall = 3_000_000 if k == n - 1 else 0
-        events += [step(k + 1, 5_000_000 * k, 5_000_000),
-                   ev("Optimizer.step#AdamW.step", K.USER_ANNOTATION, t0, 200_000 + stall)]
-        for i in range(4):
-            ts = t0 + 10_000 + 40_000 * i + (stall if i >= 2 else 0)
-            dur = 10_000 + (stall if device and i == 1 else 0)
-            events.append(ev("aten::add_", K.CPU_OP, ts, dur))
+def optimizer_window(ranges, device=False) -> list:
+    """One 30 ms step; AdamW's step ranges 5 ms apart, each (length, [(start, length) of an aten::add_ inside it]) in
+    µs from the range's start. With device, each call launches a 5 µs kernel."""
+    events, corr = [step(1, 0, 30 * MS)], 0
+    for k, (length, calls) in enumerate(ranges):
+        t0 = (k + 1) * 5 * MS
+        events.append(ev("Optimizer.step#AdamW.step", K.USER_ANNOTATION, t0, length * US))
+        for start, dur in calls:
+            ts = t0 + start * US
+            events.append(ev("aten::add_", K.CPU_OP, ts, dur * US))
             if device:
                 corr += 1
-                events += [ev("cudaLaunchKernel", K.RUNTIME, ts + 2_000, 2_000, correlation=corr),
-                           ev("add_kernel", K.KERNEL, ts + 20_000, 5_000, correlation=corr, stream=8)]
+                events += [ev("cudaLaunchKernel", K.RUNTIME, ts + 2 * US, 2 * US, correlation=corr),
+                           ev("add_kernel", K.KERNEL, ts + 20 * US, 5 * US, correlation=corr, stream=8)]
     return events
+
+
+FOUR = [(10, 10), (50, 10), (90, 10), (130, 10)]  # four calls 30 µs apart: 130 µs from the first to the last's end
+
+
+def stalled_steps(n: int, device: bool) -> list:
+    """n AdamW steps of test_unfused_optimizer_finding_and_its_edit (200 µs, FOUR), the last one stalled 3 ms: on the
+    CPU in the glue after the second call, on the device inside the second call (3,010 µs long)."""
+    stalled = [(10, 10), (50, 3010 if device else 10), (3090, 10), (3130, 10)]
+    return optimizer_window([(200, FOUR)] * (n - 1) + [(3200, stalled)], device)
 
 
 @pytest.mark.parametrize("n", [2, 3, 4])
@@ -1014,6 +1019,34 @@ def test_a_stall_in_one_optimizer_call_is_not_gained_by_fusing_on_the_device(mon
     0.75 x 130n go: (102.5n + 3000) / (200n + 3000)."""
     f = one(table(stalled_steps(n, device=True)), monkeypatch, "unfused_optimizer")
     assert f.shrink[1] == pytest.approx((102.5 * n + 3000) / (200 * n + 3000))
+
+
+@pytest.mark.parametrize("ranges,device,factor", [
+    # glue per gap 30 (3 gaps), 40 (2), 50 (1): lower median 40 x 6 gaps = 240, more than the 220 µs they took:
+    # 220; 9 calls, 1 kind x 3 ranges: a third kept: 520 - 220 + 73.33 = 373.33 of 520 µs
+    ([(200, FOUR), (180, [(10, 10), (60, 10), (110, 10)]), (140, [(10, 10), (70, 10)])], False, (300 + 220 / 3) / 520),
+    # glue per gap 50 (3 gaps), 40 (2), 30 (1): 40 x 6 = 240 of the 260 µs they took; a third kept:
+    # 560 - 240 + 80 = 400 of 560 µs
+    ([(260, [(10, 10), (70, 10), (130, 10), (190, 10)]), (180, [(10, 10), (60, 10), (110, 10)]),
+      (120, [(10, 10), (50, 10)])], False, 400 / 560),
+    # the last range without a call (kept whole): 30 x 6 gaps = 180 µs, 3 of 8 kept: 500 - 180 + 67.5 of 500
+    ([(200, FOUR), (200, FOUR), (100, [])], False, 387.5 / 500),
+    # stalled_steps(3) and two ranges of one call (no gap): per gap 30, 30, 1,030: 30 x 9 gaps = 270 µs; 14 calls,
+    # 1 kind x 5 ranges: 3800 - 270 + 270 x 5 / 14 of 3800 µs
+    ([(200, FOUR), (200, FOUR), (3200, [(10, 10), (50, 10), (3090, 10), (3130, 10)]), (100, [(20, 10)]),
+      (100, [(20, 10)])], False, (3530 + 270 * 5 / 14) / 3800),
+    # with device work, per call from the first to the last: 10, 10, 10 (one call each) and 32.5: lower median 10 x 7
+    # calls = 70 µs; 1 kind x 4 ranges of 7 calls kept: 500 - 70 x 3 / 7 = 470 of 500 µs
+    ([(100, [(20, 10)])] * 3 + [(200, FOUR)], True, 470 / 500),
+    # with device work and a range without a call (kept whole, nothing of it in the sum): 32.5 x 8 calls = 260 µs,
+    # 3 of 8 kept: 500 - 260 x 5 / 8 = 337.5 of 500 µs
+    ([(200, FOUR), (200, FOUR), (100, [])], True, 337.5 / 500),
+])
+def test_the_time_fusing_removes_is_the_typical_ranges(monkeypatch, ranges, device, factor):
+    """Glue per gap between two calls (CPU) or host time per call (device), the lower median over the optimizer's
+    ranges with one, times all the gaps (calls), never more than they took."""
+    f = one(table(optimizer_window(ranges, device)), monkeypatch, "unfused_optimizer")
+    assert f.shrink[1] == pytest.approx(factor, rel=1e-12)
 
 
 def test_a_multi_tensor_optimizer_is_told_to_fuse(monkeypatch):

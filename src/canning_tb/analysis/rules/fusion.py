@@ -264,10 +264,8 @@ def _fused(inp: RuleInput, rows: np.ndarray, removes, call_cost) -> tuple | None
         return None
     kinds = len(distinct(ctx.ev["name"][host.rows[calls]])) * len(rows)
     per_kind = min(kinds / len(calls), 1.0)
-    dur = (np.asarray(removes[1]) - np.asarray(removes[0])).astype(np.float64)
-    total = float(dur.sum())
-    edges, in_calls, count = _per_range(inp, host.rows[calls], removes)
-    loop = np.maximum(dur - edges, 0.0)  # from each range's first call to its last: the calls and the glue
+    total = float((np.asarray(removes[1]) - np.asarray(removes[0])).sum())
+    loop, in_calls, count = _per_range(inp, host.rows[calls], removes)  # the rest of a range: its edges, kept
     if has_device_work(inp.digest):
         kept = total - _typical(loop, count) * (1 - per_kind)
     else:
@@ -290,21 +288,19 @@ def _fused(inp: RuleInput, rows: np.ndarray, removes, call_cost) -> tuple | None
 
 
 def _per_range(inp: RuleInput, call_rows: np.ndarray, removes) -> tuple:
-    """Per range (removes: disjoint, sorted): its edges (the time before its first call and after its last; a range
-    without a call counts whole), its calls' time and their count. Each call starts inside one of them (the calls
-    were chosen so)."""
+    """Per range (removes: disjoint, sorted): the time from its first call's start to its last call's end (the calls
+    and the glue between them; 0 without a call; a call may run past the range's end, which stays out), its calls'
+    time and their count. Each call starts inside one of them (the calls were chosen so)."""
     lo, hi = np.asarray(removes[0]), np.asarray(removes[1])
     ts = inp.ctx.ev["ts"][call_rows]  # int64 ns, as every time of the table
     dur = inp.ctx.ev["dur"][call_rows]
-    end = ts + dur
     at = np.searchsorted(lo, ts, side="right") - 1
     first, last = hi.copy(), lo.copy()
     np.minimum.at(first, at, ts)
-    np.maximum.at(last, at, end)
+    np.maximum.at(last, at, ts + dur)
     count = np.bincount(at, minlength=len(lo))
-    tail = np.maximum(hi - last, 0)  # a call may run past its range's end
-    edges = np.where(count > 0, first - lo + tail, hi - lo).astype(np.float64)
-    return edges, np.bincount(at, weights=dur, minlength=len(lo)), count
+    loop = np.where(count > 0, np.minimum(last, hi) - first, 0).astype(np.float64)
+    return loop, np.bincount(at, weights=dur, minlength=len(lo)), count
 
 
 def _typical(values: np.ndarray, units: np.ndarray) -> float:
