@@ -36,6 +36,18 @@ class Context:
         return self.ev["kind"][self.host.rows]
 
     @cached_property
+    def host_op(self) -> np.ndarray:
+        """Per host position: an operator call (not an annotation, a runtime call or Python)."""
+        return self.host_kind == int(Kind.CPU_OP)
+
+    @cached_property
+    def op_in_op(self) -> np.ndarray:
+        """Per host position: an operator that an operator calls (a redispatch, or a _to_copy's copy_), made from C++
+        with no Python between."""
+        parent = self.host.parent
+        return (parent != NONE) & self.host_op & self.host_op[np.maximum(parent, 0)]
+
+    @cached_property
     def device_rows(self) -> np.ndarray:
         return np.flatnonzero(kind_mask(self.table, DEVICE_KINDS))
 
@@ -119,8 +131,7 @@ class Context:
         up = np.maximum(parent, 0)
         children = np.bincount(parent[parent != NONE], minlength=len(h.rows))
         names = self.ev["name"][h.rows]
-        is_op = self.host_kind == int(Kind.CPU_OP)
-        folded = (parent != NONE) & is_op & is_op[up] & (names == names[up]) & (children[up] == 1)
+        folded = self.op_in_op & (names == names[up]) & (children[up] == 1)
         target = np.arange(len(h.rows))
         while folded[target].any():
             target = np.where(folded[target], parent[target], target)

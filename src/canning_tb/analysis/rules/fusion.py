@@ -9,7 +9,7 @@ import numpy as np
 
 from canning_tb.util.arrays import distinct
 
-from ...ingest.table import NONE, Kind
+from ...ingest.table import NONE
 from ..summary import has_device_work
 from . import thresholds as th
 from .attention import attention_finding
@@ -257,9 +257,7 @@ def _fused(inp: RuleInput, rows: np.ndarray, removes, call_cost) -> tuple | None
     ctx = inp.ctx
     host = ctx.host
     inner = _inside(inp, rows, host.rows)
-    is_op = ctx.host_kind == int(Kind.CPU_OP)
-    parent_op = np.where(host.parent != NONE, is_op[np.maximum(host.parent, 0)], False)
-    calls = np.flatnonzero(inner & is_op & ~parent_op)  # the calls the step's code makes, not the ops they call
+    calls = np.flatnonzero(inner & ctx.host_op & ~ctx.op_in_op)  # the calls the step's code makes, not their ops
     if not len(calls):
         return None
     kinds = len(distinct(ctx.ev["name"][host.rows[calls]])) * len(rows)
@@ -319,9 +317,7 @@ def _dispatch_gap(inp: RuleInput) -> float:
     0 where no operator calls two."""
     ctx = inp.ctx
     parent = ctx.host.parent
-    is_op = ctx.host_kind == int(Kind.CPU_OP)
-    child = np.flatnonzero(is_op & (parent != NONE))
-    child = child[is_op[parent[child]]]
+    child = np.flatnonzero(ctx.op_in_op)
     rows = ctx.host.rows[child]
     ts = ctx.ev["ts"][rows]
     end = ts + ctx.ev["dur"][rows]
