@@ -23,7 +23,8 @@ from canning_tb.analysis.rules import cluster_hits, thresholds
 from canning_tb.ingest.ascend.read import read_ascend
 from canning_tb.ingest.kineto.read import read_kineto
 
-pytestmark = [pytest.mark.slow, pytest.mark.timed]  # real 2-rank gloo runs whose timings decide findings: run alone (make test)
+# real 2-rank gloo runs whose timings decide findings: run alone (make test)
+pytestmark = [pytest.mark.slow, pytest.mark.timed]
 
 SCRIPT = Path(__file__).resolve().parents[1] / "_rules_corpus_dist.py"
 MODES = ("ddp", "pipeline", "pipeline_unbalanced", "broadcast")

@@ -889,14 +889,20 @@ def test_a_pattern_with_no_torch_change_is_judged_on_the_npu_only(monkeypatch):
     assert "fusable_confusion_transpose" not in found(t, monkeypatch)
 
 
+def adamw_step(last: int = 10_000) -> list:
+    """A step holding AdamW's step 500-700 µs with four aten::add_ at 510, 550, 590, 630 µs, 10 µs each (the last one
+    `last` ns), no device."""
+    return ([step(), ev("Optimizer.step#AdamW.step", K.USER_ANNOTATION, 500_000, 200_000)] +
+            [ev("aten::add_", K.CPU_OP, 510_000 + 40_000 * i, last if i == 3 else 10_000) for i in range(4)])
+
+
 def test_unfused_optimizer_finding_and_its_edit(monkeypatch):
     """AdamW's step 500-700 µs with four aten::add_ of 10 µs inside (at 510, 550, 590, 630 µs), no device: 200 µs a
     step. The edit keeps the calls' 40 µs, the step's edges (10 µs before the first call, 60 after the last: its
     set-up) and a quarter of the 90 µs of glue between the calls (one operator kind for four calls); no operator
     calls two others, so a call from C++ costs nothing more: 40 + 70 + 22.5 = 132.5 of 200 µs, 0.6625."""
     name = "Optimizer.step#AdamW.step"
-    t = table([step(), ev(name, K.USER_ANNOTATION, 500_000, 200_000)] +
-              [ev("aten::add_", K.CPU_OP, 510_000 + 40_000 * i, 10_000) for i in range(4)])
+    t = table(adamw_step())
     f = one(t, monkeypatch, "unfused_optimizer")
     assert (f.severity, f.title) == ("info", "The AdamW optimizer runs unfused")
     assert f.gain_basis == "the optimizer step's time per step"
@@ -921,7 +927,8 @@ US = 1_000
     # 40 + 70 + 22.5 + 12 = 144.5 of 200
     ([[(0, 10), (12, 10)], [(0, 10), (17, 10)], [(0, 10), (13, 10)]], 0.7225),
     ([[(0, 10), (13, 10)]], 0.7225),  # one operator calling two: its gap alone, 3 µs
-    ([[(0, 10), (30, 10)], [(0, 10), (40, 10)], [(0, 10), (30, 10)]], 1.0),  # 4 x 30 µs above the 90 of glue: none goes
+    # 4 x 30 µs above the 90 of glue: none goes
+    ([[(0, 10), (30, 10)], [(0, 10), (40, 10)], [(0, 10), (30, 10)]], 1.0),
     ([[(0, 10)], [(0, 10)]], 0.6625),  # one call each: no gap between two calls of one operator, 0 µs
     ([[(0, 10), (10, 10)], [(0, 10), (10, 10)], [(0, 10), (15, 10)]], 0.6625),  # gaps 0, 0, 5: median 0
     # an annotation (no operator) between the two calls: the gap is the operators', 5 µs (not 2 and 1):
@@ -933,8 +940,7 @@ def test_on_the_cpu_each_call_keeps_the_cost_of_a_call_from_cpp(monkeypatch, par
     calling the operators listed ((start, length) in µs from its own start): the median gap between two operators
     one operator calls is what a call made from C++ costs beyond its own time; the multi-tensor loop pays it once
     per tensor, at most the glue."""
-    events = [step(), ev("Optimizer.step#AdamW.step", K.USER_ANNOTATION, 500_000, 200_000)]
-    events += [ev("aten::add_", K.CPU_OP, 510_000 + 40_000 * i, 10_000) for i in range(4)]
+    events = adamw_step()
     for i, children in enumerate(parents):
         t0 = 100_000 * (i + 1)
         events.append(ev("aten::to", K.CPU_OP, t0, 60 * US))
@@ -949,28 +955,23 @@ def test_on_the_cpu_each_call_keeps_the_cost_of_a_call_from_cpp(monkeypatch, par
 def test_a_call_ending_at_its_steps_end_leaves_no_tail(monkeypatch):
     """AdamW's step 500-700 µs, four aten::add_ at 510, 550, 590, 630 µs, the last 70 µs long (ending at 700, the
     step's end): edges 10 + 0, glue 3 x 30 = 90 µs, calls 100 µs: 100 + 10 + 22.5 = 132.5 of 200 µs."""
-    events = [step(), ev("Optimizer.step#AdamW.step", K.USER_ANNOTATION, 500_000, 200_000)]
-    events += [ev("aten::add_", K.CPU_OP, 510_000 + 40_000 * i, 70_000 if i == 3 else 10_000) for i in range(4)]
+    events = adamw_step(last=70_000)
     assert one(table(events), monkeypatch, "unfused_optimizer").shrink[1] == pytest.approx(132.5 / 200)
 
 
 def test_an_optimizer_step_with_one_call_has_its_edges(monkeypatch):
-    """Two AdamW steps: 500-700 µs as in test_unfused_optimizer_finding_and_its_edit and 800-900 µs with one aten::add_
-    at 820-830 µs (edges 20 + 70, no glue). One kind over 2 ranges: 2 of 5 calls. Calls 50 µs, edges 70 + 90, glue
-    90 x 0.4 = 36: 246 of 300 µs (a step without its edges would keep 252)."""
-    events = [step(), ev("Optimizer.step#AdamW.step", K.USER_ANNOTATION, 500_000, 200_000),
-              ev("Optimizer.step#AdamW.step", K.USER_ANNOTATION, 800_000, 100_000),
-              ev("aten::add_", K.CPU_OP, 820_000, 10_000)]
-    events += [ev("aten::add_", K.CPU_OP, 510_000 + 40_000 * i, 10_000) for i in range(4)]
+    """Two AdamW steps: 500-700 µs as in test_unfused_optimizer_finding_and_its_edit and 800-900 µs with one
+    aten::add_ at 820-830 µs (edges 20 + 70, no glue). One kind over 2 ranges: 2 of 5 calls. Calls 50 µs, edges
+    70 + 90, glue 90 x 0.4 = 36: 246 of 300 µs (a step without its edges would keep 252)."""
+    events = adamw_step() + [ev("Optimizer.step#AdamW.step", K.USER_ANNOTATION, 800_000, 100_000),
+                             ev("aten::add_", K.CPU_OP, 820_000, 10_000)]
     assert one(table(events), monkeypatch, "unfused_optimizer").shrink[1] == pytest.approx(246 / 300)
 
 
 def test_an_optimizer_step_without_a_call_is_kept_whole(monkeypatch):
     """Two AdamW steps: 500-700 µs as in test_unfused_optimizer_finding_and_its_edit (132.5 of its 200 µs kept) and
     800-900 µs with no operator inside (all Python; the change has no call to fold there, kept whole)."""
-    events = [step(), ev("Optimizer.step#AdamW.step", K.USER_ANNOTATION, 500_000, 200_000),
-              ev("Optimizer.step#AdamW.step", K.USER_ANNOTATION, 800_000, 100_000)]
-    events += [ev("aten::add_", K.CPU_OP, 510_000 + 40_000 * i, 10_000) for i in range(4)]
+    events = adamw_step() + [ev("Optimizer.step#AdamW.step", K.USER_ANNOTATION, 800_000, 100_000)]
     # one kind over 2 ranges: 2 of 4 calls, a half of the glue (90 µs) kept: 40 + 70 + 45 + 100 = 255 of 300
     assert one(table(events), monkeypatch, "unfused_optimizer").shrink[1] == pytest.approx(255 / 300)
 

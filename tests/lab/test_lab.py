@@ -6,10 +6,11 @@ appear on "before", be absent (or under its own floor) on "after", and its predi
 RuleHit's gain_ns, as `canning-prof --mode=view --format=json` reports it) must be within a factor of FACTOR of
 the gain the jobs measured with their own timer (tests/_lab.py), when the rest of the machine kept under
 BUSY_CORES busy meanwhile (else skipped, saying so). A reading outside FACTOR is measured once more the other way
-round (RETEST_ORDER) and judged on the four jobs: one job slowed by the machine is a reading of the machine. The suite may run on shared cores, where one job's extra
-load moves a true finding's ratio; the ±BAND band is measured by benchmarks/lab.py (jobs
-interleaved, a quiet machine) and stated in README.md and docs/lab.md. Where today's engine does not state
-the finding, the check is marked xfail (not strict) with the reason; no pair gets a band of its own.
+round (RETEST_ORDER) and judged on the four jobs: one job slowed by the machine is a reading of the machine. The
+suite may run on shared cores, where one job's extra load moves a true finding's ratio; the ±BAND band is measured
+by benchmarks/lab.py (jobs interleaved, a quiet machine) and stated in README.md and docs/lab.md. Where today's
+engine does not state the finding, the check is marked xfail (not strict) with the reason; no pair gets a band of
+its own.
 """
 import pytest
 from _lab import BUSY_CORES, FACTOR, PAIRS, RETEST_ORDER, TEST_ORDER, below_floor, hits, pooled, run_pair, table

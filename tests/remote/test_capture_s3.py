@@ -13,7 +13,8 @@ torch = pytest.importorskip("torch")
 from canning import profiling_suite as ps  # noqa: E402
 from canning_tb.cli.main import main  # noqa: E402
 
-pytestmark = [pytest.mark.slow, pytest.mark.timed]  # a live job planning its start step from its step rate: run alone (make test)
+# a live job planning its start step from its step rate: run alone (make test)
+pytestmark = [pytest.mark.slow, pytest.mark.timed]
 
 
 def test_a_capture_travels_through_the_bucket(s3, capsys, tmp_path):  # noqa: F811
