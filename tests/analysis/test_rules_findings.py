@@ -952,6 +952,17 @@ def test_on_the_cpu_each_call_keeps_the_cost_of_a_call_from_cpp(monkeypatch, par
     assert one(table(events), monkeypatch, "unfused_optimizer").shrink[1] == pytest.approx(factor)
 
 
+def test_operators_called_by_no_operator_are_not_a_call_from_cpp(monkeypatch):
+    """No ProfilerStep: the window's first host event is an aten::to at 0-60 µs calling two aten::copy_ 3 µs apart;
+    two aten::mm at 100-110 and 140-150 µs are called by no operator (30 µs apart, Python between them); then the
+    AdamW step of test_unfused_optimizer_finding_and_its_edit. A call from C++ costs 3 µs: 40 + 70 + 22.5 + 4 x 3 =
+    144.5 of 200 µs (the mm's 30 µs taken for one would keep all 200)."""
+    events = [ev("aten::to", K.CPU_OP, 0, 60 * US), ev("aten::copy_", K.CPU_OP, 0, 10 * US),
+              ev("aten::copy_", K.CPU_OP, 13 * US, 10 * US), ev("aten::mm", K.CPU_OP, 100 * US, 10 * US),
+              ev("aten::mm", K.CPU_OP, 140 * US, 10 * US)] + adamw_step()[1:]
+    assert one(table(events), monkeypatch, "unfused_optimizer").shrink[1] == pytest.approx(144.5 / 200)
+
+
 def test_a_call_ending_at_its_steps_end_leaves_no_tail(monkeypatch):
     """AdamW's step 500-700 µs, four aten::add_ at 510, 550, 590, 630 µs, the last 70 µs long (ending at 700, the
     step's end): edges 10 + 0, glue 3 x 30 = 90 µs, calls 100 µs: 100 + 10 + 22.5 = 132.5 of 200 µs."""

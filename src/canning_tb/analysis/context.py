@@ -45,7 +45,7 @@ class Context:
         """Per host position: an operator that an operator calls (a redispatch, or a _to_copy's copy_), made from C++
         with no Python between."""
         parent = self.host.parent
-        return (parent != NONE) & self.host_op & self.host_op[np.maximum(parent, 0)]
+        return (parent != NONE) & self.host_op & self.host_op[parent]  # NONE (-1) reads the last: dropped first
 
     @cached_property
     def device_rows(self) -> np.ndarray:
